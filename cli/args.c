@@ -1,0 +1,104 @@
+/* args.c — table-driven flag parsing for the zeroc subcommands (see args.h). Strict: a number
+ * must be a whole number with nothing after it; every error names the flag and the value. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+
+static zc_status parse_value(arg_spec *s, const char *v, zc_err *err)
+{
+    char *end;
+    errno = 0;
+    switch (s->kind) {
+    case ARG_STR:
+        *(const char **)s->dst = v;
+        return ZC_OK;
+    case ARG_CONFIG:
+        s->value = v;
+        return ZC_OK;
+    case ARG_INT:
+    case ARG_I64: {
+        long long x = strtoll(v, &end, 10);
+        if (!*v || *end || errno || (s->kind == ARG_INT && (x < INT_MIN || x > INT_MAX)))
+            return zc_err_set(err, ZC_EINVAL, "%s: expected an integer, got '%s'", s->flag, v);
+        if (s->kind == ARG_INT)
+            *(int *)s->dst = (int)x;
+        else
+            *(int64_t *)s->dst = x;
+        return ZC_OK;
+    }
+    case ARG_DOUBLE: {
+        double x = strtod(v, &end);
+        if (!*v || *end || errno)
+            return zc_err_set(err, ZC_EINVAL, "%s: expected a number, got '%s'", s->flag, v);
+        *(double *)s->dst = x;
+        return ZC_OK;
+    }
+    case ARG_BOOL:
+        *(bool *)s->dst = true;
+        return ZC_OK;
+    }
+    return ZC_EINVAL;
+}
+
+zc_status args_parse(arg_spec *specs, int nspecs, int argc, char **argv, int first, zc_err *err)
+{
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        const char *eq = strchr(a, '=');
+        size_t flen = eq ? (size_t)(eq - a) : strlen(a);
+        arg_spec *s = NULL;
+        for (int k = 0; k < nspecs && !s; k++)
+            if (strlen(specs[k].flag) == flen && strncmp(specs[k].flag, a, flen) == 0)
+                s = &specs[k];
+        if (!s)
+            return zc_err_set(err, ZC_EINVAL, "unknown flag '%.*s' (see --help)", (int)flen, a);
+        const char *v = NULL;
+        if (s->kind == ARG_BOOL) {
+            if (eq)
+                return zc_err_set(err, ZC_EINVAL, "%s takes no value", s->flag);
+        } else if (eq) {
+            v = eq + 1;
+        } else if (i + 1 < argc) {
+            v = argv[++i];
+        } else {
+            return zc_err_set(err, ZC_EINVAL, "%s needs a value", s->flag);
+        }
+        zc_status st = parse_value(s, v, err);
+        if (st)
+            return st;
+    }
+    return ZC_OK;
+}
+
+zc_status args_apply_config(const arg_spec *specs, int nspecs, zc_config *cfg, zc_err *err)
+{
+    for (int k = 0; k < nspecs; k++)
+        if (specs[k].kind == ARG_CONFIG && specs[k].value) {
+            zc_status st = zc_config_set(cfg, specs[k].config_key, specs[k].value, err);
+            if (st) {
+                /* name the flag the user typed as well as the key */
+                char msg[sizeof err->msg];
+                snprintf(msg, sizeof msg, "%s", err->msg);
+                return zc_err_set(err, st, "%s: %s", specs[k].flag, msg);
+            }
+        }
+    return ZC_OK;
+}
+
+void args_usage(const char *synopsis, const arg_spec *specs, int nspecs)
+{
+    printf("usage: %s\n\n", synopsis);
+    for (int k = 0; k < nspecs; k++) {
+        const char *meta = specs[k].kind == ARG_BOOL ? "" : specs[k].kind == ARG_STR ? " S" : " N";
+        char left[64];
+        snprintf(left, sizeof left, "%s%s", specs[k].flag, meta);
+        if (specs[k].kind == ARG_CONFIG)
+            printf("  %-24s %s (config: %s)\n", left, specs[k].help, specs[k].config_key);
+        else
+            printf("  %-24s %s\n", left, specs[k].help);
+    }
+}

@@ -1,0 +1,17 @@
+/* commands.h — the zeroc subcommands, and how they end on an error. */
+#ifndef ZEROC_CLI_COMMANDS_H
+#define ZEROC_CLI_COMMANDS_H
+
+#include <stdbool.h>
+
+#include "zeroc/comm.h"
+#include "zeroc/status.h"
+
+int cmd_train(zc_comm *comm, int argc, char **argv);
+
+/* Prints err (rank 0, or every rank when the error is not known to be shared) and returns the
+ * exit code. `collective`: every rank hit the same error, so they can all return and finalise;
+ * otherwise the other ranks may be waiting in a collective and the job is aborted. */
+int cli_fail(zc_comm *comm, const zc_err *err, bool collective);
+
+#endif

@@ -1,0 +1,226 @@
+/* train.c — `zeroc train`: reads the configuration, builds a model on the ZeRO engine, trains it,
+ * prints one line per optimizer step, and writes the report.
+ *
+ * The loop knows models only through train_model (cli/train_model.h): a model adaptor fills a
+ * micro-batch for (step, micro-step, rank) and runs forward + backward. Everything about ZeRO is
+ * the engine's; this file only measures and reports. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/train_model.h"
+#include "cli/train_report.h"
+#include "zeroc/comm.h"
+#include "zeroc/config.h"
+#include "zeroc/engine.h"
+#include "zeroc/mem.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+static double mib(int64_t b) { return (double)b / (1024.0 * 1024.0); }
+
+/* The effective configuration on one line (the library gives it pretty-printed). */
+static void print_config(const zc_config *cfg)
+{
+    char *json = zc_config_to_json(cfg);
+    if (!json)
+        return;
+    char *w = json;
+    bool in_str = false;
+    for (const char *r = json; *r; r++) {
+        if (*r == '"')
+            in_str = !in_str;
+        if (!in_str && (*r == '\n' || *r == '\t' || *r == ' '))
+            continue;
+        *w++ = *r;
+    }
+    *w = 0;
+    printf("config: %s\n", json);
+    free(json);
+}
+
+static rank_memory my_memory(const zc_mem *mem)
+{
+    rank_memory m = {
+        .params = zc_mem_get(mem, ZC_MEM_PARAMS).current,
+        .grads = zc_mem_get(mem, ZC_MEM_GRADS).current,
+        .optimizer = zc_mem_get(mem, ZC_MEM_OPTIMIZER).current,
+        .comm = zc_mem_get(mem, ZC_MEM_COMM).current,
+        .working_peak = zc_mem_get(mem, ZC_MEM_WORKING).peak,
+        .activations_peak = zc_mem_get(mem, ZC_MEM_ACTIVATIONS).peak,
+        .model_states_peak = zc_mem_model_states_peak(mem),
+        .peak_rss = zc_mem_peak_rss(),
+    };
+    return m;
+}
+
+static double comm_total(const zc_comm_counters *c, zc_comm_op op) { return (double)c->bytes[op]; }
+
+typedef struct {
+    const char *model, *config, *report, *init;
+    int steps, hidden, layers;
+    bool help;
+} train_opts;
+
+int cmd_train(zc_comm *comm, int argc, char **argv)
+{
+    const int rank = zc_comm_rank(comm), nranks = zc_comm_size(comm);
+    train_opts o = {.model = "mlp", .steps = 10, .hidden = 2048, .layers = 12};
+    arg_spec specs[] = {
+        {"--model", ARG_STR, &o.model, NULL, "model to train: mlp", NULL},
+        {"--config", ARG_STR, &o.config, NULL, "DeepSpeed-style JSON config file", NULL},
+        {"--steps", ARG_INT, &o.steps, NULL, "optimizer steps to run (default 10)", NULL},
+        {"--hidden", ARG_INT, &o.hidden, NULL, "mlp: hidden size (default 2048)", NULL},
+        {"--layers", ARG_INT, &o.layers, NULL, "mlp: number of Linear+ReLU layers (default 12)", NULL},
+        {"--report", ARG_STR, &o.report, NULL, "write the run's JSON report here (rank 0)", NULL},
+        {"--stage", ARG_CONFIG, NULL, "zero_optimization.stage", "ZeRO stage 0-3", NULL},
+        {"--micro-batch", ARG_CONFIG, NULL, "train_micro_batch_size_per_gpu",
+         "samples per rank per micro-step (mlp default 32)", NULL},
+        {"--grad-accum", ARG_CONFIG, NULL, "gradient_accumulation_steps",
+         "micro-steps per optimizer step", NULL},
+        {"--lr", ARG_CONFIG, NULL, "optimizer.params.lr", "learning rate", NULL},
+        {"--optimizer", ARG_CONFIG, NULL, "optimizer.type", "AdamW, Adam or SGD", NULL},
+        {"--clip", ARG_CONFIG, NULL, "gradient_clipping", "max global gradient norm, 0 = off",
+         NULL},
+        {"--seed", ARG_CONFIG, NULL, "seed", "seed of initial weights and data", NULL},
+        {"--comm-timeout", ARG_CONFIG, NULL, "comm_timeout_s",
+         "seconds a collective may wait before all ranks stop", NULL},
+        {"--help", ARG_BOOL, &o.help, NULL, "print this help", NULL},
+    };
+    const int nspecs = (int)(sizeof specs / sizeof specs[0]);
+    zc_err err = {0};
+    zc_config cfg;
+    zc_config_defaults(&cfg);
+    zc_status st = args_parse(specs, nspecs, argc, argv, 2, &err);
+    if (!st && o.help) {
+        if (rank == 0)
+            args_usage("zeroc train [--model mlp] [flags]", specs, nspecs);
+        return 0;
+    }
+    if (!st && o.config)
+        st = zc_config_load_file(&cfg, o.config, &err);
+    if (!st)
+        st = args_apply_config(specs, nspecs, &cfg, &err);
+    if (!st && !cfg.micro_batch_set && cfg.train_batch_size == 0)
+        cfg.micro_batch = 32; /* the MLP experiment's batch, unless the config or a flag says */
+    if (!st)
+        st = zc_config_resolve_batch(&cfg, nranks, &err);
+    if (!st && o.steps < 1)
+        st = zc_err_set(&err, ZC_EINVAL, "--steps must be >= 1, got %d", o.steps);
+    if (st)
+        return cli_fail(comm, &err, true);
+    if (rank == 0)
+        print_config(&cfg);
+
+    zc_mem *mem = zc_mem_create();
+    zc_engine *e = NULL;
+    train_model model = {0};
+    st = zc_engine_create(&e, &cfg, comm, mem, &err);
+    if (!st)
+        st = train_model_create(&model, o.model, e, mem, &cfg, o.hidden, o.layers, &err);
+    if (!st)
+        st = zc_engine_finalize(e, &err);
+    if (st)
+        return cli_fail(comm, &err, st == ZC_EINVAL);
+
+    train_report rep = {.model = o.model, .world_size = nranks, .stage = cfg.stage,
+                        .steps = o.steps};
+    rep.params = (int64_t)zc_engine_total_numel(e);
+    rep.params_padded = (int64_t)zc_engine_total_padded(e);
+    zc_state_bytes s0 = zc_engine_state_bytes_for_stage(e, 0);
+    rep.stage0_states = s0.params + s0.grads + s0.optimizer;
+    if (rank == 0)
+        printf("model: %s, %lld parameters (%lld padded over %d ranks), %d units; ZeRO stage %d\n",
+               o.model, (long long)rep.params, (long long)rep.params_padded, nranks,
+               zc_engine_num_units(e), cfg.stage);
+    if ((st = zc_engine_weights_sha256(e, rep.initial_sha, &err)))
+        return cli_fail(comm, &err, st == ZC_ELOCKSTEP);
+
+    double *loss = calloc((size_t)o.steps, sizeof(double));
+    double *gnorm = calloc((size_t)o.steps, sizeof(double));
+    double *ms = calloc((size_t)o.steps, sizeof(double));
+    zc_comm_counters after_first = {0};
+    for (int s = 0; s < o.steps && !st; s++) {
+        double t0 = now_ms(), local = 0.0;
+        zc_step_info info = {0};
+        for (int k = 0; k < cfg.grad_accum && !st; k++) {
+            double l = 0.0;
+            st = model.micro_step(&model, s, k, rank, nranks, cfg.micro_batch, &l, &err);
+            local += l;
+            if (!st)
+                st = zc_engine_step(e, &info, &err);
+        }
+        double sum = 0.0;
+        if (!st)
+            st = zc_comm_sum_f64(comm, local, &sum, "loss", &err);
+        if (st)
+            break;
+        loss[s] = sum / ((double)nranks * cfg.grad_accum);
+        gnorm[s] = info.grad_norm;
+        ms[s] = now_ms() - t0;
+        if (s == 0)
+            after_first = *zc_comm_get_counters(comm);
+        if (rank == 0 && (s % cfg.steps_per_print == 0 || s == o.steps - 1 || s < 3)) {
+            int64_t states = zc_mem_get(mem, ZC_MEM_PARAMS).current +
+                             zc_mem_get(mem, ZC_MEM_GRADS).current +
+                             zc_mem_get(mem, ZC_MEM_OPTIMIZER).current;
+            const zc_comm_counters *c = zc_comm_get_counters(comm);
+            double comm_b = comm_total(c, ZC_COMM_REDUCE_SCATTER) +
+                            comm_total(c, ZC_COMM_ALL_GATHER) + comm_total(c, ZC_COMM_ALL_REDUCE);
+            printf("step %5d/%d | loss %.6f | gnorm %.4f | lr %.2e | %8.1f ms | states %.1f MiB/rank "
+                   "| comm %.1f MiB total\n",
+                   s + 1, o.steps, loss[s], gnorm[s], info.lr, ms[s], mib(states), mib((int64_t)comm_b));
+            fflush(stdout);
+        }
+    }
+    if (st) {
+        free(loss), free(gnorm), free(ms);
+        return cli_fail(comm, &err, st == ZC_ELOCKSTEP || st == ZC_ESTATE);
+    }
+    const zc_comm_counters end = *zc_comm_get_counters(comm);
+    const zc_comm_counters *base = o.steps > 1 ? &after_first : &(zc_comm_counters){0};
+    double per = o.steps > 1 ? (double)(o.steps - 1) : 1.0;
+    rep.rs_bytes = (comm_total(&end, ZC_COMM_REDUCE_SCATTER) - comm_total(base, ZC_COMM_REDUCE_SCATTER)) / per;
+    rep.ag_bytes = (comm_total(&end, ZC_COMM_ALL_GATHER) - comm_total(base, ZC_COMM_ALL_GATHER)) / per;
+    rep.ar_bytes = (comm_total(&end, ZC_COMM_ALL_REDUCE) - comm_total(base, ZC_COMM_ALL_REDUCE)) / per;
+    rep.control_bytes = (comm_total(&end, ZC_COMM_CONTROL) - comm_total(base, ZC_COMM_CONTROL)) / per;
+    rep.loss = loss;
+    rep.grad_norm = gnorm;
+    rep.step_ms = ms;
+
+    st = zc_engine_weights_sha256(e, rep.final_sha, &err);
+    rank_memory mine = my_memory(mem), *all = calloc((size_t)nranks, sizeof *all);
+    if (!st)
+        st = zc_comm_control_gather(comm, &mine, all, sizeof mine, "memory report", &err);
+    if (!st && rank == 0) {
+        int64_t states = mine.params + mine.grads + mine.optimizer;
+        printf("memory per rank (rank 0): model states %.1f MiB (params %.1f, grads %.1f, "
+               "optimizer %.1f); stage 0 would hold %.1f MiB (%.2fx); working peak %.1f MiB, "
+               "activations peak %.1f MiB, peak RSS %.1f MiB\n",
+               mib(states), mib(mine.params), mib(mine.grads), mib(mine.optimizer),
+               mib(rep.stage0_states), (double)rep.stage0_states / (double)states,
+               mib(mine.working_peak), mib(mine.activations_peak), mib(mine.peak_rss));
+        printf("comm per step (rank 0): reduce-scatter %.1f MiB, all-gather %.1f MiB; "
+               "final weights sha256 %s\n",
+               mib((int64_t)rep.rs_bytes), mib((int64_t)rep.ag_bytes), rep.final_sha);
+        rep.ranks = all;
+        if (o.report)
+            st = train_report_write(&rep, o.report, &err);
+    }
+    free(all), free(loss), free(gnorm), free(ms);
+    model.destroy(&model);
+    zc_engine_destroy(e);
+    zc_mem_destroy(mem);
+    if (st)
+        return cli_fail(comm, &err, false);
+    return 0;
+}

@@ -1,0 +1,80 @@
+/* train_report.c — writes `zeroc train --report FILE` (format in docs/REPORT.md). The file is
+ * written to FILE.tmp and renamed, so a reader never sees half a report. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli/train_report.h"
+
+static cJSON *num_array(const double *v, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+zc_status train_report_write(const train_report *r, const char *path, zc_err *err)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "model", r->model);
+    cJSON_AddNumberToObject(root, "world_size", r->world_size);
+    cJSON_AddNumberToObject(root, "stage", r->stage);
+    cJSON_AddStringToObject(root, "dtype", "fp32");
+    cJSON_AddNumberToObject(root, "params", (double)r->params);
+    cJSON_AddNumberToObject(root, "params_padded", (double)r->params_padded);
+    cJSON_AddNumberToObject(root, "steps", r->steps);
+    cJSON_AddItemToObject(root, "loss", num_array(r->loss, r->steps));
+    cJSON_AddItemToObject(root, "grad_norm", num_array(r->grad_norm, r->steps));
+    cJSON_AddItemToObject(root, "step_ms", num_array(r->step_ms, r->steps));
+    cJSON_AddStringToObject(root, "initial_weights_sha256", r->initial_sha);
+    cJSON_AddStringToObject(root, "weights_sha256", r->final_sha);
+    cJSON *mem = cJSON_AddObjectToObject(root, "memory");
+    cJSON_AddNumberToObject(mem, "stage0_model_states_per_rank", (double)r->stage0_states);
+    cJSON *ranks = cJSON_AddArrayToObject(mem, "ranks");
+    for (int i = 0; i < r->world_size; i++) {
+        const rank_memory *m = &r->ranks[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "rank", i);
+        cJSON_AddNumberToObject(o, "params", (double)m->params);
+        cJSON_AddNumberToObject(o, "grads", (double)m->grads);
+        cJSON_AddNumberToObject(o, "optimizer", (double)m->optimizer);
+        cJSON_AddNumberToObject(o, "comm", (double)m->comm);
+        cJSON_AddNumberToObject(o, "working_peak", (double)m->working_peak);
+        cJSON_AddNumberToObject(o, "activations_peak", (double)m->activations_peak);
+        cJSON_AddNumberToObject(o, "model_states_peak", (double)m->model_states_peak);
+        cJSON_AddNumberToObject(o, "peak_rss", (double)m->peak_rss);
+        cJSON_AddItemToArray(ranks, o);
+    }
+    cJSON *comm = cJSON_AddObjectToObject(root, "comm");
+    cJSON *per = cJSON_AddObjectToObject(comm, "bytes_per_step");
+    cJSON_AddNumberToObject(per, "reduce_scatter", r->rs_bytes);
+    cJSON_AddNumberToObject(per, "all_gather", r->ag_bytes);
+    cJSON_AddNumberToObject(per, "all_reduce", r->ar_bytes);
+    cJSON_AddNumberToObject(per, "total", r->rs_bytes + r->ag_bytes + r->ar_bytes);
+    cJSON_AddNumberToObject(per, "control", r->control_bytes);
+    if (r->tokens_per_step > 0)
+        cJSON_AddNumberToObject(root, "tokens_per_step", r->tokens_per_step);
+
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory writing the report");
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    zc_status st = ZC_OK;
+    if (!f) {
+        st = zc_err_set(err, ZC_EIO, "cannot write report '%s': %m", tmp);
+    } else {
+        int bad = fputs(text, f) < 0 || fputc('\n', f) < 0;
+        bad |= fclose(f) != 0;
+        if (bad || rename(tmp, path) != 0) {
+            st = zc_err_set(err, ZC_EIO, "cannot write report '%s': %m", path);
+            remove(tmp);
+        }
+    }
+    free(text);
+    return st;
+}

@@ -1,0 +1,34 @@
+/* train_report.h — what `zeroc train` measures about a run, and the JSON report rank 0 writes
+ * (format in docs/REPORT.md). */
+#ifndef ZEROC_CLI_TRAIN_REPORT_H
+#define ZEROC_CLI_TRAIN_REPORT_H
+
+#include <stdint.h>
+
+#include "zeroc/status.h"
+
+/* One rank's memory, bytes; gathered to rank 0 in this order. */
+typedef struct {
+    int64_t params, grads, optimizer, comm, working_peak, activations_peak, model_states_peak,
+        peak_rss;
+} rank_memory;
+
+typedef struct {
+    const char *model;
+    int world_size, stage, steps;
+    int64_t params;           /* Ψ, unpadded */
+    int64_t params_padded;    /* Σ padded unit sizes */
+    const double *loss;       /* per step */
+    const double *grad_norm;  /* per step */
+    const double *step_ms;    /* per step */
+    char initial_sha[65], final_sha[65];
+    const rank_memory *ranks; /* world_size entries */
+    int64_t stage0_states;    /* what stage 0 would hold per rank */
+    double rs_bytes, ag_bytes, ar_bytes, control_bytes; /* per step, rank 0 */
+    double tokens_per_step;   /* 0 when not a language model */
+} train_report;
+
+/* Writes the report to path (through a temporary file and a rename). */
+zc_status train_report_write(const train_report *r, const char *path, zc_err *err);
+
+#endif

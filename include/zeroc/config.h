@@ -1,0 +1,82 @@
+/* zeroc/config.h — the run configuration: DeepSpeed's JSON schema, validated key by key.
+ *
+ * One struct holds every setting; zc_config_defaults() is the single place defaults live.
+ * A DeepSpeed ds_config.json either loads or is refused with the offending key's JSON path:
+ * keys DeepSpeed knows that zeroc does not implement yet are refused as "not supported yet: KEY",
+ * unknown keys as "unknown key: PATH". Command-line flags are applied after the file with
+ * zc_config_set(), which takes the same dotted paths the file uses. Every key, default and range
+ * is listed in docs/CONFIG.md.
+ *
+ *     zc_config cfg;
+ *     zc_config_defaults(&cfg);
+ *     if (zc_config_load_file(&cfg, "ds_config.json", &err)) ...      // file first
+ *     if (zc_config_set(&cfg, "zero_optimization.stage", "3", &err)) ... // then flags
+ *     if (zc_config_resolve_batch(&cfg, world_size, &err)) ...   // derive, then validate
+ *     char *json = zc_config_to_json(&cfg);  // effective configuration, for rank 0 to print
+ */
+#ifndef ZEROC_CONFIG_H
+#define ZEROC_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "zeroc/status.h"
+
+typedef enum { ZC_OPTIM_ADAMW = 0, ZC_OPTIM_ADAM, ZC_OPTIM_SGD } zc_optim_type;
+
+typedef struct {
+    /* batch */
+    int64_t train_batch_size;            /* 0 = derived: micro × accumulation × world size */
+    int micro_batch;                     /* train_micro_batch_size_per_gpu */
+    int grad_accum;                      /* gradient_accumulation_steps */
+    bool micro_batch_set;                /* micro_batch was given (file or flag), not defaulted */
+    bool grad_accum_set;                 /* grad_accum was given (file or flag), not defaulted */
+    double grad_clip;                    /* gradient_clipping; 0 = off */
+    /* optimizer */
+    zc_optim_type optim;                 /* optimizer.type: AdamW | Adam | SGD */
+    double lr, beta1, beta2, eps, weight_decay, momentum;
+    bool adam_w_mode;                    /* optimizer.params.adam_w_mode (Adam only) */
+    /* ZeRO */
+    int stage;                           /* zero_optimization.stage: 0..3 */
+    int64_t reduce_bucket_size;          /* elements per reduce-scatter chunk */
+    int64_t prefetch_bucket_size;        /* stage3_prefetch_bucket_size: elements prefetched ahead */
+    int64_t max_live_parameters;         /* stage3_max_live_parameters: elements gathered at once */
+    /* run */
+    uint64_t seed;
+    double comm_timeout_s;               /* zeroc extension: collective wait limit, seconds */
+    int steps_per_print;
+} zc_config;
+
+/* The defaults, in one place (documented in docs/CONFIG.md). */
+void zc_config_defaults(zc_config *cfg);
+
+/* Reads a JSON file over the current values; keys not in the file keep theirs. On error cfg is
+ * unchanged. */
+zc_status zc_config_load_file(zc_config *cfg, const char *path, zc_err *err);
+
+/* Same, from a string; `origin` names the source in messages (e.g. a file name). */
+zc_status zc_config_load_string(zc_config *cfg, const char *json, const char *origin, zc_err *err);
+
+/* Sets one key by its dotted JSON path, e.g. ("optimizer.params.lr", "1e-3"); the string is parsed
+ * by the key's type ("0.9,0.95" for optimizer.params.betas, true/false for booleans). On error
+ * cfg is unchanged and the message starts with "command line: ". */
+zc_status zc_config_set(zc_config *cfg, const char *path, const char *value, zc_err *err);
+
+/* Checks ranges and cross-key consistency (train_batch_size vs micro × accum × world_size). */
+zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err);
+
+/* Completes the batch triple the way DeepSpeed does, then validates. With train_batch_size set,
+ * whichever of micro_batch / grad_accum was not given is derived from it (micro first, as
+ * DeepSpeed); with train_batch_size 0 it becomes micro × accum × world_size. The derivation must
+ * divide exactly. On error cfg is unchanged. */
+zc_status zc_config_resolve_batch(zc_config *cfg, int world_size, zc_err *err);
+
+/* The effective configuration as DeepSpeed-style JSON that zc_config_load_string reads back to
+ * the same values; train_batch_size is left out while it is 0 (not derived yet). malloc'd,
+ * caller frees; NULL if out of memory. */
+char *zc_config_to_json(const zc_config *cfg);
+
+/* "AdamW", "Adam", "SGD". */
+const char *zc_optim_name(zc_optim_type t);
+
+#endif

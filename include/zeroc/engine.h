@@ -1,0 +1,145 @@
+/* zeroc/engine.h — the ZeRO engine: sharded parameters, gradients and optimizer state.
+ *
+ * A model registers its parameters in units (a layer, a block, the embeddings). Each unit is one
+ * flat fp32 buffer of Ψ_u elements padded to N·S_u (S_u = ceil(Ψ_u / N)); rank r owns elements
+ * [r·S_u, (r+1)·S_u). What a rank keeps depends on the ZeRO stage:
+ *
+ *   stage 0: all params, all grads, all optimizer state (plain data parallel)
+ *   stage 1: all params, all grads, optimizer state of its shard
+ *   stage 2: all params, grads and optimizer state of its shard
+ *   stage 3: params, grads and optimizer state of its shard; a unit is gathered at acquire
+ *            and dropped at release
+ *
+ * Every stage reduces a unit's gradients with the same reduce-scatter and updates its shard with
+ * the same kernel, so all stages produce bitwise-identical weights for the same N.
+ *
+ * A training step, for a model of units u = 0..U−1 (forward in order, backward in reverse):
+ *
+ *     for (u = 0; u < U; u++) {                 // forward
+ *         zc_engine_acquire(e, u, &err);        // stage 3: all-gather (or wait for a prefetch)
+ *         float *w = zc_engine_param(e, p_w);   // full parameters of the unit
+ *         ...forward...
+ *         zc_engine_release(e, u, &err);        // stage 3: drop the gathered copy
+ *     }
+ *     for (u = U - 1; u >= 0; u--) {            // backward
+ *         zc_engine_acquire(e, u, &err);
+ *         float *dw = zc_engine_grad(e, p_w);   // accumulate into it (+=); zeroed each step
+ *         ...backward...
+ *         zc_engine_grads_ready(e, u, &err);    // starts the reduce-scatter, overlapping the rest
+ *         zc_engine_release(e, u, &err);
+ *     }
+ *     zc_engine_step(e, &info, &err);           // every micro-batch; updates at the boundary
+ *
+ * Collectives follow a static order fixed at registration (reduce-scatters in reverse
+ * registration order), never the order gradients arrive in. Before every collective the ranks
+ * compare a hash of their acquire/release/grads_ready call sequence; a rank out of step stops
+ * every rank with ZC_ELOCKSTEP naming the step, the rank and the unit.
+ */
+#ifndef ZEROC_ENGINE_H
+#define ZEROC_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zeroc/comm.h"
+#include "zeroc/config.h"
+#include "zeroc/mem.h"
+#include "zeroc/status.h"
+
+/* How a parameter's elements are initialised. Every element's value is a pure function of
+ * (seed, parameter index, element index), so a rank can initialise only what it owns. */
+typedef enum {
+    ZC_INIT_CONST,   /* every element = a */
+    ZC_INIT_UNIFORM, /* U(−a, a) */
+    ZC_INIT_NORMAL,  /* N(0, a²) */
+} zc_init_kind;
+
+typedef struct {
+    zc_init_kind kind;
+    float a;
+} zc_init;
+
+#define ZC_MAX_DIMS 4
+#define ZC_MAX_NAME 96
+
+typedef struct {
+    char name[ZC_MAX_NAME];
+    int unit;
+    int ndim;
+    int64_t shape[ZC_MAX_DIMS];
+    size_t numel;
+    size_t offset; /* within the unit's flat buffer */
+} zc_param_info;
+
+typedef struct {
+    char name[ZC_MAX_NAME];
+    int first_param, nparams;
+    size_t numel;  /* Ψ_u, unpadded */
+    size_t shard;  /* S_u = ceil(Ψ_u / N) */
+    size_t padded; /* N·S_u */
+} zc_unit_info;
+
+typedef struct {
+    bool stepped;     /* false on micro-batches before the accumulation boundary */
+    int64_t step;     /* optimizer steps completed */
+    double grad_norm; /* global L2 norm of the mean gradient, before clipping */
+    double clip_coef; /* factor applied to the gradient (1 when not clipped) */
+    double lr;        /* learning rate used by this step */
+} zc_step_info;
+
+/* Bytes per rank of each model-state category at a given stage (DESIGN.md's table, from the
+ * padded unit sizes of this engine's world size). */
+typedef struct {
+    int64_t params, grads, optimizer;
+} zc_state_bytes;
+
+typedef struct zc_engine zc_engine;
+
+/* The engine borrows comm and mem; they must outlive it. cfg is copied. */
+zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm, zc_mem *mem,
+                           zc_err *err);
+void zc_engine_destroy(zc_engine *e);
+
+/* Registration, before zc_engine_finalize. Returns the new unit's / parameter's id. */
+int zc_engine_add_unit(zc_engine *e, const char *name);
+int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim, const int64_t *shape,
+                        zc_init init);
+/* Allocates this rank's states and initialises the parameters. */
+zc_status zc_engine_finalize(zc_engine *e, zc_err *err);
+
+int zc_engine_num_units(const zc_engine *e);
+int zc_engine_num_params(const zc_engine *e);
+const zc_unit_info *zc_engine_unit_info(const zc_engine *e, int unit);
+const zc_param_info *zc_engine_param_info(const zc_engine *e, int param);
+size_t zc_engine_total_numel(const zc_engine *e);  /* Ψ, unpadded */
+size_t zc_engine_total_padded(const zc_engine *e); /* Σ padded unit sizes */
+int zc_engine_stage(const zc_engine *e);
+
+/* Makes the unit's full parameters usable until release. */
+zc_status zc_engine_acquire(zc_engine *e, int unit, zc_err *err);
+zc_status zc_engine_release(zc_engine *e, int unit, zc_err *err);
+/* Full parameters of an acquired unit's parameter (numel floats). */
+float *zc_engine_param(zc_engine *e, int param);
+/* The parameter's gradient buffer for this micro-batch; accumulate into it. NULL if out of
+ * memory. */
+float *zc_engine_grad(zc_engine *e, int param);
+/* Backward has finished with the unit for this micro-batch. */
+zc_status zc_engine_grads_ready(zc_engine *e, int unit, zc_err *err);
+/* Ends a micro-batch; at the accumulation boundary reduces, clips and updates. */
+zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err);
+
+/* The learning rate of the next optimizer step (default: the config's). */
+void zc_engine_set_lr(zc_engine *e, double lr);
+int64_t zc_engine_steps_done(const zc_engine *e);
+
+/* Collective: the unit's full parameters (padded numel floats) into dst on every rank. */
+zc_status zc_engine_gather_unit(zc_engine *e, int unit, float *dst, zc_err *err);
+/* Collective: SHA-256 of the full fp32 weights (unpadded, units in registration order,
+ * little-endian) as 64 hex digits, on every rank. */
+zc_status zc_engine_weights_sha256(zc_engine *e, char hex[65], zc_err *err);
+
+/* DESIGN.md's per-rank model-state bytes for `stage` at this engine's world size and dtype. */
+zc_state_bytes zc_engine_state_bytes_for_stage(const zc_engine *e, int stage);
+
+#endif

@@ -1,0 +1,56 @@
+/* zeroc/mem.h — the memory ledger: every byte the engine (and a model) allocates, by category.
+ *
+ * Each allocation is charged to one category; the ledger keeps current and peak bytes per
+ * category and the peak of the model states (params + grads + optimizer) together. Large blocks
+ * are mmap'd and unmapped on free, so what the ledger releases also leaves the process's RSS —
+ * a ZeRO saving that stays in malloc's heap would be invisible to the operating system.
+ *
+ *     zc_mem *mem = zc_mem_create();
+ *     float *act = zc_mem_alloc(mem, ZC_MEM_ACTIVATIONS, n * sizeof(float)); // zeroed
+ *     ...
+ *     zc_mem_free(mem, ZC_MEM_ACTIVATIONS, act, n * sizeof(float));
+ *     zc_mem_stats s = zc_mem_get(mem, ZC_MEM_ACTIVATIONS);  // s.current, s.peak
+ */
+#ifndef ZEROC_MEM_H
+#define ZEROC_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    ZC_MEM_PARAMS = 0, /* parameters this rank keeps between steps */
+    ZC_MEM_GRADS,      /* gradients this rank keeps between micro-steps */
+    ZC_MEM_OPTIMIZER,  /* optimizer state: moments (and, in mixed precision, the master copy) */
+    ZC_MEM_COMM,       /* communication staging buffers */
+    ZC_MEM_WORKING,    /* gathered units and full-unit gradient buffers that live briefly */
+    ZC_MEM_ACTIVATIONS, /* the model's activations and their gradients */
+    ZC_MEM_NCATEGORIES
+} zc_mem_category;
+
+typedef struct {
+    int64_t current, peak;
+} zc_mem_stats;
+
+typedef struct zc_mem zc_mem;
+
+zc_mem *zc_mem_create(void);
+void zc_mem_destroy(zc_mem *mem);
+
+/* 64-byte aligned, zero-filled; NULL on failure (bytes == 0 returns NULL too). */
+void *zc_mem_alloc(zc_mem *mem, zc_mem_category cat, size_t bytes);
+/* bytes must be what was passed to zc_mem_alloc. NULL is a no-op. */
+void zc_mem_free(zc_mem *mem, zc_mem_category cat, void *p, size_t bytes);
+
+zc_mem_stats zc_mem_get(const zc_mem *mem, zc_mem_category cat);
+/* Peak of params + grads + optimizer held at the same moment. */
+int64_t zc_mem_model_states_peak(const zc_mem *mem);
+/* Forgets the peaks (sets them to the current values), e.g. after set-up. */
+void zc_mem_reset_peaks(zc_mem *mem);
+
+const char *zc_mem_category_name(zc_mem_category cat);
+
+/* The process's peak resident set (VmHWM) and current resident set (VmRSS), bytes; -1 if unknown. */
+int64_t zc_mem_peak_rss(void);
+int64_t zc_mem_current_rss(void);
+
+#endif

@@ -1,0 +1,48 @@
+/* zeroc/optim.h — optimizer kernels over a contiguous shard of parameters.
+ *
+ * Each kernel updates elements independently with the same float operations whatever the
+ * element's position, so an element gets the same bits whether it sits in a vector body or a
+ * scalar tail, in a full replica (stage 0) or in a 1/N shard (stages 1–3). That is what lets
+ * all ZeRO stages agree bitwise. Every optimised kernel has a plain scalar reference beside it
+ * (`_ref`); tests hold them equal to the bit.
+ *
+ * The gradient passed in is the raw sum over ranks and micro-steps; `gscale` (1/(N·accum),
+ * times the clipping coefficient) turns it into the mean gradient inside the kernel.
+ *
+ *     zc_adam_hparams h = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
+ *                          .weight_decay = 0.01, .decoupled = true, .step = 1};
+ *     zc_adam_update(p, g, m, v, n, 0.5f, &h);
+ */
+#ifndef ZEROC_OPTIM_H
+#define ZEROC_OPTIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    double lr, beta1, beta2, eps, weight_decay;
+    bool decoupled; /* true: AdamW (decay applied to the weights); false: L2 added to the grad */
+    int64_t step;   /* 1-based step number, for bias correction */
+} zc_adam_hparams;
+
+typedef struct {
+    double lr, momentum, weight_decay;
+} zc_sgd_hparams;
+
+/* PyTorch/DeepSpeed Adam(W): m, v are this shard's moments (zero before step 1). */
+void zc_adam_update(float *p, const float *g, float *m, float *v, size_t n, float gscale,
+                    const zc_adam_hparams *h);
+void zc_adam_update_ref(float *p, const float *g, float *m, float *v, size_t n, float gscale,
+                        const zc_adam_hparams *h);
+
+/* PyTorch SGD with momentum (dampening 0, no Nesterov); buf may be NULL when momentum is 0. */
+void zc_sgd_update(float *p, const float *g, float *buf, size_t n, float gscale,
+                   const zc_sgd_hparams *h);
+void zc_sgd_update_ref(float *p, const float *g, float *buf, size_t n, float gscale,
+                       const zc_sgd_hparams *h);
+
+/* Σ g[i]² in double, blocked so the summation order depends only on n (not on threads). */
+double zc_sum_squares(const float *g, size_t n);
+
+#endif

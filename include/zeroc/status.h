@@ -1,0 +1,47 @@
+/* zeroc/status.h — the error channel every zeroc call that can fail shares.
+ *
+ * Runtime failures the user or the system can cause (bad config, bad file, MPI timeout, a rank
+ * out of lockstep) come back as a non-zero status plus a message in a zc_err the caller owns.
+ * The library never prints and never exits; the caller (the zeroc CLI, or your program) decides.
+ * Programmer errors (a NULL where the contract forbids it, an out-of-range unit id) are not
+ * statuses: ZC_ASSERT prints file:line and aborts every rank.
+ *
+ *     zc_err err = {0};
+ *     if (zc_config_load_file(&cfg, "ds_config.json", &err) != ZC_OK) {
+ *         fprintf(stderr, "zeroc: %s\n", err.msg);
+ *         return 1;
+ *     }
+ */
+#ifndef ZEROC_STATUS_H
+#define ZEROC_STATUS_H
+
+#include <stddef.h>
+
+typedef enum {
+    ZC_OK = 0,
+    ZC_EINVAL,    /* a value the caller passed (config key, flag, shape) is not acceptable */
+    ZC_EIO,       /* a file could not be read or written */
+    ZC_ENOMEM,    /* an allocation failed */
+    ZC_ECOMM,     /* an MPI call failed */
+    ZC_ETIMEOUT,  /* a collective waited longer than comm_timeout_s */
+    ZC_ELOCKSTEP, /* ranks disagree on the sequence of engine calls */
+    ZC_ESTATE,    /* a call made in the wrong state (e.g. step before grads were handed back) */
+} zc_status;
+
+typedef struct {
+    zc_status code;
+    char msg[1024];
+} zc_err;
+
+/* Fills err (if not NULL) with code and a printf-formatted message; returns code. */
+zc_status zc_err_set(zc_err *err, zc_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Name of a status, e.g. "ZC_ETIMEOUT". */
+const char *zc_status_name(zc_status s);
+
+/* Always-on assertion for programmer errors: prints file:line and aborts all ranks. */
+void zc_assert_fail(const char *expr, const char *file, int line) __attribute__((noreturn));
+#define ZC_ASSERT(e) ((e) ? (void)0 : zc_assert_fail(#e, __FILE__, __LINE__))
+
+#endif

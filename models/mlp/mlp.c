@@ -1,0 +1,173 @@
+/* mlp.c — forward and backward of the starting documents' MLP on the ZeRO engine.
+ *
+ * Activations are one allocation carved into (layers + 1) layer inputs plus two gradient
+ * buffers, charged to the ledger's "activations". Each layer is acquired for its forward and
+ * released; backward acquires it again (the stage-3 contract: gathered for forward, again for
+ * backward), writes dW and db, hands the unit back, and releases it. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "models/mlp/mlp.h"
+#include "zeroc/rng.h"
+
+struct zc_mlp {
+    zc_mlp_config cfg;
+    zc_engine *e;
+    zc_mem *mem;
+    int *w, *b;       /* parameter ids per layer */
+    float *act;       /* (layers + 1) × batch × hidden: act[l] is layer l's input, act[L] output */
+    float *d, *dz;    /* batch × hidden each: gradient w.r.t. a layer's output / pre-activation */
+    size_t act_bytes;
+};
+
+static size_t bh(const zc_mlp *m) { return (size_t)m->cfg.batch * (size_t)m->cfg.hidden; }
+
+zc_status zc_mlp_create(zc_mlp **out, zc_engine *e, zc_mem *mem, const zc_mlp_config *cfg,
+                        zc_err *err)
+{
+    if (cfg->hidden < 1 || cfg->layers < 1 || cfg->batch < 1)
+        return zc_err_set(err, ZC_EINVAL, "mlp: hidden, layers and batch must be >= 1 (got %d, %d, %d)",
+                          cfg->hidden, cfg->layers, cfg->batch);
+    zc_mlp *m = calloc(1, sizeof *m);
+    if (!m)
+        return zc_err_set(err, ZC_ENOMEM, "mlp: out of memory");
+    m->cfg = *cfg;
+    m->e = e;
+    m->mem = mem;
+    m->w = calloc((size_t)cfg->layers, sizeof(int));
+    m->b = calloc((size_t)cfg->layers, sizeof(int));
+    m->act_bytes = ((size_t)cfg->layers + 3) * bh(m) * sizeof(float);
+    m->act = zc_mem_alloc(mem, ZC_MEM_ACTIVATIONS, m->act_bytes);
+    if (!m->w || !m->b || !m->act) {
+        size_t bytes = m->act_bytes;
+        zc_mlp_destroy(m);
+        return zc_err_set(err, ZC_ENOMEM, "mlp: out of memory for activations (%zu bytes)", bytes);
+    }
+    m->d = m->act + ((size_t)cfg->layers + 1) * bh(m);
+    m->dz = m->d + bh(m);
+    const int64_t H = cfg->hidden, wshape[2] = {H, H}, bshape[1] = {H};
+    const zc_init init = {ZC_INIT_UNIFORM, (float)(1.0 / sqrt((double)H))};
+    for (int l = 0; l < cfg->layers; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "fc%d", l);
+        int u = zc_engine_add_unit(e, name);
+        snprintf(name, sizeof name, "fc%d.weight", l);
+        m->w[l] = zc_engine_add_param(e, u, name, 2, wshape, init);
+        snprintf(name, sizeof name, "fc%d.bias", l);
+        m->b[l] = zc_engine_add_param(e, u, name, 1, bshape, init);
+    }
+    *out = m;
+    return ZC_OK;
+}
+
+void zc_mlp_destroy(zc_mlp *m)
+{
+    if (!m)
+        return;
+    zc_mem_free(m->mem, ZC_MEM_ACTIVATIONS, m->act, m->act_bytes);
+    free(m->w);
+    free(m->b);
+    free(m);
+}
+
+void zc_mlp_batch(const zc_mlp *m, uint64_t seed, int64_t step, int64_t first_sample, float *x,
+                  float *y)
+{
+    const size_t H = (size_t)m->cfg.hidden;
+    const uint64_t stream = 0x4d4c500000000000ULL + 2 * (uint64_t)step; /* "MLP", step, x|y */
+    for (int b = 0; b < m->cfg.batch; b++) {
+        uint64_t base = (uint64_t)(first_sample + b) * H;
+        for (size_t k = 0; k < H; k++) {
+            x[b * H + k] = zc_rng_normal(seed, stream, base + k);
+            y[b * H + k] = zc_rng_normal(seed, stream + 1, base + k);
+        }
+    }
+}
+
+/* out (B,H) = relu(inp (B,H) · W^T (H,H) + bias (H)) */
+static void linear_relu_forward(float *out, const float *inp, const float *W, const float *bias,
+                                int B, int H)
+{
+    for (int b = 0; b < B; b++)
+        memcpy(out + (size_t)b * H, bias, (size_t)H * sizeof(float));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, H, H, 1.0f, inp, H, W, H, 1.0f, out, H);
+    for (size_t i = 0; i < (size_t)B * H; i++)
+        out[i] = out[i] > 0.0f ? out[i] : 0.0f;
+}
+
+static zc_status forward(zc_mlp *m, const float *x, zc_err *err)
+{
+    const int B = m->cfg.batch, H = m->cfg.hidden;
+    memcpy(m->act, x, bh(m) * sizeof(float));
+    for (int l = 0; l < m->cfg.layers; l++) {
+        zc_status st = zc_engine_acquire(m->e, l, err);
+        if (st)
+            return st;
+        linear_relu_forward(m->act + (size_t)(l + 1) * bh(m), m->act + (size_t)l * bh(m),
+                            zc_engine_param(m->e, m->w[l]), zc_engine_param(m->e, m->b[l]), B, H);
+        if ((st = zc_engine_release(m->e, l, err)))
+            return st;
+    }
+    return ZC_OK;
+}
+
+static float mse(const zc_mlp *m, const float *y)
+{
+    const float *out = m->act + (size_t)m->cfg.layers * bh(m);
+    double s = 0.0;
+    for (size_t i = 0; i < bh(m); i++) {
+        double diff = (double)out[i] - (double)y[i];
+        s += diff * diff;
+    }
+    return (float)(s / (double)bh(m));
+}
+
+zc_status zc_mlp_loss(zc_mlp *m, const float *x, const float *y, float *loss, zc_err *err)
+{
+    zc_status st = forward(m, x, err);
+    if (!st)
+        *loss = mse(m, y);
+    return st;
+}
+
+zc_status zc_mlp_forward_backward(zc_mlp *m, const float *x, const float *y, float *loss,
+                                  zc_err *err)
+{
+    const int B = m->cfg.batch, H = m->cfg.hidden, L = m->cfg.layers;
+    zc_status st = forward(m, x, err);
+    if (st)
+        return st;
+    *loss = mse(m, y);
+    /* d = ∂loss/∂out = 2 (out − y) / (B·H) */
+    const float *out = m->act + (size_t)L * bh(m);
+    const float scale = 2.0f / (float)bh(m);
+    for (size_t i = 0; i < bh(m); i++)
+        m->d[i] = scale * (out[i] - y[i]);
+    for (int l = L - 1; l >= 0; l--) {
+        const float *inp = m->act + (size_t)l * bh(m), *outl = m->act + (size_t)(l + 1) * bh(m);
+        for (size_t i = 0; i < bh(m); i++) /* through the ReLU */
+            m->dz[i] = outl[i] > 0.0f ? m->d[i] : 0.0f;
+        if ((st = zc_engine_acquire(m->e, l, err)))
+            return st;
+        float *dW = zc_engine_grad(m->e, m->w[l]), *db = zc_engine_grad(m->e, m->b[l]);
+        if (!dW || !db)
+            return zc_err_set(err, ZC_ENOMEM, "mlp: out of memory for the gradients of fc%d", l);
+        /* dW (H,H) += dz^T (H,B) · inp (B,H); db += Σ_b dz */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H, H, B, 1.0f, m->dz, H, inp, H, 1.0f,
+                    dW, H);
+        for (int b = 0; b < B; b++)
+            for (int k = 0; k < H; k++)
+                db[k] += m->dz[(size_t)b * H + k];
+        /* d (B,H) = dz (B,H) · W (H,H); layer 0 needs no input gradient */
+        if (l > 0)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, H, H, 1.0f, m->dz, H,
+                        zc_engine_param(m->e, m->w[l]), H, 0.0f, m->d, H);
+        if ((st = zc_engine_grads_ready(m->e, l, err)) || (st = zc_engine_release(m->e, l, err)))
+            return st;
+    }
+    return ZC_OK;
+}

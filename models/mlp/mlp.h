@@ -1,0 +1,45 @@
+/* mlp.h — the MLP of the project's starting documents, trained through the ZeRO engine:
+ * `layers` × (Linear(hidden, hidden) + ReLU), MSE loss against random targets.
+ *
+ * Each Linear is one engine unit ("fc<i>": weight [hidden, hidden] row-major [out, in], bias
+ * [hidden]), initialised like PyTorch's nn.Linear (U(−1/√in, 1/√in)). Data is synthetic and
+ * keyed by (seed, step, global sample index), so N ranks with micro-batch B see exactly the
+ * samples one rank with micro-batch N·B sees. Uses only the public zeroc headers.
+ *
+ *     zc_mlp *m;
+ *     zc_mlp_create(&m, engine, mem, &(zc_mlp_config){.hidden = 256, .layers = 4, .batch = 8}, &err);
+ *     zc_engine_finalize(engine, &err);
+ *     zc_mlp_batch(m, seed, step, first_sample, x, y);
+ *     zc_mlp_forward_backward(m, x, y, &loss, &err);
+ *     zc_engine_step(engine, &info, &err);
+ */
+#ifndef ZEROC_MODELS_MLP_H
+#define ZEROC_MODELS_MLP_H
+
+#include <stdint.h>
+
+#include "zeroc/engine.h"
+
+typedef struct {
+    int hidden, layers, batch;
+} zc_mlp_config;
+
+typedef struct zc_mlp zc_mlp;
+
+/* Registers the model's units with the (not yet finalized) engine and allocates activations. */
+zc_status zc_mlp_create(zc_mlp **out, zc_engine *e, zc_mem *mem, const zc_mlp_config *cfg,
+                        zc_err *err);
+void zc_mlp_destroy(zc_mlp *m);
+
+/* Fills x and y (batch × hidden each) with samples first_sample … first_sample+batch−1 of
+ * optimizer step `step`. */
+void zc_mlp_batch(const zc_mlp *m, uint64_t seed, int64_t step, int64_t first_sample, float *x,
+                  float *y);
+
+/* Mean squared error of this micro-batch, forward only. */
+zc_status zc_mlp_loss(zc_mlp *m, const float *x, const float *y, float *loss, zc_err *err);
+/* Forward and backward: accumulates gradients into the engine and hands each unit back. */
+zc_status zc_mlp_forward_backward(zc_mlp *m, const float *x, const float *y, float *loss,
+                                  zc_err *err);
+
+#endif

@@ -1,0 +1,399 @@
+/* comm.c — the communicator (zeroc/comm.h): every MPI call in zeroc is in this file.
+ *
+ * Why it is shaped this way:
+ * - All collectives are started non-blocking and finished by one wait loop that polls
+ *   MPI_Test against a deadline, so a rank that never arrives turns into a ZC_ETIMEOUT naming
+ *   the collective instead of a hang. Blocking forms are start + wait.
+ * - Reduce-scatter is an alltoallv plus a local sum in rank order: the same bytes on the wire as
+ *   a ring reduce-scatter, a summation order that does not depend on the MPI library's algorithm
+ *   choice (so every ZeRO stage gets the same bits), and far faster than OpenMPI 4.1's
+ *   MPI_Reduce_scatter_block on shared memory.
+ * - Errors are returned (MPI_ERRORS_RETURN on our duplicate of MPI_COMM_WORLD); only the caller
+ *   decides to abort. */
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#include "util/abort_hook.h"
+#include "zeroc/comm.h"
+
+struct zc_comm {
+    MPI_Comm world;
+    int rank, size;
+    int we_initialised;
+    double timeout_s;
+    zc_comm_counters ctr;
+};
+
+struct zc_comm_req {
+    MPI_Request mpi;
+    zc_comm_op op;
+    char label[160];
+    /* reduce-scatter: */
+    float *recv, *out;
+    size_t len;
+    int accumulate;
+    int done;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void abort_world(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
+
+static zc_status mpi_fail(zc_err *err, int rc, const char *what, const char *label)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    return zc_err_set(err, ZC_ECOMM, "MPI error in %s (%s): %s", what, label, msg);
+}
+
+zc_status zc_comm_init(zc_comm **out, int *argc, char ***argv, zc_err *err)
+{
+    zc_comm *c = calloc(1, sizeof *c);
+    if (!c)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory creating the communicator");
+    int up = 0;
+    MPI_Initialized(&up);
+    if (!up) {
+        int provided;
+        if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+            free(c);
+            return zc_err_set(err, ZC_ECOMM, "MPI_Init_thread failed");
+        }
+        c->we_initialised = 1;
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &c->world);
+    MPI_Comm_set_errhandler(c->world, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(c->world, &c->rank);
+    MPI_Comm_size(c->world, &c->size);
+    c->timeout_s = 600.0;
+    zc_set_abort_hook(abort_world);
+    *out = c;
+    return ZC_OK;
+}
+
+void zc_comm_finalize(zc_comm *c)
+{
+    if (!c)
+        return;
+    MPI_Comm_free(&c->world);
+    zc_set_abort_hook(NULL);
+    if (c->we_initialised)
+        MPI_Finalize();
+    free(c);
+}
+
+void zc_comm_abort(zc_comm *c, int code)
+{
+    (void)c;
+    MPI_Abort(MPI_COMM_WORLD, code);
+    exit(code); /* not reached */
+}
+
+int zc_comm_rank(const zc_comm *c) { return c->rank; }
+int zc_comm_size(const zc_comm *c) { return c->size; }
+void zc_comm_set_timeout(zc_comm *c, double seconds) { c->timeout_s = seconds; }
+const zc_comm_counters *zc_comm_get_counters(const zc_comm *c) { return &c->ctr; }
+
+const char *zc_comm_op_name(zc_comm_op op)
+{
+    static const char *const names[] = {"reduce_scatter", "all_gather", "all_reduce",
+                                        "broadcast", "control"};
+    _Static_assert(sizeof names / sizeof names[0] == ZC_COMM_NOPS, "names out of sync");
+    return (unsigned)op < ZC_COMM_NOPS ? names[op] : "?";
+}
+
+static zc_comm_req *req_new(zc_comm_op op, const char *label)
+{
+    zc_comm_req *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->op = op;
+    r->mpi = MPI_REQUEST_NULL;
+    snprintf(r->label, sizeof r->label, "%s", label ? label : "");
+    return r;
+}
+
+static void req_free(zc_comm_req *r)
+{
+    if (!r)
+        return;
+    free(r);
+}
+
+static zc_status check_count(size_t n, const char *what, const char *label, zc_err *err)
+{
+    if (n > (size_t)INT_MAX)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s (%s): %zu elements exceed MPI's int count limit %d; use smaller "
+                          "units or a smaller reduce_bucket_size",
+                          what, label, n, INT_MAX);
+    return ZC_OK;
+}
+
+zc_status zc_comm_reduce_scatter_start(zc_comm *c, const float *send, float *recv, size_t len,
+                                       float *out, int accumulate, const char *label,
+                                       zc_comm_req **req, zc_err *err)
+{
+    double t0 = now_s();
+    int n = c->size;
+    zc_status st;
+    if ((st = check_count(len, "reduce_scatter", label, err)))
+        return st;
+    zc_comm_req *r = req_new(ZC_COMM_REDUCE_SCATTER, label);
+    if (!r)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory starting reduce_scatter (%s)", label);
+    r->recv = recv;
+    r->out = out;
+    r->len = len;
+    r->accumulate = accumulate;
+    if (n == 1) {
+        memcpy(recv, send, len * sizeof(float));
+        r->done = 1;
+    } else {
+        int rc = MPI_Ialltoall(send, (int)len, MPI_FLOAT, recv, (int)len, MPI_FLOAT, c->world,
+                               &r->mpi);
+        if (rc != MPI_SUCCESS) {
+            req_free(r);
+            return mpi_fail(err, rc, "reduce_scatter", label);
+        }
+    }
+    c->ctr.bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)(len * sizeof(float)) * (n - 1);
+    c->ctr.calls[ZC_COMM_REDUCE_SCATTER]++;
+    c->ctr.seconds[ZC_COMM_REDUCE_SCATTER] += now_s() - t0;
+    *req = r;
+    return ZC_OK;
+}
+
+static zc_status all_gather_start(zc_comm *c, float *buf, size_t S, zc_comm_op op,
+                                  const char *label, zc_comm_req **req, zc_err *err)
+{
+    double t0 = now_s();
+    zc_status st;
+    if ((st = check_count(S, zc_comm_op_name(op), label, err)))
+        return st;
+    zc_comm_req *r = req_new(op, label);
+    if (!r)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory starting all_gather (%s)", label);
+    if (c->size == 1) {
+        r->done = 1;
+    } else {
+        int rc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, (int)S, MPI_FLOAT,
+                                c->world, &r->mpi);
+        if (rc != MPI_SUCCESS) {
+            req_free(r);
+            return mpi_fail(err, rc, zc_comm_op_name(op), label);
+        }
+    }
+    if (op == ZC_COMM_ALL_GATHER) {
+        c->ctr.bytes[op] += (int64_t)(S * sizeof(float)) * (c->size - 1);
+        c->ctr.calls[op]++;
+    }
+    c->ctr.seconds[op] += now_s() - t0;
+    *req = r;
+    return ZC_OK;
+}
+
+zc_status zc_comm_all_gather_start(zc_comm *c, float *buf, size_t S, const char *label,
+                                   zc_comm_req **req, zc_err *err)
+{
+    return all_gather_start(c, buf, S, ZC_COMM_ALL_GATHER, label, req, err);
+}
+
+zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, int *done, zc_err *err)
+{
+    if (!req->done) {
+        int rc = MPI_Test(&req->mpi, &req->done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS)
+            return mpi_fail(err, rc, zc_comm_op_name(req->op), req->label);
+    }
+    (void)c;
+    *done = req->done;
+    return ZC_OK;
+}
+
+/* Adds the N received blocks in rank order (into block 0), then stores or adds into out. */
+static void rank_order_sum(float *restrict recv, float *restrict out, size_t len, int n,
+                           int accumulate)
+{
+    for (int j = 1; j < n; j++) {
+        const float *restrict s = recv + (size_t)j * len;
+        for (size_t i = 0; i < len; i++)
+            recv[i] += s[i];
+    }
+    if (accumulate)
+        for (size_t i = 0; i < len; i++)
+            out[i] += recv[i];
+    else
+        memcpy(out, recv, len * sizeof(float));
+}
+
+zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err)
+{
+    double t0 = now_s();
+    long spins = 0;
+    while (!req->done) {
+        int rc = MPI_Test(&req->mpi, &req->done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            zc_status st = mpi_fail(err, rc, zc_comm_op_name(req->op), req->label);
+            req_free(req);
+            return st;
+        }
+        if (req->done)
+            break;
+        if (++spins > 64) {
+            sched_yield();
+            if ((spins & 63) == 0 && now_s() - t0 > c->timeout_s) {
+                zc_status st = zc_err_set(
+                    err, ZC_ETIMEOUT,
+                    "rank %d: %s (%s) waited more than comm_timeout_s = %g s: another rank is "
+                    "not taking part (it crashed, is stuck, or is out of lockstep)",
+                    c->rank, zc_comm_op_name(req->op), req->label, c->timeout_s);
+                /* The request cannot be cancelled; it is leaked on purpose (we abort next). */
+                return st;
+            }
+        }
+    }
+    if (req->op == ZC_COMM_REDUCE_SCATTER)
+        rank_order_sum(req->recv, req->out, req->len, c->size, req->accumulate);
+    c->ctr.seconds[req->op] += now_s() - t0;
+    req_free(req);
+    return ZC_OK;
+}
+
+zc_status zc_comm_all_gather(zc_comm *c, float *buf, size_t S, const char *label, zc_err *err)
+{
+    zc_comm_req *r;
+    zc_status st = zc_comm_all_gather_start(c, buf, S, label, &r, err);
+    return st ? st : zc_comm_wait(c, r, err);
+}
+
+zc_status zc_comm_all_reduce(zc_comm *c, float *buf, size_t count, const char *label,
+                             zc_err *err)
+{
+    int n = c->size;
+    double t0 = now_s();
+    c->ctr.calls[ZC_COMM_ALL_REDUCE]++;
+    if (n == 1 || count == 0)
+        return ZC_OK;
+    /* Padded copy (N blocks of S) + receive staging (N·S); our block of the copy takes the sum,
+     * then the copy is all-gathered in place. */
+    size_t S = (count + (size_t)n - 1) / (size_t)n, padded = S * (size_t)n;
+    float *tmp = calloc(2 * padded, sizeof(float));
+    if (!tmp)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory in all_reduce (%s)", label);
+    memcpy(tmp, buf, count * sizeof(float));
+    float *recv = tmp + padded, *mine = tmp + (size_t)c->rank * S;
+    zc_comm_req *r;
+    zc_comm_counters saved = c->ctr;
+    zc_status st = zc_comm_reduce_scatter_start(c, tmp, recv, S, mine, 0, label, &r, err);
+    if (!st)
+        st = zc_comm_wait(c, r, err);
+    if (!st)
+        st = all_gather_start(c, tmp, S, ZC_COMM_ALL_REDUCE, label, &r, err);
+    if (!st)
+        st = zc_comm_wait(c, r, err);
+    if (!st)
+        memcpy(buf, tmp, count * sizeof(float));
+    free(tmp);
+    /* Counted once, as an all-reduce, not as its two halves. */
+    int64_t ar_calls = c->ctr.calls[ZC_COMM_ALL_REDUCE];
+    int64_t ar_bytes = c->ctr.bytes[ZC_COMM_ALL_REDUCE];
+    c->ctr = saved;
+    c->ctr.calls[ZC_COMM_ALL_REDUCE] = ar_calls;
+    c->ctr.bytes[ZC_COMM_ALL_REDUCE] = ar_bytes + 2 * (int64_t)(S * sizeof(float)) * (n - 1);
+    c->ctr.seconds[ZC_COMM_ALL_REDUCE] += now_s() - t0;
+    return st;
+}
+
+zc_status zc_comm_broadcast(zc_comm *c, float *buf, size_t count, int root, const char *label,
+                            zc_err *err)
+{
+    zc_status st;
+    if ((st = check_count(count, "broadcast", label, err)))
+        return st;
+    zc_comm_req *r = req_new(ZC_COMM_BROADCAST, label);
+    if (!r)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory in broadcast (%s)", label);
+    double t0 = now_s();
+    if (c->size == 1) {
+        r->done = 1;
+    } else {
+        int rc = MPI_Ibcast(buf, (int)count, MPI_FLOAT, root, c->world, &r->mpi);
+        if (rc != MPI_SUCCESS) {
+            req_free(r);
+            return mpi_fail(err, rc, "broadcast", label);
+        }
+    }
+    /* Ring convention for a pipelined broadcast: B·(N−1)/N per rank on average. */
+    c->ctr.bytes[ZC_COMM_BROADCAST] += (int64_t)(count * sizeof(float)) * (c->size - 1) / c->size;
+    c->ctr.calls[ZC_COMM_BROADCAST]++;
+    c->ctr.seconds[ZC_COMM_BROADCAST] += now_s() - t0;
+    return zc_comm_wait(c, r, err);
+}
+
+zc_status zc_comm_control_gather(zc_comm *c, const void *in, void *out, size_t bytes,
+                                 const char *label, zc_err *err)
+{
+    zc_status st;
+    if ((st = check_count(bytes, "control gather", label, err)))
+        return st;
+    double t0 = now_s();
+    zc_comm_req *r = req_new(ZC_COMM_CONTROL, label);
+    if (!r)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory in control gather (%s)", label);
+    if (c->size == 1) {
+        memcpy(out, in, bytes);
+        r->done = 1;
+    } else {
+        int rc = MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, c->world,
+                                &r->mpi);
+        if (rc != MPI_SUCCESS) {
+            req_free(r);
+            return mpi_fail(err, rc, "control gather", label);
+        }
+    }
+    c->ctr.bytes[ZC_COMM_CONTROL] += (int64_t)bytes * (c->size - 1);
+    c->ctr.calls[ZC_COMM_CONTROL]++;
+    c->ctr.seconds[ZC_COMM_CONTROL] += now_s() - t0;
+    return zc_comm_wait(c, r, err);
+}
+
+zc_status zc_comm_sum_f64(zc_comm *c, double in, double *out, const char *label, zc_err *err)
+{
+    double stack[64], *all = c->size <= 64 ? stack : malloc((size_t)c->size * sizeof(double));
+    if (!all)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory in sum (%s)", label);
+    zc_status st = zc_comm_control_gather(c, &in, all, sizeof in, label, err);
+    if (!st) {
+        double s = 0.0;
+        for (int j = 0; j < c->size; j++)
+            s += all[j];
+        *out = s;
+    }
+    if (all != stack)
+        free(all);
+    return st;
+}
+
+zc_status zc_comm_barrier(zc_comm *c, const char *label, zc_err *err)
+{
+    char b = 0, stack[64], *all = c->size <= 64 ? stack : malloc((size_t)c->size);
+    if (!all)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory in barrier (%s)", label);
+    zc_status st = zc_comm_control_gather(c, &b, all, 1, label, err);
+    if (all != stack)
+        free(all);
+    return st;
+}

@@ -1,0 +1,1260 @@
+/* config.c — reads DeepSpeed's JSON schema into zc_config and refuses whatever it cannot honour.
+ *
+ * Everything about a key lives in one row of KEYS below: its dotted path, its type, its range and
+ * the struct field it fills. The file loader, zc_config_set and zc_config_validate all walk that
+ * one table, so a key cannot be accepted through one door and refused through another, and every
+ * message names the key by the path the user wrote. Keys DeepSpeed knows but zeroc does not
+ * implement are rows too (K_REFUSED): skipping "fp16" silently would train something other than
+ * what the user asked for, so such keys are refused by name instead.
+ *
+ * cJSON turns every number into a double, which would round a 20-digit seed. So the loader also
+ * keeps each number's text as written (paired with the parsed nodes by document order), reads
+ * integers exactly from that text (5e8 is the integer 500000000, 2.5 is not an integer), and
+ * quotes that text in messages: "got -0.001" shows what is in the file, not a reprinted double.
+ *
+ * Loads and sets work on a copy that is committed only on success, so a refused file or flag
+ * leaves the caller's configuration as it was. Nothing here prints.
+ */
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "zeroc/config.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * The key table
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum {
+    K_SECTION, /* an object whose members are rows of their own */
+    K_REFUSED, /* DeepSpeed has it, zeroc does not (yet): "not supported yet: KEY" */
+    K_INT,     /* integer in imin..imax, into an int field */
+    K_I64,     /* integer in imin..imax, into an int64_t field */
+    K_U64,     /* integer 0..2^64-1, into a uint64_t field */
+    K_NUM,     /* finite number in the range lo/hi, into a double field */
+    K_BOOL,    /* true/false, into a bool field (or accepted and ignored: has_field false) */
+    K_FIXED,   /* true/false, accepted only when it equals `fixed`: what zeroc always does */
+    K_ZERO,    /* number, accepted only when 0: what zeroc always does */
+    K_OPTIM,   /* optimizer.type */
+    K_BETAS,   /* optimizer.params.betas: two numbers in [0, 1) */
+} key_kind;
+
+enum {
+    R_INTERVAL = 1u << 0, /* range messages read "expected an integer 0..3, got 4" */
+    R_LO_OPEN = 1u << 1,  /* K_NUM: value > lo instead of >= lo */
+    R_HI_OPEN = 1u << 2,  /* K_NUM: value < hi instead of <= hi */
+    R_LATER = 1u << 3,    /* K_FIXED/K_ZERO: other values are "not supported yet" (not "never") */
+    R_MICRO = 1u << 4,    /* setting it records micro_batch_set */
+    R_ACCUM = 1u << 5,    /* setting it records grad_accum_set */
+    R_UNSET0 = 1u << 6,   /* 0 in the struct means "derive"; a file or flag cannot say 0 */
+};
+
+typedef struct {
+    const char *path; /* dotted JSON path */
+    key_kind kind;
+    bool has_field;
+    size_t off; /* offsetof(zc_config, field) when has_field */
+    int64_t imin, imax;
+    double lo, hi;
+    unsigned flags;
+    bool fixed;      /* K_FIXED: the one accepted value */
+    const char *why; /* K_FIXED/K_ZERO: what zeroc does instead */
+} key_spec;
+
+/* The _Generic fails to compile when the row's kind and the field's C type disagree. */
+#define FIELD(f, T) .has_field = true, .off = _Generic(((zc_config *)0)->f, T: offsetof(zc_config, f))
+#define REFUSED(p) {.path = p, .kind = K_REFUSED}
+
+static const key_spec KEYS[] = {
+    /* batch and run */
+    {.path = "train_batch_size", .kind = K_I64, FIELD(train_batch_size, int64_t), .imin = 1,
+     .imax = INT64_MAX, .flags = R_UNSET0},
+    {.path = "train_micro_batch_size_per_gpu", .kind = K_INT, FIELD(micro_batch, int), .imin = 1,
+     .imax = INT_MAX, .flags = R_MICRO},
+    {.path = "gradient_accumulation_steps", .kind = K_INT, FIELD(grad_accum, int), .imin = 1,
+     .imax = INT_MAX, .flags = R_ACCUM},
+    {.path = "gradient_clipping", .kind = K_NUM, FIELD(grad_clip, double), .lo = 0, .hi = INFINITY},
+    {.path = "seed", .kind = K_U64, FIELD(seed, uint64_t), .flags = R_INTERVAL},
+    {.path = "comm_timeout_s", .kind = K_NUM, FIELD(comm_timeout_s, double), .lo = 0,
+     .hi = INFINITY, .flags = R_LO_OPEN},
+    {.path = "steps_per_print", .kind = K_INT, FIELD(steps_per_print, int), .imin = 1,
+     .imax = INT_MAX},
+
+    /* optimizer */
+    {.path = "optimizer", .kind = K_SECTION},
+    {.path = "optimizer.type", .kind = K_OPTIM, FIELD(optim, zc_optim_type)},
+    {.path = "optimizer.params", .kind = K_SECTION},
+    {.path = "optimizer.params.lr", .kind = K_NUM, FIELD(lr, double), .lo = 0, .hi = INFINITY},
+    {.path = "optimizer.params.betas", .kind = K_BETAS},
+    {.path = "optimizer.params.eps", .kind = K_NUM, FIELD(eps, double), .lo = 0, .hi = INFINITY,
+     .flags = R_LO_OPEN},
+    {.path = "optimizer.params.weight_decay", .kind = K_NUM, FIELD(weight_decay, double), .lo = 0,
+     .hi = INFINITY},
+    {.path = "optimizer.params.momentum", .kind = K_NUM, FIELD(momentum, double), .lo = 0, .hi = 1,
+     .flags = R_INTERVAL | R_HI_OPEN},
+    {.path = "optimizer.params.adam_w_mode", .kind = K_BOOL, FIELD(adam_w_mode, bool)},
+    {.path = "optimizer.params.torch_adam", .kind = K_BOOL}, /* which kernel: no meaning here */
+    {.path = "optimizer.params.amsgrad", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
+     .why = "zeroc implements Adam without the AMSGrad variant"},
+    {.path = "optimizer.params.bias_correction", .kind = K_FIXED, .fixed = true, .flags = R_LATER,
+     .why = "zeroc's Adam always corrects the moment estimates' bias"},
+    {.path = "optimizer.params.nesterov", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
+     .why = "zeroc's SGD uses plain momentum"},
+    {.path = "optimizer.params.dampening", .kind = K_ZERO, .flags = R_LATER,
+     .why = "zeroc's SGD applies no dampening"},
+    REFUSED("optimizer.legacy_fusion"),
+
+    /* ZeRO */
+    {.path = "zero_optimization", .kind = K_SECTION},
+    {.path = "zero_optimization.stage", .kind = K_INT, FIELD(stage, int), .imin = 0, .imax = 3,
+     .flags = R_INTERVAL},
+    {.path = "zero_optimization.reduce_bucket_size", .kind = K_I64,
+     FIELD(reduce_bucket_size, int64_t), .imin = 1, .imax = INT64_MAX},
+    {.path = "zero_optimization.stage3_prefetch_bucket_size", .kind = K_I64,
+     FIELD(prefetch_bucket_size, int64_t), .imin = 0, .imax = INT64_MAX},
+    {.path = "zero_optimization.stage3_max_live_parameters", .kind = K_I64,
+     FIELD(max_live_parameters, int64_t), .imin = 1, .imax = INT64_MAX},
+    {.path = "zero_optimization.overlap_comm", .kind = K_FIXED, .fixed = true,
+     .why = "zeroc always overlaps the gradient reduce-scatter with the backward pass"},
+    {.path = "zero_optimization.contiguous_gradients", .kind = K_FIXED, .fixed = true,
+     .why = "zeroc always keeps gradients in contiguous per-unit buffers"},
+    REFUSED("zero_optimization.offload_optimizer"),
+    REFUSED("zero_optimization.offload_param"),
+    REFUSED("zero_optimization.cpu_offload"),
+    REFUSED("zero_optimization.cpu_offload_params"),
+    REFUSED("zero_optimization.cpu_offload_use_pin_memory"),
+    REFUSED("zero_optimization.allgather_partitions"),
+    REFUSED("zero_optimization.allgather_bucket_size"),
+    REFUSED("zero_optimization.reduce_scatter"),
+    REFUSED("zero_optimization.round_robin_gradients"),
+    REFUSED("zero_optimization.sub_group_size"),
+    REFUSED("zero_optimization.stage3_param_persistence_threshold"),
+    REFUSED("zero_optimization.stage3_model_persistence_threshold"),
+    REFUSED("zero_optimization.stage3_max_reuse_distance"),
+    REFUSED("zero_optimization.stage3_gather_16bit_weights_on_model_save"),
+    REFUSED("zero_optimization.stage3_gather_fp16_weights_on_model_save"),
+    REFUSED("zero_optimization.elastic_checkpoint"),
+    REFUSED("zero_optimization.load_from_fp32_weights"),
+    REFUSED("zero_optimization.ignore_unused_parameters"),
+    REFUSED("zero_optimization.mics_shard_size"),
+    REFUSED("zero_optimization.mics_hierarchical_params_gather"),
+    REFUSED("zero_optimization.zero_hpz_partition_size"),
+    REFUSED("zero_optimization.zero_quantized_weights"),
+    REFUSED("zero_optimization.zero_quantized_nontrainable_weights"),
+    REFUSED("zero_optimization.zero_quantized_gradients"),
+    REFUSED("zero_optimization.legacy_stage1"),
+    REFUSED("zero_optimization.memory_efficient_linear"),
+    REFUSED("zero_optimization.use_multi_rank_bucket_allreduce"),
+
+    /* the rest of DeepSpeed's top level */
+    REFUSED("fp16"), REFUSED("bf16"), REFUSED("bfloat16"), REFUSED("amp"), REFUSED("scheduler"),
+    REFUSED("activation_checkpointing"), REFUSED("data_types"),
+    REFUSED("communication_data_type"), REFUSED("prescale_gradients"),
+    REFUSED("gradient_predivide_factor"), REFUSED("sparse_gradients"),
+    REFUSED("wall_clock_breakdown"), REFUSED("memory_breakdown"), REFUSED("flops_profiler"),
+    REFUSED("tensorboard"), REFUSED("wandb"), REFUSED("csv_monitor"), REFUSED("comms_logger"),
+    REFUSED("checkpoint"), REFUSED("aio"), REFUSED("elasticity"), REFUSED("autotuning"),
+    REFUSED("compression_training"), REFUSED("data_efficiency"),
+    REFUSED("curriculum_learning"), REFUSED("zero_allow_untested_optimizer"),
+    REFUSED("zero_force_ds_cpu_optimizer"), REFUSED("dump_state"), REFUSED("pipeline"),
+    REFUSED("sparse_attention"), REFUSED("disable_allgather"), REFUSED("dataloader_drop_last"),
+    REFUSED("eigenvalue"), REFUSED("progressive_layer_drop"), REFUSED("quantize_training"),
+    REFUSED("weight_quantization"), REFUSED("hybrid_engine"), REFUSED("nebula"),
+    REFUSED("compile"), REFUSED("sequence_parallel_size"),
+};
+#define NKEYS (sizeof KEYS / sizeof KEYS[0])
+
+/* optimizer.params.betas[i], checked like a K_NUM row */
+static const key_spec BETA = {.kind = K_NUM, .lo = 0, .hi = 1, .flags = R_INTERVAL | R_HI_OPEN};
+
+static const char *const OPTIM_NAMES[] = {"AdamW", "Adam", "SGD"}; /* indexed by zc_optim_type */
+
+void zc_config_defaults(zc_config *cfg)
+{
+    ZC_ASSERT(cfg);
+    /* DeepSpeed's defaults (runtime/constants.py, runtime/zero/config.py); the optimizer's are
+     * torch.optim's, which DeepSpeed passes through. comm_timeout_s is zeroc's own. */
+    *cfg = (zc_config){
+        .train_batch_size = 0,
+        .micro_batch = 1,
+        .grad_accum = 1,
+        .micro_batch_set = false,
+        .grad_accum_set = false,
+        .grad_clip = 0.0,
+        .optim = ZC_OPTIM_ADAMW,
+        .lr = 1e-3,
+        .beta1 = 0.9,
+        .beta2 = 0.999,
+        .eps = 1e-8,
+        .weight_decay = 0.0,
+        .momentum = 0.0,
+        .adam_w_mode = true,
+        .stage = 0,
+        .reduce_bucket_size = 500000000,
+        .prefetch_bucket_size = 50000000,
+        .max_live_parameters = 1000000000,
+        .seed = 42,
+        .comm_timeout_s = 600.0,
+        .steps_per_print = 10,
+    };
+}
+
+const char *zc_optim_name(zc_optim_type t)
+{
+    return (unsigned)t < sizeof OPTIM_NAMES / sizeof OPTIM_NAMES[0] ? OPTIM_NAMES[t] : "unknown";
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Messages
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    const cJSON *node;
+    const char *text;
+    size_t len;
+} num_text;
+
+typedef struct {
+    const char *origin; /* message prefix: the file name, "command line", or NULL (validate) */
+    zc_err *err;
+    zc_config *cfg; /* the working copy */
+    num_text *nums; /* the file's numbers as written, in document order */
+    size_t n_nums;
+} ctx;
+
+static zc_status fail(const ctx *c, zc_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static zc_status fail(const ctx *c, zc_status code, const char *fmt, ...)
+{
+    char msg[sizeof c->err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (c->origin)
+        return zc_err_set(c->err, code, "%s: %s", c->origin, msg);
+    return zc_err_set(c->err, code, "%s", msg);
+}
+
+/* User text (a key, a value) made fit for a one-line message: control bytes become '?' and text
+ * longer than 60 bytes is cut with "...". buf must hold 64 bytes. */
+#define EXCERPT_BUF 64
+static const char *excerpt(char *buf, const char *s, size_t n)
+{
+    size_t i, o = 0;
+    for (i = 0; i < n && o < EXCERPT_BUF - 4; i++)
+        buf[o++] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
+    if (i < n) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
+
+static bool ascii_ieq(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        char x = (*a >= 'A' && *a <= 'Z') ? (char)(*a - 'A' + 'a') : *a;
+        char y = (*b >= 'A' && *b <= 'Z') ? (char)(*b - 'A' + 'a') : *b;
+        if (x != y)
+            return false;
+    }
+    return *a == *b;
+}
+
+/* The shortest text that reads back as exactly v: "0.001", not "0.0010000000000000000208". */
+static void fmt_double(char *buf, size_t cap, double v)
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, cap, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            return;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Values: one shape for a JSON node and a command-line string, so both get the same checks
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum { V_NUMBER, V_STRING, V_BOOL, V_NULL, V_ARRAY, V_OBJECT } val_kind;
+
+typedef struct {
+    val_kind kind;
+    const char *text;  /* V_NUMBER: as written; V_STRING: the string; command line: the argument */
+    size_t len;
+    double num;        /* V_NUMBER */
+    bool b;            /* V_BOOL */
+    const cJSON *node; /* V_ARRAY from a file */
+    bool cli;          /* from the command line: messages quote the argument as given */
+    char own[32];      /* text of a number whose spelling was not found (should not happen) */
+} value;
+
+static void value_from_json(const ctx *c, const cJSON *node, value *v)
+{
+    memset(v, 0, sizeof *v);
+    v->node = node;
+    if (cJSON_IsNumber(node)) {
+        v->kind = V_NUMBER;
+        v->num = node->valuedouble;
+        for (size_t i = 0; i < c->n_nums; i++) {
+            if (c->nums[i].node == node) {
+                v->text = c->nums[i].text;
+                v->len = c->nums[i].len;
+                return;
+            }
+        }
+        snprintf(v->own, sizeof v->own, "%.17g", v->num);
+        v->text = v->own;
+        v->len = strlen(v->own);
+    } else if (cJSON_IsString(node)) {
+        v->kind = V_STRING;
+        v->text = node->valuestring;
+        v->len = strlen(node->valuestring);
+    } else if (cJSON_IsBool(node)) {
+        v->kind = V_BOOL;
+        v->b = cJSON_IsTrue(node);
+    } else if (cJSON_IsNull(node)) {
+        v->kind = V_NULL;
+    } else if (cJSON_IsArray(node)) {
+        v->kind = V_ARRAY;
+    } else {
+        v->kind = V_OBJECT;
+    }
+}
+
+/* How a value reads in "got ...": 4, string "abc", true, null, an array; "x" from the CLI. */
+static const char *describe(char *buf, size_t cap, const value *v)
+{
+    char ex[EXCERPT_BUF];
+    if (v->cli) {
+        snprintf(buf, cap, "\"%s\"", excerpt(ex, v->text, v->len));
+        return buf;
+    }
+    switch (v->kind) {
+    case V_NUMBER: snprintf(buf, cap, "%s", excerpt(ex, v->text, v->len)); break;
+    case V_STRING: snprintf(buf, cap, "string \"%s\"", excerpt(ex, v->text, v->len)); break;
+    case V_BOOL: snprintf(buf, cap, "%s", v->b ? "true" : "false"); break;
+    case V_NULL: snprintf(buf, cap, "null"); break;
+    case V_ARRAY: snprintf(buf, cap, "an array"); break;
+    case V_OBJECT: snprintf(buf, cap, "an object"); break;
+    }
+    return buf;
+}
+
+/* What a key wants, as in "expected ...". */
+static const char *expect(char *buf, size_t cap, const key_spec *k)
+{
+    switch (k->kind) {
+    case K_INT:
+    case K_I64:
+        if (k->flags & R_INTERVAL)
+            snprintf(buf, cap, "an integer %" PRId64 "..%" PRId64, k->imin, k->imax);
+        else
+            snprintf(buf, cap, "an integer >= %" PRId64, k->imin);
+        break;
+    case K_U64: snprintf(buf, cap, "an integer 0..%" PRIu64, UINT64_MAX); break;
+    case K_NUM:
+        if (k->flags & R_INTERVAL)
+            snprintf(buf, cap, "a number in %c%g, %g%c", (k->flags & R_LO_OPEN) ? '(' : '[', k->lo,
+                     k->hi, (k->flags & R_HI_OPEN) ? ')' : ']');
+        else
+            snprintf(buf, cap, "a number %s %g", (k->flags & R_LO_OPEN) ? ">" : ">=", k->lo);
+        break;
+    case K_ZERO: snprintf(buf, cap, "a number"); break;
+    case K_BOOL:
+    case K_FIXED: snprintf(buf, cap, "true or false"); break;
+    case K_OPTIM: snprintf(buf, cap, "one of AdamW, Adam, SGD (case-insensitive)"); break;
+    case K_BETAS: snprintf(buf, cap, "an array of 2 numbers in [0, 1)"); break;
+    case K_SECTION: snprintf(buf, cap, "an object"); break;
+    case K_REFUSED: snprintf(buf, cap, "nothing (not supported yet)"); break;
+    }
+    return buf;
+}
+
+static zc_status type_error(const ctx *c, const key_spec *k, const char *path, const value *v)
+{
+    char e[96], d[96];
+    const char *hint = "";
+    if (v->kind == V_STRING && !v->cli && strcmp(v->text, "auto") == 0)
+        hint = " (\"auto\" is filled in by the Hugging Face Trainer; give the value itself)";
+    return fail(c, ZC_EINVAL, "%s: expected %s, got %s%s", path, expect(e, sizeof e, k),
+                describe(d, sizeof d, v), hint);
+}
+
+/* low: the value is below the range (else above). text: the value as the user wrote it. */
+static zc_status range_error(const ctx *c, const key_spec *k, const char *path, bool low,
+                             const char *text)
+{
+    char e[96];
+    if (k->flags & R_INTERVAL)
+        return fail(c, ZC_EINVAL, "%s: expected %s, got %s", path, expect(e, sizeof e, k), text);
+    if (k->kind == K_NUM)
+        return fail(c, ZC_EINVAL, "%s must be %s %g, got %s", path,
+                    (k->flags & R_LO_OPEN) ? ">" : ">=", k->lo, text);
+    if (low)
+        return fail(c, ZC_EINVAL, "%s must be >= %" PRId64 ", got %s", path, k->imin, text);
+    return fail(c, ZC_EINVAL, "%s must be <= %" PRId64 ", got %s", path, k->imax, text);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Numbers
+ * ------------------------------------------------------------------------------------------- */
+
+/* [+-] digits [. digits] [(e|E) [+-] digits], with ".5" and "5." allowed as strtod allows them;
+ * no whitespace, inf, nan or hex. JSON's number grammar is a subset. */
+static bool number_syntax(const char *s, size_t n)
+{
+    size_t i = 0, digits = 0;
+    if (i < n && (s[i] == '+' || s[i] == '-'))
+        i++;
+    for (; i < n && is_digit(s[i]); i++)
+        digits++;
+    if (i < n && s[i] == '.')
+        for (i++; i < n && is_digit(s[i]); i++)
+            digits++;
+    if (digits == 0)
+        return false;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        size_t exp_digits = 0;
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-'))
+            i++;
+        for (; i < n && is_digit(s[i]); i++)
+            exp_digits++;
+        if (exp_digits == 0)
+            return false;
+    }
+    return i == n;
+}
+
+typedef enum { INT_OK, INT_FRACTION, INT_HUGE } int_read;
+
+/* Reads number text as an exact integer: sign and magnitude. The value is digits × 10^exp once
+ * the decimal point and the trailing zeros are folded into exp; exp < 0 means a fraction. */
+static int_read read_integer(const char *s, size_t n, bool *neg, uint64_t *mag)
+{
+    size_t i = 0, m0, m1, first = SIZE_MAX, last = 0;
+    long exp = 0, frac = 0, after_last = 0;
+    bool in_frac = false;
+
+    *neg = false;
+    *mag = 0;
+    if (!number_syntax(s, n))
+        return INT_FRACTION;
+    if (s[i] == '+' || s[i] == '-')
+        *neg = s[i++] == '-';
+    for (m0 = i; i < n && (is_digit(s[i]) || s[i] == '.'); i++)
+        ;
+    m1 = i;
+    if (i < n) { /* exponent; clamped, the result overflows long before */
+        bool eneg = false;
+        i++;
+        if (s[i] == '+' || s[i] == '-')
+            eneg = s[i++] == '-';
+        for (; i < n; i++)
+            if (exp < 100000)
+                exp = exp * 10 + (s[i] - '0');
+        if (eneg)
+            exp = -exp;
+    }
+    for (size_t j = m0; j < m1; j++) {
+        if (s[j] == '.') {
+            in_frac = true;
+            continue;
+        }
+        if (in_frac)
+            frac++;
+        if (s[j] != '0') {
+            if (first == SIZE_MAX)
+                first = j;
+            last = j;
+        }
+    }
+    if (first == SIZE_MAX) { /* all zeros: 0, including -0 */
+        *neg = false;
+        return INT_OK;
+    }
+    for (size_t j = last + 1; j < m1; j++)
+        after_last += s[j] != '.';
+    exp += after_last - frac;
+    if (exp < 0)
+        return INT_FRACTION;
+    for (size_t j = first; j <= last; j++) {
+        if (s[j] == '.')
+            continue;
+        unsigned d = (unsigned)(s[j] - '0');
+        if (*mag > (UINT64_MAX - d) / 10)
+            return INT_HUGE;
+        *mag = *mag * 10 + d;
+    }
+    for (; exp > 0; exp--) {
+        if (*mag > UINT64_MAX / 10)
+            return INT_HUGE;
+        *mag *= 10;
+    }
+    return INT_OK;
+}
+
+static zc_status check_i64(const ctx *c, const key_spec *k, const char *path, int64_t v,
+                           const char *text)
+{
+    if (v < k->imin)
+        return range_error(c, k, path, true, text);
+    if (v > k->imax)
+        return range_error(c, k, path, false, text);
+    return ZC_OK;
+}
+
+static zc_status check_num(const ctx *c, const key_spec *k, const char *path, double v,
+                           const char *text)
+{
+    bool low, high;
+    if (!isfinite(v))
+        return fail(c, ZC_EINVAL, "%s: expected a finite number, got %s", path, text);
+    low = (k->flags & R_LO_OPEN) ? !(v > k->lo) : !(v >= k->lo);
+    high = (k->flags & R_HI_OPEN) ? !(v < k->hi) : !(v <= k->hi);
+    if (low || high)
+        return range_error(c, k, path, low, text);
+    return ZC_OK;
+}
+
+static zc_status read_int(const ctx *c, const key_spec *k, const char *path, const value *v,
+                          int64_t *out)
+{
+    char ex[EXCERPT_BUF];
+    bool neg;
+    uint64_t mag;
+    int_read r;
+
+    if (v->kind != V_NUMBER)
+        return type_error(c, k, path, v);
+    r = read_integer(v->text, v->len, &neg, &mag);
+    if (r == INT_FRACTION)
+        return type_error(c, k, path, v);
+    excerpt(ex, v->text, v->len);
+    if (r == INT_HUGE || mag > (uint64_t)INT64_MAX + neg)
+        return range_error(c, k, path, neg, ex);
+    *out = neg ? (int64_t)(0 - mag) : (int64_t)mag; /* two's complement, as on every target */
+    return check_i64(c, k, path, *out, ex);
+}
+
+static zc_status read_u64(const ctx *c, const key_spec *k, const char *path, const value *v,
+                          uint64_t *out)
+{
+    char ex[EXCERPT_BUF];
+    bool neg;
+    int_read r;
+
+    if (v->kind != V_NUMBER)
+        return type_error(c, k, path, v);
+    r = read_integer(v->text, v->len, &neg, out);
+    if (r == INT_FRACTION)
+        return type_error(c, k, path, v);
+    if (r == INT_HUGE || neg)
+        return range_error(c, k, path, neg, excerpt(ex, v->text, v->len));
+    return ZC_OK;
+}
+
+static zc_status read_num(const ctx *c, const key_spec *k, const char *path, const value *v,
+                          double *out)
+{
+    char ex[EXCERPT_BUF];
+    zc_status rc;
+    if (v->kind != V_NUMBER)
+        return type_error(c, k, path, v);
+    rc = check_num(c, k, path, v->num, excerpt(ex, v->text, v->len));
+    if (rc == ZC_OK)
+        *out = v->num + 0.0; /* -0 becomes 0 */
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Applying one value to one key
+ * ------------------------------------------------------------------------------------------- */
+
+static void *field_of(zc_config *cfg, const key_spec *k) { return (char *)cfg + k->off; }
+
+static zc_status apply_betas(const ctx *c, const key_spec *k, const value elems[2])
+{
+    double b[2];
+    for (int i = 0; i < 2; i++) {
+        char path[96];
+        zc_status rc;
+        snprintf(path, sizeof path, "%s[%d]", k->path, i);
+        rc = read_num(c, &BETA, path, &elems[i], &b[i]);
+        if (rc)
+            return rc;
+    }
+    c->cfg->beta1 = b[0];
+    c->cfg->beta2 = b[1];
+    return ZC_OK;
+}
+
+static zc_status apply(const ctx *c, const key_spec *k, const value *v)
+{
+    zc_config *cfg = c->cfg;
+    zc_status rc = ZC_OK;
+    char d[96];
+
+    switch (k->kind) {
+    case K_SECTION:
+        if (v->kind != V_OBJECT)
+            return type_error(c, k, k->path, v);
+        return ZC_OK; /* the caller walks its members */
+    case K_REFUSED:
+        return fail(c, ZC_EINVAL, "not supported yet: %s", k->path);
+    case K_INT: {
+        int64_t x = 0;
+        rc = read_int(c, k, k->path, v, &x);
+        if (rc == ZC_OK)
+            *(int *)field_of(cfg, k) = (int)x;
+        break;
+    }
+    case K_I64: {
+        int64_t x = 0;
+        rc = read_int(c, k, k->path, v, &x);
+        if (rc == ZC_OK)
+            *(int64_t *)field_of(cfg, k) = x;
+        break;
+    }
+    case K_U64: {
+        uint64_t x = 0;
+        rc = read_u64(c, k, k->path, v, &x);
+        if (rc == ZC_OK)
+            *(uint64_t *)field_of(cfg, k) = x;
+        break;
+    }
+    case K_NUM: {
+        double x = 0;
+        rc = read_num(c, k, k->path, v, &x);
+        if (rc == ZC_OK)
+            *(double *)field_of(cfg, k) = x;
+        break;
+    }
+    case K_BOOL:
+        if (v->kind != V_BOOL)
+            return type_error(c, k, k->path, v);
+        if (k->has_field)
+            *(bool *)field_of(cfg, k) = v->b;
+        break;
+    case K_FIXED:
+        if (v->kind != V_BOOL)
+            return type_error(c, k, k->path, v);
+        if (v->b == k->fixed)
+            break;
+        if (k->flags & R_LATER)
+            return fail(c, ZC_EINVAL, "not supported yet: %s = %s (%s)", k->path,
+                        v->b ? "true" : "false", k->why);
+        return fail(c, ZC_EINVAL, "%s: %s is not supported: %s", k->path, v->b ? "true" : "false",
+                    k->why);
+    case K_ZERO:
+        if (v->kind != V_NUMBER)
+            return type_error(c, k, k->path, v);
+        if (v->num != 0)
+            return fail(c, ZC_EINVAL, "not supported yet: %s = %s (%s)", k->path,
+                        describe(d, sizeof d, v), k->why);
+        break;
+    case K_OPTIM: {
+        size_t i, n = sizeof OPTIM_NAMES / sizeof OPTIM_NAMES[0];
+        if (v->kind != V_STRING)
+            return type_error(c, k, k->path, v);
+        for (i = 0; i < n && !ascii_ieq(v->text, OPTIM_NAMES[i]); i++)
+            ;
+        if (i == n)
+            return type_error(c, k, k->path, v);
+        *(zc_optim_type *)field_of(cfg, k) = (zc_optim_type)i;
+        break;
+    }
+    case K_BETAS: {
+        value elems[2];
+        int n;
+        if (v->kind != V_ARRAY)
+            return type_error(c, k, k->path, v);
+        n = cJSON_GetArraySize(v->node);
+        if (n != 2)
+            return fail(c, ZC_EINVAL, "%s: expected an array of 2 numbers in [0, 1), got %d %s",
+                        k->path, n, n == 1 ? "element" : "elements");
+        value_from_json(c, cJSON_GetArrayItem(v->node, 0), &elems[0]);
+        value_from_json(c, cJSON_GetArrayItem(v->node, 1), &elems[1]);
+        rc = apply_betas(c, k, elems);
+        break;
+    }
+    }
+    if (rc == ZC_OK && (k->flags & R_MICRO))
+        cfg->micro_batch_set = true;
+    if (rc == ZC_OK && (k->flags & R_ACCUM))
+        cfg->grad_accum_set = true;
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Files and strings
+ * ------------------------------------------------------------------------------------------- */
+
+/* The row for member `name` of the object at `section` ("" = top level). A name with a dot is no
+ * row: {"zero_optimization.stage": 3} is not the path zero_optimization.stage. */
+static const key_spec *key_child(const char *section, const char *name)
+{
+    size_t sl = strlen(section);
+    if (strchr(name, '.'))
+        return NULL;
+    for (size_t i = 0; i < NKEYS; i++) {
+        const char *p = KEYS[i].path;
+        if (sl == 0 ? strcmp(p, name) == 0
+                    : strncmp(p, section, sl) == 0 && p[sl] == '.' && strcmp(p + sl + 1, name) == 0)
+            return &KEYS[i];
+    }
+    return NULL;
+}
+
+static zc_status load_object(const ctx *c, const cJSON *obj, const char *section)
+{
+    for (const cJSON *m = obj->child; m; m = m->next) {
+        char path[160], ex[EXCERPT_BUF];
+        const key_spec *k;
+        value v;
+        zc_status rc;
+
+        excerpt(ex, m->string, strlen(m->string));
+        snprintf(path, sizeof path, "%s%s%s", section, *section ? "." : "", ex);
+        for (const cJSON *p = obj->child; p != m; p = p->next)
+            if (strcmp(p->string, m->string) == 0)
+                return fail(c, ZC_EINVAL, "duplicate key: %s", path);
+        k = key_child(section, m->string);
+        if (!k)
+            return fail(c, ZC_EINVAL, "unknown key: %s", path);
+        value_from_json(c, m, &v);
+        rc = apply(c, k, &v);
+        if (rc == ZC_OK && k->kind == K_SECTION)
+            rc = load_object(c, m, k->path);
+        if (rc)
+            return rc;
+    }
+    return ZC_OK;
+}
+
+/* Finds number tokens in (already valid) JSON text, skipping strings; fills out if not NULL. */
+static size_t scan_numbers(const char *s, num_text *out)
+{
+    size_t n = 0, i = 0;
+    while (s[i]) {
+        if (s[i] == '"') {
+            for (i++; s[i] && s[i] != '"'; i++)
+                if (s[i] == '\\' && s[i + 1])
+                    i++;
+            if (s[i])
+                i++;
+        } else if (s[i] == '-' || is_digit(s[i])) {
+            size_t b = i;
+            while (s[i] && strchr("+-.eE0123456789", s[i]))
+                i++;
+            if (out)
+                out[n] = (num_text){.node = NULL, .text = s + b, .len = i - b};
+            n++;
+        } else {
+            i++;
+        }
+    }
+    return n;
+}
+
+/* cJSON keeps members in document order, so a pre-order walk meets numbers as the text does. */
+static void pair_numbers(const cJSON *node, num_text *nums, size_t n, size_t *k)
+{
+    for (; node; node = node->next) {
+        if (cJSON_IsNumber(node) && *k < n)
+            nums[(*k)++].node = node;
+        if (node->child)
+            pair_numbers(node->child, nums, n, k);
+    }
+}
+
+static zc_status index_numbers(ctx *c, const char *json, const cJSON *root)
+{
+    size_t n = scan_numbers(json, NULL), k = 0;
+    if (n == 0)
+        return ZC_OK;
+    c->nums = malloc(n * sizeof *c->nums);
+    if (!c->nums)
+        return fail(c, ZC_ENOMEM, "out of memory");
+    c->n_nums = scan_numbers(json, c->nums);
+    pair_numbers(root, c->nums, n, &k);
+    if (k != n) /* cannot happen for text cJSON accepted; fall back to reprinted doubles */
+        c->n_nums = 0;
+    return ZC_OK;
+}
+
+static zc_status parse_error(const ctx *c, const char *json, const char *at)
+{
+    char ex[EXCERPT_BUF];
+    int line = 1;
+    size_t n = 0;
+    if (!at)
+        return fail(c, ZC_EINVAL, "not JSON");
+    for (const char *p = json; p < at; p++)
+        line += *p == '\n';
+    if (*at == '\0')
+        return fail(c, ZC_EINVAL, "not JSON (parse error near line %d: unexpected end of input)",
+                    line);
+    while (at[n] && at[n] != '\n' && at[n] != '\r' && n < 24)
+        n++;
+    return fail(c, ZC_EINVAL, "not JSON (parse error near line %d: '%s')", line,
+                excerpt(ex, at, n));
+}
+
+zc_status zc_config_load_string(zc_config *cfg, const char *json, const char *origin, zc_err *err)
+{
+    zc_config work;
+    ctx c;
+    cJSON *root = NULL;
+    const char *end = NULL, *p = json;
+    zc_status rc;
+
+    ZC_ASSERT(cfg && json);
+    work = *cfg;
+    c = (ctx){.origin = origin ? origin : "config", .err = err, .cfg = &work};
+    while (*p && (unsigned char)*p <= ' ')
+        p++;
+    if (*p == '\0')
+        return fail(&c, ZC_EINVAL, "not JSON (empty)");
+
+    root = cJSON_ParseWithOpts(json, &end, 1);
+    if (!root) {
+        rc = parse_error(&c, json, end);
+        goto out;
+    }
+    if (!cJSON_IsObject(root)) {
+        char d[96];
+        value v;
+        value_from_json(&c, root, &v);
+        rc = fail(&c, ZC_EINVAL, "expected a JSON object at the top level, got %s",
+                  describe(d, sizeof d, &v));
+        goto out;
+    }
+    rc = index_numbers(&c, json, root);
+    if (rc == ZC_OK)
+        rc = load_object(&c, root, "");
+    if (rc == ZC_OK)
+        *cfg = work;
+out:
+    cJSON_Delete(root);
+    free(c.nums);
+    return rc;
+}
+
+#define CONFIG_FILE_MAX (64u << 20) /* no config is this large; something else was passed */
+
+zc_status zc_config_load_file(zc_config *cfg, const char *path, zc_err *err)
+{
+    FILE *f;
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    zc_status rc;
+
+    ZC_ASSERT(cfg && path);
+    f = fopen(path, "rb");
+    if (!f)
+        return zc_err_set(err, ZC_EIO, "cannot read config file '%s': %s", path, strerror(errno));
+    /* Read to EOF rather than trusting ftell, so pipes and <(...) work too. */
+    for (;;) {
+        size_t got;
+        if (cap - len < 4096) {
+            char *nb;
+            cap = cap ? cap * 2 : 8192;
+            nb = realloc(buf, cap);
+            if (!nb) {
+                rc = zc_err_set(err, ZC_ENOMEM, "%s: out of memory reading the file", path);
+                goto out;
+            }
+            buf = nb;
+        }
+        got = fread(buf + len, 1, cap - len - 1, f);
+        len += got;
+        if (got == 0)
+            break;
+        if (len > CONFIG_FILE_MAX) {
+            rc = zc_err_set(err, ZC_EIO, "config file '%s' is larger than %u MiB", path,
+                            CONFIG_FILE_MAX >> 20);
+            goto out;
+        }
+    }
+    if (ferror(f)) {
+        rc = zc_err_set(err, ZC_EIO, "cannot read config file '%s': %s", path, strerror(errno));
+        goto out;
+    }
+    buf[len] = '\0';
+    if (strlen(buf) != len) {
+        rc = zc_err_set(err, ZC_EINVAL, "%s: not JSON (NUL byte at offset %zu)", path,
+                        strlen(buf));
+        goto out;
+    }
+    rc = zc_config_load_string(cfg, buf, path, err);
+out:
+    free(buf);
+    fclose(f);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Command line
+ * ------------------------------------------------------------------------------------------- */
+
+static const key_spec *key_find(const char *path)
+{
+    for (size_t i = 0; i < NKEYS; i++)
+        if (strcmp(KEYS[i].path, path) == 0)
+            return &KEYS[i];
+    return NULL;
+}
+
+/* "zero_optimization.offload_optimizer.device" lies under a refused key. */
+static const key_spec *refused_prefix(const char *path)
+{
+    for (size_t i = 0; i < NKEYS; i++) {
+        size_t n = strlen(KEYS[i].path);
+        if (KEYS[i].kind == K_REFUSED && strncmp(path, KEYS[i].path, n) == 0 && path[n] == '.')
+            return &KEYS[i];
+    }
+    return NULL;
+}
+
+/* "0.9,0.95" (spaces around the comma allowed) into two number values. */
+static zc_status set_betas(const ctx *c, const key_spec *k, const char *s)
+{
+    value elems[2];
+    const char *comma = strchr(s, ',');
+    const char *parts[2][2]; /* [begin, end) of each number */
+    char ex[EXCERPT_BUF];
+
+    if (comma && !strchr(comma + 1, ',')) {
+        parts[0][0] = s;
+        parts[0][1] = comma;
+        parts[1][0] = comma + 1;
+        parts[1][1] = s + strlen(s);
+        for (int i = 0; i < 2; i++) {
+            while (parts[i][0] < parts[i][1] && *parts[i][0] == ' ')
+                parts[i][0]++;
+            while (parts[i][1] > parts[i][0] && parts[i][1][-1] == ' ')
+                parts[i][1]--;
+        }
+    }
+    if (!comma || strchr(comma + 1, ',') ||
+        !number_syntax(parts[0][0], (size_t)(parts[0][1] - parts[0][0])) ||
+        !number_syntax(parts[1][0], (size_t)(parts[1][1] - parts[1][0])))
+        return fail(c, ZC_EINVAL, "%s: expected two numbers like \"0.9,0.999\", got \"%s\"",
+                    k->path, excerpt(ex, s, strlen(s)));
+    for (int i = 0; i < 2; i++) {
+        char num[64];
+        size_t n = (size_t)(parts[i][1] - parts[i][0]);
+        memset(&elems[i], 0, sizeof elems[i]);
+        elems[i].kind = V_NUMBER;
+        elems[i].text = parts[i][0];
+        elems[i].len = n;
+        snprintf(num, sizeof num, "%.*s", (int)(n < 63 ? n : 63), parts[i][0]);
+        elems[i].num = n < 63 ? strtod(num, NULL) : HUGE_VAL; /* 63 digits: not a beta */
+    }
+    return apply_betas(c, k, elems);
+}
+
+static zc_status set_value(const ctx *c, const key_spec *k, const char *s)
+{
+    value v;
+    memset(&v, 0, sizeof v);
+    v.cli = true;
+    v.text = s;
+    v.len = strlen(s);
+    switch (k->kind) {
+    case K_INT:
+    case K_I64:
+    case K_U64:
+    case K_NUM:
+    case K_ZERO:
+        if (!number_syntax(s, v.len))
+            return type_error(c, k, k->path, &v);
+        v.kind = V_NUMBER;
+        v.num = strtod(s, NULL);
+        break;
+    case K_BOOL:
+    case K_FIXED:
+        if (strcmp(s, "true") != 0 && strcmp(s, "false") != 0)
+            return type_error(c, k, k->path, &v);
+        v.kind = V_BOOL;
+        v.b = s[0] == 't';
+        break;
+    case K_OPTIM:
+        v.kind = V_STRING;
+        break;
+    case K_BETAS:
+        return set_betas(c, k, s);
+    case K_SECTION:
+    case K_REFUSED:
+        break; /* handled by the caller */
+    }
+    return apply(c, k, &v);
+}
+
+zc_status zc_config_set(zc_config *cfg, const char *path, const char *value_str, zc_err *err)
+{
+    zc_config work;
+    ctx c;
+    const key_spec *k;
+    char ex[EXCERPT_BUF];
+    zc_status rc;
+
+    ZC_ASSERT(cfg && path && value_str);
+    work = *cfg;
+    c = (ctx){.origin = "command line", .err = err, .cfg = &work};
+    k = key_find(path);
+    if (!k) {
+        const key_spec *r = refused_prefix(path);
+        if (r)
+            return fail(&c, ZC_EINVAL, "not supported yet: %s", r->path);
+        return fail(&c, ZC_EINVAL, "unknown key: %s", excerpt(ex, path, strlen(path)));
+    }
+    if (k->kind == K_REFUSED)
+        return fail(&c, ZC_EINVAL, "not supported yet: %s", k->path);
+    if (k->kind == K_SECTION) {
+        const char *example = "";
+        size_t n = strlen(k->path);
+        for (size_t i = 0; i < NKEYS && !*example; i++)
+            if (strncmp(KEYS[i].path, k->path, n) == 0 && KEYS[i].path[n] == '.' &&
+                KEYS[i].kind != K_SECTION && KEYS[i].kind != K_REFUSED)
+                example = KEYS[i].path;
+        return fail(&c, ZC_EINVAL, "%s is a section, not a value; set one of its keys, e.g. %s",
+                    k->path, example);
+    }
+    rc = set_value(&c, k, value_str);
+    if (rc == ZC_OK)
+        *cfg = work;
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Validation
+ * ------------------------------------------------------------------------------------------- */
+
+/* Every row's range again, on values that may have been filled in by hand. */
+static zc_status check_fields(const ctx *c, const zc_config *cfg)
+{
+    char text[40];
+    zc_status rc = ZC_OK;
+
+    for (size_t i = 0; i < NKEYS && rc == ZC_OK; i++) {
+        const key_spec *k = &KEYS[i];
+        const void *f = (const char *)cfg + k->off;
+        if (!k->has_field)
+            continue;
+        switch (k->kind) {
+        case K_INT: {
+            int v = *(const int *)f;
+            snprintf(text, sizeof text, "%d", v);
+            rc = check_i64(c, k, k->path, v, text);
+            break;
+        }
+        case K_I64: {
+            int64_t v = *(const int64_t *)f;
+            if (v == 0 && (k->flags & R_UNSET0))
+                break;
+            snprintf(text, sizeof text, "%" PRId64, v);
+            rc = check_i64(c, k, k->path, v, text);
+            break;
+        }
+        case K_NUM: {
+            double v = *(const double *)f;
+            fmt_double(text, sizeof text, v);
+            rc = check_num(c, k, k->path, v, text);
+            break;
+        }
+        case K_OPTIM: {
+            zc_optim_type t = *(const zc_optim_type *)f;
+            if ((unsigned)t >= sizeof OPTIM_NAMES / sizeof OPTIM_NAMES[0])
+                rc = fail(c, ZC_EINVAL, "%s: expected one of AdamW, Adam, SGD, got enum value %d",
+                          k->path, (int)t);
+            break;
+        }
+        default:
+            break; /* K_U64: every value is valid; K_BOOL: likewise */
+        }
+    }
+    for (int i = 0; i < 2 && rc == ZC_OK; i++) {
+        double v = i == 0 ? cfg->beta1 : cfg->beta2;
+        char path[40];
+        snprintf(path, sizeof path, "optimizer.params.betas[%d]", i);
+        fmt_double(text, sizeof text, v);
+        rc = check_num(c, &BETA, path, v, text);
+    }
+    return rc;
+}
+
+zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
+{
+    ctx c = {.origin = NULL, .err = err};
+    zc_status rc;
+
+    ZC_ASSERT(cfg);
+    rc = check_fields(&c, cfg);
+    if (rc)
+        return rc;
+    if (world_size < 1)
+        return fail(&c, ZC_EINVAL, "world size must be >= 1, got %d", world_size);
+    /* DeepSpeed silently treats AdamW as decoupled whatever adam_w_mode says; asking for both
+     * is a contradiction, so it is refused rather than resolved one way. */
+    if (cfg->optim == ZC_OPTIM_ADAMW && !cfg->adam_w_mode)
+        return fail(&c, ZC_EINVAL,
+                    "optimizer.params.adam_w_mode is false but optimizer.type is AdamW, whose "
+                    "weight decay is always decoupled; use type Adam for L2 weight decay");
+    if (cfg->train_batch_size != 0) {
+        int64_t per_step = (int64_t)cfg->micro_batch * cfg->grad_accum; /* < 2^62 */
+        if (per_step > INT64_MAX / world_size || per_step * world_size != cfg->train_batch_size) {
+            char product[40] = "more than 2^63";
+            if (per_step <= INT64_MAX / world_size)
+                snprintf(product, sizeof product, "%" PRId64, per_step * world_size);
+            return fail(&c, ZC_EINVAL,
+                        "train_batch_size %" PRId64 " != train_micro_batch_size_per_gpu %d "
+                        "\u00d7 gradient_accumulation_steps %d \u00d7 world size %d = %s",
+                        cfg->train_batch_size, cfg->micro_batch, cfg->grad_accum, world_size,
+                        product);
+        }
+    }
+    return ZC_OK;
+}
+
+zc_status zc_config_resolve_batch(zc_config *cfg, int world_size, zc_err *err)
+{
+    ctx c = {.origin = NULL, .err = err};
+    zc_config work;
+    int64_t world = world_size, train;
+    zc_status rc;
+
+    ZC_ASSERT(cfg);
+    work = *cfg;
+    rc = check_fields(&c, &work); /* the derivation divides by these */
+    if (rc)
+        return rc;
+    if (world_size < 1)
+        return fail(&c, ZC_EINVAL, "world size must be >= 1, got %d", world_size);
+    train = work.train_batch_size;
+    if (train == 0) {
+        int64_t per_step = (int64_t)work.micro_batch * work.grad_accum;
+        if (per_step > INT64_MAX / world)
+            return fail(&c, ZC_EINVAL,
+                        "train_micro_batch_size_per_gpu %d \u00d7 gradient_accumulation_steps %d "
+                        "\u00d7 world size %d does not fit in 64 bits",
+                        work.micro_batch, work.grad_accum, world_size);
+        work.train_batch_size = per_step * world;
+    } else if (!work.micro_batch_set) { /* DeepSpeed derives micro first */
+        int64_t per = (int64_t)work.grad_accum * world;
+        if (train % per != 0 || train / per > INT_MAX)
+            return fail(&c, ZC_EINVAL,
+                        "cannot derive train_micro_batch_size_per_gpu: train_batch_size %" PRId64
+                        " is not a multiple of gradient_accumulation_steps %d \u00d7 world size %d"
+                        " with a quotient <= %d",
+                        train, work.grad_accum, world_size, INT_MAX);
+        work.micro_batch = (int)(train / per);
+    } else if (!work.grad_accum_set) {
+        int64_t per = (int64_t)work.micro_batch * world;
+        if (train % per != 0 || train / per > INT_MAX)
+            return fail(&c, ZC_EINVAL,
+                        "cannot derive gradient_accumulation_steps: train_batch_size %" PRId64
+                        " is not a multiple of train_micro_batch_size_per_gpu %d \u00d7 world size"
+                        " %d with a quotient <= %d",
+                        train, work.micro_batch, world_size, INT_MAX);
+        work.grad_accum = (int)(train / per);
+    }
+    rc = zc_config_validate(&work, world_size, err);
+    if (rc == ZC_OK)
+        *cfg = work;
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Printing
+ * ------------------------------------------------------------------------------------------- */
+
+/* Numbers go in as raw text: cJSON would print integers above 2^53 and some doubles rounded. */
+static bool add_raw(cJSON *obj, const char *name, const char *text)
+{
+    return cJSON_AddRawToObject(obj, name, text) != NULL;
+}
+
+static bool add_i64(cJSON *obj, const char *name, int64_t v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%" PRId64, v);
+    return add_raw(obj, name, buf);
+}
+
+static bool add_double(cJSON *obj, const char *name, double v)
+{
+    char buf[40];
+    if (!isfinite(v))
+        return cJSON_AddNullToObject(obj, name) != NULL;
+    fmt_double(buf, sizeof buf, v);
+    return add_raw(obj, name, buf);
+}
+
+static bool add_double_item(cJSON *arr, double v)
+{
+    char buf[40];
+    if (!isfinite(v))
+        return cJSON_AddItemToArray(arr, cJSON_CreateNull());
+    fmt_double(buf, sizeof buf, v);
+    return cJSON_AddItemToArray(arr, cJSON_CreateRaw(buf));
+}
+
+char *zc_config_to_json(const zc_config *cfg)
+{
+    cJSON *root, *opt = NULL, *params = NULL, *betas = NULL, *zero = NULL;
+    char seed[32];
+    char *out = NULL;
+    bool ok;
+
+    ZC_ASSERT(cfg);
+    root = cJSON_CreateObject();
+    snprintf(seed, sizeof seed, "%" PRIu64, cfg->seed);
+    ok = root != NULL;
+    ok = ok && (cfg->train_batch_size == 0 ||
+                add_i64(root, "train_batch_size", cfg->train_batch_size));
+    ok = ok && add_i64(root, "train_micro_batch_size_per_gpu", cfg->micro_batch);
+    ok = ok && add_i64(root, "gradient_accumulation_steps", cfg->grad_accum);
+    ok = ok && add_double(root, "gradient_clipping", cfg->grad_clip);
+    ok = ok && add_i64(root, "steps_per_print", cfg->steps_per_print);
+    ok = ok && add_raw(root, "seed", seed);
+    ok = ok && add_double(root, "comm_timeout_s", cfg->comm_timeout_s);
+
+    ok = ok && (opt = cJSON_AddObjectToObject(root, "optimizer")) != NULL;
+    ok = ok && cJSON_AddStringToObject(opt, "type", zc_optim_name(cfg->optim)) != NULL;
+    ok = ok && (params = cJSON_AddObjectToObject(opt, "params")) != NULL;
+    ok = ok && add_double(params, "lr", cfg->lr);
+    ok = ok && (betas = cJSON_AddArrayToObject(params, "betas")) != NULL;
+    ok = ok && add_double_item(betas, cfg->beta1) && add_double_item(betas, cfg->beta2);
+    ok = ok && add_double(params, "eps", cfg->eps);
+    ok = ok && add_double(params, "weight_decay", cfg->weight_decay);
+    ok = ok && add_double(params, "momentum", cfg->momentum);
+    ok = ok && cJSON_AddBoolToObject(params, "adam_w_mode", cfg->adam_w_mode) != NULL;
+
+    ok = ok && (zero = cJSON_AddObjectToObject(root, "zero_optimization")) != NULL;
+    ok = ok && add_i64(zero, "stage", cfg->stage);
+    ok = ok && add_i64(zero, "reduce_bucket_size", cfg->reduce_bucket_size);
+    ok = ok && add_i64(zero, "stage3_prefetch_bucket_size", cfg->prefetch_bucket_size);
+    ok = ok && add_i64(zero, "stage3_max_live_parameters", cfg->max_live_parameters);
+    ok = ok && cJSON_AddTrueToObject(zero, "overlap_comm") != NULL;
+    ok = ok && cJSON_AddTrueToObject(zero, "contiguous_gradients") != NULL;
+
+    if (ok)
+        out = cJSON_Print(root);
+    cJSON_Delete(root);
+    return out;
+}

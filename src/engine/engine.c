@@ -1,0 +1,749 @@
+/* engine.c — the ZeRO engine (zeroc/engine.h): what each stage keeps, when it communicates.
+ *
+ * Layout. Unit u is a flat buffer of padded_u = N·S_u floats; rank r owns [r·S_u, (r+1)·S_u).
+ * Per stage, a rank holds (P = params, G = grads, O = optimizer moments):
+ *   stage 0: P full, G full, O full      stage 2: P full, G shard, O shard
+ *   stage 1: P full, G full, O shard     stage 3: P shard, G shard, O shard
+ * Full-unit gradient buffers of stages 2–3 and gathered parameters of stage 3 are "working"
+ * memory: they live from first use until the unit's reduce-scatter has copied them out / until
+ * release.
+ *
+ * One arithmetic path for every stage. Gradients are reduce-scattered per unit, in a static order
+ * (reverse registration), into the owner's shard: packed into one send buffer (so stage 2–3 can
+ * free the full-unit gradient at once) and summed in rank order by src/comm. The norm is each
+ * rank's sum of squares over its shard, summed in rank order; the update runs the same kernel on
+ * the same shard. Stage 0 then all-gathers the reduced gradients and updates every shard
+ * itself; stages 1–2 all-gather the updated parameters; stage 3 gathers at the next acquire.
+ * Hence the bitwise agreement of stages 0–3.
+ *
+ * Lockstep. Every acquire/release/grads_ready call is folded into a running hash. Before each
+ * collective the ranks exchange (step, collective, unit, call count, hash); any difference stops
+ * all ranks with a message naming step, rank and unit — a mismatched collective would otherwise
+ * hang or, worse, silently pair unit A's data on one rank with unit B's on another.
+ *
+ * Prefetch (stage 3). The first micro-batch records the sequence of acquires; afterwards each
+ * acquire starts gathers for the next units of that sequence, up to stage3_prefetch_bucket_size
+ * elements in flight and stage3_max_live_parameters gathered in total. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/init_values.h"
+#include "util/sha256.h"
+#include "zeroc/engine.h"
+#include "zeroc/optim.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "digests assume little-endian floats");
+
+typedef struct {
+    zc_param_info info;
+    zc_init init;
+} param_t;
+
+typedef struct {
+    zc_unit_info info;
+    float *full;       /* stages 0–2: params (persistent); stage 3: gathered copy (working) */
+    float *shard_p;    /* stage 3: this rank's parameter shard */
+    float *grad_full;  /* stages 0–1: persistent; stages 2–3: working, during backward */
+    float *grad_shard; /* stages 2–3: this rank's reduced gradient shard */
+    float *m, *v;      /* optimizer moments (v unused by SGD) */
+    size_t opt_n;      /* elements in each of m, v */
+    bool acquired;
+    zc_comm_req *gather; /* stage 3: a gather in flight into full */
+    bool ready;          /* grads_ready called in this micro-batch */
+} unit_t;
+
+enum { EV_ACQUIRE = 1, EV_RELEASE, EV_GRADS_READY };
+enum { OP_GATHER = 1, OP_REDUCE_SCATTER, OP_GATHER_GRADS, OP_GATHER_PARAMS, OP_STEP, OP_EXPORT };
+
+typedef struct {
+    int64_t step;
+    uint64_t ncalls, hash;
+    int32_t op, unit, last_event, last_unit;
+} lockstep_rec;
+
+struct zc_engine {
+    zc_config cfg;
+    zc_comm *comm;
+    zc_mem *mem;
+    int rank, nranks, stage;
+    unit_t *units;
+    int nunits, cap_units;
+    param_t *params;
+    int nparams, cap_params;
+    bool finalized;
+    double lr;
+    int64_t step; /* optimizer steps completed */
+    int micro;    /* micro-batches completed in the current step */
+    /* reduce-scatter: one slot (send + receive staging), one chunk in flight */
+    float *rs_send, *rs_recv;
+    size_t rs_cols;
+    zc_comm_req *rs_req;
+    int rs_next; /* index into the static order (reverse registration) */
+    /* lockstep */
+    uint64_t hash, ncalls;
+    int last_event, last_unit;
+    /* stage 3 prefetch */
+    int *trace;
+    int trace_len, trace_cap, trace_pos;
+    bool trace_done;
+    int64_t inflight_elems, gathered_elems;
+    char label[192];
+};
+
+/* ---------- helpers ---------- */
+
+static const char *event_name(int ev)
+{
+    return ev == EV_ACQUIRE ? "acquire" : ev == EV_RELEASE ? "release"
+                                      : ev == EV_GRADS_READY ? "grads_ready" : "none";
+}
+
+static const char *op_name(int op)
+{
+    switch (op) {
+    case OP_GATHER: return "all_gather of parameters";
+    case OP_REDUCE_SCATTER: return "reduce_scatter of gradients";
+    case OP_GATHER_GRADS: return "all_gather of reduced gradients";
+    case OP_GATHER_PARAMS: return "all_gather of updated parameters";
+    case OP_STEP: return "step";
+    case OP_EXPORT: return "gather for export";
+    }
+    return "?";
+}
+
+static const char *unit_name(const zc_engine *e, int u)
+{
+    return u >= 0 && u < e->nunits ? e->units[u].info.name : "(none)";
+}
+
+static const char *label(zc_engine *e, int u)
+{
+    snprintf(e->label, sizeof e->label, "unit '%s', step %lld", unit_name(e, u),
+             (long long)e->step + 1);
+    return e->label;
+}
+
+static void record(zc_engine *e, int ev, int u)
+{
+    uint64_t h = e->hash ^ ((uint64_t)ev << 32 | (uint32_t)u);
+    e->hash = h * 0x100000001b3ULL; /* FNV-1a style fold */
+    e->ncalls++;
+    e->last_event = ev;
+    e->last_unit = u;
+}
+
+static void *alloc_f(zc_engine *e, zc_mem_category cat, size_t n)
+{
+    return zc_mem_alloc(e->mem, cat, n * sizeof(float));
+}
+
+static void free_f(zc_engine *e, zc_mem_category cat, float **p, size_t n)
+{
+    zc_mem_free(e->mem, cat, *p, n * sizeof(float));
+    *p = NULL;
+}
+
+static zc_status oom(zc_engine *e, zc_err *err, const char *what, int u, size_t n)
+{
+    return zc_err_set(err, ZC_ENOMEM, "rank %d: out of memory allocating %s for unit '%s' (%zu bytes)",
+                      e->rank, what, unit_name(e, u), n * sizeof(float));
+}
+
+/* Every rank states where it is; all ranks fail alike if any differs from rank 0. */
+static zc_status lockstep_check(zc_engine *e, int op, int u, zc_err *err)
+{
+    if (e->nranks == 1)
+        return ZC_OK;
+    lockstep_rec mine = {.step = e->step + 1, .ncalls = e->ncalls, .hash = e->hash, .op = op,
+                         .unit = u, .last_event = e->last_event, .last_unit = e->last_unit};
+    lockstep_rec stack[16], *all = e->nranks <= 16 ? stack : malloc(sizeof mine * e->nranks);
+    if (!all)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory in the lockstep check");
+    zc_status st = zc_comm_control_gather(e->comm, &mine, all, sizeof mine, label(e, u), err);
+    for (int r = 1; !st && r < e->nranks; r++) {
+        const lockstep_rec *a = &all[0], *b = &all[r];
+        if (a->op == b->op && a->unit == b->unit && a->ncalls == b->ncalls &&
+            a->hash == b->hash && a->step == b->step)
+            continue;
+        st = zc_err_set(
+            err, ZC_ELOCKSTEP,
+            "lockstep violation at step %lld: rank %d is at %s of unit '%s' after %llu engine "
+            "calls (last: %s of unit '%s'), but rank 0 is at %s of unit '%s' after %llu calls "
+            "(last: %s of unit '%s'); every rank must acquire, release and hand back the same "
+            "units in the same order",
+            (long long)b->step, r, op_name(b->op), unit_name(e, b->unit),
+            (unsigned long long)b->ncalls, event_name(b->last_event),
+            unit_name(e, b->last_unit), op_name(a->op), unit_name(e, a->unit),
+            (unsigned long long)a->ncalls, event_name(a->last_event),
+            unit_name(e, a->last_unit));
+    }
+    if (all != stack)
+        free(all);
+    return st;
+}
+
+/* ---------- creation and registration ---------- */
+
+zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm, zc_mem *mem,
+                           zc_err *err)
+{
+    zc_status st = zc_config_validate(cfg, zc_comm_size(comm), err);
+    if (st)
+        return st;
+    zc_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory creating the engine");
+    e->cfg = *cfg;
+    e->comm = comm;
+    e->mem = mem;
+    e->rank = zc_comm_rank(comm);
+    e->nranks = zc_comm_size(comm);
+    e->stage = cfg->stage;
+    e->lr = cfg->lr;
+    e->last_unit = -1;
+    zc_comm_set_timeout(comm, cfg->comm_timeout_s);
+    *out = e;
+    return ZC_OK;
+}
+
+int zc_engine_add_unit(zc_engine *e, const char *name)
+{
+    ZC_ASSERT(!e->finalized && name && strlen(name) < ZC_MAX_NAME);
+    if (e->nunits == e->cap_units) {
+        e->cap_units = e->cap_units ? 2 * e->cap_units : 16;
+        e->units = realloc(e->units, (size_t)e->cap_units * sizeof *e->units);
+        ZC_ASSERT(e->units);
+    }
+    unit_t *u = &e->units[e->nunits];
+    memset(u, 0, sizeof *u);
+    snprintf(u->info.name, sizeof u->info.name, "%s", name);
+    u->info.first_param = e->nparams;
+    return e->nunits++;
+}
+
+int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim, const int64_t *shape,
+                        zc_init init)
+{
+    ZC_ASSERT(!e->finalized && unit == e->nunits - 1); /* parameters go into the newest unit */
+    ZC_ASSERT(name && strlen(name) < ZC_MAX_NAME && ndim >= 1 && ndim <= ZC_MAX_DIMS);
+    if (e->nparams == e->cap_params) {
+        e->cap_params = e->cap_params ? 2 * e->cap_params : 64;
+        e->params = realloc(e->params, (size_t)e->cap_params * sizeof *e->params);
+        ZC_ASSERT(e->params);
+    }
+    param_t *p = &e->params[e->nparams];
+    memset(p, 0, sizeof *p);
+    snprintf(p->info.name, sizeof p->info.name, "%s", name);
+    p->info.unit = unit;
+    p->info.ndim = ndim;
+    size_t numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        ZC_ASSERT(shape[d] > 0);
+        p->info.shape[d] = shape[d];
+        numel *= (size_t)shape[d];
+    }
+    p->info.numel = numel;
+    unit_t *u = &e->units[unit];
+    p->info.offset = u->info.numel;
+    p->init = init;
+    u->info.numel += numel;
+    u->info.nparams++;
+    return e->nparams++;
+}
+
+static size_t opt_moments(const zc_config *cfg)
+{
+    if (cfg->optim == ZC_OPTIM_SGD)
+        return cfg->momentum != 0.0 ? 1 : 0;
+    return 2;
+}
+
+zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
+{
+    ZC_ASSERT(!e->finalized && e->nunits > 0);
+    size_t n = (size_t)e->nranks, max_shard = 0;
+    for (int i = 0; i < e->nunits; i++) {
+        zc_unit_info *ui = &e->units[i].info;
+        ZC_ASSERT(ui->numel > 0);
+        ui->shard = (ui->numel + n - 1) / n;
+        ui->padded = ui->shard * n;
+        if (ui->shard > max_shard)
+            max_shard = ui->shard;
+    }
+    size_t bucket_cols = (size_t)e->cfg.reduce_bucket_size / n;
+    e->rs_cols = bucket_cols < 1 ? 1 : bucket_cols < max_shard ? bucket_cols : max_shard;
+    e->rs_send = alloc_f(e, ZC_MEM_COMM, n * e->rs_cols);
+    e->rs_recv = alloc_f(e, ZC_MEM_COMM, n * e->rs_cols);
+    if (!e->rs_send || !e->rs_recv)
+        return oom(e, err, "reduce-scatter staging", -1, 2 * n * e->rs_cols);
+
+    size_t moments = opt_moments(&e->cfg);
+    for (int i = 0; i < e->nunits; i++) {
+        unit_t *u = &e->units[i];
+        size_t S = u->info.shard, P = u->info.padded;
+        u->opt_n = e->stage == 0 ? P : S;
+        if (e->stage <= 2 && !(u->full = alloc_f(e, ZC_MEM_PARAMS, P)))
+            return oom(e, err, "parameters", i, P);
+        if (e->stage == 3 && !(u->shard_p = alloc_f(e, ZC_MEM_PARAMS, S)))
+            return oom(e, err, "parameter shard", i, S);
+        if (e->stage <= 1 && !(u->grad_full = alloc_f(e, ZC_MEM_GRADS, P)))
+            return oom(e, err, "gradients", i, P);
+        if (e->stage >= 2 && !(u->grad_shard = alloc_f(e, ZC_MEM_GRADS, S)))
+            return oom(e, err, "gradient shard", i, S);
+        if (moments >= 1 && !(u->m = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
+            return oom(e, err, "optimizer state", i, u->opt_n);
+        if (moments >= 2 && !(u->v = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
+            return oom(e, err, "optimizer state", i, u->opt_n);
+        /* Initial values: stages 0–2 fill the whole unit (every rank computes the same values,
+         * no communication); stage 3 fills only the owned slice. Padding stays zero. */
+        size_t lo = e->stage == 3 ? (size_t)e->rank * S : 0, hi = e->stage == 3 ? lo + S : P;
+        float *dst = e->stage == 3 ? u->shard_p - lo : u->full;
+        for (int pi = u->info.first_param; pi < u->info.first_param + u->info.nparams; pi++) {
+            const param_t *p = &e->params[pi];
+            size_t a = p->info.offset, b = a + p->info.numel;
+            size_t from = a > lo ? a : lo, to = b < hi ? b : hi;
+            if (from < to)
+                zc_init_fill(dst + from, from - a, to - from, e->cfg.seed, pi, p->init);
+        }
+    }
+    e->finalized = true;
+    zc_mem_reset_peaks(e->mem);
+    return ZC_OK;
+}
+
+void zc_engine_destroy(zc_engine *e)
+{
+    if (!e)
+        return;
+    size_t n = (size_t)e->nranks;
+    for (int i = 0; i < e->nunits && e->finalized; i++) {
+        unit_t *u = &e->units[i];
+        size_t S = u->info.shard, P = u->info.padded;
+        if (u->gather) /* a prefetch nobody used: let it land before freeing its buffer */
+            zc_comm_wait(e->comm, u->gather, NULL);
+        free_f(e, e->stage == 3 ? ZC_MEM_WORKING : ZC_MEM_PARAMS, &u->full, P);
+        free_f(e, ZC_MEM_PARAMS, &u->shard_p, S);
+        free_f(e, e->stage <= 1 ? ZC_MEM_GRADS : ZC_MEM_WORKING, &u->grad_full, P);
+        free_f(e, ZC_MEM_GRADS, &u->grad_shard, S);
+        free_f(e, ZC_MEM_OPTIMIZER, &u->m, u->opt_n);
+        free_f(e, ZC_MEM_OPTIMIZER, &u->v, u->opt_n);
+    }
+    if (e->rs_req)
+        zc_comm_wait(e->comm, e->rs_req, NULL);
+    free_f(e, ZC_MEM_COMM, &e->rs_send, n * e->rs_cols);
+    free_f(e, ZC_MEM_COMM, &e->rs_recv, n * e->rs_cols);
+    free(e->units);
+    free(e->params);
+    free(e->trace);
+    free(e);
+}
+
+/* ---------- queries ---------- */
+
+int zc_engine_num_units(const zc_engine *e) { return e->nunits; }
+int zc_engine_num_params(const zc_engine *e) { return e->nparams; }
+int zc_engine_stage(const zc_engine *e) { return e->stage; }
+int64_t zc_engine_steps_done(const zc_engine *e) { return e->step; }
+void zc_engine_set_lr(zc_engine *e, double lr) { e->lr = lr; }
+
+const zc_unit_info *zc_engine_unit_info(const zc_engine *e, int unit)
+{
+    ZC_ASSERT(unit >= 0 && unit < e->nunits);
+    return &e->units[unit].info;
+}
+
+const zc_param_info *zc_engine_param_info(const zc_engine *e, int param)
+{
+    ZC_ASSERT(param >= 0 && param < e->nparams);
+    return &e->params[param].info;
+}
+
+size_t zc_engine_total_numel(const zc_engine *e)
+{
+    size_t s = 0;
+    for (int i = 0; i < e->nunits; i++)
+        s += e->units[i].info.numel;
+    return s;
+}
+
+size_t zc_engine_total_padded(const zc_engine *e)
+{
+    size_t s = 0;
+    for (int i = 0; i < e->nunits; i++)
+        s += (e->units[i].info.numel + (size_t)e->nranks - 1) / (size_t)e->nranks *
+             (size_t)e->nranks;
+    return s;
+}
+
+zc_state_bytes zc_engine_state_bytes_for_stage(const zc_engine *e, int stage)
+{
+    const int64_t P = 4, G = 4, K = 4 * (int64_t)opt_moments(&e->cfg);
+    zc_state_bytes b = {0, 0, 0};
+    for (int i = 0; i < e->nunits; i++) {
+        int64_t S = (int64_t)((e->units[i].info.numel + (size_t)e->nranks - 1) / (size_t)e->nranks);
+        int64_t full = S * e->nranks;
+        b.params += P * (stage == 3 ? S : full);
+        b.grads += G * (stage >= 2 ? S : full);
+        b.optimizer += K * (stage >= 1 ? S : full);
+    }
+    return b;
+}
+
+/* ---------- reduce-scatter pipeline ---------- */
+
+static zc_status rs_finish(zc_engine *e, zc_err *err)
+{
+    if (!e->rs_req)
+        return ZC_OK;
+    zc_comm_req *r = e->rs_req;
+    e->rs_req = NULL;
+    return zc_comm_wait(e->comm, r, err);
+}
+
+static zc_status progress(zc_engine *e, zc_err *err)
+{
+    int done;
+    if (e->rs_req)
+        return zc_comm_test(e->comm, e->rs_req, &done, err);
+    return ZC_OK;
+}
+
+/* Reduce-scatters unit i's gradients into its owner shard, chunk by chunk. */
+static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
+{
+    unit_t *u = &e->units[i];
+    size_t S = u->info.shard, n = (size_t)e->nranks;
+    zc_status st = lockstep_check(e, OP_REDUCE_SCATTER, i, err);
+    for (size_t off = 0; !st && off < S; off += e->rs_cols) {
+        size_t len = S - off < e->rs_cols ? S - off : e->rs_cols;
+        if ((st = rs_finish(e, err)))
+            break;
+        for (size_t j = 0; j < n; j++) {
+            if (u->grad_full)
+                memcpy(e->rs_send + j * len, u->grad_full + j * S + off, len * sizeof(float));
+            else /* grads_ready without any gradient written: zeros */
+                memset(e->rs_send + j * len, 0, len * sizeof(float));
+        }
+        float *out;
+        int accumulate = 0;
+        if (e->stage <= 1) {
+            out = u->grad_full + (size_t)e->rank * S + off;
+        } else {
+            out = u->grad_shard + off;
+            accumulate = e->micro > 0;
+            if (off + len == S) /* copied out: the full-unit gradient can go */
+                free_f(e, ZC_MEM_WORKING, &u->grad_full, u->info.padded);
+        }
+        st = zc_comm_reduce_scatter_start(e->comm, e->rs_send, e->rs_recv, len, out, accumulate,
+                                          label(e, i), &e->rs_req, err);
+    }
+    return st;
+}
+
+static bool at_boundary(const zc_engine *e) { return e->micro == e->cfg.grad_accum - 1; }
+
+/* Starts reduce-scatters for ready units in the static order (reverse registration). */
+static zc_status rs_pump(zc_engine *e, zc_err *err)
+{
+    if (e->stage <= 1 && !at_boundary(e))
+        return ZC_OK; /* stages 0–1 accumulate locally and reduce once per step */
+    zc_status st = ZC_OK;
+    while (!st && e->rs_next < e->nunits) {
+        int i = e->nunits - 1 - e->rs_next;
+        if (!e->units[i].ready)
+            break;
+        st = rs_unit(e, i, err);
+        e->rs_next++;
+    }
+    return st;
+}
+
+/* ---------- acquire / release ---------- */
+
+static zc_status gather_start(zc_engine *e, int i, zc_err *err)
+{
+    unit_t *u = &e->units[i];
+    size_t S = u->info.shard, P = u->info.padded;
+    zc_status st = lockstep_check(e, OP_GATHER, i, err);
+    if (st)
+        return st;
+    if (!(u->full = alloc_f(e, ZC_MEM_WORKING, P)))
+        return oom(e, err, "gathered parameters", i, P);
+    memcpy(u->full + (size_t)e->rank * S, u->shard_p, S * sizeof(float));
+    e->gathered_elems += (int64_t)P;
+    return zc_comm_all_gather_start(e->comm, u->full, S, label(e, i), &u->gather, err);
+}
+
+static zc_status gather_wait(zc_engine *e, int i, zc_err *err)
+{
+    unit_t *u = &e->units[i];
+    zc_comm_req *r = u->gather;
+    u->gather = NULL;
+    return r ? zc_comm_wait(e->comm, r, err) : ZC_OK;
+}
+
+static zc_status prefetch(zc_engine *e, zc_err *err)
+{
+    int64_t inflight = 0;
+    for (int i = 0; i < e->nunits; i++)
+        if (e->units[i].gather)
+            inflight += (int64_t)e->units[i].info.padded;
+    for (int k = e->trace_pos; k < e->trace_len; k++) {
+        unit_t *w = &e->units[e->trace[k]];
+        if (w->full) /* live or already on its way */
+            continue;
+        int64_t P = (int64_t)w->info.padded;
+        if (inflight + P > e->cfg.prefetch_bucket_size ||
+            e->gathered_elems + P > e->cfg.max_live_parameters)
+            break;
+        zc_status st = gather_start(e, e->trace[k], err);
+        if (st)
+            return st;
+        inflight += P;
+    }
+    return ZC_OK;
+}
+
+zc_status zc_engine_acquire(zc_engine *e, int i, zc_err *err)
+{
+    ZC_ASSERT(e->finalized && i >= 0 && i < e->nunits && !e->units[i].acquired);
+    unit_t *u = &e->units[i];
+    record(e, EV_ACQUIRE, i);
+    zc_status st = progress(e, err);
+    if (st || e->stage < 3) {
+        u->acquired = !st;
+        return st;
+    }
+    if (!e->trace_done) { /* first micro-batch: record the order */
+        if (e->trace_len == e->trace_cap) {
+            e->trace_cap = e->trace_cap ? 2 * e->trace_cap : 64;
+            e->trace = realloc(e->trace, (size_t)e->trace_cap * sizeof *e->trace);
+            ZC_ASSERT(e->trace);
+        }
+        e->trace[e->trace_len++] = i;
+    } else if (e->trace_pos >= 0) {
+        /* Follow the recorded order; a model that leaves it gets no prefetch until the next
+         * micro-batch (every rank decides alike: the lockstep check keeps them together). */
+        e->trace_pos = e->trace_pos < e->trace_len && e->trace[e->trace_pos] == i
+                           ? e->trace_pos + 1 : -1;
+    }
+    if (!u->full)
+        st = gather_start(e, i, err);
+    if (!st)
+        st = gather_wait(e, i, err);
+    if (!st && e->trace_done && e->trace_pos >= 0)
+        st = prefetch(e, err);
+    u->acquired = !st;
+    return st;
+}
+
+zc_status zc_engine_release(zc_engine *e, int i, zc_err *err)
+{
+    ZC_ASSERT(e->finalized && i >= 0 && i < e->nunits && e->units[i].acquired);
+    unit_t *u = &e->units[i];
+    record(e, EV_RELEASE, i);
+    u->acquired = false;
+    if (e->stage == 3) {
+        free_f(e, ZC_MEM_WORKING, &u->full, u->info.padded);
+        e->gathered_elems -= (int64_t)u->info.padded;
+    }
+    return progress(e, err);
+}
+
+float *zc_engine_param(zc_engine *e, int param)
+{
+    ZC_ASSERT(param >= 0 && param < e->nparams);
+    const zc_param_info *p = &e->params[param].info;
+    ZC_ASSERT(e->units[p->unit].acquired);
+    return e->units[p->unit].full + p->offset;
+}
+
+float *zc_engine_grad(zc_engine *e, int param)
+{
+    ZC_ASSERT(e->finalized && param >= 0 && param < e->nparams);
+    const zc_param_info *p = &e->params[param].info;
+    unit_t *u = &e->units[p->unit];
+    ZC_ASSERT(!u->ready); /* no gradients after grads_ready in the same micro-batch */
+    if (!u->grad_full && !(u->grad_full = alloc_f(e, ZC_MEM_WORKING, u->info.padded)))
+        return NULL;
+    return u->grad_full + p->offset;
+}
+
+zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
+{
+    ZC_ASSERT(e->finalized && i >= 0 && i < e->nunits && !e->units[i].ready);
+    record(e, EV_GRADS_READY, i);
+    e->units[i].ready = true;
+    return rs_pump(e, err);
+}
+
+/* ---------- the step ---------- */
+
+static void unit_update(zc_engine *e, unit_t *u, float gscale)
+{
+    size_t S = u->info.shard, mine = (size_t)e->rank * S;
+    float *p, *g;
+    size_t n;
+    switch (e->stage) {
+    case 0: p = u->full; g = u->grad_full; n = u->info.padded; break;
+    case 1: p = u->full + mine; g = u->grad_full + mine; n = S; break;
+    case 2: p = u->full + mine; g = u->grad_shard; n = S; break;
+    default: p = u->shard_p; g = u->grad_shard; n = S; break;
+    }
+    if (e->cfg.optim == ZC_OPTIM_SGD) {
+        zc_sgd_hparams h = {e->lr, e->cfg.momentum, e->cfg.weight_decay};
+        zc_sgd_update(p, g, u->m, n, gscale, &h);
+    } else {
+        zc_adam_hparams h = {.lr = e->lr, .beta1 = e->cfg.beta1, .beta2 = e->cfg.beta2,
+                             .eps = e->cfg.eps, .weight_decay = e->cfg.weight_decay,
+                             .decoupled = e->cfg.optim == ZC_OPTIM_ADAMW || e->cfg.adam_w_mode,
+                             .step = e->step + 1};
+        zc_adam_update(p, g, u->m, u->v, n, gscale, &h);
+    }
+}
+
+static const float *owned_grads(const zc_engine *e, const unit_t *u)
+{
+    return e->stage <= 1 ? u->grad_full + (size_t)e->rank * u->info.shard : u->grad_shard;
+}
+
+static zc_status end_micro_batch(zc_engine *e, zc_err *err)
+{
+    zc_status st = lockstep_check(e, OP_STEP, -1, err);
+    if (!st)
+        st = rs_pump(e, err);
+    if (!st && (e->stage >= 2 || at_boundary(e)) && e->rs_next < e->nunits)
+        st = zc_err_set(err, ZC_ESTATE,
+                        "step %lld: unit '%s' was not handed back with zc_engine_grads_ready "
+                        "before zc_engine_step",
+                        (long long)e->step + 1, unit_name(e, e->nunits - 1 - e->rs_next));
+    if (!st)
+        st = rs_finish(e, err);
+    for (int i = 0; !st && i < e->nunits; i++) {
+        unit_t *u = &e->units[i];
+        if (u->acquired)
+            st = zc_err_set(err, ZC_ESTATE, "step %lld: unit '%s' is still acquired at step",
+                            (long long)e->step + 1, u->info.name);
+        else if (u->gather) { /* a prefetch the model did not use */
+            st = gather_wait(e, i, err);
+            free_f(e, ZC_MEM_WORKING, &u->full, u->info.padded);
+            e->gathered_elems -= (int64_t)u->info.padded;
+        }
+        u->ready = false;
+    }
+    e->rs_next = 0;
+    if (e->stage == 3 && !e->trace_done)
+        e->trace_done = true;
+    e->trace_pos = 0;
+    return st;
+}
+
+zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
+{
+    ZC_ASSERT(e->finalized);
+    bool boundary = at_boundary(e);
+    zc_status st = end_micro_batch(e, err);
+    memset(info, 0, sizeof *info);
+    info->step = e->step;
+    info->lr = e->lr;
+    info->clip_coef = 1.0;
+    if (st)
+        return st;
+    if (!boundary) {
+        e->micro++;
+        return ZC_OK;
+    }
+    /* Stage 0 keeps everything: gather the reduced gradient shards back into full buffers. */
+    for (int i = 0; !st && e->stage == 0 && i < e->nunits; i++)
+        if (!(st = lockstep_check(e, OP_GATHER_GRADS, i, err)))
+            st = zc_comm_all_gather(e->comm, e->units[i].grad_full, e->units[i].info.shard,
+                                    label(e, i), err);
+    /* Norm of the summed gradient: own shards, units in order, then ranks in order. */
+    double local = 0.0, total = 0.0;
+    for (int i = 0; i < e->nunits; i++)
+        local += zc_sum_squares(owned_grads(e, &e->units[i]), e->units[i].info.shard);
+    if (!st)
+        st = zc_comm_sum_f64(e->comm, local, &total, "gradient norm", err);
+    if (st)
+        return st;
+    double inv = 1.0 / ((double)e->nranks * e->cfg.grad_accum);
+    double norm = sqrt(total) * inv, coef = 1.0;
+    if (e->cfg.grad_clip > 0.0 && norm > e->cfg.grad_clip)
+        coef = e->cfg.grad_clip / (norm + 1e-6);
+    float gscale = (float)(inv * coef);
+    /* Update, overlapping each unit's parameter all-gather (stages 1–2) with the next update. */
+    zc_comm_req *pending = NULL;
+    for (int i = 0; !st && i < e->nunits; i++) {
+        unit_t *u = &e->units[i];
+        unit_update(e, u, gscale);
+        if (e->stage == 1 || e->stage == 2) {
+            if (pending) {
+                st = zc_comm_wait(e->comm, pending, err);
+                pending = NULL;
+            }
+            if (!st && !(st = lockstep_check(e, OP_GATHER_PARAMS, i, err)))
+                st = zc_comm_all_gather_start(e->comm, u->full, u->info.shard, label(e, i),
+                                              &pending, err);
+        }
+    }
+    if (pending) {
+        zc_status st2 = zc_comm_wait(e->comm, pending, err);
+        if (!st)
+            st = st2;
+    }
+    for (int i = 0; i < e->nunits; i++) {
+        unit_t *u = &e->units[i];
+        if (e->stage <= 1)
+            memset(u->grad_full, 0, u->info.padded * sizeof(float));
+        else
+            memset(u->grad_shard, 0, u->info.shard * sizeof(float));
+    }
+    e->step++;
+    e->micro = 0;
+    info->stepped = true;
+    info->step = e->step;
+    info->grad_norm = norm;
+    info->clip_coef = coef;
+    return st;
+}
+
+/* ---------- export ---------- */
+
+zc_status zc_engine_gather_unit(zc_engine *e, int i, float *dst, zc_err *err)
+{
+    ZC_ASSERT(e->finalized && i >= 0 && i < e->nunits);
+    unit_t *u = &e->units[i];
+    if (e->stage <= 2 || (u->full && !u->gather)) {
+        memcpy(dst, u->full, u->info.padded * sizeof(float));
+        return ZC_OK;
+    }
+    zc_status st = lockstep_check(e, OP_EXPORT, i, err);
+    if (st)
+        return st;
+    memcpy(dst + (size_t)e->rank * u->info.shard, u->shard_p, u->info.shard * sizeof(float));
+    return zc_comm_all_gather(e->comm, dst, u->info.shard, label(e, i), err);
+}
+
+zc_status zc_engine_weights_sha256(zc_engine *e, char hex[65], zc_err *err)
+{
+    size_t max_padded = 0;
+    for (int i = 0; i < e->nunits; i++)
+        if (e->units[i].info.padded > max_padded)
+            max_padded = e->units[i].info.padded;
+    float *buf = alloc_f(e, ZC_MEM_WORKING, max_padded);
+    if (!buf)
+        return oom(e, err, "the weight digest buffer", -1, max_padded);
+    zc_sha256 s;
+    zc_sha256_init(&s);
+    zc_status st = ZC_OK;
+    for (int i = 0; !st && i < e->nunits; i++)
+        if (!(st = zc_engine_gather_unit(e, i, buf, err)))
+            zc_sha256_update(&s, buf, e->units[i].info.numel * sizeof(float));
+    free_f(e, ZC_MEM_WORKING, &buf, max_padded);
+    uint8_t d[32];
+    zc_sha256_final(&s, d);
+    zc_sha256_hex(d, hex);
+    return st;
+}
