@@ -18,6 +18,7 @@
 #include "zeroc/config.h"
 #include "zeroc/engine.h"
 #include "zeroc/mem.h"
+#include "zeroc/safetensors.h"
 
 static double now_ms(void)
 {
@@ -66,7 +67,7 @@ static rank_memory my_memory(const zc_mem *mem)
 static double comm_total(const zc_comm_counters *c, zc_comm_op op) { return (double)c->bytes[op]; }
 
 typedef struct {
-    const char *model, *config, *report, *init;
+    const char *model, *config, *report, *save_weights;
     int steps, hidden, layers;
     bool help;
 } train_opts;
@@ -82,6 +83,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         {"--hidden", ARG_INT, &o.hidden, NULL, "mlp: hidden size (default 2048)", NULL},
         {"--layers", ARG_INT, &o.layers, NULL, "mlp: number of Linear+ReLU layers (default 12)", NULL},
         {"--report", ARG_STR, &o.report, NULL, "write the run's JSON report here (rank 0)", NULL},
+        {"--save-weights", ARG_STR, &o.save_weights, NULL,
+         "write the final weights as safetensors (fp32)", NULL},
         {"--stage", ARG_CONFIG, NULL, "zero_optimization.stage", "ZeRO stage 0-3", NULL},
         {"--micro-batch", ARG_CONFIG, NULL, "train_micro_batch_size_per_gpu",
          "samples per rank per micro-step (mlp default 32)", NULL},
@@ -198,6 +201,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     rep.step_ms = ms;
 
     st = zc_engine_weights_sha256(e, rep.final_sha, &err);
+    if (!st && o.save_weights)
+        st = zc_safetensors_save(e, o.save_weights, &err);
     rank_memory mine = my_memory(mem), *all = calloc((size_t)nranks, sizeof *all);
     if (!st)
         st = zc_comm_control_gather(comm, &mine, all, sizeof mine, "memory report", &err);

@@ -19,10 +19,7 @@ static zc_status mlp_micro_step(train_model *m, int64_t s, int k, int rank, int 
     mlp_state *st = m->state;
     int64_t first = ((int64_t)k * nranks + rank) * batch;
     zc_mlp_batch(st->mlp, st->seed, s, first, st->x, st->y);
-    float l = 0.0f;
-    zc_status rc = zc_mlp_forward_backward(st->mlp, st->x, st->y, &l, err);
-    *loss = l;
-    return rc;
+    return zc_mlp_forward_backward(st->mlp, st->x, st->y, loss, err);
 }
 
 static void mlp_destroy(train_model *m)

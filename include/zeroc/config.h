@@ -54,7 +54,7 @@ void zc_config_defaults(zc_config *cfg);
  * unchanged. */
 zc_status zc_config_load_file(zc_config *cfg, const char *path, zc_err *err);
 
-/* Same, from a string; `origin` names the source in messages (e.g. a file name). */
+/* Same, from a string; `origin` names the source in messages (e.g. a file name; NULL: "config"). */
 zc_status zc_config_load_string(zc_config *cfg, const char *json, const char *origin, zc_err *err);
 
 /* Sets one key by its dotted JSON path, e.g. ("optimizer.params.lr", "1e-3"); the string is parsed

@@ -115,6 +115,8 @@ const zc_param_info *zc_engine_param_info(const zc_engine *e, int param);
 size_t zc_engine_total_numel(const zc_engine *e);  /* Ψ, unpadded */
 size_t zc_engine_total_padded(const zc_engine *e); /* Σ padded unit sizes */
 int zc_engine_stage(const zc_engine *e);
+int zc_engine_rank(const zc_engine *e);
+int zc_engine_world_size(const zc_engine *e);
 
 /* Makes the unit's full parameters usable until release. */
 zc_status zc_engine_acquire(zc_engine *e, int unit, zc_err *err);

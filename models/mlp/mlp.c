@@ -115,7 +115,7 @@ static zc_status forward(zc_mlp *m, const float *x, zc_err *err)
     return ZC_OK;
 }
 
-static float mse(const zc_mlp *m, const float *y)
+static double mse(const zc_mlp *m, const float *y)
 {
     const float *out = m->act + (size_t)m->cfg.layers * bh(m);
     double s = 0.0;
@@ -123,10 +123,10 @@ static float mse(const zc_mlp *m, const float *y)
         double diff = (double)out[i] - (double)y[i];
         s += diff * diff;
     }
-    return (float)(s / (double)bh(m));
+    return s / (double)bh(m);
 }
 
-zc_status zc_mlp_loss(zc_mlp *m, const float *x, const float *y, float *loss, zc_err *err)
+zc_status zc_mlp_loss(zc_mlp *m, const float *x, const float *y, double *loss, zc_err *err)
 {
     zc_status st = forward(m, x, err);
     if (!st)
@@ -134,7 +134,7 @@ zc_status zc_mlp_loss(zc_mlp *m, const float *x, const float *y, float *loss, zc
     return st;
 }
 
-zc_status zc_mlp_forward_backward(zc_mlp *m, const float *x, const float *y, float *loss,
+zc_status zc_mlp_forward_backward(zc_mlp *m, const float *x, const float *y, double *loss,
                                   zc_err *err)
 {
     const int B = m->cfg.batch, H = m->cfg.hidden, L = m->cfg.layers;

@@ -37,9 +37,9 @@ void zc_mlp_batch(const zc_mlp *m, uint64_t seed, int64_t step, int64_t first_sa
                   float *y);
 
 /* Mean squared error of this micro-batch, forward only. */
-zc_status zc_mlp_loss(zc_mlp *m, const float *x, const float *y, float *loss, zc_err *err);
+zc_status zc_mlp_loss(zc_mlp *m, const float *x, const float *y, double *loss, zc_err *err);
 /* Forward and backward: accumulates gradients into the engine and hands each unit back. */
-zc_status zc_mlp_forward_backward(zc_mlp *m, const float *x, const float *y, float *loss,
+zc_status zc_mlp_forward_backward(zc_mlp *m, const float *x, const float *y, double *loss,
                                   zc_err *err);
 
 #endif

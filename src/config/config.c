@@ -15,10 +15,10 @@
  * Loads and sets work on a copy that is committed only on success, so a refused file or flag
  * leaves the caller's configuration as it was. Nothing here prints.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
-#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -70,7 +70,8 @@ typedef struct {
 } key_spec;
 
 /* The _Generic fails to compile when the row's kind and the field's C type disagree. */
-#define FIELD(f, T) .has_field = true, .off = _Generic(((zc_config *)0)->f, T: offsetof(zc_config, f))
+#define FIELD(f, T) \
+    .has_field = true, .off = _Generic(((zc_config *)0)->f, T: offsetof(zc_config, f))
 #define REFUSED(p) {.path = p, .kind = K_REFUSED}
 
 static const key_spec KEYS[] = {
@@ -274,9 +275,14 @@ static bool ascii_ieq(const char *a, const char *b)
     return *a == *b;
 }
 
-/* The shortest text that reads back as exactly v: "0.001", not "0.0010000000000000000208". */
+/* The shortest text that reads back as exactly v: "0.001", not "0.0010000000000000000208";
+ * whole numbers below 2^53 in full ("600", not "6e+02"). */
 static void fmt_double(char *buf, size_t cap, double v)
 {
+    if (v == v && v > -9007199254740992.0 && v < 9007199254740992.0 && v == (double)(int64_t)v) {
+        snprintf(buf, cap, "%" PRId64, (int64_t)v);
+        return;
+    }
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, cap, "%.*g", prec, v);
         if (strtod(buf, NULL) == v)
@@ -796,22 +802,29 @@ static zc_status index_numbers(ctx *c, const char *json, const cJSON *root)
     return ZC_OK;
 }
 
+/* cJSON reports where it gave up, which is sometimes the end of the text even when the mistake
+ * is earlier (a trailing comma); then the end of the last non-blank line is shown instead. */
 static zc_status parse_error(const ctx *c, const char *json, const char *at)
 {
     char ex[EXCERPT_BUF];
+    const char *from = at, *to = at, *p;
     int line = 1;
-    size_t n = 0;
+
     if (!at)
         return fail(c, ZC_EINVAL, "not JSON");
-    for (const char *p = json; p < at; p++)
+    if (*at == '\0') {
+        while (to > json && (unsigned char)to[-1] <= ' ')
+            to--;
+        for (from = to; from > json && from[-1] != '\n' && from[-1] != '\r' && to - from < 24;)
+            from--;
+    } else {
+        while (*to && *to != '\n' && *to != '\r' && to - from < 24)
+            to++;
+    }
+    for (p = json; p < from; p++)
         line += *p == '\n';
-    if (*at == '\0')
-        return fail(c, ZC_EINVAL, "not JSON (parse error near line %d: unexpected end of input)",
-                    line);
-    while (at[n] && at[n] != '\n' && at[n] != '\r' && n < 24)
-        n++;
-    return fail(c, ZC_EINVAL, "not JSON (parse error near line %d: '%s')", line,
-                excerpt(ex, at, n));
+    return fail(c, ZC_EINVAL, "not JSON (parse error near line %d%s: '%s')", line,
+                *at == '\0' ? ", at the end" : "", excerpt(ex, from, (size_t)(to - from)));
 }
 
 zc_status zc_config_load_string(zc_config *cfg, const char *json, const char *origin, zc_err *err)
@@ -933,37 +946,34 @@ static const key_spec *refused_prefix(const char *path)
 /* "0.9,0.95" (spaces around the comma allowed) into two number values. */
 static zc_status set_betas(const ctx *c, const key_spec *k, const char *s)
 {
-    value elems[2];
     const char *comma = strchr(s, ',');
-    const char *parts[2][2]; /* [begin, end) of each number */
+    const char *b[2] = {NULL, NULL}, *e[2] = {NULL, NULL}; /* [begin, end) of each number */
+    value elems[2];
     char ex[EXCERPT_BUF];
+    bool ok = comma && !strchr(comma + 1, ',');
 
-    if (comma && !strchr(comma + 1, ',')) {
-        parts[0][0] = s;
-        parts[0][1] = comma;
-        parts[1][0] = comma + 1;
-        parts[1][1] = s + strlen(s);
-        for (int i = 0; i < 2; i++) {
-            while (parts[i][0] < parts[i][1] && *parts[i][0] == ' ')
-                parts[i][0]++;
-            while (parts[i][1] > parts[i][0] && parts[i][1][-1] == ' ')
-                parts[i][1]--;
-        }
+    if (ok) {
+        b[0] = s;
+        e[0] = comma;
+        b[1] = comma + 1;
+        e[1] = s + strlen(s);
     }
-    if (!comma || strchr(comma + 1, ',') ||
-        !number_syntax(parts[0][0], (size_t)(parts[0][1] - parts[0][0])) ||
-        !number_syntax(parts[1][0], (size_t)(parts[1][1] - parts[1][0])))
+    for (int i = 0; i < 2 && ok; i++) {
+        while (b[i] < e[i] && *b[i] == ' ')
+            b[i]++;
+        while (e[i] > b[i] && e[i][-1] == ' ')
+            e[i]--;
+        ok = number_syntax(b[i], (size_t)(e[i] - b[i]));
+    }
+    if (!ok)
         return fail(c, ZC_EINVAL, "%s: expected two numbers like \"0.9,0.999\", got \"%s\"",
                     k->path, excerpt(ex, s, strlen(s)));
     for (int i = 0; i < 2; i++) {
-        char num[64];
-        size_t n = (size_t)(parts[i][1] - parts[i][0]);
         memset(&elems[i], 0, sizeof elems[i]);
         elems[i].kind = V_NUMBER;
-        elems[i].text = parts[i][0];
-        elems[i].len = n;
-        snprintf(num, sizeof num, "%.*s", (int)(n < 63 ? n : 63), parts[i][0]);
-        elems[i].num = n < 63 ? strtod(num, NULL) : HUGE_VAL; /* 63 digits: not a beta */
+        elems[i].text = b[i];
+        elems[i].len = (size_t)(e[i] - b[i]);
+        elems[i].num = strtod(b[i], NULL); /* stops at e[i]: a space, the comma or the end */
     }
     return apply_betas(c, k, elems);
 }

@@ -107,7 +107,7 @@ static const char *op_name(int op)
     case OP_REDUCE_SCATTER: return "reduce_scatter of gradients";
     case OP_GATHER_GRADS: return "all_gather of reduced gradients";
     case OP_GATHER_PARAMS: return "all_gather of updated parameters";
-    case OP_STEP: return "step";
+    case OP_STEP: return "zc_engine_step";
     case OP_EXPORT: return "gather for export";
     }
     return "?";
@@ -169,13 +169,15 @@ static zc_status lockstep_check(zc_engine *e, int op, int u, zc_err *err)
             continue;
         st = zc_err_set(
             err, ZC_ELOCKSTEP,
-            "lockstep violation at step %lld: rank %d is at %s of unit '%s' after %llu engine "
-            "calls (last: %s of unit '%s'), but rank 0 is at %s of unit '%s' after %llu calls "
-            "(last: %s of unit '%s'); every rank must acquire, release and hand back the same "
-            "units in the same order",
-            (long long)b->step, r, op_name(b->op), unit_name(e, b->unit),
+            "lockstep violation at step %lld: rank %d is at %s%s%s%s after %llu engine calls "
+            "(last: %s of unit '%s'), but rank 0 is at %s%s%s%s after %llu calls (last: %s of "
+            "unit '%s'); every rank must acquire, release and hand back the same units in the "
+            "same order",
+            (long long)b->step, r, op_name(b->op), b->unit >= 0 ? " of unit '" : "",
+            b->unit >= 0 ? unit_name(e, b->unit) : "", b->unit >= 0 ? "'" : "",
             (unsigned long long)b->ncalls, event_name(b->last_event),
-            unit_name(e, b->last_unit), op_name(a->op), unit_name(e, a->unit),
+            unit_name(e, b->last_unit), op_name(a->op), a->unit >= 0 ? " of unit '" : "",
+            a->unit >= 0 ? unit_name(e, a->unit) : "", a->unit >= 0 ? "'" : "",
             (unsigned long long)a->ncalls, event_name(a->last_event),
             unit_name(e, a->last_unit));
     }
@@ -318,6 +320,8 @@ void zc_engine_destroy(zc_engine *e)
     if (!e)
         return;
     size_t n = (size_t)e->nranks;
+    if (e->rs_req) /* lands in a gradient shard: before anything is freed */
+        zc_comm_wait(e->comm, e->rs_req, NULL);
     for (int i = 0; i < e->nunits && e->finalized; i++) {
         unit_t *u = &e->units[i];
         size_t S = u->info.shard, P = u->info.padded;
@@ -330,8 +334,6 @@ void zc_engine_destroy(zc_engine *e)
         free_f(e, ZC_MEM_OPTIMIZER, &u->m, u->opt_n);
         free_f(e, ZC_MEM_OPTIMIZER, &u->v, u->opt_n);
     }
-    if (e->rs_req)
-        zc_comm_wait(e->comm, e->rs_req, NULL);
     free_f(e, ZC_MEM_COMM, &e->rs_send, n * e->rs_cols);
     free_f(e, ZC_MEM_COMM, &e->rs_recv, n * e->rs_cols);
     free(e->units);
@@ -345,6 +347,8 @@ void zc_engine_destroy(zc_engine *e)
 int zc_engine_num_units(const zc_engine *e) { return e->nunits; }
 int zc_engine_num_params(const zc_engine *e) { return e->nparams; }
 int zc_engine_stage(const zc_engine *e) { return e->stage; }
+int zc_engine_rank(const zc_engine *e) { return e->rank; }
+int zc_engine_world_size(const zc_engine *e) { return e->nranks; }
 int64_t zc_engine_steps_done(const zc_engine *e) { return e->step; }
 void zc_engine_set_lr(zc_engine *e, double lr) { e->lr = lr; }
 

@@ -1,0 +1,24 @@
+/* zeroc/safetensors.h — the engine's weights out as a safetensors file (Hugging Face's format).
+ *
+ *   OFFSET  SIZE  DESCRIPTION
+ *   0       8     N, the header length, unsigned little-endian
+ *   8       N     JSON: {"<param name>": {"dtype": "F32", "shape": [...],
+ *                        "data_offsets": [begin, end]}, ..., "__metadata__": {...}}
+ *                 padded with spaces to a multiple of 8
+ *   8+N     ...   the tensors' little-endian bytes, in registration order; offsets are
+ *                 relative to this point
+ *
+ * Writing is collective (stage 3 gathers each unit in turn) and streamed unit by unit, so no
+ * rank ever holds more than one unit; rank 0 writes the file through a temporary name and a
+ * rename, so an existing file is replaced only by a complete one.
+ *
+ *     if (zc_safetensors_save(engine, "weights.safetensors", &err)) ...
+ */
+#ifndef ZEROC_SAFETENSORS_H
+#define ZEROC_SAFETENSORS_H
+
+#include "zeroc/engine.h"
+
+zc_status zc_safetensors_save(zc_engine *e, const char *path, zc_err *err);
+
+#endif

@@ -1,0 +1,104 @@
+/* test_comm.c — the communicator on N ranks (run with 1–4): the reduce-scatter result equals
+ * the rank-order sum computed here from every rank's (regenerated) input, bit for bit; the
+ * all-gather and all-reduce deliver every rank's data; the byte counters follow the ring
+ * convention exactly; control sums are identical on every rank. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "zeroc/comm.h"
+#include "zeroc/rng.h"
+
+/* Rank j's contribution, element i (every rank can compute every rank's). */
+static float input(int j, size_t i) { return zc_rng_normal(3, (uint64_t)j, i); }
+
+int main(int argc, char **argv)
+{
+    zc_comm *c;
+    zc_err err = {0};
+    if (zc_comm_init(&c, &argc, &argv, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    const int r = zc_comm_rank(c), n = zc_comm_size(c);
+    const size_t len = 1001; /* block length: odd, not a vector multiple */
+    float *send = malloc(n * len * 4), *recv = malloc(n * len * 4), *out = malloc(len * 4);
+    for (int j = 0; j < n; j++)
+        for (size_t i = 0; i < len; i++)
+            send[j * len + i] = input(r, j * len + i);
+    zc_comm_req *req;
+    CHECK(!zc_comm_reduce_scatter_start(c, send, recv, len, out, 0, "test rs", &req, &err) &&
+              !zc_comm_wait(c, req, &err), "reduce_scatter: %s", err.msg);
+    int exact = 1;
+    for (size_t i = 0; i < len; i++) {
+        float want = input(0, r * len + i);
+        for (int j = 1; j < n; j++)
+            want += input(j, r * len + i);
+        exact &= memcmp(&want, &out[i], 4) == 0;
+    }
+    CHECK(exact, "rank %d: reduce_scatter differs from the rank-order sum", r);
+    /* accumulate = 1 adds the sum to what out holds */
+    float before = out[0];
+    CHECK(!zc_comm_reduce_scatter_start(c, send, recv, len, out, 1, "test rs+", &req, &err) &&
+              !zc_comm_wait(c, req, &err), "reduce_scatter accumulate: %s", err.msg);
+    CHECK(out[0] == before + before, "accumulate: %g != 2 × %g", out[0], before);
+
+    /* all-gather in place: block j = rank j's values */
+    float *buf = malloc(n * len * 4);
+    for (size_t i = 0; i < len; i++)
+        buf[r * len + i] = input(r, i);
+    CHECK(!zc_comm_all_gather(c, buf, len, "test ag", &err), "all_gather: %s", err.msg);
+    int ok = 1;
+    for (int j = 0; j < n; j++)
+        for (size_t i = 0; i < len; i++)
+            ok &= buf[j * len + i] == input(j, i);
+    CHECK(ok, "rank %d: all_gather delivered wrong data", r);
+
+    /* all-reduce of a length that does not divide by N */
+    const size_t cnt = 997;
+    for (size_t i = 0; i < cnt; i++)
+        buf[i] = input(r, i);
+    CHECK(!zc_comm_all_reduce(c, buf, cnt, "test ar", &err), "all_reduce: %s", err.msg);
+    double worst = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        double want = 0;
+        for (int j = 0; j < n; j++)
+            want += input(j, i);
+        worst = fmax(worst, fabs(buf[i] - want));
+    }
+    CHECK(worst < 1e-5, "all_reduce max error %g", worst);
+
+    /* broadcast from the last rank */
+    for (size_t i = 0; i < len; i++)
+        buf[i] = r == n - 1 ? input(77, i) : 0.0f;
+    CHECK(!zc_comm_broadcast(c, buf, len, n - 1, "test bcast", &err), "broadcast: %s", err.msg);
+    ok = 1;
+    for (size_t i = 0; i < len; i++)
+        ok &= buf[i] == input(77, i);
+    CHECK(ok, "broadcast delivered wrong data");
+
+    /* ring-convention byte counts: 2 reduce-scatters of N·len floats, 1 all-gather of N·len,
+     * 1 all-reduce of ceil(997/N)·N floats */
+    const zc_comm_counters *k = zc_comm_get_counters(c);
+    int64_t S = (int64_t)((cnt + n - 1) / n);
+    CHECK(k->bytes[ZC_COMM_REDUCE_SCATTER] == 2 * (int64_t)len * 4 * (n - 1), "rs bytes %lld",
+          (long long)k->bytes[ZC_COMM_REDUCE_SCATTER]);
+    CHECK(k->bytes[ZC_COMM_ALL_GATHER] == (int64_t)len * 4 * (n - 1), "ag bytes %lld",
+          (long long)k->bytes[ZC_COMM_ALL_GATHER]);
+    CHECK(k->bytes[ZC_COMM_ALL_REDUCE] == 2 * S * 4 * (n - 1), "ar bytes %lld",
+          (long long)k->bytes[ZC_COMM_ALL_REDUCE]);
+    CHECK(k->calls[ZC_COMM_REDUCE_SCATTER] == 2 && k->calls[ZC_COMM_ALL_GATHER] == 1 &&
+              k->calls[ZC_COMM_ALL_REDUCE] == 1, "call counts");
+
+    /* control: the same sum, same bits, on every rank */
+    double sum = 0, sums[64];
+    CHECK(!zc_comm_sum_f64(c, 0.1 * (r + 1), &sum, "test sum", &err), "sum: %s", err.msg);
+    CHECK(!zc_comm_control_gather(c, &sum, sums, sizeof sum, "test gather", &err), "gather");
+    for (int j = 0; j < n; j++)
+        CHECK(!memcmp(&sums[j], &sum, sizeof sum), "rank %d's sum differs from rank %d's", j, r);
+    free(send), free(recv), free(out), free(buf);
+    int rc = check_summary();
+    zc_comm_finalize(c);
+    return rc;
+}

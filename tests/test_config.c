@@ -1,0 +1,856 @@
+/* test_config.c — checks src/config/config.c against include/zeroc/config.h and docs/CONFIG.md.
+ *
+ * Standalone: every check counts, failures print file:line and the message involved, and the
+ * last line is "N passed, N failed"; the exit status is 0 only when nothing failed. Errors are
+ * checked by substring so the wording may improve, but the key path and the bad value must be
+ * in every message: that is what the user needs to fix the file.
+ */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zeroc/config.h"
+
+static int passed, failed;
+
+#define CHECK(cond)                                                                        \
+    do {                                                                                   \
+        if (cond) {                                                                        \
+            passed++;                                                                      \
+        } else {                                                                           \
+            failed++;                                                                      \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
+        }                                                                                  \
+    } while (0)
+
+/* Same, also printing the message under test when the check fails. */
+#define CHECK_MSG(cond, msg) record((cond), __FILE__, __LINE__, #cond, (msg))
+
+static char tmpdir[64];
+
+/* ---------------------------------------------------------------------------------------------
+ * helpers
+ * ------------------------------------------------------------------------------------------- */
+
+static void record(bool ok, const char *file, int line, const char *what, const char *msg)
+{
+    if (ok) {
+        passed++;
+    } else {
+        failed++;
+        fprintf(stderr, "%s:%d: CHECK failed: %s\n    message: %s\n", file, line, what, msg);
+    }
+}
+
+/* Loads json over defaults (origin "ds.json") and expects failure with `code` and a message
+ * containing every one of up to three substrings; also that cfg was left unchanged. */
+static void expect_load_err_at(const char *file, int line, const char *json, zc_status code,
+                               const char *s1, const char *s2, const char *s3)
+{
+    zc_config cfg, before;
+    zc_err err = {0};
+    zc_status rc;
+    char what[256];
+
+    zc_config_defaults(&cfg);
+    cfg.seed = 7; /* not a default: shows the copy was not committed */
+    before = cfg;
+    rc = zc_config_load_string(&cfg, json, "ds.json", &err);
+    snprintf(what, sizeof what, "load of %.150s fails with %s", json, zc_status_name(code));
+    record(rc == code && err.code == code, file, line, what, err.msg);
+    record(strncmp(err.msg, "ds.json: ", 9) == 0, file, line, "message starts with origin",
+           err.msg);
+    const char *subs[3] = {s1, s2, s3};
+    for (int i = 0; i < 3; i++) {
+        if (!subs[i])
+            continue;
+        snprintf(what, sizeof what, "message contains '%s'", subs[i]);
+        record(strstr(err.msg, subs[i]) != NULL, file, line, what, err.msg);
+    }
+    record(memcmp(&cfg, &before, sizeof cfg) == 0, file, line, "cfg unchanged on error", err.msg);
+}
+#define EXPECT_LOAD_ERR(json, s1, s2, s3) \
+    expect_load_err_at(__FILE__, __LINE__, json, ZC_EINVAL, s1, s2, s3)
+
+static void expect_set_err_at(const char *file, int line, const char *path, const char *value,
+                              const char *s1, const char *s2)
+{
+    zc_config cfg, before;
+    zc_err err = {0};
+    zc_status rc;
+    char what[256];
+
+    zc_config_defaults(&cfg);
+    before = cfg;
+    rc = zc_config_set(&cfg, path, value, &err);
+    snprintf(what, sizeof what, "set %s=%s fails", path, value);
+    record(rc == ZC_EINVAL && err.code == ZC_EINVAL, file, line, what, err.msg);
+    record(strncmp(err.msg, "command line: ", 14) == 0, file, line,
+           "message starts with 'command line: '", err.msg);
+    const char *subs[2] = {s1, s2};
+    for (int i = 0; i < 2; i++) {
+        if (!subs[i])
+            continue;
+        snprintf(what, sizeof what, "message contains '%s'", subs[i]);
+        record(strstr(err.msg, subs[i]) != NULL, file, line, what, err.msg);
+    }
+    record(memcmp(&cfg, &before, sizeof cfg) == 0, file, line, "cfg unchanged on error", err.msg);
+}
+#define EXPECT_SET_ERR(path, value, s1, s2) \
+    expect_set_err_at(__FILE__, __LINE__, path, value, s1, s2)
+
+static void expect_set_ok_at(const char *file, int line, zc_config *cfg, const char *path,
+                             const char *value)
+{
+    zc_err err = {0};
+    char what[256];
+    snprintf(what, sizeof what, "set %s=%s succeeds", path, value);
+    record(zc_config_set(cfg, path, value, &err) == ZC_OK, file, line, what, err.msg);
+}
+#define EXPECT_SET_OK(cfg, path, value) expect_set_ok_at(__FILE__, __LINE__, cfg, path, value)
+
+static zc_status load(zc_config *cfg, const char *json, zc_err *err)
+{
+    zc_config_defaults(cfg);
+    return zc_config_load_string(cfg, json, "ds.json", err);
+}
+
+/* Value fields only: micro_batch_set / grad_accum_set record where a value came from. */
+static bool same_values(const zc_config *a, const zc_config *b)
+{
+    return a->train_batch_size == b->train_batch_size && a->micro_batch == b->micro_batch &&
+           a->grad_accum == b->grad_accum && a->grad_clip == b->grad_clip &&
+           a->optim == b->optim && a->lr == b->lr && a->beta1 == b->beta1 &&
+           a->beta2 == b->beta2 && a->eps == b->eps && a->weight_decay == b->weight_decay &&
+           a->momentum == b->momentum && a->adam_w_mode == b->adam_w_mode &&
+           a->stage == b->stage && a->reduce_bucket_size == b->reduce_bucket_size &&
+           a->prefetch_bucket_size == b->prefetch_bucket_size &&
+           a->max_live_parameters == b->max_live_parameters && a->seed == b->seed &&
+           a->comm_timeout_s == b->comm_timeout_s && a->steps_per_print == b->steps_per_print;
+}
+
+static void write_file(const char *path, const char *text, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        perror(path);
+        exit(2);
+    }
+    fwrite(text, 1, len, f);
+    fclose(f);
+}
+
+/* to_json, then load that over defaults: must give the same values. */
+static void check_round_trip_at(const char *file, int line, const zc_config *cfg)
+{
+    zc_config back;
+    zc_err err = {0};
+    char *json = zc_config_to_json(cfg);
+    record(json != NULL, file, line, "to_json returns text", "");
+    if (!json)
+        return;
+    zc_config_defaults(&back);
+    record(zc_config_load_string(&back, json, "to_json output", &err) == ZC_OK, file, line,
+           "to_json output loads", err.msg);
+    record(same_values(cfg, &back), file, line, "to_json round-trips to equal values", json);
+    free(json);
+}
+#define CHECK_ROUND_TRIP(cfg) check_round_trip_at(__FILE__, __LINE__, cfg)
+
+/* ---------------------------------------------------------------------------------------------
+ * tests
+ * ------------------------------------------------------------------------------------------- */
+
+static void test_defaults(void)
+{
+    zc_config c;
+    zc_err err = {0};
+    memset(&c, 0xab, sizeof c);
+    zc_config_defaults(&c);
+    CHECK(c.train_batch_size == 0);
+    CHECK(c.micro_batch == 1);
+    CHECK(c.grad_accum == 1);
+    CHECK(!c.micro_batch_set && !c.grad_accum_set);
+    CHECK(c.grad_clip == 0.0);
+    CHECK(c.optim == ZC_OPTIM_ADAMW);
+    CHECK(c.lr == 1e-3);
+    CHECK(c.beta1 == 0.9 && c.beta2 == 0.999);
+    CHECK(c.eps == 1e-8);
+    CHECK(c.weight_decay == 0.0);
+    CHECK(c.momentum == 0.0);
+    CHECK(c.adam_w_mode);
+    CHECK(c.stage == 0);
+    CHECK(c.reduce_bucket_size == 500000000);
+    CHECK(c.prefetch_bucket_size == 50000000);
+    CHECK(c.max_live_parameters == 1000000000);
+    CHECK(c.seed == 42);
+    CHECK(c.comm_timeout_s == 600.0);
+    CHECK(c.steps_per_print == 10);
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_OK);
+    CHECK(zc_config_validate(&c, 64, &err) == ZC_OK);
+
+    CHECK(strcmp(zc_optim_name(ZC_OPTIM_ADAMW), "AdamW") == 0);
+    CHECK(strcmp(zc_optim_name(ZC_OPTIM_ADAM), "Adam") == 0);
+    CHECK(strcmp(zc_optim_name(ZC_OPTIM_SGD), "SGD") == 0);
+
+    /* an empty object changes nothing */
+    zc_config d;
+    CHECK(load(&d, "{}", &err) == ZC_OK);
+    CHECK(same_values(&c, &d) && !d.micro_batch_set);
+}
+
+static const char FULL[] =
+    "{\n"
+    "  \"train_batch_size\": 32,\n"
+    "  \"train_micro_batch_size_per_gpu\": 4,\n"
+    "  \"gradient_accumulation_steps\": 2,\n"
+    "  \"gradient_clipping\": 1.0,\n"
+    "  \"steps_per_print\": 100,\n"
+    "  \"seed\": 18446744073709551615,\n"
+    "  \"comm_timeout_s\": 30.5,\n"
+    "  \"optimizer\": {\n"
+    "    \"type\": \"adam\",\n"
+    "    \"params\": {\n"
+    "      \"lr\": 3e-4,\n"
+    "      \"betas\": [0.8, 0.95],\n"
+    "      \"eps\": 1e-6,\n"
+    "      \"weight_decay\": 0.01,\n"
+    "      \"adam_w_mode\": false,\n"
+    "      \"torch_adam\": true,\n"
+    "      \"amsgrad\": false,\n"
+    "      \"bias_correction\": true\n"
+    "    }\n"
+    "  },\n"
+    "  \"zero_optimization\": {\n"
+    "    \"stage\": 3,\n"
+    "    \"reduce_bucket_size\": 5e8,\n"
+    "    \"stage3_prefetch_bucket_size\": 0,\n"
+    "    \"stage3_max_live_parameters\": 1e9,\n"
+    "    \"overlap_comm\": true,\n"
+    "    \"contiguous_gradients\": true\n"
+    "  }\n"
+    "}\n";
+
+static void test_full_config_file(void)
+{
+    zc_config c;
+    zc_err err = {0};
+    char path[128];
+
+    snprintf(path, sizeof path, "%s/ds_config.json", tmpdir);
+    write_file(path, FULL, strlen(FULL));
+    zc_config_defaults(&c);
+    CHECK_MSG(zc_config_load_file(&c, path, &err) == ZC_OK, err.msg);
+    CHECK(c.train_batch_size == 32);
+    CHECK(c.micro_batch == 4 && c.micro_batch_set);
+    CHECK(c.grad_accum == 2 && c.grad_accum_set);
+    CHECK(c.grad_clip == 1.0);
+    CHECK(c.steps_per_print == 100);
+    CHECK(c.seed == UINT64_MAX);
+    CHECK(c.comm_timeout_s == 30.5);
+    CHECK(c.optim == ZC_OPTIM_ADAM);
+    CHECK(c.lr == 3e-4);
+    CHECK(c.beta1 == 0.8 && c.beta2 == 0.95);
+    CHECK(c.eps == 1e-6);
+    CHECK(c.weight_decay == 0.01);
+    CHECK(!c.adam_w_mode);
+    CHECK(c.stage == 3);
+    CHECK(c.reduce_bucket_size == 500000000);
+    CHECK(c.prefetch_bucket_size == 0);
+    CHECK(c.max_live_parameters == 1000000000);
+    CHECK(zc_config_validate(&c, 4, &err) == ZC_OK);
+    CHECK(zc_config_validate(&c, 2, &err) == ZC_EINVAL);
+    CHECK_ROUND_TRIP(&c);
+
+    /* SGD with the DeepSpeed parameters that match what zeroc does */
+    CHECK(load(&c,
+               "{\"optimizer\": {\"type\": \"SGD\", \"params\": {\"lr\": 0.1, \"momentum\": 0.9,"
+               " \"nesterov\": false, \"dampening\": 0, \"weight_decay\": 1e-4}}}",
+               &err) == ZC_OK);
+    CHECK(c.optim == ZC_OPTIM_SGD && c.lr == 0.1 && c.momentum == 0.9 && c.weight_decay == 1e-4);
+    CHECK_ROUND_TRIP(&c);
+
+    /* type is case-insensitive; a file overlays current values */
+    zc_config_defaults(&c);
+    c.stage = 2;
+    CHECK(zc_config_load_string(&c, "{\"optimizer\": {\"type\": \"ADAMW\"}}", "x", &err) == ZC_OK);
+    CHECK(c.optim == ZC_OPTIM_ADAMW && c.stage == 2);
+
+    /* exact integers from their text */
+    CHECK(load(&c, "{\"seed\": 9007199254740993}", &err) == ZC_OK);
+    CHECK(c.seed == 9007199254740993ull); /* 2^53 + 1: a double would round it */
+    CHECK(load(&c, "{\"seed\": 0}", &err) == ZC_OK && c.seed == 0);
+    CHECK(load(&c, "{\"seed\": -0}", &err) == ZC_OK && c.seed == 0);
+    CHECK(load(&c, "{\"seed\": 1.5e19}", &err) == ZC_OK && c.seed == 15000000000000000000ull);
+    CHECK(load(&c, "{\"zero_optimization\": {\"reduce_bucket_size\": 2.5E+3}}", &err) == ZC_OK);
+    CHECK(c.reduce_bucket_size == 2500);
+    CHECK(load(&c, "{\"zero_optimization\": {\"stage\": 3.0}}", &err) == ZC_OK && c.stage == 3);
+    CHECK(load(&c, "{\"zero_optimization\": {\"stage\": 20e-1}}", &err) == ZC_OK && c.stage == 2);
+    CHECK(load(&c, "{\"train_batch_size\": 9223372036854775807}", &err) == ZC_OK);
+    CHECK(c.train_batch_size == INT64_MAX);
+    CHECK(load(&c, "{\"gradient_clipping\": 0}", &err) == ZC_OK && c.grad_clip == 0);
+    CHECK(load(&c, "{\"optimizer\": {\"params\": {\"lr\": -0.0}}}", &err) == ZC_OK);
+    CHECK(c.lr == 0 && !signbit(c.lr));
+    /* a UTF-8 byte order mark and CRLF line ends are fine */
+    CHECK(load(&c, "\xef\xbb\xbf{\r\n\"seed\": 5\r\n}\r\n", &err) == ZC_OK && c.seed == 5);
+}
+
+static void test_file_errors(void)
+{
+    zc_config c, before;
+    zc_err err = {0};
+    char path[128];
+
+    zc_config_defaults(&c);
+    before = c;
+    snprintf(path, sizeof path, "%s/missing.json", tmpdir);
+    CHECK(zc_config_load_file(&c, path, &err) == ZC_EIO);
+    CHECK(err.code == ZC_EIO);
+    CHECK(strstr(err.msg, "cannot read config file") != NULL);
+    CHECK(strstr(err.msg, path) != NULL);
+    CHECK(strstr(err.msg, "No such file or directory") != NULL);
+    CHECK(memcmp(&c, &before, sizeof c) == 0);
+
+    /* a directory opens but does not read */
+    CHECK(zc_config_load_file(&c, tmpdir, &err) == ZC_EIO);
+    CHECK(strstr(err.msg, tmpdir) != NULL);
+
+    static const char bad[] = "{\n  \"seed\": 1,\n  \"stage\" 3\n}\n";
+    snprintf(path, sizeof path, "%s/bad.json", tmpdir);
+    write_file(path, bad, strlen(bad));
+    CHECK(zc_config_load_file(&c, path, &err) == ZC_EINVAL);
+    CHECK(strncmp(err.msg, path, strlen(path)) == 0);
+    CHECK(strstr(err.msg, "not JSON") != NULL);
+    CHECK(strstr(err.msg, "line 3") != NULL);
+    CHECK(strstr(err.msg, "3") != NULL);
+
+    snprintf(path, sizeof path, "%s/empty.json", tmpdir);
+    write_file(path, "", 0);
+    CHECK(zc_config_load_file(&c, path, &err) == ZC_EINVAL);
+    CHECK(strstr(err.msg, "not JSON (empty)") != NULL);
+
+    snprintf(path, sizeof path, "%s/nul.json", tmpdir);
+    write_file(path, "{}\0{\"seed\": 1}", 14);
+    CHECK(zc_config_load_file(&c, path, &err) == ZC_EINVAL);
+    CHECK(strstr(err.msg, "NUL byte at offset 2") != NULL);
+
+    snprintf(path, sizeof path, "%s/list.json", tmpdir);
+    write_file(path, "[1, 2]", 6);
+    CHECK(zc_config_load_file(&c, path, &err) == ZC_EINVAL);
+    CHECK(strstr(err.msg, "top level") != NULL && strstr(err.msg, "an array") != NULL);
+    CHECK(memcmp(&c, &before, sizeof c) == 0);
+}
+
+static void test_load_errors(void)
+{
+    /* syntax */
+    EXPECT_LOAD_ERR("{\"seed\": 1,}", "not JSON", "line 1", NULL);
+    EXPECT_LOAD_ERR("{\n\"seed\": 1\n}\nextra", "not JSON", "line 4", "'extra'");
+    EXPECT_LOAD_ERR("{\"seed\": ", "not JSON", "line 1", NULL);
+    EXPECT_LOAD_ERR("{\n  \"seed\": 1,\n  \"stage\":", "not JSON", "line 3, at the end",
+                    "'  \"stage\":'");
+    EXPECT_LOAD_ERR("  \n ", "not JSON (empty)", NULL, NULL);
+    EXPECT_LOAD_ERR("// comment\n{}", "not JSON", NULL, NULL);
+    EXPECT_LOAD_ERR("3", "top level", "got 3", NULL);
+    EXPECT_LOAD_ERR("\"x\"", "top level", "got string \"x\"", NULL);
+
+    /* unknown keys, with their full path */
+    EXPECT_LOAD_ERR("{\"foo\": 1}", "unknown key: foo", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"stagee\": 1}}",
+                    "ds.json: unknown key: zero_optimization.stagee", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"foo\": 1}}}",
+                    "unknown key: optimizer.params.foo", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"typ\": \"Adam\"}}", "unknown key: optimizer.typ", NULL,
+                    NULL);
+    EXPECT_LOAD_ERR("{\"Seed\": 1}", "unknown key: Seed", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization.stage\": 1}", "unknown key: zero_optimization.stage",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"a\\nb\": 1}", "unknown key: a?b", NULL, NULL);
+
+    /* known to DeepSpeed, not implemented */
+    EXPECT_LOAD_ERR("{\"fp16\": {\"enabled\": true}}", "ds.json: not supported yet: fp16", NULL,
+                    NULL);
+    EXPECT_LOAD_ERR("{\"bf16\": {\"enabled\": true}}", "not supported yet: bf16", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"scheduler\": {}}", "not supported yet: scheduler", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"wall_clock_breakdown\": false}", "not supported yet: wall_clock_breakdown",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"device\": \"cpu\"}}}",
+                    "not supported yet: zero_optimization.offload_optimizer", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"allgather_bucket_size\": 5e8}}",
+                    "not supported yet: zero_optimization.allgather_bucket_size", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"amsgrad\": true}}}",
+                    "not supported yet: optimizer.params.amsgrad = true", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"bias_correction\": false}}}",
+                    "not supported yet: optimizer.params.bias_correction = false", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"nesterov\": true}}}",
+                    "not supported yet: optimizer.params.nesterov = true", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"dampening\": 0.1}}}",
+                    "not supported yet: optimizer.params.dampening = 0.1", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"amsgrad\": 0}}}",
+                    "optimizer.params.amsgrad: expected true or false, got 0", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"torch_adam\": \"yes\"}}}",
+                    "optimizer.params.torch_adam: expected true or false", "string \"yes\"",
+                    NULL);
+
+    /* always-on behaviour */
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"overlap_comm\": false}}",
+                    "zero_optimization.overlap_comm: false is not supported: zeroc always overlaps",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"contiguous_gradients\": false}}",
+                    "zero_optimization.contiguous_gradients: false is not supported", "contiguous",
+                    NULL);
+
+    /* ranges, with the value as written */
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"lr\": -0.001}}}",
+                    "ds.json: optimizer.params.lr must be >= 0, got -0.001", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"stage\": 4}}",
+                    "ds.json: zero_optimization.stage: expected an integer 0..3, got 4", NULL,
+                    NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"stage\": -1}}", "zero_optimization.stage",
+                    "0..3, got -1", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"stage\": 2.5}}",
+                    "zero_optimization.stage: expected an integer 0..3, got 2.5", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"stage\": \"3\"}}", "zero_optimization.stage",
+                    "got string \"3\"", NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"lr\": \"abc\"}}}",
+                    "ds.json: optimizer.params.lr: expected a number", "got string \"abc\"", NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"lr\": null}}}", "optimizer.params.lr",
+                    "got null", NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"lr\": 1e999}}}", "optimizer.params.lr",
+                    "finite", "1e999");
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"eps\": 0}}}",
+                    "optimizer.params.eps must be > 0, got 0", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"weight_decay\": -1}}}",
+                    "optimizer.params.weight_decay must be >= 0, got -1", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"momentum\": 1}}}",
+                    "optimizer.params.momentum: expected a number in [0, 1), got 1", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"adam_w_mode\": 1}}}",
+                    "optimizer.params.adam_w_mode: expected true or false, got 1", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"betas\": [0.9]}}}",
+                    "optimizer.params.betas: expected an array of 2 numbers", "got 1 element",
+                    NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"betas\": [0.9, 0.99, 0.999]}}}",
+                    "optimizer.params.betas", "got 3 elements", NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"betas\": [0.9, 1.0]}}}",
+                    "optimizer.params.betas[1]: expected a number in [0, 1), got 1.0", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"betas\": [-0.1, 0.9]}}}",
+                    "optimizer.params.betas[0]", "got -0.1", NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"betas\": [\"a\", 0.9]}}}",
+                    "optimizer.params.betas[0]", "got string \"a\"", NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"betas\": 0.9}}}", "optimizer.params.betas",
+                    "got 0.9", NULL);
+    EXPECT_LOAD_ERR("{\"train_batch_size\": 0}", "train_batch_size must be >= 1, got 0", NULL,
+                    NULL);
+    EXPECT_LOAD_ERR("{\"train_batch_size\": 9223372036854775808}", "train_batch_size",
+                    "<= 9223372036854775807", "got 9223372036854775808");
+    EXPECT_LOAD_ERR("{\"train_micro_batch_size_per_gpu\": 3e9}",
+                    "train_micro_batch_size_per_gpu must be <= 2147483647, got 3e9", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"train_micro_batch_size_per_gpu\": \"auto\"}",
+                    "train_micro_batch_size_per_gpu: expected an integer >= 1, got string \"auto\"",
+                    "Hugging Face", NULL);
+    EXPECT_LOAD_ERR("{\"gradient_accumulation_steps\": 0}", "gradient_accumulation_steps",
+                    ">= 1, got 0", NULL);
+    EXPECT_LOAD_ERR("{\"gradient_clipping\": -1}", "gradient_clipping must be >= 0, got -1", NULL,
+                    NULL);
+    EXPECT_LOAD_ERR("{\"steps_per_print\": 0}", "steps_per_print must be >= 1, got 0", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"comm_timeout_s\": 0}", "comm_timeout_s must be > 0, got 0", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"comm_timeout_s\": true}", "comm_timeout_s: expected a number > 0",
+                    "got true", NULL);
+    EXPECT_LOAD_ERR("{\"seed\": -1}", "seed: expected an integer 0..18446744073709551615",
+                    "got -1", NULL);
+    EXPECT_LOAD_ERR("{\"seed\": 1.5}", "seed: expected an integer", "got 1.5", NULL);
+    EXPECT_LOAD_ERR("{\"seed\": 18446744073709551616}", "seed", "got 18446744073709551616", NULL);
+    EXPECT_LOAD_ERR("{\"seed\": 1e-3}", "seed", "got 1e-3", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"reduce_bucket_size\": 0}}",
+                    "zero_optimization.reduce_bucket_size must be >= 1, got 0", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"reduce_bucket_size\": 1.5}}",
+                    "zero_optimization.reduce_bucket_size: expected an integer >= 1, got 1.5",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"stage3_prefetch_bucket_size\": -1}}",
+                    "zero_optimization.stage3_prefetch_bucket_size must be >= 0, got -1", NULL,
+                    NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"stage3_max_live_parameters\": 0}}",
+                    "zero_optimization.stage3_max_live_parameters must be >= 1", NULL, NULL);
+
+    /* optimizer type and sections */
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"type\": \"Lamb\"}}", "optimizer.type",
+                    "AdamW, Adam, SGD", "\"Lamb\"");
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"type\": 1}}", "optimizer.type", "got 1", NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": \"adam\"}", "optimizer: expected an object",
+                    "got string \"adam\"", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": true}", "zero_optimization: expected an object",
+                    "got true", NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": [1]}}", "optimizer.params: expected an object",
+                    "got an array", NULL);
+
+    /* duplicates */
+    EXPECT_LOAD_ERR("{\"seed\": 1, \"seed\": 2}", "duplicate key: seed", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"stage\": 1, \"stage\": 2}}",
+                    "duplicate key: zero_optimization.stage", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {}, \"optimizer\": {}}", "duplicate key: optimizer", NULL,
+                    NULL);
+
+    /* the first error in document order wins; nothing before it is committed (checked inside) */
+    EXPECT_LOAD_ERR("{\"seed\": 3, \"zero_optimization\": {\"stage\": 9}, \"fp16\": {}}",
+                    "zero_optimization.stage", "got 9", NULL);
+
+    /* very long keys and values are cut in messages */
+    {
+        char json[1200], key[1001];
+        memset(key, 'k', 1000);
+        key[1000] = '\0';
+        snprintf(json, sizeof json, "{\"%s\": 1}", key);
+        EXPECT_LOAD_ERR(json, "unknown key: kkkk", "...", NULL);
+    }
+
+    /* origin defaults to "config" */
+    {
+        zc_config c;
+        zc_err err = {0};
+        zc_config_defaults(&c);
+        CHECK(zc_config_load_string(&c, "{\"x\": 1}", NULL, &err) == ZC_EINVAL);
+        CHECK(strcmp(err.msg, "config: unknown key: x") == 0);
+        CHECK(zc_config_load_string(&c, "{\"x\": 1}", "ds.json", NULL) == ZC_EINVAL); /* NULL err */
+    }
+}
+
+static void test_set(void)
+{
+    zc_config c;
+    zc_config_defaults(&c);
+
+    EXPECT_SET_OK(&c, "zero_optimization.stage", "3");
+    CHECK(c.stage == 3);
+    EXPECT_SET_OK(&c, "optimizer.params.lr", "1e-4");
+    CHECK(c.lr == 1e-4);
+    EXPECT_SET_OK(&c, "optimizer.params.lr", ".5");
+    CHECK(c.lr == 0.5);
+    EXPECT_SET_OK(&c, "optimizer.params.betas", "0.9,0.95");
+    CHECK(c.beta1 == 0.9 && c.beta2 == 0.95);
+    EXPECT_SET_OK(&c, "optimizer.params.betas", "0.8 , 0.9");
+    CHECK(c.beta1 == 0.8 && c.beta2 == 0.9);
+    EXPECT_SET_OK(&c, "optimizer.type", "sgd");
+    CHECK(c.optim == ZC_OPTIM_SGD);
+    EXPECT_SET_OK(&c, "optimizer.params.momentum", "0.9");
+    CHECK(c.momentum == 0.9);
+    EXPECT_SET_OK(&c, "optimizer.params.adam_w_mode", "false");
+    CHECK(!c.adam_w_mode);
+    EXPECT_SET_OK(&c, "optimizer.params.adam_w_mode", "true");
+    CHECK(c.adam_w_mode);
+    EXPECT_SET_OK(&c, "seed", "18446744073709551615");
+    CHECK(c.seed == UINT64_MAX);
+    EXPECT_SET_OK(&c, "seed", "+7");
+    CHECK(c.seed == 7);
+    CHECK(!c.micro_batch_set);
+    EXPECT_SET_OK(&c, "train_micro_batch_size_per_gpu", "8");
+    CHECK(c.micro_batch == 8 && c.micro_batch_set && !c.grad_accum_set);
+    EXPECT_SET_OK(&c, "gradient_accumulation_steps", "4");
+    CHECK(c.grad_accum == 4 && c.grad_accum_set);
+    EXPECT_SET_OK(&c, "gradient_clipping", "1.0");
+    CHECK(c.grad_clip == 1.0);
+    EXPECT_SET_OK(&c, "comm_timeout_s", "2.5");
+    CHECK(c.comm_timeout_s == 2.5);
+    EXPECT_SET_OK(&c, "zero_optimization.reduce_bucket_size", "5e8");
+    CHECK(c.reduce_bucket_size == 500000000);
+    EXPECT_SET_OK(&c, "train_batch_size", "64");
+    CHECK(c.train_batch_size == 64);
+    EXPECT_SET_OK(&c, "zero_optimization.overlap_comm", "true");
+    EXPECT_SET_OK(&c, "optimizer.params.dampening", "0");
+    EXPECT_SET_OK(&c, "optimizer.params.torch_adam", "false");
+
+    EXPECT_SET_ERR("zero_optimization.stage", "x",
+                   "command line: zero_optimization.stage: expected an integer 0..3, got \"x\"",
+                   NULL);
+    EXPECT_SET_ERR("zero_optimization.stage", "4", "zero_optimization.stage", "got 4");
+    EXPECT_SET_ERR("zero_optimization.stage", "", "zero_optimization.stage", "got \"\"");
+    EXPECT_SET_ERR("zero_optimization.stage", "3 ", "zero_optimization.stage", "got \"3 \"");
+    EXPECT_SET_ERR("zero_optimization.stage", " 3", "zero_optimization.stage", NULL);
+    EXPECT_SET_ERR("zero_optimization.stage", "1.5", "expected an integer 0..3", "\"1.5\"");
+    EXPECT_SET_ERR("optimizer.params.lr", "1e-3x", "optimizer.params.lr: expected a number",
+                   "\"1e-3x\"");
+    EXPECT_SET_ERR("optimizer.params.lr", "nan", "optimizer.params.lr", "\"nan\"");
+    EXPECT_SET_ERR("optimizer.params.lr", "inf", "optimizer.params.lr", "\"inf\"");
+    EXPECT_SET_ERR("optimizer.params.lr", "0x10", "optimizer.params.lr", "\"0x10\"");
+    EXPECT_SET_ERR("optimizer.params.lr", "1e999", "finite", NULL);
+    EXPECT_SET_ERR("optimizer.params.lr", "-1", "optimizer.params.lr must be >= 0, got -1", NULL);
+    EXPECT_SET_ERR("optimizer.params.betas", "0.9", "optimizer.params.betas",
+                   "\"0.9,0.999\", got \"0.9\"");
+    EXPECT_SET_ERR("optimizer.params.betas", "0.9,0.99,0.999", "optimizer.params.betas", NULL);
+    EXPECT_SET_ERR("optimizer.params.betas", "0.9,", "optimizer.params.betas", NULL);
+    EXPECT_SET_ERR("optimizer.params.betas", "0.9,1.0", "optimizer.params.betas[1]", "got 1.0");
+    EXPECT_SET_ERR("optimizer.params.adam_w_mode", "yes", "expected true or false",
+                   "got \"yes\"");
+    EXPECT_SET_ERR("optimizer.params.adam_w_mode", "1", "optimizer.params.adam_w_mode", NULL);
+    EXPECT_SET_ERR("optimizer.type", "lamb", "optimizer.type", "AdamW, Adam, SGD");
+    EXPECT_SET_ERR("seed", "-1", "seed", "got -1");
+    EXPECT_SET_ERR("seed", "18446744073709551616", "seed", NULL);
+    EXPECT_SET_ERR("train_micro_batch_size_per_gpu", "0",
+                   "train_micro_batch_size_per_gpu must be >= 1, got 0", NULL);
+    EXPECT_SET_ERR("comm_timeout_s", "0", "comm_timeout_s must be > 0", NULL);
+    EXPECT_SET_ERR("stage", "3", "command line: unknown key: stage", NULL);
+    EXPECT_SET_ERR("zero_optimization.stagee", "3", "unknown key: zero_optimization.stagee",
+                   NULL);
+    EXPECT_SET_ERR("seed.x", "3", "unknown key: seed.x", NULL);
+    EXPECT_SET_ERR("", "3", "unknown key: ", NULL);
+    EXPECT_SET_ERR("fp16", "true", "command line: not supported yet: fp16", NULL);
+    EXPECT_SET_ERR("fp16.enabled", "true", "not supported yet: fp16", NULL);
+    EXPECT_SET_ERR("zero_optimization.offload_optimizer.device", "cpu",
+                   "not supported yet: zero_optimization.offload_optimizer", NULL);
+    EXPECT_SET_ERR("zero_optimization", "3", "zero_optimization is a section",
+                   "zero_optimization.stage");
+    EXPECT_SET_ERR("optimizer.params", "1", "optimizer.params is a section",
+                   "optimizer.params.lr");
+    EXPECT_SET_ERR("zero_optimization.overlap_comm", "false",
+                   "zero_optimization.overlap_comm: false is not supported", NULL);
+    EXPECT_SET_ERR("optimizer.params.amsgrad", "true",
+                   "not supported yet: optimizer.params.amsgrad = true", NULL);
+    EXPECT_SET_ERR("optimizer.params.dampening", "0.5",
+                   "not supported yet: optimizer.params.dampening = \"0.5\"", NULL);
+
+    /* flags after the file */
+    zc_err err = {0};
+    CHECK(load(&c, FULL, &err) == ZC_OK);
+    EXPECT_SET_OK(&c, "zero_optimization.stage", "1");
+    CHECK(c.stage == 1 && c.reduce_bucket_size == 500000000 && c.optim == ZC_OPTIM_ADAM);
+}
+
+static void test_validate(void)
+{
+    zc_config c;
+    zc_err err = {0};
+
+    zc_config_defaults(&c);
+    c.train_batch_size = 64;
+    c.micro_batch = 4;
+    CHECK(zc_config_validate(&c, 2, &err) == ZC_EINVAL);
+    CHECK(err.code == ZC_EINVAL);
+    CHECK_MSG(strcmp(err.msg, "train_batch_size 64 != train_micro_batch_size_per_gpu 4 \u00d7 "
+                              "gradient_accumulation_steps 1 \u00d7 world size 2 = 8") == 0,
+              err.msg);
+    CHECK(zc_config_validate(&c, 16, &err) == ZC_OK);
+    c.grad_accum = 8;
+    CHECK(zc_config_validate(&c, 2, &err) == ZC_OK);
+    c.train_batch_size = INT64_MAX;
+    c.micro_batch = INT_MAX;
+    c.grad_accum = INT_MAX;
+    CHECK(zc_config_validate(&c, INT_MAX, &err) == ZC_EINVAL); /* product overflows 64 bits */
+    CHECK(strstr(err.msg, "train_batch_size 9223372036854775807 !=") != NULL);
+
+    zc_config_defaults(&c);
+    CHECK(zc_config_validate(&c, 0, &err) == ZC_EINVAL);
+    CHECK(strstr(err.msg, "world size must be >= 1, got 0") != NULL);
+
+    /* ranges are checked again for hand-filled structs, without an origin */
+    zc_config_defaults(&c);
+    c.stage = 7;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK(strcmp(err.msg, "zero_optimization.stage: expected an integer 0..3, got 7") == 0);
+    zc_config_defaults(&c);
+    c.lr = -0.5;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK(strcmp(err.msg, "optimizer.params.lr must be >= 0, got -0.5") == 0);
+    zc_config_defaults(&c);
+    c.lr = NAN;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK(strstr(err.msg, "optimizer.params.lr") && strstr(err.msg, "finite"));
+    zc_config_defaults(&c);
+    c.eps = 0;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL && strstr(err.msg, "optimizer.params.eps"));
+    zc_config_defaults(&c);
+    c.beta2 = 1.0;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK(strstr(err.msg, "optimizer.params.betas[1]") && strstr(err.msg, "got 1"));
+    zc_config_defaults(&c);
+    c.micro_batch = 0;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK(strstr(err.msg, "train_micro_batch_size_per_gpu must be >= 1, got 0") != NULL);
+    zc_config_defaults(&c);
+    c.train_batch_size = -4;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL && strstr(err.msg, "train_batch_size"));
+    zc_config_defaults(&c);
+    c.comm_timeout_s = INFINITY;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL && strstr(err.msg, "comm_timeout_s"));
+    zc_config_defaults(&c);
+    c.optim = (zc_optim_type)9;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL && strstr(err.msg, "optimizer.type"));
+    CHECK(strcmp(zc_optim_name((zc_optim_type)9), "unknown") == 0);
+    zc_config_defaults(&c);
+    c.prefetch_bucket_size = -1;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK(strstr(err.msg, "zero_optimization.stage3_prefetch_bucket_size") != NULL);
+
+    /* AdamW always decouples weight decay: adam_w_mode false contradicts it */
+    zc_config_defaults(&c);
+    c.adam_w_mode = false;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK(strstr(err.msg, "adam_w_mode") && strstr(err.msg, "AdamW"));
+    c.optim = ZC_OPTIM_ADAM;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_OK);
+}
+
+static void test_resolve_batch(void)
+{
+    zc_config c, before;
+    zc_err err = {0};
+
+    /* train_batch_size only: micro = train / world, accumulation stays 1 (DeepSpeed) */
+    CHECK(load(&c, "{\"train_batch_size\": 64}", &err) == ZC_OK);
+    CHECK(!c.micro_batch_set);
+    CHECK(zc_config_validate(&c, 4, &err) == ZC_EINVAL); /* 64 != 1 x 1 x 4 before resolving */
+    CHECK(zc_config_resolve_batch(&c, 4, &err) == ZC_OK);
+    CHECK(c.micro_batch == 16 && c.grad_accum == 1 && c.train_batch_size == 64);
+    CHECK(zc_config_validate(&c, 4, &err) == ZC_OK);
+    CHECK(zc_config_resolve_batch(&c, 4, &err) == ZC_OK && c.micro_batch == 16); /* idempotent */
+
+    /* train + accumulation: micro = train / (accum x world) */
+    CHECK(load(&c, "{\"train_batch_size\": 64, \"gradient_accumulation_steps\": 2}", &err) ==
+          ZC_OK);
+    CHECK(zc_config_resolve_batch(&c, 4, &err) == ZC_OK);
+    CHECK(c.micro_batch == 8 && c.grad_accum == 2);
+
+    /* train + micro: accumulation = train / (micro x world) */
+    CHECK(load(&c, "{\"train_batch_size\": 64, \"train_micro_batch_size_per_gpu\": 4}", &err) ==
+          ZC_OK);
+    CHECK(zc_config_resolve_batch(&c, 4, &err) == ZC_OK);
+    CHECK(c.micro_batch == 4 && c.grad_accum == 4);
+
+    /* micro set by a flag counts as given */
+    CHECK(load(&c, "{\"train_batch_size\": 64}", &err) == ZC_OK);
+    EXPECT_SET_OK(&c, "train_micro_batch_size_per_gpu", "2");
+    CHECK(zc_config_resolve_batch(&c, 2, &err) == ZC_OK);
+    CHECK(c.micro_batch == 2 && c.grad_accum == 16);
+
+    /* all three given and inconsistent: the cross-check message */
+    CHECK(load(&c,
+               "{\"train_batch_size\": 64, \"train_micro_batch_size_per_gpu\": 4,"
+               " \"gradient_accumulation_steps\": 1}",
+               &err) == ZC_OK);
+    before = c;
+    CHECK(zc_config_resolve_batch(&c, 2, &err) == ZC_EINVAL);
+    CHECK(strstr(err.msg, "train_batch_size 64 != train_micro_batch_size_per_gpu 4") != NULL);
+    CHECK(memcmp(&c, &before, sizeof c) == 0);
+
+    /* not divisible: refused, cfg unchanged */
+    CHECK(load(&c, "{\"train_batch_size\": 10}", &err) == ZC_OK);
+    before = c;
+    CHECK(zc_config_resolve_batch(&c, 4, &err) == ZC_EINVAL);
+    CHECK(strstr(err.msg, "train_micro_batch_size_per_gpu") && strstr(err.msg, "10") &&
+          strstr(err.msg, "world size 4"));
+    CHECK(memcmp(&c, &before, sizeof c) == 0);
+    CHECK(load(&c, "{\"train_batch_size\": 10, \"train_micro_batch_size_per_gpu\": 4}", &err) ==
+          ZC_OK);
+    CHECK(zc_config_resolve_batch(&c, 1, &err) == ZC_EINVAL);
+    CHECK(strstr(err.msg, "gradient_accumulation_steps") != NULL);
+
+    /* train_batch_size 0: becomes micro x accum x world */
+    zc_config_defaults(&c);
+    c.micro_batch = 3;
+    c.grad_accum = 2;
+    CHECK(zc_config_resolve_batch(&c, 5, &err) == ZC_OK);
+    CHECK(c.train_batch_size == 30 && c.micro_batch == 3 && c.grad_accum == 2);
+
+    /* bad input */
+    zc_config_defaults(&c);
+    CHECK(zc_config_resolve_batch(&c, 0, &err) == ZC_EINVAL && strstr(err.msg, "world size"));
+    c.micro_batch = -1;
+    CHECK(zc_config_resolve_batch(&c, 1, &err) == ZC_EINVAL &&
+          strstr(err.msg, "train_micro_batch_size_per_gpu"));
+    zc_config_defaults(&c);
+    c.micro_batch = INT_MAX;
+    c.grad_accum = INT_MAX;
+    CHECK(zc_config_resolve_batch(&c, INT_MAX, &err) == ZC_EINVAL);
+    CHECK(strstr(err.msg, "does not fit") != NULL);
+}
+
+static void test_to_json(void)
+{
+    zc_config c;
+    zc_err err = {0};
+    char *json;
+
+    zc_config_defaults(&c);
+    CHECK_ROUND_TRIP(&c);
+    json = zc_config_to_json(&c);
+    CHECK(json && strstr(json, "\"train_batch_size\"") == NULL); /* 0: not derived yet */
+    CHECK(json && strstr(json, "\"AdamW\"") && strstr(json, "\"zero_optimization\"") &&
+          strstr(json, "\"overlap_comm\":\ttrue") &&
+          strstr(json, "\"reduce_bucket_size\":\t500000000") &&
+          strstr(json, "\"comm_timeout_s\":\t600,"));
+    free(json);
+
+    CHECK(load(&c, FULL, &err) == ZC_OK);
+    json = zc_config_to_json(&c);
+    CHECK(json && strstr(json, "\"train_batch_size\":\t32") &&
+          strstr(json, "\"seed\":\t18446744073709551615") && strstr(json, "\"lr\":\t0.0003"));
+    free(json);
+    CHECK_ROUND_TRIP(&c);
+
+    /* doubles that print badly at 15 digits, and odd corners */
+    zc_config_defaults(&c);
+    c.lr = 0.1 + 0.2;
+    c.beta1 = 1.0 / 3.0;
+    c.beta2 = 0.9999999999999999;
+    c.eps = 5e-324;
+    c.weight_decay = 1e300;
+    c.grad_clip = 0.7;
+    c.comm_timeout_s = 1e-9;
+    c.seed = 9007199254740993ull;
+    c.stage = 2;
+    c.optim = ZC_OPTIM_SGD;
+    c.momentum = 0.99;
+    c.reduce_bucket_size = INT64_MAX;
+    c.prefetch_bucket_size = 0;
+    c.max_live_parameters = 123456789012345;
+    c.train_batch_size = 8;
+    c.micro_batch = 2;
+    c.grad_accum = 4;
+    c.steps_per_print = INT_MAX;
+    CHECK_ROUND_TRIP(&c);
+    c.optim = ZC_OPTIM_ADAM;
+    c.adam_w_mode = false;
+    CHECK_ROUND_TRIP(&c);
+
+    /* after resolve_batch the derived global batch is printed */
+    CHECK(load(&c, "{\"train_micro_batch_size_per_gpu\": 4}", &err) == ZC_OK);
+    CHECK(zc_config_resolve_batch(&c, 8, &err) == ZC_OK);
+    json = zc_config_to_json(&c);
+    CHECK(json && strstr(json, "\"train_batch_size\":\t32"));
+    free(json);
+    CHECK_ROUND_TRIP(&c);
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/zeroc_test_config_XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 2;
+    }
+
+    test_defaults();
+    test_full_config_file();
+    test_file_errors();
+    test_load_errors();
+    test_set();
+    test_validate();
+    test_resolve_batch();
+    test_to_json();
+
+    static const char *const files[] = {"ds_config.json", "bad.json", "empty.json", "nul.json",
+                                        "list.json"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/%s", tmpdir, files[i]);
+        unlink(path);
+    }
+    rmdir(tmpdir);
+
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}
