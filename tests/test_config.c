@@ -378,8 +378,20 @@ static void test_load_errors(void)
                     NULL);
     EXPECT_LOAD_ERR("{\"bf16\": {\"enabled\": true}}", "not supported yet: bf16", NULL, NULL);
     EXPECT_LOAD_ERR("{\"scheduler\": {}}", "not supported yet: scheduler", NULL, NULL);
-    EXPECT_LOAD_ERR("{\"wall_clock_breakdown\": false}", "not supported yet: wall_clock_breakdown",
-                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"wall_clock_breakdown\": true}", "wall_clock_breakdown", "true", NULL);
+    {
+        zc_config c2;
+        zc_config_defaults(&c2);
+        zc_err e2 = {0};
+        /* keys set to what zeroc does anyway are accepted */
+        CHECK_MSG(zc_config_load_string(&c2,
+                                        "{\"wall_clock_breakdown\": false, \"zero_optimization\": "
+                                        "{\"allgather_partitions\": true, \"reduce_scatter\": true}}",
+                                        "ds.json", &e2) == ZC_OK, e2.msg);
+        CHECK_MSG(zc_config_load_string(&c2, "{\"zero_optimization\": {\"reduce_scatter\": false}}",
+                                        "ds.json", &e2) == ZC_EINVAL &&
+                      strstr(e2.msg, "zero_optimization.reduce_scatter"), e2.msg);
+    }
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"device\": \"cpu\"}}}",
                     "not supported yet: zero_optimization.offload_optimizer", NULL, NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"allgather_bucket_size\": 5e8}}",

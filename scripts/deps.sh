@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# deps.sh — installs the Debian packages zeroc needs to build, run and test, when missing.
+# Sourced or run by scripts/demo.sh and scripts/test.sh; safe to run again (installs nothing
+# that is already there).
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libopenblas-dev libcjson-dev
+      python3)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "zeroc: installing ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

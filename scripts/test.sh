@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# test.sh — the test suite, exactly as CI runs it: installs what is missing, builds with
+# warnings as errors and runs every test, then builds again with AddressSanitizer +
+# UndefinedBehaviorSanitizer and runs the suite once more.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/deps.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+jobs=$(nproc)
+
+echo "== build (warnings are errors) and test"
+"$root/scripts/build.sh" "$root/build" -DZEROC_WERROR=ON
+(cd "$root/build" && ctest --output-on-failure -j "$jobs")
+
+echo "== build with AddressSanitizer + UndefinedBehaviorSanitizer and test"
+"$root/scripts/build.sh" "$root/build-asan" -DZEROC_WERROR=ON -DZEROC_SANITIZE=ON
+# fast_unwind_on_malloc=0: full stacks, so the MPI runtime's own leaks match tests/lsan.supp.
+export ASAN_OPTIONS=fast_unwind_on_malloc=0:detect_leaks=1
+export LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:fast_unwind_on_malloc=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd "$root/build-asan" && ctest --output-on-failure -j "$jobs")
