@@ -9,7 +9,9 @@ static void usage(void)
 {
     printf("usage: zeroc <command> [flags]\n\n"
            "commands:\n"
-           "  train    train a model with ZeRO stage 0-3 (zeroc train --help)\n\n"
+           "  train    train a model with ZeRO stage 0-3 (zeroc train --help)\n"
+           "  prepare  turn text files into byte-level llm.c token files (zeroc prepare --help)\n"
+           "  sample   generate text from an llm.c GPT-2 checkpoint (zeroc sample --help)\n\n"
            "Run on N ranks with: mpirun -np N zeroc train ...\n");
 }
 
@@ -43,6 +45,10 @@ int main(int argc, char **argv)
     int rc;
     if (!strcmp(argv[1], "train")) {
         rc = cmd_train(comm, argc, argv);
+    } else if (!strcmp(argv[1], "prepare")) {
+        rc = cmd_prepare(comm, argc, argv);
+    } else if (!strcmp(argv[1], "sample")) {
+        rc = cmd_sample(comm, argc, argv);
     } else {
         if (zc_comm_rank(comm) == 0)
             fprintf(stderr, "zeroc: error: unknown command '%s' (try: zeroc --help)\n", argv[1]);

@@ -13,6 +13,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/train_model.h"
+#include "cli/train_opts.h"
 #include "cli/train_report.h"
 #include "zeroc/comm.h"
 #include "zeroc/config.h"
@@ -66,32 +67,71 @@ static rank_memory my_memory(const zc_mem *mem)
 
 static double comm_total(const zc_comm_counters *c, zc_comm_op op) { return (double)c->bytes[op]; }
 
-typedef struct {
-    const char *model, *config, *report, *save_weights;
-    int steps, hidden, layers;
-    bool help;
-} train_opts;
+
+/* Learning rate of optimizer step s (0-based): linear warmup over `warmup` steps, then constant
+ * or a cosine decay to 10% of the peak at the last step. */
+static double lr_at(const train_opts *o, double peak, int s)
+{
+    if (s < o->warmup)
+        return peak * (double)(s + 1) / (double)o->warmup;
+    if (!strcmp(o->lr_schedule, "constant") || o->steps <= o->warmup + 1)
+        return peak;
+    double t = (double)(s - o->warmup) / (double)(o->steps - o->warmup - 1);
+    return peak * (0.1 + 0.9 * 0.5 * (1.0 + cos(3.141592653589793 * t)));
+}
 
 int cmd_train(zc_comm *comm, int argc, char **argv)
 {
     const int rank = zc_comm_rank(comm), nranks = zc_comm_size(comm);
-    train_opts o = {.model = "mlp", .steps = 10, .hidden = 2048, .layers = 12};
+    train_opts o = {.model = "mlp", .steps = 10, .hidden = 2048, .channels = 128,
+                    .heads = 4, .seq_len = 128, .vocab = 256, .lr_schedule = "constant",
+                    .val_batches = 8, .sample_length = 128};
     arg_spec specs[] = {
-        {"--model", ARG_STR, &o.model, NULL, "model to train: mlp", NULL},
+        {"--model", ARG_STR, &o.model, NULL, "model to train: mlp (default) or gpt2", NULL},
         {"--config", ARG_STR, &o.config, NULL, "DeepSpeed-style JSON config file", NULL},
         {"--steps", ARG_INT, &o.steps, NULL, "optimizer steps to run (default 10)", NULL},
-        {"--hidden", ARG_INT, &o.hidden, NULL, "mlp: hidden size (default 2048)", NULL},
-        {"--layers", ARG_INT, &o.layers, NULL, "mlp: number of Linear+ReLU layers (default 12)", NULL},
         {"--report", ARG_STR, &o.report, NULL, "write the run's JSON report here (rank 0)", NULL},
         {"--save-weights", ARG_STR, &o.save_weights, NULL,
          "write the final weights as safetensors (fp32)", NULL},
+        {"--hidden", ARG_INT, &o.hidden, NULL, "mlp: hidden size (default 2048)", NULL},
+        {"--layers", ARG_INT, &o.layers, NULL,
+         "mlp: Linear+ReLU layers (default 12); gpt2: blocks (default 4)", NULL},
+        {"--channels", ARG_INT, &o.channels, NULL, "gpt2: channels C (default 128)", NULL},
+        {"--heads", ARG_INT, &o.heads, NULL, "gpt2: attention heads (default 4)", NULL},
+        {"--seq-len", ARG_INT, &o.seq_len, NULL, "gpt2: tokens per sequence T (default 128)",
+         NULL},
+        {"--max-seq-len", ARG_INT, &o.max_seq_len, NULL,
+         "gpt2: position embeddings (default: --seq-len)", NULL},
+        {"--vocab", ARG_INT, &o.vocab, NULL, "gpt2: vocabulary (default 256, byte-level)", NULL},
+        {"--init", ARG_STR, &o.init, NULL, "gpt2: start from an llm.c checkpoint (sets the shape)",
+         NULL},
+        {"--data", ARG_STR, &o.data, NULL, "gpt2: llm.c token file to train on", NULL},
+        {"--val-data", ARG_STR, &o.val_data, NULL, "gpt2: llm.c token file for validation", NULL},
+        {"--val-every", ARG_INT, &o.val_every, NULL, "gpt2: validate every K steps (and at the end)",
+         NULL},
+        {"--val-batches", ARG_INT, &o.val_batches, NULL,
+         "gpt2: micro-batches per rank in a validation (default 8)", NULL},
+        {"--activation-checkpointing", ARG_BOOL, &o.activation_checkpointing, NULL,
+         "gpt2: keep only block inputs, recompute blocks in backward", NULL},
+        {"--sample-every", ARG_INT, &o.sample_every, NULL,
+         "gpt2: print a generated sample every K steps (and at the end)", NULL},
+        {"--sample-length", ARG_INT, &o.sample_length, NULL, "gpt2: tokens per sample (default 128)",
+         NULL},
+        {"--save-final", ARG_STR, &o.save_final, NULL,
+         "gpt2: write the final weights as an llm.c checkpoint (fp32)", NULL},
+        {"--warmup", ARG_INT, &o.warmup, NULL, "linear learning-rate warmup steps (default 0)",
+         NULL},
+        {"--lr-schedule", ARG_STR, &o.lr_schedule, NULL,
+         "constant (default) or cosine (to 10% of --lr at the last step)", NULL},
         {"--stage", ARG_CONFIG, NULL, "zero_optimization.stage", "ZeRO stage 0-3", NULL},
         {"--micro-batch", ARG_CONFIG, NULL, "train_micro_batch_size_per_gpu",
-         "samples per rank per micro-step (mlp default 32)", NULL},
+         "samples per rank per micro-step (mlp default 32, gpt2 default 4)", NULL},
         {"--grad-accum", ARG_CONFIG, NULL, "gradient_accumulation_steps",
          "micro-steps per optimizer step", NULL},
-        {"--lr", ARG_CONFIG, NULL, "optimizer.params.lr", "learning rate", NULL},
+        {"--lr", ARG_CONFIG, NULL, "optimizer.params.lr", "peak learning rate", NULL},
         {"--optimizer", ARG_CONFIG, NULL, "optimizer.type", "AdamW, Adam or SGD", NULL},
+        {"--weight-decay", ARG_CONFIG, NULL, "optimizer.params.weight_decay", "weight decay",
+         NULL},
         {"--clip", ARG_CONFIG, NULL, "gradient_clipping", "max global gradient norm, 0 = off",
          NULL},
         {"--seed", ARG_CONFIG, NULL, "seed", "seed of initial weights and data", NULL},
@@ -113,12 +153,21 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         st = zc_config_load_file(&cfg, o.config, &err);
     if (!st)
         st = args_apply_config(specs, nspecs, &cfg, &err);
-    if (!st && !cfg.micro_batch_set && cfg.train_batch_size == 0)
-        cfg.micro_batch = 32; /* the MLP experiment's batch, unless the config or a flag says */
+    if (!st && !cfg.micro_batch_set && cfg.train_batch_size == 0) /* unless config or flag say */
+        cfg.micro_batch = !strcmp(o.model, "gpt2") ? 4 : 32; /* MLP: the experiment's batch */
     if (!st)
         st = zc_config_resolve_batch(&cfg, nranks, &err);
     if (!st && o.steps < 1)
         st = zc_err_set(&err, ZC_EINVAL, "--steps must be >= 1, got %d", o.steps);
+    if (!st && o.warmup < 0)
+        st = zc_err_set(&err, ZC_EINVAL, "--warmup must be >= 0, got %d", o.warmup);
+    if (!st && strcmp(o.lr_schedule, "constant") && strcmp(o.lr_schedule, "cosine"))
+        st = zc_err_set(&err, ZC_EINVAL, "--lr-schedule: expected constant or cosine, got '%s'",
+                        o.lr_schedule);
+    if (!st && (o.val_every < 0 || o.sample_every < 0 || o.val_batches < 1 ||
+                o.sample_length < 1))
+        st = zc_err_set(&err, ZC_EINVAL, "--val-every and --sample-every must be >= 0, "
+                        "--val-batches and --sample-length >= 1");
     if (st)
         return cli_fail(comm, &err, true);
     if (rank == 0)
@@ -129,14 +178,17 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     train_model model = {0};
     st = zc_engine_create(&e, &cfg, comm, mem, &err);
     if (!st)
-        st = train_model_create(&model, o.model, e, mem, &cfg, o.hidden, o.layers, &err);
+        st = train_model_create(&model, &o, e, mem, comm, &cfg, &err);
     if (!st)
         st = zc_engine_finalize(e, &err);
+    if (!st && model.load)
+        st = model.load(&model, &err);
     if (st)
         return cli_fail(comm, &err, st == ZC_EINVAL);
 
     train_report rep = {.model = o.model, .world_size = nranks, .stage = cfg.stage,
                         .steps = o.steps};
+    rep.tokens_per_step = model.tokens_per_micro_step * nranks * cfg.grad_accum;
     rep.params = (int64_t)zc_engine_total_numel(e);
     rep.params_padded = (int64_t)zc_engine_total_padded(e);
     zc_state_bytes s0 = zc_engine_state_bytes_for_stage(e, 0);
@@ -151,13 +203,17 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     double *loss = calloc((size_t)o.steps, sizeof(double));
     double *gnorm = calloc((size_t)o.steps, sizeof(double));
     double *ms = calloc((size_t)o.steps, sizeof(double));
-    zc_comm_counters after_first = {0};
+    /* Bytes per op of each step (not of validation or sampling), summed over steps ≥ 2 (or the
+     * only step): the report's per-step average. */
+    zc_comm_counters prev = *zc_comm_get_counters(comm);
+    double step_sum[ZC_COMM_NOPS] = {0};
     for (int s = 0; s < o.steps && !st; s++) {
         double t0 = now_ms(), local = 0.0;
         zc_step_info info = {0};
+        zc_engine_set_lr(e, lr_at(&o, cfg.lr, s));
         for (int k = 0; k < cfg.grad_accum && !st; k++) {
             double l = 0.0;
-            st = model.micro_step(&model, s, k, rank, nranks, cfg.micro_batch, &l, &err);
+            st = model.micro_step(&model, s, k, &l, &err);
             local += l;
             if (!st)
                 st = zc_engine_step(e, &info, &err);
@@ -170,32 +226,50 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         loss[s] = sum / ((double)nranks * cfg.grad_accum);
         gnorm[s] = info.grad_norm;
         ms[s] = now_ms() - t0;
-        if (s == 0)
-            after_first = *zc_comm_get_counters(comm);
-        if (rank == 0 && (s % cfg.steps_per_print == 0 || s == o.steps - 1 || s < 3)) {
+        bool last = s == o.steps - 1;
+        const zc_comm_counters *c = zc_comm_get_counters(comm);
+        double comm_b = 0; /* this step's data bytes */
+        for (int op = 0; op < ZC_COMM_NOPS; op++) {
+            double d = comm_total(c, op) - comm_total(&prev, op);
+            if (s > 0 || o.steps == 1)
+                step_sum[op] += d;
+            if (op != ZC_COMM_CONTROL && op != ZC_COMM_BROADCAST)
+                comm_b += d;
+        }
+        double val = NAN;
+        if (model.validate && o.val_data && ((o.val_every && (s + 1) % o.val_every == 0) || last))
+            if ((st = model.validate(&model, &val, &err)))
+                break;
+        if (rank == 0 && (s % cfg.steps_per_print == 0 || last || s < 3 || !isnan(val))) {
             int64_t states = zc_mem_get(mem, ZC_MEM_PARAMS).current +
                              zc_mem_get(mem, ZC_MEM_GRADS).current +
                              zc_mem_get(mem, ZC_MEM_OPTIMIZER).current;
-            const zc_comm_counters *c = zc_comm_get_counters(comm);
-            double comm_b = comm_total(c, ZC_COMM_REDUCE_SCATTER) +
-                            comm_total(c, ZC_COMM_ALL_GATHER) + comm_total(c, ZC_COMM_ALL_REDUCE);
-            printf("step %5d/%d | loss %.6f | gnorm %.4f | lr %.2e | %8.1f ms | states %.1f MiB/rank "
-                   "| comm %.1f MiB total\n",
-                   s + 1, o.steps, loss[s], gnorm[s], info.lr, ms[s], mib(states), mib((int64_t)comm_b));
+            char extra[96] = "";
+            if (rep.tokens_per_step > 0)
+                snprintf(extra, sizeof extra, " | %7.0f tok/s", rep.tokens_per_step / (ms[s] / 1e3));
+            if (!isnan(val))
+                snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " | val %.4f", val);
+            printf("step %5d/%d | loss %.6f | gnorm %.4f | lr %.2e | %8.1f ms%s | states %.1f "
+                   "MiB/rank | comm %.1f MiB\n",
+                   s + 1, o.steps, loss[s], gnorm[s], info.lr, ms[s], extra, mib(states),
+                   mib((int64_t)comm_b));
             fflush(stdout);
         }
+        if (model.sample && ((o.sample_every && (s + 1) % o.sample_every == 0) ||
+                             (last && o.sample_every)))
+            if ((st = model.sample(&model, s + 1, &err)))
+                break;
+        prev = *zc_comm_get_counters(comm); /* validation and sampling are not the step's */
     }
     if (st) {
         free(loss), free(gnorm), free(ms);
         return cli_fail(comm, &err, st == ZC_ELOCKSTEP || st == ZC_ESTATE);
     }
-    const zc_comm_counters end = *zc_comm_get_counters(comm);
-    const zc_comm_counters *base = o.steps > 1 ? &after_first : &(zc_comm_counters){0};
     double per = o.steps > 1 ? (double)(o.steps - 1) : 1.0;
-    rep.rs_bytes = (comm_total(&end, ZC_COMM_REDUCE_SCATTER) - comm_total(base, ZC_COMM_REDUCE_SCATTER)) / per;
-    rep.ag_bytes = (comm_total(&end, ZC_COMM_ALL_GATHER) - comm_total(base, ZC_COMM_ALL_GATHER)) / per;
-    rep.ar_bytes = (comm_total(&end, ZC_COMM_ALL_REDUCE) - comm_total(base, ZC_COMM_ALL_REDUCE)) / per;
-    rep.control_bytes = (comm_total(&end, ZC_COMM_CONTROL) - comm_total(base, ZC_COMM_CONTROL)) / per;
+    rep.rs_bytes = step_sum[ZC_COMM_REDUCE_SCATTER] / per;
+    rep.ag_bytes = step_sum[ZC_COMM_ALL_GATHER] / per;
+    rep.ar_bytes = step_sum[ZC_COMM_ALL_REDUCE] / per;
+    rep.control_bytes = step_sum[ZC_COMM_CONTROL] / per;
     rep.loss = loss;
     rep.grad_norm = gnorm;
     rep.step_ms = ms;
@@ -203,6 +277,13 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     st = zc_engine_weights_sha256(e, rep.final_sha, &err);
     if (!st && o.save_weights)
         st = zc_safetensors_save(e, o.save_weights, &err);
+    if (!st && o.save_final) {
+        if (model.save_final)
+            st = model.save_final(&model, o.save_final, &err);
+        else
+            st = zc_err_set(&err, ZC_EINVAL, "--save-final: model '%s' has no own file format "
+                            "(use --save-weights)", o.model);
+    }
     rank_memory mine = my_memory(mem), *all = calloc((size_t)nranks, sizeof *all);
     if (!st)
         st = zc_comm_control_gather(comm, &mine, all, sizeof mine, "memory report", &err);

@@ -1,23 +1,34 @@
-/* train_model.c — the model adaptors of `zeroc train` (train_model.h). The MLP's samples of
- * micro-step k on rank r are the global samples (k·N + r)·B … (k·N + r + 1)·B − 1 of the step,
- * so the global batch of a step does not depend on N. */
+/* train_model.c — picks the model adaptor of `zeroc train`, and the MLP's adaptor. The MLP's
+ * samples of micro-step k on rank r are the global samples (k·N + r)·B … (k·N + r + 1)·B − 1 of
+ * the step, so the global batch of a step does not depend on N. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/train_model.h"
 #include "models/mlp/mlp.h"
 
+zc_status train_model_create(train_model *m, const train_opts *o, zc_engine *e, zc_mem *mem,
+                             zc_comm *comm, const zc_config *cfg, zc_err *err)
+{
+    memset(m, 0, sizeof *m);
+    if (!strcmp(o->model, "mlp"))
+        return train_model_mlp(m, o, e, mem, comm, cfg, err);
+    if (!strcmp(o->model, "gpt2"))
+        return train_model_gpt2(m, o, e, mem, comm, cfg, err);
+    return zc_err_set(err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)", o->model);
+}
+
 typedef struct {
     zc_mlp *mlp;
     float *x, *y;
     uint64_t seed;
+    int rank, nranks, batch;
 } mlp_state;
 
-static zc_status mlp_micro_step(train_model *m, int64_t s, int k, int rank, int nranks, int batch,
-                                double *loss, zc_err *err)
+static zc_status mlp_micro_step(train_model *m, int64_t s, int k, double *loss, zc_err *err)
 {
     mlp_state *st = m->state;
-    int64_t first = ((int64_t)k * nranks + rank) * batch;
+    int64_t first = ((int64_t)k * st->nranks + st->rank) * st->batch;
     zc_mlp_batch(st->mlp, st->seed, s, first, st->x, st->y);
     return zc_mlp_forward_backward(st->mlp, st->x, st->y, loss, err);
 }
@@ -34,27 +45,29 @@ static void mlp_destroy(train_model *m)
     m->state = NULL;
 }
 
-zc_status train_model_create(train_model *m, const char *name, zc_engine *e, zc_mem *mem,
-                             const zc_config *cfg, int hidden, int layers, zc_err *err)
+zc_status train_model_mlp(train_model *m, const train_opts *o, zc_engine *e, zc_mem *mem,
+                          zc_comm *comm, const zc_config *cfg, zc_err *err)
 {
-    if (strcmp(name, "mlp") != 0)
-        return zc_err_set(err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp)", name);
     mlp_state *st = calloc(1, sizeof *st);
     if (!st)
         return zc_err_set(err, ZC_ENOMEM, "out of memory");
-    zc_mlp_config mc = {.hidden = hidden, .layers = layers, .batch = cfg->micro_batch};
+    m->state = st;
+    m->micro_step = mlp_micro_step;
+    m->destroy = mlp_destroy;
+    st->seed = cfg->seed;
+    st->rank = zc_comm_rank(comm);
+    st->nranks = zc_comm_size(comm);
+    st->batch = cfg->micro_batch;
+    zc_mlp_config mc = {.hidden = o->hidden, .layers = o->layers ? o->layers : 12,
+                        .batch = cfg->micro_batch};
     zc_status rc = zc_mlp_create(&st->mlp, e, mem, &mc, err);
-    size_t n = (size_t)hidden * (size_t)cfg->micro_batch;
+    size_t n = (size_t)o->hidden * (size_t)cfg->micro_batch;
     if (!rc) {
         st->x = malloc(n * sizeof(float));
         st->y = malloc(n * sizeof(float));
         if (!st->x || !st->y)
             rc = zc_err_set(err, ZC_ENOMEM, "out of memory for a batch of %zu floats", n);
     }
-    st->seed = cfg->seed;
-    m->state = st;
-    m->micro_step = mlp_micro_step;
-    m->destroy = mlp_destroy;
     if (rc)
         mlp_destroy(m);
     return rc;

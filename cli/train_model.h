@@ -8,17 +8,33 @@
 #include "zeroc/config.h"
 #include "zeroc/engine.h"
 #include "zeroc/mem.h"
+#include "cli/train_opts.h"
 
 typedef struct train_model train_model;
 struct train_model {
     void *state;
+    double tokens_per_micro_step; /* per rank; 0 for models without tokens */
+    /* After zc_engine_finalize: load initial weights (e.g. --init); may be NULL. */
+    zc_status (*load)(train_model *m, zc_err *err);
     /* Forward + backward of micro-step k of optimizer step s on this rank; *loss = its mean. */
-    zc_status (*micro_step)(train_model *m, int64_t s, int k, int rank, int nranks, int batch,
-                            double *loss, zc_err *err);
+    zc_status (*micro_step)(train_model *m, int64_t s, int k, double *loss, zc_err *err);
+    /* Collective, may be NULL: mean validation loss over all ranks. */
+    zc_status (*validate)(train_model *m, double *loss, zc_err *err);
+    /* Collective, may be NULL: generate a short sample; rank 0 prints it. */
+    zc_status (*sample)(train_model *m, int64_t step, zc_err *err);
+    /* Collective, may be NULL: write the final weights in the model's own format. */
+    zc_status (*save_final)(train_model *m, const char *path, zc_err *err);
     void (*destroy)(train_model *m);
 };
 
-zc_status train_model_create(train_model *m, const char *name, zc_engine *e, zc_mem *mem,
-                             const zc_config *cfg, int hidden, int layers, zc_err *err);
+/* Registers the model named by o->model with the engine (before zc_engine_finalize). */
+zc_status train_model_create(train_model *m, const train_opts *o, zc_engine *e, zc_mem *mem,
+                             zc_comm *comm, const zc_config *cfg, zc_err *err);
+
+/* The adaptors. */
+zc_status train_model_mlp(train_model *m, const train_opts *o, zc_engine *e, zc_mem *mem,
+                          zc_comm *comm, const zc_config *cfg, zc_err *err);
+zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc_mem *mem,
+                           zc_comm *comm, const zc_config *cfg, zc_err *err);
 
 #endif

@@ -135,6 +135,14 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err);
 void zc_engine_set_lr(zc_engine *e, double lr);
 int64_t zc_engine_steps_done(const zc_engine *e);
 
+/* Loading values (e.g. from a checkpoint), after finalize: the elements of `param` this rank
+ * stores are [*first, *first + *n) (all of them in stages 0–2, the part inside this rank's shard
+ * in stage 3); zc_engine_set_param_values writes elements [first, first + n) of the parameter,
+ * which must lie within that range. Not collective: every rank loads what it stores. */
+void zc_engine_param_owned(const zc_engine *e, int param, size_t *first, size_t *n);
+void zc_engine_set_param_values(zc_engine *e, int param, size_t first, size_t n,
+                                const float *src);
+
 /* Collective: the unit's full parameters (padded numel floats) into dst on every rank. */
 zc_status zc_engine_gather_unit(zc_engine *e, int unit, float *dst, zc_err *err);
 /* Collective: SHA-256 of the full fp32 weights (unpadded, units in registration order,

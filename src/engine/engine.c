@@ -713,7 +713,37 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     return st;
 }
 
-/* ---------- export ---------- */
+/* ---------- import and export ---------- */
+
+void zc_engine_param_owned(const zc_engine *e, int param, size_t *first, size_t *n)
+{
+    ZC_ASSERT(e->finalized && param >= 0 && param < e->nparams);
+    const zc_param_info *p = &e->params[param].info;
+    if (e->stage <= 2) {
+        *first = 0;
+        *n = p->numel;
+        return;
+    }
+    size_t S = e->units[p->unit].info.shard, lo = (size_t)e->rank * S, hi = lo + S;
+    size_t a = p->offset > lo ? p->offset : lo, b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
+    *first = a < b ? a - p->offset : 0;
+    *n = a < b ? b - a : 0;
+}
+
+void zc_engine_set_param_values(zc_engine *e, int param, size_t first, size_t n,
+                                const float *src)
+{
+    size_t of, on;
+    zc_engine_param_owned(e, param, &of, &on);
+    ZC_ASSERT(first >= of && first + n <= of + on);
+    const zc_param_info *p = &e->params[param].info;
+    unit_t *u = &e->units[p->unit];
+    if (e->stage <= 2)
+        memcpy(u->full + p->offset + first, src, n * sizeof(float));
+    else
+        memcpy(u->shard_p + (p->offset + first - (size_t)e->rank * u->info.shard), src,
+               n * sizeof(float));
+}
 
 zc_status zc_engine_gather_unit(zc_engine *e, int i, float *dst, zc_err *err)
 {

@@ -1,0 +1,21 @@
+/* byte_text.h — the byte-level "tokenizer" of zeroc's own data (vocabulary 256: a token is a
+ * byte), and how token sequences are shown: as text when the vocabulary is byte-level, as
+ * token ids otherwise (zeroc ships no BPE tokenizer; GPT-2 BPE token files still train). */
+#ifndef ZEROC_CLI_BYTE_TEXT_H
+#define ZEROC_CLI_BYTE_TEXT_H
+
+#include <stdio.h>
+
+#include "zeroc/status.h"
+
+#define BYTE_VOCAB 256
+
+/* Writes tokens to f: bytes (control characters other than \n and \t shown as '.') when
+ * vocab == 256, else space-separated ids. */
+void byte_text_print(FILE *f, const int *tok, int n, int vocab);
+
+/* Parses a prompt into tokens: its bytes when vocab == 256, else comma-separated ids < vocab.
+ * *out is malloc'd. */
+zc_status byte_text_parse_prompt(const char *prompt, int vocab, int **out, int *n, zc_err *err);
+
+#endif

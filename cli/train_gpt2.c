@@ -1,0 +1,180 @@
+/* train_gpt2.c — the GPT-2 adaptor of `zeroc train`: shape from flags or an llm.c checkpoint,
+ * data from llm.c token files, validation, samples, and the llm.c export.
+ *
+ * Data order follows llm.c's loader so runs compare with other implementations: global
+ * micro-step g (= step·accumulation + k) on rank r of N takes the B·T + 1 tokens starting at
+ * (g·N + r)·B·T, wrapping at the end of the file; inputs are the first B·T, targets the same
+ * shifted by one. The global batch of a step therefore does not depend on N. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/byte_text.h"
+#include "cli/train_model.h"
+#include "models/gpt2/gpt2.h"
+#include "models/gpt2/gpt2_sample.h"
+#include "models/gpt2/llmc_files.h"
+
+typedef struct {
+    zc_gpt2 *gpt;
+    zc_comm *comm;
+    train_opts o;
+    llmc_tokens train, val;
+    bool train_open, val_open;
+    int *window; /* B·T + 1 tokens */
+    int rank, nranks, B, T, accum, vocab;
+    uint64_t seed;
+} gpt2_state;
+
+static zc_status read_window(gpt2_state *st, const llmc_tokens *t, uint64_t index, zc_err *err)
+{
+    size_t BT = (size_t)st->B * st->T;
+    size_t first = (size_t)((index * (uint64_t)st->nranks + (uint64_t)st->rank) * BT % t->ntok);
+    return llmc_tokens_read(t, first, BT + 1, st->window, st->vocab, err);
+}
+
+static zc_status gpt2_micro_step(train_model *m, int64_t s, int k, double *loss, zc_err *err)
+{
+    gpt2_state *st = m->state;
+    zc_status rc = read_window(st, &st->train, (uint64_t)s * st->accum + (uint64_t)k, err);
+    return rc ? rc : zc_gpt2_forward_backward(st->gpt, st->window, st->window + 1, loss, err);
+}
+
+static zc_status gpt2_validate(train_model *m, double *loss, zc_err *err)
+{
+    gpt2_state *st = m->state;
+    double local = 0.0, total = 0.0;
+    zc_status rc = ZC_OK;
+    for (int j = 0; j < st->o.val_batches && !rc; j++) {
+        double l = 0.0;
+        if (!(rc = read_window(st, &st->val, (uint64_t)j, err)))
+            rc = zc_gpt2_forward(st->gpt, st->window, st->window + 1, &l, err);
+        local += l;
+    }
+    if (!rc)
+        rc = zc_comm_sum_f64(st->comm, local, &total, "validation loss", err);
+    *loss = total / ((double)st->nranks * st->o.val_batches);
+    return rc;
+}
+
+static zc_status gpt2_sample(train_model *m, int64_t step, zc_err *err)
+{
+    gpt2_state *st = m->state;
+    int prompt_bytes[] = {'T', 'h', 'e', ' '}, eot = 50256, zero = 0;
+    const int *prompt = st->vocab == BYTE_VOCAB ? prompt_bytes : st->vocab > eot ? &eot : &zero;
+    int np = st->vocab == BYTE_VOCAB ? 4 : 1, n = st->o.sample_length;
+    int *out = malloc((size_t)n * sizeof(int));
+    if (!out)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory for a sample");
+    zc_gpt2_sampling how = {.temperature = 1.0f, .top_k = 40, .seed = st->seed + (uint64_t)step};
+    zc_status rc = zc_gpt2_generate(st->gpt, prompt, np, n, &how, out, err);
+    if (!rc && st->rank == 0) {
+        printf("---- sample after step %lld ----\n", (long long)step);
+        byte_text_print(stdout, prompt, np, st->vocab);
+        byte_text_print(stdout, out, n, st->vocab);
+        printf("\n----\n");
+        fflush(stdout);
+    }
+    free(out);
+    return rc;
+}
+
+static zc_status gpt2_load(train_model *m, zc_err *err)
+{
+    gpt2_state *st = m->state;
+    return st->o.init ? zc_gpt2_load_llmc(st->gpt, st->o.init, err) : ZC_OK;
+}
+
+static zc_status gpt2_save_final(train_model *m, const char *path, zc_err *err)
+{
+    return zc_gpt2_save_llmc(((gpt2_state *)m->state)->gpt, path, err);
+}
+
+static void gpt2_destroy(train_model *m)
+{
+    gpt2_state *st = m->state;
+    if (!st)
+        return;
+    zc_gpt2_destroy(st->gpt);
+    if (st->train_open)
+        llmc_tokens_close(&st->train);
+    if (st->val_open)
+        llmc_tokens_close(&st->val);
+    free(st->window);
+    free(st);
+    m->state = NULL;
+}
+
+zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc_mem *mem,
+                           zc_comm *comm, const zc_config *cfg, zc_err *err)
+{
+    gpt2_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    m->state = st;
+    m->load = gpt2_load;
+    m->micro_step = gpt2_micro_step;
+    m->validate = gpt2_validate;
+    m->sample = gpt2_sample;
+    m->save_final = gpt2_save_final;
+    m->destroy = gpt2_destroy;
+    st->o = *o;
+    st->comm = comm;
+    st->rank = zc_comm_rank(comm);
+    st->nranks = zc_comm_size(comm);
+    st->B = cfg->micro_batch;
+    st->accum = cfg->grad_accum;
+    st->seed = cfg->seed;
+
+    zc_gpt2_config gc;
+    zc_status rc = ZC_OK;
+    if (o->init) {
+        llmc_header h;
+        if ((rc = llmc_ckpt_read_header(o->init, &h, err)))
+            goto fail;
+        gc = (zc_gpt2_config){h.max_seq_len, h.vocab_size, h.padded_vocab_size, h.num_layers,
+                              h.num_heads, h.channels};
+    } else {
+        int V = o->vocab;
+        gc = (zc_gpt2_config){o->max_seq_len ? o->max_seq_len : o->seq_len, V,
+                              (V + 127) / 128 * 128, o->layers ? o->layers : 4, o->heads,
+                              o->channels};
+    }
+    st->T = o->seq_len < gc.max_seq_len ? o->seq_len : gc.max_seq_len;
+    st->vocab = gc.vocab_size;
+    if (!o->data) {
+        rc = zc_err_set(err, ZC_EINVAL, "--model gpt2 needs --data FILE (an llm.c token file; "
+                        "make one with zeroc prepare)");
+        goto fail;
+    }
+    if ((rc = llmc_tokens_open(o->data, &st->train, err)))
+        goto fail;
+    st->train_open = true;
+    if (o->val_data) {
+        if ((rc = llmc_tokens_open(o->val_data, &st->val, err)))
+            goto fail;
+        st->val_open = true;
+    }
+    size_t need = (size_t)st->B * st->T + 1;
+    if (st->train.ntok < need) {
+        rc = zc_err_set(err, ZC_EINVAL, "%s: %zu tokens is shorter than one batch (%d × %d + 1 = "
+                        "%zu tokens)", o->data, st->train.ntok, st->B, st->T, need);
+        goto fail;
+    }
+    if (st->val_open && st->val.ntok < need) {
+        rc = zc_err_set(err, ZC_EINVAL, "%s: %zu tokens is shorter than one batch (%d × %d + 1 = "
+                        "%zu tokens)", o->val_data, st->val.ntok, st->B, st->T, need);
+        goto fail;
+    }
+    if (!(st->window = malloc(need * sizeof(int)))) {
+        rc = zc_err_set(err, ZC_ENOMEM, "out of memory");
+        goto fail;
+    }
+    m->tokens_per_micro_step = (double)st->B * st->T;
+    if ((rc = zc_gpt2_create(&st->gpt, e, mem, &gc, st->B, st->T, o->activation_checkpointing,
+                             err)))
+        goto fail;
+    return ZC_OK;
+fail:
+    gpt2_destroy(m);
+    return rc;
+}

@@ -1,0 +1,21 @@
+/* train_opts.h — the flags of `zeroc train` that are not config keys (those go through
+ * zc_config_set), shared by the training loop and the model adaptors. */
+#ifndef ZEROC_CLI_TRAIN_OPTS_H
+#define ZEROC_CLI_TRAIN_OPTS_H
+
+#include <stdbool.h>
+
+typedef struct {
+    const char *model, *config, *report, *save_weights;
+    int steps;
+    /* mlp */
+    int hidden, layers;
+    /* gpt2 (layers shared with mlp) */
+    int channels, heads, seq_len, vocab, max_seq_len;
+    const char *init, *data, *val_data, *save_final, *lr_schedule;
+    int val_every, val_batches, warmup, sample_every, sample_length;
+    bool activation_checkpointing;
+    bool help;
+} train_opts;
+
+#endif

@@ -1,0 +1,472 @@
+/* gpt2.c — GPT-2 forward and backward on the ZeRO engine (model contract in gpt2.h).
+ *
+ * The math lives in gpt2_layers.c (llm.c-style forward/backward pairs); this file decides which
+ * unit is acquired when, where activations live, and what is recomputed:
+ *
+ * - Activations are one allocation carved by a size table (ACT_SIZES), charged to the ledger's
+ *   "activations". Without checkpointing each block has its own set; with checkpointing every
+ *   block shares one scratch set and only each block's output (the residual stream) is kept, the
+ *   block being recomputed in backward from its input — the same kernels on the same inputs,
+ *   so gradients are identical to the bit.
+ * - Gradients of activations need only one block at a time: one scratch set, zeroed per block.
+ * - The tied wte: the "embeddings" unit is acquired once for the whole forward (encoder ...
+ *   head), acquired again for the head's backward, and handed back after the encoder backward,
+ *   its last use. Every unit is therefore gathered once for forward and once for backward in
+ *   stage 3, which keeps the 3·Ψ communication formula exact. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/gpt2/gpt2.h"
+#include "models/gpt2/gpt2_layers.h"
+#include "models/gpt2/llmc_files.h"
+
+/* Per-block parameters, in llm.c's tensor order (tensors 2..13 of a checkpoint). */
+enum { P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_ATTPROJW, P_ATTPROJB, P_LN2W, P_LN2B, P_FCW, P_FCB,
+       P_FCPROJW, P_FCPROJB, P_NBLOCK };
+static const char *const BLOCK_PARAM[P_NBLOCK] = {"ln1w", "ln1b", "qkvw", "qkvb",
+                                                 "attprojw", "attprojb", "ln2w", "ln2b",
+                                                 "fcw", "fcb", "fcprojw", "fcprojb"};
+
+/* Per-block activations. */
+enum { A_LN1, A_LN1_MEAN, A_LN1_RSTD, A_QKV, A_ATTY, A_PREATT, A_ATT, A_ATTPROJ, A_RES2, A_LN2,
+       A_LN2_MEAN, A_LN2_RSTD, A_FCH, A_FCH_GELU, A_FCPROJ, A_RES3, A_NBLOCK };
+/* Gradients of per-block activations (one scratch set). */
+enum { D_LN1, D_QKV, D_ATTY, D_PREATT, D_ATT, D_ATTPROJ, D_RES2, D_LN2, D_FCH, D_FCH_GELU,
+       D_FCPROJ, D_NBLOCK };
+
+struct zc_gpt2 {
+    zc_gpt2_config cfg;
+    zc_engine *e;
+    zc_mem *mem;
+    int B, T;
+    bool checkpointing;
+    int u_emb, u_lnf, *u_block;          /* unit ids */
+    int p_wte, p_wpe, p_lnfw, p_lnfb, *p_block; /* param ids; p_block[l * P_NBLOCK + k] */
+    float *arena;
+    size_t arena_floats;
+    float **act;                  /* act[l * A_NBLOCK + k] */
+    float *dact[D_NBLOCK];
+    float *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses, *dlnf, *dres[2];
+    const int *last_targets;
+};
+
+static size_t block_act_size(const zc_gpt2 *m, int k)
+{
+    const size_t BT = (size_t)m->B * m->T, C = (size_t)m->cfg.channels;
+    const size_t att = (size_t)m->B * m->cfg.num_heads * m->T * m->T;
+    switch (k) {
+    case A_LN1_MEAN: case A_LN1_RSTD: case A_LN2_MEAN: case A_LN2_RSTD: return BT;
+    case A_QKV: return BT * 3 * C;
+    case A_PREATT: case A_ATT: return att;
+    case A_FCH: case A_FCH_GELU: return BT * 4 * C;
+    default: return BT * C;
+    }
+}
+
+static size_t block_grad_size(const zc_gpt2 *m, int k)
+{
+    static const int as_act[D_NBLOCK] = {A_LN1, A_QKV, A_ATTY, A_PREATT, A_ATT, A_ATTPROJ,
+                                         A_RES2, A_LN2, A_FCH, A_FCH_GELU, A_FCPROJ};
+    return block_act_size(m, as_act[k]);
+}
+
+static zc_status check_config(const zc_gpt2_config *c, int B, int T, zc_err *err)
+{
+    if (c->num_layers < 1 || c->num_heads < 1 || c->channels < 1 || c->vocab_size < 1 ||
+        c->max_seq_len < 1)
+        return zc_err_set(err, ZC_EINVAL, "gpt2: layers, heads, channels, vocab and sequence "
+                          "length must be >= 1 (got L=%d H=%d C=%d V=%d maxT=%d)",
+                          c->num_layers, c->num_heads, c->channels, c->vocab_size, c->max_seq_len);
+    if (c->channels % c->num_heads)
+        return zc_err_set(err, ZC_EINVAL, "gpt2: channels %d is not divisible by heads %d",
+                          c->channels, c->num_heads);
+    if (c->padded_vocab_size < c->vocab_size)
+        return zc_err_set(err, ZC_EINVAL, "gpt2: padded vocabulary %d < vocabulary %d",
+                          c->padded_vocab_size, c->vocab_size);
+    if (B < 1 || T < 1 || T > c->max_seq_len)
+        return zc_err_set(err, ZC_EINVAL, "gpt2: batch %d × sequence %d: need batch >= 1 and "
+                          "1 <= sequence <= max_seq_len %d", B, T, c->max_seq_len);
+    return ZC_OK;
+}
+
+zc_status zc_gpt2_create(zc_gpt2 **out, zc_engine *e, zc_mem *mem, const zc_gpt2_config *cfg,
+                         int B, int T, bool activation_checkpointing, zc_err *err)
+{
+    zc_status st = check_config(cfg, B, T, err);
+    if (st)
+        return st;
+    zc_gpt2 *m = calloc(1, sizeof *m);
+    if (!m)
+        return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory");
+    const int L = cfg->num_layers;
+    m->cfg = *cfg, m->e = e, m->mem = mem, m->B = B, m->T = T;
+    m->checkpointing = activation_checkpointing;
+    m->u_block = calloc((size_t)L, sizeof(int));
+    m->p_block = calloc((size_t)L * P_NBLOCK, sizeof(int));
+    m->act = calloc((size_t)L * A_NBLOCK, sizeof(float *));
+    if (!m->u_block || !m->p_block || !m->act) {
+        zc_gpt2_destroy(m);
+        return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory");
+    }
+
+    /* Units and parameters, llm.c's names and layouts. */
+    const int64_t C = cfg->channels, Vp = cfg->padded_vocab_size, maxT = cfg->max_seq_len;
+    const zc_init w02 = {ZC_INIT_NORMAL, 0.02f}, zero = {ZC_INIT_CONST, 0.0f},
+                  one = {ZC_INIT_CONST, 1.0f},
+                  wres = {ZC_INIT_NORMAL, (float)(0.02 / sqrt(2.0 * L))};
+    m->u_emb = zc_engine_add_unit(e, "embeddings");
+    m->p_wte = zc_engine_add_param(e, m->u_emb, "wte", 2, (int64_t[]){Vp, C}, w02);
+    m->p_wpe = zc_engine_add_param(e, m->u_emb, "wpe", 2, (int64_t[]){maxT, C}, w02);
+    for (int l = 0; l < L; l++) {
+        char name[ZC_MAX_NAME];
+        snprintf(name, sizeof name, "h.%d", l);
+        m->u_block[l] = zc_engine_add_unit(e, name);
+        const struct { int ndim; int64_t d0, d1; zc_init init; } shape[P_NBLOCK] = {
+            {1, C, 0, one},      {1, C, 0, zero},     {2, 3 * C, C, w02}, {1, 3 * C, 0, zero},
+            {2, C, C, wres},     {1, C, 0, zero},     {1, C, 0, one},     {1, C, 0, zero},
+            {2, 4 * C, C, w02},  {1, 4 * C, 0, zero}, {2, C, 4 * C, wres}, {1, C, 0, zero}};
+        for (int k = 0; k < P_NBLOCK; k++) {
+            snprintf(name, sizeof name, "h.%d.%s", l, BLOCK_PARAM[k]);
+            m->p_block[l * P_NBLOCK + k] = zc_engine_add_param(
+                e, m->u_block[l], name, shape[k].ndim, (int64_t[]){shape[k].d0, shape[k].d1},
+                shape[k].init);
+        }
+    }
+    m->u_lnf = zc_engine_add_unit(e, "ln_f");
+    m->p_lnfw = zc_engine_add_param(e, m->u_lnf, "lnfw", 1, (int64_t[]){C}, one);
+    m->p_lnfb = zc_engine_add_param(e, m->u_lnf, "lnfb", 1, (int64_t[]){C}, zero);
+
+    /* Activations: one arena, carved by the size table. */
+    const size_t BT = (size_t)B * T;
+    const int sets = activation_checkpointing ? 1 : L;
+    size_t total = 0;
+    for (int k = 0; k < A_NBLOCK; k++)
+        total += block_act_size(m, k) * (k == A_RES3 ? (size_t)L : (size_t)sets);
+    for (int k = 0; k < D_NBLOCK; k++)
+        total += block_grad_size(m, k);
+    size_t top[] = {BT * C, BT * C, BT, BT, BT * Vp, BT * Vp, BT, BT * C, BT * C, BT * C};
+    for (size_t i = 0; i < sizeof top / sizeof *top; i++)
+        total += top[i];
+    m->arena_floats = total;
+    m->arena = zc_mem_alloc(mem, ZC_MEM_ACTIVATIONS, total * sizeof(float));
+    if (!m->arena) {
+        zc_gpt2_destroy(m);
+        return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for activations (%zu bytes)",
+                          total * sizeof(float));
+    }
+    float *p = m->arena;
+    for (int k = 0; k < A_NBLOCK; k++)
+        for (int l = 0; l < L; l++) {
+            bool own = k == A_RES3 || !activation_checkpointing || l == 0;
+            m->act[l * A_NBLOCK + k] = own ? p : m->act[k];
+            if (own)
+                p += block_act_size(m, k);
+        }
+    for (int k = 0; k < D_NBLOCK; k++) {
+        m->dact[k] = p;
+        p += block_grad_size(m, k);
+    }
+    float **tops[] = {&m->encoded, &m->lnf, &m->lnf_mean, &m->lnf_rstd, &m->logits, &m->probs,
+                      &m->losses, &m->dlnf, &m->dres[0], &m->dres[1]};
+    for (size_t i = 0; i < sizeof top / sizeof *top; i++) {
+        *tops[i] = p;
+        p += top[i];
+    }
+    ZC_ASSERT(p == m->arena + total);
+    *out = m;
+    return ZC_OK;
+}
+
+void zc_gpt2_destroy(zc_gpt2 *m)
+{
+    if (!m)
+        return;
+    zc_mem_free(m->mem, ZC_MEM_ACTIVATIONS, m->arena, m->arena_floats * sizeof(float));
+    free(m->u_block);
+    free(m->p_block);
+    free(m->act);
+    free(m);
+}
+
+const zc_gpt2_config *zc_gpt2_get_config(const zc_gpt2 *m) { return &m->cfg; }
+const float *zc_gpt2_logits(const zc_gpt2 *m) { return m->logits; }
+
+void zc_gpt2_batch_shape(const zc_gpt2 *m, int *B, int *T)
+{
+    *B = m->B;
+    *T = m->T;
+}
+
+/* ---------- forward ---------- */
+
+static float *W(zc_gpt2 *m, int l, int k) { return zc_engine_param(m->e, m->p_block[l * P_NBLOCK + k]); }
+static float *A(zc_gpt2 *m, int l, int k) { return m->act[l * A_NBLOCK + k]; }
+static float *block_input(zc_gpt2 *m, int l) { return l == 0 ? m->encoded : A(m, l - 1, A_RES3); }
+
+/* Block l's forward from its input; the unit must be acquired. */
+static void block_forward(zc_gpt2 *m, int l)
+{
+    const int B = m->B, T = m->T, C = m->cfg.channels, NH = m->cfg.num_heads;
+    const int BT = B * T;
+    float *res = block_input(m, l);
+    gpt2_layernorm_forward(A(m, l, A_LN1), A(m, l, A_LN1_MEAN), A(m, l, A_LN1_RSTD), res,
+                           W(m, l, P_LN1W), W(m, l, P_LN1B), BT, C);
+    gpt2_matmul_forward(A(m, l, A_QKV), A(m, l, A_LN1), W(m, l, P_QKVW), W(m, l, P_QKVB), BT, C,
+                        3 * C);
+    gpt2_attention_forward(A(m, l, A_ATTY), A(m, l, A_PREATT), A(m, l, A_ATT), A(m, l, A_QKV),
+                           B, T, C, NH);
+    gpt2_matmul_forward(A(m, l, A_ATTPROJ), A(m, l, A_ATTY), W(m, l, P_ATTPROJW),
+                        W(m, l, P_ATTPROJB), BT, C, C);
+    gpt2_residual_forward(A(m, l, A_RES2), res, A(m, l, A_ATTPROJ), (size_t)BT * C);
+    gpt2_layernorm_forward(A(m, l, A_LN2), A(m, l, A_LN2_MEAN), A(m, l, A_LN2_RSTD),
+                           A(m, l, A_RES2), W(m, l, P_LN2W), W(m, l, P_LN2B), BT, C);
+    gpt2_matmul_forward(A(m, l, A_FCH), A(m, l, A_LN2), W(m, l, P_FCW), W(m, l, P_FCB), BT, C,
+                        4 * C);
+    gpt2_gelu_forward(A(m, l, A_FCH_GELU), A(m, l, A_FCH), (size_t)BT * 4 * C);
+    gpt2_matmul_forward(A(m, l, A_FCPROJ), A(m, l, A_FCH_GELU), W(m, l, P_FCPROJW),
+                        W(m, l, P_FCPROJB), BT, 4 * C, C);
+    gpt2_residual_forward(A(m, l, A_RES3), A(m, l, A_RES2), A(m, l, A_FCPROJ), (size_t)BT * C);
+}
+
+static zc_status check_tokens(const zc_gpt2 *m, const int *tok, const char *what, zc_err *err)
+{
+    for (size_t i = 0; i < (size_t)m->B * m->T; i++)
+        if (tok[i] < 0 || tok[i] >= m->cfg.vocab_size)
+            return zc_err_set(err, ZC_EINVAL, "gpt2: %s token %d at position %zu is outside the "
+                              "vocabulary [0, %d)", what, tok[i], i, m->cfg.vocab_size);
+    return ZC_OK;
+}
+
+zc_status zc_gpt2_forward(zc_gpt2 *m, const int *inputs, const int *targets, double *loss,
+                          zc_err *err)
+{
+    const int B = m->B, T = m->T, C = m->cfg.channels, L = m->cfg.num_layers;
+    const int BT = B * T, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
+    zc_status st = check_tokens(m, inputs, "input", err);
+    if (!st && targets)
+        st = check_tokens(m, targets, "target", err);
+    if (!st)
+        st = zc_engine_acquire(m->e, m->u_emb, err); /* held until the head is done */
+    if (st)
+        return st;
+    gpt2_encoder_forward(m->encoded, inputs, zc_engine_param(m->e, m->p_wte),
+                         zc_engine_param(m->e, m->p_wpe), B, T, C);
+    for (int l = 0; l < L; l++) {
+        if ((st = zc_engine_acquire(m->e, m->u_block[l], err)))
+            return st;
+        block_forward(m, l);
+        if ((st = zc_engine_release(m->e, m->u_block[l], err)))
+            return st;
+    }
+    if ((st = zc_engine_acquire(m->e, m->u_lnf, err)))
+        return st;
+    gpt2_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, A(m, L - 1, A_RES3),
+                           zc_engine_param(m->e, m->p_lnfw), zc_engine_param(m->e, m->p_lnfb), BT,
+                           C);
+    if ((st = zc_engine_release(m->e, m->u_lnf, err)))
+        return st;
+    gpt2_matmul_forward(m->logits, m->lnf, zc_engine_param(m->e, m->p_wte), NULL, BT, C, Vp);
+    if ((st = zc_engine_release(m->e, m->u_emb, err)))
+        return st;
+    m->last_targets = targets;
+    if (targets) {
+        gpt2_softmax_crossentropy_forward(m->losses, m->probs, m->logits, targets, BT, V, Vp);
+        double s = 0.0;
+        for (int i = 0; i < BT; i++)
+            s += m->losses[i];
+        *loss = s / BT;
+    }
+    return ZC_OK;
+}
+
+/* ---------- backward ---------- */
+
+static float *G(zc_gpt2 *m, int l, int k) { return zc_engine_grad(m->e, m->p_block[l * P_NBLOCK + k]); }
+
+/* Block l's backward: dres_out is ∂loss/∂(block output); accumulates ∂loss/∂(block input)
+ * into dres_in (zeroed by the caller) and the block's parameter gradients into the engine. */
+static zc_status block_backward(zc_gpt2 *m, int l, const float *dres_out, float *dres_in,
+                                zc_err *err)
+{
+    const int B = m->B, T = m->T, C = m->cfg.channels, NH = m->cfg.num_heads;
+    const int BT = B * T;
+    float *g[P_NBLOCK];
+    for (int k = 0; k < P_NBLOCK; k++)
+        if (!(g[k] = G(m, l, k)))
+            return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the gradients of h.%d", l);
+    for (int k = 0; k < D_NBLOCK; k++)
+        memset(m->dact[k], 0, block_grad_size(m, k) * sizeof(float));
+    float **d = m->dact;
+    float *res = block_input(m, l);
+    gpt2_residual_backward(d[D_RES2], d[D_FCPROJ], dres_out, (size_t)BT * C);
+    gpt2_matmul_backward(d[D_FCH_GELU], g[P_FCPROJW], g[P_FCPROJB], d[D_FCPROJ],
+                         A(m, l, A_FCH_GELU), W(m, l, P_FCPROJW), BT, 4 * C, C);
+    gpt2_gelu_backward(d[D_FCH], A(m, l, A_FCH), d[D_FCH_GELU], (size_t)BT * 4 * C);
+    gpt2_matmul_backward(d[D_LN2], g[P_FCW], g[P_FCB], d[D_FCH], A(m, l, A_LN2), W(m, l, P_FCW),
+                         BT, C, 4 * C);
+    gpt2_layernorm_backward(d[D_RES2], g[P_LN2W], g[P_LN2B], d[D_LN2], A(m, l, A_RES2),
+                            W(m, l, P_LN2W), A(m, l, A_LN2_MEAN), A(m, l, A_LN2_RSTD), BT, C);
+    gpt2_residual_backward(dres_in, d[D_ATTPROJ], d[D_RES2], (size_t)BT * C);
+    gpt2_matmul_backward(d[D_ATTY], g[P_ATTPROJW], g[P_ATTPROJB], d[D_ATTPROJ], A(m, l, A_ATTY),
+                         W(m, l, P_ATTPROJW), BT, C, C);
+    gpt2_attention_backward(d[D_QKV], d[D_PREATT], d[D_ATT], d[D_ATTY], A(m, l, A_QKV),
+                            A(m, l, A_ATT), B, T, C, NH);
+    gpt2_matmul_backward(d[D_LN1], g[P_QKVW], g[P_QKVB], d[D_QKV], A(m, l, A_LN1),
+                         W(m, l, P_QKVW), BT, C, 3 * C);
+    gpt2_layernorm_backward(dres_in, g[P_LN1W], g[P_LN1B], d[D_LN1], res, W(m, l, P_LN1W),
+                            A(m, l, A_LN1_MEAN), A(m, l, A_LN1_RSTD), BT, C);
+    return ZC_OK;
+}
+
+zc_status zc_gpt2_forward_backward(zc_gpt2 *m, const int *inputs, const int *targets,
+                                   double *loss, zc_err *err)
+{
+    const int B = m->B, T = m->T, C = m->cfg.channels, L = m->cfg.num_layers;
+    const int BT = B * T, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
+    zc_status st = zc_gpt2_forward(m, inputs, targets, loss, err);
+    if (st)
+        return st;
+    /* Head: dlogits (reusing the logits buffer), then through the tied wte. */
+    float *dlogits = m->logits;
+    for (int i = 0; i < BT; i++)
+        m->losses[i] = 1.0f / (float)BT; /* ∂mean/∂loss_i, in place of the losses */
+    gpt2_softmax_crossentropy_backward(dlogits, m->losses, m->probs, targets, BT, V, Vp);
+    memset(m->dlnf, 0, (size_t)BT * C * sizeof(float));
+    if ((st = zc_engine_acquire(m->e, m->u_emb, err)))
+        return st;
+    float *dwte = zc_engine_grad(m->e, m->p_wte), *dwpe = zc_engine_grad(m->e, m->p_wpe);
+    if (!dwte || !dwpe)
+        return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the embedding gradients");
+    gpt2_matmul_backward(m->dlnf, dwte, NULL, dlogits, m->lnf, zc_engine_param(m->e, m->p_wte),
+                         BT, C, Vp);
+    if ((st = zc_engine_release(m->e, m->u_emb, err)))
+        return st;
+    /* Final LayerNorm. */
+    float *dres = m->dres[0];
+    memset(dres, 0, (size_t)BT * C * sizeof(float));
+    if ((st = zc_engine_acquire(m->e, m->u_lnf, err)))
+        return st;
+    float *dlnfw = zc_engine_grad(m->e, m->p_lnfw), *dlnfb = zc_engine_grad(m->e, m->p_lnfb);
+    if (!dlnfw || !dlnfb)
+        return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the ln_f gradients");
+    gpt2_layernorm_backward(dres, dlnfw, dlnfb, m->dlnf, A(m, L - 1, A_RES3),
+                            zc_engine_param(m->e, m->p_lnfw), m->lnf_mean, m->lnf_rstd, BT, C);
+    if ((st = zc_engine_grads_ready(m->e, m->u_lnf, err)) ||
+        (st = zc_engine_release(m->e, m->u_lnf, err)))
+        return st;
+    /* Blocks, last to first. */
+    for (int l = L - 1; l >= 0; l--) {
+        float *dres_in = m->dres[(L - l) & 1];
+        memset(dres_in, 0, (size_t)BT * C * sizeof(float));
+        if ((st = zc_engine_acquire(m->e, m->u_block[l], err)))
+            return st;
+        if (m->checkpointing)
+            block_forward(m, l); /* recompute from the kept input */
+        if ((st = block_backward(m, l, dres, dres_in, err)) ||
+            (st = zc_engine_grads_ready(m->e, m->u_block[l], err)) ||
+            (st = zc_engine_release(m->e, m->u_block[l], err)))
+            return st;
+        dres = dres_in;
+    }
+    /* Embeddings: the last use of wte's gradient. */
+    gpt2_encoder_backward(dwte, dwpe, dres, inputs, B, T, C);
+    return zc_engine_grads_ready(m->e, m->u_emb, err);
+}
+
+/* ---------- llm.c checkpoints ---------- */
+
+/* Which checkpoint tensor (0..15) and which layer slab a parameter is. */
+static void llmc_place(const zc_gpt2 *m, int param, int *tensor, int *layer)
+{
+    *layer = 0;
+    if (param == m->p_wte) { *tensor = 0; return; }
+    if (param == m->p_wpe) { *tensor = 1; return; }
+    if (param == m->p_lnfw) { *tensor = 14; return; }
+    if (param == m->p_lnfb) { *tensor = 15; return; }
+    for (int l = 0; l < m->cfg.num_layers; l++)
+        for (int k = 0; k < P_NBLOCK; k++)
+            if (m->p_block[l * P_NBLOCK + k] == param) {
+                *tensor = 2 + k;
+                *layer = l;
+                return;
+            }
+    ZC_ASSERT(!"parameter not in the model");
+}
+
+zc_status zc_gpt2_load_llmc(zc_gpt2 *m, const char *path, zc_err *err)
+{
+    llmc_header h;
+    zc_status st = llmc_ckpt_read_header(path, &h, err);
+    if (st)
+        return st;
+    const zc_gpt2_config *c = &m->cfg;
+    if (h.max_seq_len != c->max_seq_len || h.vocab_size != c->vocab_size ||
+        h.padded_vocab_size != c->padded_vocab_size || h.num_layers != c->num_layers ||
+        h.num_heads != c->num_heads || h.channels != c->channels)
+        return zc_err_set(err, ZC_EINVAL, "%s: shape maxT=%d V=%d Vp=%d L=%d H=%d C=%d does not "
+                          "match the model's maxT=%d V=%d Vp=%d L=%d H=%d C=%d", path,
+                          h.max_seq_len, h.vocab_size, h.padded_vocab_size, h.num_layers,
+                          h.num_heads, h.channels, c->max_seq_len, c->vocab_size,
+                          c->padded_vocab_size, c->num_layers, c->num_heads, c->channels);
+    size_t chunk = 1 << 20;
+    float *buf = malloc(chunk * sizeof(float));
+    if (!buf)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", path);
+    for (int p = 0; p < zc_engine_num_params(m->e) && !st; p++) {
+        int tensor, layer;
+        llmc_place(m, p, &tensor, &layer);
+        size_t first, n, numel = zc_engine_param_info(m->e, p)->numel;
+        zc_engine_param_owned(m->e, p, &first, &n);
+        for (size_t done = 0; done < n && !st; done += chunk) {
+            size_t k = n - done < chunk ? n - done : chunk;
+            st = llmc_ckpt_read(path, &h, tensor, (size_t)layer * numel + first + done, k, buf,
+                                err);
+            if (!st)
+                zc_engine_set_param_values(m->e, p, first + done, k, buf);
+        }
+    }
+    free(buf);
+    return st;
+}
+
+zc_status zc_gpt2_save_llmc(zc_gpt2 *m, const char *path, zc_err *err)
+{
+    /* Every rank takes part in every gather (stage 3); rank 0 writes. A write error on rank 0
+     * does not stop the gathers, so no rank is left waiting in one. */
+    const zc_gpt2_config *c = &m->cfg;
+    const bool writer = zc_engine_rank(m->e) == 0;
+    llmc_header h = {.version = 3, .max_seq_len = c->max_seq_len, .vocab_size = c->vocab_size,
+                     .padded_vocab_size = c->padded_vocab_size, .num_layers = c->num_layers,
+                     .num_heads = c->num_heads, .channels = c->channels};
+    llmc_ckpt_writer w;
+    zc_status wst = writer ? llmc_ckpt_create(&w, path, &h, err) : ZC_OK;
+    bool open = writer && !wst;
+    size_t max_padded = 0;
+    for (int u = 0; u < zc_engine_num_units(m->e); u++)
+        if (zc_engine_unit_info(m->e, u)->padded > max_padded)
+            max_padded = zc_engine_unit_info(m->e, u)->padded;
+    float *buf = malloc(max_padded * sizeof(float));
+    zc_status st = buf ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory writing %s", path);
+    for (int u = 0; u < zc_engine_num_units(m->e) && !st; u++) {
+        if ((st = zc_engine_gather_unit(m->e, u, buf, err)) || !open || wst)
+            continue;
+        const zc_unit_info *ui = zc_engine_unit_info(m->e, u);
+        for (int p = ui->first_param; p < ui->first_param + ui->nparams && !wst; p++) {
+            const zc_param_info *pi = zc_engine_param_info(m->e, p);
+            int tensor, layer;
+            llmc_place(m, p, &tensor, &layer);
+            wst = llmc_ckpt_write(&w, tensor, (size_t)layer * pi->numel, pi->numel,
+                                  buf + pi->offset, err);
+        }
+    }
+    free(buf);
+    if (open) {
+        if (st || wst)
+            llmc_ckpt_abort(&w);
+        else
+            wst = llmc_ckpt_finish(&w, err);
+    }
+    return st ? st : wst;
+}

@@ -1,0 +1,59 @@
+/* gpt2.h — GPT-2 on the ZeRO engine: the architecture exactly (token + learned position
+ * embeddings, L pre-LayerNorm blocks with causal multi-head self-attention (fused QKV) and a
+ * 4·C tanh-GELU MLP, final LayerNorm, LM head tied to the token embedding, vocabulary padded to
+ * Vp with the padded logits excluded from the softmax, LayerNorm eps 1e-5, cross-entropy).
+ *
+ * Units: "embeddings" (wte, wpe), "h.<l>" per block, "ln_f". Parameter names and tensor layouts
+ * follow llm.c (weights [out, in] row-major): wte, wpe, h.<l>.ln1w, h.<l>.ln1b, h.<l>.qkvw,
+ * h.<l>.qkvb, h.<l>.attprojw, h.<l>.attprojb, h.<l>.ln2w, h.<l>.ln2b, h.<l>.fcw, h.<l>.fcb,
+ * h.<l>.fcprojw, h.<l>.fcprojb, lnfw, lnfb. The tied wte is acquired again for the head; its
+ * gradient is handed back after its last use (the embedding backward). Uses only the public
+ * zeroc headers.
+ *
+ *     zc_gpt2 *m;
+ *     zc_gpt2_create(&m, engine, mem, &cfg, B, T, false, &err);  // registers units
+ *     zc_engine_finalize(engine, &err);
+ *     zc_gpt2_load_llmc(m, "gpt2_124M.bin", &err);               // optional
+ *     zc_gpt2_forward_backward(m, inputs, targets, &loss, &err);  // (B,T) token ids each
+ *     zc_engine_step(engine, &info, &err);
+ */
+#ifndef ZEROC_MODELS_GPT2_H
+#define ZEROC_MODELS_GPT2_H
+
+#include <stdbool.h>
+
+#include "zeroc/engine.h"
+
+typedef struct {
+    int max_seq_len, vocab_size, padded_vocab_size, num_layers, num_heads, channels;
+} zc_gpt2_config;
+
+typedef struct zc_gpt2 zc_gpt2;
+
+/* Checks the shape (C divisible by heads, Vp ≥ V, T ≤ max_seq_len, ...), registers the units
+ * with GPT-2's initialisation (N(0, 0.02); residual projections N(0, 0.02/√(2L)); LayerNorm
+ * weights 1; biases 0) and allocates activations for micro-batches of B sequences of T tokens.
+ * activation_checkpointing: keep only each block's input; recompute the block in backward. */
+zc_status zc_gpt2_create(zc_gpt2 **out, zc_engine *e, zc_mem *mem, const zc_gpt2_config *cfg,
+                         int B, int T, bool activation_checkpointing, zc_err *err);
+void zc_gpt2_destroy(zc_gpt2 *m);
+const zc_gpt2_config *zc_gpt2_get_config(const zc_gpt2 *m);
+/* The (B, T) every forward works on. */
+void zc_gpt2_batch_shape(const zc_gpt2 *m, int *B, int *T);
+
+/* After zc_engine_finalize: loads the weights of an llm.c checkpoint (shape must match); each
+ * rank reads only the bytes of the elements it holds. */
+zc_status zc_gpt2_load_llmc(zc_gpt2 *m, const char *path, zc_err *err);
+/* Collective: writes the weights as an llm.c fp32 checkpoint (version 3); rank 0 writes. */
+zc_status zc_gpt2_save_llmc(zc_gpt2 *m, const char *path, zc_err *err);
+
+/* Forward only over B × T tokens. targets (and loss) may be NULL. After it, zc_gpt2_logits is
+ * (B,T,Vp). */
+zc_status zc_gpt2_forward(zc_gpt2 *m, const int *inputs, const int *targets, double *loss,
+                          zc_err *err);
+const float *zc_gpt2_logits(const zc_gpt2 *m);
+/* Forward and backward over the full (B,T) batch; mean cross-entropy into *loss. */
+zc_status zc_gpt2_forward_backward(zc_gpt2 *m, const int *inputs, const int *targets,
+                                   double *loss, zc_err *err);
+
+#endif

@@ -1,0 +1,435 @@
+/* gpt2_layers.c — the GPT-2 layer kernels (see gpt2_layers.h for the contract).
+ *
+ * Shaped for a 2-core CPU against PyTorch: every matrix product is an OpenBLAS sgemm, including
+ * attention (per (batch, head), reading q, k and v in place through a leading dimension of 3C,
+ * and skipping most of the masked upper triangle by working in row blocks). OpenBLAS is the
+ * pthread build, which must not be entered from inside an OpenMP region, so BLAS calls stay in
+ * serial loops and OpenMP only runs the elementwise and row-wise loops between them.
+ *
+ * Determinism without atomics: row-wise work is split by rows; a reduction over rows (parameter
+ * gradients: LayerNorm's dweight/dbias, a bias gradient, the embedding scatter-add) is split by
+ * column chunks, and each chunk walks the rows in order — the same sums in the same order
+ * whatever the thread count. What this file does not do: allocate, check shapes, or know about
+ * the engine.
+ */
+#include "models/gpt2/gpt2_layers.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <cblas.h>
+
+/* Loops with less work than this (in elements) run on one thread: an OpenMP fork costs a few
+ * microseconds, more than the loop. */
+#define PAR_MIN 32768
+/* Columns per chunk for reductions over rows (a multiple of the vector width; 256 B). */
+#define COL_CHUNK 64
+/* Attention works in blocks of this many query rows; block r needs keys [0, end of block) only,
+ * so about half of the masked triangle is never computed (~62% of the full work at T = 128,
+ * ~53% at T = 1024), while each sgemm stays large enough to run at speed. */
+#define ATT_BLOCK 64
+
+static inline int imin(int a, int b) { return a < b ? a : b; }
+
+/* ------------------------------------------------------------------------------------------ */
+/* encoder: token + position embedding                                                        */
+
+void gpt2_encoder_forward(float *restrict out, const int *restrict inp, const float *restrict wte,
+                          const float *restrict wpe, int B, int T, int C)
+{
+    const int BT = B * T;
+#pragma omp parallel for schedule(static) if ((size_t)BT * (size_t)C >= PAR_MIN)
+    for (int bt = 0; bt < BT; bt++) {
+        float *o = out + (size_t)bt * C;
+        const float *e = wte + (size_t)inp[bt] * C;
+        const float *p = wpe + (size_t)(bt % T) * C;
+        for (int c = 0; c < C; c++)
+            o[c] = e[c] + p[c];
+    }
+}
+
+void gpt2_encoder_backward(float *restrict dwte, float *restrict dwpe, const float *restrict dout,
+                           const int *restrict inp, int B, int T, int C)
+{
+    /* A token may repeat, so rows of dwte receive several adds: split by channels instead of
+     * positions, each chunk adding the positions in order. */
+#pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PAR_MIN)
+    for (int c0 = 0; c0 < C; c0 += COL_CHUNK) {
+        const int c1 = imin(c0 + COL_CHUNK, C);
+        for (int b = 0; b < B; b++) {
+            for (int t = 0; t < T; t++) {
+                const size_t bt = (size_t)b * T + t;
+                const float *d = dout + bt * C;
+                float *wt = dwte + (size_t)inp[bt] * C;
+                float *wp = dwpe + (size_t)t * C;
+                for (int c = c0; c < c1; c++) {
+                    wt[c] += d[c];
+                    wp[c] += d[c];
+                }
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* layernorm                                                                                   */
+
+void gpt2_layernorm_forward(float *restrict out, float *restrict mean, float *restrict rstd,
+                            const float *restrict inp, const float *restrict weight,
+                            const float *restrict bias, int N, int C)
+{
+    const float eps = 1e-5f;
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= PAR_MIN)
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C;
+        float *o = out + (size_t)n * C;
+        /* Two passes (mean, then squared deviations): no cancellation for large means. */
+        float m = 0.0f;
+#pragma omp simd reduction(+ : m)
+        for (int c = 0; c < C; c++)
+            m += x[c];
+        m /= (float)C;
+        float v = 0.0f;
+#pragma omp simd reduction(+ : v)
+        for (int c = 0; c < C; c++) {
+            const float d = x[c] - m;
+            v += d * d;
+        }
+        v /= (float)C;
+        const float s = 1.0f / sqrtf(v + eps);
+        for (int c = 0; c < C; c++)
+            o[c] = (x[c] - m) * s * weight[c] + bias[c];
+        mean[n] = m;
+        rstd[n] = s;
+    }
+}
+
+void gpt2_layernorm_backward(float *restrict dinp, float *restrict dweight, float *restrict dbias,
+                             const float *restrict dout, const float *restrict inp,
+                             const float *restrict weight, const float *restrict mean,
+                             const float *restrict rstd, int N, int C)
+{
+    const int par = (size_t)N * C >= PAR_MIN;
+    /* dinp, row by row: with xhat = (x − mean)·rstd and g = weight·dout,
+     * dx = (g − mean(g) − xhat·mean(g·xhat))·rstd. */
+#pragma omp parallel for schedule(static) if (par)
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+        float *dx = dinp + (size_t)n * C;
+        const float m = mean[n], s = rstd[n];
+        float gm = 0.0f, gxm = 0.0f;
+#pragma omp simd reduction(+ : gm, gxm)
+        for (int c = 0; c < C; c++) {
+            const float g = weight[c] * dy[c];
+            gm += g;
+            gxm += g * (x[c] - m) * s;
+        }
+        gm /= (float)C;
+        gxm /= (float)C;
+        for (int c = 0; c < C; c++) {
+            const float xhat = (x[c] - m) * s;
+            dx[c] += (weight[c] * dy[c] - gm - xhat * gxm) * s;
+        }
+    }
+    /* dweight, dbias: sums over rows, by column chunk. */
+#pragma omp parallel for schedule(static) if (par)
+    for (int c0 = 0; c0 < C; c0 += COL_CHUNK) {
+        const int w = imin(c0 + COL_CHUNK, C) - c0;
+        float accw[COL_CHUNK] = {0}, accb[COL_CHUNK] = {0};
+        for (int n = 0; n < N; n++) {
+            const float *x = inp + (size_t)n * C + c0, *dy = dout + (size_t)n * C + c0;
+            const float m = mean[n], s = rstd[n];
+            for (int j = 0; j < w; j++) {
+                accw[j] += (x[j] - m) * s * dy[j];
+                accb[j] += dy[j];
+            }
+        }
+        for (int j = 0; j < w; j++) {
+            dweight[c0 + j] += accw[j];
+            dbias[c0 + j] += accb[j];
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* matmul (linear layer)                                                                       */
+
+void gpt2_matmul_forward(float *restrict out, const float *restrict inp,
+                         const float *restrict weight, const float *restrict bias, int N, int C,
+                         int OC)
+{
+    float beta = 0.0f; /* OpenBLAS zero-fills out for beta 0 (never reads it) */
+    if (bias) {
+#pragma omp parallel for schedule(static) if ((size_t)N * OC >= PAR_MIN)
+        for (int n = 0; n < N; n++)
+            memcpy(out + (size_t)n * OC, bias, (size_t)OC * sizeof *out);
+        beta = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, weight, C, beta,
+                out, OC);
+}
+
+void gpt2_matmul_backward(float *restrict dinp, float *restrict dweight, float *restrict dbias,
+                          const float *restrict dout, const float *restrict inp,
+                          const float *restrict weight, int N, int C, int OC)
+{
+    /* dinp (N,C) += dout (N,OC) · weight (OC,C) */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C,
+                1.0f, dinp, C);
+    /* dweight (OC,C) += doutᵀ (OC,N) · inp (N,C) */
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f,
+                dweight, C);
+    if (!dbias)
+        return;
+#pragma omp parallel for schedule(static) if ((size_t)N * OC >= PAR_MIN)
+    for (int o0 = 0; o0 < OC; o0 += COL_CHUNK) {
+        const int w = imin(o0 + COL_CHUNK, OC) - o0;
+        float acc[COL_CHUNK] = {0};
+        for (int n = 0; n < N; n++) {
+            const float *dy = dout + (size_t)n * OC + o0;
+            for (int j = 0; j < w; j++)
+                acc[j] += dy[j];
+        }
+        for (int j = 0; j < w; j++)
+            dbias[o0 + j] += acc[j];
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* attention                                                                                   */
+/* Per (b,h) the head's q, k, v are (T,hs) matrices inside qkv with leading dimension 3C, and its
+ * output is a (T,hs) matrix inside out with leading dimension C; preatt/att are (T,T) blocks.
+ * Row blocks [r0, r1) of queries touch keys [0, r1) only; column blocks [c0, c1) of keys are
+ * touched by queries [c0, T) only. */
+
+void gpt2_attention_forward(float *restrict out, float *restrict preatt, float *restrict att,
+                            const float *restrict qkv, int B, int T, int C, int NH)
+{
+    const int hs = C / NH, C3 = 3 * C;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const size_t TT = (size_t)T * T;
+
+    /* preatt = scale · q · kᵀ, lower block triangle */
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < NH; h++) {
+            const float *q = qkv + (size_t)b * T * C3 + (size_t)h * hs, *k = q + C;
+            float *pre = preatt + ((size_t)b * NH + h) * TT;
+            for (int r0 = 0; r0 < T; r0 += ATT_BLOCK) {
+                const int r1 = imin(r0 + ATT_BLOCK, T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1, hs, scale,
+                            q + (size_t)r0 * C3, C3, k, C3, 0.0f, pre + (size_t)r0 * T, T);
+            }
+        }
+    }
+
+    /* att = causal softmax, one row per (b,h,t); above the diagonal both become 0 */
+    const size_t rows = (size_t)B * NH * T;
+#pragma omp parallel for schedule(static) if (rows * T >= PAR_MIN)
+    for (size_t r = 0; r < rows; r++) {
+        const int t = (int)(r % (size_t)T);
+        float *p = preatt + r * T, *a = att + r * T;
+        float mx = p[0];
+#pragma omp simd reduction(max : mx)
+        for (int t2 = 0; t2 <= t; t2++)
+            mx = p[t2] > mx ? p[t2] : mx;
+        float sum = 0.0f;
+        for (int t2 = 0; t2 <= t; t2++) {
+            const float e = expf(p[t2] - mx);
+            a[t2] = e;
+            sum += e;
+        }
+        const float inv = 1.0f / sum;
+        for (int t2 = 0; t2 <= t; t2++)
+            a[t2] *= inv;
+        for (int t2 = t + 1; t2 < T; t2++) {
+            a[t2] = 0.0f;
+            p[t2] = 0.0f;
+        }
+    }
+
+    /* out = att · v, lower block triangle */
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < NH; h++) {
+            const float *v = qkv + (size_t)b * T * C3 + (size_t)h * hs + 2 * (size_t)C;
+            const float *a = att + ((size_t)b * NH + h) * TT;
+            float *o = out + (size_t)b * T * C + (size_t)h * hs;
+            for (int r0 = 0; r0 < T; r0 += ATT_BLOCK) {
+                const int r1 = imin(r0 + ATT_BLOCK, T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, hs, r1, 1.0f,
+                            a + (size_t)r0 * T, T, v, C3, 0.0f, o + (size_t)r0 * C, C);
+            }
+        }
+    }
+}
+
+void gpt2_attention_backward(float *restrict dqkv, float *restrict dpreatt, float *restrict datt,
+                             const float *restrict dout, const float *restrict qkv,
+                             const float *restrict att, int B, int T, int C, int NH)
+{
+    const int hs = C / NH, C3 = 3 * C;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const size_t TT = (size_t)T * T;
+
+    /* datt = dout · vᵀ (overwrite); dv += attᵀ · dout */
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < NH; h++) {
+            const size_t off = (size_t)b * T * C3 + (size_t)h * hs + 2 * (size_t)C;
+            const float *v = qkv + off;
+            float *dv = dqkv + off;
+            const float *a = att + ((size_t)b * NH + h) * TT;
+            float *da = datt + ((size_t)b * NH + h) * TT;
+            const float *dy = dout + (size_t)b * T * C + (size_t)h * hs;
+            for (int r0 = 0; r0 < T; r0 += ATT_BLOCK) {
+                const int r1 = imin(r0 + ATT_BLOCK, T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1, hs, 1.0f,
+                            dy + (size_t)r0 * C, C, v, C3, 0.0f, da + (size_t)r0 * T, T);
+            }
+            for (int c0 = 0; c0 < T; c0 += ATT_BLOCK) {
+                const int c1 = imin(c0 + ATT_BLOCK, T);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c1 - c0, hs, T - c0, 1.0f,
+                            a + (size_t)c0 * T + c0, T, dy + (size_t)c0 * C, C, 1.0f,
+                            dv + (size_t)c0 * C3, C3);
+            }
+        }
+    }
+
+    /* softmax backward, one row per (b,h,t): dpreatt = att · (datt − Σ att·datt) */
+    const size_t rows = (size_t)B * NH * T;
+#pragma omp parallel for schedule(static) if (rows * T >= PAR_MIN)
+    for (size_t r = 0; r < rows; r++) {
+        const int t = (int)(r % (size_t)T);
+        const float *a = att + r * T;
+        float *da = datt + r * T, *dp = dpreatt + r * T;
+        float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+        for (int t2 = 0; t2 <= t; t2++)
+            dot += a[t2] * da[t2];
+        for (int t2 = 0; t2 <= t; t2++)
+            dp[t2] = a[t2] * (da[t2] - dot);
+        for (int t2 = t + 1; t2 < T; t2++) {
+            dp[t2] = 0.0f;
+            da[t2] = 0.0f;
+        }
+    }
+
+    /* dq += scale · dpreatt · k; dk += scale · dpreattᵀ · q */
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < NH; h++) {
+            const size_t off = (size_t)b * T * C3 + (size_t)h * hs;
+            const float *q = qkv + off, *k = q + C;
+            float *dq = dqkv + off, *dk = dq + C;
+            const float *dp = dpreatt + ((size_t)b * NH + h) * TT;
+            for (int r0 = 0; r0 < T; r0 += ATT_BLOCK) {
+                const int r1 = imin(r0 + ATT_BLOCK, T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, hs, r1, scale,
+                            dp + (size_t)r0 * T, T, k, C3, 1.0f, dq + (size_t)r0 * C3, C3);
+            }
+            for (int c0 = 0; c0 < T; c0 += ATT_BLOCK) {
+                const int c1 = imin(c0 + ATT_BLOCK, T);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c1 - c0, hs, T - c0, scale,
+                            dp + (size_t)c0 * T + c0, T, q + (size_t)c0 * C3, C3, 1.0f,
+                            dk + (size_t)c0 * C3, C3);
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* gelu (tanh approximation)                                                                   */
+
+#define GELU_SCALE 0.7978845608028654f /* √(2/π) */
+#define GELU_CUBE 0.044715f
+
+void gpt2_gelu_forward(float *restrict out, const float *restrict inp, size_t N)
+{
+#pragma omp parallel for schedule(static) if (N >= PAR_MIN)
+    for (size_t i = 0; i < N; i++) {
+        const float x = inp[i];
+        out[i] = 0.5f * x * (1.0f + tanhf(GELU_SCALE * (x + GELU_CUBE * x * x * x)));
+    }
+}
+
+void gpt2_gelu_backward(float *restrict dinp, const float *restrict inp,
+                        const float *restrict dout, size_t N)
+{
+#pragma omp parallel for schedule(static) if (N >= PAR_MIN)
+    for (size_t i = 0; i < N; i++) {
+        const float x = inp[i];
+        const float th = tanhf(GELU_SCALE * (x + GELU_CUBE * x * x * x));
+        const float sech2 = 1.0f - th * th;
+        const float grad = 0.5f * (1.0f + th)
+                           + 0.5f * x * sech2 * GELU_SCALE * (1.0f + 3.0f * GELU_CUBE * x * x);
+        dinp[i] += grad * dout[i];
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* residual                                                                                    */
+
+void gpt2_residual_forward(float *restrict out, const float *restrict inp1,
+                           const float *restrict inp2, size_t N)
+{
+#pragma omp parallel for schedule(static) if (N >= PAR_MIN)
+    for (size_t i = 0; i < N; i++)
+        out[i] = inp1[i] + inp2[i];
+}
+
+void gpt2_residual_backward(float *restrict dinp1, float *restrict dinp2,
+                            const float *restrict dout, size_t N)
+{
+#pragma omp parallel for schedule(static) if (N >= PAR_MIN)
+    for (size_t i = 0; i < N; i++) {
+        dinp1[i] += dout[i];
+        dinp2[i] += dout[i];
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* softmax + cross-entropy over a padded vocabulary                                            */
+
+void gpt2_softmax_crossentropy_forward(float *restrict losses, float *restrict probs,
+                                       const float *restrict logits, const int *restrict targets,
+                                       int BT, int V, int Vp)
+{
+#pragma omp parallel for schedule(static) if ((size_t)BT * Vp >= PAR_MIN)
+    for (int i = 0; i < BT; i++) {
+        const float *lg = logits + (size_t)i * Vp;
+        float *p = probs + (size_t)i * Vp;
+        float mx = lg[0];
+#pragma omp simd reduction(max : mx)
+        for (int v = 0; v < V; v++)
+            mx = lg[v] > mx ? lg[v] : mx;
+        /* The sum in double: V is ~50k terms and the loss is compared with PyTorch's. */
+        double sum = 0.0;
+        for (int v = 0; v < V; v++) {
+            const float e = expf(lg[v] - mx);
+            p[v] = e;
+            sum += e;
+        }
+        const float inv = (float)(1.0 / sum);
+        for (int v = 0; v < V; v++)
+            p[v] *= inv;
+        for (int v = V; v < Vp; v++)
+            p[v] = 0.0f;
+        /* −log p[target] = log Σ − (logit − max), exact even when p[target] underflows */
+        losses[i] = (float)(log(sum) - ((double)lg[targets[i]] - (double)mx));
+    }
+}
+
+void gpt2_softmax_crossentropy_backward(float *restrict dlogits, const float *restrict dlosses,
+                                        const float *restrict probs,
+                                        const int *restrict targets, int BT, int V, int Vp)
+{
+#pragma omp parallel for schedule(static) if ((size_t)BT * Vp >= PAR_MIN)
+    for (int i = 0; i < BT; i++) {
+        const float *p = probs + (size_t)i * Vp;
+        float *d = dlogits + (size_t)i * Vp;
+        const float dl = dlosses[i];
+        for (int v = 0; v < V; v++)
+            d[v] = p[v] * dl;
+        for (int v = V; v < Vp; v++)
+            d[v] = 0.0f;
+        const int t = targets[i];
+        d[t] = (p[t] - 1.0f) * dl;
+    }
+}

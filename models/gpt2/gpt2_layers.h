@@ -1,0 +1,127 @@
+/* gpt2_layers.h — the GPT-2 layer kernels: forward/backward pairs over plain float buffers.
+ *
+ * Pure math, no engine and no allocation: the caller owns and passes every buffer, so gpt2.c can
+ * carve activations from one size table and the kernels can be tested alone against finite
+ * differences (tests/test_gpt2_layers.c). Signatures mirror llm.c's train_gpt2.c: outputs first,
+ * each backward takes the forward's arguments plus the gradient buffers, and every tensor carries
+ * its shape. Weights are [out, in] row-major (llm.c's layout). Vp is the padded vocabulary.
+ *
+ * Conventions a caller must know:
+ *   - Every backward ACCUMULATES (+=) into its parameter gradients and input gradients (dinp,
+ *     dqkv, dwte, ...); the caller zeroes them once per step. Exceptions, which OVERWRITE:
+ *     softmax_crossentropy_backward's dlogits, and attention_backward's datt and dpreatt (pure
+ *     scratch, nothing else contributes to them; they need no zeroing).
+ *   - No buffer may overlap another argument of the same call (pointers are restrict).
+ *   - Results are deterministic for a fixed OpenMP/OpenBLAS thread count: no atomics, every
+ *     reduction has a fixed order (parameter-gradient reductions are independent of the thread
+ *     count altogether).
+ *   - BLAS is only called outside OpenMP parallel regions (the distro OpenBLAS is the pthread
+ *     build); call these kernels from a serial context.
+ *   - Preconditions (not checked): token ids in [0, Vp) (encoder) and targets in [0, V) (loss);
+ *     T ≤ maxT; C divisible by NH; all dimensions ≥ 1.
+ */
+#ifndef ZEROC_MODELS_GPT2_LAYERS_H
+#define ZEROC_MODELS_GPT2_LAYERS_H
+
+#include <stddef.h>
+
+/* out[b,t,:] = wte[inp[b,t],:] + wpe[t,:]. */
+void gpt2_encoder_forward(float *restrict out,        // (B,T,C)
+                          const int *restrict inp,    // (B,T) token ids in [0, Vp)
+                          const float *restrict wte,  // (Vp,C)
+                          const float *restrict wpe,  // (maxT,C)
+                          int B, int T, int C);
+/* Scatter-add of dout into the rows of dwte named by inp, and into dwpe (position order). */
+void gpt2_encoder_backward(float *restrict dwte,       // (Vp,C) accumulated
+                           float *restrict dwpe,       // (maxT,C) accumulated (rows < T)
+                           const float *restrict dout, // (B,T,C)
+                           const int *restrict inp,    // (B,T)
+                           int B, int T, int C);
+
+/* Per row: out = (inp - mean) * rstd * weight + bias, biased variance, eps 1e-5. mean and rstd
+ * are saved for the backward. */
+void gpt2_layernorm_forward(float *restrict out,          // (N,C)
+                            float *restrict mean,         // (N)
+                            float *restrict rstd,         // (N)
+                            const float *restrict inp,    // (N,C)
+                            const float *restrict weight, // (C)
+                            const float *restrict bias,   // (C)
+                            int N, int C);
+void gpt2_layernorm_backward(float *restrict dinp,         // (N,C) accumulated
+                             float *restrict dweight,      // (C) accumulated
+                             float *restrict dbias,        // (C) accumulated
+                             const float *restrict dout,   // (N,C)
+                             const float *restrict inp,    // (N,C)
+                             const float *restrict weight, // (C)
+                             const float *restrict mean,   // (N) from the forward
+                             const float *restrict rstd,   // (N) from the forward
+                             int N, int C);
+
+/* out = inp · weightᵀ + bias (one sgemm). */
+void gpt2_matmul_forward(float *restrict out,          // (N,OC)
+                         const float *restrict inp,    // (N,C)
+                         const float *restrict weight, // (OC,C)
+                         const float *restrict bias,   // (OC) or NULL
+                         int N, int C, int OC);
+void gpt2_matmul_backward(float *restrict dinp,         // (N,C) accumulated
+                          float *restrict dweight,      // (OC,C) accumulated
+                          float *restrict dbias,        // (OC) accumulated, or NULL
+                          const float *restrict dout,   // (N,OC)
+                          const float *restrict inp,    // (N,C)
+                          const float *restrict weight, // (OC,C)
+                          int N, int C, int OC);
+
+/* Causal multi-head self-attention over a fused QKV projection. Row (b,t) of qkv is
+ * [q | k | v], each C wide; head h uses channels [h·hs, (h+1)·hs) of each, hs = C/NH.
+ * preatt = q·kᵀ/√hs and att = softmax(preatt) over t2 ≤ t; out[b,t,h·hs:] = Σ att·v.
+ * Entries above the diagonal (t2 > t) of preatt and att are written as 0. */
+void gpt2_attention_forward(float *restrict out,       // (B,T,C)
+                            float *restrict preatt,    // (B,NH,T,T)
+                            float *restrict att,       // (B,NH,T,T)
+                            const float *restrict qkv, // (B,T,3C)
+                            int B, int T, int C, int NH);
+/* dqkv is accumulated. datt and dpreatt are scratch, OVERWRITTEN (0 above the diagonal). att
+ * must be the forward's (zero above the diagonal). */
+void gpt2_attention_backward(float *restrict dqkv,      // (B,T,3C) accumulated
+                             float *restrict dpreatt,   // (B,NH,T,T) scratch, overwritten
+                             float *restrict datt,      // (B,NH,T,T) scratch, overwritten
+                             const float *restrict dout,// (B,T,C)
+                             const float *restrict qkv, // (B,T,3C)
+                             const float *restrict att, // (B,NH,T,T) from the forward
+                             int B, int T, int C, int NH);
+
+/* out = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), elementwise. */
+void gpt2_gelu_forward(float *restrict out,       // (N)
+                       const float *restrict inp, // (N)
+                       size_t N);
+void gpt2_gelu_backward(float *restrict dinp,       // (N) accumulated
+                        const float *restrict inp,  // (N)
+                        const float *restrict dout, // (N)
+                        size_t N);
+
+/* out = inp1 + inp2, elementwise. */
+void gpt2_residual_forward(float *restrict out,        // (N)
+                           const float *restrict inp1, // (N)
+                           const float *restrict inp2, // (N)
+                           size_t N);
+void gpt2_residual_backward(float *restrict dinp1,      // (N) accumulated
+                            float *restrict dinp2,      // (N) accumulated
+                            const float *restrict dout, // (N)
+                            size_t N);
+
+/* Per row: probs = softmax(logits[0:V]) (max-subtracted), probs[V:Vp] = 0, and
+ * losses = −log probs[target]. The padded logits [V, Vp) are never read. */
+void gpt2_softmax_crossentropy_forward(float *restrict losses,       // (BT)
+                                       float *restrict probs,        // (BT,Vp)
+                                       const float *restrict logits, // (BT,Vp)
+                                       const int *restrict targets,  // (BT) in [0, V)
+                                       int BT, int V, int Vp);
+/* dlogits = (probs − onehot(target))·dlosses, 0 in [V, Vp). OVERWRITES dlogits. For a mean
+ * loss pass dlosses = 1/BT each. */
+void gpt2_softmax_crossentropy_backward(float *restrict dlogits,      // (BT,Vp) overwritten
+                                        const float *restrict dlosses, // (BT)
+                                        const float *restrict probs,   // (BT,Vp)
+                                        const int *restrict targets,   // (BT)
+                                        int BT, int V, int Vp);
+
+#endif

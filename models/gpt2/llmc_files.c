@@ -1,0 +1,574 @@
+/* llmc_files.c — llm.c's GPT-2 checkpoint and token file formats (layouts in llmc_files.h):
+ * header validation with messages that name the file and the problem, ranged pread/pwrite of
+ * tensor elements (bf16 widened to fp32 on read), and temp-file + fsync + rename writing so an
+ * existing file is only replaced by a complete one. POSIX + libc only. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "models/gpt2/llmc_files.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "llm.c files are little-endian; this module reads and writes them as host-order words"
+#endif
+_Static_assert(sizeof(off_t) == 8, "llm.c checkpoints exceed 2 GiB: build with a 64-bit off_t");
+_Static_assert(sizeof(float) == 4 && sizeof(int32_t) == 4, "fp32 and int32 must be 4 bytes");
+
+#define HDR_INTS (LLMC_HEADER_BYTES / 4)
+#define CHUNK 8192 /* elements per bounce-buffer round (bf16 and token reads) */
+
+static const char *const tensor_names[LLMC_NTENSORS] = {
+    "wte",  "wpe",  "ln1w", "ln1b", "qkvw", "qkvb",    "attprojw", "attprojb",
+    "ln2w", "ln2b", "fcw",  "fcb",  "fcprojw", "fcprojb", "lnfw",     "lnfb"};
+
+const char *llmc_tensor_name(int i)
+{
+    return i >= 0 && i < LLMC_NTENSORS ? tensor_names[i] : NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* shapes */
+
+static bool mul_ok(uint64_t a, uint64_t b, uint64_t *out)
+{
+    if (a != 0 && b > UINT64_MAX / a)
+        return false;
+    *out = a * b;
+    return true;
+}
+
+/* Element counts of the 16 tensors; false on overflow (sizes must be positive already). */
+static bool compute_sizes(const llmc_header *h, uint64_t sz[LLMC_NTENSORS], uint64_t *total)
+{
+    const uint64_t Vp = (uint64_t)h->padded_vocab_size, T = (uint64_t)h->max_seq_len;
+    const uint64_t L = (uint64_t)h->num_layers, C = (uint64_t)h->channels;
+    uint64_t LC, LCC, LCC3, LCC4, VpC, TC;
+    if (!mul_ok(L, C, &LC) || !mul_ok(LC, C, &LCC) || !mul_ok(LCC, 3, &LCC3) ||
+        !mul_ok(LCC, 4, &LCC4) || !mul_ok(Vp, C, &VpC) || !mul_ok(T, C, &TC))
+        return false;
+    /* LC·3 and LC·4 cannot overflow: they are at most LCC·3 and LCC·4 (C ≥ 1) */
+    const uint64_t s[LLMC_NTENSORS] = {VpC, TC, LC, LC, LCC3, LC * 3, LCC, LC,
+                                       LC,  LC, LCC4, LC * 4, LCC4, LC, C, C};
+    memcpy(sz, s, sizeof s);
+    uint64_t sum = 0;
+    for (int i = 0; i < LLMC_NTENSORS; i++) {
+        if (sz[i] > UINT64_MAX - sum || sz[i] > SIZE_MAX)
+            return false;
+        sum += sz[i];
+    }
+    /* the file's byte size, at 4 bytes per element, must be an off_t */
+    if (sum > ((uint64_t)INT64_MAX - LLMC_HEADER_BYTES) / 4)
+        return false;
+    *total = sum;
+    return true;
+}
+
+static void shape_str(const llmc_header *h, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "maxT=%d, V=%d, Vp=%d, L=%d, NH=%d, C=%d", h->max_seq_len, h->vocab_size,
+             h->padded_vocab_size, h->num_layers, h->num_heads, h->channels);
+}
+
+/* Checks the model shape; `path` names the file in messages. */
+static zc_status check_shape(const char *path, const llmc_header *h, uint64_t *total,
+                             zc_err *err)
+{
+    const struct {
+        const char *name;
+        int v;
+    } f[] = {{"max_seq_len", h->max_seq_len}, {"vocab_size", h->vocab_size},
+             {"num_layers", h->num_layers},   {"num_heads", h->num_heads},
+             {"channels", h->channels},       {"padded_vocab_size", h->padded_vocab_size}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].v <= 0)
+            return zc_err_set(err, ZC_EINVAL, "%s: bad header: %s = %d (must be > 0)", path,
+                              f[i].name, f[i].v);
+    if (h->channels % h->num_heads != 0)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: bad header: channels %d is not a multiple of num_heads %d", path,
+                          h->channels, h->num_heads);
+    if (h->padded_vocab_size < h->vocab_size)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: bad header: padded_vocab_size %d < vocab_size %d", path,
+                          h->padded_vocab_size, h->vocab_size);
+    uint64_t sz[LLMC_NTENSORS];
+    if (!compute_sizes(h, sz, total)) {
+        char s[160];
+        shape_str(h, s, sizeof s);
+        return zc_err_set(err, ZC_EINVAL, "%s: bad header: tensor sizes overflow (%s)", path, s);
+    }
+    return ZC_OK;
+}
+
+void llmc_tensor_sizes(const llmc_header *h, size_t sizes[LLMC_NTENSORS])
+{
+    uint64_t sz[LLMC_NTENSORS], total;
+    ZC_ASSERT(h && compute_sizes(h, sz, &total));
+    for (int i = 0; i < LLMC_NTENSORS; i++)
+        sizes[i] = (size_t)sz[i];
+}
+
+size_t llmc_num_params(const llmc_header *h)
+{
+    uint64_t sz[LLMC_NTENSORS], total;
+    ZC_ASSERT(h && compute_sizes(h, sz, &total));
+    return (size_t)total;
+}
+
+/* Element offset of tensor i's first element from the start of the data. */
+static uint64_t tensor_start(const llmc_header *h, int tensor, uint64_t *size)
+{
+    uint64_t sz[LLMC_NTENSORS], total, start = 0;
+    ZC_ASSERT(compute_sizes(h, sz, &total));
+    for (int i = 0; i < tensor; i++)
+        start += sz[i];
+    *size = sz[tensor];
+    return start;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* I/O helpers: whole-buffer pread/pwrite, regular-file open, temp file + rename */
+
+static zc_status pread_full(int fd, void *buf, size_t len, off_t off, const char *path,
+                            const char *what, zc_err *err)
+{
+    char *p = buf;
+    while (len > 0) {
+        ssize_t r = pread(fd, p, len, off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return zc_err_set(err, ZC_EIO, "%s: reading %s: %s", path, what, strerror(errno));
+        if (r == 0)
+            return zc_err_set(err, ZC_EIO,
+                              "%s: reading %s: unexpected end of file at byte %lld (the file "
+                              "changed after it was validated?)",
+                              path, what, (long long)off);
+        p += r;
+        off += r;
+        len -= (size_t)r;
+    }
+    return ZC_OK;
+}
+
+static zc_status pwrite_full(int fd, const void *buf, size_t len, off_t off, const char *path,
+                             const char *what, zc_err *err)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t r = pwrite(fd, p, len, off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return zc_err_set(err, ZC_EIO, "%s: writing %s: %s", path, what,
+                              r < 0 ? strerror(errno) : "no progress");
+        p += r;
+        off += r;
+        len -= (size_t)r;
+    }
+    return ZC_OK;
+}
+
+static zc_status open_regular(const char *path, int *fd_out, off_t *size, zc_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return zc_err_set(err, ZC_EIO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return zc_err_set(err, ZC_EIO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return zc_err_set(err, ZC_EIO, "%s: not a regular file", path);
+    }
+    *fd_out = fd;
+    *size = sb.st_size;
+    return ZC_OK;
+}
+
+/* Reads the 256-int header, zero-filled past the end of a short file. */
+static zc_status read_header_ints(int fd, off_t size, const char *path, int32_t hdr[HDR_INTS],
+                                  zc_err *err)
+{
+    memset(hdr, 0, LLMC_HEADER_BYTES);
+    size_t got = size < LLMC_HEADER_BYTES ? (size_t)size : LLMC_HEADER_BYTES;
+    return pread_full(fd, hdr, got, 0, path, "the header", err);
+}
+
+/* Creates tmp = path + ".tmp.<pid>" for writing (mode 0644 less umask). */
+static zc_status tmp_create(const char *path, char *tmp, size_t cap, int *fd_out, zc_err *err)
+{
+    int n = snprintf(tmp, cap, "%s.tmp.%ld", path, (long)getpid());
+    if (n < 0 || (size_t)n >= cap)
+        return zc_err_set(err, ZC_EINVAL, "%s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return zc_err_set(err, ZC_EIO, "%s: cannot create temporary file %s: %s", path, tmp,
+                          strerror(errno));
+    *fd_out = fd;
+    return ZC_OK;
+}
+
+/* Best effort: makes the rename durable. Some file systems refuse fsync on a directory. */
+static void fsync_parent_dir(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
+/* fsync + close + rename tmp → path. Closes fd and removes tmp on any failure. */
+static zc_status tmp_commit(int fd, const char *tmp, const char *path, zc_err *err)
+{
+    if (fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return zc_err_set(err, ZC_EIO, "%s: fsync of %s failed: %s", path, tmp, strerror(e));
+    }
+    if (close(fd) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return zc_err_set(err, ZC_EIO, "%s: close of %s failed: %s", path, tmp, strerror(e));
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return zc_err_set(err, ZC_EIO, "%s: cannot rename %s into place: %s", path, tmp,
+                          strerror(e));
+    }
+    fsync_parent_dir(path);
+    return ZC_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* checkpoints */
+
+zc_status llmc_ckpt_read_header(const char *path, llmc_header *h, zc_err *err)
+{
+    ZC_ASSERT(path && h);
+    int fd;
+    off_t size;
+    int32_t hdr[HDR_INTS];
+    zc_status st = open_regular(path, &fd, &size, err);
+    if (st)
+        return st;
+    st = read_header_ints(fd, size, path, hdr, err);
+    close(fd);
+    if (st)
+        return st;
+    if (size >= 4 && hdr[0] != LLMC_CKPT_MAGIC)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: bad magic %d (expected %d: not an llm.c GPT-2 checkpoint%s)", path,
+                          hdr[0], LLMC_CKPT_MAGIC,
+                          hdr[0] == LLMC_TOKENS_MAGIC ? "; it is an llm.c token file" : "");
+    if (size < LLMC_HEADER_BYTES)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: truncated: %lld bytes, shorter than the %d-byte llm.c header",
+                          path, (long long)size, LLMC_HEADER_BYTES);
+    if (hdr[1] != LLMC_CKPT_FP32 && hdr[1] != LLMC_CKPT_BF16)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: unsupported version %d (expected 3 = fp32 or 5 = bf16%s)", path,
+                          hdr[1],
+                          hdr[1] >= 1 && hdr[1] <= 2
+                              ? "; older llm.c checkpoints lack the padded vocabulary: re-export "
+                                "with llm.c's train_gpt2.py"
+                              : "");
+    llmc_header x = {.version = hdr[1],
+                     .max_seq_len = hdr[2],
+                     .vocab_size = hdr[3],
+                     .num_layers = hdr[4],
+                     .num_heads = hdr[5],
+                     .channels = hdr[6],
+                     .padded_vocab_size = hdr[7]};
+    uint64_t total;
+    st = check_shape(path, &x, &total, err);
+    if (st)
+        return st;
+    const int w = x.version == LLMC_CKPT_FP32 ? 4 : 2;
+    const uint64_t expected = LLMC_HEADER_BYTES + total * (uint64_t)w;
+    if ((uint64_t)size != expected) {
+        char s[160];
+        shape_str(&x, s, sizeof s);
+        if ((uint64_t)size < expected)
+            return zc_err_set(err, ZC_EINVAL,
+                              "%s: truncated: %lld bytes, expected %llu for version %d (%s)",
+                              path, (long long)size, (unsigned long long)expected, x.version, s);
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: %lld bytes, expected %llu for version %d (%s): %llu bytes of "
+                          "trailing data after the last tensor",
+                          path, (long long)size, (unsigned long long)expected, x.version, s,
+                          (unsigned long long)((uint64_t)size - expected));
+    }
+    *h = x;
+    return ZC_OK;
+}
+
+zc_status llmc_ckpt_read(const char *path, const llmc_header *h, int tensor, size_t first,
+                         size_t n, float *dst, zc_err *err)
+{
+    ZC_ASSERT(path && h && (dst || n == 0));
+    ZC_ASSERT(h->version == LLMC_CKPT_FP32 || h->version == LLMC_CKPT_BF16);
+    ZC_ASSERT(tensor >= 0 && tensor < LLMC_NTENSORS);
+    uint64_t tsize, start = tensor_start(h, tensor, &tsize);
+    ZC_ASSERT(first <= tsize && n <= tsize - first);
+    if (n == 0)
+        return ZC_OK;
+    const int w = h->version == LLMC_CKPT_FP32 ? 4 : 2;
+    char what[96];
+    snprintf(what, sizeof what, "%s[%zu..%zu)", tensor_names[tensor], first, first + n);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return zc_err_set(err, ZC_EIO, "%s: cannot open: %s", path, strerror(errno));
+    off_t off = (off_t)(LLMC_HEADER_BYTES + (start + first) * (uint64_t)w);
+    zc_status st = ZC_OK;
+    if (w == 4) {
+        st = pread_full(fd, dst, n * sizeof(float), off, path, what, err);
+    } else {
+        uint16_t buf[CHUNK];
+        for (size_t done = 0; done < n && !st;) {
+            size_t k = n - done < CHUNK ? n - done : CHUNK;
+            st = pread_full(fd, buf, k * 2, off + (off_t)(done * 2), path, what, err);
+            for (size_t i = 0; i < k && !st; i++) {
+                uint32_t u = (uint32_t)buf[i] << 16; /* bf16 = the top half of an fp32 */
+                memcpy(&dst[done + i], &u, sizeof u);
+            }
+            done += k;
+        }
+    }
+    close(fd);
+    return st;
+}
+
+zc_status llmc_ckpt_create(llmc_ckpt_writer *w, const char *path, const llmc_header *h,
+                           zc_err *err)
+{
+    ZC_ASSERT(w && path && h);
+    memset(w, 0, sizeof *w);
+    w->fd = -1;
+    if (h->version != 0 && h->version != LLMC_CKPT_FP32)
+        return zc_err_set(err, ZC_EINVAL, "%s: cannot write checkpoint version %d (only 3 = fp32)",
+                          path, h->version);
+    uint64_t total;
+    zc_status st = check_shape(path, h, &total, err);
+    if (st)
+        return st;
+    if (strlen(path) >= sizeof w->path)
+        return zc_err_set(err, ZC_EINVAL, "%s: path too long", path);
+    w->h = *h;
+    w->h.version = LLMC_CKPT_FP32;
+    snprintf(w->path, sizeof w->path, "%s", path);
+    st = tmp_create(path, w->tmp_path, sizeof w->tmp_path, &w->fd, err);
+    if (st) {
+        w->tmp_path[0] = 0;
+        return st;
+    }
+    int32_t hdr[HDR_INTS] = {0};
+    hdr[0] = LLMC_CKPT_MAGIC;
+    hdr[1] = LLMC_CKPT_FP32;
+    hdr[2] = h->max_seq_len;
+    hdr[3] = h->vocab_size;
+    hdr[4] = h->num_layers;
+    hdr[5] = h->num_heads;
+    hdr[6] = h->channels;
+    hdr[7] = h->padded_vocab_size;
+    st = pwrite_full(w->fd, hdr, sizeof hdr, 0, w->tmp_path, "the header", err);
+    if (st)
+        llmc_ckpt_abort(w);
+    return st;
+}
+
+zc_status llmc_ckpt_write(llmc_ckpt_writer *w, int tensor, size_t first, size_t n,
+                          const float *src, zc_err *err)
+{
+    ZC_ASSERT(w && w->fd >= 0 && (src || n == 0));
+    ZC_ASSERT(tensor >= 0 && tensor < LLMC_NTENSORS);
+    uint64_t tsize, start = tensor_start(&w->h, tensor, &tsize);
+    ZC_ASSERT(first <= tsize && n <= tsize - first);
+    if (n == 0)
+        return ZC_OK;
+    char what[96];
+    snprintf(what, sizeof what, "%s[%zu..%zu)", tensor_names[tensor], first, first + n);
+    off_t off = (off_t)(LLMC_HEADER_BYTES + (start + first) * 4);
+    zc_status st = pwrite_full(w->fd, src, n * sizeof(float), off, w->tmp_path, what, err);
+    if (!st)
+        w->written[tensor] += n;
+    return st;
+}
+
+zc_status llmc_ckpt_finish(llmc_ckpt_writer *w, zc_err *err)
+{
+    ZC_ASSERT(w && w->fd >= 0);
+    size_t sizes[LLMC_NTENSORS];
+    llmc_tensor_sizes(&w->h, sizes);
+    for (int i = 0; i < LLMC_NTENSORS; i++)
+        if (w->written[i] != sizes[i]) {
+            zc_err_set(err, ZC_ESTATE,
+                       "%s: incomplete checkpoint: tensor %s has %zu of %zu elements written; "
+                       "the file was not replaced",
+                       w->path, tensor_names[i], w->written[i], sizes[i]);
+            llmc_ckpt_abort(w);
+            return ZC_ESTATE;
+        }
+    zc_status st = tmp_commit(w->fd, w->tmp_path, w->path, err);
+    w->fd = -1;
+    w->tmp_path[0] = 0;
+    return st;
+}
+
+void llmc_ckpt_abort(llmc_ckpt_writer *w)
+{
+    if (!w)
+        return;
+    if (w->fd >= 0)
+        close(w->fd);
+    if (w->tmp_path[0])
+        unlink(w->tmp_path);
+    w->fd = -1;
+    w->tmp_path[0] = 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* token files */
+
+zc_status llmc_tokens_open(const char *path, llmc_tokens *t, zc_err *err)
+{
+    ZC_ASSERT(path && t);
+    t->fd = -1;
+    t->ntok = 0;
+    snprintf(t->path, sizeof t->path, "%s", path);
+    int fd;
+    off_t size;
+    int32_t hdr[HDR_INTS];
+    zc_status st = open_regular(path, &fd, &size, err);
+    if (st)
+        return st;
+    st = read_header_ints(fd, size, path, hdr, err);
+    if (st) {
+        close(fd);
+        return st;
+    }
+    if (size >= 4 && hdr[0] != LLMC_TOKENS_MAGIC)
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: bad magic %d (expected %d: not an llm.c token file%s)", path, hdr[0],
+                        LLMC_TOKENS_MAGIC,
+                        hdr[0] == LLMC_CKPT_MAGIC ? "; it is an llm.c GPT-2 checkpoint" : "");
+    else if (size < LLMC_HEADER_BYTES)
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: truncated: %lld bytes, shorter than the %d-byte llm.c header", path,
+                        (long long)size, LLMC_HEADER_BYTES);
+    else if (hdr[1] != LLMC_TOKENS_VERSION)
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: unsupported version %d (expected 1 = uint16 GPT-2 tokens)", path,
+                        hdr[1]);
+    else if (hdr[2] <= 0)
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: header claims %d tokens (a token file holds at least 1)", path,
+                        hdr[2]);
+    if (st) {
+        close(fd);
+        return st;
+    }
+    const int64_t ntok = hdr[2], expected = LLMC_HEADER_BYTES + 2 * ntok;
+    if ((int64_t)size != expected) {
+        if ((int64_t)size < expected)
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: truncated: %lld bytes, expected %lld for %lld tokens", path,
+                            (long long)size, (long long)expected, (long long)ntok);
+        else
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: %lld bytes, expected %lld for %lld tokens: %lld bytes of "
+                            "trailing data",
+                            path, (long long)size, (long long)expected, (long long)ntok,
+                            (long long)(size - expected));
+        close(fd);
+        return st;
+    }
+    t->fd = fd;
+    t->ntok = (size_t)ntok;
+    return ZC_OK;
+}
+
+zc_status llmc_tokens_read(const llmc_tokens *t, size_t first, size_t n, int *dst, int vocab_size,
+                           zc_err *err)
+{
+    ZC_ASSERT(t && t->fd >= 0 && t->ntok > 0 && (dst || n == 0) && vocab_size > 0);
+    uint16_t buf[CHUNK];
+    size_t pos = first % t->ntok;
+    for (size_t done = 0; done < n;) {
+        size_t k = n - done;
+        if (k > t->ntok - pos)
+            k = t->ntok - pos;
+        if (k > CHUNK)
+            k = CHUNK;
+        zc_status st = pread_full(t->fd, buf, k * 2, (off_t)(LLMC_HEADER_BYTES + 2 * (uint64_t)pos),
+                                  t->path, "tokens", err);
+        if (st)
+            return st;
+        for (size_t i = 0; i < k; i++) {
+            if (buf[i] >= vocab_size)
+                return zc_err_set(err, ZC_EINVAL,
+                                  "%s: token id %u at position %zu is out of range for "
+                                  "vocab_size %d",
+                                  t->path, (unsigned)buf[i], pos + i, vocab_size);
+            dst[done + i] = buf[i];
+        }
+        done += k;
+        pos += k;
+        if (pos == t->ntok)
+            pos = 0;
+    }
+    return ZC_OK;
+}
+
+void llmc_tokens_close(llmc_tokens *t)
+{
+    if (t && t->fd >= 0) {
+        close(t->fd);
+        t->fd = -1;
+    }
+}
+
+zc_status llmc_tokens_write(const char *path, const uint16_t *tok, size_t n, zc_err *err)
+{
+    ZC_ASSERT(path && (tok || n == 0));
+    if (n < 1 || n > INT32_MAX)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: a token file holds 1 to %d tokens, not %zu", path, INT32_MAX, n);
+    char tmp[4096 + 32];
+    int fd;
+    zc_status st = tmp_create(path, tmp, sizeof tmp, &fd, err);
+    if (st)
+        return st;
+    int32_t hdr[HDR_INTS] = {0};
+    hdr[0] = LLMC_TOKENS_MAGIC;
+    hdr[1] = LLMC_TOKENS_VERSION;
+    hdr[2] = (int32_t)n;
+    st = pwrite_full(fd, hdr, sizeof hdr, 0, tmp, "the header", err);
+    if (!st)
+        st = pwrite_full(fd, tok, n * sizeof *tok, LLMC_HEADER_BYTES, tmp, "tokens", err);
+    if (st) {
+        close(fd);
+        unlink(tmp);
+        return st;
+    }
+    return tmp_commit(fd, tmp, path, err);
+}

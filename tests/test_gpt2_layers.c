@@ -1,0 +1,719 @@
+/* test_gpt2_layers.c — the GPT-2 layer kernels (models/gpt2/gpt2_layers.c) against finite
+ * differences and against plain double-precision references.
+ *
+ * For every layer: random inputs, a scalar L = Σ w_i·out_i with random w (for the cross-entropy
+ * L = mean loss), analytic gradients from the backward with dout = w, and central differences
+ * (L(x+h) − L(x−h)) / (2h) with x perturbed in float and L summed in double.
+ *
+ * Step and tolerance: h = 1e-2 on inputs of magnitude ~1. The kernels are deterministic, so the
+ * outputs that do not depend on the perturbed element come out bitwise equal in both
+ * evaluations and cancel; the noise is the float rounding of the affected outputs, ~1e-7 each,
+ * divided by 2h: ~1e-5. Truncation error is h²/6·|L'''| ~ 2e-5·|L'''| (zero for the linear
+ * layers: encoder, matmul, residual). Hence |num − ana| ≤ 1e-3·|num| + 1e-4 for every layer:
+ * about 10× the expected error (measured worst: 0.2 of the bound, run with -v to print it per
+ * check), while a wrong sign, factor, transpose or index is off by O(1).
+ *
+ * Also checked: forwards against double references (a finite-difference check alone would pass
+ * a forward and backward that are wrong together), backward accumulation (two calls give twice
+ * the gradients), causality of attention, attention's row blocking at T > 64 against a naive
+ * double-precision forward and backward, and that the padded vocabulary entries get probability
+ * and gradient exactly 0 and are never read. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "models/gpt2/gpt2_layers.h"
+
+static int verbose;
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+#ifndef TEST_SEED
+#define TEST_SEED 0x9E3779B97F4A7C15ull
+#endif
+static uint64_t rng = TEST_SEED;
+
+static uint64_t rng_next(void) /* xorshift64* */
+{
+    rng ^= rng >> 12;
+    rng ^= rng << 25;
+    rng ^= rng >> 27;
+    return rng * 0x2545F4914F6CDD1Dull;
+}
+
+static float urand(void) /* uniform in [-1, 1) */
+{
+    return (float)((double)(rng_next() >> 40) / 16777216.0 * 2.0 - 1.0);
+}
+
+static int irand(int n) { return (int)(rng_next() % (uint64_t)n); }
+
+static void fill(float *x, size_t n, float scale, float offset)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = offset + scale * urand();
+}
+
+static float *falloc(size_t n) /* zeroed */
+{
+    float *p = calloc(n ? n : 1, sizeof *p);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+static double *dalloc(size_t n) /* zeroed */
+{
+    double *p = calloc(n ? n : 1, sizeof *p);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+static float *fdup(const float *x, size_t n)
+{
+    float *p = falloc(n);
+    memcpy(p, x, n * sizeof *p);
+    return p;
+}
+
+static double wsum(const float *w, const float *out, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += (double)w[i] * (double)out[i];
+    return s;
+}
+
+/* Every element of got within rtol·|ref| + atol of ref (a double reference). */
+static void check_close(const char *what, const float *got, const double *ref, size_t n,
+                        double rtol, double atol)
+{
+    size_t bad = 0, worst_i = 0;
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double tol = rtol * fabs(ref[i]) + atol, err = fabs((double)got[i] - ref[i]);
+        const double r = err == 0.0 ? 0.0 : err / tol; /* tol 0: exact */
+        if (!(r <= 1.0))
+            bad++;
+        if (!(r <= worst)) {
+            worst = r;
+            worst_i = i;
+        }
+    }
+    if (verbose)
+        printf("  %-34s worst err/tol %.3g\n", what, worst);
+    CHECK(bad == 0, "%s: %zu of %zu off; worst [%zu] got %.9g want %.9g", what, bad, n, worst_i,
+          got[worst_i], ref[worst_i]);
+}
+
+/* now == 2·first (the second of two backward calls into the same buffers). */
+static void check_doubled(const char *what, const float *first, const float *now, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(fabsf(now[i] - 2.0f * first[i]) <= 1e-5f * fabsf(2.0f * first[i]) + 1e-6f))
+            bad++;
+    CHECK(bad == 0, "%s: second backward did not accumulate (%zu of %zu elements)", what, bad, n);
+}
+
+typedef double (*loss_fn)(void *ctx);
+
+/* Central differences of f with respect to x[i] against ana[i], for all n elements or, if
+ * sample < n, for `sample` random ones. */
+static void grad_check(const char *what, loss_fn f, void *ctx, float *x, const float *ana,
+                       size_t n, size_t sample, float h, double rtol, double atol)
+{
+    size_t bad = 0, worst_i = 0, m = sample < n ? sample : n;
+    double worst = 0.0, worst_num = 0.0;
+    for (size_t s = 0; s < m; s++) {
+        const size_t i = m < n ? (size_t)(rng_next() % n) : s;
+        const float saved = x[i], xp = saved + h, xm = saved - h;
+        x[i] = xp;
+        const double lp = f(ctx);
+        x[i] = xm;
+        const double lm = f(ctx);
+        x[i] = saved;
+        const double num = (lp - lm) / ((double)xp - (double)xm);
+        const double r = fabs(num - (double)ana[i]) / (rtol * fabs(num) + atol);
+        if (!(r <= 1.0))
+            bad++;
+        if (!(r <= worst)) {
+            worst = r;
+            worst_i = i;
+            worst_num = num;
+        }
+    }
+    f(ctx); /* leave the forward's outputs at the unperturbed point */
+    if (verbose)
+        printf("  %-34s worst err/tol %.3g\n", what, worst);
+    CHECK(bad == 0, "%s: %zu of %zu gradients off; worst [%zu] numeric %.8g analytic %.8g", what,
+          bad, m, worst_i, worst_num, ana[worst_i]);
+}
+
+/* Sizes shared by the tests. */
+enum { B = 2, T = 5, C = 8, NH = 2, V = 7, VP = 8, MAXT = 6, BT = B * T };
+
+static const float H = 1e-2f;
+static const double RTOL = 1e-3, ATOL = 1e-4;
+
+/* ---- encoder ---------------------------------------------------------------------------- */
+
+struct enc {
+    int *inp;
+    float *wte, *wpe, *out, *w;
+};
+
+static double enc_loss(void *p)
+{
+    struct enc *e = p;
+    gpt2_encoder_forward(e->out, e->inp, e->wte, e->wpe, B, T, C);
+    return wsum(e->w, e->out, (size_t)BT * C);
+}
+
+static void test_encoder(void)
+{
+    printf("encoder\n");
+    struct enc e = {.wte = falloc(VP * C), .wpe = falloc(MAXT * C), .out = falloc(BT * C),
+                    .w = falloc(BT * C)};
+    int inp[BT];
+    for (int i = 0; i < BT; i++)
+        inp[i] = irand(VP);
+    inp[3] = inp[0]; /* repeated tokens, within and across sequences: the scatter-add sums */
+    inp[T + 1] = inp[0];
+    e.inp = inp;
+    fill(e.wte, VP * C, 1.0f, 0.0f);
+    fill(e.wpe, MAXT * C, 1.0f, 0.0f);
+    fill(e.w, BT * C, 1.0f, 0.0f);
+
+    enc_loss(&e);
+    double ref[BT * C];
+    for (int bt = 0; bt < BT; bt++)
+        for (int c = 0; c < C; c++)
+            ref[bt * C + c] = (double)(e.wte[inp[bt] * C + c] + e.wpe[(bt % T) * C + c]);
+    check_close("encoder forward", e.out, ref, BT * C, 0.0, 0.0);
+
+    float *dwte = falloc(VP * C), *dwpe = falloc(MAXT * C);
+    gpt2_encoder_backward(dwte, dwpe, e.w, inp, B, T, C);
+    float *gwte = fdup(dwte, VP * C), *gwpe = fdup(dwpe, MAXT * C);
+    gpt2_encoder_backward(dwte, dwpe, e.w, inp, B, T, C);
+    check_doubled("encoder dwte", gwte, dwte, VP * C);
+    check_doubled("encoder dwpe", gwpe, dwpe, MAXT * C);
+
+    /* Rows of wpe at t ≥ T and of unused tokens must stay 0: the full check covers them. */
+    grad_check("encoder dwte", enc_loss, &e, e.wte, gwte, VP * C, SIZE_MAX, H, RTOL, ATOL);
+    grad_check("encoder dwpe", enc_loss, &e, e.wpe, gwpe, MAXT * C, SIZE_MAX, H, RTOL, ATOL);
+    free(e.wte), free(e.wpe), free(e.out), free(e.w), free(dwte), free(dwpe), free(gwte),
+        free(gwpe);
+}
+
+/* ---- layernorm -------------------------------------------------------------------------- */
+
+struct ln {
+    float *inp, *weight, *bias, *out, *mean, *rstd, *w;
+};
+
+static double ln_loss(void *p)
+{
+    struct ln *l = p;
+    gpt2_layernorm_forward(l->out, l->mean, l->rstd, l->inp, l->weight, l->bias, BT, C);
+    return wsum(l->w, l->out, (size_t)BT * C);
+}
+
+static void test_layernorm(void)
+{
+    printf("layernorm\n");
+    struct ln l = {.inp = falloc(BT * C), .weight = falloc(C), .bias = falloc(C),
+                   .out = falloc(BT * C), .mean = falloc(BT), .rstd = falloc(BT),
+                   .w = falloc(BT * C)};
+    for (int n = 0; n < BT; n++) /* rows with different means and spreads */
+        fill(l.inp + n * C, C, 0.5f + 0.1f * (float)n, 0.3f * (float)(n - BT / 2));
+    fill(l.weight, C, 0.5f, 1.0f);
+    fill(l.bias, C, 1.0f, 0.0f);
+    fill(l.w, BT * C, 1.0f, 0.0f);
+
+    ln_loss(&l);
+    double ref[BT * C], rmean[BT], rrstd[BT];
+    for (int n = 0; n < BT; n++) {
+        const float *x = l.inp + n * C;
+        double m = 0.0, v = 0.0;
+        for (int c = 0; c < C; c++)
+            m += x[c];
+        m /= C;
+        for (int c = 0; c < C; c++)
+            v += (x[c] - m) * (x[c] - m);
+        v /= C; /* biased, like PyTorch */
+        rmean[n] = m;
+        rrstd[n] = 1.0 / sqrt(v + 1e-5);
+        for (int c = 0; c < C; c++)
+            ref[n * C + c] = (x[c] - m) * rrstd[n] * l.weight[c] + l.bias[c];
+    }
+    /* float vs double over C = 8 terms: a few ulps */
+    check_close("layernorm forward out", l.out, ref, BT * C, 1e-5, 1e-6);
+    check_close("layernorm forward mean", l.mean, rmean, BT, 1e-5, 1e-6);
+    check_close("layernorm forward rstd", l.rstd, rrstd, BT, 1e-5, 1e-6);
+
+    float *dinp = falloc(BT * C), *dw = falloc(C), *db = falloc(C);
+    gpt2_layernorm_backward(dinp, dw, db, l.w, l.inp, l.weight, l.mean, l.rstd, BT, C);
+    float *ginp = fdup(dinp, BT * C), *gw = fdup(dw, C), *gb = fdup(db, C);
+    gpt2_layernorm_backward(dinp, dw, db, l.w, l.inp, l.weight, l.mean, l.rstd, BT, C);
+    check_doubled("layernorm dinp", ginp, dinp, BT * C);
+    check_doubled("layernorm dweight", gw, dw, C);
+    check_doubled("layernorm dbias", gb, db, C);
+
+    grad_check("layernorm dinp", ln_loss, &l, l.inp, ginp, BT * C, SIZE_MAX, H, RTOL, ATOL);
+    grad_check("layernorm dweight", ln_loss, &l, l.weight, gw, C, SIZE_MAX, H, RTOL, ATOL);
+    grad_check("layernorm dbias", ln_loss, &l, l.bias, gb, C, SIZE_MAX, H, RTOL, ATOL);
+    free(l.inp), free(l.weight), free(l.bias), free(l.out), free(l.mean), free(l.rstd),
+        free(l.w), free(dinp), free(dw), free(db), free(ginp), free(gw), free(gb);
+}
+
+/* ---- matmul ----------------------------------------------------------------------------- */
+
+enum { MM_OC = 12 }; /* OC ≠ C so a transposed weight cannot pass */
+
+struct mm {
+    float *inp, *weight, *bias, *out, *w; /* bias may be NULL */
+};
+
+static double mm_loss(void *p)
+{
+    struct mm *m = p;
+    gpt2_matmul_forward(m->out, m->inp, m->weight, m->bias, BT, C, MM_OC);
+    return wsum(m->w, m->out, (size_t)BT * MM_OC);
+}
+
+static void test_matmul(int with_bias)
+{
+    printf("matmul %s bias\n", with_bias ? "with" : "without");
+    struct mm m = {.inp = falloc(BT * C), .weight = falloc(MM_OC * C),
+                   .bias = with_bias ? falloc(MM_OC) : NULL, .out = falloc(BT * MM_OC),
+                   .w = falloc(BT * MM_OC)};
+    fill(m.inp, BT * C, 1.0f, 0.0f);
+    fill(m.weight, MM_OC * C, 1.0f, 0.0f);
+    if (m.bias)
+        fill(m.bias, MM_OC, 1.0f, 0.0f);
+    fill(m.w, BT * MM_OC, 1.0f, 0.0f);
+    for (int i = 0; i < BT * MM_OC; i++) /* the forward must not depend on out's contents */
+        m.out[i] = NAN;
+
+    mm_loss(&m);
+    double ref[BT * MM_OC];
+    for (int n = 0; n < BT; n++)
+        for (int o = 0; o < MM_OC; o++) {
+            double s = m.bias ? m.bias[o] : 0.0;
+            for (int c = 0; c < C; c++)
+                s += (double)m.inp[n * C + c] * m.weight[o * C + c];
+            ref[n * MM_OC + o] = s;
+        }
+    check_close(with_bias ? "matmul forward (bias)" : "matmul forward (no bias)", m.out, ref,
+                BT * MM_OC, 1e-5, 1e-6);
+
+    float *dinp = falloc(BT * C), *dw = falloc(MM_OC * C), *db = with_bias ? falloc(MM_OC) : NULL;
+    gpt2_matmul_backward(dinp, dw, db, m.w, m.inp, m.weight, BT, C, MM_OC);
+    float *ginp = fdup(dinp, BT * C), *gw = fdup(dw, MM_OC * C);
+    float *gb = with_bias ? fdup(db, MM_OC) : NULL;
+    gpt2_matmul_backward(dinp, dw, db, m.w, m.inp, m.weight, BT, C, MM_OC);
+    check_doubled("matmul dinp", ginp, dinp, BT * C);
+    check_doubled("matmul dweight", gw, dw, MM_OC * C);
+    if (with_bias)
+        check_doubled("matmul dbias", gb, db, MM_OC);
+
+    grad_check("matmul dinp", mm_loss, &m, m.inp, ginp, BT * C, SIZE_MAX, H, RTOL, ATOL);
+    grad_check("matmul dweight", mm_loss, &m, m.weight, gw, MM_OC * C, SIZE_MAX, H, RTOL, ATOL);
+    if (with_bias)
+        grad_check("matmul dbias", mm_loss, &m, m.bias, gb, MM_OC, SIZE_MAX, H, RTOL, ATOL);
+    free(m.inp), free(m.weight), free(m.bias), free(m.out), free(m.w), free(dinp), free(dw),
+        free(db), free(ginp), free(gw), free(gb);
+}
+
+/* ---- attention -------------------------------------------------------------------------- */
+
+struct att {
+    int b, t, c, nh;
+    float *qkv, *out, *preatt, *att, *w;
+};
+
+static double att_loss(void *p)
+{
+    struct att *a = p;
+    gpt2_attention_forward(a->out, a->preatt, a->att, a->qkv, a->b, a->t, a->c, a->nh);
+    return wsum(a->w, a->out, (size_t)a->b * a->t * a->c);
+}
+
+/* Naive causal attention in double (llm.c's loops): out, att (zero above the diagonal) and, if
+ * dout is given, dqkv. */
+static void att_reference(double *out, double *att, double *dqkv, const float *qkv,
+                          const float *dout, int b_, int t_, int c_, int nh)
+{
+    const int hs = c_ / nh, c3 = 3 * c_;
+    const double scale = 1.0 / sqrt((double)hs);
+    double *row = dalloc((size_t)t_), *drow = dalloc((size_t)t_);
+    if (dqkv)
+        memset(dqkv, 0, sizeof(double) * (size_t)b_ * t_ * c3);
+    for (int b = 0; b < b_; b++)
+        for (int h = 0; h < nh; h++)
+            for (int t = 0; t < t_; t++) {
+                const float *q = qkv + ((size_t)b * t_ + t) * c3 + h * hs;
+                double mx = -INFINITY, sum = 0.0;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float *k = qkv + ((size_t)b * t_ + t2) * c3 + c_ + h * hs;
+                    double s = 0.0;
+                    for (int i = 0; i < hs; i++)
+                        s += (double)q[i] * k[i];
+                    row[t2] = s * scale;
+                    mx = fmax(mx, row[t2]);
+                }
+                for (int t2 = 0; t2 <= t; t2++)
+                    sum += row[t2] = exp(row[t2] - mx);
+                double *a = att + (((size_t)b * nh + h) * t_ + t) * t_;
+                for (int t2 = 0; t2 < t_; t2++)
+                    a[t2] = t2 <= t ? row[t2] / sum : 0.0;
+                double *o = out + ((size_t)b * t_ + t) * c_ + h * hs;
+                for (int i = 0; i < hs; i++) {
+                    double s = 0.0;
+                    for (int t2 = 0; t2 <= t; t2++)
+                        s += a[t2] * qkv[((size_t)b * t_ + t2) * c3 + 2 * c_ + h * hs + i];
+                    o[i] = s;
+                }
+                if (!dqkv)
+                    continue;
+                const float *dy = dout + ((size_t)b * t_ + t) * c_ + h * hs;
+                double dot = 0.0;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const size_t r2 = ((size_t)b * t_ + t2) * c3 + h * hs;
+                    double s = 0.0;
+                    for (int i = 0; i < hs; i++) {
+                        s += (double)dy[i] * qkv[r2 + 2 * c_ + i];
+                        dqkv[r2 + 2 * c_ + i] += a[t2] * dy[i];
+                    }
+                    drow[t2] = s;
+                    dot += a[t2] * s;
+                }
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const double dp = a[t2] * (drow[t2] - dot) * scale;
+                    const size_t r = ((size_t)b * t_ + t) * c3 + h * hs;
+                    const size_t r2 = ((size_t)b * t_ + t2) * c3 + h * hs;
+                    for (int i = 0; i < hs; i++) {
+                        dqkv[r + i] += dp * qkv[r2 + c_ + i];
+                        dqkv[r2 + c_ + i] += dp * qkv[r + i];
+                    }
+                }
+            }
+    free(row);
+    free(drow);
+}
+
+static void test_attention(void)
+{
+    printf("attention\n");
+    const size_t nqkv = (size_t)BT * 3 * C, natt = (size_t)B * NH * T * T;
+    struct att a = {.b = B, .t = T, .c = C, .nh = NH, .qkv = falloc(nqkv),
+                    .out = falloc(BT * C), .preatt = falloc(natt), .att = falloc(natt),
+                    .w = falloc(BT * C)};
+    fill(a.qkv, nqkv, 1.5f, 0.0f);
+    fill(a.w, BT * C, 1.0f, 0.0f);
+    for (size_t i = 0; i < natt; i++) /* the forward must write every entry */
+        a.preatt[i] = a.att[i] = NAN;
+
+    att_loss(&a);
+    double rout[BT * C], ratt[B * NH * T * T];
+    att_reference(rout, ratt, NULL, a.qkv, NULL, B, T, C, NH);
+    check_close("attention forward out", a.out, rout, BT * C, 1e-5, 1e-6);
+    check_close("attention forward att", a.att, ratt, natt, 1e-5, 1e-6);
+    int pre_ok = 1, rows_ok = 1;
+    for (size_t r = 0; r < (size_t)B * NH * T; r++) {
+        const int t = (int)(r % T);
+        double sum = 0.0;
+        for (int t2 = 0; t2 < T; t2++) {
+            sum += a.att[r * T + t2];
+            if (t2 > t && (a.preatt[r * T + t2] != 0.0f || a.att[r * T + t2] != 0.0f))
+                pre_ok = 0;
+        }
+        rows_ok &= fabs(sum - 1.0) < 1e-6;
+    }
+    CHECK(pre_ok, "attention: preatt/att not 0 above the diagonal");
+    CHECK(rows_ok, "attention: att rows do not sum to 1");
+
+    /* Causal: changing the tokens after t leaves the outputs up to t bitwise unchanged (the
+     * masked weights are exact zeros), and changes the output at t + 1. */
+    {
+        float *out0 = fdup(a.out, BT * C), *qkv0 = fdup(a.qkv, nqkv);
+        int causal = 1, sees = 1;
+        for (int t = 0; t + 1 < T; t++) {
+            for (int b = 0; b < B; b++)
+                for (int t2 = t + 1; t2 < T; t2++)
+                    fill(a.qkv + ((size_t)b * T + t2) * 3 * C, 3 * C, 1.5f, 0.0f);
+            att_loss(&a);
+            for (int b = 0; b < B; b++) {
+                causal &= memcmp(a.out + (size_t)b * T * C, out0 + (size_t)b * T * C,
+                                 sizeof(float) * (size_t)(t + 1) * C) == 0;
+                sees &= memcmp(a.out + ((size_t)b * T + t + 1) * C,
+                               out0 + ((size_t)b * T + t + 1) * C, sizeof(float) * C) != 0;
+            }
+            memcpy(a.qkv, qkv0, sizeof(float) * nqkv);
+        }
+        CHECK(causal, "attention: output at t depends on tokens after t");
+        CHECK(sees, "attention: output at t+1 ignores token t+1");
+        att_loss(&a);
+        free(out0), free(qkv0);
+    }
+
+    float *dqkv = falloc(nqkv), *dpre = falloc(natt), *datt = falloc(natt);
+    for (size_t i = 0; i < natt; i++) /* scratch: overwritten, need no zeroing */
+        dpre[i] = datt[i] = NAN;
+    gpt2_attention_backward(dqkv, dpre, datt, a.w, a.qkv, a.att, B, T, C, NH);
+    float *g = fdup(dqkv, nqkv), *gpre = fdup(dpre, natt), *gatt = fdup(datt, natt);
+    gpt2_attention_backward(dqkv, dpre, datt, a.w, a.qkv, a.att, B, T, C, NH);
+    check_doubled("attention dqkv", g, dqkv, nqkv);
+    CHECK(!memcmp(gpre, dpre, sizeof(float) * natt) && !memcmp(gatt, datt, sizeof(float) * natt),
+          "attention: dpreatt/datt are not overwritten");
+    double rdqkv[BT * 3 * C];
+    att_reference(rout, ratt, rdqkv, a.qkv, a.w, B, T, C, NH);
+    check_close("attention backward vs reference", g, rdqkv, nqkv, 1e-4, 1e-5);
+    grad_check("attention dqkv", att_loss, &a, a.qkv, g, nqkv, SIZE_MAX, H, RTOL, ATOL);
+    free(a.qkv), free(a.out), free(a.preatt), free(a.att), free(a.w), free(dqkv), free(dpre),
+        free(datt), free(g), free(gpre), free(gatt);
+}
+
+/* T = 130 > 64: three row blocks (the last of 2 rows), against the naive double reference. */
+static void test_attention_blocked(void)
+{
+    printf("attention, T = 130 (row blocks)\n");
+    enum { LB = 2, LT = 130, LC = 8, LNH = 2 };
+    const size_t nqkv = (size_t)LB * LT * 3 * LC, nout = (size_t)LB * LT * LC;
+    const size_t natt = (size_t)LB * LNH * LT * LT;
+    struct att a = {.b = LB, .t = LT, .c = LC, .nh = LNH, .qkv = falloc(nqkv),
+                    .out = falloc(nout), .preatt = falloc(natt), .att = falloc(natt),
+                    .w = falloc(nout)};
+    fill(a.qkv, nqkv, 1.5f, 0.0f);
+    fill(a.w, nout, 1.0f, 0.0f);
+    for (size_t i = 0; i < natt; i++)
+        a.preatt[i] = a.att[i] = NAN;
+    att_loss(&a);
+    double *rout = dalloc(nout), *ratt = dalloc(natt);
+    double *rdqkv = dalloc(nqkv);
+    att_reference(rout, ratt, rdqkv, a.qkv, a.w, LB, LT, LC, LNH);
+    /* sums over up to 130 terms in float: ~130·6e-8 relative at worst */
+    check_close("attention T=130 out", a.out, rout, nout, 1e-4, 1e-5);
+    check_close("attention T=130 att", a.att, ratt, natt, 1e-4, 1e-6);
+
+    float *dqkv = falloc(nqkv), *dpre = falloc(natt), *datt = falloc(natt);
+    gpt2_attention_backward(dqkv, dpre, datt, a.w, a.qkv, a.att, LB, LT, LC, LNH);
+    check_close("attention T=130 dqkv", dqkv, rdqkv, nqkv, 1e-4, 1e-5);
+
+    /* Deterministic: a second run from zero gives the same bits. */
+    float *d2 = falloc(nqkv), *out1 = fdup(a.out, nout);
+    att_loss(&a);
+    gpt2_attention_backward(d2, dpre, datt, a.w, a.qkv, a.att, LB, LT, LC, LNH);
+    CHECK(!memcmp(d2, dqkv, sizeof(float) * nqkv) && !memcmp(out1, a.out, sizeof(float) * nout),
+          "attention: two identical runs differ");
+
+    grad_check("attention T=130 dqkv (200 samples)", att_loss, &a, a.qkv, dqkv, nqkv, 200, H,
+               RTOL, ATOL);
+    free(a.qkv), free(a.out), free(a.preatt), free(a.att), free(a.w), free(rout), free(ratt),
+        free(rdqkv), free(dqkv), free(dpre), free(datt), free(d2), free(out1);
+}
+
+/* ---- gelu ------------------------------------------------------------------------------- */
+
+enum { EN = BT * 4 * C }; /* elementwise length, the MLP's hidden size */
+
+struct ew {
+    float *x, *y, *out, *w;
+};
+
+static double gelu_loss(void *p)
+{
+    struct ew *e = p;
+    gpt2_gelu_forward(e->out, e->x, EN);
+    return wsum(e->w, e->out, EN);
+}
+
+static void test_gelu(void)
+{
+    printf("gelu\n");
+    struct ew e = {.x = falloc(EN), .out = falloc(EN), .w = falloc(EN)};
+    fill(e.x, EN, 4.0f, 0.0f); /* [-4, 4): both tails and the bend */
+    fill(e.w, EN, 1.0f, 0.0f);
+    gelu_loss(&e);
+    double ref[EN];
+    for (int i = 0; i < EN; i++) {
+        const double x = e.x[i];
+        ref[i] = 0.5 * x * (1.0 + tanh(sqrt(2.0 / acos(-1.0)) * (x + 0.044715 * x * x * x)));
+    }
+    check_close("gelu forward", e.out, ref, EN, 1e-5, 1e-6);
+
+    float *d = falloc(EN);
+    gpt2_gelu_backward(d, e.x, e.w, EN);
+    float *g = fdup(d, EN);
+    gpt2_gelu_backward(d, e.x, e.w, EN);
+    check_doubled("gelu dinp", g, d, EN);
+    grad_check("gelu dinp", gelu_loss, &e, e.x, g, EN, SIZE_MAX, H, RTOL, ATOL);
+    free(e.x), free(e.out), free(e.w), free(d), free(g);
+}
+
+/* ---- residual --------------------------------------------------------------------------- */
+
+static double res_loss(void *p)
+{
+    struct ew *e = p;
+    gpt2_residual_forward(e->out, e->x, e->y, EN);
+    return wsum(e->w, e->out, EN);
+}
+
+static void test_residual(void)
+{
+    printf("residual\n");
+    struct ew e = {.x = falloc(EN), .y = falloc(EN), .out = falloc(EN), .w = falloc(EN)};
+    fill(e.x, EN, 1.0f, 0.0f);
+    fill(e.y, EN, 1.0f, 0.0f);
+    fill(e.w, EN, 1.0f, 0.0f);
+    res_loss(&e);
+    double ref[EN];
+    for (int i = 0; i < EN; i++)
+        ref[i] = (double)(e.x[i] + e.y[i]);
+    check_close("residual forward", e.out, ref, EN, 0.0, 0.0);
+
+    float *d1 = falloc(EN), *d2 = falloc(EN);
+    gpt2_residual_backward(d1, d2, e.w, EN);
+    float *g1 = fdup(d1, EN), *g2 = fdup(d2, EN);
+    gpt2_residual_backward(d1, d2, e.w, EN);
+    check_doubled("residual dinp1", g1, d1, EN);
+    check_doubled("residual dinp2", g2, d2, EN);
+    grad_check("residual dinp1", res_loss, &e, e.x, g1, EN, SIZE_MAX, H, RTOL, ATOL);
+    grad_check("residual dinp2", res_loss, &e, e.y, g2, EN, SIZE_MAX, H, RTOL, ATOL);
+    free(e.x), free(e.y), free(e.out), free(e.w), free(d1), free(d2), free(g1), free(g2);
+}
+
+/* ---- softmax + cross-entropy ------------------------------------------------------------ */
+
+struct xent {
+    int bt, v, vp;
+    const int *targets;
+    float *logits, *probs, *losses;
+};
+
+static double xent_loss(void *p) /* mean loss */
+{
+    struct xent *x = p;
+    gpt2_softmax_crossentropy_forward(x->losses, x->probs, x->logits, x->targets, x->bt, x->v,
+                                      x->vp);
+    double s = 0.0;
+    for (int i = 0; i < x->bt; i++)
+        s += x->losses[i];
+    return s / x->bt;
+}
+
+/* Forward against a double softmax over the first v entries; padded probs exactly 0. */
+static void xent_check_forward(const char *what, const struct xent *x)
+{
+    const size_t n = (size_t)x->bt * x->vp;
+    double *rp = dalloc(n), *rl = dalloc((size_t)x->bt);
+    int pad_ok = 1;
+    for (int i = 0; i < x->bt; i++) {
+        const float *lg = x->logits + (size_t)i * x->vp;
+        double mx = -INFINITY, sum = 0.0;
+        for (int v = 0; v < x->v; v++)
+            mx = fmax(mx, lg[v]);
+        for (int v = 0; v < x->v; v++)
+            sum += exp(lg[v] - mx);
+        for (int v = 0; v < x->vp; v++)
+            rp[(size_t)i * x->vp + v] = v < x->v ? exp(lg[v] - mx) / sum : 0.0;
+        rl[i] = -log(rp[(size_t)i * x->vp + x->targets[i]]);
+        for (int v = x->v; v < x->vp; v++)
+            pad_ok &= x->probs[(size_t)i * x->vp + v] == 0.0f;
+    }
+    char name[96];
+    snprintf(name, sizeof name, "%s probs", what);
+    check_close(name, x->probs, rp, n, 1e-5, 1e-7);
+    snprintf(name, sizeof name, "%s losses", what);
+    check_close(name, x->losses, rl, (size_t)x->bt, 1e-5, 1e-6);
+    CHECK(pad_ok, "%s: padded entries have nonzero probability", what);
+    free(rp);
+    free(rl);
+}
+
+static void test_crossentropy(void)
+{
+    printf("softmax cross-entropy\n");
+    int targets[BT];
+    for (int i = 0; i < BT; i++)
+        targets[i] = irand(V);
+    targets[1] = V - 1; /* the last real entry, next to the padding */
+    struct xent x = {.bt = BT, .v = V, .vp = VP, .targets = targets, .logits = falloc(BT * VP),
+                     .probs = falloc(BT * VP), .losses = falloc(BT)};
+    fill(x.logits, BT * VP, 3.0f, 0.0f);
+    for (int i = 0; i < BT; i++) /* padded logits large: they would dominate if included */
+        for (int v = V; v < VP; v++)
+            x.logits[i * VP + v] = 5.0f;
+    for (int i = 0; i < BT * VP; i++)
+        x.probs[i] = NAN;
+    xent_loss(&x);
+    xent_check_forward("xent V=7 Vp=8", &x);
+
+    float *dl = falloc(BT), *d = falloc(BT * VP);
+    for (int i = 0; i < BT; i++)
+        dl[i] = 1.0f / BT;
+    for (int i = 0; i < BT * VP; i++)
+        d[i] = NAN; /* overwritten */
+    gpt2_softmax_crossentropy_backward(d, dl, x.probs, targets, BT, V, VP);
+    float *g = fdup(d, BT * VP);
+    gpt2_softmax_crossentropy_backward(d, dl, x.probs, targets, BT, V, VP);
+    CHECK(!memcmp(g, d, sizeof(float) * BT * VP), "xent: dlogits not overwritten");
+    int pad_ok = 1;
+    for (int i = 0; i < BT; i++)
+        for (int v = V; v < VP; v++)
+            pad_ok &= g[i * VP + v] == 0.0f;
+    CHECK(pad_ok, "xent: padded entries have nonzero gradient");
+    /* The padded entries are checked too: the loss does not depend on them (numeric slope
+     * exactly 0). */
+    grad_check("xent dlogits", xent_loss, &x, x.logits, g, BT * VP, SIZE_MAX, H, RTOL, ATOL);
+
+    /* Padded logits are never read: NaN there changes nothing. */
+    float *probs0 = fdup(x.probs, BT * VP), *losses0 = fdup(x.losses, BT);
+    for (int i = 0; i < BT; i++)
+        for (int v = V; v < VP; v++)
+            x.logits[i * VP + v] = NAN;
+    xent_loss(&x);
+    CHECK(!memcmp(probs0, x.probs, sizeof(float) * BT * VP)
+              && !memcmp(losses0, x.losses, sizeof(float) * BT),
+          "xent: padded logits are read");
+    free(x.logits), free(x.probs), free(x.losses), free(dl), free(d), free(g), free(probs0),
+        free(losses0);
+
+    /* A wider row with more padding, a confident target (p near 1) and a hopeless one (p ~
+     * e^-120, 0 in float: −log p must come from the logits, not from the rounded prob). */
+    enum { XBT = 3, XV = 37, XVP = 48 };
+    int t2[XBT] = {5, 36, 0};
+    struct xent y = {.bt = XBT, .v = XV, .vp = XVP, .targets = t2, .logits = falloc(XBT * XVP),
+                     .probs = falloc(XBT * XVP), .losses = falloc(XBT)};
+    fill(y.logits, XBT * XVP, 2.0f, 0.0f);
+    y.logits[0 * XVP + 5] = 30.0f;
+    y.logits[2 * XVP + 0] = -120.0f;
+    xent_loss(&y);
+    xent_check_forward("xent V=37 Vp=48", &y);
+    free(y.logits), free(y.probs), free(y.losses);
+}
+
+int main(int argc, char **argv)
+{
+    verbose = argc > 1 && !strcmp(argv[1], "-v");
+    test_encoder();
+    test_layernorm();
+    test_matmul(1);
+    test_matmul(0);
+    test_attention();
+    test_attention_blocked();
+    test_gelu();
+    test_residual();
+    test_crossentropy();
+    return check_summary();
+}
