@@ -106,6 +106,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         {"--init", ARG_STR, &o.init, NULL, "gpt2: start from an llm.c checkpoint (sets the shape)",
          NULL},
         {"--data", ARG_STR, &o.data, NULL, "gpt2: llm.c token file to train on", NULL},
+        {"--shuffle", ARG_BOOL, &o.shuffle, NULL,
+         "gpt2: visit whole windows in a seeded order each epoch (default: sequential)", NULL},
         {"--val-data", ARG_STR, &o.val_data, NULL, "gpt2: llm.c token file for validation", NULL},
         {"--val-every", ARG_INT, &o.val_every, NULL, "gpt2: validate every K steps (and at the end)",
          NULL},

@@ -4,7 +4,10 @@
  * Data order follows llm.c's loader so runs compare with other implementations: global
  * micro-step g (= step·accumulation + k) on rank r of N takes the B·T + 1 tokens starting at
  * (g·N + r)·B·T, wrapping at the end of the file; inputs are the first B·T, targets the same
- * shifted by one. The global batch of a step therefore does not depend on N. */
+ * shifted by one. The global batch of a step therefore does not depend on N. With --shuffle the
+ * file is cut into whole windows and each epoch visits them in a seeded order (an affine
+ * permutation j → (a·j + c) mod W with gcd(a, W) = 1, c drawn per epoch): still a pure function
+ * of (seed, global window index), so still independent of N. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +16,7 @@
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/gpt2_sample.h"
 #include "models/gpt2/llmc_files.h"
+#include "zeroc/rng.h"
 
 typedef struct {
     zc_gpt2 *gpt;
@@ -25,17 +29,55 @@ typedef struct {
     uint64_t seed;
 } gpt2_state;
 
-static zc_status read_window(gpt2_state *st, const llmc_tokens *t, uint64_t index, zc_err *err)
+static uint64_t gcd(uint64_t a, uint64_t b)
 {
-    size_t BT = (size_t)st->B * st->T;
-    size_t first = (size_t)((index * (uint64_t)st->nranks + (uint64_t)st->rank) * BT % t->ntok);
-    return llmc_tokens_read(t, first, BT + 1, st->window, st->vocab, err);
+    while (b) {
+        uint64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+/* Window `index` (global over ranks) of a training (shuffle) or validation (sequential) pass. */
+static zc_status read_window(gpt2_state *st, const llmc_tokens *t, uint64_t index, bool shuffle,
+                             zc_err *err)
+{
+    uint64_t BT = (uint64_t)st->B * st->T, j = index * (uint64_t)st->nranks + (uint64_t)st->rank;
+    uint64_t first = j * BT % t->ntok;
+    uint64_t W = (t->ntok - 1) / BT; /* whole windows (each needs BT + 1 tokens) */
+    if (shuffle && W > 1) {
+        uint64_t epoch = j / W, a = 1 + (uint64_t)(zc_rng_uniform(st->seed, 0x5348554646ULL, 0) *
+                                                   (double)W);
+        while (gcd(a, W) != 1)
+            a++;
+        uint64_t c = (uint64_t)(zc_rng_uniform(st->seed, 0x5348554646ULL, epoch + 1) * (double)W);
+        first = (a % W * (j % W) + c) % W * BT;
+    }
+    return llmc_tokens_read(t, (size_t)first, (size_t)BT + 1, st->window, st->vocab, err);
+}
+
+/* Every token id of the file must be < vocab: checked once at the start (so a bad id fails
+ * now, not at step 10 000), by every rank alike so all ranks stop with the same message. */
+static zc_status scan_tokens(const llmc_tokens *t, int vocab, zc_err *err)
+{
+    enum { CHUNK = 1 << 20 };
+    int *buf = malloc(CHUNK * sizeof(int));
+    if (!buf)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    zc_status rc = ZC_OK;
+    for (size_t at = 0; at < t->ntok && !rc; at += CHUNK)
+        rc = llmc_tokens_read(t, at, t->ntok - at < CHUNK ? t->ntok - at : CHUNK, buf, vocab,
+                              err);
+    free(buf);
+    return rc;
 }
 
 static zc_status gpt2_micro_step(train_model *m, int64_t s, int k, double *loss, zc_err *err)
 {
     gpt2_state *st = m->state;
-    zc_status rc = read_window(st, &st->train, (uint64_t)s * st->accum + (uint64_t)k, err);
+    zc_status rc = read_window(st, &st->train, (uint64_t)s * st->accum + (uint64_t)k,
+                               st->o.shuffle, err);
     return rc ? rc : zc_gpt2_forward_backward(st->gpt, st->window, st->window + 1, loss, err);
 }
 
@@ -46,7 +88,7 @@ static zc_status gpt2_validate(train_model *m, double *loss, zc_err *err)
     zc_status rc = ZC_OK;
     for (int j = 0; j < st->o.val_batches && !rc; j++) {
         double l = 0.0;
-        if (!(rc = read_window(st, &st->val, (uint64_t)j, err)))
+        if (!(rc = read_window(st, &st->val, (uint64_t)j, false, err)))
             rc = zc_gpt2_forward(st->gpt, st->window, st->window + 1, &l, err);
         local += l;
     }
@@ -149,10 +191,14 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
     if ((rc = llmc_tokens_open(o->data, &st->train, err)))
         goto fail;
     st->train_open = true;
+    if ((rc = scan_tokens(&st->train, st->vocab, err)))
+        goto fail;
     if (o->val_data) {
         if ((rc = llmc_tokens_open(o->val_data, &st->val, err)))
             goto fail;
         st->val_open = true;
+        if ((rc = scan_tokens(&st->val, st->vocab, err)))
+            goto fail;
     }
     size_t need = (size_t)st->B * st->T + 1;
     if (st->train.ntok < need) {

@@ -14,7 +14,7 @@ typedef struct {
     int channels, heads, seq_len, vocab, max_seq_len;
     const char *init, *data, *val_data, *save_final, *lr_schedule;
     int val_every, val_batches, warmup, sample_every, sample_length;
-    bool activation_checkpointing;
+    bool activation_checkpointing, shuffle;
     bool help;
 } train_opts;
 

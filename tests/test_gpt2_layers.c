@@ -9,9 +9,10 @@
  * outputs that do not depend on the perturbed element come out bitwise equal in both
  * evaluations and cancel; the noise is the float rounding of the affected outputs, ~1e-7 each,
  * divided by 2h: ~1e-5. Truncation error is h²/6·|L'''| ~ 2e-5·|L'''| (zero for the linear
- * layers: encoder, matmul, residual). Hence |num − ana| ≤ 1e-3·|num| + 1e-4 for every layer:
- * about 10× the expected error (measured worst: 0.2 of the bound, run with -v to print it per
- * check), while a wrong sign, factor, transpose or index is off by O(1).
+ * layers: encoder, matmul, residual). Hence |num − ana| ≤ 1e-3·|num| + 1e-4: about 10× the
+ * expected error (measured worst over 100 seeds: 0.3 of the bound; -v prints it per check),
+ * while a wrong sign, factor, transpose or index is off by O(1). LayerNorm's dinp has a wider
+ * bound, with the reason beside it. Build with -DTEST_SEED=n to try other random inputs.
  *
  * Also checked: forwards against double references (a finite-difference check alone would pass
  * a forward and backward that are wrong together), backward accumulation (two calls give twice
@@ -234,7 +235,7 @@ static void test_layernorm(void)
                    .out = falloc(BT * C), .mean = falloc(BT), .rstd = falloc(BT),
                    .w = falloc(BT * C)};
     for (int n = 0; n < BT; n++) /* rows with different means and spreads */
-        fill(l.inp + n * C, C, 0.5f + 0.1f * (float)n, 0.3f * (float)(n - BT / 2));
+        fill(l.inp + n * C, C, 1.0f + 0.2f * (float)n, 0.3f * (float)(n - BT / 2));
     fill(l.weight, C, 0.5f, 1.0f);
     fill(l.bias, C, 1.0f, 0.0f);
     fill(l.w, BT * C, 1.0f, 0.0f);
@@ -268,7 +269,9 @@ static void test_layernorm(void)
     check_doubled("layernorm dweight", gw, dw, C);
     check_doubled("layernorm dbias", gb, db, C);
 
-    grad_check("layernorm dinp", ln_loss, &l, l.inp, ginp, BT * C, SIZE_MAX, H, RTOL, ATOL);
+    /* Normalising divides by σ, so L''' grows like rstd³ (σ ≳ 0.4 here, rstd³ ≲ 15): truncation
+     * up to ~3e-4, hence this one bound is 2e-3·|num| + 5e-4. */
+    grad_check("layernorm dinp", ln_loss, &l, l.inp, ginp, BT * C, SIZE_MAX, H, 2e-3, 5e-4);
     grad_check("layernorm dweight", ln_loss, &l, l.weight, gw, C, SIZE_MAX, H, RTOL, ATOL);
     grad_check("layernorm dbias", ln_loss, &l, l.bias, gb, C, SIZE_MAX, H, RTOL, ATOL);
     free(l.inp), free(l.weight), free(l.bias), free(l.out), free(l.mean), free(l.rstd),

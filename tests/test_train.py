@@ -1,37 +1,26 @@
 #!/usr/bin/env python3
 """test_train.py — end-to-end properties of `zeroc train` on 1–4 ranks (python3 stdlib only).
 
-Usage: test_train.py ZEROC_BINARY MPIRUN_SH [test-name ...]
+Usage: test_train.py ZEROC_BINARY MPIRUN_SH [test-name ...]   (prints "N passed, N failed")
 
 Each test runs the real command under mpirun and checks the JSON report and the safetensors
 weights against values computed here independently (DESIGN.md's formulas from the unit sizes
 the MLP registers), never against zeroc's own earlier output."""
 import json
 import os
-import struct
-import subprocess
 import sys
-import tempfile
 
-ZEROC, MPIRUN = sys.argv[1], sys.argv[2]
-TMP = tempfile.mkdtemp(prefix="zeroc-test-")
+from harness import Harness, read_safetensors
+
+H_ = Harness(sys.argv[1], sys.argv[2])
+TMP = H_.tmp
 H, L = 256, 4          # small MLP: 4 units of 256·256 + 256 parameters
 UNIT = H * H + H
-failures = []
+check = H_.check
 
 
 def run(n, *args, ok=True, timeout=240):
-    cmd = [MPIRUN, str(n), ZEROC, "train", *map(str, args)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if ok and p.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
-    return p
-
-
-def check(cond, msg):
-    if not cond:
-        failures.append(msg)
-        print("  FAIL:", msg)
+    return H_.run(n, "train", *args, ok=ok, timeout=timeout)
 
 
 def padded(numel, n):
@@ -51,21 +40,6 @@ def train(n, stage, name, *extra, steps=10, batch=4):
         "--stage", stage, "--report", report, "--save-weights", weights, *extra)
     with open(report) as f:
         return json.load(f), weights
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    body = data[8 + n:]
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        b, e = t["data_offsets"]
-        out[name] = struct.unpack(f"<{(e - b) // 4}f", body[b:e])
-    return out
 
 
 def rel_weight_diff(a, b):
@@ -189,17 +163,4 @@ TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_gradient_accumulation, test_bad_input]
 
 if __name__ == "__main__":
-    wanted = sys.argv[3:]
-    for t in TESTS:
-        if wanted and t.__name__ not in wanted:
-            continue
-        print(t.__name__)
-        before = len(failures)
-        try:
-            t()
-        except Exception as ex:  # a crash of the harness or of zeroc is a failure, not an error
-            failures.append(f"{t.__name__}: {ex}")
-            print("  FAIL:", ex)
-        print("  ok" if len(failures) == before else "  failed")
-    print(f"{len(TESTS) - len({f.split(':')[0] for f in failures})} checked, {len(failures)} failures")
-    sys.exit(1 if failures else 0)
+    H_.main(TESTS, sys.argv[3:])

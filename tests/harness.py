@@ -1,0 +1,71 @@
+"""harness.py — what the end-to-end test scripts share: running `zeroc` under mpirun, recording
+failures without stopping, reading safetensors files, and the closing summary line."""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+
+class Harness:
+    def __init__(self, zeroc, mpirun):
+        self.zeroc, self.mpirun = zeroc, mpirun
+        self.tmp = tempfile.mkdtemp(prefix="zeroc-test-")
+        self.failures = []
+
+    def path(self, name):
+        return os.path.join(self.tmp, name)
+
+    def run(self, n, *args, ok=True, timeout=300):
+        """Runs `zeroc ARGS` on n ranks; with ok, a non-zero exit raises."""
+        cmd = [self.mpirun, str(n), self.zeroc, *map(str, args)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if ok and p.returncode != 0:
+            raise AssertionError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+        return p
+
+    def check(self, cond, msg):
+        if not cond:
+            self.failures.append(msg)
+            print("  FAIL:", msg, flush=True)
+
+    def report(self, name):
+        with open(self.path(name)) as f:
+            return json.load(f)
+
+    def main(self, tests, wanted):
+        passed = 0
+        for t in tests:
+            if wanted and t.__name__ not in wanted:
+                continue
+            print(t.__name__, flush=True)
+            before = len(self.failures)
+            try:
+                t()
+            except Exception as ex:  # zeroc or the harness crashed: a failure, not a skip
+                self.failures.append(f"{t.__name__}: {ex}")
+                print("  FAIL:", ex, flush=True)
+            if len(self.failures) == before:
+                passed += 1
+                print("  ok", flush=True)
+        failed = sum(1 for t in tests if (not wanted or t.__name__ in wanted)) - passed
+        print(f"{passed} passed, {failed} failed")
+        sys.exit(1 if failed else 0)
+
+
+def read_safetensors(path):
+    """{name: tuple of floats} of an F32 safetensors file, parsed by hand."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    body = data[8 + n:]
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        assert t["dtype"] == "F32"
+        b, e = t["data_offsets"]
+        out[name] = struct.unpack(f"<{(e - b) // 4}f", body[b:e])
+    return out
