@@ -9,7 +9,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 steps=${1:-12}
 tmp=$(mktemp -d)
-export OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2
+# passive: idle OpenMP threads must not spin on the cores OpenBLAS needs (5–10x on mixed kernels)
+export OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive
 /usr/bin/python3 - "$tmp/tok.bin" <<'PY'
 import struct, sys, random
 random.seed(1)

@@ -296,8 +296,9 @@ static zc_status block_backward(zc_gpt2 *m, int l, const float *dres_out, float 
     for (int k = 0; k < P_NBLOCK; k++)
         if (!(g[k] = G(m, l, k)))
             return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the gradients of h.%d", l);
-    for (int k = 0; k < D_NBLOCK; k++)
-        memset(m->dact[k], 0, block_grad_size(m, k) * sizeof(float));
+    for (int k = 0; k < D_NBLOCK; k++) /* the attention backward overwrites its own scratch */
+        if (k != D_PREATT && k != D_ATT)
+            memset(m->dact[k], 0, block_grad_size(m, k) * sizeof(float));
     float **d = m->dact;
     float *res = block_input(m, l);
     gpt2_residual_backward(d[D_RES2], d[D_FCPROJ], dres_out, (size_t)BT * C);

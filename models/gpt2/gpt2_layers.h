@@ -13,10 +13,13 @@
  *     scratch, nothing else contributes to them; they need no zeroing).
  *   - No buffer may overlap another argument of the same call (pointers are restrict).
  *   - Results are deterministic for a fixed OpenMP/OpenBLAS thread count: no atomics, every
- *     reduction has a fixed order (parameter-gradient reductions are independent of the thread
- *     count altogether).
+ *     reduction has a fixed order (the reductions over rows written here — LayerNorm and bias
+ *     gradients, the embedding scatter-add — do not even depend on the thread count; sgemm
+ *     results follow OpenBLAS's partitioning).
  *   - BLAS is only called outside OpenMP parallel regions (the distro OpenBLAS is the pthread
- *     build); call these kernels from a serial context.
+ *     build); call these kernels from a serial context. With libgomp's default wait policy its
+ *     idle threads spin and steal the cores OpenBLAS's threads need: run with
+ *     OMP_WAIT_POLICY=passive (measured on 2 cores: sgemm-bound kernels 5–10× slower without).
  *   - Preconditions (not checked): token ids in [0, Vp) (encoder) and targets in [0, V) (loss);
  *     T ≤ maxT; C divisible by NH; all dimensions ≥ 1.
  */
@@ -82,12 +85,12 @@ void gpt2_attention_forward(float *restrict out,       // (B,T,C)
                             int B, int T, int C, int NH);
 /* dqkv is accumulated. datt and dpreatt are scratch, OVERWRITTEN (0 above the diagonal). att
  * must be the forward's (zero above the diagonal). */
-void gpt2_attention_backward(float *restrict dqkv,      // (B,T,3C) accumulated
-                             float *restrict dpreatt,   // (B,NH,T,T) scratch, overwritten
-                             float *restrict datt,      // (B,NH,T,T) scratch, overwritten
-                             const float *restrict dout,// (B,T,C)
-                             const float *restrict qkv, // (B,T,3C)
-                             const float *restrict att, // (B,NH,T,T) from the forward
+void gpt2_attention_backward(float *restrict dqkv,       // (B,T,3C) accumulated
+                             float *restrict dpreatt,    // (B,NH,T,T) scratch, overwritten
+                             float *restrict datt,       // (B,NH,T,T) scratch, overwritten
+                             const float *restrict dout, // (B,T,C)
+                             const float *restrict qkv,  // (B,T,3C)
+                             const float *restrict att,  // (B,NH,T,T) from the forward
                              int B, int T, int C, int NH);
 
 /* out = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), elementwise. */
