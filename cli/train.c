@@ -201,6 +201,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
                zc_engine_num_units(e), cfg.stage);
     if ((st = zc_engine_weights_sha256(e, rep.initial_sha, &err)))
         return cli_fail(comm, &err, st == ZC_ELOCKSTEP);
+    zc_mem_reset_peaks(mem); /* the digest's buffer is not training's working memory */
 
     double *loss = calloc((size_t)o.steps, sizeof(double));
     double *gnorm = calloc((size_t)o.steps, sizeof(double));
@@ -276,6 +277,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     rep.grad_norm = gnorm;
     rep.step_ms = ms;
 
+    rank_memory mine = my_memory(mem); /* before the digest and exports borrow memory */
     st = zc_engine_weights_sha256(e, rep.final_sha, &err);
     if (!st && o.save_weights)
         st = zc_safetensors_save(e, o.save_weights, &err);
@@ -286,7 +288,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
             st = zc_err_set(&err, ZC_EINVAL, "--save-final: model '%s' has no own file format "
                             "(use --save-weights)", o.model);
     }
-    rank_memory mine = my_memory(mem), *all = calloc((size_t)nranks, sizeof *all);
+    rank_memory *all = calloc((size_t)nranks, sizeof *all);
     if (!st)
         st = zc_comm_control_gather(comm, &mine, all, sizeof mine, "memory report", &err);
     if (!st && rank == 0) {

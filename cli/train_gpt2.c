@@ -183,6 +183,10 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
     }
     st->T = o->seq_len < gc.max_seq_len ? o->seq_len : gc.max_seq_len;
     st->vocab = gc.vocab_size;
+    /* the model first: it validates the shape before any file is scanned against it */
+    if ((rc = zc_gpt2_create(&st->gpt, e, mem, &gc, st->B, st->T, o->activation_checkpointing,
+                             err)))
+        goto fail;
     if (!o->data) {
         rc = zc_err_set(err, ZC_EINVAL, "--model gpt2 needs --data FILE (an llm.c token file; "
                         "make one with zeroc prepare)");
@@ -216,9 +220,6 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
         goto fail;
     }
     m->tokens_per_micro_step = (double)st->B * st->T;
-    if ((rc = zc_gpt2_create(&st->gpt, e, mem, &gc, st->B, st->T, o->activation_checkpointing,
-                             err)))
-        goto fail;
     return ZC_OK;
 fail:
     gpt2_destroy(m);

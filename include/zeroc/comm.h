@@ -76,7 +76,9 @@ zc_status zc_comm_all_gather_start(zc_comm *c, float *buf, size_t S, const char 
 /* Progresses the request without blocking; *done is set when it has completed (then call wait). */
 zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, int *done, zc_err *err);
 /* Waits (up to the timeout), finishes the request (the rank-order sum for a reduce-scatter)
- * and frees it. On error the request is freed too. */
+ * and frees it. On an MPI error the request is freed too. On ZC_ETIMEOUT the collective is
+ * still in flight and may still write its buffers: that is fatal for the job — report it and
+ * call zc_comm_abort. */
 zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err);
 
 /* --- blocking forms --- */

@@ -11,7 +11,14 @@
  *            and dropped at release
  *
  * Every stage reduces a unit's gradients with the same reduce-scatter and updates its shard with
- * the same kernel, so all stages produce bitwise-identical weights for the same N.
+ * the same kernel, so all stages produce bitwise-identical weights for the same N with gradient
+ * accumulation 1. (With accumulation, stages 0–1 sum each rank's micro-batches before reducing
+ * once per step while stages 2–3 reduce every micro-batch into their shard: the same sum in
+ * another order, equal within fp32 rounding.)
+ *
+ * Errors: after any error from acquire, release, grads_ready, step or end_pass the engine's state
+ * is unspecified: destroy it. ZC_ETIMEOUT is fatal for the whole job (a collective is still in
+ * flight): the caller should report it and call zc_comm_abort.
  *
  * A training step, for a model of units u = 0..U−1 (forward in order, backward in reverse):
  *
@@ -105,7 +112,8 @@ void zc_engine_destroy(zc_engine *e);
 int zc_engine_add_unit(zc_engine *e, const char *name);
 int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim, const int64_t *shape,
                         zc_init init);
-/* Allocates this rank's states and initialises the parameters. */
+/* Allocates this rank's states and initialises the parameters. Collective: fails on every rank
+ * (ZC_EINVAL) if any rank has another configuration or registered another model. */
 zc_status zc_engine_finalize(zc_engine *e, zc_err *err);
 
 int zc_engine_num_units(const zc_engine *e);
@@ -131,6 +139,11 @@ zc_status zc_engine_grads_ready(zc_engine *e, int unit, zc_err *err);
 /* Ends a micro-batch; at the accumulation boundary reduces, clips and updates. */
 zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err);
 
+/* Ends a forward-only pass (evaluation, sampling): stage 3 lets the gathers it prefetched for
+ * units the pass will not use land and frees them, so the next training micro-batch starts
+ * clean. No unit may be acquired or handed back. */
+zc_status zc_engine_end_pass(zc_engine *e, zc_err *err);
+
 /* The learning rate of the next optimizer step (default: the config's). */
 void zc_engine_set_lr(zc_engine *e, double lr);
 int64_t zc_engine_steps_done(const zc_engine *e);
@@ -146,7 +159,7 @@ void zc_engine_set_param_values(zc_engine *e, int param, size_t first, size_t n,
 /* Collective: the unit's full parameters (padded numel floats) into dst on every rank. */
 zc_status zc_engine_gather_unit(zc_engine *e, int unit, float *dst, zc_err *err);
 /* Collective: SHA-256 of the full fp32 weights (unpadded, units in registration order,
- * little-endian) as 64 hex digits, on every rank. */
+ * little-endian) as 64 hex digits, on every rank; ZC_ESTATE if the ranks' replicas differ. */
 zc_status zc_engine_weights_sha256(zc_engine *e, char hex[65], zc_err *err);
 
 /* DESIGN.md's per-rank model-state bytes for `stage` at this engine's world size and dtype. */

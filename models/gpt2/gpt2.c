@@ -49,7 +49,6 @@ struct zc_gpt2 {
     float **act;                  /* act[l * A_NBLOCK + k] */
     float *dact[D_NBLOCK];
     float *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses, *dlnf, *dres[2];
-    const int *last_targets;
 };
 
 static size_t block_act_size(const zc_gpt2 *m, int k)
@@ -239,8 +238,8 @@ static zc_status check_tokens(const zc_gpt2 *m, const int *tok, const char *what
     return ZC_OK;
 }
 
-zc_status zc_gpt2_forward(zc_gpt2 *m, const int *inputs, const int *targets, double *loss,
-                          zc_err *err)
+static zc_status forward(zc_gpt2 *m, const int *inputs, const int *targets, double *loss,
+                         zc_err *err)
 {
     const int B = m->B, T = m->T, C = m->cfg.channels, L = m->cfg.num_layers;
     const int BT = B * T, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
@@ -270,8 +269,7 @@ zc_status zc_gpt2_forward(zc_gpt2 *m, const int *inputs, const int *targets, dou
     gpt2_matmul_forward(m->logits, m->lnf, zc_engine_param(m->e, m->p_wte), NULL, BT, C, Vp);
     if ((st = zc_engine_release(m->e, m->u_emb, err)))
         return st;
-    m->last_targets = targets;
-    if (targets) {
+    if (targets && loss) {
         gpt2_softmax_crossentropy_forward(m->losses, m->probs, m->logits, targets, BT, V, Vp);
         double s = 0.0;
         for (int i = 0; i < BT; i++)
@@ -279,6 +277,13 @@ zc_status zc_gpt2_forward(zc_gpt2 *m, const int *inputs, const int *targets, dou
         *loss = s / BT;
     }
     return ZC_OK;
+}
+
+zc_status zc_gpt2_forward(zc_gpt2 *m, const int *inputs, const int *targets, double *loss,
+                          zc_err *err)
+{
+    zc_status st = forward(m, inputs, targets, loss, err);
+    return st ? st : zc_engine_end_pass(m->e, err); /* no backward follows */
 }
 
 /* ---------- backward ---------- */
@@ -326,7 +331,7 @@ zc_status zc_gpt2_forward_backward(zc_gpt2 *m, const int *inputs, const int *tar
 {
     const int B = m->B, T = m->T, C = m->cfg.channels, L = m->cfg.num_layers;
     const int BT = B * T, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
-    zc_status st = zc_gpt2_forward(m, inputs, targets, loss, err);
+    zc_status st = forward(m, inputs, targets, loss, err);
     if (st)
         return st;
     /* Head: dlogits (reusing the logits buffer), then through the tied wte. */

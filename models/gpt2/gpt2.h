@@ -47,8 +47,8 @@ zc_status zc_gpt2_load_llmc(zc_gpt2 *m, const char *path, zc_err *err);
 /* Collective: writes the weights as an llm.c fp32 checkpoint (version 3); rank 0 writes. */
 zc_status zc_gpt2_save_llmc(zc_gpt2 *m, const char *path, zc_err *err);
 
-/* Forward only over B × T tokens. targets (and loss) may be NULL. After it, zc_gpt2_logits is
- * (B,T,Vp). */
+/* A forward-only pass (evaluation, sampling) over B × T tokens; targets and loss may be NULL.
+ * After it, zc_gpt2_logits is (B,T,Vp). Ends the engine pass (zc_engine_end_pass). */
 zc_status zc_gpt2_forward(zc_gpt2 *m, const int *inputs, const int *targets, double *loss,
                           zc_err *err);
 const float *zc_gpt2_logits(const zc_gpt2 *m);

@@ -73,6 +73,9 @@ zc_status zc_comm_init(zc_comm **out, int *argc, char ***argv, zc_err *err)
         }
         c->we_initialised = 1;
     }
+    /* OpenMPI reports completion errors of non-blocking collectives on MPI_COMM_WORLD, so both
+     * communicators return errors instead of aborting. */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_dup(MPI_COMM_WORLD, &c->world);
     MPI_Comm_set_errhandler(c->world, MPI_ERRORS_RETURN);
     MPI_Comm_rank(c->world, &c->rank);

@@ -255,6 +255,50 @@ int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim, cons
     return e->nparams++;
 }
 
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* Every rank must run the same configuration on the same model: a rank that read another
+ * config file (no shared file system) or registered other units would otherwise train a
+ * different replica silently, or die in MPI with a truncation error. */
+static zc_status agreement_check(zc_engine *e, zc_err *err)
+{
+    if (e->nranks == 1)
+        return ZC_OK;
+    const zc_config *c = &e->cfg;
+    uint64_t h[2] = {0xcbf29ce484222325ULL, 0xcbf29ce484222325ULL};
+    const double d[] = {c->grad_clip, c->lr, c->beta1, c->beta2, c->eps, c->weight_decay,
+                        c->momentum, c->comm_timeout_s};
+    const int64_t i[] = {c->micro_batch, c->grad_accum, c->optim, c->adam_w_mode, c->stage,
+                         c->reduce_bucket_size, c->prefetch_bucket_size, c->max_live_parameters,
+                         (int64_t)c->seed};
+    h[0] = fnv(fnv(h[0], d, sizeof d), i, sizeof i);
+    for (int u = 0; u < e->nunits; u++)
+        h[1] = fnv(h[1], &e->units[u].info.numel, sizeof(size_t));
+    h[1] = fnv(h[1], &e->nparams, sizeof e->nparams);
+    uint64_t stack[2 * 16], *all = e->nranks <= 16 ? stack : malloc(sizeof h * e->nranks);
+    if (!all)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory in the agreement check");
+    zc_status st = zc_comm_control_gather(e->comm, h, all, sizeof h, "configuration check", err);
+    for (int r = 1; !st && r < e->nranks; r++) {
+        if (all[2 * r] != all[0])
+            st = zc_err_set(err, ZC_EINVAL, "rank %d runs a different configuration than rank 0 "
+                            "(was the same config file and were the same flags given to every "
+                            "rank?)", r);
+        else if (all[2 * r + 1] != all[1])
+            st = zc_err_set(err, ZC_EINVAL, "rank %d registered a different model (units or "
+                            "sizes) than rank 0", r);
+    }
+    if (all != stack)
+        free(all);
+    return st;
+}
+
 static size_t opt_moments(const zc_config *cfg)
 {
     if (cfg->optim == ZC_OPTIM_SGD)
@@ -312,7 +356,7 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
     }
     e->finalized = true;
     zc_mem_reset_peaks(e->mem);
-    return ZC_OK;
+    return agreement_check(e, err);
 }
 
 void zc_engine_destroy(zc_engine *e)
@@ -322,7 +366,7 @@ void zc_engine_destroy(zc_engine *e)
     size_t n = (size_t)e->nranks;
     if (e->rs_req) /* lands in a gradient shard: before anything is freed */
         zc_comm_wait(e->comm, e->rs_req, NULL);
-    for (int i = 0; i < e->nunits && e->finalized; i++) {
+    for (int i = 0; i < e->nunits; i++) { /* also after a failed finalize: free_f skips NULL */
         unit_t *u = &e->units[i];
         size_t S = u->info.shard, P = u->info.padded;
         if (u->gather) /* a prefetch nobody used: let it land before freeing its buffer */
@@ -476,8 +520,12 @@ static zc_status gather_start(zc_engine *e, int i, zc_err *err)
     if (!(u->full = alloc_f(e, ZC_MEM_WORKING, P)))
         return oom(e, err, "gathered parameters", i, P);
     memcpy(u->full + (size_t)e->rank * S, u->shard_p, S * sizeof(float));
-    e->gathered_elems += (int64_t)P;
-    return zc_comm_all_gather_start(e->comm, u->full, S, label(e, i), &u->gather, err);
+    st = zc_comm_all_gather_start(e->comm, u->full, S, label(e, i), &u->gather, err);
+    if (st)
+        free_f(e, ZC_MEM_WORKING, &u->full, P);
+    else
+        e->gathered_elems += (int64_t)P;
+    return st;
 }
 
 static zc_status gather_wait(zc_engine *e, int i, zc_err *err)
@@ -613,6 +661,34 @@ static const float *owned_grads(const zc_engine *e, const unit_t *u)
     return e->stage <= 1 ? u->grad_full + (size_t)e->rank * u->info.shard : u->grad_shard;
 }
 
+/* Lets prefetches nobody will use land, frees them, and rewinds the prefetch trace. */
+static zc_status drop_prefetches(zc_engine *e, zc_err *err)
+{
+    zc_status st = ZC_OK;
+    for (int i = 0; i < e->nunits; i++) {
+        unit_t *u = &e->units[i];
+        if (!u->gather)
+            continue;
+        zc_status st2 = gather_wait(e, i, err);
+        free_f(e, ZC_MEM_WORKING, &u->full, u->info.padded);
+        e->gathered_elems -= (int64_t)u->info.padded;
+        if (!st)
+            st = st2;
+    }
+    if (e->stage == 3 && !e->trace_done && e->trace_len > 0)
+        e->trace_done = true;
+    e->trace_pos = 0;
+    return st;
+}
+
+zc_status zc_engine_end_pass(zc_engine *e, zc_err *err)
+{
+    ZC_ASSERT(e->finalized);
+    for (int i = 0; i < e->nunits; i++)
+        ZC_ASSERT(!e->units[i].acquired && !e->units[i].ready);
+    return drop_prefetches(e, err);
+}
+
 static zc_status end_micro_batch(zc_engine *e, zc_err *err)
 {
     zc_status st = lockstep_check(e, OP_STEP, -1, err);
@@ -630,18 +706,11 @@ static zc_status end_micro_batch(zc_engine *e, zc_err *err)
         if (u->acquired)
             st = zc_err_set(err, ZC_ESTATE, "step %lld: unit '%s' is still acquired at step",
                             (long long)e->step + 1, u->info.name);
-        else if (u->gather) { /* a prefetch the model did not use */
-            st = gather_wait(e, i, err);
-            free_f(e, ZC_MEM_WORKING, &u->full, u->info.padded);
-            e->gathered_elems -= (int64_t)u->info.padded;
-        }
         u->ready = false;
     }
     e->rs_next = 0;
-    if (e->stage == 3 && !e->trace_done)
-        e->trace_done = true;
-    e->trace_pos = 0;
-    return st;
+    zc_status st2 = drop_prefetches(e, err); /* prefetches the model did not use */
+    return st ? st : st2;
 }
 
 zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
@@ -779,5 +848,16 @@ zc_status zc_engine_weights_sha256(zc_engine *e, char hex[65], zc_err *err)
     uint8_t d[32];
     zc_sha256_final(&s, d);
     zc_sha256_hex(d, hex);
+    /* Stages 0–2 hash their own replica: all ranks must agree, or training diverged. */
+    uint8_t stack[32 * 16], *all = e->nranks <= 16 ? stack : malloc(32 * (size_t)e->nranks);
+    if (!st && !all)
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory comparing weight digests");
+    if (!st)
+        st = zc_comm_control_gather(e->comm, d, all, 32, "weight digest", err);
+    for (int r = 1; !st && r < e->nranks; r++)
+        if (memcmp(all + 32 * r, all, 32))
+            st = zc_err_set(err, ZC_ESTATE, "rank %d holds different weights than rank 0", r);
+    if (all && all != stack)
+        free(all);
     return st;
 }
