@@ -159,8 +159,21 @@ def test_bad_input():
                   f"{args}: crashed: {p.stderr!r}")
 
 
+def test_ranks_disagree():
+    """Ranks started with different settings (e.g. no shared config file) are refused at start,
+    on every rank, instead of training different replicas or dying inside MPI."""
+    import subprocess
+    for a, b, needle in ((["--seed", "1"], ["--seed", "2"], "different configuration"),
+                         (["--layers", "3"], ["--layers", "4"], "different model")):
+        cmd = [H_.mpirun, "1", H_.zeroc, "train", "--hidden", "16", *a, ":", "-np", "1",
+               H_.zeroc, "train", "--hidden", "16", *b]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        check(p.returncode != 0, f"{a} vs {b}: exit code 0")
+        check(needle in p.stderr and "rank 1" in p.stderr, f"{a} vs {b}: {p.stderr!r}")
+
+
 TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
-         test_gradient_accumulation, test_bad_input]
+         test_gradient_accumulation, test_bad_input, test_ranks_disagree]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])
