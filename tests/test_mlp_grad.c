@@ -46,11 +46,11 @@ int main(int argc, char **argv)
             const float h = 1e-2f;
             double lp, lm, l0;
             *w = saved + h;
-            zc_mlp_loss(m, x, y, &lp, &err);
+            zc_mlp_forward(m, x, y, &lp, &err);
             *w = saved - h;
-            zc_mlp_loss(m, x, y, &lm, &err);
+            zc_mlp_forward(m, x, y, &lm, &err);
             *w = saved;
-            zc_mlp_loss(m, x, y, &l0, &err);
+            zc_mlp_forward(m, x, y, &l0, &err);
             double step = (double)(saved + h) - (double)saved;
             double num = (lp - lm) / (2.0 * step);
             if (fabs((lp - l0) - (l0 - lm)) / step > 0.1 * fabs(num) + 1e-4) {

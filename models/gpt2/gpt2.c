@@ -51,10 +51,11 @@ struct zc_gpt2 {
     float *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses, *dlnf, *dres[2];
 };
 
-static size_t block_act_size(const zc_gpt2 *m, int k)
+/* The size table: floats of each per-block activation for micro-batches of B × T. */
+static size_t act_size(const zc_gpt2_config *c, int B, int T, int k)
 {
-    const size_t BT = (size_t)m->B * m->T, C = (size_t)m->cfg.channels;
-    const size_t att = (size_t)m->B * m->cfg.num_heads * m->T * m->T;
+    const size_t BT = (size_t)B * T, C = (size_t)c->channels;
+    const size_t att = (size_t)B * c->num_heads * T * T;
     switch (k) {
     case A_LN1_MEAN: case A_LN1_RSTD: case A_LN2_MEAN: case A_LN2_RSTD: return BT;
     case A_QKV: return BT * 3 * C;
@@ -64,12 +65,40 @@ static size_t block_act_size(const zc_gpt2 *m, int k)
     }
 }
 
-static size_t block_grad_size(const zc_gpt2 *m, int k)
+static size_t grad_size(const zc_gpt2_config *c, int B, int T, int k)
 {
     static const int as_act[D_NBLOCK] = {A_LN1, A_QKV, A_ATTY, A_PREATT, A_ATT, A_ATTPROJ,
                                          A_RES2, A_LN2, A_FCH, A_FCH_GELU, A_FCPROJ};
-    return block_act_size(m, as_act[k]);
+    return act_size(c, B, T, as_act[k]);
 }
+
+/* Floats of the model-level buffers, in the order zc_gpt2_create carves them: encoded, lnf,
+ * lnf_mean, lnf_rstd, logits, probs, losses, dlnf, dres[0], dres[1]. */
+enum { N_TOP = 10 };
+static void top_sizes(const zc_gpt2_config *c, int B, int T, size_t out[N_TOP])
+{
+    const size_t BT = (size_t)B * T, C = (size_t)c->channels, Vp = (size_t)c->padded_vocab_size;
+    const size_t sz[N_TOP] = {BT * C, BT * C, BT, BT, BT * Vp, BT * Vp, BT, BT * C, BT * C, BT * C};
+    memcpy(out, sz, sizeof sz);
+}
+
+size_t zc_gpt2_activation_bytes(const zc_gpt2_config *c, int B, int T,
+                                bool activation_checkpointing)
+{
+    const size_t L = (size_t)c->num_layers, sets = activation_checkpointing ? 1 : L;
+    size_t total = 0, top[N_TOP];
+    for (int k = 0; k < A_NBLOCK; k++)
+        total += act_size(c, B, T, k) * (k == A_RES3 ? L : sets);
+    for (int k = 0; k < D_NBLOCK; k++)
+        total += grad_size(c, B, T, k);
+    top_sizes(c, B, T, top);
+    for (int i = 0; i < N_TOP; i++)
+        total += top[i];
+    return total * sizeof(float);
+}
+
+static size_t block_act_size(const zc_gpt2 *m, int k) { return act_size(&m->cfg, m->B, m->T, k); }
+static size_t block_grad_size(const zc_gpt2 *m, int k) { return grad_size(&m->cfg, m->B, m->T, k); }
 
 static zc_status check_config(const zc_gpt2_config *c, int B, int T, zc_err *err)
 {
@@ -138,16 +167,9 @@ zc_status zc_gpt2_create(zc_gpt2 **out, zc_engine *e, zc_mem *mem, const zc_gpt2
     m->p_lnfb = zc_engine_add_param(e, m->u_lnf, "lnfb", 1, (int64_t[]){C}, zero);
 
     /* Activations: one arena, carved by the size table. */
-    const size_t BT = (size_t)B * T;
-    const int sets = activation_checkpointing ? 1 : L;
-    size_t total = 0;
-    for (int k = 0; k < A_NBLOCK; k++)
-        total += block_act_size(m, k) * (k == A_RES3 ? (size_t)L : (size_t)sets);
-    for (int k = 0; k < D_NBLOCK; k++)
-        total += block_grad_size(m, k);
-    size_t top[] = {BT * C, BT * C, BT, BT, BT * Vp, BT * Vp, BT, BT * C, BT * C, BT * C};
-    for (size_t i = 0; i < sizeof top / sizeof *top; i++)
-        total += top[i];
+    size_t total = zc_gpt2_activation_bytes(cfg, B, T, activation_checkpointing) / sizeof(float);
+    size_t top[N_TOP];
+    top_sizes(cfg, B, T, top);
     m->arena_floats = total;
     m->arena = zc_mem_alloc(mem, ZC_MEM_ACTIVATIONS, total * sizeof(float));
     if (!m->arena) {
@@ -169,7 +191,7 @@ zc_status zc_gpt2_create(zc_gpt2 **out, zc_engine *e, zc_mem *mem, const zc_gpt2
     }
     float **tops[] = {&m->encoded, &m->lnf, &m->lnf_mean, &m->lnf_rstd, &m->logits, &m->probs,
                       &m->losses, &m->dlnf, &m->dres[0], &m->dres[1]};
-    for (size_t i = 0; i < sizeof top / sizeof *top; i++) {
+    for (int i = 0; i < N_TOP; i++) {
         *tops[i] = p;
         p += top[i];
     }

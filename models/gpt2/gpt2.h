@@ -37,6 +37,9 @@ typedef struct zc_gpt2 zc_gpt2;
 zc_status zc_gpt2_create(zc_gpt2 **out, zc_engine *e, zc_mem *mem, const zc_gpt2_config *cfg,
                          int B, int T, bool activation_checkpointing, zc_err *err);
 void zc_gpt2_destroy(zc_gpt2 *m);
+/* Bytes of activations zc_gpt2_create allocates for this shape (the ledger's "activations"). */
+size_t zc_gpt2_activation_bytes(const zc_gpt2_config *cfg, int B, int T,
+                                bool activation_checkpointing);
 const zc_gpt2_config *zc_gpt2_get_config(const zc_gpt2 *m);
 /* The (B, T) every forward works on. */
 void zc_gpt2_batch_shape(const zc_gpt2 *m, int *B, int *T);

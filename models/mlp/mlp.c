@@ -40,7 +40,7 @@ zc_status zc_mlp_create(zc_mlp **out, zc_engine *e, zc_mem *mem, const zc_mlp_co
     m->mem = mem;
     m->w = calloc((size_t)cfg->layers, sizeof(int));
     m->b = calloc((size_t)cfg->layers, sizeof(int));
-    m->act_bytes = ((size_t)cfg->layers + 3) * bh(m) * sizeof(float);
+    m->act_bytes = zc_mlp_activation_bytes(cfg);
     m->act = zc_mem_alloc(mem, ZC_MEM_ACTIVATIONS, m->act_bytes);
     if (!m->w || !m->b || !m->act) {
         size_t bytes = m->act_bytes;
@@ -62,6 +62,12 @@ zc_status zc_mlp_create(zc_mlp **out, zc_engine *e, zc_mem *mem, const zc_mlp_co
     }
     *out = m;
     return ZC_OK;
+}
+
+size_t zc_mlp_activation_bytes(const zc_mlp_config *cfg)
+{
+    /* (layers + 1) layer inputs/outputs plus the two gradient buffers, batch × hidden each */
+    return ((size_t)cfg->layers + 3) * (size_t)cfg->batch * (size_t)cfg->hidden * sizeof(float);
 }
 
 void zc_mlp_destroy(zc_mlp *m)
@@ -126,7 +132,7 @@ static double mse(const zc_mlp *m, const float *y)
     return s / (double)bh(m);
 }
 
-zc_status zc_mlp_loss(zc_mlp *m, const float *x, const float *y, double *loss, zc_err *err)
+zc_status zc_mlp_forward(zc_mlp *m, const float *x, const float *y, double *loss, zc_err *err)
 {
     zc_status st = forward(m, x, err);
     if (!st)
@@ -134,14 +140,10 @@ zc_status zc_mlp_loss(zc_mlp *m, const float *x, const float *y, double *loss, z
     return st;
 }
 
-zc_status zc_mlp_forward_backward(zc_mlp *m, const float *x, const float *y, double *loss,
-                                  zc_err *err)
+zc_status zc_mlp_backward(zc_mlp *m, const float *y, zc_err *err)
 {
     const int B = m->cfg.batch, H = m->cfg.hidden, L = m->cfg.layers;
-    zc_status st = forward(m, x, err);
-    if (st)
-        return st;
-    *loss = mse(m, y);
+    zc_status st;
     /* d = ∂loss/∂out = 2 (out − y) / (B·H) */
     const float *out = m->act + (size_t)L * bh(m);
     const float scale = 2.0f / (float)bh(m);
@@ -170,4 +172,11 @@ zc_status zc_mlp_forward_backward(zc_mlp *m, const float *x, const float *y, dou
             return st;
     }
     return ZC_OK;
+}
+
+zc_status zc_mlp_forward_backward(zc_mlp *m, const float *x, const float *y, double *loss,
+                                  zc_err *err)
+{
+    zc_status st = zc_mlp_forward(m, x, y, loss, err);
+    return st ? st : zc_mlp_backward(m, y, err);
 }

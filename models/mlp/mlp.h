@@ -30,15 +30,21 @@ typedef struct zc_mlp zc_mlp;
 zc_status zc_mlp_create(zc_mlp **out, zc_engine *e, zc_mem *mem, const zc_mlp_config *cfg,
                         zc_err *err);
 void zc_mlp_destroy(zc_mlp *m);
+/* Bytes of activations zc_mlp_create allocates for cfg (the ledger's "activations"). */
+size_t zc_mlp_activation_bytes(const zc_mlp_config *cfg);
 
 /* Fills x and y (batch × hidden each) with samples first_sample … first_sample+batch−1 of
  * optimizer step `step`. */
 void zc_mlp_batch(const zc_mlp *m, uint64_t seed, int64_t step, int64_t first_sample, float *x,
                   float *y);
 
-/* Mean squared error of this micro-batch, forward only. */
-zc_status zc_mlp_loss(zc_mlp *m, const float *x, const float *y, double *loss, zc_err *err);
-/* Forward and backward: accumulates gradients into the engine and hands each unit back. */
+/* Forward: keeps the activations for the backward; *loss = this micro-batch's mean squared
+ * error. Alone (no backward after it) it is an evaluation. */
+zc_status zc_mlp_forward(zc_mlp *m, const float *x, const float *y, double *loss, zc_err *err);
+/* Backward of the last forward: accumulates gradients into the engine and hands each unit
+ * back as soon as it is done. */
+zc_status zc_mlp_backward(zc_mlp *m, const float *y, zc_err *err);
+/* Both. */
 zc_status zc_mlp_forward_backward(zc_mlp *m, const float *x, const float *y, double *loss,
                                   zc_err *err);
 
