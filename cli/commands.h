@@ -10,6 +10,7 @@
 int cmd_train(zc_comm *comm, int argc, char **argv);
 int cmd_prepare(zc_comm *comm, int argc, char **argv);
 int cmd_sample(zc_comm *comm, int argc, char **argv);
+int cmd_estimate(zc_comm *comm, int argc, char **argv);
 
 /* Prints err (rank 0, or every rank when the error is not known to be shared) and returns the
  * exit code. `collective`: every rank hit the same error, so they can all return and finalise;

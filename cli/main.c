@@ -11,7 +11,8 @@ static void usage(void)
            "commands:\n"
            "  train    train a model with ZeRO stage 0-3 (zeroc train --help)\n"
            "  prepare  turn text files into byte-level llm.c token files (zeroc prepare --help)\n"
-           "  sample   generate text from an llm.c GPT-2 checkpoint (zeroc sample --help)\n\n"
+           "  sample   generate text from an llm.c GPT-2 checkpoint (zeroc sample --help)\n"
+           "  estimate per-rank memory and communication of each stage (zeroc estimate --help)\n\n"
            "Run on N ranks with: mpirun -np N zeroc train ...\n");
 }
 
@@ -49,6 +50,8 @@ int main(int argc, char **argv)
         rc = cmd_prepare(comm, argc, argv);
     } else if (!strcmp(argv[1], "sample")) {
         rc = cmd_sample(comm, argc, argv);
+    } else if (!strcmp(argv[1], "estimate")) {
+        rc = cmd_estimate(comm, argc, argv);
     } else {
         if (zc_comm_rank(comm) == 0)
             fprintf(stderr, "zeroc: error: unknown command '%s' (try: zeroc --help)\n", argv[1]);

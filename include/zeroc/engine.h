@@ -51,6 +51,7 @@
 
 #include "zeroc/comm.h"
 #include "zeroc/config.h"
+#include "zeroc/estimate.h"
 #include "zeroc/mem.h"
 #include "zeroc/status.h"
 
@@ -94,12 +95,6 @@ typedef struct {
     double clip_coef; /* factor applied to the gradient (1 when not clipped) */
     double lr;        /* learning rate used by this step */
 } zc_step_info;
-
-/* Bytes per rank of each model-state category at a given stage (DESIGN.md's table, from the
- * padded unit sizes of this engine's world size). */
-typedef struct {
-    int64_t params, grads, optimizer;
-} zc_state_bytes;
 
 typedef struct zc_engine zc_engine;
 
@@ -162,6 +157,9 @@ zc_status zc_engine_gather_unit(zc_engine *e, int unit, float *dst, zc_err *err)
  * little-endian) as 64 hex digits, on every rank; ZC_ESTATE if the ranks' replicas differ. */
 zc_status zc_engine_weights_sha256(zc_engine *e, char hex[65], zc_err *err);
 
+/* The estimator's input describing this engine's model and configuration at `stage`; numel
+ * must hold zc_engine_num_units entries and outlive the result. */
+zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *numel);
 /* DESIGN.md's per-rank model-state bytes for `stage` at this engine's world size and dtype. */
 zc_state_bytes zc_engine_state_bytes_for_stage(const zc_engine *e, int stage);
 

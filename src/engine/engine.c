@@ -425,17 +425,25 @@ size_t zc_engine_total_padded(const zc_engine *e)
     return s;
 }
 
+zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *numel)
+{
+    for (int i = 0; i < e->nunits; i++)
+        numel[i] = e->units[i].info.numel;
+    zc_estimate_in in = {.unit_numel = numel, .nunits = e->nunits, .nranks = e->nranks,
+                         .stage = stage, .moment_floats = (int)opt_moments(&e->cfg),
+                         .reduce_bucket_size = e->cfg.reduce_bucket_size,
+                         .prefetch_bucket_size = e->cfg.prefetch_bucket_size,
+                         .max_live_parameters = e->cfg.max_live_parameters};
+    return in;
+}
+
 zc_state_bytes zc_engine_state_bytes_for_stage(const zc_engine *e, int stage)
 {
-    const int64_t P = 4, G = 4, K = 4 * (int64_t)opt_moments(&e->cfg);
-    zc_state_bytes b = {0, 0, 0};
-    for (int i = 0; i < e->nunits; i++) {
-        int64_t S = (int64_t)((e->units[i].info.numel + (size_t)e->nranks - 1) / (size_t)e->nranks);
-        int64_t full = S * e->nranks;
-        b.params += P * (stage == 3 ? S : full);
-        b.grads += G * (stage >= 2 ? S : full);
-        b.optimizer += K * (stage >= 1 ? S : full);
-    }
+    size_t *numel = malloc((size_t)e->nunits * sizeof(size_t));
+    ZC_ASSERT(numel);
+    zc_estimate_in in = zc_engine_estimate_in(e, stage, numel);
+    zc_state_bytes b = zc_estimate_states(&in);
+    free(numel);
     return b;
 }
 

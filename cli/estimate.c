@@ -1,0 +1,281 @@
+/* estimate.c — `zeroc estimate`: per-rank memory and per-step communication of every ZeRO
+ * stage for a model, before running it. Model states and comm come from zeroc/estimate.h over
+ * the unit sizes the real model registers (so they equal what a run measures, to the byte);
+ * activations from the model's own size table; working memory is a bound. Offload to NVMe is
+ * not implemented in zeroc yet, so it has no rows. */
+#include <ctype.h>
+#include <math.h>
+#include <strings.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "models/gpt2/gpt2.h"
+#include "models/gpt2/llmc_files.h"
+#include "models/mlp/mlp.h"
+#include "zeroc/estimate.h"
+
+/* "1.5e9", "1.5B", "350M", "124m", "12K", "2T" → count (decimal suffixes). */
+static int parse_count(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    double mul = 1;
+    if (*end) {
+        switch (toupper((unsigned char)*end)) {
+        case 'K': mul = 1e3; break;
+        case 'M': mul = 1e6; break;
+        case 'B': case 'G': mul = 1e9; break;
+        case 'T': mul = 1e12; break;
+        default: return -1;
+        }
+        end++;
+    }
+    if (end == s || *end || !(v > 0) || !isfinite(v))
+        return -1;
+    *out = v * mul;
+    return 0;
+}
+
+/* "24G", "24GiB", "512M", "1.5T", "1000000" → bytes (binary suffixes). */
+static int parse_bytes(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end), mul = 1;
+    if (*end) {
+        switch (toupper((unsigned char)*end)) {
+        case 'K': mul = 1024.0; break;
+        case 'M': mul = 1024.0 * 1024; break;
+        case 'G': mul = 1024.0 * 1024 * 1024; break;
+        case 'T': mul = 1024.0 * 1024 * 1024 * 1024; break;
+        default: return -1;
+        }
+        end++;
+        if (!strcasecmp(end, "iB") || !strcasecmp(end, "B"))
+            end += strlen(end);
+    }
+    if (end == s || *end || !(v > 0) || !isfinite(v))
+        return -1;
+    *out = v * mul;
+    return 0;
+}
+
+static double mib(int64_t b) { return (double)b / (1024.0 * 1024.0); }
+
+int cmd_estimate(zc_comm *comm, int argc, char **argv)
+{
+    const char *params = NULL, *model = NULL, *init = NULL, *mem_per_rank = NULL;
+    int ranks = 1, ranks_per_node = 0, micro = 0, hidden = 2048, layers = 0, channels = 768,
+        heads = 12, vocab = 50257, seq_len = 1024;
+    const char *dtype = "fp32", *optim = "adamw";
+    bool ckpt = false, json = false, help = false;
+    arg_spec specs[] = {
+        {"--params", ARG_STR, &params, NULL, "parameter count: 1.5e9, 1.5B, 350M (one unit)", NULL},
+        {"--model", ARG_STR, &model, NULL, "mlp or gpt2: use the model's real units", NULL},
+        {"--init", ARG_STR, &init, NULL, "gpt2: read the shape from an llm.c checkpoint", NULL},
+        {"--hidden", ARG_INT, &hidden, NULL, "mlp: hidden size (default 2048)", NULL},
+        {"--layers", ARG_INT, &layers, NULL, "mlp: layers (default 12); gpt2: blocks (default 12)",
+         NULL},
+        {"--channels", ARG_INT, &channels, NULL, "gpt2: channels (default 768)", NULL},
+        {"--heads", ARG_INT, &heads, NULL, "gpt2: heads (default 12)", NULL},
+        {"--vocab", ARG_INT, &vocab, NULL, "gpt2: vocabulary (default 50257)", NULL},
+        {"--seq-len", ARG_INT, &seq_len, NULL, "gpt2: sequence length (default 1024)", NULL},
+        {"--micro-batch", ARG_INT, &micro, NULL, "per rank (mlp default 32, gpt2 default 4)", NULL},
+        {"--activation-checkpointing", ARG_BOOL, &ckpt, NULL, "gpt2: recompute blocks", NULL},
+        {"--ranks", ARG_INT, &ranks, NULL, "data-parallel ranks N (default 1)", NULL},
+        {"--ranks-per-node", ARG_INT, &ranks_per_node, NULL, "for per-node totals (default N)",
+         NULL},
+        {"--dtype", ARG_STR, &dtype, NULL, "fp32 (mixed precision is not implemented yet)", NULL},
+        {"--optimizer", ARG_STR, &optim, NULL, "adamw (default), adam, sgd, sgd-momentum", NULL},
+        {"--mem-per-rank", ARG_STR, &mem_per_rank, NULL,
+         "memory a rank may use (24G, 512M): recommend a stage", NULL},
+        {"--json", ARG_BOOL, &json, NULL, "print JSON instead of a table", NULL},
+        {"--help", ARG_BOOL, &help, NULL, "print this help", NULL},
+    };
+    const int nspecs = (int)(sizeof specs / sizeof specs[0]);
+    zc_err err = {0};
+    zc_status st = args_parse(specs, nspecs, argc, argv, 2, &err);
+    if (!st && help) {
+        if (zc_comm_rank(comm) == 0)
+            args_usage("zeroc estimate (--params N | --model mlp|gpt2 [shape] | --init FILE) "
+                       "--ranks N [flags]", specs, nspecs);
+        return 0;
+    }
+    if (zc_comm_rank(comm) != 0)
+        return st ? 1 : 0;
+    double count = 0, limit = 0;
+    size_t *units = NULL;
+    int nunits = 0;
+    int64_t activations = -1;
+    int moments = !strcasecmp(optim, "sgd") ? 0 : !strcasecmp(optim, "sgd-momentum") ? 1 : 2;
+    if (!st && strcasecmp(optim, "adamw") && strcasecmp(optim, "adam") &&
+        strcasecmp(optim, "sgd") && strcasecmp(optim, "sgd-momentum"))
+        st = zc_err_set(&err, ZC_EINVAL, "--optimizer: expected adamw, adam, sgd or "
+                        "sgd-momentum, got '%s'", optim);
+    if (!st && ranks < 1)
+        st = zc_err_set(&err, ZC_EINVAL, "--ranks must be >= 1, got %d", ranks);
+    if (!st && (ranks_per_node < 0 || micro < 0))
+        st = zc_err_set(&err, ZC_EINVAL, "--ranks-per-node and --micro-batch must be >= 1");
+    if (!st && strcmp(dtype, "fp32"))
+        st = zc_err_set(&err, ZC_EINVAL, "--dtype %s: zeroc trains in fp32 only (mixed precision "
+                        "is not implemented yet)", dtype);
+    if (!st && mem_per_rank && parse_bytes(mem_per_rank, &limit))
+        st = zc_err_set(&err, ZC_EINVAL, "--mem-per-rank: expected a size like 24G or 512M, got "
+                        "'%s'", mem_per_rank);
+    if (!st && !!params + !!model + !!init != 1)
+        st = zc_err_set(&err, ZC_EINVAL, "give exactly one of --params N, --model mlp|gpt2, "
+                        "--init FILE");
+    if (!st && params) {
+        if (parse_count(params, &count) || count > 1e15)
+            st = zc_err_set(&err, ZC_EINVAL, "--params: expected a positive count like 1.5e9, "
+                            "1.5B or 350M, got '%s'", params);
+        else if (!(units = malloc(sizeof *units)))
+            st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
+        else
+            units[nunits++] = (size_t)llround(count);
+    }
+    zc_gpt2_config gc = {0};
+    bool is_gpt2 = init || (model && !strcmp(model, "gpt2"));
+    if (!st && model && strcmp(model, "mlp") && strcmp(model, "gpt2"))
+        st = zc_err_set(&err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)", model);
+    if (!st && model && !strcmp(model, "mlp")) {
+        int L = layers ? layers : 12, B = micro ? micro : 32;
+        if (hidden < 1 || L < 1)
+            st = zc_err_set(&err, ZC_EINVAL, "mlp: --hidden and --layers must be >= 1");
+        else if (!(units = malloc((size_t)L * sizeof *units)))
+            st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
+        for (int l = 0; !st && l < L; l++)
+            units[nunits++] = (size_t)hidden * hidden + (size_t)hidden;
+        zc_mlp_config mc = {.hidden = hidden, .layers = L, .batch = B};
+        if (!st)
+            activations = (int64_t)zc_mlp_activation_bytes(&mc);
+    }
+    if (!st && is_gpt2) {
+        if (init) {
+            llmc_header h;
+            if (!(st = llmc_ckpt_read_header(init, &h, &err)))
+                gc = (zc_gpt2_config){h.max_seq_len, h.vocab_size, h.padded_vocab_size,
+                                      h.num_layers, h.num_heads, h.channels};
+        } else {
+            gc = (zc_gpt2_config){seq_len, vocab, (vocab + 127) / 128 * 128, layers ? layers : 12,
+                                  heads, channels};
+        }
+        int T = seq_len < gc.max_seq_len ? seq_len : gc.max_seq_len, B = micro ? micro : 4;
+        if (!st && (gc.num_layers < 1 || gc.channels < 1 || gc.num_heads < 1 ||
+                    gc.vocab_size < 1 || T < 1 || gc.channels % gc.num_heads))
+            st = zc_err_set(&err, ZC_EINVAL, "gpt2: layers, channels, heads, vocab and sequence "
+                            "length must be >= 1, channels divisible by heads");
+        if (!st && !(units = malloc(((size_t)gc.num_layers + 2) * sizeof *units)))
+            st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
+        if (!st) {
+            size_t C = (size_t)gc.channels;
+            units[nunits++] = (size_t)gc.padded_vocab_size * C + (size_t)gc.max_seq_len * C;
+            for (int l = 0; l < gc.num_layers; l++)
+                units[nunits++] = 12 * C * C + 13 * C;
+            units[nunits++] = 2 * C;
+            activations = (int64_t)zc_gpt2_activation_bytes(&gc, B, T, ckpt);
+        }
+    }
+    if (st) {
+        free(units);
+        return cli_fail(comm, &err, true);
+    }
+    zc_config defaults;
+    zc_config_defaults(&defaults);
+    int per_node = ranks_per_node ? ranks_per_node : ranks;
+    cJSON *rows = cJSON_CreateArray();
+    int best = -1;
+    int64_t best_comm = 0;
+    size_t psi = 0;
+    for (int u = 0; u < nunits; u++)
+        psi += units[u];
+    if (!json)
+        printf("%zu parameters in %d units, %d ranks (%d per node), fp32, %s%s\n"
+               "%5s %10s %10s %10s %10s %12s %8s %12s %12s %12s %12s\n",
+               psi, nunits, ranks, per_node, moments == 2 ? "Adam" : "SGD",
+               params ? "; activations and per-unit buffers need a model shape (--model)" : "",
+               "stage",
+               "params", "grads", "optimizer", "states", "activations", "comm", "working<=",
+               "total/rank", "total/node", "comm/step");
+    for (int stage = 0; stage <= 3; stage++) {
+        zc_estimate_in in = {units, nunits, ranks, stage, moments, defaults.reduce_bucket_size,
+                             defaults.prefetch_bucket_size, defaults.max_live_parameters};
+        zc_state_bytes b = zc_estimate_states(&in);
+        int64_t states = b.params + b.grads + b.optimizer;
+        /* Per-unit buffers need the model's units: unknown for a bare --params. */
+        int64_t staging = params ? -1 : zc_estimate_comm_staging(&in);
+        int64_t working = params ? -1 : zc_estimate_working_bound(&in);
+        int64_t total = states + (staging > 0 ? staging : 0) + (working > 0 ? working : 0) +
+                        (activations > 0 ? activations : 0);
+        int64_t sent = zc_estimate_comm_bytes(&in);
+        if (limit > 0 && total <= limit && (best < 0 || sent < best_comm)) {
+            best = stage;
+            best_comm = sent;
+        }
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddNumberToObject(r, "stage", stage);
+        cJSON_AddStringToObject(r, "offload", "none");
+        cJSON_AddNumberToObject(r, "params", (double)b.params);
+        cJSON_AddNumberToObject(r, "grads", (double)b.grads);
+        cJSON_AddNumberToObject(r, "optimizer", (double)b.optimizer);
+        cJSON_AddNumberToObject(r, "model_states", (double)states);
+        if (activations >= 0)
+            cJSON_AddNumberToObject(r, "activations", (double)activations);
+        if (staging >= 0) {
+            cJSON_AddNumberToObject(r, "comm_staging", (double)staging);
+            cJSON_AddNumberToObject(r, "working_bound", (double)working);
+        }
+        cJSON_AddNumberToObject(r, "total_per_rank", (double)total);
+        cJSON_AddNumberToObject(r, "total_per_node", (double)total * per_node);
+        cJSON_AddNumberToObject(r, "comm_bytes_per_step", (double)sent);
+        cJSON_AddItemToArray(rows, r);
+        if (!json) {
+            char act[32] = "-", stg[32] = "-", wrk[32] = "-";
+            if (activations >= 0)
+                snprintf(act, sizeof act, "%.1fMi", mib(activations));
+            if (staging >= 0) {
+                snprintf(stg, sizeof stg, "%.1fMi", mib(staging));
+                snprintf(wrk, sizeof wrk, "%.1fMi", mib(working));
+            }
+            printf("%5d %8.1fMi %8.1fMi %8.1fMi %8.1fMi %12s %8s %12s %10.1fMi %10.1fMi "
+                   "%10.1fMi\n",
+                   stage, mib(b.params), mib(b.grads), mib(b.optimizer), mib(states), act, stg,
+                   wrk, mib(total), mib(total) * per_node, mib(sent));
+        }
+    }
+    if (json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddNumberToObject(root, "params", (double)psi);
+        cJSON_AddNumberToObject(root, "units", nunits);
+        cJSON_AddNumberToObject(root, "ranks", ranks);
+        cJSON_AddNumberToObject(root, "ranks_per_node", per_node);
+        cJSON_AddStringToObject(root, "dtype", dtype);
+        cJSON_AddItemToObject(root, "rows", rows);
+        if (limit > 0) {
+            if (best >= 0)
+                cJSON_AddNumberToObject(root, "recommended_stage", best);
+            else
+                cJSON_AddNullToObject(root, "recommended_stage");
+        }
+        char *text = cJSON_Print(root);
+        puts(text);
+        free(text);
+        cJSON_Delete(root);
+    } else {
+        cJSON_Delete(rows);
+        printf("(MiB = 2^20 bytes; model states and comm are exact for zeroc's unit layout; "
+               "working is an upper bound; NVMe offload is not implemented yet)\n");
+        if (limit > 0 && best >= 0)
+            printf("recommended: stage %d — the least communication (%.1f MiB/step) that fits "
+                   "%s per rank\n", best, mib(best_comm), mem_per_rank);
+        else if (limit > 0)
+            printf("no stage fits %s per rank: add ranks, lower --micro-batch or use "
+                   "--activation-checkpointing\n", mem_per_rank);
+    }
+    free(units);
+    return 0;
+}
