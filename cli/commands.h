@@ -11,6 +11,10 @@ int cmd_train(zc_comm *comm, int argc, char **argv);
 int cmd_prepare(zc_comm *comm, int argc, char **argv);
 int cmd_sample(zc_comm *comm, int argc, char **argv);
 int cmd_estimate(zc_comm *comm, int argc, char **argv);
+int cmd_analyze(zc_comm *comm, int argc, char **argv);
+/* Started without an MPI launcher, re-executes this command under mpirun with the --ranks
+ * value of argv (default `ranks`); returns only if it does not (already launched, or 1 rank). */
+void cli_relaunch_under_mpirun(int argc, char **argv, int ranks);
 
 /* Prints err (rank 0, or every rank when the error is not known to be shared) and returns the
  * exit code. `collective`: every rank hit the same error, so they can all return and finalise;

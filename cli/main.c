@@ -1,7 +1,9 @@
 /* main.c — the `zeroc` command: sets up MPI through the communicator, dispatches the
  * subcommand, and turns errors into messages and exit codes (the library never prints). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 
@@ -12,7 +14,8 @@ static void usage(void)
            "  train    train a model with ZeRO stage 0-3 (zeroc train --help)\n"
            "  prepare  turn text files into byte-level llm.c token files (zeroc prepare --help)\n"
            "  sample   generate text from an llm.c GPT-2 checkpoint (zeroc sample --help)\n"
-           "  estimate per-rank memory and communication of each stage (zeroc estimate --help)\n\n"
+           "  estimate per-rank memory and communication of each stage (zeroc estimate --help)\n"
+           "  analyze  measure every stage's memory per rank on real ranks (zeroc analyze --help)\n\n"
            "Run on N ranks with: mpirun -np N zeroc train ...\n");
 }
 
@@ -31,12 +34,48 @@ int cli_fail(zc_comm *comm, const zc_err *err, bool collective)
     return 1;
 }
 
+void cli_relaunch_under_mpirun(int argc, char **argv, int ranks)
+{
+    /* any of these means an MPI launcher started us */
+    const char *launched[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"};
+    for (size_t i = 0; i < sizeof launched / sizeof *launched; i++)
+        if (getenv(launched[i]))
+            return;
+    for (int i = 2; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--ranks"))
+            ranks = atoi(argv[i + 1]);
+    if (ranks <= 1)
+        return;
+    char np[16];
+    snprintf(np, sizeof np, "%d", ranks);
+    char **av = calloc((size_t)argc + 16, sizeof *av);
+    int k = 0;
+    const char *pre[] = {"mpirun", "--oversubscribe", "--bind-to", "none", "-np", np,
+                         "-x", "OPENBLAS_NUM_THREADS=1", "-x", "OMP_NUM_THREADS=1",
+                         "-x", "OMP_WAIT_POLICY=passive"};
+    for (size_t i = 0; i < sizeof pre / sizeof *pre; i++)
+        av[k++] = (char *)pre[i];
+    for (int i = 0; i < argc; i++)
+        av[k++] = argv[i];
+    if (geteuid() == 0) { /* OpenMPI refuses root unless told; the user ran us as root */
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+    }
+    fprintf(stderr, "zeroc: running on %d ranks: mpirun -np %d %s ...\n", ranks, ranks, argv[0]);
+    execvp("mpirun", av);
+    fprintf(stderr, "zeroc: cannot run mpirun (%m); run: mpirun -np %d %s %s ...\n", ranks,
+            argv[0], argv[1]);
+    exit(1);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage();
         return argc < 2 ? 2 : 0;
     }
+    if (!strcmp(argv[1], "analyze"))
+        cli_relaunch_under_mpirun(argc, argv, 4);
     zc_comm *comm;
     zc_err err = {0};
     if (zc_comm_init(&comm, &argc, &argv, &err)) {
@@ -52,6 +91,8 @@ int main(int argc, char **argv)
         rc = cmd_sample(comm, argc, argv);
     } else if (!strcmp(argv[1], "estimate")) {
         rc = cmd_estimate(comm, argc, argv);
+    } else if (!strcmp(argv[1], "analyze")) {
+        rc = cmd_analyze(comm, argc, argv);
     } else {
         if (zc_comm_rank(comm) == 0)
             fprintf(stderr, "zeroc: error: unknown command '%s' (try: zeroc --help)\n", argv[1]);

@@ -348,14 +348,24 @@ static zc_status block_backward(zc_gpt2 *m, int l, const float *dres_out, float 
     return ZC_OK;
 }
 
+zc_status zc_gpt2_train_forward(zc_gpt2 *m, const int *inputs, const int *targets,
+                                double *loss, zc_err *err)
+{
+    return forward(m, inputs, targets, loss, err);
+}
+
 zc_status zc_gpt2_forward_backward(zc_gpt2 *m, const int *inputs, const int *targets,
                                    double *loss, zc_err *err)
 {
+    zc_status st = forward(m, inputs, targets, loss, err);
+    return st ? st : zc_gpt2_backward(m, inputs, targets, err);
+}
+
+zc_status zc_gpt2_backward(zc_gpt2 *m, const int *inputs, const int *targets, zc_err *err)
+{
     const int B = m->B, T = m->T, C = m->cfg.channels, L = m->cfg.num_layers;
     const int BT = B * T, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
-    zc_status st = forward(m, inputs, targets, loss, err);
-    if (st)
-        return st;
+    zc_status st;
     /* Head: dlogits (reusing the logits buffer), then through the tied wte. */
     float *dlogits = m->logits;
     for (int i = 0; i < BT; i++)

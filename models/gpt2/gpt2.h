@@ -55,7 +55,12 @@ zc_status zc_gpt2_save_llmc(zc_gpt2 *m, const char *path, zc_err *err);
 zc_status zc_gpt2_forward(zc_gpt2 *m, const int *inputs, const int *targets, double *loss,
                           zc_err *err);
 const float *zc_gpt2_logits(const zc_gpt2 *m);
-/* Forward and backward over the full (B,T) batch; mean cross-entropy into *loss. */
+/* The forward of a training micro-batch (the pass stays open for zc_gpt2_backward), and the
+ * backward of that forward (same inputs and targets). */
+zc_status zc_gpt2_train_forward(zc_gpt2 *m, const int *inputs, const int *targets,
+                                double *loss, zc_err *err);
+zc_status zc_gpt2_backward(zc_gpt2 *m, const int *inputs, const int *targets, zc_err *err);
+/* Both: forward and backward over the full (B,T) batch; mean cross-entropy into *loss. */
 zc_status zc_gpt2_forward_backward(zc_gpt2 *m, const int *inputs, const int *targets,
                                    double *loss, zc_err *err);
 

@@ -1,0 +1,266 @@
+/* analyze.c — `zeroc analyze`: the starting documents' memory experiment, done with real ranks,
+ * real collectives and real bytes. For each ZeRO stage it trains the model a few steps and
+ * records every rank's ledger at the documents' checkpoints (after model creation, optimizer
+ * creation, data load, forward, backward, step), the peaks and the peak RSS, next to the
+ * estimate (zeroc/estimate.h); prints the tables and writes PREFIX.csv and PREFIX.svg.
+ *
+ * zeroc allocates the optimizer state together with the parameters (zc_engine_finalize), so
+ * "after optimizer creation" equals "after model creation". The peak RSS of each stage is
+ * measured alone: VmHWM is reset (/proc/self/clear_refs) before each stage. Started without
+ * mpirun, main.c relaunches the command under mpirun with --ranks processes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/analyze_chart.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "models/gpt2/gpt2.h"
+#include "models/mlp/mlp.h"
+#include "zeroc/engine.h"
+#include "zeroc/rng.h"
+
+typedef struct {
+    const char *model, *out;
+    int hidden, layers, channels, heads, vocab, seq_len, micro, steps, ranks;
+    double lr;
+} analyze_opts;
+
+static void snapshot(const zc_mem *mem, int64_t out[ZC_MEM_NCATEGORIES])
+{
+    for (int k = 0; k < ZC_MEM_NCATEGORIES; k++)
+        out[k] = zc_mem_get(mem, k).current;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+/* Resets the process's peak RSS so each stage's peak is its own. */
+static void reset_peak_rss(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f) {
+        fputs("5", f);
+        fclose(f);
+    }
+}
+
+/* One stage: build, train, record. Collective. */
+static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, analyze_rank *me,
+                           analyze_stage *est, zc_err *err)
+{
+    const int rank = zc_comm_rank(comm), n = zc_comm_size(comm);
+    zc_config cfg;
+    zc_config_defaults(&cfg);
+    cfg.stage = stage;
+    cfg.lr = o->lr;
+    cfg.micro_batch = o->micro;
+    memset(me, 0, sizeof *me);
+    reset_peak_rss();
+    zc_mem *mem = zc_mem_create();
+    zc_engine *e = NULL;
+    zc_mlp *mlp = NULL;
+    zc_gpt2 *gpt = NULL;
+    float *x = NULL, *y = NULL;
+    int *tok = NULL;
+    size_t data_bytes = 0;
+    bool is_mlp = !strcmp(o->model, "mlp");
+    zc_gpt2_config gc = {o->seq_len, o->vocab, (o->vocab + 127) / 128 * 128, o->layers, o->heads,
+                         o->channels};
+    /* stage 3 prefetches one unit ahead: DeepSpeed's default 5e7 elements would gather most
+     * of these models ahead of use and hide the saving in working memory */
+    int64_t unit = is_mlp ? (int64_t)o->hidden * o->hidden + o->hidden
+                          : (int64_t)gc.padded_vocab_size * gc.channels +
+                                (int64_t)gc.max_seq_len * gc.channels;
+    cfg.prefetch_bucket_size = (unit + n - 1) / n * n;
+    zc_status st = zc_engine_create(&e, &cfg, comm, mem, err);
+    if (!st && is_mlp)
+        st = zc_mlp_create(&mlp, e, mem,
+                           &(zc_mlp_config){.hidden = o->hidden, .layers = o->layers,
+                                            .batch = o->micro}, err);
+    else if (!st)
+        st = zc_gpt2_create(&gpt, e, mem, &gc, o->micro, o->seq_len, false, err);
+    if (!st)
+        st = zc_engine_finalize(e, err);
+    if (st)
+        goto done;
+    snapshot(mem, me->at[CP_MODEL]);
+    snapshot(mem, me->at[CP_OPTIMIZER]);
+    /* the batch lives with the activations */
+    data_bytes = is_mlp ? 2 * (size_t)o->micro * o->hidden * sizeof(float)
+                        : ((size_t)o->micro * o->seq_len + 1) * sizeof(int);
+    void *data = zc_mem_alloc(mem, ZC_MEM_ACTIVATIONS, data_bytes);
+    if (!data) {
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory for a batch");
+        goto done;
+    }
+    x = data, y = x + (size_t)o->micro * o->hidden, tok = data;
+    snapshot(mem, me->at[CP_DATA]);
+    double t0 = 0;
+    for (int s = 0; s < o->steps && !st; s++) {
+        if (s == 1)
+            t0 = now_ms();
+        double loss;
+        if (is_mlp) {
+            zc_mlp_batch(mlp, cfg.seed, s, (int64_t)rank * o->micro, x, y);
+            st = zc_mlp_forward(mlp, x, y, &loss, err);
+        } else {
+            for (size_t i = 0; i < (size_t)o->micro * o->seq_len + 1; i++)
+                tok[i] = (int)(zc_rng_uniform(cfg.seed, (uint64_t)s * n + rank, i) * o->vocab);
+            st = zc_gpt2_train_forward(gpt, tok, tok + 1, &loss, err);
+        }
+        if (!st && s == 0)
+            snapshot(mem, me->at[CP_FORWARD]);
+        if (!st)
+            st = is_mlp ? zc_mlp_backward(mlp, y, err) : zc_gpt2_backward(gpt, tok, tok + 1, err);
+        if (!st && s == 0)
+            snapshot(mem, me->at[CP_BACKWARD]);
+        zc_step_info info;
+        if (!st)
+            st = zc_engine_step(e, &info, err);
+        if (!st && s == 0)
+            snapshot(mem, me->at[CP_STEP]);
+    }
+    est->ms_per_step = o->steps > 1 ? (now_ms() - t0) / (o->steps - 1) : 0;
+    for (int k = 0; k < ZC_MEM_NCATEGORIES; k++)
+        me->peak[k] = zc_mem_get(mem, k).peak;
+    me->states_peak = zc_mem_model_states_peak(mem);
+    me->peak_rss = zc_mem_peak_rss();
+    size_t *numel = malloc((size_t)zc_engine_num_units(e) * sizeof(size_t));
+    zc_estimate_in in = zc_engine_estimate_in(e, stage, numel);
+    zc_state_bytes b = zc_estimate_states(&in);
+    est->stage = stage;
+    est->est_states = b.params + b.grads + b.optimizer;
+    est->est_staging = zc_estimate_comm_staging(&in);
+    est->est_working_bound = zc_estimate_working_bound(&in);
+    est->est_activations =
+        (int64_t)data_bytes +
+        (int64_t)(is_mlp ? zc_mlp_activation_bytes(&(zc_mlp_config){o->hidden, o->layers,
+                                                                     o->micro})
+                         : zc_gpt2_activation_bytes(&gc, o->micro, o->seq_len, false));
+    free(numel);
+    zc_mem_free(mem, ZC_MEM_ACTIVATIONS, data, data_bytes);
+done:
+    zc_mlp_destroy(mlp);
+    zc_gpt2_destroy(gpt);
+    zc_engine_destroy(e);
+    zc_mem_destroy(mem);
+    return st;
+}
+
+static double mib(int64_t b) { return (double)b / 1048576.0; }
+
+static void print_stage(const analyze_stage *s, int nranks, const analyze_stage *s0)
+{
+    const analyze_rank *r0 = &s->ranks[0];
+    printf("\n== ZeRO stage %d (rank 0; MiB) ==\n%-26s", s->stage, "");
+    for (int k = 0; k < ZC_MEM_NCATEGORIES; k++)
+        printf(" %11s", zc_mem_category_name(k));
+    printf(" %11s\n", "states");
+    for (int c = 0; c < CP_N; c++) {
+        printf("%-26s", analyze_checkpoint_names[c]);
+        for (int k = 0; k < ZC_MEM_NCATEGORIES; k++)
+            printf(" %11.1f", mib(r0->at[c][k]));
+        printf(" %11.1f\n", mib(r0->at[c][ZC_MEM_PARAMS] + r0->at[c][ZC_MEM_GRADS] +
+                                 r0->at[c][ZC_MEM_OPTIMIZER]));
+    }
+    printf("%-26s", "peak");
+    for (int k = 0; k < ZC_MEM_NCATEGORIES; k++)
+        printf(" %11.1f", mib(r0->peak[k]));
+    printf(" %11.1f\n", mib(r0->states_peak));
+    printf("estimate: states %.1f, activations %.1f, comm %.1f, working <= %.1f  | measured "
+           "states %s the estimate\n",
+           mib(s->est_states), mib(s->est_activations), mib(s->est_staging),
+           mib(s->est_working_bound),
+           r0->states_peak == s->est_states ? "equal to the byte to" : "DIFFER from");
+    printf("peak RSS per rank:");
+    for (int r = 0; r < nranks; r++)
+        printf(" %.1f", mib(s->ranks[r].peak_rss));
+    printf(" MiB; %.1f ms/step", s->ms_per_step);
+    if (s0 != s)
+        printf("; vs stage 0: model states %.1f%% less, peak RSS %.1f%% less",
+               100.0 * (1.0 - (double)r0->states_peak / (double)s0->ranks[0].states_peak),
+               100.0 * (1.0 - (double)r0->peak_rss / (double)s0->ranks[0].peak_rss));
+    printf("\n");
+}
+
+int cmd_analyze(zc_comm *comm, int argc, char **argv)
+{
+    analyze_opts o = {.model = "mlp", .out = "analyze", .hidden = 2048, .channels = 256,
+                      .heads = 4, .vocab = 50257, .seq_len = 128, .steps = 3, .ranks = 4,
+                      .lr = 1e-3};
+    bool help = false;
+    arg_spec specs[] = {
+        {"--model", ARG_STR, &o.model, NULL, "mlp (default) or gpt2 (synthetic tokens)", NULL},
+        {"--ranks", ARG_INT, &o.ranks, NULL, "ranks to run on when started without mpirun "
+         "(default 4)", NULL},
+        {"--hidden", ARG_INT, &o.hidden, NULL, "mlp: hidden size (default 2048)", NULL},
+        {"--layers", ARG_INT, &o.layers, NULL, "mlp: layers (default 12); gpt2: blocks (4)", NULL},
+        {"--channels", ARG_INT, &o.channels, NULL, "gpt2: channels (default 256)", NULL},
+        {"--heads", ARG_INT, &o.heads, NULL, "gpt2: heads (default 4)", NULL},
+        {"--vocab", ARG_INT, &o.vocab, NULL, "gpt2: vocabulary (default 50257)", NULL},
+        {"--seq-len", ARG_INT, &o.seq_len, NULL, "gpt2: sequence length (default 128)", NULL},
+        {"--micro-batch", ARG_INT, &o.micro, NULL, "per rank (mlp 32, gpt2 4)", NULL},
+        {"--steps", ARG_INT, &o.steps, NULL, "steps per stage (default 3)", NULL},
+        {"--out", ARG_STR, &o.out, NULL, "writes OUT.csv and OUT.svg (default analyze)", NULL},
+        {"--help", ARG_BOOL, &help, NULL, "print this help", NULL},
+    };
+    const int nspecs = (int)(sizeof specs / sizeof specs[0]);
+    zc_err err = {0};
+    zc_status st = args_parse(specs, nspecs, argc, argv, 2, &err);
+    if (!st && help) {
+        if (zc_comm_rank(comm) == 0)
+            args_usage("zeroc analyze [--model mlp|gpt2] [--ranks N] [flags]", specs, nspecs);
+        return 0;
+    }
+    bool is_mlp = !strcmp(o.model, "mlp");
+    if (!o.layers)
+        o.layers = is_mlp ? 12 : 4;
+    if (!o.micro)
+        o.micro = is_mlp ? 32 : 4;
+    if (!st && strcmp(o.model, "mlp") && strcmp(o.model, "gpt2"))
+        st = zc_err_set(&err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)",
+                        o.model);
+    if (!st && (o.hidden < 1 || o.layers < 1 || o.micro < 1 || o.steps < 1 || o.ranks < 1 ||
+                o.channels < 1 || o.heads < 1 || o.vocab < 1 || o.seq_len < 1))
+        st = zc_err_set(&err, ZC_EINVAL, "--hidden, --layers, --micro-batch, --steps, --ranks "
+                        "and the gpt2 shape must be >= 1");
+    if (st)
+        return cli_fail(comm, &err, true);
+    const int rank = zc_comm_rank(comm), n = zc_comm_size(comm);
+    analyze_rank *all = calloc(4 * (size_t)n, sizeof *all);
+    analyze_stage stages[4];
+    for (int s = 0; s < 4 && !st; s++) {
+        analyze_rank me;
+        st = run_stage(comm, &o, s, &me, &stages[s], &err);
+        if (!st)
+            st = zc_comm_control_gather(comm, &me, all + (size_t)s * n, sizeof me,
+                                        "analyze results", &err);
+        stages[s].ranks = all + (size_t)s * n;
+        if (!st && rank == 0)
+            print_stage(&stages[s], n, &stages[0]);
+    }
+    if (!st && rank == 0) {
+        char csv[4096], svg[4096], title[256];
+        snprintf(csv, sizeof csv, "%s.csv", o.out);
+        snprintf(svg, sizeof svg, "%s.svg", o.out);
+        if (is_mlp)
+            snprintf(title, sizeof title, "MLP %d x Linear(%d), batch %d/rank, fp32 Adam, %d ranks",
+                     o.layers, o.hidden, o.micro, n);
+        else
+            snprintf(title, sizeof title, "GPT-2 L=%d C=%d V=%d T=%d, batch %d/rank, %d ranks",
+                     o.layers, o.channels, o.vocab, o.seq_len, o.micro, n);
+        st = analyze_write_csv(csv, stages, 4, n, &err);
+        if (!st)
+            st = analyze_write_svg(svg, title, stages, 4, &err);
+        if (!st)
+            printf("\nwrote %s and %s\n", csv, svg);
+    }
+    free(all);
+    return st ? cli_fail(comm, &err, st == ZC_EINVAL || st == ZC_ELOCKSTEP) : 0;
+}
