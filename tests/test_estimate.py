@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""test_estimate.py — `zeroc estimate` agrees with what `zeroc train` measures (model states
+per rank and comm staging to the byte, comm bytes per step exactly), for the MLP and GPT-2
+(tiny and 124M shapes), N = 1–4, stages 0–3; `zeroc analyze` runs the experiment and its files
+hold what it printed; bad input is refused. python3 stdlib only; prints "N passed, N failed".
+
+Usage: test_estimate.py ZEROC_BINARY MPIRUN_SH [test-name ...]"""
+import csv
+import json
+import os
+import struct
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+from harness import Harness
+
+H_ = Harness(sys.argv[1], sys.argv[2])
+check = H_.check
+
+
+def estimate(*args):
+    p = subprocess.run([H_.zeroc, "estimate", "--json", *map(str, args)], capture_output=True,
+                       text=True, timeout=60)
+    if p.returncode != 0:
+        raise AssertionError(f"estimate {args} failed: {p.stderr}")
+    return json.loads(p.stdout)
+
+
+def tokens(path, n, vocab):
+    with open(path, "wb") as f:
+        f.write(struct.pack("<256i", 20240520, 1, n, *([0] * 253)))
+        f.write(struct.pack(f"<{n}H", *((i * 7919) % vocab for i in range(n))))
+    return path
+
+
+def agree(name, shape_train, shape_est, ranks, stages, steps=2):
+    for n in ranks:
+        est = {r["stage"]: r for r in estimate(*shape_est, "--ranks", n)["rows"]}
+        for stage in stages:
+            rep_path = H_.path(f"{name}-{n}-{stage}.json")
+            H_.run(n, "train", *shape_train, "--stage", stage, "--steps", steps,
+                   "--report", rep_path, timeout=600)
+            with open(rep_path) as f:
+                rep = json.load(f)
+            r0 = rep["memory"]["ranks"][0]
+            e = est[stage]
+            got = (r0["params"], r0["grads"], r0["optimizer"], r0["comm"])
+            want = (e["params"], e["grads"], e["optimizer"], e["comm_staging"])
+            check(got == want, f"{name} N={n} stage {stage}: measured {got} != estimate {want}")
+            if steps > 1:
+                check(rep["comm"]["bytes_per_step"]["total"] == e["comm_bytes_per_step"],
+                      f"{name} N={n} stage {stage}: comm {rep['comm']['bytes_per_step']['total']}"
+                      f" != estimate {e['comm_bytes_per_step']}")
+            check(r0["working_peak"] <= e["working_bound"],
+                  f"{name} N={n} stage {stage}: working {r0['working_peak']} > bound "
+                  f"{e['working_bound']}")
+            check(r0["activations_peak"] == e["activations"],
+                  f"{name} N={n} stage {stage}: activations {r0['activations_peak']} != "
+                  f"{e['activations']}")
+
+
+def test_estimate_matches_mlp():
+    shape = ["--hidden", 65, "--layers", 3, "--micro-batch", 4]
+    agree("mlp", ["--model", "mlp", *shape], ["--model", "mlp", *shape], (1, 2, 3, 4), range(4))
+
+
+def test_estimate_matches_gpt2_tiny():
+    data = tokens(H_.path("tok.bin"), 5000, 256)
+    shape = ["--layers", 2, "--channels", 32, "--heads", 2, "--vocab", 256, "--seq-len", 16,
+             "--micro-batch", 2]
+    agree("gpt2", ["--model", "gpt2", "--data", data, *shape], ["--model", "gpt2", *shape],
+          (1, 2, 3, 4), range(4))
+
+
+def test_estimate_matches_gpt2_124m():
+    data = tokens(H_.path("tok50k.bin"), 2000, 50257)
+    shape = ["--layers", 12, "--channels", 768, "--heads", 12, "--vocab", 50257, "--seq-len", 64,
+             "--micro-batch", 1]
+    agree("gpt2-124m", ["--model", "gpt2", "--data", data, *shape], ["--model", "gpt2", *shape],
+          (2,), (0, 3), steps=1)
+
+
+def test_analyze_experiment():
+    """The experiment on 2 ranks, launched without mpirun (zeroc relaunches itself)."""
+    out = H_.path("an")
+    env = dict(os.environ)
+    p = subprocess.run([H_.zeroc, "analyze", "--hidden", "64", "--layers", "3", "--micro-batch",
+                        "4", "--steps", "2", "--ranks", "2", "--out", out],
+                       capture_output=True, text=True, timeout=300, env=env)
+    check(p.returncode == 0, f"analyze failed: {p.stderr[-2000:]}")
+    check(p.stdout.count("equal to the byte") == 4, "analyze: estimate differs from measurement")
+    rows = list(csv.DictReader(open(out + ".csv")))
+    peak = {}
+    for r in rows:
+        if r["when"] == "peak" and r["category"] == "model_states" and r["rank"] == "0":
+            peak[int(r["stage"])] = int(r["bytes"])
+        if r["when"] == "estimate" and r["category"] == "model_states":
+            check(int(r["bytes"]) == peak.get(int(r["stage"])),
+                  f"csv: stage {r['stage']} estimate {r['bytes']} != peak {peak.get(int(r['stage']))}")
+    unit = 64 * 64 + 64
+    full = 3 * unit * 16
+    check(peak == {0: full, 1: full // 2 + full // 4, 2: full // 4 + 3 * full // 8, 3: full // 2},
+          f"csv peaks {peak} (stage 0 = {full})")
+    svg = ET.parse(out + ".svg").getroot()
+    text = " ".join(t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text"))
+    for needle in ("peak memory per rank (MiB)", "ZeRO stage", "params", "optimizer",
+                   "activations", "estimate"):
+        check(needle in text, f"svg lacks {needle!r}")
+    bars = [r for r in svg.iter("{http://www.w3.org/2000/svg}rect") if r.find(
+        "{http://www.w3.org/2000/svg}title") is not None]
+    check(len(bars) == 4 * 6, f"svg has {len(bars)} bar segments, want 24")
+
+
+def test_estimate_bad_input():
+    for args, needle in ((["--params", "-1"], "--params"), (["--params", "1M", "--ranks", "0"],
+                         "--ranks"), (["--model", "resnet"], "unknown model 'resnet'"),
+                         (["--init", H_.path("nothere.bin")], "nothere.bin"),
+                         (["--params", "lots"], "--params"), ([], "exactly one of")):
+        p = subprocess.run([H_.zeroc, "estimate", *args], capture_output=True, text=True,
+                           timeout=60)
+        check(p.returncode != 0 and needle in p.stderr, f"estimate {args}: {p.returncode} "
+              f"{p.stderr!r}")
+
+
+TESTS = [test_estimate_matches_mlp, test_estimate_matches_gpt2_tiny,
+         test_estimate_matches_gpt2_124m, test_analyze_experiment, test_estimate_bad_input]
+
+if __name__ == "__main__":
+    H_.main(TESTS, sys.argv[3:])
