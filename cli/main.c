@@ -15,7 +15,8 @@ static void usage(void)
            "  prepare  turn text files into byte-level llm.c token files (zeroc prepare --help)\n"
            "  sample   generate text from an llm.c GPT-2 checkpoint (zeroc sample --help)\n"
            "  estimate per-rank memory and communication of each stage (zeroc estimate --help)\n"
-           "  analyze  measure every stage's memory per rank on real ranks (zeroc analyze --help)\n\n"
+           "  analyze  measure every stage's memory per rank on real ranks (zeroc analyze --help)\n"
+           "  ckpt     inspect, verify or export a sharded checkpoint (zeroc ckpt --help)\n\n"
            "Run on N ranks with: mpirun -np N zeroc train ...\n");
 }
 
@@ -93,6 +94,8 @@ int main(int argc, char **argv)
         rc = cmd_estimate(comm, argc, argv);
     } else if (!strcmp(argv[1], "analyze")) {
         rc = cmd_analyze(comm, argc, argv);
+    } else if (!strcmp(argv[1], "ckpt")) {
+        rc = cmd_ckpt(comm, argc, argv);
     } else {
         if (zc_comm_rank(comm) == 0)
             fprintf(stderr, "zeroc: error: unknown command '%s' (try: zeroc --help)\n", argv[1]);

@@ -15,6 +15,7 @@
 #include "cli/train_model.h"
 #include "cli/train_opts.h"
 #include "cli/train_report.h"
+#include "zeroc/checkpoint.h"
 #include "zeroc/comm.h"
 #include "zeroc/config.h"
 #include "zeroc/engine.h"
@@ -125,6 +126,13 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
          NULL},
         {"--lr-schedule", ARG_STR, &o.lr_schedule, NULL,
          "constant (default) or cosine (to 10% of --lr at the last step)", NULL},
+        {"--save-dir", ARG_STR, &o.save_dir, NULL, "write sharded checkpoints under DIR", NULL},
+        {"--save-every", ARG_INT, &o.save_every, NULL, "checkpoint every K steps (with --save-dir)",
+         NULL},
+        {"--keep", ARG_INT, &o.keep, NULL, "keep only the newest M checkpoints (default: all)",
+         NULL},
+        {"--resume", ARG_STR, &o.resume, NULL,
+         "continue from DIR (its latest checkpoint) or DIR/step-N, on any ranks and stage", NULL},
         {"--stage", ARG_CONFIG, NULL, "zero_optimization.stage", "ZeRO stage 0-3", NULL},
         {"--micro-batch", ARG_CONFIG, NULL, "train_micro_batch_size_per_gpu",
          "samples per rank per micro-step (mlp default 32, gpt2 default 4)", NULL},
@@ -166,6 +174,9 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     if (!st && strcmp(o.lr_schedule, "constant") && strcmp(o.lr_schedule, "cosine"))
         st = zc_err_set(&err, ZC_EINVAL, "--lr-schedule: expected constant or cosine, got '%s'",
                         o.lr_schedule);
+    if (!st && (o.save_every < 0 || o.keep < 0 || (o.save_every > 0 && !o.save_dir)))
+        st = zc_err_set(&err, ZC_EINVAL, "--save-every needs --save-dir; --save-every and --keep "
+                        "must be >= 0");
     if (!st && (o.val_every < 0 || o.sample_every < 0 || o.val_batches < 1 ||
                 o.sample_length < 1))
         st = zc_err_set(&err, ZC_EINVAL, "--val-every and --sample-every must be >= 0, "
@@ -185,11 +196,22 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         st = zc_engine_finalize(e, &err);
     if (!st && model.load)
         st = model.load(&model, &err);
+    int64_t first_step = 0;
+    if (!st && o.resume) {
+        char dir[4096];
+        if (!(st = zc_ckpt_resolve(o.resume, dir, sizeof dir, &err)))
+            st = zc_ckpt_load(e, comm, dir, &first_step, NULL, &err);
+        if (!st && rank == 0)
+            printf("resumed from %s at step %lld\n", dir, (long long)first_step);
+        if (!st && first_step >= o.steps)
+            st = zc_err_set(&err, ZC_EINVAL, "--resume: the checkpoint is at step %lld, not "
+                            "before --steps %d", (long long)first_step, o.steps);
+    }
     if (st)
         return cli_fail(comm, &err, st == ZC_EINVAL);
 
     train_report rep = {.model = o.model, .world_size = nranks, .stage = cfg.stage,
-                        .steps = o.steps};
+                        .first_step = (int)first_step, .steps = o.steps - (int)first_step};
     rep.tokens_per_step = model.tokens_per_micro_step * nranks * cfg.grad_accum;
     rep.params = (int64_t)zc_engine_total_numel(e);
     rep.params_padded = (int64_t)zc_engine_total_padded(e);
@@ -203,14 +225,16 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         return cli_fail(comm, &err, st == ZC_ELOCKSTEP);
     zc_mem_reset_peaks(mem); /* the digest's buffer is not training's working memory */
 
+    /* per-step series, indexed by the step's number (first_step … steps − 1) */
     double *loss = calloc((size_t)o.steps, sizeof(double));
     double *gnorm = calloc((size_t)o.steps, sizeof(double));
     double *ms = calloc((size_t)o.steps, sizeof(double));
+    char *config_json = zc_config_to_json(&cfg);
     /* Bytes per op of each step (not of validation or sampling), summed over steps ≥ 2 (or the
      * only step): the report's per-step average. */
     zc_comm_counters prev = *zc_comm_get_counters(comm);
     double step_sum[ZC_COMM_NOPS] = {0};
-    for (int s = 0; s < o.steps && !st; s++) {
+    for (int s = (int)first_step; s < o.steps && !st; s++) {
         double t0 = now_ms(), local = 0.0;
         zc_step_info info = {0};
         zc_engine_set_lr(e, lr_at(&o, cfg.lr, s));
@@ -234,7 +258,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         double comm_b = 0; /* this step's data bytes */
         for (int op = 0; op < ZC_COMM_NOPS; op++) {
             double d = comm_total(c, op) - comm_total(&prev, op);
-            if (s > 0 || o.steps == 1)
+            if (s > first_step || o.steps - first_step == 1)
                 step_sum[op] += d;
             if (op != ZC_COMM_CONTROL && op != ZC_COMM_BROADCAST)
                 comm_b += d;
@@ -262,20 +286,32 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
                              (last && o.sample_every)))
             if ((st = model.sample(&model, s + 1, &err)))
                 break;
-        prev = *zc_comm_get_counters(comm); /* validation and sampling are not the step's */
+        if (o.save_every && (s + 1) % o.save_every == 0) {
+            char client[256];
+            snprintf(client, sizeof client, "{\"model\": \"%s\", \"steps_planned\": %d}",
+                     o.model, o.steps);
+            if ((st = zc_ckpt_save(e, comm, o.save_dir, s + 1, config_json, client, o.keep,
+                                   &err)))
+                break;
+            if (rank == 0)
+                printf("saved %s/step-%06d\n", o.save_dir, s + 1);
+        }
+        prev = *zc_comm_get_counters(comm); /* validation, sampling, saving: not the step's */
     }
+    free(config_json);
     if (st) {
         free(loss), free(gnorm), free(ms);
-        return cli_fail(comm, &err, st == ZC_ELOCKSTEP || st == ZC_ESTATE);
+        return cli_fail(comm, &err, st == ZC_ELOCKSTEP || st == ZC_ESTATE || st == ZC_EIO ||
+                                        st == ZC_EINVAL);
     }
-    double per = o.steps > 1 ? (double)(o.steps - 1) : 1.0;
+    double per = rep.steps > 1 ? (double)(rep.steps - 1) : 1.0;
     rep.rs_bytes = step_sum[ZC_COMM_REDUCE_SCATTER] / per;
     rep.ag_bytes = step_sum[ZC_COMM_ALL_GATHER] / per;
     rep.ar_bytes = step_sum[ZC_COMM_ALL_REDUCE] / per;
     rep.control_bytes = step_sum[ZC_COMM_CONTROL] / per;
-    rep.loss = loss;
-    rep.grad_norm = gnorm;
-    rep.step_ms = ms;
+    rep.loss = loss + first_step;
+    rep.grad_norm = gnorm + first_step;
+    rep.step_ms = ms + first_step;
 
     rank_memory mine = my_memory(mem); /* before the digest and exports borrow memory */
     st = zc_engine_weights_sha256(e, rep.final_sha, &err);

@@ -24,6 +24,7 @@ zc_status train_report_write(const train_report *r, const char *path, zc_err *er
     cJSON_AddStringToObject(root, "dtype", "fp32");
     cJSON_AddNumberToObject(root, "params", (double)r->params);
     cJSON_AddNumberToObject(root, "params_padded", (double)r->params_padded);
+    cJSON_AddNumberToObject(root, "first_step", r->first_step);
     cJSON_AddNumberToObject(root, "steps", r->steps);
     cJSON_AddItemToObject(root, "loss", num_array(r->loss, r->steps));
     cJSON_AddItemToObject(root, "grad_norm", num_array(r->grad_norm, r->steps));

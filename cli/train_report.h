@@ -15,7 +15,7 @@ typedef struct {
 
 typedef struct {
     const char *model;
-    int world_size, stage, steps;
+    int world_size, stage, first_step, steps; /* steps run: first_step … first_step+steps−1 */
     int64_t params;           /* Ψ, unpadded */
     int64_t params_padded;    /* Σ padded unit sizes */
     const double *loss;       /* per step */

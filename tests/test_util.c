@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "engine/init_values.h"
+#include "util/crc32c.h"
 #include "util/sha256.h"
 #include "zeroc/mem.h"
 #include "zeroc/rng.h"
@@ -43,6 +44,17 @@ int main(void)
     sha_hex(million, 1000000, hex);
     CHECK(!strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"), "sha256(1M a) = %s", hex);
     free(million);
+
+    /* CRC-32C: RFC 3720's vectors (32 bytes of zeros, of 0xff, ascending) and "123456789". */
+    unsigned char v32[32];
+    memset(v32, 0, 32);
+    CHECK(zc_crc32c(0, v32, 32) == 0x8A9136AAu, "crc32c zeros %08x", zc_crc32c(0, v32, 32));
+    memset(v32, 0xff, 32);
+    CHECK(zc_crc32c(0, v32, 32) == 0x62A8AB43u, "crc32c ones");
+    for (int i = 0; i < 32; i++)
+        v32[i] = (unsigned char)i;
+    CHECK(zc_crc32c(0, v32, 32) == 0x46DD794Eu, "crc32c ascending");
+    CHECK(zc_crc32c(zc_crc32c(0, "1234", 4), "56789", 5) == 0xE3069283u, "crc32c chained");
 
     /* Generator: pure, and moments as expected (10^5 draws: mean within 0.02, var within 0.03). */
     CHECK(zc_rng_normal(1, 2, 3) == zc_rng_normal(1, 2, 3), "normal not pure");

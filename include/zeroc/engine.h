@@ -151,6 +151,27 @@ void zc_engine_param_owned(const zc_engine *e, int param, size_t *first, size_t 
 void zc_engine_set_param_values(zc_engine *e, int param, size_t first, size_t n,
                                 const float *src);
 
+/* ---- checkpoint state (src/ckpt) ----
+ * A unit's logical layout is its unpadded elements 0..Ψ_u−1. This rank owns [*first, *first + *n)
+ * of it (r·S_u …, clipped to Ψ_u; n may be 0). */
+void zc_engine_owned_range(const zc_engine *e, int unit, size_t *first, size_t *n);
+/* Copies this rank's owned parameters and optimizer moments of the unit (n floats each from
+ * zc_engine_owned_range; m/v may be NULL when the optimizer has fewer moments). */
+void zc_engine_export_owned(const zc_engine *e, int unit, float *params, float *m, float *v);
+/* The logical ranges of a unit this rank must be given to restore a checkpoint: parameters
+ * (everything in stages 0–2, the owned shard in stage 3) and moments (everything in stage 0,
+ * the owned shard otherwise). */
+void zc_engine_needed_ranges(const zc_engine *e, int unit, size_t *p_first, size_t *p_n,
+                             size_t *m_first, size_t *m_n);
+/* Writes logical elements [first, first + n) of the unit's parameters (which must lie in the
+ * parameter range above) and, if m/v are given, of its moments (the moment range above). */
+void zc_engine_import(zc_engine *e, int unit, size_t first, size_t n, const float *params,
+                      const float *m, const float *v);
+/* Number of optimizer moments per parameter (2 Adam, 1 SGD with momentum, 0 plain SGD). */
+int zc_engine_moments(const zc_engine *e);
+/* Sets the number of optimizer steps done (Adam's bias correction continues from it). */
+void zc_engine_set_steps_done(zc_engine *e, int64_t steps);
+
 /* Collective: the unit's full parameters (padded numel floats) into dst on every rank. */
 zc_status zc_engine_gather_unit(zc_engine *e, int unit, float *dst, zc_err *err);
 /* Collective: SHA-256 of the full fp32 weights (unpadded, units in registration order,

@@ -8,14 +8,15 @@
 
 #include <cjson/cJSON.h>
 
+#include "ckpt/safetensors_header.h"
 #include "zeroc/safetensors.h"
 
-static char *build_header(zc_engine *e, size_t *len)
+char *zc_safetensors_header(const zc_param_info *params, int nparams, size_t *len)
 {
     cJSON *root = cJSON_CreateObject();
     size_t off = 0;
-    for (int p = 0; p < zc_engine_num_params(e); p++) {
-        const zc_param_info *pi = zc_engine_param_info(e, p);
+    for (int p = 0; p < nparams; p++) {
+        const zc_param_info *pi = &params[p];
         cJSON *t = cJSON_AddObjectToObject(root, pi->name);
         cJSON_AddStringToObject(t, "dtype", "F32");
         cJSON *shape = cJSON_AddArrayToObject(t, "shape");
@@ -55,7 +56,12 @@ zc_status zc_safetensors_save(zc_engine *e, const char *path, zc_err *err)
             max_padded = zc_engine_unit_info(e, u)->padded;
     float *buf = malloc(max_padded * sizeof(float));
     size_t hlen = 0;
-    char *header = build_header(e, &hlen);
+    int np = zc_engine_num_params(e);
+    zc_param_info *infos = malloc((size_t)np * sizeof *infos);
+    for (int p = 0; infos && p < np; p++)
+        infos[p] = *zc_engine_param_info(e, p);
+    char *header = infos ? zc_safetensors_header(infos, np, &hlen) : NULL;
+    free(infos);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = NULL;

@@ -790,6 +790,75 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     return st;
 }
 
+/* ---------- checkpoint state ---------- */
+
+void zc_engine_owned_range(const zc_engine *e, int unit, size_t *first, size_t *n)
+{
+    ZC_ASSERT(e->finalized && unit >= 0 && unit < e->nunits);
+    const zc_unit_info *ui = &e->units[unit].info;
+    size_t lo = (size_t)e->rank * ui->shard, hi = lo + ui->shard;
+    hi = hi < ui->numel ? hi : ui->numel;
+    *first = lo < hi ? lo : 0;
+    *n = lo < hi ? hi - lo : 0;
+}
+
+/* Where logical element i of the unit's parameters / moments lives on this rank. */
+static float *param_at(const zc_engine *e, const unit_t *u, size_t i)
+{
+    return e->stage <= 2 ? u->full + i : u->shard_p + (i - (size_t)e->rank * u->info.shard);
+}
+
+static size_t moment_index(const zc_engine *e, const unit_t *u, size_t i)
+{
+    return e->stage == 0 ? i : i - (size_t)e->rank * u->info.shard;
+}
+
+void zc_engine_export_owned(const zc_engine *e, int unit, float *params, float *m, float *v)
+{
+    size_t first, n;
+    zc_engine_owned_range(e, unit, &first, &n);
+    const unit_t *u = &e->units[unit];
+    if (!n)
+        return;
+    memcpy(params, param_at(e, u, first), n * sizeof(float));
+    if (m && u->m)
+        memcpy(m, u->m + moment_index(e, u, first), n * sizeof(float));
+    if (v && u->v)
+        memcpy(v, u->v + moment_index(e, u, first), n * sizeof(float));
+}
+
+void zc_engine_needed_ranges(const zc_engine *e, int unit, size_t *p_first, size_t *p_n,
+                             size_t *m_first, size_t *m_n)
+{
+    size_t of, on, numel = e->units[unit].info.numel;
+    zc_engine_owned_range(e, unit, &of, &on);
+    *p_first = e->stage == 3 ? of : 0;
+    *p_n = e->stage == 3 ? on : numel;
+    *m_first = e->stage == 0 ? 0 : of;
+    *m_n = e->stage == 0 ? numel : on;
+}
+
+void zc_engine_import(zc_engine *e, int unit, size_t first, size_t n, const float *params,
+                      const float *m, const float *v)
+{
+    size_t pf, pn, mf, mn;
+    zc_engine_needed_ranges(e, unit, &pf, &pn, &mf, &mn);
+    unit_t *u = &e->units[unit];
+    if (params) {
+        ZC_ASSERT(first >= pf && first + n <= pf + pn);
+        memcpy(param_at(e, u, first), params, n * sizeof(float));
+    }
+    if (m || v)
+        ZC_ASSERT(first >= mf && first + n <= mf + mn);
+    if (m && u->m)
+        memcpy(u->m + moment_index(e, u, first), m, n * sizeof(float));
+    if (v && u->v)
+        memcpy(u->v + moment_index(e, u, first), v, n * sizeof(float));
+}
+
+int zc_engine_moments(const zc_engine *e) { return (int)opt_moments(&e->cfg); }
+void zc_engine_set_steps_done(zc_engine *e, int64_t steps) { e->step = steps; }
+
 /* ---------- import and export ---------- */
 
 void zc_engine_param_owned(const zc_engine *e, int param, size_t *first, size_t *n)

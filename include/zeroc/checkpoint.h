@@ -1,0 +1,71 @@
+/* zeroc/checkpoint.h — sharded, crash-safe checkpoints that load on any number of ranks and any
+ * stage.
+ *
+ * A checkpoint is a directory DIR/step-NNNNNN holding manifest.json (rank 0) and one shard file
+ * per rank with only what that rank owns: its slice of every unit's fp32 parameters and
+ * optimizer moments, in the unpadded logical layout. DIR/latest names the newest complete one.
+ *
+ * Shard file (rank-RRRRR.bin), little-endian:
+ *   OFFSET  SIZE  DESCRIPTION
+ *   0       8     magic "ZCSHARD\0"
+ *   8       4     format version (1)
+ *   12      4     rank
+ *   16      4     world size
+ *   20      4     number of units
+ *   24      8     optimizer steps done
+ *   32      ...   for each unit u in registration order, n_u = the rank's owned element count
+ *                 (min((r+1)·S_u, Ψ_u) − r·S_u, or 0): n_u float32 parameters, then n_u floats
+ *                 of each optimizer moment (m, then v for Adam)
+ *
+ * manifest.json: format_version, world_size, stage, dtype, optimizer (type, moments), step,
+ * units (name, numel, shard), params (name, shape, unit, offset), files (name, bytes, crc32c),
+ * config (the effective DeepSpeed-style configuration) and client (the trainer's own state).
+ *
+ * Crash safety: everything is written into DIR/.tmp-step-NNNNNN, every file and the directory
+ * fsync'd, then renamed into place; DIR/latest is replaced by an atomic rename. A crash at any
+ * moment leaves the previous checkpoint intact and `latest` pointing at it.
+ *
+ *     zc_ckpt_save(engine, comm, "ckpt", step, config_json, client_json, keep, &err);   // all ranks
+ *     char dir[4096]; zc_ckpt_resolve("ckpt", dir, sizeof dir, &err);                  // → ckpt/step-…
+ *     zc_ckpt_load(engine, comm, dir, &step, &client_json, &err);                       // all ranks
+ */
+#ifndef ZEROC_CHECKPOINT_H
+#define ZEROC_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zeroc/comm.h"
+#include "zeroc/engine.h"
+
+/* Collective. step: optimizer steps done; config_json / client_json: JSON object texts stored
+ * in the manifest (client_json may be NULL). keep > 0: afterwards delete the oldest complete
+ * checkpoints beyond the newest `keep` (the one just written is never deleted). On error no
+ * checkpoint is half-written and the previous ones are untouched; every rank gets an error. */
+zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t step,
+                       const char *config_json, const char *client_json, int keep, zc_err *err);
+
+/* path is a checkpoint directory (DIR/step-N, has manifest.json) or a save directory (uses
+ * DIR/latest). Writes the checkpoint directory into out. Not collective. */
+zc_status zc_ckpt_resolve(const char *path, char *out, size_t outlen, zc_err *err);
+
+/* Collective. Loads the checkpoint in `ckdir` into a finalized engine of any world size and any
+ * stage: each rank reads only the byte ranges it needs, after checking the CRC of each file it
+ * reads. The model must have the same parameters (names, shapes) in the same units. *step gets
+ * the optimizer steps done; *client_json (malloc'd, may be NULL) the trainer's state. */
+zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *step,
+                       char **client_json, zc_err *err);
+
+/* Checks a checkpoint without loading it: manifest, every file's size and CRC. On success,
+ * summary (malloc'd) describes it: step, world size, stage, parameters, sizes. Not collective. */
+zc_status zc_ckpt_verify(const char *ckdir, char **summary, zc_err *err);
+
+/* The manifest's summary without reading the shards. Not collective. */
+zc_status zc_ckpt_inspect(const char *ckdir, char **summary, zc_err *err);
+
+/* Writes the checkpoint's fp32 weights as safetensors (tensor names = parameter names),
+ * streamed in chunks (memory: a few MiB whatever the model's size), each shard's CRC checked
+ * before use, through a temporary file and a rename. Not collective. */
+zc_status zc_ckpt_export_safetensors(const char *ckdir, const char *out, zc_err *err);
+
+#endif

@@ -1,0 +1,811 @@
+/* checkpoint.c — sharded, crash-safe checkpoints and resharding (format in zeroc/checkpoint.h).
+ *
+ * Why it is shaped this way:
+ * - Each rank writes only its owned slice of each unit, in the unpadded logical layout, so a
+ *   checkpoint does not depend on the stage or the padding and any world size can read it: a
+ *   loading rank computes, from the manifest's world size and unit sizes, which old files hold
+ *   the logical ranges it needs and preads just those bytes.
+ * - Crash safety comes from rename: nothing is visible under its final name until every byte
+ *   is fsync'd; `latest` moves by an atomic rename after that.
+ * - Every rank reports its own outcome into one gather, so a failure anywhere fails everywhere
+ *   (no rank left waiting, no checkpoint half-published).
+ * The manifest is JSON (cJSON): this module and src/config are the library's JSON readers. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "ckpt/safetensors_header.h"
+#include "util/crc32c.h"
+#include "zeroc/checkpoint.h"
+
+enum { FORMAT_VERSION = 1, HEADER_BYTES = 32 };
+static const char MAGIC[8] = "ZCSHARD";
+
+/* ---------- small file helpers ---------- */
+
+/* snprintf for paths: a path longer than the buffer is cut, and then fails to open with a
+ * message naming the cut path; lengths are user input, not a programming error. */
+static int pathf(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int pathf(char *out, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vsnprintf(out, n, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w, n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int read_at(int fd, void *buf, size_t n, off_t off)
+{
+    char *p = buf;
+    while (n) {
+        ssize_t r = pread(fd, p, n, off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r, n -= (size_t)r, off += r;
+    }
+    return 0;
+}
+
+static int fsync_dir(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+static void rm_rf(const char *path) { nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+/* Writes text to path through path.tmp, fsync'd, renamed. */
+static int write_file_atomic(const char *path, const char *text)
+{
+    char tmp[4200];
+    pathf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return -1;
+    int bad = write_all(fd, text, strlen(text)) || fsync(fd);
+    bad |= close(fd);
+    if (bad || rename(tmp, path)) {
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static char *read_text(const char *path, size_t max)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = malloc(max + 1);
+    size_t n = buf ? fread(buf, 1, max, f) : 0;
+    fclose(f);
+    if (buf)
+        buf[n] = 0;
+    return buf;
+}
+
+/* ---------- layout ---------- */
+
+static size_t owned(size_t numel, size_t shard, int rank)
+{
+    size_t lo = (size_t)rank * shard, hi = lo + shard < numel ? lo + shard : numel;
+    return hi > lo ? hi - lo : 0;
+}
+
+/* Byte offset of unit u's section in rank r's file; section holds (1 + K) × owned floats. */
+static off_t section_offset(const size_t *numel, const size_t *shard, int u, int rank, int K)
+{
+    off_t off = HEADER_BYTES;
+    for (int v = 0; v < u; v++)
+        off += (off_t)((1 + (size_t)K) * owned(numel[v], shard[v], rank) * sizeof(float));
+    return off;
+}
+
+static size_t file_bytes(const size_t *numel, const size_t *shard, int nunits, int rank, int K)
+{
+    return (size_t)section_offset(numel, shard, nunits, rank, K);
+}
+
+static const char *optim_name(int K) { return K == 2 ? "Adam" : K == 1 ? "SGD+momentum" : "SGD"; }
+
+/* ---------- save ---------- */
+
+typedef struct {
+    int32_t status; /* 0 ok */
+    uint32_t crc;
+    int64_t bytes;
+} rank_result;
+
+static zc_status write_shard(zc_engine *e, const char *path, int64_t step, uint32_t *crc,
+                             int64_t *bytes, zc_err *err)
+{
+    const int K = zc_engine_moments(e), nunits = zc_engine_num_units(e);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return zc_err_set(err, ZC_EIO, "cannot create '%s': %m", path);
+    unsigned char hdr[HEADER_BYTES] = {0};
+    int32_t v[4] = {FORMAT_VERSION, zc_engine_rank(e), zc_engine_world_size(e), nunits};
+    memcpy(hdr, MAGIC, 8);
+    memcpy(hdr + 8, v, sizeof v);
+    memcpy(hdr + 24, &step, 8);
+    uint32_t c = zc_crc32c(0, hdr, sizeof hdr);
+    int bad = write_all(fd, hdr, sizeof hdr);
+    int64_t total = HEADER_BYTES;
+    for (int u = 0; u < nunits && !bad; u++) {
+        size_t first, n;
+        zc_engine_owned_range(e, u, &first, &n);
+        if (!n)
+            continue;
+        float *buf = malloc((1 + (size_t)K) * n * sizeof(float));
+        if (!buf) {
+            close(fd);
+            return zc_err_set(err, ZC_ENOMEM, "out of memory writing '%s'", path);
+        }
+        zc_engine_export_owned(e, u, buf, K >= 1 ? buf + n : NULL, K >= 2 ? buf + 2 * n : NULL);
+        size_t sz = (1 + (size_t)K) * n * sizeof(float);
+        c = zc_crc32c(c, buf, sz);
+        bad = write_all(fd, buf, sz);
+        total += (int64_t)sz;
+        free(buf);
+    }
+    if (!bad)
+        bad = fsync(fd);
+    int saved = errno;
+    bad |= close(fd);
+    if (bad) {
+        errno = saved;
+        return zc_err_set(err, ZC_EIO, "cannot write '%s': %m", path);
+    }
+    *crc = c;
+    *bytes = total;
+    return ZC_OK;
+}
+
+static char *manifest_text(zc_engine *e, int64_t step, const char *config_json,
+                           const char *client_json, const rank_result *res)
+{
+    const int n = zc_engine_world_size(e), K = zc_engine_moments(e);
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddNumberToObject(m, "format_version", FORMAT_VERSION);
+    cJSON_AddStringToObject(m, "producer", "zeroc");
+    cJSON_AddNumberToObject(m, "world_size", n);
+    cJSON_AddNumberToObject(m, "stage", zc_engine_stage(e));
+    cJSON_AddStringToObject(m, "dtype", "fp32");
+    cJSON *opt = cJSON_AddObjectToObject(m, "optimizer");
+    cJSON_AddStringToObject(opt, "type", optim_name(K));
+    cJSON_AddNumberToObject(opt, "moments", K);
+    cJSON_AddNumberToObject(m, "step", (double)step);
+    cJSON *units = cJSON_AddArrayToObject(m, "units");
+    for (int u = 0; u < zc_engine_num_units(e); u++) {
+        const zc_unit_info *ui = zc_engine_unit_info(e, u);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", ui->name);
+        cJSON_AddNumberToObject(o, "numel", (double)ui->numel);
+        cJSON_AddNumberToObject(o, "shard", (double)ui->shard);
+        cJSON_AddItemToArray(units, o);
+    }
+    cJSON *params = cJSON_AddArrayToObject(m, "params");
+    for (int p = 0; p < zc_engine_num_params(e); p++) {
+        const zc_param_info *pi = zc_engine_param_info(e, p);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", pi->name);
+        cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+        for (int d = 0; d < pi->ndim; d++)
+            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)pi->shape[d]));
+        cJSON_AddNumberToObject(o, "unit", pi->unit);
+        cJSON_AddNumberToObject(o, "offset", (double)pi->offset);
+        cJSON_AddItemToArray(params, o);
+    }
+    cJSON *files = cJSON_AddArrayToObject(m, "files");
+    for (int r = 0; r < n; r++) {
+        char name[32], crc[16];
+        pathf(name, sizeof name, "rank-%05d.bin", r);
+        pathf(crc, sizeof crc, "%08" PRIx32, res[r].crc);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", name);
+        cJSON_AddNumberToObject(o, "bytes", (double)res[r].bytes);
+        cJSON_AddStringToObject(o, "crc32c", crc);
+        cJSON_AddItemToArray(files, o);
+    }
+    cJSON *cfg = config_json ? cJSON_Parse(config_json) : NULL;
+    cJSON_AddItemToObject(m, "config", cfg ? cfg : cJSON_CreateObject());
+    cJSON *client = client_json ? cJSON_Parse(client_json) : NULL;
+    cJSON_AddItemToObject(m, "client", client ? client : cJSON_CreateObject());
+    char *text = cJSON_Print(m);
+    cJSON_Delete(m);
+    return text;
+}
+
+/* Steps of the complete checkpoints in dir (step-N with a manifest), ascending. */
+static int list_steps(const char *dir, long long **out)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int n = 0, cap = 0;
+    long long *v = NULL;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        long long s;
+        char tail;
+        if (sscanf(de->d_name, "step-%lld%c", &s, &tail) != 1)
+            continue;
+        char man[4200];
+        pathf(man, sizeof man, "%s/%s/manifest.json", dir, de->d_name);
+        if (access(man, F_OK))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            long long *nv = realloc(v, (size_t)cap * sizeof *v);
+            if (!nv)
+                break;
+            v = nv;
+        }
+        v[n++] = s;
+    }
+    closedir(d);
+    for (int i = 1; i < n; i++) /* insertion sort: few entries */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            long long t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    *out = v;
+    return n;
+}
+
+/* Rank 0's part after every shard is safely written: manifest, publish, latest, retention. */
+static zc_status publish(zc_engine *e, const char *dir, const char *tmp, int64_t step,
+                         const char *config_json, const char *client_json, int keep,
+                         const rank_result *res, zc_err *err)
+{
+    char path[4200], final[4200], old[4200];
+    char *text = manifest_text(e, step, config_json, client_json, res);
+    if (!text)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory writing the manifest");
+    pathf(path, sizeof path, "%s/manifest.json", tmp);
+    int bad = write_file_atomic(path, text);
+    free(text);
+    if (bad || fsync_dir(tmp))
+        return zc_err_set(err, ZC_EIO, "cannot write '%s': %m", path);
+    pathf(final, sizeof final, "%s/step-%06lld", dir, (long long)step);
+    pathf(old, sizeof old, "%s/.old-step-%06lld", dir, (long long)step);
+    bool replaced = false;
+    if (!access(final, F_OK)) { /* the same step saved again: move the old one aside first */
+        rm_rf(old);
+        if (rename(final, old))
+            return zc_err_set(err, ZC_EIO, "cannot replace '%s': %m", final);
+        replaced = true;
+    }
+    if (rename(tmp, final) || fsync_dir(dir)) {
+        if (replaced)
+            rename(old, final);
+        return zc_err_set(err, ZC_EIO, "cannot publish '%s': %m", final);
+    }
+    char latest[4200], name[64];
+    pathf(latest, sizeof latest, "%s/latest", dir);
+    pathf(name, sizeof name, "step-%06lld\n", (long long)step);
+    if (write_file_atomic(latest, name) || fsync_dir(dir))
+        return zc_err_set(err, ZC_EIO, "cannot update '%s': %m", latest);
+    if (replaced)
+        rm_rf(old);
+    if (keep > 0) {
+        long long *steps = NULL;
+        int n = list_steps(dir, &steps);
+        for (int i = 0; i + keep < n; i++) {
+            if (steps[i] == step)
+                continue;
+            char victim[4200];
+            pathf(victim, sizeof victim, "%s/step-%06lld", dir, steps[i]);
+            rm_rf(victim);
+        }
+        free(steps);
+    }
+    return ZC_OK;
+}
+
+/* Every rank's status into one gather; the first failure becomes everyone's error. */
+static zc_status agree(zc_comm *comm, zc_status mine, const char *what, zc_err *err)
+{
+    int n = zc_comm_size(comm);
+    int32_t me = mine, *all = malloc((size_t)n * sizeof *all);
+    if (!all)
+        return mine ? mine : zc_err_set(err, ZC_ENOMEM, "out of memory");
+    zc_err scratch;
+    zc_status st = zc_comm_control_gather(comm, &me, all, sizeof me, what, &scratch);
+    if (st) {
+        free(all);
+        if (!mine)
+            *err = scratch;
+        return mine ? mine : st;
+    }
+    zc_status out = mine;
+    for (int r = 0; r < n && !out; r++)
+        if (all[r])
+            out = zc_err_set(err, (zc_status)all[r], "%s failed on rank %d (see its message)",
+                             what, r);
+    free(all);
+    return out;
+}
+
+zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t step,
+                       const char *config_json, const char *client_json, int keep, zc_err *err)
+{
+    const int rank = zc_comm_rank(comm), n = zc_comm_size(comm);
+    char tmp[4200], path[4300];
+    pathf(tmp, sizeof tmp, "%s/.tmp-step-%06lld", dir, (long long)step);
+    zc_status st = ZC_OK;
+    if (rank == 0) {
+        if (mkdir(dir, 0755) && errno != EEXIST)
+            st = zc_err_set(err, ZC_EIO, "cannot create save directory '%s': %m", dir);
+        else {
+            rm_rf(tmp); /* left by a save that crashed */
+            if (mkdir(tmp, 0755))
+                st = zc_err_set(err, ZC_EIO, "cannot create '%s': %m", tmp);
+        }
+    }
+    if ((st = agree(comm, st, "creating the checkpoint directory", err)))
+        return st;
+    rank_result mine = {0, 0, 0}, *all = calloc((size_t)n, sizeof *all);
+    pathf(path, sizeof path, "%s/rank-%05d.bin", tmp, rank);
+    st = all ? write_shard(e, path, step, &mine.crc, &mine.bytes, err)
+             : zc_err_set(err, ZC_ENOMEM, "out of memory");
+    mine.status = st;
+    zc_err scratch;
+    zc_status gst = all ? zc_comm_control_gather(comm, &mine, all, sizeof mine, "checkpoint",
+                                                 &scratch) : ZC_ENOMEM;
+    if (gst) {
+        free(all);
+        if (!st)
+            *err = scratch;
+        return st ? st : gst;
+    }
+    for (int r = 0; r < n && !st; r++)
+        if (all[r].status)
+            st = zc_err_set(err, (zc_status)all[r].status, "rank %d could not write its shard "
+                            "(see its message); the previous checkpoint is untouched", r);
+    if (!st && rank == 0)
+        st = publish(e, dir, tmp, step, config_json, client_json, keep, all, err);
+    if (st && rank == 0)
+        rm_rf(tmp);
+    free(all);
+    return agree(comm, st, "publishing the checkpoint", err);
+}
+
+/* ---------- manifest reading ---------- */
+
+typedef struct {
+    cJSON *root;
+    int world, stage, K, nunits, nparams;
+    int64_t step;
+    size_t *numel, *shard;
+    cJSON *files, *units, *params;
+} manifest;
+
+static void manifest_free(manifest *m)
+{
+    cJSON_Delete(m->root);
+    free(m->numel);
+    free(m->shard);
+    memset(m, 0, sizeof *m);
+}
+
+static int get_int(const cJSON *o, const char *key, double *out)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(it))
+        return -1;
+    *out = it->valuedouble;
+    return 0;
+}
+
+static zc_status manifest_read(const char *ckdir, manifest *m, zc_err *err)
+{
+    memset(m, 0, sizeof *m);
+    char path[4200];
+    pathf(path, sizeof path, "%s/manifest.json", ckdir);
+    char *text = read_text(path, 64u << 20);
+    if (!text)
+        return zc_err_set(err, ZC_EIO, "'%s' is not a checkpoint: cannot read %s: %m", ckdir,
+                          path);
+    m->root = cJSON_Parse(text);
+    free(text);
+    if (!m->root || !cJSON_IsObject(m->root))
+        return zc_err_set(err, ZC_EINVAL, "%s: not JSON (a corrupt manifest)", path);
+    double v, w, s, k, st;
+    if (get_int(m->root, "format_version", &v))
+        return zc_err_set(err, ZC_EINVAL, "%s: no format_version", path);
+    if (v != FORMAT_VERSION)
+        return zc_err_set(err, ZC_EINVAL, "%s: format version %g is %s than this zeroc's (%d)",
+                          path, v, v > FORMAT_VERSION ? "newer" : "other", FORMAT_VERSION);
+    const cJSON *opt = cJSON_GetObjectItemCaseSensitive(m->root, "optimizer");
+    m->units = cJSON_GetObjectItemCaseSensitive(m->root, "units");
+    m->params = cJSON_GetObjectItemCaseSensitive(m->root, "params");
+    m->files = cJSON_GetObjectItemCaseSensitive(m->root, "files");
+    if (get_int(m->root, "world_size", &w) || get_int(m->root, "stage", &s) ||
+        get_int(m->root, "step", &st) || !opt || get_int(opt, "moments", &k) ||
+        !cJSON_IsArray(m->units) || !cJSON_IsArray(m->params) || !cJSON_IsArray(m->files) ||
+        w < 1 || k < 0 || k > 2 || cJSON_GetArraySize(m->files) != (int)w)
+        return zc_err_set(err, ZC_EINVAL, "%s: missing or invalid world_size, stage, step, "
+                          "optimizer, units, params or files", path);
+    m->world = (int)w, m->stage = (int)s, m->K = (int)k, m->step = (int64_t)st;
+    m->nunits = cJSON_GetArraySize(m->units);
+    m->nparams = cJSON_GetArraySize(m->params);
+    m->numel = calloc((size_t)m->nunits + 1, sizeof(size_t));
+    m->shard = calloc((size_t)m->nunits + 1, sizeof(size_t));
+    if (!m->numel || !m->shard)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", path);
+    for (int u = 0; u < m->nunits; u++) {
+        double ne, sh;
+        const cJSON *o = cJSON_GetArrayItem(m->units, u);
+        if (get_int(o, "numel", &ne) || get_int(o, "shard", &sh) || ne < 1 ||
+            sh != (double)(((size_t)ne + (size_t)w - 1) / (size_t)w))
+            return zc_err_set(err, ZC_EINVAL, "%s: unit %d has an invalid numel or shard", path,
+                              u);
+        m->numel[u] = (size_t)ne, m->shard[u] = (size_t)sh;
+    }
+    return ZC_OK;
+}
+
+/* Checks one shard file's size (against the layout) and CRC (against the manifest). */
+static zc_status check_file(const char *ckdir, const manifest *m, int r, zc_err *err)
+{
+    const cJSON *f = cJSON_GetArrayItem(m->files, r);
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(f, "name");
+    const cJSON *crc = cJSON_GetObjectItemCaseSensitive(f, "crc32c");
+    double bytes;
+    if (!cJSON_IsString(name) || !cJSON_IsString(crc) || get_int(f, "bytes", &bytes))
+        return zc_err_set(err, ZC_EINVAL, "%s/manifest.json: file entry %d is invalid", ckdir, r);
+    char path[4300];
+    pathf(path, sizeof path, "%s/%s", ckdir, name->valuestring);
+    size_t want = file_bytes(m->numel, m->shard, m->nunits, r, m->K);
+    struct stat sb;
+    if (stat(path, &sb))
+        return zc_err_set(err, ZC_EIO, "%s: missing shard: %m", path);
+    if ((size_t)sb.st_size != want || (size_t)bytes != want)
+        return zc_err_set(err, ZC_EINVAL, "%s: %lld bytes, but the manifest's layout needs %zu "
+                          "(a truncated or foreign shard)", path, (long long)sb.st_size, want);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return zc_err_set(err, ZC_EIO, "cannot open %s: %m", path);
+    enum { CHUNK = 1 << 22 };
+    char *buf = malloc(CHUNK);
+    uint32_t c = 0;
+    zc_status st = buf ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
+    for (size_t at = 0; !st && at < want; at += CHUNK) {
+        size_t k = want - at < CHUNK ? want - at : CHUNK;
+        if (read_at(fd, buf, k, (off_t)at))
+            st = zc_err_set(err, ZC_EIO, "cannot read %s: %m", path);
+        else
+            c = zc_crc32c(c, buf, k);
+    }
+    unsigned char hdr[HEADER_BYTES];
+    if (!st && (read_at(fd, hdr, sizeof hdr, 0) || memcmp(hdr, MAGIC, 8)))
+        st = zc_err_set(err, ZC_EINVAL, "%s: not a zeroc shard (bad magic)", path);
+    close(fd);
+    free(buf);
+    char hex[16];
+    pathf(hex, sizeof hex, "%08" PRIx32, c);
+    if (!st && strcmp(hex, crc->valuestring))
+        st = zc_err_set(err, ZC_EINVAL, "%s: CRC32C %s does not match the manifest's %s (the "
+                        "file is corrupt)", path, hex, crc->valuestring);
+    return st;
+}
+
+zc_status zc_ckpt_resolve(const char *path, char *out, size_t outlen, zc_err *err)
+{
+    char probe[4200];
+    pathf(probe, sizeof probe, "%s/manifest.json", path);
+    if (!access(probe, F_OK)) {
+        pathf(out, outlen, "%s", path);
+        return ZC_OK;
+    }
+    pathf(probe, sizeof probe, "%s/latest", path);
+    char *name = read_text(probe, 256);
+    if (!name)
+        return zc_err_set(err, ZC_EINVAL, "'%s' is not a checkpoint (no manifest.json) nor a "
+                          "save directory (no latest)", path);
+    name[strcspn(name, "\n")] = 0;
+    long long s;
+    char tail;
+    int ok = sscanf(name, "step-%lld%c", &s, &tail) == 1;
+    if (ok)
+        pathf(out, outlen, "%s/%s", path, name);
+    free(name);
+    if (!ok)
+        return zc_err_set(err, ZC_EINVAL, "%s: does not name a checkpoint (step-N)", probe);
+    pathf(probe, sizeof probe, "%s/manifest.json", out);
+    if (access(probe, F_OK))
+        return zc_err_set(err, ZC_EINVAL, "%s names '%s', which is not a complete checkpoint",
+                          path, out);
+    return ZC_OK;
+}
+
+/* ---------- load ---------- */
+
+static zc_status check_model(zc_engine *e, const manifest *m, const char *ckdir, zc_err *err)
+{
+    if (m->nunits != zc_engine_num_units(e) || m->nparams != zc_engine_num_params(e))
+        return zc_err_set(err, ZC_EINVAL, "%s: the checkpoint has %d units and %d parameters, "
+                          "the model %d and %d", ckdir, m->nunits, m->nparams,
+                          zc_engine_num_units(e), zc_engine_num_params(e));
+    for (int u = 0; u < m->nunits; u++)
+        if (m->numel[u] != zc_engine_unit_info(e, u)->numel)
+            return zc_err_set(err, ZC_EINVAL, "%s: unit %d ('%s') has %zu elements in the "
+                              "checkpoint, %zu in the model", ckdir, u,
+                              zc_engine_unit_info(e, u)->name, m->numel[u],
+                              zc_engine_unit_info(e, u)->numel);
+    for (int p = 0; p < m->nparams; p++) {
+        const cJSON *o = cJSON_GetArrayItem(m->params, p);
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
+        const zc_param_info *pi = zc_engine_param_info(e, p);
+        if (!cJSON_IsString(name) || strcmp(name->valuestring, pi->name))
+            return zc_err_set(err, ZC_EINVAL, "%s: parameter %d is '%s' in the checkpoint, '%s' "
+                              "in the model", ckdir, p,
+                              cJSON_IsString(name) ? name->valuestring : "?", pi->name);
+    }
+    if (m->K != zc_engine_moments(e))
+        return zc_err_set(err, ZC_EINVAL, "%s: optimizer state with %d moments (%s) cannot "
+                          "continue an optimizer with %d", ckdir, m->K, optim_name(m->K),
+                          zc_engine_moments(e));
+    return ZC_OK;
+}
+
+/* Reads logical range [first, first + n) of unit u, kind k (0 params, 1 m, 2 v) from the old
+ * shards into dst. */
+static zc_status read_range(const char *ckdir, const manifest *m, int *fds, char *checked,
+                            int u, int k, size_t first, size_t n, float *dst, zc_err *err)
+{
+    size_t S = m->shard[u];
+    for (size_t x = first; x < first + n;) {
+        int r = (int)(x / S);
+        size_t lo = (size_t)r * S, cnt = owned(m->numel[u], S, r);
+        size_t take = lo + cnt - x < first + n - x ? lo + cnt - x : first + n - x;
+        if (!checked[r]) {
+            zc_status st = check_file(ckdir, m, r, err);
+            if (st)
+                return st;
+            char path[4300];
+            pathf(path, sizeof path, "%s/%s", ckdir,
+                     cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(m->files, r), "name")
+                         ->valuestring);
+            if ((fds[r] = open(path, O_RDONLY)) < 0)
+                return zc_err_set(err, ZC_EIO, "cannot open %s: %m", path);
+            checked[r] = 1;
+        }
+        off_t off = section_offset(m->numel, m->shard, u, r, m->K) +
+                    (off_t)(((size_t)k * cnt + (x - lo)) * sizeof(float));
+        if (read_at(fds[r], dst + (x - first), take * sizeof(float), off))
+            return zc_err_set(err, ZC_EIO, "%s: cannot read shard rank %d: %m", ckdir, r);
+        x += take;
+    }
+    return ZC_OK;
+}
+
+static zc_status load_local(zc_engine *e, const char *ckdir, manifest *m, zc_err *err)
+{
+    zc_status st = manifest_read(ckdir, m, err);
+    if (!st)
+        st = check_model(e, m, ckdir, err);
+    if (st)
+        return st;
+    int *fds = malloc((size_t)m->world * sizeof(int));
+    char *checked = calloc((size_t)m->world, 1);
+    if (!fds || !checked) {
+        free(fds);
+        free(checked);
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    }
+    enum { CHUNK = 1 << 22 };
+    float *buf = malloc(3 * (size_t)CHUNK * sizeof(float));
+    if (!buf)
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory");
+    for (int u = 0; u < m->nunits && !st; u++) {
+        size_t pf, pn, mf, mn;
+        zc_engine_needed_ranges(e, u, &pf, &pn, &mf, &mn);
+        for (size_t at = pf; !st && at < pf + pn; at += CHUNK) {
+            size_t k = pf + pn - at < CHUNK ? pf + pn - at : CHUNK;
+            if (!(st = read_range(ckdir, m, fds, checked, u, 0, at, k, buf, err)))
+                zc_engine_import(e, u, at, k, buf, NULL, NULL);
+        }
+        for (size_t at = mf; !st && m->K && at < mf + mn; at += CHUNK) {
+            size_t k = mf + mn - at < CHUNK ? mf + mn - at : CHUNK;
+            float *mb = buf + CHUNK, *vb = m->K >= 2 ? buf + 2 * (size_t)CHUNK : NULL;
+            st = read_range(ckdir, m, fds, checked, u, 1, at, k, mb, err);
+            if (!st && vb)
+                st = read_range(ckdir, m, fds, checked, u, 2, at, k, vb, err);
+            if (!st)
+                zc_engine_import(e, u, at, k, NULL, mb, vb);
+        }
+    }
+    for (int r = 0; r < m->world; r++)
+        if (checked[r])
+            close(fds[r]);
+    free(fds);
+    free(checked);
+    free(buf);
+    return st;
+}
+
+zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *step,
+                       char **client_json, zc_err *err)
+{
+    manifest m;
+    zc_status st = load_local(e, ckdir, &m, err);
+    st = agree(comm, st, "loading the checkpoint", err);
+    if (!st) {
+        *step = m.step;
+        zc_engine_set_steps_done(e, m.step);
+        if (client_json) {
+            const cJSON *c = cJSON_GetObjectItemCaseSensitive(m.root, "client");
+            *client_json = c ? cJSON_PrintUnformatted(c) : NULL;
+        }
+    }
+    manifest_free(&m);
+    return st;
+}
+
+zc_status zc_ckpt_verify(const char *ckdir, char **summary, zc_err *err)
+{
+    manifest m;
+    zc_status st = manifest_read(ckdir, &m, err);
+    int64_t total = 0;
+    for (int r = 0; !st && r < m.world; r++) {
+        st = check_file(ckdir, &m, r, err);
+        total += (int64_t)file_bytes(m.numel, m.shard, m.nunits, r, m.K);
+    }
+    if (!st && summary) {
+        size_t psi = 0;
+        for (int u = 0; u < m.nunits; u++)
+            psi += m.numel[u];
+        char *s = malloc(512);
+        if (s)
+            pathf(s, 512, "%s: step %lld, written by %d ranks at ZeRO stage %d, %zu "
+                     "parameters in %d units (%d tensors), optimizer %s, %lld bytes in %d "
+                     "shards, every size and CRC32C correct", ckdir, (long long)m.step, m.world,
+                     m.stage, psi, m.nunits, m.nparams, optim_name(m.K), (long long)total,
+                     m.world);
+        *summary = s;
+    }
+    manifest_free(&m);
+    return st;
+}
+
+zc_status zc_ckpt_inspect(const char *ckdir, char **summary, zc_err *err)
+{
+    manifest m;
+    zc_status st = manifest_read(ckdir, &m, err);
+    if (!st) {
+        size_t psi = 0;
+        int64_t total = 0;
+        for (int u = 0; u < m.nunits; u++)
+            psi += m.numel[u];
+        for (int r = 0; r < m.world; r++)
+            total += (int64_t)file_bytes(m.numel, m.shard, m.nunits, r, m.K);
+        char *s = malloc(512);
+        if (s)
+            pathf(s, 512, "%s: step %lld, written by %d ranks at ZeRO stage %d, %zu parameters "
+                  "in %d units (%d tensors), optimizer %s, %lld bytes in %d shards", ckdir,
+                  (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams, optim_name(m.K),
+                  (long long)total, m.world);
+        *summary = s;
+    }
+    manifest_free(&m);
+    return st;
+}
+
+zc_status zc_ckpt_export_safetensors(const char *ckdir, const char *out, zc_err *err)
+{
+    manifest m;
+    zc_status st = manifest_read(ckdir, &m, err);
+    zc_param_info *pi = st ? NULL : calloc((size_t)m.nparams + 1, sizeof *pi);
+    if (!st && !pi)
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory");
+    for (int p = 0; !st && p < m.nparams; p++) { /* the parameter table, from the manifest */
+        const cJSON *o = cJSON_GetArrayItem(m.params, p);
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
+        const cJSON *shape = cJSON_GetObjectItemCaseSensitive(o, "shape");
+        double unit, offset;
+        if (!cJSON_IsString(name) || !cJSON_IsArray(shape) || get_int(o, "unit", &unit) ||
+            get_int(o, "offset", &offset) || unit < 0 || unit >= m.nunits ||
+            cJSON_GetArraySize(shape) < 1 || cJSON_GetArraySize(shape) > ZC_MAX_DIMS ||
+            strlen(name->valuestring) >= ZC_MAX_NAME) {
+            st = zc_err_set(err, ZC_EINVAL, "%s/manifest.json: parameter %d is invalid", ckdir, p);
+            break;
+        }
+        pathf(pi[p].name, sizeof pi[p].name, "%s", name->valuestring);
+        pi[p].unit = (int)unit;
+        pi[p].offset = (size_t)offset;
+        pi[p].ndim = cJSON_GetArraySize(shape);
+        pi[p].numel = 1;
+        for (int d = 0; d < pi[p].ndim; d++) {
+            pi[p].shape[d] = (int64_t)cJSON_GetArrayItem(shape, d)->valuedouble;
+            pi[p].numel *= (size_t)pi[p].shape[d];
+        }
+        if (pi[p].offset + pi[p].numel > m.numel[pi[p].unit])
+            st = zc_err_set(err, ZC_EINVAL, "%s/manifest.json: parameter '%s' lies outside its "
+                            "unit", ckdir, pi[p].name);
+    }
+    size_t hlen = 0;
+    char *header = st ? NULL : zc_safetensors_header(pi, m.nparams, &hlen);
+    if (!st && !header)
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory");
+    char tmp[4200];
+    pathf(tmp, sizeof tmp, "%s.tmp", out);
+    int fd = st ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (!st && fd < 0)
+        st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++)
+        le[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
+    if (!st && (write_all(fd, le, 8) || write_all(fd, header, hlen)))
+        st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
+    /* tensor by tensor, in chunks: memory stays at one chunk, whatever the model's size */
+    enum { CHUNK = 1 << 22 };
+    int *fds = calloc((size_t)m.world + 1, sizeof(int));
+    char *checked = calloc((size_t)m.world + 1, 1);
+    float *buf = malloc((size_t)CHUNK * sizeof(float));
+    if (!st && (!fds || !checked || !buf))
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory");
+    for (int p = 0; !st && p < m.nparams; p++)
+        for (size_t at = 0; !st && at < pi[p].numel; at += CHUNK) {
+            size_t k = pi[p].numel - at < CHUNK ? pi[p].numel - at : CHUNK;
+            st = read_range(ckdir, &m, fds, checked, pi[p].unit, 0, pi[p].offset + at, k, buf,
+                            err);
+            if (!st && write_all(fd, buf, k * sizeof(float)))
+                st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
+        }
+    for (int r = 0; checked && r < m.world; r++)
+        if (checked[r])
+            close(fds[r]);
+    if (fd >= 0) {
+        if (!st && fsync(fd))
+            st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
+        if (close(fd) && !st)
+            st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
+        if (!st && rename(tmp, out))
+            st = zc_err_set(err, ZC_EIO, "cannot rename '%s' to '%s': %m", tmp, out);
+        if (st)
+            remove(tmp);
+    }
+    free(fds), free(checked), free(buf), free(header), free(pi);
+    manifest_free(&m);
+    return st;
+}

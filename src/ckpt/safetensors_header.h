@@ -1,0 +1,11 @@
+/* safetensors_header.h — internal: the safetensors JSON header (F32 tensors, data in the
+ * given order, padded with spaces to a multiple of 8), shared by the engine's export and the
+ * checkpoint export. malloc'd; *len is its padded length. */
+#ifndef ZC_CKPT_SAFETENSORS_HEADER_H
+#define ZC_CKPT_SAFETENSORS_HEADER_H
+#include <stddef.h>
+
+#include "zeroc/engine.h"
+
+char *zc_safetensors_header(const zc_param_info *params, int nparams, size_t *len);
+#endif
