@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,21 @@ static size_t file_bytes(const size_t *numel, const size_t *shard, int nunits, i
 static const char *optim_name(int K) { return K == 2 ? "Adam" : K == 1 ? "SGD+momentum" : "SGD"; }
 
 /* ---------- save ---------- */
+
+/* Test hook: ZEROC_FAULT_KILL_IN_SAVE=shard:R@S makes rank R kill itself (SIGKILL) right after
+ * writing its shard of the step-S save; =publish@S makes rank 0 do so after writing the
+ * manifest, before the rename — the moments a crash must not be able to damage anything. */
+static void fault_point(const char *where, int rank, int64_t step)
+{
+    const char *f = getenv("ZEROC_FAULT_KILL_IN_SAVE");
+    if (!f)
+        return;
+    char a[64], b[64];
+    pathf(a, sizeof a, "%s:%d@%lld", where, rank, (long long)step);
+    pathf(b, sizeof b, "%s@%lld", where, (long long)step);
+    if (!strcmp(f, a) || (!strcmp(f, b) && rank == 0))
+        raise(SIGKILL);
+}
 
 typedef struct {
     int32_t status; /* 0 ok */
@@ -305,6 +321,7 @@ static zc_status publish(zc_engine *e, const char *dir, const char *tmp, int64_t
     free(text);
     if (bad || fsync_dir(tmp))
         return zc_err_set(err, ZC_EIO, "cannot write '%s': %m", path);
+    fault_point("publish", 0, step);
     pathf(final, sizeof final, "%s/step-%06lld", dir, (long long)step);
     pathf(old, sizeof old, "%s/.old-step-%06lld", dir, (long long)step);
     bool replaced = false;
@@ -341,11 +358,19 @@ static zc_status publish(zc_engine *e, const char *dir, const char *tmp, int64_t
     return ZC_OK;
 }
 
-/* Every rank's status into one gather; the first failure becomes everyone's error. */
+/* Every rank's status and message into one gather; the first failure becomes everyone's error,
+ * with the failing rank's own message. */
+typedef struct {
+    int32_t status;
+    char msg[500];
+} outcome;
+
 static zc_status agree(zc_comm *comm, zc_status mine, const char *what, zc_err *err)
 {
     int n = zc_comm_size(comm);
-    int32_t me = mine, *all = malloc((size_t)n * sizeof *all);
+    outcome me = {.status = mine}, *all = malloc((size_t)n * sizeof *all);
+    if (mine)
+        pathf(me.msg, sizeof me.msg, "%s", err->msg);
     if (!all)
         return mine ? mine : zc_err_set(err, ZC_ENOMEM, "out of memory");
     zc_err scratch;
@@ -356,11 +381,12 @@ static zc_status agree(zc_comm *comm, zc_status mine, const char *what, zc_err *
             *err = scratch;
         return mine ? mine : st;
     }
-    zc_status out = mine;
+    zc_status out = ZC_OK;
     for (int r = 0; r < n && !out; r++)
-        if (all[r])
-            out = zc_err_set(err, (zc_status)all[r], "%s failed on rank %d (see its message)",
-                             what, r);
+        if (all[r].status)
+            out = n == 1 ? zc_err_set(err, (zc_status)all[r].status, "%s", all[r].msg)
+                         : zc_err_set(err, (zc_status)all[r].status, "%s failed on rank %d: %s",
+                                      what, r, all[r].msg);
     free(all);
     return out;
 }
@@ -387,21 +413,21 @@ zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t ste
     pathf(path, sizeof path, "%s/rank-%05d.bin", tmp, rank);
     st = all ? write_shard(e, path, step, &mine.crc, &mine.bytes, err)
              : zc_err_set(err, ZC_ENOMEM, "out of memory");
+    fault_point("shard", rank, step);
     mine.status = st;
-    zc_err scratch;
-    zc_status gst = all ? zc_comm_control_gather(comm, &mine, all, sizeof mine, "checkpoint",
-                                                 &scratch) : ZC_ENOMEM;
-    if (gst) {
+    if ((st = agree(comm, st, "writing the checkpoint shards", err))) {
+        if (rank == 0)
+            rm_rf(tmp);
         free(all);
-        if (!st)
-            *err = scratch;
-        return st ? st : gst;
+        return st; /* every rank's message: the failing rank's own; nothing was published */
     }
-    for (int r = 0; r < n && !st; r++)
-        if (all[r].status)
-            st = zc_err_set(err, (zc_status)all[r].status, "rank %d could not write its shard "
-                            "(see its message); the previous checkpoint is untouched", r);
-    if (!st && rank == 0)
+    zc_err scratch;
+    if ((st = zc_comm_control_gather(comm, &mine, all, sizeof mine, "checkpoint", &scratch))) {
+        free(all);
+        *err = scratch;
+        return st;
+    }
+    if (rank == 0)
         st = publish(e, dir, tmp, step, config_json, client_json, keep, all, err);
     if (st && rank == 0)
         rm_rf(tmp);
