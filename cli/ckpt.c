@@ -6,15 +6,78 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "models/gpt2/llmc_files.h"
 #include "zeroc/checkpoint.h"
+
+/* A GPT-2 checkpoint into llm.c's format: its parameters are llm.c's tensors (h.<l>.<name>
+ * is layer l's slab of tensor <name>); the shape the weights do not tell (heads, the real
+ * vocabulary) comes from what the trainer stored in the manifest. */
+static zc_status export_llmc(const char *dir, const char *out, zc_err *err)
+{
+    zc_ckpt_reader *r;
+    zc_status st = zc_ckpt_reader_open(dir, &r, err);
+    if (st)
+        return st;
+    int64_t v[6];
+    const char *keys[6] = {"max_seq_len", "vocab_size", "padded_vocab_size", "num_layers",
+                           "num_heads", "channels"};
+    for (int i = 0; i < 6 && !st; i++)
+        if (zc_ckpt_reader_client_int(r, keys[i], &v[i]))
+            st = zc_err_set(err, ZC_EINVAL, "%s: not a GPT-2 checkpoint of zeroc train (the "
+                            "manifest has no %s)", dir, keys[i]);
+    llmc_header h = {3, (int)v[0], (int)v[1], (int)v[2], (int)v[3], (int)v[4], (int)v[5]};
+    llmc_ckpt_writer w;
+    bool open = false;
+    if (!st)
+        open = !(st = llmc_ckpt_create(&w, out, &h, err));
+    size_t sizes[LLMC_NTENSORS];
+    llmc_tensor_sizes(&h, sizes);
+    enum { CHUNK = 1 << 22 };
+    float *buf = st ? NULL : malloc((size_t)CHUNK * sizeof(float));
+    if (!st && !buf)
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory");
+    for (int p = 0; !st && p < zc_ckpt_reader_num_params(r); p++) {
+        const zc_param_info *pi = zc_ckpt_reader_param(r, p);
+        int tensor = -1, layer = 0;
+        char name[ZC_MAX_NAME];
+        if (sscanf(pi->name, "h.%d.%95s", &layer, name) != 2)
+            snprintf(name, sizeof name, "%s", pi->name);
+        for (int t = 0; t < LLMC_NTENSORS; t++)
+            if (!strcmp(llmc_tensor_name(t), name))
+                tensor = t;
+        int layers = tensor >= 2 && tensor <= 13 ? h.num_layers : 1;
+        if (tensor < 0 || layer < 0 || layer >= layers ||
+            pi->numel * (size_t)layers != sizes[tensor]) {
+            st = zc_err_set(err, ZC_EINVAL, "%s: parameter '%s' is not part of a GPT-2 of this "
+                            "shape", dir, pi->name);
+            break;
+        }
+        for (size_t at = 0; !st && at < pi->numel; at += CHUNK) {
+            size_t k = pi->numel - at < CHUNK ? pi->numel - at : CHUNK;
+            if (!(st = zc_ckpt_reader_read(r, p, at, k, buf, err)))
+                st = llmc_ckpt_write(&w, tensor, (size_t)layer * pi->numel + at, k, buf, err);
+        }
+    }
+    if (open) {
+        if (st)
+            llmc_ckpt_abort(&w);
+        else
+            st = llmc_ckpt_finish(&w, err);
+    }
+    free(buf);
+    zc_ckpt_reader_close(r);
+    return st;
+}
 
 int cmd_ckpt(zc_comm *comm, int argc, char **argv)
 {
-    const char *out = NULL, *format = "safetensors";
+    const char *out = NULL, *format = "safetensors", *dtype = "fp32";
     bool help = false;
     arg_spec specs[] = {
         {"--out", ARG_STR, &out, NULL, "export: the file to write", NULL},
-        {"--format", ARG_STR, &format, NULL, "export: safetensors (fp32)", NULL},
+        {"--format", ARG_STR, &format, NULL,
+         "export: safetensors (default) or llmc (a GPT-2 checkpoint in llm.c's format)", NULL},
+        {"--dtype", ARG_STR, &dtype, NULL, "export to safetensors: fp32 (default) or bf16", NULL},
         {"--help", ARG_BOOL, &help, NULL, "print this help", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
@@ -22,7 +85,8 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
     const char *verb = argc > 2 ? argv[2] : "", *path = argc > 3 ? argv[3] : NULL;
     zc_status st = ZC_OK;
     if (!strcmp(verb, "--help") || !strcmp(verb, "-h")) {
-        args_usage("zeroc ckpt inspect DIR | verify DIR | export DIR --out FILE.safetensors",
+        args_usage("zeroc ckpt inspect DIR | verify DIR | export DIR --out FILE [--format "
+                   "safetensors|llmc] [--dtype fp32|bf16]",
                    specs, nspecs);
         return 0;
     }
@@ -36,9 +100,13 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
         st = args_parse(specs, nspecs, argc, argv, 4, &err);
     if (!st && !strcmp(verb, "export") && !out)
         st = zc_err_set(&err, ZC_EINVAL, "zeroc ckpt export needs --out FILE");
-    if (!st && strcmp(format, "safetensors"))
-        st = zc_err_set(&err, ZC_EINVAL, "--format: only safetensors is implemented, got '%s'",
+    if (!st && strcmp(format, "safetensors") && strcmp(format, "llmc"))
+        st = zc_err_set(&err, ZC_EINVAL, "--format: expected safetensors or llmc, got '%s'",
                         format);
+    if (!st && strcmp(dtype, "fp32") && strcmp(dtype, "bf16"))
+        st = zc_err_set(&err, ZC_EINVAL, "--dtype: expected fp32 or bf16, got '%s'", dtype);
+    if (!st && !strcmp(format, "llmc") && strcmp(dtype, "fp32"))
+        st = zc_err_set(&err, ZC_EINVAL, "--format llmc writes fp32 (version 3) only");
     char dir[4096];
     if (!st)
         st = zc_ckpt_resolve(path, dir, sizeof dir, &err);
@@ -48,7 +116,9 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
             st = zc_ckpt_inspect(dir, &summary, &err);
         else if (!strcmp(verb, "verify"))
             st = zc_ckpt_verify(dir, &summary, &err);
-        else if (!(st = zc_ckpt_export_safetensors(dir, out, &err)))
+        else if (!strcmp(format, "llmc") ? !(st = export_llmc(dir, out, &err))
+                                         : !(st = zc_ckpt_export_safetensors(
+                                                 dir, out, !strcmp(dtype, "bf16"), &err)))
             printf("wrote %s from %s\n", out, dir);
         if (summary)
             printf("%s\n", summary);

@@ -104,7 +104,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         {"--max-seq-len", ARG_INT, &o.max_seq_len, NULL,
          "gpt2: position embeddings (default: --seq-len)", NULL},
         {"--vocab", ARG_INT, &o.vocab, NULL, "gpt2: vocabulary (default 256, byte-level)", NULL},
-        {"--init", ARG_STR, &o.init, NULL, "gpt2: start from an llm.c checkpoint (sets the shape)",
+        {"--init", ARG_STR, &o.init, NULL,
+         "start from FILE.safetensors (any model), or an llm.c checkpoint (gpt2; sets the shape)",
          NULL},
         {"--data", ARG_STR, &o.data, NULL, "gpt2: llm.c token file to train on", NULL},
         {"--shuffle", ARG_BOOL, &o.shuffle, NULL,
@@ -196,6 +197,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         st = zc_engine_finalize(e, &err);
     if (!st && model.load)
         st = model.load(&model, &err);
+    if (!st && o.init && zc_safetensors_is_path(o.init))
+        st = zc_safetensors_load(e, o.init, &err);
     int64_t first_step = 0;
     if (!st && o.resume) {
         char dir[4096];
@@ -287,9 +290,9 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
             if ((st = model.sample(&model, s + 1, &err)))
                 break;
         if (o.save_every && (s + 1) % o.save_every == 0) {
-            char client[256];
-            snprintf(client, sizeof client, "{\"model\": \"%s\", \"steps_planned\": %d}",
-                     o.model, o.steps);
+            char client[512];
+            snprintf(client, sizeof client, "{\"model\": \"%s\", \"steps_planned\": %d%s%s}",
+                     o.model, o.steps, model.describe[0] ? ", " : "", model.describe);
             if ((st = zc_ckpt_save(e, comm, o.save_dir, s + 1, config_json, client, o.keep,
                                    &err)))
                 break;

@@ -17,6 +17,7 @@
 #include "models/gpt2/gpt2_sample.h"
 #include "models/gpt2/llmc_files.h"
 #include "zeroc/rng.h"
+#include "zeroc/safetensors.h"
 
 typedef struct {
     zc_gpt2 *gpt;
@@ -123,7 +124,9 @@ static zc_status gpt2_sample(train_model *m, int64_t step, zc_err *err)
 static zc_status gpt2_load(train_model *m, zc_err *err)
 {
     gpt2_state *st = m->state;
-    return st->o.init ? zc_gpt2_load_llmc(st->gpt, st->o.init, err) : ZC_OK;
+    /* safetensors files are loaded by the trainer for every model */
+    return st->o.init && !zc_safetensors_is_path(st->o.init)
+               ? zc_gpt2_load_llmc(st->gpt, st->o.init, err) : ZC_OK;
 }
 
 static zc_status gpt2_save_final(train_model *m, const char *path, zc_err *err)
@@ -169,7 +172,7 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
 
     zc_gpt2_config gc;
     zc_status rc = ZC_OK;
-    if (o->init) {
+    if (o->init && !zc_safetensors_is_path(o->init)) {
         llmc_header h;
         if ((rc = llmc_ckpt_read_header(o->init, &h, err)))
             goto fail;
@@ -181,6 +184,11 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
                               (V + 127) / 128 * 128, o->layers ? o->layers : 4, o->heads,
                               o->channels};
     }
+    snprintf(m->describe, sizeof m->describe,
+             "\"max_seq_len\": %d, \"vocab_size\": %d, \"padded_vocab_size\": %d, "
+             "\"num_layers\": %d, \"num_heads\": %d, \"channels\": %d",
+             gc.max_seq_len, gc.vocab_size, gc.padded_vocab_size, gc.num_layers, gc.num_heads,
+             gc.channels);
     st->T = o->seq_len < gc.max_seq_len ? o->seq_len : gc.max_seq_len;
     st->vocab = gc.vocab_size;
     /* the model first: it validates the shape before any file is scanned against it */

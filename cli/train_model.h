@@ -14,6 +14,7 @@ typedef struct train_model train_model;
 struct train_model {
     void *state;
     double tokens_per_micro_step; /* per rank; 0 for models without tokens */
+    char describe[256];           /* JSON members describing the shape, for checkpoints */
     /* After zc_engine_finalize: load initial weights (e.g. --init); may be NULL. */
     zc_status (*load)(train_model *m, zc_err *err);
     /* Forward + backward of micro-step k of optimizer step s on this rank; *loss = its mean. */

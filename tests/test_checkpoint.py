@@ -129,6 +129,65 @@ print(a.shape, float(a.sum()))"""], capture_output=True, text=True)
               f"numpy read {p.stdout!r} {p.stderr!r}")
 
 
+def test_export_formats_and_init():
+    """GPT-2: `export --format llmc` is byte-identical to `train --save-final`; `--dtype bf16`
+    halves the data with round-to-nearest-even; `train --init FILE.safetensors` starts from
+    exactly the exported weights (on other ranks and another stage); --keep keeps the newest."""
+    d = H_.path("ck-g")
+    final = H_.path("g-final.bin")
+    g, _ = train(2, "g", *gpt2_args(), "--stage", 3, "--steps", 6, "--save-dir", d,
+                 "--save-every", 2, "--keep", 2, "--save-final", final)
+    check(sorted(f for f in os.listdir(d) if f.startswith("step-")) ==
+          ["step-000004", "step-000006"], f"--keep 2 left {os.listdir(d)}")
+    H_.run(1, "ckpt", "export", d, "--format", "llmc", "--out", H_.path("g-exp.bin"))
+    check(open(H_.path("g-exp.bin"), "rb").read() == open(final, "rb").read(),
+          "llmc export differs from --save-final")
+    st32, st16 = H_.path("g32.safetensors"), H_.path("g16.safetensors")
+    H_.run(1, "ckpt", "export", d, "--out", st32)
+    H_.run(1, "ckpt", "export", d, "--dtype", "bf16", "--out", st16)
+    f32, raw16 = read_safetensors(st32), open(st16, "rb").read()
+    (n,) = struct.unpack("<Q", raw16[:8])
+    h16 = json.loads(raw16[8:8 + n])
+    b, e = h16["wte"]["data_offsets"]
+    vals = struct.unpack(f"<{(e - b) // 2}H", raw16[8 + n + b:8 + n + e])
+    def rne(x):
+        u = struct.unpack("<I", struct.pack("<f", x))[0]
+        return (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    check(h16["wte"]["dtype"] == "BF16" and list(vals) == [rne(x) for x in f32["wte"]],
+          "bf16 export is not the round-to-nearest-even of the fp32 weights")
+    i, _ = train(3, "g-init", *gpt2_args(), "--stage", 1, "--steps", 1, "--init", st32)
+    check(i["initial_weights_sha256"] == g["weights_sha256"],
+          "--init FILE.safetensors did not give the exported weights")
+
+
+def test_export_memory_124m():
+    """Exporting a 124M-shape checkpoint streams: peak RSS under 1.5 × the largest tensor
+    (wte, 50304 × 768 fp32 = 154.5 MB) + 64 MB."""
+    data = H_.path("tok50k.bin")
+    with open(data, "wb") as f:
+        f.write(struct.pack("<256i", 20240520, 1, 2000, *([0] * 253)))
+        f.write(struct.pack("<2000H", *((i * 7919) % 50257 for i in range(2000))))
+    d = H_.path("ck-124m")
+    rep, _ = train(2, "g124", "--model", "gpt2", "--data", data, "--layers", 12, "--channels",
+                   768, "--heads", 12, "--vocab", 50257, "--seq-len", 64, "--micro-batch", 1,
+                   "--stage", 3, "--steps", 1, "--save-dir", d, "--save-every", 1)
+    out = H_.path("g124.safetensors")
+    # a fresh process whose only child is the export, so its peak RSS is the export's own
+    p = subprocess.run([sys.executable, "-c", f"""
+import resource, subprocess, sys
+p = subprocess.run([{H_.zeroc!r}, "ckpt", "export", {d!r}, "--out", {out!r}],
+                   capture_output=True, text=True)
+sys.stderr.write(p.stderr)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+sys.exit(p.returncode)"""], capture_output=True, text=True, timeout=600)
+    check(p.returncode == 0, f"export failed: {p.stderr}")
+    peak = int(p.stdout.strip() or 0)
+    limit = 1.5 * 50304 * 768 * 4 + 64e6
+    check(peak <= limit, f"export peak RSS {peak / 1e6:.1f} MB > {limit / 1e6:.1f} MB")
+    check(os.path.getsize(out) > rep["params"] * 4, "export is too small")
+    print(f"  export of 124M: peak RSS {peak / 1e6:.1f} MB (limit {limit / 1e6:.1f} MB)")
+
+
 def test_corruption():
     """verify and --resume both refuse a damaged checkpoint, naming the file and the problem,
     and modify nothing."""
@@ -210,7 +269,7 @@ def test_full_disk():
 
 
 TESTS = [test_exact_resume, test_crash_during_save, test_reshard, test_export_safetensors,
-         test_corruption, test_full_disk]
+         test_export_formats_and_init, test_export_memory_124m, test_corruption, test_full_disk]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

@@ -32,6 +32,7 @@
 #ifndef ZEROC_CHECKPOINT_H
 #define ZEROC_CHECKPOINT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,9 +64,22 @@ zc_status zc_ckpt_verify(const char *ckdir, char **summary, zc_err *err);
 /* The manifest's summary without reading the shards. Not collective. */
 zc_status zc_ckpt_inspect(const char *ckdir, char **summary, zc_err *err);
 
-/* Writes the checkpoint's fp32 weights as safetensors (tensor names = parameter names),
- * streamed in chunks (memory: a few MiB whatever the model's size), each shard's CRC checked
- * before use, through a temporary file and a rename. Not collective. */
-zc_status zc_ckpt_export_safetensors(const char *ckdir, const char *out, zc_err *err);
+/* Writes the checkpoint's weights as safetensors (tensor names = parameter names; F32, or BF16
+ * rounded to nearest even), streamed in chunks (memory: a few MiB whatever the model's size),
+ * each shard's CRC checked before use, through a temporary file and a rename. */
+zc_status zc_ckpt_export_safetensors(const char *ckdir, const char *out, bool bf16, zc_err *err);
+
+/* Reading a checkpoint's parameters without an engine (exports, conversions). */
+typedef struct zc_ckpt_reader zc_ckpt_reader;
+zc_status zc_ckpt_reader_open(const char *ckdir, zc_ckpt_reader **r, zc_err *err);
+int zc_ckpt_reader_num_params(const zc_ckpt_reader *r);
+/* A number the trainer stored in the manifest's client object (0, or −1 if absent). */
+int zc_ckpt_reader_client_int(const zc_ckpt_reader *r, const char *key, int64_t *out);
+/* name, shape, numel of parameter p (unit and offset as the writer registered them) */
+const zc_param_info *zc_ckpt_reader_param(const zc_ckpt_reader *r, int p);
+/* elements [first, first + n) of parameter p, fp32 (the shard's CRC is checked first) */
+zc_status zc_ckpt_reader_read(zc_ckpt_reader *r, int p, size_t first, size_t n, float *dst,
+                              zc_err *err);
+void zc_ckpt_reader_close(zc_ckpt_reader *r);
 
 #endif

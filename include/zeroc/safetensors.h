@@ -12,13 +12,23 @@
  * rank ever holds more than one unit; rank 0 writes the file through a temporary name and a
  * rename, so an existing file is replaced only by a complete one.
  *
- *     if (zc_safetensors_save(engine, "weights.safetensors", &err)) ...
+ *     if (zc_safetensors_save(engine, "weights.safetensors", &err)) ...   // collective
+ *     if (zc_safetensors_load(engine, "weights.safetensors", &err)) ...   // each rank
  */
 #ifndef ZEROC_SAFETENSORS_H
 #define ZEROC_SAFETENSORS_H
 
+#include <stdbool.h>
+
 #include "zeroc/engine.h"
 
 zc_status zc_safetensors_save(zc_engine *e, const char *path, zc_err *err);
+
+/* After zc_engine_finalize: sets the weights from a safetensors file (F32 or BF16 tensors whose
+ * names and shapes are the model's parameters; any other tensor, or a missing one, is an
+ * error). Each rank reads only the elements it holds. Not collective. */
+zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err);
+/* Whether a path names a safetensors file (by its extension). */
+bool zc_safetensors_is_path(const char *path);
 
 #endif

@@ -757,41 +757,125 @@ zc_status zc_ckpt_inspect(const char *ckdir, char **summary, zc_err *err)
     return st;
 }
 
-zc_status zc_ckpt_export_safetensors(const char *ckdir, const char *out, zc_err *err)
-{
+/* ---------- reading parameters without an engine ---------- */
+
+struct zc_ckpt_reader {
+    char dir[4096];
     manifest m;
-    zc_status st = manifest_read(ckdir, &m, err);
-    zc_param_info *pi = st ? NULL : calloc((size_t)m.nparams + 1, sizeof *pi);
-    if (!st && !pi)
-        st = zc_err_set(err, ZC_ENOMEM, "out of memory");
-    for (int p = 0; !st && p < m.nparams; p++) { /* the parameter table, from the manifest */
-        const cJSON *o = cJSON_GetArrayItem(m.params, p);
+    zc_param_info *params;
+    int *fds;
+    char *checked;
+};
+
+void zc_ckpt_reader_close(zc_ckpt_reader *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; r->checked && i < r->m.world; i++)
+        if (r->checked[i])
+            close(r->fds[i]);
+    free(r->fds);
+    free(r->checked);
+    free(r->params);
+    manifest_free(&r->m);
+    free(r);
+}
+
+zc_status zc_ckpt_reader_open(const char *ckdir, zc_ckpt_reader **out, zc_err *err)
+{
+    zc_ckpt_reader *r = calloc(1, sizeof *r);
+    if (!r)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    pathf(r->dir, sizeof r->dir, "%s", ckdir);
+    zc_status st = manifest_read(ckdir, &r->m, err);
+    manifest *m = &r->m;
+    if (!st) {
+        r->params = calloc((size_t)m->nparams + 1, sizeof *r->params);
+        r->fds = calloc((size_t)m->world + 1, sizeof(int));
+        r->checked = calloc((size_t)m->world + 1, 1);
+        if (!r->params || !r->fds || !r->checked)
+            st = zc_err_set(err, ZC_ENOMEM, "out of memory");
+    }
+    for (int p = 0; !st && p < m->nparams; p++) { /* the parameter table, from the manifest */
+        const cJSON *o = cJSON_GetArrayItem(m->params, p);
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
         const cJSON *shape = cJSON_GetObjectItemCaseSensitive(o, "shape");
+        zc_param_info *pi = &r->params[p];
         double unit, offset;
         if (!cJSON_IsString(name) || !cJSON_IsArray(shape) || get_int(o, "unit", &unit) ||
-            get_int(o, "offset", &offset) || unit < 0 || unit >= m.nunits ||
+            get_int(o, "offset", &offset) || unit < 0 || unit >= m->nunits ||
             cJSON_GetArraySize(shape) < 1 || cJSON_GetArraySize(shape) > ZC_MAX_DIMS ||
             strlen(name->valuestring) >= ZC_MAX_NAME) {
             st = zc_err_set(err, ZC_EINVAL, "%s/manifest.json: parameter %d is invalid", ckdir, p);
             break;
         }
-        pathf(pi[p].name, sizeof pi[p].name, "%s", name->valuestring);
-        pi[p].unit = (int)unit;
-        pi[p].offset = (size_t)offset;
-        pi[p].ndim = cJSON_GetArraySize(shape);
-        pi[p].numel = 1;
-        for (int d = 0; d < pi[p].ndim; d++) {
-            pi[p].shape[d] = (int64_t)cJSON_GetArrayItem(shape, d)->valuedouble;
-            pi[p].numel *= (size_t)pi[p].shape[d];
+        pathf(pi->name, sizeof pi->name, "%s", name->valuestring);
+        pi->unit = (int)unit;
+        pi->offset = (size_t)offset;
+        pi->ndim = cJSON_GetArraySize(shape);
+        pi->numel = 1;
+        for (int d = 0; d < pi->ndim; d++) {
+            pi->shape[d] = (int64_t)cJSON_GetArrayItem(shape, d)->valuedouble;
+            pi->numel *= (size_t)pi->shape[d];
         }
-        if (pi[p].offset + pi[p].numel > m.numel[pi[p].unit])
+        if (pi->offset + pi->numel > m->numel[pi->unit])
             st = zc_err_set(err, ZC_EINVAL, "%s/manifest.json: parameter '%s' lies outside its "
-                            "unit", ckdir, pi[p].name);
+                            "unit", ckdir, pi->name);
     }
+    if (st) {
+        zc_ckpt_reader_close(r);
+        return st;
+    }
+    *out = r;
+    return ZC_OK;
+}
+
+int zc_ckpt_reader_num_params(const zc_ckpt_reader *r) { return r->m.nparams; }
+
+int zc_ckpt_reader_client_int(const zc_ckpt_reader *r, const char *key, int64_t *out)
+{
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(r->m.root, "client");
+    double v;
+    if (!c || get_int(c, key, &v))
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+const zc_param_info *zc_ckpt_reader_param(const zc_ckpt_reader *r, int p)
+{
+    ZC_ASSERT(p >= 0 && p < r->m.nparams);
+    return &r->params[p];
+}
+
+zc_status zc_ckpt_reader_read(zc_ckpt_reader *r, int p, size_t first, size_t n, float *dst,
+                              zc_err *err)
+{
+    const zc_param_info *pi = zc_ckpt_reader_param(r, p);
+    ZC_ASSERT(first + n <= pi->numel);
+    return read_range(r->dir, &r->m, r->fds, r->checked, pi->unit, 0, pi->offset + first, n,
+                      dst, err);
+}
+
+/* round to nearest even, NaN kept quiet */
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+zc_status zc_ckpt_export_safetensors(const char *ckdir, const char *out, bool bf16, zc_err *err)
+{
+    zc_ckpt_reader *r;
+    zc_status st = zc_ckpt_reader_open(ckdir, &r, err);
+    if (st)
+        return st;
+    const int np = r->m.nparams;
     size_t hlen = 0;
-    char *header = st ? NULL : zc_safetensors_header(pi, m.nparams, &hlen);
-    if (!st && !header)
+    char *header = zc_safetensors_header(r->params, np, bf16 ? 2 : 4, &hlen);
+    if (!header)
         st = zc_err_set(err, ZC_ENOMEM, "out of memory");
     char tmp[4200];
     pathf(tmp, sizeof tmp, "%s.tmp", out);
@@ -805,22 +889,22 @@ zc_status zc_ckpt_export_safetensors(const char *ckdir, const char *out, zc_err 
         st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
     /* tensor by tensor, in chunks: memory stays at one chunk, whatever the model's size */
     enum { CHUNK = 1 << 22 };
-    int *fds = calloc((size_t)m.world + 1, sizeof(int));
-    char *checked = calloc((size_t)m.world + 1, 1);
     float *buf = malloc((size_t)CHUNK * sizeof(float));
-    if (!st && (!fds || !checked || !buf))
+    if (!st && !buf)
         st = zc_err_set(err, ZC_ENOMEM, "out of memory");
-    for (int p = 0; !st && p < m.nparams; p++)
-        for (size_t at = 0; !st && at < pi[p].numel; at += CHUNK) {
-            size_t k = pi[p].numel - at < CHUNK ? pi[p].numel - at : CHUNK;
-            st = read_range(ckdir, &m, fds, checked, pi[p].unit, 0, pi[p].offset + at, k, buf,
-                            err);
-            if (!st && write_all(fd, buf, k * sizeof(float)))
+    for (int p = 0; !st && p < np; p++)
+        for (size_t at = 0; !st && at < r->params[p].numel; at += CHUNK) {
+            size_t k = r->params[p].numel - at < CHUNK ? r->params[p].numel - at : CHUNK;
+            if ((st = zc_ckpt_reader_read(r, p, at, k, buf, err)))
+                break;
+            if (bf16) {
+                uint16_t *h = (uint16_t *)buf; /* in place: element i only reads i ≥ written */
+                for (size_t i = 0; i < k; i++)
+                    h[i] = to_bf16(buf[i]);
+            }
+            if (write_all(fd, buf, k * (bf16 ? 2 : 4)))
                 st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
         }
-    for (int r = 0; checked && r < m.world; r++)
-        if (checked[r])
-            close(fds[r]);
     if (fd >= 0) {
         if (!st && fsync(fd))
             st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
@@ -831,7 +915,8 @@ zc_status zc_ckpt_export_safetensors(const char *ckdir, const char *out, zc_err 
         if (st)
             remove(tmp);
     }
-    free(fds), free(checked), free(buf), free(header), free(pi);
-    manifest_free(&m);
+    free(buf);
+    free(header);
+    zc_ckpt_reader_close(r);
     return st;
 }

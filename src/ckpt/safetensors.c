@@ -3,6 +3,8 @@
  * table (shapes and offsets are known without touching data), then each unit is gathered and
  * its parameters appended, so memory stays at one unit. */
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,20 +13,21 @@
 #include "ckpt/safetensors_header.h"
 #include "zeroc/safetensors.h"
 
-char *zc_safetensors_header(const zc_param_info *params, int nparams, size_t *len)
+char *zc_safetensors_header(const zc_param_info *params, int nparams, int elem_bytes,
+                            size_t *len)
 {
     cJSON *root = cJSON_CreateObject();
     size_t off = 0;
     for (int p = 0; p < nparams; p++) {
         const zc_param_info *pi = &params[p];
         cJSON *t = cJSON_AddObjectToObject(root, pi->name);
-        cJSON_AddStringToObject(t, "dtype", "F32");
+        cJSON_AddStringToObject(t, "dtype", elem_bytes == 2 ? "BF16" : "F32");
         cJSON *shape = cJSON_AddArrayToObject(t, "shape");
         for (int d = 0; d < pi->ndim; d++)
             cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)pi->shape[d]));
         cJSON *offs = cJSON_AddArrayToObject(t, "data_offsets");
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
-        off += pi->numel * sizeof(float);
+        off += pi->numel * (size_t)elem_bytes;
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
     }
     cJSON *meta = cJSON_AddObjectToObject(root, "__metadata__");
@@ -60,7 +63,7 @@ zc_status zc_safetensors_save(zc_engine *e, const char *path, zc_err *err)
     zc_param_info *infos = malloc((size_t)np * sizeof *infos);
     for (int p = 0; infos && p < np; p++)
         infos[p] = *zc_engine_param_info(e, p);
-    char *header = infos ? zc_safetensors_header(infos, np, &hlen) : NULL;
+    char *header = infos ? zc_safetensors_header(infos, np, 4, &hlen) : NULL;
     free(infos);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -98,4 +101,110 @@ zc_status zc_safetensors_save(zc_engine *e, const char *path, zc_err *err)
     free(buf);
     free(header);
     return st ? st : write_st;
+}
+
+/* ---------- reading ---------- */
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+bool zc_safetensors_is_path(const char *path) { return ends_with(path, ".safetensors"); }
+
+zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return zc_err_set(err, ZC_EIO, "cannot open %s: %m", path);
+    unsigned char le[8];
+    uint64_t hlen = 0;
+    zc_status st = ZC_OK;
+    if (fread(le, 1, 8, f) != 8)
+        st = zc_err_set(err, ZC_EINVAL, "%s: too short for a safetensors file", path);
+    for (int i = 0; i < 8; i++)
+        hlen |= (uint64_t)le[i] << (8 * i);
+    if (!st && (hlen == 0 || hlen > (100u << 20)))
+        st = zc_err_set(err, ZC_EINVAL, "%s: header length %llu is not plausible (not a "
+                        "safetensors file?)", path, (unsigned long long)hlen);
+    char *text = st ? NULL : malloc(hlen + 1);
+    if (!st && (!text || fread(text, 1, hlen, f) != hlen))
+        st = zc_err_set(err, ZC_EINVAL, "%s: truncated header", path);
+    if (text)
+        text[st ? 0 : hlen] = 0;
+    cJSON *h = st ? NULL : cJSON_Parse(text);
+    free(text);
+    if (!st && !cJSON_IsObject(h))
+        st = zc_err_set(err, ZC_EINVAL, "%s: the header is not JSON", path);
+    int fd = fileno(f);
+    struct stat sb;
+    fstat(fd, &sb);
+    const uint64_t data0 = 8 + hlen;
+    /* every tensor must be a parameter of the model, with its shape */
+    for (const cJSON *t = h ? h->child : NULL; !st && t; t = t->next) {
+        if (!strcmp(t->string, "__metadata__"))
+            continue;
+        int p = -1;
+        for (int q = 0; q < zc_engine_num_params(e) && p < 0; q++)
+            if (!strcmp(zc_engine_param_info(e, q)->name, t->string))
+                p = q;
+        if (p < 0)
+            st = zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' is not a parameter of the model",
+                            path, t->string);
+    }
+    for (int p = 0; !st && p < zc_engine_num_params(e); p++) {
+        const zc_param_info *pi = zc_engine_param_info(e, p);
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(h, pi->name);
+        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
+        const cJSON *shape = cJSON_GetObjectItemCaseSensitive(t, "shape");
+        const cJSON *offs = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
+        if (!t) {
+            st = zc_err_set(err, ZC_EINVAL, "%s: no tensor '%s'", path, pi->name);
+            break;
+        }
+        int es = cJSON_IsString(dt) && !strcmp(dt->valuestring, "F32")    ? 4
+                 : cJSON_IsString(dt) && !strcmp(dt->valuestring, "BF16") ? 2 : 0;
+        bool shape_ok = cJSON_IsArray(shape) && cJSON_GetArraySize(shape) == pi->ndim;
+        for (int d = 0; shape_ok && d < pi->ndim; d++)
+            shape_ok = cJSON_GetArrayItem(shape, d)->valuedouble == (double)pi->shape[d];
+        if (!es || !shape_ok || !cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2) {
+            st = zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' must be F32 or BF16 with the "
+                            "model's shape", path, pi->name);
+            break;
+        }
+        uint64_t b = (uint64_t)cJSON_GetArrayItem(offs, 0)->valuedouble;
+        uint64_t e2 = (uint64_t)cJSON_GetArrayItem(offs, 1)->valuedouble;
+        if (e2 - b != pi->numel * (uint64_t)es || data0 + e2 > (uint64_t)sb.st_size) {
+            st = zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' has data_offsets [%llu, %llu] that "
+                            "do not fit its shape or the file (truncated?)", path, pi->name,
+                            (unsigned long long)b, (unsigned long long)e2);
+            break;
+        }
+        size_t first, n; /* only what this rank holds */
+        zc_engine_param_owned(e, p, &first, &n);
+        float *buf = malloc(n * sizeof(float) + 1);
+        if (!buf) {
+            st = zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", path);
+            break;
+        }
+        off_t off = (off_t)(data0 + b + first * (uint64_t)es);
+        size_t bytes = n * (size_t)es;
+        if (pread(fd, buf, bytes, off) != (ssize_t)bytes) {
+            st = zc_err_set(err, ZC_EIO, "%s: cannot read tensor '%s': %m", path, pi->name);
+        } else {
+            if (es == 2) { /* widen bf16 in place, from the end */
+                const uint16_t *hb = (const uint16_t *)buf;
+                for (size_t i = n; i-- > 0;) {
+                    uint32_t u = (uint32_t)hb[i] << 16;
+                    memcpy(&buf[i], &u, 4);
+                }
+            }
+            zc_engine_set_param_values(e, p, first, n, buf);
+        }
+        free(buf);
+    }
+    cJSON_Delete(h);
+    fclose(f);
+    return st;
 }
