@@ -290,9 +290,17 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
             if ((st = model.sample(&model, s + 1, &err)))
                 break;
         if (o.save_every && (s + 1) % o.save_every == 0) {
-            char client[512];
-            snprintf(client, sizeof client, "{\"model\": \"%s\", \"steps_planned\": %d%s%s}",
-                     o.model, o.steps, model.describe[0] ? ", " : "", model.describe);
+            /* the trainer's position: the learning-rate schedule and the data order are pure
+             * functions of the step (and the seed in the config), so these are for readers */
+            char client[768];
+            snprintf(client, sizeof client,
+                     "{\"model\": \"%s\", \"steps_planned\": %d, \"lr_schedule\": "
+                     "{\"type\": \"%s\", \"warmup\": %d, \"position\": %d, \"next_lr\": %.9g}, "
+                     "\"data\": {\"micro_steps_consumed\": %lld, \"shuffle\": %s}%s%s}",
+                     o.model, o.steps, o.lr_schedule, o.warmup, s + 1,
+                     lr_at(&o, cfg.lr, s + 1), (long long)(s + 1) * cfg.grad_accum,
+                     o.shuffle ? "true" : "false", model.describe[0] ? ", " : "",
+                     model.describe);
             if ((st = zc_ckpt_save(e, comm, o.save_dir, s + 1, config_json, client, o.keep,
                                    &err)))
                 break;
