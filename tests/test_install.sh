@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# test_install.sh BUILD_DIR — `cmake --install` into a temporary prefix, then builds
+# test_install.sh BUILD_DIR [EXTRA_CFLAGS] — `cmake --install` into a temporary prefix, then builds
 # examples/linear_regression.c with nothing but the installed pkg-config file and runs it on
 # 2 ranks: it must fit y = 3x − 1 (w and b within 1e-3; SGD on a convex problem).
 set -euo pipefail
 build=$1
+extra=${2:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 prefix=$(mktemp -d)
 cmake --install "$build" --prefix "$prefix" >/dev/null
@@ -16,7 +17,8 @@ lib=$(dirname "$(find "$prefix" -name 'libzeroc.so*' | head -1)")
 export PKG_CONFIG_PATH
 PKG_CONFIG_PATH=$(dirname "$pc")
 # shellcheck disable=SC2046
-cc -std=c11 -Wall -Wextra -Werror "$root/examples/linear_regression.c" \
+# shellcheck disable=SC2086
+cc -std=c11 -Wall -Wextra -Werror $extra "$root/examples/linear_regression.c" \
   $(pkg-config --cflags --libs zeroc) -o "$prefix/linreg"
 out=$(LD_LIBRARY_PATH="$lib" "$root/tests/mpirun.sh" 2 -x LD_LIBRARY_PATH "$prefix/linreg")
 echo "$out"
