@@ -202,10 +202,12 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     int64_t first_step = 0;
     if (!st && o.resume) {
         char dir[4096];
+        double t_load = now_ms();
         if (!(st = zc_ckpt_resolve(o.resume, dir, sizeof dir, &err)))
             st = zc_ckpt_load(e, comm, dir, &first_step, NULL, &err);
         if (!st && rank == 0)
-            printf("resumed from %s at step %lld\n", dir, (long long)first_step);
+            printf("resumed from %s at step %lld in %.2f s\n", dir, (long long)first_step,
+                   (now_ms() - t_load) / 1e3);
         if (!st && first_step >= o.steps)
             st = zc_err_set(&err, ZC_EINVAL, "--resume: the checkpoint is at step %lld, not "
                             "before --steps %d", (long long)first_step, o.steps);
@@ -301,11 +303,13 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
                      lr_at(&o, cfg.lr, s + 1), (long long)(s + 1) * cfg.grad_accum,
                      o.shuffle ? "true" : "false", model.describe[0] ? ", " : "",
                      model.describe);
+            double t_save = now_ms();
             if ((st = zc_ckpt_save(e, comm, o.save_dir, s + 1, config_json, client, o.keep,
                                    &err)))
                 break;
             if (rank == 0)
-                printf("saved %s/step-%06d\n", o.save_dir, s + 1);
+                printf("saved %s/step-%06d in %.2f s\n", o.save_dir, s + 1,
+                       (now_ms() - t_save) / 1e3);
         }
         prev = *zc_comm_get_counters(comm); /* validation, sampling, saving: not the step's */
     }
