@@ -55,6 +55,18 @@ int main(void)
         v32[i] = (unsigned char)i;
     CHECK(zc_crc32c(0, v32, 32) == 0x46DD794Eu, "crc32c ascending");
     CHECK(zc_crc32c(zc_crc32c(0, "1234", 4), "56789", 5) == 0xE3069283u, "crc32c chained");
+    CHECK(zc_crc32c_sw(0, "123456789", 9) == 0xE3069283u, "crc32c table version");
+    {   /* the hardware path (when present) equals the table on every length and alignment */
+        static unsigned char buf[4099];
+        for (size_t i = 0; i < sizeof buf; i++)
+            buf[i] = (unsigned char)(zc_rng_uniform(3, 9, i) * 256);
+        int same = 1;
+        for (size_t off = 0; off < 9; off++)
+            for (size_t len = 0; len + off <= sizeof buf; len += 257)
+                same &= zc_crc32c(7, buf + off, len) == zc_crc32c_sw(7, buf + off, len);
+        CHECK(same, "crc32c: hardware (%s) and table differ",
+              zc_crc32c_hw_available() ? "in use" : "absent");
+    }
 
     /* Generator: pure, and moments as expected (10^5 draws: mean within 0.02, var within 0.03). */
     CHECK(zc_rng_normal(1, 2, 3) == zc_rng_normal(1, 2, 3), "normal not pure");

@@ -5,4 +5,7 @@
 #include <stdint.h>
 /* crc = zc_crc32c(0, data, n) for a whole buffer; chain calls to continue a stream. */
 uint32_t zc_crc32c(uint32_t crc, const void *data, size_t n);
+/* The portable table version, and whether the hardware one is in use (for the tests). */
+uint32_t zc_crc32c_sw(uint32_t crc, const void *data, size_t n);
+int zc_crc32c_hw_available(void);
 #endif
