@@ -194,7 +194,6 @@ int cmd_analyze(zc_comm *comm, int argc, char **argv)
     analyze_opts o = {.model = "mlp", .out = "analyze", .hidden = 2048, .channels = 256,
                       .heads = 4, .vocab = 50257, .seq_len = 128, .steps = 3, .ranks = 4,
                       .lr = 1e-3};
-    bool help = false;
     arg_spec specs[] = {
         {"--model", ARG_STR, &o.model, NULL, "mlp (default) or gpt2 (synthetic tokens)", NULL},
         {"--ranks", ARG_INT, &o.ranks, NULL, "ranks to run on when started without mpirun "
@@ -208,16 +207,14 @@ int cmd_analyze(zc_comm *comm, int argc, char **argv)
         {"--micro-batch", ARG_INT, &o.micro, NULL, "per rank (mlp 32, gpt2 4)", NULL},
         {"--steps", ARG_INT, &o.steps, NULL, "steps per stage (default 3)", NULL},
         {"--out", ARG_STR, &o.out, NULL, "writes OUT.csv and OUT.svg (default analyze)", NULL},
-        {"--help", ARG_BOOL, &help, NULL, "print this help", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
-    zc_status st = args_parse(specs, nspecs, argc, argv, 2, &err);
-    if (!st && help) {
-        if (zc_comm_rank(comm) == 0)
-            args_usage("zeroc analyze [--model mlp|gpt2] [--ranks N] [flags]", specs, nspecs);
+    bool helped;
+    zc_status st = args_parse_command(specs, nspecs, argc, argv, 2, "zeroc analyze [--model mlp|gpt2] [--ranks N] [flags]", zc_comm_rank(comm) == 0,
+                                      &helped, &err);
+    if (helped)
         return 0;
-    }
     bool is_mlp = !strcmp(o.model, "mlp");
     if (!o.layers)
         o.layers = is_mlp ? 12 : 4;

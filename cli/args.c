@@ -89,6 +89,20 @@ zc_status args_apply_config(const arg_spec *specs, int nspecs, zc_config *cfg, z
     return ZC_OK;
 }
 
+zc_status args_parse_command(arg_spec *specs, int nspecs, int argc, char **argv, int first,
+                             const char *synopsis, bool print, bool *helped, zc_err *err)
+{
+    *helped = false;
+    for (int i = first; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            if (print)
+                args_usage(synopsis, specs, nspecs);
+            *helped = true;
+            return ZC_OK;
+        }
+    return args_parse(specs, nspecs, argc, argv, first, err);
+}
+
 void args_usage(const char *synopsis, const arg_spec *specs, int nspecs)
 {
     printf("usage: %s\n\n", synopsis);
@@ -101,4 +115,5 @@ void args_usage(const char *synopsis, const arg_spec *specs, int nspecs)
         else
             printf("  %-24s %s\n", left, specs[k].help);
     }
+    printf("  %-24s %s\n", "--help", "print this help");
 }

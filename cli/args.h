@@ -28,5 +28,9 @@ zc_status args_parse(arg_spec *specs, int nspecs, int argc, char **argv, int fir
 zc_status args_apply_config(const arg_spec *specs, int nspecs, zc_config *cfg, zc_err *err);
 /* Prints the flags and their help to stdout. */
 void args_usage(const char *synopsis, const arg_spec *specs, int nspecs);
+/* A subcommand's parse: with --help (or -h) anywhere, prints the usage (when `print`, i.e. on
+ * rank 0), sets *helped and returns ZC_OK; otherwise args_parse. */
+zc_status args_parse_command(arg_spec *specs, int nspecs, int argc, char **argv, int first,
+                             const char *synopsis, bool print, bool *helped, zc_err *err);
 
 #endif

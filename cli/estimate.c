@@ -72,7 +72,7 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     int ranks = 1, ranks_per_node = 0, micro = 0, hidden = 2048, layers = 0, channels = 768,
         heads = 12, vocab = 50257, seq_len = 1024;
     const char *dtype = "fp32", *optim = "adamw";
-    bool ckpt = false, json = false, help = false;
+    bool ckpt = false, json = false;
     arg_spec specs[] = {
         {"--params", ARG_STR, &params, NULL, "parameter count: 1.5e9, 1.5B, 350M (one unit)", NULL},
         {"--model", ARG_STR, &model, NULL, "mlp or gpt2: use the model's real units", NULL},
@@ -94,17 +94,15 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         {"--mem-per-rank", ARG_STR, &mem_per_rank, NULL,
          "memory a rank may use (24G, 512M): recommend a stage", NULL},
         {"--json", ARG_BOOL, &json, NULL, "print JSON instead of a table", NULL},
-        {"--help", ARG_BOOL, &help, NULL, "print this help", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
-    zc_status st = args_parse(specs, nspecs, argc, argv, 2, &err);
-    if (!st && help) {
-        if (zc_comm_rank(comm) == 0)
-            args_usage("zeroc estimate (--params N | --model mlp|gpt2 [shape] | --init FILE) "
-                       "--ranks N [flags]", specs, nspecs);
+    bool helped;
+    zc_status st = args_parse_command(specs, nspecs, argc, argv, 2, "zeroc estimate (--params N | --model mlp|gpt2 [shape] | --init FILE) "
+                       "--ranks N [flags]", zc_comm_rank(comm) == 0,
+                                      &helped, &err);
+    if (helped)
         return 0;
-    }
     if (zc_comm_rank(comm) != 0)
         return st ? 1 : 0;
     double count = 0, limit = 0;

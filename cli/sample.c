@@ -17,7 +17,6 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     int length = 256, top_k = 40;
     double temperature = 1.0;
     int64_t seed = 42;
-    bool help = false;
     arg_spec specs[] = {
         {"--init", ARG_STR, &init, NULL, "llm.c GPT-2 checkpoint (required)", NULL},
         {"--prompt", ARG_STR, &prompt, NULL,
@@ -29,16 +28,14 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
         {"--top-k", ARG_INT, &top_k, NULL, "sample among the k most likely, 0 = all (default 40)",
          NULL},
         {"--seed", ARG_I64, &seed, NULL, "sampling seed (default 42)", NULL},
-        {"--help", ARG_BOOL, &help, NULL, "print this help", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
-    zc_status st = args_parse(specs, nspecs, argc, argv, 2, &err);
-    if (!st && help) {
-        if (zc_comm_rank(comm) == 0)
-            args_usage("zeroc sample --init FILE [flags]", specs, nspecs);
+    bool helped;
+    zc_status st = args_parse_command(specs, nspecs, argc, argv, 2, "zeroc sample --init FILE [flags]", zc_comm_rank(comm) == 0,
+                                      &helped, &err);
+    if (helped)
         return 0;
-    }
     if (!st && !init)
         st = zc_err_set(&err, ZC_EINVAL, "zeroc sample needs --init FILE (an llm.c checkpoint)");
     if (!st && (length < 1 || top_k < 0 || !(temperature > 0) || seed < 0))

@@ -148,18 +148,17 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         {"--seed", ARG_CONFIG, NULL, "seed", "seed of initial weights and data", NULL},
         {"--comm-timeout", ARG_CONFIG, NULL, "comm_timeout_s",
          "seconds a collective may wait before all ranks stop", NULL},
-        {"--help", ARG_BOOL, &o.help, NULL, "print this help", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
     zc_config cfg;
     zc_config_defaults(&cfg);
-    zc_status st = args_parse(specs, nspecs, argc, argv, 2, &err);
-    if (!st && o.help) {
-        if (rank == 0)
-            args_usage("zeroc train [--model mlp] [flags]", specs, nspecs);
+    bool helped;
+    zc_status st = args_parse_command(specs, nspecs, argc, argv, 2,
+                                      "zeroc train [--model mlp|gpt2] [flags]", rank == 0,
+                                      &helped, &err);
+    if (helped)
         return 0;
-    }
     if (!st && o.config)
         st = zc_config_load_file(&cfg, o.config, &err);
     if (!st)

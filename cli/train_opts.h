@@ -17,7 +17,6 @@ typedef struct {
     int save_every, keep;
     int val_every, val_batches, warmup, sample_every, sample_length;
     bool activation_checkpointing, shuffle;
-    bool help;
 } train_opts;
 
 #endif

@@ -210,14 +210,21 @@ zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm,
     return ZC_OK;
 }
 
+/* Makes room for one more element in a growing array (registration is rare: doubling). */
+static void *grow(void *array, int count, int *cap, size_t elem)
+{
+    if (count < *cap)
+        return array;
+    *cap = *cap ? 2 * *cap : 16;
+    void *bigger = realloc(array, (size_t)*cap * elem);
+    ZC_ASSERT(bigger);
+    return bigger;
+}
+
 int zc_engine_add_unit(zc_engine *e, const char *name)
 {
     ZC_ASSERT(!e->finalized && name && strlen(name) < ZC_MAX_NAME);
-    if (e->nunits == e->cap_units) {
-        e->cap_units = e->cap_units ? 2 * e->cap_units : 16;
-        e->units = realloc(e->units, (size_t)e->cap_units * sizeof *e->units);
-        ZC_ASSERT(e->units);
-    }
+    e->units = grow(e->units, e->nunits, &e->cap_units, sizeof *e->units);
     unit_t *u = &e->units[e->nunits];
     memset(u, 0, sizeof *u);
     snprintf(u->info.name, sizeof u->info.name, "%s", name);
@@ -230,11 +237,7 @@ int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim, cons
 {
     ZC_ASSERT(!e->finalized && unit == e->nunits - 1); /* parameters go into the newest unit */
     ZC_ASSERT(name && strlen(name) < ZC_MAX_NAME && ndim >= 1 && ndim <= ZC_MAX_DIMS);
-    if (e->nparams == e->cap_params) {
-        e->cap_params = e->cap_params ? 2 * e->cap_params : 64;
-        e->params = realloc(e->params, (size_t)e->cap_params * sizeof *e->params);
-        ZC_ASSERT(e->params);
-    }
+    e->params = grow(e->params, e->nparams, &e->cap_params, sizeof *e->params);
     param_t *p = &e->params[e->nparams];
     memset(p, 0, sizeof *p);
     snprintf(p->info.name, sizeof p->info.name, "%s", name);
@@ -577,11 +580,7 @@ zc_status zc_engine_acquire(zc_engine *e, int i, zc_err *err)
         return st;
     }
     if (!e->trace_done) { /* first micro-batch: record the order */
-        if (e->trace_len == e->trace_cap) {
-            e->trace_cap = e->trace_cap ? 2 * e->trace_cap : 64;
-            e->trace = realloc(e->trace, (size_t)e->trace_cap * sizeof *e->trace);
-            ZC_ASSERT(e->trace);
-        }
+        e->trace = grow(e->trace, e->trace_len, &e->trace_cap, sizeof *e->trace);
         e->trace[e->trace_len++] = i;
     } else if (e->trace_pos >= 0) {
         /* Follow the recorded order; a model that leaves it gets no prefetch until the next
