@@ -198,6 +198,9 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         st = model.load(&model, &err);
     if (!st && o.init && zc_safetensors_is_path(o.init))
         st = zc_safetensors_load(e, o.init, &err);
+    else if (!st && o.init && !model.load)
+        st = zc_err_set(&err, ZC_EINVAL, "--init %s: the %s model starts from a .safetensors "
+                        "file", o.init, o.model);
     int64_t first_step = 0;
     if (!st && o.resume) {
         char dir[4096];

@@ -149,6 +149,8 @@ def test_bad_input():
         (["--config", os.path.join(TMP, "missing.json")], "missing.json"),
         (["--model", "resnet"], "unknown model 'resnet'"),
         (["--steps", "0"], "--steps"),
+        (["--init", "weights.bin"], "starts from a .safetensors file"),
+        (["--init", os.path.join(TMP, "missing.safetensors")], "missing.safetensors"),
     ]
     for n in (1, 2):
         for args, needle in cases:
