@@ -1,0 +1,29 @@
+/* zeroc/dtype.h — conversions between fp32 and the 16-bit formats of mixed precision.
+ *
+ * bf16: the top 16 bits of an fp32 (8-bit exponent, 7-bit mantissa); fp16: IEEE binary16
+ * (5-bit exponent, 10-bit mantissa, subnormals). fp32 → 16 bits rounds to nearest, ties to
+ * even; overflow gives ±inf (fp16); NaN stays NaN (quiet, sign kept); fp16 keeps subnormals.
+ * 16 bits → fp32 is exact. Each kernel is elementwise and branch-free so it vectorises, and a
+ * scalar reference written differently (rounding in double arithmetic) is held equal to it,
+ * bit for bit, by tests/test_dtype.c.
+ *
+ *     zc_f32_to_bf16(src, dst, n);   // float * → uint16_t *
+ *     zc_bf16_to_f32(dst, back, n);
+ */
+#ifndef ZEROC_DTYPE_H
+#define ZEROC_DTYPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void zc_f32_to_bf16(const float *src, uint16_t *dst, size_t n);
+void zc_bf16_to_f32(const uint16_t *src, float *dst, size_t n);
+void zc_f32_to_f16(const float *src, uint16_t *dst, size_t n);
+void zc_f16_to_f32(const uint16_t *src, float *dst, size_t n);
+
+/* The scalar references. */
+uint16_t zc_f32_to_bf16_ref(float x);
+uint16_t zc_f32_to_f16_ref(float x);
+float zc_f16_to_f32_ref(uint16_t h);
+
+#endif
