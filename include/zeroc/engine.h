@@ -155,9 +155,10 @@ void zc_engine_set_param_values(zc_engine *e, int param, size_t first, size_t n,
  * A unit's logical layout is its unpadded elements 0..Ψ_u−1. This rank owns [*first, *first + *n)
  * of it (r·S_u …, clipped to Ψ_u; n may be 0). */
 void zc_engine_owned_range(const zc_engine *e, int unit, size_t *first, size_t *n);
-/* Copies this rank's owned parameters and optimizer moments of the unit (n floats each from
- * zc_engine_owned_range; m/v may be NULL when the optimizer has fewer moments). */
-void zc_engine_export_owned(const zc_engine *e, int unit, float *params, float *m, float *v);
+/* Copies elements [off, off + n) of this rank's owned range (zc_engine_owned_range) of the
+ * unit's parameters (kind 0) or optimizer moment m (kind 1) or v (kind 2) into dst. */
+void zc_engine_export_owned(const zc_engine *e, int unit, int kind, size_t off, size_t n,
+                            float *dst);
 /* The logical ranges of a unit this rank must be given to restore a checkpoint: parameters
  * (everything in stages 0–2, the owned shard in stage 3) and moments (everything in stage 0,
  * the owned shard otherwise). */

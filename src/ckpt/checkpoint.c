@@ -50,7 +50,8 @@ static int write_all(int fd, const void *buf, size_t n)
 {
     const char *p = buf;
     while (n) {
-        ssize_t w = write(fd, p, n);
+        /* 8 MiB at a time: one huge write() ran at a fifth of the disk's speed here */
+        ssize_t w = write(fd, p, n < (8u << 20) ? n : (8u << 20));
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -184,23 +185,26 @@ static zc_status write_shard(zc_engine *e, const char *path, int64_t step, uint3
     uint32_t c = zc_crc32c(0, hdr, sizeof hdr);
     int bad = write_all(fd, hdr, sizeof hdr);
     int64_t total = HEADER_BYTES;
+    /* through one 8 MiB buffer: a fresh buffer per unit cost a page fault per 4 KiB */
+    enum { CHUNK = 2 << 20 };
+    float *buf = malloc((size_t)CHUNK * sizeof(float));
+    if (!buf) {
+        close(fd);
+        return zc_err_set(err, ZC_ENOMEM, "out of memory writing '%s'", path);
+    }
     for (int u = 0; u < nunits && !bad; u++) {
         size_t first, n;
         zc_engine_owned_range(e, u, &first, &n);
-        if (!n)
-            continue;
-        float *buf = malloc((1 + (size_t)K) * n * sizeof(float));
-        if (!buf) {
-            close(fd);
-            return zc_err_set(err, ZC_ENOMEM, "out of memory writing '%s'", path);
-        }
-        zc_engine_export_owned(e, u, buf, K >= 1 ? buf + n : NULL, K >= 2 ? buf + 2 * n : NULL);
-        size_t sz = (1 + (size_t)K) * n * sizeof(float);
-        c = zc_crc32c(c, buf, sz);
-        bad = write_all(fd, buf, sz);
-        total += (int64_t)sz;
-        free(buf);
+        for (int kind = 0; kind <= K && !bad; kind++)
+            for (size_t at = 0; at < n && !bad; at += CHUNK) {
+                size_t k = n - at < CHUNK ? n - at : CHUNK;
+                zc_engine_export_owned(e, u, kind, at, k, buf);
+                c = zc_crc32c(c, buf, k * sizeof(float));
+                bad = write_all(fd, buf, k * sizeof(float));
+                total += (int64_t)(k * sizeof(float));
+            }
     }
+    free(buf);
     if (!bad)
         bad = fsync(fd);
     int saved = errno;

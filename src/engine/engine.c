@@ -812,18 +812,19 @@ static size_t moment_index(const zc_engine *e, const unit_t *u, size_t i)
     return e->stage == 0 ? i : i - (size_t)e->rank * u->info.shard;
 }
 
-void zc_engine_export_owned(const zc_engine *e, int unit, float *params, float *m, float *v)
+void zc_engine_export_owned(const zc_engine *e, int unit, int kind, size_t off, size_t n,
+                            float *dst)
 {
-    size_t first, n;
-    zc_engine_owned_range(e, unit, &first, &n);
+    size_t first, owned_n;
+    zc_engine_owned_range(e, unit, &first, &owned_n);
+    ZC_ASSERT(off + n <= owned_n && kind >= 0 && kind <= 2);
     const unit_t *u = &e->units[unit];
-    if (!n)
-        return;
-    memcpy(params, param_at(e, u, first), n * sizeof(float));
-    if (m && u->m)
-        memcpy(m, u->m + moment_index(e, u, first), n * sizeof(float));
-    if (v && u->v)
-        memcpy(v, u->v + moment_index(e, u, first), n * sizeof(float));
+    const float *src = kind == 0   ? param_at(e, u, first + off)
+                       : kind == 1 ? (u->m ? u->m + moment_index(e, u, first + off) : NULL)
+                                   : (u->v ? u->v + moment_index(e, u, first + off) : NULL);
+    ZC_ASSERT(src || !n);
+    if (n)
+        memcpy(dst, src, n * sizeof(float));
 }
 
 void zc_engine_needed_ranges(const zc_engine *e, int unit, size_t *p_first, size_t *p_n,
