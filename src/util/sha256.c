@@ -1,7 +1,12 @@
 /* sha256.c — SHA-256 (FIPS 180-4), written out so the library needs no crypto dependency for
- * its weight digests. Checked against the standard test vectors in tests/test_util.c. */
+ * its weight digests. x86-64's SHA extensions (SHA-NI) are used when the CPU has them, chosen at
+ * run time: the portable rounds ran at ~270 MB/s, several seconds per digest of a 124M model.
+ * Both paths are checked against the standard vectors and each other in tests/test_util.c. */
 #include <stdio.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "util/sha256.h"
 
@@ -54,6 +59,64 @@ static void block(zc_sha256 *s, const uint8_t *p)
     s->h[7] += h;
 }
 
+#if defined(__x86_64__)
+/* Four rounds per step on the (ABEF, CDGH) state layout the instructions use; the message
+ * schedule lives in m[0..3], one 4-word group each, updated in place (msg1/msg2). */
+__attribute__((target("sha,sse4.1,ssse3"))) static void blocks_ni(uint32_t h[8],
+                                                                 const uint8_t *p, size_t n)
+{
+    const __m128i mask = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+    __m128i tmp = _mm_loadu_si128((const __m128i *)&h[0]);
+    __m128i s1 = _mm_loadu_si128((const __m128i *)&h[4]);
+    tmp = _mm_shuffle_epi32(tmp, 0xB1);          /* CDAB */
+    s1 = _mm_shuffle_epi32(s1, 0x1B);            /* EFGH */
+    __m128i s0 = _mm_alignr_epi8(tmp, s1, 8);    /* ABEF */
+    s1 = _mm_blend_epi16(s1, tmp, 0xF0);         /* CDGH */
+    for (; n; n--, p += 64) {
+        __m128i abef = s0, cdgh = s1, m[4];
+        for (int g = 0; g < 16; g++) {
+            if (g < 4)
+                m[g] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * g)), mask);
+            __m128i msg = _mm_add_epi32(m[g & 3], _mm_loadu_si128((const __m128i *)&K[4 * g]));
+            s1 = _mm_sha256rnds2_epu32(s1, s0, msg);
+            if (g >= 3 && g <= 14) {
+                __m128i t = _mm_alignr_epi8(m[g & 3], m[(g + 3) & 3], 4);
+                m[(g + 1) & 3] = _mm_sha256msg2_epu32(_mm_add_epi32(m[(g + 1) & 3], t), m[g & 3]);
+            }
+            s0 = _mm_sha256rnds2_epu32(s0, s1, _mm_shuffle_epi32(msg, 0x0E));
+            if (g >= 1 && g <= 12)
+                m[(g + 3) & 3] = _mm_sha256msg1_epu32(m[(g + 3) & 3], m[g & 3]);
+        }
+        s0 = _mm_add_epi32(s0, abef);
+        s1 = _mm_add_epi32(s1, cdgh);
+    }
+    tmp = _mm_shuffle_epi32(s0, 0x1B);           /* FEBA */
+    s1 = _mm_shuffle_epi32(s1, 0xB1);            /* DCHG */
+    s0 = _mm_blend_epi16(tmp, s1, 0xF0);         /* DCBA */
+    s1 = _mm_alignr_epi8(s1, tmp, 8);            /* HGFE */
+    _mm_storeu_si128((__m128i *)&h[0], s0);
+    _mm_storeu_si128((__m128i *)&h[4], s1);
+}
+#endif
+
+static int use_ni = -1; /* -1: not yet decided; tests may force the portable path */
+
+void zc_sha256_force_portable(int on) { use_ni = on ? 0 : -1; }
+
+static void blocks(zc_sha256 *s, const uint8_t *p, size_t n)
+{
+#if defined(__x86_64__)
+    if (use_ni < 0)
+        use_ni = __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+    if (use_ni) {
+        blocks_ni(s->h, p, n);
+        return;
+    }
+#endif
+    for (; n; n--, p += 64)
+        block(s, p);
+}
+
 void zc_sha256_init(zc_sha256 *s)
 {
     static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
@@ -75,11 +138,12 @@ void zc_sha256_update(zc_sha256 *s, const void *data, size_t n)
         n -= take;
         if (s->fill < 64)
             return;
-        block(s, s->buf);
+        blocks(s, s->buf, 1);
         s->fill = 0;
     }
-    for (; n >= 64; p += 64, n -= 64)
-        block(s, p);
+    blocks(s, p, n / 64);
+    p += n / 64 * 64;
+    n %= 64;
     memcpy(s->buf, p, n);
     s->fill = n;
 }
