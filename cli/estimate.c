@@ -142,15 +142,15 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         st = zc_err_set(&err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)", model);
     if (!st && model && !strcmp(model, "mlp")) {
         int L = layers ? layers : 12, B = micro ? micro : 32;
+        zc_mlp_config mc = {.hidden = hidden, .layers = L, .batch = B};
         if (hidden < 1 || L < 1)
             st = zc_err_set(&err, ZC_EINVAL, "mlp: --hidden and --layers must be >= 1");
         else if (!(units = malloc((size_t)L * sizeof *units)))
             st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
-        for (int l = 0; !st && l < L; l++)
-            units[nunits++] = (size_t)hidden * hidden + (size_t)hidden;
-        zc_mlp_config mc = {.hidden = hidden, .layers = L, .batch = B};
-        if (!st)
+        if (!st) {
+            nunits = zc_mlp_unit_numel(&mc, units);
             activations = (int64_t)zc_mlp_activation_bytes(&mc);
+        }
     }
     if (!st && is_gpt2) {
         if (init) {
@@ -170,11 +170,7 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         if (!st && !(units = malloc(((size_t)gc.num_layers + 2) * sizeof *units)))
             st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
         if (!st) {
-            size_t C = (size_t)gc.channels;
-            units[nunits++] = (size_t)gc.padded_vocab_size * C + (size_t)gc.max_seq_len * C;
-            for (int l = 0; l < gc.num_layers; l++)
-                units[nunits++] = 12 * C * C + 13 * C;
-            units[nunits++] = 2 * C;
+            nunits = zc_gpt2_unit_numel(&gc, units);
             activations = (int64_t)zc_gpt2_activation_bytes(&gc, B, T, ckpt);
         }
     }

@@ -82,6 +82,18 @@ static void top_sizes(const zc_gpt2_config *c, int B, int T, size_t out[N_TOP])
     memcpy(out, sz, sizeof sz);
 }
 
+int zc_gpt2_unit_numel(const zc_gpt2_config *c, size_t *numel)
+{
+    const size_t C = (size_t)c->channels;
+    int k = 0;
+    numel[k++] = (size_t)c->padded_vocab_size * C + (size_t)c->max_seq_len * C; /* wte, wpe */
+    /* a block: ln1 2C, qkv 3C²+3C, attproj C²+C, ln2 2C, fc 4C²+4C, fcproj 4C²+C */
+    for (int l = 0; l < c->num_layers; l++)
+        numel[k++] = 12 * C * C + 13 * C;
+    numel[k++] = 2 * C; /* lnfw, lnfb */
+    return k;
+}
+
 size_t zc_gpt2_activation_bytes(const zc_gpt2_config *c, int B, int T,
                                 bool activation_checkpointing)
 {

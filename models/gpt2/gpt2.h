@@ -37,6 +37,9 @@ typedef struct zc_gpt2 zc_gpt2;
 zc_status zc_gpt2_create(zc_gpt2 **out, zc_engine *e, zc_mem *mem, const zc_gpt2_config *cfg,
                          int B, int T, bool activation_checkpointing, zc_err *err);
 void zc_gpt2_destroy(zc_gpt2 *m);
+/* The elements of each unit zc_gpt2_create registers (embeddings, h.0 … h.L−1, ln_f) into
+ * numel[0 .. L+2); returns L + 2. For estimates of a model not built. */
+int zc_gpt2_unit_numel(const zc_gpt2_config *cfg, size_t *numel);
 /* Bytes of activations zc_gpt2_create allocates for this shape (the ledger's "activations"). */
 size_t zc_gpt2_activation_bytes(const zc_gpt2_config *cfg, int B, int T,
                                 bool activation_checkpointing);

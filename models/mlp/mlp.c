@@ -64,6 +64,13 @@ zc_status zc_mlp_create(zc_mlp **out, zc_engine *e, zc_mem *mem, const zc_mlp_co
     return ZC_OK;
 }
 
+int zc_mlp_unit_numel(const zc_mlp_config *cfg, size_t *numel)
+{
+    for (int l = 0; l < cfg->layers; l++)
+        numel[l] = (size_t)cfg->hidden * (size_t)cfg->hidden + (size_t)cfg->hidden;
+    return cfg->layers;
+}
+
 size_t zc_mlp_activation_bytes(const zc_mlp_config *cfg)
 {
     /* (layers + 1) layer inputs/outputs plus the two gradient buffers, batch × hidden each */

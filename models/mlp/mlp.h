@@ -30,6 +30,9 @@ typedef struct zc_mlp zc_mlp;
 zc_status zc_mlp_create(zc_mlp **out, zc_engine *e, zc_mem *mem, const zc_mlp_config *cfg,
                         zc_err *err);
 void zc_mlp_destroy(zc_mlp *m);
+/* The elements of each unit zc_mlp_create registers (fc0 … fc<layers−1>: weight + bias) into
+ * numel[0 .. layers); returns layers. */
+int zc_mlp_unit_numel(const zc_mlp_config *cfg, size_t *numel);
 /* Bytes of activations zc_mlp_create allocates for cfg (the ledger's "activations"). */
 size_t zc_mlp_activation_bytes(const zc_mlp_config *cfg);
 
