@@ -72,17 +72,21 @@ static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, anal
     bool is_mlp = !strcmp(o->model, "mlp");
     zc_gpt2_config gc = {o->seq_len, o->vocab, (o->vocab + 127) / 128 * 128, o->layers, o->heads,
                          o->channels};
-    /* stage 3 prefetches one unit ahead: DeepSpeed's default 5e7 elements would gather most
-     * of these models ahead of use and hide the saving in working memory */
-    int64_t unit = is_mlp ? (int64_t)o->hidden * o->hidden + o->hidden
-                          : (int64_t)gc.padded_vocab_size * gc.channels +
-                                (int64_t)gc.max_seq_len * gc.channels;
+    /* stage 3 prefetches one (the largest) unit ahead: DeepSpeed's default 5e7 elements would
+     * gather most of these models ahead of use and hide the saving in working memory */
+    const zc_mlp_config mc = {.hidden = o->hidden, .layers = o->layers, .batch = o->micro};
+    size_t *sizes = malloc(((size_t)o->layers + 2) * sizeof *sizes);
+    int nsizes = !sizes ? 0 : is_mlp ? zc_mlp_unit_numel(&mc, sizes) : zc_gpt2_unit_numel(&gc, sizes);
+    int64_t unit = 0;
+    for (int u = 0; u < nsizes; u++)
+        unit = (int64_t)sizes[u] > unit ? (int64_t)sizes[u] : unit;
+    bool have_sizes = sizes != NULL;
+    free(sizes);
     cfg.prefetch_bucket_size = (unit + n - 1) / n * n;
-    zc_status st = zc_engine_create(&e, &cfg, comm, mem, err);
+    zc_status st = mem && have_sizes ? zc_engine_create(&e, &cfg, comm, mem, err)
+                                : zc_err_set(err, ZC_ENOMEM, "out of memory");
     if (!st && is_mlp)
-        st = zc_mlp_create(&mlp, e, mem,
-                           &(zc_mlp_config){.hidden = o->hidden, .layers = o->layers,
-                                            .batch = o->micro}, err);
+        st = zc_mlp_create(&mlp, e, mem, &mc, err);
     else if (!st)
         st = zc_gpt2_create(&gpt, e, mem, &gc, o->micro, o->seq_len, false, err);
     if (!st)
@@ -140,8 +144,7 @@ static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, anal
     est->est_working_bound = zc_estimate_working_bound(&in);
     est->est_activations =
         (int64_t)data_bytes +
-        (int64_t)(is_mlp ? zc_mlp_activation_bytes(&(zc_mlp_config){o->hidden, o->layers,
-                                                                     o->micro})
+        (int64_t)(is_mlp ? zc_mlp_activation_bytes(&mc)
                          : zc_gpt2_activation_bytes(&gc, o->micro, o->seq_len, false));
     free(numel);
     zc_mem_free(mem, ZC_MEM_ACTIVATIONS, data, data_bytes);

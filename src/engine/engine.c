@@ -421,10 +421,10 @@ size_t zc_engine_total_numel(const zc_engine *e)
 
 size_t zc_engine_total_padded(const zc_engine *e)
 {
+    ZC_ASSERT(e->finalized); /* finalize computed each unit's padded size */
     size_t s = 0;
     for (int i = 0; i < e->nunits; i++)
-        s += (e->units[i].info.numel + (size_t)e->nranks - 1) / (size_t)e->nranks *
-             (size_t)e->nranks;
+        s += e->units[i].info.padded;
     return s;
 }
 
