@@ -71,7 +71,7 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     const char *params = NULL, *model = NULL, *init = NULL, *mem_per_rank = NULL;
     int ranks = 1, ranks_per_node = 0, micro = 0, hidden = 2048, layers = 0, channels = 768,
         heads = 12, vocab = 50257, seq_len = 1024;
-    const char *dtype = "fp32", *optim = "adamw";
+    const char *dtype = "fp32", *grad_dtype = NULL, *comm_dtype = NULL, *optim = "adamw";
     bool ckpt = false, json = false;
     arg_spec specs[] = {
         {"--params", ARG_STR, &params, NULL, "parameter count: 1.5e9, 1.5B, 350M (one unit)", NULL},
@@ -89,7 +89,12 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         {"--ranks", ARG_INT, &ranks, NULL, "data-parallel ranks N (default 1)", NULL},
         {"--ranks-per-node", ARG_INT, &ranks_per_node, NULL, "for per-node totals (default N)",
          NULL},
-        {"--dtype", ARG_STR, &dtype, NULL, "fp32 (mixed precision is not implemented yet)", NULL},
+        {"--dtype", ARG_STR, &dtype, NULL, "parameters: fp32 (default), bf16 or fp16 (mixed "
+         "precision: 16-bit params and grads, fp32 master + moments)", NULL},
+        {"--grad-accum-dtype", ARG_STR, &grad_dtype, NULL,
+         "stored gradients: fp32, bf16 or fp16 (default: --dtype)", NULL},
+        {"--comm-dtype", ARG_STR, &comm_dtype, NULL,
+         "reduce-scatter elements: fp32, bf16 or fp16 (default: --dtype)", NULL},
         {"--optimizer", ARG_STR, &optim, NULL, "adamw (default), adam, sgd, sgd-momentum", NULL},
         {"--mem-per-rank", ARG_STR, &mem_per_rank, NULL,
          "memory a rank may use (24G, 512M): recommend a stage", NULL},
@@ -118,9 +123,18 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         st = zc_err_set(&err, ZC_EINVAL, "--ranks must be >= 1, got %d", ranks);
     if (!st && (ranks_per_node < 0 || micro < 0))
         st = zc_err_set(&err, ZC_EINVAL, "--ranks-per-node and --micro-batch must be >= 1");
+    /* the same keys a config file would set, so the names and checks are the trainer's */
+    zc_config defaults;
+    zc_config_defaults(&defaults);
+    if (!st && strcmp(dtype, "fp32") && strcmp(dtype, "bf16") && strcmp(dtype, "fp16"))
+        st = zc_err_set(&err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'", dtype);
     if (!st && strcmp(dtype, "fp32"))
-        st = zc_err_set(&err, ZC_EINVAL, "--dtype %s: zeroc trains in fp32 only (mixed precision "
-                        "is not implemented yet)", dtype);
+        st = zc_config_set(&defaults, !strcmp(dtype, "bf16") ? "bf16.enabled" : "fp16.enabled",
+                           "true", &err);
+    if (!st && grad_dtype)
+        st = zc_config_set(&defaults, "data_types.grad_accum_dtype", grad_dtype, &err);
+    if (!st && comm_dtype)
+        st = zc_config_set(&defaults, "communication_data_type", comm_dtype, &err);
     if (!st && mem_per_rank && parse_bytes(mem_per_rank, &limit))
         st = zc_err_set(&err, ZC_EINVAL, "--mem-per-rank: expected a size like 24G or 512M, got "
                         "'%s'", mem_per_rank);
@@ -178,8 +192,8 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         free(units);
         return cli_fail(comm, &err, true);
     }
-    zc_config defaults;
-    zc_config_defaults(&defaults);
+    int pbytes = zc_dtype_size(defaults.dtype), gbytes = zc_dtype_size(zc_config_grad_dtype(&defaults));
+    int cbytes = zc_dtype_size(zc_config_comm_dtype(&defaults));
     int per_node = ranks_per_node ? ranks_per_node : ranks;
     cJSON *rows = cJSON_CreateArray();
     int best = -1;
@@ -188,16 +202,23 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     for (int u = 0; u < nunits; u++)
         psi += units[u];
     if (!json)
-        printf("%zu parameters in %d units, %d ranks (%d per node), fp32, %s%s\n"
+        printf("%zu parameters in %d units, %d ranks (%d per node), %s%s, %s%s\n"
                "%5s %10s %10s %10s %10s %12s %8s %12s %12s %12s %12s\n",
-               psi, nunits, ranks, per_node, moments == 2 ? "Adam" : "SGD",
+               psi, nunits, ranks, per_node, dtype,
+               pbytes == 4 ? "" : gbytes == 2 ? " (P = G = 2, K = 12 with Adam)"
+                                              : " (P = 2, fp32 gradients)",
+               moments == 2 ? "Adam" : "SGD",
                params ? "; activations and per-unit buffers need a model shape (--model)" : "",
                "stage",
                "params", "grads", "optimizer", "states", "activations", "comm", "working<=",
                "total/rank", "total/node", "comm/step");
     for (int stage = 0; stage <= 3; stage++) {
-        zc_estimate_in in = {units, nunits, ranks, stage, moments, defaults.reduce_bucket_size,
-                             defaults.prefetch_bucket_size, defaults.max_live_parameters};
+        zc_estimate_in in = {.unit_numel = units, .nunits = nunits, .nranks = ranks,
+                             .stage = stage, .moment_floats = moments, .param_bytes = pbytes,
+                             .grad_bytes = gbytes, .comm_elem_bytes = cbytes,
+                             .reduce_bucket_size = defaults.reduce_bucket_size,
+                             .prefetch_bucket_size = defaults.prefetch_bucket_size,
+                             .max_live_parameters = defaults.max_live_parameters};
         zc_state_bytes b = zc_estimate_states(&in);
         int64_t states = b.params + b.grads + b.optimizer;
         /* Per-unit buffers need the model's units: unknown for a bare --params. */
@@ -248,6 +269,9 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         cJSON_AddNumberToObject(root, "ranks", ranks);
         cJSON_AddNumberToObject(root, "ranks_per_node", per_node);
         cJSON_AddStringToObject(root, "dtype", dtype);
+        cJSON_AddStringToObject(root, "grad_accum_dtype", zc_dtype_name(zc_config_grad_dtype(&defaults)));
+        cJSON_AddStringToObject(root, "communication_data_type",
+                                zc_dtype_name(zc_config_comm_dtype(&defaults)));
         cJSON_AddItemToObject(root, "rows", rows);
         if (limit > 0) {
             if (best >= 0)

@@ -89,6 +89,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
                     .val_batches = 8, .sample_length = 128};
     arg_spec specs[] = {
         {"--model", ARG_STR, &o.model, NULL, "model to train: mlp (default) or gpt2", NULL},
+        {"--dtype", ARG_STR, &o.dtype, NULL,
+         "fp32, bf16 or fp16: stored parameters and gradients (sets bf16/fp16.enabled)", NULL},
         {"--config", ARG_STR, &o.config, NULL, "DeepSpeed-style JSON config file", NULL},
         {"--steps", ARG_INT, &o.steps, NULL, "optimizer steps to run (default 10)", NULL},
         {"--report", ARG_STR, &o.report, NULL, "write the run's JSON report here (rank 0)", NULL},
@@ -163,6 +165,16 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         st = zc_config_load_file(&cfg, o.config, &err);
     if (!st)
         st = args_apply_config(specs, nspecs, &cfg, &err);
+    if (!st && o.dtype && strcmp(o.dtype, "fp32") && strcmp(o.dtype, "bf16") &&
+        strcmp(o.dtype, "fp16"))
+        st = zc_err_set(&err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'",
+                        o.dtype);
+    if (!st && o.dtype) /* over the file's bf16/fp16 blocks, like any flag */
+        st = zc_config_set(&cfg, "fp16.enabled", !strcmp(o.dtype, "fp16") ? "true" : "false",
+                           &err);
+    if (!st && o.dtype)
+        st = zc_config_set(&cfg, "bf16.enabled", !strcmp(o.dtype, "bf16") ? "true" : "false",
+                           &err);
     if (!st && !cfg.micro_batch_set && cfg.train_batch_size == 0) /* unless config or flag say */
         cfg.micro_batch = !strcmp(o.model, "gpt2") ? 4 : 32; /* MLP: the experiment's batch */
     if (!st)
@@ -220,14 +232,18 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     train_report rep = {.model = o.model, .world_size = nranks, .stage = cfg.stage,
                         .first_step = (int)first_step, .steps = o.steps - (int)first_step};
     rep.tokens_per_step = model.tokens_per_micro_step * nranks * cfg.grad_accum;
+    rep.dtype = zc_dtype_name(cfg.dtype);
+    rep.grad_dtype = zc_dtype_name(zc_config_grad_dtype(&cfg));
+    rep.comm_dtype = zc_dtype_name(zc_config_comm_dtype(&cfg));
     rep.params = (int64_t)zc_engine_total_numel(e);
     rep.params_padded = (int64_t)zc_engine_total_padded(e);
     zc_state_bytes s0 = zc_engine_state_bytes_for_stage(e, 0);
     rep.stage0_states = s0.params + s0.grads + s0.optimizer;
     if (rank == 0)
-        printf("model: %s, %lld parameters (%lld padded over %d ranks), %d units; ZeRO stage %d\n",
+        printf("model: %s, %lld parameters (%lld padded over %d ranks), %d units; ZeRO stage %d; "
+               "%s parameters, %s gradients, %s reduce-scatter\n",
                o.model, (long long)rep.params, (long long)rep.params_padded, nranks,
-               zc_engine_num_units(e), cfg.stage);
+               zc_engine_num_units(e), cfg.stage, rep.dtype, rep.grad_dtype, rep.comm_dtype);
     if ((st = zc_engine_weights_sha256(e, rep.initial_sha, &err)))
         return cli_fail(comm, &err, st == ZC_ELOCKSTEP);
     zc_mem_reset_peaks(mem); /* the digest's buffer is not training's working memory */
@@ -236,6 +252,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     double *loss = calloc((size_t)o.steps, sizeof(double));
     double *gnorm = calloc((size_t)o.steps, sizeof(double));
     double *ms = calloc((size_t)o.steps, sizeof(double));
+    double *scale = calloc((size_t)o.steps, sizeof(double));
     char *config_json = zc_config_to_json(&cfg);
     /* Bytes per op of each step (not of validation or sampling), summed over steps ≥ 2 (or the
      * only step): the report's per-step average. */
@@ -259,6 +276,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
             break;
         loss[s] = sum / ((double)nranks * cfg.grad_accum);
         gnorm[s] = info.grad_norm;
+        scale[s] = info.loss_scale;
         ms[s] = now_ms() - t0;
         bool last = s == o.steps - 1;
         const zc_comm_counters *c = zc_comm_get_counters(comm);
@@ -274,15 +292,21 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         if (model.validate && o.val_data && ((o.val_every && (s + 1) % o.val_every == 0) || last))
             if ((st = model.validate(&model, &val, &err)))
                 break;
-        if (rank == 0 && (s % cfg.steps_per_print == 0 || last || s < 3 || !isnan(val))) {
+        if (rank == 0 && (s % cfg.steps_per_print == 0 || last || s < 3 || !isnan(val) ||
+                          info.skipped)) {
             int64_t states = zc_mem_get(mem, ZC_MEM_PARAMS).current +
                              zc_mem_get(mem, ZC_MEM_GRADS).current +
                              zc_mem_get(mem, ZC_MEM_OPTIMIZER).current;
-            char extra[96] = "";
+            char extra[160] = "";
             if (rep.tokens_per_step > 0)
                 snprintf(extra, sizeof extra, " | %7.0f tok/s", rep.tokens_per_step / (ms[s] / 1e3));
             if (!isnan(val))
                 snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " | val %.4f", val);
+            if (cfg.dtype == ZC_FP16)
+                snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+                         " | scale %g%s (%lld skipped)", info.loss_scale,
+                         info.skipped ? ", overflow: step skipped" : "",
+                         (long long)zc_engine_loss_scaler(e)->skipped);
             printf("step %5d/%d | loss %.6f | gnorm %.4f | lr %.2e | %8.1f ms%s | states %.1f "
                    "MiB/rank | comm %.1f MiB\n",
                    s + 1, o.steps, loss[s], gnorm[s], info.lr, ms[s], extra, mib(states),
@@ -317,7 +341,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     }
     free(config_json);
     if (st) {
-        free(loss), free(gnorm), free(ms);
+        free(loss), free(gnorm), free(ms), free(scale);
         return cli_fail(comm, &err, st == ZC_ELOCKSTEP || st == ZC_ESTATE || st == ZC_EIO ||
                                         st == ZC_EINVAL);
     }
@@ -329,6 +353,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     rep.loss = loss + first_step;
     rep.grad_norm = gnorm + first_step;
     rep.step_ms = ms + first_step;
+    rep.loss_scale = scale + first_step;
+    rep.skipped_steps = zc_engine_loss_scaler(e)->skipped;
 
     rank_memory mine = my_memory(mem); /* before the digest and exports borrow memory */
     st = zc_engine_weights_sha256(e, rep.final_sha, &err);
@@ -359,7 +385,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         if (o.report)
             st = train_report_write(&rep, o.report, &err);
     }
-    free(all), free(loss), free(gnorm), free(ms);
+    free(all), free(loss), free(gnorm), free(ms), free(scale);
     model.destroy(&model);
     zc_engine_destroy(e);
     zc_mem_destroy(mem);

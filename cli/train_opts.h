@@ -6,7 +6,7 @@
 #include <stdbool.h>
 
 typedef struct {
-    const char *model, *config, *report, *save_weights;
+    const char *model, *config, *report, *save_weights, *dtype;
     int steps;
     /* mlp */
     int hidden, layers;

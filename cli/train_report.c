@@ -21,7 +21,9 @@ zc_status train_report_write(const train_report *r, const char *path, zc_err *er
     cJSON_AddStringToObject(root, "model", r->model);
     cJSON_AddNumberToObject(root, "world_size", r->world_size);
     cJSON_AddNumberToObject(root, "stage", r->stage);
-    cJSON_AddStringToObject(root, "dtype", "fp32");
+    cJSON_AddStringToObject(root, "dtype", r->dtype);
+    cJSON_AddStringToObject(root, "grad_accum_dtype", r->grad_dtype);
+    cJSON_AddStringToObject(root, "communication_data_type", r->comm_dtype);
     cJSON_AddNumberToObject(root, "params", (double)r->params);
     cJSON_AddNumberToObject(root, "params_padded", (double)r->params_padded);
     cJSON_AddNumberToObject(root, "first_step", r->first_step);
@@ -29,6 +31,8 @@ zc_status train_report_write(const train_report *r, const char *path, zc_err *er
     cJSON_AddItemToObject(root, "loss", num_array(r->loss, r->steps));
     cJSON_AddItemToObject(root, "grad_norm", num_array(r->grad_norm, r->steps));
     cJSON_AddItemToObject(root, "step_ms", num_array(r->step_ms, r->steps));
+    cJSON_AddItemToObject(root, "loss_scale", num_array(r->loss_scale, r->steps));
+    cJSON_AddNumberToObject(root, "skipped_steps", (double)r->skipped_steps);
     cJSON_AddStringToObject(root, "initial_weights_sha256", r->initial_sha);
     cJSON_AddStringToObject(root, "weights_sha256", r->final_sha);
     cJSON *mem = cJSON_AddObjectToObject(root, "memory");

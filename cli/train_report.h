@@ -21,6 +21,9 @@ typedef struct {
     const double *loss;       /* per step */
     const double *grad_norm;  /* per step */
     const double *step_ms;    /* per step */
+    const double *loss_scale; /* per step: the fp16 loss scale its gradients carried (1 else) */
+    const char *dtype, *grad_dtype, *comm_dtype; /* "fp32", "bf16", "fp16" */
+    int64_t skipped_steps;    /* fp16: steps skipped on overflow, whole run (incl. resumed) */
     char initial_sha[65], final_sha[65];
     const rank_memory *ranks; /* world_size entries */
     int64_t stage0_states;    /* what stage 0 would hold per rank */

@@ -48,6 +48,35 @@ static void record(bool ok, const char *file, int line, const char *what, const 
     }
 }
 
+/* Value fields only: micro_batch_set / grad_accum_set record where a value came from, and
+ * fp16_enabled / bf16_enabled which keys set dtype. */
+static bool same_values(const zc_config *a, const zc_config *b)
+{
+    return a->train_batch_size == b->train_batch_size && a->micro_batch == b->micro_batch &&
+           a->grad_accum == b->grad_accum && a->grad_clip == b->grad_clip &&
+           a->optim == b->optim && a->lr == b->lr && a->beta1 == b->beta1 &&
+           a->beta2 == b->beta2 && a->eps == b->eps && a->weight_decay == b->weight_decay &&
+           a->momentum == b->momentum && a->adam_w_mode == b->adam_w_mode &&
+           a->stage == b->stage && a->reduce_bucket_size == b->reduce_bucket_size &&
+           a->prefetch_bucket_size == b->prefetch_bucket_size &&
+           a->max_live_parameters == b->max_live_parameters && a->dtype == b->dtype &&
+           a->comm_dtype == b->comm_dtype && a->grad_accum_dtype == b->grad_accum_dtype &&
+           a->loss_scale == b->loss_scale && a->initial_scale_power == b->initial_scale_power &&
+           a->loss_scale_window == b->loss_scale_window && a->hysteresis == b->hysteresis &&
+           a->consecutive_hysteresis == b->consecutive_hysteresis &&
+           a->min_loss_scale == b->min_loss_scale && a->seed == b->seed &&
+           a->comm_timeout_s == b->comm_timeout_s && a->steps_per_print == b->steps_per_print;
+}
+
+/* Every field: what "cfg unchanged" means. (memcmp would also compare padding bytes, which
+ * struct assignment need not copy and valgrind reports as uninitialised.) */
+static bool same_config(const zc_config *a, const zc_config *b)
+{
+    return same_values(a, b) && a->micro_batch_set == b->micro_batch_set &&
+           a->grad_accum_set == b->grad_accum_set && a->fp16_enabled == b->fp16_enabled &&
+           a->bf16_enabled == b->bf16_enabled;
+}
+
 /* Loads json over defaults (origin "ds.json") and expects failure with `code` and a message
  * containing every one of up to three substrings; also that cfg was left unchanged. */
 static void expect_load_err_at(const char *file, int line, const char *json, zc_status code,
@@ -73,7 +102,7 @@ static void expect_load_err_at(const char *file, int line, const char *json, zc_
         snprintf(what, sizeof what, "message contains '%s'", subs[i]);
         record(strstr(err.msg, subs[i]) != NULL, file, line, what, err.msg);
     }
-    record(memcmp(&cfg, &before, sizeof cfg) == 0, file, line, "cfg unchanged on error", err.msg);
+    record(same_config(&cfg, &before), file, line, "cfg unchanged on error", err.msg);
 }
 #define EXPECT_LOAD_ERR(json, s1, s2, s3) \
     expect_load_err_at(__FILE__, __LINE__, json, ZC_EINVAL, s1, s2, s3)
@@ -100,7 +129,7 @@ static void expect_set_err_at(const char *file, int line, const char *path, cons
         snprintf(what, sizeof what, "message contains '%s'", subs[i]);
         record(strstr(err.msg, subs[i]) != NULL, file, line, what, err.msg);
     }
-    record(memcmp(&cfg, &before, sizeof cfg) == 0, file, line, "cfg unchanged on error", err.msg);
+    record(same_config(&cfg, &before), file, line, "cfg unchanged on error", err.msg);
 }
 #define EXPECT_SET_ERR(path, value, s1, s2) \
     expect_set_err_at(__FILE__, __LINE__, path, value, s1, s2)
@@ -119,20 +148,6 @@ static zc_status load(zc_config *cfg, const char *json, zc_err *err)
 {
     zc_config_defaults(cfg);
     return zc_config_load_string(cfg, json, "ds.json", err);
-}
-
-/* Value fields only: micro_batch_set / grad_accum_set record where a value came from. */
-static bool same_values(const zc_config *a, const zc_config *b)
-{
-    return a->train_batch_size == b->train_batch_size && a->micro_batch == b->micro_batch &&
-           a->grad_accum == b->grad_accum && a->grad_clip == b->grad_clip &&
-           a->optim == b->optim && a->lr == b->lr && a->beta1 == b->beta1 &&
-           a->beta2 == b->beta2 && a->eps == b->eps && a->weight_decay == b->weight_decay &&
-           a->momentum == b->momentum && a->adam_w_mode == b->adam_w_mode &&
-           a->stage == b->stage && a->reduce_bucket_size == b->reduce_bucket_size &&
-           a->prefetch_bucket_size == b->prefetch_bucket_size &&
-           a->max_live_parameters == b->max_live_parameters && a->seed == b->seed &&
-           a->comm_timeout_s == b->comm_timeout_s && a->steps_per_print == b->steps_per_print;
 }
 
 static void write_file(const char *path, const char *text, size_t len)
@@ -192,12 +207,30 @@ static void test_defaults(void)
     CHECK(c.seed == 42);
     CHECK(c.comm_timeout_s == 600.0);
     CHECK(c.steps_per_print == 10);
+    CHECK(c.dtype == ZC_FP32 && !c.fp16_enabled && !c.bf16_enabled);
+    CHECK(c.comm_dtype == ZC_DTYPE_DEFAULT && c.grad_accum_dtype == ZC_DTYPE_DEFAULT);
+    CHECK(c.loss_scale == 0.0);
+    CHECK(c.initial_scale_power == 16);
+    CHECK(c.loss_scale_window == 1000);
+    CHECK(c.hysteresis == 2);
+    CHECK(!c.consecutive_hysteresis);
+    CHECK(c.min_loss_scale == 1.0);
+    CHECK(zc_config_comm_dtype(&c) == ZC_FP32 && zc_config_grad_dtype(&c) == ZC_FP32);
     CHECK(zc_config_validate(&c, 1, &err) == ZC_OK);
     CHECK(zc_config_validate(&c, 64, &err) == ZC_OK);
 
     CHECK(strcmp(zc_optim_name(ZC_OPTIM_ADAMW), "AdamW") == 0);
     CHECK(strcmp(zc_optim_name(ZC_OPTIM_ADAM), "Adam") == 0);
     CHECK(strcmp(zc_optim_name(ZC_OPTIM_SGD), "SGD") == 0);
+
+    CHECK(strcmp(zc_dtype_name(ZC_FP32), "fp32") == 0);
+    CHECK(strcmp(zc_dtype_name(ZC_BF16), "bf16") == 0);
+    CHECK(strcmp(zc_dtype_name(ZC_FP16), "fp16") == 0);
+    CHECK(strcmp(zc_dtype_name(ZC_DTYPE_DEFAULT), "default") == 0);
+    CHECK(strcmp(zc_dtype_name((zc_dtype)7), "unknown") == 0);
+    CHECK(zc_dtype_size(ZC_FP32) == 4 && zc_dtype_size(ZC_BF16) == 2 &&
+          zc_dtype_size(ZC_FP16) == 2);
+    CHECK(zc_dtype_size(ZC_DTYPE_DEFAULT) == 0);
 
     /* an empty object changes nothing */
     zc_config d;
@@ -315,7 +348,7 @@ static void test_file_errors(void)
     CHECK(strstr(err.msg, "cannot read config file") != NULL);
     CHECK(strstr(err.msg, path) != NULL);
     CHECK(strstr(err.msg, "No such file or directory") != NULL);
-    CHECK(memcmp(&c, &before, sizeof c) == 0);
+    CHECK(same_config(&c, &before));
 
     /* a directory opens but does not read */
     CHECK(zc_config_load_file(&c, tmpdir, &err) == ZC_EIO);
@@ -344,7 +377,7 @@ static void test_file_errors(void)
     write_file(path, "[1, 2]", 6);
     CHECK(zc_config_load_file(&c, path, &err) == ZC_EINVAL);
     CHECK(strstr(err.msg, "top level") != NULL && strstr(err.msg, "an array") != NULL);
-    CHECK(memcmp(&c, &before, sizeof c) == 0);
+    CHECK(same_config(&c, &before));
 }
 
 static void test_load_errors(void)
@@ -374,9 +407,8 @@ static void test_load_errors(void)
     EXPECT_LOAD_ERR("{\"a\\nb\": 1}", "unknown key: a?b", NULL, NULL);
 
     /* known to DeepSpeed, not implemented */
-    EXPECT_LOAD_ERR("{\"fp16\": {\"enabled\": true}}", "ds.json: not supported yet: fp16", NULL,
+    EXPECT_LOAD_ERR("{\"amp\": {\"enabled\": false}}", "ds.json: not supported yet: amp", NULL,
                     NULL);
-    EXPECT_LOAD_ERR("{\"bf16\": {\"enabled\": true}}", "not supported yet: bf16", NULL, NULL);
     EXPECT_LOAD_ERR("{\"scheduler\": {}}", "not supported yet: scheduler", NULL, NULL);
     EXPECT_LOAD_ERR("{\"wall_clock_breakdown\": true}", "wall_clock_breakdown", "true", NULL);
     {
@@ -509,7 +541,7 @@ static void test_load_errors(void)
                     NULL);
 
     /* the first error in document order wins; nothing before it is committed (checked inside) */
-    EXPECT_LOAD_ERR("{\"seed\": 3, \"zero_optimization\": {\"stage\": 9}, \"fp16\": {}}",
+    EXPECT_LOAD_ERR("{\"seed\": 3, \"zero_optimization\": {\"stage\": 9}, \"amp\": {}}",
                     "zero_optimization.stage", "got 9", NULL);
 
     /* very long keys and values are cut in messages */
@@ -610,8 +642,8 @@ static void test_set(void)
                    NULL);
     EXPECT_SET_ERR("seed.x", "3", "unknown key: seed.x", NULL);
     EXPECT_SET_ERR("", "3", "unknown key: ", NULL);
-    EXPECT_SET_ERR("fp16", "true", "command line: not supported yet: fp16", NULL);
-    EXPECT_SET_ERR("fp16.enabled", "true", "not supported yet: fp16", NULL);
+    EXPECT_SET_ERR("amp", "true", "command line: not supported yet: amp", NULL);
+    EXPECT_SET_ERR("amp.enabled", "true", "not supported yet: amp", NULL);
     EXPECT_SET_ERR("zero_optimization.offload_optimizer.device", "cpu",
                    "not supported yet: zero_optimization.offload_optimizer", NULL);
     EXPECT_SET_ERR("zero_optimization", "3", "zero_optimization is a section",
@@ -746,7 +778,7 @@ static void test_resolve_batch(void)
     before = c;
     CHECK(zc_config_resolve_batch(&c, 2, &err) == ZC_EINVAL);
     CHECK(strstr(err.msg, "train_batch_size 64 != train_micro_batch_size_per_gpu 4") != NULL);
-    CHECK(memcmp(&c, &before, sizeof c) == 0);
+    CHECK(same_config(&c, &before));
 
     /* not divisible: refused, cfg unchanged */
     CHECK(load(&c, "{\"train_batch_size\": 10}", &err) == ZC_OK);
@@ -754,7 +786,7 @@ static void test_resolve_batch(void)
     CHECK(zc_config_resolve_batch(&c, 4, &err) == ZC_EINVAL);
     CHECK(strstr(err.msg, "train_micro_batch_size_per_gpu") && strstr(err.msg, "10") &&
           strstr(err.msg, "world size 4"));
-    CHECK(memcmp(&c, &before, sizeof c) == 0);
+    CHECK(same_config(&c, &before));
     CHECK(load(&c, "{\"train_batch_size\": 10, \"train_micro_batch_size_per_gpu\": 4}", &err) ==
           ZC_OK);
     CHECK(zc_config_resolve_batch(&c, 1, &err) == ZC_EINVAL);
@@ -778,6 +810,363 @@ static void test_resolve_batch(void)
     c.grad_accum = INT_MAX;
     CHECK(zc_config_resolve_batch(&c, INT_MAX, &err) == ZC_EINVAL);
     CHECK(strstr(err.msg, "does not fit") != NULL);
+}
+
+/* DeepSpeed's fp16 block with every key it has, none at its default, and both data-type keys. */
+static const char FP16_FULL[] =
+    "{\n"
+    "  \"fp16\": {\n"
+    "    \"enabled\": true,\n"
+    "    \"auto_cast\": false,\n"
+    "    \"loss_scale\": 0,\n"
+    "    \"initial_scale_power\": 12,\n"
+    "    \"loss_scale_window\": 500,\n"
+    "    \"hysteresis\": 3,\n"
+    "    \"consecutive_hysteresis\": true,\n"
+    "    \"min_loss_scale\": 0.25\n"
+    "  },\n"
+    "  \"communication_data_type\": \"fp32\",\n"
+    "  \"data_types\": {\"grad_accum_dtype\": \"fp32\"}\n"
+    "}\n";
+
+static void test_precision(void)
+{
+    zc_config c, before;
+    zc_err err = {0};
+
+    /* the fp16 block, to exact values; everything else stays at its default */
+    CHECK_MSG(load(&c, FP16_FULL, &err) == ZC_OK, err.msg);
+    CHECK(c.dtype == ZC_FP16 && c.fp16_enabled && !c.bf16_enabled);
+    CHECK(c.loss_scale == 0.0);
+    CHECK(c.initial_scale_power == 12);
+    CHECK(c.loss_scale_window == 500);
+    CHECK(c.hysteresis == 3);
+    CHECK(c.consecutive_hysteresis);
+    CHECK(c.min_loss_scale == 0.25);
+    CHECK(c.comm_dtype == ZC_FP32 && c.grad_accum_dtype == ZC_FP32);
+    CHECK(zc_config_comm_dtype(&c) == ZC_FP32 && zc_config_grad_dtype(&c) == ZC_FP32);
+    CHECK(c.stage == 0 && c.lr == 1e-3 && c.seed == 42);
+    CHECK_MSG(zc_config_validate(&c, 1, &err) == ZC_OK, err.msg);
+    CHECK_ROUND_TRIP(&c);
+
+    /* a static scale; the DEFAULT types resolve to the stored type */
+    CHECK(load(&c, "{\"fp16\": {\"enabled\": true, \"loss_scale\": 128.5}}", &err) == ZC_OK);
+    CHECK(c.dtype == ZC_FP16 && c.loss_scale == 128.5);
+    CHECK(c.comm_dtype == ZC_DTYPE_DEFAULT && c.grad_accum_dtype == ZC_DTYPE_DEFAULT);
+    CHECK(zc_config_comm_dtype(&c) == ZC_FP16 && zc_config_grad_dtype(&c) == ZC_FP16);
+    CHECK(c.initial_scale_power == 16 && c.hysteresis == 2); /* defaults kept */
+    CHECK_ROUND_TRIP(&c);
+
+    /* fp16 settings with fp16 off are read, range-checked and kept (DeepSpeed ignores them) */
+    CHECK(load(&c, "{\"fp16\": {\"enabled\": false, \"loss_scale\": 1024, \"hysteresis\": 5}}",
+               &err) == ZC_OK);
+    CHECK(c.dtype == ZC_FP32 && c.loss_scale == 1024 && c.hysteresis == 5);
+    CHECK(load(&c, "{\"fp16\": {\"initial_scale_power\": 2, \"min_loss_scale\": 100}}", &err) ==
+          ZC_OK);
+    CHECK(c.dtype == ZC_FP32 && c.initial_scale_power == 2 && c.min_loss_scale == 100);
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_OK); /* min > 2^power matters with fp16 only */
+
+    /* bf16 and its old name bfloat16 */
+    CHECK(load(&c, "{\"bf16\": {\"enabled\": true}}", &err) == ZC_OK && c.dtype == ZC_BF16);
+    CHECK(zc_config_comm_dtype(&c) == ZC_BF16 && zc_config_grad_dtype(&c) == ZC_BF16);
+    CHECK_ROUND_TRIP(&c);
+    CHECK(load(&c, "{\"bfloat16\": {\"enabled\": true}}", &err) == ZC_OK && c.dtype == ZC_BF16);
+    CHECK(c.bf16_enabled && !c.fp16_enabled);
+    CHECK(load(&c, "{\"bfloat16\": {\"enabled\": false}}", &err) == ZC_OK && c.dtype == ZC_FP32);
+    CHECK(load(&c, "{\"bf16\": {\"enabled\": false}}", &err) == ZC_OK && c.dtype == ZC_FP32);
+    CHECK(load(&c, "{\"bf16\": {}, \"fp16\": {}}", &err) == ZC_OK && c.dtype == ZC_FP32);
+    /* one on and the other explicitly off, in either order */
+    CHECK(load(&c, "{\"fp16\": {\"enabled\": false}, \"bf16\": {\"enabled\": true}}", &err) ==
+              ZC_OK &&
+          c.dtype == ZC_BF16);
+    CHECK(load(&c, "{\"bf16\": {\"enabled\": true}, \"fp16\": {\"enabled\": false}}", &err) ==
+              ZC_OK &&
+          c.dtype == ZC_BF16);
+    CHECK(load(&c, "{\"fp16\": {\"enabled\": true}, \"bfloat16\": {\"enabled\": false}}", &err) ==
+              ZC_OK &&
+          c.dtype == ZC_FP16);
+
+    /* communication and accumulation types, any letter case (DeepSpeed lowercases), null */
+    CHECK_MSG(load(&c,
+                   "{\"bf16\": {\"enabled\": true}, \"communication_data_type\": \"FP32\","
+                   " \"data_types\": {\"grad_accum_dtype\": \"fp32\"}}",
+                   &err) == ZC_OK,
+              err.msg);
+    CHECK(c.dtype == ZC_BF16 && c.comm_dtype == ZC_FP32 && c.grad_accum_dtype == ZC_FP32);
+    CHECK(zc_config_comm_dtype(&c) == ZC_FP32 && zc_config_grad_dtype(&c) == ZC_FP32);
+    CHECK_ROUND_TRIP(&c);
+    CHECK(load(&c,
+               "{\"communication_data_type\": \"bf16\", \"data_types\": {\"grad_accum_dtype\":"
+               " \"Fp16\"}}",
+               &err) == ZC_OK);
+    CHECK(c.dtype == ZC_FP32 && c.comm_dtype == ZC_BF16 && c.grad_accum_dtype == ZC_FP16);
+    CHECK(zc_config_comm_dtype(&c) == ZC_BF16 && zc_config_grad_dtype(&c) == ZC_FP16);
+    CHECK_ROUND_TRIP(&c);
+    zc_config_defaults(&c);
+    c.comm_dtype = ZC_FP16;
+    c.grad_accum_dtype = ZC_BF16;
+    CHECK(zc_config_load_string(&c,
+                                "{\"communication_data_type\": null,"
+                                " \"data_types\": {\"grad_accum_dtype\": null}}",
+                                "ds.json", &err) == ZC_OK);
+    CHECK(c.comm_dtype == ZC_DTYPE_DEFAULT && c.grad_accum_dtype == ZC_DTYPE_DEFAULT);
+
+    /* both 16-bit types on: loads (order must not matter to flags), fails validation naming
+     * both keys, whichever spelling of bf16 was used */
+    static const char *const both[] = {
+        "{\"fp16\": {\"enabled\": true}, \"bf16\": {\"enabled\": true}}",
+        "{\"bf16\": {\"enabled\": true}, \"fp16\": {\"enabled\": true}}",
+        "{\"fp16\": {\"enabled\": true}, \"bfloat16\": {\"enabled\": true}}",
+        "{\"bfloat16\": {\"enabled\": true}, \"fp16\": {\"enabled\": true}}",
+    };
+    for (size_t i = 0; i < sizeof both / sizeof both[0]; i++) {
+        CHECK_MSG(load(&c, both[i], &err) == ZC_OK, err.msg);
+        CHECK(c.fp16_enabled && c.bf16_enabled);
+        CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+        CHECK_MSG(strcmp(err.msg, "fp16.enabled and bf16.enabled (or bfloat16.enabled) cannot "
+                                  "both be true: bfloat16 and fp16 modes cannot be "
+                                  "simultaneously enabled") == 0,
+                  err.msg);
+        before = c;
+        CHECK(zc_config_resolve_batch(&c, 1, &err) == ZC_EINVAL &&
+              strstr(err.msg, "cannot both be true"));
+        CHECK(same_config(&c, &before));
+    }
+    /* both names of bf16 in one file: a duplicate, whatever the values */
+    EXPECT_LOAD_ERR("{\"bf16\": {\"enabled\": true}, \"bfloat16\": {\"enabled\": false}}",
+                    "duplicate key: bfloat16", "bfloat16 is another name for bf16", NULL);
+    EXPECT_LOAD_ERR("{\"bfloat16\": {}, \"bf16\": {}}", "duplicate key: bf16",
+                    "bfloat16 is another name for bf16", NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"enabled\": true, \"enabled\": false}}",
+                    "duplicate key: fp16.enabled", NULL, NULL);
+
+    /* ...and by a flag over a file: refused by validation unless the other is switched off,
+     * before or after (zeroc train --dtype sets fp16.enabled, then bf16.enabled) */
+    CHECK(load(&c, "{\"bf16\": {\"enabled\": true}}", &err) == ZC_OK);
+    EXPECT_SET_OK(&c, "fp16.enabled", "true");
+    CHECK(c.dtype == ZC_FP16 && c.fp16_enabled && c.bf16_enabled);
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK_MSG(strstr(err.msg, "fp16.enabled and bf16.enabled") != NULL, err.msg);
+    EXPECT_SET_OK(&c, "bf16.enabled", "false"); /* after */
+    CHECK(c.dtype == ZC_FP16 && c.fp16_enabled && !c.bf16_enabled);
+    CHECK_MSG(zc_config_validate(&c, 1, &err) == ZC_OK, err.msg);
+    CHECK(load(&c, "{\"bf16\": {\"enabled\": true}}", &err) == ZC_OK);
+    EXPECT_SET_OK(&c, "bf16.enabled", "false"); /* before */
+    CHECK(c.dtype == ZC_FP32);
+    EXPECT_SET_OK(&c, "fp16.enabled", "true");
+    CHECK(c.dtype == ZC_FP16 && zc_config_validate(&c, 1, &err) == ZC_OK);
+    EXPECT_SET_OK(&c, "bf16.enabled", "false"); /* turning off what is off changes nothing */
+    CHECK(c.dtype == ZC_FP16);
+    /* fp16 file, then --dtype bf16 / --dtype fp32 */
+    CHECK(load(&c, FP16_FULL, &err) == ZC_OK && c.dtype == ZC_FP16);
+    EXPECT_SET_OK(&c, "fp16.enabled", "false");
+    EXPECT_SET_OK(&c, "bf16.enabled", "true");
+    CHECK(c.dtype == ZC_BF16 && zc_config_validate(&c, 1, &err) == ZC_OK);
+    CHECK(load(&c, FP16_FULL, &err) == ZC_OK);
+    EXPECT_SET_OK(&c, "fp16.enabled", "false");
+    EXPECT_SET_OK(&c, "bf16.enabled", "false");
+    CHECK(c.dtype == ZC_FP32 && zc_config_validate(&c, 1, &err) == ZC_OK);
+    /* both on, one turned off: the other is the type */
+    CHECK(load(&c, both[0], &err) == ZC_OK);
+    EXPECT_SET_OK(&c, "bfloat16.enabled", "false");
+    CHECK(c.dtype == ZC_FP16 && zc_config_validate(&c, 1, &err) == ZC_OK);
+    CHECK(load(&c, both[1], &err) == ZC_OK);
+    EXPECT_SET_OK(&c, "fp16.enabled", "false");
+    CHECK(c.dtype == ZC_BF16 && zc_config_validate(&c, 1, &err) == ZC_OK);
+    /* a flag turning fp16 off after a file turned it on: back to fp32, the settings stay */
+    CHECK(load(&c, FP16_FULL, &err) == ZC_OK && c.dtype == ZC_FP16);
+    EXPECT_SET_OK(&c, "fp16.enabled", "false");
+    CHECK(c.dtype == ZC_FP32 && !c.fp16_enabled);
+    CHECK(c.initial_scale_power == 12 && c.hysteresis == 3);
+
+    /* every key from the command line, strings unquoted */
+    zc_config_defaults(&c);
+    EXPECT_SET_OK(&c, "bfloat16.enabled", "true");
+    CHECK(c.dtype == ZC_BF16);
+    EXPECT_SET_OK(&c, "bf16.enabled", "false");
+    CHECK(c.dtype == ZC_FP32);
+    EXPECT_SET_OK(&c, "communication_data_type", "bf16");
+    CHECK(c.comm_dtype == ZC_BF16);
+    EXPECT_SET_OK(&c, "communication_data_type", "FP16");
+    CHECK(c.comm_dtype == ZC_FP16);
+    EXPECT_SET_OK(&c, "communication_data_type", "null");
+    CHECK(c.comm_dtype == ZC_DTYPE_DEFAULT);
+    EXPECT_SET_OK(&c, "data_types.grad_accum_dtype", "fp32");
+    CHECK(c.grad_accum_dtype == ZC_FP32);
+    EXPECT_SET_OK(&c, "fp16.loss_scale", "256");
+    CHECK(c.loss_scale == 256);
+    EXPECT_SET_OK(&c, "fp16.initial_scale_power", "64");
+    CHECK(c.initial_scale_power == 64);
+    EXPECT_SET_OK(&c, "fp16.loss_scale_window", "1");
+    CHECK(c.loss_scale_window == 1);
+    EXPECT_SET_OK(&c, "fp16.hysteresis", "7");
+    CHECK(c.hysteresis == 7);
+    EXPECT_SET_OK(&c, "fp16.consecutive_hysteresis", "true");
+    CHECK(c.consecutive_hysteresis);
+    EXPECT_SET_OK(&c, "fp16.min_loss_scale", "0.5");
+    CHECK(c.min_loss_scale == 0.5);
+    EXPECT_SET_OK(&c, "fp16.auto_cast", "false");
+    EXPECT_SET_OK(&c, "fp16.enabled", "true");
+    CHECK(c.dtype == ZC_FP16 && zc_config_comm_dtype(&c) == ZC_FP16 &&
+          zc_config_grad_dtype(&c) == ZC_FP32);
+    CHECK_ROUND_TRIP(&c);
+
+    EXPECT_SET_ERR("communication_data_type", "int8",
+                   "command line: communication_data_type: expected one of fp32, bf16, fp16",
+                   "got \"int8\"");
+    EXPECT_SET_ERR("communication_data_type", "", "communication_data_type", "got \"\"");
+    EXPECT_SET_ERR("communication_data_type", "NULL", "communication_data_type", "\"NULL\"");
+    EXPECT_SET_ERR("data_types.grad_accum_dtype", "fp64", "data_types.grad_accum_dtype",
+                   "got \"fp64\"");
+    EXPECT_SET_ERR("fp16.enabled", "1", "fp16.enabled: expected true or false", "got \"1\"");
+    EXPECT_SET_ERR("bf16.enabled", "yes", "bf16.enabled: expected true or false", "\"yes\"");
+    EXPECT_SET_ERR("fp16.hysteresis", "0", "fp16.hysteresis must be >= 1, got 0", NULL);
+    EXPECT_SET_ERR("fp16.initial_scale_power", "65",
+                   "fp16.initial_scale_power: expected an integer 0..64, got 65", NULL);
+    EXPECT_SET_ERR("fp16.loss_scale", "-1", "fp16.loss_scale must be >= 0, got -1", NULL);
+    EXPECT_SET_ERR("fp16.loss_scale", "inf", "fp16.loss_scale", "\"inf\"");
+    EXPECT_SET_ERR("fp16.min_loss_scale", "0", "fp16.min_loss_scale must be > 0, got 0", NULL);
+    EXPECT_SET_ERR("fp16.auto_cast", "true", "fp16.auto_cast: true is not supported",
+                   "zeroc's models compute in fp32");
+    EXPECT_SET_ERR("fp16", "true", "fp16 is a section", "fp16.enabled");
+    EXPECT_SET_ERR("bf16", "true", "bf16 is a section", "bf16.enabled");
+    EXPECT_SET_ERR("bfloat16", "true", "bfloat16 is a section", "bfloat16.enabled");
+    EXPECT_SET_ERR("data_types", "fp32", "data_types is a section", "data_types.grad_accum_dtype");
+    EXPECT_SET_ERR("fp16.fp16_master_weights_and_grads", "false",
+                   "command line: not supported yet: fp16.fp16_master_weights_and_grads", NULL);
+    EXPECT_SET_ERR("bf16.immediate_grad_update", "true",
+                   "not supported yet: bf16.immediate_grad_update", NULL);
+    EXPECT_SET_ERR("fp16.foo", "1", "unknown key: fp16.foo", NULL);
+
+    /* bad values in a file: the key, the value as written, what was expected */
+    EXPECT_LOAD_ERR("{\"communication_data_type\": \"int8\"}",
+                    "ds.json: communication_data_type: expected one of fp32, bf16, fp16",
+                    "or null", "got string \"int8\"");
+    EXPECT_LOAD_ERR("{\"communication_data_type\": \"bfloat16\"}", "communication_data_type",
+                    "got string \"bfloat16\"", NULL);
+    EXPECT_LOAD_ERR("{\"communication_data_type\": 16}", "communication_data_type", "got 16",
+                    NULL);
+    EXPECT_LOAD_ERR("{\"data_types\": {\"grad_accum_dtype\": \"int8\"}}",
+                    "data_types.grad_accum_dtype: expected one of fp32, bf16, fp16",
+                    "got string \"int8\"", NULL);
+    EXPECT_LOAD_ERR("{\"data_types\": {\"grad_accum_dtype\": false}}",
+                    "data_types.grad_accum_dtype", "got false", NULL);
+    EXPECT_LOAD_ERR("{\"data_types\": \"fp32\"}", "data_types: expected an object",
+                    "got string \"fp32\"", NULL);
+    EXPECT_LOAD_ERR("{\"data_types\": {\"param_dtype\": \"bf16\"}}",
+                    "not supported yet: data_types.param_dtype", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"hysteresis\": 0}}",
+                    "ds.json: fp16.hysteresis must be >= 1, got 0", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"loss_scale\": -1}}", "fp16.loss_scale must be >= 0, got -1",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"loss_scale\": 1e999}}", "fp16.loss_scale", "finite", "1e999");
+    EXPECT_LOAD_ERR("{\"fp16\": {\"loss_scale\": \"dynamic\"}}", "fp16.loss_scale",
+                    "got string \"dynamic\"", NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"initial_scale_power\": 65}}",
+                    "fp16.initial_scale_power: expected an integer 0..64, got 65", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"initial_scale_power\": -1}}", "fp16.initial_scale_power",
+                    "got -1", NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"initial_scale_power\": 16.5}}", "fp16.initial_scale_power",
+                    "got 16.5", NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"min_loss_scale\": 0}}", "fp16.min_loss_scale must be > 0, got 0",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"min_loss_scale\": -2}}", "fp16.min_loss_scale", "got -2", NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"loss_scale_window\": 0}}",
+                    "fp16.loss_scale_window must be >= 1, got 0", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"consecutive_hysteresis\": 1}}",
+                    "fp16.consecutive_hysteresis: expected true or false, got 1", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"enabled\": \"auto\"}}", "fp16.enabled: expected true or false",
+                    "Hugging Face", NULL);
+    EXPECT_LOAD_ERR("{\"bf16\": {\"enabled\": 1}}", "bf16.enabled: expected true or false, got 1",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": true}", "fp16: expected an object", "got true", NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"auto_cast\": true}}",
+                    "ds.json: fp16.auto_cast: true is not supported: zeroc's models compute in "
+                    "fp32; only stored parameters and gradients are 16-bit",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"fp16_master_weights_and_grads\": false}}",
+                    "ds.json: not supported yet: fp16.fp16_master_weights_and_grads", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"bf16\": {\"enabled\": true, \"check_grad_overflow\": false}}",
+                    "not supported yet: bf16.check_grad_overflow", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"bfloat16\": {\"immediate_grad_update\": false}}",
+                    "not supported yet: bfloat16.immediate_grad_update", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"bf16\": {\"bf16_optimizer_states\": true}}",
+                    "not supported yet: bf16.bf16_optimizer_states", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"bf16\": {\"foo\": 1}}", "unknown key: bf16.foo", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"Enabled\": true}}", "unknown key: fp16.Enabled", NULL, NULL);
+
+    /* validate: with dynamic fp16 the minimum cannot exceed the starting scale */
+    CHECK(load(&c,
+               "{\"fp16\": {\"enabled\": true, \"initial_scale_power\": 4,"
+               " \"min_loss_scale\": 32}}",
+               &err) == ZC_OK);
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK_MSG(strcmp(err.msg, "fp16.min_loss_scale 32 must be <= 2^fp16.initial_scale_power = "
+                              "2^4 = 16, where dynamic loss scaling starts") == 0,
+              err.msg);
+    before = c;
+    CHECK(zc_config_resolve_batch(&c, 1, &err) == ZC_EINVAL);
+    CHECK(strstr(err.msg, "fp16.min_loss_scale") && strstr(err.msg, "fp16.initial_scale_power"));
+    CHECK(same_config(&c, &before));
+    c.min_loss_scale = 16; /* equal: fine */
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_OK);
+    c.min_loss_scale = 32;
+    c.loss_scale = 8; /* static: no dynamic range to check */
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_OK);
+    c.loss_scale = 0;
+    EXPECT_SET_OK(&c, "fp16.enabled", "false"); /* fp32: no loss scaling at all */
+    CHECK(c.dtype == ZC_FP32 && zc_config_validate(&c, 1, &err) == ZC_OK);
+    EXPECT_SET_OK(&c, "bf16.enabled", "true"); /* bf16: neither */
+    CHECK(c.dtype == ZC_BF16 && zc_config_validate(&c, 1, &err) == ZC_OK);
+    CHECK(load(&c,
+               "{\"fp16\": {\"enabled\": true, \"initial_scale_power\": 0, \"min_loss_scale\": 1}}",
+               &err) == ZC_OK);
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_OK);
+    c.min_loss_scale = 1.5;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL && strstr(err.msg, "2^0 = 1,"));
+    c.initial_scale_power = 64;
+    c.min_loss_scale = 1e19; /* < 2^64 */
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_OK);
+
+    /* hand-filled structs: ranges and enum values again */
+    zc_config_defaults(&c);
+    c.dtype = ZC_DTYPE_DEFAULT; /* only the two derived types may be DEFAULT */
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK_MSG(strstr(err.msg, "fp16.enabled") && strstr(err.msg, "dtype") &&
+                  strstr(err.msg, "enum value -1"),
+              err.msg);
+    c.dtype = ZC_BF16; /* set by hand, no key enabled: fine */
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_OK);
+    c.fp16_enabled = true; /* a key that disagrees with dtype */
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK_MSG(strcmp(err.msg, "fp16.enabled is true but dtype is bf16") == 0, err.msg);
+    c.dtype = (zc_dtype)5;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL && strstr(err.msg, "enum value 5"));
+    zc_config_defaults(&c);
+    c.comm_dtype = (zc_dtype)3;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK_MSG(strcmp(err.msg, "communication_data_type: expected one of fp32, bf16, fp16 or null, "
+                              "got enum value 3") == 0,
+              err.msg);
+    zc_config_defaults(&c);
+    c.grad_accum_dtype = (zc_dtype)-2;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL &&
+          strstr(err.msg, "data_types.grad_accum_dtype"));
+    zc_config_defaults(&c);
+    c.hysteresis = 0;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK(strcmp(err.msg, "fp16.hysteresis must be >= 1, got 0") == 0);
+    zc_config_defaults(&c);
+    c.loss_scale = NAN;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL && strstr(err.msg, "fp16.loss_scale") &&
+          strstr(err.msg, "finite"));
+    zc_config_defaults(&c);
+    c.min_loss_scale = 0;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL && strstr(err.msg, "fp16.min_loss_scale"));
+    zc_config_defaults(&c);
+    c.initial_scale_power = 65;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL &&
+          strstr(err.msg, "fp16.initial_scale_power: expected an integer 0..64, got 65"));
 }
 
 static void test_to_json(void)
@@ -828,6 +1217,53 @@ static void test_to_json(void)
     c.adam_w_mode = false;
     CHECK_ROUND_TRIP(&c);
 
+    /* precision: every key printed; the DEFAULT types as null */
+    zc_config_defaults(&c);
+    json = zc_config_to_json(&c);
+    CHECK_MSG(json && strstr(json, "\"fp16\":\t{\n\t\t\"enabled\":\tfalse,") &&
+                  strstr(json, "\"loss_scale\":\t0,") &&
+                  strstr(json, "\"initial_scale_power\":\t16,") &&
+                  strstr(json, "\"loss_scale_window\":\t1000,") &&
+                  strstr(json, "\"hysteresis\":\t2,") &&
+                  strstr(json, "\"consecutive_hysteresis\":\tfalse,") &&
+                  strstr(json, "\"min_loss_scale\":\t1,") &&
+                  strstr(json, "\"auto_cast\":\tfalse") &&
+                  strstr(json, "\"bf16\":\t{\n\t\t\"enabled\":\tfalse\n") &&
+                  strstr(json, "\"communication_data_type\":\tnull") &&
+                  strstr(json, "\"data_types\":\t{\n\t\t\"grad_accum_dtype\":\tnull\n"),
+              json ? json : "NULL");
+    free(json);
+    c.dtype = ZC_BF16;
+    c.comm_dtype = ZC_FP32;
+    c.grad_accum_dtype = ZC_FP16;
+    json = zc_config_to_json(&c);
+    CHECK_MSG(json && strstr(json, "\"bf16\":\t{\n\t\t\"enabled\":\ttrue\n") &&
+                  strstr(json, "\"communication_data_type\":\t\"fp32\"") &&
+                  strstr(json, "\"grad_accum_dtype\":\t\"fp16\""),
+              json ? json : "NULL");
+    free(json);
+    CHECK_ROUND_TRIP(&c);
+    zc_config_defaults(&c);
+    c.dtype = ZC_FP16;
+    c.comm_dtype = ZC_BF16;
+    c.loss_scale = 0.1 + 0.2;
+    c.initial_scale_power = 0;
+    c.loss_scale_window = INT_MAX;
+    c.hysteresis = INT_MAX;
+    c.consecutive_hysteresis = true;
+    c.min_loss_scale = 5e-324;
+    CHECK_ROUND_TRIP(&c);
+    json = zc_config_to_json(&c);
+    CHECK(json && strstr(json, "\"fp16\":\t{\n\t\t\"enabled\":\ttrue,") &&
+          strstr(json, "\"loss_scale\":\t0.30000000000000004,"));
+    free(json);
+    c.loss_scale = 0;
+    c.initial_scale_power = 64;
+    c.min_loss_scale = 65536;
+    CHECK_ROUND_TRIP(&c);
+    CHECK(load(&c, FP16_FULL, &err) == ZC_OK);
+    CHECK_ROUND_TRIP(&c);
+
     /* after resolve_batch the derived global batch is printed */
     CHECK(load(&c, "{\"train_micro_batch_size_per_gpu\": 4}", &err) == ZC_OK);
     CHECK(zc_config_resolve_batch(&c, 8, &err) == ZC_OK);
@@ -852,6 +1288,7 @@ int main(void)
     test_set();
     test_validate();
     test_resolve_batch();
+    test_precision();
     test_to_json();
 
     static const char *const files[] = {"ds_config.json", "bad.json", "empty.json", "nul.json",

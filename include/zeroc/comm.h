@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zeroc/dtype.h"
 #include "zeroc/status.h"
 
 typedef enum {
@@ -73,6 +74,18 @@ zc_status zc_comm_reduce_scatter_start(zc_comm *c, const float *send, float *rec
 /* In-place all-gather: buf holds N blocks of S floats, block rank is this rank's. */
 zc_status zc_comm_all_gather_start(zc_comm *c, float *buf, size_t S, const char *label,
                                    zc_comm_req **req, zc_err *err);
+/* Typed forms (mixed precision): elements of type `in` (fp32, or bf16/fp16 bits) are sent; the
+ * wait widens the N received blocks to fp32, adds them in rank order (in fp32) and stores the
+ * sum into out as `out_type`, rounded once to nearest even — or, with accumulate, stores
+ * out + sum rounded once. Bytes are counted at the sent element size. */
+zc_status zc_comm_reduce_scatter_start_t(zc_comm *c, zc_dtype in, const void *send, void *recv,
+                                         size_t len, zc_dtype out_type, void *out,
+                                         int accumulate, const char *label, zc_comm_req **req,
+                                         zc_err *err);
+zc_status zc_comm_all_gather_start_t(zc_comm *c, zc_dtype t, void *buf, size_t S,
+                                     const char *label, zc_comm_req **req, zc_err *err);
+zc_status zc_comm_all_gather_t(zc_comm *c, zc_dtype t, void *buf, size_t S, const char *label,
+                               zc_err *err);
 /* Progresses the request without blocking; *done is set when it has completed (then call wait). */
 zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, int *done, zc_err *err);
 /* Waits (up to the timeout), finishes the request (the rank-order sum for a reduce-scatter)

@@ -20,9 +20,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "zeroc/dtype.h"
 #include "zeroc/status.h"
 
 typedef enum { ZC_OPTIM_ADAMW = 0, ZC_OPTIM_ADAM, ZC_OPTIM_SGD } zc_optim_type;
+
 
 typedef struct {
     /* batch */
@@ -41,6 +43,18 @@ typedef struct {
     int64_t reduce_bucket_size;          /* elements per reduce-scatter chunk */
     int64_t prefetch_bucket_size;        /* stage3_prefetch_bucket_size: elements prefetched ahead */
     int64_t max_live_parameters;         /* stage3_max_live_parameters: elements gathered at once */
+    /* precision */
+    zc_dtype dtype;                      /* bf16.enabled / fp16.enabled: stored params and grads */
+    bool fp16_enabled, bf16_enabled;     /* those keys as given (dtype follows them); both true is
+                                          * refused by zc_config_validate */
+    zc_dtype comm_dtype;                 /* communication_data_type (DEFAULT: dtype) */
+    zc_dtype grad_accum_dtype;           /* data_types.grad_accum_dtype (DEFAULT: dtype) */
+    double loss_scale;                   /* fp16.loss_scale: 0 = dynamic */
+    int initial_scale_power;             /* fp16.initial_scale_power: dynamic start 2^power */
+    int loss_scale_window;               /* fp16.loss_scale_window: clean steps before ×2 */
+    int hysteresis;                      /* fp16.hysteresis: overflows tolerated before ÷2 */
+    bool consecutive_hysteresis;         /* fp16.consecutive_hysteresis */
+    double min_loss_scale;               /* fp16.min_loss_scale */
     /* run */
     uint64_t seed;
     double comm_timeout_s;               /* zeroc extension: collective wait limit, seconds */
@@ -78,5 +92,12 @@ char *zc_config_to_json(const zc_config *cfg);
 
 /* "AdamW", "Adam", "SGD". */
 const char *zc_optim_name(zc_optim_type t);
+
+/* "fp32", "bf16", "fp16" (the spelling of communication_data_type and --dtype); bytes per element. */
+const char *zc_dtype_name(zc_dtype t);
+int zc_dtype_size(zc_dtype t);
+/* The effective communication / gradient-accumulation types (DEFAULT resolved to cfg->dtype). */
+zc_dtype zc_config_comm_dtype(const zc_config *cfg);
+zc_dtype zc_config_grad_dtype(const zc_config *cfg);
 
 #endif

@@ -16,6 +16,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Element types of stored parameters, gradients and communication. ZC_DTYPE_DEFAULT (only in a
+ * configuration's comm_dtype and grad_accum_dtype) means "the parameters' type". */
+typedef enum { ZC_DTYPE_DEFAULT = -1, ZC_FP32 = 0, ZC_BF16, ZC_FP16 } zc_dtype;
+
+/* n elements of type t into fp32 (exact) / from fp32 (rounded to nearest even); fp32 copies. */
+void zc_dtype_widen(zc_dtype t, const void *src, float *dst, size_t n);
+void zc_dtype_narrow(zc_dtype t, const float *src, void *dst, size_t n);
+
 void zc_f32_to_bf16(const float *src, uint16_t *dst, size_t n);
 void zc_bf16_to_f32(const uint16_t *src, float *dst, size_t n);
 void zc_f32_to_f16(const float *src, uint16_t *dst, size_t n);

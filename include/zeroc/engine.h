@@ -16,6 +16,8 @@
  * once per step while stages 2–3 reduce every micro-batch into their shard: the same sum in
  * another order, equal within fp32 rounding.)
  *
+ * Mixed precision, see zc_engine_loss_scaler below.
+ *
  * Errors: after any error from acquire, release, grads_ready, step or end_pass the engine's state
  * is unspecified: destroy it. ZC_ETIMEOUT is fatal for the whole job (a collective is still in
  * flight): the caller should report it and call zc_comm_abort.
@@ -89,12 +91,23 @@ typedef struct {
 } zc_unit_info;
 
 typedef struct {
-    bool stepped;     /* false on micro-batches before the accumulation boundary */
-    int64_t step;     /* optimizer steps completed */
-    double grad_norm; /* global L2 norm of the mean gradient, before clipping */
-    double clip_coef; /* factor applied to the gradient (1 when not clipped) */
-    double lr;        /* learning rate used by this step */
+    bool stepped;      /* the weights were updated (at the accumulation boundary) */
+    bool skipped;      /* fp16: the boundary found inf/nan gradients; no update, scale lowered */
+    int64_t step;      /* optimizer steps completed (skipped steps do not count) */
+    double grad_norm;  /* global L2 norm of the mean unscaled gradient, before clipping */
+    double clip_coef;  /* factor applied to the gradient (1 when not clipped) */
+    double lr;         /* learning rate used by this step */
+    double loss_scale; /* fp16: the scale this step's gradients carried (1 otherwise) */
 } zc_step_info;
+
+/* fp16 dynamic loss scaling state (DeepSpeed's DynamicLossScaler counters). */
+typedef struct {
+    double scale;               /* the gradients of the next step are multiplied by it */
+    int hysteresis_left;        /* overflows still tolerated before the scale is halved */
+    int64_t iter;               /* boundaries seen */
+    int64_t last_overflow_iter; /* iter of the last overflow, −1 if none */
+    int64_t skipped;            /* steps skipped because of an overflow */
+} zc_loss_scaler;
 
 typedef struct zc_engine zc_engine;
 
@@ -118,6 +131,7 @@ const zc_param_info *zc_engine_param_info(const zc_engine *e, int param);
 size_t zc_engine_total_numel(const zc_engine *e);  /* Ψ, unpadded */
 size_t zc_engine_total_padded(const zc_engine *e); /* Σ padded unit sizes */
 int zc_engine_stage(const zc_engine *e);
+zc_dtype zc_engine_dtype(const zc_engine *e); /* of the stored parameters */
 int zc_engine_rank(const zc_engine *e);
 int zc_engine_world_size(const zc_engine *e);
 
@@ -138,6 +152,16 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err);
  * units the pass will not use land and frees them, so the next training micro-batch starts
  * clean. No unit may be acquired or handed back. */
 zc_status zc_engine_end_pass(zc_engine *e, zc_err *err);
+
+/* Mixed precision (bf16.enabled / fp16.enabled): parameters and gradients are stored in 16 bits,
+ * each rank keeps an fp32 master copy of the parameters it updates, and the model still sees
+ * fp32: zc_engine_param is an fp32 copy of the unit's 16-bit parameters made at acquire (working
+ * memory), zc_engine_grad an fp32 buffer that is rounded to the gradient type when the unit is
+ * handed back. With fp16 those gradients are multiplied by the loss scale first (a power of two
+ * while dynamic: the same bits as scaling the loss, since the model computes in fp32); the step
+ * divides it out, so norms and clipping see unscaled values. */
+const zc_loss_scaler *zc_engine_loss_scaler(const zc_engine *e);
+void zc_engine_set_loss_scaler(zc_engine *e, const zc_loss_scaler *s);
 
 /* The learning rate of the next optimizer step (default: the config's). */
 void zc_engine_set_lr(zc_engine *e, double lr);
@@ -170,10 +194,12 @@ void zc_engine_import(zc_engine *e, int unit, size_t first, size_t n, const floa
                       const float *m, const float *v);
 /* Number of optimizer moments per parameter (2 Adam, 1 SGD with momentum, 0 plain SGD). */
 int zc_engine_moments(const zc_engine *e);
-/* Sets the number of optimizer steps done (Adam's bias correction continues from it). */
+/* Sets the number of optimizer steps done (Adam's bias correction continues from it; with fp16,
+ * skipped steps are not optimizer steps). */
 void zc_engine_set_steps_done(zc_engine *e, int64_t steps);
 
-/* Collective: the unit's full parameters (padded numel floats) into dst on every rank. */
+/* Collective: the unit's full parameters (padded numel floats) into dst on every rank: the fp32
+ * master values in mixed precision. */
 zc_status zc_engine_gather_unit(zc_engine *e, int unit, float *dst, zc_err *err);
 /* Collective: SHA-256 of the full fp32 weights (unpadded, units in registration order,
  * little-endian) as 64 hex digits, on every rank; ZC_ESTATE if the ranks' replicas differ. */

@@ -227,11 +227,20 @@ static char *manifest_text(zc_engine *e, int64_t step, const char *config_json,
     cJSON_AddStringToObject(m, "producer", "zeroc");
     cJSON_AddNumberToObject(m, "world_size", n);
     cJSON_AddNumberToObject(m, "stage", zc_engine_stage(e));
-    cJSON_AddStringToObject(m, "dtype", "fp32");
+    /* the shards hold fp32 (the master copy in mixed precision): any dtype can resume them */
+    cJSON_AddStringToObject(m, "dtype", zc_dtype_name(zc_engine_dtype(e)));
     cJSON *opt = cJSON_AddObjectToObject(m, "optimizer");
     cJSON_AddStringToObject(opt, "type", optim_name(K));
     cJSON_AddNumberToObject(opt, "moments", K);
     cJSON_AddNumberToObject(m, "step", (double)step);
+    cJSON_AddNumberToObject(m, "optimizer_steps", (double)zc_engine_steps_done(e));
+    const zc_loss_scaler *ls = zc_engine_loss_scaler(e);
+    cJSON *scaler = cJSON_AddObjectToObject(m, "loss_scaler");
+    cJSON_AddNumberToObject(scaler, "scale", ls->scale);
+    cJSON_AddNumberToObject(scaler, "hysteresis_left", ls->hysteresis_left);
+    cJSON_AddNumberToObject(scaler, "iter", (double)ls->iter);
+    cJSON_AddNumberToObject(scaler, "last_overflow_iter", (double)ls->last_overflow_iter);
+    cJSON_AddNumberToObject(scaler, "skipped", (double)ls->skipped);
     cJSON *units = cJSON_AddArrayToObject(m, "units");
     for (int u = 0; u < zc_engine_num_units(e); u++) {
         const zc_unit_info *ui = zc_engine_unit_info(e, u);
@@ -702,7 +711,21 @@ zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *
     st = agree(comm, st, "loading the checkpoint", err);
     if (!st) {
         *step = m.step;
-        zc_engine_set_steps_done(e, m.step);
+        double opt_steps = (double)m.step;
+        get_int(m.root, "optimizer_steps", &opt_steps); /* absent: no step was ever skipped */
+        zc_engine_set_steps_done(e, (int64_t)opt_steps);
+        /* The scaler continues only where it means the same thing: an fp16 run resumed in fp16
+         * (its scale was tuned to these weights); any other run starts its own. */
+        const cJSON *sc = cJSON_GetObjectItemCaseSensitive(m.root, "loss_scaler");
+        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(m.root, "dtype");
+        double scale, hyst, iter, last, skipped;
+        if (zc_engine_dtype(e) == ZC_FP16 && cJSON_IsString(dt) && !strcmp(dt->valuestring, "fp16") &&
+            sc && !get_int(sc, "scale", &scale) && !get_int(sc, "hysteresis_left", &hyst) &&
+            !get_int(sc, "iter", &iter) && !get_int(sc, "last_overflow_iter", &last) &&
+            !get_int(sc, "skipped", &skipped) && scale > 0) {
+            zc_loss_scaler ls = {scale, (int)hyst, (int64_t)iter, (int64_t)last, (int64_t)skipped};
+            zc_engine_set_loss_scaler(e, &ls);
+        }
         if (client_json) {
             const cJSON *c = cJSON_GetObjectItemCaseSensitive(m.root, "client");
             *client_json = c ? cJSON_PrintUnformatted(c) : NULL;

@@ -35,7 +35,8 @@ struct zc_comm_req {
     zc_comm_op op;
     char label[160];
     /* reduce-scatter: */
-    float *recv, *out;
+    void *recv, *out;
+    zc_dtype in_type, out_type;
     size_t len;
     int accumulate;
     int done;
@@ -145,9 +146,13 @@ static zc_status check_count(size_t n, const char *what, const char *label, zc_e
     return ZC_OK;
 }
 
-zc_status zc_comm_reduce_scatter_start(zc_comm *c, const float *send, float *recv, size_t len,
-                                       float *out, int accumulate, const char *label,
-                                       zc_comm_req **req, zc_err *err)
+static int esize(zc_dtype t) { return t == ZC_FP32 ? 4 : 2; }
+static MPI_Datatype mpi_type(zc_dtype t) { return t == ZC_FP32 ? MPI_FLOAT : MPI_UINT16_T; }
+
+zc_status zc_comm_reduce_scatter_start_t(zc_comm *c, zc_dtype in, const void *send, void *recv,
+                                         size_t len, zc_dtype out_type, void *out,
+                                         int accumulate, const char *label, zc_comm_req **req,
+                                         zc_err *err)
 {
     double t0 = now_s();
     int n = c->size;
@@ -159,27 +164,37 @@ zc_status zc_comm_reduce_scatter_start(zc_comm *c, const float *send, float *rec
         return zc_err_set(err, ZC_ENOMEM, "out of memory starting reduce_scatter (%s)", label);
     r->recv = recv;
     r->out = out;
+    r->in_type = in;
+    r->out_type = out_type;
     r->len = len;
     r->accumulate = accumulate;
     if (n == 1) {
-        memcpy(recv, send, len * sizeof(float));
+        memcpy(recv, send, len * (size_t)esize(in));
         r->done = 1;
     } else {
-        int rc = MPI_Ialltoall(send, (int)len, MPI_FLOAT, recv, (int)len, MPI_FLOAT, c->world,
-                               &r->mpi);
+        int rc = MPI_Ialltoall(send, (int)len, mpi_type(in), recv, (int)len, mpi_type(in),
+                               c->world, &r->mpi);
         if (rc != MPI_SUCCESS) {
             req_free(r);
             return mpi_fail(err, rc, "reduce_scatter", label);
         }
     }
-    c->ctr.bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)(len * sizeof(float)) * (n - 1);
+    c->ctr.bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)(len * (size_t)esize(in)) * (n - 1);
     c->ctr.calls[ZC_COMM_REDUCE_SCATTER]++;
     c->ctr.seconds[ZC_COMM_REDUCE_SCATTER] += now_s() - t0;
     *req = r;
     return ZC_OK;
 }
 
-static zc_status all_gather_start(zc_comm *c, float *buf, size_t S, zc_comm_op op,
+zc_status zc_comm_reduce_scatter_start(zc_comm *c, const float *send, float *recv, size_t len,
+                                       float *out, int accumulate, const char *label,
+                                       zc_comm_req **req, zc_err *err)
+{
+    return zc_comm_reduce_scatter_start_t(c, ZC_FP32, send, recv, len, ZC_FP32, out, accumulate,
+                                          label, req, err);
+}
+
+static zc_status all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S, zc_comm_op op,
                                   const char *label, zc_comm_req **req, zc_err *err)
 {
     double t0 = now_s();
@@ -192,7 +207,7 @@ static zc_status all_gather_start(zc_comm *c, float *buf, size_t S, zc_comm_op o
     if (c->size == 1) {
         r->done = 1;
     } else {
-        int rc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, (int)S, MPI_FLOAT,
+        int rc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, (int)S, mpi_type(t),
                                 c->world, &r->mpi);
         if (rc != MPI_SUCCESS) {
             req_free(r);
@@ -200,7 +215,7 @@ static zc_status all_gather_start(zc_comm *c, float *buf, size_t S, zc_comm_op o
         }
     }
     if (op == ZC_COMM_ALL_GATHER) {
-        c->ctr.bytes[op] += (int64_t)(S * sizeof(float)) * (c->size - 1);
+        c->ctr.bytes[op] += (int64_t)(S * (size_t)esize(t)) * (c->size - 1);
         c->ctr.calls[op]++;
     }
     c->ctr.seconds[op] += now_s() - t0;
@@ -208,10 +223,16 @@ static zc_status all_gather_start(zc_comm *c, float *buf, size_t S, zc_comm_op o
     return ZC_OK;
 }
 
+zc_status zc_comm_all_gather_start_t(zc_comm *c, zc_dtype t, void *buf, size_t S,
+                                     const char *label, zc_comm_req **req, zc_err *err)
+{
+    return all_gather_start(c, t, buf, S, ZC_COMM_ALL_GATHER, label, req, err);
+}
+
 zc_status zc_comm_all_gather_start(zc_comm *c, float *buf, size_t S, const char *label,
                                    zc_comm_req **req, zc_err *err)
 {
-    return all_gather_start(c, buf, S, ZC_COMM_ALL_GATHER, label, req, err);
+    return all_gather_start(c, ZC_FP32, buf, S, ZC_COMM_ALL_GATHER, label, req, err);
 }
 
 zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, int *done, zc_err *err)
@@ -226,20 +247,31 @@ zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, int *done, zc_err *err)
     return ZC_OK;
 }
 
-/* Adds the N received blocks in rank order (into block 0), then stores or adds into out. */
-static void rank_order_sum(float *restrict recv, float *restrict out, size_t len, int n,
-                           int accumulate)
+/* Adds the N received blocks in rank order in fp32, then stores (or adds) the sum into out,
+ * rounding once to out's type. Works through a stack chunk, so 16-bit inputs need no fp32
+ * staging; for fp32 the additions are the same as summing the blocks in place. */
+static void rank_order_sum(const zc_comm_req *r, int n)
 {
-    for (int j = 1; j < n; j++) {
-        const float *restrict s = recv + (size_t)j * len;
-        for (size_t i = 0; i < len; i++)
-            recv[i] += s[i];
+    enum { CHUNK = 2048 };
+    const size_t in_es = (size_t)esize(r->in_type), out_es = (size_t)esize(r->out_type);
+    float acc[CHUNK], tmp[CHUNK];
+    for (size_t o = 0; o < r->len; o += CHUNK) {
+        size_t k = r->len - o < CHUNK ? r->len - o : CHUNK;
+        zc_dtype_widen(r->in_type, (const char *)r->recv + o * in_es, acc, k);
+        for (int j = 1; j < n; j++) {
+            zc_dtype_widen(r->in_type, (const char *)r->recv + ((size_t)j * r->len + o) * in_es,
+                           tmp, k);
+            for (size_t i = 0; i < k; i++)
+                acc[i] += tmp[i];
+        }
+        void *out = (char *)r->out + o * out_es;
+        if (r->accumulate) {
+            zc_dtype_widen(r->out_type, out, tmp, k);
+            for (size_t i = 0; i < k; i++)
+                acc[i] = tmp[i] + acc[i];
+        }
+        zc_dtype_narrow(r->out_type, acc, out, k);
     }
-    if (accumulate)
-        for (size_t i = 0; i < len; i++)
-            out[i] += recv[i];
-    else
-        memcpy(out, recv, len * sizeof(float));
 }
 
 zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err)
@@ -269,10 +301,18 @@ zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err)
         }
     }
     if (req->op == ZC_COMM_REDUCE_SCATTER)
-        rank_order_sum(req->recv, req->out, req->len, c->size, req->accumulate);
+        rank_order_sum(req, c->size);
     c->ctr.seconds[req->op] += now_s() - t0;
     req_free(req);
     return ZC_OK;
+}
+
+zc_status zc_comm_all_gather_t(zc_comm *c, zc_dtype t, void *buf, size_t S, const char *label,
+                               zc_err *err)
+{
+    zc_comm_req *r;
+    zc_status st = zc_comm_all_gather_start_t(c, t, buf, S, label, &r, err);
+    return st ? st : zc_comm_wait(c, r, err);
 }
 
 zc_status zc_comm_all_gather(zc_comm *c, float *buf, size_t S, const char *label, zc_err *err)
@@ -304,7 +344,7 @@ zc_status zc_comm_all_reduce(zc_comm *c, float *buf, size_t count, const char *l
     if (!st)
         st = zc_comm_wait(c, r, err);
     if (!st)
-        st = all_gather_start(c, tmp, S, ZC_COMM_ALL_REDUCE, label, &r, err);
+        st = all_gather_start(c, ZC_FP32, tmp, S, ZC_COMM_ALL_REDUCE, label, &r, err);
     if (!st)
         st = zc_comm_wait(c, r, err);
     if (!st)

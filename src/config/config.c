@@ -4,8 +4,8 @@
  * the struct field it fills. The file loader, zc_config_set and zc_config_validate all walk that
  * one table, so a key cannot be accepted through one door and refused through another, and every
  * message names the key by the path the user wrote. Keys DeepSpeed knows but zeroc does not
- * implement are rows too (K_REFUSED): skipping "fp16" silently would train something other than
- * what the user asked for, so such keys are refused by name instead.
+ * implement are rows too (K_REFUSED): skipping "offload_optimizer" silently would train something
+ * other than what the user asked for, so such keys are refused by name instead.
  *
  * cJSON turns every number into a double, which would round a 20-digit seed. So the loader also
  * keeps each number's text as written (paired with the parsed nodes by document order), reads
@@ -34,17 +34,19 @@
  * ------------------------------------------------------------------------------------------- */
 
 typedef enum {
-    K_SECTION, /* an object whose members are rows of their own */
-    K_REFUSED, /* DeepSpeed has it, zeroc does not (yet): "not supported yet: KEY" */
-    K_INT,     /* integer in imin..imax, into an int field */
-    K_I64,     /* integer in imin..imax, into an int64_t field */
-    K_U64,     /* integer 0..2^64-1, into a uint64_t field */
-    K_NUM,     /* finite number in the range lo/hi, into a double field */
-    K_BOOL,    /* true/false, into a bool field (or accepted and ignored: has_field false) */
-    K_FIXED,   /* true/false, accepted only when it equals `fixed`: what zeroc always does */
-    K_ZERO,    /* number, accepted only when 0: what zeroc always does */
-    K_OPTIM,   /* optimizer.type */
-    K_BETAS,   /* optimizer.params.betas: two numbers in [0, 1) */
+    K_SECTION,   /* an object whose members are rows of their own */
+    K_REFUSED,   /* DeepSpeed has it, zeroc does not (yet): "not supported yet: KEY" */
+    K_INT,       /* integer in imin..imax, into an int field */
+    K_I64,       /* integer in imin..imax, into an int64_t field */
+    K_U64,       /* integer 0..2^64-1, into a uint64_t field */
+    K_NUM,       /* finite number in the range lo/hi, into a double field */
+    K_BOOL,      /* true/false, into a bool field (or accepted and ignored: has_field false) */
+    K_FIXED,     /* true/false, accepted only when it equals `fixed`: what zeroc always does */
+    K_ZERO,      /* number, accepted only when 0: what zeroc always does */
+    K_OPTIM,     /* optimizer.type */
+    K_BETAS,     /* optimizer.params.betas: two numbers in [0, 1) */
+    K_PRECISION, /* true/false into a bool field, and dtype follows: true = `dt`, false undoes */
+    K_DTYPE,     /* "fp32" | "bf16" | "fp16" (any letter case) or null (ZC_DTYPE_DEFAULT) */
 } key_kind;
 
 enum {
@@ -65,8 +67,11 @@ typedef struct {
     int64_t imin, imax;
     double lo, hi;
     unsigned flags;
-    bool fixed;      /* K_FIXED: the one accepted value */
-    const char *why; /* K_FIXED/K_ZERO: what zeroc does instead */
+    bool fixed;           /* K_FIXED: the one accepted value */
+    const char *why;      /* K_FIXED/K_ZERO: what zeroc does instead */
+    zc_dtype dt;          /* K_PRECISION: the type `true` selects */
+    const char *alias_of; /* K_SECTION: this path is another name for that one; giving both
+                           * is a duplicate ("bfloat16" is DeepSpeed's old name for "bf16") */
 } key_spec;
 
 /* The _Generic fails to compile when the row's kind and the field's C type disagree. */
@@ -157,10 +162,40 @@ static const key_spec KEYS[] = {
     REFUSED("zero_optimization.memory_efficient_linear"),
     REFUSED("zero_optimization.use_multi_rank_bucket_allreduce"),
 
+    /* precision: the stored type (dtype) is fp32 unless fp16 or bf16 is enabled; both enabled
+     * is refused by zc_config_validate, so flags may switch one off after the other on */
+    {.path = "fp16", .kind = K_SECTION},
+    {.path = "fp16.enabled", .kind = K_PRECISION, FIELD(fp16_enabled, bool), .dt = ZC_FP16},
+    {.path = "fp16.loss_scale", .kind = K_NUM, FIELD(loss_scale, double), .lo = 0,
+     .hi = INFINITY},
+    {.path = "fp16.initial_scale_power", .kind = K_INT, FIELD(initial_scale_power, int),
+     .imin = 0, .imax = 64, .flags = R_INTERVAL},
+    {.path = "fp16.loss_scale_window", .kind = K_INT, FIELD(loss_scale_window, int), .imin = 1,
+     .imax = INT_MAX},
+    {.path = "fp16.hysteresis", .kind = K_INT, FIELD(hysteresis, int), .imin = 1,
+     .imax = INT_MAX},
+    {.path = "fp16.consecutive_hysteresis", .kind = K_BOOL, FIELD(consecutive_hysteresis, bool)},
+    {.path = "fp16.min_loss_scale", .kind = K_NUM, FIELD(min_loss_scale, double), .lo = 0,
+     .hi = INFINITY, .flags = R_LO_OPEN},
+    {.path = "fp16.auto_cast", .kind = K_FIXED, .fixed = false,
+     .why = "zeroc's models compute in fp32; only stored parameters and gradients are 16-bit"},
+    REFUSED("fp16.fp16_master_weights_and_grads"),
+    {.path = "bf16", .kind = K_SECTION},
+    {.path = "bf16.enabled", .kind = K_PRECISION, FIELD(bf16_enabled, bool), .dt = ZC_BF16},
+    REFUSED("bf16.immediate_grad_update"), REFUSED("bf16.check_grad_overflow"),
+    REFUSED("bf16.bf16_master_weights_and_grads"), REFUSED("bf16.bf16_optimizer_states"),
+    {.path = "bfloat16", .kind = K_SECTION, .alias_of = "bf16"},
+    {.path = "bfloat16.enabled", .kind = K_PRECISION, FIELD(bf16_enabled, bool), .dt = ZC_BF16},
+    REFUSED("bfloat16.immediate_grad_update"), REFUSED("bfloat16.check_grad_overflow"),
+    REFUSED("bfloat16.bf16_master_weights_and_grads"), REFUSED("bfloat16.bf16_optimizer_states"),
+    {.path = "communication_data_type", .kind = K_DTYPE, FIELD(comm_dtype, zc_dtype)},
+    {.path = "data_types", .kind = K_SECTION},
+    {.path = "data_types.grad_accum_dtype", .kind = K_DTYPE, FIELD(grad_accum_dtype, zc_dtype)},
+    REFUSED("data_types.param_dtype"), REFUSED("data_types.buffer_dtype"),
+
     /* the rest of DeepSpeed's top level */
-    REFUSED("fp16"), REFUSED("bf16"), REFUSED("bfloat16"), REFUSED("amp"), REFUSED("scheduler"),
-    REFUSED("activation_checkpointing"), REFUSED("data_types"),
-    REFUSED("communication_data_type"), REFUSED("prescale_gradients"),
+    REFUSED("amp"), REFUSED("scheduler"), REFUSED("activation_checkpointing"),
+    REFUSED("prescale_gradients"),
     REFUSED("gradient_predivide_factor"), REFUSED("sparse_gradients"),
     {.path = "wall_clock_breakdown", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
      .why = "zeroc has no per-phase timing breakdown yet"},
@@ -181,6 +216,8 @@ static const key_spec KEYS[] = {
 static const key_spec BETA = {.kind = K_NUM, .lo = 0, .hi = 1, .flags = R_INTERVAL | R_HI_OPEN};
 
 static const char *const OPTIM_NAMES[] = {"AdamW", "Adam", "SGD"}; /* indexed by zc_optim_type */
+static const char *const DTYPE_NAMES[] = {"fp32", "bf16", "fp16"}; /* indexed by zc_dtype */
+#define NDTYPES (sizeof DTYPE_NAMES / sizeof DTYPE_NAMES[0])
 
 void zc_config_defaults(zc_config *cfg)
 {
@@ -206,6 +243,17 @@ void zc_config_defaults(zc_config *cfg)
         .reduce_bucket_size = 500000000,
         .prefetch_bucket_size = 50000000,
         .max_live_parameters = 1000000000,
+        .dtype = ZC_FP32,
+        .fp16_enabled = false,
+        .bf16_enabled = false,
+        .comm_dtype = ZC_DTYPE_DEFAULT,
+        .grad_accum_dtype = ZC_DTYPE_DEFAULT,
+        .loss_scale = 0.0,
+        .initial_scale_power = 16,
+        .loss_scale_window = 1000,
+        .hysteresis = 2,
+        .consecutive_hysteresis = false,
+        .min_loss_scale = 1.0,
         .seed = 42,
         .comm_timeout_s = 600.0,
         .steps_per_print = 10,
@@ -215,6 +263,35 @@ void zc_config_defaults(zc_config *cfg)
 const char *zc_optim_name(zc_optim_type t)
 {
     return (unsigned)t < sizeof OPTIM_NAMES / sizeof OPTIM_NAMES[0] ? OPTIM_NAMES[t] : "unknown";
+}
+
+const char *zc_dtype_name(zc_dtype t)
+{
+    if (t == ZC_DTYPE_DEFAULT)
+        return "default";
+    return (int)t >= 0 && (size_t)t < NDTYPES ? DTYPE_NAMES[t] : "unknown";
+}
+
+int zc_dtype_size(zc_dtype t)
+{
+    switch (t) {
+    case ZC_FP32: return 4;
+    case ZC_BF16:
+    case ZC_FP16: return 2;
+    default: return 0; /* ZC_DTYPE_DEFAULT has no size of its own: resolve it first */
+    }
+}
+
+zc_dtype zc_config_comm_dtype(const zc_config *cfg)
+{
+    ZC_ASSERT(cfg);
+    return cfg->comm_dtype == ZC_DTYPE_DEFAULT ? cfg->dtype : cfg->comm_dtype;
+}
+
+zc_dtype zc_config_grad_dtype(const zc_config *cfg)
+{
+    ZC_ASSERT(cfg);
+    return cfg->grad_accum_dtype == ZC_DTYPE_DEFAULT ? cfg->dtype : cfg->grad_accum_dtype;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -384,8 +461,12 @@ static const char *expect(char *buf, size_t cap, const key_spec *k)
         break;
     case K_ZERO: snprintf(buf, cap, "a number"); break;
     case K_BOOL:
-    case K_FIXED: snprintf(buf, cap, "true or false"); break;
+    case K_FIXED:
+    case K_PRECISION: snprintf(buf, cap, "true or false"); break;
     case K_OPTIM: snprintf(buf, cap, "one of AdamW, Adam, SGD (case-insensitive)"); break;
+    case K_DTYPE:
+        snprintf(buf, cap, "one of fp32, bf16, fp16 (case-insensitive) or null");
+        break;
     case K_BETAS: snprintf(buf, cap, "an array of 2 numbers in [0, 1)"); break;
     case K_SECTION: snprintf(buf, cap, "an object"); break;
     case K_REFUSED: snprintf(buf, cap, "nothing (not supported yet)"); break;
@@ -612,6 +693,16 @@ static zc_status apply_betas(const ctx *c, const key_spec *k, const value elems[
     return ZC_OK;
 }
 
+/* The 16-bit type another K_PRECISION key has enabled, other than `except`; fp32 if none. */
+static zc_dtype precision_enabled(const zc_config *cfg, zc_dtype except)
+{
+    for (size_t i = 0; i < NKEYS; i++)
+        if (KEYS[i].kind == K_PRECISION && KEYS[i].dt != except &&
+            *(const bool *)((const char *)cfg + KEYS[i].off))
+            return KEYS[i].dt;
+    return ZC_FP32;
+}
+
 static zc_status apply(const ctx *c, const key_spec *k, const value *v)
 {
     zc_config *cfg = c->cfg;
@@ -687,6 +778,30 @@ static zc_status apply(const ctx *c, const key_spec *k, const value *v)
         *(zc_optim_type *)field_of(cfg, k) = (zc_optim_type)i;
         break;
     }
+    case K_PRECISION:
+        if (v->kind != V_BOOL)
+            return type_error(c, k, k->path, v);
+        *(bool *)field_of(cfg, k) = v->b;
+        if (v->b) /* the last one enabled is the type; two enabled fail validation */
+            cfg->dtype = k->dt;
+        else if (cfg->dtype == k->dt) /* off: back to fp32, or to the other one still on */
+            cfg->dtype = precision_enabled(cfg, k->dt);
+        break;
+    case K_DTYPE: {
+        size_t i;
+        if (v->kind == V_NULL) {
+            *(zc_dtype *)field_of(cfg, k) = ZC_DTYPE_DEFAULT;
+            break;
+        }
+        if (v->kind != V_STRING)
+            return type_error(c, k, k->path, v);
+        for (i = 0; i < NDTYPES && !ascii_ieq(v->text, DTYPE_NAMES[i]); i++)
+            ;
+        if (i == NDTYPES)
+            return type_error(c, k, k->path, v);
+        *(zc_dtype *)field_of(cfg, k) = (zc_dtype)i;
+        break;
+    }
     case K_BETAS: {
         value elems[2];
         int n;
@@ -729,6 +844,11 @@ static const key_spec *key_child(const char *section, const char *name)
     return NULL;
 }
 
+static const char *canonical_path(const key_spec *k)
+{
+    return k->alias_of ? k->alias_of : k->path;
+}
+
 static zc_status load_object(const ctx *c, const cJSON *obj, const char *section)
 {
     for (const cJSON *m = obj->child; m; m = m->next) {
@@ -739,10 +859,17 @@ static zc_status load_object(const ctx *c, const cJSON *obj, const char *section
 
         excerpt(ex, m->string, strlen(m->string));
         snprintf(path, sizeof path, "%s%s%s", section, *section ? "." : "", ex);
-        for (const cJSON *p = obj->child; p != m; p = p->next)
+        k = key_child(section, m->string);
+        for (const cJSON *p = obj->child; p != m; p = p->next) {
+            const key_spec *q;
             if (strcmp(p->string, m->string) == 0)
                 return fail(c, ZC_EINVAL, "duplicate key: %s", path);
-        k = key_child(section, m->string);
+            /* every member before m is a known key, so this is at most a section's rows */
+            q = k ? key_child(section, p->string) : NULL;
+            if (q && strcmp(canonical_path(q), canonical_path(k)) == 0)
+                return fail(c, ZC_EINVAL, "duplicate key: %s (%s is another name for %s)", path,
+                            (k->alias_of ? k : q)->path, canonical_path(k));
+        }
         if (!k)
             return fail(c, ZC_EINVAL, "unknown key: %s", path);
         value_from_json(c, m, &v);
@@ -1002,6 +1129,7 @@ static zc_status set_value(const ctx *c, const key_spec *k, const char *s)
         break;
     case K_BOOL:
     case K_FIXED:
+    case K_PRECISION:
         if (strcmp(s, "true") != 0 && strcmp(s, "false") != 0)
             return type_error(c, k, k->path, &v);
         v.kind = V_BOOL;
@@ -1009,6 +1137,9 @@ static zc_status set_value(const ctx *c, const key_spec *k, const char *s)
         break;
     case K_OPTIM:
         v.kind = V_STRING;
+        break;
+    case K_DTYPE: /* null (JSON's spelling) for the default */
+        v.kind = strcmp(s, "null") == 0 ? V_NULL : V_STRING;
         break;
     case K_BETAS:
         return set_betas(c, k, s);
@@ -1098,6 +1229,14 @@ static zc_status check_fields(const ctx *c, const zc_config *cfg)
                           k->path, (int)t);
             break;
         }
+        case K_DTYPE: {
+            zc_dtype t = *(const zc_dtype *)f;
+            if (t != ZC_DTYPE_DEFAULT && t != ZC_FP32 && t != ZC_BF16 && t != ZC_FP16)
+                rc = fail(c, ZC_EINVAL,
+                          "%s: expected one of fp32, bf16, fp16 or null, got enum value %d",
+                          k->path, (int)t);
+            break;
+        }
         default:
             break; /* K_U64: every value is valid; K_BOOL: likewise */
         }
@@ -1110,6 +1249,39 @@ static zc_status check_fields(const ctx *c, const zc_config *cfg)
         rc = check_num(c, &BETA, path, v, text);
     }
     return rc;
+}
+
+/* The K_PRECISION keys that enable dt, for messages: "bf16.enabled (or bfloat16.enabled)". */
+static const char *precision_keys(char *buf, size_t cap, zc_dtype dt)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < NKEYS; i++)
+        if (KEYS[i].kind == K_PRECISION && KEYS[i].dt == dt && n < cap)
+            n += (size_t)snprintf(buf + n, cap - n, n ? " (or %s)" : "%s", KEYS[i].path);
+    return buf;
+}
+
+/* dtype is one stored type, and it agrees with the enabled keys; at most one is enabled. */
+static zc_status check_precision(const ctx *c, const zc_config *cfg)
+{
+    char a[96], b[96];
+    if (cfg->dtype != ZC_FP32 && cfg->dtype != ZC_BF16 && cfg->dtype != ZC_FP16)
+        return fail(c, ZC_EINVAL, "dtype (fp16.enabled / bf16.enabled) must be fp32, bf16 or "
+                    "fp16, got enum value %d", (int)cfg->dtype);
+    if (cfg->fp16_enabled && cfg->bf16_enabled)
+        return fail(c, ZC_EINVAL,
+                    "%s and %s cannot both be true: bfloat16 and fp16 modes cannot be "
+                    "simultaneously enabled",
+                    precision_keys(a, sizeof a, ZC_FP16), precision_keys(b, sizeof b, ZC_BF16));
+    for (size_t i = 0; i < NKEYS; i++) {
+        const key_spec *k = &KEYS[i];
+        if (k->kind == K_PRECISION && *(const bool *)((const char *)cfg + k->off) &&
+            cfg->dtype != k->dt) /* only by hand: the loaders keep them in step */
+            return fail(c, ZC_EINVAL, "%s is true but dtype is %s", k->path,
+                        zc_dtype_name(cfg->dtype));
+    }
+    return ZC_OK;
 }
 
 zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
@@ -1129,6 +1301,21 @@ zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
         return fail(&c, ZC_EINVAL,
                     "optimizer.params.adam_w_mode is false but optimizer.type is AdamW, whose "
                     "weight decay is always decoupled; use type Adam for L2 weight decay");
+    rc = check_precision(&c, cfg);
+    if (rc)
+        return rc;
+    /* Dynamic loss scaling starts at 2^initial_scale_power and never goes below min_loss_scale;
+     * a minimum above the start contradicts it. Ignored, as by DeepSpeed, when fp16 is off. */
+    if (cfg->dtype == ZC_FP16 && cfg->loss_scale == 0 &&
+        cfg->min_loss_scale > ldexp(1.0, cfg->initial_scale_power)) {
+        char min[40], start[40];
+        fmt_double(min, sizeof min, cfg->min_loss_scale);
+        fmt_double(start, sizeof start, ldexp(1.0, cfg->initial_scale_power));
+        return fail(&c, ZC_EINVAL,
+                    "fp16.min_loss_scale %s must be <= 2^fp16.initial_scale_power = 2^%d = %s, "
+                    "where dynamic loss scaling starts",
+                    min, cfg->initial_scale_power, start);
+    }
     if (cfg->train_batch_size != 0) {
         int64_t per_step = (int64_t)cfg->micro_batch * cfg->grad_accum; /* < 2^62 */
         if (per_step > INT64_MAX / world_size || per_step * world_size != cfg->train_batch_size) {
@@ -1228,9 +1415,18 @@ static bool add_double_item(cJSON *arr, double v)
     return cJSON_AddItemToArray(arr, cJSON_CreateRaw(buf));
 }
 
+/* A K_DTYPE value: its name, or null for ZC_DTYPE_DEFAULT (which reads back as the default). */
+static bool add_dtype(cJSON *obj, const char *name, zc_dtype t)
+{
+    if (t == ZC_DTYPE_DEFAULT)
+        return cJSON_AddNullToObject(obj, name) != NULL;
+    return cJSON_AddStringToObject(obj, name, zc_dtype_name(t)) != NULL;
+}
+
 char *zc_config_to_json(const zc_config *cfg)
 {
-    cJSON *root, *opt = NULL, *params = NULL, *betas = NULL, *zero = NULL;
+    cJSON *root, *opt = NULL, *params = NULL, *betas = NULL, *zero = NULL, *fp16 = NULL,
+                 *bf16 = NULL, *types = NULL;
     char seed[32];
     char *out = NULL;
     bool ok;
@@ -1266,6 +1462,22 @@ char *zc_config_to_json(const zc_config *cfg)
     ok = ok && add_i64(zero, "stage3_max_live_parameters", cfg->max_live_parameters);
     ok = ok && cJSON_AddTrueToObject(zero, "overlap_comm") != NULL;
     ok = ok && cJSON_AddTrueToObject(zero, "contiguous_gradients") != NULL;
+
+    ok = ok && (fp16 = cJSON_AddObjectToObject(root, "fp16")) != NULL;
+    ok = ok && cJSON_AddBoolToObject(fp16, "enabled", cfg->dtype == ZC_FP16) != NULL;
+    ok = ok && add_double(fp16, "loss_scale", cfg->loss_scale);
+    ok = ok && add_i64(fp16, "initial_scale_power", cfg->initial_scale_power);
+    ok = ok && add_i64(fp16, "loss_scale_window", cfg->loss_scale_window);
+    ok = ok && add_i64(fp16, "hysteresis", cfg->hysteresis);
+    ok = ok &&
+         cJSON_AddBoolToObject(fp16, "consecutive_hysteresis", cfg->consecutive_hysteresis) != NULL;
+    ok = ok && add_double(fp16, "min_loss_scale", cfg->min_loss_scale);
+    ok = ok && cJSON_AddFalseToObject(fp16, "auto_cast") != NULL;
+    ok = ok && (bf16 = cJSON_AddObjectToObject(root, "bf16")) != NULL;
+    ok = ok && cJSON_AddBoolToObject(bf16, "enabled", cfg->dtype == ZC_BF16) != NULL;
+    ok = ok && add_dtype(root, "communication_data_type", cfg->comm_dtype);
+    ok = ok && (types = cJSON_AddObjectToObject(root, "data_types")) != NULL;
+    ok = ok && add_dtype(types, "grad_accum_dtype", cfg->grad_accum_dtype);
 
     if (ok)
         out = cJSON_Print(root);

@@ -23,13 +23,23 @@
  *
  * Prefetch (stage 3). The first micro-batch records the sequence of acquires; afterwards each
  * acquire starts gathers for the next units of that sequence, up to stage3_prefetch_bucket_size
- * elements in flight and stage3_max_live_parameters gathered in total. */
+ * elements in flight and stage3_max_live_parameters gathered in total.
+ *
+ * Mixed precision. Parameters are stored (and gathered) in pdt, gradients in gdt (stored, and
+ * the reduce-scatter's output), sent in cdt; the optimizer range gets an fp32 master copy next to
+ * m and v. The model sees fp32 only: acquire widens the unit into `view`; its gradients go into
+ * the fp32 `grad_work`, which is scaled (fp16), rounded to gdt and then to cdt on its way to the
+ * reduce-scatter; the reduce-scatter sums in fp32 and rounds once. The step widens gradient
+ * chunks for the same optimizer kernels, updates the master, and rounds it into the 16-bit
+ * parameters. Every stage applies these roundings to the same elements in the same order, so
+ * stages still agree bitwise. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/init_values.h"
+#include "engine/loss_scale.h"
 #include "util/sha256.h"
 #include "zeroc/engine.h"
 #include "zeroc/optim.h"
@@ -43,16 +53,21 @@ typedef struct {
 
 typedef struct {
     zc_unit_info info;
-    float *full;       /* stages 0–2: params (persistent); stage 3: gathered copy (working) */
-    float *shard_p;    /* stage 3: this rank's parameter shard */
-    float *grad_full;  /* stages 0–1: persistent; stages 2–3: working, during backward */
-    float *grad_shard; /* stages 2–3: this rank's reduced gradient shard */
+    void *full;        /* pdt. stages 0–2: params (persistent); stage 3: gathered copy (working) */
+    void *shard_p;     /* pdt. stage 3: this rank's parameter shard */
+    float *view;       /* mixed: the params in fp32 while acquired (working) */
+    void *grad_full;   /* gdt. stages 0–1: gradients (persistent) */
+    float *grad_work;  /* the model's fp32 gradients, unless it writes grad_full (working) */
+    void *grad_shard;  /* gdt. stages 2–3: this rank's reduced gradient shard */
+    float *master;     /* mixed: fp32 master copy of the optimizer range */
     float *m, *v;      /* optimizer moments (v unused by SGD) */
-    size_t opt_n;      /* elements in each of m, v */
+    size_t opt_n;      /* elements in each of master, m, v */
     bool acquired;
     zc_comm_req *gather; /* stage 3: a gather in flight into full */
     bool ready;          /* grads_ready called in this micro-batch */
 } unit_t;
+
+enum { CHUNK = 2048 }; /* elements converted at a time through a stack buffer */
 
 enum { EV_ACQUIRE = 1, EV_RELEASE, EV_GRADS_READY };
 enum { OP_GATHER = 1, OP_REDUCE_SCATTER, OP_GATHER_GRADS, OP_GATHER_PARAMS, OP_STEP, OP_EXPORT };
@@ -76,8 +91,14 @@ struct zc_engine {
     double lr;
     int64_t step; /* optimizer steps completed */
     int micro;    /* micro-batches completed in the current step */
-    /* reduce-scatter: one slot (send + receive staging), one chunk in flight */
-    float *rs_send, *rs_recv;
+    /* precision */
+    zc_dtype pdt, gdt, cdt; /* stored params, stored grads, reduce-scatter elements */
+    size_t ps, gs, cs;      /* their sizes in bytes */
+    bool mixed;             /* 16-bit params with an fp32 master copy */
+    bool direct_grads;      /* the model accumulates straight into grad_full (fp32, stages 0–1) */
+    zc_loss_scaler scaler;
+    /* reduce-scatter: one slot (send + receive staging, cdt), one chunk in flight */
+    void *rs_send, *rs_recv;
     size_t rs_cols;
     zc_comm_req *rs_req;
     int rs_next; /* index into the static order (reverse registration) */
@@ -134,21 +155,36 @@ static void record(zc_engine *e, int ev, int u)
     e->last_unit = u;
 }
 
-static void *alloc_f(zc_engine *e, zc_mem_category cat, size_t n)
+/* n elements of es bytes, in the ledger under cat */
+static void *alloc_b(zc_engine *e, zc_mem_category cat, size_t n, size_t es)
 {
-    return zc_mem_alloc(e->mem, cat, n * sizeof(float));
+    return zc_mem_alloc(e->mem, cat, n * es);
+}
+
+static void free_b(zc_engine *e, zc_mem_category cat, void *pp, size_t n, size_t es)
+{
+    void **p = pp;
+    zc_mem_free(e->mem, cat, *p, n * es);
+    *p = NULL;
+}
+
+static float *alloc_f(zc_engine *e, zc_mem_category cat, size_t n)
+{
+    return alloc_b(e, cat, n, sizeof(float));
 }
 
 static void free_f(zc_engine *e, zc_mem_category cat, float **p, size_t n)
 {
-    zc_mem_free(e->mem, cat, *p, n * sizeof(float));
-    *p = NULL;
+    free_b(e, cat, p, n, sizeof(float));
 }
 
-static zc_status oom(zc_engine *e, zc_err *err, const char *what, int u, size_t n)
+/* element i of a buffer of es-byte elements */
+static void *at(void *base, size_t i, size_t es) { return (char *)base + i * es; }
+
+static zc_status oom(zc_engine *e, zc_err *err, const char *what, int u, size_t bytes)
 {
     return zc_err_set(err, ZC_ENOMEM, "rank %d: out of memory allocating %s for unit '%s' (%zu bytes)",
-                      e->rank, what, unit_name(e, u), n * sizeof(float));
+                      e->rank, what, unit_name(e, u), bytes);
 }
 
 /* Every rank states where it is; all ranks fail alike if any differs from rank 0. */
@@ -205,6 +241,15 @@ zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm,
     e->stage = cfg->stage;
     e->lr = cfg->lr;
     e->last_unit = -1;
+    e->pdt = cfg->dtype;
+    e->gdt = zc_config_grad_dtype(cfg);
+    e->cdt = zc_config_comm_dtype(cfg);
+    e->ps = (size_t)zc_dtype_size(e->pdt);
+    e->gs = (size_t)zc_dtype_size(e->gdt);
+    e->cs = (size_t)zc_dtype_size(e->cdt);
+    e->mixed = e->pdt != ZC_FP32;
+    e->direct_grads = e->stage <= 1 && e->gdt == ZC_FP32;
+    zc_loss_scaler_init(&e->scaler, cfg);
     zc_comm_set_timeout(comm, cfg->comm_timeout_s);
     *out = e;
     return ZC_OK;
@@ -276,10 +321,11 @@ static zc_status agreement_check(zc_engine *e, zc_err *err)
     const zc_config *c = &e->cfg;
     uint64_t h[2] = {0xcbf29ce484222325ULL, 0xcbf29ce484222325ULL};
     const double d[] = {c->grad_clip, c->lr, c->beta1, c->beta2, c->eps, c->weight_decay,
-                        c->momentum, c->comm_timeout_s};
+                        c->momentum, c->comm_timeout_s, c->loss_scale, c->min_loss_scale};
     const int64_t i[] = {c->micro_batch, c->grad_accum, c->optim, c->adam_w_mode, c->stage,
                          c->reduce_bucket_size, c->prefetch_bucket_size, c->max_live_parameters,
-                         (int64_t)c->seed};
+                         (int64_t)c->seed, e->pdt, e->gdt, e->cdt, c->initial_scale_power,
+                         c->loss_scale_window, c->hysteresis, c->consecutive_hysteresis};
     h[0] = fnv(fnv(h[0], d, sizeof d), i, sizeof i);
     for (int u = 0; u < e->nunits; u++)
         h[1] = fnv(h[1], &e->units[u].info.numel, sizeof(size_t));
@@ -309,6 +355,21 @@ static size_t opt_moments(const zc_config *cfg)
     return 2;
 }
 
+/* Initial values of unit i's elements [lo, lo + n) into dst[0..n) (zero in the padding). */
+static void init_values(const zc_engine *e, int i, size_t lo, size_t n, float *dst)
+{
+    const unit_t *u = &e->units[i];
+    size_t hi = lo + n;
+    memset(dst, 0, n * sizeof(float));
+    for (int pi = u->info.first_param; pi < u->info.first_param + u->info.nparams; pi++) {
+        const param_t *p = &e->params[pi];
+        size_t a = p->info.offset, b = a + p->info.numel;
+        size_t from = a > lo ? a : lo, to = b < hi ? b : hi;
+        if (from < to)
+            zc_init_fill(dst + (from - lo), from - a, to - from, e->cfg.seed, pi, p->init);
+    }
+}
+
 zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
 {
     ZC_ASSERT(!e->finalized && e->nunits > 0);
@@ -323,38 +384,45 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
     }
     size_t bucket_cols = (size_t)e->cfg.reduce_bucket_size / n;
     e->rs_cols = bucket_cols < 1 ? 1 : bucket_cols < max_shard ? bucket_cols : max_shard;
-    e->rs_send = alloc_f(e, ZC_MEM_COMM, n * e->rs_cols);
-    e->rs_recv = alloc_f(e, ZC_MEM_COMM, n * e->rs_cols);
+    e->rs_send = alloc_b(e, ZC_MEM_COMM, n * e->rs_cols, e->cs);
+    e->rs_recv = alloc_b(e, ZC_MEM_COMM, n * e->rs_cols, e->cs);
     if (!e->rs_send || !e->rs_recv)
-        return oom(e, err, "reduce-scatter staging", -1, 2 * n * e->rs_cols);
+        return oom(e, err, "reduce-scatter staging", -1, 2 * n * e->rs_cols * e->cs);
 
     size_t moments = opt_moments(&e->cfg);
     for (int i = 0; i < e->nunits; i++) {
         unit_t *u = &e->units[i];
         size_t S = u->info.shard, P = u->info.padded;
         u->opt_n = e->stage == 0 ? P : S;
-        if (e->stage <= 2 && !(u->full = alloc_f(e, ZC_MEM_PARAMS, P)))
-            return oom(e, err, "parameters", i, P);
-        if (e->stage == 3 && !(u->shard_p = alloc_f(e, ZC_MEM_PARAMS, S)))
-            return oom(e, err, "parameter shard", i, S);
-        if (e->stage <= 1 && !(u->grad_full = alloc_f(e, ZC_MEM_GRADS, P)))
-            return oom(e, err, "gradients", i, P);
-        if (e->stage >= 2 && !(u->grad_shard = alloc_f(e, ZC_MEM_GRADS, S)))
-            return oom(e, err, "gradient shard", i, S);
+        if (e->stage <= 2 && !(u->full = alloc_b(e, ZC_MEM_PARAMS, P, e->ps)))
+            return oom(e, err, "parameters", i, P * e->ps);
+        if (e->stage == 3 && !(u->shard_p = alloc_b(e, ZC_MEM_PARAMS, S, e->ps)))
+            return oom(e, err, "parameter shard", i, S * e->ps);
+        if (e->stage <= 1 && !(u->grad_full = alloc_b(e, ZC_MEM_GRADS, P, e->gs)))
+            return oom(e, err, "gradients", i, P * e->gs);
+        if (e->stage >= 2 && !(u->grad_shard = alloc_b(e, ZC_MEM_GRADS, S, e->gs)))
+            return oom(e, err, "gradient shard", i, S * e->gs);
+        if (e->mixed && !(u->master = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
+            return oom(e, err, "fp32 master parameters", i, u->opt_n * sizeof(float));
         if (moments >= 1 && !(u->m = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
-            return oom(e, err, "optimizer state", i, u->opt_n);
+            return oom(e, err, "optimizer state", i, u->opt_n * sizeof(float));
         if (moments >= 2 && !(u->v = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
-            return oom(e, err, "optimizer state", i, u->opt_n);
+            return oom(e, err, "optimizer state", i, u->opt_n * sizeof(float));
         /* Initial values: stages 0–2 fill the whole unit (every rank computes the same values,
-         * no communication); stage 3 fills only the owned slice. Padding stays zero. */
+         * no communication), stage 3 only the owned slice; the master copy its range, the
+         * 16-bit parameters the same values rounded. Padding stays zero. */
         size_t lo = e->stage == 3 ? (size_t)e->rank * S : 0, hi = e->stage == 3 ? lo + S : P;
-        float *dst = e->stage == 3 ? u->shard_p - lo : u->full;
-        for (int pi = u->info.first_param; pi < u->info.first_param + u->info.nparams; pi++) {
-            const param_t *p = &e->params[pi];
-            size_t a = p->info.offset, b = a + p->info.numel;
-            size_t from = a > lo ? a : lo, to = b < hi ? b : hi;
-            if (from < to)
-                zc_init_fill(dst + from, from - a, to - from, e->cfg.seed, pi, p->init);
+        if (e->mixed) {
+            init_values(e, i, u->opt_n == P ? 0 : (size_t)e->rank * S, u->opt_n, u->master);
+            float chunk[CHUNK];
+            for (size_t o = lo; o < hi; o += CHUNK) {
+                size_t k = hi - o < CHUNK ? hi - o : CHUNK;
+                init_values(e, i, o, k, chunk);
+                zc_dtype_narrow(e->pdt, chunk, at(e->stage == 3 ? u->shard_p : u->full, o - lo,
+                                                  e->ps), k);
+            }
+        } else {
+            init_values(e, i, lo, hi - lo, e->stage == 3 ? u->shard_p : u->full);
         }
     }
     e->finalized = true;
@@ -374,15 +442,18 @@ void zc_engine_destroy(zc_engine *e)
         size_t S = u->info.shard, P = u->info.padded;
         if (u->gather) /* a prefetch nobody used: let it land before freeing its buffer */
             zc_comm_wait(e->comm, u->gather, NULL);
-        free_f(e, e->stage == 3 ? ZC_MEM_WORKING : ZC_MEM_PARAMS, &u->full, P);
-        free_f(e, ZC_MEM_PARAMS, &u->shard_p, S);
-        free_f(e, e->stage <= 1 ? ZC_MEM_GRADS : ZC_MEM_WORKING, &u->grad_full, P);
-        free_f(e, ZC_MEM_GRADS, &u->grad_shard, S);
+        free_b(e, e->stage == 3 ? ZC_MEM_WORKING : ZC_MEM_PARAMS, &u->full, P, e->ps);
+        free_b(e, ZC_MEM_PARAMS, &u->shard_p, S, e->ps);
+        free_f(e, ZC_MEM_WORKING, &u->view, P);
+        free_b(e, ZC_MEM_GRADS, &u->grad_full, P, e->gs);
+        free_f(e, ZC_MEM_WORKING, &u->grad_work, P);
+        free_b(e, ZC_MEM_GRADS, &u->grad_shard, S, e->gs);
+        free_f(e, ZC_MEM_OPTIMIZER, &u->master, u->opt_n);
         free_f(e, ZC_MEM_OPTIMIZER, &u->m, u->opt_n);
         free_f(e, ZC_MEM_OPTIMIZER, &u->v, u->opt_n);
     }
-    free_f(e, ZC_MEM_COMM, &e->rs_send, n * e->rs_cols);
-    free_f(e, ZC_MEM_COMM, &e->rs_recv, n * e->rs_cols);
+    free_b(e, ZC_MEM_COMM, &e->rs_send, n * e->rs_cols, e->cs);
+    free_b(e, ZC_MEM_COMM, &e->rs_recv, n * e->rs_cols, e->cs);
     free(e->units);
     free(e->params);
     free(e->trace);
@@ -394,6 +465,7 @@ void zc_engine_destroy(zc_engine *e)
 int zc_engine_num_units(const zc_engine *e) { return e->nunits; }
 int zc_engine_num_params(const zc_engine *e) { return e->nparams; }
 int zc_engine_stage(const zc_engine *e) { return e->stage; }
+zc_dtype zc_engine_dtype(const zc_engine *e) { return e->pdt; }
 int zc_engine_rank(const zc_engine *e) { return e->rank; }
 int zc_engine_world_size(const zc_engine *e) { return e->nranks; }
 int64_t zc_engine_steps_done(const zc_engine *e) { return e->step; }
@@ -434,6 +506,8 @@ zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *nume
         numel[i] = e->units[i].info.numel;
     zc_estimate_in in = {.unit_numel = numel, .nunits = e->nunits, .nranks = e->nranks,
                          .stage = stage, .moment_floats = (int)opt_moments(&e->cfg),
+                         .param_bytes = (int)e->ps, .grad_bytes = (int)e->gs,
+                         .comm_elem_bytes = (int)e->cs,
                          .reduce_bucket_size = e->cfg.reduce_bucket_size,
                          .prefetch_bucket_size = e->cfg.prefetch_bucket_size,
                          .max_live_parameters = e->cfg.max_live_parameters};
@@ -469,34 +543,84 @@ static zc_status progress(zc_engine *e, zc_err *err)
     return ZC_OK;
 }
 
+/* The loss scale the model's fp32 gradients are multiplied by before they are rounded. */
+static float grad_scale(const zc_engine *e) { return (float)e->scaler.scale; }
+
+/* n of the model's fp32 gradients as the stored gradient type would hold them: scaled by the
+ * loss scale, rounded to gdt and widened back (in place). */
+static void as_stored(const zc_engine *e, float *x, size_t n)
+{
+    float scale = grad_scale(e);
+    if (scale != 1.0f)
+        for (size_t i = 0; i < n; i++)
+            x[i] *= scale;
+    if (e->gdt != ZC_FP32) {
+        uint16_t h[CHUNK];
+        for (size_t o = 0; o < n; o += CHUNK) {
+            size_t k = n - o < CHUNK ? n - o : CHUNK;
+            zc_dtype_narrow(e->gdt, x + o, h, k);
+            zc_dtype_widen(e->gdt, h, x + o, k);
+        }
+    }
+}
+
+/* n gradient elements into the send staging as cdt. From grad_work (src_fp32 = the model's
+ * values: scaled and rounded to gdt first, as stages 0–1 store them) or from stored gdt values
+ * (grad_full: already scaled, except when the model wrote it directly in fp32); NULL: zeros. */
+static void pack(const zc_engine *e, void *dst, const void *src, bool from_model, size_t n)
+{
+    zc_dtype st = from_model ? ZC_FP32 : e->gdt;
+    bool unscaled = from_model || e->direct_grads;
+    if (!src) {
+        memset(dst, 0, n * e->cs);
+        return;
+    }
+    if (st == e->cdt && !(unscaled && grad_scale(e) != 1.0f) &&
+        !(from_model && e->gdt != ZC_FP32)) {
+        memcpy(dst, src, n * e->cs);
+        return;
+    }
+    float x[CHUNK];
+    for (size_t o = 0; o < n; o += CHUNK) {
+        size_t k = n - o < CHUNK ? n - o : CHUNK;
+        zc_dtype_widen(st, at((void *)src, o, st == ZC_FP32 ? 4 : 2), x, k);
+        if (unscaled)
+            as_stored(e, x, k);
+        zc_dtype_narrow(e->cdt, x, at(dst, o, e->cs), k);
+    }
+}
+
 /* Reduce-scatters unit i's gradients into its owner shard, chunk by chunk. */
 static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
 {
     unit_t *u = &e->units[i];
     size_t S = u->info.shard, n = (size_t)e->nranks;
+    bool from_model = e->stage >= 2;
+    const void *src = from_model ? (const void *)u->grad_work : u->grad_full;
+    size_t src_es = from_model ? sizeof(float) : e->gs;
     zc_status st = lockstep_check(e, OP_REDUCE_SCATTER, i, err);
     for (size_t off = 0; !st && off < S; off += e->rs_cols) {
         size_t len = S - off < e->rs_cols ? S - off : e->rs_cols;
         if ((st = rs_finish(e, err)))
             break;
-        for (size_t j = 0; j < n; j++) {
-            if (u->grad_full)
-                memcpy(e->rs_send + j * len, u->grad_full + j * S + off, len * sizeof(float));
-            else /* grads_ready without any gradient written: zeros */
-                memset(e->rs_send + j * len, 0, len * sizeof(float));
-        }
-        float *out;
+        for (size_t j = 0; j < n; j++) /* no gradient written (src NULL): zeros */
+            pack(e, at(e->rs_send, j * len, e->cs),
+                 src ? at((void *)src, j * S + off, src_es) : NULL, from_model, len);
+        void *out;
         int accumulate = 0;
         if (e->stage <= 1) {
-            out = u->grad_full + (size_t)e->rank * S + off;
+            out = at(u->grad_full, (size_t)e->rank * S + off, e->gs);
         } else {
-            out = u->grad_shard + off;
+            out = at(u->grad_shard, off, e->gs);
             accumulate = e->micro > 0;
-            if (off + len == S) /* copied out: the full-unit gradient can go */
-                free_f(e, ZC_MEM_WORKING, &u->grad_full, u->info.padded);
+            if (off + len == S) { /* copied out: the full-unit gradient can go */
+                free_f(e, ZC_MEM_WORKING, &u->grad_work, u->info.padded);
+                src = NULL;
+            }
         }
-        st = zc_comm_reduce_scatter_start(e->comm, e->rs_send, e->rs_recv, len, out, accumulate,
-                                          label(e, i), &e->rs_req, err);
+        st = zc_comm_reduce_scatter_start_t(e->comm, e->cdt, e->rs_send, e->rs_recv, len,
+                                            e->gdt, out, accumulate, label(e, i), &e->rs_req,
+                                            err);
     }
     return st;
 }
@@ -528,12 +652,12 @@ static zc_status gather_start(zc_engine *e, int i, zc_err *err)
     zc_status st = lockstep_check(e, OP_GATHER, i, err);
     if (st)
         return st;
-    if (!(u->full = alloc_f(e, ZC_MEM_WORKING, P)))
-        return oom(e, err, "gathered parameters", i, P);
-    memcpy(u->full + (size_t)e->rank * S, u->shard_p, S * sizeof(float));
-    st = zc_comm_all_gather_start(e->comm, u->full, S, label(e, i), &u->gather, err);
+    if (!(u->full = alloc_b(e, ZC_MEM_WORKING, P, e->ps)))
+        return oom(e, err, "gathered parameters", i, P * e->ps);
+    memcpy(at(u->full, (size_t)e->rank * S, e->ps), u->shard_p, S * e->ps);
+    st = zc_comm_all_gather_start_t(e->comm, e->pdt, u->full, S, label(e, i), &u->gather, err);
     if (st)
-        free_f(e, ZC_MEM_WORKING, &u->full, P);
+        free_b(e, ZC_MEM_WORKING, &u->full, P, e->ps);
     else
         e->gathered_elems += (int64_t)P;
     return st;
@@ -555,7 +679,7 @@ static zc_status prefetch(zc_engine *e, zc_err *err)
             inflight += (int64_t)e->units[i].info.padded;
     for (int k = e->trace_pos; k < e->trace_len; k++) {
         unit_t *w = &e->units[e->trace[k]];
-        if (w->full) /* live or already on its way */
+        if (w->full || w->view) /* live or already on its way */
             continue;
         int64_t P = (int64_t)w->info.padded;
         if (inflight + P > e->cfg.prefetch_bucket_size ||
@@ -569,6 +693,17 @@ static zc_status prefetch(zc_engine *e, zc_err *err)
     return ZC_OK;
 }
 
+/* Mixed precision: the unit's 16-bit parameters (full) widened into the fp32 view. */
+static zc_status make_view(zc_engine *e, int i, zc_err *err)
+{
+    unit_t *u = &e->units[i];
+    size_t P = u->info.padded;
+    if (!(u->view = alloc_f(e, ZC_MEM_WORKING, P)))
+        return oom(e, err, "the fp32 view of the parameters", i, P * sizeof(float));
+    zc_dtype_widen(e->pdt, u->full, u->view, P);
+    return ZC_OK;
+}
+
 zc_status zc_engine_acquire(zc_engine *e, int i, zc_err *err)
 {
     ZC_ASSERT(e->finalized && i >= 0 && i < e->nunits && !e->units[i].acquired);
@@ -576,6 +711,8 @@ zc_status zc_engine_acquire(zc_engine *e, int i, zc_err *err)
     record(e, EV_ACQUIRE, i);
     zc_status st = progress(e, err);
     if (st || e->stage < 3) {
+        if (!st && e->mixed)
+            st = make_view(e, i, err);
         u->acquired = !st;
         return st;
     }
@@ -592,6 +729,10 @@ zc_status zc_engine_acquire(zc_engine *e, int i, zc_err *err)
         st = gather_start(e, i, err);
     if (!st)
         st = gather_wait(e, i, err);
+    if (!st && e->mixed) { /* the fp32 view replaces the gathered 16-bit copy */
+        st = make_view(e, i, err);
+        free_b(e, ZC_MEM_WORKING, &u->full, u->info.padded, e->ps);
+    }
     if (!st && e->trace_done && e->trace_pos >= 0)
         st = prefetch(e, err);
     u->acquired = !st;
@@ -604,8 +745,9 @@ zc_status zc_engine_release(zc_engine *e, int i, zc_err *err)
     unit_t *u = &e->units[i];
     record(e, EV_RELEASE, i);
     u->acquired = false;
+    free_f(e, ZC_MEM_WORKING, &u->view, u->info.padded);
     if (e->stage == 3) {
-        free_f(e, ZC_MEM_WORKING, &u->full, u->info.padded);
+        free_b(e, ZC_MEM_WORKING, &u->full, u->info.padded, e->ps);
         e->gathered_elems -= (int64_t)u->info.padded;
     }
     return progress(e, err);
@@ -615,8 +757,9 @@ float *zc_engine_param(zc_engine *e, int param)
 {
     ZC_ASSERT(param >= 0 && param < e->nparams);
     const zc_param_info *p = &e->params[param].info;
-    ZC_ASSERT(e->units[p->unit].acquired);
-    return e->units[p->unit].full + p->offset;
+    const unit_t *u = &e->units[p->unit];
+    ZC_ASSERT(u->acquired);
+    return (e->mixed ? u->view : (float *)u->full) + p->offset;
 }
 
 float *zc_engine_grad(zc_engine *e, int param)
@@ -625,47 +768,115 @@ float *zc_engine_grad(zc_engine *e, int param)
     const zc_param_info *p = &e->params[param].info;
     unit_t *u = &e->units[p->unit];
     ZC_ASSERT(!u->ready); /* no gradients after grads_ready in the same micro-batch */
-    if (!u->grad_full && !(u->grad_full = alloc_f(e, ZC_MEM_WORKING, u->info.padded)))
+    if (e->direct_grads)
+        return (float *)u->grad_full + p->offset;
+    if (!u->grad_work && !(u->grad_work = alloc_f(e, ZC_MEM_WORKING, u->info.padded)))
         return NULL;
-    return u->grad_full + p->offset;
+    return u->grad_work + p->offset;
+}
+
+/* Stages 0–1 with 16-bit gradients: the micro-batch's fp32 gradients, scaled and rounded, are
+ * stored into (first micro-batch) or added to (later ones, in fp32, rounded once) grad_full. */
+static void fold_grads(zc_engine *e, unit_t *u)
+{
+    float x[CHUNK], acc[CHUNK];
+    for (size_t o = 0; o < u->info.padded; o += CHUNK) {
+        size_t k = u->info.padded - o < CHUNK ? u->info.padded - o : CHUNK;
+        memcpy(x, u->grad_work + o, k * sizeof(float));
+        as_stored(e, x, k);
+        if (e->micro > 0) {
+            zc_dtype_widen(e->gdt, at(u->grad_full, o, e->gs), acc, k);
+            for (size_t j = 0; j < k; j++)
+                x[j] = acc[j] + x[j];
+        }
+        zc_dtype_narrow(e->gdt, x, at(u->grad_full, o, e->gs), k);
+    }
+    free_f(e, ZC_MEM_WORKING, &u->grad_work, u->info.padded);
 }
 
 zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
 {
     ZC_ASSERT(e->finalized && i >= 0 && i < e->nunits && !e->units[i].ready);
     record(e, EV_GRADS_READY, i);
-    e->units[i].ready = true;
+    unit_t *u = &e->units[i];
+    u->ready = true;
+    if (e->stage <= 1 && u->grad_work)
+        fold_grads(e, u);
     return rs_pump(e, err);
 }
 
 /* ---------- the step ---------- */
 
-static void unit_update(zc_engine *e, unit_t *u, float gscale)
+/* The stored parameters (pdt) matching the optimizer range: everything in stage 0, the owned
+ * shard otherwise. */
+static void *owned_params(const zc_engine *e, const unit_t *u)
 {
-    size_t S = u->info.shard, mine = (size_t)e->rank * S;
-    float *p, *g;
-    size_t n;
-    switch (e->stage) {
-    case 0: p = u->full; g = u->grad_full; n = u->info.padded; break;
-    case 1: p = u->full + mine; g = u->grad_full + mine; n = S; break;
-    case 2: p = u->full + mine; g = u->grad_shard; n = S; break;
-    default: p = u->shard_p; g = u->grad_shard; n = S; break;
-    }
+    size_t mine = (size_t)e->rank * u->info.shard;
+    return e->stage == 0 ? u->full : e->stage == 3 ? u->shard_p : at(u->full, mine, e->ps);
+}
+
+/* This rank's reduced gradients (gdt), the optimizer range's. */
+static void *owned_grads(const zc_engine *e, const unit_t *u)
+{
+    if (e->stage >= 2)
+        return u->grad_shard;
+    return e->stage == 0 ? u->grad_full : at(u->grad_full, (size_t)e->rank * u->info.shard, e->gs);
+}
+
+static void update_kernel(const zc_engine *e, float *p, const float *g, float *m, float *v,
+                          size_t n, float gscale)
+{
     if (e->cfg.optim == ZC_OPTIM_SGD) {
         zc_sgd_hparams h = {e->lr, e->cfg.momentum, e->cfg.weight_decay};
-        zc_sgd_update(p, g, u->m, n, gscale, &h);
+        zc_sgd_update(p, g, m, n, gscale, &h);
     } else {
         zc_adam_hparams h = {.lr = e->lr, .beta1 = e->cfg.beta1, .beta2 = e->cfg.beta2,
                              .eps = e->cfg.eps, .weight_decay = e->cfg.weight_decay,
                              .decoupled = e->cfg.optim == ZC_OPTIM_ADAMW || e->cfg.adam_w_mode,
                              .step = e->step + 1};
-        zc_adam_update(p, g, u->m, u->v, n, gscale, &h);
+        zc_adam_update(p, g, m, v, n, gscale, &h);
     }
 }
 
-static const float *owned_grads(const zc_engine *e, const unit_t *u)
+/* The optimizer over the unit's optimizer range: on the fp32 parameters, or on the master copy
+ * (16-bit gradients widened a chunk at a time: the kernels are elementwise, so chunking does not
+ * change a bit), which is then rounded into the 16-bit parameters. */
+static void unit_update(zc_engine *e, unit_t *u, float gscale)
 {
-    return e->stage <= 1 ? u->grad_full + (size_t)e->rank * u->info.shard : u->grad_shard;
+    size_t n = u->opt_n;
+    float *p = e->mixed ? u->master : owned_params(e, u);
+    const void *g = owned_grads(e, u);
+    if (e->gdt == ZC_FP32) {
+        update_kernel(e, p, g, u->m, u->v, n, gscale);
+    } else {
+        float x[CHUNK];
+        for (size_t o = 0; o < n; o += CHUNK) {
+            size_t k = n - o < CHUNK ? n - o : CHUNK;
+            zc_dtype_widen(e->gdt, at((void *)g, o, e->gs), x, k);
+            update_kernel(e, p + o, x, u->m ? u->m + o : NULL, u->v ? u->v + o : NULL, k,
+                          gscale);
+        }
+    }
+    if (e->mixed)
+        zc_dtype_narrow(e->pdt, p, owned_params(e, u), n);
+}
+
+/* Σ g² over this rank's share of the unit's reduced gradients (its shard: the same elements in
+ * every stage), in double; 16-bit gradients are widened a chunk at a time. */
+static double unit_sum_squares(const zc_engine *e, const unit_t *u)
+{
+    size_t S = u->info.shard;
+    const void *g = e->stage == 0 ? at(u->grad_full, (size_t)e->rank * S, e->gs) : owned_grads(e, u);
+    if (e->gdt == ZC_FP32)
+        return zc_sum_squares(g, S);
+    double sum = 0.0;
+    float x[CHUNK];
+    for (size_t o = 0; o < S; o += CHUNK) {
+        size_t k = S - o < CHUNK ? S - o : CHUNK;
+        zc_dtype_widen(e->gdt, at((void *)g, o, e->gs), x, k);
+        sum += zc_sum_squares(x, k);
+    }
+    return sum;
 }
 
 /* Lets prefetches nobody will use land, frees them, and rewinds the prefetch trace. */
@@ -677,7 +888,7 @@ static zc_status drop_prefetches(zc_engine *e, zc_err *err)
         if (!u->gather)
             continue;
         zc_status st2 = gather_wait(e, i, err);
-        free_f(e, ZC_MEM_WORKING, &u->full, u->info.padded);
+        free_b(e, ZC_MEM_WORKING, &u->full, u->info.padded, e->ps);
         e->gathered_elems -= (int64_t)u->info.padded;
         if (!st)
             st = st2;
@@ -720,6 +931,17 @@ static zc_status end_micro_batch(zc_engine *e, zc_err *err)
     return st ? st : st2;
 }
 
+static void zero_grads(zc_engine *e)
+{
+    for (int i = 0; i < e->nunits; i++) {
+        unit_t *u = &e->units[i];
+        if (e->stage <= 1)
+            memset(u->grad_full, 0, u->info.padded * e->gs);
+        else
+            memset(u->grad_shard, 0, u->info.shard * e->gs);
+    }
+}
+
 zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
 {
     ZC_ASSERT(e->finalized);
@@ -729,6 +951,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     info->step = e->step;
     info->lr = e->lr;
     info->clip_coef = 1.0;
+    info->loss_scale = e->scaler.scale;
     if (st)
         return st;
     if (!boundary) {
@@ -738,17 +961,32 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     /* Stage 0 keeps everything: gather the reduced gradient shards back into full buffers. */
     for (int i = 0; !st && e->stage == 0 && i < e->nunits; i++)
         if (!(st = lockstep_check(e, OP_GATHER_GRADS, i, err)))
-            st = zc_comm_all_gather(e->comm, e->units[i].grad_full, e->units[i].info.shard,
-                                    label(e, i), err);
+            st = zc_comm_all_gather_t(e->comm, e->gdt, e->units[i].grad_full,
+                                      e->units[i].info.shard, label(e, i), err);
     /* Norm of the summed gradient: own shards, units in order, then ranks in order. */
     double local = 0.0, total = 0.0;
     for (int i = 0; i < e->nunits; i++)
-        local += zc_sum_squares(owned_grads(e, &e->units[i]), e->units[i].info.shard);
+        local += unit_sum_squares(e, &e->units[i]);
     if (!st)
         st = zc_comm_sum_f64(e->comm, local, &total, "gradient norm", err);
     if (st)
         return st;
-    double inv = 1.0 / ((double)e->nranks * e->cfg.grad_accum);
+    info->loss_scale = e->scaler.scale;
+    if (e->cfg.dtype == ZC_FP16) {
+        /* inf/nan anywhere makes every rank's total (the same bits everywhere) non-finite */
+        bool overflow = !isfinite(total);
+        if ((st = zc_loss_scaler_update(&e->scaler, &e->cfg, overflow,
+                                        (long long)e->scaler.iter + 1, err)))
+            return st;
+        if (overflow) {
+            zero_grads(e);
+            e->micro = 0;
+            info->skipped = true;
+            info->grad_norm = NAN;
+            return ZC_OK;
+        }
+    }
+    double inv = 1.0 / ((double)e->nranks * e->cfg.grad_accum * info->loss_scale);
     double norm = sqrt(total) * inv, coef = 1.0;
     if (e->cfg.grad_clip > 0.0 && norm > e->cfg.grad_clip)
         coef = e->cfg.grad_clip / (norm + 1e-6);
@@ -764,8 +1002,8 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
                 pending = NULL;
             }
             if (!st && !(st = lockstep_check(e, OP_GATHER_PARAMS, i, err)))
-                st = zc_comm_all_gather_start(e->comm, u->full, u->info.shard, label(e, i),
-                                              &pending, err);
+                st = zc_comm_all_gather_start_t(e->comm, e->pdt, u->full, u->info.shard,
+                                                label(e, i), &pending, err);
         }
     }
     if (pending) {
@@ -773,13 +1011,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
         if (!st)
             st = st2;
     }
-    for (int i = 0; i < e->nunits; i++) {
-        unit_t *u = &e->units[i];
-        if (e->stage <= 1)
-            memset(u->grad_full, 0, u->info.padded * sizeof(float));
-        else
-            memset(u->grad_shard, 0, u->info.shard * sizeof(float));
-    }
+    zero_grads(e);
     e->step++;
     e->micro = 0;
     info->stepped = true;
@@ -801,15 +1033,30 @@ void zc_engine_owned_range(const zc_engine *e, int unit, size_t *first, size_t *
     *n = lo < hi ? hi - lo : 0;
 }
 
-/* Where logical element i of the unit's parameters / moments lives on this rank. */
-static float *param_at(const zc_engine *e, const unit_t *u, size_t i)
+/* Where logical element i of the unit's stored parameters (pdt) / optimizer range lives on
+ * this rank. */
+static void *param_at(const zc_engine *e, const unit_t *u, size_t i)
 {
-    return e->stage <= 2 ? u->full + i : u->shard_p + (i - (size_t)e->rank * u->info.shard);
+    return e->stage <= 2 ? at(u->full, i, e->ps)
+                         : at(u->shard_p, i - (size_t)e->rank * u->info.shard, e->ps);
 }
 
 static size_t moment_index(const zc_engine *e, const unit_t *u, size_t i)
 {
     return e->stage == 0 ? i : i - (size_t)e->rank * u->info.shard;
+}
+
+/* Sets logical elements [first, first + n) of the unit's parameters: the stored values (rounded
+ * in mixed precision) and, where they fall in the optimizer range, the master copy. */
+static void set_params(zc_engine *e, unit_t *u, size_t first, size_t n, const float *src)
+{
+    zc_dtype_narrow(e->pdt, src, param_at(e, u, first), n);
+    if (!e->mixed)
+        return;
+    size_t lo = e->stage == 0 ? 0 : (size_t)e->rank * u->info.shard, hi = lo + u->opt_n;
+    size_t a = first > lo ? first : lo, b = first + n < hi ? first + n : hi;
+    if (a < b)
+        memcpy(u->master + (a - lo), src + (a - first), (b - a) * sizeof(float));
 }
 
 void zc_engine_export_owned(const zc_engine *e, int unit, int kind, size_t off, size_t n,
@@ -819,9 +1066,10 @@ void zc_engine_export_owned(const zc_engine *e, int unit, int kind, size_t off, 
     zc_engine_owned_range(e, unit, &first, &owned_n);
     ZC_ASSERT(off + n <= owned_n && kind >= 0 && kind <= 2);
     const unit_t *u = &e->units[unit];
-    const float *src = kind == 0   ? param_at(e, u, first + off)
-                       : kind == 1 ? (u->m ? u->m + moment_index(e, u, first + off) : NULL)
-                                   : (u->v ? u->v + moment_index(e, u, first + off) : NULL);
+    size_t k = moment_index(e, u, first + off);
+    const float *src = kind == 0   ? (e->mixed ? u->master + k : param_at(e, u, first + off))
+                       : kind == 1 ? (u->m ? u->m + k : NULL)
+                                   : (u->v ? u->v + k : NULL);
     ZC_ASSERT(src || !n);
     if (n)
         memcpy(dst, src, n * sizeof(float));
@@ -846,7 +1094,7 @@ void zc_engine_import(zc_engine *e, int unit, size_t first, size_t n, const floa
     unit_t *u = &e->units[unit];
     if (params) {
         ZC_ASSERT(first >= pf && first + n <= pf + pn);
-        memcpy(param_at(e, u, first), params, n * sizeof(float));
+        set_params(e, u, first, n, params);
     }
     if (m || v)
         ZC_ASSERT(first >= mf && first + n <= mf + mn);
@@ -857,6 +1105,8 @@ void zc_engine_import(zc_engine *e, int unit, size_t first, size_t n, const floa
 }
 
 int zc_engine_moments(const zc_engine *e) { return (int)opt_moments(&e->cfg); }
+const zc_loss_scaler *zc_engine_loss_scaler(const zc_engine *e) { return &e->scaler; }
+void zc_engine_set_loss_scaler(zc_engine *e, const zc_loss_scaler *s) { e->scaler = *s; }
 void zc_engine_set_steps_done(zc_engine *e, int64_t steps) { e->step = steps; }
 
 /* ---------- import and export ---------- */
@@ -883,27 +1133,23 @@ void zc_engine_set_param_values(zc_engine *e, int param, size_t first, size_t n,
     zc_engine_param_owned(e, param, &of, &on);
     ZC_ASSERT(first >= of && first + n <= of + on);
     const zc_param_info *p = &e->params[param].info;
-    unit_t *u = &e->units[p->unit];
-    if (e->stage <= 2)
-        memcpy(u->full + p->offset + first, src, n * sizeof(float));
-    else
-        memcpy(u->shard_p + (p->offset + first - (size_t)e->rank * u->info.shard), src,
-               n * sizeof(float));
+    set_params(e, &e->units[p->unit], p->offset + first, n, src);
 }
 
 zc_status zc_engine_gather_unit(zc_engine *e, int i, float *dst, zc_err *err)
 {
     ZC_ASSERT(e->finalized && i >= 0 && i < e->nunits);
     unit_t *u = &e->units[i];
-    if (e->stage <= 2 || (u->full && !u->gather)) {
-        memcpy(dst, u->full, u->info.padded * sizeof(float));
+    size_t S = u->info.shard;
+    if (e->mixed ? e->stage == 0 : e->stage <= 2 || (u->full && !u->gather)) {
+        memcpy(dst, e->mixed ? u->master : u->full, u->info.padded * sizeof(float));
         return ZC_OK;
     }
     zc_status st = lockstep_check(e, OP_EXPORT, i, err);
     if (st)
         return st;
-    memcpy(dst + (size_t)e->rank * u->info.shard, u->shard_p, u->info.shard * sizeof(float));
-    return zc_comm_all_gather(e->comm, dst, u->info.shard, label(e, i), err);
+    memcpy(dst + (size_t)e->rank * S, e->mixed ? u->master : u->shard_p, S * sizeof(float));
+    return zc_comm_all_gather(e->comm, dst, S, label(e, i), err);
 }
 
 zc_status zc_engine_weights_sha256(zc_engine *e, char hex[65], zc_err *err)

@@ -4,10 +4,12 @@
 #include "zeroc/estimate.h"
 
 static int64_t shard(size_t numel, int n) { return (int64_t)((numel + (size_t)n - 1) / (size_t)n); }
+static int64_t or4(int bytes) { return bytes ? bytes : 4; }
 
 zc_state_bytes zc_estimate_states(const zc_estimate_in *in)
 {
-    const int64_t P = 4, G = 4, K = 4 * (int64_t)in->moment_floats;
+    const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
+    const int64_t K = 4 * (int64_t)in->moment_floats + (P == 4 ? 0 : 4); /* + fp32 master */
     zc_state_bytes b = {0, 0, 0};
     for (int u = 0; u < in->nunits; u++) {
         int64_t S = shard(in->unit_numel[u], in->nranks), full = S * in->nranks;
@@ -28,8 +30,10 @@ int64_t zc_estimate_padded_numel(const zc_estimate_in *in)
 
 int64_t zc_estimate_comm_bytes(const zc_estimate_in *in)
 {
-    int64_t psi = zc_estimate_padded_numel(in);
-    return (in->stage == 3 ? 3 : 2) * 4 * psi / in->nranks * (in->nranks - 1);
+    const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
+    const int64_t C = or4(in->comm_elem_bytes);
+    int64_t per = C + (in->stage == 0 ? G : in->stage == 3 ? 2 * P : P);
+    return per * (zc_estimate_padded_numel(in) / in->nranks) * (in->nranks - 1);
 }
 
 static int64_t max_shard(const zc_estimate_in *in)
@@ -45,19 +49,23 @@ int64_t zc_estimate_comm_staging(const zc_estimate_in *in)
 {
     int64_t cols = in->reduce_bucket_size / in->nranks, S = max_shard(in);
     cols = cols < 1 ? 1 : cols < S ? cols : S;
-    return 2 * 4 * (int64_t)in->nranks * cols;
+    return 2 * or4(in->comm_elem_bytes) * (int64_t)in->nranks * cols;
 }
 
 int64_t zc_estimate_working_bound(const zc_estimate_in *in)
 {
+    const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
     int64_t unit = max_shard(in) * in->nranks;
-    if (in->stage < 2)
-        return 0;
-    if (in->stage == 2)
-        return 4 * 2 * unit; /* the gradient being produced + a tied unit's, kept across backward */
+    /* fp32 views of the acquired units (a tied unit held across a pass, the current one, and
+     * one more while a model hands over between them) */
+    int64_t views = P == 4 ? 0 : 4 * 3 * unit;
+    /* the fp32 gradients being produced + a tied unit's, kept across backward */
+    int64_t grads = in->stage >= 2 || G != 4 ? 4 * 2 * unit : 0;
+    if (in->stage < 3)
+        return views + grads;
     int64_t prefetch = in->prefetch_bucket_size, live = in->max_live_parameters;
     int64_t gathered = 3 * unit + prefetch < live ? 3 * unit + prefetch : live;
     if (gathered < 2 * unit)
         gathered = 2 * unit; /* a unit and its gradient, whatever the caps */
-    return 4 * (gathered + 2 * unit);
+    return P * gathered + views + grads;
 }

@@ -135,3 +135,21 @@ float zc_f16_to_f32_ref(uint16_t h)
         f = from_bits(0x7f800000u | ((uint32_t)m << 13));
     return (h & 0x8000) ? -f : f;
 }
+
+void zc_dtype_widen(zc_dtype t, const void *src, float *dst, size_t n)
+{
+    switch (t) {
+    case ZC_BF16: zc_bf16_to_f32(src, dst, n); break;
+    case ZC_FP16: zc_f16_to_f32(src, dst, n); break;
+    default: memmove(dst, src, n * sizeof(float)); break;
+    }
+}
+
+void zc_dtype_narrow(zc_dtype t, const float *src, void *dst, size_t n)
+{
+    switch (t) {
+    case ZC_BF16: zc_f32_to_bf16(src, dst, n); break;
+    case ZC_FP16: zc_f32_to_f16(src, dst, n); break;
+    default: memmove(dst, src, n * sizeof(float)); break;
+    }
+}

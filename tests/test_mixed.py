@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""test_mixed.py — mixed precision end to end (python3 stdlib only): bf16/fp16 parameters and
+gradients with fp32 master weights, communication_data_type, grad_accum_dtype, fp16 dynamic loss
+scaling, and their checkpoints.
+
+Usage: test_mixed.py ZEROC_BINARY MPIRUN_SH [test-name ...]   (prints "N passed, N failed")
+
+Expected values are computed here from the unit sizes the models register and the paper's
+byte counts (P = G = 2, K = 12 for Adam with an fp32 master copy), never from zeroc's own
+earlier output."""
+import json
+import os
+import struct
+import sys
+
+from harness import Harness, read_safetensors
+
+H_ = Harness(sys.argv[1], sys.argv[2])
+check = H_.check
+H, L = 256, 4          # small MLP: 4 units of 256·256 + 256 parameters
+UNIT = H * H + H
+SIZE = {"fp32": 4, "bf16": 2, "fp16": 2}
+TEXT = ("The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs! "
+        "0123456789 How vexingly quick daft zebras jump; sphinx of black quartz, judge my vow.\n")
+TINY = ["--layers", 2, "--channels", 32, "--heads", 2, "--seq-len", 16, "--micro-batch", 2]
+
+
+def config(name, **keys):
+    path = H_.path(name + ".cfg.json")
+    with open(path, "w") as f:
+        json.dump(keys, f)
+    return path
+
+
+def mlp(n, name, *extra, steps=6, ok=True):
+    rep = H_.path(name + ".json")
+    p = H_.run(n, "train", "--hidden", H, "--layers", L, "--steps", steps, "--micro-batch", 4,
+               "--report", rep, *extra, ok=ok)
+    return (H_.report(name + ".json") if ok else None), p
+
+
+def gpt2_data():
+    prefix = H_.path("text")
+    if not os.path.exists(prefix + "_train.bin"):
+        with open(H_.path("text.txt"), "w") as f:
+            f.write(TEXT * 40)
+        H_.run(1, "prepare", "--text", H_.path("text.txt"), "--out", prefix)
+    return prefix + "_train.bin"
+
+
+def gpt2(n, name, *extra, steps=8):
+    H_.run(n, "train", "--model", "gpt2", "--data", gpt2_data(), "--steps", steps,
+           "--report", H_.path(name + ".json"), *TINY, *extra)
+    return H_.report(name + ".json")
+
+
+def gpt2_units(Lg, C, V, maxT):
+    Vp = (V + 127) // 128 * 128
+    return [Vp * C + maxT * C] + [12 * C * C + 13 * C] * Lg + [2 * C]
+
+
+def want_states(stage, n, units, P, G):
+    """(params, grads, optimizer) bytes per rank: P·Ψ / G·Ψ / (4 master + 8 Adam)·Ψ, full or /N."""
+    full = sum(-(-u // n) * n for u in units)
+    part = full // n
+    K = 8 + (4 if P == 2 else 0)
+    return {0: (P * full, G * full, K * full), 1: (P * full, G * full, K * part),
+            2: (P * full, G * part, K * part), 3: (P * part, G * part, K * part)}[stage]
+
+
+def want_comm(stage, n, units, P, G, C):
+    """Bytes sent per step (ring convention): reduce-scatter in C, then stage 0 all-gathers the
+    reduced gradients (G), stages 1–2 the updated parameters (P), stage 3 gathers the parameters
+    for forward and backward (2P)."""
+    psi = sum(-(-u // n) * n for u in units)
+    per = C + {0: G, 1: P, 2: P, 3: 2 * P}[stage]
+    return per * (n - 1) * psi // n
+
+
+def stages_case(tag, n, units, run, P, G, C):
+    shas = {}
+    for stage in range(4):
+        rep = run(stage)
+        shas[stage] = rep["weights_sha256"]
+        want = want_states(stage, n, units, P, G)
+        for r in rep["memory"]["ranks"]:
+            got = (r["params"], r["grads"], r["optimizer"])
+            check(got == want, f"{tag} N={n} stage {stage} rank {r['rank']}: states {got} != {want}")
+        got_comm = rep["comm"]["bytes_per_step"]["total"]
+        wc = want_comm(stage, n, units, P, G, C)
+        check(got_comm == wc, f"{tag} N={n} stage {stage}: comm/step {got_comm} != {wc}")
+    check(len(set(shas.values())) == 1, f"{tag} N={n}: stages disagree: {shas}")
+    return shas[0]
+
+
+def test_mlp_stages_bitwise_memory_comm():
+    """bf16 and fp16 (and the fp32 gradient / communication variants): stages 0–3 give the same
+    weights bit for bit per N; per-rank states are (2+2+12)Ψ, (2+2)Ψ + 12Ψ/N, 2Ψ + 14Ψ/N and
+    16Ψ/N (padded units) to the byte; comm bytes follow the element sizes actually sent."""
+    units = [UNIT] * L
+    digests = {}
+    for dt in ("bf16", "fp16"):
+        for n in (1, 2, 3, 4):
+            digests[(dt, n)] = stages_case(
+                dt, n, units, lambda s: mlp(n, f"{dt}-n{n}-s{s}", "--dtype", dt, "--stage", s)[0],
+                2, 2, 2)
+    check(digests[("bf16", 2)] != digests[("fp16", 2)], "bf16 and fp16 trained the same bits")
+    variants = {"G=fp32": ({"data_types": {"grad_accum_dtype": "fp32"}}, 2, 4, 2),
+                "C=fp32": ({"communication_data_type": "fp32"}, 2, 2, 4),
+                "G=fp32,C=bf16": ({"data_types": {"grad_accum_dtype": "fp32"},
+                                   "communication_data_type": "bf16"}, 2, 4, 2)}
+    for tag, (keys, P, G, C) in variants.items():
+        cfg = config(tag.replace("=", "").replace(",", "-"), bf16={"enabled": True}, **keys)
+        stages_case(f"bf16 {tag}", 3, units,
+                    lambda s: mlp(3, f"{tag}-s{s}", "--config", cfg, "--stage", s)[0], P, G, C)
+
+
+def test_gpt2_stages_bitwise():
+    """GPT-2 (tiny, tied embeddings, N = 2): stages 0–3 identical in bf16 and in fp16, states
+    and comm by the same formulas; bf16 and fp32 losses of the same 8 steps stay within 2%."""
+    units = gpt2_units(2, 32, 256, 16)
+    for dt in ("bf16", "fp16"):
+        stages_case(f"gpt2 {dt}", 2, units,
+                    lambda s: gpt2(2, f"g-{dt}-s{s}", "--dtype", dt, "--stage", s), 2, 2, 2)
+    a, b = H_.report("g-bf16-s0.json"), gpt2(2, "g-fp32", "--stage", 0)
+    rel = abs(a["loss"][-1] - b["loss"][-1]) / b["loss"][-1]
+    check(rel < 0.02, f"gpt2 bf16 final loss {a['loss'][-1]} vs fp32 {b['loss'][-1]}: {rel:.3%}")
+
+
+def test_master_weights_round_into_params():
+    """Exported weights are the fp32 master copy, not the 16-bit parameters: after training most
+    of them carry mantissa bits below bf16's 7 (the master accumulates updates smaller than a
+    bf16 ulp). The report names the three types."""
+    rep, _ = mlp(2, "m-bf16", "--dtype", "bf16", "--stage", 3, "--save-weights",
+                 H_.path("m-bf16.safetensors"))
+    w = read_safetensors(H_.path("m-bf16.safetensors"))
+    off_grid = sum(1 for t in w.values() for x in t
+                   if struct.unpack("<I", struct.pack("<f", x))[0] & 0xffff)
+    total = sum(len(t) for t in w.values())
+    check(off_grid > total // 2, f"master weights look rounded to bf16: {off_grid}/{total} "
+          "have low mantissa bits")
+    check(rep["dtype"] == "bf16" and rep["grad_accum_dtype"] == "bf16" and
+          rep["communication_data_type"] == "bf16", f"report dtypes: {rep['dtype']}")
+
+
+def test_fp16_overflow_skips_step():
+    """A loss scale of 2^40 overflows fp16 gradients: the step is skipped on every rank (the
+    weights after one step are the initial weights), the scale is halved once the hysteresis is
+    used up (DeepSpeed's rule), and training continues once the scale fits."""
+    cfg = config("ovf", fp16={"enabled": True, "initial_scale_power": 40, "hysteresis": 1})
+    for stage in (0, 3):
+        rep, _ = mlp(2, f"ovf1-s{stage}", "--config", cfg, "--stage", stage, steps=1)
+        check(rep["skipped_steps"] == 1, f"stage {stage}: skipped {rep['skipped_steps']}, want 1")
+        check(rep["weights_sha256"] == rep["initial_weights_sha256"],
+              f"stage {stage}: an overflowed step changed the weights")
+    rep, p = mlp(2, "ovf-long", "--config", cfg, "--stage", 2, steps=40)
+    scales, skipped = rep["loss_scale"], [g is None for g in rep["grad_norm"]]
+    check(sum(skipped) == rep["skipped_steps"] and skipped[0] and not any(skipped[-5:]),
+          f"skipped steps (null grad norms) {skipped} vs {rep['skipped_steps']}")
+    want = [2.0 ** 40]  # hysteresis 1: every overflow halves; no 1000-step window in 40 steps
+    for s in skipped[:-1]:
+        want.append(want[-1] / 2 if s else want[-1])
+    check(scales == want, f"scales {scales} != {want}")
+    check(rep["weights_sha256"] != rep["initial_weights_sha256"], "training never continued")
+    first = skipped.index(False)
+    check(rep["loss"][-1] < rep["loss"][first], f"loss did not fall after the skips: {rep['loss']}")
+    check("overflow: step skipped" in p.stdout, "the step line does not report the skip")
+    # default hysteresis 2: the first overflow only uses up the hysteresis
+    cfg2 = config("ovf2", fp16={"enabled": True, "initial_scale_power": 40})
+    rep, _ = mlp(2, "ovf-h2", "--config", cfg2, "--stage", 1, steps=4)
+    check(rep["loss_scale"][:3] == [2.0 ** 40, 2.0 ** 40, 2.0 ** 39],
+          f"hysteresis 2: scales {rep['loss_scale'][:3]}")
+
+
+def test_fp16_min_scale_stops():
+    """An overflow at fp16.min_loss_scale, or with a static loss scale, stops training with an
+    error naming the key; no weights file is written."""
+    for name, fp16 in (("min", {"enabled": True, "initial_scale_power": 40,
+                                "min_loss_scale": 2.0 ** 38, "hysteresis": 1}),
+                       ("static", {"enabled": True, "loss_scale": 2.0 ** 40})):
+        cfg = config("stop-" + name, fp16=fp16)
+        weights = H_.path(f"stop-{name}.safetensors")
+        _, p = mlp(2, "stop-" + name, "--config", cfg, "--stage", 2, "--save-weights", weights,
+                   steps=10, ok=False)
+        key = "fp16.min_loss_scale" if name == "min" else "fp16.loss_scale"
+        check(p.returncode != 0, f"{name}: exit code 0")
+        check(key in p.stderr and "overflow" in p.stderr, f"{name}: message {p.stderr!r}")
+        check(not os.path.exists(weights), f"{name}: weights written after the error")
+        if name == "min":
+            check("step 3" in p.stderr, f"min: expected to stop at step 3 (2^40, 2^39, 2^38): "
+                  f"{p.stderr!r}")
+
+
+def test_mixed_resume_exact():
+    """Checkpoints of mixed-precision runs hold the fp32 master copy and the loss scaler: 6
+    steps + resume to 12 equal 12 uninterrupted steps bit for bit, also across skipped fp16
+    steps, and a bf16 checkpoint resumes in fp32 (and the reverse) at the master's values."""
+    cfg = config("res", fp16={"enabled": True, "initial_scale_power": 28, "hysteresis": 1})
+    for tag, extra in (("bf16", ["--dtype", "bf16"]), ("fp16", ["--config", cfg])):
+        full, _ = mlp(2, f"res-{tag}-full", *extra, "--stage", 3, steps=12)
+        ck = H_.path(f"ck-{tag}")
+        mlp(2, f"res-{tag}-a", *extra, "--stage", 3, "--save-dir", ck, "--save-every", 6,
+            steps=6)
+        b, _ = mlp(2, f"res-{tag}-b", *extra, "--stage", 1, "--resume", ck, steps=12)
+        check(b["weights_sha256"] == full["weights_sha256"],
+              f"{tag}: resumed run differs from the uninterrupted one")
+        check(b["loss"] == full["loss"][6:], f"{tag}: losses {b['loss']} != {full['loss'][6:]}")
+        if tag == "fp16":
+            check(full["skipped_steps"] > 0, "fp16: the case should skip steps")
+            check(b["loss_scale"] == full["loss_scale"][6:],
+                  f"fp16: scales {b['loss_scale']} != {full['loss_scale'][6:]}")
+            check(b["skipped_steps"] == full["skipped_steps"],
+                  f"fp16: skipped {b['skipped_steps']} != {full['skipped_steps']}")
+    # the checkpoint's weights are fp32 masters: an fp32 run resumes from them exactly
+    a = H_.path("ck-bf16")
+    fp32, _ = mlp(2, "res-bf16-to-fp32", "--stage", 0, "--resume", a, steps=7)
+    check(fp32["initial_weights_sha256"] != fp32["weights_sha256"], "fp32 resume did not train")
+    check(fp32["dtype"] == "fp32", "resumed run's dtype")
+
+
+def test_mixed_bad_config():
+    """Contradictory or invalid precision settings are refused with the key named."""
+    cases = [({"fp16": {"enabled": True}, "bf16": {"enabled": True}}, ["fp16.enabled",
+                                                                       "bf16.enabled"]),
+             ({"communication_data_type": "int8"}, ["communication_data_type", "int8"]),
+             ({"fp16": {"enabled": True, "hysteresis": 0}}, ["fp16.hysteresis"])]
+    for i, (keys, needles) in enumerate(cases):
+        _, p = mlp(1, f"bad{i}", "--config", config(f"bad{i}", **keys), ok=False)
+        check(p.returncode != 0 and all(s in p.stderr for s in needles),
+              f"{keys}: {p.returncode} {p.stderr!r}")
+    _, p = mlp(1, "baddtype", "--dtype", "fp8", ok=False)
+    check(p.returncode != 0 and "--dtype" in p.stderr and "fp8" in p.stderr,
+          f"--dtype fp8: {p.stderr!r}")
+
+
+TESTS = [test_mlp_stages_bitwise_memory_comm, test_gpt2_stages_bitwise,
+         test_master_weights_round_into_params, test_fp16_overflow_skips_step,
+         test_fp16_min_scale_stops, test_mixed_resume_exact, test_mixed_bad_config]
+
+if __name__ == "__main__":
+    H_.main(TESTS, sys.argv[3:])
