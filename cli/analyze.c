@@ -22,7 +22,7 @@
 #include "zeroc/rng.h"
 
 typedef struct {
-    const char *model, *out;
+    const char *model, *out, *dtype;
     int hidden, layers, channels, heads, vocab, seq_len, micro, steps, ranks;
     double lr;
 } analyze_opts;
@@ -60,6 +60,9 @@ static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, anal
     cfg.stage = stage;
     cfg.lr = o->lr;
     cfg.micro_batch = o->micro;
+    cfg.dtype = !strcmp(o->dtype, "bf16") ? ZC_BF16 : !strcmp(o->dtype, "fp16") ? ZC_FP16 : ZC_FP32;
+    cfg.fp16_enabled = cfg.dtype == ZC_FP16;
+    cfg.bf16_enabled = cfg.dtype == ZC_BF16;
     memset(me, 0, sizeof *me);
     reset_peak_rss();
     zc_mem *mem = zc_mem_create();
@@ -194,7 +197,8 @@ static void print_stage(const analyze_stage *s, int nranks, const analyze_stage 
 
 int cmd_analyze(zc_comm *comm, int argc, char **argv)
 {
-    analyze_opts o = {.model = "mlp", .out = "analyze", .hidden = 2048, .channels = 256,
+    analyze_opts o = {.model = "mlp", .out = "analyze", .dtype = "fp32", .hidden = 2048,
+                      .channels = 256,
                       .heads = 4, .vocab = 50257, .seq_len = 128, .steps = 3, .ranks = 4,
                       .lr = 1e-3};
     arg_spec specs[] = {
@@ -209,6 +213,7 @@ int cmd_analyze(zc_comm *comm, int argc, char **argv)
         {"--seq-len", ARG_INT, &o.seq_len, NULL, "gpt2: sequence length (default 128)", NULL},
         {"--micro-batch", ARG_INT, &o.micro, NULL, "per rank (mlp 32, gpt2 4)", NULL},
         {"--steps", ARG_INT, &o.steps, NULL, "steps per stage (default 3)", NULL},
+        {"--dtype", ARG_STR, &o.dtype, NULL, "fp32 (default), bf16 or fp16", NULL},
         {"--out", ARG_STR, &o.out, NULL, "writes OUT.csv and OUT.svg (default analyze)", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
@@ -226,6 +231,9 @@ int cmd_analyze(zc_comm *comm, int argc, char **argv)
     if (!st && strcmp(o.model, "mlp") && strcmp(o.model, "gpt2"))
         st = zc_err_set(&err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)",
                         o.model);
+    if (!st && strcmp(o.dtype, "fp32") && strcmp(o.dtype, "bf16") && strcmp(o.dtype, "fp16"))
+        st = zc_err_set(&err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'",
+                        o.dtype);
     if (!st && (o.hidden < 1 || o.layers < 1 || o.micro < 1 || o.steps < 1 || o.ranks < 1 ||
                 o.channels < 1 || o.heads < 1 || o.vocab < 1 || o.seq_len < 1))
         st = zc_err_set(&err, ZC_EINVAL, "--hidden, --layers, --micro-batch, --steps, --ranks "
@@ -250,11 +258,11 @@ int cmd_analyze(zc_comm *comm, int argc, char **argv)
         snprintf(csv, sizeof csv, "%s.csv", o.out);
         snprintf(svg, sizeof svg, "%s.svg", o.out);
         if (is_mlp)
-            snprintf(title, sizeof title, "MLP %d x Linear(%d), batch %d/rank, fp32 Adam, %d ranks",
-                     o.layers, o.hidden, o.micro, n);
+            snprintf(title, sizeof title, "MLP %d x Linear(%d), batch %d/rank, %s Adam, %d ranks",
+                     o.layers, o.hidden, o.micro, o.dtype, n);
         else
-            snprintf(title, sizeof title, "GPT-2 L=%d C=%d V=%d T=%d, batch %d/rank, %d ranks",
-                     o.layers, o.channels, o.vocab, o.seq_len, o.micro, n);
+            snprintf(title, sizeof title, "GPT-2 L=%d C=%d V=%d T=%d, batch %d/rank, %s, %d ranks",
+                     o.layers, o.channels, o.vocab, o.seq_len, o.micro, o.dtype, n);
         st = analyze_write_csv(csv, stages, 4, n, &err);
         if (!st)
             st = analyze_write_svg(svg, title, stages, 4, &err);

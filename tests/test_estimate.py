@@ -73,6 +73,24 @@ def test_estimate_matches_gpt2_tiny():
           (1, 2, 3, 4), range(4))
 
 
+def test_estimate_matches_mixed():
+    """bf16 / fp16, with fp32 gradients or fp32 communication: the estimate's rows equal the
+    ledger and the comm counters of real runs, as in fp32."""
+    shape = ["--hidden", 65, "--layers", 3, "--micro-batch", 4]
+    agree("mlp-bf16", ["--model", "mlp", "--dtype", "bf16", *shape],
+          ["--model", "mlp", "--dtype", "bf16", *shape], (1, 2, 3, 4), range(4))
+    cfg = H_.path("mixed.json")
+    with open(cfg, "w") as f:
+        json.dump({"fp16": {"enabled": True}, "data_types": {"grad_accum_dtype": "fp32"},
+                   "communication_data_type": "bf16"}, f)
+    data = tokens(H_.path("tok-mixed.bin"), 5000, 256)
+    tiny = ["--layers", 2, "--channels", 32, "--heads", 2, "--vocab", 256, "--seq-len", 16,
+            "--micro-batch", 2]
+    agree("gpt2-fp16", ["--model", "gpt2", "--data", data, "--config", cfg, *tiny],
+          ["--model", "gpt2", "--dtype", "fp16", "--grad-accum-dtype", "fp32", "--comm-dtype",
+           "bf16", *tiny], (2, 3), range(4))
+
+
 def test_estimate_matches_gpt2_124m():
     data = tokens(H_.path("tok50k.bin"), 2000, 50257)
     shape = ["--layers", 12, "--channels", 768, "--heads", 12, "--vocab", 50257, "--seq-len", 64,
@@ -123,7 +141,7 @@ def test_estimate_bad_input():
               f"{p.stderr!r}")
 
 
-TESTS = [test_estimate_matches_mlp, test_estimate_matches_gpt2_tiny,
+TESTS = [test_estimate_matches_mlp, test_estimate_matches_gpt2_tiny, test_estimate_matches_mixed,
          test_estimate_matches_gpt2_124m, test_analyze_experiment, test_estimate_bad_input]
 
 if __name__ == "__main__":

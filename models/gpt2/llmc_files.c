@@ -265,8 +265,8 @@ static zc_status tmp_commit(int fd, const char *tmp, const char *path, zc_err *e
 zc_status llmc_ckpt_read_header(const char *path, llmc_header *h, zc_err *err)
 {
     ZC_ASSERT(path && h);
-    int fd;
-    off_t size;
+    int fd = -1;
+    off_t size = 0;
     int32_t hdr[HDR_INTS];
     zc_status st = open_regular(path, &fd, &size, err);
     if (st)
@@ -455,8 +455,8 @@ zc_status llmc_tokens_open(const char *path, llmc_tokens *t, zc_err *err)
     t->fd = -1;
     t->ntok = 0;
     snprintf(t->path, sizeof t->path, "%s", path);
-    int fd;
-    off_t size;
+    int fd = -1;
+    off_t size = 0;
     int32_t hdr[HDR_INTS];
     zc_status st = open_regular(path, &fd, &size, err);
     if (st)
@@ -554,7 +554,7 @@ zc_status llmc_tokens_write(const char *path, const uint16_t *tok, size_t n, zc_
         return zc_err_set(err, ZC_EINVAL,
                           "%s: a token file holds 1 to %d tokens, not %zu", path, INT32_MAX, n);
     char tmp[4096 + 32];
-    int fd;
+    int fd = -1;
     zc_status st = tmp_create(path, tmp, sizeof tmp, &fd, err);
     if (st)
         return st;
