@@ -8,6 +8,11 @@ import sys
 import tempfile
 
 
+PANGRAMS = ("The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor "
+            "jugs! 0123456789 How vexingly quick daft zebras jump; sphinx of black quartz, judge "
+            "my vow.\n")
+
+
 class Harness:
     def __init__(self, zeroc, mpirun):
         self.zeroc, self.mpirun = zeroc, mpirun
@@ -24,6 +29,16 @@ class Harness:
         if ok and p.returncode != 0:
             raise AssertionError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
         return p
+
+    def text_tokens(self):
+        """(train, val) byte-level token files of a short pangram text, made once by `zeroc
+        prepare`."""
+        prefix = self.path("text")
+        if not os.path.exists(prefix + "_train.bin"):
+            with open(self.path("text.txt"), "w") as f:
+                f.write(PANGRAMS * 40)
+            self.run(1, "prepare", "--text", self.path("text.txt"), "--out", prefix)
+        return prefix + "_train.bin", prefix + "_val.bin"
 
     def check(self, cond, msg):
         if not cond:

@@ -15,19 +15,12 @@ from harness import Harness
 
 H_ = Harness(sys.argv[1], sys.argv[2])
 check = H_.check
-TEXT = ("The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs! "
-        "0123456789 How vexingly quick daft zebras jump; sphinx of black quartz, judge my vow.\n")
 # tiny shape: L=2 C=32 H=2 T=16 V=256 (byte level)
 TINY = ["--layers", 2, "--channels", 32, "--heads", 2, "--seq-len", 16, "--micro-batch", 2]
 
 
 def prepared():
-    prefix = H_.path("text")
-    if not os.path.exists(prefix + "_train.bin"):
-        with open(H_.path("text.txt"), "w") as f:
-            f.write(TEXT * 40)
-        H_.run(1, "prepare", "--text", H_.path("text.txt"), "--out", prefix)
-    return prefix + "_train.bin", prefix + "_val.bin"
+    return H_.text_tokens()
 
 
 def train(n, name, *extra, steps=10):

@@ -20,8 +20,6 @@ check = H_.check
 H, L = 256, 4          # small MLP: 4 units of 256·256 + 256 parameters
 UNIT = H * H + H
 SIZE = {"fp32": 4, "bf16": 2, "fp16": 2}
-TEXT = ("The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs! "
-        "0123456789 How vexingly quick daft zebras jump; sphinx of black quartz, judge my vow.\n")
 TINY = ["--layers", 2, "--channels", 32, "--heads", 2, "--seq-len", 16, "--micro-batch", 2]
 
 
@@ -39,17 +37,8 @@ def mlp(n, name, *extra, steps=6, ok=True):
     return (H_.report(name + ".json") if ok else None), p
 
 
-def gpt2_data():
-    prefix = H_.path("text")
-    if not os.path.exists(prefix + "_train.bin"):
-        with open(H_.path("text.txt"), "w") as f:
-            f.write(TEXT * 40)
-        H_.run(1, "prepare", "--text", H_.path("text.txt"), "--out", prefix)
-    return prefix + "_train.bin"
-
-
 def gpt2(n, name, *extra, steps=8):
-    H_.run(n, "train", "--model", "gpt2", "--data", gpt2_data(), "--steps", steps,
+    H_.run(n, "train", "--model", "gpt2", "--data", H_.text_tokens()[0], "--steps", steps,
            "--report", H_.path(name + ".json"), *TINY, *extra)
     return H_.report(name + ".json")
 
