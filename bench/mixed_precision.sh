@@ -7,7 +7,7 @@
 # tokens/s, rank 0's model states (params + grads + optimizer, from the report's memory.ranks[0])
 # in MB (1e6 bytes) and MiB, rank 0's peak RSS in MiB, and on bf16 rows the bf16/fp32 ratios of
 # tokens/s, model states and peak RSS at the same stage. Steps default to 8 for (a) and 5 for (b);
-# STEPS_A sets both unless STEPS_B is given. About 10 minutes on 2 cores.
+# STEPS_A sets both unless STEPS_B is given. About 5 minutes on 2 cores.
 # Run by hand; not a test. ZEROC=/path/to/zeroc overrides "$root/build/zeroc".
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
