@@ -1025,7 +1025,9 @@ static void test_precision(void)
                    "fp16.initial_scale_power: expected an integer 0..64, got 65", NULL);
     EXPECT_SET_ERR("fp16.loss_scale", "-1", "fp16.loss_scale must be >= 0, got -1", NULL);
     EXPECT_SET_ERR("fp16.loss_scale", "inf", "fp16.loss_scale", "\"inf\"");
-    EXPECT_SET_ERR("fp16.min_loss_scale", "0", "fp16.min_loss_scale must be > 0, got 0", NULL);
+    EXPECT_SET_ERR("fp16.min_loss_scale", "0", "fp16.min_loss_scale must be >= 1.17549e-38",
+                   "got 0");
+    EXPECT_SET_ERR("fp16.min_loss_scale", "1e-50", "fp16.min_loss_scale", "got 1e-50");
     EXPECT_SET_ERR("fp16.auto_cast", "true", "fp16.auto_cast: true is not supported",
                    "zeroc's models compute in fp32");
     EXPECT_SET_ERR("fp16", "true", "fp16 is a section", "fp16.enabled");
@@ -1068,8 +1070,19 @@ static void test_precision(void)
                     "got -1", NULL);
     EXPECT_LOAD_ERR("{\"fp16\": {\"initial_scale_power\": 16.5}}", "fp16.initial_scale_power",
                     "got 16.5", NULL);
-    EXPECT_LOAD_ERR("{\"fp16\": {\"min_loss_scale\": 0}}", "fp16.min_loss_scale must be > 0, got 0",
-                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"min_loss_scale\": 0}}", "fp16.min_loss_scale must be >= 1.17549e-38",
+                    "got 0", NULL);
+    /* a static scale below the smallest normal float would round to 0 and the update to NaN */
+    {
+        zc_config t;
+        zc_err e2 = {0};
+        zc_config_defaults(&t);
+        CHECK(zc_config_set(&t, "fp16.loss_scale", "1e-50", &e2) == ZC_OK);
+        CHECK(zc_config_validate(&t, 1, &e2) == ZC_EINVAL);
+        CHECK_MSG(strstr(e2.msg, "fp16.loss_scale 1e-50: expected 0 (dynamic) or a static scale "
+                                 ">= 2^-126"), e2.msg);
+    }
+    EXPECT_LOAD_ERR("{\"fp16\": {\"loss_scale\": 1e39}}", "fp16.loss_scale", "got 1e39", NULL);
     EXPECT_LOAD_ERR("{\"fp16\": {\"min_loss_scale\": -2}}", "fp16.min_loss_scale", "got -2", NULL);
     EXPECT_LOAD_ERR("{\"fp16\": {\"loss_scale_window\": 0}}",
                     "fp16.loss_scale_window must be >= 1, got 0", NULL, NULL);
@@ -1251,7 +1264,7 @@ static void test_to_json(void)
     c.loss_scale_window = INT_MAX;
     c.hysteresis = INT_MAX;
     c.consecutive_hysteresis = true;
-    c.min_loss_scale = 5e-324;
+    c.min_loss_scale = 0x1p-126;
     CHECK_ROUND_TRIP(&c);
     json = zc_config_to_json(&c);
     CHECK(json && strstr(json, "\"fp16\":\t{\n\t\t\"enabled\":\ttrue,") &&

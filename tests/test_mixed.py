@@ -163,7 +163,8 @@ def test_fp16_overflow_skips_step():
 
 def test_fp16_min_scale_stops():
     """An overflow at fp16.min_loss_scale, or with a static loss scale, stops training with an
-    error naming the key; no weights file is written."""
+    error naming the key; no weights file is written. Without fp16 (no scaler to lower), inf/NaN
+    gradients stop training too instead of being applied."""
     for name, fp16 in (("min", {"enabled": True, "initial_scale_power": 40,
                                 "min_loss_scale": 2.0 ** 38, "hysteresis": 1}),
                        ("static", {"enabled": True, "loss_scale": 2.0 ** 40})):
@@ -178,6 +179,12 @@ def test_fp16_min_scale_stops():
         if name == "min":
             check("step 3" in p.stderr, f"min: expected to stop at step 3 (2^40, 2^39, 2^38): "
                   f"{p.stderr!r}")
+    weights = H_.path("stop-bf16.safetensors")
+    _, p = mlp(2, "stop-bf16", "--dtype", "bf16", "--optimizer", "SGD", "--lr", "1e30",
+               "--save-weights", weights, steps=4, ok=False)
+    check(p.returncode != 0 and "step 2: the gradients contain inf or NaN" in p.stderr,
+          f"bf16 inf gradients: {p.returncode} {p.stderr!r}")
+    check(not os.path.exists(weights), "bf16: weights written after the error")
 
 
 def test_mixed_resume_exact():
@@ -200,6 +207,10 @@ def test_mixed_resume_exact():
                   f"fp16: scales {b['loss_scale']} != {full['loss_scale'][6:]}")
             check(b["skipped_steps"] == full["skipped_steps"],
                   f"fp16: skipped {b['skipped_steps']} != {full['skipped_steps']}")
+    # a static fp16.loss_scale is the configuration's, not the checkpoint's dynamic scale
+    static = config("res-static", fp16={"enabled": True, "loss_scale": 128})
+    st, _ = mlp(2, "res-static", "--config", static, "--resume", H_.path("ck-fp16"), steps=8)
+    check(st["loss_scale"] == [128, 128], f"static scale after resume: {st['loss_scale']}")
     # the checkpoint's weights are fp32 masters: an fp32 run resumes from them exactly
     a = H_.path("ck-bf16")
     fp32, _ = mlp(2, "res-bf16-to-fp32", "--stage", 0, "--resume", a, steps=7)

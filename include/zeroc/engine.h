@@ -107,6 +107,7 @@ typedef struct {
     int64_t iter;               /* boundaries seen */
     int64_t last_overflow_iter; /* iter of the last overflow, −1 if none */
     int64_t skipped;            /* steps skipped because of an overflow */
+    bool dynamic;               /* fp16 with fp16.loss_scale 0 */
 } zc_loss_scaler;
 
 typedef struct zc_engine zc_engine;
@@ -145,7 +146,10 @@ float *zc_engine_param(zc_engine *e, int param);
 float *zc_engine_grad(zc_engine *e, int param);
 /* Backward has finished with the unit for this micro-batch. */
 zc_status zc_engine_grads_ready(zc_engine *e, int unit, zc_err *err);
-/* Ends a micro-batch; at the accumulation boundary reduces, clips and updates. */
+/* Ends a micro-batch; at the accumulation boundary reduces, clips and updates. Gradients holding
+ * inf/NaN skip the step under dynamic fp16 loss scaling (info->skipped); otherwise (fp32, bf16,
+ * a static fp16 scale, or the scale at its minimum) they fail with ZC_ESTATE before any weight
+ * is touched. */
 zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err);
 
 /* Ends a forward-only pass (evaluation, sampling): stage 3 lets the gathers it prefetched for

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <ftw.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -241,6 +242,7 @@ static char *manifest_text(zc_engine *e, int64_t step, const char *config_json,
     cJSON_AddNumberToObject(scaler, "iter", (double)ls->iter);
     cJSON_AddNumberToObject(scaler, "last_overflow_iter", (double)ls->last_overflow_iter);
     cJSON_AddNumberToObject(scaler, "skipped", (double)ls->skipped);
+    cJSON_AddBoolToObject(scaler, "dynamic", ls->dynamic);
     cJSON *units = cJSON_AddArrayToObject(m, "units");
     for (int u = 0; u < zc_engine_num_units(e); u++) {
         const zc_unit_info *ui = zc_engine_unit_info(e, u);
@@ -714,16 +716,18 @@ zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *
         double opt_steps = (double)m.step;
         get_int(m.root, "optimizer_steps", &opt_steps); /* absent: no step was ever skipped */
         zc_engine_set_steps_done(e, (int64_t)opt_steps);
-        /* The scaler continues only where it means the same thing: an fp16 run resumed in fp16
-         * (its scale was tuned to these weights); any other run starts its own. */
+        /* The scaler continues only where it means the same thing: a dynamic fp16 run resumed
+         * as one (its scale was tuned to these weights); any other run starts its own (a static
+         * fp16.loss_scale is the configuration's, whatever the checkpoint used). */
         const cJSON *sc = cJSON_GetObjectItemCaseSensitive(m.root, "loss_scaler");
-        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(m.root, "dtype");
+        const cJSON *dyn = sc ? cJSON_GetObjectItemCaseSensitive(sc, "dynamic") : NULL;
         double scale, hyst, iter, last, skipped;
-        if (zc_engine_dtype(e) == ZC_FP16 && cJSON_IsString(dt) && !strcmp(dt->valuestring, "fp16") &&
-            sc && !get_int(sc, "scale", &scale) && !get_int(sc, "hysteresis_left", &hyst) &&
+        if (zc_engine_loss_scaler(e)->dynamic && cJSON_IsTrue(dyn) &&
+            !get_int(sc, "scale", &scale) && !get_int(sc, "hysteresis_left", &hyst) &&
             !get_int(sc, "iter", &iter) && !get_int(sc, "last_overflow_iter", &last) &&
-            !get_int(sc, "skipped", &skipped) && scale > 0) {
-            zc_loss_scaler ls = {scale, (int)hyst, (int64_t)iter, (int64_t)last, (int64_t)skipped};
+            !get_int(sc, "skipped", &skipped) && scale >= FLT_MIN && scale <= FLT_MAX) {
+            zc_loss_scaler ls = {scale, (int)hyst, (int64_t)iter, (int64_t)last,
+                                 (int64_t)skipped, true};
             zc_engine_set_loss_scaler(e, &ls);
         }
         if (client_json) {

@@ -16,6 +16,7 @@
  * leaves the caller's configuration as it was. Nothing here prints.
  */
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -166,8 +167,10 @@ static const key_spec KEYS[] = {
      * is refused by zc_config_validate, so flags may switch one off after the other on */
     {.path = "fp16", .kind = K_SECTION},
     {.path = "fp16.enabled", .kind = K_PRECISION, FIELD(fp16_enabled, bool), .dt = ZC_FP16},
+    /* scales are applied as fp32 numbers: they must be normal floats (a scale that rounds to 0
+     * or overflows would turn the update into NaN) */
     {.path = "fp16.loss_scale", .kind = K_NUM, FIELD(loss_scale, double), .lo = 0,
-     .hi = INFINITY},
+     .hi = FLT_MAX},
     {.path = "fp16.initial_scale_power", .kind = K_INT, FIELD(initial_scale_power, int),
      .imin = 0, .imax = 64, .flags = R_INTERVAL},
     {.path = "fp16.loss_scale_window", .kind = K_INT, FIELD(loss_scale_window, int), .imin = 1,
@@ -175,8 +178,8 @@ static const key_spec KEYS[] = {
     {.path = "fp16.hysteresis", .kind = K_INT, FIELD(hysteresis, int), .imin = 1,
      .imax = INT_MAX},
     {.path = "fp16.consecutive_hysteresis", .kind = K_BOOL, FIELD(consecutive_hysteresis, bool)},
-    {.path = "fp16.min_loss_scale", .kind = K_NUM, FIELD(min_loss_scale, double), .lo = 0,
-     .hi = INFINITY, .flags = R_LO_OPEN},
+    {.path = "fp16.min_loss_scale", .kind = K_NUM, FIELD(min_loss_scale, double), .lo = FLT_MIN,
+     .hi = FLT_MAX},
     {.path = "fp16.auto_cast", .kind = K_FIXED, .fixed = false,
      .why = "zeroc's models compute in fp32; only stored parameters and gradients are 16-bit"},
     REFUSED("fp16.fp16_master_weights_and_grads"),
@@ -1304,6 +1307,12 @@ zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
     rc = check_precision(&c, cfg);
     if (rc)
         return rc;
+    if (cfg->loss_scale != 0 && cfg->loss_scale < FLT_MIN) {
+        char v[40];
+        fmt_double(v, sizeof v, cfg->loss_scale);
+        return fail(&c, ZC_EINVAL, "fp16.loss_scale %s: expected 0 (dynamic) or a static scale "
+                    ">= 2^-126 (the smallest normal fp32 number)", v);
+    }
     /* Dynamic loss scaling starts at 2^initial_scale_power and never goes below min_loss_scale;
      * a minimum above the start contradicts it. Ignored, as by DeepSpeed, when fp16 is off. */
     if (cfg->dtype == ZC_FP16 && cfg->loss_scale == 0 &&

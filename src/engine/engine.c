@@ -44,6 +44,13 @@
 #include "zeroc/engine.h"
 #include "zeroc/optim.h"
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#else
+#define ASAN_POISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
+#define ASAN_UNPOISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
+#endif
+
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "digests assume little-endian floats");
 
 typedef struct {
@@ -200,6 +207,7 @@ static void *work_alloc(zc_engine *e, size_t bytes, bool zeroed)
             continue;
         void *p = e->cache[k].p;
         e->cache[k] = e->cache[--e->ncache];
+        ASAN_UNPOISON_MEMORY_REGION(p, bytes);
         if (zeroed)
             memset(p, 0, bytes);
         return p;
@@ -213,9 +221,11 @@ static void work_free(zc_engine *e, void *pp, size_t bytes)
     if (!*p)
         return;
     int cap = (int)(sizeof e->cache / sizeof e->cache[0]);
-    if (e->ncache < cap && zc_mem_get(e->mem, ZC_MEM_WORKING).current <= e->work_cap)
+    if (e->ncache < cap && zc_mem_get(e->mem, ZC_MEM_WORKING).current <= e->work_cap) {
+        /* a model still reading a released unit's view is a use-after-free to ASan */
+        ASAN_POISON_MEMORY_REGION(*p, bytes);
         e->cache[e->ncache++] = (cached_buf){*p, bytes};
-    else
+    } else
         zc_mem_free(e->mem, ZC_MEM_WORKING, *p, bytes);
     *p = NULL;
 }
@@ -502,8 +512,10 @@ void zc_engine_destroy(zc_engine *e)
     }
     free_b(e, ZC_MEM_COMM, &e->rs_send, n * e->rs_cols, e->cs);
     free_b(e, ZC_MEM_COMM, &e->rs_recv, n * e->rs_cols, e->cs);
-    for (int k = 0; k < e->ncache; k++)
+    for (int k = 0; k < e->ncache; k++) {
+        ASAN_UNPOISON_MEMORY_REGION(e->cache[k].p, e->cache[k].bytes);
         zc_mem_free(e->mem, ZC_MEM_WORKING, e->cache[k].p, e->cache[k].bytes);
+    }
     free(e->units);
     free(e->params);
     free(e->trace);
@@ -1025,22 +1037,26 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
         st = zc_comm_sum_f64(e->comm, local, &total, "gradient norm", err);
     if (st)
         return st;
-    info->loss_scale = e->scaler.scale;
-    if (e->cfg.dtype == ZC_FP16) {
-        /* inf/nan anywhere makes every rank's total (the same bits everywhere) non-finite */
-        bool overflow = !isfinite(total);
-        if ((st = zc_loss_scaler_update(&e->scaler, &e->cfg, overflow,
-                                        (long long)e->scaler.iter + 1, err)))
-            return st;
-        if (overflow) {
-            zero_grads(e);
-            e->micro = 0;
-            info->skipped = true;
-            info->grad_norm = NAN;
-            return ZC_OK;
-        }
+    float carried = grad_scale(e); /* the scale this step's gradients were multiplied by */
+    /* inf/nan anywhere makes every rank's total (the same bits everywhere) non-finite */
+    bool overflow = !isfinite(total);
+    if (overflow && e->cfg.dtype != ZC_FP16)
+        return zc_err_set(err, ZC_ESTATE,
+                          "step %lld: the gradients contain inf or NaN; the weights were not "
+                          "updated (a lower learning rate or gradient_clipping may help)",
+                          (long long)e->scaler.iter + 1);
+    /* fp16: a dynamic scale is lowered (or gives up at its minimum), a static one gives up */
+    if ((st = zc_loss_scaler_update(&e->scaler, &e->cfg, overflow,
+                                    (long long)e->scaler.iter + 1, err)))
+        return st;
+    if (overflow) {
+        zero_grads(e);
+        e->micro = 0;
+        info->skipped = true;
+        info->grad_norm = NAN;
+        return ZC_OK;
     }
-    double inv = 1.0 / ((double)e->nranks * e->cfg.grad_accum * info->loss_scale);
+    double inv = 1.0 / ((double)e->nranks * e->cfg.grad_accum * (double)carried);
     double norm = sqrt(total) * inv, coef = 1.0;
     if (e->cfg.grad_clip > 0.0 && norm > e->cfg.grad_clip)
         coef = e->cfg.grad_clip / (norm + 1e-6);

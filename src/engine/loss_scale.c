@@ -11,6 +11,7 @@ void zc_loss_scaler_init(zc_loss_scaler *s, const zc_config *cfg)
                           .last_overflow_iter = -1};
     if (cfg->dtype != ZC_FP16)
         return;
+    s->dynamic = cfg->loss_scale == 0;
     s->scale = cfg->loss_scale > 0 ? cfg->loss_scale : ldexp(1.0, cfg->initial_scale_power);
 }
 
