@@ -11,14 +11,7 @@ steps=${1:-12}
 tmp=$(mktemp -d)
 # passive: idle OpenMP threads must not spin on the cores OpenBLAS needs (5–10x on mixed kernels)
 export OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive
-/usr/bin/python3 - "$tmp/tok.bin" <<'PY'
-import struct, sys, random
-random.seed(1)
-n = 1 << 20
-hdr = struct.pack("<256i", 20240520, 1, n, *([0] * 253))
-with open(sys.argv[1], "wb") as f:
-    f.write(hdr + struct.pack(f"<{n}H", *(random.randrange(50257) for _ in range(n))))
-PY
+/usr/bin/python3 "$root/bench/random_tokens.py" "$tmp/tok.bin"
 run() { # name L C H V T B
   local name=$1 L=$2 C=$3 H=$4 V=$5 T=$6 B=$7
   "$root/build/zeroc" train --model gpt2 --data "$tmp/tok.bin" --layers "$L" --channels "$C" \

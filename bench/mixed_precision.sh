@@ -25,14 +25,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 start=$(date +%s)
 
-/usr/bin/python3 - "$tmp/tok.bin" <<'PY'
-import struct, sys, random
-random.seed(1)
-n = 1 << 20
-hdr = struct.pack("<256i", 20240520, 1, n, *([0] * 253))
-with open(sys.argv[1], "wb") as f:
-    f.write(hdr + struct.pack(f"<{n}H", *(random.randrange(50257) for _ in range(n))))
-PY
+/usr/bin/python3 "$root/bench/random_tokens.py" "$tmp/tok.bin"
 
 # passive: idle OpenMP threads must not spin on the cores OpenBLAS needs (5–10x on mixed kernels)
 mpi=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

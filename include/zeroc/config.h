@@ -93,10 +93,6 @@ char *zc_config_to_json(const zc_config *cfg);
 /* "AdamW", "Adam", "SGD". */
 const char *zc_optim_name(zc_optim_type t);
 
-/* "fp32", "bf16", "fp16" (the spelling of communication_data_type and --dtype); bytes per
- * element (0 for ZC_DTYPE_DEFAULT: resolve it first). */
-const char *zc_dtype_name(zc_dtype t);
-int zc_dtype_size(zc_dtype t);
 /* The effective communication / gradient-accumulation types (DEFAULT resolved to cfg->dtype). */
 zc_dtype zc_config_comm_dtype(const zc_config *cfg);
 zc_dtype zc_config_grad_dtype(const zc_config *cfg);

@@ -18,7 +18,12 @@
 
 /* Element types of stored parameters, gradients and communication. ZC_DTYPE_DEFAULT (only in a
  * configuration's comm_dtype and grad_accum_dtype) means "the parameters' type". */
-typedef enum { ZC_DTYPE_DEFAULT = -1, ZC_FP32 = 0, ZC_BF16, ZC_FP16 } zc_dtype;
+typedef enum { ZC_DTYPE_DEFAULT = -1, ZC_FP32 = 0, ZC_BF16, ZC_FP16, ZC_NDTYPES } zc_dtype;
+
+/* "fp32", "bf16", "fp16" (the spelling of communication_data_type and --dtype); bytes per
+ * element (0 for ZC_DTYPE_DEFAULT: resolve it first). */
+const char *zc_dtype_name(zc_dtype t);
+int zc_dtype_size(zc_dtype t);
 
 /* n elements of type t into fp32 (exact) / from fp32 (rounded to nearest even); fp32 copies. */
 void zc_dtype_widen(zc_dtype t, const void *src, float *dst, size_t n);

@@ -194,13 +194,22 @@ static zc_status open_regular(const char *path, int *fd_out, off_t *size, zc_err
     return ZC_OK;
 }
 
-/* Reads the 256-int header, zero-filled past the end of a short file. */
-static zc_status read_header_ints(int fd, off_t size, const char *path, int32_t hdr[HDR_INTS],
+/* Opens path (a regular file) and reads its 256-int header, zero-filled past the end of a short
+ * file; on error nothing is left open. */
+static zc_status open_with_header(const char *path, int *fd, off_t *size, int32_t hdr[HDR_INTS],
                                   zc_err *err)
 {
+    zc_status st = open_regular(path, fd, size, err);
+    if (st)
+        return st;
     memset(hdr, 0, LLMC_HEADER_BYTES);
-    size_t got = size < LLMC_HEADER_BYTES ? (size_t)size : LLMC_HEADER_BYTES;
-    return pread_full(fd, hdr, got, 0, path, "the header", err);
+    size_t got = *size < LLMC_HEADER_BYTES ? (size_t)*size : LLMC_HEADER_BYTES;
+    st = pread_full(*fd, hdr, got, 0, path, "the header", err);
+    if (st) {
+        close(*fd);
+        *fd = -1;
+    }
+    return st;
 }
 
 /* Creates tmp = path + ".tmp.<pid>" for writing (mode 0644 less umask). */
@@ -268,13 +277,10 @@ zc_status llmc_ckpt_read_header(const char *path, llmc_header *h, zc_err *err)
     int fd = -1;
     off_t size = 0;
     int32_t hdr[HDR_INTS];
-    zc_status st = open_regular(path, &fd, &size, err);
+    zc_status st = open_with_header(path, &fd, &size, hdr, err);
     if (st)
         return st;
-    st = read_header_ints(fd, size, path, hdr, err);
     close(fd);
-    if (st)
-        return st;
     if (size >= 4 && hdr[0] != LLMC_CKPT_MAGIC)
         return zc_err_set(err, ZC_EINVAL,
                           "%s: bad magic %d (expected %d: not an llm.c GPT-2 checkpoint%s)", path,
@@ -458,14 +464,9 @@ zc_status llmc_tokens_open(const char *path, llmc_tokens *t, zc_err *err)
     int fd = -1;
     off_t size = 0;
     int32_t hdr[HDR_INTS];
-    zc_status st = open_regular(path, &fd, &size, err);
+    zc_status st = open_with_header(path, &fd, &size, hdr, err);
     if (st)
         return st;
-    st = read_header_ints(fd, size, path, hdr, err);
-    if (st) {
-        close(fd);
-        return st;
-    }
     if (size >= 4 && hdr[0] != LLMC_TOKENS_MAGIC)
         st = zc_err_set(err, ZC_EINVAL,
                         "%s: bad magic %d (expected %d: not an llm.c token file%s)", path, hdr[0],

@@ -146,7 +146,6 @@ static zc_status check_count(size_t n, const char *what, const char *label, zc_e
     return ZC_OK;
 }
 
-static int esize(zc_dtype t) { return t == ZC_FP32 ? 4 : 2; }
 static MPI_Datatype mpi_type(zc_dtype t) { return t == ZC_FP32 ? MPI_FLOAT : MPI_UINT16_T; }
 
 zc_status zc_comm_reduce_scatter_start_t(zc_comm *c, zc_dtype in, const void *send, void *recv,
@@ -169,7 +168,7 @@ zc_status zc_comm_reduce_scatter_start_t(zc_comm *c, zc_dtype in, const void *se
     r->len = len;
     r->accumulate = accumulate;
     if (n == 1) {
-        memcpy(recv, send, len * (size_t)esize(in));
+        memcpy(recv, send, len * (size_t)zc_dtype_size(in));
         r->done = 1;
     } else {
         int rc = MPI_Ialltoall(send, (int)len, mpi_type(in), recv, (int)len, mpi_type(in),
@@ -179,7 +178,7 @@ zc_status zc_comm_reduce_scatter_start_t(zc_comm *c, zc_dtype in, const void *se
             return mpi_fail(err, rc, "reduce_scatter", label);
         }
     }
-    c->ctr.bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)(len * (size_t)esize(in)) * (n - 1);
+    c->ctr.bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)(len * (size_t)zc_dtype_size(in)) * (n - 1);
     c->ctr.calls[ZC_COMM_REDUCE_SCATTER]++;
     c->ctr.seconds[ZC_COMM_REDUCE_SCATTER] += now_s() - t0;
     *req = r;
@@ -215,7 +214,7 @@ static zc_status all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S, z
         }
     }
     if (op == ZC_COMM_ALL_GATHER) {
-        c->ctr.bytes[op] += (int64_t)(S * (size_t)esize(t)) * (c->size - 1);
+        c->ctr.bytes[op] += (int64_t)(S * (size_t)zc_dtype_size(t)) * (c->size - 1);
         c->ctr.calls[op]++;
     }
     c->ctr.seconds[op] += now_s() - t0;
@@ -253,7 +252,8 @@ zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, int *done, zc_err *err)
 static void rank_order_sum(const zc_comm_req *r, int n)
 {
     enum { CHUNK = 2048 };
-    const size_t in_es = (size_t)esize(r->in_type), out_es = (size_t)esize(r->out_type);
+    const size_t in_es = (size_t)zc_dtype_size(r->in_type);
+    const size_t out_es = (size_t)zc_dtype_size(r->out_type);
     float acc[CHUNK], tmp[CHUNK];
     for (size_t o = 0; o < r->len; o += CHUNK) {
         size_t k = r->len - o < CHUNK ? r->len - o : CHUNK;
@@ -317,9 +317,7 @@ zc_status zc_comm_all_gather_t(zc_comm *c, zc_dtype t, void *buf, size_t S, cons
 
 zc_status zc_comm_all_gather(zc_comm *c, float *buf, size_t S, const char *label, zc_err *err)
 {
-    zc_comm_req *r;
-    zc_status st = zc_comm_all_gather_start(c, buf, S, label, &r, err);
-    return st ? st : zc_comm_wait(c, r, err);
+    return zc_comm_all_gather_t(c, ZC_FP32, buf, S, label, err);
 }
 
 zc_status zc_comm_all_reduce(zc_comm *c, float *buf, size_t count, const char *label,

@@ -219,8 +219,6 @@ static const key_spec KEYS[] = {
 static const key_spec BETA = {.kind = K_NUM, .lo = 0, .hi = 1, .flags = R_INTERVAL | R_HI_OPEN};
 
 static const char *const OPTIM_NAMES[] = {"AdamW", "Adam", "SGD"}; /* indexed by zc_optim_type */
-static const char *const DTYPE_NAMES[] = {"fp32", "bf16", "fp16"}; /* indexed by zc_dtype */
-#define NDTYPES (sizeof DTYPE_NAMES / sizeof DTYPE_NAMES[0])
 
 void zc_config_defaults(zc_config *cfg)
 {
@@ -266,23 +264,6 @@ void zc_config_defaults(zc_config *cfg)
 const char *zc_optim_name(zc_optim_type t)
 {
     return (unsigned)t < sizeof OPTIM_NAMES / sizeof OPTIM_NAMES[0] ? OPTIM_NAMES[t] : "unknown";
-}
-
-const char *zc_dtype_name(zc_dtype t)
-{
-    if (t == ZC_DTYPE_DEFAULT)
-        return "default";
-    return (int)t >= 0 && (size_t)t < NDTYPES ? DTYPE_NAMES[t] : "unknown";
-}
-
-int zc_dtype_size(zc_dtype t)
-{
-    switch (t) {
-    case ZC_FP32: return 4;
-    case ZC_BF16:
-    case ZC_FP16: return 2;
-    default: return 0; /* ZC_DTYPE_DEFAULT has no size of its own: resolve it first */
-    }
 }
 
 zc_dtype zc_config_comm_dtype(const zc_config *cfg)
@@ -798,9 +779,9 @@ static zc_status apply(const ctx *c, const key_spec *k, const value *v)
         }
         if (v->kind != V_STRING)
             return type_error(c, k, k->path, v);
-        for (i = 0; i < NDTYPES && !ascii_ieq(v->text, DTYPE_NAMES[i]); i++)
+        for (i = ZC_FP32; i < ZC_NDTYPES && !ascii_ieq(v->text, zc_dtype_name((zc_dtype)i)); i++)
             ;
-        if (i == NDTYPES)
+        if (i == ZC_NDTYPES)
             return type_error(c, k, k->path, v);
         *(zc_dtype *)field_of(cfg, k) = (zc_dtype)i;
         break;

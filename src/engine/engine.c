@@ -60,7 +60,7 @@ typedef struct {
 
 typedef struct {
     zc_unit_info info;
-    void *full;        /* pdt. stages 0–2: params (persistent); stage 3: gathered copy (working) */
+    void *full;        /* pdt. stages 0–2: params (persistent); stage 3: gathered (working) */
     void *shard_p;     /* pdt. stage 3: this rank's parameter shard */
     float *view;       /* mixed: the params in fp32 while acquired (working) */
     void *grad_full;   /* gdt. stages 0–1: gradients (persistent) */
@@ -407,6 +407,13 @@ static size_t opt_moments(const zc_config *cfg)
     return 2;
 }
 
+/* First logical element of the unit's optimizer range (master, m, v): the whole unit in stage 0,
+ * this rank's shard otherwise. */
+static size_t opt_lo(const zc_engine *e, const unit_t *u)
+{
+    return e->stage == 0 ? 0 : (size_t)e->rank * u->info.shard;
+}
+
 /* Initial values of unit i's elements [lo, lo + n) into dst[0..n) (zero in the padding). */
 static void init_values(const zc_engine *e, int i, size_t lo, size_t n, float *dst)
 {
@@ -464,17 +471,21 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
          * no communication), stage 3 only the owned slice; the master copy its range, the
          * 16-bit parameters the same values rounded. Padding stays zero. */
         size_t lo = e->stage == 3 ? (size_t)e->rank * S : 0, hi = e->stage == 3 ? lo + S : P;
-        if (e->mixed) {
-            init_values(e, i, u->opt_n == P ? 0 : (size_t)e->rank * S, u->opt_n, u->master);
-            float chunk[CHUNK];
-            for (size_t o = lo; o < hi; o += CHUNK) {
-                size_t k = hi - o < CHUNK ? hi - o : CHUNK;
-                init_values(e, i, o, k, chunk);
-                zc_dtype_narrow(e->pdt, chunk, at(e->stage == 3 ? u->shard_p : u->full, o - lo,
-                                                  e->ps), k);
-            }
-        } else {
-            init_values(e, i, lo, hi - lo, e->stage == 3 ? u->shard_p : u->full);
+        void *stored = e->stage == 3 ? u->shard_p : u->full;
+        if (!e->mixed) {
+            init_values(e, i, lo, hi - lo, stored);
+            continue;
+        }
+        init_values(e, i, opt_lo(e, u), u->opt_n, u->master);
+        if (lo == opt_lo(e, u) && hi - lo == u->opt_n) { /* stages 0 and 3: the same range */
+            zc_dtype_narrow(e->pdt, u->master, stored, u->opt_n);
+            continue;
+        }
+        float chunk[CHUNK];
+        for (size_t o = lo; o < hi; o += CHUNK) {
+            size_t k = hi - o < CHUNK ? hi - o : CHUNK;
+            init_values(e, i, o, k, chunk);
+            zc_dtype_narrow(e->pdt, chunk, at(stored, o - lo, e->ps), k);
         }
     }
     e->finalized = true;
@@ -608,36 +619,35 @@ static zc_status progress(zc_engine *e, zc_err *err)
 /* The loss scale the model's fp32 gradients are multiplied by before they are rounded. */
 static float grad_scale(const zc_engine *e) { return (float)e->scaler.scale; }
 
-/* n of the model's fp32 gradients as the stored gradient type would hold them: scaled by the
- * loss scale, rounded to gdt and widened back (in place). */
+/* n ≤ CHUNK of the model's fp32 gradients as the stored gradient type would hold them: scaled
+ * by the loss scale, rounded to gdt and widened back (in place). */
 static void as_stored(const zc_engine *e, float *x, size_t n)
 {
+    ZC_ASSERT(n <= CHUNK);
     float scale = grad_scale(e);
     if (scale != 1.0f)
         for (size_t i = 0; i < n; i++)
             x[i] *= scale;
     if (e->gdt != ZC_FP32) {
         uint16_t h[CHUNK];
-        for (size_t o = 0; o < n; o += CHUNK) {
-            size_t k = n - o < CHUNK ? n - o : CHUNK;
-            zc_dtype_narrow(e->gdt, x + o, h, k);
-            zc_dtype_widen(e->gdt, h, x + o, k);
-        }
+        zc_dtype_narrow(e->gdt, x, h, n);
+        zc_dtype_widen(e->gdt, h, x, n);
     }
 }
 
-/* n gradient elements into the send staging as cdt. From grad_work (src_fp32 = the model's
- * values: scaled and rounded to gdt first, as stages 0–1 store them) or from stored gdt values
- * (grad_full: already scaled, except when the model wrote it directly in fp32); NULL: zeros. */
+/* n gradient elements into the send staging as cdt. From grad_work (from_model: the model's
+ * fp32 values, scaled and rounded to gdt first, as stages 0–1 store them) or from stored gdt
+ * values (grad_full: already scaled, except when the model wrote it directly in fp32); NULL:
+ * zeros. */
 static void pack(const zc_engine *e, void *dst, const void *src, bool from_model, size_t n)
 {
-    zc_dtype st = from_model ? ZC_FP32 : e->gdt;
+    zc_dtype src_t = from_model ? ZC_FP32 : e->gdt;
     bool unscaled = from_model || e->direct_grads;
     if (!src) {
         memset(dst, 0, n * e->cs);
         return;
     }
-    if (st == e->cdt && !(unscaled && grad_scale(e) != 1.0f) &&
+    if (src_t == e->cdt && !(unscaled && grad_scale(e) != 1.0f) &&
         !(from_model && e->gdt != ZC_FP32)) {
         memcpy(dst, src, n * e->cs);
         return;
@@ -645,7 +655,7 @@ static void pack(const zc_engine *e, void *dst, const void *src, bool from_model
     float x[CHUNK];
     for (size_t o = 0; o < n; o += CHUNK) {
         size_t k = n - o < CHUNK ? n - o : CHUNK;
-        zc_dtype_widen(st, at((void *)src, o, st == ZC_FP32 ? 4 : 2), x, k);
+        zc_dtype_widen(src_t, at((void *)src, o, (size_t)zc_dtype_size(src_t)), x, k);
         if (unscaled)
             as_stored(e, x, k);
         zc_dtype_narrow(e->cdt, x, at(dst, o, e->cs), k);
@@ -877,16 +887,13 @@ zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
  * shard otherwise. */
 static void *owned_params(const zc_engine *e, const unit_t *u)
 {
-    size_t mine = (size_t)e->rank * u->info.shard;
-    return e->stage == 0 ? u->full : e->stage == 3 ? u->shard_p : at(u->full, mine, e->ps);
+    return e->stage == 3 ? u->shard_p : at(u->full, opt_lo(e, u), e->ps);
 }
 
 /* This rank's reduced gradients (gdt), the optimizer range's. */
 static void *owned_grads(const zc_engine *e, const unit_t *u)
 {
-    if (e->stage >= 2)
-        return u->grad_shard;
-    return e->stage == 0 ? u->grad_full : at(u->grad_full, (size_t)e->rank * u->info.shard, e->gs);
+    return e->stage >= 2 ? u->grad_shard : at(u->grad_full, opt_lo(e, u), e->gs);
 }
 
 static void update_kernel(const zc_engine *e, float *p, const float *g, float *m, float *v,
@@ -932,7 +939,8 @@ static void unit_update(zc_engine *e, unit_t *u, float gscale)
 static double unit_sum_squares(const zc_engine *e, const unit_t *u)
 {
     size_t S = u->info.shard;
-    const void *g = e->stage == 0 ? at(u->grad_full, (size_t)e->rank * S, e->gs) : owned_grads(e, u);
+    const void *g = e->stage == 0 ? at(u->grad_full, (size_t)e->rank * S, e->gs)
+                                  : owned_grads(e, u);
     if (e->gdt == ZC_FP32)
         return zc_sum_squares(g, S);
     double sum = 0.0;
@@ -1113,7 +1121,7 @@ static void *param_at(const zc_engine *e, const unit_t *u, size_t i)
 
 static size_t moment_index(const zc_engine *e, const unit_t *u, size_t i)
 {
-    return e->stage == 0 ? i : i - (size_t)e->rank * u->info.shard;
+    return i - opt_lo(e, u);
 }
 
 /* Sets logical elements [first, first + n) of the unit's parameters: the stored values (rounded
@@ -1123,7 +1131,7 @@ static void set_params(zc_engine *e, unit_t *u, size_t first, size_t n, const fl
     zc_dtype_narrow(e->pdt, src, param_at(e, u, first), n);
     if (!e->mixed)
         return;
-    size_t lo = e->stage == 0 ? 0 : (size_t)e->rank * u->info.shard, hi = lo + u->opt_n;
+    size_t lo = opt_lo(e, u), hi = lo + u->opt_n;
     size_t a = first > lo ? first : lo, b = first + n < hi ? first + n : hi;
     if (a < b)
         memcpy(u->master + (a - lo), src + (a - first), (b - a) * sizeof(float));

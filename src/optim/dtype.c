@@ -136,6 +136,24 @@ float zc_f16_to_f32_ref(uint16_t h)
     return (h & 0x8000) ? -f : f;
 }
 
+const char *zc_dtype_name(zc_dtype t)
+{
+    static const char *const names[ZC_NDTYPES] = {"fp32", "bf16", "fp16"};
+    if (t == ZC_DTYPE_DEFAULT)
+        return "default";
+    return (int)t >= 0 && t < ZC_NDTYPES ? names[t] : "unknown";
+}
+
+int zc_dtype_size(zc_dtype t)
+{
+    switch (t) {
+    case ZC_FP32: return 4;
+    case ZC_BF16:
+    case ZC_FP16: return 2;
+    default: return 0; /* ZC_DTYPE_DEFAULT has no size of its own: resolve it first */
+    }
+}
+
 void zc_dtype_widen(zc_dtype t, const void *src, float *dst, size_t n)
 {
     switch (t) {
