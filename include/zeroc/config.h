@@ -25,6 +25,15 @@
 
 typedef enum { ZC_OPTIM_ADAMW = 0, ZC_OPTIM_ADAM, ZC_OPTIM_SGD } zc_optim_type;
 
+/* offload_optimizer.device / offload_param.device. On a CPU machine the states already live in
+ * RAM, so "cpu" is accepted and changes nothing; "nvme" puts them in swap files on disk. */
+typedef enum { ZC_OFFLOAD_NONE = 0, ZC_OFFLOAD_CPU, ZC_OFFLOAD_NVME } zc_offload_device;
+
+/* aio.engine (a zeroc key): how swap-file I/O is done. AUTO takes io_uring when the kernel
+ * allows it, else the thread pool. */
+typedef enum { ZC_AIO_AUTO = 0, ZC_AIO_URING, ZC_AIO_THREADS } zc_aio_engine;
+
+#define ZC_MAX_PATH 1024 /* bytes of a path in the configuration, with its NUL */
 
 typedef struct {
     /* batch */
@@ -55,6 +64,28 @@ typedef struct {
     int hysteresis;                      /* fp16.hysteresis: overflows tolerated before ÷2 */
     bool consecutive_hysteresis;         /* fp16.consecutive_hysteresis */
     double min_loss_scale;               /* fp16.min_loss_scale */
+    /* offload to NVMe (ZeRO-Infinity): zero_optimization.offload_optimizer / offload_param */
+    zc_offload_device offload_optimizer;  /* .device */
+    char optimizer_nvme_path[ZC_MAX_PATH]; /* .nvme_path: directory of the swap files */
+    int optimizer_buffer_count;           /* .buffer_count: sub-group slots streamed through RAM */
+    bool optimizer_pin_memory;            /* .pin_memory: lock the slots in RAM (mlock) */
+    double optimizer_ratio;               /* .ratio: share of the optimizer state on disk */
+    bool pipeline_read, pipeline_write;   /* .pipeline_read / .pipeline_write: overlap the
+                                           * sub-group reads / writes with the update */
+    zc_offload_device offload_param;      /* .device (stage 3) */
+    char param_nvme_path[ZC_MAX_PATH];     /* .nvme_path */
+    int param_buffer_count;               /* .buffer_count: shard reads ahead at most */
+    int64_t param_buffer_size;            /* .buffer_size: elements read ahead at most */
+    int64_t max_in_cpu;                   /* .max_in_cpu: parameter elements kept in RAM */
+    bool param_pin_memory;                /* .pin_memory */
+    int64_t sub_group_size;               /* zero_optimization.sub_group_size: elements */
+    /* aio: the swap files' I/O */
+    int64_t aio_block_size;               /* bytes per request, a multiple of 4096 */
+    int aio_queue_depth;                  /* requests in flight */
+    int aio_thread_count;                 /* threads of the thread-pool engine */
+    bool aio_single_submit;               /* submit requests one at a time */
+    bool aio_overlap_events;              /* submit new requests while earlier ones complete */
+    zc_aio_engine aio_engine;             /* aio.engine (zeroc's key) */
     /* run */
     uint64_t seed;
     double comm_timeout_s;               /* zeroc extension: collective wait limit, seconds */

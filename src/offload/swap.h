@@ -1,0 +1,52 @@
+/* swap.h — a rank's swap file: the disk tier that offloaded model states live in.
+ *
+ * zc_swap_create makes a new file in the configured directory with a name no other rank or run
+ * can have (zeroc-<host>-<pid>-rank<r>-<n>.swap, created with O_EXCL), opens it O_DIRECT,
+ * preallocates all of it with fallocate — so a disk too small fails here, before step 1, with the
+ * bytes needed and the bytes free — and then unlinks the name: the space belongs to the open file
+ * and returns to the file system when the process ends, however it ends (normal exit, error,
+ * kill -9). A swap file from a dead run therefore never exists to be reused, and nothing is left
+ * behind. A preallocated region reads back as zeros until written.
+ *
+ * Offsets handed to the asynchronous calls must be multiples of ZC_AIO_ALIGN, as must buffer
+ * addresses and lengths; the synchronous zc_swap_pread/pwrite take any offset and length (they
+ * go through an aligned bounce buffer, reading and rewriting partial blocks at the edges) and
+ * serve initialisation and checkpoints.
+ *
+ * Test hook: ZEROC_FAULT_IO=read:R@K (or write:R@K) makes the K-th (1-based) asynchronous read
+ * (write) transfer of rank R fail with EIO, without touching the file.
+ */
+#ifndef ZEROC_OFFLOAD_SWAP_H
+#define ZEROC_OFFLOAD_SWAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "offload/aio.h"
+#include "zeroc/status.h"
+
+typedef struct zc_swap zc_swap;
+
+/* bytes > 0 and a multiple of ZC_AIO_ALIGN. Errors (ZC_EIO unless said): dir missing, not a
+ * directory, not writable, on a file system without O_DIRECT (e.g. tmpfs before Linux 6.6:
+ * named in the message), no space ("needs N bytes, M free"). The aio must outlive the swap. */
+zc_status zc_swap_create(zc_swap **out, const char *dir, int rank, int64_t bytes, zc_aio *aio,
+                         zc_err *err);
+/* Waits for nothing: the caller waits for its transfers first. Closes (and so frees) the file. */
+void zc_swap_destroy(zc_swap *s);
+
+const char *zc_swap_path(const zc_swap *s); /* the name it had, for messages */
+int64_t zc_swap_bytes(const zc_swap *s);
+
+void zc_swap_read(zc_swap *s, zc_aio_op *op, void *buf, size_t len, int64_t off);
+void zc_swap_write(zc_swap *s, zc_aio_op *op, const void *buf, size_t len, int64_t off);
+zc_status zc_swap_wait(zc_swap *s, zc_aio_op *op, zc_err *err);
+
+/* Any offset and length within the file, synchronous. */
+zc_status zc_swap_pread(zc_swap *s, void *dst, size_t len, int64_t off, zc_err *err);
+zc_status zc_swap_pwrite(zc_swap *s, const void *src, size_t len, int64_t off, zc_err *err);
+
+/* ZC_EIO if the file no longer has its size (truncated by someone else). */
+zc_status zc_swap_check(zc_swap *s, zc_err *err);
+
+#endif
