@@ -65,7 +65,21 @@ static bool same_values(const zc_config *a, const zc_config *b)
            a->loss_scale_window == b->loss_scale_window && a->hysteresis == b->hysteresis &&
            a->consecutive_hysteresis == b->consecutive_hysteresis &&
            a->min_loss_scale == b->min_loss_scale && a->seed == b->seed &&
-           a->comm_timeout_s == b->comm_timeout_s && a->steps_per_print == b->steps_per_print;
+           a->comm_timeout_s == b->comm_timeout_s && a->steps_per_print == b->steps_per_print &&
+           a->offload_optimizer == b->offload_optimizer &&
+           strcmp(a->optimizer_nvme_path, b->optimizer_nvme_path) == 0 &&
+           a->optimizer_buffer_count == b->optimizer_buffer_count &&
+           a->optimizer_pin_memory == b->optimizer_pin_memory &&
+           a->optimizer_ratio == b->optimizer_ratio && a->pipeline_read == b->pipeline_read &&
+           a->pipeline_write == b->pipeline_write && a->offload_param == b->offload_param &&
+           strcmp(a->param_nvme_path, b->param_nvme_path) == 0 &&
+           a->param_buffer_count == b->param_buffer_count &&
+           a->param_buffer_size == b->param_buffer_size && a->max_in_cpu == b->max_in_cpu &&
+           a->param_pin_memory == b->param_pin_memory && a->sub_group_size == b->sub_group_size &&
+           a->aio_block_size == b->aio_block_size && a->aio_queue_depth == b->aio_queue_depth &&
+           a->aio_thread_count == b->aio_thread_count &&
+           a->aio_single_submit == b->aio_single_submit &&
+           a->aio_overlap_events == b->aio_overlap_events && a->aio_engine == b->aio_engine;
 }
 
 /* Every field: what "cfg unchanged" means. (memcmp would also compare padding bytes, which
@@ -215,6 +229,24 @@ static void test_defaults(void)
     CHECK(c.hysteresis == 2);
     CHECK(!c.consecutive_hysteresis);
     CHECK(c.min_loss_scale == 1.0);
+    /* offload (docs/CONFIG.md): DeepSpeed's defaults except pipeline_read/write and
+     * sub_group_size */
+    CHECK(c.offload_optimizer == ZC_OFFLOAD_NONE && c.optimizer_nvme_path[0] == '\0');
+    CHECK(c.optimizer_buffer_count == 4);
+    CHECK(!c.optimizer_pin_memory);
+    CHECK(c.optimizer_ratio == 1.0);
+    CHECK(c.pipeline_read && c.pipeline_write);
+    CHECK(c.offload_param == ZC_OFFLOAD_NONE && c.param_nvme_path[0] == '\0');
+    CHECK(c.param_buffer_count == 5);
+    CHECK(c.param_buffer_size == 100000000);
+    CHECK(c.max_in_cpu == 1000000000);
+    CHECK(!c.param_pin_memory);
+    CHECK(c.sub_group_size == 4194304);
+    CHECK(c.aio_block_size == 1048576);
+    CHECK(c.aio_queue_depth == 8);
+    CHECK(c.aio_thread_count == 1);
+    CHECK(!c.aio_single_submit && c.aio_overlap_events);
+    CHECK(c.aio_engine == ZC_AIO_AUTO);
     CHECK(zc_config_comm_dtype(&c) == ZC_FP32 && zc_config_grad_dtype(&c) == ZC_FP32);
     CHECK(zc_config_validate(&c, 1, &err) == ZC_OK);
     CHECK(zc_config_validate(&c, 64, &err) == ZC_OK);
@@ -424,8 +456,8 @@ static void test_load_errors(void)
                                         "ds.json", &e2) == ZC_EINVAL &&
                       strstr(e2.msg, "zero_optimization.reduce_scatter"), e2.msg);
     }
-    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"device\": \"cpu\"}}}",
-                    "not supported yet: zero_optimization.offload_optimizer", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"cpu_offload\": true}}",
+                    "not supported yet: zero_optimization.cpu_offload", NULL, NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"allgather_bucket_size\": 5e8}}",
                     "not supported yet: zero_optimization.allgather_bucket_size", NULL, NULL);
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"amsgrad\": true}}}",
@@ -644,8 +676,8 @@ static void test_set(void)
     EXPECT_SET_ERR("", "3", "unknown key: ", NULL);
     EXPECT_SET_ERR("amp", "true", "command line: not supported yet: amp", NULL);
     EXPECT_SET_ERR("amp.enabled", "true", "not supported yet: amp", NULL);
-    EXPECT_SET_ERR("zero_optimization.offload_optimizer.device", "cpu",
-                   "not supported yet: zero_optimization.offload_optimizer", NULL);
+    EXPECT_SET_ERR("zero_optimization.cpu_offload", "false",
+                   "command line: not supported yet: zero_optimization.cpu_offload", NULL);
     EXPECT_SET_ERR("zero_optimization", "3", "zero_optimization is a section",
                    "zero_optimization.stage");
     EXPECT_SET_ERR("optimizer.params", "1", "optimizer.params is a section",
@@ -1182,6 +1214,552 @@ static void test_precision(void)
           strstr(err.msg, "fp16.initial_scale_power: expected an integer 0..64, got 65"));
 }
 
+/* DeepSpeed's ZeRO-Infinity blocks with every key, none at its default. */
+static const char OFFLOAD_FULL[] =
+    "{\n"
+    "  \"zero_optimization\": {\n"
+    "    \"stage\": 3,\n"
+    "    \"sub_group_size\": 1e6,\n"
+    "    \"offload_optimizer\": {\n"
+    "      \"device\": \"NVMe\",\n"
+    "      \"nvme_path\": \"/local_nvme/opt\",\n"
+    "      \"buffer_count\": 8,\n"
+    "      \"pin_memory\": true,\n"
+    "      \"ratio\": 0.3,\n"
+    "      \"pipeline_read\": false,\n"
+    "      \"pipeline_write\": false,\n"
+    "      \"fast_init\": true\n"
+    "    },\n"
+    "    \"offload_param\": {\n"
+    "      \"device\": \"nvme\",\n"
+    "      \"nvme_path\": \"/local_nvme/param\",\n"
+    "      \"buffer_count\": 6,\n"
+    "      \"buffer_size\": 2e8,\n"
+    "      \"max_in_cpu\": 0,\n"
+    "      \"pin_memory\": true\n"
+    "    }\n"
+    "  },\n"
+    "  \"aio\": {\n"
+    "    \"block_size\": 262144,\n"
+    "    \"queue_depth\": 32,\n"
+    "    \"thread_count\": 4,\n"
+    "    \"single_submit\": true,\n"
+    "    \"overlap_events\": false,\n"
+    "    \"use_gds\": false,\n"
+    "    \"engine\": \"THREADS\"\n"
+    "  }\n"
+    "}\n";
+
+static void check_offload_full(const zc_config *c)
+{
+    CHECK(c->stage == 3);
+    CHECK(c->sub_group_size == 1000000);
+    CHECK(c->offload_optimizer == ZC_OFFLOAD_NVME);
+    CHECK(strcmp(c->optimizer_nvme_path, "/local_nvme/opt") == 0);
+    CHECK(c->optimizer_buffer_count == 8);
+    CHECK(c->optimizer_pin_memory);
+    CHECK(c->optimizer_ratio == 0.3);
+    CHECK(!c->pipeline_read && !c->pipeline_write);
+    CHECK(c->offload_param == ZC_OFFLOAD_NVME);
+    CHECK(strcmp(c->param_nvme_path, "/local_nvme/param") == 0);
+    CHECK(c->param_buffer_count == 6);
+    CHECK(c->param_buffer_size == 200000000);
+    CHECK(c->max_in_cpu == 0);
+    CHECK(c->param_pin_memory);
+    CHECK(c->aio_block_size == 262144);
+    CHECK(c->aio_queue_depth == 32);
+    CHECK(c->aio_thread_count == 4);
+    CHECK(c->aio_single_submit && !c->aio_overlap_events);
+    CHECK(c->aio_engine == ZC_AIO_THREADS);
+}
+
+/* Loads json over defaults and validates it with one rank: expects that to fail with every
+ * substring in the message, and the load itself to succeed (the rule is across keys). */
+static void expect_validate_err_at(const char *file, int line, const char *json, const char *s1,
+                                   const char *s2)
+{
+    zc_config c, before;
+    zc_err err = {0};
+    char what[256];
+
+    zc_config_defaults(&c);
+    record(zc_config_load_string(&c, json, "ds.json", &err) == ZC_OK, file, line, "loads",
+           err.msg);
+    before = c;
+    snprintf(what, sizeof what, "validate of %.150s fails", json);
+    record(zc_config_validate(&c, 1, &err) == ZC_EINVAL, file, line, what, err.msg);
+    const char *subs[2] = {s1, s2};
+    for (int i = 0; i < 2; i++) {
+        if (!subs[i])
+            continue;
+        snprintf(what, sizeof what, "message contains '%s'", subs[i]);
+        record(strstr(err.msg, subs[i]) != NULL, file, line, what, err.msg);
+    }
+    /* resolve_batch validates too, and leaves cfg as it was */
+    record(zc_config_resolve_batch(&c, 1, &err) == ZC_EINVAL && strstr(err.msg, s1), file, line,
+           "resolve_batch fails the same way", err.msg);
+    record(same_config(&c, &before), file, line, "cfg unchanged by resolve_batch", err.msg);
+}
+#define EXPECT_VALIDATE_ERR(json, s1, s2) expect_validate_err_at(__FILE__, __LINE__, json, s1, s2)
+
+static void test_offload(void)
+{
+    zc_config c;
+    zc_err err = {0};
+    char path[128];
+
+    /* every key from a file */
+    snprintf(path, sizeof path, "%s/offload.json", tmpdir);
+    write_file(path, OFFLOAD_FULL, strlen(OFFLOAD_FULL));
+    zc_config_defaults(&c);
+    CHECK_MSG(zc_config_load_file(&c, path, &err) == ZC_OK, err.msg);
+    check_offload_full(&c);
+    CHECK(c.lr == 1e-3 && c.seed == 42); /* the rest keeps its defaults */
+    CHECK_MSG(zc_config_validate(&c, 1, &err) == ZC_OK, err.msg);
+    CHECK_MSG(zc_config_validate(&c, 8, &err) == ZC_OK, err.msg);
+    CHECK_ROUND_TRIP(&c);
+
+    /* ...and every key from the command line, strings unquoted */
+    zc_config_defaults(&c);
+    EXPECT_SET_OK(&c, "zero_optimization.stage", "3");
+    EXPECT_SET_OK(&c, "zero_optimization.sub_group_size", "1e6");
+    EXPECT_SET_OK(&c, "zero_optimization.offload_optimizer.device", "NVMe");
+    EXPECT_SET_OK(&c, "zero_optimization.offload_optimizer.nvme_path", "/local_nvme/opt");
+    EXPECT_SET_OK(&c, "zero_optimization.offload_optimizer.buffer_count", "8");
+    EXPECT_SET_OK(&c, "zero_optimization.offload_optimizer.pin_memory", "true");
+    EXPECT_SET_OK(&c, "zero_optimization.offload_optimizer.ratio", "0.3");
+    EXPECT_SET_OK(&c, "zero_optimization.offload_optimizer.pipeline_read", "false");
+    EXPECT_SET_OK(&c, "zero_optimization.offload_optimizer.pipeline_write", "false");
+    EXPECT_SET_OK(&c, "zero_optimization.offload_optimizer.fast_init", "true");
+    EXPECT_SET_OK(&c, "zero_optimization.offload_optimizer.fast_init", "false");
+    EXPECT_SET_OK(&c, "zero_optimization.offload_param.device", "nvme");
+    EXPECT_SET_OK(&c, "zero_optimization.offload_param.nvme_path", "/local_nvme/param");
+    EXPECT_SET_OK(&c, "zero_optimization.offload_param.buffer_count", "6");
+    EXPECT_SET_OK(&c, "zero_optimization.offload_param.buffer_size", "2e8");
+    EXPECT_SET_OK(&c, "zero_optimization.offload_param.max_in_cpu", "0");
+    EXPECT_SET_OK(&c, "zero_optimization.offload_param.pin_memory", "true");
+    EXPECT_SET_OK(&c, "aio.block_size", "262144");
+    EXPECT_SET_OK(&c, "aio.queue_depth", "32");
+    EXPECT_SET_OK(&c, "aio.thread_count", "4");
+    EXPECT_SET_OK(&c, "aio.single_submit", "true");
+    EXPECT_SET_OK(&c, "aio.overlap_events", "false");
+    EXPECT_SET_OK(&c, "aio.use_gds", "false");
+    EXPECT_SET_OK(&c, "aio.engine", "threads");
+    check_offload_full(&c);
+    CHECK_MSG(zc_config_validate(&c, 1, &err) == ZC_OK, err.msg);
+    CHECK_ROUND_TRIP(&c);
+    /* the remaining values of each choice, any letter case */
+    EXPECT_SET_OK(&c, "aio.engine", "IO_URING");
+    CHECK(c.aio_engine == ZC_AIO_URING);
+    EXPECT_SET_OK(&c, "aio.engine", "Auto");
+    CHECK(c.aio_engine == ZC_AIO_AUTO);
+    EXPECT_SET_OK(&c, "zero_optimization.offload_optimizer.device", "CPU");
+    CHECK(c.offload_optimizer == ZC_OFFLOAD_CPU);
+    EXPECT_SET_OK(&c, "zero_optimization.offload_param.device", "None");
+    CHECK(c.offload_param == ZC_OFFLOAD_NONE);
+    EXPECT_SET_OK(&c, "zero_optimization.offload_optimizer.nvme_path", ""); /* unset */
+    CHECK(c.optimizer_nvme_path[0] == '\0');
+    EXPECT_SET_OK(&c, "zero_optimization.offload_param.nvme_path", "null"); /* a directory */
+    CHECK(strcmp(c.param_nvme_path, "null") == 0);
+    EXPECT_SET_OK(&c, "zero_optimization.offload_optimizer.ratio", "1");
+    CHECK(c.optimizer_ratio == 1.0);
+    EXPECT_SET_OK(&c, "aio.block_size", "4096");
+    CHECK(c.aio_block_size == 4096);
+    EXPECT_SET_OK(&c, "aio.intra_op_parallelism", "3"); /* DeepSpeed's newer name */
+    CHECK(c.aio_thread_count == 3);
+    CHECK_ROUND_TRIP(&c);
+
+    /* file values that are not defaults' spelling */
+    CHECK_MSG(load(&c,
+                   "{\"zero_optimization\": {\"offload_optimizer\": {\"device\": \"cpu\","
+                   " \"nvme_path\": null}, \"offload_param\": {\"nvme_path\": \"\"}},"
+                   " \"aio\": {\"engine\": \"io_uring\", \"intra_op_parallelism\": 2}}",
+                   &err) == ZC_OK,
+              err.msg);
+    CHECK(c.offload_optimizer == ZC_OFFLOAD_CPU && c.optimizer_nvme_path[0] == '\0' &&
+          c.param_nvme_path[0] == '\0' && c.aio_engine == ZC_AIO_URING &&
+          c.aio_thread_count == 2);
+    CHECK(load(&c, "{\"zero_optimization\": {\"offload_optimizer\": {}, \"offload_param\": {}},"
+                   " \"aio\": {}}",
+               &err) == ZC_OK);
+    {
+        zc_config d;
+        zc_config_defaults(&d);
+        CHECK(same_config(&c, &d));
+    }
+    /* a file sets the path, a flag the device */
+    CHECK(load(&c,
+               "{\"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"nvme_path\":"
+               " \"/mnt/ssd\"}}}",
+               &err) == ZC_OK);
+    CHECK(c.offload_optimizer == ZC_OFFLOAD_NONE && zc_config_validate(&c, 1, &err) == ZC_OK);
+    EXPECT_SET_OK(&c, "zero_optimization.offload_optimizer.device", "nvme");
+    CHECK(c.offload_optimizer == ZC_OFFLOAD_NVME && strcmp(c.optimizer_nvme_path, "/mnt/ssd") == 0);
+    CHECK_MSG(zc_config_validate(&c, 1, &err) == ZC_OK, err.msg);
+
+    /* type errors */
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"buffer_count\": \"4\"}}}",
+                    "zero_optimization.offload_optimizer.buffer_count: expected an integer >= 1",
+                    "got string \"4\"", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"buffer_count\": 2.5}}}",
+                    "zero_optimization.offload_optimizer.buffer_count", "got 2.5", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"pin_memory\": 1}}}",
+                    "zero_optimization.offload_optimizer.pin_memory: expected true or false, "
+                    "got 1",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"ratio\": \"half\"}}}",
+                    "zero_optimization.offload_optimizer.ratio: expected a number in (0, 1]",
+                    "got string \"half\"", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"nvme_path\": 5}}}",
+                    "zero_optimization.offload_optimizer.nvme_path: expected a string",
+                    "got 5", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_param\": {\"nvme_path\": [\"/a\"]}}}",
+                    "zero_optimization.offload_param.nvme_path", "got an array", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"device\": true}}}",
+                    "zero_optimization.offload_optimizer.device: expected one of none, cpu, nvme",
+                    "got true", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_param\": {\"device\": null}}}",
+                    "zero_optimization.offload_param.device", "got null", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"fast_init\": 0}}}",
+                    "zero_optimization.offload_optimizer.fast_init: expected true or false",
+                    "got 0", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": \"nvme\"}}",
+                    "zero_optimization.offload_optimizer: expected an object",
+                    "got string \"nvme\"", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_param\": true}}",
+                    "zero_optimization.offload_param: expected an object", "got true", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"sub_group_size\": \"1e9\"}}",
+                    "zero_optimization.sub_group_size: expected an integer >= 1",
+                    "got string \"1e9\"", NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"block_size\": 4096.5}}",
+                    "aio.block_size: expected an integer >= 4096 and a multiple of 4096",
+                    "got 4096.5", NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"engine\": 1}}",
+                    "aio.engine: expected one of auto, io_uring, threads (case-insensitive)",
+                    "got 1", NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"single_submit\": \"false\"}}",
+                    "aio.single_submit: expected true or false", "got string \"false\"", NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"overlap_events\": null}}", "aio.overlap_events", "got null",
+                    NULL);
+    EXPECT_LOAD_ERR("{\"aio\": 1048576}", "aio: expected an object", "got 1048576", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"device\": \"auto\"}}}",
+                    "zero_optimization.offload_optimizer.device", "Hugging Face", NULL);
+    EXPECT_SET_ERR("zero_optimization.offload_optimizer.buffer_count", "four",
+                   "zero_optimization.offload_optimizer.buffer_count: expected an integer >= 1",
+                   "got \"four\"");
+    EXPECT_SET_ERR("zero_optimization.offload_optimizer.pipeline_read", "1",
+                   "zero_optimization.offload_optimizer.pipeline_read: expected true or false",
+                   "got \"1\"");
+    EXPECT_SET_ERR("zero_optimization.offload_param.buffer_size", "1e8 ",
+                   "zero_optimization.offload_param.buffer_size", "got \"1e8 \"");
+    EXPECT_SET_ERR("aio.block_size", "1M", "aio.block_size: expected an integer >= 4096",
+                   "got \"1M\"");
+    EXPECT_SET_ERR("aio.overlap_events", "yes", "aio.overlap_events: expected true or false",
+                   "got \"yes\"");
+
+    /* ranges */
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"buffer_count\": 0}}}",
+                    "ds.json: zero_optimization.offload_optimizer.buffer_count must be >= 1, "
+                    "got 0",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_param\": {\"buffer_count\": 0}}}",
+                    "zero_optimization.offload_param.buffer_count must be >= 1, got 0", NULL,
+                    NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_param\": {\"buffer_count\": 3e9}}}",
+                    "zero_optimization.offload_param.buffer_count must be <= 2147483647",
+                    "got 3e9", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"ratio\": 0}}}",
+                    "zero_optimization.offload_optimizer.ratio: expected a number in (0, 1], "
+                    "got 0",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"ratio\": 1.5}}}",
+                    "zero_optimization.offload_optimizer.ratio: expected a number in (0, 1], "
+                    "got 1.5",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"ratio\": -0.5}}}",
+                    "zero_optimization.offload_optimizer.ratio", "got -0.5", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_param\": {\"buffer_size\": 0}}}",
+                    "zero_optimization.offload_param.buffer_size must be >= 1, got 0", NULL,
+                    NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_param\": {\"max_in_cpu\": -1}}}",
+                    "ds.json: zero_optimization.offload_param.max_in_cpu must be >= 0, got -1",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"sub_group_size\": 0}}",
+                    "zero_optimization.sub_group_size must be >= 1, got 0", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"block_size\": 1000}}",
+                    "ds.json: aio.block_size: expected an integer >= 4096 and a multiple of "
+                    "4096, got 1000",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"block_size\": 6000}}",
+                    "ds.json: aio.block_size: expected an integer >= 4096 and a multiple of "
+                    "4096, got 6000",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"block_size\": 0}}", "aio.block_size", "got 0", NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"block_size\": -4096}}", "aio.block_size", "got -4096", NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"block_size\": 1e30}}", "aio.block_size", "got 1e30", NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"queue_depth\": 0}}", "aio.queue_depth must be >= 1, got 0",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"thread_count\": 0}}", "aio.thread_count must be >= 1, got 0",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"intra_op_parallelism\": -2}}",
+                    "aio.intra_op_parallelism must be >= 1, got -2", NULL, NULL);
+    EXPECT_SET_ERR("zero_optimization.offload_optimizer.buffer_count", "0",
+                   "command line: zero_optimization.offload_optimizer.buffer_count must be >= 1",
+                   "got 0");
+    EXPECT_SET_ERR("zero_optimization.offload_optimizer.ratio", "0",
+                   "zero_optimization.offload_optimizer.ratio: expected a number in (0, 1]",
+                   "got 0");
+    EXPECT_SET_ERR("zero_optimization.offload_optimizer.ratio", "1.5",
+                   "zero_optimization.offload_optimizer.ratio", "got 1.5");
+    EXPECT_SET_ERR("zero_optimization.offload_param.max_in_cpu", "-1",
+                   "zero_optimization.offload_param.max_in_cpu must be >= 0", "got -1");
+    EXPECT_SET_ERR("zero_optimization.sub_group_size", "0",
+                   "zero_optimization.sub_group_size must be >= 1", "got 0");
+    EXPECT_SET_ERR("aio.block_size", "1000",
+                   "command line: aio.block_size: expected an integer >= 4096 and a multiple of "
+                   "4096",
+                   "got 1000");
+    EXPECT_SET_ERR("aio.block_size", "6000", "aio.block_size", "a multiple of 4096, got 6000");
+    EXPECT_SET_ERR("aio.queue_depth", "0", "aio.queue_depth must be >= 1", "got 0");
+    EXPECT_SET_ERR("aio.thread_count", "0", "aio.thread_count must be >= 1", "got 0");
+
+    /* choices */
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"device\": \"disk\"}}}",
+                    "ds.json: zero_optimization.offload_optimizer.device: expected one of none, "
+                    "cpu, nvme (case-insensitive), got string \"disk\"",
+                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_param\": {\"device\": \"disk\"}}}",
+                    "zero_optimization.offload_param.device: expected one of none, cpu, nvme",
+                    "got string \"disk\"", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_param\": {\"device\": \"\"}}}",
+                    "zero_optimization.offload_param.device", "got string \"\"", NULL);
+    EXPECT_SET_ERR("zero_optimization.offload_optimizer.device", "disk",
+                   "command line: zero_optimization.offload_optimizer.device: expected one of "
+                   "none, cpu, nvme (case-insensitive)",
+                   "got \"disk\"");
+    EXPECT_SET_ERR("zero_optimization.offload_param.device", "nvme ",
+                   "zero_optimization.offload_param.device", "got \"nvme \"");
+    EXPECT_LOAD_ERR("{\"aio\": {\"engine\": \"libaio\"}}",
+                    "ds.json: aio.engine: expected one of auto, io_uring, threads "
+                    "(case-insensitive), got string \"libaio\"",
+                    NULL, NULL);
+    EXPECT_SET_ERR("aio.engine", "uring", "aio.engine: expected one of auto, io_uring, threads",
+                   "got \"uring\"");
+    EXPECT_SET_ERR("aio.engine", "", "aio.engine", "got \"\"");
+
+    /* use_gds: only false */
+    EXPECT_LOAD_ERR("{\"aio\": {\"use_gds\": true}}",
+                    "ds.json: aio.use_gds: true is not supported: zeroc has no GPU", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"use_gds\": \"false\"}}", "aio.use_gds: expected true or false",
+                    NULL, NULL);
+    EXPECT_SET_ERR("aio.use_gds", "true", "aio.use_gds: true is not supported", "no GPU");
+    CHECK_MSG(load(&c, "{\"aio\": {\"use_gds\": false}}", &err) == ZC_OK, err.msg);
+
+    /* fast_init: accepted either way, changes nothing */
+    CHECK_MSG(load(&c, "{\"zero_optimization\": {\"offload_optimizer\": {\"fast_init\": true}}}",
+                   &err) == ZC_OK,
+              err.msg);
+    {
+        zc_config d;
+        zc_config_defaults(&d);
+        CHECK(same_config(&c, &d));
+    }
+    CHECK(load(&c, "{\"zero_optimization\": {\"offload_optimizer\": {\"fast_init\": false}}}",
+               &err) == ZC_OK);
+
+    /* nvme_path: at most ZC_MAX_PATH - 1 bytes */
+    {
+        char long_path[ZC_MAX_PATH + 1], json[ZC_MAX_PATH + 128];
+        memset(long_path, 'p', ZC_MAX_PATH - 1);
+        long_path[0] = '/';
+        long_path[ZC_MAX_PATH - 1] = '\0'; /* 1023 bytes: fits */
+        snprintf(json, sizeof json,
+                 "{\"zero_optimization\": {\"offload_optimizer\": {\"nvme_path\": \"%s\"}}}",
+                 long_path);
+        CHECK_MSG(load(&c, json, &err) == ZC_OK, err.msg);
+        CHECK(strcmp(c.optimizer_nvme_path, long_path) == 0);
+        CHECK_ROUND_TRIP(&c);
+        zc_config_defaults(&c);
+        EXPECT_SET_OK(&c, "zero_optimization.offload_param.nvme_path", long_path);
+        CHECK(strcmp(c.param_nvme_path, long_path) == 0);
+        long_path[ZC_MAX_PATH - 1] = 'p'; /* 1024 bytes: one too many */
+        long_path[ZC_MAX_PATH] = '\0';
+        snprintf(json, sizeof json,
+                 "{\"zero_optimization\": {\"offload_optimizer\": {\"nvme_path\": \"%s\"}}}",
+                 long_path);
+        EXPECT_LOAD_ERR(json, "ds.json: zero_optimization.offload_optimizer.nvme_path",
+                        "limit of 1023 bytes", "got 1024 bytes");
+        EXPECT_SET_ERR("zero_optimization.offload_param.nvme_path", long_path,
+                       "command line: zero_optimization.offload_param.nvme_path",
+                       "limit of 1023 bytes");
+    }
+    /* a path with characters JSON escapes survives the round trip */
+    zc_config_defaults(&c);
+    EXPECT_SET_OK(&c, "zero_optimization.offload_param.nvme_path", "/mnt/a \"b\"\\c\td\xc3\xa9");
+    CHECK_ROUND_TRIP(&c);
+
+    /* unknown and still-refused keys */
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"devices\": \"cpu\"}}}",
+                    "unknown key: zero_optimization.offload_optimizer.devices", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_param\": {\"ratio\": 1}}}",
+                    "unknown key: zero_optimization.offload_param.ratio", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"Block_size\": 4096}}", "unknown key: aio.Block_size", NULL,
+                    NULL);
+    EXPECT_SET_ERR("aio.foo", "1", "command line: unknown key: aio.foo", NULL);
+    EXPECT_SET_ERR("zero_optimization.offload_param.foo", "1",
+                   "unknown key: zero_optimization.offload_param.foo", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"cpu_offload_params\": false}}",
+                    "not supported yet: zero_optimization.cpu_offload_params", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"cpu_offload_use_pin_memory\": false}}",
+                    "not supported yet: zero_optimization.cpu_offload_use_pin_memory", NULL,
+                    NULL);
+    EXPECT_SET_ERR("zero_optimization.cpu_offload_params", "true",
+                   "not supported yet: zero_optimization.cpu_offload_params", NULL);
+    EXPECT_SET_ERR("zero_optimization.offload_optimizer", "nvme",
+                   "zero_optimization.offload_optimizer is a section",
+                   "zero_optimization.offload_optimizer.device");
+    EXPECT_SET_ERR("zero_optimization.offload_param", "{}",
+                   "zero_optimization.offload_param is a section",
+                   "zero_optimization.offload_param.device");
+    EXPECT_SET_ERR("aio", "1", "aio is a section", "aio.block_size");
+    /* duplicates, also under DeepSpeed's two names of the thread count */
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_param\": {\"device\": \"cpu\","
+                    " \"device\": \"nvme\"}}}",
+                    "duplicate key: zero_optimization.offload_param.device", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"thread_count\": 2, \"intra_op_parallelism\": 2}}",
+                    "duplicate key: aio.intra_op_parallelism",
+                    "aio.intra_op_parallelism is another name for aio.thread_count", NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"intra_op_parallelism\": 2, \"thread_count\": 2}}",
+                    "duplicate key: aio.thread_count", "another name", NULL);
+
+    /* cross-key rules */
+    EXPECT_VALIDATE_ERR("{\"zero_optimization\": {\"stage\": 0, \"offload_optimizer\":"
+                        " {\"device\": \"nvme\", \"nvme_path\": \"/mnt/ssd\"}}}",
+                        "zero_optimization.offload_optimizer.device nvme needs "
+                        "zero_optimization.stage 1, 2 or 3",
+                        "got stage 0");
+    EXPECT_VALIDATE_ERR("{\"zero_optimization\": {\"stage\": 2, \"offload_param\":"
+                        " {\"device\": \"nvme\", \"nvme_path\": \"/mnt/ssd\"}}}",
+                        "zero_optimization.offload_param.device nvme needs "
+                        "zero_optimization.stage 3",
+                        "got stage 2");
+    EXPECT_VALIDATE_ERR("{\"zero_optimization\": {\"stage\": 1, \"offload_param\":"
+                        " {\"device\": \"nvme\", \"nvme_path\": \"/mnt/ssd\"}}}",
+                        "zero_optimization.offload_param.device nvme needs "
+                        "zero_optimization.stage 3",
+                        "got stage 1");
+    EXPECT_VALIDATE_ERR("{\"zero_optimization\": {\"stage\": 3, \"offload_param\":"
+                        " {\"device\": \"nvme\"}}}",
+                        "zero_optimization.offload_param.nvme_path: required when device is nvme",
+                        NULL);
+    EXPECT_VALIDATE_ERR("{\"zero_optimization\": {\"stage\": 1, \"offload_optimizer\":"
+                        " {\"device\": \"nvme\", \"nvme_path\": \"\"}}}",
+                        "zero_optimization.offload_optimizer.nvme_path: required when device is "
+                        "nvme",
+                        NULL);
+    EXPECT_VALIDATE_ERR("{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\":"
+                        " {\"device\": \"nvme\", \"nvme_path\": null}}}",
+                        "zero_optimization.offload_optimizer.nvme_path: required", NULL);
+    /* what is accepted: nvme optimizer at stages 1-3, nvme parameters at 3, cpu anywhere; a
+     * path without nvme is kept and unused */
+    static const char *const fine[] = {
+        "{\"zero_optimization\": {\"stage\": 1, \"offload_optimizer\": {\"device\": \"nvme\","
+        " \"nvme_path\": \"/mnt/ssd\"}}}",
+        "{\"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"nvme\","
+        " \"nvme_path\": \"/mnt/ssd\"}}}",
+        "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"nvme\","
+        " \"nvme_path\": \"/mnt/ssd\"}, \"offload_param\": {\"device\": \"nvme\","
+        " \"nvme_path\": \"/mnt/ssd\"}}}",
+        "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\"},"
+        " \"offload_param\": {\"device\": \"nvme\", \"nvme_path\": \"rel/dir\"}}}",
+        "{\"zero_optimization\": {\"stage\": 0, \"offload_optimizer\": {\"device\": \"cpu\"},"
+        " \"offload_param\": {\"device\": \"cpu\"}}}",
+        "{\"zero_optimization\": {\"stage\": 2, \"offload_param\": {\"device\": \"cpu\"}}}",
+        "{\"zero_optimization\": {\"stage\": 0, \"offload_optimizer\": {\"nvme_path\": \"/x\"},"
+        " \"offload_param\": {\"device\": \"none\", \"nvme_path\": \"/y\"}}}",
+    };
+    for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++) {
+        CHECK_MSG(load(&c, fine[i], &err) == ZC_OK, err.msg);
+        CHECK_MSG(zc_config_validate(&c, 1, &err) == ZC_OK, err.msg);
+        CHECK_MSG(zc_config_resolve_batch(&c, 2, &err) == ZC_OK, err.msg);
+        CHECK_ROUND_TRIP(&c);
+    }
+    /* a flag can break the rule after the file: validate catches it */
+    CHECK(load(&c, fine[2], &err) == ZC_OK);
+    EXPECT_SET_OK(&c, "zero_optimization.stage", "2");
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK_MSG(strcmp(err.msg, "zero_optimization.offload_param.device nvme needs "
+                              "zero_optimization.stage 3 (the stage that partitions the "
+                              "parameters), got stage 2") == 0,
+              err.msg);
+    EXPECT_SET_OK(&c, "zero_optimization.offload_param.device", "none");
+    CHECK_MSG(zc_config_validate(&c, 1, &err) == ZC_OK, err.msg);
+    EXPECT_SET_OK(&c, "zero_optimization.stage", "0");
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK_MSG(strcmp(err.msg, "zero_optimization.offload_optimizer.device nvme needs "
+                              "zero_optimization.stage 1, 2 or 3 (the stages that partition the "
+                              "optimizer state), got stage 0") == 0,
+              err.msg);
+
+    /* hand-filled structs: ranges, enum values and strings again */
+    zc_config_defaults(&c);
+    c.offload_optimizer = (zc_offload_device)7;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK_MSG(strcmp(err.msg, "zero_optimization.offload_optimizer.device: expected one of none, "
+                              "cpu, nvme (case-insensitive), got enum value 7") == 0,
+              err.msg);
+    zc_config_defaults(&c);
+    c.offload_param = (zc_offload_device)-1;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL &&
+          strstr(err.msg, "zero_optimization.offload_param.device") &&
+          strstr(err.msg, "enum value -1"));
+    zc_config_defaults(&c);
+    c.aio_engine = (zc_aio_engine)3;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK_MSG(strstr(err.msg, "aio.engine: expected one of auto, io_uring, threads") &&
+                  strstr(err.msg, "enum value 3"),
+              err.msg);
+    zc_config_defaults(&c);
+    c.aio_block_size = 5000;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK_MSG(strcmp(err.msg, "aio.block_size: expected an integer >= 4096 and a multiple of "
+                              "4096, got 5000") == 0,
+              err.msg);
+    zc_config_defaults(&c);
+    c.optimizer_ratio = 0;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL &&
+          strstr(err.msg, "zero_optimization.offload_optimizer.ratio"));
+    zc_config_defaults(&c);
+    c.optimizer_ratio = NAN;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL && strstr(err.msg, "finite"));
+    zc_config_defaults(&c);
+    c.max_in_cpu = -5;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL &&
+          strstr(err.msg, "zero_optimization.offload_param.max_in_cpu must be >= 0, got -5"));
+    zc_config_defaults(&c);
+    c.sub_group_size = 0;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL &&
+          strstr(err.msg, "zero_optimization.sub_group_size"));
+    zc_config_defaults(&c);
+    c.aio_queue_depth = 0;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL && strstr(err.msg, "aio.queue_depth"));
+    zc_config_defaults(&c);
+    c.param_buffer_count = 0;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL &&
+          strstr(err.msg, "zero_optimization.offload_param.buffer_count"));
+    zc_config_defaults(&c);
+    memset(c.param_nvme_path, 'x', sizeof c.param_nvme_path); /* no NUL */
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK_MSG(strstr(err.msg, "zero_optimization.offload_param.nvme_path") &&
+                  strstr(err.msg, "1023 bytes"),
+              err.msg);
+    {
+        char *json = zc_config_to_json(&c); /* prints at most the array, not past it */
+        CHECK(json != NULL);
+        free(json);
+    }
+}
+
 static void test_to_json(void)
 {
     zc_config c;
@@ -1228,6 +1806,61 @@ static void test_to_json(void)
     CHECK_ROUND_TRIP(&c);
     c.optim = ZC_OPTIM_ADAM;
     c.adam_w_mode = false;
+    CHECK_ROUND_TRIP(&c);
+
+    /* offload and aio: every key printed, the paths even when empty */
+    zc_config_defaults(&c);
+    json = zc_config_to_json(&c);
+    CHECK_MSG(json && strstr(json, "\"sub_group_size\":\t4194304,") &&
+                  strstr(json, "\"offload_optimizer\":\t{\n\t\t\t\"device\":\t\"none\",\n"
+                               "\t\t\t\"nvme_path\":\t\"\",\n\t\t\t\"buffer_count\":\t4,\n"
+                               "\t\t\t\"pin_memory\":\tfalse,\n\t\t\t\"ratio\":\t1,\n"
+                               "\t\t\t\"pipeline_read\":\ttrue,\n"
+                               "\t\t\t\"pipeline_write\":\ttrue\n") &&
+                  strstr(json, "\"offload_param\":\t{\n\t\t\t\"device\":\t\"none\",\n"
+                               "\t\t\t\"nvme_path\":\t\"\",\n\t\t\t\"buffer_count\":\t5,\n"
+                               "\t\t\t\"buffer_size\":\t100000000,\n"
+                               "\t\t\t\"max_in_cpu\":\t1000000000,\n"
+                               "\t\t\t\"pin_memory\":\tfalse\n") &&
+                  strstr(json, "\"aio\":\t{\n\t\t\"block_size\":\t1048576,\n"
+                               "\t\t\"queue_depth\":\t8,\n\t\t\"thread_count\":\t1,\n"
+                               "\t\t\"single_submit\":\tfalse,\n"
+                               "\t\t\"overlap_events\":\ttrue,\n\t\t\"use_gds\":\tfalse,\n"
+                               "\t\t\"engine\":\t\"auto\"\n"),
+              json ? json : "NULL");
+    free(json);
+    c.stage = 3;
+    c.offload_optimizer = ZC_OFFLOAD_CPU;
+    snprintf(c.optimizer_nvme_path, sizeof c.optimizer_nvme_path, "/nvme0/zeroc");
+    c.optimizer_buffer_count = INT_MAX;
+    c.optimizer_pin_memory = true;
+    c.optimizer_ratio = 0.1 + 0.2;
+    c.pipeline_read = false;
+    c.offload_param = ZC_OFFLOAD_NVME;
+    snprintf(c.param_nvme_path, sizeof c.param_nvme_path, "relative dir/\\x");
+    c.param_buffer_count = 1;
+    c.param_buffer_size = INT64_MAX;
+    c.max_in_cpu = 0;
+    c.sub_group_size = 9007199254740993;
+    c.aio_block_size = INT64_MAX - INT64_MAX % 4096;
+    c.aio_queue_depth = INT_MAX;
+    c.aio_thread_count = 2;
+    c.aio_single_submit = true;
+    c.aio_overlap_events = false;
+    c.aio_engine = ZC_AIO_URING;
+    CHECK_MSG(zc_config_validate(&c, 1, &err) == ZC_OK, err.msg);
+    CHECK_ROUND_TRIP(&c);
+    json = zc_config_to_json(&c);
+    CHECK_MSG(json && strstr(json, "\"device\":\t\"cpu\"") &&
+                  strstr(json, "\"device\":\t\"nvme\"") &&
+                  strstr(json, "\"nvme_path\":\t\"relative dir/\\\\x\"") &&
+                  strstr(json, "\"ratio\":\t0.30000000000000004,") &&
+                  strstr(json, "\"sub_group_size\":\t9007199254740993,") &&
+                  strstr(json, "\"engine\":\t\"io_uring\""),
+              json ? json : "NULL");
+    free(json);
+    c.offload_optimizer = ZC_OFFLOAD_NVME;
+    c.aio_engine = ZC_AIO_THREADS;
     CHECK_ROUND_TRIP(&c);
 
     /* precision: every key printed; the DEFAULT types as null */
@@ -1302,10 +1935,11 @@ int main(void)
     test_validate();
     test_resolve_batch();
     test_precision();
+    test_offload();
     test_to_json();
 
     static const char *const files[] = {"ds_config.json", "bad.json", "empty.json", "nul.json",
-                                        "list.json"};
+                                        "list.json", "offload.json"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[128];
         snprintf(path, sizeof path, "%s/%s", tmpdir, files[i]);

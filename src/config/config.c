@@ -4,8 +4,8 @@
  * the struct field it fills. The file loader, zc_config_set and zc_config_validate all walk that
  * one table, so a key cannot be accepted through one door and refused through another, and every
  * message names the key by the path the user wrote. Keys DeepSpeed knows but zeroc does not
- * implement are rows too (K_REFUSED): skipping "offload_optimizer" silently would train something
- * other than what the user asked for, so such keys are refused by name instead.
+ * implement are rows too (K_REFUSED): skipping "scheduler" silently would train something other
+ * than what the user asked for, so such keys are refused by name instead.
  *
  * cJSON turns every number into a double, which would round a 20-digit seed. So the loader also
  * keeps each number's text as written (paired with the parsed nodes by document order), reads
@@ -48,6 +48,9 @@ typedef enum {
     K_BETAS,     /* optimizer.params.betas: two numbers in [0, 1) */
     K_PRECISION, /* true/false into a bool field, and dtype follows: true = `dt`, false undoes */
     K_DTYPE,     /* "fp32" | "bf16" | "fp16" (any letter case) or null (ZC_DTYPE_DEFAULT) */
+    K_STR,       /* a string (null: "") into a char[ZC_MAX_PATH] field; empty means unset */
+    K_DEVICE,    /* "none" | "cpu" | "nvme" (any letter case), into a zc_offload_device field */
+    K_ENGINE,    /* "auto" | "io_uring" | "threads" (any letter case), into a zc_aio_engine field */
 } key_kind;
 
 enum {
@@ -66,18 +69,23 @@ typedef struct {
     bool has_field;
     size_t off; /* offsetof(zc_config, field) when has_field */
     int64_t imin, imax;
+    int64_t multiple; /* K_INT/K_I64: when not 0, the value must be a multiple of it */
     double lo, hi;
     unsigned flags;
     bool fixed;           /* K_FIXED: the one accepted value */
     const char *why;      /* K_FIXED/K_ZERO: what zeroc does instead */
     zc_dtype dt;          /* K_PRECISION: the type `true` selects */
-    const char *alias_of; /* K_SECTION: this path is another name for that one; giving both
-                           * is a duplicate ("bfloat16" is DeepSpeed's old name for "bf16") */
+    const char *alias_of; /* this path is another name for that one; giving both is a duplicate
+                           * ("bfloat16" is DeepSpeed's old name for "bf16") */
 } key_spec;
 
 /* The _Generic fails to compile when the row's kind and the field's C type disagree. */
 #define FIELD(f, T) \
     .has_field = true, .off = _Generic(((zc_config *)0)->f, T: offsetof(zc_config, f))
+/* A K_STR field: the pointer to the array keeps its size, so a char * or a shorter array fails. */
+#define FIELD_STR(f)                                                                         \
+    .has_field = true,                                                                       \
+    .off = _Generic(&((zc_config *)0)->f, char(*)[ZC_MAX_PATH]: offsetof(zc_config, f))
 #define REFUSED(p) {.path = p, .kind = K_REFUSED}
 
 static const key_spec KEYS[] = {
@@ -133,8 +141,41 @@ static const key_spec KEYS[] = {
      .why = "zeroc always overlaps the gradient reduce-scatter with the backward pass"},
     {.path = "zero_optimization.contiguous_gradients", .kind = K_FIXED, .fixed = true,
      .why = "zeroc always keeps gradients in contiguous per-unit buffers"},
-    REFUSED("zero_optimization.offload_optimizer"),
-    REFUSED("zero_optimization.offload_param"),
+    /* ZeRO-Infinity: model states in swap files on a local disk. "cpu" is accepted and changes
+     * nothing (they are in RAM already on a CPU machine); the stage rules are in validate. */
+    {.path = "zero_optimization.offload_optimizer", .kind = K_SECTION},
+    {.path = "zero_optimization.offload_optimizer.device", .kind = K_DEVICE,
+     FIELD(offload_optimizer, zc_offload_device)},
+    {.path = "zero_optimization.offload_optimizer.nvme_path", .kind = K_STR,
+     FIELD_STR(optimizer_nvme_path)},
+    {.path = "zero_optimization.offload_optimizer.buffer_count", .kind = K_INT,
+     FIELD(optimizer_buffer_count, int), .imin = 1, .imax = INT_MAX},
+    {.path = "zero_optimization.offload_optimizer.pin_memory", .kind = K_BOOL,
+     FIELD(optimizer_pin_memory, bool)},
+    {.path = "zero_optimization.offload_optimizer.ratio", .kind = K_NUM,
+     FIELD(optimizer_ratio, double), .lo = 0, .hi = 1, .flags = R_INTERVAL | R_LO_OPEN},
+    {.path = "zero_optimization.offload_optimizer.pipeline_read", .kind = K_BOOL,
+     FIELD(pipeline_read, bool)},
+    {.path = "zero_optimization.offload_optimizer.pipeline_write", .kind = K_BOOL,
+     FIELD(pipeline_write, bool)},
+    /* DeepSpeed's fast_init skips a slower initialisation path; zeroc has only one, which
+     * initialises each state once either way */
+    {.path = "zero_optimization.offload_optimizer.fast_init", .kind = K_BOOL},
+    {.path = "zero_optimization.offload_param", .kind = K_SECTION},
+    {.path = "zero_optimization.offload_param.device", .kind = K_DEVICE,
+     FIELD(offload_param, zc_offload_device)},
+    {.path = "zero_optimization.offload_param.nvme_path", .kind = K_STR,
+     FIELD_STR(param_nvme_path)},
+    {.path = "zero_optimization.offload_param.buffer_count", .kind = K_INT,
+     FIELD(param_buffer_count, int), .imin = 1, .imax = INT_MAX},
+    {.path = "zero_optimization.offload_param.buffer_size", .kind = K_I64,
+     FIELD(param_buffer_size, int64_t), .imin = 1, .imax = INT64_MAX},
+    {.path = "zero_optimization.offload_param.max_in_cpu", .kind = K_I64,
+     FIELD(max_in_cpu, int64_t), .imin = 0, .imax = INT64_MAX},
+    {.path = "zero_optimization.offload_param.pin_memory", .kind = K_BOOL,
+     FIELD(param_pin_memory, bool)},
+    {.path = "zero_optimization.sub_group_size", .kind = K_I64, FIELD(sub_group_size, int64_t),
+     .imin = 1, .imax = INT64_MAX},
     REFUSED("zero_optimization.cpu_offload"),
     REFUSED("zero_optimization.cpu_offload_params"),
     REFUSED("zero_optimization.cpu_offload_use_pin_memory"),
@@ -144,7 +185,6 @@ static const key_spec KEYS[] = {
     {.path = "zero_optimization.reduce_scatter", .kind = K_FIXED, .fixed = true,
      .why = "zeroc always reduces gradients with a reduce-scatter"},
     REFUSED("zero_optimization.round_robin_gradients"),
-    REFUSED("zero_optimization.sub_group_size"),
     REFUSED("zero_optimization.stage3_param_persistence_threshold"),
     REFUSED("zero_optimization.stage3_model_persistence_threshold"),
     REFUSED("zero_optimization.stage3_max_reuse_distance"),
@@ -196,6 +236,22 @@ static const key_spec KEYS[] = {
     {.path = "data_types.grad_accum_dtype", .kind = K_DTYPE, FIELD(grad_accum_dtype, zc_dtype)},
     REFUSED("data_types.param_dtype"), REFUSED("data_types.buffer_dtype"),
 
+    /* the swap files' I/O (O_DIRECT: requests are whole 4 KiB blocks) */
+    {.path = "aio", .kind = K_SECTION},
+    {.path = "aio.block_size", .kind = K_I64, FIELD(aio_block_size, int64_t), .imin = 4096,
+     .imax = INT64_MAX, .multiple = 4096},
+    {.path = "aio.queue_depth", .kind = K_INT, FIELD(aio_queue_depth, int), .imin = 1,
+     .imax = INT_MAX},
+    {.path = "aio.thread_count", .kind = K_INT, FIELD(aio_thread_count, int), .imin = 1,
+     .imax = INT_MAX},
+    /* DeepSpeed's newer name for thread_count */
+    {.path = "aio.intra_op_parallelism", .kind = K_INT, FIELD(aio_thread_count, int), .imin = 1,
+     .imax = INT_MAX, .alias_of = "aio.thread_count"},
+    {.path = "aio.single_submit", .kind = K_BOOL, FIELD(aio_single_submit, bool)},
+    {.path = "aio.overlap_events", .kind = K_BOOL, FIELD(aio_overlap_events, bool)},
+    {.path = "aio.use_gds", .kind = K_FIXED, .fixed = false, .why = "zeroc has no GPU"},
+    {.path = "aio.engine", .kind = K_ENGINE, FIELD(aio_engine, zc_aio_engine)}, /* zeroc's */
+
     /* the rest of DeepSpeed's top level */
     REFUSED("amp"), REFUSED("scheduler"), REFUSED("activation_checkpointing"),
     REFUSED("prescale_gradients"),
@@ -204,7 +260,7 @@ static const key_spec KEYS[] = {
      .why = "zeroc has no per-phase timing breakdown yet"},
     REFUSED("memory_breakdown"), REFUSED("flops_profiler"),
     REFUSED("tensorboard"), REFUSED("wandb"), REFUSED("csv_monitor"), REFUSED("comms_logger"),
-    REFUSED("checkpoint"), REFUSED("aio"), REFUSED("elasticity"), REFUSED("autotuning"),
+    REFUSED("checkpoint"), REFUSED("elasticity"), REFUSED("autotuning"),
     REFUSED("compression_training"), REFUSED("data_efficiency"),
     REFUSED("curriculum_learning"), REFUSED("zero_allow_untested_optimizer"),
     REFUSED("zero_force_ds_cpu_optimizer"), REFUSED("dump_state"), REFUSED("pipeline"),
@@ -219,6 +275,9 @@ static const key_spec KEYS[] = {
 static const key_spec BETA = {.kind = K_NUM, .lo = 0, .hi = 1, .flags = R_INTERVAL | R_HI_OPEN};
 
 static const char *const OPTIM_NAMES[] = {"AdamW", "Adam", "SGD"}; /* indexed by zc_optim_type */
+static const char *const DEVICE_NAMES[] = {"none", "cpu", "nvme"}; /* by zc_offload_device */
+static const char *const ENGINE_NAMES[] = {"auto", "io_uring", "threads"}; /* by zc_aio_engine */
+#define NNAMES(a) (sizeof a / sizeof a[0])
 
 void zc_config_defaults(zc_config *cfg)
 {
@@ -255,10 +314,69 @@ void zc_config_defaults(zc_config *cfg)
         .hysteresis = 2,
         .consecutive_hysteresis = false,
         .min_loss_scale = 1.0,
+        /* offload: DeepSpeed's defaults except pipeline_read/write (zeroc overlaps unless told
+         * not to) and sub_group_size (1e9 in DeepSpeed: on a CPU a sub-group streams through
+         * buffer_count RAM slots, so its size is the RAM bound of optimizer offload) */
+        .offload_optimizer = ZC_OFFLOAD_NONE,
+        .optimizer_nvme_path = "",
+        .optimizer_buffer_count = 4,
+        .optimizer_pin_memory = false,
+        .optimizer_ratio = 1.0,
+        .pipeline_read = true,
+        .pipeline_write = true,
+        .offload_param = ZC_OFFLOAD_NONE,
+        .param_nvme_path = "",
+        .param_buffer_count = 5,
+        .param_buffer_size = 100000000,
+        .max_in_cpu = 1000000000,
+        .param_pin_memory = false,
+        .sub_group_size = 4194304,
+        .aio_block_size = 1048576,
+        .aio_queue_depth = 8,
+        .aio_thread_count = 1,
+        .aio_single_submit = false,
+        .aio_overlap_events = true,
+        .aio_engine = ZC_AIO_AUTO,
         .seed = 42,
         .comm_timeout_s = 600.0,
         .steps_per_print = 10,
     };
+}
+
+/* K_DEVICE / K_ENGINE: the names their enum values index. */
+static const char *const *choice_names(key_kind kind, size_t *n)
+{
+    if (kind == K_DEVICE) {
+        *n = NNAMES(DEVICE_NAMES);
+        return DEVICE_NAMES;
+    }
+    *n = NNAMES(ENGINE_NAMES);
+    return ENGINE_NAMES;
+}
+
+static int choice_get(const zc_config *cfg, const key_spec *k)
+{
+    const void *f = (const char *)cfg + k->off;
+    return k->kind == K_DEVICE ? (int)*(const zc_offload_device *)f
+                               : (int)*(const zc_aio_engine *)f;
+}
+
+static void choice_set(zc_config *cfg, const key_spec *k, int v)
+{
+    void *f = (char *)cfg + k->off;
+    if (k->kind == K_DEVICE)
+        *(zc_offload_device *)f = (zc_offload_device)v;
+    else
+        *(zc_aio_engine *)f = (zc_aio_engine)v;
+}
+
+/* The name of a K_DEVICE / K_ENGINE row's value ("nvme"), or NULL when out of range. */
+static const char *choice_name(const zc_config *cfg, const key_spec *k)
+{
+    size_t n;
+    const char *const *names = choice_names(k->kind, &n);
+    int v = choice_get(cfg, k);
+    return v >= 0 && (size_t)v < n ? names[v] : NULL;
 }
 
 const char *zc_optim_name(zc_optim_type t)
@@ -430,7 +548,10 @@ static const char *expect(char *buf, size_t cap, const key_spec *k)
     switch (k->kind) {
     case K_INT:
     case K_I64:
-        if (k->flags & R_INTERVAL)
+        if (k->multiple)
+            snprintf(buf, cap, "an integer >= %" PRId64 " and a multiple of %" PRId64, k->imin,
+                     k->multiple);
+        else if (k->flags & R_INTERVAL)
             snprintf(buf, cap, "an integer %" PRId64 "..%" PRId64, k->imin, k->imax);
         else
             snprintf(buf, cap, "an integer >= %" PRId64, k->imin);
@@ -451,6 +572,18 @@ static const char *expect(char *buf, size_t cap, const key_spec *k)
     case K_DTYPE:
         snprintf(buf, cap, "one of fp32, bf16, fp16 (case-insensitive) or null");
         break;
+    case K_STR: snprintf(buf, cap, "a string (a directory path) or null"); break;
+    case K_DEVICE:
+    case K_ENGINE: {
+        size_t n, o;
+        const char *const *names = choice_names(k->kind, &n);
+        o = (size_t)snprintf(buf, cap, "one of");
+        for (size_t i = 0; i < n && o < cap; i++)
+            o += (size_t)snprintf(buf + o, cap - o, "%s %s", i ? "," : "", names[i]);
+        if (o < cap)
+            snprintf(buf + o, cap - o, " (case-insensitive)");
+        break;
+    }
     case K_BETAS: snprintf(buf, cap, "an array of 2 numbers in [0, 1)"); break;
     case K_SECTION: snprintf(buf, cap, "an object"); break;
     case K_REFUSED: snprintf(buf, cap, "nothing (not supported yet)"); break;
@@ -473,7 +606,7 @@ static zc_status range_error(const ctx *c, const key_spec *k, const char *path, 
                              const char *text)
 {
     char e[96];
-    if (k->flags & R_INTERVAL)
+    if ((k->flags & R_INTERVAL) || k->multiple)
         return fail(c, ZC_EINVAL, "%s: expected %s, got %s", path, expect(e, sizeof e, k), text);
     if (k->kind == K_NUM)
         return fail(c, ZC_EINVAL, "%s must be %s %g, got %s", path,
@@ -588,6 +721,8 @@ static zc_status check_i64(const ctx *c, const key_spec *k, const char *path, in
     if (v < k->imin)
         return range_error(c, k, path, true, text);
     if (v > k->imax)
+        return range_error(c, k, path, false, text);
+    if (k->multiple && v % k->multiple != 0)
         return range_error(c, k, path, false, text);
     return ZC_OK;
 }
@@ -784,6 +919,34 @@ static zc_status apply(const ctx *c, const key_spec *k, const value *v)
         if (i == ZC_NDTYPES)
             return type_error(c, k, k->path, v);
         *(zc_dtype *)field_of(cfg, k) = (zc_dtype)i;
+        break;
+    }
+    case K_STR: {
+        char *dst = field_of(cfg, k);
+        if (v->kind == V_NULL) {
+            dst[0] = '\0';
+            break;
+        }
+        if (v->kind != V_STRING)
+            return type_error(c, k, k->path, v);
+        if (v->len > ZC_MAX_PATH - 1)
+            return fail(c, ZC_EINVAL, "%s: longer than the limit of %d bytes, got %zu bytes",
+                        k->path, ZC_MAX_PATH - 1, v->len);
+        memcpy(dst, v->text, v->len);
+        dst[v->len] = '\0';
+        break;
+    }
+    case K_DEVICE:
+    case K_ENGINE: {
+        size_t i, n;
+        const char *const *names = choice_names(k->kind, &n);
+        if (v->kind != V_STRING)
+            return type_error(c, k, k->path, v);
+        for (i = 0; i < n && !ascii_ieq(v->text, names[i]); i++)
+            ;
+        if (i == n)
+            return type_error(c, k, k->path, v);
+        choice_set(cfg, k, (int)i);
         break;
     }
     case K_BETAS: {
@@ -1120,6 +1283,9 @@ static zc_status set_value(const ctx *c, const key_spec *k, const char *s)
         v.b = s[0] == 't';
         break;
     case K_OPTIM:
+    case K_STR: /* as given: a directory named "null" is a directory */
+    case K_DEVICE:
+    case K_ENGINE:
         v.kind = V_STRING;
         break;
     case K_DTYPE: /* null (JSON's spelling) for the default */
@@ -1221,6 +1387,19 @@ static zc_status check_fields(const ctx *c, const zc_config *cfg)
                           k->path, (int)t);
             break;
         }
+        case K_STR:
+            if (!memchr(f, '\0', ZC_MAX_PATH))
+                rc = fail(c, ZC_EINVAL, "%s: not a string of at most %d bytes (no NUL byte)",
+                          k->path, ZC_MAX_PATH - 1);
+            break;
+        case K_DEVICE:
+        case K_ENGINE:
+            if (!choice_name(cfg, k)) {
+                char e[96];
+                rc = fail(c, ZC_EINVAL, "%s: expected %s, got enum value %d", k->path,
+                          expect(e, sizeof e, k), choice_get(cfg, k));
+            }
+            break;
         default:
             break; /* K_U64: every value is valid; K_BOOL: likewise */
         }
@@ -1268,6 +1447,37 @@ static zc_status check_precision(const ctx *c, const zc_config *cfg)
     return ZC_OK;
 }
 
+/* NVMe offload: the stage that partitions what is offloaded, and a directory for the files.
+ * "cpu" is accepted at any stage: on a CPU machine the states are in RAM already. */
+static zc_status check_offload(const ctx *c, const zc_config *cfg)
+{
+    if (cfg->offload_optimizer == ZC_OFFLOAD_NVME) {
+        if (cfg->stage < 1)
+            return fail(c, ZC_EINVAL,
+                        "zero_optimization.offload_optimizer.device nvme needs "
+                        "zero_optimization.stage 1, 2 or 3 (the stages that partition the "
+                        "optimizer state), got stage %d",
+                        cfg->stage);
+        if (cfg->optimizer_nvme_path[0] == '\0')
+            return fail(c, ZC_EINVAL,
+                        "zero_optimization.offload_optimizer.nvme_path: required when device is "
+                        "nvme");
+    }
+    if (cfg->offload_param == ZC_OFFLOAD_NVME) {
+        if (cfg->stage != 3) /* DeepSpeed's rule */
+            return fail(c, ZC_EINVAL,
+                        "zero_optimization.offload_param.device nvme needs "
+                        "zero_optimization.stage 3 (the stage that partitions the parameters), "
+                        "got stage %d",
+                        cfg->stage);
+        if (cfg->param_nvme_path[0] == '\0')
+            return fail(c, ZC_EINVAL,
+                        "zero_optimization.offload_param.nvme_path: required when device is "
+                        "nvme");
+    }
+    return ZC_OK;
+}
+
 zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
 {
     ctx c = {.origin = NULL, .err = err};
@@ -1286,6 +1496,8 @@ zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
                     "optimizer.params.adam_w_mode is false but optimizer.type is AdamW, whose "
                     "weight decay is always decoupled; use type Adam for L2 weight decay");
     rc = check_precision(&c, cfg);
+    if (rc == ZC_OK)
+        rc = check_offload(&c, cfg);
     if (rc)
         return rc;
     if (cfg->loss_scale != 0 && cfg->loss_scale < FLT_MIN) {
@@ -1413,10 +1625,32 @@ static bool add_dtype(cJSON *obj, const char *name, zc_dtype t)
     return cJSON_AddStringToObject(obj, name, zc_dtype_name(t)) != NULL;
 }
 
+/* A K_STR field, "" when unset; read no further than the array even if it lacks its NUL. */
+static bool add_path(cJSON *obj, const char *name, const char field[ZC_MAX_PATH])
+{
+    char buf[ZC_MAX_PATH];
+    const char *nul = memchr(field, '\0', ZC_MAX_PATH);
+    size_t n = nul ? (size_t)(nul - field) : ZC_MAX_PATH - 1;
+    memcpy(buf, field, n);
+    buf[n] = '\0';
+    return cJSON_AddStringToObject(obj, name, buf) != NULL;
+}
+
+static const char *name_of(const char *const *names, size_t n, int v)
+{
+    return v >= 0 && (size_t)v < n ? names[v] : "unknown";
+}
+
+static bool add_device(cJSON *obj, zc_offload_device d)
+{
+    return cJSON_AddStringToObject(obj, "device",
+                                   name_of(DEVICE_NAMES, NNAMES(DEVICE_NAMES), (int)d)) != NULL;
+}
+
 char *zc_config_to_json(const zc_config *cfg)
 {
     cJSON *root, *opt = NULL, *params = NULL, *betas = NULL, *zero = NULL, *fp16 = NULL,
-                 *bf16 = NULL, *types = NULL;
+                 *bf16 = NULL, *types = NULL, *oopt = NULL, *oparam = NULL, *aio = NULL;
     char seed[32];
     char *out = NULL;
     bool ok;
@@ -1452,6 +1686,22 @@ char *zc_config_to_json(const zc_config *cfg)
     ok = ok && add_i64(zero, "stage3_max_live_parameters", cfg->max_live_parameters);
     ok = ok && cJSON_AddTrueToObject(zero, "overlap_comm") != NULL;
     ok = ok && cJSON_AddTrueToObject(zero, "contiguous_gradients") != NULL;
+    ok = ok && add_i64(zero, "sub_group_size", cfg->sub_group_size);
+    ok = ok && (oopt = cJSON_AddObjectToObject(zero, "offload_optimizer")) != NULL;
+    ok = ok && add_device(oopt, cfg->offload_optimizer);
+    ok = ok && add_path(oopt, "nvme_path", cfg->optimizer_nvme_path);
+    ok = ok && add_i64(oopt, "buffer_count", cfg->optimizer_buffer_count);
+    ok = ok && cJSON_AddBoolToObject(oopt, "pin_memory", cfg->optimizer_pin_memory) != NULL;
+    ok = ok && add_double(oopt, "ratio", cfg->optimizer_ratio);
+    ok = ok && cJSON_AddBoolToObject(oopt, "pipeline_read", cfg->pipeline_read) != NULL;
+    ok = ok && cJSON_AddBoolToObject(oopt, "pipeline_write", cfg->pipeline_write) != NULL;
+    ok = ok && (oparam = cJSON_AddObjectToObject(zero, "offload_param")) != NULL;
+    ok = ok && add_device(oparam, cfg->offload_param);
+    ok = ok && add_path(oparam, "nvme_path", cfg->param_nvme_path);
+    ok = ok && add_i64(oparam, "buffer_count", cfg->param_buffer_count);
+    ok = ok && add_i64(oparam, "buffer_size", cfg->param_buffer_size);
+    ok = ok && add_i64(oparam, "max_in_cpu", cfg->max_in_cpu);
+    ok = ok && cJSON_AddBoolToObject(oparam, "pin_memory", cfg->param_pin_memory) != NULL;
 
     ok = ok && (fp16 = cJSON_AddObjectToObject(root, "fp16")) != NULL;
     ok = ok && cJSON_AddBoolToObject(fp16, "enabled", cfg->dtype == ZC_FP16) != NULL;
@@ -1468,6 +1718,16 @@ char *zc_config_to_json(const zc_config *cfg)
     ok = ok && add_dtype(root, "communication_data_type", cfg->comm_dtype);
     ok = ok && (types = cJSON_AddObjectToObject(root, "data_types")) != NULL;
     ok = ok && add_dtype(types, "grad_accum_dtype", cfg->grad_accum_dtype);
+
+    ok = ok && (aio = cJSON_AddObjectToObject(root, "aio")) != NULL;
+    ok = ok && add_i64(aio, "block_size", cfg->aio_block_size);
+    ok = ok && add_i64(aio, "queue_depth", cfg->aio_queue_depth);
+    ok = ok && add_i64(aio, "thread_count", cfg->aio_thread_count);
+    ok = ok && cJSON_AddBoolToObject(aio, "single_submit", cfg->aio_single_submit) != NULL;
+    ok = ok && cJSON_AddBoolToObject(aio, "overlap_events", cfg->aio_overlap_events) != NULL;
+    ok = ok && cJSON_AddFalseToObject(aio, "use_gds") != NULL;
+    ok = ok && cJSON_AddStringToObject(aio, "engine", name_of(ENGINE_NAMES, NNAMES(ENGINE_NAMES),
+                                                              (int)cfg->aio_engine)) != NULL;
 
     if (ok)
         out = cJSON_Print(root);

@@ -373,11 +373,19 @@ static zc_status agreement_check(zc_engine *e, zc_err *err)
     const zc_config *c = &e->cfg;
     uint64_t h[2] = {0xcbf29ce484222325ULL, 0xcbf29ce484222325ULL};
     const double d[] = {c->grad_clip, c->lr, c->beta1, c->beta2, c->eps, c->weight_decay,
-                        c->momentum, c->comm_timeout_s, c->loss_scale, c->min_loss_scale};
+                        c->momentum, c->comm_timeout_s, c->loss_scale, c->min_loss_scale,
+                        c->optimizer_ratio};
+    /* the offload settings, not the nvme paths: each host may have its own local disk */
     const int64_t i[] = {c->micro_batch, c->grad_accum, c->optim, c->adam_w_mode, c->stage,
                          c->reduce_bucket_size, c->prefetch_bucket_size, c->max_live_parameters,
                          (int64_t)c->seed, e->pdt, e->gdt, e->cdt, c->initial_scale_power,
-                         c->loss_scale_window, c->hysteresis, c->consecutive_hysteresis};
+                         c->loss_scale_window, c->hysteresis, c->consecutive_hysteresis,
+                         c->offload_optimizer, c->optimizer_buffer_count, c->optimizer_pin_memory,
+                         c->pipeline_read, c->pipeline_write, c->offload_param,
+                         c->param_buffer_count, c->param_buffer_size, c->max_in_cpu,
+                         c->param_pin_memory, c->sub_group_size, c->aio_block_size,
+                         c->aio_queue_depth, c->aio_thread_count, c->aio_single_submit,
+                         c->aio_overlap_events, c->aio_engine};
     h[0] = fnv(fnv(h[0], d, sizeof d), i, sizeof i);
     for (int u = 0; u < e->nunits; u++)
         h[1] = fnv(h[1], &e->units[u].info.numel, sizeof(size_t));
