@@ -274,6 +274,12 @@ static void errors(zc_aio_engine engine, knobs k)
                   has(err.msg, "unexpected end of file (was the file truncated?)") &&
                   has(err.msg, zc_swap_path(s)) && has(err.msg, "read of"),
               "%s: read past the cut: %s", en, err.msg);
+        if (k.queue_depth == 1) { /* one request at a time: the first to fail is the first */
+            char first[96];
+            snprintf(first, sizeof first, "read of %lld bytes at offset 2097152: unexpected",
+                     (long long)(k.block_size < MIB ? k.block_size : MIB));
+            CHECK(has(err.msg, first), "%s: not the first error: %s", en, err.msg);
+        }
         /* a transfer across the cut fails; the part before it still reads */
         zc_swap_read(s, &op, back, 2 * A, MIB - A);
         CHECK(zc_swap_wait(s, &op, &err) == ZC_EIO && has(err.msg, "unexpected end of file"),
@@ -546,6 +552,7 @@ int main(int argc, char **argv)
             roundtrip(engines[e], ks[k]);
         errors(engines[e], (knobs){A, 4, 2, false, true});
         errors(engines[e], (knobs){MIB, 32, 1, true, false});
+        errors(engines[e], (knobs){A, 1, 1, false, true});
     }
 
     zc_aio *a = make_aio(engines[0], (knobs){MIB, 8, 1, false, true});
