@@ -516,8 +516,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_aio DIR (on a file system with O_DIRECT)\n");
         return 2;
     }
-    snprintf(dir, sizeof dir, "%s/aio-test-XXXXXX", argv[1]);
-    if (!mkdtemp(dir)) {
+    char base[PATH_MAX]; /* absolute: the test finds the swap's fd by its /proc link */
+    if (!realpath(argv[1], base)) {
+        fprintf(stderr, "%s: %m\n", argv[1]);
+        return 1;
+    }
+    if (snprintf(dir, sizeof dir, "%s/aio-test-XXXXXX", base) >= (int)sizeof dir ||
+        !mkdtemp(dir)) {
         fprintf(stderr, "mkdtemp %s: %m\n", dir);
         return 1;
     }

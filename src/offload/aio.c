@@ -382,12 +382,14 @@ static void teardown(zc_aio *a)
 {
     if (a->ring_ok)
         io_uring_queue_exit(&a->ring);
+    int r = 0;
     if (a->work_cv_ok)
-        pthread_cond_destroy(&a->work_cv);
+        r |= pthread_cond_destroy(&a->work_cv);
     if (a->done_cv_ok)
-        pthread_cond_destroy(&a->done_cv);
+        r |= pthread_cond_destroy(&a->done_cv);
     if (a->mu_ok)
-        pthread_mutex_destroy(&a->mu);
+        r |= pthread_mutex_destroy(&a->mu);
+    ZC_ASSERT(r == 0); /* nobody holds or waits on them any more */
     free(a->threads);
     free(a->slots);
     free(a->cqes);
