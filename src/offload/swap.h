@@ -13,8 +13,11 @@
  * go through an aligned bounce buffer, reading and rewriting partial blocks at the edges) and
  * serve initialisation and checkpoints.
  *
- * Test hook: ZEROC_FAULT_IO=read:R@K (or write:R@K) makes the K-th (1-based) asynchronous read
- * (write) transfer of rank R fail with EIO, without touching the file.
+ * Test hook: ZEROC_FAULT_IO=read:R@K (or write:R@K; several joined by commas) makes the K-th
+ * (1-based) asynchronous read (write) transfer of rank R fail with EIO, without touching the
+ * file. Read at zc_swap_create; transfers are counted per swap object (a rank has one).
+ *
+ * Not thread-safe: one thread uses a swap (the synchronous calls share one bounce buffer).
  */
 #ifndef ZEROC_OFFLOAD_SWAP_H
 #define ZEROC_OFFLOAD_SWAP_H
@@ -27,9 +30,12 @@
 
 typedef struct zc_swap zc_swap;
 
-/* bytes > 0 and a multiple of ZC_AIO_ALIGN. Errors (ZC_EIO unless said): dir missing, not a
- * directory, not writable, on a file system without O_DIRECT (e.g. tmpfs before Linux 6.6:
- * named in the message), no space ("needs N bytes, M free"). The aio must outlive the swap. */
+/* bytes > 0 and a multiple of ZC_AIO_ALIGN. Errors (ZC_EIO unless said), each naming dir:
+ * dir missing, not a directory, not writable, on a file system without O_DIRECT (e.g. tmpfs
+ * before Linux 6.6: named in the message), no space ("needs N bytes (X GiB), the file system
+ * has M bytes (Y GiB) free" — checked with fstatvfs before fallocate, so a request that cannot
+ * fit never fills the disk for a moment), fallocate unsupported; ZC_ENOMEM. Nothing is left in
+ * dir whatever happens. The aio must outlive the swap. */
 zc_status zc_swap_create(zc_swap **out, const char *dir, int rank, int64_t bytes, zc_aio *aio,
                          zc_err *err);
 /* Waits for nothing: the caller waits for its transfers first. Closes (and so frees) the file. */
