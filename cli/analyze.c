@@ -27,9 +27,9 @@ typedef struct {
     double lr;
 } analyze_opts;
 
-static void snapshot(const zc_mem *mem, int64_t out[ZC_MEM_NCATEGORIES])
+static void snapshot(const zc_mem *mem, int64_t out[ANALYZE_NCAT])
 {
-    for (int k = 0; k < ZC_MEM_NCATEGORIES; k++)
+    for (int k = 0; k < ANALYZE_NCAT; k++)
         out[k] = zc_mem_get(mem, k).current;
 }
 
@@ -134,7 +134,7 @@ static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, anal
             snapshot(mem, me->at[CP_STEP]);
     }
     est->ms_per_step = o->steps > 1 ? (now_ms() - t0) / (o->steps - 1) : 0;
-    for (int k = 0; k < ZC_MEM_NCATEGORIES; k++)
+    for (int k = 0; k < ANALYZE_NCAT; k++)
         me->peak[k] = zc_mem_get(mem, k).peak;
     me->states_peak = zc_mem_model_states_peak(mem);
     me->peak_rss = zc_mem_peak_rss();
@@ -165,18 +165,18 @@ static void print_stage(const analyze_stage *s, int nranks, const analyze_stage 
 {
     const analyze_rank *r0 = &s->ranks[0];
     printf("\n== ZeRO stage %d (rank 0; MiB) ==\n%-26s", s->stage, "");
-    for (int k = 0; k < ZC_MEM_NCATEGORIES; k++)
+    for (int k = 0; k < ANALYZE_NCAT; k++)
         printf(" %11s", zc_mem_category_name(k));
     printf(" %11s\n", "states");
     for (int c = 0; c < CP_N; c++) {
         printf("%-26s", analyze_checkpoint_names[c]);
-        for (int k = 0; k < ZC_MEM_NCATEGORIES; k++)
+        for (int k = 0; k < ANALYZE_NCAT; k++)
             printf(" %11.1f", mib(r0->at[c][k]));
         printf(" %11.1f\n", mib(r0->at[c][ZC_MEM_PARAMS] + r0->at[c][ZC_MEM_GRADS] +
                                  r0->at[c][ZC_MEM_OPTIMIZER]));
     }
     printf("%-26s", "peak");
-    for (int k = 0; k < ZC_MEM_NCATEGORIES; k++)
+    for (int k = 0; k < ANALYZE_NCAT; k++)
         printf(" %11.1f", mib(r0->peak[k]));
     printf(" %11.1f\n", mib(r0->states_peak));
     printf("estimate: states %.1f, activations %.1f, comm %.1f, working <= %.1f  | measured "

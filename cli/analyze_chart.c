@@ -21,10 +21,10 @@ zc_status analyze_write_csv(const char *path, const analyze_stage *st, int nstag
         for (int r = 0; r < nranks; r++) {
             const analyze_rank *a = &st[s].ranks[r];
             for (int c = 0; c < CP_N; c++)
-                for (int k = 0; k < ZC_MEM_NCATEGORIES; k++)
+                for (int k = 0; k < ANALYZE_NCAT; k++)
                     fprintf(f, "%d,%d,%s,%s,%lld\n", st[s].stage, r, analyze_checkpoint_names[c],
                             zc_mem_category_name(k), (long long)a->at[c][k]);
-            for (int k = 0; k < ZC_MEM_NCATEGORIES; k++)
+            for (int k = 0; k < ANALYZE_NCAT; k++)
                 fprintf(f, "%d,%d,peak,%s,%lld\n", st[s].stage, r, zc_mem_category_name(k),
                         (long long)a->peak[k]);
             fprintf(f, "%d,%d,peak,model_states,%lld\n", st[s].stage, r,
@@ -52,14 +52,14 @@ static double nice_step(double range)
 zc_status analyze_write_svg(const char *path, const char *title, const analyze_stage *st,
                             int nstages, zc_err *err)
 {
-    static const char *const colour[ZC_MEM_NCATEGORIES] = {"#4e79a7", "#f28e2b", "#e15759",
+    static const char *const colour[ANALYZE_NCAT] = {"#4e79a7", "#f28e2b", "#e15759",
                                                            "#76b7b2", "#59a14f", "#edc948"};
     const double W = 760, H = 460, left = 80, right = 200, top = 50, bottom = 60;
     const double plot_w = W - left - right, plot_h = H - top - bottom;
     double ymax = 0;
     for (int s = 0; s < nstages; s++) {
         double sum = 0;
-        for (int k = 0; k < ZC_MEM_NCATEGORIES; k++)
+        for (int k = 0; k < ANALYZE_NCAT; k++)
             sum += (double)st[s].ranks[0].peak[k];
         double est = (double)(st[s].est_states + st[s].est_activations + st[s].est_staging);
         ymax = fmax(ymax, fmax(sum, est));
@@ -90,7 +90,7 @@ zc_status analyze_write_svg(const char *path, const char *title, const analyze_s
     double slot = plot_w / nstages, bw = slot * 0.5;
     for (int s = 0; s < nstages; s++) {
         double x = left + slot * s + (slot - bw) / 2, base = 0;
-        for (int k = 0; k < ZC_MEM_NCATEGORIES; k++) {
+        for (int k = 0; k < ANALYZE_NCAT; k++) {
             double v = (double)st[s].ranks[0].peak[k] / 1048576.0;
             double y0 = top + plot_h - (base + v) / yt * plot_h, h = v / yt * plot_h;
             fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
@@ -110,7 +110,7 @@ zc_status analyze_write_svg(const char *path, const char *title, const analyze_s
                 x + bw / 2, top + plot_h - base / yt * plot_h - 6, base);
     }
     double lx = left + plot_w + 20, ly = top + 10;
-    for (int k = ZC_MEM_NCATEGORIES - 1; k >= 0; k--, ly += 22)
+    for (int k = ANALYZE_NCAT - 1; k >= 0; k--, ly += 22)
         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"%s\"/>"
                    "<text x=\"%.1f\" y=\"%.1f\">%s%s</text>\n",
                 lx, ly, colour[k], lx + 20, ly + 12, zc_mem_category_name(k),

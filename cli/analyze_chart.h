@@ -8,13 +8,16 @@
 #include "zeroc/status.h"
 
 enum { CP_MODEL, CP_OPTIMIZER, CP_DATA, CP_FORWARD, CP_BACKWARD, CP_STEP, CP_N };
+/* The ledger categories the experiment shows: RAM without the offload buffers (it offloads
+ * nothing). */
+enum { ANALYZE_NCAT = ZC_MEM_ACTIVATIONS + 1 };
 extern const char *const analyze_checkpoint_names[CP_N];
 
 /* One rank's ledger in one stage: bytes per category at each checkpoint (first step), the
  * peaks over the run, and the process's peak RSS. Gathered to rank 0 as raw int64s. */
 typedef struct {
-    int64_t at[CP_N][ZC_MEM_NCATEGORIES];
-    int64_t peak[ZC_MEM_NCATEGORIES];
+    int64_t at[CP_N][ANALYZE_NCAT];
+    int64_t peak[ANALYZE_NCAT];
     int64_t states_peak, peak_rss;
 } analyze_rank;
 

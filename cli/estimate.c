@@ -1,8 +1,9 @@
 /* estimate.c — `zeroc estimate`: per-rank memory and per-step communication of every ZeRO
  * stage for a model, before running it. Model states and comm come from zeroc/estimate.h over
  * the unit sizes the real model registers (so they equal what a run measures, to the byte);
- * activations from the model's own size table; working memory is a bound. Offload to NVMe is
- * not implemented in zeroc yet, so it has no rows. */
+ * activations from the model's own size table; working memory is a bound. With offload to NVMe
+ * the model states split into RAM and disk (the engine's own placement, zc_estimate_offload),
+ * and the RAM the disk tier streams through is a bound. */
 #include <ctype.h>
 #include <math.h>
 #include <strings.h>
@@ -72,6 +73,8 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     int ranks = 1, ranks_per_node = 0, micro = 0, hidden = 2048, layers = 0, channels = 768,
         heads = 12, vocab = 50257, seq_len = 1024;
     const char *dtype = "fp32", *grad_dtype = NULL, *comm_dtype = NULL, *optim = "adamw";
+    const char *off_opt = NULL, *off_par = NULL, *max_in_cpu = NULL, *sub_group = NULL,
+               *prefetch = NULL;
     bool ckpt = false, json = false;
     arg_spec specs[] = {
         {"--params", ARG_STR, &params, NULL, "parameter count: 1.5e9, 1.5B, 350M (one unit)", NULL},
@@ -96,6 +99,17 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         {"--comm-dtype", ARG_STR, &comm_dtype, NULL,
          "reduce-scatter elements: fp32, bf16 or fp16 (default: --dtype)", NULL},
         {"--optimizer", ARG_STR, &optim, NULL, "adamw (default), adam, sgd, sgd-momentum", NULL},
+        {"--offload-optimizer", ARG_STR, &off_opt, NULL,
+         "nvme: optimizer state (and stage-3 gradients) on disk, stages 1-3 (none, cpu: in RAM)",
+         NULL},
+        {"--offload-param", ARG_STR, &off_par, NULL,
+         "nvme: stage-3 parameter shards on disk (none, cpu: in RAM)", NULL},
+        {"--max-in-cpu", ARG_STR, &max_in_cpu, NULL,
+         "offload_param.max_in_cpu: parameter elements kept in RAM (default 1e9)", NULL},
+        {"--prefetch-bucket-size", ARG_STR, &prefetch, NULL,
+         "stage3_prefetch_bucket_size: elements gathered ahead (default 5e7)", NULL},
+        {"--sub-group-size", ARG_STR, &sub_group, NULL,
+         "elements the optimizer step streams at a time (default 4194304)", NULL},
         {"--mem-per-rank", ARG_STR, &mem_per_rank, NULL,
          "memory a rank may use (24G, 512M): recommend a stage", NULL},
         {"--json", ARG_BOOL, &json, NULL, "print JSON instead of a table", NULL},
@@ -135,6 +149,18 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         st = zc_config_set(&defaults, "data_types.grad_accum_dtype", grad_dtype, &err);
     if (!st && comm_dtype)
         st = zc_config_set(&defaults, "communication_data_type", comm_dtype, &err);
+    if (!st && off_opt)
+        st = zc_config_set(&defaults, "zero_optimization.offload_optimizer.device", off_opt, &err);
+    if (!st && off_par)
+        st = zc_config_set(&defaults, "zero_optimization.offload_param.device", off_par, &err);
+    if (!st && max_in_cpu)
+        st = zc_config_set(&defaults, "zero_optimization.offload_param.max_in_cpu", max_in_cpu,
+                           &err);
+    if (!st && sub_group)
+        st = zc_config_set(&defaults, "zero_optimization.sub_group_size", sub_group, &err);
+    if (!st && prefetch)
+        st = zc_config_set(&defaults, "zero_optimization.stage3_prefetch_bucket_size", prefetch,
+                           &err);
     if (!st && mem_per_rank && parse_bytes(mem_per_rank, &limit))
         st = zc_err_set(&err, ZC_EINVAL, "--mem-per-rank: expected a size like 24G or 512M, got "
                         "'%s'", mem_per_rank);
@@ -201,31 +227,51 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     size_t psi = 0;
     for (int u = 0; u < nunits; u++)
         psi += units[u];
+    const bool nvme_opt = defaults.offload_optimizer == ZC_OFFLOAD_NVME;
+    const bool nvme_par = defaults.offload_param == ZC_OFFLOAD_NVME;
+    const bool offload = nvme_opt || nvme_par;
     if (!json)
-        printf("%zu parameters in %d units, %d ranks (%d per node), %s%s, %s%s\n"
-               "%5s %10s %10s %10s %10s %12s %8s %12s %12s %12s %12s\n",
+        printf("%zu parameters in %d units, %d ranks (%d per node), %s%s, %s%s%s\n"
+               "%5s %10s %10s %10s %10s %12s %8s %12s%s %12s %12s %12s%s\n",
                psi, nunits, ranks, per_node, dtype,
                pbytes == 4 ? "" : gbytes == 2 ? " (P = G = 2, K = 12 with Adam)"
                                               : " (P = 2, fp32 gradients)",
                moments == 2 ? "Adam" : "SGD",
                params ? "; activations and per-unit buffers need a model shape (--model)" : "",
-               "stage",
-               "params", "grads", "optimizer", "states", "activations", "comm", "working<=",
-               "total/rank", "total/node", "comm/step");
+               !offload ? "" : nvme_opt && nvme_par ? "; optimizer (stages 1-3) and parameters "
+                                                      "(stage 3) offloaded to NVMe"
+                             : nvme_opt ? "; optimizer offloaded to NVMe (stages 1-3)"
+                                        : "; parameters offloaded to NVMe (stage 3)",
+               "stage", "params", "grads", "optimizer", "states", "activations", "comm",
+               "working<=", offload ? "   offload<=" : "", "total/rank", "total/node",
+               "comm/step", offload ? "    disk/rank" : "");
     for (int stage = 0; stage <= 3; stage++) {
         zc_estimate_in in = {.unit_numel = units, .nunits = nunits, .nranks = ranks,
                              .stage = stage, .moment_floats = moments, .param_bytes = pbytes,
                              .grad_bytes = gbytes, .comm_elem_bytes = cbytes,
                              .reduce_bucket_size = defaults.reduce_bucket_size,
                              .prefetch_bucket_size = defaults.prefetch_bucket_size,
-                             .max_live_parameters = defaults.max_live_parameters};
-        zc_state_bytes b = zc_estimate_states(&in);
+                             .max_live_parameters = defaults.max_live_parameters,
+                             .offload_optimizer = nvme_opt, .offload_params = nvme_par,
+                             .offload_ratio = defaults.optimizer_ratio,
+                             .max_in_cpu = defaults.max_in_cpu,
+                             .sub_group_size = defaults.sub_group_size,
+                             .buffer_count = defaults.optimizer_buffer_count,
+                             .param_buffer_count = defaults.param_buffer_count,
+                             .param_buffer_size = defaults.param_buffer_size};
+        zc_state_bytes b = zc_estimate_states(&in); /* in RAM */
         int64_t states = b.params + b.grads + b.optimizer;
+        int64_t disk = zc_estimate_nvme_bytes(&in), buffers = zc_estimate_offload_bound(&in);
         /* Per-unit buffers need the model's units: unknown for a bare --params. */
         int64_t staging = params ? -1 : zc_estimate_comm_staging(&in);
         int64_t working = params ? -1 : zc_estimate_working_bound(&in);
         int64_t total = states + (staging > 0 ? staging : 0) + (working > 0 ? working : 0) +
-                        (activations > 0 ? activations : 0);
+                        (activations > 0 ? activations : 0) + buffers;
+        const char *where = disk == 0 ? "none" : in.offload_optimizer && stage >= 1 &&
+                                                         in.offload_params && stage == 3
+                                                     ? "optimizer+params"
+                                                 : in.offload_params && stage == 3 ? "params"
+                                                                                   : "optimizer";
         int64_t sent = zc_estimate_comm_bytes(&in);
         if (limit > 0 && total <= limit && (best < 0 || sent < best_comm)) {
             best = stage;
@@ -233,7 +279,9 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         }
         cJSON *r = cJSON_CreateObject();
         cJSON_AddNumberToObject(r, "stage", stage);
-        cJSON_AddStringToObject(r, "offload", "none");
+        cJSON_AddStringToObject(r, "offload", where);
+        cJSON_AddNumberToObject(r, "nvme", (double)disk);
+        cJSON_AddNumberToObject(r, "offload_buffers_bound", (double)buffers);
         cJSON_AddNumberToObject(r, "params", (double)b.params);
         cJSON_AddNumberToObject(r, "grads", (double)b.grads);
         cJSON_AddNumberToObject(r, "optimizer", (double)b.optimizer);
@@ -256,10 +304,15 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
                 snprintf(stg, sizeof stg, "%.1fMi", mib(staging));
                 snprintf(wrk, sizeof wrk, "%.1fMi", mib(working));
             }
-            printf("%5d %8.1fMi %8.1fMi %8.1fMi %8.1fMi %12s %8s %12s %10.1fMi %10.1fMi "
-                   "%10.1fMi\n",
+            char buf[32] = "", dsk[32] = "";
+            if (offload) {
+                snprintf(buf, sizeof buf, " %10.1fMi", mib(buffers));
+                snprintf(dsk, sizeof dsk, " %10.1fMi", mib(disk));
+            }
+            printf("%5d %8.1fMi %8.1fMi %8.1fMi %8.1fMi %12s %8s %12s%s %10.1fMi %10.1fMi "
+                   "%10.1fMi%s\n",
                    stage, mib(b.params), mib(b.grads), mib(b.optimizer), mib(states), act, stg,
-                   wrk, mib(total), mib(total) * per_node, mib(sent));
+                   wrk, buf, mib(total), mib(total) * per_node, mib(sent), dsk);
         }
     }
     if (json) {
@@ -285,8 +338,8 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         cJSON_Delete(root);
     } else {
         cJSON_Delete(rows);
-        printf("(MiB = 2^20 bytes; model states and comm are exact for zeroc's unit layout; "
-               "working is an upper bound; NVMe offload is not implemented yet)\n");
+        printf("(MiB = 2^20 bytes; model states, disk and comm are exact for zeroc's unit "
+               "layout; working and offload buffers are upper bounds; totals are RAM)\n");
         if (limit > 0 && best >= 0)
             printf("recommended: stage %d — the least communication (%.1f MiB/step) that fits "
                    "%s per rank\n", best, mib(best_comm), mem_per_rank);

@@ -61,6 +61,8 @@ static rank_memory my_memory(const zc_mem *mem)
         .working_peak = zc_mem_get(mem, ZC_MEM_WORKING).peak,
         .activations_peak = zc_mem_get(mem, ZC_MEM_ACTIVATIONS).peak,
         .model_states_peak = zc_mem_model_states_peak(mem),
+        .offload_peak = zc_mem_get(mem, ZC_MEM_OFFLOAD).peak,
+        .nvme = zc_mem_get(mem, ZC_MEM_NVME).current,
         .peak_rss = zc_mem_peak_rss(),
     };
     return m;
@@ -150,6 +152,16 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         {"--seed", ARG_CONFIG, NULL, "seed", "seed of initial weights and data", NULL},
         {"--comm-timeout", ARG_CONFIG, NULL, "comm_timeout_s",
          "seconds a collective may wait before all ranks stop", NULL},
+        {"--offload-optimizer", ARG_CONFIG, NULL, "zero_optimization.offload_optimizer.device",
+         "none, cpu or nvme: optimizer state (and stage-3 gradients) in swap files", NULL},
+        {"--offload-param", ARG_CONFIG, NULL, "zero_optimization.offload_param.device",
+         "none, cpu or nvme: stage-3 parameter shards in swap files", NULL},
+        {"--nvme-path", ARG_STR, &o.nvme_path, NULL,
+         "directory of the swap files (sets both offload sections' nvme_path)", NULL},
+        {"--sub-group-size", ARG_CONFIG, NULL, "zero_optimization.sub_group_size",
+         "elements the optimizer step streams through RAM at a time", NULL},
+        {"--aio-engine", ARG_CONFIG, NULL, "aio.engine",
+         "auto (io_uring if the kernel allows), io_uring or threads", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
@@ -165,6 +177,11 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         st = zc_config_load_file(&cfg, o.config, &err);
     if (!st)
         st = args_apply_config(specs, nspecs, &cfg, &err);
+    if (!st && o.nvme_path)
+        st = zc_config_set(&cfg, "zero_optimization.offload_optimizer.nvme_path", o.nvme_path,
+                           &err);
+    if (!st && o.nvme_path)
+        st = zc_config_set(&cfg, "zero_optimization.offload_param.nvme_path", o.nvme_path, &err);
     if (!st && o.dtype && strcmp(o.dtype, "fp32") && strcmp(o.dtype, "bf16") &&
         strcmp(o.dtype, "fp16"))
         st = zc_err_set(&err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'",
@@ -197,6 +214,12 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         return cli_fail(comm, &err, true);
     if (rank == 0)
         print_config(&cfg);
+    if (rank == 0 && cfg.offload_optimizer == ZC_OFFLOAD_CPU)
+        printf("offload_optimizer.device cpu: on a CPU machine the optimizer state already lives "
+               "in RAM, so nothing moves (device nvme puts it on disk)\n");
+    if (rank == 0 && cfg.offload_param == ZC_OFFLOAD_CPU)
+        printf("offload_param.device cpu: on a CPU machine the parameters already live in RAM, "
+               "so nothing moves (device nvme puts them on disk)\n");
 
     zc_mem *mem = zc_mem_create();
     zc_engine *e = NULL;
@@ -204,8 +227,9 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     st = zc_engine_create(&e, &cfg, comm, mem, &err);
     if (!st)
         st = train_model_create(&model, &o, e, mem, comm, &cfg, &err);
-    if (!st)
-        st = zc_engine_finalize(e, &err);
+    bool agreed = false; /* every rank has this error (no rank is left waiting) */
+    if (!st && (st = zc_engine_finalize(e, &err)))
+        agreed = true;
     if (!st && model.load)
         st = model.load(&model, &err);
     if (!st && o.init && zc_safetensors_is_path(o.init))
@@ -227,7 +251,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
                             "before --steps %d", (long long)first_step, o.steps);
     }
     if (st)
-        return cli_fail(comm, &err, st == ZC_EINVAL);
+        return cli_fail(comm, &err, st == ZC_EINVAL || agreed);
 
     train_report rep = {.model = o.model, .world_size = nranks, .stage = cfg.stage,
                         .first_step = (int)first_step, .steps = o.steps - (int)first_step};
@@ -244,6 +268,19 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
                "%s parameters, %s gradients, %s reduce-scatter\n",
                o.model, (long long)rep.params, (long long)rep.params_padded, nranks,
                zc_engine_num_units(e), cfg.stage, rep.dtype, rep.grad_dtype, rep.comm_dtype);
+    zc_offload_stats disk;
+    zc_engine_offload_stats(e, &disk);
+    if (rank == 0 && disk.active)
+        printf("offload: %s I/O; rank 0 keeps %.2f GiB of model states in %s%s%s (unlinked: the "
+               "space returns to the file system when the process ends)\n",
+               disk.aio_engine, (double)disk.nvme_bytes / (1 << 30),
+               disk.optimizer_swap ? disk.optimizer_swap : "",
+               disk.optimizer_swap && disk.param_swap ? " and " : "",
+               disk.param_swap ? disk.param_swap : "");
+    if (rank == 0 && cfg.offload_param == ZC_OFFLOAD_NVME)
+        printf("offload_param: rank 0 keeps %lld parameter elements on disk and %lld in RAM "
+               "(offload_param.max_in_cpu %lld)\n", (long long)disk.param_elems_on_disk,
+               (long long)disk.param_elems_in_ram, (long long)cfg.max_in_cpu);
     if ((st = zc_engine_weights_sha256(e, rep.initial_sha, &err)))
         return cli_fail(comm, &err, st == ZC_ELOCKSTEP);
     zc_mem_reset_peaks(mem); /* the digest's buffer is not training's working memory */
@@ -253,13 +290,20 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     double *gnorm = calloc((size_t)o.steps, sizeof(double));
     double *ms = calloc((size_t)o.steps, sizeof(double));
     double *scale = calloc((size_t)o.steps, sizeof(double));
+    double *disk_read = calloc((size_t)o.steps, sizeof(double));
+    double *disk_written = calloc((size_t)o.steps, sizeof(double));
+    double *disk_wait = calloc((size_t)o.steps, sizeof(double));
     char *config_json = zc_config_to_json(&cfg);
     /* Bytes per op of each step (not of validation or sampling), summed over steps ≥ 2 (or the
      * only step): the report's per-step average. */
     zc_comm_counters prev = *zc_comm_get_counters(comm);
     double step_sum[ZC_COMM_NOPS] = {0};
+    bool ckpt_failed = false; /* a failed save is every rank's error; an engine's I/O error is
+                               * only its own rank's */
     for (int s = (int)first_step; s < o.steps && !st; s++) {
         double t0 = now_ms(), local = 0.0;
+        zc_offload_stats d0;
+        zc_engine_offload_stats(e, &d0);
         zc_step_info info = {0};
         zc_engine_set_lr(e, lr_at(&o, cfg.lr, s));
         for (int k = 0; k < cfg.grad_accum && !st; k++) {
@@ -278,6 +322,11 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         gnorm[s] = info.grad_norm;
         scale[s] = info.loss_scale;
         ms[s] = now_ms() - t0;
+        zc_offload_stats d1;
+        zc_engine_offload_stats(e, &d1);
+        disk_read[s] = (double)(d1.bytes_read - d0.bytes_read);
+        disk_written[s] = (double)(d1.bytes_written - d0.bytes_written);
+        disk_wait[s] = 1e3 * (d1.wait_seconds - d0.wait_seconds);
         bool last = s == o.steps - 1;
         const zc_comm_counters *c = zc_comm_get_counters(comm);
         double comm_b = 0; /* this step's data bytes */
@@ -297,11 +346,16 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
             int64_t states = zc_mem_get(mem, ZC_MEM_PARAMS).current +
                              zc_mem_get(mem, ZC_MEM_GRADS).current +
                              zc_mem_get(mem, ZC_MEM_OPTIMIZER).current;
-            char extra[160] = "";
+            char extra[256] = "";
             if (rep.tokens_per_step > 0)
                 snprintf(extra, sizeof extra, " | %7.0f tok/s", rep.tokens_per_step / (ms[s] / 1e3));
             if (!isnan(val))
                 snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " | val %.4f", val);
+            if (disk.active) /* MB/s over the whole step; wait: blocked on the disk */
+                snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+                         " | disk r %.0f w %.0f MB/s, wait %.0f ms",
+                         disk_read[s] / (ms[s] * 1e3), disk_written[s] / (ms[s] * 1e3),
+                         disk_wait[s]);
             if (cfg.dtype == ZC_FP16)
                 snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
                          " | scale %g%s (%lld skipped)", info.loss_scale,
@@ -331,8 +385,10 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
                      model.describe);
             double t_save = now_ms();
             if ((st = zc_ckpt_save(e, comm, o.save_dir, s + 1, config_json, client, o.keep,
-                                   &err)))
+                                   &err))) {
+                ckpt_failed = true;
                 break;
+            }
             if (rank == 0)
                 printf("saved %s/step-%06d in %.2f s\n", o.save_dir, s + 1,
                        (now_ms() - t_save) / 1e3);
@@ -342,8 +398,9 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     free(config_json);
     if (st) {
         free(loss), free(gnorm), free(ms), free(scale);
-        return cli_fail(comm, &err, st == ZC_ELOCKSTEP || st == ZC_ESTATE || st == ZC_EIO ||
-                                        st == ZC_EINVAL);
+        free(disk_read), free(disk_written), free(disk_wait);
+        return cli_fail(comm, &err, st == ZC_ELOCKSTEP || st == ZC_ESTATE || st == ZC_EINVAL ||
+                                        (st == ZC_EIO && ckpt_failed));
     }
     double per = rep.steps > 1 ? (double)(rep.steps - 1) : 1.0;
     rep.rs_bytes = step_sum[ZC_COMM_REDUCE_SCATTER] / per;
@@ -354,6 +411,12 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     rep.grad_norm = gnorm + first_step;
     rep.step_ms = ms + first_step;
     rep.loss_scale = scale + first_step;
+    if (disk.active) {
+        rep.disk_read = disk_read + first_step;
+        rep.disk_written = disk_written + first_step;
+        rep.disk_wait_ms = disk_wait + first_step;
+        rep.aio_engine = disk.aio_engine;
+    }
     rep.skipped_steps = zc_engine_loss_scaler(e)->skipped;
 
     rank_memory mine = my_memory(mem); /* before the digest and exports borrow memory */
@@ -378,6 +441,9 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
                mib(states), mib(mine.params), mib(mine.grads), mib(mine.optimizer),
                mib(rep.stage0_states), (double)rep.stage0_states / (double)states,
                mib(mine.working_peak), mib(mine.activations_peak), mib(mine.peak_rss));
+        if (mine.nvme)
+            printf("offload (rank 0): %.1f MiB of model states on disk (nvme), streamed through "
+                   "%.1f MiB of RAM buffers (peak)\n", mib(mine.nvme), mib(mine.offload_peak));
         printf("comm per step (rank 0): reduce-scatter %.1f MiB, all-gather %.1f MiB; "
                "final weights sha256 %s\n",
                mib((int64_t)rep.rs_bytes), mib((int64_t)rep.ag_bytes), rep.final_sha);
@@ -386,6 +452,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
             st = train_report_write(&rep, o.report, &err);
     }
     free(all), free(loss), free(gnorm), free(ms), free(scale);
+    free(disk_read), free(disk_written), free(disk_wait);
     model.destroy(&model);
     zc_engine_destroy(e);
     zc_mem_destroy(mem);

@@ -13,7 +13,7 @@ typedef struct {
     /* gpt2 (layers shared with mlp) */
     int channels, heads, seq_len, vocab, max_seq_len;
     const char *init, *data, *val_data, *save_final, *lr_schedule;
-    const char *save_dir, *resume;
+    const char *save_dir, *resume, *nvme_path;
     int save_every, keep;
     int val_every, val_batches, warmup, sample_every, sample_length;
     bool activation_checkpointing, shuffle;

@@ -50,6 +50,8 @@ zc_status train_report_write(const train_report *r, const char *path, zc_err *er
         cJSON_AddNumberToObject(o, "activations_peak", (double)m->activations_peak);
         cJSON_AddNumberToObject(o, "model_states_peak", (double)m->model_states_peak);
         cJSON_AddNumberToObject(o, "peak_rss", (double)m->peak_rss);
+        cJSON_AddNumberToObject(o, "offload_peak", (double)m->offload_peak);
+        cJSON_AddNumberToObject(o, "nvme", (double)m->nvme);
         cJSON_AddItemToArray(ranks, o);
     }
     cJSON *comm = cJSON_AddObjectToObject(root, "comm");
@@ -61,6 +63,13 @@ zc_status train_report_write(const train_report *r, const char *path, zc_err *er
     cJSON_AddNumberToObject(per, "control", r->control_bytes);
     if (r->tokens_per_step > 0)
         cJSON_AddNumberToObject(root, "tokens_per_step", r->tokens_per_step);
+    if (r->disk_read) {
+        cJSON *d = cJSON_AddObjectToObject(root, "offload");
+        cJSON_AddStringToObject(d, "aio_engine", r->aio_engine);
+        cJSON_AddItemToObject(d, "read_bytes", num_array(r->disk_read, r->steps));
+        cJSON_AddItemToObject(d, "written_bytes", num_array(r->disk_written, r->steps));
+        cJSON_AddItemToObject(d, "wait_ms", num_array(r->disk_wait_ms, r->steps));
+    }
 
     char *text = cJSON_Print(root);
     cJSON_Delete(root);

@@ -10,7 +10,7 @@
 /* One rank's memory, bytes; gathered to rank 0 in this order. */
 typedef struct {
     int64_t params, grads, optimizer, comm, working_peak, activations_peak, model_states_peak,
-        peak_rss;
+        peak_rss, offload_peak, nvme;
 } rank_memory;
 
 typedef struct {
@@ -29,6 +29,9 @@ typedef struct {
     int64_t stage0_states;    /* what stage 0 would hold per rank */
     double rs_bytes, ag_bytes, ar_bytes, control_bytes; /* per step, rank 0 */
     double tokens_per_step;   /* 0 when not a language model */
+    /* offload (NULL when nothing lives on disk): rank 0's disk traffic per step */
+    const double *disk_read, *disk_written, *disk_wait_ms; /* bytes, bytes, ms blocked */
+    const char *aio_engine;
 } train_report;
 
 /* Writes the report to path (through a temporary file and a rename). */

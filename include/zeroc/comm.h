@@ -107,6 +107,9 @@ zc_status zc_comm_barrier(zc_comm *c, const char *label, zc_err *err);
 /* Every rank contributes `bytes` bytes; out receives N·bytes, rank order. */
 zc_status zc_comm_control_gather(zc_comm *c, const void *in, void *out, size_t bytes,
                                  const char *label, zc_err *err);
+/* Collective: every rank's status; if any failed, every rank returns the first failing rank's
+ * status with "WHAT failed on rank R: <its message>" (in a world of 1, the message as it is). */
+zc_status zc_comm_agree(zc_comm *c, zc_status mine, const char *what, zc_err *err);
 /* Sum of one double per rank, added in rank order (same bits on every rank). */
 zc_status zc_comm_sum_f64(zc_comm *c, double in, double *out, const char *label, zc_err *err);
 

@@ -171,36 +171,36 @@ void zc_engine_set_loss_scaler(zc_engine *e, const zc_loss_scaler *s);
 void zc_engine_set_lr(zc_engine *e, double lr);
 int64_t zc_engine_steps_done(const zc_engine *e);
 
-/* Loading values (e.g. from a checkpoint), after finalize: the elements of `param` this rank
- * stores are [*first, *first + *n) (all of them in stages 0–2, the part inside this rank's shard
- * in stage 3); zc_engine_set_param_values writes elements [first, first + n) of the parameter,
- * which must lie within that range. Not collective: every rank loads what it stores. */
-void zc_engine_param_owned(const zc_engine *e, int param, size_t *first, size_t *n);
-void zc_engine_set_param_values(zc_engine *e, int param, size_t first, size_t n,
-                                const float *src);
+/* Offload (ZeRO-Infinity): with offload_optimizer / offload_param on device "nvme", the states
+ * zc_estimate_offload places on disk live in this rank's swap files (see src/offload/swap.h:
+ * created in nvme_path, preallocated, unlinked at once so they vanish with the process). The
+ * optimizer step streams them through RAM in sub-groups; stage 3 reads parameter shards from
+ * disk ahead of their gather, along the recorded acquire order, and writes reduced gradient
+ * shards to disk as they land. Values are the same bits as in RAM. A disk failure during
+ * training (I/O error, a truncated swap file) returns ZC_EIO from acquire, release,
+ * grads_ready, step or end_pass on the rank that saw it, naming the file, offset and error: only
+ * that rank knows, so — like ZC_ETIMEOUT — report it and call zc_comm_abort. */
+typedef struct {
+    bool active;                   /* something lives on disk */
+    const char *aio_engine;        /* "io_uring" or "threads" (NULL when not active) */
+    const char *optimizer_swap;    /* paths the swap files had (NULL: none) */
+    const char *param_swap;
+    int64_t nvme_bytes;            /* both files */
+    int64_t param_elems_on_disk;   /* of this rank's parameter shards (stage 3) */
+    int64_t param_elems_in_ram;
+    int64_t bytes_read, bytes_written; /* since finalize */
+    double wait_seconds;           /* the training thread blocked on disk I/O, since finalize */
+} zc_offload_stats;
+void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out);
 
-/* ---- checkpoint state (src/ckpt) ----
- * A unit's logical layout is its unpadded elements 0..Ψ_u−1. This rank owns [*first, *first + *n)
- * of it (r·S_u …, clipped to Ψ_u; n may be 0). */
-void zc_engine_owned_range(const zc_engine *e, int unit, size_t *first, size_t *n);
-/* Copies elements [off, off + n) of this rank's owned range (zc_engine_owned_range) of the
- * unit's parameters (kind 0) or optimizer moment m (kind 1) or v (kind 2) into dst. */
-void zc_engine_export_owned(const zc_engine *e, int unit, int kind, size_t off, size_t n,
-                            float *dst);
-/* The logical ranges of a unit this rank must be given to restore a checkpoint: parameters
- * (everything in stages 0–2, the owned shard in stage 3) and moments (everything in stage 0,
- * the owned shard otherwise). */
-void zc_engine_needed_ranges(const zc_engine *e, int unit, size_t *p_first, size_t *p_n,
-                             size_t *m_first, size_t *m_n);
-/* Writes logical elements [first, first + n) of the unit's parameters (which must lie in the
- * parameter range above) and, if m/v are given, of its moments (the moment range above). */
-void zc_engine_import(zc_engine *e, int unit, size_t first, size_t n, const float *params,
-                      const float *m, const float *v);
-/* Number of optimizer moments per parameter (2 Adam, 1 SGD with momentum, 0 plain SGD). */
-int zc_engine_moments(const zc_engine *e);
-/* Sets the number of optimizer steps done (Adam's bias correction continues from it; with fp16,
- * skipped steps are not optimizer steps). */
-void zc_engine_set_steps_done(zc_engine *e, int64_t steps);
+/* Loading values (e.g. from a file), after finalize: the elements of `param` this rank stores
+ * are [*first, *first + *n) (all of them in stages 0–2, the part inside this rank's shard in
+ * stage 3); zc_engine_set_param_values writes elements [first, first + n) of the parameter,
+ * which must lie within that range (ZC_EIO only when the values live in a swap file that
+ * failed). Not collective: every rank loads what it stores. */
+void zc_engine_param_owned(const zc_engine *e, int param, size_t *first, size_t *n);
+zc_status zc_engine_set_param_values(zc_engine *e, int param, size_t first, size_t n,
+                                     const float *src, zc_err *err);
 
 /* Collective: the unit's full parameters (padded numel floats) into dst on every rank: the fp32
  * master values in mixed precision. */

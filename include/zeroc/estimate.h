@@ -12,6 +12,7 @@
 #ifndef ZEROC_ESTIMATE_H
 #define ZEROC_ESTIMATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,8 +32,55 @@ typedef struct {
     int comm_elem_bytes;     /* bytes of a reduce-scatter element (communication_data_type);
                                 0 means 4 */
     int64_t reduce_bucket_size, prefetch_bucket_size, max_live_parameters; /* elements */
+    /* offload to NVMe (ZeRO-Infinity); all zero: everything in RAM */
+    bool offload_optimizer;  /* offload_optimizer.device nvme (stages 1–3) */
+    bool offload_params;     /* offload_param.device nvme (stage 3) */
+    double offload_ratio;    /* offload_optimizer.ratio; 0 means 1 */
+    int64_t max_in_cpu;      /* offload_param.max_in_cpu: parameter elements kept in RAM */
+    int64_t sub_group_size;  /* zero_optimization.sub_group_size, elements */
+    int buffer_count;        /* offload_optimizer.buffer_count: sub-group slots */
+    int param_buffer_count;  /* offload_param.buffer_count: shard reads ahead */
+    int64_t param_buffer_size; /* offload_param.buffer_size: elements read ahead */
 } zc_estimate_in;
 
+/* Where one unit's states live on this rank with offload. Units are placed in registration
+ * order: the optimizer state (fp32 master, moments; at stage 3 the gradient shard with it) of
+ * the first units holding offload_ratio of the optimizer elements goes to disk; the parameter
+ * shards of the first units totalling at most max_in_cpu elements stay in RAM, the rest go to
+ * disk. Offsets are bytes in this rank's optimizer swap file (grads, master, m, v) or parameter
+ * swap file (params), each region starting on a 4 KiB boundary (O_DIRECT); -1: not on disk. */
+typedef struct {
+    bool params, grads, optimizer; /* on disk */
+    int64_t params_off, grads_off, master_off, m_off, v_off;
+} zc_unit_offload;
+
+/* The arrays the optimizer step streams through RAM, sub-group by sub-group, when on disk. */
+typedef enum {
+    ZC_STREAM_WEIGHTS, /* the fp32 values updated: master (mixed) or the parameters (fp32) */
+    ZC_STREAM_GRADS,   /* the reduced gradient shard (stage 3) */
+    ZC_STREAM_M,
+    ZC_STREAM_V,
+    ZC_STREAM_PARAMS,  /* mixed: the 16-bit parameters rounded from the master (stage 3) */
+    ZC_NSTREAMS
+} zc_stream_array;
+
+typedef struct {
+    int64_t optimizer_file, param_file; /* bytes of this rank's swap files (0: none) */
+    int64_t sub_group;                  /* elements per sub-group (a multiple of 2048) */
+    int64_t slot_bytes[ZC_NSTREAMS];    /* one slot's buffer per array (0: not streamed) */
+    int64_t slots;                      /* bytes of all buffer_count slots */
+    int64_t param_reads;                /* bound of the parameter-read buffers */
+    int64_t grad_staging;               /* bound of gradient shards on their way to disk */
+} zc_offload_plan;
+
+/* The plan, and (if units is not NULL, nunits entries) each unit's placement. */
+zc_offload_plan zc_estimate_offload(const zc_estimate_in *in, zc_unit_offload *units);
+/* Bytes this rank keeps on disk (both swap files): the ledger's "nvme". */
+int64_t zc_estimate_nvme_bytes(const zc_estimate_in *in);
+/* Bound of the ledger's "offload" peak (RAM the disk tier streams through). */
+int64_t zc_estimate_offload_bound(const zc_estimate_in *in);
+
+/* Model-state bytes this rank keeps in RAM (with offload, what is not on disk). */
 zc_state_bytes zc_estimate_states(const zc_estimate_in *in);
 /* Bytes this rank sends per optimizer step (ring convention), Ψp = Σ padded unit sizes:
  * (C + P)·Ψp·(N−1)/N for stages 1–2 (reduce-scatter of gradients, all-gather of parameters),

@@ -2,8 +2,13 @@
  *
  * Each allocation is charged to one category; the ledger keeps current and peak bytes per
  * category and the peak of the model states (params + grads + optimizer) together. Large blocks
- * are mmap'd and unmapped on free, so what the ledger releases also leaves the process's RSS —
- * a ZeRO saving that stays in malloc's heap would be invisible to the operating system.
+ * (64 KiB and more, or any whole number of 4 KiB pages) are mmap'd — page-aligned, as O_DIRECT
+ * wants — and unmapped on free, so what the ledger releases also leaves the process's RSS: a
+ * ZeRO saving that stays in malloc's heap would be invisible to the operating system.
+ *
+ * The categories before ZC_MEM_NRAM are RAM. ZC_MEM_NVME is the one tier below: bytes of model
+ * state this rank keeps in swap files on disk (offload), charged and released with
+ * zc_mem_charge / zc_mem_release since nothing is allocated in RAM for them.
  *
  *     zc_mem *mem = zc_mem_create();
  *     float *act = zc_mem_alloc(mem, ZC_MEM_ACTIVATIONS, n * sizeof(float)); // zeroed
@@ -24,6 +29,10 @@ typedef enum {
     ZC_MEM_COMM,       /* communication staging buffers */
     ZC_MEM_WORKING,    /* gathered units and full-unit gradient buffers that live briefly */
     ZC_MEM_ACTIVATIONS, /* the model's activations and their gradients */
+    ZC_MEM_OFFLOAD,    /* RAM buffers that offloaded states stream through (sub-group slots,
+                        * parameter reads ahead, gradient shards on their way to disk) */
+    ZC_MEM_NRAM,       /* the number of RAM categories */
+    ZC_MEM_NVME = ZC_MEM_NRAM, /* on disk: model states in this rank's swap files */
     ZC_MEM_NCATEGORIES
 } zc_mem_category;
 
@@ -40,9 +49,12 @@ void zc_mem_destroy(zc_mem *mem);
 void *zc_mem_alloc(zc_mem *mem, zc_mem_category cat, size_t bytes);
 /* bytes must be what was passed to zc_mem_alloc. NULL is a no-op. */
 void zc_mem_free(zc_mem *mem, zc_mem_category cat, void *p, size_t bytes);
+/* Counts bytes held outside RAM (ZC_MEM_NVME) without allocating; release what was charged. */
+void zc_mem_charge(zc_mem *mem, zc_mem_category cat, int64_t bytes);
+void zc_mem_release(zc_mem *mem, zc_mem_category cat, int64_t bytes);
 
 zc_mem_stats zc_mem_get(const zc_mem *mem, zc_mem_category cat);
-/* Peak of params + grads + optimizer held at the same moment. */
+/* Peak of params + grads + optimizer held in RAM at the same moment. */
 int64_t zc_mem_model_states_peak(const zc_mem *mem);
 /* Forgets the peaks (sets them to the current values), e.g. after set-up. */
 void zc_mem_reset_peaks(zc_mem *mem);

@@ -474,7 +474,7 @@ zc_status zc_gpt2_load_llmc(zc_gpt2 *m, const char *path, zc_err *err)
             st = llmc_ckpt_read(path, &h, tensor, (size_t)layer * numel + first + done, k, buf,
                                 err);
             if (!st)
-                zc_engine_set_param_values(m->e, p, first + done, k, buf);
+                st = zc_engine_set_param_values(m->e, p, first + done, k, buf, err);
         }
     }
     free(buf);

@@ -28,6 +28,7 @@
 
 #include "ckpt/safetensors_header.h"
 #include "util/crc32c.h"
+#include "engine/engine_state.h"
 #include "zeroc/checkpoint.h"
 
 enum { FORMAT_VERSION = 1, HEADER_BYTES = 32 };
@@ -193,19 +194,25 @@ static zc_status write_shard(zc_engine *e, const char *path, int64_t step, uint3
         close(fd);
         return zc_err_set(err, ZC_ENOMEM, "out of memory writing '%s'", path);
     }
-    for (int u = 0; u < nunits && !bad; u++) {
+    zc_status xs = ZC_OK; /* reading the engine's state (a swap file may fail) */
+    for (int u = 0; u < nunits && !bad && !xs; u++) {
         size_t first, n;
         zc_engine_owned_range(e, u, &first, &n);
-        for (int kind = 0; kind <= K && !bad; kind++)
-            for (size_t at = 0; at < n && !bad; at += CHUNK) {
+        for (int kind = 0; kind <= K && !bad && !xs; kind++)
+            for (size_t at = 0; at < n && !bad && !xs; at += CHUNK) {
                 size_t k = n - at < CHUNK ? n - at : CHUNK;
-                zc_engine_export_owned(e, u, kind, at, k, buf);
+                if ((xs = zc_engine_export_owned(e, u, (zc_state_kind)kind, at, k, buf, err)))
+                    break;
                 c = zc_crc32c(c, buf, k * sizeof(float));
                 bad = write_all(fd, buf, k * sizeof(float));
                 total += (int64_t)(k * sizeof(float));
             }
     }
     free(buf);
+    if (xs) {
+        close(fd);
+        return xs;
+    }
     if (!bad)
         bad = fsync(fd);
     int saved = errno;
@@ -373,39 +380,6 @@ static zc_status publish(zc_engine *e, const char *dir, const char *tmp, int64_t
     return ZC_OK;
 }
 
-/* Every rank's status and message into one gather; the first failure becomes everyone's error,
- * with the failing rank's own message. */
-typedef struct {
-    int32_t status;
-    char msg[500];
-} outcome;
-
-static zc_status agree(zc_comm *comm, zc_status mine, const char *what, zc_err *err)
-{
-    int n = zc_comm_size(comm);
-    outcome me = {.status = mine}, *all = malloc((size_t)n * sizeof *all);
-    if (mine)
-        pathf(me.msg, sizeof me.msg, "%s", err->msg);
-    if (!all)
-        return mine ? mine : zc_err_set(err, ZC_ENOMEM, "out of memory");
-    zc_err scratch;
-    zc_status st = zc_comm_control_gather(comm, &me, all, sizeof me, what, &scratch);
-    if (st) {
-        free(all);
-        if (!mine)
-            *err = scratch;
-        return mine ? mine : st;
-    }
-    zc_status out = ZC_OK;
-    for (int r = 0; r < n && !out; r++)
-        if (all[r].status)
-            out = n == 1 ? zc_err_set(err, (zc_status)all[r].status, "%s", all[r].msg)
-                         : zc_err_set(err, (zc_status)all[r].status, "%s failed on rank %d: %s",
-                                      what, r, all[r].msg);
-    free(all);
-    return out;
-}
-
 zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t step,
                        const char *config_json, const char *client_json, int keep, zc_err *err)
 {
@@ -422,7 +396,7 @@ zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t ste
                 st = zc_err_set(err, ZC_EIO, "cannot create '%s': %m", tmp);
         }
     }
-    if ((st = agree(comm, st, "creating the checkpoint directory", err)))
+    if ((st = zc_comm_agree(comm, st, "creating the checkpoint directory", err)))
         return st;
     rank_result mine = {0, 0, 0}, *all = calloc((size_t)n, sizeof *all);
     pathf(path, sizeof path, "%s/rank-%05d.bin", tmp, rank);
@@ -430,7 +404,7 @@ zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t ste
              : zc_err_set(err, ZC_ENOMEM, "out of memory");
     fault_point("shard", rank, step);
     mine.status = st;
-    if ((st = agree(comm, st, "writing the checkpoint shards", err))) {
+    if ((st = zc_comm_agree(comm, st, "writing the checkpoint shards", err))) {
         if (rank == 0)
             rm_rf(tmp);
         free(all);
@@ -447,7 +421,7 @@ zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t ste
     if (st && rank == 0)
         rm_rf(tmp);
     free(all);
-    return agree(comm, st, "publishing the checkpoint", err);
+    return zc_comm_agree(comm, st, "publishing the checkpoint", err);
 }
 
 /* ---------- manifest reading ---------- */
@@ -684,7 +658,7 @@ static zc_status load_local(zc_engine *e, const char *ckdir, manifest *m, zc_err
         for (size_t at = pf; !st && at < pf + pn; at += CHUNK) {
             size_t k = pf + pn - at < CHUNK ? pf + pn - at : CHUNK;
             if (!(st = read_range(ckdir, m, fds, checked, u, 0, at, k, buf, err)))
-                zc_engine_import(e, u, at, k, buf, NULL, NULL);
+                st = zc_engine_import(e, u, at, k, buf, NULL, NULL, err);
         }
         for (size_t at = mf; !st && m->K && at < mf + mn; at += CHUNK) {
             size_t k = mf + mn - at < CHUNK ? mf + mn - at : CHUNK;
@@ -693,7 +667,7 @@ static zc_status load_local(zc_engine *e, const char *ckdir, manifest *m, zc_err
             if (!st && vb)
                 st = read_range(ckdir, m, fds, checked, u, 2, at, k, vb, err);
             if (!st)
-                zc_engine_import(e, u, at, k, NULL, mb, vb);
+                st = zc_engine_import(e, u, at, k, NULL, mb, vb, err);
         }
     }
     for (int r = 0; r < m->world; r++)
@@ -710,7 +684,7 @@ zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *
 {
     manifest m;
     zc_status st = load_local(e, ckdir, &m, err);
-    st = agree(comm, st, "loading the checkpoint", err);
+    st = zc_comm_agree(comm, st, "loading the checkpoint", err);
     if (!st) {
         *step = m.step;
         double opt_steps = (double)m.step;

@@ -200,7 +200,7 @@ zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err)
                     memcpy(&buf[i], &u, 4);
                 }
             }
-            zc_engine_set_param_values(e, p, first, n, buf);
+            st = zc_engine_set_param_values(e, p, first, n, buf, err);
         }
         free(buf);
     }

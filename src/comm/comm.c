@@ -428,6 +428,40 @@ zc_status zc_comm_sum_f64(zc_comm *c, double in, double *out, const char *label,
     return st;
 }
 
+/* Every rank's status and message in one gather; the first failure becomes everyone's error,
+ * with the failing rank's own message. */
+typedef struct {
+    int32_t status;
+    char msg[500];
+} outcome;
+
+zc_status zc_comm_agree(zc_comm *c, zc_status mine, const char *what, zc_err *err)
+{
+    outcome me = {.status = mine}, *all = malloc((size_t)c->size * sizeof *all);
+    if (mine) { /* cut to fit (the message reaches the other ranks in a fixed record) */
+        memcpy(me.msg, err->msg, sizeof me.msg - 1);
+        me.msg[sizeof me.msg - 1] = '\0';
+    }
+    if (!all)
+        return mine ? mine : zc_err_set(err, ZC_ENOMEM, "out of memory");
+    zc_err scratch;
+    zc_status st = zc_comm_control_gather(c, &me, all, sizeof me, what, &scratch);
+    if (st) {
+        free(all);
+        if (!mine)
+            *err = scratch;
+        return mine ? mine : st;
+    }
+    zc_status out = ZC_OK;
+    for (int r = 0; r < c->size && !out; r++)
+        if (all[r].status)
+            out = c->size == 1 ? zc_err_set(err, (zc_status)all[r].status, "%s", all[r].msg)
+                               : zc_err_set(err, (zc_status)all[r].status,
+                                            "%s failed on rank %d: %s", what, r, all[r].msg);
+    free(all);
+    return out;
+}
+
 zc_status zc_comm_barrier(zc_comm *c, const char *label, zc_err *err)
 {
     char b = 0, stack[64], *all = c->size <= 64 ? stack : malloc((size_t)c->size);

@@ -37,9 +37,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
+#include "engine/engine_state.h"
 #include "engine/init_values.h"
 #include "engine/loss_scale.h"
+#include "offload/aio.h"
+#include "offload/stream.h"
+#include "offload/swap.h"
 #include "util/sha256.h"
 #include "zeroc/engine.h"
 #include "zeroc/optim.h"
@@ -72,6 +77,14 @@ typedef struct {
     bool acquired;
     zc_comm_req *gather; /* stage 3: a gather in flight into full */
     bool ready;          /* grads_ready called in this micro-batch */
+    /* the disk tier (offload): which states live in the swap files, and where */
+    zc_unit_offload disk;
+    int first_job, njobs; /* its sub-groups in the step's stream; 0 jobs: updated in RAM */
+    void *pread_buf;      /* params on disk: the shard read from disk (ahead of its gather) */
+    zc_aio_op pread;
+    void *gwrite_buf;     /* grads on disk: the reduced shard on its way to disk */
+    zc_aio_op gwrite;
+    double sumsq;         /* grads on disk: Σg² of the shard, taken before it left RAM */
 } unit_t;
 
 enum { CHUNK = 2048 }; /* elements converted at a time through a stack buffer */
@@ -126,6 +139,19 @@ struct zc_engine {
     int trace_len, trace_cap, trace_pos;
     bool trace_done;
     int64_t inflight_elems, gathered_elems;
+    /* the disk tier (offload) */
+    bool offload;           /* some state lives in a swap file */
+    int64_t nvme_charged;   /* bytes of swap files in the ledger */
+    zc_offload_plan plan;
+    zc_aio *aio;
+    zc_swap *swap_opt, *swap_par; /* gradient/optimizer and parameter swap files */
+    zc_stream *stream;
+    zc_stream_job *jobs;    /* the step's sub-groups, units in order */
+    int njobs;
+    int reads_out;          /* parameter shards read from disk, not yet gathered */
+    int64_t read_elems_out;
+    int rs_last_of;         /* unit whose reduce-scatter's last chunk is in flight, or −1 */
+    int gw_last;            /* unit whose gradient write started last, or −1 */
     char label[192];
 };
 
@@ -233,6 +259,33 @@ static void work_free(zc_engine *e, void *pp, size_t bytes)
 /* element i of a buffer of es-byte elements */
 static void *at(void *base, size_t i, size_t es) { return (char *)base + i * es; }
 
+/* n elements of es bytes as whole 4 KiB blocks: the size of a swap-file region and of the RAM
+ * buffer that reads or writes it (O_DIRECT). */
+static size_t blocks(size_t n, size_t es) { return (n * es + ZC_AIO_ALIGN - 1) / ZC_AIO_ALIGN * ZC_AIO_ALIGN; }
+
+/* A buffer for disk I/O (page-aligned: a whole number of pages is mmap'd by the ledger), in
+ * the offload category, locked in RAM with pin (offload_*.pin_memory). */
+static void *io_alloc(zc_engine *e, size_t bytes, bool pin)
+{
+    void *p = zc_mem_alloc(e->mem, ZC_MEM_OFFLOAD, bytes);
+    if (p && pin && mlock(p, bytes)) {
+        zc_mem_free(e->mem, ZC_MEM_OFFLOAD, p, bytes);
+        return NULL;
+    }
+    return p;
+}
+
+static void io_free(zc_engine *e, void *pp, size_t bytes, bool pin)
+{
+    void **p = pp;
+    if (!*p)
+        return;
+    if (pin)
+        munlock(*p, bytes);
+    zc_mem_free(e->mem, ZC_MEM_OFFLOAD, *p, bytes);
+    *p = NULL;
+}
+
 static zc_status oom(zc_engine *e, zc_err *err, const char *what, int u, size_t bytes)
 {
     return zc_err_set(err, ZC_ENOMEM, "rank %d: out of memory allocating %s for unit '%s' (%zu bytes)",
@@ -293,6 +346,8 @@ zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm,
     e->stage = cfg->stage;
     e->lr = cfg->lr;
     e->last_unit = -1;
+    e->rs_last_of = -1;
+    e->gw_last = -1;
     e->pdt = cfg->dtype;
     e->gdt = zc_config_grad_dtype(cfg);
     e->cdt = zc_config_comm_dtype(cfg);
@@ -437,6 +492,201 @@ static void init_values(const zc_engine *e, int i, size_t lo, size_t n, float *d
     }
 }
 
+/* Unit i's states that live in RAM (the ledger's params, grads, optimizer). */
+static zc_status alloc_unit(zc_engine *e, int i, zc_err *err)
+{
+    unit_t *u = &e->units[i];
+    const zc_unit_offload *d = &u->disk;
+    size_t S = u->info.shard, P = u->info.padded, moments = opt_moments(&e->cfg);
+    u->opt_n = e->stage == 0 ? P : S;
+    if (e->stage <= 2 && !(u->full = alloc_b(e, ZC_MEM_PARAMS, P, e->ps)))
+        return oom(e, err, "parameters", i, P * e->ps);
+    if (e->stage == 3 && !d->params && !(u->shard_p = alloc_b(e, ZC_MEM_PARAMS, S, e->ps)))
+        return oom(e, err, "parameter shard", i, S * e->ps);
+    if (e->stage <= 1 && !(u->grad_full = alloc_b(e, ZC_MEM_GRADS, P, e->gs)))
+        return oom(e, err, "gradients", i, P * e->gs);
+    if (e->stage >= 2 && !d->grads && !(u->grad_shard = alloc_b(e, ZC_MEM_GRADS, S, e->gs)))
+        return oom(e, err, "gradient shard", i, S * e->gs);
+    if (e->mixed && !d->optimizer && !(u->master = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
+        return oom(e, err, "fp32 master parameters", i, u->opt_n * sizeof(float));
+    if (moments >= 1 && !d->optimizer && !(u->m = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
+        return oom(e, err, "optimizer state", i, u->opt_n * sizeof(float));
+    if (moments >= 2 && !d->optimizer && !(u->v = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
+        return oom(e, err, "optimizer state", i, u->opt_n * sizeof(float));
+    return ZC_OK;
+}
+
+/* Where logical element i of unit u's stored parameters lies in the parameter swap file. */
+static int64_t param_file_off(const zc_engine *e, const unit_t *u, size_t i)
+{
+    return u->disk.params_off + (int64_t)((i - (size_t)e->rank * u->info.shard) * e->ps);
+}
+
+/* Initial values of unit i's elements [lo, lo + n), as type t, into a swap file at off (values
+ * computed a chunk at a time, so nothing model-sized is held in RAM). */
+static zc_status init_to_disk(zc_engine *e, int i, size_t lo, size_t n, zc_dtype t, zc_swap *sw,
+                              int64_t off, zc_err *err)
+{
+    enum { INIT_CHUNK = 1 << 20 };
+    size_t es = (size_t)zc_dtype_size(t);
+    float *x = malloc(INIT_CHUNK * sizeof(float));
+    void *y = t == ZC_FP32 ? (void *)x : malloc(INIT_CHUNK * es);
+    zc_status st = x && y ? ZC_OK : oom(e, err, "an initialisation buffer", i, INIT_CHUNK * 4);
+    for (size_t o = 0; !st && o < n; o += INIT_CHUNK) {
+        size_t k = n - o < INIT_CHUNK ? n - o : INIT_CHUNK;
+        init_values(e, i, lo + o, k, x);
+        if (t != ZC_FP32)
+            zc_dtype_narrow(t, x, y, k);
+        st = zc_swap_pwrite(sw, y, k * es, off + (int64_t)(o * es), err);
+    }
+    if (y != x)
+        free(y);
+    free(x);
+    return st;
+}
+
+/* Initial values of unit i: stages 0–2 fill the whole unit (every rank computes the same
+ * values, no communication), stage 3 only the owned slice; the master copy its range, the 16-bit
+ * parameters the same values rounded; in RAM or on disk wherever they live. Padding stays zero
+ * (a swap region reads zeros until written). */
+static zc_status init_unit(zc_engine *e, int i, zc_err *err)
+{
+    unit_t *u = &e->units[i];
+    size_t S = u->info.shard, P = u->info.padded;
+    size_t lo = e->stage == 3 ? (size_t)e->rank * S : 0, hi = e->stage == 3 ? lo + S : P;
+    void *stored = e->stage == 3 ? u->shard_p : u->full;
+    if (e->mixed) {
+        zc_status st = u->disk.optimizer
+                           ? init_to_disk(e, i, opt_lo(e, u), u->opt_n, ZC_FP32, e->swap_opt,
+                                          u->disk.master_off, err)
+                           : (init_values(e, i, opt_lo(e, u), u->opt_n, u->master), ZC_OK);
+        if (st)
+            return st;
+    }
+    if (u->disk.params)
+        return init_to_disk(e, i, lo, S, e->pdt, e->swap_par, u->disk.params_off, err);
+    if (!e->mixed) {
+        init_values(e, i, lo, hi - lo, stored);
+        return ZC_OK;
+    }
+    if (!u->disk.optimizer && lo == opt_lo(e, u) && hi - lo == u->opt_n) { /* stages 0 and 3 */
+        zc_dtype_narrow(e->pdt, u->master, stored, u->opt_n);
+        return ZC_OK;
+    }
+    float chunk[CHUNK];
+    for (size_t o = lo; o < hi; o += CHUNK) {
+        size_t k = hi - o < CHUNK ? hi - o : CHUNK;
+        init_values(e, i, o, k, chunk);
+        zc_dtype_narrow(e->pdt, chunk, at(stored, o - lo, e->ps), k);
+    }
+    return ZC_OK;
+}
+
+/* The stored parameters (pdt) matching the optimizer range: everything in stage 0, the owned
+ * shard otherwise (NULL when they live on disk). */
+static void *owned_params(const zc_engine *e, const unit_t *u)
+{
+    if (e->stage == 3)
+        return u->shard_p;
+    return at(u->full, opt_lo(e, u), e->ps);
+}
+
+/* This rank's reduced gradients (gdt), the optimizer range's (in RAM: a staging buffer while a
+ * stage-3 shard that lives on disk is being reduced). */
+static void *owned_grads(const zc_engine *e, const unit_t *u)
+{
+    return e->stage >= 2 ? u->grad_shard : at(u->grad_full, opt_lo(e, u), e->gs);
+}
+
+/* A sub-group's view of one array: RAM at ram + o·es, or the swap region at off + o·es. */
+static zc_stream_ref stream_ref(void *ram, zc_swap *sw, int64_t off, size_t o, size_t k,
+                                size_t es, bool in, bool out)
+{
+    if (!sw)
+        return (zc_stream_ref){.ram = ram ? at(ram, o, es) : NULL};
+    return (zc_stream_ref){.swap = sw, .off = off + (int64_t)(o * es),
+                           .bytes = (int64_t)blocks(k, es), .in = in, .out = out};
+}
+
+/* The step's sub-groups: every unit with a state on disk, split into plan.sub_group elements. */
+static zc_status build_jobs(zc_engine *e, zc_err *err)
+{
+    const size_t sg = (size_t)e->plan.sub_group;
+    const size_t moments = opt_moments(&e->cfg);
+    for (int i = 0; i < e->nunits; i++) {
+        unit_t *u = &e->units[i];
+        u->first_job = e->njobs;
+        u->njobs = u->disk.optimizer || u->disk.params ? (int)((u->opt_n + sg - 1) / sg) : 0;
+        e->njobs += u->njobs;
+    }
+    if (!e->njobs)
+        return ZC_OK;
+    if (!(e->jobs = calloc((size_t)e->njobs, sizeof *e->jobs)))
+        return zc_err_set(err, ZC_ENOMEM, "out of memory planning the offloaded step");
+    for (int i = 0; i < e->nunits; i++) {
+        unit_t *u = &e->units[i];
+        const zc_unit_offload *d = &u->disk;
+        zc_swap *opt = d->optimizer ? e->swap_opt : NULL, *par = d->params ? e->swap_par : NULL;
+        for (int j = 0; j < u->njobs; j++) {
+            size_t o = (size_t)j * sg, k = u->opt_n - o < sg ? u->opt_n - o : sg;
+            zc_stream_ref *r = e->jobs[u->first_job + j].a;
+            r[ZC_STREAM_WEIGHTS] =
+                e->mixed ? stream_ref(u->master, opt, d->master_off, o, k, 4, true, true)
+                         : stream_ref(owned_params(e, u), par, d->params_off, o, k, 4, true, true);
+            r[ZC_STREAM_GRADS] = stream_ref(owned_grads(e, u), d->grads ? e->swap_opt : NULL,
+                                            d->grads_off, o, k, e->gs, true, false);
+            if (moments >= 1)
+                r[ZC_STREAM_M] = stream_ref(u->m, opt, d->m_off, o, k, 4, true, true);
+            if (moments >= 2)
+                r[ZC_STREAM_V] = stream_ref(u->v, opt, d->v_off, o, k, 4, true, true);
+            if (e->mixed)
+                r[ZC_STREAM_PARAMS] = stream_ref(owned_params(e, u), par, d->params_off, o, k,
+                                                 e->ps, false, true);
+        }
+    }
+    return ZC_OK;
+}
+
+/* The disk tier: where each unit's states go (zc_estimate_offload: the same plan the estimator
+ * prints), the I/O engine, the swap files (preallocated: a full disk fails here), the ledger's
+ * nvme bytes. */
+static zc_status offload_setup(zc_engine *e, zc_err *err)
+{
+    size_t *numel = malloc((size_t)e->nunits * sizeof(size_t));
+    zc_unit_offload *where = malloc((size_t)e->nunits * sizeof *where);
+    if (!numel || !where) {
+        free(numel);
+        free(where);
+        return zc_err_set(err, ZC_ENOMEM, "out of memory planning the offload");
+    }
+    zc_estimate_in in = zc_engine_estimate_in(e, e->stage, numel);
+    e->plan = zc_estimate_offload(&in, where);
+    for (int i = 0; i < e->nunits; i++)
+        e->units[i].disk = where[i];
+    free(numel);
+    free(where);
+    e->offload = e->plan.optimizer_file + e->plan.param_file > 0;
+    if (!e->offload)
+        return ZC_OK;
+    const zc_config *c = &e->cfg;
+    zc_aio_config ac = {.engine = c->aio_engine, .block_size = c->aio_block_size,
+                        .queue_depth = c->aio_queue_depth, .thread_count = c->aio_thread_count,
+                        .single_submit = c->aio_single_submit,
+                        .overlap_events = c->aio_overlap_events};
+    zc_status st = zc_aio_create(&e->aio, &ac, err);
+    if (!st && e->plan.optimizer_file)
+        st = zc_swap_create(&e->swap_opt, c->optimizer_nvme_path, e->rank,
+                            e->plan.optimizer_file, e->aio, err);
+    if (!st && e->plan.param_file)
+        st = zc_swap_create(&e->swap_par, c->param_nvme_path, e->rank, e->plan.param_file,
+                            e->aio, err);
+    if (!st) {
+        e->nvme_charged = e->plan.optimizer_file + e->plan.param_file;
+        zc_mem_charge(e->mem, ZC_MEM_NVME, e->nvme_charged);
+    }
+    return st;
+}
+
 zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
 {
     ZC_ASSERT(!e->finalized && e->nunits > 0);
@@ -455,47 +705,23 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
     e->rs_recv = alloc_b(e, ZC_MEM_COMM, n * e->rs_cols, e->cs);
     if (!e->rs_send || !e->rs_recv)
         return oom(e, err, "reduce-scatter staging", -1, 2 * n * e->rs_cols * e->cs);
+    /* every rank learns whether any rank could not set up its disk tier (e.g. a full disk) */
+    zc_status st = zc_comm_agree(e->comm, offload_setup(e, err), "setting up the NVMe offload",
+                                 err);
+    if (st)
+        return st;
 
-    size_t moments = opt_moments(&e->cfg);
-    for (int i = 0; i < e->nunits; i++) {
-        unit_t *u = &e->units[i];
-        size_t S = u->info.shard, P = u->info.padded;
-        u->opt_n = e->stage == 0 ? P : S;
-        if (e->stage <= 2 && !(u->full = alloc_b(e, ZC_MEM_PARAMS, P, e->ps)))
-            return oom(e, err, "parameters", i, P * e->ps);
-        if (e->stage == 3 && !(u->shard_p = alloc_b(e, ZC_MEM_PARAMS, S, e->ps)))
-            return oom(e, err, "parameter shard", i, S * e->ps);
-        if (e->stage <= 1 && !(u->grad_full = alloc_b(e, ZC_MEM_GRADS, P, e->gs)))
-            return oom(e, err, "gradients", i, P * e->gs);
-        if (e->stage >= 2 && !(u->grad_shard = alloc_b(e, ZC_MEM_GRADS, S, e->gs)))
-            return oom(e, err, "gradient shard", i, S * e->gs);
-        if (e->mixed && !(u->master = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
-            return oom(e, err, "fp32 master parameters", i, u->opt_n * sizeof(float));
-        if (moments >= 1 && !(u->m = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
-            return oom(e, err, "optimizer state", i, u->opt_n * sizeof(float));
-        if (moments >= 2 && !(u->v = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
-            return oom(e, err, "optimizer state", i, u->opt_n * sizeof(float));
-        /* Initial values: stages 0–2 fill the whole unit (every rank computes the same values,
-         * no communication), stage 3 only the owned slice; the master copy its range, the
-         * 16-bit parameters the same values rounded. Padding stays zero. */
-        size_t lo = e->stage == 3 ? (size_t)e->rank * S : 0, hi = e->stage == 3 ? lo + S : P;
-        void *stored = e->stage == 3 ? u->shard_p : u->full;
-        if (!e->mixed) {
-            init_values(e, i, lo, hi - lo, stored);
-            continue;
-        }
-        init_values(e, i, opt_lo(e, u), u->opt_n, u->master);
-        if (lo == opt_lo(e, u) && hi - lo == u->opt_n) { /* stages 0 and 3: the same range */
-            zc_dtype_narrow(e->pdt, u->master, stored, u->opt_n);
-            continue;
-        }
-        float chunk[CHUNK];
-        for (size_t o = lo; o < hi; o += CHUNK) {
-            size_t k = hi - o < CHUNK ? hi - o : CHUNK;
-            init_values(e, i, o, k, chunk);
-            zc_dtype_narrow(e->pdt, chunk, at(stored, o - lo, e->ps), k);
-        }
-    }
+    for (int i = 0; !st && i < e->nunits; i++)
+        if (!(st = alloc_unit(e, i, err)))
+            st = init_unit(e, i, err);
+    if (!st && e->offload)
+        st = build_jobs(e, err);
+    if (!st && e->njobs)
+        st = zc_stream_create(&e->stream, e->mem, e->aio, e->cfg.optimizer_buffer_count,
+                              e->plan.slot_bytes, e->cfg.pipeline_read, e->cfg.pipeline_write,
+                              e->cfg.optimizer_pin_memory, err);
+    if ((st = zc_comm_agree(e->comm, st, "initialising the model states", err)))
+        return st;
     e->finalized = true;
     size_t *numel = malloc((size_t)e->nunits * sizeof(size_t));
     if (!numel)
@@ -514,21 +740,36 @@ void zc_engine_destroy(zc_engine *e)
     size_t n = (size_t)e->nranks;
     if (e->rs_req) /* lands in a gradient shard: before anything is freed */
         zc_comm_wait(e->comm, e->rs_req, NULL);
+    zc_stream_destroy(e->stream); /* waits for its transfers */
     for (int i = 0; i < e->nunits; i++) { /* also after a failed finalize: free_f skips NULL */
         unit_t *u = &e->units[i];
         size_t S = u->info.shard, P = u->info.padded;
         if (u->gather) /* a prefetch nobody used: let it land before freeing its buffer */
             zc_comm_wait(e->comm, u->gather, NULL);
+        if (e->aio) { /* disk transfers into or out of RAM buffers */
+            zc_aio_wait(e->aio, &u->pread, NULL);
+            zc_aio_wait(e->aio, &u->gwrite, NULL);
+        }
+        io_free(e, &u->pread_buf, blocks(S, e->ps), e->cfg.param_pin_memory);
+        io_free(e, &u->gwrite_buf, blocks(S, e->gs), e->cfg.optimizer_pin_memory);
         free_b(e, e->stage == 3 ? ZC_MEM_WORKING : ZC_MEM_PARAMS, &u->full, P, e->ps);
         free_b(e, ZC_MEM_PARAMS, &u->shard_p, S, e->ps);
         free_f(e, ZC_MEM_WORKING, &u->view, P);
         free_b(e, ZC_MEM_GRADS, &u->grad_full, P, e->gs);
         free_f(e, ZC_MEM_WORKING, &u->grad_work, P);
-        free_b(e, ZC_MEM_GRADS, &u->grad_shard, S, e->gs);
+        if (u->disk.grads) /* a staging buffer, if a reduction was cut short */
+            io_free(e, &u->grad_shard, blocks(S, e->gs), e->cfg.optimizer_pin_memory);
+        else
+            free_b(e, ZC_MEM_GRADS, &u->grad_shard, S, e->gs);
         free_f(e, ZC_MEM_OPTIMIZER, &u->master, u->opt_n);
         free_f(e, ZC_MEM_OPTIMIZER, &u->m, u->opt_n);
         free_f(e, ZC_MEM_OPTIMIZER, &u->v, u->opt_n);
     }
+    zc_swap_destroy(e->swap_opt); /* closing them gives the disk space back */
+    zc_swap_destroy(e->swap_par);
+    zc_mem_release(e->mem, ZC_MEM_NVME, e->nvme_charged);
+    zc_aio_destroy(e->aio);
+    free(e->jobs);
     free_b(e, ZC_MEM_COMM, &e->rs_send, n * e->rs_cols, e->cs);
     free_b(e, ZC_MEM_COMM, &e->rs_recv, n * e->rs_cols, e->cs);
     for (int k = 0; k < e->ncache; k++) {
@@ -551,6 +792,25 @@ int zc_engine_rank(const zc_engine *e) { return e->rank; }
 int zc_engine_world_size(const zc_engine *e) { return e->nranks; }
 int64_t zc_engine_steps_done(const zc_engine *e) { return e->step; }
 void zc_engine_set_lr(zc_engine *e, double lr) { e->lr = lr; }
+
+void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; e->stage == 3 && i < e->nunits; i++)
+        *(e->units[i].disk.params ? &out->param_elems_on_disk : &out->param_elems_in_ram) +=
+            (int64_t)e->units[i].info.shard;
+    if (!e->offload || !e->aio)
+        return;
+    zc_aio_counters c = zc_aio_get_counters(e->aio);
+    out->active = true;
+    out->aio_engine = zc_aio_engine_name(zc_aio_engine_used(e->aio));
+    out->optimizer_swap = e->swap_opt ? zc_swap_path(e->swap_opt) : NULL;
+    out->param_swap = e->swap_par ? zc_swap_path(e->swap_par) : NULL;
+    out->nvme_bytes = e->nvme_charged;
+    out->bytes_read = c.bytes_read;
+    out->bytes_written = c.bytes_written;
+    out->wait_seconds = c.wait_seconds;
+}
 
 const zc_unit_info *zc_engine_unit_info(const zc_engine *e, int unit)
 {
@@ -591,7 +851,15 @@ zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *nume
                          .comm_elem_bytes = (int)e->cs,
                          .reduce_bucket_size = e->cfg.reduce_bucket_size,
                          .prefetch_bucket_size = e->cfg.prefetch_bucket_size,
-                         .max_live_parameters = e->cfg.max_live_parameters};
+                         .max_live_parameters = e->cfg.max_live_parameters,
+                         .offload_optimizer = e->cfg.offload_optimizer == ZC_OFFLOAD_NVME,
+                         .offload_params = e->cfg.offload_param == ZC_OFFLOAD_NVME,
+                         .offload_ratio = e->cfg.optimizer_ratio,
+                         .max_in_cpu = e->cfg.max_in_cpu,
+                         .sub_group_size = e->cfg.sub_group_size,
+                         .buffer_count = e->cfg.optimizer_buffer_count,
+                         .param_buffer_count = e->cfg.param_buffer_count,
+                         .param_buffer_size = e->cfg.param_buffer_size};
     return in;
 }
 
@@ -607,13 +875,75 @@ zc_state_bytes zc_engine_state_bytes_for_stage(const zc_engine *e, int stage)
 
 /* ---------- reduce-scatter pipeline ---------- */
 
+static bool at_boundary(const zc_engine *e) { return e->micro == e->cfg.grad_accum - 1; }
+static double unit_sum_squares(const zc_engine *e, const unit_t *u);
+
+/* Waits for the gradient shards on their way to disk (all of them, or all but the newest), and
+ * frees their buffers. */
+static zc_status grad_writes_wait(zc_engine *e, bool keep_newest, zc_err *err)
+{
+    zc_status st = ZC_OK;
+    for (int i = 0; i < e->nunits; i++) {
+        unit_t *u = &e->units[i];
+        if (!u->gwrite_buf || (keep_newest && i == e->gw_last))
+            continue;
+        zc_status st2 = zc_swap_wait(e->swap_opt, &u->gwrite, err);
+        io_free(e, &u->gwrite_buf, blocks(u->info.shard, e->gs), e->cfg.optimizer_pin_memory);
+        if (!st)
+            st = st2;
+    }
+    return st;
+}
+
+/* Unit i's reduced gradient shard is complete. Stage 3 with the shard on disk: at the step's
+ * last micro-batch take its Σg² for the norm (the step would otherwise read it back just for
+ * that), then send it to disk from the staging buffer. */
+static void grad_landed(zc_engine *e, int i)
+{
+    unit_t *u = &e->units[i];
+    if (!u->disk.grads)
+        return;
+    if (at_boundary(e))
+        u->sumsq = unit_sum_squares(e, u);
+    zc_swap_write(e->swap_opt, &u->gwrite, u->grad_shard, blocks(u->info.shard, e->gs),
+                  u->disk.grads_off);
+    u->gwrite_buf = u->grad_shard;
+    u->grad_shard = NULL;
+    e->gw_last = i;
+}
+
 static zc_status rs_finish(zc_engine *e, zc_err *err)
 {
     if (!e->rs_req)
         return ZC_OK;
     zc_comm_req *r = e->rs_req;
+    int landed = e->rs_last_of; /* the request was that unit's last chunk */
     e->rs_req = NULL;
-    return zc_comm_wait(e->comm, r, err);
+    e->rs_last_of = -1;
+    zc_status st = zc_comm_wait(e->comm, r, err);
+    if (!st && landed >= 0)
+        grad_landed(e, landed);
+    return st;
+}
+
+/* Stage 3, unit i's gradient shard lives on disk: a staging buffer to reduce into (holding the
+ * shard's earlier micro-batches when accumulating), with at most one other shard still on its
+ * way to disk. */
+static zc_status grad_staging(zc_engine *e, int i, zc_err *err)
+{
+    unit_t *u = &e->units[i];
+    size_t bytes = blocks(u->info.shard, e->gs);
+    zc_status st = rs_finish(e, err);
+    if (!st)
+        st = grad_writes_wait(e, true, err);
+    if (st)
+        return st;
+    if (!(u->grad_shard = io_alloc(e, bytes, e->cfg.optimizer_pin_memory)))
+        return oom(e, err, "a gradient shard's staging buffer", i, bytes);
+    if (e->micro == 0)
+        return ZC_OK;
+    zc_swap_read(e->swap_opt, &u->gwrite, u->grad_shard, bytes, u->disk.grads_off);
+    return zc_swap_wait(e->swap_opt, &u->gwrite, err);
 }
 
 static zc_status progress(zc_engine *e, zc_err *err)
@@ -679,6 +1009,8 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
     const void *src = from_model ? (const void *)u->grad_work : u->grad_full;
     size_t src_es = from_model ? sizeof(float) : e->gs;
     zc_status st = lockstep_check(e, OP_REDUCE_SCATTER, i, err);
+    if (!st && u->disk.grads)
+        st = grad_staging(e, i, err);
     for (size_t off = 0; !st && off < S; off += e->rs_cols) {
         size_t len = S - off < e->rs_cols ? S - off : e->rs_cols;
         if ((st = rs_finish(e, err)))
@@ -701,11 +1033,12 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
         st = zc_comm_reduce_scatter_start_t(e->comm, e->cdt, e->rs_send, e->rs_recv, len,
                                             e->gdt, out, accumulate, label(e, i), &e->rs_req,
                                             err);
+        if (off + len == S)
+            e->rs_last_of = i;
     }
     return st;
 }
 
-static bool at_boundary(const zc_engine *e) { return e->micro == e->cfg.grad_accum - 1; }
 
 /* Starts reduce-scatters for ready units in the static order (reverse registration). */
 static zc_status rs_pump(zc_engine *e, zc_err *err)
@@ -725,6 +1058,55 @@ static zc_status rs_pump(zc_engine *e, zc_err *err)
 
 /* ---------- acquire / release ---------- */
 
+/* Stage 3, unit i's parameter shard lives on disk: start reading it into a buffer of its own. */
+static zc_status param_read_start(zc_engine *e, int i, zc_err *err)
+{
+    unit_t *u = &e->units[i];
+    size_t bytes = blocks(u->info.shard, e->ps);
+    if (!(u->pread_buf = io_alloc(e, bytes, e->cfg.param_pin_memory)))
+        return oom(e, err, "a parameter shard's read buffer", i, bytes);
+    zc_swap_read(e->swap_par, &u->pread, u->pread_buf, bytes, u->disk.params_off);
+    e->reads_out++;
+    e->read_elems_out += (int64_t)u->info.shard;
+    return ZC_OK;
+}
+
+/* Waits for unit i's shard read (if any) and frees its buffer; dst (if not NULL) gets the
+ * shard. */
+static zc_status param_read_finish(zc_engine *e, int i, void *dst, zc_err *err)
+{
+    unit_t *u = &e->units[i];
+    if (!u->pread_buf)
+        return ZC_OK;
+    zc_status st = zc_swap_wait(e->swap_par, &u->pread, err);
+    if (!st && dst)
+        memcpy(dst, u->pread_buf, u->info.shard * e->ps);
+    io_free(e, &u->pread_buf, blocks(u->info.shard, e->ps), e->cfg.param_pin_memory);
+    e->reads_out--;
+    e->read_elems_out -= (int64_t)u->info.shard;
+    return st;
+}
+
+/* Disk read-ahead along the recorded order: the next units whose shards live on disk and are
+ * neither gathered nor read, while at most offload_param.buffer_count reads of at most
+ * buffer_size elements in all are outstanding (one read whatever its size). */
+static zc_status read_ahead(zc_engine *e, zc_err *err)
+{
+    int64_t count = e->cfg.param_buffer_count, size = e->cfg.param_buffer_size;
+    for (int k = e->trace_pos; k < e->trace_len; k++) {
+        unit_t *w = &e->units[e->trace[k]];
+        if (!w->disk.params || w->pread_buf || w->full || w->view)
+            continue;
+        if (e->reads_out >= count ||
+            (e->reads_out > 0 && e->read_elems_out + (int64_t)w->info.shard > size))
+            break;
+        zc_status st = param_read_start(e, e->trace[k], err);
+        if (st)
+            return st;
+    }
+    return ZC_OK;
+}
+
 static zc_status gather_start(zc_engine *e, int i, zc_err *err)
 {
     unit_t *u = &e->units[i];
@@ -734,8 +1116,14 @@ static zc_status gather_start(zc_engine *e, int i, zc_err *err)
         return st;
     if (!(u->full = work_alloc(e, P * e->ps, false)))
         return oom(e, err, "gathered parameters", i, P * e->ps);
-    memcpy(at(u->full, (size_t)e->rank * S, e->ps), u->shard_p, S * e->ps);
-    st = zc_comm_all_gather_start_t(e->comm, e->pdt, u->full, S, label(e, i), &u->gather, err);
+    void *mine = at(u->full, (size_t)e->rank * S, e->ps);
+    if (!u->disk.params)
+        memcpy(mine, u->shard_p, S * e->ps);
+    else if (!(st = u->pread_buf ? ZC_OK : param_read_start(e, i, err)))
+        st = param_read_finish(e, i, mine, err);
+    if (!st)
+        st = zc_comm_all_gather_start_t(e->comm, e->pdt, u->full, S, label(e, i), &u->gather,
+                                        err);
     if (st)
         work_free(e, &u->full, P * e->ps);
     else
@@ -770,7 +1158,7 @@ static zc_status prefetch(zc_engine *e, zc_err *err)
             return st;
         inflight += P;
     }
-    return ZC_OK;
+    return read_ahead(e, err);
 }
 
 /* Mixed precision: the unit's 16-bit parameters (full) widened into the fp32 view. */
@@ -891,19 +1279,6 @@ zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
 
 /* ---------- the step ---------- */
 
-/* The stored parameters (pdt) matching the optimizer range: everything in stage 0, the owned
- * shard otherwise. */
-static void *owned_params(const zc_engine *e, const unit_t *u)
-{
-    return e->stage == 3 ? u->shard_p : at(u->full, opt_lo(e, u), e->ps);
-}
-
-/* This rank's reduced gradients (gdt), the optimizer range's. */
-static void *owned_grads(const zc_engine *e, const unit_t *u)
-{
-    return e->stage >= 2 ? u->grad_shard : at(u->grad_full, opt_lo(e, u), e->gs);
-}
-
 static void update_kernel(const zc_engine *e, float *p, const float *g, float *m, float *v,
                           size_t n, float gscale)
 {
@@ -919,27 +1294,47 @@ static void update_kernel(const zc_engine *e, float *p, const float *g, float *m
     }
 }
 
-/* The optimizer over the unit's optimizer range: on the fp32 parameters, or on the master copy
- * (16-bit gradients widened a chunk at a time: the kernels are elementwise, so chunking does not
- * change a bit), which is then rounded into the 16-bit parameters. */
-static void unit_update(zc_engine *e, unit_t *u, float gscale)
+/* The optimizer over n elements of an optimizer range: on the fp32 weights w (the parameters, or
+ * the master copy; 16-bit gradients widened a chunk at a time: the kernels are elementwise, so
+ * chunking does not change a bit), then, in mixed precision, w rounded into the 16-bit params. */
+static void update_span(const zc_engine *e, float *w, const void *g, float *m, float *v,
+                        void *params, size_t n, float gscale)
 {
-    size_t n = u->opt_n;
-    float *p = e->mixed ? u->master : owned_params(e, u);
-    const void *g = owned_grads(e, u);
     if (e->gdt == ZC_FP32) {
-        update_kernel(e, p, g, u->m, u->v, n, gscale);
+        update_kernel(e, w, g, m, v, n, gscale);
     } else {
         float x[CHUNK];
         for (size_t o = 0; o < n; o += CHUNK) {
             size_t k = n - o < CHUNK ? n - o : CHUNK;
             zc_dtype_widen(e->gdt, at((void *)g, o, e->gs), x, k);
-            update_kernel(e, p + o, x, u->m ? u->m + o : NULL, u->v ? u->v + o : NULL, k,
-                          gscale);
+            update_kernel(e, w + o, x, m ? m + o : NULL, v ? v + o : NULL, k, gscale);
         }
     }
     if (e->mixed)
-        zc_dtype_narrow(e->pdt, p, owned_params(e, u), n);
+        zc_dtype_narrow(e->pdt, w, params, n);
+}
+
+/* The unit's optimizer range: in place when all of it is in RAM, else sub-group by sub-group
+ * through the stream (the same kernel on the same elements: the same bits). */
+static zc_status unit_update(zc_engine *e, unit_t *u, float gscale, zc_err *err)
+{
+    if (!u->njobs) {
+        update_span(e, e->mixed ? u->master : owned_params(e, u), owned_grads(e, u), u->m, u->v,
+                    owned_params(e, u), u->opt_n, gscale);
+        return ZC_OK;
+    }
+    const size_t sg = (size_t)e->plan.sub_group;
+    zc_status st = ZC_OK;
+    for (int j = 0; !st && j < u->njobs; j++) {
+        void *a[ZC_NSTREAMS];
+        size_t k = u->opt_n - (size_t)j * sg < sg ? u->opt_n - (size_t)j * sg : sg;
+        if (!(st = zc_stream_next(e->stream, a, err))) {
+            update_span(e, a[ZC_STREAM_WEIGHTS], a[ZC_STREAM_GRADS], a[ZC_STREAM_M],
+                        a[ZC_STREAM_V], a[ZC_STREAM_PARAMS], k, gscale);
+            st = zc_stream_done(e->stream, err);
+        }
+    }
+    return st;
 }
 
 /* Σ g² over this rank's share of the unit's reduced gradients (its shard: the same elements in
@@ -975,6 +1370,11 @@ static zc_status drop_prefetches(zc_engine *e, zc_err *err)
         if (!st)
             st = st2;
     }
+    for (int i = 0; i < e->nunits; i++) { /* shards read ahead (stale once the step updates) */
+        zc_status st2 = param_read_finish(e, i, NULL, err);
+        if (!st)
+            st = st2;
+    }
     if (e->stage == 3 && !e->trace_done && e->trace_len > 0)
         e->trace_done = true;
     e->trace_pos = 0;
@@ -1001,6 +1401,8 @@ static zc_status end_micro_batch(zc_engine *e, zc_err *err)
                         (long long)e->step + 1, unit_name(e, e->nunits - 1 - e->rs_next));
     if (!st)
         st = rs_finish(e, err);
+    if (!st) /* the next micro-batch may add to them; the step reads them */
+        st = grad_writes_wait(e, false, err);
     for (int i = 0; !st && i < e->nunits; i++) {
         unit_t *u = &e->units[i];
         if (u->acquired)
@@ -1019,7 +1421,7 @@ static void zero_grads(zc_engine *e)
         unit_t *u = &e->units[i];
         if (e->stage <= 1)
             memset(u->grad_full, 0, u->info.padded * e->gs);
-        else
+        else if (!u->disk.grads) /* on disk: the next reduction overwrites it */
             memset(u->grad_shard, 0, u->info.shard * e->gs);
     }
 }
@@ -1045,10 +1447,17 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
         if (!(st = lockstep_check(e, OP_GATHER_GRADS, i, err)))
             st = zc_comm_all_gather_t(e->comm, e->gdt, e->units[i].grad_full,
                                       e->units[i].info.shard, label(e, i), err);
+    /* A swap file cut short behind our back would hand the update zeros or garbage. */
+    if (!st && e->swap_opt)
+        st = zc_swap_check(e->swap_opt, err);
+    if (!st && e->swap_par)
+        st = zc_swap_check(e->swap_par, err);
     /* Norm of the summed gradient: own shards, units in order, then ranks in order. */
     double local = 0.0, total = 0.0;
-    for (int i = 0; i < e->nunits; i++)
-        local += unit_sum_squares(e, &e->units[i]);
+    for (int i = 0; i < e->nunits; i++) {
+        const unit_t *u = &e->units[i];
+        local += u->disk.grads ? u->sumsq : unit_sum_squares(e, u);
+    }
     if (!st)
         st = zc_comm_sum_f64(e->comm, local, &total, "gradient norm", err);
     if (st)
@@ -1079,9 +1488,12 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     float gscale = (float)(inv * coef);
     /* Update, overlapping each unit's parameter all-gather (stages 1–2) with the next update. */
     zc_comm_req *pending = NULL;
+    if (e->stream)
+        st = zc_stream_begin(e->stream, e->jobs, e->njobs, err);
     for (int i = 0; !st && i < e->nunits; i++) {
         unit_t *u = &e->units[i];
-        unit_update(e, u, gscale);
+        if ((st = unit_update(e, u, gscale, err)))
+            break;
         if (e->stage == 1 || e->stage == 2) {
             if (pending) {
                 st = zc_comm_wait(e->comm, pending, err);
@@ -1097,6 +1509,8 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
         if (!st)
             st = st2;
     }
+    if (!st && e->stream) /* everything written back before anything reads it again */
+        st = zc_stream_end(e->stream, err);
     zero_grads(e);
     e->step++;
     e->micro = 0;
@@ -1119,46 +1533,93 @@ void zc_engine_owned_range(const zc_engine *e, int unit, size_t *first, size_t *
     *n = lo < hi ? hi - lo : 0;
 }
 
-/* Where logical element i of the unit's stored parameters (pdt) / optimizer range lives on
- * this rank. */
-static void *param_at(const zc_engine *e, const unit_t *u, size_t i)
+/* n elements of es bytes from element k of an array in RAM (ram) or in a swap file (sw, at
+ * byte offset off); and the reverse. */
+static zc_status array_read(const void *ram, zc_swap *sw, int64_t off, size_t k, size_t n,
+                            size_t es, void *dst, zc_err *err)
 {
-    return e->stage <= 2 ? at(u->full, i, e->ps)
-                         : at(u->shard_p, i - (size_t)e->rank * u->info.shard, e->ps);
+    if (ram) {
+        memcpy(dst, at((void *)ram, k, es), n * es);
+        return ZC_OK;
+    }
+    return zc_swap_pread(sw, dst, n * es, off + (int64_t)(k * es), err);
 }
 
-static size_t moment_index(const zc_engine *e, const unit_t *u, size_t i)
+static zc_status array_write(void *ram, zc_swap *sw, int64_t off, size_t k, size_t n, size_t es,
+                             const void *src, zc_err *err)
 {
-    return i - opt_lo(e, u);
+    if (ram) {
+        memcpy(at(ram, k, es), src, n * es);
+        return ZC_OK;
+    }
+    return zc_swap_pwrite(sw, src, n * es, off + (int64_t)(k * es), err);
+}
+
+/* Writes logical elements [first, first + n) of the unit's stored parameters, rounded to pdt. */
+static zc_status store_params(zc_engine *e, unit_t *u, size_t first, size_t n, const float *src,
+                              zc_err *err)
+{
+    if (e->stage <= 2 || !u->disk.params) {
+        size_t k = e->stage <= 2 ? first : first - (size_t)e->rank * u->info.shard;
+        zc_dtype_narrow(e->pdt, src, at(e->stage <= 2 ? u->full : u->shard_p, k, e->ps), n);
+        return ZC_OK;
+    }
+    if (e->pdt == ZC_FP32)
+        return zc_swap_pwrite(e->swap_par, src, n * 4, param_file_off(e, u, first), err);
+    uint16_t h[CHUNK];
+    zc_status st = ZC_OK;
+    for (size_t o = 0; !st && o < n; o += CHUNK) {
+        size_t k = n - o < CHUNK ? n - o : CHUNK;
+        zc_dtype_narrow(e->pdt, src + o, h, k);
+        st = zc_swap_pwrite(e->swap_par, h, k * e->ps, param_file_off(e, u, first + o), err);
+    }
+    return st;
 }
 
 /* Sets logical elements [first, first + n) of the unit's parameters: the stored values (rounded
  * in mixed precision) and, where they fall in the optimizer range, the master copy. */
-static void set_params(zc_engine *e, unit_t *u, size_t first, size_t n, const float *src)
+static zc_status set_params(zc_engine *e, unit_t *u, size_t first, size_t n, const float *src,
+                            zc_err *err)
 {
-    zc_dtype_narrow(e->pdt, src, param_at(e, u, first), n);
-    if (!e->mixed)
-        return;
+    zc_status st = store_params(e, u, first, n, src, err);
+    if (st || !e->mixed)
+        return st;
     size_t lo = opt_lo(e, u), hi = lo + u->opt_n;
     size_t a = first > lo ? first : lo, b = first + n < hi ? first + n : hi;
-    if (a < b)
-        memcpy(u->master + (a - lo), src + (a - first), (b - a) * sizeof(float));
+    if (a >= b)
+        return ZC_OK;
+    return array_write(u->master, e->swap_opt, u->disk.master_off, a - lo, b - a, 4,
+                       src + (a - first), err);
 }
 
-void zc_engine_export_owned(const zc_engine *e, int unit, int kind, size_t off, size_t n,
-                            float *dst)
+zc_status zc_engine_export_owned(zc_engine *e, int unit, zc_state_kind kind, size_t off,
+                                 size_t n, float *dst, zc_err *err)
 {
     size_t first, owned_n;
     zc_engine_owned_range(e, unit, &first, &owned_n);
-    ZC_ASSERT(off + n <= owned_n && kind >= 0 && kind <= 2);
-    const unit_t *u = &e->units[unit];
-    size_t k = moment_index(e, u, first + off);
-    const float *src = kind == 0   ? (e->mixed ? u->master + k : param_at(e, u, first + off))
-                       : kind == 1 ? (u->m ? u->m + k : NULL)
-                                   : (u->v ? u->v + k : NULL);
-    ZC_ASSERT(src || !n);
-    if (n)
-        memcpy(dst, src, n * sizeof(float));
+    ZC_ASSERT(off + n <= owned_n);
+    unit_t *u = &e->units[unit];
+    size_t i = first + off, k = i - opt_lo(e, u); /* logical element, its optimizer index */
+    const zc_unit_offload *d = &u->disk;
+    if (!n)
+        return ZC_OK;
+    switch (kind) {
+    case ZC_STATE_WEIGHTS:
+        if (e->mixed)
+            return array_read(u->master, e->swap_opt, d->master_off, k, n, 4, dst, err);
+        if (e->stage <= 2)
+            return array_read(u->full, NULL, 0, i, n, 4, dst, err);
+        return array_read(u->shard_p, e->swap_par, d->params_off,
+                          i - (size_t)e->rank * u->info.shard, n, 4, dst, err);
+    case ZC_STATE_M:
+        ZC_ASSERT(u->m || d->optimizer);
+        return array_read(u->m, e->swap_opt, d->m_off, k, n, 4, dst, err);
+    case ZC_STATE_V:
+        ZC_ASSERT(u->v || d->optimizer);
+        return array_read(u->v, e->swap_opt, d->v_off, k, n, 4, dst, err);
+    }
+    ZC_ASSERT(!"unknown state kind");
+    return ZC_EINVAL;
 }
 
 void zc_engine_needed_ranges(const zc_engine *e, int unit, size_t *p_first, size_t *p_n,
@@ -1172,22 +1633,26 @@ void zc_engine_needed_ranges(const zc_engine *e, int unit, size_t *p_first, size
     *m_n = e->stage == 0 ? numel : on;
 }
 
-void zc_engine_import(zc_engine *e, int unit, size_t first, size_t n, const float *params,
-                      const float *m, const float *v)
+zc_status zc_engine_import(zc_engine *e, int unit, size_t first, size_t n, const float *params,
+                           const float *m, const float *v, zc_err *err)
 {
     size_t pf, pn, mf, mn;
     zc_engine_needed_ranges(e, unit, &pf, &pn, &mf, &mn);
     unit_t *u = &e->units[unit];
+    const zc_unit_offload *d = &u->disk;
+    size_t moments = opt_moments(&e->cfg), k = first - opt_lo(e, u);
+    zc_status st = ZC_OK;
     if (params) {
         ZC_ASSERT(first >= pf && first + n <= pf + pn);
-        set_params(e, u, first, n, params);
+        st = set_params(e, u, first, n, params, err);
     }
     if (m || v)
         ZC_ASSERT(first >= mf && first + n <= mf + mn);
-    if (m && u->m)
-        memcpy(u->m + moment_index(e, u, first), m, n * sizeof(float));
-    if (v && u->v)
-        memcpy(u->v + moment_index(e, u, first), v, n * sizeof(float));
+    if (!st && m && moments >= 1)
+        st = array_write(u->m, e->swap_opt, d->m_off, k, n, 4, m, err);
+    if (!st && v && moments >= 2)
+        st = array_write(u->v, e->swap_opt, d->v_off, k, n, 4, v, err);
+    return st;
 }
 
 int zc_engine_moments(const zc_engine *e) { return (int)opt_moments(&e->cfg); }
@@ -1212,14 +1677,14 @@ void zc_engine_param_owned(const zc_engine *e, int param, size_t *first, size_t 
     *n = a < b ? b - a : 0;
 }
 
-void zc_engine_set_param_values(zc_engine *e, int param, size_t first, size_t n,
-                                const float *src)
+zc_status zc_engine_set_param_values(zc_engine *e, int param, size_t first, size_t n,
+                                     const float *src, zc_err *err)
 {
     size_t of, on;
     zc_engine_param_owned(e, param, &of, &on);
     ZC_ASSERT(first >= of && first + n <= of + on);
     const zc_param_info *p = &e->params[param].info;
-    set_params(e, &e->units[p->unit], p->offset + first, n, src);
+    return set_params(e, &e->units[p->unit], p->offset + first, n, src, err);
 }
 
 zc_status zc_engine_gather_unit(zc_engine *e, int i, float *dst, zc_err *err)
@@ -1234,8 +1699,12 @@ zc_status zc_engine_gather_unit(zc_engine *e, int i, float *dst, zc_err *err)
     zc_status st = lockstep_check(e, OP_EXPORT, i, err);
     if (st)
         return st;
-    memcpy(dst + (size_t)e->rank * S, e->mixed ? u->master : u->shard_p, S * sizeof(float));
-    return zc_comm_all_gather(e->comm, dst, S, label(e, i), err);
+    float *mine = dst + (size_t)e->rank * S;
+    st = e->mixed ? array_read(u->master, e->swap_opt, u->disk.master_off, 0, S, 4, mine, err)
+                  : array_read(u->shard_p, e->swap_par, u->disk.params_off, 0, S, 4, mine, err);
+    /* a rank whose disk failed still joins the gather, so no rank waits for it in vain */
+    zc_status st2 = zc_comm_all_gather(e->comm, dst, S, label(e, i), err);
+    return st ? st : st2;
 }
 
 zc_status zc_engine_weights_sha256(zc_engine *e, char hex[65], zc_err *err)

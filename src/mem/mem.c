@@ -5,6 +5,7 @@
  * and gathered-parameter buffers from the RSS we report beside the ledger. Small blocks use
  * aligned_alloc. The ledger is per process and single-threaded by contract (the engine calls it
  * from the thread that drives training). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,10 @@
 #include "zeroc/mem.h"
 #include "zeroc/status.h"
 
-enum { MMAP_MIN = 64 * 1024, ALIGN = 64 };
+enum { MMAP_MIN = 64 * 1024, PAGE = 4096, ALIGN = 64 };
+
+/* mmap'd (page-aligned, returned to the system on free) or from the heap */
+static bool mapped(size_t bytes) { return bytes >= MMAP_MIN || bytes % PAGE == 0; }
 
 struct zc_mem {
     zc_mem_stats cat[ZC_MEM_NCATEGORIES];
@@ -32,11 +36,11 @@ static int64_t states_now(const zc_mem *m)
 
 void *zc_mem_alloc(zc_mem *mem, zc_mem_category cat, size_t bytes)
 {
-    ZC_ASSERT(mem && (unsigned)cat < ZC_MEM_NCATEGORIES);
+    ZC_ASSERT(mem && (unsigned)cat < ZC_MEM_NRAM);
     if (bytes == 0)
         return NULL;
     void *p;
-    if (bytes >= MMAP_MIN) {
+    if (mapped(bytes)) {
         p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
             return NULL;
@@ -47,27 +51,39 @@ void *zc_mem_alloc(zc_mem *mem, zc_mem_category cat, size_t bytes)
             return NULL;
         memset(p, 0, rounded);
     }
+    zc_mem_charge(mem, cat, (int64_t)bytes);
+    return p;
+}
+
+void zc_mem_charge(zc_mem *mem, zc_mem_category cat, int64_t bytes)
+{
+    ZC_ASSERT(mem && (unsigned)cat < ZC_MEM_NCATEGORIES && bytes >= 0);
     zc_mem_stats *s = &mem->cat[cat];
-    s->current += (int64_t)bytes;
+    s->current += bytes;
     if (s->current > s->peak)
         s->peak = s->current;
     int64_t st = states_now(mem);
     if (st > mem->states_peak)
         mem->states_peak = st;
-    return p;
+}
+
+void zc_mem_release(zc_mem *mem, zc_mem_category cat, int64_t bytes)
+{
+    ZC_ASSERT(mem && (unsigned)cat < ZC_MEM_NCATEGORIES && bytes >= 0);
+    mem->cat[cat].current -= bytes;
+    ZC_ASSERT(mem->cat[cat].current >= 0);
 }
 
 void zc_mem_free(zc_mem *mem, zc_mem_category cat, void *p, size_t bytes)
 {
-    ZC_ASSERT(mem && (unsigned)cat < ZC_MEM_NCATEGORIES);
+    ZC_ASSERT(mem && (unsigned)cat < ZC_MEM_NRAM);
     if (!p)
         return;
-    if (bytes >= MMAP_MIN)
+    if (mapped(bytes))
         munmap(p, bytes);
     else
         free(p);
-    mem->cat[cat].current -= (int64_t)bytes;
-    ZC_ASSERT(mem->cat[cat].current >= 0);
+    zc_mem_release(mem, cat, (int64_t)bytes);
 }
 
 zc_mem_stats zc_mem_get(const zc_mem *mem, zc_mem_category cat)
@@ -87,8 +103,8 @@ void zc_mem_reset_peaks(zc_mem *mem)
 
 const char *zc_mem_category_name(zc_mem_category cat)
 {
-    static const char *const names[] = {"params", "grads",   "optimizer",
-                                        "comm",   "working", "activations"};
+    static const char *const names[] = {"params",  "grads",       "optimizer", "comm",
+                                        "working", "activations", "offload",   "nvme"};
     _Static_assert(sizeof names / sizeof names[0] == ZC_MEM_NCATEGORIES, "names out of sync");
     return (unsigned)cat < ZC_MEM_NCATEGORIES ? names[cat] : "?";
 }

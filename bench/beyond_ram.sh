@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# beyond_ram.sh [DIR [STEPS]] — trains a model whose states do not fit in this machine's RAM:
+# GPT-2 L=48 C=1920 H=30 V=50257 (≈ 2.2 B parameters; bf16 model states 16 bytes each ≈ 35 GB)
+# at ZeRO stage 3 on 2 ranks (1 thread each) with the optimizer and the parameters offloaded to
+# swap files in DIR (default build/bench-beyond-ram), T=64, micro-batch 1, on the license texts
+# every Debian system ships (byte-level tokens: the loss has something to learn). Prints the
+# model states against MemTotal, the disk the run needs (zeroc estimate) and has free, each
+# step's line, and a summary: s/step, peak RSS per rank, disk MB/s. Then runs PyTorch (Debian's
+# python3-torch, if installed) on the same shape, capped by a memory cgroup at MemTotal − 1 GiB so
+# it cannot take the machine down, and prints how it ended. STEPS defaults to 5. About 15 minutes
+# on 2 cores and ~40 GB of free disk. Run by hand, as root; not a test.
+# ZEROC=/path/to/zeroc overrides "$root/build/zeroc".
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+zeroc=${ZEROC:-$root/build/zeroc}
+dir=${1:-$root/build/bench-beyond-ram}
+steps=${2:-5}
+[[ -x $zeroc ]] || { echo "beyond_ram.sh: no zeroc at $zeroc (build it, or set ZEROC)" >&2; exit 2; }
+rm -rf "$dir"; mkdir -p "$dir"
+trap 'rm -rf "$dir"' EXIT
+shape=(--model gpt2 --layers 48 --channels 1920 --heads 30 --vocab 50257 --seq-len 64)
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores"
+
+"$zeroc" prepare --text /usr/share/common-licenses/* --out "$dir/licenses" > /dev/null
+est=$("$zeroc" estimate "${shape[@]}" --micro-batch 1 --ranks 2 --dtype bf16 \
+  --offload-optimizer nvme --offload-param nvme --max-in-cpu 0 --json)
+python3 - "$est" "$dir" <<'PY'
+import json, os, sys
+e = json.loads(sys.argv[1])
+row = next(r for r in e["rows"] if r["stage"] == 3)
+mem = int(open("/proc/meminfo").read().split("MemTotal:")[1].split()[0]) * 1024
+states = 16 * e["params"]
+st = os.statvfs(sys.argv[2])
+print(f"model: {e['params'] / 1e9:.3f} B parameters; bf16 model states (16 bytes each) "
+      f"{states / 1e9:.1f} GB = {states / mem:.2f} x MemTotal ({mem / 1e9:.1f} GB)")
+print(f"per rank: {row['nvme'] / 1e9:.2f} GB on disk, RAM bound {row['total_per_rank'] / 2**30:.2f} GiB "
+      f"(states in RAM {row['model_states'] / 2**20:.1f} MiB, offload buffers <= "
+      f"{row['offload_buffers_bound'] / 2**20:.0f} MiB); disk needed {2 * row['nvme'] / 1e9:.1f} GB, "
+      f"free {st.f_bavail * st.f_frsize / 1e9:.1f} GB")
+PY
+cat > "$dir/ds.json" <<EOF
+{"zero_optimization": {"stage": 3,
+   "offload_optimizer": {"device": "nvme", "nvme_path": "$dir"},
+   "offload_param": {"device": "nvme", "nvme_path": "$dir", "max_in_cpu": 0}},
+ "bf16": {"enabled": true}, "steps_per_print": 1}
+EOF
+t0=$(date +%s)
+env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe \
+  --bind-to none -np 2 -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY=passive \
+  "$zeroc" train "${shape[@]}" --data "$dir/licenses_train.bin" --micro-batch 1 --steps "$steps" \
+  --lr 3e-4 --config "$dir/ds.json" --report "$dir/report.json" | grep -v '^config:'
+echo "wall time $(($(date +%s) - t0)) s (set-up, $steps steps, digests)"
+python3 - "$dir/report.json" <<'PY'
+import json, statistics, sys
+r = json.load(open(sys.argv[1]))
+ms, o = r["step_ms"], r["offload"]
+s = statistics.median(ms[1:]) / 1e3
+rd = sum(o["read_bytes"][1:]) / sum(ms[1:]) / 1e3
+wr = sum(o["written_bytes"][1:]) / sum(ms[1:]) / 1e3
+print(f"s/step (median after the first) {s:.1f}; loss {r['loss'][0]:.3f} -> {r['loss'][-1]:.3f}")
+for m in r["memory"]["ranks"]:
+    print(f"rank {m['rank']}: peak RSS {m['peak_rss'] / 2**30:.2f} GiB, RAM model states "
+          f"{(m['params'] + m['grads'] + m['optimizer']) / 2**20:.1f} MiB, offload buffers peak "
+          f"{m['offload_peak'] / 2**20:.0f} MiB, working peak {m['working_peak'] / 2**20:.0f} MiB, "
+          f"on disk {m['nvme'] / 1e9:.2f} GB")
+print(f"rank 0 disk: read {rd:.0f} MB/s, write {wr:.0f} MB/s, blocked on disk "
+      f"{statistics.median(o['wait_ms'][1:]) / 1e3:.1f} s/step ({o['aio_engine']})")
+PY
+
+if /usr/bin/python3 -c 'import torch' 2> /dev/null; then
+  mem=$(awk '/MemTotal/ {print $2 * 1024}' /proc/meminfo)
+  /usr/bin/python3 "$root/bench/random_tokens.py" "$dir/tok.bin" 65536
+  set +e
+  "$root/tests/memcap.sh" $((mem - (1 << 30))) /usr/bin/python3 "$root/bench/pytorch_gpt2.py" \
+    "$dir/tok.bin" 48 1920 30 50257 64 1 2 > "$dir/torch.log" 2>&1
+  rc=$?
+  set -e
+  echo "PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)') fp32 AdamW, same shape," \
+       "capped at MemTotal - 1 GiB: exit $rc$( ((rc == 137)) && echo ' (killed: out of memory)')"
+  tail -n 3 "$dir/torch.log"
+fi

@@ -1,0 +1,42 @@
+/* engine_state.h — what checkpoints (src/ckpt) read and write of the engine: each rank's share
+ * of every unit's fp32 weights and optimizer moments, in the unit's logical (unpadded) layout.
+ * Internal to the library: a model or a program saves through zeroc/checkpoint.h.
+ *
+ * A unit's logical layout is its unpadded elements 0..Ψ_u−1. Values may live in RAM or, with
+ * offload, in a swap file: the calls that touch values return ZC_EIO when the disk fails. */
+#ifndef ZEROC_ENGINE_STATE_H
+#define ZEROC_ENGINE_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zeroc/engine.h"
+
+typedef enum {
+    ZC_STATE_WEIGHTS = 0, /* the fp32 weights: the master copy in mixed precision */
+    ZC_STATE_M,           /* Adam's first moment (SGD's momentum buffer) */
+    ZC_STATE_V,           /* Adam's second moment */
+} zc_state_kind;
+
+/* This rank owns [*first, *first + *n) of the unit's logical elements (r·S_u …, clipped to
+ * Ψ_u; n may be 0). */
+void zc_engine_owned_range(const zc_engine *e, int unit, size_t *first, size_t *n);
+/* Copies elements [off, off + n) of this rank's owned range of the unit's `kind` into dst. */
+zc_status zc_engine_export_owned(zc_engine *e, int unit, zc_state_kind kind, size_t off,
+                                 size_t n, float *dst, zc_err *err);
+/* The logical ranges of a unit this rank must be given to restore a checkpoint: parameters
+ * (everything in stages 0–2, the owned shard in stage 3) and moments (everything in stage 0,
+ * the owned shard otherwise). */
+void zc_engine_needed_ranges(const zc_engine *e, int unit, size_t *p_first, size_t *p_n,
+                             size_t *m_first, size_t *m_n);
+/* Writes logical elements [first, first + n) of the unit's parameters (which must lie in the
+ * parameter range above) and, if m/v are given, of its moments (the moment range above). */
+zc_status zc_engine_import(zc_engine *e, int unit, size_t first, size_t n, const float *params,
+                           const float *m, const float *v, zc_err *err);
+/* Number of optimizer moments per parameter (2 Adam, 1 SGD with momentum, 0 plain SGD). */
+int zc_engine_moments(const zc_engine *e);
+/* Sets the number of optimizer steps done (Adam's bias correction continues from it; with fp16,
+ * skipped steps are not optimizer steps). */
+void zc_engine_set_steps_done(zc_engine *e, int64_t steps);
+
+#endif

@@ -1,0 +1,439 @@
+#!/usr/bin/env python3
+"""test_offload.py — offload to NVMe (ZeRO-Infinity) end to end (python3 stdlib only):
+offloaded training is bitwise-equal to training in RAM (optimizer offload at stages 1–3,
+parameter offload at stage 3, fp32 and bf16, MLP and GPT-2, N = 1 and 2, both I/O engines,
+across save and resume); the RAM the states need stops growing with the model; the estimator
+equals what a run holds on disk; bad paths, I/O errors and a truncated swap file end the run
+with a clear error; nothing is left on disk.
+
+Usage: test_offload.py ZEROC_BINARY MPIRUN_SH [test-name ...]   (prints "N passed, N failed")
+
+Expected byte counts are computed here from the unit sizes the models register and the layout
+the offload documents (every swap region a whole number of 4 KiB blocks), never from zeroc's own
+earlier output. The swap directory lives beside the binary (the build tree: a real disk)."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from harness import Harness
+
+H_ = Harness(sys.argv[1], sys.argv[2])
+check = H_.check
+NVME = os.path.join(os.path.dirname(os.path.abspath(H_.zeroc)), f"offload-test-{os.getpid()}")
+SIZE = {"fp32": 4, "bf16": 2}
+TINY = ["--model", "gpt2", "--layers", 2, "--channels", 32, "--heads", 2, "--seq-len", 16,
+        "--micro-batch", 2]
+
+
+def region(b):
+    return -(-b // 4096) * 4096
+
+
+def shard(u, n):
+    return -(-u // n)
+
+
+def nvme_bytes(units, n, stage, dtype, opt, par, moments=2):
+    """This rank's swap bytes: per unit on disk, the gradient shard (stage 3), the fp32 master
+    (mixed), m and v in the optimizer file; the parameter shard in the parameter file."""
+    P = G = SIZE[dtype]
+    total = 0
+    for u in units:
+        S = shard(u, n)
+        if opt:
+            total += (region(S * G) if stage == 3 else 0) + (region(S * 4) if P == 2 else 0)
+            total += moments * region(S * 4)
+        if par:
+            total += region(S * P)
+    return total
+
+
+def config(name, stage=None, opt=False, par=False, engine="auto", sub_group=2048, buffers=3,
+           prefetch=None, **extra):
+    zo = {"sub_group_size": sub_group}
+    if stage is not None:
+        zo["stage"] = stage
+    if prefetch is not None:
+        zo["stage3_prefetch_bucket_size"] = prefetch
+    if opt:
+        zo["offload_optimizer"] = {"device": "nvme", "nvme_path": NVME, "buffer_count": buffers}
+    if par:
+        zo["offload_param"] = {"device": "nvme", "nvme_path": NVME, "max_in_cpu": 0,
+                               "buffer_count": 2, "buffer_size": 100000}
+    cfg = {"zero_optimization": zo, "aio": {"engine": engine}, **extra}
+    path = H_.path(name + ".cfg.json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    return path
+
+
+def train(n, name, *args, ok=True, env=None, timeout=300):
+    rep = H_.path(name + ".json")
+    cmd = [H_.mpirun, str(n), H_.zeroc, "train", *map(str, args), "--report", rep]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                       env={**os.environ, **(env or {})})
+    if ok and p.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return (H_.report(name + ".json") if ok else None), p
+
+
+def swap_files():
+    return [f for f in os.listdir(NVME) if f.endswith(".swap")] if os.path.isdir(NVME) else []
+
+
+def mlp_units(h, layers):
+    return [h * h + h] * layers
+
+
+def test_mlp_bitwise():
+    """MLP, N = 1 and 2, fp32 and bf16: optimizer offload at stages 1, 2, 3, parameter offload
+    and both at stage 3, two sub-groups per unit and 3 slots, io_uring and the thread pool in
+    turn: the final weights equal the in-RAM run's bit for bit; RAM states are what is not on
+    disk; the swap bytes are the documented layout's."""
+    h, layers = 64, 3
+    units = mlp_units(h, layers)
+    args = ["--hidden", h, "--layers", layers, "--micro-batch", 4, "--steps", 4]
+    k = 0
+    for n in (1, 2):
+        for dtype in ("fp32", "bf16"):
+            P = SIZE[dtype]
+            base = {s: train(n, f"mlp-ram-{n}-{dtype}-{s}", *args, "--stage", s, "--dtype",
+                             dtype)[0] for s in (1, 2, 3)}
+            for stage, opt, par in ((1, 1, 0), (2, 1, 0), (3, 1, 0), (3, 0, 1), (3, 1, 1)):
+                engine = ("io_uring", "threads")[k % 2]
+                k += 1
+                tag = f"mlp-{n}-{dtype}-s{stage}-o{opt}p{par}-{engine}"
+                cfg = config(tag, opt=opt, par=par, engine=engine)
+                rep, p = train(n, tag, *args, "--stage", stage, "--dtype", dtype, "--config",
+                               cfg)
+                check(rep["weights_sha256"] == base[stage]["weights_sha256"],
+                      f"{tag}: weights differ from the in-RAM run")
+                check(rep["loss"] == base[stage]["loss"], f"{tag}: losses differ")
+                check(f"offload: {engine} I/O" in p.stdout, f"{tag}: engine not reported")
+                r0, b0 = rep["memory"]["ranks"][0], base[stage]["memory"]["ranks"][0]
+                want_nvme = nvme_bytes(units, n, stage, dtype, opt, par)
+                check(r0["nvme"] == want_nvme, f"{tag}: nvme {r0['nvme']} != {want_nvme}")
+                S = sum(shard(u, n) for u in units)
+                want = (0 if par else b0["params"], 0 if opt and stage == 3 else b0["grads"],
+                        0 if opt else b0["optimizer"])
+                got = (r0["params"], r0["grads"], r0["optimizer"])
+                check(got == want, f"{tag}: RAM states {got} != {want} (S = {S}, P = {P})")
+                check(r0["offload_peak"] > 0, f"{tag}: no offload buffers counted")
+                check(swap_files() == [], f"{tag}: swap files left: {swap_files()}")
+
+
+def test_gpt2_bitwise():
+    """GPT-2 (tiny) with gradient accumulation 2, clipping and activation checkpointing: stage 3
+    with both offloads (N = 1 and 2, fp32 and bf16) and stage 2 with optimizer offload equal
+    the in-RAM runs bit for bit."""
+    data = H_.text_tokens()[0]
+    args = [*TINY, "--data", data, "--steps", 4, "--grad-accum", 2, "--clip", 0.5,
+            "--activation-checkpointing"]
+    for n, dtype, stage, opt, par in ((2, "bf16", 3, 1, 1), (2, "fp32", 3, 1, 1),
+                                      (1, "bf16", 3, 1, 1), (2, "bf16", 2, 1, 0)):
+        tag = f"gpt2-{n}-{dtype}-s{stage}"
+        base, _ = train(n, tag + "-ram", *args, "--stage", stage, "--dtype", dtype)
+        cfg = config(tag, opt=opt, par=par, engine="io_uring" if n == 2 else "threads")
+        rep, _ = train(n, tag + "-nvme", *args, "--stage", stage, "--dtype", dtype, "--config",
+                       cfg)
+        check(rep["weights_sha256"] == base["weights_sha256"], f"{tag}: weights differ")
+        check(rep["loss"] == base["loss"], f"{tag}: losses differ")
+        check(rep["memory"]["ranks"][0]["nvme"] > 0, f"{tag}: nothing on disk")
+
+
+def test_resume_with_offload():
+    """8 steps in RAM equal 4 offloaded steps + a save + 4 offloaded steps after resuming, bit
+    for bit; the offloaded run's checkpoint shards are byte-identical to the in-RAM run's; an
+    in-RAM checkpoint resumes into an offloaded run on another rank count exactly as it does in
+    RAM."""
+    args = ["--hidden", 64, "--layers", 3, "--micro-batch", 4, "--dtype", "bf16", "--stage", 3]
+    full, _ = train(2, "res-full", *args, "--steps", 8)
+    cfg = config("res", opt=True, par=True)
+    d_ram, d_nvme = H_.path("ck-ram"), H_.path("ck-nvme")
+    train(2, "res-a-ram", *args, "--steps", 4, "--save-dir", d_ram, "--save-every", 4)
+    train(2, "res-a-nvme", *args, "--steps", 4, "--save-dir", d_nvme, "--save-every", 4,
+          "--config", cfg)
+    for r in range(2):
+        name = f"step-000004/rank-{r:05d}.bin"
+        a = open(os.path.join(d_ram, name), "rb").read()
+        b = open(os.path.join(d_nvme, name), "rb").read()
+        check(a == b, f"{name}: offloaded shard differs from the in-RAM one")
+    b, _ = train(2, "res-b-nvme", *args, "--steps", 8, "--resume", d_nvme, "--config", cfg)
+    check(b["weights_sha256"] == full["weights_sha256"], "resumed offloaded run differs")
+    check(b["loss"] == full["loss"][4:], "resumed offloaded losses differ")
+    one_ram, _ = train(1, "res-1-ram", *args, "--steps", 6, "--resume", d_ram)
+    one_nvme, _ = train(1, "res-1-nvme", *args, "--steps", 6, "--resume", d_ram, "--config",
+                        config("res1", opt=True, par=True, engine="threads"))
+    check(one_nvme["weights_sha256"] == one_ram["weights_sha256"],
+          "resharded resume into an offloaded run differs from the same in RAM")
+
+
+def test_ram_flat_in_model_size():
+    """Stage 3, both offloads, nothing kept in RAM (max_in_cpu 0), a prefetch of one unit, MLP
+    of 2 and of 8 layers of 1024 (4x the parameters, the same unit size): RAM model states are 0,
+    the offload and working peaks stay within the estimator's bounds — the same bounds for both
+    sizes — while the disk holds 4x; peak RSS grows by less than a quarter of what the same two
+    models add in RAM (a margin for allocator and MPI noise, which is a few MiB)."""
+    h = 1024
+    unit = h * h + h
+    rss, bounds = {}, {}
+    for mode in ("ram", "nvme"):
+        for layers in (2, 8):
+            tag = f"flat-{mode}-{layers}"
+            extra = ["--config", config(tag, opt=True, par=True, sub_group=65536,
+                                        prefetch=unit)] if mode == "nvme" else []
+            rep, _ = train(2, tag, "--hidden", h, "--layers", layers, "--micro-batch", 4,
+                           "--steps", 3, "--stage", 3, "--dtype", "bf16", *extra)
+            r0 = rep["memory"]["ranks"][0]
+            rss[mode, layers] = max(r["peak_rss"] for r in rep["memory"]["ranks"])
+            if mode == "ram":
+                continue
+            check((r0["params"], r0["grads"], r0["optimizer"]) == (0, 0, 0),
+                  f"{tag}: RAM states {(r0['params'], r0['grads'], r0['optimizer'])}")
+            want = nvme_bytes(mlp_units(h, layers), 2, 3, "bf16", True, True)
+            check(r0["nvme"] == want, f"{tag}: nvme {r0['nvme']} != {want}")
+            e = {r["stage"]: r for r in estimate(
+                "--model", "mlp", "--hidden", h, "--layers", layers, "--ranks", 2,
+                "--micro-batch", 4, "--dtype", "bf16", "--offload-optimizer", "nvme",
+                "--offload-param", "nvme", "--max-in-cpu", 0, "--sub-group-size", 65536,
+                "--prefetch-bucket-size", unit)["rows"]}[3]
+            bounds[layers] = (e["offload_buffers_bound"], e["working_bound"])
+            check(r0["offload_peak"] <= e["offload_buffers_bound"],
+                  f"{tag}: offload peak {r0['offload_peak']} > bound {e['offload_buffers_bound']}")
+            check(r0["working_peak"] <= e["working_bound"],
+                  f"{tag}: working peak {r0['working_peak']} > bound {e['working_bound']}")
+            rss[tag] = r0["nvme"]
+    check(bounds[2] == bounds[8], f"the RAM bounds grow with the model: {bounds}")
+    check(rss["flat-nvme-8"] == 4 * rss["flat-nvme-2"], "disk bytes are not 4x")
+    grow_ram = rss["ram", 8] - rss["ram", 2]
+    grow_nvme = rss["nvme", 8] - rss["nvme", 2]
+    check(grow_ram > 40 << 20, f"in RAM, 6 more layers added only {grow_ram} bytes of RSS")
+    check(grow_nvme < grow_ram / 4,
+          f"offloaded RSS grew {grow_nvme} bytes with the model (in RAM: {grow_ram})")
+
+
+def estimate(*args):
+    p = subprocess.run([H_.zeroc, "estimate", "--json", *map(str, args)], capture_output=True,
+                       text=True, timeout=60)
+    if p.returncode != 0:
+        raise AssertionError(f"estimate {args} failed: {p.stderr}")
+    return json.loads(p.stdout)
+
+
+def test_estimate_matches():
+    """`zeroc estimate` with the offload flags: RAM states and disk bytes per rank equal what a
+    run holds (MLP at stages 1–3, GPT-2 tiny at stage 3, N = 2, bf16), and the offload buffers
+    stay within the printed bound."""
+    cases = [("mlp", ["--hidden", 64, "--layers", 3, "--micro-batch", 4], s) for s in (1, 2, 3)]
+    cases.append(("gpt2", TINY, 3))
+    for model, shape, stage in cases:
+        est_shape = [a for a in shape if a != "gpt2" and a != "--model"]
+        est_shape = ["--model", model, *est_shape] if model == "mlp" else \
+            ["--model", "gpt2", "--layers", 2, "--channels", 32, "--heads", 2, "--seq-len", 16,
+             "--micro-batch", 2, "--vocab", 256]
+        par = stage == 3
+        est = {r["stage"]: r for r in estimate(
+            *est_shape, "--ranks", 2, "--dtype", "bf16", "--offload-optimizer", "nvme",
+            *(["--offload-param", "nvme", "--max-in-cpu", 0] if par else []),
+            "--sub-group-size", 2048)["rows"]}
+        tag = f"est-{model}-{stage}"
+        data = ["--data", H_.text_tokens()[0]] if model == "gpt2" else []
+        rep, _ = train(2, tag, *shape, *data, "--steps", 2, "--stage", stage, "--dtype", "bf16",
+                       "--config", config(tag, opt=True, par=par))
+        r0, e = rep["memory"]["ranks"][0], est[stage]
+        got = (r0["params"], r0["grads"], r0["optimizer"], r0["nvme"])
+        want = (e["params"], e["grads"], e["optimizer"], e["nvme"])
+        check(got == want, f"{tag}: measured {got} != estimate {want}")
+        check(r0["offload_peak"] <= e["offload_buffers_bound"],
+              f"{tag}: offload peak {r0['offload_peak']} > bound {e['offload_buffers_bound']}")
+
+
+def mount_tmpfs(path, opts):
+    os.makedirs(path, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", path], check=True)
+
+
+def test_bad_nvme_path():
+    """A missing nvme_path, a regular file, a read-only file system and one too small for the
+    swap files are refused at start (before step 1) with the path and the reason, on every rank
+    count; nothing is left behind. nvme without a path, and parameter offload below stage 3, are
+    refused by key."""
+    args = ["--hidden", 256, "--layers", 4, "--micro-batch", 4, "--steps", 2, "--stage", 3]
+    plain = H_.path("not-a-dir")
+    open(plain, "w").close()
+    small, ro = H_.path("small-fs"), H_.path("ro-fs")
+    mount_tmpfs(small, "size=256k")
+    mount_tmpfs(ro, "ro,size=1m")
+    try:
+        for path, words in ((H_.path("missing"), ["missing", "does not exist"]),
+                            (plain, ["not-a-dir", "not a directory"]),
+                            (ro, ["ro-fs", "Read-only"]),
+                            (small, ["small-fs", "needs", "free"])):
+            for n in (1, 2):
+                _, p = train(n, "bad", *args, "--offload-optimizer", "nvme", "--offload-param",
+                             "nvme", "--nvme-path", path, ok=False)
+                err = p.stderr
+                check(p.returncode != 0, f"{path} N={n}: exit 0")
+                check(all(w in err for w in words), f"{path} N={n}: message lacks {words}: {err}")
+                check("step " not in p.stdout, f"{path} N={n}: training started")
+        check(os.listdir(small) == [], f"files left on the small file system: {os.listdir(small)}")
+    finally:
+        subprocess.run(["umount", small])
+        subprocess.run(["umount", ro])
+    _, p = train(1, "bad", *args, "--offload-optimizer", "nvme", ok=False)
+    check(p.returncode != 0 and "zero_optimization.offload_optimizer.nvme_path" in p.stderr,
+          f"nvme without a path: {p.stderr}")
+    _, p = train(1, "bad", *args[:-1], "2", "--offload-param", "nvme", "--nvme-path", NVME,
+                 ok=False)
+    check(p.returncode != 0 and "offload_param" in p.stderr and "stage" in p.stderr,
+          f"parameter offload at stage 2: {p.stderr}")
+
+
+def test_io_errors():
+    """An injected I/O error on one rank's swap file (a read, then a write) ends the job with a
+    non-zero exit and a message naming the swap file, the offset and the error — no hang of the
+    other rank — and the checkpoint saved before still verifies; the disk space is returned."""
+    args = ["--hidden", 64, "--layers", 3, "--micro-batch", 4, "--steps", 8, "--stage", 3,
+            "--dtype", "bf16"]
+    for fault in ("read:1@100", "write:0@90"):  # ~30 reads and writes a step: in step 4
+        d = H_.path("ck-fault-" + fault.replace(":", "").replace("@", "-"))
+        t0 = time.time()
+        _, p = train(2, "fault", *args, "--config", config("fault", opt=True, par=True),
+                     "--save-dir", d, "--save-every", 2, ok=False,
+                     env={"ZEROC_FAULT_IO": fault}, timeout=120)
+        check(p.returncode != 0, f"{fault}: exit 0")
+        check(".swap" in p.stderr and "offset" in p.stderr and "Input/output error" in p.stderr,
+              f"{fault}: message: {p.stderr[-600:]}")
+        check(time.time() - t0 < 60, f"{fault}: took {time.time() - t0:.0f} s (a hang?)")
+        v = subprocess.run([H_.zeroc, "ckpt", "verify", d], capture_output=True, text=True)
+        check(v.returncode == 0, f"{fault}: the last checkpoint does not verify: {v.stdout}"
+                                 f"{v.stderr}")
+        check(swap_files() == [], f"{fault}: swap files left")
+
+
+def zeroc_swap_fds():
+    """(pid, fd) of every open swap file of a zeroc process (unlinked: '... (deleted)')."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if "zeroc" not in open(f"/proc/{pid}/comm").read():
+                continue
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                t = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if ".swap" in t and NVME in t:
+                    out.append((pid, fd, t))
+        except OSError:
+            pass
+    return out
+
+
+def test_truncated_swap_file():
+    """A swap file cut to nothing in the middle of a run (through /proc/PID/fd: its name is gone
+    from the directory from the start) ends the run with an error naming the file; the swap
+    files are unlinked while the run lives, and the disk space is back after it ends."""
+    free0 = shutil.disk_usage(NVME).free
+    cmd = [H_.mpirun, "2", H_.zeroc, "train", "--hidden", 512, "--layers", 6, "--micro-batch", 4,
+           "--steps", 100000, "--stage", 3, "--config", config("trunc", opt=True, par=True)]
+    p = subprocess.Popen(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        for line in p.stdout:
+            if line.startswith("step     3/"):
+                break
+        fds = zeroc_swap_fds()
+        check(len(fds) == 4, f"expected 4 open swap files (2 ranks x 2), found {fds}")
+        check(swap_files() == [], f"swap files visible in the directory: {swap_files()}")
+        check(all(t.endswith("(deleted)") for _, _, t in fds), f"not unlinked: {fds}")
+        os.truncate(f"/proc/{fds[0][0]}/fd/{fds[0][1]}", 0)
+        out, err = p.communicate(timeout=120)
+    except Exception:
+        p.kill()
+        raise
+    check(p.returncode != 0, "a truncated swap file did not stop the run")
+    check("truncated" in err or "end of file" in err, f"message: {err[-600:]}")
+    time.sleep(0.5)
+    free1 = shutil.disk_usage(NVME).free
+    check(abs(free1 - free0) < 64 << 20, f"disk space not returned: {free0} -> {free1}")
+
+
+def test_killed_rank_frees_disk():
+    """kill -9 of a rank: the job ends and the disk space of every swap file is back (the files
+    were unlinked at creation, so nothing can be left or reused)."""
+    free0 = shutil.disk_usage(NVME).free
+    cmd = [H_.mpirun, "2", H_.zeroc, "train", "--hidden", 1024, "--layers", 8,
+           "--micro-batch", 4, "--steps", 100000, "--stage", 3,
+           "--config", config("kill", opt=True, par=True)]
+    p = subprocess.Popen(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        for line in p.stdout:
+            if line.startswith("step     2/"):
+                break
+        held = free0 - shutil.disk_usage(NVME).free
+        check(held > 50 << 20, f"the swap files hold only {held} bytes")
+        os.kill(int(zeroc_swap_fds()[0][0]), signal.SIGKILL)
+        p.communicate(timeout=120)
+    except Exception:
+        p.kill()
+        raise
+    check(p.returncode != 0, "the job survived a killed rank")
+    time.sleep(1)
+    free1 = shutil.disk_usage(NVME).free
+    check(abs(free1 - free0) < 64 << 20, f"disk space not returned: {free0} -> {free1}")
+    check(swap_files() == [], f"swap files left: {swap_files()}")
+
+
+def test_trains_beyond_memory_cap():
+    """The job (mpirun and both ranks) in a cgroup capped at 450 MB of RAM: an MLP of 16 layers
+    of 2048 whose bf16 model states are 1.07 GB is killed in RAM at stage 3, and trains with
+    both offloads to the same weights, bit for bit, as the uncapped in-RAM run."""
+    cap = 450 << 20
+    args = ["--hidden", 2048, "--layers", 16, "--micro-batch", 4, "--steps", 3, "--stage", 3,
+            "--dtype", "bf16"]
+    states = 16 * 16 * (2048 * 2048 + 2048)
+    check(states > 2 * cap, f"the model's states ({states}) do not exceed the cap twice")
+    capped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "memcap.sh")
+    free, _ = train(2, "cap-free", *args)
+    rep = H_.path("cap-ram.json")
+    p = subprocess.run([capped, str(cap), H_.mpirun, "2", H_.zeroc, "train", *map(str, args),
+                        "--report", rep], capture_output=True, text=True, timeout=300)
+    check(p.returncode != 0, "in RAM, the capped job was not stopped")
+    cfg = config("cap", opt=True, par=True, sub_group=262144, prefetch=2048 * 2048 + 2048)
+    rep = H_.path("cap-nvme.json")
+    p = subprocess.run([capped, str(cap), H_.mpirun, "2", H_.zeroc, "train", *map(str, args),
+                        "--config", cfg, "--report", rep], capture_output=True, text=True,
+                       timeout=300)
+    check(p.returncode == 0, f"offloaded, the capped job failed: {p.stderr[-800:]}")
+    if p.returncode == 0:
+        got = H_.report("cap-nvme.json")
+        check(got["weights_sha256"] == free["weights_sha256"],
+              "the capped offloaded run's weights differ from the in-RAM run's")
+        rss = sum(r["peak_rss"] for r in got["memory"]["ranks"])
+        check(rss < cap, f"the ranks' peak RSS ({rss}) is not below the cap")
+
+
+def test_cpu_device():
+    """device "cpu" trains exactly as without offload and says once that nothing moves."""
+    args = ["--hidden", 64, "--layers", 3, "--micro-batch", 4, "--steps", 3, "--stage", 2]
+    base, _ = train(2, "cpu-base", *args)
+    rep, p = train(2, "cpu", *args, "--offload-optimizer", "cpu", "--offload-param", "cpu")
+    check(rep["weights_sha256"] == base["weights_sha256"], "device cpu changed the weights")
+    check(p.stdout.count("nothing moves") == 2, f"device cpu note: {p.stdout[:400]}")
+    check(rep["memory"]["ranks"][0]["nvme"] == 0, "device cpu put something on disk")
+
+
+if __name__ == "__main__":
+    os.makedirs(NVME, exist_ok=True)
+    try:
+        H_.main([test_mlp_bitwise, test_gpt2_bitwise, test_resume_with_offload,
+                 test_ram_flat_in_model_size, test_estimate_matches, test_bad_nvme_path,
+                 test_io_errors, test_truncated_swap_file, test_killed_rank_frees_disk,
+                 test_trains_beyond_memory_cap, test_cpu_device], sys.argv[3:])
+    finally:
+        shutil.rmtree(NVME, ignore_errors=True)
