@@ -522,26 +522,24 @@ static int64_t param_file_off(const zc_engine *e, const unit_t *u, size_t i)
     return u->disk.params_off + (int64_t)((i - (size_t)e->rank * u->info.shard) * e->ps);
 }
 
-/* Initial values of unit i's elements [lo, lo + n), as type t, into a swap file at off (values
- * computed a chunk at a time, so nothing model-sized is held in RAM). */
+enum { INIT_CHUNK = 1 << 20 }; /* elements initialised at a time on their way to disk */
+
+/* Initial values of unit i's elements [lo, lo + n), as type t, into a swap file at off, a chunk
+ * at a time through buf (INIT_CHUNK floats and as many t values), so nothing model-sized is held
+ * in RAM. */
 static zc_status init_to_disk(zc_engine *e, int i, size_t lo, size_t n, zc_dtype t, zc_swap *sw,
-                              int64_t off, zc_err *err)
+                              int64_t off, float *buf, zc_err *err)
 {
-    enum { INIT_CHUNK = 1 << 20 };
     size_t es = (size_t)zc_dtype_size(t);
-    float *x = malloc(INIT_CHUNK * sizeof(float));
-    void *y = t == ZC_FP32 ? (void *)x : malloc(INIT_CHUNK * es);
-    zc_status st = x && y ? ZC_OK : oom(e, err, "an initialisation buffer", i, INIT_CHUNK * 4);
+    void *out = t == ZC_FP32 ? (void *)buf : (void *)(buf + INIT_CHUNK);
+    zc_status st = ZC_OK;
     for (size_t o = 0; !st && o < n; o += INIT_CHUNK) {
         size_t k = n - o < INIT_CHUNK ? n - o : INIT_CHUNK;
-        init_values(e, i, lo + o, k, x);
+        init_values(e, i, lo + o, k, buf);
         if (t != ZC_FP32)
-            zc_dtype_narrow(t, x, y, k);
-        st = zc_swap_pwrite(sw, y, k * es, off + (int64_t)(o * es), err);
+            zc_dtype_narrow(t, buf, out, k);
+        st = zc_swap_pwrite(sw, out, k * es, off + (int64_t)(o * es), err);
     }
-    if (y != x)
-        free(y);
-    free(x);
     return st;
 }
 
@@ -549,7 +547,7 @@ static zc_status init_to_disk(zc_engine *e, int i, size_t lo, size_t n, zc_dtype
  * values, no communication), stage 3 only the owned slice; the master copy its range, the 16-bit
  * parameters the same values rounded; in RAM or on disk wherever they live. Padding stays zero
  * (a swap region reads zeros until written). */
-static zc_status init_unit(zc_engine *e, int i, zc_err *err)
+static zc_status init_unit(zc_engine *e, int i, float *buf, zc_err *err)
 {
     unit_t *u = &e->units[i];
     size_t S = u->info.shard, P = u->info.padded;
@@ -558,13 +556,13 @@ static zc_status init_unit(zc_engine *e, int i, zc_err *err)
     if (e->mixed) {
         zc_status st = u->disk.optimizer
                            ? init_to_disk(e, i, opt_lo(e, u), u->opt_n, ZC_FP32, e->swap_opt,
-                                          u->disk.master_off, err)
+                                          u->disk.master_off, buf, err)
                            : (init_values(e, i, opt_lo(e, u), u->opt_n, u->master), ZC_OK);
         if (st)
             return st;
     }
     if (u->disk.params)
-        return init_to_disk(e, i, lo, S, e->pdt, e->swap_par, u->disk.params_off, err);
+        return init_to_disk(e, i, lo, S, e->pdt, e->swap_par, u->disk.params_off, buf, err);
     if (!e->mixed) {
         init_values(e, i, lo, hi - lo, stored);
         return ZC_OK;
@@ -711,9 +709,15 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
     if (st)
         return st;
 
+    /* one buffer for every unit's initial values on their way to disk (fp32 + 16-bit) */
+    const size_t init_bytes = e->offload ? INIT_CHUNK * (sizeof(float) + e->ps) : 0;
+    float *init_buf = init_bytes ? zc_mem_alloc(e->mem, ZC_MEM_WORKING, init_bytes) : NULL;
+    if (init_bytes && !init_buf)
+        st = oom(e, err, "an initialisation buffer", -1, init_bytes);
     for (int i = 0; !st && i < e->nunits; i++)
         if (!(st = alloc_unit(e, i, err)))
-            st = init_unit(e, i, err);
+            st = init_unit(e, i, init_buf, err);
+    zc_mem_free(e->mem, ZC_MEM_WORKING, init_buf, init_bytes);
     if (!st && e->offload)
         st = build_jobs(e, err);
     if (!st && e->njobs)
