@@ -50,8 +50,9 @@ cat > "$dir/serial.json" <<EOF
 EOF
 echo '{}' > "$dir/ram.json"
 
-printf '%-10s %-6s | %8s | %10s %10s %9s | %8s %8s %8s\n' shape mode ms/step "RAM states" "disk MiB" \
-  "RSS MiB" "read MB/s" "write" "wait ms"
+printf '%-10s %-6s | %8s | %10s %10s %9s | %8s %8s %8s | %9s %-22s\n' shape mode ms/step \
+  "RAM states" "disk MiB" "RSS MiB" "read MB/s" "write" "wait ms" "update ms" \
+  "update r+w MB/s (vs dd)"
 run() { # shape mode
   local shape=$1 mode=$2 tag="$1-$2"
   local launch
@@ -70,7 +71,7 @@ run() { # shape mode
     tail -n 30 "$dir/$tag.log" >&2
     exit 1
   fi
-  python3 - "$dir/$tag.json" "$shape" "$mode" <<'PY'
+  python3 - "$dir/$tag.json" "$shape" "$mode" "$dd2w" "$dd2r" "$dd1w" "$dd1r" <<'PY'
 import json, statistics, sys
 r = json.load(open(sys.argv[1]))
 ms = r["step_ms"][2:]
@@ -83,7 +84,15 @@ if "offload" in r:
     rd = statistics.median(b / t / 1e3 for b, t in zip(o["read_bytes"][2:], ms))
     wr = statistics.median(b / t / 1e3 for b, t in zip(o["written_bytes"][2:], ms))
     wait = statistics.median(o["wait_ms"][2:])
-    row += f" {rd:8.0f} {wr:8.0f} {wait:8.0f}   ({o['aio_engine']})"
+    um = statistics.median(o["update_ms"][2:])
+    # the ranks stream their updates at the same time: the device sees N times rank 0's rate
+    n = r["world_size"]
+    ur = n * sum(o["update_read_bytes"][2:]) / sum(o["update_ms"][2:]) / 1e3
+    uw = n * sum(o["update_written_bytes"][2:]) / sum(o["update_ms"][2:]) / 1e3
+    dd = dict(zip(("w2", "r2", "w1", "r1"), map(float, sys.argv[4:8])))
+    ddr, ddw = (dd["r2"], dd["w2"]) if n == 2 else (dd["r1"], dd["w1"])
+    row += (f" {rd:8.0f} {wr:8.0f} {wait:8.0f} | {um:9.0f} {ur:5.0f} + {uw:4.0f} "
+            f"({ur / ddr:.0%} of dd read, {uw / ddw:.0%} of dd write)  [{o['aio_engine']}]")
 print(row, flush=True)
 PY
 }

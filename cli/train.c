@@ -290,9 +290,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     double *gnorm = calloc((size_t)o.steps, sizeof(double));
     double *ms = calloc((size_t)o.steps, sizeof(double));
     double *scale = calloc((size_t)o.steps, sizeof(double));
-    double *disk_read = calloc((size_t)o.steps, sizeof(double));
-    double *disk_written = calloc((size_t)o.steps, sizeof(double));
-    double *disk_wait = calloc((size_t)o.steps, sizeof(double));
+    disk_step *disk_steps = calloc((size_t)o.steps, sizeof *disk_steps);
     char *config_json = zc_config_to_json(&cfg);
     /* Bytes per op of each step (not of validation or sampling), summed over steps ≥ 2 (or the
      * only step): the report's per-step average. */
@@ -324,9 +322,14 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         ms[s] = now_ms() - t0;
         zc_offload_stats d1;
         zc_engine_offload_stats(e, &d1);
-        disk_read[s] = (double)(d1.bytes_read - d0.bytes_read);
-        disk_written[s] = (double)(d1.bytes_written - d0.bytes_written);
-        disk_wait[s] = 1e3 * (d1.wait_seconds - d0.wait_seconds);
+        disk_step *ds = &disk_steps[s];
+        *ds = (disk_step){.read = (double)(d1.bytes_read - d0.bytes_read),
+                          .written = (double)(d1.bytes_written - d0.bytes_written),
+                          .wait_ms = 1e3 * (d1.wait_seconds - d0.wait_seconds),
+                          .update_ms = 1e3 * (d1.update_seconds - d0.update_seconds),
+                          .update_read = (double)(d1.update_bytes_read - d0.update_bytes_read),
+                          .update_written =
+                              (double)(d1.update_bytes_written - d0.update_bytes_written)};
         bool last = s == o.steps - 1;
         const zc_comm_counters *c = zc_comm_get_counters(comm);
         double comm_b = 0; /* this step's data bytes */
@@ -354,8 +357,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
             if (disk.active) /* MB/s over the whole step; wait: blocked on the disk */
                 snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
                          " | disk r %.0f w %.0f MB/s, wait %.0f ms",
-                         disk_read[s] / (ms[s] * 1e3), disk_written[s] / (ms[s] * 1e3),
-                         disk_wait[s]);
+                         disk_steps[s].read / (ms[s] * 1e3),
+                         disk_steps[s].written / (ms[s] * 1e3), disk_steps[s].wait_ms);
             if (cfg.dtype == ZC_FP16)
                 snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
                          " | scale %g%s (%lld skipped)", info.loss_scale,
@@ -398,7 +401,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     free(config_json);
     if (st) {
         free(loss), free(gnorm), free(ms), free(scale);
-        free(disk_read), free(disk_written), free(disk_wait);
+        free(disk_steps);
         return cli_fail(comm, &err, st == ZC_ELOCKSTEP || st == ZC_ESTATE || st == ZC_EINVAL ||
                                         (st == ZC_EIO && ckpt_failed));
     }
@@ -412,9 +415,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     rep.step_ms = ms + first_step;
     rep.loss_scale = scale + first_step;
     if (disk.active) {
-        rep.disk_read = disk_read + first_step;
-        rep.disk_written = disk_written + first_step;
-        rep.disk_wait_ms = disk_wait + first_step;
+        rep.disk = disk_steps + first_step;
         rep.aio_engine = disk.aio_engine;
     }
     rep.skipped_steps = zc_engine_loss_scaler(e)->skipped;
@@ -452,7 +453,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
             st = train_report_write(&rep, o.report, &err);
     }
     free(all), free(loss), free(gnorm), free(ms), free(scale);
-    free(disk_read), free(disk_written), free(disk_wait);
+    free(disk_steps);
     model.destroy(&model);
     zc_engine_destroy(e);
     zc_mem_destroy(mem);

@@ -1,7 +1,9 @@
 /* train_report.c — writes `zeroc train --report FILE` (format in docs/REPORT.md). The file is
  * written to FILE.tmp and renamed, so a reader never sees half a report. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
@@ -63,14 +65,32 @@ zc_status train_report_write(const train_report *r, const char *path, zc_err *er
     cJSON_AddNumberToObject(per, "control", r->control_bytes);
     if (r->tokens_per_step > 0)
         cJSON_AddNumberToObject(root, "tokens_per_step", r->tokens_per_step);
-    if (r->disk_read) {
+    if (r->disk) {
         cJSON *d = cJSON_AddObjectToObject(root, "offload");
         cJSON_AddStringToObject(d, "aio_engine", r->aio_engine);
-        cJSON_AddItemToObject(d, "read_bytes", num_array(r->disk_read, r->steps));
-        cJSON_AddItemToObject(d, "written_bytes", num_array(r->disk_written, r->steps));
-        cJSON_AddItemToObject(d, "wait_ms", num_array(r->disk_wait_ms, r->steps));
+        const size_t n = (size_t)r->steps;
+        double *col = malloc((n ? n : 1) * sizeof *col);
+        if (!col || !d) {
+            free(col);
+            cJSON_Delete(root);
+            return zc_err_set(err, ZC_ENOMEM, "out of memory writing the report");
+        }
+        static const struct {
+            const char *key;
+            size_t off;
+        } fields[] = {{"read_bytes", offsetof(disk_step, read)},
+                      {"written_bytes", offsetof(disk_step, written)},
+                      {"wait_ms", offsetof(disk_step, wait_ms)},
+                      {"update_ms", offsetof(disk_step, update_ms)},
+                      {"update_read_bytes", offsetof(disk_step, update_read)},
+                      {"update_written_bytes", offsetof(disk_step, update_written)}};
+        for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) {
+            for (size_t k = 0; k < n; k++)
+                memcpy(&col[k], (const char *)&r->disk[k] + fields[f].off, sizeof(double));
+            cJSON_AddItemToObject(d, fields[f].key, num_array(col, r->steps));
+        }
+        free(col);
     }
-
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text)

@@ -13,6 +13,12 @@ typedef struct {
         peak_rss, offload_peak, nvme;
 } rank_memory;
 
+/* Rank 0's disk traffic in one step (offload to NVMe): bytes, ms blocked on the disk, and the
+ * update phase's time and bytes (the optimizer state streamed through RAM). */
+typedef struct {
+    double read, written, wait_ms, update_ms, update_read, update_written;
+} disk_step;
+
 typedef struct {
     const char *model;
     int world_size, stage, first_step, steps; /* steps run: first_step … first_step+steps−1 */
@@ -30,7 +36,7 @@ typedef struct {
     double rs_bytes, ag_bytes, ar_bytes, control_bytes; /* per step, rank 0 */
     double tokens_per_step;   /* 0 when not a language model */
     /* offload (NULL when nothing lives on disk): rank 0's disk traffic per step */
-    const double *disk_read, *disk_written, *disk_wait_ms; /* bytes, bytes, ms blocked */
+    const disk_step *disk;    /* per step */
     const char *aio_engine;
 } train_report;
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "zeroc/dtype.h"
 #include "zeroc/optim.h"
 #include "zeroc/rng.h"
 
@@ -30,6 +31,7 @@ int main(void)
         v0[i] = fabsf(zc_rng_normal(7, 4, i)) * 1e-6f;
     g[5] = 0.0f, g[6] = -0.0f, g[7] = 1e-30f; /* zero and subnormal-scale gradients */
 
+    const zc_sgd_hparams sh16 = {0.01, 0.9, 1e-4};
     zc_adam_hparams variants[] = {
         {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01,
          .decoupled = true, .step = 1},
@@ -45,7 +47,7 @@ int main(void)
                 size_t n = lens[li];
                 memcpy(p1, p0, N * 4), memcpy(m1, m0, N * 4), memcpy(v1, v0, N * 4);
                 memcpy(p2, p0, N * 4), memcpy(m2, m0, N * 4), memcpy(v2, v0, N * 4);
-                zc_adam_update(p1, g, m1, v1, n, 0.5f, h);
+                zc_adam_update(p1, g, ZC_FP32, m1, v1, n, 0.5f, h);
                 zc_adam_update_ref(p2, g, m2, v2, n, 0.5f, h);
                 CHECK(!memcmp(p1, p2, n * 4) && !memcmp(m1, m2, n * 4) && !memcmp(v1, v2, n * 4),
                       "adam threads %d variant %d n %zu: kernel != reference", t, vi, n);
@@ -53,12 +55,12 @@ int main(void)
             /* Shard offsets: updating [off, N) as its own shard gives the same bits as the
              * whole vector. */
             memcpy(p1, p0, N * 4), memcpy(m1, m0, N * 4), memcpy(v1, v0, N * 4);
-            zc_adam_update(p1, g, m1, v1, N, 0.5f, h);
+            zc_adam_update(p1, g, ZC_FP32, m1, v1, N, 0.5f, h);
             size_t offs[] = {1, 3, 5, 13, 4097, 65537};
             for (size_t oi = 0; oi < sizeof offs / sizeof *offs; oi++) {
                 size_t off = offs[oi];
                 memcpy(p2, p0, N * 4), memcpy(m2, m0, N * 4), memcpy(v2, v0, N * 4);
-                zc_adam_update(p2 + off, g + off, m2 + off, v2 + off, N - off, 0.5f, h);
+                zc_adam_update(p2 + off, g + off, ZC_FP32, m2 + off, v2 + off, N - off, 0.5f, h);
                 CHECK(!memcmp(p1 + off, p2 + off, (N - off) * 4),
                       "adam variant %d: shard at offset %zu differs from the full update", vi, off);
             }
@@ -70,12 +72,46 @@ int main(void)
                 size_t n = lens[li];
                 memcpy(p1, p0, N * 4), memcpy(m1, m0, N * 4);
                 memcpy(p2, p0, N * 4), memcpy(m2, m0, N * 4);
-                zc_sgd_update(p1, g, m1, n, 0.25f, &sh[vi]);
+                zc_sgd_update(p1, g, ZC_FP32, m1, n, 0.25f, &sh[vi]);
                 zc_sgd_update_ref(p2, g, m2, n, 0.25f, &sh[vi]);
                 CHECK(!memcmp(p1, p2, n * 4) && !memcmp(m1, m2, n * 4),
                       "sgd threads %d variant %d n %zu: kernel != reference", t, vi, n);
             }
         }
+    }
+
+    /* 16-bit gradients: the kernel widens them itself, block by block; the result equals the
+     * reference on the widened fp32 values, bit for bit, for any length and thread count. */
+    {
+        uint16_t *g16 = malloc(N * 2);
+        float *gw = malloc(N * 4);
+        for (int t = 1; t <= 2; t++) {
+            omp_set_num_threads(t);
+            for (zc_dtype gt = ZC_BF16; gt <= ZC_FP16; gt++) {
+                zc_dtype_narrow(gt, g, g16, N);
+                zc_dtype_widen(gt, g16, gw, N);
+                size_t lens[] = {1, 17, 16384, 16385, N};
+                for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+                    size_t n = lens[li];
+                    memcpy(p1, p0, N * 4), memcpy(m1, m0, N * 4), memcpy(v1, v0, N * 4);
+                    memcpy(p2, p0, N * 4), memcpy(m2, m0, N * 4), memcpy(v2, v0, N * 4);
+                    zc_adam_update(p1, g16, gt, m1, v1, n, 0.5f, &variants[0]);
+                    zc_adam_update_ref(p2, gw, m2, v2, n, 0.5f, &variants[0]);
+                    CHECK(!memcmp(p1, p2, n * 4) && !memcmp(m1, m2, n * 4) &&
+                              !memcmp(v1, v2, n * 4),
+                          "adam %s gradients, threads %d, n %zu: kernel != reference",
+                          zc_dtype_name(gt), t, n);
+                    memcpy(p1, p0, N * 4), memcpy(m1, m0, N * 4);
+                    memcpy(p2, p0, N * 4), memcpy(m2, m0, N * 4);
+                    zc_sgd_update(p1, g16, gt, m1, n, 0.25f, &sh16);
+                    zc_sgd_update_ref(p2, gw, m2, n, 0.25f, &sh16);
+                    CHECK(!memcmp(p1, p2, n * 4) && !memcmp(m1, m2, n * 4),
+                          "sgd %s gradients, threads %d, n %zu: kernel != reference",
+                          zc_dtype_name(gt), t, n);
+                }
+            }
+        }
+        free(g16), free(gw);
     }
 
     /* The reference against the formulas of torch.optim.AdamW, evaluated in double. */

@@ -190,6 +190,8 @@ typedef struct {
     int64_t param_elems_in_ram;
     int64_t bytes_read, bytes_written; /* since finalize */
     double wait_seconds;           /* the training thread blocked on disk I/O, since finalize */
+    double update_seconds;         /* in the steps' updates (streaming the optimizer state) */
+    int64_t update_bytes_read, update_bytes_written; /* the updates' share of the traffic */
 } zc_offload_stats;
 void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out);
 

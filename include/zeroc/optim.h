@@ -11,7 +11,7 @@
  *
  *     zc_adam_hparams h = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
  *                          .weight_decay = 0.01, .decoupled = true, .step = 1};
- *     zc_adam_update(p, g, m, v, n, 0.5f, &h);
+ *     zc_adam_update(p, g, ZC_FP32, m, v, n, 0.5f, &h);
  */
 #ifndef ZEROC_OPTIM_H
 #define ZEROC_OPTIM_H
@@ -19,6 +19,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "zeroc/dtype.h"
 
 typedef struct {
     double lr, beta1, beta2, eps, weight_decay;
@@ -30,14 +32,16 @@ typedef struct {
     double lr, momentum, weight_decay;
 } zc_sgd_hparams;
 
-/* PyTorch/DeepSpeed Adam(W): m, v are this shard's moments (zero before step 1). */
-void zc_adam_update(float *p, const float *g, float *m, float *v, size_t n, float gscale,
-                    const zc_adam_hparams *h);
+/* PyTorch/DeepSpeed Adam(W): m, v are this shard's moments (zero before step 1). The gradient
+ * g holds n elements of type gt (fp32, or bf16/fp16 bits widened exactly on the way in). */
+void zc_adam_update(float *p, const void *g, zc_dtype gt, float *m, float *v, size_t n,
+                    float gscale, const zc_adam_hparams *h);
 void zc_adam_update_ref(float *p, const float *g, float *m, float *v, size_t n, float gscale,
                         const zc_adam_hparams *h);
 
-/* PyTorch SGD with momentum (dampening 0, no Nesterov); buf may be NULL when momentum is 0. */
-void zc_sgd_update(float *p, const float *g, float *buf, size_t n, float gscale,
+/* PyTorch SGD with momentum (dampening 0, no Nesterov); buf may be NULL when momentum is 0.
+ * g as for zc_adam_update. */
+void zc_sgd_update(float *p, const void *g, zc_dtype gt, float *buf, size_t n, float gscale,
                    const zc_sgd_hparams *h);
 void zc_sgd_update_ref(float *p, const float *g, float *buf, size_t n, float gscale,
                        const zc_sgd_hparams *h);

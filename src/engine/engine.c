@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "engine/engine_state.h"
 #include "engine/init_values.h"
@@ -152,10 +153,19 @@ struct zc_engine {
     int64_t read_elems_out;
     int rs_last_of;         /* unit whose reduce-scatter's last chunk is in flight, or −1 */
     int gw_last;            /* unit whose gradient write started last, or −1 */
+    double update_seconds;  /* the steps' update phases, and their disk traffic */
+    int64_t update_read, update_written;
     char label[192];
 };
 
 /* ---------- helpers ---------- */
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 static const char *event_name(int ev)
 {
@@ -814,6 +824,9 @@ void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out)
     out->bytes_read = c.bytes_read;
     out->bytes_written = c.bytes_written;
     out->wait_seconds = c.wait_seconds;
+    out->update_seconds = e->update_seconds;
+    out->update_bytes_read = e->update_read;
+    out->update_bytes_written = e->update_written;
 }
 
 const zc_unit_info *zc_engine_unit_info(const zc_engine *e, int unit)
@@ -1283,36 +1296,21 @@ zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
 
 /* ---------- the step ---------- */
 
-static void update_kernel(const zc_engine *e, float *p, const float *g, float *m, float *v,
-                          size_t n, float gscale)
+/* The optimizer over n elements of an optimizer range: on the fp32 weights w (the parameters, or
+ * the master copy) from gradients of the stored type, then, in mixed precision, w rounded into
+ * the 16-bit params. */
+static void update_span(const zc_engine *e, float *w, const void *g, float *m, float *v,
+                        void *params, size_t n, float gscale)
 {
     if (e->cfg.optim == ZC_OPTIM_SGD) {
         zc_sgd_hparams h = {e->lr, e->cfg.momentum, e->cfg.weight_decay};
-        zc_sgd_update(p, g, m, n, gscale, &h);
+        zc_sgd_update(w, g, e->gdt, m, n, gscale, &h);
     } else {
         zc_adam_hparams h = {.lr = e->lr, .beta1 = e->cfg.beta1, .beta2 = e->cfg.beta2,
                              .eps = e->cfg.eps, .weight_decay = e->cfg.weight_decay,
                              .decoupled = e->cfg.optim == ZC_OPTIM_ADAMW || e->cfg.adam_w_mode,
                              .step = e->step + 1};
-        zc_adam_update(p, g, m, v, n, gscale, &h);
-    }
-}
-
-/* The optimizer over n elements of an optimizer range: on the fp32 weights w (the parameters, or
- * the master copy; 16-bit gradients widened a chunk at a time: the kernels are elementwise, so
- * chunking does not change a bit), then, in mixed precision, w rounded into the 16-bit params. */
-static void update_span(const zc_engine *e, float *w, const void *g, float *m, float *v,
-                        void *params, size_t n, float gscale)
-{
-    if (e->gdt == ZC_FP32) {
-        update_kernel(e, w, g, m, v, n, gscale);
-    } else {
-        float x[CHUNK];
-        for (size_t o = 0; o < n; o += CHUNK) {
-            size_t k = n - o < CHUNK ? n - o : CHUNK;
-            zc_dtype_widen(e->gdt, at((void *)g, o, e->gs), x, k);
-            update_kernel(e, w + o, x, m ? m + o : NULL, v ? v + o : NULL, k, gscale);
-        }
+        zc_adam_update(w, g, e->gdt, m, v, n, gscale, &h);
     }
     if (e->mixed)
         zc_dtype_narrow(e->pdt, w, params, n);
@@ -1492,6 +1490,8 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     float gscale = (float)(inv * coef);
     /* Update, overlapping each unit's parameter all-gather (stages 1–2) with the next update. */
     zc_comm_req *pending = NULL;
+    double t_update = now_s();
+    zc_aio_counters io0 = e->aio ? zc_aio_get_counters(e->aio) : (zc_aio_counters){0};
     if (e->stream)
         st = zc_stream_begin(e->stream, e->jobs, e->njobs, err);
     for (int i = 0; !st && i < e->nunits; i++) {
@@ -1515,6 +1515,15 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     }
     if (!st && e->stream) /* everything written back before anything reads it again */
         st = zc_stream_end(e->stream, err);
+    if (e->aio) { /* the update phase's share of the disk traffic */
+        zc_aio_counters io1 = zc_aio_get_counters(e->aio);
+        e->update_seconds += now_s() - t_update;
+        e->update_read += io1.bytes_read - io0.bytes_read;
+        e->update_written += io1.bytes_written - io0.bytes_written;
+    }
+    /* the next forward's first shards can come off the disk while the caller goes on */
+    if (!st && e->trace_done)
+        st = read_ahead(e, err);
     zero_grads(e);
     e->step++;
     e->micro = 0;
