@@ -8,7 +8,9 @@
 # training thread waited on the disk. Before the runs, dd with O_DIRECT writes and reads 4 GiB
 # in 1 MiB blocks on the same path (two files at once for the 2-rank shape) — the yardstick of
 # the achieved rates. A last run switches the sub-group overlap off (pipeline_read/write false):
-# its extra time is what the overlap hides. STEPS defaults to 6. About 5 minutes on 2 cores. Run by hand; not a test.
+# its extra time is what the overlap hides. "disk" is the ms the step's traffic (all ranks) takes
+# at dd's rates, "hidden" the share of it the training thread did not wait for. STEPS defaults
+# to 6. About 5 minutes on 2 cores. Run by hand; not a test.
 # ZEROC=/path/to/zeroc overrides "$root/build/zeroc".
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,9 +52,9 @@ cat > "$dir/serial.json" <<EOF
 EOF
 echo '{}' > "$dir/ram.json"
 
-printf '%-10s %-6s | %8s | %10s %10s %9s | %8s %8s %8s | %9s %-22s\n' shape mode ms/step \
-  "RAM states" "disk MiB" "RSS MiB" "read MB/s" "write" "wait ms" "update ms" \
-  "update r+w MB/s (vs dd)"
+printf '%-10s %-6s | %8s | %10s %10s %9s | %8s %8s %8s | %9s %-49s | %5s %7s\n' shape mode \
+  ms/step "RAM states" "disk MiB" "RSS MiB" "read MB/s" "write" "wait ms" "update ms" \
+  "update r+w MB/s (vs dd)" "disk" "hidden"
 run() { # shape mode
   local shape=$1 mode=$2 tag="$1-$2"
   local launch
@@ -91,8 +93,13 @@ if "offload" in r:
     uw = n * sum(o["update_written_bytes"][2:]) / sum(o["update_ms"][2:]) / 1e3
     dd = dict(zip(("w2", "r2", "w1", "r1"), map(float, sys.argv[4:8])))
     ddr, ddw = (dd["r2"], dd["w2"]) if n == 2 else (dd["r1"], dd["w1"])
+    # hidden: the share of the step's disk work (all ranks' bytes at dd's rates) that the
+    # training thread did not wait for
+    busy = n * (rd / ddr + wr / ddw) * statistics.median(ms) / 1e3
+    hidden = 1 - wait / busy if busy else 0
     row += (f" {rd:8.0f} {wr:8.0f} {wait:8.0f} | {um:9.0f} {ur:5.0f} + {uw:4.0f} "
-            f"({ur / ddr:.0%} of dd read, {uw / ddw:.0%} of dd write)  [{o['aio_engine']}]")
+            f"({ur / ddr:.0%} of dd read, {uw / ddw:.0%} of dd write) | {busy:5.0f} {hidden:7.0%}"
+            f"  [{o['aio_engine']}]")
 print(row, flush=True)
 PY
 }
