@@ -7,14 +7,14 @@
 # model states against MemTotal, the disk the run needs (zeroc estimate) and has free, each
 # step's line, and a summary: s/step, peak RSS per rank, disk MB/s. Then runs PyTorch (Debian's
 # python3-torch, if installed) on the same shape, capped by a memory cgroup at MemTotal − 1 GiB so
-# it cannot take the machine down, and prints how it ended. STEPS defaults to 5. About 15 minutes
+# it cannot take the machine down, and prints how it ended. STEPS defaults to 6. About 15 minutes
 # on 2 cores and ~40 GB of free disk. Run by hand, as root; not a test.
 # ZEROC=/path/to/zeroc overrides "$root/build/zeroc".
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 zeroc=${ZEROC:-$root/build/zeroc}
 dir=${1:-$root/build/bench-beyond-ram}
-steps=${2:-5}
+steps=${2:-6}
 [[ -x $zeroc ]] || { echo "beyond_ram.sh: no zeroc at $zeroc (build it, or set ZEROC)" >&2; exit 2; }
 rm -rf "$dir"; mkdir -p "$dir"
 trap 'rm -rf "$dir"' EXIT
@@ -48,7 +48,7 @@ t0=$(date +%s)
 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe \
   --bind-to none -np 2 -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY=passive \
   "$zeroc" train "${shape[@]}" --data "$dir/licenses_train.bin" --micro-batch 1 --steps "$steps" \
-  --lr 3e-4 --config "$dir/ds.json" --report "$dir/report.json" | grep -v '^config:'
+  --lr 2e-5 --warmup "$steps" --clip 1.0 --config "$dir/ds.json" --report "$dir/report.json" | grep --line-buffered -v '^config:'
 echo "wall time $(($(date +%s) - t0)) s (set-up, $steps steps, digests)"
 python3 - "$dir/report.json" <<'PY'
 import json, statistics, sys
@@ -57,7 +57,12 @@ ms, o = r["step_ms"], r["offload"]
 s = statistics.median(ms[1:]) / 1e3
 rd = sum(o["read_bytes"][1:]) / sum(ms[1:]) / 1e3
 wr = sum(o["written_bytes"][1:]) / sum(ms[1:]) / 1e3
-print(f"s/step (median after the first) {s:.1f}; loss {r['loss'][0]:.3f} -> {r['loss'][-1]:.3f}")
+L = r["loss"]
+trend = ("falling at every step" if all(b < a for a, b in zip(L, L[1:])) else
+         f"falling overall, {L[-1] / L[0] - 1:+.0%}" if L[-1] < L[0] else "NOT falling")
+print(f"s/step (median after the first) {s:.1f}, of which the update phase "
+      f"{statistics.median(o['update_ms'][1:]) / 1e3:.1f} s; loss "
+      + " -> ".join(f"{x:.3f}" for x in L) + f" ({trend})")
 for m in r["memory"]["ranks"]:
     print(f"rank {m['rank']}: peak RSS {m['peak_rss'] / 2**30:.2f} GiB, RAM model states "
           f"{(m['params'] + m['grads'] + m['optimizer']) / 2**20:.1f} MiB, offload buffers peak "
@@ -68,7 +73,7 @@ print(f"rank 0 disk: read {rd:.0f} MB/s, write {wr:.0f} MB/s, blocked on disk "
 PY
 
 if /usr/bin/python3 -c 'import torch' 2> /dev/null; then
-  mem=$(awk '/MemTotal/ {print $2 * 1024}' /proc/meminfo)
+  mem=$(awk '/MemTotal/ {printf "%d", $2 * 1024}' /proc/meminfo)
   /usr/bin/python3 "$root/bench/random_tokens.py" "$dir/tok.bin" 65536
   set +e
   "$root/tests/memcap.sh" $((mem - (1 << 30))) /usr/bin/python3 "$root/bench/pytorch_gpt2.py" \

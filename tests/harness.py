@@ -40,6 +40,14 @@ class Harness:
             self.run(1, "prepare", "--text", self.path("text.txt"), "--out", prefix)
         return prefix + "_train.bin", prefix + "_val.bin"
 
+    def estimate(self, *args):
+        """`zeroc estimate --json ARGS`, parsed."""
+        p = subprocess.run([self.zeroc, "estimate", "--json", *map(str, args)],
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            raise AssertionError(f"estimate {args} failed: {p.stderr}")
+        return json.loads(p.stdout)
+
     def check(self, cond, msg):
         if not cond:
             self.failures.append(msg)

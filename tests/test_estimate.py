@@ -17,14 +17,8 @@ from harness import Harness
 
 H_ = Harness(sys.argv[1], sys.argv[2])
 check = H_.check
+estimate = H_.estimate
 
-
-def estimate(*args):
-    p = subprocess.run([H_.zeroc, "estimate", "--json", *map(str, args)], capture_output=True,
-                       text=True, timeout=60)
-    if p.returncode != 0:
-        raise AssertionError(f"estimate {args} failed: {p.stderr}")
-    return json.loads(p.stdout)
 
 
 def tokens(path, n, vocab):

@@ -130,6 +130,54 @@ def test_mlp_bitwise():
                 check(swap_files() == [], f"{tag}: swap files left: {swap_files()}")
 
 
+def test_fp16_overflow_with_offload():
+    """fp16 with a loss scale that overflows at first (2^40): the skipped steps and the scale's
+    descent are the same with both offloads as in RAM, and so are the final weights."""
+    args = ["--hidden", 64, "--layers", 3, "--micro-batch", 4, "--steps", 6, "--stage", 3]
+    fp16 = {"fp16": {"enabled": True, "initial_scale_power": 40, "hysteresis": 1}}
+    base, _ = train(2, "fp16-ram", *args, "--config", config("fp16-ram", **fp16))
+    rep, _ = train(2, "fp16-nvme", *args,
+                   "--config", config("fp16-nvme", opt=True, par=True, **fp16))
+    check(base["skipped_steps"] >= 1, f"no step was skipped: {base['skipped_steps']}")
+    check((rep["skipped_steps"], rep["loss_scale"]) == (base["skipped_steps"], base["loss_scale"]),
+          "offloaded fp16 skipped other steps or scaled otherwise than in RAM")
+    check(rep["weights_sha256"] == base["weights_sha256"], "fp16 offloaded weights differ")
+
+
+def test_partial_offload():
+    """offload_optimizer.ratio 0.5 puts the optimizer state of the first units holding half of
+    it on disk (stage 2, 4 equal units: the first 2), offload_param.max_in_cpu of one unit's
+    shard keeps the first unit's parameters in RAM (stage 3): the disk and RAM bytes are those
+    units', and the weights equal the in-RAM run's."""
+    h, layers, n = 64, 4, 2
+    units = mlp_units(h, layers)
+    S = shard(units[0], n)
+    args = ["--hidden", h, "--layers", layers, "--micro-batch", 4, "--steps", 3, "--dtype", "bf16"]
+    for stage, extra, disk_units, keys in ((2, {"ratio": 0.5}, 2, "optimizer"),
+                                            (3, {"max_in_cpu": S}, 3, "params")):
+        tag = f"partial-{stage}"
+        base, _ = train(n, tag + "-ram", *args, "--stage", stage)
+        cfg = config(tag, opt=stage == 2, par=stage == 3)
+        with open(cfg) as f:
+            c = json.load(f)
+        section = "offload_optimizer" if stage == 2 else "offload_param"
+        c["zero_optimization"][section].update(extra)
+        with open(cfg, "w") as f:
+            json.dump(c, f)
+        rep, _ = train(n, tag, *args, "--stage", stage, "--config", cfg)
+        r0, b0 = rep["memory"]["ranks"][0], base["memory"]["ranks"][0]
+        check(rep["weights_sha256"] == base["weights_sha256"], f"{tag}: weights differ")
+        if stage == 2:  # fp32 master + m + v of 2 units on disk, 12 bytes each in RAM for 2
+            want_disk = disk_units * 3 * region(S * 4)
+            want_ram = (b0["params"], b0["grads"], b0["optimizer"] // 2)
+        else:           # the 16-bit shards of units 2–4 on disk, unit 1's in RAM
+            want_disk = disk_units * region(S * 2)
+            want_ram = (b0["params"] // 4, b0["grads"], b0["optimizer"])
+        check(r0["nvme"] == want_disk, f"{tag}: nvme {r0['nvme']} != {want_disk}")
+        got = (r0["params"], r0["grads"], r0["optimizer"])
+        check(got == want_ram, f"{tag}: RAM states {got} != {want_ram}")
+
+
 def test_gpt2_bitwise():
     """GPT-2 (tiny) with gradient accumulation 2, clipping and activation checkpointing: stage 3
     with both offloads (N = 1 and 2, fp32 and bf16) and stage 2 with optimizer offload equal
@@ -200,7 +248,7 @@ def test_ram_flat_in_model_size():
                   f"{tag}: RAM states {(r0['params'], r0['grads'], r0['optimizer'])}")
             want = nvme_bytes(mlp_units(h, layers), 2, 3, "bf16", True, True)
             check(r0["nvme"] == want, f"{tag}: nvme {r0['nvme']} != {want}")
-            e = {r["stage"]: r for r in estimate(
+            e = {r["stage"]: r for r in H_.estimate(
                 "--model", "mlp", "--hidden", h, "--layers", layers, "--ranks", 2,
                 "--micro-batch", 4, "--dtype", "bf16", "--offload-optimizer", "nvme",
                 "--offload-param", "nvme", "--max-in-cpu", 0, "--sub-group-size", 65536,
@@ -220,14 +268,6 @@ def test_ram_flat_in_model_size():
           f"offloaded RSS grew {grow_nvme} bytes with the model (in RAM: {grow_ram})")
 
 
-def estimate(*args):
-    p = subprocess.run([H_.zeroc, "estimate", "--json", *map(str, args)], capture_output=True,
-                       text=True, timeout=60)
-    if p.returncode != 0:
-        raise AssertionError(f"estimate {args} failed: {p.stderr}")
-    return json.loads(p.stdout)
-
-
 def test_estimate_matches():
     """`zeroc estimate` with the offload flags: RAM states and disk bytes per rank equal what a
     run holds (MLP at stages 1–3, GPT-2 tiny at stage 3, N = 2, bf16), and the offload buffers
@@ -240,7 +280,7 @@ def test_estimate_matches():
             ["--model", "gpt2", "--layers", 2, "--channels", 32, "--heads", 2, "--seq-len", 16,
              "--micro-batch", 2, "--vocab", 256]
         par = stage == 3
-        est = {r["stage"]: r for r in estimate(
+        est = {r["stage"]: r for r in H_.estimate(
             *est_shape, "--ranks", 2, "--dtype", "bf16", "--offload-optimizer", "nvme",
             *(["--offload-param", "nvme", "--max-in-cpu", 0] if par else []),
             "--sub-group-size", 2048)["rows"]}
@@ -337,58 +377,54 @@ def zeroc_swap_fds():
     return out
 
 
-def test_truncated_swap_file():
-    """A swap file cut to nothing in the middle of a run (through /proc/PID/fd: its name is gone
-    from the directory from the start) ends the run with an error naming the file; the swap
-    files are unlinked while the run lives, and the disk space is back after it ends."""
+def interrupt_run(name, hidden, layers, at, act):
+    """Starts a long offloaded training (stage 3, both offloads) on 2 ranks, calls act() once step
+    `at` has printed, lets the job end, and returns (exit code, stderr, free bytes on the swap
+    file system before the run, and a moment after it ended)."""
     free0 = shutil.disk_usage(NVME).free
-    cmd = [H_.mpirun, "2", H_.zeroc, "train", "--hidden", 512, "--layers", 6, "--micro-batch", 4,
-           "--steps", 100000, "--stage", 3, "--config", config("trunc", opt=True, par=True)]
+    cmd = [H_.mpirun, "2", H_.zeroc, "train", "--hidden", hidden, "--layers", layers,
+           "--micro-batch", 4, "--steps", 100000, "--stage", 3,
+           "--config", config(name, opt=True, par=True)]
     p = subprocess.Popen(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
     try:
         for line in p.stdout:
-            if line.startswith("step     3/"):
+            if line.startswith(f"step {at:5d}/"):
                 break
+        act(free0)
+        _, err = p.communicate(timeout=120)
+    except Exception:
+        p.kill()
+        raise
+    time.sleep(1)
+    return p.returncode, err, free0, shutil.disk_usage(NVME).free
+
+
+def test_truncated_swap_file():
+    """A swap file cut to nothing in the middle of a run (through /proc/PID/fd: its name is gone
+    from the directory from the start) ends the run with an error naming the file; the swap
+    files are unlinked while the run lives, and the disk space is back after it ends."""
+    def truncate(_):
         fds = zeroc_swap_fds()
         check(len(fds) == 4, f"expected 4 open swap files (2 ranks x 2), found {fds}")
         check(swap_files() == [], f"swap files visible in the directory: {swap_files()}")
         check(all(t.endswith("(deleted)") for _, _, t in fds), f"not unlinked: {fds}")
         os.truncate(f"/proc/{fds[0][0]}/fd/{fds[0][1]}", 0)
-        out, err = p.communicate(timeout=120)
-    except Exception:
-        p.kill()
-        raise
-    check(p.returncode != 0, "a truncated swap file did not stop the run")
+    rc, err, free0, free1 = interrupt_run("trunc", 512, 6, 3, truncate)
+    check(rc != 0, "a truncated swap file did not stop the run")
     check("truncated" in err or "end of file" in err, f"message: {err[-600:]}")
-    time.sleep(0.5)
-    free1 = shutil.disk_usage(NVME).free
     check(abs(free1 - free0) < 64 << 20, f"disk space not returned: {free0} -> {free1}")
 
 
 def test_killed_rank_frees_disk():
     """kill -9 of a rank: the job ends and the disk space of every swap file is back (the files
     were unlinked at creation, so nothing can be left or reused)."""
-    free0 = shutil.disk_usage(NVME).free
-    cmd = [H_.mpirun, "2", H_.zeroc, "train", "--hidden", 1024, "--layers", 8,
-           "--micro-batch", 4, "--steps", 100000, "--stage", 3,
-           "--config", config("kill", opt=True, par=True)]
-    p = subprocess.Popen(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
-    try:
-        for line in p.stdout:
-            if line.startswith("step     2/"):
-                break
+    def kill(free0):
         held = free0 - shutil.disk_usage(NVME).free
         check(held > 50 << 20, f"the swap files hold only {held} bytes")
         os.kill(int(zeroc_swap_fds()[0][0]), signal.SIGKILL)
-        p.communicate(timeout=120)
-    except Exception:
-        p.kill()
-        raise
-    check(p.returncode != 0, "the job survived a killed rank")
-    time.sleep(1)
-    free1 = shutil.disk_usage(NVME).free
+    rc, _, free0, free1 = interrupt_run("kill", 1024, 8, 2, kill)
+    check(rc != 0, "the job survived a killed rank")
     check(abs(free1 - free0) < 64 << 20, f"disk space not returned: {free0} -> {free1}")
     check(swap_files() == [], f"swap files left: {swap_files()}")
 
@@ -436,7 +472,8 @@ def test_cpu_device():
 if __name__ == "__main__":
     os.makedirs(NVME, exist_ok=True)
     try:
-        H_.main([test_mlp_bitwise, test_gpt2_bitwise, test_resume_with_offload,
+        H_.main([test_mlp_bitwise, test_fp16_overflow_with_offload, test_partial_offload,
+                 test_gpt2_bitwise, test_resume_with_offload,
                  test_ram_flat_in_model_size, test_estimate_matches, test_bad_nvme_path,
                  test_io_errors, test_truncated_swap_file, test_killed_rank_frees_disk,
                  test_trains_beyond_memory_cap, test_cpu_device], sys.argv[3:])
