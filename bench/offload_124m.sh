@@ -95,7 +95,7 @@ if "offload" in r:
     ddr, ddw = (dd["r2"], dd["w2"]) if n == 2 else (dd["r1"], dd["w1"])
     # hidden: the share of the step's disk work (all ranks' bytes at dd's rates) that the
     # training thread did not wait for
-    busy = n * (rd / ddr + wr / ddw) * statistics.median(ms) / 1e3
+    busy = n * (rd / ddr + wr / ddw) * statistics.median(ms)
     hidden = 1 - wait / busy if busy else 0
     row += (f" {rd:8.0f} {wr:8.0f} {wait:8.0f} | {um:9.0f} {ur:5.0f} + {uw:4.0f} "
             f"({ur / ddr:.0%} of dd read, {uw / ddw:.0%} of dd write) | {busy:5.0f} {hidden:7.0%}"
