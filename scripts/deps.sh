@@ -4,7 +4,7 @@
 # that is already there).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libopenblas-dev libcjson-dev
-      liburing-dev python3)
+      liburing-dev libdnnl-dev python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

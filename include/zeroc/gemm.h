@@ -1,0 +1,45 @@
+/* zeroc/gemm.h — matrix products for the models, in fp32 or in bf16.
+ *
+ *     C (M×N, row-major, ldc) = alpha · op(A) (M×K) · op(B) (K×N) + beta · C
+ *
+ * op(X) is X or Xᵀ (ta, tb: X is stored transposed, row-major, with its leading dimension). All
+ * operands are fp32 in memory. ZC_GEMM_F32 is OpenBLAS's sgemm. ZC_GEMM_BF16 rounds A and B to
+ * bf16 (nearest even) and accumulates the products in fp32 — what PyTorch's CPU autocast does
+ * for a linear layer — through oneDNN's matmul, which picks the CPU's matrix units at run time:
+ * AMX tiles, AVX512_BF16 dot products, or AVX-512/AVX2 arithmetic on widened values. Where
+ * oneDNN cannot serve a product, or with ZEROC_GEMM=portable in the environment, the portable
+ * path rounds the operands into fp32 copies and calls sgemm: the same rounding, another
+ * accumulation order. The bf16 forms need a caller-owned workspace of zc_gemm_workspace_bytes.
+ *
+ * Results are deterministic for a given shape, path and thread count (no atomics in either
+ * library's fp32 accumulation). Not thread-safe: call from one thread (each call may use all of
+ * OpenMP's / OpenBLAS's threads).
+ *
+ *     size_t ws = zc_gemm_workspace_bytes(M, N, K);
+ *     zc_gemm(ZC_GEMM_BF16, false, true, M, N, K, 1.0f, x, K, w, K, 0.0f, y, N, buf, ws);
+ */
+#ifndef ZEROC_GEMM_H
+#define ZEROC_GEMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum { ZC_GEMM_F32 = 0, ZC_GEMM_BF16 } zc_gemm_type;
+
+/* Bytes of workspace a bf16 product of this shape needs (0 for fp32). */
+size_t zc_gemm_workspace_bytes(int M, int N, int K);
+
+void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
+             int lda, const float *B, int ldb, float beta, float *C, int ldc, void *workspace,
+             size_t workspace_bytes);
+
+/* The path bf16 products take on this machine: "oneDNN <isa>" (e.g. "oneDNN avx512_core_bf16",
+ * "oneDNN avx512_core_amx") or "portable (sgemm on bf16-rounded operands)". */
+const char *zc_gemm_bf16_path(void);
+
+/* The reference the tests hold both paths to: op(A)·op(B) of the bf16-rounded operands,
+ * accumulated in double, then alpha·(that) + beta·C rounded to fp32. Slow. */
+void zc_gemm_bf16_ref(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                      const float *B, int ldb, float beta, float *C, int ldc);
+
+#endif

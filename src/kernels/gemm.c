@@ -1,0 +1,223 @@
+/* gemm.c — matrix products in fp32 (OpenBLAS) or bf16 (oneDNN, or the portable path); see
+ * zeroc/gemm.h.
+ *
+ * Why it is shaped this way:
+ * - oneDNN computes in bf16 only from bf16 memory, so each product first rounds its two operands
+ *   into the caller's workspace (compact copies in the operands' own orientation: the
+ *   transposition is left to the memory descriptor's strides). The rounding is our
+ *   zc_f32_to_bf16 (nearest even), the same the portable path and the reference use.
+ * - Creating a oneDNN primitive costs far more than running one at these sizes, so primitives are
+ *   kept in a small cache keyed by everything but the data pointers (a model uses a dozen shapes).
+ * - A primitive oneDNN cannot create (an ISA without any bf16 matmul) sends that shape to the
+ *   portable path for good; ZEROC_GEMM=portable sends every shape there (tests, comparisons).
+ * - Conversions run on OpenMP threads only outside any BLAS call: OpenBLAS's pthread build must
+ *   not be entered from inside an OpenMP region. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include "zeroc/dtype.h"
+#include "zeroc/gemm.h"
+#include "zeroc/status.h"
+
+enum { CACHE = 64, PAR_MIN = 1 << 16 };
+
+typedef struct {
+    int M, N, K, ta, tb, ldc;
+    float alpha, beta;
+    dnnl_primitive_t prim; /* NULL: oneDNN cannot; use the portable path */
+    bool used;
+} entry;
+
+static struct {
+    bool init, portable; /* portable: ZEROC_GEMM=portable, or no oneDNN engine */
+    dnnl_engine_t eng;
+    dnnl_stream_t strm;
+    entry cache[CACHE];
+    int next; /* the entry replaced when the cache is full */
+    char path[96];
+} G;
+
+static void init(void)
+{
+    if (G.init)
+        return;
+    G.init = true;
+    const char *env = getenv("ZEROC_GEMM");
+    G.portable = env && !strcmp(env, "portable");
+    if (!G.portable && (dnnl_engine_create(&G.eng, dnnl_cpu, 0) != dnnl_success ||
+                        dnnl_stream_create(&G.strm, G.eng, dnnl_stream_default_flags) !=
+                            dnnl_success))
+        G.portable = true;
+    snprintf(G.path, sizeof G.path, "portable (sgemm on bf16-rounded operands)");
+}
+
+size_t zc_gemm_workspace_bytes(int M, int N, int K)
+{
+    /* fp32 copies for the portable path; oneDNN's bf16 copies take half */
+    return 4 * ((size_t)M * (size_t)K + (size_t)K * (size_t)N);
+}
+
+/* rows × cols of a row-major matrix with leading dimension ld, rounded to bf16 (compact) or to
+ * bf16-and-back (fp32, compact). */
+static void round_rows(const float *x, int rows, int cols, int ld, void *out, bool to_fp32)
+{
+    const size_t n = (size_t)rows * (size_t)cols;
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (int r = 0; r < rows; r++) {
+        const float *src = x + (size_t)r * (size_t)ld;
+        if (!to_fp32) {
+            zc_f32_to_bf16(src, (uint16_t *)out + (size_t)r * cols, (size_t)cols);
+            continue;
+        }
+        uint16_t h[1024];
+        float *dst = (float *)out + (size_t)r * cols;
+        for (int c = 0; c < cols; c += 1024) {
+            int k = cols - c < 1024 ? cols - c : 1024;
+            zc_f32_to_bf16(src + c, h, (size_t)k);
+            zc_bf16_to_f32(h, dst + c, (size_t)k);
+        }
+    }
+}
+
+static void sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const float *B, int ldb, float beta, float *C, int ldc)
+{
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
+                N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* The oneDNN primitive for this shape (created on first use; NULL if oneDNN cannot). */
+static dnnl_primitive_t primitive(bool ta, bool tb, int M, int N, int K, float alpha, float beta,
+                                  int ldc)
+{
+    for (int i = 0; i < CACHE; i++) {
+        entry *c = &G.cache[i];
+        if (c->used && c->M == M && c->N == N && c->K == K && c->ta == ta && c->tb == tb &&
+            c->ldc == ldc && c->alpha == alpha && c->beta == beta)
+            return c->prim;
+    }
+    entry *c = &G.cache[G.next];
+    G.next = (G.next + 1) % CACHE;
+    if (c->used && c->prim)
+        dnnl_primitive_destroy(c->prim);
+    *c = (entry){.M = M, .N = N, .K = K, .ta = ta, .tb = tb, .ldc = ldc, .alpha = alpha,
+                 .beta = beta, .used = true};
+    /* compact operands in their stored orientation; op() by strides */
+    dnnl_dims_t ad = {M, K}, bd = {K, N}, cd = {M, N};
+    dnnl_dims_t as = {ta ? 1 : K, ta ? M : 1}, bs = {tb ? 1 : N, tb ? K : 1}, cs = {ldc, 1};
+    dnnl_memory_desc_t amd, bmd, cmd;
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    bool ok = dnnl_memory_desc_init_by_strides(&amd, 2, ad, dnnl_bf16, as) == dnnl_success &&
+              dnnl_memory_desc_init_by_strides(&bmd, 2, bd, dnnl_bf16, bs) == dnnl_success &&
+              dnnl_memory_desc_init_by_strides(&cmd, 2, cd, dnnl_f32, cs) == dnnl_success &&
+              dnnl_matmul_desc_init(&md, &amd, &bmd, NULL, &cmd) == dnnl_success &&
+              dnnl_primitive_attr_create(&attr) == dnnl_success;
+    if (ok && alpha != 1.0f)
+        ok = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha) == dnnl_success;
+    if (ok && beta != 0.0f)
+        ok = dnnl_post_ops_create(&po) == dnnl_success &&
+             dnnl_post_ops_append_sum(po, beta) == dnnl_success &&
+             dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+    if (ok)
+        ok = dnnl_primitive_desc_create(&pd, &md, attr, G.eng, NULL) == dnnl_success &&
+             dnnl_primitive_create(&c->prim, pd) == dnnl_success;
+    if (ok) {
+        const char *impl = NULL;
+        if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+            impl)
+            snprintf(G.path, sizeof G.path, "oneDNN %s", impl);
+    } else {
+        c->prim = NULL;
+    }
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (po)
+        dnnl_post_ops_destroy(po);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    return c->prim;
+}
+
+void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
+             int lda, const float *B, int ldb, float beta, float *C, int ldc, void *workspace,
+             size_t workspace_bytes)
+{
+    ZC_ASSERT(M > 0 && N > 0 && K > 0);
+    if (t == ZC_GEMM_F32) {
+        sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    ZC_ASSERT(workspace && workspace_bytes >= zc_gemm_workspace_bytes(M, N, K));
+    init();
+    const int arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
+    dnnl_primitive_t prim = G.portable ? NULL : primitive(ta, tb, M, N, K, alpha, beta, ldc);
+    if (!prim) { /* round into fp32 copies, then sgemm */
+        float *a = workspace, *b = a + (size_t)M * (size_t)K;
+        round_rows(A, arows, acols, lda, a, true);
+        round_rows(B, brows, bcols, ldb, b, true);
+        sgemm(ta, tb, M, N, K, alpha, a, acols, b, bcols, beta, C, ldc);
+        return;
+    }
+    uint16_t *a = workspace, *b = a + (size_t)M * (size_t)K;
+    round_rows(A, arows, acols, lda, a, false);
+    round_rows(B, brows, bcols, ldb, b, false);
+    const dnnl_memory_desc_t *amd, *bmd, *cmd;
+    const_dnnl_primitive_desc_t pd;
+    dnnl_memory_t am = NULL, bm = NULL, cm = NULL;
+    bool ok = dnnl_primitive_get_primitive_desc(prim, &pd) == dnnl_success &&
+              (amd = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0)) &&
+              (bmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0)) &&
+              (cmd = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0)) &&
+              dnnl_memory_create(&am, amd, G.eng, a) == dnnl_success &&
+              dnnl_memory_create(&bm, bmd, G.eng, b) == dnnl_success &&
+              dnnl_memory_create(&cm, cmd, G.eng, C) == dnnl_success;
+    dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
+    ok = ok && dnnl_primitive_execute(prim, G.strm, 3, args) == dnnl_success &&
+         dnnl_stream_wait(G.strm) == dnnl_success;
+    ZC_ASSERT(ok); /* a primitive that was created runs: anything else is a programmer error */
+    dnnl_memory_destroy(am);
+    dnnl_memory_destroy(bm);
+    dnnl_memory_destroy(cm);
+}
+
+const char *zc_gemm_bf16_path(void)
+{
+    init();
+    if (!G.portable) /* a typical linear layer's primitive names the implementation */
+        primitive(false, true, 64, 256, 256, 1.0f, 0.0f, 256);
+    return G.path;
+}
+
+/* x rounded to bf16 (the scalar reference rounding) and widened back */
+static float bf16_round(float x)
+{
+    uint32_t u = (uint32_t)zc_f32_to_bf16_ref(x) << 16;
+    float y;
+    memcpy(&y, &u, sizeof y);
+    return y;
+}
+
+void zc_gemm_bf16_ref(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                      const float *B, int ldb, float beta, float *C, int ldc)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0.0;
+            for (int k = 0; k < K; k++) {
+                float a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+                float b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+                s += (double)bf16_round(a) * (double)bf16_round(b);
+            }
+            float *c = &C[(size_t)i * ldc + j];
+            *c = (float)((double)alpha * s + (beta != 0.0f ? (double)beta * *c : 0.0));
+        }
+}

@@ -1,0 +1,111 @@
+/* test_gemm.c — the matrix products (zeroc/gemm.h): fp32 and bf16, every transposition, alpha,
+ * beta 0 and 1, leading dimensions wider than the rows, odd and GPT-2-like sizes. Each result is
+ * held to a double-precision reference of the same operands (bf16-rounded for bf16) within the
+ * bound of fp32 accumulation: |C − ref| ≤ (K + 2) · 2⁻²³ · (|alpha| Σ|a·b| + |beta·C₀|) — each of
+ * the K additions and the two scalings rounds once at most by 2⁻²⁴ of a partial sum no larger
+ * than that. bf16 must really round: its distance from the unrounded product is above 1e-4 of
+ * the product's largest element (bf16 keeps 8 bits; fp32 rounding alone stays near 1e-7).
+ * Run once as it is (oneDNN where the CPU allows) and once with ZEROC_GEMM=portable. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "zeroc/gemm.h"
+#include "zeroc/rng.h"
+
+static void fill(float *x, size_t n, uint64_t stream)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = zc_rng_normal(11, stream, i);
+}
+
+/* Σ|a·b| for C[i][j], of the operands as given (the bound uses them unrounded: bf16 rounding
+ * changes each by under 2⁻⁸ relative, inside the slack of the factor below) */
+static double abs_dot(bool ta, bool tb, int K, const float *A, int lda, const float *B, int ldb,
+                      int i, int j)
+{
+    double s = 0;
+    for (int k = 0; k < K; k++) {
+        float a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+        float b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+        s += fabs((double)a * b);
+    }
+    return s;
+}
+
+static void fp32_ref(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int k = 0; k < K; k++)
+                s += (double)(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) *
+                     (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
+            float *c = &C[(size_t)i * ldc + j];
+            *c = (float)(alpha * s + (beta != 0.0f ? (double)beta * *c : 0.0));
+        }
+}
+
+int main(void)
+{
+    printf("bf16 path: %s\n", zc_gemm_bf16_path());
+    const int shapes[][3] = {{1, 1, 1}, {7, 13, 5}, {33, 17, 65}, {64, 96, 256}, {96, 384, 192},
+                             {16, 160, 1024}};
+    const float alphas[] = {1.0f, 0.125f}, betas[] = {0.0f, 1.0f};
+    size_t ws_bytes = zc_gemm_workspace_bytes(96, 384, 1024) + 64;
+    void *ws = malloc(ws_bytes);
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int ab = 0; ab < 4; ab++) {
+                    const float alpha = alphas[ab & 1], beta = betas[ab >> 1];
+                    const int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 2;
+                    const size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb,
+                                 nc = (size_t)M * ldc;
+                    float *A = malloc(na * 4), *B = malloc(nb * 4), *C0 = malloc(nc * 4);
+                    float *C = malloc(nc * 4), *R = malloc(nc * 4), *U = malloc(nc * 4);
+                    fill(A, na, 1 + si), fill(B, nb, 2 + si), fill(C0, nc, 3 + si);
+                    for (int t = 0; t < 2; t++) {
+                        memcpy(C, C0, nc * 4), memcpy(R, C0, nc * 4), memcpy(U, C0, nc * 4);
+                        zc_gemm(t ? ZC_GEMM_BF16 : ZC_GEMM_F32, ta, tb, M, N, K, alpha, A, lda, B,
+                                ldb, beta, C, ldc, t ? ws : NULL, t ? ws_bytes : 0);
+                        if (t)
+                            zc_gemm_bf16_ref(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, R, ldc);
+                        fp32_ref(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, U, ldc);
+                        if (!t)
+                            memcpy(R, U, nc * 4);
+                        double worst = 0, apart = 0, umax = 0;
+                        for (int i = 0; i < M; i++)
+                            for (int j = 0; j < N; j++) {
+                                size_t o = (size_t)i * ldc + j;
+                                double bound = (K + 2) * ldexp(1.0, -23) *
+                                               (fabs(alpha) * abs_dot(ta, tb, K, A, lda, B, ldb, i, j) * 1.01 +
+                                                fabs((double)beta * C0[o])) + 1e-30;
+                                double e = fabs((double)C[o] - R[o]) / bound;
+                                worst = e > worst ? e : worst;
+                                double u = fabs((double)C[o] - U[o]);
+                                apart = u > apart ? u : apart;
+                                umax = fabs(U[o]) > umax ? fabs(U[o]) : umax;
+                            }
+                        CHECK(worst <= 1.0, "%s %dx%dx%d ta %d tb %d alpha %g beta %g: error "
+                              "%.3g of the fp32 accumulation bound", t ? "bf16" : "fp32", M, N, K,
+                              ta, tb, alpha, beta, worst);
+                        /* bf16 rounds: ~2⁻⁹ per operand, where fp32 stays near 2⁻²³ */
+                        if (t && K >= 5)
+                            CHECK(apart > 1e-4 * umax, "bf16 %dx%dx%d ta %d tb %d: %.3g from the "
+                                  "unrounded fp32 product, relative (did it round?)", M, N, K, ta,
+                                  tb, apart / umax);
+                        /* columns past N in C (ldc padding) are not touched */
+                        for (int i = 0; i < M; i++)
+                            CHECK(!memcmp(C + (size_t)i * ldc + N, C0 + (size_t)i * ldc + N, 8),
+                                  "%s: wrote past column N", t ? "bf16" : "fp32");
+                    }
+                    free(A), free(B), free(C0), free(C), free(R), free(U);
+                }
+    }
+    free(ws);
+    return check_summary();
+}
