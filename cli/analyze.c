@@ -77,7 +77,8 @@ static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, anal
                          o->channels};
     /* stage 3 prefetches one (the largest) unit ahead: DeepSpeed's default 5e7 elements would
      * gather most of these models ahead of use and hide the saving in working memory */
-    const zc_mlp_config mc = {.hidden = o->hidden, .layers = o->layers, .batch = o->micro};
+    const zc_mlp_config mc = {.hidden = o->hidden, .layers = o->layers, .batch = o->micro,
+                              .compute = cfg.dtype == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32};
     size_t *sizes = malloc(((size_t)o->layers + 2) * sizeof *sizes);
     int nsizes = !sizes ? 0 : is_mlp ? zc_mlp_unit_numel(&mc, sizes) : zc_gpt2_unit_numel(&gc, sizes);
     int64_t unit = 0;
@@ -148,7 +149,8 @@ static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, anal
     est->est_activations =
         (int64_t)data_bytes +
         (int64_t)(is_mlp ? zc_mlp_activation_bytes(&mc)
-                         : zc_gpt2_activation_bytes(&gc, o->micro, o->seq_len, false));
+                         : zc_gpt2_activation_bytes(&gc, o->micro, o->seq_len, false,
+                                                    mc.compute));
     free(numel);
     zc_mem_free(mem, ZC_MEM_ACTIVATIONS, data, data_bytes);
 done:

@@ -176,13 +176,15 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         else
             units[nunits++] = (size_t)llround(count);
     }
+    /* the models' products run in bf16 when the parameters are stored in bf16 */
+    const zc_gemm_type compute = defaults.dtype == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
     zc_gpt2_config gc = {0};
     bool is_gpt2 = init || (model && !strcmp(model, "gpt2"));
     if (!st && model && strcmp(model, "mlp") && strcmp(model, "gpt2"))
         st = zc_err_set(&err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)", model);
     if (!st && model && !strcmp(model, "mlp")) {
         int L = layers ? layers : 12, B = micro ? micro : 32;
-        zc_mlp_config mc = {.hidden = hidden, .layers = L, .batch = B};
+        zc_mlp_config mc = {.hidden = hidden, .layers = L, .batch = B, .compute = compute};
         if (hidden < 1 || L < 1)
             st = zc_err_set(&err, ZC_EINVAL, "mlp: --hidden and --layers must be >= 1");
         else if (!(units = malloc((size_t)L * sizeof *units)))
@@ -211,7 +213,7 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
             st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
         if (!st) {
             nunits = zc_gpt2_unit_numel(&gc, units);
-            activations = (int64_t)zc_gpt2_activation_bytes(&gc, B, T, ckpt);
+            activations = (int64_t)zc_gpt2_activation_bytes(&gc, B, T, ckpt, compute);
         }
     }
     if (st) {

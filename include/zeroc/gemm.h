@@ -9,7 +9,9 @@
  * AMX tiles, AVX512_BF16 dot products, or AVX-512/AVX2 arithmetic on widened values. Where
  * oneDNN cannot serve a product, or with ZEROC_GEMM=portable in the environment, the portable
  * path rounds the operands into fp32 copies and calls sgemm: the same rounding, another
- * accumulation order. The bf16 forms need a caller-owned workspace of zc_gemm_workspace_bytes.
+ * accumulation order. ZEROC_GEMM_ISA=avx2|avx512_core|avx512_core_bf16|avx512_core_amx caps the
+ * instructions oneDNN may use (to test each path a CPU offers). The bf16 forms need a
+ * caller-owned workspace of zc_gemm_workspace_bytes.
  *
  * Results are deterministic for a given shape, path and thread count (no atomics in either
  * library's fp32 accumulation). Not thread-safe: call from one thread (each call may use all of

@@ -49,6 +49,7 @@ struct zc_gpt2 {
     float **act;                  /* act[l * A_NBLOCK + k] */
     float *dact[D_NBLOCK];
     float *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses, *dlnf, *dres[2];
+    gpt2_gemm gemm;               /* the linear layers' products: fp32, or bf16 + workspace */
 };
 
 /* The size table: floats of each per-block activation for micro-batches of B × T. */
@@ -94,8 +95,22 @@ int zc_gpt2_unit_numel(const zc_gpt2_config *c, size_t *numel)
     return k;
 }
 
+/* Bytes of workspace the linear layers' bf16 products need (the largest layer's). */
+static size_t gemm_workspace(const zc_gpt2_config *c, int B, int T, zc_gemm_type compute)
+{
+    const int BT = B * T, C = c->channels;
+    const int shapes[][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C},
+                             {C, c->padded_vocab_size}};
+    size_t ws = 0;
+    for (size_t i = 0; compute == ZC_GEMM_BF16 && i < sizeof shapes / sizeof *shapes; i++) {
+        size_t b = gpt2_matmul_workspace_bytes(BT, shapes[i][0], shapes[i][1]);
+        ws = b > ws ? b : ws;
+    }
+    return ws;
+}
+
 size_t zc_gpt2_activation_bytes(const zc_gpt2_config *c, int B, int T,
-                                bool activation_checkpointing)
+                                bool activation_checkpointing, zc_gemm_type compute)
 {
     const size_t L = (size_t)c->num_layers, sets = activation_checkpointing ? 1 : L;
     size_t total = 0, top[N_TOP];
@@ -106,7 +121,7 @@ size_t zc_gpt2_activation_bytes(const zc_gpt2_config *c, int B, int T,
     top_sizes(c, B, T, top);
     for (int i = 0; i < N_TOP; i++)
         total += top[i];
-    return total * sizeof(float);
+    return total * sizeof(float) + gemm_workspace(c, B, T, compute);
 }
 
 static size_t block_act_size(const zc_gpt2 *m, int k) { return act_size(&m->cfg, m->B, m->T, k); }
@@ -178,8 +193,11 @@ zc_status zc_gpt2_create(zc_gpt2 **out, zc_engine *e, zc_mem *mem, const zc_gpt2
     m->p_lnfw = zc_engine_add_param(e, m->u_lnf, "lnfw", 1, (int64_t[]){C}, one);
     m->p_lnfb = zc_engine_add_param(e, m->u_lnf, "lnfb", 1, (int64_t[]){C}, zero);
 
-    /* Activations: one arena, carved by the size table. */
-    size_t total = zc_gpt2_activation_bytes(cfg, B, T, activation_checkpointing) / sizeof(float);
+    /* Activations: one arena, carved by the size table; in bf16 mode the products' workspace
+     * at its end. The products run in bf16 when the parameters are stored in bf16. */
+    const zc_gemm_type compute = zc_engine_dtype(e) == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
+    size_t total =
+        zc_gpt2_activation_bytes(cfg, B, T, activation_checkpointing, compute) / sizeof(float);
     size_t top[N_TOP];
     top_sizes(cfg, B, T, top);
     m->arena_floats = total;
@@ -207,6 +225,9 @@ zc_status zc_gpt2_create(zc_gpt2 **out, zc_engine *e, zc_mem *mem, const zc_gpt2
         *tops[i] = p;
         p += top[i];
     }
+    m->gemm = (gpt2_gemm){.type = compute, .ws_bytes = gemm_workspace(cfg, B, T, compute)};
+    m->gemm.ws = m->gemm.ws_bytes ? p : NULL;
+    p += m->gemm.ws_bytes / sizeof(float);
     ZC_ASSERT(p == m->arena + total);
     *out = m;
     return ZC_OK;
@@ -247,19 +268,19 @@ static void block_forward(zc_gpt2 *m, int l)
     gpt2_layernorm_forward(A(m, l, A_LN1), A(m, l, A_LN1_MEAN), A(m, l, A_LN1_RSTD), res,
                            W(m, l, P_LN1W), W(m, l, P_LN1B), BT, C);
     gpt2_matmul_forward(A(m, l, A_QKV), A(m, l, A_LN1), W(m, l, P_QKVW), W(m, l, P_QKVB), BT, C,
-                        3 * C);
+                        3 * C, &m->gemm);
     gpt2_attention_forward(A(m, l, A_ATTY), A(m, l, A_PREATT), A(m, l, A_ATT), A(m, l, A_QKV),
                            B, T, C, NH);
     gpt2_matmul_forward(A(m, l, A_ATTPROJ), A(m, l, A_ATTY), W(m, l, P_ATTPROJW),
-                        W(m, l, P_ATTPROJB), BT, C, C);
+                        W(m, l, P_ATTPROJB), BT, C, C, &m->gemm);
     gpt2_residual_forward(A(m, l, A_RES2), res, A(m, l, A_ATTPROJ), (size_t)BT * C);
     gpt2_layernorm_forward(A(m, l, A_LN2), A(m, l, A_LN2_MEAN), A(m, l, A_LN2_RSTD),
                            A(m, l, A_RES2), W(m, l, P_LN2W), W(m, l, P_LN2B), BT, C);
     gpt2_matmul_forward(A(m, l, A_FCH), A(m, l, A_LN2), W(m, l, P_FCW), W(m, l, P_FCB), BT, C,
-                        4 * C);
+                        4 * C, &m->gemm);
     gpt2_gelu_forward(A(m, l, A_FCH_GELU), A(m, l, A_FCH), (size_t)BT * 4 * C);
     gpt2_matmul_forward(A(m, l, A_FCPROJ), A(m, l, A_FCH_GELU), W(m, l, P_FCPROJW),
-                        W(m, l, P_FCPROJB), BT, 4 * C, C);
+                        W(m, l, P_FCPROJB), BT, 4 * C, C, &m->gemm);
     gpt2_residual_forward(A(m, l, A_RES3), A(m, l, A_RES2), A(m, l, A_FCPROJ), (size_t)BT * C);
 }
 
@@ -300,7 +321,7 @@ static zc_status forward(zc_gpt2 *m, const int *inputs, const int *targets, doub
                            C);
     if ((st = zc_engine_release(m->e, m->u_lnf, err)))
         return st;
-    gpt2_matmul_forward(m->logits, m->lnf, zc_engine_param(m->e, m->p_wte), NULL, BT, C, Vp);
+    gpt2_matmul_forward(m->logits, m->lnf, zc_engine_param(m->e, m->p_wte), NULL, BT, C, Vp, &m->gemm);
     if ((st = zc_engine_release(m->e, m->u_emb, err)))
         return st;
     if (targets && loss) {
@@ -342,19 +363,19 @@ static zc_status block_backward(zc_gpt2 *m, int l, const float *dres_out, float 
     float *res = block_input(m, l);
     gpt2_residual_backward(d[D_RES2], d[D_FCPROJ], dres_out, (size_t)BT * C);
     gpt2_matmul_backward(d[D_FCH_GELU], g[P_FCPROJW], g[P_FCPROJB], d[D_FCPROJ],
-                         A(m, l, A_FCH_GELU), W(m, l, P_FCPROJW), BT, 4 * C, C);
+                         A(m, l, A_FCH_GELU), W(m, l, P_FCPROJW), BT, 4 * C, C, &m->gemm);
     gpt2_gelu_backward(d[D_FCH], A(m, l, A_FCH), d[D_FCH_GELU], (size_t)BT * 4 * C);
     gpt2_matmul_backward(d[D_LN2], g[P_FCW], g[P_FCB], d[D_FCH], A(m, l, A_LN2), W(m, l, P_FCW),
-                         BT, C, 4 * C);
+                         BT, C, 4 * C, &m->gemm);
     gpt2_layernorm_backward(d[D_RES2], g[P_LN2W], g[P_LN2B], d[D_LN2], A(m, l, A_RES2),
                             W(m, l, P_LN2W), A(m, l, A_LN2_MEAN), A(m, l, A_LN2_RSTD), BT, C);
     gpt2_residual_backward(dres_in, d[D_ATTPROJ], d[D_RES2], (size_t)BT * C);
     gpt2_matmul_backward(d[D_ATTY], g[P_ATTPROJW], g[P_ATTPROJB], d[D_ATTPROJ], A(m, l, A_ATTY),
-                         W(m, l, P_ATTPROJW), BT, C, C);
+                         W(m, l, P_ATTPROJW), BT, C, C, &m->gemm);
     gpt2_attention_backward(d[D_QKV], d[D_PREATT], d[D_ATT], d[D_ATTY], A(m, l, A_QKV),
                             A(m, l, A_ATT), B, T, C, NH);
     gpt2_matmul_backward(d[D_LN1], g[P_QKVW], g[P_QKVB], d[D_QKV], A(m, l, A_LN1),
-                         W(m, l, P_QKVW), BT, C, 3 * C);
+                         W(m, l, P_QKVW), BT, C, 3 * C, &m->gemm);
     gpt2_layernorm_backward(dres_in, g[P_LN1W], g[P_LN1B], d[D_LN1], res, W(m, l, P_LN1W),
                             A(m, l, A_LN1_MEAN), A(m, l, A_LN1_RSTD), BT, C);
     return ZC_OK;
@@ -390,7 +411,7 @@ zc_status zc_gpt2_backward(zc_gpt2 *m, const int *inputs, const int *targets, zc
     if (!dwte || !dwpe)
         return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the embedding gradients");
     gpt2_matmul_backward(m->dlnf, dwte, NULL, dlogits, m->lnf, zc_engine_param(m->e, m->p_wte),
-                         BT, C, Vp);
+                         BT, C, Vp, &m->gemm);
     if ((st = zc_engine_release(m->e, m->u_emb, err)))
         return st;
     /* Final LayerNorm. */

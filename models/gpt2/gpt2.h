@@ -23,6 +23,7 @@
 #include <stdbool.h>
 
 #include "zeroc/engine.h"
+#include "zeroc/gemm.h"
 
 typedef struct {
     int max_seq_len, vocab_size, padded_vocab_size, num_layers, num_heads, channels;
@@ -40,9 +41,11 @@ void zc_gpt2_destroy(zc_gpt2 *m);
 /* The elements of each unit zc_gpt2_create registers (embeddings, h.0 … h.L−1, ln_f) into
  * numel[0 .. L+2); returns L + 2. For estimates of a model not built. */
 int zc_gpt2_unit_numel(const zc_gpt2_config *cfg, size_t *numel);
-/* Bytes of activations zc_gpt2_create allocates for this shape (the ledger's "activations"). */
+/* Bytes of activations zc_gpt2_create allocates for this shape (the ledger's "activations"):
+ * with compute ZC_GEMM_BF16 (the engine stores bf16 parameters) they include the workspace of
+ * the bf16 products. */
 size_t zc_gpt2_activation_bytes(const zc_gpt2_config *cfg, int B, int T,
-                                bool activation_checkpointing);
+                                bool activation_checkpointing, zc_gemm_type compute);
 const zc_gpt2_config *zc_gpt2_get_config(const zc_gpt2 *m);
 /* The (B, T) every forward works on. */
 void zc_gpt2_batch_shape(const zc_gpt2 *m, int *B, int *T);

@@ -2,7 +2,10 @@
  *
  * Shaped for a 2-core CPU against PyTorch: every matrix product is an OpenBLAS sgemm, including
  * attention (per (batch, head), reading q, k and v in place through a leading dimension of 3C,
- * and skipping part of the masked upper triangle by working in row blocks). OpenBLAS is the
+ * and skipping part of the masked upper triangle by working in row blocks) — except the linear
+ * layers' products in bf16 mode, which go through zeroc/gemm.h (oneDNN on the CPU's bf16 units).
+ * Attention's per-head products stay fp32 in both modes: dozens of small products per block,
+ * where a oneDNN call and the operands' rounding cost more than the arithmetic. OpenBLAS is the
  * pthread build, which must not be entered from inside an OpenMP region, so BLAS calls stay in
  * serial loops and OpenMP only runs the elementwise and row-wise loops between them.
  *
@@ -249,31 +252,43 @@ void gpt2_layernorm_backward(float *restrict dinp, float *restrict dweight, floa
 /* ------------------------------------------------------------------------------------------ */
 /* matmul (linear layer)                                                                       */
 
+size_t gpt2_matmul_workspace_bytes(int N, int C, int OC)
+{
+    size_t f = zc_gemm_workspace_bytes(N, OC, C), dx = zc_gemm_workspace_bytes(N, C, OC),
+           dw = zc_gemm_workspace_bytes(OC, C, N);
+    return f > dx ? (f > dw ? f : dw) : (dx > dw ? dx : dw);
+}
+
+/* One product through zeroc/gemm.h, in the layer's precision. */
+static void product(const gpt2_gemm *g, bool ta, bool tb, int M, int N, int K, const float *A,
+                    int lda, const float *B, int ldb, float beta, float *C, int ldc)
+{
+    zc_gemm(g ? g->type : ZC_GEMM_F32, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc,
+            g ? g->ws : NULL, g ? g->ws_bytes : 0);
+}
+
 void gpt2_matmul_forward(float *restrict out, const float *restrict inp,
                          const float *restrict weight, const float *restrict bias, int N, int C,
-                         int OC)
+                         int OC, const gpt2_gemm *g)
 {
-    float beta = 0.0f; /* OpenBLAS zero-fills out for beta 0 (never reads it) */
+    float beta = 0.0f; /* the product zero-fills out for beta 0 (never reads it) */
     if (bias) {
 #pragma omp parallel for schedule(static) if ((size_t)N * OC >= PAR_MIN)
         for (int n = 0; n < N; n++)
             memcpy(out + (size_t)n * OC, bias, (size_t)OC * sizeof *out);
         beta = 1.0f;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, weight, C, beta,
-                out, OC);
+    product(g, false, true, N, OC, C, inp, C, weight, C, beta, out, OC);
 }
 
 void gpt2_matmul_backward(float *restrict dinp, float *restrict dweight, float *restrict dbias,
                           const float *restrict dout, const float *restrict inp,
-                          const float *restrict weight, int N, int C, int OC)
+                          const float *restrict weight, int N, int C, int OC, const gpt2_gemm *g)
 {
     /* dinp (N,C) += dout (N,OC) · weight (OC,C) */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C,
-                1.0f, dinp, C);
+    product(g, false, false, N, C, OC, dout, OC, weight, C, 1.0f, dinp, C);
     /* dweight (OC,C) += doutᵀ (OC,N) · inp (N,C) */
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f,
-                dweight, C);
+    product(g, true, false, OC, C, N, dout, OC, inp, C, 1.0f, dweight, C);
     if (!dbias)
         return;
 #pragma omp parallel for schedule(static) if ((size_t)N * OC >= PAR_MIN)

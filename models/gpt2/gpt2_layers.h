@@ -28,6 +28,8 @@
 
 #include <stddef.h>
 
+#include "zeroc/gemm.h"
+
 /* out[b,t,:] = wte[inp[b,t],:] + wpe[t,:]. */
 void gpt2_encoder_forward(float *restrict out,        // (B,T,C)
                           const int *restrict inp,    // (B,T) token ids in [0, Vp)
@@ -60,19 +62,30 @@ void gpt2_layernorm_backward(float *restrict dinp,         // (N,C) accumulated
                              const float *restrict rstd,   // (N) from the forward
                              int N, int C);
 
-/* out = inp · weightᵀ + bias (one sgemm). */
+/* How a linear layer's products run: fp32, or bf16 (operands rounded to bf16, fp32
+ * accumulation; zeroc/gemm.h) with a workspace of gpt2_matmul_workspace_bytes. NULL: fp32. */
+typedef struct {
+    zc_gemm_type type;
+    void *ws;
+    size_t ws_bytes;
+} gpt2_gemm;
+
+/* Workspace bytes the bf16 products of a linear layer C → OC over N rows need. */
+size_t gpt2_matmul_workspace_bytes(int N, int C, int OC);
+
+/* out = inp · weightᵀ + bias (one product). */
 void gpt2_matmul_forward(float *restrict out,          // (N,OC)
                          const float *restrict inp,    // (N,C)
                          const float *restrict weight, // (OC,C)
                          const float *restrict bias,   // (OC) or NULL
-                         int N, int C, int OC);
+                         int N, int C, int OC, const gpt2_gemm *g);
 void gpt2_matmul_backward(float *restrict dinp,         // (N,C) accumulated
                           float *restrict dweight,      // (OC,C) accumulated
                           float *restrict dbias,        // (OC) accumulated, or NULL
                           const float *restrict dout,   // (N,OC)
                           const float *restrict inp,    // (N,C)
                           const float *restrict weight, // (OC,C)
-                          int N, int C, int OC);
+                          int N, int C, int OC, const gpt2_gemm *g);
 
 /* Causal multi-head self-attention over a fused QKV projection. Row (b,t) of qkv is
  * [q | k | v], each C wide; head h uses channels [h·hs, (h+1)·hs) of each, hs = C/NH.

@@ -9,9 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cblas.h>
-
 #include "models/mlp/mlp.h"
+#include "zeroc/gemm.h"
 #include "zeroc/rng.h"
 
 struct zc_mlp {
@@ -21,7 +20,8 @@ struct zc_mlp {
     int *w, *b;       /* parameter ids per layer */
     float *act;       /* (layers + 1) × batch × hidden: act[l] is layer l's input, act[L] output */
     float *d, *dz;    /* batch × hidden each: gradient w.r.t. a layer's output / pre-activation */
-    size_t act_bytes;
+    void *ws;         /* the bf16 products' workspace (after the activations), or NULL */
+    size_t act_bytes, ws_bytes;
 };
 
 static size_t bh(const zc_mlp *m) { return (size_t)m->cfg.batch * (size_t)m->cfg.hidden; }
@@ -36,11 +36,13 @@ zc_status zc_mlp_create(zc_mlp **out, zc_engine *e, zc_mem *mem, const zc_mlp_co
     if (!m)
         return zc_err_set(err, ZC_ENOMEM, "mlp: out of memory");
     m->cfg = *cfg;
+    /* the products run in bf16 when the engine stores bf16 parameters */
+    m->cfg.compute = zc_engine_dtype(e) == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
     m->e = e;
     m->mem = mem;
     m->w = calloc((size_t)cfg->layers, sizeof(int));
     m->b = calloc((size_t)cfg->layers, sizeof(int));
-    m->act_bytes = zc_mlp_activation_bytes(cfg);
+    m->act_bytes = zc_mlp_activation_bytes(&m->cfg);
     m->act = zc_mem_alloc(mem, ZC_MEM_ACTIVATIONS, m->act_bytes);
     if (!m->w || !m->b || !m->act) {
         size_t bytes = m->act_bytes;
@@ -49,6 +51,8 @@ zc_status zc_mlp_create(zc_mlp **out, zc_engine *e, zc_mem *mem, const zc_mlp_co
     }
     m->d = m->act + ((size_t)cfg->layers + 1) * bh(m);
     m->dz = m->d + bh(m);
+    m->ws_bytes = m->act_bytes - ((size_t)cfg->layers + 3) * bh(m) * sizeof(float);
+    m->ws = m->ws_bytes ? m->dz + bh(m) : NULL;
     const int64_t H = cfg->hidden, wshape[2] = {H, H}, bshape[1] = {H};
     const zc_init init = {ZC_INIT_UNIFORM, (float)(1.0 / sqrt((double)H))};
     for (int l = 0; l < cfg->layers; l++) {
@@ -73,8 +77,23 @@ int zc_mlp_unit_numel(const zc_mlp_config *cfg, size_t *numel)
 
 size_t zc_mlp_activation_bytes(const zc_mlp_config *cfg)
 {
-    /* (layers + 1) layer inputs/outputs plus the two gradient buffers, batch × hidden each */
-    return ((size_t)cfg->layers + 3) * (size_t)cfg->batch * (size_t)cfg->hidden * sizeof(float);
+    /* (layers + 1) layer inputs/outputs plus the two gradient buffers, batch × hidden each; in
+     * bf16 the products' workspace: forward and dX are B×H×H, dW is H×H×B */
+    const int B = cfg->batch, H = cfg->hidden;
+    size_t ws = 0;
+    if (cfg->compute == ZC_GEMM_BF16) {
+        size_t a = zc_gemm_workspace_bytes(B, H, H), b = zc_gemm_workspace_bytes(H, H, B);
+        ws = a > b ? a : b;
+    }
+    return ((size_t)cfg->layers + 3) * (size_t)B * (size_t)H * sizeof(float) + ws;
+}
+
+/* One product in the model's precision. */
+static void product(const zc_mlp *m, bool ta, bool tb, int M, int N, int K, const float *A,
+                    const float *B, float beta, float *C)
+{
+    zc_gemm(m->cfg.compute, ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, beta, C, N,
+            m->ws, m->ws_bytes);
 }
 
 void zc_mlp_destroy(zc_mlp *m)
@@ -102,12 +121,12 @@ void zc_mlp_batch(const zc_mlp *m, uint64_t seed, int64_t step, int64_t first_sa
 }
 
 /* out (B,H) = relu(inp (B,H) · W^T (H,H) + bias (H)) */
-static void linear_relu_forward(float *out, const float *inp, const float *W, const float *bias,
-                                int B, int H)
+static void linear_relu_forward(const zc_mlp *m, float *out, const float *inp, const float *W,
+                                const float *bias, int B, int H)
 {
     for (int b = 0; b < B; b++)
         memcpy(out + (size_t)b * H, bias, (size_t)H * sizeof(float));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, H, H, 1.0f, inp, H, W, H, 1.0f, out, H);
+    product(m, false, true, B, H, H, inp, W, 1.0f, out);
     for (size_t i = 0; i < (size_t)B * H; i++)
         out[i] = out[i] > 0.0f ? out[i] : 0.0f;
 }
@@ -120,7 +139,7 @@ static zc_status forward(zc_mlp *m, const float *x, zc_err *err)
         zc_status st = zc_engine_acquire(m->e, l, err);
         if (st)
             return st;
-        linear_relu_forward(m->act + (size_t)(l + 1) * bh(m), m->act + (size_t)l * bh(m),
+        linear_relu_forward(m, m->act + (size_t)(l + 1) * bh(m), m->act + (size_t)l * bh(m),
                             zc_engine_param(m->e, m->w[l]), zc_engine_param(m->e, m->b[l]), B, H);
         if ((st = zc_engine_release(m->e, l, err)))
             return st;
@@ -166,15 +185,13 @@ zc_status zc_mlp_backward(zc_mlp *m, const float *y, zc_err *err)
         if (!dW || !db)
             return zc_err_set(err, ZC_ENOMEM, "mlp: out of memory for the gradients of fc%d", l);
         /* dW (H,H) += dz^T (H,B) · inp (B,H); db += Σ_b dz */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H, H, B, 1.0f, m->dz, H, inp, H, 1.0f,
-                    dW, H);
+        product(m, true, false, H, H, B, m->dz, inp, 1.0f, dW);
         for (int b = 0; b < B; b++)
             for (int k = 0; k < H; k++)
                 db[k] += m->dz[(size_t)b * H + k];
         /* d (B,H) = dz (B,H) · W (H,H); layer 0 needs no input gradient */
         if (l > 0)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, H, H, 1.0f, m->dz, H,
-                        zc_engine_param(m->e, m->w[l]), H, 0.0f, m->d, H);
+            product(m, false, false, B, H, H, m->dz, zc_engine_param(m->e, m->w[l]), 0.0f, m->d);
         if ((st = zc_engine_grads_ready(m->e, l, err)) || (st = zc_engine_release(m->e, l, err)))
             return st;
     }

@@ -19,9 +19,13 @@
 #include <stdint.h>
 
 #include "zeroc/engine.h"
+#include "zeroc/gemm.h"
 
 typedef struct {
     int hidden, layers, batch;
+    /* the products' precision (zeroc/gemm.h): zc_mlp_create sets it from the engine — bf16 when
+     * the parameters are stored in bf16 — and the activation bytes include its workspace */
+    zc_gemm_type compute;
 } zc_mlp_config;
 
 typedef struct zc_mlp zc_mlp;

@@ -43,6 +43,21 @@ static struct {
     char path[96];
 } G;
 
+/* ZEROC_GEMM_ISA caps the instructions oneDNN may use (tests run every path the CPU offers). */
+static void cap_isa(void)
+{
+    static const struct {
+        const char *name;
+        dnnl_cpu_isa_t isa;
+    } caps[] = {{"avx2", dnnl_cpu_isa_avx2}, {"avx512_core", dnnl_cpu_isa_avx512_core},
+                {"avx512_core_bf16", dnnl_cpu_isa_avx512_core_bf16},
+                {"avx512_core_amx", dnnl_cpu_isa_avx512_core_amx}};
+    const char *env = getenv("ZEROC_GEMM_ISA");
+    for (size_t i = 0; env && i < sizeof caps / sizeof *caps; i++)
+        if (!strcmp(env, caps[i].name))
+            dnnl_set_max_cpu_isa(caps[i].isa);
+}
+
 static void init(void)
 {
     if (G.init)
@@ -50,6 +65,7 @@ static void init(void)
     G.init = true;
     const char *env = getenv("ZEROC_GEMM");
     G.portable = env && !strcmp(env, "portable");
+    cap_isa();
     if (!G.portable && (dnnl_engine_create(&G.eng, dnnl_cpu, 0) != dnnl_success ||
                         dnnl_stream_create(&G.strm, G.eng, dnnl_stream_default_flags) !=
                             dnnl_success))
