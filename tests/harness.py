@@ -22,10 +22,12 @@ class Harness:
     def path(self, name):
         return os.path.join(self.tmp, name)
 
-    def run(self, n, *args, ok=True, timeout=300):
-        """Runs `zeroc ARGS` on n ranks; with ok, a non-zero exit raises."""
+    def run(self, n, *args, ok=True, timeout=300, env=None):
+        """Runs `zeroc ARGS` on n ranks (with env added to the environment); with ok, a non-zero
+        exit raises."""
         cmd = [self.mpirun, str(n), self.zeroc, *map(str, args)]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           env={**os.environ, **(env or {})})
         if ok and p.returncode != 0:
             raise AssertionError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
         return p
