@@ -75,19 +75,10 @@ static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, anal
     bool is_mlp = !strcmp(o->model, "mlp");
     zc_gpt2_config gc = {o->seq_len, o->vocab, (o->vocab + 127) / 128 * 128, o->layers, o->heads,
                          o->channels};
-    /* stage 3 prefetches one (the largest) unit ahead: DeepSpeed's default 5e7 elements would
-     * gather most of these models ahead of use and hide the saving in working memory */
+    /* stage 3 prefetches one (the largest) unit ahead: the default ("auto") */
     const zc_mlp_config mc = {.hidden = o->hidden, .layers = o->layers, .batch = o->micro,
                               .compute = cfg.dtype == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32};
-    size_t *sizes = malloc(((size_t)o->layers + 2) * sizeof *sizes);
-    int nsizes = !sizes ? 0 : is_mlp ? zc_mlp_unit_numel(&mc, sizes) : zc_gpt2_unit_numel(&gc, sizes);
-    int64_t unit = 0;
-    for (int u = 0; u < nsizes; u++)
-        unit = (int64_t)sizes[u] > unit ? (int64_t)sizes[u] : unit;
-    bool have_sizes = sizes != NULL;
-    free(sizes);
-    cfg.prefetch_bucket_size = (unit + n - 1) / n * n;
-    zc_status st = mem && have_sizes ? zc_engine_create(&e, &cfg, comm, mem, err)
+    zc_status st = mem ? zc_engine_create(&e, &cfg, comm, mem, err)
                                 : zc_err_set(err, ZC_ENOMEM, "out of memory");
     if (!st && is_mlp)
         st = zc_mlp_create(&mlp, e, mem, &mc, err);

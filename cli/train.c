@@ -290,6 +290,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     double *gnorm = calloc((size_t)o.steps, sizeof(double));
     double *ms = calloc((size_t)o.steps, sizeof(double));
     double *scale = calloc((size_t)o.steps, sizeof(double));
+    double *hits = calloc((size_t)o.steps, sizeof(double));   /* stage-3 prefetch */
+    double *misses = calloc((size_t)o.steps, sizeof(double));
     disk_step *disk_steps = calloc((size_t)o.steps, sizeof *disk_steps);
     char *config_json = zc_config_to_json(&cfg);
     /* Bytes per op of each step (not of validation or sampling), summed over steps ≥ 2 (or the
@@ -319,6 +321,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         loss[s] = sum / ((double)nranks * cfg.grad_accum);
         gnorm[s] = info.grad_norm;
         scale[s] = info.loss_scale;
+        hits[s] = (double)info.prefetch_hits;
+        misses[s] = (double)info.prefetch_misses;
         ms[s] = now_ms() - t0;
         zc_offload_stats d1;
         zc_engine_offload_stats(e, &d1);
@@ -400,7 +404,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     }
     free(config_json);
     if (st) {
-        free(loss), free(gnorm), free(ms), free(scale);
+        free(loss), free(gnorm), free(ms), free(scale), free(hits), free(misses);
         free(disk_steps);
         return cli_fail(comm, &err, st == ZC_ELOCKSTEP || st == ZC_ESTATE || st == ZC_EINVAL ||
                                         (st == ZC_EIO && ckpt_failed));
@@ -414,6 +418,10 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     rep.grad_norm = gnorm + first_step;
     rep.step_ms = ms + first_step;
     rep.loss_scale = scale + first_step;
+    if (cfg.stage == 3) {
+        rep.prefetch_hits = hits + first_step;
+        rep.prefetch_misses = misses + first_step;
+    }
     if (disk.active) {
         rep.disk = disk_steps + first_step;
         rep.aio_engine = disk.aio_engine;
@@ -452,7 +460,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         if (o.report)
             st = train_report_write(&rep, o.report, &err);
     }
-    free(all), free(loss), free(gnorm), free(ms), free(scale);
+    free(all), free(loss), free(gnorm), free(ms), free(scale), free(hits), free(misses);
     free(disk_steps);
     model.destroy(&model);
     zc_engine_destroy(e);

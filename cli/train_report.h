@@ -28,6 +28,7 @@ typedef struct {
     const double *grad_norm;  /* per step */
     const double *step_ms;    /* per step */
     const double *loss_scale; /* per step: the fp16 loss scale its gradients carried (1 else) */
+    const double *prefetch_hits, *prefetch_misses; /* stage 3 (else NULL), per step */
     const char *dtype, *grad_dtype, *comm_dtype; /* "fp32", "bf16", "fp16" */
     int64_t skipped_steps;    /* fp16: steps skipped on overflow, whole run (incl. resumed) */
     char initial_sha[65], final_sha[65];

@@ -216,7 +216,7 @@ static void test_defaults(void)
     CHECK(c.adam_w_mode);
     CHECK(c.stage == 0);
     CHECK(c.reduce_bucket_size == 500000000);
-    CHECK(c.prefetch_bucket_size == 50000000);
+    CHECK(c.prefetch_bucket_size == ZC_AUTO); /* one unit ahead, resolved by the engine */
     CHECK(c.max_live_parameters == 1000000000);
     CHECK(c.seed == 42);
     CHECK(c.comm_timeout_s == 600.0);
@@ -757,9 +757,35 @@ static void test_validate(void)
     CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL && strstr(err.msg, "optimizer.type"));
     CHECK(strcmp(zc_optim_name((zc_optim_type)9), "unknown") == 0);
     zc_config_defaults(&c);
-    c.prefetch_bucket_size = -1;
+    c.prefetch_bucket_size = -2; /* -1 is ZC_AUTO */
     CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
     CHECK(strstr(err.msg, "zero_optimization.stage3_prefetch_bucket_size") != NULL);
+    /* "auto" from a file and from the command line; a number replaces it; other strings and
+     * "auto" on a key without it are refused; to_json prints it back */
+    zc_config_defaults(&c);
+    CHECK(zc_config_load_string(&c, "{\"zero_optimization\": {\"stage3_prefetch_bucket_size\": "
+                                    "4096}}", "t", &err) == ZC_OK && c.prefetch_bucket_size == 4096);
+    CHECK(zc_config_load_string(&c, "{\"zero_optimization\": {\"stage3_prefetch_bucket_size\": "
+                                    "\"auto\"}}", "t", &err) == ZC_OK &&
+          c.prefetch_bucket_size == ZC_AUTO);
+    CHECK(zc_config_set(&c, "zero_optimization.stage3_prefetch_bucket_size", "123", &err) ==
+              ZC_OK && c.prefetch_bucket_size == 123);
+    CHECK(zc_config_set(&c, "zero_optimization.stage3_prefetch_bucket_size", "auto", &err) ==
+              ZC_OK && c.prefetch_bucket_size == ZC_AUTO);
+    CHECK(zc_config_set(&c, "zero_optimization.stage3_prefetch_bucket_size", "big", &err) ==
+              ZC_EINVAL && strstr(err.msg, "or \"auto\""));
+    CHECK(zc_config_set(&c, "zero_optimization.stage3_max_live_parameters", "auto", &err) ==
+          ZC_EINVAL);
+    {
+        char *json = zc_config_to_json(&c);
+        CHECK(json && strstr(json, "\"stage3_prefetch_bucket_size\":\t\"auto\""));
+        zc_config back;
+        zc_config_defaults(&back);
+        back.prefetch_bucket_size = 7;
+        CHECK(json && zc_config_load_string(&back, json, "json", &err) == ZC_OK &&
+              back.prefetch_bucket_size == ZC_AUTO);
+        free(json);
+    }
 
     /* AdamW always decouples weight decay: adam_w_mode false contradicts it */
     zc_config_defaults(&c);

@@ -34,6 +34,7 @@ typedef enum { ZC_OFFLOAD_NONE = 0, ZC_OFFLOAD_CPU, ZC_OFFLOAD_NVME } zc_offload
 typedef enum { ZC_AIO_AUTO = 0, ZC_AIO_URING, ZC_AIO_THREADS } zc_aio_engine;
 
 #define ZC_MAX_PATH 1024 /* bytes of a path in the configuration, with its NUL */
+#define ZC_AUTO (-1)     /* an integer key given as "auto": zeroc chooses (documented per key) */
 
 typedef struct {
     /* batch */
@@ -50,7 +51,8 @@ typedef struct {
     /* ZeRO */
     int stage;                           /* zero_optimization.stage: 0..3 */
     int64_t reduce_bucket_size;          /* elements per reduce-scatter chunk */
-    int64_t prefetch_bucket_size;        /* stage3_prefetch_bucket_size: elements prefetched ahead */
+    int64_t prefetch_bucket_size;        /* stage3_prefetch_bucket_size: elements prefetched ahead;
+                                          * ZC_AUTO (the default, or "auto"): the largest unit */
     int64_t max_live_parameters;         /* stage3_max_live_parameters: elements gathered at once */
     /* precision */
     zc_dtype dtype;                      /* bf16.enabled / fp16.enabled: stored params and grads */

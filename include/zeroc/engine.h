@@ -98,6 +98,9 @@ typedef struct {
     double clip_coef;  /* factor applied to the gradient (1 when not clipped) */
     double lr;         /* learning rate used by this step */
     double loss_scale; /* fp16: the scale this step's gradients carried (1 otherwise) */
+    int64_t prefetch_hits, prefetch_misses; /* stage 3, since the last optimizer step (after
+                                             * the first micro-batch): acquires whose all-gather
+                                             * had been started ahead / had to start then */
 } zc_step_info;
 
 /* fp16 dynamic loss scaling state (DeepSpeed's DynamicLossScaler counters). */

@@ -31,7 +31,8 @@ typedef struct {
     int grad_bytes;          /* bytes of a stored gradient (grad_accum_dtype); 0 means 4 */
     int comm_elem_bytes;     /* bytes of a reduce-scatter element (communication_data_type);
                                 0 means 4 */
-    int64_t reduce_bucket_size, prefetch_bucket_size, max_live_parameters; /* elements */
+    int64_t reduce_bucket_size, prefetch_bucket_size, max_live_parameters; /* elements;
+                                    prefetch_bucket_size may be ZC_AUTO (-1: one unit ahead) */
     /* offload to NVMe (ZeRO-Infinity); all zero: everything in RAM */
     bool offload_optimizer;  /* offload_optimizer.device nvme (stages 1–3) */
     bool offload_params;     /* offload_param.device nvme (stage 3) */
@@ -95,6 +96,9 @@ int64_t zc_estimate_comm_staging(const zc_estimate_in *in);
  * embedding of a language model can be held across a pass — plus the prefetch allowance, capped
  * by max_live_parameters) and, with 16-bit parameters, the fp32 views of three acquired units. */
 int64_t zc_estimate_working_bound(const zc_estimate_in *in);
+/* Elements stage 3 gathers ahead (stage3_prefetch_bucket_size; "auto", ZC_AUTO: the largest
+ * unit's padded size — one unit ahead). */
+int64_t zc_estimate_prefetch_elems(const zc_estimate_in *in);
 /* Σ padded unit sizes. */
 int64_t zc_estimate_padded_numel(const zc_estimate_in *in);
 

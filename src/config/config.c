@@ -61,6 +61,7 @@ enum {
     R_MICRO = 1u << 4,    /* setting it records micro_batch_set */
     R_ACCUM = 1u << 5,    /* setting it records grad_accum_set */
     R_UNSET0 = 1u << 6,   /* 0 in the struct means "derive"; a file or flag cannot say 0 */
+    R_AUTO = 1u << 7,     /* K_I64: the string "auto" is accepted, as ZC_AUTO (zeroc chooses) */
 };
 
 typedef struct {
@@ -134,7 +135,7 @@ static const key_spec KEYS[] = {
     {.path = "zero_optimization.reduce_bucket_size", .kind = K_I64,
      FIELD(reduce_bucket_size, int64_t), .imin = 1, .imax = INT64_MAX},
     {.path = "zero_optimization.stage3_prefetch_bucket_size", .kind = K_I64,
-     FIELD(prefetch_bucket_size, int64_t), .imin = 0, .imax = INT64_MAX},
+     FIELD(prefetch_bucket_size, int64_t), .imin = 0, .imax = INT64_MAX, .flags = R_AUTO},
     {.path = "zero_optimization.stage3_max_live_parameters", .kind = K_I64,
      FIELD(max_live_parameters, int64_t), .imin = 1, .imax = INT64_MAX},
     {.path = "zero_optimization.overlap_comm", .kind = K_FIXED, .fixed = true,
@@ -301,7 +302,7 @@ void zc_config_defaults(zc_config *cfg)
         .adam_w_mode = true,
         .stage = 0,
         .reduce_bucket_size = 500000000,
-        .prefetch_bucket_size = 50000000,
+        .prefetch_bucket_size = ZC_AUTO, /* one unit ahead: see docs/CONFIG.md */
         .max_live_parameters = 1000000000,
         .dtype = ZC_FP32,
         .fp16_enabled = false,
@@ -554,7 +555,8 @@ static const char *expect(char *buf, size_t cap, const key_spec *k)
         else if (k->flags & R_INTERVAL)
             snprintf(buf, cap, "an integer %" PRId64 "..%" PRId64, k->imin, k->imax);
         else
-            snprintf(buf, cap, "an integer >= %" PRId64, k->imin);
+            snprintf(buf, cap, "an integer >= %" PRId64 "%s", k->imin,
+                     (k->flags & R_AUTO) ? " or \"auto\"" : "");
         break;
     case K_U64: snprintf(buf, cap, "an integer 0..%" PRIu64, UINT64_MAX); break;
     case K_NUM:
@@ -844,7 +846,10 @@ static zc_status apply(const ctx *c, const key_spec *k, const value *v)
     }
     case K_I64: {
         int64_t x = 0;
-        rc = read_int(c, k, k->path, v, &x);
+        if ((k->flags & R_AUTO) && v->kind == V_STRING && strcmp(v->text, "auto") == 0)
+            x = ZC_AUTO;
+        else
+            rc = read_int(c, k, k->path, v, &x);
         if (rc == ZC_OK)
             *(int64_t *)field_of(cfg, k) = x;
         break;
@@ -1269,6 +1274,10 @@ static zc_status set_value(const ctx *c, const key_spec *k, const char *s)
     case K_U64:
     case K_NUM:
     case K_ZERO:
+        if ((k->flags & R_AUTO) && strcmp(s, "auto") == 0) {
+            v.kind = V_STRING;
+            break;
+        }
         if (!number_syntax(s, v.len))
             return type_error(c, k, k->path, &v);
         v.kind = V_NUMBER;
@@ -1360,7 +1369,7 @@ static zc_status check_fields(const ctx *c, const zc_config *cfg)
         }
         case K_I64: {
             int64_t v = *(const int64_t *)f;
-            if (v == 0 && (k->flags & R_UNSET0))
+            if ((v == 0 && (k->flags & R_UNSET0)) || (v == ZC_AUTO && (k->flags & R_AUTO)))
                 break;
             snprintf(text, sizeof text, "%" PRId64, v);
             rc = check_i64(c, k, k->path, v, text);
@@ -1682,7 +1691,9 @@ char *zc_config_to_json(const zc_config *cfg)
     ok = ok && (zero = cJSON_AddObjectToObject(root, "zero_optimization")) != NULL;
     ok = ok && add_i64(zero, "stage", cfg->stage);
     ok = ok && add_i64(zero, "reduce_bucket_size", cfg->reduce_bucket_size);
-    ok = ok && add_i64(zero, "stage3_prefetch_bucket_size", cfg->prefetch_bucket_size);
+    ok = ok && (cfg->prefetch_bucket_size == ZC_AUTO
+                    ? cJSON_AddStringToObject(zero, "stage3_prefetch_bucket_size", "auto") != NULL
+                    : add_i64(zero, "stage3_prefetch_bucket_size", cfg->prefetch_bucket_size));
     ok = ok && add_i64(zero, "stage3_max_live_parameters", cfg->max_live_parameters);
     ok = ok && cJSON_AddTrueToObject(zero, "overlap_comm") != NULL;
     ok = ok && cJSON_AddTrueToObject(zero, "contiguous_gradients") != NULL;

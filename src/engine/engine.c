@@ -140,6 +140,8 @@ struct zc_engine {
     int trace_len, trace_cap, trace_pos;
     bool trace_done;
     int64_t inflight_elems, gathered_elems;
+    int64_t prefetch_elems; /* stage3_prefetch_bucket_size, "auto" resolved */
+    int64_t prefetch_hits, prefetch_misses; /* stage-3 acquires whose gather had started */
     /* the disk tier (offload) */
     bool offload;           /* some state lives in a swap file */
     int64_t nvme_charged;   /* bytes of swap files in the ledger */
@@ -742,6 +744,7 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
         return zc_err_set(err, ZC_ENOMEM, "out of memory finalizing the engine");
     zc_estimate_in in = zc_engine_estimate_in(e, e->stage, numel);
     e->work_cap = zc_estimate_working_bound(&in);
+    e->prefetch_elems = zc_estimate_prefetch_elems(&in);
     free(numel);
     zc_mem_reset_peaks(e->mem);
     return agreement_check(e, err);
@@ -1167,7 +1170,7 @@ static zc_status prefetch(zc_engine *e, zc_err *err)
         if (w->full || w->view) /* live or already on its way */
             continue;
         int64_t P = (int64_t)w->info.padded;
-        if (inflight + P > e->cfg.prefetch_bucket_size ||
+        if (inflight + P > e->prefetch_elems ||
             e->gathered_elems + P > e->cfg.max_live_parameters)
             break;
         zc_status st = gather_start(e, e->trace[k], err);
@@ -1210,6 +1213,8 @@ zc_status zc_engine_acquire(zc_engine *e, int i, zc_err *err)
         e->trace_pos = e->trace_pos < e->trace_len && e->trace[e->trace_pos] == i
                            ? e->trace_pos + 1 : -1;
     }
+    if (e->trace_done) /* the gather was started ahead, or must start now */
+        *(u->full ? &e->prefetch_hits : &e->prefetch_misses) += 1;
     if (!u->full)
         st = gather_start(e, i, err);
     if (!st)
@@ -1435,6 +1440,8 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     zc_status st = end_micro_batch(e, err);
     memset(info, 0, sizeof *info);
     info->step = e->step;
+    info->prefetch_hits = e->prefetch_hits;
+    info->prefetch_misses = e->prefetch_misses;
     info->lr = e->lr;
     info->clip_coef = 1.0;
     info->loss_scale = e->scaler.scale;
@@ -1444,6 +1451,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
         e->micro++;
         return ZC_OK;
     }
+    e->prefetch_hits = e->prefetch_misses = 0; /* counted per optimizer step */
     /* Stage 0 keeps everything: gather the reduced gradient shards back into full buffers. */
     for (int i = 0; !st && e->stage == 0 && i < e->nunits; i++)
         if (!(st = lockstep_check(e, OP_GATHER_GRADS, i, err)))

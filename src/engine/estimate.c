@@ -167,6 +167,12 @@ int64_t zc_estimate_comm_staging(const zc_estimate_in *in)
     return 2 * or4(in->comm_elem_bytes) * (int64_t)in->nranks * cols;
 }
 
+int64_t zc_estimate_prefetch_elems(const zc_estimate_in *in)
+{
+    return in->prefetch_bucket_size >= 0 ? in->prefetch_bucket_size
+                                         : max_shard(in) * in->nranks; /* one (largest) unit */
+}
+
 int64_t zc_estimate_working_bound(const zc_estimate_in *in)
 {
     const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
@@ -178,7 +184,7 @@ int64_t zc_estimate_working_bound(const zc_estimate_in *in)
     int64_t grads = in->stage >= 2 || G != 4 ? 4 * 2 * unit : 0;
     if (in->stage < 3)
         return views + grads;
-    int64_t prefetch = in->prefetch_bucket_size, live = in->max_live_parameters;
+    int64_t prefetch = zc_estimate_prefetch_elems(in), live = in->max_live_parameters;
     int64_t gathered = 3 * unit + prefetch < live ? 3 * unit + prefetch : live;
     if (gathered < 2 * unit)
         gathered = 2 * unit; /* a unit and its gradient, whatever the caps */
