@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/threads.h"
 
 static void usage(void)
 {
@@ -83,6 +84,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "zeroc: error: %s\n", err.msg);
         return 1;
     }
+    char threads[160];
+    cli_threads_setup(comm, threads, sizeof threads);
+    if (zc_comm_rank(comm) == 0 && !strcmp(argv[1], "train"))
+        printf("threads: %s\n", threads);
     int rc;
     if (!strcmp(argv[1], "train")) {
         rc = cmd_train(comm, argc, argv);

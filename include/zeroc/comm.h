@@ -58,6 +58,8 @@ void zc_comm_abort(zc_comm *c, int code) __attribute__((noreturn));
 
 int zc_comm_rank(const zc_comm *c);
 int zc_comm_size(const zc_comm *c);
+/* Ranks on this rank's host (those sharing its memory), this rank included. */
+int zc_comm_local_size(const zc_comm *c);
 void zc_comm_set_timeout(zc_comm *c, double seconds);
 const zc_comm_counters *zc_comm_get_counters(const zc_comm *c);
 const char *zc_comm_op_name(zc_comm_op op);

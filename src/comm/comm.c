@@ -25,6 +25,7 @@
 struct zc_comm {
     MPI_Comm world;
     int rank, size;
+    int local_size; /* ranks on this host (MPI_COMM_TYPE_SHARED) */
     int we_initialised;
     double timeout_s;
     zc_comm_counters ctr;
@@ -81,6 +82,13 @@ zc_status zc_comm_init(zc_comm **out, int *argc, char ***argv, zc_err *err)
     MPI_Comm_set_errhandler(c->world, MPI_ERRORS_RETURN);
     MPI_Comm_rank(c->world, &c->rank);
     MPI_Comm_size(c->world, &c->size);
+    MPI_Comm node;
+    c->local_size = 1;
+    if (MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        MPI_Comm_size(node, &c->local_size);
+        MPI_Comm_free(&node);
+    }
     c->timeout_s = 600.0;
     zc_set_abort_hook(abort_world);
     *out = c;
@@ -107,6 +115,7 @@ void zc_comm_abort(zc_comm *c, int code)
 
 int zc_comm_rank(const zc_comm *c) { return c->rank; }
 int zc_comm_size(const zc_comm *c) { return c->size; }
+int zc_comm_local_size(const zc_comm *c) { return c->local_size; }
 void zc_comm_set_timeout(zc_comm *c, double seconds) { c->timeout_s = seconds; }
 const zc_comm_counters *zc_comm_get_counters(const zc_comm *c) { return &c->ctr; }
 

@@ -1,0 +1,13 @@
+/* threads.h — compute threads per rank and denormal handling (threads.c says why). */
+#ifndef ZEROC_CLI_THREADS_H
+#define ZEROC_CLI_THREADS_H
+
+#include <stddef.h>
+
+#include "zeroc/comm.h"
+
+/* Sets this rank's OpenMP and OpenBLAS thread counts (unless the environment does) and FTZ/DAZ
+ * on the compute threads; describes the choice into desc; returns the thread count. */
+int cli_threads_setup(const zc_comm *comm, char *desc, size_t cap);
+
+#endif
