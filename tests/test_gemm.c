@@ -50,7 +50,8 @@ static void fp32_ref(bool ta, bool tb, int M, int N, int K, float alpha, const f
 
 int main(void)
 {
-    printf("bf16 path: %s\n", zc_gemm_bf16_path());
+    printf("fp32 path: %s; bf16 path: %s\n", zc_gemm_path(ZC_GEMM_F32),
+           zc_gemm_path(ZC_GEMM_BF16));
     const int shapes[][3] = {{1, 1, 1}, {7, 13, 5}, {33, 17, 65}, {64, 96, 256}, {96, 384, 192},
                              {16, 160, 1024}};
     const float alphas[] = {1.0f, 0.125f}, betas[] = {0.0f, 1.0f};

@@ -3,13 +3,14 @@
  *     C (M×N, row-major, ldc) = alpha · op(A) (M×K) · op(B) (K×N) + beta · C
  *
  * op(X) is X or Xᵀ (ta, tb: X is stored transposed, row-major, with its leading dimension). All
- * operands are fp32 in memory. ZC_GEMM_F32 is OpenBLAS's sgemm. ZC_GEMM_BF16 rounds A and B to
+ * operands are fp32 in memory. ZC_GEMM_F32 is oneDNN's f32 matmul (AVX-512 or AVX2 kernels, as
+ * the CPU allows; OpenBLAS's sgemm where oneDNN cannot). ZC_GEMM_BF16 rounds A and B to
  * bf16 (nearest even) and accumulates the products in fp32 — what PyTorch's CPU autocast does
  * for a linear layer — through oneDNN's matmul, which picks the CPU's matrix units at run time:
  * AMX tiles, AVX512_BF16 dot products, or AVX-512/AVX2 arithmetic on widened values. Where
  * oneDNN cannot serve a product, or with ZEROC_GEMM=portable in the environment, the portable
  * path rounds the operands into fp32 copies and calls sgemm: the same rounding, another
- * accumulation order. ZEROC_GEMM_ISA=avx2|avx512_core|avx512_core_bf16|avx512_core_amx caps the
+ * accumulation order (ZEROC_GEMM=portable also sends fp32 products to sgemm). ZEROC_GEMM_ISA=avx2|avx512_core|avx512_core_bf16|avx512_core_amx caps the
  * instructions oneDNN may use (to test each path a CPU offers). The bf16 forms need a
  * caller-owned workspace of zc_gemm_workspace_bytes.
  *
@@ -35,9 +36,10 @@ void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha,
              int lda, const float *B, int ldb, float beta, float *C, int ldc, void *workspace,
              size_t workspace_bytes);
 
-/* The path bf16 products take on this machine: "oneDNN <isa>" (e.g. "oneDNN avx512_core_bf16",
- * "oneDNN avx512_core_amx") or "portable (sgemm on bf16-rounded operands)". */
-const char *zc_gemm_bf16_path(void);
+/* The path products of type t take on this machine: "oneDNN <implementation>" (e.g. "oneDNN
+ * brg:avx512_core_bf16", "oneDNN brg:avx512_core_amx"), "OpenBLAS sgemm" or "portable (sgemm
+ * on bf16-rounded operands)". */
+const char *zc_gemm_path(zc_gemm_type t);
 
 /* The reference the tests hold both paths to: op(A)·op(B) of the bf16-rounded operands,
  * accumulated in double, then alpha·(that) + beta·C rounded to fp32. Slow. */

@@ -1,5 +1,5 @@
-/* gemm.c — matrix products in fp32 (OpenBLAS) or bf16 (oneDNN, or the portable path); see
- * zeroc/gemm.h.
+/* gemm.c — matrix products in fp32 or bf16 through oneDNN, or the portable path (OpenBLAS);
+ * see zeroc/gemm.h.
  *
  * Why it is shaped this way:
  * - oneDNN computes in bf16 only from bf16 memory, so each product first rounds its two operands
@@ -8,6 +8,10 @@
  *   zc_f32_to_bf16 (nearest even), the same the portable path and the reference use.
  * - Creating a oneDNN primitive costs far more than running one at these sizes, so primitives are
  *   kept in a small cache keyed by everything but the data pointers (a model uses a dozen shapes).
+ * - fp32 products go through oneDNN too: measured on the project's machines its f32 matmul is
+ *   never slower than OpenBLAS's sgemm and 2× faster where OpenBLAS picks AVX2 kernels on an
+ *   AVX-512 CPU (docs/BENCHMARKS.md). The choice is by availability, never by timing, so a run
+ *   computes the same bits whichever process or rank runs it.
  * - A primitive oneDNN cannot create (an ISA without any bf16 matmul) sends that shape to the
  *   portable path for good; ZEROC_GEMM=portable sends every shape there (tests, comparisons).
  * - Conversions run on OpenMP threads only outside any BLAS call: OpenBLAS's pthread build must
@@ -28,7 +32,8 @@
 enum { CACHE = 64, PAR_MIN = 1 << 16 };
 
 typedef struct {
-    int M, N, K, ta, tb, ldc;
+    int M, N, K, ta, tb, lda, ldb, ldc;
+    zc_gemm_type type;
     float alpha, beta;
     dnnl_primitive_t prim; /* NULL: oneDNN cannot; use the portable path */
     bool used;
@@ -40,7 +45,7 @@ static struct {
     dnnl_stream_t strm;
     entry cache[CACHE];
     int next; /* the entry replaced when the cache is full */
-    char path[96];
+    char path[96], path32[96]; /* what bf16 and fp32 products run on */
 } G;
 
 /* ZEROC_GEMM_ISA caps the instructions oneDNN may use (tests run every path the CPU offers). */
@@ -71,6 +76,7 @@ static void init(void)
                             dnnl_success))
         G.portable = true;
     snprintf(G.path, sizeof G.path, "portable (sgemm on bf16-rounded operands)");
+    snprintf(G.path32, sizeof G.path32, "OpenBLAS sgemm");
 }
 
 size_t zc_gemm_workspace_bytes(int M, int N, int K)
@@ -108,32 +114,40 @@ static void sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const floa
                 N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* The oneDNN primitive for this shape (created on first use; NULL if oneDNN cannot). */
-static dnnl_primitive_t primitive(bool ta, bool tb, int M, int N, int K, float alpha, float beta,
-                                  int ldc)
+/* The oneDNN primitive for this product (created on first use; NULL if oneDNN cannot). fp32
+ * operands are read in place (strides lda, ldb); bf16 ones from compact copies in their stored
+ * orientation (leading dimensions ignored in the key). */
+static dnnl_primitive_t primitive(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, int lda,
+                                  int ldb, float alpha, float beta, int ldc)
 {
+    if (t == ZC_GEMM_BF16) { /* the copies' leading dimensions */
+        lda = ta ? M : K;
+        ldb = tb ? K : N;
+    }
     for (int i = 0; i < CACHE; i++) {
         entry *c = &G.cache[i];
-        if (c->used && c->M == M && c->N == N && c->K == K && c->ta == ta && c->tb == tb &&
-            c->ldc == ldc && c->alpha == alpha && c->beta == beta)
+        if (c->used && c->type == t && c->M == M && c->N == N && c->K == K && c->ta == ta &&
+            c->tb == tb && c->lda == lda && c->ldb == ldb && c->ldc == ldc &&
+            c->alpha == alpha && c->beta == beta)
             return c->prim;
     }
     entry *c = &G.cache[G.next];
     G.next = (G.next + 1) % CACHE;
     if (c->used && c->prim)
         dnnl_primitive_destroy(c->prim);
-    *c = (entry){.M = M, .N = N, .K = K, .ta = ta, .tb = tb, .ldc = ldc, .alpha = alpha,
-                 .beta = beta, .used = true};
-    /* compact operands in their stored orientation; op() by strides */
+    *c = (entry){.M = M, .N = N, .K = K, .ta = ta, .tb = tb, .lda = lda, .ldb = ldb, .ldc = ldc,
+                 .type = t, .alpha = alpha, .beta = beta, .used = true};
+    const dnnl_data_type_t in = t == ZC_GEMM_BF16 ? dnnl_bf16 : dnnl_f32;
     dnnl_dims_t ad = {M, K}, bd = {K, N}, cd = {M, N};
-    dnnl_dims_t as = {ta ? 1 : K, ta ? M : 1}, bs = {tb ? 1 : N, tb ? K : 1}, cs = {ldc, 1};
+    dnnl_dims_t as = {ta ? 1 : lda, ta ? lda : 1}, bs = {tb ? 1 : ldb, tb ? ldb : 1},
+                cs = {ldc, 1};
     dnnl_memory_desc_t amd, bmd, cmd;
     dnnl_matmul_desc_t md;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    bool ok = dnnl_memory_desc_init_by_strides(&amd, 2, ad, dnnl_bf16, as) == dnnl_success &&
-              dnnl_memory_desc_init_by_strides(&bmd, 2, bd, dnnl_bf16, bs) == dnnl_success &&
+    bool ok = dnnl_memory_desc_init_by_strides(&amd, 2, ad, in, as) == dnnl_success &&
+              dnnl_memory_desc_init_by_strides(&bmd, 2, bd, in, bs) == dnnl_success &&
               dnnl_memory_desc_init_by_strides(&cmd, 2, cd, dnnl_f32, cs) == dnnl_success &&
               dnnl_matmul_desc_init(&md, &amd, &bmd, NULL, &cmd) == dnnl_success &&
               dnnl_primitive_attr_create(&attr) == dnnl_success;
@@ -150,7 +164,7 @@ static dnnl_primitive_t primitive(bool ta, bool tb, int M, int N, int K, float a
         const char *impl = NULL;
         if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
             impl)
-            snprintf(G.path, sizeof G.path, "oneDNN %s", impl);
+            snprintf(t == ZC_GEMM_BF16 ? G.path : G.path32, sizeof G.path, "oneDNN %s", impl);
     } else {
         c->prim = NULL;
     }
@@ -163,29 +177,9 @@ static dnnl_primitive_t primitive(bool ta, bool tb, int M, int N, int K, float a
     return c->prim;
 }
 
-void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
-             int lda, const float *B, int ldb, float beta, float *C, int ldc, void *workspace,
-             size_t workspace_bytes)
+/* Runs a primitive on A, B (as it was created for) and C. */
+static void execute(dnnl_primitive_t prim, const void *A, const void *B, float *C)
 {
-    ZC_ASSERT(M > 0 && N > 0 && K > 0);
-    if (t == ZC_GEMM_F32) {
-        sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-    ZC_ASSERT(workspace && workspace_bytes >= zc_gemm_workspace_bytes(M, N, K));
-    init();
-    const int arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
-    dnnl_primitive_t prim = G.portable ? NULL : primitive(ta, tb, M, N, K, alpha, beta, ldc);
-    if (!prim) { /* round into fp32 copies, then sgemm */
-        float *a = workspace, *b = a + (size_t)M * (size_t)K;
-        round_rows(A, arows, acols, lda, a, true);
-        round_rows(B, brows, bcols, ldb, b, true);
-        sgemm(ta, tb, M, N, K, alpha, a, acols, b, bcols, beta, C, ldc);
-        return;
-    }
-    uint16_t *a = workspace, *b = a + (size_t)M * (size_t)K;
-    round_rows(A, arows, acols, lda, a, false);
-    round_rows(B, brows, bcols, ldb, b, false);
     const dnnl_memory_desc_t *amd, *bmd, *cmd;
     const_dnnl_primitive_desc_t pd;
     dnnl_memory_t am = NULL, bm = NULL, cm = NULL;
@@ -193,8 +187,8 @@ void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha,
               (amd = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0)) &&
               (bmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0)) &&
               (cmd = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0)) &&
-              dnnl_memory_create(&am, amd, G.eng, a) == dnnl_success &&
-              dnnl_memory_create(&bm, bmd, G.eng, b) == dnnl_success &&
+              dnnl_memory_create(&am, amd, G.eng, (void *)A) == dnnl_success &&
+              dnnl_memory_create(&bm, bmd, G.eng, (void *)B) == dnnl_success &&
               dnnl_memory_create(&cm, cmd, G.eng, C) == dnnl_success;
     dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
     ok = ok && dnnl_primitive_execute(prim, G.strm, 3, args) == dnnl_success &&
@@ -205,12 +199,42 @@ void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha,
     dnnl_memory_destroy(cm);
 }
 
-const char *zc_gemm_bf16_path(void)
+void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
+             int lda, const float *B, int ldb, float beta, float *C, int ldc, void *workspace,
+             size_t workspace_bytes)
+{
+    ZC_ASSERT(M > 0 && N > 0 && K > 0);
+    init();
+    dnnl_primitive_t prim =
+        G.portable ? NULL : primitive(t, ta, tb, M, N, K, lda, ldb, alpha, beta, ldc);
+    if (t == ZC_GEMM_F32) {
+        if (prim)
+            execute(prim, A, B, C);
+        else
+            sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    ZC_ASSERT(workspace && workspace_bytes >= zc_gemm_workspace_bytes(M, N, K));
+    const int arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
+    if (!prim) { /* round into fp32 copies, then sgemm */
+        float *a = workspace, *b = a + (size_t)M * (size_t)K;
+        round_rows(A, arows, acols, lda, a, true);
+        round_rows(B, brows, bcols, ldb, b, true);
+        sgemm(ta, tb, M, N, K, alpha, a, acols, b, bcols, beta, C, ldc);
+        return;
+    }
+    uint16_t *a = workspace, *b = a + (size_t)M * (size_t)K;
+    round_rows(A, arows, acols, lda, a, false);
+    round_rows(B, brows, bcols, ldb, b, false);
+    execute(prim, a, b, C);
+}
+
+const char *zc_gemm_path(zc_gemm_type t)
 {
     init();
     if (!G.portable) /* a typical linear layer's primitive names the implementation */
-        primitive(false, true, 64, 256, 256, 1.0f, 0.0f, 256);
-    return G.path;
+        primitive(t, false, true, 64, 256, 256, 256, 256, 1.0f, 0.0f, 256);
+    return t == ZC_GEMM_BF16 ? G.path : G.path32;
 }
 
 /* x rounded to bf16 (the scalar reference rounding) and widened back */
