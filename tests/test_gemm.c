@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "zeroc/dtype.h"
 #include "zeroc/gemm.h"
 #include "zeroc/rng.h"
 
@@ -99,6 +100,29 @@ int main(void)
                             CHECK(apart > 1e-4 * umax, "bf16 %dx%dx%d ta %d tb %d: %.3g from the "
                                   "unrounded fp32 product, relative (did it round?)", M, N, K, ta,
                                   tb, apart / umax);
+                        /* B given as bf16 bits (a bf16-stored weight): the same bound */
+                        if (t) {
+                            uint16_t *B16 = malloc(nb * 2);
+                            zc_dtype_narrow(ZC_BF16, B, B16, nb);
+                            float *W = malloc(nb * 4), *D = malloc(nc * 4);
+                            zc_dtype_widen(ZC_BF16, B16, W, nb);
+                            memcpy(D, C0, nc * 4);
+                            zc_gemm_bf16_b16(ta, tb, M, N, K, alpha, A, lda, B16, ldb, beta, D,
+                                             ldc, ws, ws_bytes);
+                            double w16 = 0;
+                            for (int i = 0; i < M; i++)
+                                for (int j = 0; j < N; j++) {
+                                    size_t o = (size_t)i * ldc + j;
+                                    double bound = (K + 2) * ldexp(1.0, -23) *
+                                                   (fabs(alpha) * abs_dot(ta, tb, K, A, lda, W, ldb, i, j) * 1.01 +
+                                                    fabs((double)beta * C0[o])) + 1e-30;
+                                    double e = fabs((double)D[o] - R[o]) / bound;
+                                    w16 = e > w16 ? e : w16;
+                                }
+                            CHECK(w16 <= 1.0, "bf16 with bf16 B %dx%dx%d ta %d tb %d: error %.3g "
+                                  "of the bound", M, N, K, ta, tb, w16);
+                            free(B16), free(W), free(D);
+                        }
                         /* columns past N in C (ldc padding) are not touched */
                         for (int i = 0; i < M; i++)
                             CHECK(!memcmp(C + (size_t)i * ldc + N, C0 + (size_t)i * ldc + N, 8),

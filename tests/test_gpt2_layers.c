@@ -292,7 +292,7 @@ struct mm {
 static double mm_loss(void *p)
 {
     struct mm *m = p;
-    gpt2_matmul_forward(m->out, m->inp, m->weight, m->bias, BT, C, MM_OC, NULL);
+    gpt2_matmul_forward(m->out, m->inp, m->weight, NULL, m->bias, BT, C, MM_OC, NULL);
     return wsum(m->w, m->out, (size_t)BT * MM_OC);
 }
 
@@ -324,10 +324,10 @@ static void test_matmul(int with_bias)
                 BT * MM_OC, 1e-5, 1e-6);
 
     float *dinp = falloc(BT * C), *dw = falloc(MM_OC * C), *db = with_bias ? falloc(MM_OC) : NULL;
-    gpt2_matmul_backward(dinp, dw, db, m.w, m.inp, m.weight, BT, C, MM_OC, NULL);
+    gpt2_matmul_backward(dinp, dw, db, m.w, m.inp, m.weight, NULL, BT, C, MM_OC, NULL);
     float *ginp = fdup(dinp, BT * C), *gw = fdup(dw, MM_OC * C);
     float *gb = with_bias ? fdup(db, MM_OC) : NULL;
-    gpt2_matmul_backward(dinp, dw, db, m.w, m.inp, m.weight, BT, C, MM_OC, NULL);
+    gpt2_matmul_backward(dinp, dw, db, m.w, m.inp, m.weight, NULL, BT, C, MM_OC, NULL);
     check_doubled("matmul dinp", ginp, dinp, BT * C);
     check_doubled("matmul dweight", gw, dw, MM_OC * C);
     if (with_bias)
@@ -586,8 +586,8 @@ static void test_wide(void)
     fill(mi, WN * WIN, 1.0f, 0.0f);
     fill(mw, WC * WIN, 1.0f, 0.0f);
     fill(mb, WC, 1.0f, 0.0f);
-    gpt2_matmul_forward(mo, mi, mw, mb, WN, WIN, WC, NULL);
-    gpt2_matmul_backward(dmi, dmw, dmb, dy, mi, mw, WN, WIN, WC, NULL);
+    gpt2_matmul_forward(mo, mi, mw, NULL, mb, WN, WIN, WC, NULL);
+    gpt2_matmul_backward(dmi, dmw, dmb, dy, mi, mw, NULL, WN, WIN, WC, NULL);
     for (int n = 0; n < WN; n++)
         for (int o = 0; o < WC; o++) {
             double s = mb[o];

@@ -144,6 +144,9 @@ zc_status zc_engine_acquire(zc_engine *e, int unit, zc_err *err);
 zc_status zc_engine_release(zc_engine *e, int unit, zc_err *err);
 /* Full parameters of an acquired unit's parameter (numel floats). */
 float *zc_engine_param(zc_engine *e, int param);
+/* The same elements as stored (zc_engine_dtype: fp32, or bf16/fp16 bits), without a conversion:
+ * for a product that takes 16-bit operands. Valid until release. */
+const void *zc_engine_param_stored(zc_engine *e, int param);
 /* The parameter's gradient buffer for this micro-batch; accumulate into it. NULL if out of
  * memory. */
 float *zc_engine_grad(zc_engine *e, int param);
@@ -163,8 +166,8 @@ zc_status zc_engine_end_pass(zc_engine *e, zc_err *err);
 /* Mixed precision (bf16.enabled / fp16.enabled): parameters and gradients are stored in 16 bits,
  * each rank keeps an fp32 master copy of the parameters it updates, and the model still sees
  * fp32: zc_engine_param is an fp32 copy of the unit's 16-bit parameters made at acquire (working
- * memory), zc_engine_grad an fp32 buffer that is rounded to the gradient type when the unit is
- * handed back. With fp16 those gradients are multiplied by the loss scale first (a power of two
+ * memory; each parameter widened on its first zc_engine_param), zc_engine_grad an fp32 buffer
+ * that is rounded to the gradient type when the unit is handed back. With fp16 those gradients are multiplied by the loss scale first (a power of two
  * while dynamic: the same bits as scaling the loss, since the model computes in fp32); the step
  * divides it out, so norms and clipping see unscaled values. */
 const zc_loss_scaler *zc_engine_loss_scaler(const zc_engine *e);

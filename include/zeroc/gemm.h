@@ -26,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum { ZC_GEMM_F32 = 0, ZC_GEMM_BF16 } zc_gemm_type;
 
@@ -35,6 +36,13 @@ size_t zc_gemm_workspace_bytes(int M, int N, int K);
 void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
              int lda, const float *B, int ldb, float beta, float *C, int ldc, void *workspace,
              size_t workspace_bytes);
+
+/* A bf16 product whose B is already bf16 (the bits, e.g. a model's bf16-stored weights): used
+ * as it is, not rounded again; A is rounded as by zc_gemm. The same result as zc_gemm on B
+ * widened to fp32. */
+void zc_gemm_bf16_b16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                      const uint16_t *B, int ldb, float beta, float *C, int ldc, void *workspace,
+                      size_t workspace_bytes);
 
 /* The path products of type t take on this machine: "oneDNN <implementation>" (e.g. "oneDNN
  * brg:avx512_core_bf16", "oneDNN brg:avx512_core_amx"), "OpenBLAS sgemm" or "portable (sgemm

@@ -256,6 +256,19 @@ void zc_gpt2_batch_shape(const zc_gpt2 *m, int *B, int *T)
 /* ---------- forward ---------- */
 
 static float *W(zc_gpt2 *m, int l, int k) { return zc_engine_param(m->e, m->p_block[l * P_NBLOCK + k]); }
+
+/* A weight matrix for a product, as the two arguments the matmul layers take: in bf16 mode the
+ * engine's stored bf16 bits (never widened to fp32), else the fp32 values. */
+static const float *mat32(zc_gpt2 *m, int param)
+{
+    return m->gemm.type == ZC_GEMM_BF16 ? NULL : zc_engine_param(m->e, param);
+}
+static const uint16_t *mat16(zc_gpt2 *m, int param)
+{
+    return m->gemm.type == ZC_GEMM_BF16 ? zc_engine_param_stored(m->e, param) : NULL;
+}
+#define MAT(m, param) mat32(m, param), mat16(m, param)
+#define BMAT(m, l, k) MAT(m, (m)->p_block[(l) * P_NBLOCK + (k)])
 static float *A(zc_gpt2 *m, int l, int k) { return m->act[l * A_NBLOCK + k]; }
 static float *block_input(zc_gpt2 *m, int l) { return l == 0 ? m->encoded : A(m, l - 1, A_RES3); }
 
@@ -267,19 +280,19 @@ static void block_forward(zc_gpt2 *m, int l)
     float *res = block_input(m, l);
     gpt2_layernorm_forward(A(m, l, A_LN1), A(m, l, A_LN1_MEAN), A(m, l, A_LN1_RSTD), res,
                            W(m, l, P_LN1W), W(m, l, P_LN1B), BT, C);
-    gpt2_matmul_forward(A(m, l, A_QKV), A(m, l, A_LN1), W(m, l, P_QKVW), W(m, l, P_QKVB), BT, C,
+    gpt2_matmul_forward(A(m, l, A_QKV), A(m, l, A_LN1), BMAT(m, l, P_QKVW), W(m, l, P_QKVB), BT, C,
                         3 * C, &m->gemm);
     gpt2_attention_forward(A(m, l, A_ATTY), A(m, l, A_PREATT), A(m, l, A_ATT), A(m, l, A_QKV),
                            B, T, C, NH);
-    gpt2_matmul_forward(A(m, l, A_ATTPROJ), A(m, l, A_ATTY), W(m, l, P_ATTPROJW),
+    gpt2_matmul_forward(A(m, l, A_ATTPROJ), A(m, l, A_ATTY), BMAT(m, l, P_ATTPROJW),
                         W(m, l, P_ATTPROJB), BT, C, C, &m->gemm);
     gpt2_residual_forward(A(m, l, A_RES2), res, A(m, l, A_ATTPROJ), (size_t)BT * C);
     gpt2_layernorm_forward(A(m, l, A_LN2), A(m, l, A_LN2_MEAN), A(m, l, A_LN2_RSTD),
                            A(m, l, A_RES2), W(m, l, P_LN2W), W(m, l, P_LN2B), BT, C);
-    gpt2_matmul_forward(A(m, l, A_FCH), A(m, l, A_LN2), W(m, l, P_FCW), W(m, l, P_FCB), BT, C,
+    gpt2_matmul_forward(A(m, l, A_FCH), A(m, l, A_LN2), BMAT(m, l, P_FCW), W(m, l, P_FCB), BT, C,
                         4 * C, &m->gemm);
     gpt2_gelu_forward(A(m, l, A_FCH_GELU), A(m, l, A_FCH), (size_t)BT * 4 * C);
-    gpt2_matmul_forward(A(m, l, A_FCPROJ), A(m, l, A_FCH_GELU), W(m, l, P_FCPROJW),
+    gpt2_matmul_forward(A(m, l, A_FCPROJ), A(m, l, A_FCH_GELU), BMAT(m, l, P_FCPROJW),
                         W(m, l, P_FCPROJB), BT, 4 * C, C, &m->gemm);
     gpt2_residual_forward(A(m, l, A_RES3), A(m, l, A_RES2), A(m, l, A_FCPROJ), (size_t)BT * C);
 }
@@ -321,7 +334,7 @@ static zc_status forward(zc_gpt2 *m, const int *inputs, const int *targets, doub
                            C);
     if ((st = zc_engine_release(m->e, m->u_lnf, err)))
         return st;
-    gpt2_matmul_forward(m->logits, m->lnf, zc_engine_param(m->e, m->p_wte), NULL, BT, C, Vp, &m->gemm);
+    gpt2_matmul_forward(m->logits, m->lnf, MAT(m, m->p_wte), NULL, BT, C, Vp, &m->gemm);
     if ((st = zc_engine_release(m->e, m->u_emb, err)))
         return st;
     if (targets && loss) {
@@ -363,19 +376,19 @@ static zc_status block_backward(zc_gpt2 *m, int l, const float *dres_out, float 
     float *res = block_input(m, l);
     gpt2_residual_backward(d[D_RES2], d[D_FCPROJ], dres_out, (size_t)BT * C);
     gpt2_matmul_backward(d[D_FCH_GELU], g[P_FCPROJW], g[P_FCPROJB], d[D_FCPROJ],
-                         A(m, l, A_FCH_GELU), W(m, l, P_FCPROJW), BT, 4 * C, C, &m->gemm);
+                         A(m, l, A_FCH_GELU), BMAT(m, l, P_FCPROJW), BT, 4 * C, C, &m->gemm);
     gpt2_gelu_backward(d[D_FCH], A(m, l, A_FCH), d[D_FCH_GELU], (size_t)BT * 4 * C);
-    gpt2_matmul_backward(d[D_LN2], g[P_FCW], g[P_FCB], d[D_FCH], A(m, l, A_LN2), W(m, l, P_FCW),
+    gpt2_matmul_backward(d[D_LN2], g[P_FCW], g[P_FCB], d[D_FCH], A(m, l, A_LN2), BMAT(m, l, P_FCW),
                          BT, C, 4 * C, &m->gemm);
     gpt2_layernorm_backward(d[D_RES2], g[P_LN2W], g[P_LN2B], d[D_LN2], A(m, l, A_RES2),
                             W(m, l, P_LN2W), A(m, l, A_LN2_MEAN), A(m, l, A_LN2_RSTD), BT, C);
     gpt2_residual_backward(dres_in, d[D_ATTPROJ], d[D_RES2], (size_t)BT * C);
     gpt2_matmul_backward(d[D_ATTY], g[P_ATTPROJW], g[P_ATTPROJB], d[D_ATTPROJ], A(m, l, A_ATTY),
-                         W(m, l, P_ATTPROJW), BT, C, C, &m->gemm);
+                         BMAT(m, l, P_ATTPROJW), BT, C, C, &m->gemm);
     gpt2_attention_backward(d[D_QKV], d[D_PREATT], d[D_ATT], d[D_ATTY], A(m, l, A_QKV),
                             A(m, l, A_ATT), B, T, C, NH);
     gpt2_matmul_backward(d[D_LN1], g[P_QKVW], g[P_QKVB], d[D_QKV], A(m, l, A_LN1),
-                         W(m, l, P_QKVW), BT, C, 3 * C, &m->gemm);
+                         BMAT(m, l, P_QKVW), BT, C, 3 * C, &m->gemm);
     gpt2_layernorm_backward(dres_in, g[P_LN1W], g[P_LN1B], d[D_LN1], res, W(m, l, P_LN1W),
                             A(m, l, A_LN1_MEAN), A(m, l, A_LN1_RSTD), BT, C);
     return ZC_OK;
@@ -410,7 +423,7 @@ zc_status zc_gpt2_backward(zc_gpt2 *m, const int *inputs, const int *targets, zc
     float *dwte = zc_engine_grad(m->e, m->p_wte), *dwpe = zc_engine_grad(m->e, m->p_wpe);
     if (!dwte || !dwpe)
         return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the embedding gradients");
-    gpt2_matmul_backward(m->dlnf, dwte, NULL, dlogits, m->lnf, zc_engine_param(m->e, m->p_wte),
+    gpt2_matmul_backward(m->dlnf, dwte, NULL, dlogits, m->lnf, MAT(m, m->p_wte),
                          BT, C, Vp, &m->gemm);
     if ((st = zc_engine_release(m->e, m->u_emb, err)))
         return st;

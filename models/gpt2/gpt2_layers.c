@@ -23,6 +23,8 @@
 
 #include <cblas.h>
 
+#include "zeroc/status.h"
+
 /* Loops with less work than this (in elements) run on one thread: an OpenMP fork costs a few
  * microseconds, more than the loop. */
 #define PAR_MIN 32768
@@ -259,17 +261,24 @@ size_t gpt2_matmul_workspace_bytes(int N, int C, int OC)
     return f > dx ? (f > dw ? f : dw) : (dx > dw ? dx : dw);
 }
 
-/* One product through zeroc/gemm.h, in the layer's precision. */
+/* One product through zeroc/gemm.h, in the layer's precision; B16, when given, is B as bf16. */
 static void product(const gpt2_gemm *g, bool ta, bool tb, int M, int N, int K, const float *A,
-                    int lda, const float *B, int ldb, float beta, float *C, int ldc)
+                    int lda, const float *B, const uint16_t *B16, int ldb, float beta, float *C,
+                    int ldc)
 {
+    if (B16) {
+        ZC_ASSERT(g && g->type == ZC_GEMM_BF16);
+        zc_gemm_bf16_b16(ta, tb, M, N, K, 1.0f, A, lda, B16, ldb, beta, C, ldc, g->ws,
+                         g->ws_bytes);
+        return;
+    }
     zc_gemm(g ? g->type : ZC_GEMM_F32, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc,
             g ? g->ws : NULL, g ? g->ws_bytes : 0);
 }
 
 void gpt2_matmul_forward(float *restrict out, const float *restrict inp,
-                         const float *restrict weight, const float *restrict bias, int N, int C,
-                         int OC, const gpt2_gemm *g)
+                         const float *restrict weight, const uint16_t *weight16,
+                         const float *restrict bias, int N, int C, int OC, const gpt2_gemm *g)
 {
     float beta = 0.0f; /* the product zero-fills out for beta 0 (never reads it) */
     if (bias) {
@@ -278,17 +287,18 @@ void gpt2_matmul_forward(float *restrict out, const float *restrict inp,
             memcpy(out + (size_t)n * OC, bias, (size_t)OC * sizeof *out);
         beta = 1.0f;
     }
-    product(g, false, true, N, OC, C, inp, C, weight, C, beta, out, OC);
+    product(g, false, true, N, OC, C, inp, C, weight, weight16, C, beta, out, OC);
 }
 
 void gpt2_matmul_backward(float *restrict dinp, float *restrict dweight, float *restrict dbias,
                           const float *restrict dout, const float *restrict inp,
-                          const float *restrict weight, int N, int C, int OC, const gpt2_gemm *g)
+                          const float *restrict weight, const uint16_t *weight16, int N, int C,
+                          int OC, const gpt2_gemm *g)
 {
     /* dinp (N,C) += dout (N,OC) · weight (OC,C) */
-    product(g, false, false, N, C, OC, dout, OC, weight, C, 1.0f, dinp, C);
+    product(g, false, false, N, C, OC, dout, OC, weight, weight16, C, 1.0f, dinp, C);
     /* dweight (OC,C) += doutᵀ (OC,N) · inp (N,C) */
-    product(g, true, false, OC, C, N, dout, OC, inp, C, 1.0f, dweight, C);
+    product(g, true, false, OC, C, N, dout, OC, inp, NULL, C, 1.0f, dweight, C);
     if (!dbias)
         return;
 #pragma omp parallel for schedule(static) if ((size_t)N * OC >= PAR_MIN)

@@ -27,6 +27,7 @@
 #define ZEROC_MODELS_GPT2_LAYERS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "zeroc/gemm.h"
 
@@ -73,10 +74,13 @@ typedef struct {
 /* Workspace bytes the bf16 products of a linear layer C → OC over N rows need. */
 size_t gpt2_matmul_workspace_bytes(int N, int C, int OC);
 
-/* out = inp · weightᵀ + bias (one product). */
+/* out = inp · weightᵀ + bias (one product). In bf16 mode the weight may come as bf16 bits
+ * (weight16, e.g. the engine's stored parameters: not rounded again; weight is then unused and
+ * may be NULL); otherwise weight16 is NULL. */
 void gpt2_matmul_forward(float *restrict out,          // (N,OC)
                          const float *restrict inp,    // (N,C)
                          const float *restrict weight, // (OC,C)
+                         const uint16_t *weight16,     // (OC,C) bf16, or NULL
                          const float *restrict bias,   // (OC) or NULL
                          int N, int C, int OC, const gpt2_gemm *g);
 void gpt2_matmul_backward(float *restrict dinp,         // (N,C) accumulated
@@ -85,6 +89,7 @@ void gpt2_matmul_backward(float *restrict dinp,         // (N,C) accumulated
                           const float *restrict dout,   // (N,OC)
                           const float *restrict inp,    // (N,C)
                           const float *restrict weight, // (OC,C)
+                          const uint16_t *weight16,     // (OC,C) bf16, or NULL
                           int N, int C, int OC, const gpt2_gemm *g);
 
 /* Causal multi-head self-attention over a fused QKV projection. Row (b,t) of qkv is

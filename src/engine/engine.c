@@ -62,6 +62,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "digests assume little
 typedef struct {
     zc_param_info info;
     zc_init init;
+    bool widened; /* mixed: its part of the unit's fp32 view is filled (while acquired) */
 } param_t;
 
 typedef struct {
@@ -1181,14 +1182,15 @@ static zc_status prefetch(zc_engine *e, zc_err *err)
     return read_ahead(e, err);
 }
 
-/* Mixed precision: the unit's 16-bit parameters (full) widened into the fp32 view. */
+/* Mixed precision: room for the unit's fp32 view. Each parameter is widened into it when the
+ * model first asks for it in fp32 (zc_engine_param); one the model reads only in its stored
+ * 16 bits (zc_engine_param_stored, e.g. a weight matrix fed to a bf16 product) never is. */
 static zc_status make_view(zc_engine *e, int i, zc_err *err)
 {
     unit_t *u = &e->units[i];
     size_t P = u->info.padded;
     if (!(u->view = work_alloc(e, P * sizeof(float), false)))
         return oom(e, err, "the fp32 view of the parameters", i, P * sizeof(float));
-    zc_dtype_widen(e->pdt, u->full, u->view, P);
     return ZC_OK;
 }
 
@@ -1219,10 +1221,8 @@ zc_status zc_engine_acquire(zc_engine *e, int i, zc_err *err)
         st = gather_start(e, i, err);
     if (!st)
         st = gather_wait(e, i, err);
-    if (!st && e->mixed) { /* the fp32 view replaces the gathered 16-bit copy */
+    if (!st && e->mixed) /* beside the gathered 16-bit copy, which stays until release */
         st = make_view(e, i, err);
-        work_free(e, &u->full, u->info.padded * e->ps);
-    }
     if (!st && e->trace_done && e->trace_pos >= 0)
         st = prefetch(e, err);
     u->acquired = !st;
@@ -1236,6 +1236,8 @@ zc_status zc_engine_release(zc_engine *e, int i, zc_err *err)
     record(e, EV_RELEASE, i);
     u->acquired = false;
     work_free(e, &u->view, u->info.padded * sizeof(float));
+    for (int p = u->info.first_param; p < u->info.first_param + u->info.nparams; p++)
+        e->params[p].widened = false;
     if (e->stage == 3) {
         work_free(e, &u->full, u->info.padded * e->ps);
         e->gathered_elems -= (int64_t)u->info.padded;
@@ -1246,10 +1248,26 @@ zc_status zc_engine_release(zc_engine *e, int i, zc_err *err)
 float *zc_engine_param(zc_engine *e, int param)
 {
     ZC_ASSERT(param >= 0 && param < e->nparams);
+    param_t *pp = &e->params[param];
+    const zc_param_info *p = &pp->info;
+    const unit_t *u = &e->units[p->unit];
+    ZC_ASSERT(u->acquired);
+    if (!e->mixed)
+        return (float *)u->full + p->offset;
+    if (!pp->widened) {
+        zc_dtype_widen(e->pdt, at(u->full, p->offset, e->ps), u->view + p->offset, p->numel);
+        pp->widened = true;
+    }
+    return u->view + p->offset;
+}
+
+const void *zc_engine_param_stored(zc_engine *e, int param)
+{
+    ZC_ASSERT(param >= 0 && param < e->nparams);
     const zc_param_info *p = &e->params[param].info;
     const unit_t *u = &e->units[p->unit];
     ZC_ASSERT(u->acquired);
-    return (e->mixed ? u->view : (float *)u->full) + p->offset;
+    return at(u->full, p->offset, e->ps);
 }
 
 float *zc_engine_grad(zc_engine *e, int param)

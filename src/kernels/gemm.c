@@ -114,16 +114,12 @@ static void sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const floa
                 N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* The oneDNN primitive for this product (created on first use; NULL if oneDNN cannot). fp32
- * operands are read in place (strides lda, ldb); bf16 ones from compact copies in their stored
- * orientation (leading dimensions ignored in the key). */
+/* The oneDNN primitive for this product (created on first use; NULL if oneDNN cannot), with the
+ * leading dimensions of the memory it will read: the operands themselves, or their compact bf16
+ * copies. */
 static dnnl_primitive_t primitive(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, int lda,
                                   int ldb, float alpha, float beta, int ldc)
 {
-    if (t == ZC_GEMM_BF16) { /* the copies' leading dimensions */
-        lda = ta ? M : K;
-        ldb = tb ? K : N;
-    }
     for (int i = 0; i < CACHE; i++) {
         entry *c = &G.cache[i];
         if (c->used && c->type == t && c->M == M && c->N == N && c->K == K && c->ta == ta &&
@@ -206,7 +202,10 @@ void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha,
     ZC_ASSERT(M > 0 && N > 0 && K > 0);
     init();
     dnnl_primitive_t prim =
-        G.portable ? NULL : primitive(t, ta, tb, M, N, K, lda, ldb, alpha, beta, ldc);
+        G.portable ? NULL
+        : t == ZC_GEMM_F32
+            ? primitive(t, ta, tb, M, N, K, lda, ldb, alpha, beta, ldc)
+            : primitive(t, ta, tb, M, N, K, ta ? M : K, tb ? K : N, alpha, beta, ldc);
     if (t == ZC_GEMM_F32) {
         if (prim)
             execute(prim, A, B, C);
@@ -227,6 +226,29 @@ void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha,
     round_rows(A, arows, acols, lda, a, false);
     round_rows(B, brows, bcols, ldb, b, false);
     execute(prim, a, b, C);
+}
+
+void zc_gemm_bf16_b16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                      const uint16_t *B, int ldb, float beta, float *C, int ldc, void *workspace,
+                      size_t workspace_bytes)
+{
+    ZC_ASSERT(M > 0 && N > 0 && K > 0);
+    ZC_ASSERT(workspace && workspace_bytes >= zc_gemm_workspace_bytes(M, N, K));
+    init();
+    const int arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
+    dnnl_primitive_t prim = G.portable ? NULL : primitive(ZC_GEMM_BF16, ta, tb, M, N, K, acols,
+                                                          ldb, alpha, beta, ldc);
+    if (!prim) { /* A rounded, B widened (exactly), then sgemm */
+        float *a = workspace, *b = a + (size_t)M * (size_t)K;
+        round_rows(A, arows, acols, lda, a, true);
+        for (int r = 0; r < brows; r++)
+            zc_bf16_to_f32(B + (size_t)r * ldb, b + (size_t)r * bcols, (size_t)bcols);
+        sgemm(ta, tb, M, N, K, alpha, a, acols, b, bcols, beta, C, ldc);
+        return;
+    }
+    uint16_t *a = workspace;
+    round_rows(A, arows, acols, lda, a, false);
+    execute(prim, a, B, C);
 }
 
 const char *zc_gemm_path(zc_gemm_type t)
