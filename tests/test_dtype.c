@@ -4,6 +4,7 @@
  * of every halfway point of a sample of 16-bit values, which are the ties), and the special
  * values: ±0, ±inf, NaN, fp16 subnormals and the overflow threshold. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,9 @@ static float fb(uint32_t u)
     memcpy(&f, &u, 4);
     return f;
 }
+
+/* the same bits (NaN payloads included) */
+static int same(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
 int main(void)
 {
@@ -61,6 +65,28 @@ int main(void)
     }
     CHECK(!bad_bf, "bf16: %ld of %ld values differ from the reference", bad_bf, total);
     CHECK(!bad_h, "fp16: %ld of %ld values differ from the reference", bad_h, total);
+
+    /* a conversion large enough to be split among threads (not a multiple of the block):
+     * every element as the reference, both directions */
+    {
+        const size_t M = (1u << 20) + 7;
+        float *big = malloc(M * 4), *wide = malloc(M * 4);
+        uint16_t *h16 = malloc(M * 2);
+        long bad = 0;
+        omp_set_num_threads(2);
+        for (size_t i = 0; i < M; i++)
+            big[i] = fb((uint32_t)(i * 4099u + 17u));
+        zc_f32_to_bf16(big, h16, M);
+        zc_bf16_to_f32(h16, wide, M);
+        for (size_t i = 0; i < M; i++)
+            bad += h16[i] != zc_f32_to_bf16_ref(big[i]) || !same(wide[i], fb((uint32_t)h16[i] << 16));
+        zc_f32_to_f16(big, h16, M);
+        zc_f16_to_f32(h16, wide, M);
+        for (size_t i = 0; i < M; i++)
+            bad += h16[i] != zc_f32_to_f16_ref(big[i]) || !same(wide[i], zc_f16_to_f32_ref(h16[i]));
+        CHECK(!bad, "threaded conversions of %zu values: %ld differ from the references", M, bad);
+        free(big), free(wide), free(h16);
+    }
 
     /* ties: exactly halfway between two 16-bit values, and one fp32 ulp either side */
     bad_bf = bad_h = 0;

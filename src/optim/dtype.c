@@ -4,6 +4,7 @@
  * rint(), a different route to the same answer, so a test of one against the other means
  * something. Special values are handled with selects, not branches, so loops vectorise. */
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #include "zeroc/dtype.h"
@@ -30,19 +31,46 @@ static inline uint16_t bf16_one(float f)
     return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
-void zc_f32_to_bf16(const float *restrict src, uint16_t *restrict dst, size_t n)
+/* Large conversions run in one parallel region, in blocks the threads take statically (each
+ * element's result does not depend on the split); small ones — and calls from inside another
+ * parallel region, where OpenMP runs the inner one on one thread — stay on the caller's. */
+enum { BLOCK = 1 << 16, PAR_MIN = 1 << 18 };
+typedef void (*block_fn)(const void *src, void *dst, size_t lo, size_t hi);
+
+static void blocked(block_fn f, const void *src, void *dst, size_t n)
 {
+    if (n < PAR_MIN || omp_in_parallel()) { /* not even a one-thread region: they cost */
+        f(src, dst, 0, n);
+        return;
+    }
+    long nb = (long)((n + BLOCK - 1) / BLOCK);
+#pragma omp parallel for schedule(static)
+    for (long b = 0; b < nb; b++) {
+        size_t lo = (size_t)b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+        f(src, dst, lo, hi);
+    }
+}
+
+static void to_bf16(const void *s, void *d, size_t lo, size_t hi)
+{
+    const float *restrict src = s;
+    uint16_t *restrict dst = d;
 #pragma omp simd
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = lo; i < hi; i++)
         dst[i] = bf16_one(src[i]);
 }
 
-void zc_bf16_to_f32(const uint16_t *restrict src, float *restrict dst, size_t n)
+static void from_bf16(const void *s, void *d, size_t lo, size_t hi)
 {
+    const uint16_t *restrict src = s;
+    float *restrict dst = d;
 #pragma omp simd
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = lo; i < hi; i++)
         dst[i] = from_bits((uint32_t)src[i] << 16);
 }
+
+void zc_f32_to_bf16(const float *src, uint16_t *dst, size_t n) { blocked(to_bf16, src, dst, n); }
+void zc_bf16_to_f32(const uint16_t *src, float *dst, size_t n) { blocked(from_bf16, src, dst, n); }
 
 static inline uint16_t f16_one(float f)
 {
@@ -58,13 +86,6 @@ static inline uint16_t f16_one(float f)
     return (uint16_t)(sign | r);
 }
 
-void zc_f32_to_f16(const float *restrict src, uint16_t *restrict dst, size_t n)
-{
-#pragma omp simd
-    for (size_t i = 0; i < n; i++)
-        dst[i] = f16_one(src[i]);
-}
-
 static inline float f16_to_f32_one(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
@@ -76,12 +97,26 @@ static inline float f16_to_f32_one(uint16_t h)
     return from_bits(sign | r);
 }
 
-void zc_f16_to_f32(const uint16_t *restrict src, float *restrict dst, size_t n)
+static void to_f16(const void *s, void *d, size_t lo, size_t hi)
 {
+    const float *restrict src = s;
+    uint16_t *restrict dst = d;
 #pragma omp simd
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = lo; i < hi; i++)
+        dst[i] = f16_one(src[i]);
+}
+
+static void from_f16(const void *s, void *d, size_t lo, size_t hi)
+{
+    const uint16_t *restrict src = s;
+    float *restrict dst = d;
+#pragma omp simd
+    for (size_t i = lo; i < hi; i++)
         dst[i] = f16_to_f32_one(src[i]);
 }
+
+void zc_f32_to_f16(const float *src, uint16_t *dst, size_t n) { blocked(to_f16, src, dst, n); }
+void zc_f16_to_f32(const uint16_t *src, float *dst, size_t n) { blocked(from_f16, src, dst, n); }
 
 /* ---------- references: rounding in double ---------- */
 
