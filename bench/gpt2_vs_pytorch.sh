@@ -1,41 +1,68 @@
 #!/usr/bin/env bash
-# gpt2_vs_pytorch.sh [STEPS] — trains the same GPT-2 with zeroc (one process, stage 0, 2 BLAS /
-# OpenMP threads) and with Debian's PyTorch (one process, 2 threads), same shapes, AdamW, same
-# random-token file, and prints tokens/s of both and the ratio, for
-#   (a) L=4 C=256 H=4 V=50304 T=128 B=4   and   (b) GPT-2 124M (L=12 C=768 H=12 V=50257) T=64 B=4.
-# Also prints zeroc's model FLOPs utilisation against the machine's sgemm peak (MACHINE-FACTS:
-# ~200 GFLOP/s AVX2 on 2 threads). Run by hand; not a test. Needs python3-torch and numpy.
+# gpt2_vs_pytorch.sh [STEPS] — zeroc against PyTorch (Debian's python3-torch) on the same GPT-2,
+# the same initialisation, the same random-token file and the same data order, AdamW, for
+#   (a) L=4 C=256 H=4 V=50304 T=128 B=4   and   (b) GPT-2 124M (L=12 C=768 H=12 V=50257) T=64 B=4,
+# each as 1 process × 2 threads and as 2 processes × 1 thread (zeroc: mpirun, stage 0;
+# PyTorch: gloo DistributedDataParallel), in fp32 and in bf16 (zeroc --dtype bf16; PyTorch
+# torch.autocast bf16). One row each: median ms/step after two warm-up steps, the speed ratio,
+# zeroc's model GFLOP/s against this machine's measured peak (bench_peak: FMA for fp32, the best
+# bf16 unit for bf16), and both first and last losses (a peer slowed by bad numerics shows in
+# them). STEPS defaults to 8. About 10 minutes on 2 cores. Run by hand; not a test.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-steps=${1:-12}
+steps=${1:-8}
+zeroc=${ZEROC:-$root/build/zeroc}
 tmp=$(mktemp -d)
-# passive: idle OpenMP threads must not spin on the cores OpenBLAS needs (5–10x on mixed kernels)
-export OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive
+trap 'rm -rf "$tmp"' EXIT
+export OMP_WAIT_POLICY=passive OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 /usr/bin/python3 "$root/bench/random_tokens.py" "$tmp/tok.bin"
-run() { # name L C H V T B
-  local name=$1 L=$2 C=$3 H=$4 V=$5 T=$6 B=$7
-  "$root/build/zeroc" train --model gpt2 --data "$tmp/tok.bin" --layers "$L" --channels "$C" \
-    --heads "$H" --vocab "$V" --seq-len "$T" --micro-batch "$B" --steps "$steps" --lr 1e-4 \
-    --report "$tmp/$name.json" > "$tmp/$name.log"
-  local zms
-  zms=$(python3 -c "import json,statistics;r=json.load(open('$tmp/$name.json'));print(statistics.median(r['step_ms'][2:]))")
-  local py
-  py=$(/usr/bin/python3 "$root/bench/pytorch_gpt2.py" "$tmp/tok.bin" "$L" "$C" "$H" "$V" "$T" "$B" "$steps")
-  local pms
-  pms=$(echo "$py" | awk '{print $3}')
-  python3 - "$name" "$zms" "$pms" "$L" "$C" "$V" "$T" "$B" <<'PY'
-import sys
-name, zms, pms = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-L, C, V, T, B = map(int, sys.argv[4:9])
+"$root/build/bench_peak" > "$tmp/peak.txt"
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-); peaks (GFLOP/s, 2 threads):" \
+  "$(awk '$3 == 2 {printf "%s %s  ", $2, $4}' "$tmp/peak.txt")"
+printf '%-5s %-5s %-5s | %9s %9s %7s | %22s | %-33s\n' shape procs dtype "zeroc ms" "torch ms" \
+  "speed" "zeroc GFLOP/s (% peak)" "loss first→last zeroc / torch"
+
+run() { # name L C H V T B procs dtype
+  local name=$1 L=$2 C=$3 H=$4 V=$5 T=$6 B=$7 procs=$8 dtype=$9 zl pl
+  local zargs=(train --model gpt2 --data "$tmp/tok.bin" --layers "$L" --channels "$C" --heads "$H"
+               --vocab "$V" --seq-len "$T" --micro-batch "$B" --steps "$steps" --lr 1e-4
+               --dtype "$dtype" --report "$tmp/z.json")
+  local pargs=("$tmp/tok.bin" "$L" "$C" "$H" "$V" "$T" "$B" "$steps")
+  [[ $dtype == bf16 ]] && pargs+=(--autocast)
+  if [[ $procs == 1x2 ]]; then
+    env OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 "$zeroc" "${zargs[@]}" > "$tmp/z.log"
+    pl=$(env OMP_NUM_THREADS=2 /usr/bin/python3 "$root/bench/pytorch_gpt2.py" "${pargs[@]}")
+  else
+    mpirun --oversubscribe --bind-to none -np 2 -x OMP_WAIT_POLICY "$zeroc" "${zargs[@]}" \
+      > "$tmp/z.log"
+    pl=$(/usr/bin/python3 "$root/bench/pytorch_gpt2.py" "${pargs[@]}" --ranks 2)
+  fi
+  python3 - "$tmp" "$name" "$procs" "$dtype" "$L" "$C" "$V" "$T" "$B" "$pl" <<'PY'
+import json, statistics, sys
+tmp, name, procs, dtype = sys.argv[1:5]
+L, C, V, T, B = map(int, sys.argv[5:10])
+py = sys.argv[10].split()
+r = json.load(open(f"{tmp}/z.json"))
+zms, pms = statistics.median(r["step_ms"][2:]), float(py[2])
+tl = [float(x) for x in py[py.index("losses") + 1:]]
 Vp = (V + 127) // 128 * 128
 params = Vp * C + T * C + L * (12 * C * C + 13 * C) + 2 * C
-flops = 6 * params * B * T + L * 6 * 2 * B * T * T * C  # matmuls + attention, fwd+bwd
-tok = B * T
-print(f"{name}: zeroc {zms:.1f} ms/step ({tok / zms * 1e3:.0f} tok/s), pytorch {pms:.1f} ms/step "
-      f"({tok / pms * 1e3:.0f} tok/s), zeroc/pytorch speed {pms / zms:.2f}x, "
-      f"zeroc {flops / zms / 1e6:.1f} GFLOP/s = {flops / zms / 1e6 / 200 * 100:.0f}% of the AVX2 "
-      f"2-thread sgemm peak")
+ranks = r["world_size"]
+flops = ranks * (6 * params * B * T + L * 6 * 2 * B * T * T * C)  # all ranks, fwd + bwd
+peaks = {l.split()[1]: float(l.split()[3]) for l in open(f"{tmp}/peak.txt") if l.split()[2] == "2"}
+unit = next(k for k in (["bf16_amx_tiles", "bf16_dot_avx512"] if dtype == "bf16" else [])
+            + ["fp32_fma_avx512", "fp32_fma_avx2"] if k in peaks)
+g = flops / zms / 1e6
+print(f"{name:<5} {procs:<5} {dtype:<5} | {zms:9.1f} {pms:9.1f} {pms / zms:6.2f}x | "
+      f"{g:7.1f} ({g / peaks[unit]:4.0%} {unit}) | "
+      f"{r['loss'][0]:.3f}→{r['loss'][-1]:.3f} / {tl[0]:.3f}→{tl[-1]:.3f}", flush=True)
 PY
 }
-run a 4 256 4 50304 128 4
-run b 12 768 12 50257 64 4
+
+for shape in "a 4 256 4 50304 128 4" "b 12 768 12 50257 64 4"; do
+  for procs in 1x2 2x1; do
+    for dtype in fp32 bf16; do
+      run $shape "$procs" "$dtype"
+    done
+  done
+done
