@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # checkpoint_io.sh [DIR] — save and load time of a GPT-2 124M checkpoint (12 × 768, fp32 weights
 # + Adam moments ≈ 1.5 GB) on 2 ranks at stage 3, against dd writing and reading the same bytes
-# (two files in parallel, fsync'd) on the same disk. Run by hand; not a test.
+# (two files in parallel, O_DIRECT, fsync'd) on the same disk. Run by hand; not a test.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$root/build/bench-ckpt}
@@ -22,8 +22,8 @@ load=$("$root/tests/mpirun.sh" 2 "$root/build/zeroc" train "${args[@]}" --steps 
 bytes=$(du -sb "$dir/ck/step-000001" | cut -f1)
 half=$((bytes / 2 / 1048576))
 t0=$(date +%s.%N)
-dd if=/dev/zero of="$dir/dd0" bs=1M count="$half" conv=fsync status=none &
-dd if=/dev/zero of="$dir/dd1" bs=1M count="$half" conv=fsync status=none &
+dd if=/dev/zero of="$dir/dd0" bs=1M count="$half" oflag=direct conv=fsync status=none &
+dd if=/dev/zero of="$dir/dd1" bs=1M count="$half" oflag=direct conv=fsync status=none &
 wait
 t1=$(date +%s.%N)
 sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true

@@ -241,7 +241,7 @@ static void errors(zc_aio_engine engine, knobs k)
     /* a real errno from the kernel: a bad descriptor */
     zc_aio_read(a, &op, -1, "/no/such/swap", back, A, 3 * A);
     CHECK(zc_aio_wait(a, &op, &err) == ZC_EIO &&
-              has(err.msg, "swap file '/no/such/swap': read of 4096 bytes at offset 12288: "
+              has(err.msg, "file '/no/such/swap': read of 4096 bytes at offset 12288: "
                            "Bad file descriptor"),
           "%s: bad fd: %s", en, err.msg);
 

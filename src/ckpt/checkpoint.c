@@ -29,6 +29,7 @@
 #include "ckpt/safetensors_header.h"
 #include "util/crc32c.h"
 #include "engine/engine_state.h"
+#include "offload/direct_file.h"
 #include "zeroc/checkpoint.h"
 
 enum { FORMAT_VERSION = 1, HEADER_BYTES = 32 };
@@ -176,51 +177,43 @@ static zc_status write_shard(zc_engine *e, const char *path, int64_t step, uint3
                              int64_t *bytes, zc_err *err)
 {
     const int K = zc_engine_moments(e), nunits = zc_engine_num_units(e);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0)
-        return zc_err_set(err, ZC_EIO, "cannot create '%s': %m", path);
+    zc_direct_file *f;
+    zc_status st = zc_direct_file_open(&f, path, err);
+    if (st)
+        return st;
     unsigned char hdr[HEADER_BYTES] = {0};
     int32_t v[4] = {FORMAT_VERSION, zc_engine_rank(e), zc_engine_world_size(e), nunits};
     memcpy(hdr, MAGIC, 8);
     memcpy(hdr + 8, v, sizeof v);
     memcpy(hdr + 24, &step, 8);
     uint32_t c = zc_crc32c(0, hdr, sizeof hdr);
-    int bad = write_all(fd, hdr, sizeof hdr);
+    st = zc_direct_file_append(f, hdr, sizeof hdr, err);
     int64_t total = HEADER_BYTES;
     /* through one 8 MiB buffer: a fresh buffer per unit cost a page fault per 4 KiB */
     enum { CHUNK = 2 << 20 };
     float *buf = malloc((size_t)CHUNK * sizeof(float));
-    if (!buf) {
-        close(fd);
-        return zc_err_set(err, ZC_ENOMEM, "out of memory writing '%s'", path);
-    }
-    zc_status xs = ZC_OK; /* reading the engine's state (a swap file may fail) */
-    for (int u = 0; u < nunits && !bad && !xs; u++) {
+    if (!st && !buf)
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory writing '%s'", path);
+    for (int u = 0; u < nunits && !st; u++) {
         size_t first, n;
         zc_engine_owned_range(e, u, &first, &n);
-        for (int kind = 0; kind <= K && !bad && !xs; kind++)
-            for (size_t at = 0; at < n && !bad && !xs; at += CHUNK) {
+        for (int kind = 0; kind <= K && !st; kind++)
+            for (size_t at = 0; at < n && !st; at += CHUNK) {
                 size_t k = n - at < CHUNK ? n - at : CHUNK;
-                if ((xs = zc_engine_export_owned(e, u, (zc_state_kind)kind, at, k, buf, err)))
+                if ((st = zc_engine_export_owned(e, u, (zc_state_kind)kind, at, k, buf, err)))
                     break;
                 c = zc_crc32c(c, buf, k * sizeof(float));
-                bad = write_all(fd, buf, k * sizeof(float));
+                st = zc_direct_file_append(f, buf, k * sizeof(float), err);
                 total += (int64_t)(k * sizeof(float));
             }
     }
     free(buf);
-    if (xs) {
-        close(fd);
-        return xs;
+    if (st) {
+        zc_direct_file_abort(f);
+        return st;
     }
-    if (!bad)
-        bad = fsync(fd);
-    int saved = errno;
-    bad |= close(fd);
-    if (bad) {
-        errno = saved;
-        return zc_err_set(err, ZC_EIO, "cannot write '%s': %m", path);
-    }
+    if ((st = zc_direct_file_close(f, err)))
+        return st;
     *crc = c;
     *bytes = total;
     return ZC_OK;

@@ -177,7 +177,7 @@ zc_status zc_aio_error(zc_err *err, const char *path, bool write, size_t len, in
     char buf[128];
     const char *why = error == ZC_AIO_EOF ? "unexpected end of file (was the file truncated?)"
                                           : strerror_r(error, buf, sizeof buf);
-    return zc_err_set(err, ZC_EIO, "swap file '%s': %s of %zu bytes at offset %lld: %s",
+    return zc_err_set(err, ZC_EIO, "file '%s': %s of %zu bytes at offset %lld: %s",
                       path ? path : "(unnamed)", write ? "write" : "read", len, (long long)off,
                       why);
 }
