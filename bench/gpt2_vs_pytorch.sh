@@ -6,7 +6,8 @@
 # PyTorch: gloo DistributedDataParallel), in fp32 and in bf16 (zeroc --dtype bf16; PyTorch
 # torch.autocast bf16). One row each: median ms/step after two warm-up steps, the speed ratio,
 # zeroc's model GFLOP/s against this machine's measured peak (bench_peak: FMA for fp32, the best
-# bf16 unit for bf16), and both first and last losses (a peer slowed by bad numerics shows in
+# bf16 unit for bf16), the share of zeroc's step outside the models' matrix products (rank 0),
+# and both first and last losses (a peer slowed by bad numerics shows in
 # them). STEPS defaults to 8. About 10 minutes on 2 cores. Run by hand; not a test.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,8 +20,8 @@ export OMP_WAIT_POLICY=passive OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_C
 "$root/build/bench_peak" > "$tmp/peak.txt"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-); peaks (GFLOP/s, 2 threads):" \
   "$(awk '$3 == 2 {printf "%s %s  ", $2, $4}' "$tmp/peak.txt")"
-printf '%-5s %-5s %-5s | %9s %9s %7s | %22s | %-33s\n' shape procs dtype "zeroc ms" "torch ms" \
-  "speed" "zeroc GFLOP/s (% peak)" "loss first→last zeroc / torch"
+printf '%-5s %-5s %-5s | %9s %9s %7s | %22s | %8s | %-33s\n' shape procs dtype "zeroc ms" \
+  "torch ms" "speed" "zeroc GFLOP/s (% peak)" "no-GEMM" "loss first→last zeroc / torch"
 
 run() { # name L C H V T B procs dtype
   local name=$1 L=$2 C=$3 H=$4 V=$5 T=$6 B=$7 procs=$8 dtype=$9 zl pl
@@ -53,8 +54,9 @@ peaks = {l.split()[1]: float(l.split()[3]) for l in open(f"{tmp}/peak.txt") if l
 unit = next(k for k in (["bf16_amx_tiles", "bf16_dot_avx512"] if dtype == "bf16" else [])
             + ["fp32_fma_avx512", "fp32_fma_avx2"] if k in peaks)
 g = flops / zms / 1e6
+outside = 1 - statistics.median(r["gemm"]["ms"][2:]) / zms  # rank 0's share outside products
 print(f"{name:<5} {procs:<5} {dtype:<5} | {zms:9.1f} {pms:9.1f} {pms / zms:6.2f}x | "
-      f"{g:7.1f} ({g / peaks[unit]:4.0%} {unit}) | "
+      f"{g:7.1f} ({g / peaks[unit]:4.0%} {unit}) | {outside:8.0%} | "
       f"{r['loss'][0]:.3f}→{r['loss'][-1]:.3f} / {tl[0]:.3f}→{tl[-1]:.3f}", flush=True)
 PY
 }

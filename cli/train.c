@@ -19,6 +19,7 @@
 #include "zeroc/comm.h"
 #include "zeroc/config.h"
 #include "zeroc/engine.h"
+#include "zeroc/gemm.h"
 #include "zeroc/mem.h"
 #include "zeroc/safetensors.h"
 
@@ -290,6 +291,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     double *gnorm = calloc((size_t)o.steps, sizeof(double));
     double *ms = calloc((size_t)o.steps, sizeof(double));
     double *scale = calloc((size_t)o.steps, sizeof(double));
+    double *gemm_ms = calloc((size_t)o.steps, sizeof(double)); /* in the models' products */
     double *hits = calloc((size_t)o.steps, sizeof(double));   /* stage-3 prefetch */
     double *misses = calloc((size_t)o.steps, sizeof(double));
     disk_step *disk_steps = calloc((size_t)o.steps, sizeof *disk_steps);
@@ -304,6 +306,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         double t0 = now_ms(), local = 0.0;
         zc_offload_stats d0;
         zc_engine_offload_stats(e, &d0);
+        const double gemm0 = zc_gemm_get_counters().seconds;
         zc_step_info info = {0};
         zc_engine_set_lr(e, lr_at(&o, cfg.lr, s));
         for (int k = 0; k < cfg.grad_accum && !st; k++) {
@@ -324,6 +327,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         hits[s] = (double)info.prefetch_hits;
         misses[s] = (double)info.prefetch_misses;
         ms[s] = now_ms() - t0;
+        gemm_ms[s] = 1e3 * (zc_gemm_get_counters().seconds - gemm0);
         zc_offload_stats d1;
         zc_engine_offload_stats(e, &d1);
         disk_step *ds = &disk_steps[s];
@@ -404,7 +408,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     }
     free(config_json);
     if (st) {
-        free(loss), free(gnorm), free(ms), free(scale), free(hits), free(misses);
+        free(loss), free(gnorm), free(ms), free(scale), free(hits), free(misses), free(gemm_ms);
         free(disk_steps);
         return cli_fail(comm, &err, st == ZC_ELOCKSTEP || st == ZC_ESTATE || st == ZC_EINVAL ||
                                         (st == ZC_EIO && ckpt_failed));
@@ -418,6 +422,9 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     rep.grad_norm = gnorm + first_step;
     rep.step_ms = ms + first_step;
     rep.loss_scale = scale + first_step;
+    rep.gemm_ms = gemm_ms + first_step;
+    rep.gemm_path_fp32 = zc_gemm_path(ZC_GEMM_F32);
+    rep.gemm_path_bf16 = zc_gemm_path(ZC_GEMM_BF16);
     if (cfg.stage == 3) {
         rep.prefetch_hits = hits + first_step;
         rep.prefetch_misses = misses + first_step;
@@ -461,6 +468,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
             st = train_report_write(&rep, o.report, &err);
     }
     free(all), free(loss), free(gnorm), free(ms), free(scale), free(hits), free(misses);
+    free(gemm_ms);
     free(disk_steps);
     model.destroy(&model);
     zc_engine_destroy(e);

@@ -34,6 +34,10 @@ zc_status train_report_write(const train_report *r, const char *path, zc_err *er
     cJSON_AddItemToObject(root, "grad_norm", num_array(r->grad_norm, r->steps));
     cJSON_AddItemToObject(root, "step_ms", num_array(r->step_ms, r->steps));
     cJSON_AddItemToObject(root, "loss_scale", num_array(r->loss_scale, r->steps));
+    cJSON *g = cJSON_AddObjectToObject(root, "gemm");
+    cJSON_AddStringToObject(g, "fp32_path", r->gemm_path_fp32);
+    cJSON_AddStringToObject(g, "bf16_path", r->gemm_path_bf16);
+    cJSON_AddItemToObject(g, "ms", num_array(r->gemm_ms, r->steps));
     if (r->prefetch_hits) {
         cJSON_AddItemToObject(root, "prefetch_hits", num_array(r->prefetch_hits, r->steps));
         cJSON_AddItemToObject(root, "prefetch_misses", num_array(r->prefetch_misses, r->steps));

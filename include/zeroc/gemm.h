@@ -44,6 +44,14 @@ void zc_gemm_bf16_b16(bool ta, bool tb, int M, int N, int K, float alpha, const 
                       const uint16_t *B, int ldb, float beta, float *C, int ldc, void *workspace,
                       size_t workspace_bytes);
 
+/* Since the process started: products, their FLOPs (2·M·N·K) and the seconds spent in them,
+ * operands' rounding included. */
+typedef struct {
+    int64_t calls;
+    double flops, seconds;
+} zc_gemm_counters;
+zc_gemm_counters zc_gemm_get_counters(void);
+
 /* The path products of type t take on this machine: "oneDNN <implementation>" (e.g. "oneDNN
  * brg:avx512_core_bf16", "oneDNN brg:avx512_core_amx"), "OpenBLAS sgemm" or "portable (sgemm
  * on bf16-rounded operands)". */

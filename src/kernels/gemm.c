@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -46,7 +47,17 @@ static struct {
     entry cache[CACHE];
     int next; /* the entry replaced when the cache is full */
     char path[96], path32[96]; /* what bf16 and fp32 products run on */
+    zc_gemm_counters ctr;
 } G;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+zc_gemm_counters zc_gemm_get_counters(void) { return G.ctr; }
 
 /* ZEROC_GEMM_ISA caps the instructions oneDNN may use (tests run every path the CPU offers). */
 static void cap_isa(void)
@@ -195,12 +206,10 @@ static void execute(dnnl_primitive_t prim, const void *A, const void *B, float *
     dnnl_memory_destroy(cm);
 }
 
-void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
-             int lda, const float *B, int ldb, float beta, float *C, int ldc, void *workspace,
-             size_t workspace_bytes)
+static void gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha,
+                 const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
+                 void *workspace, size_t workspace_bytes)
 {
-    ZC_ASSERT(M > 0 && N > 0 && K > 0);
-    init();
     dnnl_primitive_t prim =
         G.portable ? NULL
         : t == ZC_GEMM_F32
@@ -228,13 +237,11 @@ void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha,
     execute(prim, a, b, C);
 }
 
-void zc_gemm_bf16_b16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                      const uint16_t *B, int ldb, float beta, float *C, int ldc, void *workspace,
-                      size_t workspace_bytes)
+static void gemm_b16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const uint16_t *B, int ldb, float beta, float *C, int ldc, void *workspace,
+                     size_t workspace_bytes)
 {
-    ZC_ASSERT(M > 0 && N > 0 && K > 0);
     ZC_ASSERT(workspace && workspace_bytes >= zc_gemm_workspace_bytes(M, N, K));
-    init();
     const int arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
     dnnl_primitive_t prim = G.portable ? NULL : primitive(ZC_GEMM_BF16, ta, tb, M, N, K, acols,
                                                           ldb, alpha, beta, ldc);
@@ -249,6 +256,33 @@ void zc_gemm_bf16_b16(bool ta, bool tb, int M, int N, int K, float alpha, const 
     uint16_t *a = workspace;
     round_rows(A, arows, acols, lda, a, false);
     execute(prim, a, B, C);
+}
+
+/* The public entries: checks, lazy set-up, and the counters (time includes the rounding). */
+void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
+             int lda, const float *B, int ldb, float beta, float *C, int ldc, void *workspace,
+             size_t workspace_bytes)
+{
+    ZC_ASSERT(M > 0 && N > 0 && K > 0);
+    init();
+    double t0 = now_s();
+    gemm(t, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, workspace, workspace_bytes);
+    G.ctr.seconds += now_s() - t0;
+    G.ctr.flops += 2.0 * M * N * K;
+    G.ctr.calls++;
+}
+
+void zc_gemm_bf16_b16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                      const uint16_t *B, int ldb, float beta, float *C, int ldc, void *workspace,
+                      size_t workspace_bytes)
+{
+    ZC_ASSERT(M > 0 && N > 0 && K > 0);
+    init();
+    double t0 = now_s();
+    gemm_b16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, workspace, workspace_bytes);
+    G.ctr.seconds += now_s() - t0;
+    G.ctr.flops += 2.0 * M * N * K;
+    G.ctr.calls++;
 }
 
 const char *zc_gemm_path(zc_gemm_type t)
