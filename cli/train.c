@@ -4,11 +4,15 @@
  * The loop knows models only through train_model (cli/train_model.h): a model adaptor fills a
  * micro-batch for (step, micro-step, rank) and runs forward + backward. Everything about ZeRO is
  * the engine's; this file only measures and reports. */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -71,6 +75,65 @@ static rank_memory my_memory(const zc_mem *mem)
 
 static double comm_total(const zc_comm_counters *c, zc_comm_op op) { return (double)c->bytes[op]; }
 
+
+/* Can the run write `path` when it ends? Probed now, so that a typo costs nothing: an existing
+ * file must open for writing (it is not changed), a new one is created and removed again. */
+static zc_status probe_file(const char *flag, const char *path, zc_err *err)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    bool created = false;
+    if (fd < 0 && errno == ENOENT) {
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        created = fd >= 0;
+    }
+    if (fd < 0)
+        return zc_err_set(err, ZC_EINVAL, "%s %s: cannot write there: %s", flag, path,
+                          strerror(errno));
+    close(fd);
+    if (created)
+        unlink(path);
+    return ZC_OK;
+}
+
+/* The save directory: an existing one must be a directory the run can create files in; a new
+ * one is made and removed again (saving makes it). */
+static zc_status probe_dir(const char *flag, const char *dir, zc_err *err)
+{
+    char probe[4200];
+    bool made = mkdir(dir, 0755) == 0;
+    if (!made && errno != EEXIST)
+        return zc_err_set(err, ZC_EINVAL, "%s %s: cannot create it: %s", flag, dir,
+                          strerror(errno));
+    snprintf(probe, sizeof probe, "%s/.zeroc-probe-%d", dir, (int)getpid());
+    zc_status st = probe_file(flag, probe, err);
+    if (st)
+        snprintf(err->msg, sizeof err->msg, "%s %s: not a directory zeroc can write in", flag,
+                 dir);
+    if (made)
+        rmdir(dir);
+    return st;
+}
+
+/* Every output the run will write at its end, checked before its first step (rank 0 writes
+ * them; every rank learns the outcome). */
+static zc_status check_outputs(zc_comm *comm, const train_opts *o, zc_err *err)
+{
+    zc_status st = ZC_OK;
+    if (o->save_final && strcmp(o->model, "gpt2"))
+        st = zc_err_set(err, ZC_EINVAL, "--save-final: model '%s' has no own file format (use "
+                        "--save-weights)", o->model);
+    if (zc_comm_rank(comm) == 0) {
+        if (!st && o->report)
+            st = probe_file("--report", o->report, err);
+        if (!st && o->save_weights)
+            st = probe_file("--save-weights", o->save_weights, err);
+        if (!st && o->save_final)
+            st = probe_file("--save-final", o->save_final, err);
+        if (!st && o->save_dir)
+            st = probe_dir("--save-dir", o->save_dir, err);
+    }
+    return zc_comm_agree(comm, st, "checking the output paths", err);
+}
 
 /* Learning rate of optimizer step s (0-based): linear warmup over `warmup` steps, then constant
  * or a cosine decay to 10% of the peak at the last step. */
@@ -211,6 +274,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
                 o.sample_length < 1))
         st = zc_err_set(&err, ZC_EINVAL, "--val-every and --sample-every must be >= 0, "
                         "--val-batches and --sample-length >= 1");
+    if (!st)
+        st = check_outputs(comm, &o, &err);
     if (st)
         return cli_fail(comm, &err, true);
     if (rank == 0)
@@ -319,6 +384,10 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         double sum = 0.0;
         if (!st)
             st = zc_comm_sum_f64(comm, local, &sum, "loss", &err);
+        if (!st && !isfinite(sum)) /* the same sum on every rank: they all stop here */
+            st = zc_err_set(&err, ZC_ESTATE, "step %d: the loss is %g; stopped, nothing saved "
+                            "from this run's later steps (a lower --lr or --clip may help)",
+                            s + 1, sum);
         if (st)
             break;
         loss[s] = sum / ((double)nranks * cfg.grad_accum);
@@ -382,7 +451,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
                              (last && o.sample_every)))
             if ((st = model.sample(&model, s + 1, &err)))
                 break;
-        if (o.save_every && (s + 1) % o.save_every == 0) {
+        /* with --save-dir the last step is always saved, whatever --save-every says */
+        if (o.save_dir && ((o.save_every && (s + 1) % o.save_every == 0) || last)) {
             /* the trainer's position: the learning-rate schedule and the data order are pure
              * functions of the step (and the seed in the config), so these are for readers */
             char client[768];
@@ -439,13 +509,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     st = zc_engine_weights_sha256(e, rep.final_sha, &err);
     if (!st && o.save_weights)
         st = zc_safetensors_save(e, o.save_weights, &err);
-    if (!st && o.save_final) {
-        if (model.save_final)
-            st = model.save_final(&model, o.save_final, &err);
-        else
-            st = zc_err_set(&err, ZC_EINVAL, "--save-final: model '%s' has no own file format "
-                            "(use --save-weights)", o.model);
-    }
+    if (!st && o.save_final) /* check_outputs refused models without a format of their own */
+        st = model.save_final(&model, o.save_final, &err);
     rank_memory *all = calloc((size_t)nranks, sizeof *all);
     if (!st)
         st = zc_comm_control_gather(comm, &mine, all, sizeof mine, "memory report", &err);

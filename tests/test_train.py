@@ -8,6 +8,7 @@ weights against values computed here independently (DESIGN.md's formulas from th
 the MLP registers), never against zeroc's own earlier output."""
 import json
 import os
+import struct
 import sys
 
 from harness import Harness, read_safetensors
@@ -197,9 +198,73 @@ def test_stage3_default_prefetch_rss():
     check(rss[3] <= 0.40 * rss[0], f"stage 3 peak RSS {rss[3]} > 0.40 x stage 0's {rss[0]}")
 
 
+def test_outputs_checked_first():
+    """Every output path is checked before the first step: a report, weights or llm.c file in a
+    missing directory, a save directory that cannot be made, and --save-final for a model without
+    a format of its own stop the run at once (no step line), on 1 and 2 ranks, naming the flag
+    and the path; nothing is left behind by the probes."""
+    missing = os.path.join(TMP, "no-such-dir", "out")
+    plain = os.path.join(TMP, "plain-file")
+    open(plain, "w").close()
+    cases = [(["--report", missing + ".json"], ["--report", "no-such-dir"]),
+             (["--save-weights", missing + ".safetensors"], ["--save-weights", "no-such-dir"]),
+             (["--save-dir", os.path.join(plain, "ck")], ["--save-dir", "plain-file"]),
+             (["--save-final", os.path.join(TMP, "x.bin")], ["--save-final", "mlp"])]
+    for n in (1, 2):
+        for extra, needles in cases:
+            p = run(n, "--hidden", 32, "--layers", 2, "--steps", 50, *extra, ok=False)
+            check(p.returncode != 0, f"{extra} N={n}: exit 0")
+            check(all(x in p.stderr for x in needles), f"{extra} N={n}: {p.stderr!r}")
+            check("step " not in p.stdout, f"{extra} N={n}: training started")
+    check(sorted(os.listdir(TMP)).count("x.bin") == 0, "a probe left x.bin behind")
+    ok_report = os.path.join(TMP, "probe-ok.json")
+    run(1, "--hidden", 32, "--layers", 2, "--steps", 1, "--report", ok_report)
+    check(os.path.getsize(ok_report) > 0, "the report was not written after the probe")
+
+
+def test_save_dir_saves_last_step():
+    """--save-dir without --save-every saves the final state; with --save-every 2 and 3 steps
+    both step 2 and the last step are saved."""
+    d1, d2 = os.path.join(TMP, "ck-only-dir"), os.path.join(TMP, "ck-every2")
+    run(1, "--hidden", 32, "--layers", 2, "--steps", 3, "--save-dir", d1)
+    check(open(os.path.join(d1, "latest")).read().strip() == "step-000003",
+          f"--save-dir alone: {os.listdir(d1)}")
+    run(1, "--hidden", 32, "--layers", 2, "--steps", 3, "--save-dir", d2, "--save-every", 2)
+    got = sorted(x for x in os.listdir(d2) if x.startswith("step-"))
+    check(got == ["step-000002", "step-000003"], f"--save-every 2 --steps 3: {got}")
+
+
+def test_nonfinite_stops():
+    """A learning rate that overflows the weights stops training at the step that did it, on
+    every rank, naming the step, the unit and the tensor, and writes no weights (a ReLU network
+    would otherwise report finite losses over NaN weights); a NaN in an --init file is refused
+    naming the tensor and the element."""
+    w = os.path.join(TMP, "nan.safetensors")
+    for n in (1, 2):
+        p = run(n, "--hidden", 32, "--layers", 2, "--steps", 3, "--lr", "1e300", "--stage", 1,
+                "--save-weights", w, ok=False)
+        check(p.returncode != 0 and "step 1:" in p.stderr and "unit 'fc" in p.stderr
+              and "inf or NaN" in p.stderr, f"N={n}: {p.stderr!r}")
+        check("fc0.weight" in p.stderr or n == 2 and "fc" in p.stderr, f"N={n}: no tensor named")
+        check(not os.path.exists(w), f"N={n}: weights written")
+    good = os.path.join(TMP, "good.safetensors")
+    run(1, "--hidden", 32, "--layers", 2, "--steps", 1, "--save-weights", good)
+    data = bytearray(open(good, "rb").read())
+    (hlen,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + hlen])
+    begin = header["fc1.bias"]["data_offsets"][0]
+    struct.pack_into("<f", data, 8 + hlen + begin + 4 * 5, float("nan"))
+    bad = os.path.join(TMP, "bad.safetensors")
+    open(bad, "wb").write(bytes(data))
+    p = run(1, "--hidden", 32, "--layers", 2, "--steps", 1, "--init", bad, ok=False)
+    check(p.returncode != 0 and "fc1.bias" in p.stderr and "element 5" in p.stderr
+          and "finite" in p.stderr, f"--init with a NaN: {p.stderr!r}")
+
+
 TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_gradient_accumulation, test_bad_input, test_ranks_disagree,
-         test_stage3_default_prefetch_rss]
+         test_stage3_default_prefetch_rss, test_outputs_checked_first,
+         test_save_dir_saves_last_step, test_nonfinite_stops]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

@@ -507,6 +507,12 @@ zc_status zc_gpt2_load_llmc(zc_gpt2 *m, const char *path, zc_err *err)
             size_t k = n - done < chunk ? n - done : chunk;
             st = llmc_ckpt_read(path, &h, tensor, (size_t)layer * numel + first + done, k, buf,
                                 err);
+            for (size_t i = 0; i < k && !st; i++) /* a NaN would train on, unseen */
+                if (!isfinite(buf[i]))
+                    st = zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' holds %g at element %zu: "
+                                    "initial weights must be finite", path,
+                                    zc_engine_param_info(m->e, p)->name, (double)buf[i],
+                                    first + done + i);
             if (!st)
                 st = zc_engine_set_param_values(m->e, p, first + done, k, buf, err);
         }

@@ -2,6 +2,7 @@
  * zeroc/safetensors.h). Collective; rank 0 writes. The header is built first from the parameter
  * table (shapes and offsets are known without touching data), then each unit is gathered and
  * its parameters appended, so memory stays at one unit. */
+#include <math.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -200,7 +201,13 @@ zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err)
                     memcpy(&buf[i], &u, 4);
                 }
             }
-            st = zc_engine_set_param_values(e, p, first, n, buf, err);
+            for (size_t i = 0; i < n && !st; i++) /* a NaN would train on, unseen */
+                if (!isfinite(buf[i]))
+                    st = zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' holds %g at element %zu: "
+                                    "initial weights must be finite", path, pi->name,
+                                    (double)buf[i], first + i);
+            if (!st)
+                st = zc_engine_set_param_values(e, p, first, n, buf, err);
         }
         free(buf);
     }

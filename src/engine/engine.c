@@ -87,6 +87,7 @@ typedef struct {
     void *gwrite_buf;     /* grads on disk: the reduced shard on its way to disk */
     zc_aio_op gwrite;
     double sumsq;         /* grads on disk: Σg² of the shard, taken before it left RAM */
+    int64_t nonfinite;    /* weights the last update left inf or NaN (this rank's range) */
 } unit_t;
 
 enum { CHUNK = 2048 }; /* elements converted at a time through a stack buffer */
@@ -1322,21 +1323,42 @@ zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
 /* The optimizer over n elements of an optimizer range: on the fp32 weights w (the parameters, or
  * the master copy) from gradients of the stored type, then, in mixed precision, w rounded into
  * the 16-bit params. */
-static void update_span(const zc_engine *e, float *w, const void *g, float *m, float *v,
-                        void *params, size_t n, float gscale)
+static int64_t update_span(const zc_engine *e, float *w, const void *g, float *m, float *v,
+                           void *params, size_t n, float gscale)
 {
+    int64_t bad;
     if (e->cfg.optim == ZC_OPTIM_SGD) {
         zc_sgd_hparams h = {e->lr, e->cfg.momentum, e->cfg.weight_decay};
-        zc_sgd_update(w, g, e->gdt, m, n, gscale, &h);
+        bad = zc_sgd_update(w, g, e->gdt, m, n, gscale, &h);
     } else {
         zc_adam_hparams h = {.lr = e->lr, .beta1 = e->cfg.beta1, .beta2 = e->cfg.beta2,
                              .eps = e->cfg.eps, .weight_decay = e->cfg.weight_decay,
                              .decoupled = e->cfg.optim == ZC_OPTIM_ADAMW || e->cfg.adam_w_mode,
                              .step = e->step + 1};
-        zc_adam_update(w, g, e->gdt, m, v, n, gscale, &h);
+        bad = zc_adam_update(w, g, e->gdt, m, v, n, gscale, &h);
     }
     if (e->mixed)
         zc_dtype_narrow(e->pdt, w, params, n);
+    return bad;
+}
+
+/* The first parameter of unit u holding a non-finite weight, if its weights are in RAM. */
+static const char *nonfinite_param(const zc_engine *e, const unit_t *u)
+{
+    const float *w = e->mixed ? u->master : (const float *)owned_params(e, u);
+    if (!w) /* on disk */
+        return NULL;
+    for (size_t i = 0; i < u->opt_n; i++) {
+        if (isfinite(w[i]))
+            continue;
+        size_t at = opt_lo(e, u) + i; /* logical element of the unit */
+        for (int p = u->info.first_param; p < u->info.first_param + u->info.nparams; p++) {
+            const zc_param_info *pi = &e->params[p].info;
+            if (at >= pi->offset && at < pi->offset + pi->numel)
+                return pi->name;
+        }
+    }
+    return NULL;
 }
 
 /* The unit's optimizer range: in place when all of it is in RAM, else sub-group by sub-group
@@ -1344,18 +1366,21 @@ static void update_span(const zc_engine *e, float *w, const void *g, float *m, f
 static zc_status unit_update(zc_engine *e, unit_t *u, float gscale, zc_err *err)
 {
     if (!u->njobs) {
-        update_span(e, e->mixed ? u->master : owned_params(e, u), owned_grads(e, u), u->m, u->v,
-                    owned_params(e, u), u->opt_n, gscale);
+        u->nonfinite = update_span(e, e->mixed ? u->master : owned_params(e, u),
+                                   owned_grads(e, u), u->m, u->v, owned_params(e, u), u->opt_n,
+                                   gscale);
         return ZC_OK;
     }
+    u->nonfinite = 0;
     const size_t sg = (size_t)e->plan.sub_group;
     zc_status st = ZC_OK;
     for (int j = 0; !st && j < u->njobs; j++) {
         void *a[ZC_NSTREAMS];
         size_t k = u->opt_n - (size_t)j * sg < sg ? u->opt_n - (size_t)j * sg : sg;
         if (!(st = zc_stream_next(e->stream, a, err))) {
-            update_span(e, a[ZC_STREAM_WEIGHTS], a[ZC_STREAM_GRADS], a[ZC_STREAM_M],
-                        a[ZC_STREAM_V], a[ZC_STREAM_PARAMS], k, gscale);
+            u->nonfinite += update_span(e, a[ZC_STREAM_WEIGHTS], a[ZC_STREAM_GRADS],
+                                        a[ZC_STREAM_M], a[ZC_STREAM_V], a[ZC_STREAM_PARAMS], k,
+                                        gscale);
             st = zc_stream_done(e->stream, err);
         }
     }
@@ -1541,6 +1566,22 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     }
     if (!st && e->stream) /* everything written back before anything reads it again */
         st = zc_stream_end(e->stream, err);
+    /* An update that overflowed the weights (a learning rate far too high, say) must not go
+     * on in silence — a ReLU would turn the NaNs into zeros and the loss would look fine. */
+    zc_status bad = ZC_OK;
+    for (int i = 0; !st && !bad && i < e->nunits; i++) {
+        const unit_t *u = &e->units[i];
+        if (!u->nonfinite)
+            continue;
+        const char *param = nonfinite_param(e, u);
+        bad = zc_err_set(err, ZC_ESTATE,
+                        "step %lld: the update left %lld weights of unit '%s'%s%s%s inf or NaN; "
+                        "training stopped (a lower learning rate or gradient_clipping may help)",
+                        (long long)e->step + 1, (long long)u->nonfinite, u->info.name,
+                        param ? " (first in '" : "", param ? param : "", param ? "')" : "");
+    }
+    if (!st) /* every rank stops, with the message of the one that found it */
+        st = zc_comm_agree(e->comm, bad, "checking the updated weights", err);
     if (e->aio) { /* the update phase's share of the disk traffic */
         zc_aio_counters io1 = zc_aio_get_counters(e->aio);
         e->update_seconds += now_s() - t_update;

@@ -62,20 +62,26 @@ static const float *grad_block(const void *g, zc_dtype gt, size_t lo, size_t hi,
  * calls spent a third of a bf16 step in futex and scheduler code). */
 enum { BLOCK = 16384 };
 
-void zc_adam_update(float *restrict p, const void *restrict g, zc_dtype gt, float *restrict m,
-                    float *restrict v, size_t n, float gscale, const zc_adam_hparams *h)
+int64_t zc_adam_update(float *restrict p, const void *restrict g, zc_dtype gt, float *restrict m,
+                       float *restrict v, size_t n, float gscale, const zc_adam_hparams *h)
 {
     const adam_consts k = adam_prepare(h);
     long nblocks = (long)((n + BLOCK - 1) / BLOCK);
-#pragma omp parallel for schedule(static) if (nblocks > 1)
+    int64_t bad = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bad) if (nblocks > 1)
     for (long b = 0; b < nblocks; b++) {
         size_t lo = (size_t)b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
         float buf[BLOCK];
         const float *gb = grad_block(g, gt, lo, hi, buf) - lo;
-#pragma omp simd
-        for (size_t i = lo; i < hi; i++)
+        int64_t nb = 0;
+#pragma omp simd reduction(+ : nb)
+        for (size_t i = lo; i < hi; i++) {
             adam_element(&p[i], gb[i] * gscale, &m[i], &v[i], &k);
+            nb += !isfinite(p[i]);
+        }
+        bad += nb;
     }
+    return bad;
 }
 
 void zc_adam_update_ref(float *p, const float *g, float *m, float *v, size_t n, float gscale,
@@ -98,28 +104,36 @@ static inline void sgd_element(float *p, float g, float *buf, float lr, float mo
     *p = *p - lr * d;
 }
 
-void zc_sgd_update(float *restrict p, const void *restrict g, zc_dtype gt, float *restrict buf,
-                   size_t n, float gscale, const zc_sgd_hparams *h)
+int64_t zc_sgd_update(float *restrict p, const void *restrict g, zc_dtype gt,
+                      float *restrict buf, size_t n, float gscale, const zc_sgd_hparams *h)
 {
     const float lr = (float)h->lr, mom = (float)h->momentum, wd = (float)h->weight_decay;
     if (h->momentum == 0.0)
         buf = NULL;
     long nblocks = (long)((n + BLOCK - 1) / BLOCK);
-#pragma omp parallel for schedule(static) if (nblocks > 1)
+    int64_t bad = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bad) if (nblocks > 1)
     for (long b = 0; b < nblocks; b++) {
         size_t lo = (size_t)b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
         float wide[BLOCK];
         const float *gb = grad_block(g, gt, lo, hi, wide) - lo;
+        int64_t nb = 0;
         if (buf) {
-#pragma omp simd
-            for (size_t i = lo; i < hi; i++)
+#pragma omp simd reduction(+ : nb)
+            for (size_t i = lo; i < hi; i++) {
                 sgd_element(&p[i], gb[i] * gscale, &buf[i], lr, mom, wd);
+                nb += !isfinite(p[i]);
+            }
         } else {
-#pragma omp simd
-            for (size_t i = lo; i < hi; i++)
+#pragma omp simd reduction(+ : nb)
+            for (size_t i = lo; i < hi; i++) {
                 sgd_element(&p[i], gb[i] * gscale, NULL, lr, mom, wd);
+                nb += !isfinite(p[i]);
+            }
         }
+        bad += nb;
     }
+    return bad;
 }
 
 void zc_sgd_update_ref(float *p, const float *g, float *buf, size_t n, float gscale,
