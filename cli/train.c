@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/train_model.h"
@@ -133,6 +135,34 @@ static zc_status check_outputs(zc_comm *comm, const train_opts *o, zc_err *err)
             st = probe_dir("--save-dir", o->save_dir, err);
     }
     return zc_comm_agree(comm, st, "checking the output paths", err);
+}
+
+/* A checkpoint resumes only into the model it was written for: the units' sizes are checked by
+ * the loader, but some shapes (GPT-2's head count) change no size. Every field the model
+ * describes itself by must match what the checkpoint's trainer recorded. */
+static zc_status same_model(const char *dir, const char *client, const train_opts *o,
+                            const train_model *m, zc_err *err)
+{
+    char want_text[sizeof m->describe + 64];
+    snprintf(want_text, sizeof want_text, "{\"model\": \"%s\"%s%s}", o->model,
+             m->describe[0] ? ", " : "", m->describe);
+    cJSON *have = client ? cJSON_Parse(client) : NULL, *want = cJSON_Parse(want_text);
+    zc_status st = ZC_OK;
+    if (!want)
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory");
+    for (const cJSON *w = want ? want->child : NULL; w && !st; w = w->next) {
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(have, w->string);
+        char *hs = h ? cJSON_PrintUnformatted(h) : NULL, *ws = cJSON_PrintUnformatted(w);
+        if (!h || !hs || !ws || strcmp(hs, ws))
+            st = zc_err_set(err, ZC_EINVAL, "--resume %s: the checkpoint was written for %s %s, "
+                            "this run has %s (resume with the same model shape)", dir,
+                            w->string, hs ? hs : "(not recorded)", ws ? ws : "?");
+        free(hs);
+        free(ws);
+    }
+    cJSON_Delete(have);
+    cJSON_Delete(want);
+    return st;
 }
 
 /* Learning rate of optimizer step s (0-based): linear warmup over `warmup` steps, then constant
@@ -305,10 +335,13 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
                         "file", o.init, o.model);
     int64_t first_step = 0;
     if (!st && o.resume) {
-        char dir[4096];
+        char dir[4096], *client = NULL;
         double t_load = now_ms();
         if (!(st = zc_ckpt_resolve(o.resume, dir, sizeof dir, &err)))
-            st = zc_ckpt_load(e, comm, dir, &first_step, NULL, &err);
+            st = zc_ckpt_load(e, comm, dir, &first_step, &client, &err);
+        if (!st) /* the same on every rank: every rank read the same manifest */
+            st = same_model(dir, client, &o, &model, &err);
+        free(client);
         if (!st && rank == 0)
             printf("resumed from %s at step %lld in %.2f s\n", dir, (long long)first_step,
                    (now_ms() - t_load) / 1e3);

@@ -268,8 +268,23 @@ def test_full_disk():
         subprocess.run(["umount", mnt])
 
 
+def test_resume_other_shape():
+    """A GPT-2 checkpoint of 2 heads does not resume into a model of 4 heads (the same unit
+    sizes, another model): refused naming the field and both values, before any step."""
+    args = gpt2_args()
+    d = H_.path("ck-shape")
+    train(1, "shape-a", *args, "--steps", 2, "--save-dir", d)
+    heads4 = list(args)
+    heads4[heads4.index("--heads") + 1] = 4
+    _, p = train(1, "shape-b", *heads4, "--steps", 4, "--resume", d, ok=False)
+    check(p.returncode != 0 and "num_heads 2" in p.stderr and "has 4" in p.stderr,
+          f"--heads 4 resumed a 2-head checkpoint: {p.stderr!r}")
+    check("step " not in p.stdout, "training started")
+
+
 TESTS = [test_exact_resume, test_crash_during_save, test_reshard, test_export_safetensors,
-         test_export_formats_and_init, test_export_memory_124m, test_corruption, test_full_disk]
+         test_export_formats_and_init, test_export_memory_124m, test_corruption, test_full_disk,
+         test_resume_other_shape]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])
