@@ -117,3 +117,12 @@ void args_usage(const char *synopsis, const arg_spec *specs, int nspecs)
     }
     printf("  %-24s %s\n", "--help", "print this help");
 }
+
+bool args_given(int argc, char **argv, int first, const char *flag)
+{
+    size_t n = strlen(flag);
+    for (int i = first; i < argc; i++)
+        if (strncmp(argv[i], flag, n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '='))
+            return true;
+    return false;
+}

@@ -26,6 +26,8 @@ typedef struct {
 zc_status args_parse(arg_spec *specs, int nspecs, int argc, char **argv, int first, zc_err *err);
 /* Applies the ARG_CONFIG flags that were given, in table order. */
 zc_status args_apply_config(const arg_spec *specs, int nspecs, zc_config *cfg, zc_err *err);
+/* Was flag given in argv[first..argc) (as "--flag value" or "--flag=value")? */
+bool args_given(int argc, char **argv, int first, const char *flag);
 /* Prints the flags and their help to stdout. */
 void args_usage(const char *synopsis, const arg_spec *specs, int nspecs);
 /* A subcommand's parse: with --help (or -h) anywhere, prints the usage (when `print`, i.e. on

@@ -137,6 +137,42 @@ static zc_status check_outputs(zc_comm *comm, const train_opts *o, zc_err *err)
     return zc_comm_agree(comm, st, "checking the output paths", err);
 }
 
+/* Flags that would be ignored, or silently replaced, are refused instead: the run would train
+ * something else than the command line says. Records which shape flags were given (beside an
+ * llm.c --init they must agree with the file: cli/train_gpt2.c). */
+static zc_status refuse_unused(int argc, char **argv, train_opts *o, zc_err *err)
+{
+    o->given.layers = args_given(argc, argv, 2, "--layers");
+    o->given.channels = args_given(argc, argv, 2, "--channels");
+    o->given.heads = args_given(argc, argv, 2, "--heads");
+    o->given.vocab = args_given(argc, argv, 2, "--vocab");
+    o->given.max_seq_len = args_given(argc, argv, 2, "--max-seq-len");
+    static const char *const gpt2_only[] = {
+        "--channels", "--heads", "--seq-len", "--max-seq-len", "--vocab", "--data", "--shuffle",
+        "--val-data", "--val-every", "--val-batches", "--activation-checkpointing",
+        "--sample-every", "--sample-length", "--save-final"};
+    const bool gpt2 = !strcmp(o->model, "gpt2");
+    for (size_t i = 0; !gpt2 && i < sizeof gpt2_only / sizeof *gpt2_only; i++)
+        if (args_given(argc, argv, 2, gpt2_only[i]))
+            return zc_err_set(err, ZC_EINVAL, "%s is a gpt2 flag; --model %s does not use it",
+                              gpt2_only[i], o->model);
+    if (gpt2 && args_given(argc, argv, 2, "--hidden"))
+        return zc_err_set(err, ZC_EINVAL, "--hidden is an mlp flag; --model gpt2 takes "
+                          "--channels");
+    if (args_given(argc, argv, 2, "--layers") && o->layers < 1)
+        return zc_err_set(err, ZC_EINVAL, "--layers must be >= 1, got %d", o->layers);
+    bool llmc_init = gpt2 && o->init && !zc_safetensors_is_path(o->init);
+    if (gpt2 && !llmc_init && o->max_seq_len && o->seq_len > o->max_seq_len)
+        return zc_err_set(err, ZC_EINVAL, "--seq-len %d is longer than --max-seq-len %d",
+                          o->seq_len, o->max_seq_len);
+    if (!o->val_data && (args_given(argc, argv, 2, "--val-every") ||
+                         args_given(argc, argv, 2, "--val-batches")))
+        return zc_err_set(err, ZC_EINVAL, "--val-every and --val-batches need --val-data");
+    if (!o->sample_every && args_given(argc, argv, 2, "--sample-length"))
+        return zc_err_set(err, ZC_EINVAL, "--sample-length needs --sample-every");
+    return ZC_OK;
+}
+
 /* A checkpoint resumes only into the model it was written for: the units' sizes are checked by
  * the loader, but some shapes (GPT-2's head count) change no size. Every field the model
  * describes itself by must match what the checkpoint's trainer recorded. */
@@ -304,6 +340,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
                 o.sample_length < 1))
         st = zc_err_set(&err, ZC_EINVAL, "--val-every and --sample-every must be >= 0, "
                         "--val-batches and --sample-length >= 1");
+    if (!st)
+        st = refuse_unused(argc, argv, &o, &err);
     if (!st)
         st = check_outputs(comm, &o, &err);
     if (st)

@@ -178,6 +178,20 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
             goto fail;
         gc = (zc_gpt2_config){h.max_seq_len, h.vocab_size, h.padded_vocab_size, h.num_layers,
                               h.num_heads, h.channels};
+        /* shape flags beside the file must say what the file says (they cannot change it) */
+        const struct { bool given; const char *flag; int want, file; } shape[] = {
+            {o->given.layers, "--layers", o->layers, h.num_layers},
+            {o->given.channels, "--channels", o->channels, h.channels},
+            {o->given.heads, "--heads", o->heads, h.num_heads},
+            {o->given.vocab, "--vocab", o->vocab, h.vocab_size},
+            {o->given.max_seq_len, "--max-seq-len", o->max_seq_len, h.max_seq_len}};
+        for (size_t i = 0; i < sizeof shape / sizeof *shape; i++)
+            if (shape[i].given && shape[i].want != shape[i].file) {
+                rc = zc_err_set(err, ZC_EINVAL, "%s %d: --init %s has %d (the shape comes from "
+                                "the file)", shape[i].flag, shape[i].want, o->init,
+                                shape[i].file);
+                goto fail;
+            }
     } else {
         int V = o->vocab;
         gc = (zc_gpt2_config){o->max_seq_len ? o->max_seq_len : o->seq_len, V,

@@ -17,6 +17,9 @@ typedef struct {
     int save_every, keep;
     int val_every, val_batches, warmup, sample_every, sample_length;
     bool activation_checkpointing, shuffle;
+    struct { /* gpt2 shape flags given on the command line (not defaulted) */
+        bool layers, channels, heads, vocab, max_seq_len;
+    } given;
 } train_opts;
 
 #endif

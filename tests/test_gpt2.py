@@ -171,6 +171,13 @@ def test_prepare_train_sample():
     again = train(1, "reload", "--init", final, *TINY, steps=1)
     check(again["initial_weights_sha256"] == rep["weights_sha256"],
           "--save-final then --init does not give the same weights")
+    # shape flags beside an llm.c --init must say what the file says: they cannot change it
+    heads4 = list(TINY)
+    heads4[heads4.index("--heads") + 1] = 4
+    p = H_.run(1, "train", "--model", "gpt2", "--data", H_.text_tokens()[0], "--steps", 1,
+               "--init", final, *heads4, ok=False)
+    check(p.returncode != 0 and "--heads 4" in p.stderr and "has 2" in p.stderr,
+          f"--heads 4 beside a 2-head --init: {p.stderr!r}")
 
 
 TESTS = [test_gpt2_stages_bitwise_memory_comm, test_gpt2_124m_checkpoint, test_gpt2_bad_files,

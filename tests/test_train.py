@@ -261,10 +261,29 @@ def test_nonfinite_stops():
           and "finite" in p.stderr, f"--init with a NaN: {p.stderr!r}")
 
 
+def test_refused_flags():
+    """Flags that would be ignored or silently replaced are refused by name before anything
+    runs: a gpt2 flag with the MLP and the reverse, --layers 0, --seq-len longer than
+    --max-seq-len, validation or sample settings without what they need. (Shape flags beside an
+    llm.c --init must agree with the file: tests/test_gpt2.py.)"""
+    cases = [(["--model", "mlp", "--channels", 64], "--channels is a gpt2 flag"),
+             (["--model", "mlp", "--seq-len", 32], "--seq-len is a gpt2 flag"),
+             (["--model", "gpt2", "--hidden", 64], "--hidden is an mlp flag"),
+             (["--layers", 0], "--layers must be >= 1"),
+
+             (["--model", "gpt2", "--seq-len", 64, "--max-seq-len", 32], "longer than --max-seq-len"),
+             (["--model", "gpt2", "--val-every", 5], "need --val-data"),
+             (["--model", "gpt2", "--sample-length", 9], "needs --sample-every")]
+    for args, needle in cases:
+        p = run(1, *args, "--steps", 1, ok=False)
+        check(p.returncode != 0 and needle in p.stderr, f"{args}: {p.stderr!r}")
+        check("step " not in p.stdout, f"{args}: training started")
+
+
 TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_gradient_accumulation, test_bad_input, test_ranks_disagree,
          test_stage3_default_prefetch_rss, test_outputs_checked_first,
-         test_save_dir_saves_last_step, test_nonfinite_stops]
+         test_save_dir_saves_last_step, test_nonfinite_stops, test_refused_flags]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])
