@@ -73,8 +73,8 @@ static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, anal
     int *tok = NULL;
     size_t data_bytes = 0;
     bool is_mlp = !strcmp(o->model, "mlp");
-    zc_gpt2_config gc = {o->seq_len, o->vocab, (o->vocab + 127) / 128 * 128, o->layers, o->heads,
-                         o->channels};
+    zc_gpt2_config gc = {o->seq_len, o->vocab, zc_gpt2_pad_vocab(o->vocab),
+                         o->layers,  o->heads, o->channels};
     /* stage 3 prefetches one (the largest) unit ahead: the default ("auto") */
     const zc_mlp_config mc = {.hidden = o->hidden, .layers = o->layers, .batch = o->micro,
                               .compute = cfg.dtype == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32};

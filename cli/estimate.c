@@ -18,6 +18,7 @@
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/llmc_files.h"
 #include "models/mlp/mlp.h"
+#include "zeroc/checked.h"
 #include "zeroc/estimate.h"
 
 /* "1.5e9", "1.5B", "350M", "124m", "12K", "2T" → count (decimal suffixes). */
@@ -168,9 +169,14 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         st = zc_err_set(&err, ZC_EINVAL, "give exactly one of --params N, --model mlp|gpt2, "
                         "--init FILE");
     if (!st && params) {
-        if (parse_count(params, &count) || count > 1e15)
+        if (parse_count(params, &count))
             st = zc_err_set(&err, ZC_EINVAL, "--params: expected a positive count like 1.5e9, "
                             "1.5B or 350M, got '%s'", params);
+        else if (count > (double)ZC_MAX_NUMEL)
+            st = zc_err_set(&err, ZC_EINVAL,
+                            "--params %s: zeroc holds at most %lld parameters "
+                            "(2^49)",
+                            params, (long long)ZC_MAX_NUMEL);
         else if (!(units = malloc(sizeof *units)))
             st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
         else
@@ -187,7 +193,7 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         zc_mlp_config mc = {.hidden = hidden, .layers = L, .batch = B, .compute = compute};
         if (hidden < 1 || L < 1)
             st = zc_err_set(&err, ZC_EINVAL, "mlp: --hidden and --layers must be >= 1");
-        else if (!(units = malloc((size_t)L * sizeof *units)))
+        else if (!(st = zc_mlp_check(&mc, &err)) && !(units = malloc((size_t)L * sizeof *units)))
             st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
         if (!st) {
             nunits = zc_mlp_unit_numel(&mc, units);
@@ -201,14 +207,16 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
                 gc = (zc_gpt2_config){h.max_seq_len, h.vocab_size, h.padded_vocab_size,
                                       h.num_layers, h.num_heads, h.channels};
         } else {
-            gc = (zc_gpt2_config){seq_len, vocab, (vocab + 127) / 128 * 128, layers ? layers : 12,
-                                  heads, channels};
+            gc = (zc_gpt2_config){seq_len, vocab,   zc_gpt2_pad_vocab(vocab), layers ? layers : 12,
+                                  heads,   channels};
         }
         int T = seq_len < gc.max_seq_len ? seq_len : gc.max_seq_len, B = micro ? micro : 4;
         if (!st && (gc.num_layers < 1 || gc.channels < 1 || gc.num_heads < 1 ||
                     gc.vocab_size < 1 || T < 1 || gc.channels % gc.num_heads))
             st = zc_err_set(&err, ZC_EINVAL, "gpt2: layers, channels, heads, vocab and sequence "
                             "length must be >= 1, channels divisible by heads");
+        if (!st)
+            st = zc_gpt2_check(&gc, B, T, ckpt, compute, &err);
         if (!st && !(units = malloc(((size_t)gc.num_layers + 2) * sizeof *units)))
             st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
         if (!st) {
@@ -232,6 +240,29 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     const bool nvme_opt = defaults.offload_optimizer == ZC_OFFLOAD_NVME;
     const bool nvme_par = defaults.offload_param == ZC_OFFLOAD_NVME;
     const bool offload = nvme_opt || nvme_par;
+    const zc_estimate_in base = {.unit_numel = units,
+                                 .nunits = nunits,
+                                 .nranks = ranks,
+                                 .moment_floats = moments,
+                                 .param_bytes = pbytes,
+                                 .grad_bytes = gbytes,
+                                 .comm_elem_bytes = cbytes,
+                                 .reduce_bucket_size = defaults.reduce_bucket_size,
+                                 .prefetch_bucket_size = defaults.prefetch_bucket_size,
+                                 .max_live_parameters = defaults.max_live_parameters,
+                                 .offload_optimizer = nvme_opt,
+                                 .offload_params = nvme_par,
+                                 .offload_ratio = defaults.optimizer_ratio,
+                                 .max_in_cpu = defaults.max_in_cpu,
+                                 .sub_group_size = defaults.sub_group_size,
+                                 .buffer_count = defaults.optimizer_buffer_count,
+                                 .param_buffer_count = defaults.param_buffer_count,
+                                 .param_buffer_size = defaults.param_buffer_size};
+    if ((st = zc_estimate_check(&base, &err))) {
+        cJSON_Delete(rows);
+        free(units);
+        return cli_fail(comm, &err, true);
+    }
     if (!json)
         printf("%zu parameters in %d units, %d ranks (%d per node), %s%s, %s%s%s\n"
                "%5s %10s %10s %10s %10s %12s %8s %12s%s %12s %12s %12s%s\n",
@@ -248,27 +279,27 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
                "working<=", offload ? "   offload<=" : "", "total/rank", "total/node",
                "comm/step", offload ? "    disk/rank" : "");
     for (int stage = 0; stage <= 3; stage++) {
-        zc_estimate_in in = {.unit_numel = units, .nunits = nunits, .nranks = ranks,
-                             .stage = stage, .moment_floats = moments, .param_bytes = pbytes,
-                             .grad_bytes = gbytes, .comm_elem_bytes = cbytes,
-                             .reduce_bucket_size = defaults.reduce_bucket_size,
-                             .prefetch_bucket_size = defaults.prefetch_bucket_size,
-                             .max_live_parameters = defaults.max_live_parameters,
-                             .offload_optimizer = nvme_opt, .offload_params = nvme_par,
-                             .offload_ratio = defaults.optimizer_ratio,
-                             .max_in_cpu = defaults.max_in_cpu,
-                             .sub_group_size = defaults.sub_group_size,
-                             .buffer_count = defaults.optimizer_buffer_count,
-                             .param_buffer_count = defaults.param_buffer_count,
-                             .param_buffer_size = defaults.param_buffer_size};
+        zc_estimate_in in = base;
+        in.stage = stage;
         zc_state_bytes b = zc_estimate_states(&in); /* in RAM */
         int64_t states = b.params + b.grads + b.optimizer;
         int64_t disk = zc_estimate_nvme_bytes(&in), buffers = zc_estimate_offload_bound(&in);
         /* Per-unit buffers need the model's units: unknown for a bare --params. */
         int64_t staging = params ? -1 : zc_estimate_comm_staging(&in);
         int64_t working = params ? -1 : zc_estimate_working_bound(&in);
-        int64_t total = states + (staging > 0 ? staging : 0) + (working > 0 ? working : 0) +
-                        (activations > 0 ? activations : 0) + buffers;
+        bool ovf = false; /* each part fits (zc_estimate_check, the models' checks) */
+        int64_t total = zc_add_i64(states, staging > 0 ? staging : 0, &ovf);
+        total = zc_add_i64(total, working > 0 ? working : 0, &ovf);
+        total = zc_add_i64(total, activations > 0 ? activations : 0, &ovf);
+        total = zc_add_i64(total, buffers, &ovf);
+        if (ovf) {
+            st = zc_err_set(&err, ZC_EINVAL,
+                            "stage %d: model states %lld, activations %lld and "
+                            "buffers per rank sum past 2^63 bytes: lower --micro-batch or the "
+                            "model's size",
+                            stage, (long long)states, (long long)activations);
+            break;
+        }
         const char *where = disk == 0 ? "none" : in.offload_optimizer && stage >= 1 &&
                                                          in.offload_params && stage == 3
                                                      ? "optimizer+params"
@@ -316,6 +347,11 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
                    stage, mib(b.params), mib(b.grads), mib(b.optimizer), mib(states), act, stg,
                    wrk, buf, mib(total), mib(total) * per_node, mib(sent), dsk);
         }
+    }
+    if (st) {
+        cJSON_Delete(rows);
+        free(units);
+        return cli_fail(comm, &err, true);
     }
     if (json) {
         cJSON *root = cJSON_CreateObject();

@@ -194,8 +194,11 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
             }
     } else {
         int V = o->vocab;
-        gc = (zc_gpt2_config){o->max_seq_len ? o->max_seq_len : o->seq_len, V,
-                              (V + 127) / 128 * 128, o->layers ? o->layers : 4, o->heads,
+        gc = (zc_gpt2_config){o->max_seq_len ? o->max_seq_len : o->seq_len,
+                              V,
+                              zc_gpt2_pad_vocab(V),
+                              o->layers ? o->layers : 4,
+                              o->heads,
                               o->channels};
     }
     snprintf(m->describe, sizeof m->describe,

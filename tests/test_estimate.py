@@ -135,8 +135,64 @@ def test_estimate_bad_input():
               f"{p.stderr!r}")
 
 
+def test_estimate_huge_sizes():
+    """Sizes whose byte counts pass 64 bits (or the products' int dimensions) are refused by
+    flag and value, promptly, instead of printing wrapped (negative) sizes, dropping the
+    activations or recommending a stage that cannot fit."""
+    import time
+    cases = (
+        (["--model", "mlp", "--hidden", "2000000000", "--layers", "2", "--ranks", "4",
+          "--mem-per-rank", "1G"],
+         "mlp: --hidden 2000000000 and --layers 2 make 8000000004000000000 parameters; zeroc "
+         "holds at most 562949953421312 (2^49)"),
+        (["--model", "gpt2", "--micro-batch", "2000000000", "--seq-len", "1024", "--layers",
+          "48", "--mem-per-rank", "1G"],
+         "gpt2: --micro-batch 2000000000 × --seq-len 1024 = 2048000000000 tokens per "
+         "micro-batch: at most 2147483647 (the products' rows are an int)"),
+        (["--model", "mlp", "--layers", "2000000000", "--hidden", "16", "--mem-per-rank", "1G"],
+         "mlp: --layers 2000000000: at most 65536 layers"),
+        (["--model", "gpt2", "--layers", "2000000000"], "gpt2: --layers 2000000000: at most "
+         "65536 blocks"),
+        (["--model", "gpt2", "--channels", "2000000000", "--heads", "1"],
+         "gpt2: --channels 2000000000: at most 536870911 (the MLP's 4·C columns must fit in an "
+         "int)"),
+        (["--model", "gpt2", "--vocab", "2147483647"], "gpt2: --vocab 2147483647: at most "
+         "2147483520 (llm.c pads the vocabulary to a multiple of 128, an int)"),
+        (["--model", "mlp", "--hidden", "50000", "--micro-batch", "2000000000", "--layers",
+          "65536"],
+         "mlp: the activations of --micro-batch 2000000000 × --hidden 50000 × (--layers "
+         "65536 + 3) floats do not fit in 64 bits"),
+        (["--params", "1e15"], "--params 1e15: zeroc holds at most 562949953421312 parameters "
+         "(2^49)"),
+    )
+    for args, want in cases:
+        t0 = time.monotonic()
+        p = subprocess.run([H_.zeroc, "estimate", *args], capture_output=True, text=True,
+                           timeout=60)
+        took = time.monotonic() - t0
+        check(p.returncode == 1 and p.stderr == f"zeroc: error: {want}\n" and p.stdout == "",
+              f"estimate {args}: {p.returncode} {p.stderr!r} {p.stdout[:300]!r}")
+        check(took < 5, f"estimate {args} took {took:.1f} s")
+    # the largest shapes that fit still print sizes that add up, all positive, in 64 bits
+    e = estimate("--model", "mlp", "--hidden", "16777215", "--layers", "2", "--ranks", "4",
+                 "--mem-per-rank", "1G")
+    psi = 2 * (16777215 * 16777215 + 16777215)
+    check(e["params"] == psi, f"params {e['params']} != {psi}")
+    s0 = e["rows"][0]
+    check(s0["model_states"] == 16 * psi and s0["total_per_rank"] > 16 * psi,
+          f"stage 0: {s0}")
+    check(e["recommended_stage"] is None, f"recommended {e['recommended_stage']} for 2^49 bytes")
+    # GPT-2: a micro-batch of 2^31 - 1 tokens fits the products; its activations are counted
+    e = estimate("--model", "gpt2", "--micro-batch", "2097151", "--seq-len", "1024",
+                 "--mem-per-rank", "1T")
+    acts = {r["activations"] for r in e["rows"]}
+    check(len(acts) == 1 and min(acts) > 2 ** 50 and e["recommended_stage"] is None,
+          f"gpt2 huge batch: activations {acts}, recommended {e['recommended_stage']}")
+
+
 TESTS = [test_estimate_matches_mlp, test_estimate_matches_gpt2_tiny, test_estimate_matches_mixed,
-         test_estimate_matches_gpt2_124m, test_analyze_experiment, test_estimate_bad_input]
+         test_estimate_matches_gpt2_124m, test_analyze_experiment, test_estimate_bad_input,
+         test_estimate_huge_sizes]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

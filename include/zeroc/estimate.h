@@ -16,6 +16,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zeroc/status.h"
+
+/* The largest model zeroc holds: 2^49 parameters (padded). Checkpoint manifests and reports
+ * record sizes as JSON numbers, exact to 2^53, and a rank's checkpoint holds up to 16 bytes per
+ * parameter. Within it, every per-rank byte count fits in 64 bits. */
+#define ZC_MAX_NUMEL ((int64_t)1 << 49)
+/* The most units a model may register (GPT-2: its blocks + 2; the MLP: its layers). */
+#define ZC_MAX_UNITS 65538
+
 /* Bytes per rank of each model-state category. */
 typedef struct {
     int64_t params, grads, optimizer;
@@ -73,6 +82,12 @@ typedef struct {
     int64_t param_reads;                /* bound of the parameter-read buffers */
     int64_t grad_staging;               /* bound of gradient shards on their way to disk */
 } zc_offload_plan;
+
+/* Refuses (ZC_EINVAL, naming the quantity and what to lower) a model or configuration whose
+ * sizes the functions below cannot count in 64 bits, at any stage: more than ZC_MAX_UNITS
+ * units, more than ZC_MAX_NUMEL parameters, or offload and prefetch sizes whose buffers
+ * overflow. Call it before the others: for such inputs they return INT64_MAX (saturated). */
+zc_status zc_estimate_check(const zc_estimate_in *in, zc_err *err);
 
 /* The plan, and (if units is not NULL, nunits entries) each unit's placement. */
 zc_offload_plan zc_estimate_offload(const zc_estimate_in *in, zc_unit_offload *units);

@@ -13,6 +13,7 @@
  *   head), acquired again for the head's backward, and handed back after the encoder backward,
  *   its last use. Every unit is therefore gathered once for forward and once for backward in
  *   stage 3, which keeps the 3·Ψ communication formula exact. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/gpt2_layers.h"
 #include "models/gpt2/llmc_files.h"
+#include "zeroc/checked.h"
 
 /* Per-block parameters, in llm.c's tensor order (tensors 2..13 of a checkpoint). */
 enum { P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_ATTPROJW, P_ATTPROJB, P_LN2W, P_LN2B, P_FCW, P_FCB,
@@ -52,34 +54,41 @@ struct zc_gpt2 {
     gpt2_gemm gemm;               /* the linear layers' products: fp32, or bf16 + workspace */
 };
 
-/* The size table: floats of each per-block activation for micro-batches of B × T. */
-static size_t act_size(const zc_gpt2_config *c, int B, int T, int k)
+/* The size table: floats of each per-block activation for micro-batches of B × T. Counted
+ * without wrapping (INT64_MAX and *ovf past 64 bits): zc_gpt2_check refuses such shapes. */
+static int64_t act_size(const zc_gpt2_config *c, int B, int T, int k, bool *ovf)
 {
-    const size_t BT = (size_t)B * T, C = (size_t)c->channels;
-    const size_t att = (size_t)B * c->num_heads * T * T;
+    const int64_t BT = zc_mul_i64(B, T, ovf), C = c->channels;
     switch (k) {
     case A_LN1_MEAN: case A_LN1_RSTD: case A_LN2_MEAN: case A_LN2_RSTD: return BT;
-    case A_QKV: return BT * 3 * C;
-    case A_PREATT: case A_ATT: return att;
-    case A_FCH: case A_FCH_GELU: return BT * 4 * C;
-    default: return BT * C;
+    case A_QKV:
+        return zc_mul_i64(BT, zc_mul_i64(3, C, ovf), ovf);
+    case A_PREATT:
+    case A_ATT: /* B × heads × T × T */
+        return zc_mul_i64(zc_mul_i64(BT, c->num_heads, ovf), T, ovf);
+    case A_FCH:
+    case A_FCH_GELU:
+        return zc_mul_i64(BT, zc_mul_i64(4, C, ovf), ovf);
+    default:
+        return zc_mul_i64(BT, C, ovf);
     }
 }
 
-static size_t grad_size(const zc_gpt2_config *c, int B, int T, int k)
+static int64_t grad_size(const zc_gpt2_config *c, int B, int T, int k, bool *ovf)
 {
     static const int as_act[D_NBLOCK] = {A_LN1, A_QKV, A_ATTY, A_PREATT, A_ATT, A_ATTPROJ,
                                          A_RES2, A_LN2, A_FCH, A_FCH_GELU, A_FCPROJ};
-    return act_size(c, B, T, as_act[k]);
+    return act_size(c, B, T, as_act[k], ovf);
 }
 
 /* Floats of the model-level buffers, in the order zc_gpt2_create carves them: encoded, lnf,
  * lnf_mean, lnf_rstd, logits, probs, losses, dlnf, dres[0], dres[1]. */
 enum { N_TOP = 10 };
-static void top_sizes(const zc_gpt2_config *c, int B, int T, size_t out[N_TOP])
+static void top_sizes(const zc_gpt2_config *c, int B, int T, int64_t out[N_TOP], bool *ovf)
 {
-    const size_t BT = (size_t)B * T, C = (size_t)c->channels, Vp = (size_t)c->padded_vocab_size;
-    const size_t sz[N_TOP] = {BT * C, BT * C, BT, BT, BT * Vp, BT * Vp, BT, BT * C, BT * C, BT * C};
+    const int64_t BT = zc_mul_i64(B, T, ovf), BTC = zc_mul_i64(BT, c->channels, ovf),
+                  BTV = zc_mul_i64(BT, c->padded_vocab_size, ovf);
+    const int64_t sz[N_TOP] = {BTC, BTC, BT, BT, BTV, BTV, BT, BTC, BTC, BTC};
     memcpy(out, sz, sizeof sz);
 }
 
@@ -95,39 +104,83 @@ int zc_gpt2_unit_numel(const zc_gpt2_config *c, size_t *numel)
     return k;
 }
 
-/* Bytes of workspace the linear layers' bf16 products need (the largest layer's). */
-static size_t gemm_workspace(const zc_gpt2_config *c, int B, int T, zc_gemm_type compute)
+/* Parameters of the model (the units above, summed), without wrapping. */
+static int64_t total_numel(const zc_gpt2_config *c, bool *ovf)
 {
-    const int BT = B * T, C = c->channels;
-    const int shapes[][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C},
-                             {C, c->padded_vocab_size}};
-    size_t ws = 0;
+    const int64_t C = c->channels;
+    int64_t emb = zc_mul_i64(zc_add_i64(c->padded_vocab_size, c->max_seq_len, ovf), C, ovf);
+    int64_t block = zc_add_i64(zc_mul_i64(12 * C, C, ovf), 13 * C, ovf);
+    return zc_add_i64(zc_add_i64(emb, zc_mul_i64(c->num_layers, block, ovf), ovf), 2 * C, ovf);
+}
+
+/* Bytes of workspace the linear layers' bf16 products need (the largest layer's):
+ * zc_gemm_workspace_bytes of the forward, dX and dW products, 4·(M·K + K·N) each. */
+static int64_t gemm_workspace(const zc_gpt2_config *c, int B, int T, zc_gemm_type compute,
+                              bool *ovf)
+{
+    const int64_t BT = zc_mul_i64(B, T, ovf), C = c->channels;
+    const int64_t shapes[][2] = {
+        {C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}, {C, c->padded_vocab_size}};
+    int64_t ws = 0;
     for (size_t i = 0; compute == ZC_GEMM_BF16 && i < sizeof shapes / sizeof *shapes; i++) {
-        size_t b = gpt2_matmul_workspace_bytes(BT, shapes[i][0], shapes[i][1]);
-        ws = b > ws ? b : ws;
+        const int64_t N = BT, IC = shapes[i][0], OC = shapes[i][1];
+        const int64_t mk[3][3] = {{N, OC, IC}, {N, IC, OC}, {OC, IC, N}}; /* M, N, K */
+        for (int j = 0; j < 3; j++) {
+            int64_t b = zc_mul_i64(4,
+                                   zc_add_i64(zc_mul_i64(mk[j][0], mk[j][2], ovf),
+                                              zc_mul_i64(mk[j][2], mk[j][1], ovf), ovf),
+                                   ovf);
+            ws = b > ws ? b : ws;
+        }
     }
     return ws;
+}
+
+/* zc_gpt2_activation_bytes, without wrapping. */
+static int64_t activation_bytes(const zc_gpt2_config *c, int B, int T,
+                                bool activation_checkpointing, zc_gemm_type compute, bool *ovf)
+{
+    const int64_t L = c->num_layers, sets = activation_checkpointing ? 1 : L;
+    int64_t total = 0, top[N_TOP];
+    for (int k = 0; k < A_NBLOCK; k++)
+        total = zc_add_i64(total,
+                           zc_mul_i64(act_size(c, B, T, k, ovf), k == A_RES3 ? L : sets, ovf), ovf);
+    for (int k = 0; k < D_NBLOCK; k++)
+        total = zc_add_i64(total, grad_size(c, B, T, k, ovf), ovf);
+    top_sizes(c, B, T, top, ovf);
+    for (int i = 0; i < N_TOP; i++)
+        total = zc_add_i64(total, top[i], ovf);
+    return zc_add_i64(zc_mul_i64(total, sizeof(float), ovf), gemm_workspace(c, B, T, compute, ovf),
+                      ovf);
 }
 
 size_t zc_gpt2_activation_bytes(const zc_gpt2_config *c, int B, int T,
                                 bool activation_checkpointing, zc_gemm_type compute)
 {
-    const size_t L = (size_t)c->num_layers, sets = activation_checkpointing ? 1 : L;
-    size_t total = 0, top[N_TOP];
-    for (int k = 0; k < A_NBLOCK; k++)
-        total += act_size(c, B, T, k) * (k == A_RES3 ? L : sets);
-    for (int k = 0; k < D_NBLOCK; k++)
-        total += grad_size(c, B, T, k);
-    top_sizes(c, B, T, top);
-    for (int i = 0; i < N_TOP; i++)
-        total += top[i];
-    return total * sizeof(float) + gemm_workspace(c, B, T, compute);
+    bool ovf = false;
+    int64_t bytes = activation_bytes(c, B, T, activation_checkpointing, compute, &ovf);
+    return ovf ? SIZE_MAX : (size_t)bytes;
 }
 
-static size_t block_act_size(const zc_gpt2 *m, int k) { return act_size(&m->cfg, m->B, m->T, k); }
-static size_t block_grad_size(const zc_gpt2 *m, int k) { return grad_size(&m->cfg, m->B, m->T, k); }
+static size_t block_act_size(const zc_gpt2 *m, int k)
+{
+    bool ovf = false; /* zc_gpt2_check passed */
+    return (size_t)act_size(&m->cfg, m->B, m->T, k, &ovf);
+}
+static size_t block_grad_size(const zc_gpt2 *m, int k)
+{
+    bool ovf = false;
+    return (size_t)grad_size(&m->cfg, m->B, m->T, k, &ovf);
+}
 
-static zc_status check_config(const zc_gpt2_config *c, int B, int T, zc_err *err)
+int zc_gpt2_pad_vocab(int vocab)
+{
+    int64_t padded = ((int64_t)vocab + 127) / 128 * 128;
+    return padded > INT_MAX ? 0 : (int)padded;
+}
+
+zc_status zc_gpt2_check(const zc_gpt2_config *c, int B, int T, bool activation_checkpointing,
+                        zc_gemm_type compute, zc_err *err)
 {
     if (c->num_layers < 1 || c->num_heads < 1 || c->channels < 1 || c->vocab_size < 1 ||
         c->max_seq_len < 1)
@@ -137,19 +190,57 @@ static zc_status check_config(const zc_gpt2_config *c, int B, int T, zc_err *err
     if (c->channels % c->num_heads)
         return zc_err_set(err, ZC_EINVAL, "gpt2: channels %d is not divisible by heads %d",
                           c->channels, c->num_heads);
+    if (c->padded_vocab_size == 0)
+        return zc_err_set(err, ZC_EINVAL,
+                          "gpt2: --vocab %d: at most %d (llm.c pads the "
+                          "vocabulary to a multiple of 128, an int)",
+                          c->vocab_size, INT_MAX / 128 * 128);
     if (c->padded_vocab_size < c->vocab_size)
         return zc_err_set(err, ZC_EINVAL, "gpt2: padded vocabulary %d < vocabulary %d",
                           c->padded_vocab_size, c->vocab_size);
     if (B < 1 || T < 1 || T > c->max_seq_len)
         return zc_err_set(err, ZC_EINVAL, "gpt2: batch %d × sequence %d: need batch >= 1 and "
                           "1 <= sequence <= max_seq_len %d", B, T, c->max_seq_len);
+    /* the products' dimensions are ints (zeroc/gemm.h): B·T rows, up to 4·C columns */
+    if (c->num_layers > ZC_GPT2_MAX_LAYERS)
+        return zc_err_set(err, ZC_EINVAL, "gpt2: --layers %d: at most %d blocks", c->num_layers,
+                          ZC_GPT2_MAX_LAYERS);
+    if (c->channels > INT_MAX / 4)
+        return zc_err_set(err, ZC_EINVAL,
+                          "gpt2: --channels %d: at most %d (the MLP's 4·C "
+                          "columns must fit in an int)",
+                          c->channels, INT_MAX / 4);
+    if ((int64_t)B * T > INT_MAX)
+        return zc_err_set(err, ZC_EINVAL,
+                          "gpt2: --micro-batch %d × --seq-len %d = %lld tokens "
+                          "per micro-batch: at most %d (the products' rows are an int)",
+                          B, T, (long long)B * T, INT_MAX);
+    bool ovf = false;
+    int64_t numel = total_numel(c, &ovf);
+    if (ovf || numel > ZC_MAX_NUMEL)
+        return zc_err_set(err, ZC_EINVAL,
+                          "gpt2: --layers %d, --channels %d, --vocab %d "
+                          "(padded %d) and --max-seq-len %d make %s%lld parameters; zeroc holds "
+                          "at most %lld (2^49)",
+                          c->num_layers, c->channels, c->vocab_size, c->padded_vocab_size,
+                          c->max_seq_len, ovf ? "more than " : "", (long long)numel,
+                          (long long)ZC_MAX_NUMEL);
+    activation_bytes(c, B, T, activation_checkpointing, compute, &ovf);
+    if (ovf)
+        return zc_err_set(err, ZC_EINVAL,
+                          "gpt2: the activations of --micro-batch %d × --seq-len "
+                          "%d (%d blocks, %d channels, %d heads, vocabulary %d) do not fit in 64 "
+                          "bits",
+                          B, T, c->num_layers, c->channels, c->num_heads, c->padded_vocab_size);
     return ZC_OK;
 }
 
 zc_status zc_gpt2_create(zc_gpt2 **out, zc_engine *e, zc_mem *mem, const zc_gpt2_config *cfg,
                          int B, int T, bool activation_checkpointing, zc_err *err)
 {
-    zc_status st = check_config(cfg, B, T, err);
+    /* The products run in bf16 when the parameters are stored in bf16. */
+    const zc_gemm_type compute = zc_engine_dtype(e) == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
+    zc_status st = zc_gpt2_check(cfg, B, T, activation_checkpointing, compute, err);
     if (st)
         return st;
     zc_gpt2 *m = calloc(1, sizeof *m);
@@ -194,12 +285,12 @@ zc_status zc_gpt2_create(zc_gpt2 **out, zc_engine *e, zc_mem *mem, const zc_gpt2
     m->p_lnfb = zc_engine_add_param(e, m->u_lnf, "lnfb", 1, (int64_t[]){C}, zero);
 
     /* Activations: one arena, carved by the size table; in bf16 mode the products' workspace
-     * at its end. The products run in bf16 when the parameters are stored in bf16. */
-    const zc_gemm_type compute = zc_engine_dtype(e) == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
+     * at its end. */
     size_t total =
         zc_gpt2_activation_bytes(cfg, B, T, activation_checkpointing, compute) / sizeof(float);
-    size_t top[N_TOP];
-    top_sizes(cfg, B, T, top);
+    int64_t top[N_TOP];
+    bool ovf = false; /* checked above */
+    top_sizes(cfg, B, T, top, &ovf);
     m->arena_floats = total;
     m->arena = zc_mem_alloc(mem, ZC_MEM_ACTIVATIONS, total * sizeof(float));
     if (!m->arena) {
@@ -225,7 +316,8 @@ zc_status zc_gpt2_create(zc_gpt2 **out, zc_engine *e, zc_mem *mem, const zc_gpt2
         *tops[i] = p;
         p += top[i];
     }
-    m->gemm = (gpt2_gemm){.type = compute, .ws_bytes = gemm_workspace(cfg, B, T, compute)};
+    m->gemm =
+        (gpt2_gemm){.type = compute, .ws_bytes = (size_t)gemm_workspace(cfg, B, T, compute, &ovf)};
     m->gemm.ws = m->gemm.ws_bytes ? p : NULL;
     p += m->gemm.ws_bytes / sizeof(float);
     ZC_ASSERT(p == m->arena + total);

@@ -31,6 +31,21 @@ typedef struct {
 
 typedef struct zc_gpt2 zc_gpt2;
 
+/* The most blocks a GPT-2 may have (each block is an engine unit, with the embeddings and ln_f). */
+#define ZC_GPT2_MAX_LAYERS 65536
+_Static_assert(ZC_GPT2_MAX_LAYERS + 2 <= ZC_MAX_UNITS, "every block is a unit");
+
+/* Refuses (ZC_EINVAL, naming the flags and values) a shape zeroc cannot build for micro-batches
+ * of B × T: sizes below 1, C not divisible by heads, Vp < V, T > max_seq_len, more than
+ * ZC_GPT2_MAX_LAYERS blocks, products whose dimensions pass an int (B·T rows, 4·C columns), more
+ * than ZC_MAX_NUMEL parameters, activations past 64 bits. zc_gpt2_create checks it; estimates
+ * call it first. */
+zc_status zc_gpt2_check(const zc_gpt2_config *cfg, int B, int T, bool activation_checkpointing,
+                        zc_gemm_type compute, zc_err *err);
+/* llm.c's padded vocabulary: vocab rounded up to a multiple of 128; 0 if that passes INT_MAX
+ * (zc_gpt2_check then refuses the shape). */
+int zc_gpt2_pad_vocab(int vocab);
+
 /* Checks the shape (C divisible by heads, Vp ≥ V, T ≤ max_seq_len, ...), registers the units
  * with GPT-2's initialisation (N(0, 0.02); residual projections N(0, 0.02/√(2L)); LayerNorm
  * weights 1; biases 0) and allocates activations for micro-batches of B sequences of T tokens.
@@ -39,11 +54,12 @@ zc_status zc_gpt2_create(zc_gpt2 **out, zc_engine *e, zc_mem *mem, const zc_gpt2
                          int B, int T, bool activation_checkpointing, zc_err *err);
 void zc_gpt2_destroy(zc_gpt2 *m);
 /* The elements of each unit zc_gpt2_create registers (embeddings, h.0 … h.L−1, ln_f) into
- * numel[0 .. L+2); returns L + 2. For estimates of a model not built. */
+ * numel[0 .. L+2); returns L + 2. For estimates of a model not built; cfg must pass
+ * zc_gpt2_check. */
 int zc_gpt2_unit_numel(const zc_gpt2_config *cfg, size_t *numel);
 /* Bytes of activations zc_gpt2_create allocates for this shape (the ledger's "activations"):
  * with compute ZC_GEMM_BF16 (the engine stores bf16 parameters) they include the workspace of
- * the bf16 products. */
+ * the bf16 products. SIZE_MAX for a shape zc_gpt2_check refuses. */
 size_t zc_gpt2_activation_bytes(const zc_gpt2_config *cfg, int B, int T,
                                 bool activation_checkpointing, zc_gemm_type compute);
 const zc_gpt2_config *zc_gpt2_get_config(const zc_gpt2 *m);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "models/mlp/mlp.h"
+#include "zeroc/checked.h"
 #include "zeroc/gemm.h"
 #include "zeroc/rng.h"
 
@@ -26,18 +27,59 @@ struct zc_mlp {
 
 static size_t bh(const zc_mlp *m) { return (size_t)m->cfg.batch * (size_t)m->cfg.hidden; }
 
-zc_status zc_mlp_create(zc_mlp **out, zc_engine *e, zc_mem *mem, const zc_mlp_config *cfg,
-                        zc_err *err)
+/* The activation bytes, counted without wrapping (INT64_MAX and *ovf if they do not fit):
+ * (layers + 1) layer inputs/outputs plus the two gradient buffers, batch × hidden floats each;
+ * in bf16 the products' workspace (zc_gemm_workspace_bytes, 4·(M·K + K·N): forward and dX are
+ * B×H×H, dW is H×H×B — the same bytes). */
+static int64_t activation_bytes(const zc_mlp_config *cfg, bool *ovf)
+{
+    const int64_t B = cfg->batch, H = cfg->hidden;
+    const int64_t BH = zc_mul_i64(B, H, ovf), HH = zc_mul_i64(H, H, ovf);
+    int64_t ws = cfg->compute == ZC_GEMM_BF16 ? zc_mul_i64(4, zc_add_i64(BH, HH, ovf), ovf) : 0;
+    int64_t act = zc_mul_i64(zc_mul_i64((int64_t)cfg->layers + 3, BH, ovf), 4, ovf);
+    return zc_add_i64(act, ws, ovf);
+}
+
+zc_status zc_mlp_check(const zc_mlp_config *cfg, zc_err *err)
 {
     if (cfg->hidden < 1 || cfg->layers < 1 || cfg->batch < 1)
         return zc_err_set(err, ZC_EINVAL, "mlp: hidden, layers and batch must be >= 1 (got %d, %d, %d)",
                           cfg->hidden, cfg->layers, cfg->batch);
+    if (cfg->layers > ZC_MLP_MAX_LAYERS)
+        return zc_err_set(err, ZC_EINVAL, "mlp: --layers %d: at most %d layers", cfg->layers,
+                          ZC_MLP_MAX_LAYERS);
+    bool ovf = false;
+    const int64_t H = cfg->hidden;
+    int64_t numel = zc_mul_i64(cfg->layers, zc_add_i64(zc_mul_i64(H, H, &ovf), H, &ovf), &ovf);
+    if (ovf || numel > ZC_MAX_NUMEL)
+        return zc_err_set(err, ZC_EINVAL,
+                          "mlp: --hidden %d and --layers %d make %.0f "
+                          "parameters; zeroc holds at most %lld (2^49)",
+                          cfg->hidden, cfg->layers,
+                          (double)cfg->layers * ((double)H * (double)H + (double)H),
+                          (long long)ZC_MAX_NUMEL);
+    activation_bytes(cfg, &ovf);
+    if (ovf)
+        return zc_err_set(err, ZC_EINVAL,
+                          "mlp: the activations of --micro-batch %d × --hidden "
+                          "%d × (--layers %d + 3) floats do not fit in 64 bits",
+                          cfg->batch, cfg->hidden, cfg->layers);
+    return ZC_OK;
+}
+
+zc_status zc_mlp_create(zc_mlp **out, zc_engine *e, zc_mem *mem, const zc_mlp_config *cfg,
+                        zc_err *err)
+{
+    /* the products run in bf16 when the engine stores bf16 parameters */
+    zc_mlp_config checked = *cfg;
+    checked.compute = zc_engine_dtype(e) == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
+    zc_status st = zc_mlp_check(&checked, err);
+    if (st)
+        return st;
     zc_mlp *m = calloc(1, sizeof *m);
     if (!m)
         return zc_err_set(err, ZC_ENOMEM, "mlp: out of memory");
-    m->cfg = *cfg;
-    /* the products run in bf16 when the engine stores bf16 parameters */
-    m->cfg.compute = zc_engine_dtype(e) == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
+    m->cfg = checked;
     m->e = e;
     m->mem = mem;
     m->w = calloc((size_t)cfg->layers, sizeof(int));
@@ -77,15 +119,9 @@ int zc_mlp_unit_numel(const zc_mlp_config *cfg, size_t *numel)
 
 size_t zc_mlp_activation_bytes(const zc_mlp_config *cfg)
 {
-    /* (layers + 1) layer inputs/outputs plus the two gradient buffers, batch × hidden each; in
-     * bf16 the products' workspace: forward and dX are B×H×H, dW is H×H×B */
-    const int B = cfg->batch, H = cfg->hidden;
-    size_t ws = 0;
-    if (cfg->compute == ZC_GEMM_BF16) {
-        size_t a = zc_gemm_workspace_bytes(B, H, H), b = zc_gemm_workspace_bytes(H, H, B);
-        ws = a > b ? a : b;
-    }
-    return ((size_t)cfg->layers + 3) * (size_t)B * (size_t)H * sizeof(float) + ws;
+    bool ovf = false;
+    int64_t bytes = activation_bytes(cfg, &ovf);
+    return ovf ? SIZE_MAX : (size_t)bytes;
 }
 
 /* One product in the model's precision. */

@@ -30,6 +30,15 @@ typedef struct {
 
 typedef struct zc_mlp zc_mlp;
 
+/* The most layers an MLP may have (each layer is an engine unit). */
+#define ZC_MLP_MAX_LAYERS 65536
+_Static_assert(ZC_MLP_MAX_LAYERS <= ZC_MAX_UNITS, "every layer is a unit");
+
+/* Refuses (ZC_EINVAL, naming the flags and values) a shape zeroc cannot build: sizes below 1,
+ * more than ZC_MLP_MAX_LAYERS layers, more than ZC_MAX_NUMEL parameters, activations (with
+ * cfg->compute's workspace) past 64 bits. zc_mlp_create checks it; estimates call it first. */
+zc_status zc_mlp_check(const zc_mlp_config *cfg, zc_err *err);
+
 /* Registers the model's units with the (not yet finalized) engine and allocates activations. */
 zc_status zc_mlp_create(zc_mlp **out, zc_engine *e, zc_mem *mem, const zc_mlp_config *cfg,
                         zc_err *err);
@@ -37,7 +46,8 @@ void zc_mlp_destroy(zc_mlp *m);
 /* The elements of each unit zc_mlp_create registers (fc0 … fc<layers−1>: weight + bias) into
  * numel[0 .. layers); returns layers. */
 int zc_mlp_unit_numel(const zc_mlp_config *cfg, size_t *numel);
-/* Bytes of activations zc_mlp_create allocates for cfg (the ledger's "activations"). */
+/* Bytes of activations zc_mlp_create allocates for cfg (the ledger's "activations"); SIZE_MAX
+ * for a shape zc_mlp_check refuses. */
 size_t zc_mlp_activation_bytes(const zc_mlp_config *cfg);
 
 /* Fills x and y (batch × hidden each) with samples first_sample … first_sample+batch−1 of

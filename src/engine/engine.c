@@ -699,9 +699,25 @@ static zc_status offload_setup(zc_engine *e, zc_err *err)
     return st;
 }
 
+/* The model and configuration are refused, before anything is allocated, if a size the
+ * engine derives from them does not fit in 64 bits (zc_estimate_check). */
+static zc_status check_sizes(const zc_engine *e, zc_err *err)
+{
+    size_t *numel = malloc((size_t)e->nunits * sizeof(size_t));
+    if (!numel)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory checking the model's sizes");
+    zc_estimate_in in = zc_engine_estimate_in(e, e->stage, numel);
+    zc_status st = zc_estimate_check(&in, err);
+    free(numel);
+    return st;
+}
+
 zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
 {
     ZC_ASSERT(!e->finalized && e->nunits > 0);
+    zc_status st = check_sizes(e, err);
+    if (st)
+        return st;
     size_t n = (size_t)e->nranks, max_shard = 0;
     for (int i = 0; i < e->nunits; i++) {
         zc_unit_info *ui = &e->units[i].info;
@@ -718,8 +734,7 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
     if (!e->rs_send || !e->rs_recv)
         return oom(e, err, "reduce-scatter staging", -1, 2 * n * e->rs_cols * e->cs);
     /* every rank learns whether any rank could not set up its disk tier (e.g. a full disk) */
-    zc_status st = zc_comm_agree(e->comm, offload_setup(e, err), "setting up the NVMe offload",
-                                 err);
+    st = zc_comm_agree(e->comm, offload_setup(e, err), "setting up the NVMe offload", err);
     if (st)
         return st;
 

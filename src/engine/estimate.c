@@ -1,30 +1,59 @@
 /* estimate.c — DESIGN.md's per-rank formulas over padded unit sizes (zeroc/estimate.h). The
  * engine allocates exactly these sizes (engine.c, zc_engine_finalize), and asks these functions
- * for its own accounting, so estimate and measurement cannot drift apart. */
+ * for its own accounting, so estimate and measurement cannot drift apart.
+ *
+ * Every sum and product is checked: the sizes come from flags and config files, and a wrapped
+ * count would print a negative size or recommend a stage that cannot fit. The public functions
+ * return INT64_MAX for a count that does not fit; zc_estimate_check says which and why. */
+#include <stdint.h>
 #include <stdlib.h>
 
+#include "zeroc/checked.h"
 #include "zeroc/estimate.h"
 #include "zeroc/status.h"
 
-static int64_t shard(size_t numel, int n) { return (int64_t)((numel + (size_t)n - 1) / (size_t)n); }
+static int64_t add(int64_t a, int64_t b, bool *ovf)
+{
+    return zc_add_i64(a, b, ovf);
+}
+static int64_t mul(int64_t a, int64_t b, bool *ovf)
+{
+    return zc_mul_i64(a, b, ovf);
+}
+
+static int64_t shard(size_t numel, int n, bool *ovf)
+{
+    size_t s = numel / (size_t)n + (numel % (size_t)n != 0);
+    if (s > (size_t)INT64_MAX) {
+        *ovf = true;
+        return INT64_MAX;
+    }
+    return (int64_t)s;
+}
 static int64_t or4(int bytes) { return bytes ? bytes : 4; }
 
 /* ---------- offload ---------- */
 
 enum { SWAP_ALIGN = 4096, SUB_GROUP_ALIGN = 2048 }; /* a sub-group of 2-byte elements: 4 KiB */
 
-static int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
-
-/* Every region of a swap file starts on a 4 KiB boundary and is whole 4 KiB blocks long. */
-static int64_t region(int64_t bytes) { return round_up(bytes, SWAP_ALIGN); }
-
-static int64_t sub_group_request(const zc_estimate_in *in)
+static int64_t round_up(int64_t x, int64_t a, bool *ovf)
 {
-    int64_t sg = in->sub_group_size > 0 ? in->sub_group_size : 4194304;
-    return round_up(sg, SUB_GROUP_ALIGN);
+    return mul(add(x, a - 1, ovf) / a, a, ovf);
 }
 
-zc_offload_plan zc_estimate_offload(const zc_estimate_in *in, zc_unit_offload *units)
+/* Every region of a swap file starts on a 4 KiB boundary and is whole 4 KiB blocks long. */
+static int64_t region(int64_t bytes, bool *ovf)
+{
+    return round_up(bytes, SWAP_ALIGN, ovf);
+}
+
+static int64_t sub_group_request(const zc_estimate_in *in, bool *ovf)
+{
+    int64_t sg = in->sub_group_size > 0 ? in->sub_group_size : 4194304;
+    return round_up(sg, SUB_GROUP_ALIGN, ovf);
+}
+
+static zc_offload_plan offload_plan(const zc_estimate_in *in, zc_unit_offload *units, bool *ovf)
 {
     const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
     const bool mixed = P != 4;
@@ -36,37 +65,37 @@ zc_offload_plan zc_estimate_offload(const zc_estimate_in *in, zc_unit_offload *u
     int64_t total = 0, cum_opt = 0, cum_par = 0, max_streamed = 0, max_read = 0, max_grad = 0;
     bool par_spilled = false, streamed[ZC_NSTREAMS] = {false};
     for (int u = 0; u < in->nunits; u++)
-        total += shard(in->unit_numel[u], in->nranks);
+        total = add(total, shard(in->unit_numel[u], in->nranks, ovf), ovf);
     for (int u = 0; u < in->nunits; u++) {
-        const int64_t S = shard(in->unit_numel[u], in->nranks);
+        const int64_t S = shard(in->unit_numel[u], in->nranks, ovf);
         zc_unit_offload x = {.params_off = -1, .grads_off = -1, .master_off = -1, .m_off = -1,
                              .v_off = -1};
-        cum_opt += S;
+        cum_opt = add(cum_opt, S, ovf);
         x.optimizer = opt && (ratio >= 1.0 || (double)cum_opt <= ratio * (double)total);
         x.grads = x.optimizer && in->stage == 3;
-        cum_par += S;
+        cum_par = add(cum_par, S, ovf);
         par_spilled = par_spilled || cum_par > in->max_in_cpu;
         x.params = par && par_spilled;
         if (x.grads) {
             x.grads_off = plan.optimizer_file;
-            plan.optimizer_file += region(S * G);
+            plan.optimizer_file = add(plan.optimizer_file, region(mul(S, G, ovf), ovf), ovf);
             max_grad = S > max_grad ? S : max_grad;
         }
         if (x.optimizer && mixed) {
             x.master_off = plan.optimizer_file;
-            plan.optimizer_file += region(S * 4);
+            plan.optimizer_file = add(plan.optimizer_file, region(mul(S, 4, ovf), ovf), ovf);
         }
         if (x.optimizer && moments >= 1) {
             x.m_off = plan.optimizer_file;
-            plan.optimizer_file += region(S * 4);
+            plan.optimizer_file = add(plan.optimizer_file, region(mul(S, 4, ovf), ovf), ovf);
         }
         if (x.optimizer && moments >= 2) {
             x.v_off = plan.optimizer_file;
-            plan.optimizer_file += region(S * 4);
+            plan.optimizer_file = add(plan.optimizer_file, region(mul(S, 4, ovf), ovf), ovf);
         }
         if (x.params) {
             x.params_off = plan.param_file;
-            plan.param_file += region(S * P);
+            plan.param_file = add(plan.param_file, region(mul(S, P, ovf), ovf), ovf);
             max_read = S > max_read ? S : max_read;
         }
         streamed[ZC_STREAM_WEIGHTS] |= mixed ? x.optimizer : x.params;
@@ -74,46 +103,37 @@ zc_offload_plan zc_estimate_offload(const zc_estimate_in *in, zc_unit_offload *u
         streamed[ZC_STREAM_M] |= x.optimizer && moments >= 1;
         streamed[ZC_STREAM_V] |= x.optimizer && moments >= 2;
         streamed[ZC_STREAM_PARAMS] |= mixed && x.params;
-        if ((x.optimizer || x.params) && round_up(S, SUB_GROUP_ALIGN) > max_streamed)
-            max_streamed = round_up(S, SUB_GROUP_ALIGN);
+        if (x.optimizer || x.params) {
+            int64_t r = round_up(S, SUB_GROUP_ALIGN, ovf);
+            max_streamed = r > max_streamed ? r : max_streamed;
+        }
         if (units)
             units[u] = x;
     }
     const int64_t es[ZC_NSTREAMS] = {4, G, 4, 4, P};
-    int64_t sg = sub_group_request(in);
+    int64_t sg = sub_group_request(in, ovf);
     plan.sub_group = sg < max_streamed ? sg : max_streamed;
     int64_t slot = 0;
     for (int a = 0; a < ZC_NSTREAMS; a++) {
-        plan.slot_bytes[a] = streamed[a] ? region(plan.sub_group * es[a]) : 0;
-        slot += plan.slot_bytes[a];
+        plan.slot_bytes[a] = streamed[a] ? region(mul(plan.sub_group, es[a], ovf), ovf) : 0;
+        slot = add(slot, plan.slot_bytes[a], ovf);
     }
-    plan.slots = (in->buffer_count > 1 ? in->buffer_count : 1) * slot;
+    plan.slots = mul(in->buffer_count > 1 ? in->buffer_count : 1, slot, ovf);
     if (max_read) { /* reads ahead (at most buffer_count, buffer_size elements unless one) plus
                      * one read on demand */
-        int64_t r = region(max_read * P), count = in->param_buffer_count > 1
-                                                      ? in->param_buffer_count : 1;
-        int64_t by_size = region(in->param_buffer_size * P) + count * SWAP_ALIGN;
-        int64_t ahead = count * r < (by_size > r ? by_size : r) ? count * r
-                                                                : (by_size > r ? by_size : r);
-        plan.param_reads = r + ahead;
+        int64_t r = region(mul(max_read, P, ovf), ovf),
+                count = in->param_buffer_count > 1 ? in->param_buffer_count : 1;
+        int64_t by_size =
+            add(region(mul(in->param_buffer_size, P, ovf), ovf), mul(count, SWAP_ALIGN, ovf), ovf);
+        int64_t cap = by_size > r ? by_size : r, all = mul(count, r, ovf);
+        plan.param_reads = add(r, all < cap ? all : cap, ovf);
     }
-    plan.grad_staging = 2 * region(max_grad * G); /* the shard being reduced, the one written */
+    /* the shard being reduced, the one written */
+    plan.grad_staging = mul(2, region(mul(max_grad, G, ovf), ovf), ovf);
     return plan;
 }
 
-int64_t zc_estimate_nvme_bytes(const zc_estimate_in *in)
-{
-    zc_offload_plan p = zc_estimate_offload(in, NULL);
-    return p.optimizer_file + p.param_file;
-}
-
-int64_t zc_estimate_offload_bound(const zc_estimate_in *in)
-{
-    zc_offload_plan p = zc_estimate_offload(in, NULL);
-    return p.slots + p.param_reads + p.grad_staging;
-}
-
-zc_state_bytes zc_estimate_states(const zc_estimate_in *in)
+static zc_state_bytes states(const zc_estimate_in *in, bool *ovf)
 {
     const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
     const int64_t K = 4 * (int64_t)in->moment_floats + (P == 4 ? 0 : 4); /* + fp32 master */
@@ -121,72 +141,184 @@ zc_state_bytes zc_estimate_states(const zc_estimate_in *in)
     if (in->offload_optimizer || in->offload_params) {
         where = malloc((size_t)in->nunits * sizeof *where);
         ZC_ASSERT(where);
-        zc_estimate_offload(in, where);
+        offload_plan(in, where, ovf);
     }
     zc_state_bytes b = {0, 0, 0};
     for (int u = 0; u < in->nunits; u++) {
         zc_unit_offload x = where ? where[u] : (zc_unit_offload){0};
-        int64_t S = shard(in->unit_numel[u], in->nranks), full = S * in->nranks;
-        b.params += x.params ? 0 : P * (in->stage == 3 ? S : full);
-        b.grads += x.grads ? 0 : G * (in->stage >= 2 ? S : full);
-        b.optimizer += x.optimizer ? 0 : K * (in->stage >= 1 ? S : full);
+        int64_t S = shard(in->unit_numel[u], in->nranks, ovf), full = mul(S, in->nranks, ovf);
+        if (!x.params)
+            b.params = add(b.params, mul(P, in->stage == 3 ? S : full, ovf), ovf);
+        if (!x.grads)
+            b.grads = add(b.grads, mul(G, in->stage >= 2 ? S : full, ovf), ovf);
+        if (!x.optimizer)
+            b.optimizer = add(b.optimizer, mul(K, in->stage >= 1 ? S : full, ovf), ovf);
     }
     free(where);
     return b;
 }
 
-int64_t zc_estimate_padded_numel(const zc_estimate_in *in)
+static int64_t padded_numel(const zc_estimate_in *in, bool *ovf)
 {
     int64_t s = 0;
     for (int u = 0; u < in->nunits; u++)
-        s += shard(in->unit_numel[u], in->nranks) * in->nranks;
+        s = add(s, mul(shard(in->unit_numel[u], in->nranks, ovf), in->nranks, ovf), ovf);
     return s;
 }
 
-int64_t zc_estimate_comm_bytes(const zc_estimate_in *in)
+static int64_t comm_bytes(const zc_estimate_in *in, bool *ovf)
 {
     const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
     const int64_t C = or4(in->comm_elem_bytes);
     int64_t per = C + (in->stage == 0 ? G : in->stage == 3 ? 2 * P : P);
-    return per * (zc_estimate_padded_numel(in) / in->nranks) * (in->nranks - 1);
+    return mul(mul(per, padded_numel(in, ovf) / in->nranks, ovf), in->nranks - 1, ovf);
 }
 
-static int64_t max_shard(const zc_estimate_in *in)
+static int64_t max_shard(const zc_estimate_in *in, bool *ovf)
 {
     int64_t m = 0;
-    for (int u = 0; u < in->nunits; u++)
-        if (shard(in->unit_numel[u], in->nranks) > m)
-            m = shard(in->unit_numel[u], in->nranks);
+    for (int u = 0; u < in->nunits; u++) {
+        int64_t S = shard(in->unit_numel[u], in->nranks, ovf);
+        m = S > m ? S : m;
+    }
     return m;
+}
+
+static int64_t comm_staging(const zc_estimate_in *in, bool *ovf)
+{
+    int64_t cols = in->reduce_bucket_size / in->nranks, S = max_shard(in, ovf);
+    cols = cols < 1 ? 1 : cols < S ? cols : S;
+    return mul(mul(2 * or4(in->comm_elem_bytes), in->nranks, ovf), cols, ovf);
+}
+
+static int64_t prefetch_elems(const zc_estimate_in *in, bool *ovf)
+{
+    return in->prefetch_bucket_size >= 0 ? in->prefetch_bucket_size
+                                         : mul(max_shard(in, ovf), in->nranks, ovf); /* one
+                                                                    (largest) unit */
+}
+
+static int64_t working_bound(const zc_estimate_in *in, bool *ovf)
+{
+    const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
+    int64_t unit = mul(max_shard(in, ovf), in->nranks, ovf);
+    /* fp32 views of the acquired units (a tied unit held across a pass, the current one, and
+     * one more while a model hands over between them) */
+    int64_t views = P == 4 ? 0 : mul(4 * 3, unit, ovf);
+    /* the fp32 gradients being produced + a tied unit's, kept across backward */
+    int64_t grads = in->stage >= 2 || G != 4 ? mul(4 * 2, unit, ovf) : 0;
+    if (in->stage < 3)
+        return add(views, grads, ovf);
+    /* 3 units + the prefetch allowance, capped by max_live_parameters: the sum may pass
+     * INT64_MAX only when the cap is below it, so it saturates instead of overflowing */
+    int64_t three = mul(3, unit, ovf), prefetch = prefetch_elems(in, ovf), live;
+    int64_t ahead = prefetch > INT64_MAX - three ? INT64_MAX : three + prefetch;
+    live = in->max_live_parameters;
+    int64_t gathered = ahead < live ? ahead : live;
+    if (gathered < 2 * unit)
+        gathered = mul(2, unit, ovf); /* a unit and its gradient, whatever the caps */
+    return add(add(mul(P, gathered, ovf), views, ovf), grads, ovf);
+}
+
+/* ---------- the public functions: INT64_MAX where a count does not fit ---------- */
+
+zc_offload_plan zc_estimate_offload(const zc_estimate_in *in, zc_unit_offload *units)
+{
+    bool ovf = false;
+    return offload_plan(in, units, &ovf);
+}
+
+int64_t zc_estimate_nvme_bytes(const zc_estimate_in *in)
+{
+    bool ovf = false;
+    zc_offload_plan p = offload_plan(in, NULL, &ovf);
+    return add(p.optimizer_file, p.param_file, &ovf);
+}
+
+int64_t zc_estimate_offload_bound(const zc_estimate_in *in)
+{
+    bool ovf = false;
+    zc_offload_plan p = offload_plan(in, NULL, &ovf);
+    return add(add(p.slots, p.param_reads, &ovf), p.grad_staging, &ovf);
+}
+
+zc_state_bytes zc_estimate_states(const zc_estimate_in *in)
+{
+    bool ovf = false;
+    return states(in, &ovf);
+}
+
+int64_t zc_estimate_padded_numel(const zc_estimate_in *in)
+{
+    bool ovf = false;
+    return padded_numel(in, &ovf);
+}
+
+int64_t zc_estimate_comm_bytes(const zc_estimate_in *in)
+{
+    bool ovf = false;
+    return comm_bytes(in, &ovf);
 }
 
 int64_t zc_estimate_comm_staging(const zc_estimate_in *in)
 {
-    int64_t cols = in->reduce_bucket_size / in->nranks, S = max_shard(in);
-    cols = cols < 1 ? 1 : cols < S ? cols : S;
-    return 2 * or4(in->comm_elem_bytes) * (int64_t)in->nranks * cols;
+    bool ovf = false;
+    return comm_staging(in, &ovf);
 }
 
 int64_t zc_estimate_prefetch_elems(const zc_estimate_in *in)
 {
-    return in->prefetch_bucket_size >= 0 ? in->prefetch_bucket_size
-                                         : max_shard(in) * in->nranks; /* one (largest) unit */
+    bool ovf = false;
+    return prefetch_elems(in, &ovf);
 }
 
 int64_t zc_estimate_working_bound(const zc_estimate_in *in)
 {
-    const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
-    int64_t unit = max_shard(in) * in->nranks;
-    /* fp32 views of the acquired units (a tied unit held across a pass, the current one, and
-     * one more while a model hands over between them) */
-    int64_t views = P == 4 ? 0 : 4 * 3 * unit;
-    /* the fp32 gradients being produced + a tied unit's, kept across backward */
-    int64_t grads = in->stage >= 2 || G != 4 ? 4 * 2 * unit : 0;
-    if (in->stage < 3)
-        return views + grads;
-    int64_t prefetch = zc_estimate_prefetch_elems(in), live = in->max_live_parameters;
-    int64_t gathered = 3 * unit + prefetch < live ? 3 * unit + prefetch : live;
-    if (gathered < 2 * unit)
-        gathered = 2 * unit; /* a unit and its gradient, whatever the caps */
-    return P * gathered + views + grads;
+    bool ovf = false;
+    return working_bound(in, &ovf);
+}
+
+zc_status zc_estimate_check(const zc_estimate_in *in, zc_err *err)
+{
+    if (in->nranks < 1 || in->nunits < 1 || in->nunits > ZC_MAX_UNITS)
+        return zc_err_set(err, ZC_EINVAL,
+                          "a model of %d units on %d ranks: need 1 to %d units "
+                          "and at least 1 rank",
+                          in->nunits, in->nranks, ZC_MAX_UNITS);
+    bool ovf = false;
+    int64_t padded = padded_numel(in, &ovf);
+    if (ovf || padded > ZC_MAX_NUMEL)
+        return zc_err_set(err, ZC_EINVAL,
+                          "a model of %s%lld parameters (padded over %d ranks): "
+                          "zeroc holds at most %lld (2^49)",
+                          ovf ? "more than " : "", (long long)padded, in->nranks,
+                          (long long)ZC_MAX_NUMEL);
+    for (int stage = 0; stage <= 3; stage++) {
+        zc_estimate_in s = *in;
+        s.stage = stage;
+        bool o[4] = {false, false, false, false};
+        zc_state_bytes b = states(&s, &o[0]);
+        add(add(b.params, b.grads, &o[0]), b.optimizer, &o[0]);
+        comm_bytes(&s, &o[0]);
+        comm_staging(&s, &o[1]);
+        working_bound(&s, &o[2]);
+        zc_offload_plan p = offload_plan(&s, NULL, &o[3]);
+        add(p.optimizer_file, p.param_file, &o[3]);
+        add(add(p.slots, p.param_reads, &o[3]), p.grad_staging, &o[3]);
+        /* a model within ZC_MAX_NUMEL fits: what overflows is a configured size */
+        if (o[0] || o[1] || o[2] || o[3])
+            return zc_err_set(
+                err, ZC_EINVAL, "stage %d: the bytes of %s do not fit in 64 bits; lower %s", stage,
+                o[1]   ? "the reduce-scatter staging"
+                : o[2] ? "the gathered parameters (stage3_prefetch_bucket_size "
+                         "and stage3_max_live_parameters)"
+                : o[3] ? "the NVMe offload buffers"
+                       : "the model states",
+                o[1]   ? "zero_optimization.reduce_bucket_size"
+                : o[2] ? "zero_optimization.stage3_prefetch_bucket_size"
+                : o[3] ? "zero_optimization.sub_group_size, offload_optimizer.buffer_count, "
+                         "offload_param.buffer_size or offload_param.buffer_count"
+                       : "the model size");
+    }
+    return ZC_OK;
 }
