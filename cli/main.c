@@ -24,14 +24,16 @@ static void usage(void)
 int cli_fail(zc_comm *comm, const zc_err *err, bool collective)
 {
     int rank = zc_comm_rank(comm);
-    if (rank == 0 || !collective) {
-        if (zc_comm_size(comm) > 1)
+    if (rank == 0 || !collective) { /* a shared error names the rank it came from itself */
+        if (zc_comm_size(comm) > 1 && !collective)
             fprintf(stderr, "zeroc: error (rank %d): %s\n", rank, err->msg);
         else
             fprintf(stderr, "zeroc: error: %s\n", err->msg);
         fflush(stderr);
     }
-    if (!collective)
+    /* one rank alone has no one waiting for it: it returns like a collective error, and MPI's
+     * abort message does not bury the one line that says what went wrong */
+    if (!collective && zc_comm_size(comm) > 1)
         zc_comm_abort(comm, 1);
     return 1;
 }
@@ -42,6 +44,9 @@ void cli_relaunch_under_mpirun(int argc, char **argv, int ranks)
     const char *launched[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"};
     for (size_t i = 0; i < sizeof launched / sizeof *launched; i++)
         if (getenv(launched[i]))
+            return;
+    for (int i = 2; i < argc; i++) /* help needs no ranks */
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
             return;
     for (int i = 2; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--ranks"))

@@ -145,7 +145,6 @@ int cmd_prepare(zc_comm *comm, int argc, char **argv)
          NULL},
         {"--val-fraction", ARG_DOUBLE, &frac, NULL,
          "fraction of the tokens, from the end, that go to PREFIX_val.bin (default 0.1)", NULL},
-        {"--help", ARG_BOOL, &help, NULL, "print this help", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
@@ -155,7 +154,9 @@ int cmd_prepare(zc_comm *comm, int argc, char **argv)
     zc_status st = files && rest ? ZC_OK : zc_err_set(&err, ZC_ENOMEM, "out of memory");
     if (!st)
         st = split_text_args(argc, argv, files, &nfiles, rest, &nrest, &err);
-    if (!st)
+    for (int i = 0; !st && i < nrest; i++) /* args_usage lists --help itself */
+        help = help || !strcmp(rest[i], "--help") || !strcmp(rest[i], "-h");
+    if (!st && !help)
         st = args_parse(specs, nspecs, nrest, rest, 0, &err);
     if (!st && help) {
         if (rank == 0) {

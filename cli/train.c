@@ -361,7 +361,10 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     st = zc_engine_create(&e, &cfg, comm, mem, &err);
     if (!st)
         st = train_model_create(&model, &o, e, mem, comm, &cfg, &err);
-    bool agreed = false; /* every rank has this error (no rank is left waiting) */
+    /* a rank that could not build the model (memory, a file it cannot read) tells the others,
+     * which would otherwise wait for it in the engine's first collective: one message, no abort */
+    st = zc_comm_agree(comm, st, "building the model", &err);
+    bool agreed = st != ZC_OK; /* every rank has this error (no rank is left waiting) */
     if (!st && (st = zc_engine_finalize(e, &err)))
         agreed = true;
     if (!st && model.load)

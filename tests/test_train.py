@@ -280,10 +280,51 @@ def test_refused_flags():
         check("step " not in p.stdout, f"{args}: training started")
 
 
+def test_one_message_per_error():
+    """An error is printed once (by rank 0 for a shared one, naming the rank that found it),
+    without MPI's abort message, and the exit code carries it; help needs no mpirun."""
+    import subprocess
+    huge = ["--hidden", "1000000", "--micro-batch", "2000000000", "--steps", "1"]
+    for n, want in ((1, "zeroc: error: mlp: out of memory for activations (120000000000000000 "
+                        "bytes)\n"),
+                    (2, "zeroc: error: building the model failed on rank 0: mlp: out of memory "
+                        "for activations (120000000000000000 bytes)\n")):
+        p = run(n, *huge, ok=False, timeout=60)
+        errs = [l + "\n" for l in p.stderr.splitlines() if "zeroc: error" in l]
+        check(p.returncode == 1 and errs == [want] and "MPI_ABORT" not in p.stderr,
+              f"{n} ranks, out of memory: {p.returncode} {p.stderr!r}")
+    p = run(2, "--frobnicate", ok=False, timeout=60)
+    errs = [l for l in p.stderr.splitlines() if "zeroc: error" in l]
+    check(p.returncode == 1 and errs == ["zeroc: error: unknown flag '--frobnicate' (see --help)"],
+          f"2 ranks, bad flag: {p.returncode} {p.stderr!r}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI", "PMIX"))}
+    p = subprocess.run([H_.zeroc, "analyze", "--help"], capture_output=True, text=True,
+                       timeout=30, env=env)
+    check(p.returncode == 0 and p.stdout.startswith("usage: zeroc analyze") and
+          "running on" not in p.stderr, f"analyze --help: {p.returncode} {p.stderr!r}")
+    p = subprocess.run([H_.zeroc, "prepare", "--help"], capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0 and p.stdout.count("--help") == 1,
+          f"prepare --help lists --help {p.stdout.count('--help')} times")
+
+
+def test_batch_mismatch_sources():
+    """The batch-size mismatch names where each number came from."""
+    path = os.path.join(TMP, "batch.json")
+    with open(path, "w") as f:
+        json.dump({"train_batch_size": 64, "gradient_accumulation_steps": 2}, f)
+    p = run(2, "--hidden", 16, "--config", path, "--micro-batch", 4, ok=False, timeout=60)
+    want = (f"zeroc: error: train_batch_size 64 ({path}) != train_micro_batch_size_per_gpu 4 "
+            f"(command line) \u00d7 gradient_accumulation_steps 2 ({path}) \u00d7 world size 2 "
+            f"= 16")
+    errs = [l for l in p.stderr.splitlines() if "zeroc: error" in l]
+    check(p.returncode == 1 and errs == [want], f"{p.returncode} {p.stderr!r}")
+
+
 TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_gradient_accumulation, test_bad_input, test_ranks_disagree,
          test_stage3_default_prefetch_rss, test_outputs_checked_first,
-         test_save_dir_saves_last_step, test_nonfinite_stops, test_refused_flags]
+         test_save_dir_saves_last_step, test_nonfinite_stops, test_refused_flags,
+         test_one_message_per_error, test_batch_mismatch_sources]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

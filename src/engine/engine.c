@@ -715,7 +715,7 @@ static zc_status check_sizes(const zc_engine *e, zc_err *err)
 zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
 {
     ZC_ASSERT(!e->finalized && e->nunits > 0);
-    zc_status st = check_sizes(e, err);
+    zc_status st = zc_comm_agree(e->comm, check_sizes(e, err), "checking the model's sizes", err);
     if (st)
         return st;
     size_t n = (size_t)e->nranks, max_shard = 0;
