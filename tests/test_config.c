@@ -706,8 +706,9 @@ static void test_validate(void)
     c.micro_batch = 4;
     CHECK(zc_config_validate(&c, 2, &err) == ZC_EINVAL);
     CHECK(err.code == ZC_EINVAL);
-    CHECK_MSG(strcmp(err.msg, "train_batch_size 64 != train_micro_batch_size_per_gpu 4 \u00d7 "
-                              "gradient_accumulation_steps 1 \u00d7 world size 2 = 8") == 0,
+    CHECK_MSG(strcmp(err.msg, "train_batch_size 64 (default) != train_micro_batch_size_per_gpu 4 "
+                              "(default) \u00d7 gradient_accumulation_steps 1 (default) \u00d7 "
+                              "world size 2 = 8") == 0,
               err.msg);
     CHECK(zc_config_validate(&c, 16, &err) == ZC_OK);
     c.grad_accum = 8;
@@ -716,7 +717,7 @@ static void test_validate(void)
     c.micro_batch = INT_MAX;
     c.grad_accum = INT_MAX;
     CHECK(zc_config_validate(&c, INT_MAX, &err) == ZC_EINVAL); /* product overflows 64 bits */
-    CHECK(strstr(err.msg, "train_batch_size 9223372036854775807 !=") != NULL);
+    CHECK(strstr(err.msg, "train_batch_size 9223372036854775807 (default) !=") != NULL);
 
     zc_config_defaults(&c);
     CHECK(zc_config_validate(&c, 0, &err) == ZC_EINVAL);
@@ -835,8 +836,20 @@ static void test_resolve_batch(void)
                &err) == ZC_OK);
     before = c;
     CHECK(zc_config_resolve_batch(&c, 2, &err) == ZC_EINVAL);
-    CHECK(strstr(err.msg, "train_batch_size 64 != train_micro_batch_size_per_gpu 4") != NULL);
+    CHECK_MSG(strcmp(err.msg, "train_batch_size 64 (ds.json) != train_micro_batch_size_per_gpu 4 "
+                              "(ds.json) \u00d7 gradient_accumulation_steps 1 (ds.json) \u00d7 "
+                              "world size 2 = 8") == 0,
+              err.msg);
     CHECK(same_config(&c, &before));
+    /* each number names where it came from: the file, a flag, the default */
+    CHECK(load(&c, "{\"train_batch_size\": 64, \"gradient_accumulation_steps\": 2}", &err) ==
+          ZC_OK);
+    EXPECT_SET_OK(&c, "train_micro_batch_size_per_gpu", "4");
+    CHECK(zc_config_resolve_batch(&c, 2, &err) == ZC_EINVAL);
+    CHECK_MSG(strcmp(err.msg, "train_batch_size 64 (ds.json) != train_micro_batch_size_per_gpu 4 "
+                              "(command line) \u00d7 gradient_accumulation_steps 2 (ds.json) "
+                              "\u00d7 world size 2 = 16") == 0,
+              err.msg);
 
     /* not divisible: refused, cfg unchanged */
     CHECK(load(&c, "{\"train_batch_size\": 10}", &err) == ZC_OK);

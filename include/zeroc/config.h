@@ -34,6 +34,7 @@ typedef enum { ZC_OFFLOAD_NONE = 0, ZC_OFFLOAD_CPU, ZC_OFFLOAD_NVME } zc_offload
 typedef enum { ZC_AIO_AUTO = 0, ZC_AIO_URING, ZC_AIO_THREADS } zc_aio_engine;
 
 #define ZC_MAX_PATH 1024 /* bytes of a path in the configuration, with its NUL */
+#define ZC_ORIGIN_LEN 160 /* bytes of a value's origin (a file name, cut) with its NUL */
 #define ZC_AUTO (-1)     /* an integer key given as "auto": zeroc chooses (documented per key) */
 
 typedef struct {
@@ -43,6 +44,10 @@ typedef struct {
     int grad_accum;                      /* gradient_accumulation_steps */
     bool micro_batch_set;                /* micro_batch was given (file or flag), not defaulted */
     bool grad_accum_set;                 /* grad_accum was given (file or flag), not defaulted */
+    /* where each batch value came from, for messages: the config file's name, "command line"
+     * (zc_config_set) or "derived"; empty: the default */
+    char origin_train_batch[ZC_ORIGIN_LEN], origin_micro_batch[ZC_ORIGIN_LEN],
+        origin_grad_accum[ZC_ORIGIN_LEN];
     double grad_clip;                    /* gradient_clipping; 0 = off */
     /* optimizer */
     zc_optim_type optim;                 /* optimizer.type: AdamW | Adam | SGD */

@@ -973,7 +973,20 @@ static zc_status apply(const ctx *c, const key_spec *k, const value *v)
         cfg->micro_batch_set = true;
     if (rc == ZC_OK && (k->flags & R_ACCUM))
         cfg->grad_accum_set = true;
+    char *origin = k->flags & R_MICRO                                ? cfg->origin_micro_batch
+                   : k->flags & R_ACCUM                              ? cfg->origin_grad_accum
+                   : k->off == offsetof(zc_config, train_batch_size) ? cfg->origin_train_batch
+                                                                     : NULL;
+    if (rc == ZC_OK && origin)
+        snprintf(origin, ZC_ORIGIN_LEN, "%s", c->origin ? c->origin : "config");
     return rc;
+}
+
+/* "(FROM)" for a batch value's origin in messages. */
+static const char *from(char buf[ZC_ORIGIN_LEN + 8], const char *origin)
+{
+    snprintf(buf, ZC_ORIGIN_LEN + 8, "(%s)", origin[0] ? origin : "default");
+    return buf;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1533,11 +1546,13 @@ zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
             char product[40] = "more than 2^63";
             if (per_step <= INT64_MAX / world_size)
                 snprintf(product, sizeof product, "%" PRId64, per_step * world_size);
+            char ft[ZC_ORIGIN_LEN + 8], fm[ZC_ORIGIN_LEN + 8], fa[ZC_ORIGIN_LEN + 8];
             return fail(&c, ZC_EINVAL,
-                        "train_batch_size %" PRId64 " != train_micro_batch_size_per_gpu %d "
-                        "\u00d7 gradient_accumulation_steps %d \u00d7 world size %d = %s",
-                        cfg->train_batch_size, cfg->micro_batch, cfg->grad_accum, world_size,
-                        product);
+                        "train_batch_size %" PRId64 " %s != train_micro_batch_size_per_gpu %d "
+                        "%s \u00d7 gradient_accumulation_steps %d %s \u00d7 world size %d = %s",
+                        cfg->train_batch_size, from(ft, cfg->origin_train_batch), cfg->micro_batch,
+                        from(fm, cfg->origin_micro_batch), cfg->grad_accum,
+                        from(fa, cfg->origin_grad_accum), world_size, product);
         }
     }
     return ZC_OK;
@@ -1566,24 +1581,31 @@ zc_status zc_config_resolve_batch(zc_config *cfg, int world_size, zc_err *err)
                         "\u00d7 world size %d does not fit in 64 bits",
                         work.micro_batch, work.grad_accum, world_size);
         work.train_batch_size = per_step * world;
+        snprintf(work.origin_train_batch, ZC_ORIGIN_LEN, "derived");
     } else if (!work.micro_batch_set) { /* DeepSpeed derives micro first */
         int64_t per = (int64_t)work.grad_accum * world;
+        char ft[ZC_ORIGIN_LEN + 8], fa[ZC_ORIGIN_LEN + 8];
         if (train % per != 0 || train / per > INT_MAX)
             return fail(&c, ZC_EINVAL,
                         "cannot derive train_micro_batch_size_per_gpu: train_batch_size %" PRId64
-                        " is not a multiple of gradient_accumulation_steps %d \u00d7 world size %d"
-                        " with a quotient <= %d",
-                        train, work.grad_accum, world_size, INT_MAX);
+                        " %s is not a multiple of gradient_accumulation_steps %d %s \u00d7 world "
+                        "size %d with a quotient <= %d",
+                        train, from(ft, work.origin_train_batch), work.grad_accum,
+                        from(fa, work.origin_grad_accum), world_size, INT_MAX);
         work.micro_batch = (int)(train / per);
+        snprintf(work.origin_micro_batch, ZC_ORIGIN_LEN, "derived");
     } else if (!work.grad_accum_set) {
         int64_t per = (int64_t)work.micro_batch * world;
+        char ft[ZC_ORIGIN_LEN + 8], fm[ZC_ORIGIN_LEN + 8];
         if (train % per != 0 || train / per > INT_MAX)
             return fail(&c, ZC_EINVAL,
                         "cannot derive gradient_accumulation_steps: train_batch_size %" PRId64
-                        " is not a multiple of train_micro_batch_size_per_gpu %d \u00d7 world size"
-                        " %d with a quotient <= %d",
-                        train, work.micro_batch, world_size, INT_MAX);
+                        " %s is not a multiple of train_micro_batch_size_per_gpu %d %s \u00d7 "
+                        "world size %d with a quotient <= %d",
+                        train, from(ft, work.origin_train_batch), work.micro_batch,
+                        from(fm, work.origin_micro_batch), world_size, INT_MAX);
         work.grad_accum = (int)(train / per);
+        snprintf(work.origin_grad_accum, ZC_ORIGIN_LEN, "derived");
     }
     rc = zc_config_validate(&work, world_size, err);
     if (rc == ZC_OK)
