@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -282,9 +283,62 @@ def test_resume_other_shape():
     check("step " not in p.stdout, "training started")
 
 
+def test_save_dir_locked():
+    """A second job on a --save-dir in use is refused before its first step, naming the
+    directory and the holder (pid, host) from the lock file; the first job's checkpoints are
+    untouched and verify; once it ends the directory is free again."""
+    d = H_.path("ck-locked")
+    a = subprocess.Popen([H_.mpirun, "1", H_.zeroc, "train", "--hidden", "256", "--layers", "4",
+                          "--micro-batch", "4", "--steps", "4000", "--save-dir", d,
+                          "--save-every", "1000"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in a.stdout:  # the first step: the job holds the directory by now
+            if line.startswith("step "):
+                break
+        _, b = train(1, "locked-b", *MLP, "--steps", 3, "--save-dir", d, ok=False)
+        still = a.poll() is None
+    finally:
+        out, err = a.communicate(timeout=300)
+    check(still, "the first job ended before the second started (the test proves nothing)")
+    check(b.returncode == 1, f"second job on a locked --save-dir: exit {b.returncode}")
+    check(d in b.stderr and "in use" in b.stderr and "pid " in b.stderr and
+          socket.gethostname() in b.stderr, f"message does not name the holder: {b.stderr!r}")
+    check("step " not in b.stdout, "the second job trained")
+    check(a.returncode == 0, f"the first job failed: {err!r}")
+    v = subprocess.run([H_.zeroc, "ckpt", "verify", d], capture_output=True, text=True)
+    check(v.returncode == 0 and "step 4000" in v.stdout, f"verify: {v.stdout}{v.stderr}")
+    check(not [f for f in os.listdir(d) if f.startswith(".")],
+          f"lock or temporary files left behind: {os.listdir(d)}")
+    _, c = train(1, "locked-c", "--hidden", 256, "--layers", 4, "--micro-batch", 4,
+                 "--steps", 4001, "--save-dir", d, "--resume", d, ok=False)
+    check(c.returncode == 0, f"the directory stayed locked after the job: {c.stderr!r}")
+
+
+def test_save_verified_before_saved():
+    """A shard damaged between its write and the publication (a fault hook flips a byte of rank
+    1's step-4 shard) fails the save naming the file and its CRC: "saved" is not printed, the
+    job stops, `latest` stays on step 2, which still verifies."""
+    d = H_.path("ck-flip")
+    _, p = train(2, "flip", *MLP, "--steps", 6, "--save-dir", d, "--save-every", 2, ok=False,
+                 env={"ZEROC_FAULT_FLIP_IN_SAVE": "shard:1@4"})
+    check(p.returncode == 1, f"a damaged shard was published: exit {p.returncode}")
+    check("rank-00001.bin" in p.stderr and "CRC32C" in p.stderr, f"message: {p.stderr!r}")
+    check(f"saved {d}/step-000002" in p.stdout and f"saved {d}/step-000004" not in p.stdout,
+          f"'saved' printed for the damaged checkpoint: {p.stdout!r}")
+    check(open(os.path.join(d, "latest")).read().strip() == "step-000002",
+          "latest moved to the damaged checkpoint")
+    check(not os.path.exists(os.path.join(d, "step-000004")), "the damaged checkpoint exists")
+    v = subprocess.run([H_.zeroc, "ckpt", "verify", d], capture_output=True, text=True)
+    check(v.returncode == 0 and "step 2" in v.stdout, f"verify: {v.stdout}{v.stderr}")
+    check(not [f for f in os.listdir(d) if f.startswith(".")],
+          f"temporary files left behind: {os.listdir(d)}")
+
+
 TESTS = [test_exact_resume, test_crash_during_save, test_reshard, test_export_safetensors,
          test_export_formats_and_init, test_export_memory_124m, test_corruption, test_full_disk,
-         test_resume_other_shape]
+         test_resume_other_shape, test_save_dir_locked,
+         test_save_verified_before_saved]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

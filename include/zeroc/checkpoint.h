@@ -21,9 +21,15 @@
  * units (name, numel, shard), params (name, shape, unit, offset), files (name, bytes, crc32c),
  * config (the effective DeepSpeed-style configuration) and client (the trainer's own state).
  *
- * Crash safety: everything is written into DIR/.tmp-step-NNNNNN, every file and the directory
- * fsync'd, then renamed into place; DIR/latest is replaced by an atomic rename. A crash at any
+ * Crash safety: everything is written into a temporary directory unique to the job
+ * (DIR/.tmp-step-NNNNNN-PID-HOST, rank 0's pid and host), every file and the directory fsync'd;
+ * each rank reads its shard back and checks its CRC, rank 0 reads the manifest back, and only
+ * then is it renamed into place; DIR/latest is replaced by an atomic rename. A crash at any
  * moment leaves the previous checkpoint intact and `latest` pointing at it.
+ *
+ * One job per save directory: zc_ckpt_lock_dir takes an exclusive flock on DIR/.lock (which
+ * holds "pid P on host H") for the job's life; a second job is refused naming the holder. The
+ * kernel releases the lock when the holder dies, so a crash never leaves DIR locked.
  *
  *     zc_ckpt_save(engine, comm, "ckpt", step, config_json, client_json, keep, &err);   // all ranks
  *     char dir[4096]; zc_ckpt_resolve("ckpt", dir, sizeof dir, &err);                  // → ckpt/step-…
@@ -45,6 +51,16 @@
  * checkpoint is half-written and the previous ones are untouched; every rank gets an error. */
 zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t step,
                        const char *config_json, const char *client_json, int keep, zc_err *err);
+
+/* Collective. Creates dir if needed and makes this job its only writer: rank 0 takes an
+ * exclusive flock on dir/.lock (writing its pid and host into it) and removes the temporary
+ * files crashed saves left; *lock is rank 0's handle (NULL on other ranks). If another process
+ * holds the lock, every rank gets ZC_EINVAL naming dir and the holder. Call before the first
+ * step; zc_ckpt_save itself does not lock (a program calling it must own the directory). */
+typedef struct zc_ckpt_lock zc_ckpt_lock;
+zc_status zc_ckpt_lock_dir(zc_comm *comm, const char *dir, zc_ckpt_lock **lock, zc_err *err);
+/* Releases the lock and removes dir/.lock (NULL: nothing). Not collective. */
+void zc_ckpt_unlock_dir(zc_ckpt_lock *lock);
 
 /* path is a checkpoint directory (DIR/step-N, has manifest.json) or a save directory (uses
  * DIR/latest). Writes the checkpoint directory into out. Not collective. */

@@ -96,11 +96,11 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
 
 static void rm_rf(const char *path) { nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
-/* Writes text to path through path.tmp, fsync'd, renamed. */
+/* Writes text to path through path.tmp-PID (no other process's name), fsync'd, renamed. */
 static int write_file_atomic(const char *path, const char *text)
 {
     char tmp[4200];
-    pathf(tmp, sizeof tmp, "%s.tmp", path);
+    pathf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0)
         return -1;
@@ -165,6 +165,70 @@ static void fault_point(const char *where, int rank, int64_t step)
     pathf(b, sizeof b, "%s@%lld", where, (long long)step);
     if (!strcmp(f, a) || (!strcmp(f, b) && rank == 0))
         raise(SIGKILL);
+}
+
+/* Test hook: ZEROC_FAULT_FLIP_IN_SAVE=shard:R@S flips one byte of rank R's shard of the step-S
+ * save after it was written and closed — what another writer or a failing disk does; the
+ * read-back must catch it before anything is published. */
+static void fault_flip(const char *path, int rank, int64_t step)
+{
+    const char *f = getenv("ZEROC_FAULT_FLIP_IN_SAVE");
+    char a[64];
+    pathf(a, sizeof a, "shard:%d@%lld", rank, (long long)step);
+    int fd = f && !strcmp(f, a) ? open(path, O_RDWR) : -1;
+    unsigned char b;
+    if (fd >= 0 && pread(fd, &b, 1, HEADER_BYTES) == 1) {
+        b ^= 1;
+        if (pwrite(fd, &b, 1, HEADER_BYTES) != 1)
+            raise(SIGKILL);
+    }
+    if (fd >= 0)
+        close(fd);
+}
+
+/* CRC32C of the first `bytes` bytes of path, read through a 4 MiB buffer. */
+static zc_status file_crc(const char *path, size_t bytes, uint32_t *crc, zc_err *err)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return zc_err_set(err, ZC_EIO, "cannot open %s: %m", path);
+    enum { CHUNK = 1 << 22 };
+    char *buf = malloc(CHUNK);
+    uint32_t c = 0;
+    zc_status st = buf ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
+    for (size_t at = 0; !st && at < bytes; at += CHUNK) {
+        size_t k = bytes - at < CHUNK ? bytes - at : CHUNK;
+        if (read_at(fd, buf, k, (off_t)at))
+            st = zc_err_set(err, ZC_EIO, "cannot read %s: %m", path);
+        else
+            c = zc_crc32c(c, buf, k);
+    }
+    close(fd);
+    free(buf);
+    *crc = c;
+    return st;
+}
+
+/* Reads a just-written shard back: its size and CRC must be what was written. */
+static zc_status read_back(const char *path, uint32_t crc, int64_t bytes, zc_err *err)
+{
+    struct stat sb;
+    if (stat(path, &sb))
+        return zc_err_set(err, ZC_EIO, "%s: gone after it was written: %m", path);
+    if (sb.st_size != bytes)
+        return zc_err_set(err, ZC_EIO,
+                          "%s: %lld bytes read back, %lld written (the file "
+                          "changed after it was written); not saved",
+                          path, (long long)sb.st_size, (long long)bytes);
+    uint32_t c = 0;
+    zc_status st = file_crc(path, (size_t)bytes, &c, err);
+    if (!st && c != crc)
+        st = zc_err_set(err, ZC_EIO,
+                        "%s: read back, its CRC32C is %08" PRIx32 ", not the "
+                        "%08" PRIx32 " written (the file changed after it was written: another "
+                        "process or a failing disk); not saved",
+                        path, c, crc);
+    return st;
 }
 
 typedef struct {
@@ -333,9 +397,19 @@ static zc_status publish(zc_engine *e, const char *dir, const char *tmp, int64_t
         return zc_err_set(err, ZC_ENOMEM, "out of memory writing the manifest");
     pathf(path, sizeof path, "%s/manifest.json", tmp);
     int bad = write_file_atomic(path, text);
-    free(text);
-    if (bad || fsync_dir(tmp))
+    if (bad || fsync_dir(tmp)) {
+        free(text);
         return zc_err_set(err, ZC_EIO, "cannot write '%s': %m", path);
+    }
+    char *back = read_text(path, strlen(text) + 1); /* read back: what a reader will see */
+    bad = !back || strcmp(back, text);
+    free(back);
+    free(text);
+    if (bad)
+        return zc_err_set(err, ZC_EIO,
+                          "%s: read back, it differs from what was written (the "
+                          "file changed after it was written); not saved",
+                          path);
     fault_point("publish", 0, step);
     pathf(final, sizeof final, "%s/step-%06lld", dir, (long long)step);
     pathf(old, sizeof old, "%s/.old-step-%06lld", dir, (long long)step);
@@ -378,16 +452,28 @@ zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t ste
 {
     const int rank = zc_comm_rank(comm), n = zc_comm_size(comm);
     char tmp[4200], path[4300];
-    pathf(tmp, sizeof tmp, "%s/.tmp-step-%06lld", dir, (long long)step);
-    zc_status st = ZC_OK;
+    /* the temporary directory is this job's alone: rank 0's pid and host in its name */
+    typedef struct {
+        char s[80];
+    } token;
+    token me = {{0}}, *tokens = calloc((size_t)n, sizeof *tokens);
+    char host[64] = "?";
+    gethostname(host, sizeof host - 1);
+    host[strcspn(host, "/")] = 0;
+    pathf(me.s, sizeof me.s, "%d-%s", (int)getpid(), host);
+    zc_status st = tokens ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
+    if ((st = zc_comm_agree(comm, st, "starting the checkpoint", err)) ||
+        (st = zc_comm_control_gather(comm, &me, tokens, sizeof me, "checkpoint name", err))) {
+        free(tokens);
+        return st;
+    }
+    pathf(tmp, sizeof tmp, "%s/.tmp-step-%06lld-%s", dir, (long long)step, tokens[0].s);
+    free(tokens);
     if (rank == 0) {
         if (mkdir(dir, 0755) && errno != EEXIST)
             st = zc_err_set(err, ZC_EIO, "cannot create save directory '%s': %m", dir);
-        else {
-            rm_rf(tmp); /* left by a save that crashed */
-            if (mkdir(tmp, 0755))
-                st = zc_err_set(err, ZC_EIO, "cannot create '%s': %m", tmp);
-        }
+        else if (mkdir(tmp, 0755))
+            st = zc_err_set(err, ZC_EIO, "cannot create '%s': %m", tmp);
     }
     if ((st = zc_comm_agree(comm, st, "creating the checkpoint directory", err)))
         return st;
@@ -396,6 +482,10 @@ zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t ste
     st = all ? write_shard(e, path, step, &mine.crc, &mine.bytes, err)
              : zc_err_set(err, ZC_ENOMEM, "out of memory");
     fault_point("shard", rank, step);
+    if (!st) {
+        fault_flip(path, rank, step);
+        st = read_back(path, mine.crc, mine.bytes, err);
+    }
     mine.status = st;
     if ((st = zc_comm_agree(comm, st, "writing the checkpoint shards", err))) {
         if (rank == 0)
