@@ -335,10 +335,136 @@ def test_save_verified_before_saved():
           f"temporary files left behind: {os.listdir(d)}")
 
 
+def rehash(ck):
+    """What an editor who knows the format does: the manifest's checksum recomputed."""
+    digest = hashlib.sha256(open(os.path.join(ck, "manifest.json"), "rb").read()).hexdigest()
+    with open(os.path.join(ck, "manifest.sha256"), "w") as f:
+        f.write(f"{digest}  manifest.json\n")
+
+
+def test_manifest_edits():
+    """An edited manifest is refused by verify, inspect, export and --resume with exit 1 (never
+    an assertion), naming the file and the field: its checksum first; and, re-hashed, every
+    field a reader uses: the step against the directory name and the shards, parameter offsets
+    and shapes against the units, files, counts, the trainer's GPT-2 shape. A checkpoint
+    without the checksum (format 1) is refused by name. The original still verifies."""
+    base = H_.path("ck-edit")
+    train(2, "edit", *gpt2_args(), "--stage", 1, "--steps", 2, "--save-dir", base)
+    ck = os.path.join(base, "step-000002")
+
+    def edit(fn, sha=True):
+        def apply(c):
+            m = json.load(open(os.path.join(c, "manifest.json")))
+            fn(m)
+            json.dump(m, open(os.path.join(c, "manifest.json"), "w"), indent=1)
+            if sha:
+                rehash(c)
+        return apply
+
+    def setp(key, i, v):
+        def f(m):
+            m["params"][i][key] = v
+        return f
+
+    def top(key, v):
+        def f(m):
+            m[key] = v
+        return f
+
+    def client(key, v):
+        def f(m):
+            m["client"][key] = v
+        return f
+
+    def files(i, key, v):
+        def f(m):
+            m["files"][i][key] = v
+        return f
+
+    def same_offset(m):
+        m["params"][3]["offset"] = m["params"][2]["offset"]
+
+    def legacy(c):
+        os.remove(os.path.join(c, "manifest.sha256"))
+        edit(top("format_version", 1), sha=False)(c)
+
+    cases = [  # name, damage, needles, commands that must refuse
+        ("step-unhashed", edit(top("step", 3), sha=False), ["manifest.sha256", "SHA-256"], "vier"),
+        ("no-sha", lambda c: os.remove(os.path.join(c, "manifest.sha256")),
+         ["manifest.sha256"], "vier"),
+        ("legacy", legacy, ["format version 1", "manifest.sha256"], "vier"),
+        ("step", edit(top("step", 3)), ["manifest.json", "step 3", "step-000002"], "vier"),
+        ("step-frac", edit(top("step", 2.5)), ["manifest.json", "step"], "vier"),
+        ("stage", edit(top("stage", 7)), ["stage"], "vier"),
+        ("world", edit(top("world_size", 1e12)), ["world_size"], "vier"),
+        ("opt-steps", edit(top("optimizer_steps", 5)), ["optimizer_steps"], "vier"),
+        ("offset", edit(same_offset), ["offset", "overlaps"], "vier"),
+        ("offset-far", edit(setp("offset", 3, 1e15)), ["offset"], "vier"),
+        ("shape", edit(setp("shape", 3, [-1, 32])), ["shape"], "vier"),
+        ("shape-big", edit(setp("shape", 0, [1e300])), ["shape"], "vier"),
+        ("unit", edit(setp("unit", 1, "x")), ["unit"], "vier"),
+        ("file-name", edit(files(1, "name", "../rank-00001.bin")), ["name", "rank-00001.bin"],
+         "vier"),
+        ("file-crc", edit(files(0, "crc32c", 17)), ["crc32c"], "vier"),
+        ("scaler", edit(lambda m: m["loss_scaler"].update(scale=-1)), ["loss_scaler", "scale"],
+         "vier"),
+        ("heads-zero", edit(client("num_heads", 0)), ["num_heads", "0"], "l"),
+        ("heads-odd", edit(client("num_heads", 3)), ["num_heads", "3"], "l"),
+        ("heads-str", edit(client("num_heads", "two")), ["num_heads"], "l"),
+        ("layers-huge", edit(client("num_layers", 1e10)), ["num_layers"], "l"),
+        ("vocab-big", edit(client("padded_vocab_size", 2 ** 31)), ["padded_vocab_size"], "l"),
+    ]
+    model = gpt2_args()
+    for name, fn, needles, which in cases:
+        d = H_.path("ck-edit-" + name)
+        shutil.copytree(base, d)
+        fn(os.path.join(d, "step-000002"))
+        before = tree_digest(d)
+        runs = []
+        for w in which:
+            if w == "v":
+                runs.append(("verify", subprocess.run([H_.zeroc, "ckpt", "verify", d],
+                                                      capture_output=True, text=True)))
+            elif w == "i":
+                runs.append(("inspect", subprocess.run([H_.zeroc, "ckpt", "inspect", d],
+                                                       capture_output=True, text=True)))
+            elif w == "e":
+                runs.append(("export", subprocess.run(
+                    [H_.zeroc, "ckpt", "export", d, "--out", H_.path(f"edit-{name}.st")],
+                    capture_output=True, text=True)))
+            elif w == "l":
+                runs.append(("export llmc", subprocess.run(
+                    [H_.zeroc, "ckpt", "export", d, "--format", "llmc", "--out",
+                     H_.path(f"edit-{name}.bin")], capture_output=True, text=True)))
+            elif w == "r":
+                runs.append(("--resume", train(2, f"edit-r-{name}", *model, "--stage", 1,
+                                               "--steps", 4, "--resume", d, ok=False)[1]))
+        for what, p in runs:
+            check(p.returncode == 1, f"{name}: {what} exit {p.returncode}: {p.stderr!r}")
+            for s in needles:
+                check(s in p.stderr, f"{name}: {what} message lacks {s!r}: {p.stderr!r}")
+            check("step " not in p.stdout, f"{name}: {what} trained")
+        check(not [f for f in os.listdir(H_.tmp) if f.startswith(f"edit-{name}.")],
+              f"{name}: an export was written")
+        check(tree_digest(d) == before, f"{name}: the checkpoint was modified")
+    v = subprocess.run([H_.zeroc, "ckpt", "verify", base], capture_output=True, text=True)
+    check(v.returncode == 0 and "step 2" in v.stdout, f"the original: {v.stdout}{v.stderr}")
+    # a copy under another name has no step in its name to compare: it still verifies
+    other = H_.path("ck-edit-copy")
+    shutil.copytree(ck, other)
+    v = subprocess.run([H_.zeroc, "ckpt", "verify", other], capture_output=True, text=True)
+    check(v.returncode == 0, f"a renamed copy: {v.stderr!r}")
+    # ... but its shards' headers still hold the step: an edited, re-hashed step is refused
+    edit(top("step", 3))(other)
+    v = subprocess.run([H_.zeroc, "ckpt", "verify", other], capture_output=True, text=True)
+    check(v.returncode == 1 and "rank-00000.bin" in v.stderr and "step 3" in v.stderr,
+          f"a renamed copy with another step: {v.stderr!r}")
+
+
 TESTS = [test_exact_resume, test_crash_during_save, test_reshard, test_export_safetensors,
          test_export_formats_and_init, test_export_memory_124m, test_corruption, test_full_disk,
          test_resume_other_shape, test_save_dir_locked,
-         test_save_verified_before_saved]
+         test_save_verified_before_saved, test_manifest_edits]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])
