@@ -1,5 +1,6 @@
 /* ckpt.c — `zeroc ckpt inspect|verify|export`: look into, check, and convert a sharded
  * checkpoint without training (one process; any world size wrote it). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,15 +24,32 @@ static zc_status export_llmc(const char *dir, const char *out, zc_err *err)
                            "num_heads", "channels"};
     for (int i = 0; i < 6 && !st; i++)
         if (zc_ckpt_reader_client_int(r, keys[i], &v[i]))
-            st = zc_err_set(err, ZC_EINVAL, "%s: not a GPT-2 checkpoint of zeroc train (the "
-                            "manifest has no %s)", dir, keys[i]);
-    llmc_header h = {3, (int)v[0], (int)v[1], (int)v[2], (int)v[3], (int)v[4], (int)v[5]};
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: not a GPT-2 checkpoint of zeroc train (the "
+                            "manifest's client has no integer %s)",
+                            dir, keys[i]);
+        else if (v[i] < 1 || v[i] > INT_MAX)
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s/manifest.json: client.%s is %lld, expected 1 to "
+                            "%d",
+                            dir, keys[i], (long long)v[i], INT_MAX);
+    llmc_header h = {3, 0, 0, 0, 0, 0, 0};
+    if (!st)
+        h = (llmc_header){3, (int)v[0], (int)v[1], (int)v[2], (int)v[3], (int)v[4], (int)v[5]};
     llmc_ckpt_writer w;
     bool open = false;
+    zc_err why;
+    if (!st && !(open = !llmc_ckpt_create(&w, out, &h, &why))) {
+        *err = why; /* its shape checks name `out`: the fields came from the manifest */
+        st = why.code == ZC_EINVAL ? zc_err_set(err, ZC_EINVAL,
+                                                "%s/manifest.json: the client "
+                                                "fields do not describe a GPT-2: %s",
+                                                dir, why.msg)
+                                   : why.code;
+    }
+    size_t sizes[LLMC_NTENSORS] = {0};
     if (!st)
-        open = !(st = llmc_ckpt_create(&w, out, &h, err));
-    size_t sizes[LLMC_NTENSORS];
-    llmc_tensor_sizes(&h, sizes);
+        llmc_tensor_sizes(&h, sizes);
     enum { CHUNK = 1 << 22 };
     float *buf = st ? NULL : malloc((size_t)CHUNK * sizeof(float));
     if (!st && !buf)

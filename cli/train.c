@@ -344,6 +344,10 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         st = refuse_unused(argc, argv, &o, &err);
     if (!st)
         st = check_outputs(comm, &o, &err);
+    /* the save directory is this job's until it ends: a second job is refused here */
+    zc_ckpt_lock *save_lock = NULL;
+    if (!st && o.save_dir)
+        st = zc_ckpt_lock_dir(comm, o.save_dir, &save_lock, &err);
     if (st)
         return cli_fail(comm, &err, true);
     if (rank == 0)
@@ -390,8 +394,10 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
             st = zc_err_set(&err, ZC_EINVAL, "--resume: the checkpoint is at step %lld, not "
                             "before --steps %d", (long long)first_step, o.steps);
     }
-    if (st)
+    if (st) {
+        zc_ckpt_unlock_dir(save_lock);
         return cli_fail(comm, &err, st == ZC_EINVAL || agreed);
+    }
 
     train_report rep = {.model = o.model, .world_size = nranks, .stage = cfg.stage,
                         .first_step = (int)first_step, .steps = o.steps - (int)first_step};
@@ -554,6 +560,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     if (st) {
         free(loss), free(gnorm), free(ms), free(scale), free(hits), free(misses), free(gemm_ms);
         free(disk_steps);
+        zc_ckpt_unlock_dir(save_lock);
         return cli_fail(comm, &err, st == ZC_ELOCKSTEP || st == ZC_ESTATE || st == ZC_EINVAL ||
                                         (st == ZC_EIO && ckpt_failed));
     }
@@ -612,6 +619,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     model.destroy(&model);
     zc_engine_destroy(e);
     zc_mem_destroy(mem);
+    zc_ckpt_unlock_dir(save_lock);
     if (st)
         return cli_fail(comm, &err, false);
     return 0;

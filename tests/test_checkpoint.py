@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -282,9 +283,188 @@ def test_resume_other_shape():
     check("step " not in p.stdout, "training started")
 
 
+def test_save_dir_locked():
+    """A second job on a --save-dir in use is refused before its first step, naming the
+    directory and the holder (pid, host) from the lock file; the first job's checkpoints are
+    untouched and verify; once it ends the directory is free again."""
+    d = H_.path("ck-locked")
+    a = subprocess.Popen([H_.mpirun, "1", H_.zeroc, "train", "--hidden", "256", "--layers", "4",
+                          "--micro-batch", "4", "--steps", "4000", "--save-dir", d,
+                          "--save-every", "1000"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in a.stdout:  # the first step: the job holds the directory by now
+            if line.startswith("step "):
+                break
+        _, b = train(1, "locked-b", *MLP, "--steps", 3, "--save-dir", d, ok=False)
+        still = a.poll() is None
+    finally:
+        out, err = a.communicate(timeout=300)
+    check(still, "the first job ended before the second started (the test proves nothing)")
+    check(b.returncode == 1, f"second job on a locked --save-dir: exit {b.returncode}")
+    check(d in b.stderr and "in use" in b.stderr and "pid " in b.stderr and
+          socket.gethostname() in b.stderr, f"message does not name the holder: {b.stderr!r}")
+    check("step " not in b.stdout, "the second job trained")
+    check(a.returncode == 0, f"the first job failed: {err!r}")
+    v = subprocess.run([H_.zeroc, "ckpt", "verify", d], capture_output=True, text=True)
+    check(v.returncode == 0 and "step 4000" in v.stdout, f"verify: {v.stdout}{v.stderr}")
+    check(not [f for f in os.listdir(d) if f.startswith(".")],
+          f"lock or temporary files left behind: {os.listdir(d)}")
+    _, c = train(1, "locked-c", "--hidden", 256, "--layers", 4, "--micro-batch", 4,
+                 "--steps", 4001, "--save-dir", d, "--resume", d, ok=False)
+    check(c.returncode == 0, f"the directory stayed locked after the job: {c.stderr!r}")
+
+
+def test_save_verified_before_saved():
+    """A shard damaged between its write and the publication (a fault hook flips a byte of rank
+    1's step-4 shard) fails the save naming the file and its CRC: "saved" is not printed, the
+    job stops, `latest` stays on step 2, which still verifies."""
+    d = H_.path("ck-flip")
+    _, p = train(2, "flip", *MLP, "--steps", 6, "--save-dir", d, "--save-every", 2, ok=False,
+                 env={"ZEROC_FAULT_FLIP_IN_SAVE": "shard:1@4"})
+    check(p.returncode == 1, f"a damaged shard was published: exit {p.returncode}")
+    check("rank-00001.bin" in p.stderr and "CRC32C" in p.stderr, f"message: {p.stderr!r}")
+    check(f"saved {d}/step-000002" in p.stdout and f"saved {d}/step-000004" not in p.stdout,
+          f"'saved' printed for the damaged checkpoint: {p.stdout!r}")
+    check(open(os.path.join(d, "latest")).read().strip() == "step-000002",
+          "latest moved to the damaged checkpoint")
+    check(not os.path.exists(os.path.join(d, "step-000004")), "the damaged checkpoint exists")
+    v = subprocess.run([H_.zeroc, "ckpt", "verify", d], capture_output=True, text=True)
+    check(v.returncode == 0 and "step 2" in v.stdout, f"verify: {v.stdout}{v.stderr}")
+    check(not [f for f in os.listdir(d) if f.startswith(".")],
+          f"temporary files left behind: {os.listdir(d)}")
+
+
+def rehash(ck):
+    """What an editor who knows the format does: the manifest's checksum recomputed."""
+    digest = hashlib.sha256(open(os.path.join(ck, "manifest.json"), "rb").read()).hexdigest()
+    with open(os.path.join(ck, "manifest.sha256"), "w") as f:
+        f.write(f"{digest}  manifest.json\n")
+
+
+def test_manifest_edits():
+    """An edited manifest is refused by verify, inspect, export and --resume with exit 1 (never
+    an assertion), naming the file and the field: its checksum first; and, re-hashed, every
+    field a reader uses: the step against the directory name and the shards, parameter offsets
+    and shapes against the units, files, counts, the trainer's GPT-2 shape. A checkpoint
+    without the checksum (format 1) is refused by name. The original still verifies."""
+    base = H_.path("ck-edit")
+    train(2, "edit", *gpt2_args(), "--stage", 1, "--steps", 2, "--save-dir", base)
+    ck = os.path.join(base, "step-000002")
+
+    def edit(fn, sha=True):
+        def apply(c):
+            m = json.load(open(os.path.join(c, "manifest.json")))
+            fn(m)
+            json.dump(m, open(os.path.join(c, "manifest.json"), "w"), indent=1)
+            if sha:
+                rehash(c)
+        return apply
+
+    def setp(key, i, v):
+        def f(m):
+            m["params"][i][key] = v
+        return f
+
+    def top(key, v):
+        def f(m):
+            m[key] = v
+        return f
+
+    def client(key, v):
+        def f(m):
+            m["client"][key] = v
+        return f
+
+    def files(i, key, v):
+        def f(m):
+            m["files"][i][key] = v
+        return f
+
+    def same_offset(m):
+        m["params"][3]["offset"] = m["params"][2]["offset"]
+
+    def legacy(c):
+        os.remove(os.path.join(c, "manifest.sha256"))
+        edit(top("format_version", 1), sha=False)(c)
+
+    cases = [  # name, damage, needles, commands that must refuse
+        ("step-unhashed", edit(top("step", 3), sha=False), ["manifest.sha256", "SHA-256"], "vier"),
+        ("no-sha", lambda c: os.remove(os.path.join(c, "manifest.sha256")),
+         ["manifest.sha256"], "vier"),
+        ("legacy", legacy, ["format version 1", "manifest.sha256"], "vier"),
+        ("step", edit(top("step", 3)), ["manifest.json", "step 3", "step-000002"], "vier"),
+        ("step-frac", edit(top("step", 2.5)), ["manifest.json", "step"], "vier"),
+        ("stage", edit(top("stage", 7)), ["stage"], "vier"),
+        ("world", edit(top("world_size", 1e12)), ["world_size"], "vier"),
+        ("opt-steps", edit(top("optimizer_steps", 5)), ["optimizer_steps"], "vier"),
+        ("offset", edit(same_offset), ["offset", "overlaps"], "vier"),
+        ("offset-far", edit(setp("offset", 3, 1e15)), ["offset"], "vier"),
+        ("shape", edit(setp("shape", 3, [-1, 32])), ["shape"], "vier"),
+        ("shape-big", edit(setp("shape", 0, [1e300])), ["shape"], "vier"),
+        ("unit", edit(setp("unit", 1, "x")), ["unit"], "vier"),
+        ("file-name", edit(files(1, "name", "../rank-00001.bin")), ["name", "rank-00001.bin"],
+         "vier"),
+        ("file-crc", edit(files(0, "crc32c", 17)), ["crc32c"], "vier"),
+        ("scaler", edit(lambda m: m["loss_scaler"].update(scale=-1)), ["loss_scaler", "scale"],
+         "vier"),
+        ("heads-zero", edit(client("num_heads", 0)), ["num_heads", "0"], "l"),
+        ("heads-odd", edit(client("num_heads", 3)), ["num_heads", "3"], "l"),
+        ("heads-str", edit(client("num_heads", "two")), ["num_heads"], "l"),
+        ("layers-huge", edit(client("num_layers", 1e10)), ["num_layers"], "l"),
+        ("vocab-big", edit(client("padded_vocab_size", 2 ** 31)), ["padded_vocab_size"], "l"),
+    ]
+    model = gpt2_args()
+    for name, fn, needles, which in cases:
+        d = H_.path("ck-edit-" + name)
+        shutil.copytree(base, d)
+        fn(os.path.join(d, "step-000002"))
+        before = tree_digest(d)
+        runs = []
+        for w in which:
+            if w == "v":
+                runs.append(("verify", subprocess.run([H_.zeroc, "ckpt", "verify", d],
+                                                      capture_output=True, text=True)))
+            elif w == "i":
+                runs.append(("inspect", subprocess.run([H_.zeroc, "ckpt", "inspect", d],
+                                                       capture_output=True, text=True)))
+            elif w == "e":
+                runs.append(("export", subprocess.run(
+                    [H_.zeroc, "ckpt", "export", d, "--out", H_.path(f"edit-{name}.st")],
+                    capture_output=True, text=True)))
+            elif w == "l":
+                runs.append(("export llmc", subprocess.run(
+                    [H_.zeroc, "ckpt", "export", d, "--format", "llmc", "--out",
+                     H_.path(f"edit-{name}.bin")], capture_output=True, text=True)))
+            elif w == "r":
+                runs.append(("--resume", train(2, f"edit-r-{name}", *model, "--stage", 1,
+                                               "--steps", 4, "--resume", d, ok=False)[1]))
+        for what, p in runs:
+            check(p.returncode == 1, f"{name}: {what} exit {p.returncode}: {p.stderr!r}")
+            for s in needles:
+                check(s in p.stderr, f"{name}: {what} message lacks {s!r}: {p.stderr!r}")
+            check("step " not in p.stdout, f"{name}: {what} trained")
+        check(not [f for f in os.listdir(H_.tmp) if f.startswith(f"edit-{name}.")],
+              f"{name}: an export was written")
+        check(tree_digest(d) == before, f"{name}: the checkpoint was modified")
+    v = subprocess.run([H_.zeroc, "ckpt", "verify", base], capture_output=True, text=True)
+    check(v.returncode == 0 and "step 2" in v.stdout, f"the original: {v.stdout}{v.stderr}")
+    # a copy under another name has no step in its name to compare: it still verifies
+    other = H_.path("ck-edit-copy")
+    shutil.copytree(ck, other)
+    v = subprocess.run([H_.zeroc, "ckpt", "verify", other], capture_output=True, text=True)
+    check(v.returncode == 0, f"a renamed copy: {v.stderr!r}")
+    # ... but its shards' headers still hold the step: an edited, re-hashed step is refused
+    edit(top("step", 3))(other)
+    v = subprocess.run([H_.zeroc, "ckpt", "verify", other], capture_output=True, text=True)
+    check(v.returncode == 1 and "rank-00000.bin" in v.stderr and "step 3" in v.stderr,
+          f"a renamed copy with another step: {v.stderr!r}")
+
+
 TESTS = [test_exact_resume, test_crash_during_save, test_reshard, test_export_safetensors,
          test_export_formats_and_init, test_export_memory_124m, test_corruption, test_full_disk,
-         test_resume_other_shape]
+         test_resume_other_shape, test_save_dir_locked,
+         test_save_verified_before_saved, test_manifest_edits]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

@@ -8,22 +8,51 @@
  * Shard file (rank-RRRRR.bin), little-endian:
  *   OFFSET  SIZE  DESCRIPTION
  *   0       8     magic "ZCSHARD\0"
- *   8       4     format version (1)
+ *   8       4     shard format version (1)
  *   12      4     rank
  *   16      4     world size
  *   20      4     number of units
- *   24      8     optimizer steps done
+ *   24      8     step (the manifest's step)
  *   32      ...   for each unit u in registration order, n_u = the rank's owned element count
  *                 (min((r+1)·S_u, Ψ_u) − r·S_u, or 0): n_u float32 parameters, then n_u floats
  *                 of each optimizer moment (m, then v for Adam)
  *
- * manifest.json: format_version, world_size, stage, dtype, optimizer (type, moments), step,
- * units (name, numel, shard), params (name, shape, unit, offset), files (name, bytes, crc32c),
- * config (the effective DeepSpeed-style configuration) and client (the trainer's own state).
+ * manifest.json (rank 0), a JSON object; every reader checks every field (src/ckpt/manifest.c):
+ *   KEY                 TYPE     DESCRIPTION
+ *   format_version      int      2 (format 1, without manifest.sha256, is refused by name)
+ *   producer            string   "zeroc"
+ *   world_size          int      N, ranks that wrote it, 1..2^20; one shard file per rank
+ *   stage               int      ZeRO stage of the writer, 0..3 (informational: any stage loads)
+ *   dtype               string   fp32, bf16 or fp16 (the shards are fp32 in every case)
+ *   optimizer           object   type ("Adam", "SGD+momentum", "SGD") and moments K (2, 1, 0)
+ *   step                int      trainer steps done; equal to N of a directory named step-N and
+ *                                to every shard header's step
+ *   optimizer_steps     int      updates applied (≤ step: fp16 overflows skip steps)
+ *   loss_scaler         object   scale (positive float32), hysteresis_left, iter,
+ *                                last_overflow_iter (−1: none), skipped, dynamic (bool)
+ *   units               array    per unit: name, numel Ψ_u (≥ 1), shard S_u = ⌈Ψ_u / N⌉
+ *   params              array    per tensor: name, shape (1..4 positive sizes), unit, offset;
+ *                                within a unit the tensors follow each other from offset 0, with
+ *                                no gap or overlap, and fill it exactly
+ *   files               array    per rank r: name "rank-RRRRR.bin", bytes (the layout's size),
+ *                                crc32c (8 lowercase hex digits, the whole file)
+ *   config              object   the effective DeepSpeed-style configuration
+ *   client              object   the trainer's own state (GPT-2: its shape, for exports)
+ * Sizes are at most 2^44 elements per tensor, unit and model.
  *
- * Crash safety: everything is written into DIR/.tmp-step-NNNNNN, every file and the directory
- * fsync'd, then renamed into place; DIR/latest is replaced by an atomic rename. A crash at any
+ * manifest.sha256: "<SHA-256 of manifest.json's bytes, 64 hex digits>  manifest.json\n" (the
+ * format of sha256sum, so `sha256sum -c manifest.sha256` checks it too). An edited or corrupt
+ * manifest fails it; one edited and re-hashed still meets the cross-checks above.
+ *
+ * Crash safety: everything is written into a temporary directory unique to the job
+ * (DIR/.tmp-step-NNNNNN-PID-HOST, rank 0's pid and host), every file and the directory fsync'd;
+ * each rank reads its shard back and checks its CRC, rank 0 reads the manifest back, and only
+ * then is it renamed into place; DIR/latest is replaced by an atomic rename. A crash at any
  * moment leaves the previous checkpoint intact and `latest` pointing at it.
+ *
+ * One job per save directory: zc_ckpt_lock_dir takes an exclusive flock on DIR/.lock (which
+ * holds "pid P on host H") for the job's life; a second job is refused naming the holder. The
+ * kernel releases the lock when the holder dies, so a crash never leaves DIR locked.
  *
  *     zc_ckpt_save(engine, comm, "ckpt", step, config_json, client_json, keep, &err);   // all ranks
  *     char dir[4096]; zc_ckpt_resolve("ckpt", dir, sizeof dir, &err);                  // → ckpt/step-…
@@ -45,6 +74,16 @@
  * checkpoint is half-written and the previous ones are untouched; every rank gets an error. */
 zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t step,
                        const char *config_json, const char *client_json, int keep, zc_err *err);
+
+/* Collective. Creates dir if needed and makes this job its only writer: rank 0 takes an
+ * exclusive flock on dir/.lock (writing its pid and host into it) and removes the temporary
+ * files crashed saves left; *lock is rank 0's handle (NULL on other ranks). If another process
+ * holds the lock, every rank gets ZC_EINVAL naming dir and the holder. Call before the first
+ * step; zc_ckpt_save itself does not lock (a program calling it must own the directory). */
+typedef struct zc_ckpt_lock zc_ckpt_lock;
+zc_status zc_ckpt_lock_dir(zc_comm *comm, const char *dir, zc_ckpt_lock **lock, zc_err *err);
+/* Releases the lock and removes dir/.lock (NULL: nothing). Not collective. */
+void zc_ckpt_unlock_dir(zc_ckpt_lock *lock);
 
 /* path is a checkpoint directory (DIR/step-N, has manifest.json) or a save directory (uses
  * DIR/latest). Writes the checkpoint directory into out. Not collective. */

@@ -16,6 +16,7 @@
 #include <float.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,13 +27,14 @@
 
 #include <cjson/cJSON.h>
 
+#include "ckpt/manifest.h"
 #include "ckpt/safetensors_header.h"
 #include "util/crc32c.h"
 #include "engine/engine_state.h"
 #include "offload/direct_file.h"
 #include "zeroc/checkpoint.h"
 
-enum { FORMAT_VERSION = 1, HEADER_BYTES = 32 };
+enum { HEADER_BYTES = ZC_SHARD_HEADER_BYTES };
 static const char MAGIC[8] = "ZCSHARD";
 
 /* ---------- small file helpers ---------- */
@@ -96,11 +98,11 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
 
 static void rm_rf(const char *path) { nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
-/* Writes text to path through path.tmp, fsync'd, renamed. */
+/* Writes text to path through path.tmp-PID (no other process's name), fsync'd, renamed. */
 static int write_file_atomic(const char *path, const char *text)
 {
     char tmp[4200];
-    pathf(tmp, sizeof tmp, "%s.tmp", path);
+    pathf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0)
         return -1;
@@ -126,30 +128,6 @@ static char *read_text(const char *path, size_t max)
     return buf;
 }
 
-/* ---------- layout ---------- */
-
-static size_t owned(size_t numel, size_t shard, int rank)
-{
-    size_t lo = (size_t)rank * shard, hi = lo + shard < numel ? lo + shard : numel;
-    return hi > lo ? hi - lo : 0;
-}
-
-/* Byte offset of unit u's section in rank r's file; section holds (1 + K) × owned floats. */
-static off_t section_offset(const size_t *numel, const size_t *shard, int u, int rank, int K)
-{
-    off_t off = HEADER_BYTES;
-    for (int v = 0; v < u; v++)
-        off += (off_t)((1 + (size_t)K) * owned(numel[v], shard[v], rank) * sizeof(float));
-    return off;
-}
-
-static size_t file_bytes(const size_t *numel, const size_t *shard, int nunits, int rank, int K)
-{
-    return (size_t)section_offset(numel, shard, nunits, rank, K);
-}
-
-static const char *optim_name(int K) { return K == 2 ? "Adam" : K == 1 ? "SGD+momentum" : "SGD"; }
-
 /* ---------- save ---------- */
 
 /* Test hook: ZEROC_FAULT_KILL_IN_SAVE=shard:R@S makes rank R kill itself (SIGKILL) right after
@@ -167,6 +145,70 @@ static void fault_point(const char *where, int rank, int64_t step)
         raise(SIGKILL);
 }
 
+/* Test hook: ZEROC_FAULT_FLIP_IN_SAVE=shard:R@S flips one byte of rank R's shard of the step-S
+ * save after it was written and closed — what another writer or a failing disk does; the
+ * read-back must catch it before anything is published. */
+static void fault_flip(const char *path, int rank, int64_t step)
+{
+    const char *f = getenv("ZEROC_FAULT_FLIP_IN_SAVE");
+    char a[64];
+    pathf(a, sizeof a, "shard:%d@%lld", rank, (long long)step);
+    int fd = f && !strcmp(f, a) ? open(path, O_RDWR) : -1;
+    unsigned char b;
+    if (fd >= 0 && pread(fd, &b, 1, HEADER_BYTES) == 1) {
+        b ^= 1;
+        if (pwrite(fd, &b, 1, HEADER_BYTES) != 1)
+            raise(SIGKILL);
+    }
+    if (fd >= 0)
+        close(fd);
+}
+
+/* CRC32C of the first `bytes` bytes of path, read through a 4 MiB buffer. */
+static zc_status file_crc(const char *path, size_t bytes, uint32_t *crc, zc_err *err)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return zc_err_set(err, ZC_EIO, "cannot open %s: %m", path);
+    enum { CHUNK = 1 << 22 };
+    char *buf = malloc(CHUNK);
+    uint32_t c = 0;
+    zc_status st = buf ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
+    for (size_t at = 0; !st && at < bytes; at += CHUNK) {
+        size_t k = bytes - at < CHUNK ? bytes - at : CHUNK;
+        if (read_at(fd, buf, k, (off_t)at))
+            st = zc_err_set(err, ZC_EIO, "cannot read %s: %m", path);
+        else
+            c = zc_crc32c(c, buf, k);
+    }
+    close(fd);
+    free(buf);
+    *crc = c;
+    return st;
+}
+
+/* Reads a just-written shard back: its size and CRC must be what was written. */
+static zc_status read_back(const char *path, uint32_t crc, int64_t bytes, zc_err *err)
+{
+    struct stat sb;
+    if (stat(path, &sb))
+        return zc_err_set(err, ZC_EIO, "%s: gone after it was written: %m", path);
+    if (sb.st_size != bytes)
+        return zc_err_set(err, ZC_EIO,
+                          "%s: %lld bytes read back, %lld written (the file "
+                          "changed after it was written); not saved",
+                          path, (long long)sb.st_size, (long long)bytes);
+    uint32_t c = 0;
+    zc_status st = file_crc(path, (size_t)bytes, &c, err);
+    if (!st && c != crc)
+        st = zc_err_set(err, ZC_EIO,
+                        "%s: read back, its CRC32C is %08" PRIx32 ", not the "
+                        "%08" PRIx32 " written (the file changed after it was written: another "
+                        "process or a failing disk); not saved",
+                        path, c, crc);
+    return st;
+}
+
 typedef struct {
     int32_t status; /* 0 ok */
     uint32_t crc;
@@ -182,7 +224,7 @@ static zc_status write_shard(zc_engine *e, const char *path, int64_t step, uint3
     if (st)
         return st;
     unsigned char hdr[HEADER_BYTES] = {0};
-    int32_t v[4] = {FORMAT_VERSION, zc_engine_rank(e), zc_engine_world_size(e), nunits};
+    int32_t v[4] = {ZC_SHARD_VERSION, zc_engine_rank(e), zc_engine_world_size(e), nunits};
     memcpy(hdr, MAGIC, 8);
     memcpy(hdr + 8, v, sizeof v);
     memcpy(hdr + 24, &step, 8);
@@ -224,14 +266,14 @@ static char *manifest_text(zc_engine *e, int64_t step, const char *config_json,
 {
     const int n = zc_engine_world_size(e), K = zc_engine_moments(e);
     cJSON *m = cJSON_CreateObject();
-    cJSON_AddNumberToObject(m, "format_version", FORMAT_VERSION);
+    cJSON_AddNumberToObject(m, "format_version", ZC_MANIFEST_VERSION);
     cJSON_AddStringToObject(m, "producer", "zeroc");
     cJSON_AddNumberToObject(m, "world_size", n);
     cJSON_AddNumberToObject(m, "stage", zc_engine_stage(e));
     /* the shards hold fp32 (the master copy in mixed precision): any dtype can resume them */
     cJSON_AddStringToObject(m, "dtype", zc_dtype_name(zc_engine_dtype(e)));
     cJSON *opt = cJSON_AddObjectToObject(m, "optimizer");
-    cJSON_AddStringToObject(opt, "type", optim_name(K));
+    cJSON_AddStringToObject(opt, "type", zc_ckpt_optim_name(K));
     cJSON_AddNumberToObject(opt, "moments", K);
     cJSON_AddNumberToObject(m, "step", (double)step);
     cJSON_AddNumberToObject(m, "optimizer_steps", (double)zc_engine_steps_done(e));
@@ -331,11 +373,27 @@ static zc_status publish(zc_engine *e, const char *dir, const char *tmp, int64_t
     char *text = manifest_text(e, step, config_json, client_json, res);
     if (!text)
         return zc_err_set(err, ZC_ENOMEM, "out of memory writing the manifest");
+    char sha[96], shapath[4200];
+    zc_manifest_sha256_line(text, sha);
     pathf(path, sizeof path, "%s/manifest.json", tmp);
+    pathf(shapath, sizeof shapath, "%s/manifest.sha256", tmp);
     int bad = write_file_atomic(path, text);
     free(text);
-    if (bad || fsync_dir(tmp))
-        return zc_err_set(err, ZC_EIO, "cannot write '%s': %m", path);
+    if (bad || write_file_atomic(shapath, sha) || fsync_dir(tmp))
+        return zc_err_set(err, ZC_EIO, "cannot write '%s': %m", bad ? path : shapath);
+    /* read back as any reader will: its checksum, every field, and the CRCs just gathered */
+    zc_manifest m;
+    zc_status st = zc_manifest_read(tmp, &m, err);
+    for (int r = 0; !st && r < zc_engine_world_size(e); r++)
+        if (m.crc[r] != res[r].crc || m.step != step)
+            st = zc_err_set(err, ZC_EIO,
+                            "%s: read back, it differs from what was written (the "
+                            "file changed after it was written); not saved",
+                            path);
+    if (!st)
+        zc_manifest_free(&m);
+    if (st)
+        return st;
     fault_point("publish", 0, step);
     pathf(final, sizeof final, "%s/step-%06lld", dir, (long long)step);
     pathf(old, sizeof old, "%s/.old-step-%06lld", dir, (long long)step);
@@ -378,16 +436,28 @@ zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t ste
 {
     const int rank = zc_comm_rank(comm), n = zc_comm_size(comm);
     char tmp[4200], path[4300];
-    pathf(tmp, sizeof tmp, "%s/.tmp-step-%06lld", dir, (long long)step);
-    zc_status st = ZC_OK;
+    /* the temporary directory is this job's alone: rank 0's pid and host in its name */
+    typedef struct {
+        char s[80];
+    } token;
+    token me = {{0}}, *tokens = calloc((size_t)n, sizeof *tokens);
+    char host[64] = "?";
+    gethostname(host, sizeof host - 1);
+    host[strcspn(host, "/")] = 0;
+    pathf(me.s, sizeof me.s, "%d-%s", (int)getpid(), host);
+    zc_status st = tokens ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
+    if ((st = zc_comm_agree(comm, st, "starting the checkpoint", err)) ||
+        (st = zc_comm_control_gather(comm, &me, tokens, sizeof me, "checkpoint name", err))) {
+        free(tokens);
+        return st;
+    }
+    pathf(tmp, sizeof tmp, "%s/.tmp-step-%06lld-%s", dir, (long long)step, tokens[0].s);
+    free(tokens);
     if (rank == 0) {
         if (mkdir(dir, 0755) && errno != EEXIST)
             st = zc_err_set(err, ZC_EIO, "cannot create save directory '%s': %m", dir);
-        else {
-            rm_rf(tmp); /* left by a save that crashed */
-            if (mkdir(tmp, 0755))
-                st = zc_err_set(err, ZC_EIO, "cannot create '%s': %m", tmp);
-        }
+        else if (mkdir(tmp, 0755))
+            st = zc_err_set(err, ZC_EIO, "cannot create '%s': %m", tmp);
     }
     if ((st = zc_comm_agree(comm, st, "creating the checkpoint directory", err)))
         return st;
@@ -396,6 +466,10 @@ zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t ste
     st = all ? write_shard(e, path, step, &mine.crc, &mine.bytes, err)
              : zc_err_set(err, ZC_ENOMEM, "out of memory");
     fault_point("shard", rank, step);
+    if (!st) {
+        fault_flip(path, rank, step);
+        st = read_back(path, mine.crc, mine.bytes, err);
+    }
     mine.status = st;
     if ((st = zc_comm_agree(comm, st, "writing the checkpoint shards", err))) {
         if (rank == 0)
@@ -417,124 +491,51 @@ zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t ste
     return zc_comm_agree(comm, st, "publishing the checkpoint", err);
 }
 
-/* ---------- manifest reading ---------- */
+/* ---------- reading ---------- */
 
-typedef struct {
-    cJSON *root;
-    int world, stage, K, nunits, nparams;
-    int64_t step;
-    size_t *numel, *shard;
-    cJSON *files, *units, *params;
-} manifest;
-
-static void manifest_free(manifest *m)
+/* Checks one shard file: its size against the layout, its CRC against the manifest, and its
+ * header (CRC-protected) against the manifest's rank, world size, units and step. */
+static zc_status check_file(const char *ckdir, const zc_manifest *m, int r, zc_err *err)
 {
-    cJSON_Delete(m->root);
-    free(m->numel);
-    free(m->shard);
-    memset(m, 0, sizeof *m);
-}
-
-static int get_int(const cJSON *o, const char *key, double *out)
-{
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(it))
-        return -1;
-    *out = it->valuedouble;
-    return 0;
-}
-
-static zc_status manifest_read(const char *ckdir, manifest *m, zc_err *err)
-{
-    memset(m, 0, sizeof *m);
-    char path[4200];
-    pathf(path, sizeof path, "%s/manifest.json", ckdir);
-    char *text = read_text(path, 64u << 20);
-    if (!text)
-        return zc_err_set(err, ZC_EIO, "'%s' is not a checkpoint: cannot read %s: %m", ckdir,
-                          path);
-    m->root = cJSON_Parse(text);
-    free(text);
-    if (!m->root || !cJSON_IsObject(m->root))
-        return zc_err_set(err, ZC_EINVAL, "%s: not JSON (a corrupt manifest)", path);
-    double v, w, s, k, st;
-    if (get_int(m->root, "format_version", &v))
-        return zc_err_set(err, ZC_EINVAL, "%s: no format_version", path);
-    if (v != FORMAT_VERSION)
-        return zc_err_set(err, ZC_EINVAL, "%s: format version %g is %s than this zeroc's (%d)",
-                          path, v, v > FORMAT_VERSION ? "newer" : "other", FORMAT_VERSION);
-    const cJSON *opt = cJSON_GetObjectItemCaseSensitive(m->root, "optimizer");
-    m->units = cJSON_GetObjectItemCaseSensitive(m->root, "units");
-    m->params = cJSON_GetObjectItemCaseSensitive(m->root, "params");
-    m->files = cJSON_GetObjectItemCaseSensitive(m->root, "files");
-    if (get_int(m->root, "world_size", &w) || get_int(m->root, "stage", &s) ||
-        get_int(m->root, "step", &st) || !opt || get_int(opt, "moments", &k) ||
-        !cJSON_IsArray(m->units) || !cJSON_IsArray(m->params) || !cJSON_IsArray(m->files) ||
-        w < 1 || k < 0 || k > 2 || cJSON_GetArraySize(m->files) != (int)w)
-        return zc_err_set(err, ZC_EINVAL, "%s: missing or invalid world_size, stage, step, "
-                          "optimizer, units, params or files", path);
-    m->world = (int)w, m->stage = (int)s, m->K = (int)k, m->step = (int64_t)st;
-    m->nunits = cJSON_GetArraySize(m->units);
-    m->nparams = cJSON_GetArraySize(m->params);
-    m->numel = calloc((size_t)m->nunits + 1, sizeof(size_t));
-    m->shard = calloc((size_t)m->nunits + 1, sizeof(size_t));
-    if (!m->numel || !m->shard)
-        return zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", path);
-    for (int u = 0; u < m->nunits; u++) {
-        double ne, sh;
-        const cJSON *o = cJSON_GetArrayItem(m->units, u);
-        if (get_int(o, "numel", &ne) || get_int(o, "shard", &sh) || ne < 1 ||
-            sh != (double)(((size_t)ne + (size_t)w - 1) / (size_t)w))
-            return zc_err_set(err, ZC_EINVAL, "%s: unit %d has an invalid numel or shard", path,
-                              u);
-        m->numel[u] = (size_t)ne, m->shard[u] = (size_t)sh;
-    }
-    return ZC_OK;
-}
-
-/* Checks one shard file's size (against the layout) and CRC (against the manifest). */
-static zc_status check_file(const char *ckdir, const manifest *m, int r, zc_err *err)
-{
-    const cJSON *f = cJSON_GetArrayItem(m->files, r);
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(f, "name");
-    const cJSON *crc = cJSON_GetObjectItemCaseSensitive(f, "crc32c");
-    double bytes;
-    if (!cJSON_IsString(name) || !cJSON_IsString(crc) || get_int(f, "bytes", &bytes))
-        return zc_err_set(err, ZC_EINVAL, "%s/manifest.json: file entry %d is invalid", ckdir, r);
     char path[4300];
-    pathf(path, sizeof path, "%s/%s", ckdir, name->valuestring);
-    size_t want = file_bytes(m->numel, m->shard, m->nunits, r, m->K);
+    pathf(path, sizeof path, "%s/rank-%05d.bin", ckdir, r);
+    size_t want = zc_ckpt_file_bytes(m->numel, m->shard, m->nunits, r, m->K);
     struct stat sb;
     if (stat(path, &sb))
         return zc_err_set(err, ZC_EIO, "%s: missing shard: %m", path);
-    if ((size_t)sb.st_size != want || (size_t)bytes != want)
+    if ((size_t)sb.st_size != want)
         return zc_err_set(err, ZC_EINVAL, "%s: %lld bytes, but the manifest's layout needs %zu "
                           "(a truncated or foreign shard)", path, (long long)sb.st_size, want);
+    uint32_t c = 0;
+    zc_status st = file_crc(path, want, &c, err);
+    if (st)
+        return st;
+    if (c != m->crc[r])
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: CRC32C %08" PRIx32 " does not match the "
+                          "manifest's %08" PRIx32 " (the file is corrupt)",
+                          path, c, m->crc[r]);
+    unsigned char hdr[HEADER_BYTES];
     int fd = open(path, O_RDONLY);
     if (fd < 0)
         return zc_err_set(err, ZC_EIO, "cannot open %s: %m", path);
-    enum { CHUNK = 1 << 22 };
-    char *buf = malloc(CHUNK);
-    uint32_t c = 0;
-    zc_status st = buf ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
-    for (size_t at = 0; !st && at < want; at += CHUNK) {
-        size_t k = want - at < CHUNK ? want - at : CHUNK;
-        if (read_at(fd, buf, k, (off_t)at))
-            st = zc_err_set(err, ZC_EIO, "cannot read %s: %m", path);
-        else
-            c = zc_crc32c(c, buf, k);
-    }
-    unsigned char hdr[HEADER_BYTES];
-    if (!st && (read_at(fd, hdr, sizeof hdr, 0) || memcmp(hdr, MAGIC, 8)))
-        st = zc_err_set(err, ZC_EINVAL, "%s: not a zeroc shard (bad magic)", path);
+    int bad = read_at(fd, hdr, sizeof hdr, 0);
     close(fd);
-    free(buf);
-    char hex[16];
-    pathf(hex, sizeof hex, "%08" PRIx32, c);
-    if (!st && strcmp(hex, crc->valuestring))
-        st = zc_err_set(err, ZC_EINVAL, "%s: CRC32C %s does not match the manifest's %s (the "
-                        "file is corrupt)", path, hex, crc->valuestring);
-    return st;
+    if (bad || memcmp(hdr, MAGIC, 8))
+        return zc_err_set(err, ZC_EINVAL, "%s: not a zeroc shard (bad magic)", path);
+    int32_t v[4];
+    int64_t step;
+    memcpy(v, hdr + 8, sizeof v);
+    memcpy(&step, hdr + 24, 8);
+    if (v[0] != ZC_SHARD_VERSION || v[1] != r || v[2] != m->world || v[3] != m->nunits ||
+        step != m->step)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: its header says version %d, rank %d of %d, %d "
+                          "units, step %lld; the manifest says version %d, rank %d of %d, %d "
+                          "units, step %lld (an edited manifest or a foreign shard)",
+                          path, v[0], v[1], v[2], v[3], (long long)step, ZC_SHARD_VERSION, r,
+                          m->world, m->nunits, (long long)m->step);
+    return ZC_OK;
 }
 
 zc_status zc_ckpt_resolve(const char *path, char *out, size_t outlen, zc_err *err)
@@ -568,7 +569,7 @@ zc_status zc_ckpt_resolve(const char *path, char *out, size_t outlen, zc_err *er
 
 /* ---------- load ---------- */
 
-static zc_status check_model(zc_engine *e, const manifest *m, const char *ckdir, zc_err *err)
+static zc_status check_model(zc_engine *e, const zc_manifest *m, const char *ckdir, zc_err *err)
 {
     if (m->nunits != zc_engine_num_units(e) || m->nparams != zc_engine_num_params(e))
         return zc_err_set(err, ZC_EINVAL, "%s: the checkpoint has %d units and %d parameters, "
@@ -581,44 +582,50 @@ static zc_status check_model(zc_engine *e, const manifest *m, const char *ckdir,
                               zc_engine_unit_info(e, u)->name, m->numel[u],
                               zc_engine_unit_info(e, u)->numel);
     for (int p = 0; p < m->nparams; p++) {
-        const cJSON *o = cJSON_GetArrayItem(m->params, p);
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
-        const zc_param_info *pi = zc_engine_param_info(e, p);
-        if (!cJSON_IsString(name) || strcmp(name->valuestring, pi->name))
-            return zc_err_set(err, ZC_EINVAL, "%s: parameter %d is '%s' in the checkpoint, '%s' "
-                              "in the model", ckdir, p,
-                              cJSON_IsString(name) ? name->valuestring : "?", pi->name);
+        const zc_param_info *have = &m->params[p], *pi = zc_engine_param_info(e, p);
+        if (strcmp(have->name, pi->name))
+            return zc_err_set(err, ZC_EINVAL,
+                              "%s: parameter %d is '%s' in the checkpoint, '%s' "
+                              "in the model",
+                              ckdir, p, have->name, pi->name);
+        bool same = have->unit == pi->unit && have->offset == pi->offset && have->ndim == pi->ndim;
+        for (int d = 0; same && d < pi->ndim; d++)
+            same = have->shape[d] == pi->shape[d];
+        if (!same)
+            return zc_err_set(err, ZC_EINVAL,
+                              "%s: parameter '%s' has another shape or place "
+                              "(unit, offset) in the checkpoint than in the model",
+                              ckdir, pi->name);
     }
     if (m->K != zc_engine_moments(e))
-        return zc_err_set(err, ZC_EINVAL, "%s: optimizer state with %d moments (%s) cannot "
-                          "continue an optimizer with %d", ckdir, m->K, optim_name(m->K),
-                          zc_engine_moments(e));
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: optimizer state with %d moments (%s) cannot "
+                          "continue an optimizer with %d",
+                          ckdir, m->K, zc_ckpt_optim_name(m->K), zc_engine_moments(e));
     return ZC_OK;
 }
 
 /* Reads logical range [first, first + n) of unit u, kind k (0 params, 1 m, 2 v) from the old
  * shards into dst. */
-static zc_status read_range(const char *ckdir, const manifest *m, int *fds, char *checked,
-                            int u, int k, size_t first, size_t n, float *dst, zc_err *err)
+static zc_status read_range(const char *ckdir, const zc_manifest *m, int *fds, char *checked, int u,
+                            int k, size_t first, size_t n, float *dst, zc_err *err)
 {
     size_t S = m->shard[u];
     for (size_t x = first; x < first + n;) {
         int r = (int)(x / S);
-        size_t lo = (size_t)r * S, cnt = owned(m->numel[u], S, r);
+        size_t lo = (size_t)r * S, cnt = zc_ckpt_owned(m->numel[u], S, r);
         size_t take = lo + cnt - x < first + n - x ? lo + cnt - x : first + n - x;
         if (!checked[r]) {
             zc_status st = check_file(ckdir, m, r, err);
             if (st)
                 return st;
             char path[4300];
-            pathf(path, sizeof path, "%s/%s", ckdir,
-                     cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(m->files, r), "name")
-                         ->valuestring);
+            pathf(path, sizeof path, "%s/rank-%05d.bin", ckdir, r);
             if ((fds[r] = open(path, O_RDONLY)) < 0)
                 return zc_err_set(err, ZC_EIO, "cannot open %s: %m", path);
             checked[r] = 1;
         }
-        off_t off = section_offset(m->numel, m->shard, u, r, m->K) +
+        off_t off = zc_ckpt_section_offset(m->numel, m->shard, u, r, m->K) +
                     (off_t)(((size_t)k * cnt + (x - lo)) * sizeof(float));
         if (read_at(fds[r], dst + (x - first), take * sizeof(float), off))
             return zc_err_set(err, ZC_EIO, "%s: cannot read shard rank %d: %m", ckdir, r);
@@ -627,9 +634,9 @@ static zc_status read_range(const char *ckdir, const manifest *m, int *fds, char
     return ZC_OK;
 }
 
-static zc_status load_local(zc_engine *e, const char *ckdir, manifest *m, zc_err *err)
+static zc_status load_local(zc_engine *e, const char *ckdir, zc_manifest *m, zc_err *err)
 {
-    zc_status st = manifest_read(ckdir, m, err);
+    zc_status st = zc_manifest_read(ckdir, m, err);
     if (!st)
         st = check_model(e, m, ckdir, err);
     if (st)
@@ -675,45 +682,34 @@ static zc_status load_local(zc_engine *e, const char *ckdir, manifest *m, zc_err
 zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *step,
                        char **client_json, zc_err *err)
 {
-    manifest m;
+    zc_manifest m;
     zc_status st = load_local(e, ckdir, &m, err);
     st = zc_comm_agree(comm, st, "loading the checkpoint", err);
     if (!st) {
         *step = m.step;
-        double opt_steps = (double)m.step;
-        get_int(m.root, "optimizer_steps", &opt_steps); /* absent: no step was ever skipped */
-        zc_engine_set_steps_done(e, (int64_t)opt_steps);
+        zc_engine_set_steps_done(e, m.optimizer_steps);
         /* The scaler continues only where it means the same thing: a dynamic fp16 run resumed
          * as one (its scale was tuned to these weights); any other run starts its own (a static
          * fp16.loss_scale is the configuration's, whatever the checkpoint used). */
-        const cJSON *sc = cJSON_GetObjectItemCaseSensitive(m.root, "loss_scaler");
-        const cJSON *dyn = sc ? cJSON_GetObjectItemCaseSensitive(sc, "dynamic") : NULL;
-        double scale, hyst, iter, last, skipped;
-        if (zc_engine_loss_scaler(e)->dynamic && cJSON_IsTrue(dyn) &&
-            !get_int(sc, "scale", &scale) && !get_int(sc, "hysteresis_left", &hyst) &&
-            !get_int(sc, "iter", &iter) && !get_int(sc, "last_overflow_iter", &last) &&
-            !get_int(sc, "skipped", &skipped) && scale >= FLT_MIN && scale <= FLT_MAX) {
-            zc_loss_scaler ls = {scale, (int)hyst, (int64_t)iter, (int64_t)last,
-                                 (int64_t)skipped, true};
-            zc_engine_set_loss_scaler(e, &ls);
-        }
+        if (zc_engine_loss_scaler(e)->dynamic && m.scaler.dynamic)
+            zc_engine_set_loss_scaler(e, &m.scaler);
         if (client_json) {
             const cJSON *c = cJSON_GetObjectItemCaseSensitive(m.root, "client");
             *client_json = c ? cJSON_PrintUnformatted(c) : NULL;
         }
     }
-    manifest_free(&m);
+    zc_manifest_free(&m);
     return st;
 }
 
 zc_status zc_ckpt_verify(const char *ckdir, char **summary, zc_err *err)
 {
-    manifest m;
-    zc_status st = manifest_read(ckdir, &m, err);
+    zc_manifest m;
+    zc_status st = zc_manifest_read(ckdir, &m, err);
     int64_t total = 0;
     for (int r = 0; !st && r < m.world; r++) {
         st = check_file(ckdir, &m, r, err);
-        total += (int64_t)file_bytes(m.numel, m.shard, m.nunits, r, m.K);
+        total += (int64_t)zc_ckpt_file_bytes(m.numel, m.shard, m.nunits, r, m.K);
     }
     if (!st && summary) {
         size_t psi = 0;
@@ -721,37 +717,39 @@ zc_status zc_ckpt_verify(const char *ckdir, char **summary, zc_err *err)
             psi += m.numel[u];
         char *s = malloc(512);
         if (s)
-            pathf(s, 512, "%s: step %lld, written by %d ranks at ZeRO stage %d, %zu "
-                     "parameters in %d units (%d tensors), optimizer %s, %lld bytes in %d "
-                     "shards, every size and CRC32C correct", ckdir, (long long)m.step, m.world,
-                     m.stage, psi, m.nunits, m.nparams, optim_name(m.K), (long long)total,
-                     m.world);
+            pathf(s, 512,
+                  "%s: step %lld, written by %d ranks at ZeRO stage %d, %zu "
+                  "parameters in %d units (%d tensors), optimizer %s, %lld bytes in %d "
+                  "shards, every size and CRC32C correct, the manifest's SHA-256 and fields too",
+                  ckdir, (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams,
+                  zc_ckpt_optim_name(m.K), (long long)total, m.world);
         *summary = s;
     }
-    manifest_free(&m);
+    zc_manifest_free(&m);
     return st;
 }
 
 zc_status zc_ckpt_inspect(const char *ckdir, char **summary, zc_err *err)
 {
-    manifest m;
-    zc_status st = manifest_read(ckdir, &m, err);
+    zc_manifest m;
+    zc_status st = zc_manifest_read(ckdir, &m, err);
     if (!st) {
         size_t psi = 0;
         int64_t total = 0;
         for (int u = 0; u < m.nunits; u++)
             psi += m.numel[u];
         for (int r = 0; r < m.world; r++)
-            total += (int64_t)file_bytes(m.numel, m.shard, m.nunits, r, m.K);
+            total += (int64_t)zc_ckpt_file_bytes(m.numel, m.shard, m.nunits, r, m.K);
         char *s = malloc(512);
         if (s)
-            pathf(s, 512, "%s: step %lld, written by %d ranks at ZeRO stage %d, %zu parameters "
-                  "in %d units (%d tensors), optimizer %s, %lld bytes in %d shards", ckdir,
-                  (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams, optim_name(m.K),
-                  (long long)total, m.world);
+            pathf(s, 512,
+                  "%s: step %lld, written by %d ranks at ZeRO stage %d, %zu parameters "
+                  "in %d units (%d tensors), optimizer %s, %lld bytes in %d shards",
+                  ckdir, (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams,
+                  zc_ckpt_optim_name(m.K), (long long)total, m.world);
         *summary = s;
     }
-    manifest_free(&m);
+    zc_manifest_free(&m);
     return st;
 }
 
@@ -759,7 +757,7 @@ zc_status zc_ckpt_inspect(const char *ckdir, char **summary, zc_err *err)
 
 struct zc_ckpt_reader {
     char dir[4096];
-    manifest m;
+    zc_manifest m;
     zc_param_info *params;
     int *fds;
     char *checked;
@@ -774,8 +772,7 @@ void zc_ckpt_reader_close(zc_ckpt_reader *r)
             close(r->fds[i]);
     free(r->fds);
     free(r->checked);
-    free(r->params);
-    manifest_free(&r->m);
+    zc_manifest_free(&r->m);
     free(r);
 }
 
@@ -785,40 +782,14 @@ zc_status zc_ckpt_reader_open(const char *ckdir, zc_ckpt_reader **out, zc_err *e
     if (!r)
         return zc_err_set(err, ZC_ENOMEM, "out of memory");
     pathf(r->dir, sizeof r->dir, "%s", ckdir);
-    zc_status st = manifest_read(ckdir, &r->m, err);
-    manifest *m = &r->m;
+    zc_status st = zc_manifest_read(ckdir, &r->m, err);
+    zc_manifest *m = &r->m;
     if (!st) {
-        r->params = calloc((size_t)m->nparams + 1, sizeof *r->params);
+        r->params = m->params; /* validated by zc_manifest_read */
         r->fds = calloc((size_t)m->world + 1, sizeof(int));
         r->checked = calloc((size_t)m->world + 1, 1);
-        if (!r->params || !r->fds || !r->checked)
+        if (!r->fds || !r->checked)
             st = zc_err_set(err, ZC_ENOMEM, "out of memory");
-    }
-    for (int p = 0; !st && p < m->nparams; p++) { /* the parameter table, from the manifest */
-        const cJSON *o = cJSON_GetArrayItem(m->params, p);
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
-        const cJSON *shape = cJSON_GetObjectItemCaseSensitive(o, "shape");
-        zc_param_info *pi = &r->params[p];
-        double unit, offset;
-        if (!cJSON_IsString(name) || !cJSON_IsArray(shape) || get_int(o, "unit", &unit) ||
-            get_int(o, "offset", &offset) || unit < 0 || unit >= m->nunits ||
-            cJSON_GetArraySize(shape) < 1 || cJSON_GetArraySize(shape) > ZC_MAX_DIMS ||
-            strlen(name->valuestring) >= ZC_MAX_NAME) {
-            st = zc_err_set(err, ZC_EINVAL, "%s/manifest.json: parameter %d is invalid", ckdir, p);
-            break;
-        }
-        pathf(pi->name, sizeof pi->name, "%s", name->valuestring);
-        pi->unit = (int)unit;
-        pi->offset = (size_t)offset;
-        pi->ndim = cJSON_GetArraySize(shape);
-        pi->numel = 1;
-        for (int d = 0; d < pi->ndim; d++) {
-            pi->shape[d] = (int64_t)cJSON_GetArrayItem(shape, d)->valuedouble;
-            pi->numel *= (size_t)pi->shape[d];
-        }
-        if (pi->offset + pi->numel > m->numel[pi->unit])
-            st = zc_err_set(err, ZC_EINVAL, "%s/manifest.json: parameter '%s' lies outside its "
-                            "unit", ckdir, pi->name);
     }
     if (st) {
         zc_ckpt_reader_close(r);
@@ -833,8 +804,9 @@ int zc_ckpt_reader_num_params(const zc_ckpt_reader *r) { return r->m.nparams; }
 int zc_ckpt_reader_client_int(const zc_ckpt_reader *r, const char *key, int64_t *out)
 {
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(r->m.root, "client");
-    double v;
-    if (!c || get_int(c, key, &v))
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(c, key);
+    double v = cJSON_IsNumber(it) ? it->valuedouble : NAN;
+    if (!(fabs(v) <= 9007199254740992.0 && v == floor(v))) /* ±2^53: exact in a double */
         return -1;
     *out = (int64_t)v;
     return 0;

@@ -1,0 +1,414 @@
+/* manifest.c — reading a checkpoint's manifest without trusting it (format in
+ * zeroc/checkpoint.h).
+ *
+ * Why it is shaped this way:
+ * - The shards are protected by CRCs the manifest lists, so the manifest is what says what is
+ *   true: an edited "step" resumed at the wrong step and an edited "offset" exported the wrong
+ *   bytes with exit 0. Its own SHA-256 (manifest.sha256, in sha256sum's format) catches edits and
+ *   corruption; the cross-checks below catch what a checksum cannot — a manifest edited and
+ *   re-hashed, or written wrong — before any reader uses a field.
+ * - Every field a reader uses is validated here, once: integers are integral and in range,
+ *   parameters lie contiguously inside their unit (no overlap, no gap, covering it), files are
+ *   the names the layout gives, the step is the directory's. Readers then index and size by it
+ *   without further checks, and nothing in a file can reach an assertion.
+ * - Format 1 (no manifest.sha256) is refused by name rather than read as "probably fine".
+ * It reads; it does not look into the shards (checkpoint.c checks their headers and CRCs). */
+#include <ctype.h>
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt/manifest.h"
+#include "util/sha256.h"
+
+/* Largest element count of a unit, a tensor or a whole model: 2^44 (64 TiB of fp32 each), far
+ * beyond any model and small enough that no size computed from it overflows. */
+#define MAX_ELEMS ((int64_t)1 << 44)
+#define MAX_INT ((int64_t)2147483647)
+#define MAX_COUNT ((int64_t)1 << 53) /* counters: exact in a double */
+
+void zc_manifest_free(zc_manifest *m)
+{
+    cJSON_Delete(m->root);
+    free(m->numel);
+    free(m->shard);
+    free(m->params);
+    free(m->crc);
+    memset(m, 0, sizeof *m);
+}
+
+void zc_manifest_sha256_line(const char *text, char line[96])
+{
+    zc_sha256 s;
+    uint8_t d[32];
+    char hex[65];
+    zc_sha256_init(&s);
+    zc_sha256_update(&s, text, strlen(text));
+    zc_sha256_final(&s, d);
+    zc_sha256_hex(d, hex);
+    snprintf(line, 96, "%s  manifest.json\n", hex);
+}
+
+static char *read_all(const char *path, size_t max, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = malloc(max + 1);
+    size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
+    fclose(f);
+    if (buf && n > max) { /* longer than any manifest zeroc writes */
+        free(buf);
+        return NULL;
+    }
+    if (buf)
+        buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+/* A value for a message: JSON, cut to 40 characters, or "missing". */
+static const char *shown(const cJSON *it, char buf[48])
+{
+    char *t = it ? cJSON_PrintUnformatted(it) : NULL;
+    snprintf(buf, 48, "%s", t ? t : "missing");
+    if (t && strlen(t) > 40)
+        memcpy(buf + 37, "...", 4);
+    free(t);
+    return buf;
+}
+
+/* o[key] as an integer in [lo, hi]; otherwise an error naming where (e.g. "units[2]."), the key,
+ * the value and the range. */
+static zc_status get_int(const char *path, const char *where, const cJSON *o, const char *key,
+                         int64_t lo, int64_t hi, int64_t *out, zc_err *err)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    double v = cJSON_IsNumber(it) ? it->valuedouble : NAN;
+    if (!(v >= (double)lo && v <= (double)hi && v == floor(v))) {
+        char b[48], want[64];
+        if (lo == hi)
+            snprintf(want, sizeof want, "%" PRId64, lo);
+        else
+            snprintf(want, sizeof want, "an integer from %" PRId64 " to %" PRId64, lo, hi);
+        return zc_err_set(err, ZC_EINVAL, "%s: %s%s is %s, expected %s", path, where, key,
+                          shown(it, b), want);
+    }
+    *out = (int64_t)v;
+    return ZC_OK;
+}
+
+static const char *get_string(const cJSON *o, const char *key)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+/* manifest.sha256 must hold the SHA-256 of the manifest's bytes. */
+static zc_status check_digest(const char *ckdir, const char *path, const char *text, zc_err *err)
+{
+    char spath[4200], want[96];
+    snprintf(spath, sizeof spath, "%s/manifest.sha256", ckdir);
+    size_t n;
+    char *have = read_all(spath, 256, &n);
+    if (!have)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: missing or unreadable (%m): a format-%d manifest "
+                          "comes with its SHA-256, without which %s cannot be trusted",
+                          spath, ZC_MANIFEST_VERSION, path);
+    zc_manifest_sha256_line(text, want);
+    zc_status st = ZC_OK;
+    if (strcmp(have, want)) {
+        have[strcspn(have, " \n")] = 0;
+        want[64] = 0;
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: its SHA-256 is %s, but manifest.sha256 says %.64s "
+                        "(the manifest was edited or is corrupt)",
+                        path, want, have);
+    }
+    free(have);
+    return st;
+}
+
+/* "step-N" as a directory's last component gives N; anything else (a copied checkpoint under
+ * another name) gives no step to compare. */
+static int dir_step(const char *ckdir, int64_t *step)
+{
+    size_t n = strlen(ckdir);
+    while (n > 1 && ckdir[n - 1] == '/')
+        n--;
+    size_t b = n;
+    while (b > 0 && ckdir[b - 1] != '/')
+        b--;
+    if (n - b < 6 || n - b > 30 || strncmp(ckdir + b, "step-", 5))
+        return 0;
+    int64_t v = 0;
+    for (size_t i = b + 5; i < n; i++) {
+        if (!isdigit((unsigned char)ckdir[i]))
+            return 0;
+        v = v * 10 + (ckdir[i] - '0');
+    }
+    *step = v;
+    return 1;
+}
+
+static zc_status read_top(const char *ckdir, const char *path, zc_manifest *m, zc_err *err)
+{
+    cJSON *r = m->root;
+    int64_t w, s, k, step, opt;
+    zc_status st;
+    if ((st = get_int(path, "", r, "world_size", 1, 1 << 20, &w, err)) ||
+        (st = get_int(path, "", r, "stage", 0, 3, &s, err)) ||
+        (st = get_int(path, "", r, "step", 0, MAX_INT, &step, err)) ||
+        (st = get_int(path, "", r, "optimizer_steps", 0, step, &opt, err)))
+        return st;
+    const cJSON *optim = cJSON_GetObjectItemCaseSensitive(r, "optimizer");
+    if ((st = get_int(path, "optimizer.", optim, "moments", 0, 2, &k, err)))
+        return st;
+    const char *type = get_string(optim, "type");
+    if (!type || strcmp(type, zc_ckpt_optim_name((int)k)))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: optimizer.type is '%s', expected '%s' (its "
+                          "moments are %d)",
+                          path, type ? type : "missing", zc_ckpt_optim_name((int)k), (int)k);
+    const char *dtype = get_string(r, "dtype");
+    if (!dtype || (strcmp(dtype, "fp32") && strcmp(dtype, "bf16") && strcmp(dtype, "fp16")))
+        return zc_err_set(err, ZC_EINVAL, "%s: dtype is '%s', expected fp32, bf16 or fp16", path,
+                          dtype ? dtype : "missing");
+    if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(r, "config")) ||
+        !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(r, "client")))
+        return zc_err_set(err, ZC_EINVAL, "%s: config and client must be JSON objects", path);
+    int64_t named;
+    if (dir_step(ckdir, &named) && named != step)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: step %" PRId64 ", but the directory's name says "
+                          "step-%06" PRId64 " (an edited manifest or a renamed directory)",
+                          path, step, named);
+    m->world = (int)w, m->stage = (int)s, m->K = (int)k, m->step = step;
+    m->optimizer_steps = opt;
+    return ZC_OK;
+}
+
+static zc_status read_scaler(const char *path, zc_manifest *m, zc_err *err)
+{
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(m->root, "loss_scaler");
+    const cJSON *scale = cJSON_GetObjectItemCaseSensitive(sc, "scale");
+    const cJSON *dyn = cJSON_GetObjectItemCaseSensitive(sc, "dynamic");
+    char b[48];
+    if (!cJSON_IsNumber(scale) || !(scale->valuedouble >= FLT_MIN) ||
+        !(scale->valuedouble <= FLT_MAX))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: loss_scaler.scale is %s, expected a positive "
+                          "float32",
+                          path, shown(scale, b));
+    if (!cJSON_IsBool(dyn))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: loss_scaler.dynamic is %s, expected true or "
+                          "false",
+                          path, shown(dyn, b));
+    int64_t hyst, iter, last, skipped;
+    zc_status st;
+    if ((st = get_int(path, "loss_scaler.", sc, "hysteresis_left", 0, MAX_INT, &hyst, err)) ||
+        (st = get_int(path, "loss_scaler.", sc, "iter", 0, MAX_COUNT, &iter, err)) ||
+        (st = get_int(path, "loss_scaler.", sc, "last_overflow_iter", -1, iter, &last, err)) ||
+        (st = get_int(path, "loss_scaler.", sc, "skipped", 0, MAX_COUNT, &skipped, err)))
+        return st;
+    m->scaler =
+        (zc_loss_scaler){scale->valuedouble, (int)hyst, iter, last, skipped, cJSON_IsTrue(dyn)};
+    return ZC_OK;
+}
+
+static zc_status read_units(const char *path, zc_manifest *m, zc_err *err)
+{
+    const cJSON *units = cJSON_GetObjectItemCaseSensitive(m->root, "units");
+    int n = cJSON_IsArray(units) ? cJSON_GetArraySize(units) : 0;
+    if (n < 1 || n > (1 << 20))
+        return zc_err_set(err, ZC_EINVAL, "%s: units must be an array of 1 to %d units", path,
+                          1 << 20);
+    m->nunits = n;
+    m->numel = calloc((size_t)n, sizeof *m->numel);
+    m->shard = calloc((size_t)n, sizeof *m->shard);
+    if (!m->numel || !m->shard)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", path);
+    int64_t total = 0;
+    for (int u = 0; u < n; u++) {
+        const cJSON *o = cJSON_GetArrayItem(units, u);
+        char where[32];
+        snprintf(where, sizeof where, "units[%d].", u);
+        int64_t ne, sh;
+        zc_status st = get_int(path, where, o, "numel", 1, MAX_ELEMS, &ne, err);
+        if (st)
+            return st;
+        int64_t want = (ne + m->world - 1) / m->world;
+        if ((st = get_int(path, where, o, "shard", want, want, &sh, err)))
+            return st;
+        const char *name = get_string(o, "name");
+        if (!name || !name[0] || strlen(name) >= ZC_MAX_NAME)
+            return zc_err_set(err, ZC_EINVAL, "%s: %sname must be a string of 1 to %d bytes", path,
+                              where, ZC_MAX_NAME - 1);
+        if ((total += ne) > MAX_ELEMS)
+            return zc_err_set(err, ZC_EINVAL,
+                              "%s: the units hold more than %" PRId64 " elements in all", path,
+                              MAX_ELEMS);
+        m->numel[u] = (size_t)ne, m->shard[u] = (size_t)sh;
+    }
+    return ZC_OK;
+}
+
+/* The parameter table: each parameter's shape gives its element count, and within a unit the
+ * parameters follow each other from offset 0 with no gap or overlap and fill it exactly. */
+static zc_status read_params(const char *path, zc_manifest *m, zc_err *err)
+{
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(m->root, "params");
+    int n = cJSON_IsArray(params) ? cJSON_GetArraySize(params) : 0;
+    if (n < 1 || n > (1 << 24))
+        return zc_err_set(err, ZC_EINVAL, "%s: params must be an array of 1 to %d parameters", path,
+                          1 << 24);
+    m->nparams = n;
+    m->params = calloc((size_t)n, sizeof *m->params);
+    size_t *filled = calloc((size_t)m->nunits, sizeof *filled);
+    zc_status st = m->params && filled ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
+    for (int p = 0; p < n && !st; p++) {
+        const cJSON *o = cJSON_GetArrayItem(params, p);
+        zc_param_info *pi = &m->params[p];
+        char where[160], b[48];
+        snprintf(where, sizeof where, "params[%d].", p);
+        const char *name = get_string(o, "name");
+        if (!name || !name[0] || strlen(name) >= ZC_MAX_NAME) {
+            st = zc_err_set(err, ZC_EINVAL, "%s: %sname must be a string of 1 to %d bytes", path,
+                            where, ZC_MAX_NAME - 1);
+            break;
+        }
+        snprintf(pi->name, sizeof pi->name, "%s", name);
+        snprintf(where, sizeof where, "params[%d] ('%.40s') ", p, name);
+        const cJSON *shape = cJSON_GetObjectItemCaseSensitive(o, "shape");
+        int nd = cJSON_IsArray(shape) ? cJSON_GetArraySize(shape) : 0;
+        if (nd < 1 || nd > ZC_MAX_DIMS) {
+            st = zc_err_set(err, ZC_EINVAL, "%s: %sshape is %s, expected 1 to %d dimensions", path,
+                            where, shown(shape, b), ZC_MAX_DIMS);
+            break;
+        }
+        int64_t numel = 1, unit, offset;
+        for (int d = 0; d < nd && !st; d++) {
+            const cJSON *it = cJSON_GetArrayItem(shape, d);
+            double v = cJSON_IsNumber(it) ? it->valuedouble : NAN;
+            if (!(v >= 1 && v <= (double)(MAX_ELEMS / numel) && v == floor(v)))
+                st = zc_err_set(err, ZC_EINVAL,
+                                "%s: %sshape is %s, expected positive integer "
+                                "sizes of at most %" PRId64 " elements in all",
+                                path, where, shown(shape, b), MAX_ELEMS);
+            else
+                numel *= (pi->shape[d] = (int64_t)v);
+        }
+        if (st || (st = get_int(path, where, o, "unit", 0, m->nunits - 1, &unit, err)) ||
+            (st = get_int(path, where, o, "offset", 0, MAX_ELEMS, &offset, err)))
+            break;
+        pi->ndim = nd, pi->numel = (size_t)numel, pi->unit = (int)unit;
+        pi->offset = (size_t)offset;
+        size_t at = filled[unit];
+        if (pi->offset != at)
+            st = zc_err_set(err, ZC_EINVAL, "%s: %soffset is %zu, expected %zu: it %s", path, where,
+                            pi->offset, at,
+                            pi->offset < at ? "overlaps the previous parameter of its unit"
+                                            : "leaves a gap after the previous parameter of "
+                                              "its unit");
+        else if (at + pi->numel > m->numel[unit])
+            st = zc_err_set(err, ZC_EINVAL, "%s: %sends at element %zu of unit %d, which has %zu",
+                            path, where, at + pi->numel, (int)unit, m->numel[unit]);
+        filled[unit] = at + pi->numel;
+    }
+    for (int u = 0; u < m->nunits && !st; u++)
+        if (filled[u] != m->numel[u])
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: the parameters of units[%d] cover %zu of its %zu "
+                            "elements",
+                            path, u, filled[u], m->numel[u]);
+    free(filled);
+    return st;
+}
+
+static zc_status read_files(const char *path, zc_manifest *m, zc_err *err)
+{
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(m->root, "files");
+    if (!cJSON_IsArray(files) || cJSON_GetArraySize(files) != m->world)
+        return zc_err_set(err, ZC_EINVAL, "%s: files must list one file per rank (world_size %d)",
+                          path, m->world);
+    m->crc = calloc((size_t)m->world, sizeof *m->crc);
+    if (!m->crc)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    for (int r = 0; r < m->world; r++) {
+        const cJSON *f = cJSON_GetArrayItem(files, r);
+        char where[32], want[32], b[48];
+        snprintf(where, sizeof where, "files[%d].", r);
+        snprintf(want, sizeof want, "rank-%05d.bin", r);
+        const char *name = get_string(f, "name"), *crc = get_string(f, "crc32c");
+        if (!name || strcmp(name, want))
+            return zc_err_set(err, ZC_EINVAL, "%s: %sname is %s, expected \"%s\"", path, where,
+                              shown(cJSON_GetObjectItemCaseSensitive(f, "name"), b), want);
+        int64_t bytes, layout = (int64_t)zc_ckpt_file_bytes(m->numel, m->shard, m->nunits, r, m->K);
+        zc_status st = get_int(path, where, f, "bytes", layout, layout, &bytes, err);
+        if (st)
+            return st;
+        bool hex = crc && strlen(crc) == 8;
+        for (int i = 0; hex && i < 8; i++)
+            hex = isdigit((unsigned char)crc[i]) || (crc[i] >= 'a' && crc[i] <= 'f');
+        if (!hex)
+            return zc_err_set(err, ZC_EINVAL,
+                              "%s: %scrc32c is %s, expected 8 lowercase hex "
+                              "digits",
+                              path, where, shown(cJSON_GetObjectItemCaseSensitive(f, "crc32c"), b));
+        m->crc[r] = (uint32_t)strtoul(crc, NULL, 16);
+    }
+    return ZC_OK;
+}
+
+zc_status zc_manifest_read(const char *ckdir, zc_manifest *m, zc_err *err)
+{
+    memset(m, 0, sizeof *m);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/manifest.json", ckdir);
+    size_t len;
+    char *text = read_all(path, 64u << 20, &len);
+    if (!text)
+        return zc_err_set(err, ZC_EIO, "'%s' is not a checkpoint: cannot read %s: %m", ckdir, path);
+    zc_status st = ZC_OK;
+    int64_t v = 0;
+    m->root = strlen(text) == len ? cJSON_Parse(text) : NULL;
+    if (!m->root || !cJSON_IsObject(m->root))
+        st = zc_err_set(err, ZC_EINVAL, "%s: not JSON (a corrupt manifest)", path);
+    else if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(m->root, "format_version")))
+        st = zc_err_set(err, ZC_EINVAL, "%s: no format_version", path);
+    else if ((st = get_int(path, "", m->root, "format_version", 1, 1 << 30, &v, err)))
+        ;
+    else if (v == 1)
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: format version 1 has no manifest checksum "
+                        "(manifest.sha256), so what it says cannot be trusted; this zeroc reads "
+                        "format %d only (use the zeroc that wrote it to resume or export it)",
+                        path, ZC_MANIFEST_VERSION);
+    else if (v != ZC_MANIFEST_VERSION)
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: format version %" PRId64 " is %s than this zeroc's "
+                        "(%d)",
+                        path, v, v > ZC_MANIFEST_VERSION ? "newer" : "other", ZC_MANIFEST_VERSION);
+    else
+        st = check_digest(ckdir, path, text, err);
+    free(text);
+    if (!st)
+        st = read_top(ckdir, path, m, err);
+    if (!st)
+        st = read_scaler(path, m, err);
+    if (!st)
+        st = read_units(path, m, err);
+    if (!st)
+        st = read_params(path, m, err);
+    if (!st)
+        st = read_files(path, m, err);
+    if (st)
+        zc_manifest_free(m);
+    return st;
+}

@@ -1,0 +1,65 @@
+/* manifest.h — internal: a checkpoint's manifest.json read, checked against its SHA-256
+ * (manifest.sha256) and cross-checked field by field, and the shard layout both the writer and
+ * the readers compute from it (formats in zeroc/checkpoint.h). */
+#ifndef ZC_CKPT_MANIFEST_H
+#define ZC_CKPT_MANIFEST_H
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "zeroc/engine.h"
+
+/* Manifest format 2 has manifest.sha256 beside it; format 1 (without) is refused. The shard
+ * files' own header version is separate and still 1. */
+enum { ZC_MANIFEST_VERSION = 2, ZC_SHARD_VERSION = 1, ZC_SHARD_HEADER_BYTES = 32 };
+
+/* Everything a reader uses, validated: no field of it can make a reader read outside a file,
+ * mix up tensors, or assert. */
+typedef struct {
+    cJSON *root; /* the whole manifest (config and client are objects) */
+    int world, stage, K, nunits, nparams;
+    int64_t step, optimizer_steps;
+    size_t *numel, *shard; /* per unit */
+    zc_param_info *params; /* per parameter, contiguous within their unit */
+    uint32_t *crc;         /* per file: rank-RRRRR.bin's CRC32C */
+    zc_loss_scaler scaler; /* as saved (dynamic tells whether it may continue) */
+} zc_manifest;
+
+/* Reads DIR/manifest.json. Every failure is ZC_EINVAL/ZC_EIO with a message naming the file and
+ * the field, its value and what was expected. On error *m is freed already. */
+zc_status zc_manifest_read(const char *ckdir, zc_manifest *m, zc_err *err);
+void zc_manifest_free(zc_manifest *m);
+
+/* The line manifest.sha256 holds for manifest text `text` ("<hex>  manifest.json\n"). */
+void zc_manifest_sha256_line(const char *text, char line[96]);
+
+/* ---- layout: rank r owns [r·S, min((r+1)·S, numel)) of a unit ---- */
+static inline size_t zc_ckpt_owned(size_t numel, size_t shard, int rank)
+{
+    size_t lo = (size_t)rank * shard, hi = lo + shard < numel ? lo + shard : numel;
+    return hi > lo ? hi - lo : 0;
+}
+
+/* Byte offset of unit u's section in rank r's file; a section holds (1 + K) × owned floats. */
+static inline off_t zc_ckpt_section_offset(const size_t *numel, const size_t *shard, int u,
+                                           int rank, int K)
+{
+    off_t off = ZC_SHARD_HEADER_BYTES;
+    for (int v = 0; v < u; v++)
+        off += (off_t)((1 + (size_t)K) * zc_ckpt_owned(numel[v], shard[v], rank) * sizeof(float));
+    return off;
+}
+
+static inline size_t zc_ckpt_file_bytes(const size_t *numel, const size_t *shard, int nunits,
+                                        int rank, int K)
+{
+    return (size_t)zc_ckpt_section_offset(numel, shard, nunits, rank, K);
+}
+
+static inline const char *zc_ckpt_optim_name(int K)
+{
+    return K == 2 ? "Adam" : K == 1 ? "SGD+momentum" : "SGD";
+}
+#endif

@@ -1,0 +1,134 @@
+/* save_lock.c — one job per save directory: an exclusive flock(2) on DIR/.lock, held by rank 0
+ * for the whole job (format and contract in zeroc/checkpoint.h).
+ *
+ * Why it is shaped this way:
+ * - Two jobs saving into one directory used to mix their shards and publish a checkpoint that
+ *   failed its own CRCs. The checkpoint's name (step-N) and `latest` are the directory's, so
+ *   the directory, not a checkpoint, is what a job must own.
+ * - flock, not a file's existence: the kernel drops the lock when the holder dies (kill -9
+ *   included), so a crash never leaves the directory locked. The file only says who holds it
+ *   (pid and host), for the refusal's message.
+ * - The holder unlinks the file while still holding the lock. A newcomer may have opened the
+ *   old file just before: after its flock succeeds it checks that the path still names the
+ *   inode it locked, and starts over if not — otherwise two jobs could each hold "the" lock.
+ * - Taking the lock sweeps what crashed saves left (temporary directories and files): with the
+ *   lock held, no other job can be writing them.
+ * Only rank 0 holds the lock; every rank learns the outcome, so a refused job stops as one. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "zeroc/checkpoint.h"
+
+struct zc_ckpt_lock {
+    int fd;
+    char path[4200];
+};
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+/* What crashed saves leave: .tmp-step-* directories, latest.tmp-* files. */
+static void sweep_temporaries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, ".tmp-step-", 10) && strncmp(de->d_name, "latest.tmp-", 11))
+            continue;
+        char p[4400];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        nftw(p, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    closedir(d);
+}
+
+static zc_status take(const char *dir, zc_ckpt_lock *l, zc_err *err)
+{
+    if (mkdir(dir, 0755) && errno != EEXIST)
+        return zc_err_set(err, ZC_EIO, "cannot create save directory '%s': %m", dir);
+    snprintf(l->path, sizeof l->path, "%s/.lock", dir);
+    for (int attempt = 0; attempt < 16; attempt++) {
+        int fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return zc_err_set(err, ZC_EIO, "cannot create the lock file %s: %m", l->path);
+        if (flock(fd, LOCK_EX | LOCK_NB)) {
+            int e = errno;
+            char holder[256] = "";
+            ssize_t n = e == EWOULDBLOCK ? pread(fd, holder, sizeof holder - 1, 0) : -1;
+            close(fd);
+            if (e != EWOULDBLOCK)
+                return zc_err_set(err, ZC_EIO, "cannot lock %s: %s", l->path, strerror(e));
+            holder[n > 0 ? n : 0] = 0;
+            holder[strcspn(holder, "\n")] = 0;
+            return zc_err_set(err, ZC_EINVAL,
+                              "save directory '%s' is in use by another job (%s, "
+                              "lock %s): one job saves into a directory at a time; wait for "
+                              "it to end or choose another --save-dir",
+                              dir, holder[0] ? holder : "its pid and host not yet written",
+                              l->path);
+        }
+        struct stat mine, now;
+        if (fstat(fd, &mine) || stat(l->path, &now) || mine.st_dev != now.st_dev ||
+            mine.st_ino != now.st_ino) { /* the previous holder removed it meanwhile */
+            close(fd);
+            continue;
+        }
+        char host[256] = "?", text[400];
+        gethostname(host, sizeof host - 1);
+        int len = snprintf(text, sizeof text, "pid %d on host %s\n", (int)getpid(), host);
+        if (ftruncate(fd, 0) || pwrite(fd, text, (size_t)len, 0) != len) {
+            int e = errno;
+            unlink(l->path);
+            close(fd);
+            return zc_err_set(err, ZC_EIO, "cannot write the lock file %s: %s", l->path,
+                              strerror(e));
+        }
+        l->fd = fd;
+        sweep_temporaries(dir);
+        return ZC_OK;
+    }
+    return zc_err_set(err, ZC_EIO, "cannot lock %s: it keeps being replaced", l->path);
+}
+
+zc_status zc_ckpt_lock_dir(zc_comm *comm, const char *dir, zc_ckpt_lock **out, zc_err *err)
+{
+    *out = NULL;
+    zc_status st = ZC_OK;
+    zc_ckpt_lock *l = NULL;
+    if (zc_comm_rank(comm) == 0) {
+        l = calloc(1, sizeof *l);
+        st = l ? take(dir, l, err) : zc_err_set(err, ZC_ENOMEM, "out of memory");
+        if (st) {
+            free(l);
+            l = NULL;
+        }
+    }
+    if ((st = zc_comm_agree(comm, st, "locking the save directory", err))) {
+        zc_ckpt_unlock_dir(l);
+        return st;
+    }
+    *out = l;
+    return ZC_OK;
+}
+
+void zc_ckpt_unlock_dir(zc_ckpt_lock *l)
+{
+    if (!l)
+        return;
+    unlink(l->path); /* still holding the lock: see the top of this file */
+    close(l->fd);
+    free(l);
+}
