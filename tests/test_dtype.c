@@ -2,7 +2,8 @@
  * bit: every 16-bit value (exhaustive: widening then narrowing gives it back), ~2 million fp32
  * values spread over every exponent (a stride through all 2^32 patterns, plus both neighbours
  * of every halfway point of a sample of 16-bit values, which are the ties), and the special
- * values: ±0, ±inf, NaN, fp16 subnormals and the overflow threshold. */
+ * values: ±0, ±inf, NaN, fp16 subnormals and the overflow threshold. Run at every vector level
+ * the CPU has (ZEROC_SIMD, see zeroc/simd.h). */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "check.h"
 #include "zeroc/dtype.h"
+#include "zeroc/simd.h"
 
 static float fb(uint32_t u)
 {
@@ -23,6 +25,14 @@ static int same(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
 int main(void)
 {
+    /* ZEROC_SIMD caps the kernels' vector level (ctest runs this file at each level) */
+    const char *cap = getenv("ZEROC_SIMD");
+    printf("kernels at vector level %s\n", zc_simd_name(zc_simd_level()));
+    CHECK(!cap || strcmp(cap, "portable") || zc_simd_level() == ZC_SIMD_PORTABLE,
+          "ZEROC_SIMD=portable runs %s", zc_simd_name(zc_simd_level()));
+    CHECK(!cap || strcmp(cap, "avx2") || zc_simd_level() <= ZC_SIMD_AVX2,
+          "ZEROC_SIMD=avx2 runs %s", zc_simd_name(zc_simd_level()));
+
     /* exhaustive 16-bit → fp32 → 16-bit */
     static uint16_t h[65536], back[65536];
     static float f[65536];

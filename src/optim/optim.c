@@ -11,6 +11,7 @@
 
 #include "zeroc/dtype.h"
 #include "zeroc/optim.h"
+#include "zeroc/simd.h"
 
 typedef struct {
     float decay, b1, one_minus_b1, b2, one_minus_b2, bc2_sqrt, eps, step_size, l2;
@@ -57,6 +58,25 @@ static const float *grad_block(const void *g, zc_dtype gt, size_t lo, size_t hi,
     return buf;
 }
 
+typedef struct {
+    float lr, mom, wd;
+} sgd_consts;
+
+static inline void sgd_element(float *p, float g, float *buf, const sgd_consts *k)
+{
+    float d = g + k->wd * *p;
+    if (buf) {
+        d = *buf * k->mom + d;
+        *buf = d;
+    }
+    *p = *p - k->lr * d;
+}
+
+/* The per-block loops (adam_block, sgd_block, sum_squares), once per vector level: see
+ * optim_kernels.inc and zeroc/simd.h. */
+#define ZC_SIMD_KERNELS "optim/optim_kernels.inc"
+#include "zeroc/simd_expand.h"
+
 /* Threads split the shard into blocks of BLOCK elements, in one parallel region (none for a
  * single block): a region per small call costs more than the update (measured: 2048-element
  * calls spent a third of a bf16 step in futex and scheduler code). */
@@ -66,20 +86,15 @@ int64_t zc_adam_update(float *restrict p, const void *restrict g, zc_dtype gt, f
                        float *restrict v, size_t n, float gscale, const zc_adam_hparams *h)
 {
     const adam_consts k = adam_prepare(h);
+    int64_t (*const block)(float *, const float *, float *, float *, size_t, size_t, float,
+                           const adam_consts *) = ZC_SIMD_SELECT(adam_block);
     long nblocks = (long)((n + BLOCK - 1) / BLOCK);
     int64_t bad = 0;
 #pragma omp parallel for schedule(static) reduction(+ : bad) if (nblocks > 1)
     for (long b = 0; b < nblocks; b++) {
         size_t lo = (size_t)b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
         float buf[BLOCK];
-        const float *gb = grad_block(g, gt, lo, hi, buf) - lo;
-        int64_t nb = 0;
-#pragma omp simd reduction(+ : nb)
-        for (size_t i = lo; i < hi; i++) {
-            adam_element(&p[i], gb[i] * gscale, &m[i], &v[i], &k);
-            nb += !isfinite(p[i]);
-        }
-        bad += nb;
+        bad += block(p, grad_block(g, gt, lo, hi, buf) - lo, m, v, lo, hi, gscale, &k);
     }
     return bad;
 }
@@ -94,44 +109,21 @@ void zc_adam_update_ref(float *p, const float *g, float *m, float *v, size_t n, 
     }
 }
 
-static inline void sgd_element(float *p, float g, float *buf, float lr, float mom, float wd)
+int64_t zc_sgd_update(float *restrict p, const void *restrict g, zc_dtype gt, float *restrict buf,
+                      size_t n, float gscale, const zc_sgd_hparams *h)
 {
-    float d = g + wd * *p;
-    if (buf) {
-        d = *buf * mom + d;
-        *buf = d;
-    }
-    *p = *p - lr * d;
-}
-
-int64_t zc_sgd_update(float *restrict p, const void *restrict g, zc_dtype gt,
-                      float *restrict buf, size_t n, float gscale, const zc_sgd_hparams *h)
-{
-    const float lr = (float)h->lr, mom = (float)h->momentum, wd = (float)h->weight_decay;
+    const sgd_consts k = {(float)h->lr, (float)h->momentum, (float)h->weight_decay};
     if (h->momentum == 0.0)
         buf = NULL;
+    int64_t (*const block)(float *, const float *, float *, size_t, size_t, float,
+                           const sgd_consts *) = ZC_SIMD_SELECT(sgd_block);
     long nblocks = (long)((n + BLOCK - 1) / BLOCK);
     int64_t bad = 0;
 #pragma omp parallel for schedule(static) reduction(+ : bad) if (nblocks > 1)
     for (long b = 0; b < nblocks; b++) {
         size_t lo = (size_t)b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
         float wide[BLOCK];
-        const float *gb = grad_block(g, gt, lo, hi, wide) - lo;
-        int64_t nb = 0;
-        if (buf) {
-#pragma omp simd reduction(+ : nb)
-            for (size_t i = lo; i < hi; i++) {
-                sgd_element(&p[i], gb[i] * gscale, &buf[i], lr, mom, wd);
-                nb += !isfinite(p[i]);
-            }
-        } else {
-#pragma omp simd reduction(+ : nb)
-            for (size_t i = lo; i < hi; i++) {
-                sgd_element(&p[i], gb[i] * gscale, NULL, lr, mom, wd);
-                nb += !isfinite(p[i]);
-            }
-        }
-        bad += nb;
+        bad += block(p, grad_block(g, gt, lo, hi, wide) - lo, buf, lo, hi, gscale, &k);
     }
     return bad;
 }
@@ -139,25 +131,18 @@ int64_t zc_sgd_update(float *restrict p, const void *restrict g, zc_dtype gt,
 void zc_sgd_update_ref(float *p, const float *g, float *buf, size_t n, float gscale,
                        const zc_sgd_hparams *h)
 {
-    const float lr = (float)h->lr, mom = (float)h->momentum, wd = (float)h->weight_decay;
+    const sgd_consts k = {(float)h->lr, (float)h->momentum, (float)h->weight_decay};
     if (h->momentum == 0.0)
         buf = NULL;
     for (size_t i = 0; i < n; i++) {
         volatile float gi = g[i] * gscale;
-        sgd_element(&p[i], gi, buf ? &buf[i] : NULL, lr, mom, wd);
+        sgd_element(&p[i], gi, buf ? &buf[i] : NULL, &k);
     }
 }
 
 double zc_sum_squares(const float *g, size_t n)
 {
-    /* Eight running sums (element i goes to sum i mod 8) for instruction-level parallelism;
-     * the order depends only on n. */
-    double acc[8] = {0};
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++)
-            acc[j] += (double)g[i + j] * (double)g[i + j];
-    for (int j = 0; i < n; i++, j++)
-        acc[j] += (double)g[i] * (double)g[i];
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    double r;
+    ZC_SIMD_DISPATCH_RET(r, sum_squares, g, n);
+    return r;
 }
