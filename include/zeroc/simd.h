@@ -21,8 +21,9 @@
  *     #include "zeroc/simd_expand.h"                // scale_avx512, scale_avx2, scale_portable
  *     void my_scale(float *x, size_t n) { ZC_SIMD_DISPATCH(scale, x, n); }
  *
- * Helpers the kernels share (static inline, defined before the expansion) are inlined into each
- * copy and compiled at its level.
+ * Helpers the kernels share are defined before the expansion as ZC_SIMD_INLINE: GCC inlines a
+ * function built for another target only when it must, and a helper left as a call runs at the
+ * baseline (and stops its caller's loop from vectorising).
  */
 #ifndef ZEROC_SIMD_H
 #define ZEROC_SIMD_H
@@ -33,6 +34,12 @@ typedef enum { ZC_SIMD_PORTABLE = 0, ZC_SIMD_AVX2, ZC_SIMD_AVX512 } zc_simd;
 zc_simd zc_simd_level(void);
 /* "avx512", "avx2" or "portable" */
 const char *zc_simd_name(zc_simd level);
+
+#if defined(__GNUC__)
+#define ZC_SIMD_INLINE static inline __attribute__((always_inline))
+#else
+#define ZC_SIMD_INLINE static inline
+#endif
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define ZC_SIMD_MULTI 1

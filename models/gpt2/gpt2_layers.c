@@ -23,6 +23,7 @@
 
 #include <cblas.h>
 
+#include "zeroc/simd.h"
 #include "zeroc/status.h"
 
 /* Loops with less work than this (in elements) run on one thread: an OpenMP fork costs a few
@@ -41,7 +42,10 @@ static inline int att_block(int T)
     return b < 32 ? 32 : (b > 128 ? 128 : b);
 }
 
-static inline int imin(int a, int b) { return a < b ? a : b; }
+ZC_SIMD_INLINE int imin(int a, int b)
+{
+    return a < b ? a : b;
+}
 
 /* exp(x) that vectorises: glibc's expf and tanhf are scalar calls (~5 and ~14 ns here), which
  * made the loss softmax (B·T·V exps) cost as much as the LM-head matmul. Cephes' expf: Cody–Waite
@@ -51,7 +55,7 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
  * Inputs above 88 are clamped (e^88 ≈ 1.7e38; callers pass x ≤ 0 or only need a huge value),
  * inputs below −87.3 give 0, NaN stays NaN. Pure arithmetic, so `omp simd` loops vectorise it
  * and every lane computes the same bits as scalar code: results do not depend on vector width. */
-static inline float exp_approx(float x)
+ZC_SIMD_INLINE float exp_approx(float x)
 {
     typedef union {
         float f;
@@ -84,7 +88,7 @@ static inline float exp_approx(float x)
  * reduction(max)` compiled at -O2 to one vector maximum carried through memory from step to
  * step, a third of the loss's time; 16 independent lanes measured ~5× faster. NaN is skipped
  * unless x[0] is NaN (either way the exp sum then turns NaN). */
-static inline float row_max(const float *restrict x, int n)
+ZC_SIMD_INLINE float row_max(const float *restrict x, int n)
 {
     enum { L = 16 };
     float m[L];
@@ -105,7 +109,7 @@ static inline float row_max(const float *restrict x, int n)
 /* p[i] = exp(x[i] − mx) for i < n, returning Σ p[i] in double (V ~ 50k terms, and the loss is
  * compared with PyTorch's), summed in 8 interleaved lanes and then the lanes in order: the order
  * is fixed by this code, not by the vector width the compiler happens to pick. */
-static inline double exp_store_sum(float *restrict p, const float *restrict x, float mx, int n)
+ZC_SIMD_INLINE double exp_store_sum(float *restrict p, const float *restrict x, float mx, int n)
 {
     enum { L = 8 };
     double acc[L] = {0};
@@ -127,46 +131,28 @@ static inline double exp_store_sum(float *restrict p, const float *restrict x, f
     return s;
 }
 
+/* GELU's tanh approximation; 0.5·(1 + tanh(u)) = 1 / (1 + e^(−2u)): one exp and no
+ * cancellation in either tail. */
+#define GELU_SCALE 0.7978845608028654f /* √(2/π) */
+#define GELU_CUBE 0.044715f
+
+/* The kernels, once per vector level (zeroc/simd.h). */
+#define ZC_SIMD_KERNELS "models/gpt2/gpt2_kernels.inc"
+#include "zeroc/simd_expand.h"
+
 /* ------------------------------------------------------------------------------------------ */
 /* encoder: token + position embedding                                                        */
 
 void gpt2_encoder_forward(float *restrict out, const int *restrict inp, const float *restrict wte,
                           const float *restrict wpe, int B, int T, int C)
 {
-    const int BT = B * T;
-#pragma omp parallel for schedule(static) if ((size_t)BT * (size_t)C >= PAR_MIN)
-    for (int bt = 0; bt < BT; bt++) {
-        float *o = out + (size_t)bt * C;
-        const float *e = wte + (size_t)inp[bt] * C;
-        const float *p = wpe + (size_t)(bt % T) * C;
-#pragma omp simd
-        for (int c = 0; c < C; c++)
-            o[c] = e[c] + p[c];
-    }
+    ZC_SIMD_DISPATCH(encoder_forward, out, inp, wte, wpe, B, T, C);
 }
 
 void gpt2_encoder_backward(float *restrict dwte, float *restrict dwpe, const float *restrict dout,
                            const int *restrict inp, int B, int T, int C)
 {
-    /* A token may repeat, so rows of dwte receive several adds: split by channels instead of
-     * positions, each chunk adding the positions in order. */
-#pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PAR_MIN)
-    for (int c0 = 0; c0 < C; c0 += COL_CHUNK) {
-        const int c1 = imin(c0 + COL_CHUNK, C);
-        for (int b = 0; b < B; b++) {
-            for (int t = 0; t < T; t++) {
-                const size_t bt = (size_t)b * T + t;
-                const float *d = dout + bt * C;
-                float *wt = dwte + (size_t)inp[bt] * C;
-                float *wp = dwpe + (size_t)t * C;
-#pragma omp simd
-                for (int c = c0; c < c1; c++) {
-                    wt[c] += d[c];
-                    wp[c] += d[c];
-                }
-            }
-        }
-    }
+    ZC_SIMD_DISPATCH(encoder_backward, dwte, dwpe, dout, inp, B, T, C);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -176,31 +162,7 @@ void gpt2_layernorm_forward(float *restrict out, float *restrict mean, float *re
                             const float *restrict inp, const float *restrict weight,
                             const float *restrict bias, int N, int C)
 {
-    const float eps = 1e-5f;
-#pragma omp parallel for schedule(static) if ((size_t)N * C >= PAR_MIN)
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C;
-        float *o = out + (size_t)n * C;
-        /* Two passes (mean, then squared deviations): no cancellation for large means. */
-        float m = 0.0f;
-#pragma omp simd reduction(+ : m)
-        for (int c = 0; c < C; c++)
-            m += x[c];
-        m /= (float)C;
-        float v = 0.0f;
-#pragma omp simd reduction(+ : v)
-        for (int c = 0; c < C; c++) {
-            const float d = x[c] - m;
-            v += d * d;
-        }
-        v /= (float)C;
-        const float s = 1.0f / sqrtf(v + eps);
-#pragma omp simd
-        for (int c = 0; c < C; c++)
-            o[c] = (x[c] - m) * s * weight[c] + bias[c];
-        mean[n] = m;
-        rstd[n] = s;
-    }
+    ZC_SIMD_DISPATCH(layernorm_forward, out, mean, rstd, inp, weight, bias, N, C);
 }
 
 void gpt2_layernorm_backward(float *restrict dinp, float *restrict dweight, float *restrict dbias,
@@ -208,47 +170,7 @@ void gpt2_layernorm_backward(float *restrict dinp, float *restrict dweight, floa
                              const float *restrict weight, const float *restrict mean,
                              const float *restrict rstd, int N, int C)
 {
-    /* dinp, row by row: with xhat = (x − mean)·rstd and g = weight·dout,
-     * dx = (g − mean(g) − xhat·mean(g·xhat))·rstd. */
-#pragma omp parallel for schedule(static) if ((size_t)N * C >= PAR_MIN)
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
-        float *dx = dinp + (size_t)n * C;
-        const float m = mean[n], s = rstd[n];
-        float gm = 0.0f, gxm = 0.0f;
-#pragma omp simd reduction(+ : gm, gxm)
-        for (int c = 0; c < C; c++) {
-            const float g = weight[c] * dy[c];
-            gm += g;
-            gxm += g * (x[c] - m) * s;
-        }
-        gm /= (float)C;
-        gxm /= (float)C;
-#pragma omp simd
-        for (int c = 0; c < C; c++) {
-            const float xhat = (x[c] - m) * s;
-            dx[c] += (weight[c] * dy[c] - gm - xhat * gxm) * s;
-        }
-    }
-    /* dweight, dbias: sums over rows, by column chunk. */
-#pragma omp parallel for schedule(static) if ((size_t)N * C >= PAR_MIN)
-    for (int c0 = 0; c0 < C; c0 += COL_CHUNK) {
-        const int w = imin(c0 + COL_CHUNK, C) - c0;
-        float accw[COL_CHUNK] = {0}, accb[COL_CHUNK] = {0};
-        for (int n = 0; n < N; n++) {
-            const float *x = inp + (size_t)n * C + c0, *dy = dout + (size_t)n * C + c0;
-            const float m = mean[n], s = rstd[n];
-#pragma omp simd
-            for (int j = 0; j < w; j++) {
-                accw[j] += (x[j] - m) * s * dy[j];
-                accb[j] += dy[j];
-            }
-        }
-        for (int j = 0; j < w; j++) {
-            dweight[c0 + j] += accw[j];
-            dbias[c0 + j] += accb[j];
-        }
-    }
+    ZC_SIMD_DISPATCH(layernorm_backward, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -268,8 +190,7 @@ static void product(const gpt2_gemm *g, bool ta, bool tb, int M, int N, int K, c
 {
     if (B16) {
         ZC_ASSERT(g && g->type == ZC_GEMM_BF16);
-        zc_gemm_bf16_b16(ta, tb, M, N, K, 1.0f, A, lda, B16, ldb, beta, C, ldc, g->ws,
-                         g->ws_bytes);
+        zc_gemm_bf16_b16(ta, tb, M, N, K, 1.0f, A, lda, B16, ldb, beta, C, ldc, g->ws, g->ws_bytes);
         return;
     }
     zc_gemm(g ? g->type : ZC_GEMM_F32, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc,
@@ -299,21 +220,8 @@ void gpt2_matmul_backward(float *restrict dinp, float *restrict dweight, float *
     product(g, false, false, N, C, OC, dout, OC, weight, weight16, C, 1.0f, dinp, C);
     /* dweight (OC,C) += doutᵀ (OC,N) · inp (N,C) */
     product(g, true, false, OC, C, N, dout, OC, inp, NULL, C, 1.0f, dweight, C);
-    if (!dbias)
-        return;
-#pragma omp parallel for schedule(static) if ((size_t)N * OC >= PAR_MIN)
-    for (int o0 = 0; o0 < OC; o0 += COL_CHUNK) {
-        const int w = imin(o0 + COL_CHUNK, OC) - o0;
-        float acc[COL_CHUNK] = {0};
-        for (int n = 0; n < N; n++) {
-            const float *dy = dout + (size_t)n * OC + o0;
-#pragma omp simd
-            for (int j = 0; j < w; j++)
-                acc[j] += dy[j];
-        }
-        for (int j = 0; j < w; j++)
-            dbias[o0 + j] += acc[j];
-    }
+    if (dbias)
+        ZC_SIMD_DISPATCH(bias_backward, dbias, dout, N, OC);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -344,28 +252,7 @@ void gpt2_attention_forward(float *restrict out, float *restrict preatt, float *
     }
 
     /* att = causal softmax, one row per (b,h,t); above the diagonal both become 0 */
-    const size_t rows = (size_t)B * NH * T;
-#pragma omp parallel for schedule(static) if (rows * T >= PAR_MIN)
-    for (size_t r = 0; r < rows; r++) {
-        const int t = (int)(r % (size_t)T);
-        float *p = preatt + r * T, *a = att + r * T;
-        const float mx = row_max(p, t + 1);
-        float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (int t2 = 0; t2 <= t; t2++) {
-            const float e = exp_approx(p[t2] - mx);
-            a[t2] = e;
-            sum += e;
-        }
-        const float inv = 1.0f / sum;
-#pragma omp simd
-        for (int t2 = 0; t2 <= t; t2++)
-            a[t2] *= inv;
-        for (int t2 = t + 1; t2 < T; t2++) {
-            a[t2] = 0.0f;
-            p[t2] = 0.0f;
-        }
-    }
+    ZC_SIMD_DISPATCH(attention_softmax_forward, preatt, att, (size_t)B * NH * T, T);
 
     /* out = att · v, lower block triangle */
     for (int b = 0; b < B; b++) {
@@ -414,24 +301,7 @@ void gpt2_attention_backward(float *restrict dqkv, float *restrict dpreatt, floa
     }
 
     /* softmax backward, one row per (b,h,t): dpreatt = att · (datt − Σ att·datt) */
-    const size_t rows = (size_t)B * NH * T;
-#pragma omp parallel for schedule(static) if (rows * T >= PAR_MIN)
-    for (size_t r = 0; r < rows; r++) {
-        const int t = (int)(r % (size_t)T);
-        const float *a = att + r * T;
-        float *da = datt + r * T, *dp = dpreatt + r * T;
-        float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-        for (int t2 = 0; t2 <= t; t2++)
-            dot += a[t2] * da[t2];
-#pragma omp simd
-        for (int t2 = 0; t2 <= t; t2++)
-            dp[t2] = a[t2] * (da[t2] - dot);
-        for (int t2 = t + 1; t2 < T; t2++) {
-            dp[t2] = 0.0f;
-            da[t2] = 0.0f;
-        }
-    }
+    ZC_SIMD_DISPATCH(attention_softmax_backward, dpreatt, datt, att, (size_t)B * NH * T, T);
 
     /* dq += scale · dpreatt · k; dk += scale · dpreattᵀ · q */
     for (int b = 0; b < B; b++) {
@@ -458,36 +328,15 @@ void gpt2_attention_backward(float *restrict dqkv, float *restrict dpreatt, floa
 /* ------------------------------------------------------------------------------------------ */
 /* gelu (tanh approximation)                                                                   */
 
-#define GELU_SCALE 0.7978845608028654f /* √(2/π) */
-#define GELU_CUBE 0.044715f
-
-/* 0.5·(1 + tanh(u)) = 1 / (1 + e^(−2u)): one exp and no cancellation in either tail. */
-
 void gpt2_gelu_forward(float *restrict out, const float *restrict inp, size_t N)
 {
-#pragma omp parallel for simd schedule(static) if (N >= PAR_MIN)
-    for (size_t i = 0; i < N; i++) {
-        const float x = inp[i];
-        const float u = GELU_SCALE * (x + GELU_CUBE * x * x * x);
-        out[i] = x / (1.0f + exp_approx(-2.0f * u));
-    }
+    ZC_SIMD_DISPATCH(gelu_forward, out, inp, N);
 }
 
-void gpt2_gelu_backward(float *restrict dinp, const float *restrict inp,
-                        const float *restrict dout, size_t N)
+void gpt2_gelu_backward(float *restrict dinp, const float *restrict inp, const float *restrict dout,
+                        size_t N)
 {
-    /* d/dx: with s = 0.5·(1 + tanh u), sech²u = 4·s·(1 − s) and 1 − s = e^(−2u)·s:
-     * s + 2·x·s·(1 − s)·√(2/π)·(1 + 3·0.044715·x²). */
-#pragma omp parallel for simd schedule(static) if (N >= PAR_MIN)
-    for (size_t i = 0; i < N; i++) {
-        const float x = inp[i];
-        const float u = GELU_SCALE * (x + GELU_CUBE * x * x * x);
-        const float e = exp_approx(-2.0f * u);
-        const float s = 1.0f / (1.0f + e);
-        const float grad = s + 2.0f * x * s * (e * s) * GELU_SCALE
-                                   * (1.0f + 3.0f * GELU_CUBE * x * x);
-        dinp[i] += grad * dout[i];
-    }
+    ZC_SIMD_DISPATCH(gelu_backward, dinp, inp, dout, N);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -496,19 +345,13 @@ void gpt2_gelu_backward(float *restrict dinp, const float *restrict inp,
 void gpt2_residual_forward(float *restrict out, const float *restrict inp1,
                            const float *restrict inp2, size_t N)
 {
-#pragma omp parallel for simd schedule(static) if (N >= PAR_MIN)
-    for (size_t i = 0; i < N; i++)
-        out[i] = inp1[i] + inp2[i];
+    ZC_SIMD_DISPATCH(residual_forward, out, inp1, inp2, N);
 }
 
 void gpt2_residual_backward(float *restrict dinp1, float *restrict dinp2,
                             const float *restrict dout, size_t N)
 {
-#pragma omp parallel for simd schedule(static) if (N >= PAR_MIN)
-    for (size_t i = 0; i < N; i++) {
-        dinp1[i] += dout[i];
-        dinp2[i] += dout[i];
-    }
+    ZC_SIMD_DISPATCH(residual_backward, dinp1, dinp2, dout, N);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -518,38 +361,12 @@ void gpt2_softmax_crossentropy_forward(float *restrict losses, float *restrict p
                                        const float *restrict logits, const int *restrict targets,
                                        int BT, int V, int Vp)
 {
-#pragma omp parallel for schedule(static) if ((size_t)BT * Vp >= PAR_MIN)
-    for (int i = 0; i < BT; i++) {
-        const float *lg = logits + (size_t)i * Vp;
-        float *p = probs + (size_t)i * Vp;
-        const float mx = row_max(lg, V);
-        const double sum = exp_store_sum(p, lg, mx, V);
-        const float inv = (float)(1.0 / sum);
-#pragma omp simd
-        for (int v = 0; v < V; v++)
-            p[v] *= inv;
-        for (int v = V; v < Vp; v++)
-            p[v] = 0.0f;
-        /* −log p[target] = log Σ − (logit − max), exact even when p[target] underflows */
-        losses[i] = (float)(log(sum) - ((double)lg[targets[i]] - (double)mx));
-    }
+    ZC_SIMD_DISPATCH(softmax_crossentropy_forward, losses, probs, logits, targets, BT, V, Vp);
 }
 
 void gpt2_softmax_crossentropy_backward(float *restrict dlogits, const float *restrict dlosses,
-                                        const float *restrict probs,
-                                        const int *restrict targets, int BT, int V, int Vp)
+                                        const float *restrict probs, const int *restrict targets,
+                                        int BT, int V, int Vp)
 {
-#pragma omp parallel for schedule(static) if ((size_t)BT * Vp >= PAR_MIN)
-    for (int i = 0; i < BT; i++) {
-        const float *p = probs + (size_t)i * Vp;
-        float *d = dlogits + (size_t)i * Vp;
-        const float dl = dlosses[i];
-#pragma omp simd
-        for (int v = 0; v < V; v++)
-            d[v] = p[v] * dl;
-        for (int v = V; v < Vp; v++)
-            d[v] = 0.0f;
-        const int t = targets[i];
-        d[t] = (p[t] - 1.0f) * dl;
-    }
+    ZC_SIMD_DISPATCH(softmax_crossentropy_backward, dlogits, dlosses, probs, targets, BT, V, Vp);
 }

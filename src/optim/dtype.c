@@ -11,21 +11,21 @@
 #include "zeroc/dtype.h"
 #include "zeroc/simd.h"
 
-static inline uint32_t bits(float f)
+ZC_SIMD_INLINE uint32_t bits(float f)
 {
     uint32_t u;
     memcpy(&u, &f, 4);
     return u;
 }
 
-static inline float from_bits(uint32_t u)
+ZC_SIMD_INLINE float from_bits(uint32_t u)
 {
     float f;
     memcpy(&f, &u, 4);
     return f;
 }
 
-static inline uint16_t bf16_one(float f)
+ZC_SIMD_INLINE uint16_t bf16_one(float f)
 {
     uint32_t u = bits(f);
     uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
@@ -33,7 +33,7 @@ static inline uint16_t bf16_one(float f)
     return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
-static inline uint16_t f16_one(float f)
+ZC_SIMD_INLINE uint16_t f16_one(float f)
 {
     uint32_t u = bits(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
     /* normal results: rebias the exponent (127 → 15) and round 13 mantissa bits away */
@@ -47,7 +47,7 @@ static inline uint16_t f16_one(float f)
     return (uint16_t)(sign | r);
 }
 
-static inline float f16_to_f32_one(uint16_t h)
+ZC_SIMD_INLINE float f16_to_f32_one(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
     /* normal and inf/NaN: rebias; subnormal: m · 2^-24 exactly, as a float multiply */

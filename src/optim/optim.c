@@ -35,7 +35,7 @@ static adam_consts adam_prepare(const zc_adam_hparams *h)
 }
 
 /* The per-element update, written once: both kernels below inline it. */
-static inline void adam_element(float *p, float g, float *m, float *v, const adam_consts *k)
+ZC_SIMD_INLINE void adam_element(float *p, float g, float *m, float *v, const adam_consts *k)
 {
     float w = *p;
     g = g + k->l2 * w;
@@ -62,7 +62,7 @@ typedef struct {
     float lr, mom, wd;
 } sgd_consts;
 
-static inline void sgd_element(float *p, float g, float *buf, const sgd_consts *k)
+ZC_SIMD_INLINE void sgd_element(float *p, float g, float *buf, const sgd_consts *k)
 {
     float d = g + k->wd * *p;
     if (buf) {
