@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/threads.h"
+#include "zeroc/simd.h"
 
 static void usage(void)
 {
@@ -57,9 +58,12 @@ void cli_relaunch_under_mpirun(int argc, char **argv, int ranks)
     snprintf(np, sizeof np, "%d", ranks);
     char **av = calloc((size_t)argc + 16, sizeof *av);
     int k = 0;
-    const char *pre[] = {"mpirun", "--oversubscribe", "--bind-to", "none", "-np", np,
-                         "-x", "OPENBLAS_NUM_THREADS=1", "-x", "OMP_NUM_THREADS=1",
-                         "-x", "OMP_WAIT_POLICY=passive"};
+    const char *pre[] = {"mpirun",    "--oversubscribe",
+                         "--bind-to", "none",
+                         "-np",       np,
+                         "-x",        "OPENBLAS_NUM_THREADS=1",
+                         "-x",        "OMP_NUM_THREADS=1",
+                         "-x",        "OMP_WAIT_POLICY=passive"};
     for (size_t i = 0; i < sizeof pre / sizeof *pre; i++)
         av[k++] = (char *)pre[i];
     for (int i = 0; i < argc; i++)
@@ -70,8 +74,8 @@ void cli_relaunch_under_mpirun(int argc, char **argv, int ranks)
     }
     fprintf(stderr, "zeroc: running on %d ranks: mpirun -np %d %s ...\n", ranks, ranks, argv[0]);
     execvp("mpirun", av);
-    fprintf(stderr, "zeroc: cannot run mpirun (%m); run: mpirun -np %d %s %s ...\n", ranks,
-            argv[0], argv[1]);
+    fprintf(stderr, "zeroc: cannot run mpirun (%m); run: mpirun -np %d %s %s ...\n", ranks, argv[0],
+            argv[1]);
     exit(1);
 }
 
@@ -92,7 +96,7 @@ int main(int argc, char **argv)
     char threads[160];
     cli_threads_setup(comm, threads, sizeof threads);
     if (zc_comm_rank(comm) == 0 && !strcmp(argv[1], "train"))
-        printf("threads: %s\n", threads);
+        printf("threads: %s; elementwise kernels: %s\n", threads, zc_simd_name(zc_simd_level()));
     int rc;
     if (!strcmp(argv[1], "train")) {
         rc = cmd_train(comm, argc, argv);

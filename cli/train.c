@@ -26,6 +26,7 @@
 #include "zeroc/config.h"
 #include "zeroc/engine.h"
 #include "zeroc/gemm.h"
+#include "zeroc/simd.h"
 #include "zeroc/mem.h"
 #include "zeroc/safetensors.h"
 
@@ -576,6 +577,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     rep.gemm_ms = gemm_ms + first_step;
     rep.gemm_path_fp32 = zc_gemm_path(ZC_GEMM_F32);
     rep.gemm_path_bf16 = zc_gemm_path(ZC_GEMM_BF16);
+    rep.simd = zc_simd_name(zc_simd_level());
     if (cfg.stage == 3) {
         rep.prefetch_hits = hits + first_step;
         rep.prefetch_misses = misses + first_step;

@@ -37,6 +37,7 @@ zc_status train_report_write(const train_report *r, const char *path, zc_err *er
     cJSON *g = cJSON_AddObjectToObject(root, "gemm");
     cJSON_AddStringToObject(g, "fp32_path", r->gemm_path_fp32);
     cJSON_AddStringToObject(g, "bf16_path", r->gemm_path_bf16);
+    cJSON_AddStringToObject(root, "simd", r->simd);
     cJSON_AddItemToObject(g, "ms", num_array(r->gemm_ms, r->steps));
     if (r->prefetch_hits) {
         cJSON_AddItemToObject(root, "prefetch_hits", num_array(r->prefetch_hits, r->steps));

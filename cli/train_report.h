@@ -31,6 +31,7 @@ typedef struct {
     const double *prefetch_hits, *prefetch_misses; /* stage 3 (else NULL), per step */
     const double *gemm_ms;    /* per step: rank 0's time in the models' matrix products */
     const char *gemm_path_fp32, *gemm_path_bf16;
+    const char *simd; /* the elementwise kernels' vector level (zeroc/simd.h) */
     const char *dtype, *grad_dtype, *comm_dtype; /* "fp32", "bf16", "fp16" */
     int64_t skipped_steps;    /* fp16: steps skipped on overflow, whole run (incl. resumed) */
     char initial_sha[65], final_sha[65];

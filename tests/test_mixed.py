@@ -143,6 +143,38 @@ def test_bf16_compute_tracks_fp32():
                               "oneDNN path used?")
 
 
+def test_simd_levels():
+    """The elementwise kernels at each vector level the CPU has (ZEROC_SIMD, zeroc/simd.h): the
+    report names the level that ran (the cap, or the CPU's best below it); stages 0 and 3 stay
+    bitwise-equal at every level; and the levels train alike. They differ only in the order of
+    the sums inside a row (a layer norm's mean and variance, a softmax's denominator), a few
+    fp32 ulps (~1e-7 relative) per row: over 30 steps of bf16 GPT-2 tiny at lr 1e-3 (outside the
+    chaotic regime, see test_bf16_compute_tracks_fp32) each step's loss stays within 1e-4
+    relative of the best level's — a wrong kernel (a lost term, a wrong mask) moves it by far
+    more."""
+    args = ["--lr", 1e-3, "--dtype", "bf16", "--steps", 30]
+    best = None
+    order = ["portable", "avx2", "avx512"]
+    for level in ("avx512", "avx2", "portable"):
+        reps = {}
+        for stage in (0, 3):
+            name = f"simd-{level}-s{stage}"
+            H_.run(2, "train", "--model", "gpt2", "--data", H_.text_tokens()[0], "--report",
+                   H_.path(name + ".json"), *TINY, *args, "--stage", stage,
+                   env={"ZEROC_SIMD": level})
+            reps[stage] = H_.report(name + ".json")
+        r = reps[0]
+        if best is None:  # the first run is uncapped on any CPU this project runs on
+            best = r
+        want = order[min(order.index(level), order.index(best["simd"]))]
+        check(r["simd"] == want, f"ZEROC_SIMD={level}: report says {r['simd']}, want {want}")
+        check(reps[0]["weights_sha256"] == reps[3]["weights_sha256"],
+              f"ZEROC_SIMD={level}: stages 0 and 3 differ")
+        worst = max(abs(a - b) / b for a, b in zip(r["loss"], best["loss"]))
+        check(worst < 1e-4, f"ZEROC_SIMD={level}: loss differs from {best['simd']}'s by "
+                            f"{worst:.2e} relative")
+
+
 def test_master_weights_round_into_params():
     """Exported weights are the fp32 master copy, not the 16-bit parameters: after training most
     of them carry mantissa bits below bf16's 7 (the master accumulates updates smaller than a
@@ -261,7 +293,7 @@ def test_mixed_bad_config():
 
 
 TESTS = [test_mlp_stages_bitwise_memory_comm, test_gpt2_stages_bitwise,
-         test_bf16_compute_tracks_fp32, test_master_weights_round_into_params,
+         test_bf16_compute_tracks_fp32, test_simd_levels, test_master_weights_round_into_params,
          test_fp16_overflow_skips_step, test_fp16_min_scale_stops, test_mixed_resume_exact,
          test_mixed_bad_config]
 
