@@ -11,6 +11,7 @@
 # them). STEPS defaults to 8. About 10 minutes on 2 cores. Run by hand; not a test.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/deps.sh" python3-torch python3-numpy
 steps=${1:-8}
 zeroc=${ZEROC:-$root/build/zeroc}
 tmp=$(mktemp -d)

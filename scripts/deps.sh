@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# deps.sh — installs the Debian packages zeroc needs to build, run and test, when missing.
-# Sourced or run by scripts/demo.sh and scripts/test.sh; safe to run again (installs nothing
-# that is already there).
+# deps.sh [PACKAGE...] — installs the Debian packages zeroc needs to build, run and test, and
+# any PACKAGEs named (a benchmark's peers, e.g. python3-torch), when missing. Run by
+# scripts/demo.sh, scripts/test.sh and the benchmarks; safe to run again (installs nothing that
+# is already there).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libopenblas-dev libcjson-dev
-      liburing-dev libdnnl-dev python3)
+      liburing-dev libdnnl-dev python3 "$@")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
