@@ -369,6 +369,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     /* a rank that could not build the model (memory, a file it cannot read) tells the others,
      * which would otherwise wait for it in the engine's first collective: one message, no abort */
     st = zc_comm_agree(comm, st, "building the model", &err);
+    if (!st) /* every rank computes the same verdict */
+        st = train_model_agree_data(&model, comm, &err);
     bool agreed = st != ZC_OK; /* every rank has this error (no rank is left waiting) */
     if (!st && (st = zc_engine_finalize(e, &err)))
         agreed = true;

@@ -60,17 +60,22 @@ static zc_status read_window(gpt2_state *st, const llmc_tokens *t, uint64_t inde
 
 /* Every token id of the file must be < vocab: checked once at the start (so a bad id fails
  * now, not at step 10 000), by every rank alike so all ranks stop with the same message. */
-static zc_status scan_tokens(const llmc_tokens *t, int vocab, zc_err *err)
+static zc_status scan_tokens(const llmc_tokens *t, int vocab, uint64_t *digest, zc_err *err)
 {
     enum { CHUNK = 1 << 20 };
     int *buf = malloc(CHUNK * sizeof(int));
     if (!buf)
         return zc_err_set(err, ZC_ENOMEM, "out of memory");
     zc_status rc = ZC_OK;
-    for (size_t at = 0; at < t->ntok && !rc; at += CHUNK)
-        rc = llmc_tokens_read(t, at, t->ntok - at < CHUNK ? t->ntok - at : CHUNK, buf, vocab,
-                              err);
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a over the tokens: the ranks compare contents */
+    for (size_t at = 0; at < t->ntok && !rc; at += CHUNK) {
+        size_t n = t->ntok - at < CHUNK ? t->ntok - at : CHUNK;
+        rc = llmc_tokens_read(t, at, n, buf, vocab, err);
+        for (size_t i = 0; !rc && i < n; i++)
+            h = (h ^ (uint64_t)buf[i]) * 0x100000001b3ULL;
+    }
     free(buf);
+    *digest = h;
     return rc;
 }
 
@@ -220,13 +225,16 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
     if ((rc = llmc_tokens_open(o->data, &st->train, err)))
         goto fail;
     st->train_open = true;
-    if ((rc = scan_tokens(&st->train, st->vocab, err)))
+    m->data[0] = st->train.ntok;
+    m->data[4] = o->shuffle;
+    if ((rc = scan_tokens(&st->train, st->vocab, &m->data[1], err)))
         goto fail;
     if (o->val_data) {
         if ((rc = llmc_tokens_open(o->val_data, &st->val, err)))
             goto fail;
         st->val_open = true;
-        if ((rc = scan_tokens(&st->val, st->vocab, err)))
+        m->data[2] = st->val.ntok;
+        if ((rc = scan_tokens(&st->val, st->vocab, &m->data[3], err)))
             goto fail;
     }
     size_t need = (size_t)st->B * st->T + 1;

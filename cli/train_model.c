@@ -18,6 +18,40 @@ zc_status train_model_create(train_model *m, const train_opts *o, zc_engine *e, 
     return zc_err_set(err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)", o->model);
 }
 
+zc_status train_model_agree_data(const train_model *m, zc_comm *comm, zc_err *err)
+{
+    enum { W = sizeof m->data / sizeof m->data[0] };
+    const int n = zc_comm_size(comm);
+    uint64_t *all = malloc(sizeof m->data * (size_t)n);
+    if (!all)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory in the data check");
+    zc_status st = zc_comm_control_gather(comm, m->data, all, sizeof m->data, "data check", err);
+    for (int r = 1; !st && r < n; r++) {
+        const uint64_t *a = all, *b = all + (size_t)r * W;
+        if (a[0] != b[0] || a[1] != b[1])
+            st = zc_err_set(err, ZC_EINVAL,
+                            "rank %d reads other training data than rank 0 "
+                            "(--data: %llu tokens, digest %016llx on rank 0; %llu tokens, digest "
+                            "%016llx on rank %d): give every rank the same --data",
+                            r, (unsigned long long)a[0], (unsigned long long)a[1],
+                            (unsigned long long)b[0], (unsigned long long)b[1], r);
+        else if (a[2] != b[2] || a[3] != b[3])
+            st = zc_err_set(err, ZC_EINVAL,
+                            "rank %d reads other validation data than rank 0 "
+                            "(--val-data: %llu tokens, digest %016llx on rank 0; %llu tokens, "
+                            "digest %016llx on rank %d): give every rank the same --val-data",
+                            r, (unsigned long long)a[2], (unsigned long long)a[3],
+                            (unsigned long long)b[2], (unsigned long long)b[3], r);
+        else if (a[4] != b[4])
+            st = zc_err_set(err, ZC_EINVAL,
+                            "rank %d reads its data in another order than rank "
+                            "0 (--shuffle %s on rank 0, %s on rank %d)",
+                            r, a[4] ? "given" : "not given", b[4] ? "given" : "not given", r);
+    }
+    free(all);
+    return st;
+}
+
 typedef struct {
     zc_mlp *mlp;
     float *x, *y;
@@ -58,8 +92,8 @@ zc_status train_model_mlp(train_model *m, const train_opts *o, zc_engine *e, zc_
     st->rank = zc_comm_rank(comm);
     st->nranks = zc_comm_size(comm);
     st->batch = cfg->micro_batch;
-    zc_mlp_config mc = {.hidden = o->hidden, .layers = o->layers ? o->layers : 12,
-                        .batch = cfg->micro_batch};
+    zc_mlp_config mc = {
+        .hidden = o->hidden, .layers = o->layers ? o->layers : 12, .batch = cfg->micro_batch};
     zc_status rc = zc_mlp_create(&st->mlp, e, mem, &mc, err);
     size_t n = (size_t)o->hidden * (size_t)cfg->micro_batch;
     if (!rc) {

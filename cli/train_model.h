@@ -15,6 +15,10 @@ struct train_model {
     void *state;
     double tokens_per_micro_step; /* per rank; 0 for models without tokens */
     char describe[256];           /* JSON members describing the shape, for checkpoints */
+    /* What the model reads, for the ranks' agreement (train_model_agree_data): the training
+     * and validation files' token counts and content digests, and whether the order is
+     * shuffled; zeros for generated data. Contents, not paths: hosts may keep their own copies. */
+    uint64_t data[5];
     /* After zc_engine_finalize: load initial weights (e.g. --init); may be NULL. */
     zc_status (*load)(train_model *m, zc_err *err);
     /* Forward + backward of micro-step k of optimizer step s on this rank; *loss = its mean. */
@@ -31,6 +35,10 @@ struct train_model {
 /* Registers the model named by o->model with the engine (before zc_engine_finalize). */
 zc_status train_model_create(train_model *m, const train_opts *o, zc_engine *e, zc_mem *mem,
                              zc_comm *comm, const zc_config *cfg, zc_err *err);
+
+/* Collective: every rank's m->data equals rank 0's, else an error naming the first rank that
+ * reads other data (the same on every rank). */
+zc_status train_model_agree_data(const train_model *m, zc_comm *comm, zc_err *err);
 
 /* The adaptors. */
 zc_status train_model_mlp(train_model *m, const train_opts *o, zc_engine *e, zc_mem *mem,

@@ -175,6 +175,40 @@ def test_ranks_disagree():
         check(needle in p.stderr and "rank 1" in p.stderr, f"{a} vs {b}: {p.stderr!r}")
 
 
+def test_ranks_read_other_data():
+    """Ranks given different --data (or --val-data), or --shuffle on one of them, are refused
+    before step 1, every rank naming the first rank that differs, instead of training on data
+    the command line did not say (the files are compared by content: hosts may keep their own
+    copies under other paths)."""
+    import shutil
+    import subprocess
+    a, val = H_.text_tokens()
+    with open(os.path.join(TMP, "other.txt"), "w") as f:
+        f.write("Some other text entirely, which no rank 0 has read. " * 200)
+    H_.run(1, "prepare", "--text", os.path.join(TMP, "other.txt"), "--out",
+           os.path.join(TMP, "other"))
+    b = os.path.join(TMP, "other_train.bin")
+    copy = os.path.join(TMP, "copy_of_train.bin")
+    shutil.copyfile(a, copy)
+    gpt2 = ["--model", "gpt2", "--layers", 1, "--channels", 16, "--heads", 2, "--seq-len", 8,
+            "--micro-batch", 2, "--steps", 2, "--vocab", 256]
+    cases = ((["--data", a], ["--data", b], "reads other training data"),
+             (["--data", a, "--val-data", val], ["--data", a, "--val-data", b],
+              "reads other validation data"),
+             (["--data", a], ["--data", a, "--shuffle"], "in another order"),
+             (["--data", a], ["--data", copy], None))  # the same tokens elsewhere: fine
+    for x, y, needle in cases:
+        cmd = [H_.mpirun, "1", H_.zeroc, "train", *map(str, gpt2 + x), ":", "-np", "1", H_.zeroc,
+               "train", *map(str, gpt2 + y)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if needle is None:
+            check(p.returncode == 0, f"{x} vs {y}: the same tokens refused: {p.stderr!r}")
+            continue
+        check(p.returncode != 0 and needle in p.stderr and "rank 1" in p.stderr,
+              f"{x} vs {y}: {p.returncode} {p.stderr!r}")
+        check("step " not in p.stdout, f"{x} vs {y}: training started")
+
+
 def test_stage3_default_prefetch_rss():
     """With no configuration, the MLP of 12 Linear(2048) layers, batch 32, on 4 ranks: stage 3's
     peak RSS is at most 0.40 of stage 0's (the paper's 1/4 for the states, plus what every
@@ -322,6 +356,7 @@ def test_batch_mismatch_sources():
 
 TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_gradient_accumulation, test_bad_input, test_ranks_disagree,
+         test_ranks_read_other_data,
          test_stage3_default_prefetch_rss, test_outputs_checked_first,
          test_save_dir_saves_last_step, test_nonfinite_stops, test_refused_flags,
          test_one_message_per_error, test_batch_mismatch_sources]
