@@ -214,6 +214,22 @@ static double lr_at(const train_opts *o, double peak, int s)
     return peak * (0.1 + 0.9 * 0.5 * (1.0 + cos(3.141592653589793 * t)));
 }
 
+/* Stops the run with err: frees what it built, then reports. A rank-local error (collective
+ * false, more than one rank) aborts the job instead: that rank must not wait in the engine's
+ * teardown for collectives the others may never finish. */
+static int stop(zc_comm *comm, const zc_err *err, bool collective, train_model *m, zc_engine *e,
+                zc_mem *mem, zc_ckpt_lock *lock)
+{
+    if (collective || zc_comm_size(comm) == 1) {
+        if (m->destroy)
+            m->destroy(m);
+        zc_engine_destroy(e);
+        zc_mem_destroy(mem);
+    }
+    zc_ckpt_unlock_dir(lock);
+    return cli_fail(comm, err, collective);
+}
+
 int cmd_train(zc_comm *comm, int argc, char **argv)
 {
     const int rank = zc_comm_rank(comm), nranks = zc_comm_size(comm);
@@ -397,10 +413,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
             st = zc_err_set(&err, ZC_EINVAL, "--resume: the checkpoint is at step %lld, not "
                             "before --steps %d", (long long)first_step, o.steps);
     }
-    if (st) {
-        zc_ckpt_unlock_dir(save_lock);
-        return cli_fail(comm, &err, st == ZC_EINVAL || agreed);
-    }
+    if (st)
+        return stop(comm, &err, st == ZC_EINVAL || agreed, &model, e, mem, save_lock);
 
     train_report rep = {.model = o.model, .world_size = nranks, .stage = cfg.stage,
                         .first_step = (int)first_step, .steps = o.steps - (int)first_step};
@@ -431,7 +445,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
                "(offload_param.max_in_cpu %lld)\n", (long long)disk.param_elems_on_disk,
                (long long)disk.param_elems_in_ram, (long long)cfg.max_in_cpu);
     if ((st = zc_engine_weights_sha256(e, rep.initial_sha, &err)))
-        return cli_fail(comm, &err, st == ZC_ELOCKSTEP);
+        return stop(comm, &err, st == ZC_ELOCKSTEP, &model, e, mem, save_lock);
     zc_mem_reset_peaks(mem); /* the digest's buffer is not training's working memory */
 
     /* per-step series, indexed by the step's number (first_step … steps − 1) */
@@ -563,9 +577,10 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     if (st) {
         free(loss), free(gnorm), free(ms), free(scale), free(hits), free(misses), free(gemm_ms);
         free(disk_steps);
-        zc_ckpt_unlock_dir(save_lock);
-        return cli_fail(comm, &err, st == ZC_ELOCKSTEP || st == ZC_ESTATE || st == ZC_EINVAL ||
-                                        (st == ZC_EIO && ckpt_failed));
+        return stop(comm, &err,
+                    st == ZC_ELOCKSTEP || st == ZC_ESTATE || st == ZC_EINVAL ||
+                        (st == ZC_EIO && ckpt_failed),
+                    &model, e, mem, save_lock);
     }
     double per = rep.steps > 1 ? (double)(rep.steps - 1) : 1.0;
     rep.rs_bytes = step_sum[ZC_COMM_REDUCE_SCATTER] / per;

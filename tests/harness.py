@@ -28,6 +28,7 @@ class Harness:
         cmd = [self.mpirun, str(n), self.zeroc, *map(str, args)]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                            env={**os.environ, **(env or {})})
+        self.check_sanitizers(cmd, p)
         if ok and p.returncode != 0:
             raise AssertionError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
         return p
@@ -49,6 +50,17 @@ class Harness:
         if p.returncode != 0:
             raise AssertionError(f"estimate {args} failed: {p.stderr}")
         return json.loads(p.stdout)
+
+    def check_sanitizers(self, cmd, p):
+        """A sanitizer's report fails the test even when the run was meant to fail: error paths
+        (a refused input, a NaN stop) run under AddressSanitizer with leak detection in the
+        sanitizer build, and must not leak or touch freed memory either."""
+        for mark in ("ERROR: LeakSanitizer", "ERROR: AddressSanitizer", "runtime error:"):
+            if mark in p.stderr:
+                at = p.stderr.index(mark)
+                self.check(False, f"{' '.join(map(str, cmd[:6]))}...: sanitizer report:\n"
+                                  f"{p.stderr[at:at + 1500]}")
+                return
 
     def check(self, cond, msg):
         if not cond:
