@@ -18,6 +18,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/memory_check.h"
 #include "cli/train_model.h"
 #include "cli/train_opts.h"
 #include "cli/train_report.h"
@@ -268,6 +269,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
          "gpt2: micro-batches per rank in a validation (default 8)", NULL},
         {"--activation-checkpointing", ARG_BOOL, &o.activation_checkpointing, NULL,
          "gpt2: keep only block inputs, recompute blocks in backward", NULL},
+        {"--no-memory-check", ARG_BOOL, &o.no_memory_check, NULL,
+         "run even if the estimated memory per rank exceeds what the host can give", NULL},
         {"--sample-every", ARG_INT, &o.sample_every, NULL,
          "gpt2: print a generated sample every K steps (and at the end)", NULL},
         {"--sample-length", ARG_INT, &o.sample_length, NULL, "gpt2: tokens per sample (default 128)",
@@ -385,6 +388,9 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     /* a rank that could not build the model (memory, a file it cannot read) tells the others,
      * which would otherwise wait for it in the engine's first collective: one message, no abort */
     st = zc_comm_agree(comm, st, "building the model", &err);
+    /* before the states are allocated: a run that cannot fit is refused, not OOM-killed */
+    if (!st && !o.no_memory_check)
+        st = zc_comm_agree(comm, memory_check(comm, e, mem, &err), "the memory check", &err);
     if (!st) /* every rank computes the same verdict */
         st = train_model_agree_data(&model, comm, &err);
     bool agreed = st != ZC_OK; /* every rank has this error (no rank is left waiting) */

@@ -16,7 +16,7 @@ typedef struct {
     const char *save_dir, *resume, *nvme_path;
     int save_every, keep;
     int val_every, val_batches, warmup, sample_every, sample_length;
-    bool activation_checkpointing, shuffle;
+    bool activation_checkpointing, shuffle, no_memory_check;
     struct { /* gpt2 shape flags given on the command line (not defaulted) */
         bool layers, channels, heads, vocab, max_seq_len;
     } given;

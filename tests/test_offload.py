@@ -431,8 +431,10 @@ def test_killed_rank_frees_disk():
 
 def test_trains_beyond_memory_cap():
     """The job (mpirun and both ranks) in a cgroup capped at 450 MB of RAM: an MLP of 16 layers
-    of 2048 whose bf16 model states are 1.07 GB is killed in RAM at stage 3, and trains with
-    both offloads to the same weights, bit for bit, as the uncapped in-RAM run."""
+    of 2048 whose bf16 model states are 1.07 GB is refused in RAM at stage 3 before it
+    allocates, naming the cgroup and the offload settings that fit (and is killed with
+    --no-memory-check), and trains with both offloads to the same weights, bit for bit, as the
+    uncapped in-RAM run."""
     cap = 450 << 20
     args = ["--hidden", 2048, "--layers", 16, "--micro-batch", 4, "--steps", 3, "--stage", 3,
             "--dtype", "bf16"]
@@ -444,7 +446,16 @@ def test_trains_beyond_memory_cap():
     p = subprocess.run([capped, str(cap), H_.mpirun, "2", H_.zeroc, "train", *map(str, args),
                         "--report", rep], capture_output=True, text=True, timeout=300,
                        env={**os.environ, **LEAN})
-    check(p.returncode != 0, "in RAM, the capped job was not stopped")
+    errs = [l for l in p.stderr.splitlines() if "zeroc: error" in l]
+    check(p.returncode == 1 and len(errs) == 1 and "memory cgroup's limit" in errs[0] and
+          "Settings that fit: --stage 3 --offload-optimizer nvme --offload-param nvme" in errs[0]
+          and "step " not in p.stdout,
+          f"in RAM, the capped job was not refused before allocating: {p.returncode} {errs}")
+    p = subprocess.run([capped, str(cap), H_.mpirun, "2", H_.zeroc, "train", *map(str, args),
+                        "--no-memory-check", "--report", rep], capture_output=True, text=True,
+                       timeout=300, env={**os.environ, **LEAN})
+    check(p.returncode != 0 and "the memory check" not in p.stderr,
+          "in RAM with --no-memory-check, the capped job was not stopped")
     cfg = config("cap", opt=True, par=True, sub_group=262144, prefetch=2048 * 2048 + 2048)
     rep = H_.path("cap-nvme.json")
     p = subprocess.run([capped, str(cap), H_.mpirun, "2", H_.zeroc, "train", *map(str, args),

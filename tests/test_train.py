@@ -354,12 +354,32 @@ def test_batch_mismatch_sources():
     check(p.returncode == 1 and errs == [want], f"{p.returncode} {p.stderr!r}")
 
 
+def test_refused_before_allocating():
+    """A run whose estimate per rank exceeds what the host can give stops before the states are
+    allocated: one message with the estimate (its model states exactly 16 Ψ bytes for fp32
+    Adam at stage 0, Ψ/N each at stage 3 — DESIGN.md's formulas), the budget and what it came
+    from, a non-zero exit, no step. 16 layers of 65536: 1.1 TB of states, past any test machine.
+    (Under a memory cgroup, with the settings that fit: tests/test_offload.py.)"""
+    import re
+    psi = 16 * (65536 * 65536 + 65536)
+    for n, stage, states in ((1, 0, 16 * psi), (2, 3, 16 * padded(65536 * 65536 + 65536, 2) * 8)):
+        p = run(n, "--hidden", 65536, "--layers", 16, "--micro-batch", 1, "--stage", stage,
+                "--steps", 1, ok=False, timeout=120)
+        errs = [l for l in p.stderr.splitlines() if "zeroc: error" in l]
+        m = re.search(r"model states ([0-9.]+),", errs[0]) if len(errs) == 1 else None
+        check(p.returncode == 1 and m and float(m.group(1)) == round(states / 2**30, 2) and
+              "but this host can give" in errs[0] and "Settings that fit:" in errs[0] and
+              "step " not in p.stdout,
+              f"{n} ranks, stage {stage}: {p.returncode} {errs} {p.stdout[-300:]!r}")
+
+
 TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_gradient_accumulation, test_bad_input, test_ranks_disagree,
          test_ranks_read_other_data,
          test_stage3_default_prefetch_rss, test_outputs_checked_first,
          test_save_dir_saves_last_step, test_nonfinite_stops, test_refused_flags,
-         test_one_message_per_error, test_batch_mismatch_sources]
+         test_one_message_per_error, test_batch_mismatch_sources,
+         test_refused_before_allocating]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

@@ -441,7 +441,7 @@ zc_status zc_comm_sum_f64(zc_comm *c, double in, double *out, const char *label,
  * with the failing rank's own message. */
 typedef struct {
     int32_t status;
-    char msg[500];
+    char msg[1024]; /* a whole zc_err message */
 } outcome;
 
 zc_status zc_comm_agree(zc_comm *c, zc_status mine, const char *what, zc_err *err)

@@ -1,0 +1,210 @@
+/* memory_check.c — `zeroc train` refuses, before the engine allocates the model states, a run
+ * whose estimated memory per rank exceeds what this host can give it, and names the ZeRO stage
+ * and offload settings that would fit.
+ *
+ * Why it is shaped this way:
+ * - A run that does not fit is otherwise killed by the kernel's OOM killer minutes later (or
+ *   thrashes), with no message from zeroc. The estimator already computes, to the byte, what the
+ *   engine will hold (model states, reduce-scatter staging, the working and offload-buffer
+ *   bounds); the model's activations are its ledger's (reserved at creation, not yet touched).
+ * - What the host can give is the smaller of MemAvailable (/proc/meminfo) and the memory left
+ *   under this process's cgroup limit (v2 memory.max − memory.current, or v1
+ *   memory.limit_in_bytes − memory.usage_in_bytes), divided among the ranks on the host. Swap
+ *   is not counted: a run that lives in swap does not train.
+ * - The estimate covers the engine and the model, not the runtime around them (MPI, BLAS,
+ *   oneDNN, the binary), so a run that passes can still be too large by that much; the check
+ *   refuses only what certainly cannot fit.
+ * - `--no-memory-check` skips it (a machine whose swap or overcommit the user trusts). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/memory_check.h"
+#include "zeroc/checked.h"
+#include "zeroc/estimate.h"
+
+static double gib(int64_t b) { return (double)b / (1 << 30); }
+
+/* The first integer in a file ("max" and unreadable files give -1). */
+static int64_t read_number(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char buf[64] = "";
+    int64_t v = -1;
+    if (fgets(buf, sizeof buf, f) && buf[0] >= '0' && buf[0] <= '9')
+        v = strtoll(buf, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+/* Bytes the memory cgroup of this process may still charge, or -1 if it has no limit. v2:
+ * the line "0::PATH" of /proc/self/cgroup; v1: the line "N:memory:PATH". A v1 "no limit" is a
+ * huge number, which min() below ignores. */
+static int64_t cgroup_room(char *where, size_t cap)
+{
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (!f)
+        return -1;
+    char line[4096];
+    int64_t room = -1;
+    while (room < 0 && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c2 = 0;
+        const char *controllers = c1 + 1, *path = c2 + 1;
+        char limit[4400], usage[4400];
+        if (!controllers[0] && !strcmp(line, "0")) { /* v2 */
+            snprintf(limit, sizeof limit, "/sys/fs/cgroup%s/memory.max", path);
+            snprintf(usage, sizeof usage, "/sys/fs/cgroup%s/memory.current", path);
+        } else if (strstr(controllers, "memory")) { /* v1 */
+            snprintf(limit, sizeof limit, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", path);
+            snprintf(usage, sizeof usage, "/sys/fs/cgroup/memory%s/memory.usage_in_bytes", path);
+        } else {
+            continue;
+        }
+        int64_t l = read_number(limit), u = read_number(usage);
+        if (l >= 0 && u >= 0) {
+            room = l > u ? l - u : 0;
+            snprintf(where, cap, "the memory cgroup's limit %.2f GiB less %.2f GiB in use "
+                     "(%s)", gib(l), gib(u), limit);
+        }
+    }
+    fclose(f);
+    return room;
+}
+
+/* MemAvailable in bytes, or -1. */
+static int64_t mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long long kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kib) == 1)
+            break;
+    fclose(f);
+    return kib < 0 ? -1 : (int64_t)kib * 1024;
+}
+
+int64_t memory_check_host_budget(char *where, size_t cap)
+{
+    int64_t avail = mem_available();
+    char cg[4600] = "";
+    int64_t room = cgroup_room(cg, sizeof cg);
+    if (room >= 0 && (avail < 0 || room < avail)) {
+        snprintf(where, cap, "%s", cg);
+        return room;
+    }
+    if (avail >= 0)
+        snprintf(where, cap, "MemAvailable in /proc/meminfo");
+    return avail;
+}
+
+/* What one rank needs in RAM at `in`'s settings: the estimator's exact states and staging, its
+ * bounds of working memory and offload buffers, and the model's activations. */
+static int64_t need_per_rank(const zc_estimate_in *in, int64_t activations)
+{
+    zc_state_bytes b = zc_estimate_states(in);
+    bool ovf = false;
+    int64_t t = zc_add_i64(b.params + b.grads, b.optimizer, &ovf);
+    t = zc_add_i64(t, zc_estimate_comm_staging(in), &ovf);
+    t = zc_add_i64(t, zc_estimate_working_bound(in), &ovf);
+    t = zc_add_i64(t, zc_estimate_offload_bound(in), &ovf);
+    t = zc_add_i64(t, activations, &ovf);
+    return ovf ? INT64_MAX : t;
+}
+
+/* Appends the settings that fit, from the least change up: a higher stage in RAM, then the
+ * optimizer on NVMe, then the parameters too (stage 3). */
+static void fitting(const zc_estimate_in *now, int64_t activations, int64_t budget, char *out,
+                    size_t cap)
+{
+    struct { int stage; bool opt, par; } tries[] = {
+        {1, 0, 0}, {2, 0, 0}, {3, 0, 0}, {1, 1, 0}, {2, 1, 0}, {3, 1, 0}, {3, 1, 1}};
+    size_t len = strlen(out);
+    int shown = 0;
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0] && shown < 2; i++) {
+        zc_estimate_in in = *now;
+        in.stage = tries[i].stage;
+        in.offload_optimizer = tries[i].opt || now->offload_optimizer;
+        in.offload_params = tries[i].par || (now->offload_params && in.stage == 3);
+        if (in.stage < now->stage || (in.stage == now->stage &&
+                                      in.offload_optimizer == now->offload_optimizer &&
+                                      in.offload_params == now->offload_params))
+            continue;
+        if (tries[i].par && !now->offload_params)
+            in.max_in_cpu = 0; /* DeepSpeed's default keeps 1e9 parameters in RAM */
+        /* offloaded, the sub-group slots are the RAM bound: smaller ones if need be */
+        bool off = in.offload_optimizer || in.offload_params;
+        int64_t need = need_per_rank(&in, activations), sub = in.sub_group_size;
+        for (int64_t g = 1 << 20; off && need > budget && g >= 65536 && g < sub; g /= 4) {
+            in.sub_group_size = g;
+            need = need_per_rank(&in, activations);
+        }
+        if (need > budget)
+            continue;
+        char group[64] = "";
+        if (in.sub_group_size != sub)
+            snprintf(group, sizeof group, " --sub-group-size %lld",
+                     (long long)in.sub_group_size);
+        len += (size_t)snprintf(out + len, len < cap ? cap - len : 0,
+                                "%s--stage %d%s%s%s (%.2f GiB per rank%s)", shown ? "; " : "",
+                                in.stage,
+                                in.offload_optimizer ? " --offload-optimizer nvme" : "",
+                                in.offload_params ? (in.max_in_cpu == now->max_in_cpu
+                                                         ? " --offload-param nvme"
+                                                         : " --offload-param nvme (with "
+                                                           "offload_param.max_in_cpu 0)")
+                                                  : "", group,
+                                gib(need), off ? ", + --nvme-path DIR" : "");
+        shown++;
+    }
+    if (!shown)
+        snprintf(out + len, len < cap ? cap - len : 0,
+                 "none of stages 1-3 with or without NVMe offload: add ranks on other hosts, "
+                 "lower the micro-batch or use --activation-checkpointing");
+}
+
+zc_status memory_check(zc_comm *comm, const zc_engine *e, const zc_mem *mem, zc_err *err)
+{
+    int nunits = zc_engine_num_units(e);
+    size_t *numel = malloc((size_t)nunits * sizeof *numel);
+    if (!numel)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    zc_estimate_in in = zc_engine_estimate_in(e, zc_engine_stage(e), numel);
+    const int64_t activations = zc_mem_get(mem, ZC_MEM_ACTIVATIONS).current;
+    const int64_t need = need_per_rank(&in, activations);
+    char where[4700] = "";
+    const int64_t host = memory_check_host_budget(where, sizeof where);
+    const int local = zc_comm_local_size(comm);
+    const int64_t budget = host < 0 ? -1 : host / local;
+    zc_status st = ZC_OK;
+    if (budget >= 0 && need > budget) {
+        zc_state_bytes b = zc_estimate_states(&in);
+        char fits[600] = "";
+        fitting(&in, activations, budget, fits, sizeof fits);
+        st = zc_err_set(err, ZC_ENOMEM,
+                        "this run needs an estimated %.2f GiB per rank (model states %.2f, "
+                        "activations %.2f, working memory and buffers up to %.2f) at ZeRO stage "
+                        "%d%s, but this host can give %.2f GiB to each of its %d rank%s (%.2f GiB: "
+                        "%s), so it would be killed or thrash. Settings that fit: %s. "
+                        "(--no-memory-check runs it anyway.)",
+                        gib(need), gib(b.params + b.grads + b.optimizer), gib(activations),
+                        gib(need - (b.params + b.grads + b.optimizer) - activations),
+                        in.stage,
+                        in.offload_optimizer && in.offload_params ? " with both offloads"
+                        : in.offload_optimizer                    ? " with the optimizer offloaded"
+                        : in.offload_params                       ? " with the parameters offloaded"
+                                                                  : "",
+                        gib(budget), local, local == 1 ? "" : "s", gib(host), where, fits);
+    }
+    free(numel);
+    return st;
+}

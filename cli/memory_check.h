@@ -1,0 +1,22 @@
+/* memory_check.h — refusing, before the model states are allocated, a training run whose
+ * estimated memory per rank exceeds what the host (or the process's memory cgroup) can give. */
+#ifndef ZEROC_CLI_MEMORY_CHECK_H
+#define ZEROC_CLI_MEMORY_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zeroc/comm.h"
+#include "zeroc/engine.h"
+#include "zeroc/mem.h"
+
+/* Bytes this host can still give (the smaller of MemAvailable and the cgroup's room), with a
+ * description of which it was in `where`; -1 if neither can be read. */
+int64_t memory_check_host_budget(char *where, size_t cap);
+
+/* After the model registered its units (activations reserved, states not yet allocated):
+ * ZC_ENOMEM naming the estimate, the budget and the settings that would fit, if this rank's
+ * estimate exceeds its share of the host. Not collective: agree on the result. */
+zc_status memory_check(zc_comm *comm, const zc_engine *e, const zc_mem *mem, zc_err *err);
+
+#endif
