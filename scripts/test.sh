@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh — the test suite, exactly as CI runs it: installs what is missing, builds with
 # warnings as errors and runs every test, then builds again with AddressSanitizer +
-# UndefinedBehaviorSanitizer and runs the suite once more.
+# UndefinedBehaviorSanitizer and runs the suite once more, then fuzzes every parser of outside
+# bytes for a short while each (scripts/fuzz.sh; ZEROC_FUZZ_SECONDS, default 20).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/deps.sh"
@@ -19,3 +20,6 @@ export ASAN_OPTIONS=fast_unwind_on_malloc=0:detect_leaks=1
 export LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:fast_unwind_on_malloc=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd "$root/build-asan" && ctest --output-on-failure -j "$jobs")
+
+echo "== fuzz the parsers (libFuzzer, ${ZEROC_FUZZ_SECONDS:-20} s each)"
+"$root/scripts/fuzz.sh" "${ZEROC_FUZZ_SECONDS:-20}"

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ckpt/manifest.h"
 #include "util/sha256.h"
@@ -53,21 +54,27 @@ void zc_manifest_sha256_line(const char *text, char line[96])
     snprintf(line, 96, "%s  manifest.json\n", hex);
 }
 
+/* The whole file, NUL-terminated, if it is a regular file of at most max bytes (longer than
+ * any manifest zeroc writes); the buffer is the file's size, not max. */
 static char *read_all(const char *path, size_t max, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
-    char *buf = malloc(max + 1);
-    size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
-    fclose(f);
-    if (buf && n > max) { /* longer than any manifest zeroc writes */
-        free(buf);
-        return NULL;
+    struct stat sb;
+    char *buf = NULL;
+    if (!fstat(fileno(f), &sb) && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size <= max &&
+        (buf = malloc((size_t)sb.st_size + 2))) {
+        size_t n = fread(buf, 1, (size_t)sb.st_size + 1, f); /* + 1: it grew meanwhile */
+        if (n > (size_t)sb.st_size) {
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[n] = 0;
+            *len = n;
+        }
     }
-    if (buf)
-        buf[n] = 0;
-    *len = n;
+    fclose(f);
     return buf;
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -99,6 +100,18 @@ __attribute__((target("sha,sse4.1,ssse3"))) static void blocks_ni(uint32_t h[8],
 }
 #endif
 
+#if defined(__x86_64__)
+/* CPUID: leaf 7 EBX bit 29 (SHA), leaf 1 ECX bit 19 (SSE4.1). Not __builtin_cpu_supports("sha"):
+ * clang does not know that name. */
+static int has_sha_ni(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 19)))
+        return 0;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 29));
+}
+#endif
+
 static int use_ni = -1; /* -1: not yet decided; tests may force the portable path */
 
 void zc_sha256_force_portable(int on) { use_ni = on ? 0 : -1; }
@@ -107,7 +120,7 @@ static void blocks(zc_sha256 *s, const uint8_t *p, size_t n)
 {
 #if defined(__x86_64__)
     if (use_ni < 0)
-        use_ni = __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+        use_ni = has_sha_ni();
     if (use_ni) {
         blocks_ni(s->h, p, n);
         return;
