@@ -288,8 +288,9 @@ def test_save_dir_locked():
     directory and the holder (pid, host) from the lock file; the first job's checkpoints are
     untouched and verify; once it ends the directory is free again."""
     d = H_.path("ck-locked")
-    a = subprocess.Popen([H_.mpirun, "1", H_.zeroc, "train", "--hidden", "256", "--layers", "4",
-                          "--micro-batch", "4", "--steps", "4000", "--save-dir", d,
+    # long enough (~10 ms a step, 30 s) that it still runs when the second job has ended
+    a = subprocess.Popen([H_.mpirun, "1", H_.zeroc, "train", "--hidden", "1024", "--layers", "4",
+                          "--micro-batch", "4", "--steps", "3000", "--save-dir", d,
                           "--save-every", "1000"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -307,11 +308,11 @@ def test_save_dir_locked():
     check("step " not in b.stdout, "the second job trained")
     check(a.returncode == 0, f"the first job failed: {err!r}")
     v = subprocess.run([H_.zeroc, "ckpt", "verify", d], capture_output=True, text=True)
-    check(v.returncode == 0 and "step 4000" in v.stdout, f"verify: {v.stdout}{v.stderr}")
+    check(v.returncode == 0 and "step 3000" in v.stdout, f"verify: {v.stdout}{v.stderr}")
     check(not [f for f in os.listdir(d) if f.startswith(".")],
           f"lock or temporary files left behind: {os.listdir(d)}")
-    _, c = train(1, "locked-c", "--hidden", 256, "--layers", 4, "--micro-batch", 4,
-                 "--steps", 4001, "--save-dir", d, "--resume", d, ok=False)
+    _, c = train(1, "locked-c", "--hidden", 1024, "--layers", 4, "--micro-batch", 4,
+                 "--steps", 3001, "--save-dir", d, "--resume", d, ok=False)
     check(c.returncode == 0, f"the directory stayed locked after the job: {c.stderr!r}")
 
 
