@@ -111,6 +111,10 @@ struct zc_engine {
     zc_comm *comm;
     zc_mem *mem;
     int rank, nranks, stage;
+    /* What the stage shards, named once: stage 1 the optimizer state, 2 also the gradients, 3
+     * also the parameters. Every stage runs the same arithmetic; these only say where each
+     * state lives. */
+    bool opt_sharded, grads_sharded, params_sharded;
     unit_t *units;
     int nunits, cap_units;
     param_t *params;
@@ -358,6 +362,9 @@ zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm,
     e->rank = zc_comm_rank(comm);
     e->nranks = zc_comm_size(comm);
     e->stage = cfg->stage;
+    e->opt_sharded = e->stage >= 1;
+    e->grads_sharded = e->stage >= 2;
+    e->params_sharded = e->stage == 3;
     e->lr = cfg->lr;
     e->last_unit = -1;
     e->rs_last_of = -1;
@@ -369,7 +376,7 @@ zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm,
     e->gs = (size_t)zc_dtype_size(e->gdt);
     e->cs = (size_t)zc_dtype_size(e->cdt);
     e->mixed = e->pdt != ZC_FP32;
-    e->direct_grads = e->stage <= 1 && e->gdt == ZC_FP32;
+    e->direct_grads = !e->grads_sharded && e->gdt == ZC_FP32;
     zc_loss_scaler_init(&e->scaler, cfg);
     zc_comm_set_timeout(comm, cfg->comm_timeout_s);
     *out = e;
@@ -488,7 +495,7 @@ static size_t opt_moments(const zc_config *cfg)
  * this rank's shard otherwise. */
 static size_t opt_lo(const zc_engine *e, const unit_t *u)
 {
-    return e->stage == 0 ? 0 : (size_t)e->rank * u->info.shard;
+    return e->opt_sharded ? (size_t)e->rank * u->info.shard : 0;
 }
 
 /* Initial values of unit i's elements [lo, lo + n) into dst[0..n) (zero in the padding). */
@@ -512,14 +519,14 @@ static zc_status alloc_unit(zc_engine *e, int i, zc_err *err)
     unit_t *u = &e->units[i];
     const zc_unit_offload *d = &u->disk;
     size_t S = u->info.shard, P = u->info.padded, moments = opt_moments(&e->cfg);
-    u->opt_n = e->stage == 0 ? P : S;
-    if (e->stage <= 2 && !(u->full = alloc_b(e, ZC_MEM_PARAMS, P, e->ps)))
+    u->opt_n = e->opt_sharded ? S : P;
+    if (!e->params_sharded && !(u->full = alloc_b(e, ZC_MEM_PARAMS, P, e->ps)))
         return oom(e, err, "parameters", i, P * e->ps);
-    if (e->stage == 3 && !d->params && !(u->shard_p = alloc_b(e, ZC_MEM_PARAMS, S, e->ps)))
+    if (e->params_sharded && !d->params && !(u->shard_p = alloc_b(e, ZC_MEM_PARAMS, S, e->ps)))
         return oom(e, err, "parameter shard", i, S * e->ps);
-    if (e->stage <= 1 && !(u->grad_full = alloc_b(e, ZC_MEM_GRADS, P, e->gs)))
+    if (!e->grads_sharded && !(u->grad_full = alloc_b(e, ZC_MEM_GRADS, P, e->gs)))
         return oom(e, err, "gradients", i, P * e->gs);
-    if (e->stage >= 2 && !d->grads && !(u->grad_shard = alloc_b(e, ZC_MEM_GRADS, S, e->gs)))
+    if (e->grads_sharded && !d->grads && !(u->grad_shard = alloc_b(e, ZC_MEM_GRADS, S, e->gs)))
         return oom(e, err, "gradient shard", i, S * e->gs);
     if (e->mixed && !d->optimizer && !(u->master = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
         return oom(e, err, "fp32 master parameters", i, u->opt_n * sizeof(float));
@@ -565,8 +572,8 @@ static zc_status init_unit(zc_engine *e, int i, float *buf, zc_err *err)
 {
     unit_t *u = &e->units[i];
     size_t S = u->info.shard, P = u->info.padded;
-    size_t lo = e->stage == 3 ? (size_t)e->rank * S : 0, hi = e->stage == 3 ? lo + S : P;
-    void *stored = e->stage == 3 ? u->shard_p : u->full;
+    size_t lo = e->params_sharded ? (size_t)e->rank * S : 0, hi = e->params_sharded ? lo + S : P;
+    void *stored = e->params_sharded ? u->shard_p : u->full;
     if (e->mixed) {
         zc_status st = u->disk.optimizer
                            ? init_to_disk(e, i, opt_lo(e, u), u->opt_n, ZC_FP32, e->swap_opt,
@@ -598,7 +605,7 @@ static zc_status init_unit(zc_engine *e, int i, float *buf, zc_err *err)
  * shard otherwise (NULL when they live on disk). */
 static void *owned_params(const zc_engine *e, const unit_t *u)
 {
-    if (e->stage == 3)
+    if (e->params_sharded)
         return u->shard_p;
     return at(u->full, opt_lo(e, u), e->ps);
 }
@@ -607,7 +614,7 @@ static void *owned_params(const zc_engine *e, const unit_t *u)
  * stage-3 shard that lives on disk is being reduced). */
 static void *owned_grads(const zc_engine *e, const unit_t *u)
 {
-    return e->stage >= 2 ? u->grad_shard : at(u->grad_full, opt_lo(e, u), e->gs);
+    return e->grads_sharded ? u->grad_shard : at(u->grad_full, opt_lo(e, u), e->gs);
 }
 
 /* A sub-group's view of one array: RAM at ram + o·es, or the swap region at off + o·es. */
@@ -786,7 +793,7 @@ void zc_engine_destroy(zc_engine *e)
         }
         io_free(e, &u->pread_buf, blocks(S, e->ps), e->cfg.param_pin_memory);
         io_free(e, &u->gwrite_buf, blocks(S, e->gs), e->cfg.optimizer_pin_memory);
-        free_b(e, e->stage == 3 ? ZC_MEM_WORKING : ZC_MEM_PARAMS, &u->full, P, e->ps);
+        free_b(e, e->params_sharded ? ZC_MEM_WORKING : ZC_MEM_PARAMS, &u->full, P, e->ps);
         free_b(e, ZC_MEM_PARAMS, &u->shard_p, S, e->ps);
         free_f(e, ZC_MEM_WORKING, &u->view, P);
         free_b(e, ZC_MEM_GRADS, &u->grad_full, P, e->gs);
@@ -830,7 +837,7 @@ void zc_engine_set_lr(zc_engine *e, double lr) { e->lr = lr; }
 void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out)
 {
     memset(out, 0, sizeof *out);
-    for (int i = 0; e->stage == 3 && i < e->nunits; i++)
+    for (int i = 0; e->params_sharded && i < e->nunits; i++)
         *(e->units[i].disk.params ? &out->param_elems_on_disk : &out->param_elems_in_ram) +=
             (int64_t)e->units[i].info.shard;
     if (!e->offload || !e->aio)
@@ -1042,7 +1049,7 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
 {
     unit_t *u = &e->units[i];
     size_t S = u->info.shard, n = (size_t)e->nranks;
-    bool from_model = e->stage >= 2;
+    bool from_model = e->grads_sharded;
     const void *src = from_model ? (const void *)u->grad_work : u->grad_full;
     size_t src_es = from_model ? sizeof(float) : e->gs;
     zc_status st = lockstep_check(e, OP_REDUCE_SCATTER, i, err);
@@ -1057,7 +1064,7 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
                  src ? at((void *)src, j * S + off, src_es) : NULL, from_model, len);
         void *out;
         int accumulate = 0;
-        if (e->stage <= 1) {
+        if (!e->grads_sharded) {
             out = at(u->grad_full, (size_t)e->rank * S + off, e->gs);
         } else {
             out = at(u->grad_shard, off, e->gs);
@@ -1080,7 +1087,7 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
 /* Starts reduce-scatters for ready units in the static order (reverse registration). */
 static zc_status rs_pump(zc_engine *e, zc_err *err)
 {
-    if (e->stage <= 1 && !at_boundary(e))
+    if (!e->grads_sharded && !at_boundary(e))
         return ZC_OK; /* stages 0–1 accumulate locally and reduce once per step */
     zc_status st = ZC_OK;
     while (!st && e->rs_next < e->nunits) {
@@ -1216,7 +1223,7 @@ zc_status zc_engine_acquire(zc_engine *e, int i, zc_err *err)
     unit_t *u = &e->units[i];
     record(e, EV_ACQUIRE, i);
     zc_status st = progress(e, err);
-    if (st || e->stage < 3) {
+    if (st || !e->params_sharded) {
         if (!st && e->mixed)
             st = make_view(e, i, err);
         u->acquired = !st;
@@ -1254,7 +1261,7 @@ zc_status zc_engine_release(zc_engine *e, int i, zc_err *err)
     work_free(e, &u->view, u->info.padded * sizeof(float));
     for (int p = u->info.first_param; p < u->info.first_param + u->info.nparams; p++)
         e->params[p].widened = false;
-    if (e->stage == 3) {
+    if (e->params_sharded) {
         work_free(e, &u->full, u->info.padded * e->ps);
         e->gathered_elems -= (int64_t)u->info.padded;
     }
@@ -1328,7 +1335,7 @@ zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
     record(e, EV_GRADS_READY, i);
     unit_t *u = &e->units[i];
     u->ready = true;
-    if (e->stage <= 1 && u->grad_work)
+    if (!e->grads_sharded && u->grad_work)
         fold_grads(e, u);
     return rs_pump(e, err);
 }
@@ -1407,7 +1414,7 @@ static zc_status unit_update(zc_engine *e, unit_t *u, float gscale, zc_err *err)
 static double unit_sum_squares(const zc_engine *e, const unit_t *u)
 {
     size_t S = u->info.shard;
-    const void *g = e->stage == 0 ? at(u->grad_full, (size_t)e->rank * S, e->gs)
+    const void *g = !e->opt_sharded ? at(u->grad_full, (size_t)e->rank * S, e->gs)
                                   : owned_grads(e, u);
     if (e->gdt == ZC_FP32)
         return zc_sum_squares(g, S);
@@ -1440,7 +1447,7 @@ static zc_status drop_prefetches(zc_engine *e, zc_err *err)
         if (!st)
             st = st2;
     }
-    if (e->stage == 3 && !e->trace_done && e->trace_len > 0)
+    if (e->params_sharded && !e->trace_done && e->trace_len > 0)
         e->trace_done = true;
     e->trace_pos = 0;
     return st;
@@ -1459,7 +1466,7 @@ static zc_status end_micro_batch(zc_engine *e, zc_err *err)
     zc_status st = lockstep_check(e, OP_STEP, -1, err);
     if (!st)
         st = rs_pump(e, err);
-    if (!st && (e->stage >= 2 || at_boundary(e)) && e->rs_next < e->nunits)
+    if (!st && (e->grads_sharded || at_boundary(e)) && e->rs_next < e->nunits)
         st = zc_err_set(err, ZC_ESTATE,
                         "step %lld: unit '%s' was not handed back with zc_engine_grads_ready "
                         "before zc_engine_step",
@@ -1484,7 +1491,7 @@ static void zero_grads(zc_engine *e)
 {
     for (int i = 0; i < e->nunits; i++) {
         unit_t *u = &e->units[i];
-        if (e->stage <= 1)
+        if (!e->grads_sharded)
             memset(u->grad_full, 0, u->info.padded * e->gs);
         else if (!u->disk.grads) /* on disk: the next reduction overwrites it */
             memset(u->grad_shard, 0, u->info.shard * e->gs);
@@ -1511,7 +1518,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     }
     e->prefetch_hits = e->prefetch_misses = 0; /* counted per optimizer step */
     /* Stage 0 keeps everything: gather the reduced gradient shards back into full buffers. */
-    for (int i = 0; !st && e->stage == 0 && i < e->nunits; i++)
+    for (int i = 0; !st && !e->opt_sharded && i < e->nunits; i++)
         if (!(st = lockstep_check(e, OP_GATHER_GRADS, i, err)))
             st = zc_comm_all_gather_t(e->comm, e->gdt, e->units[i].grad_full,
                                       e->units[i].info.shard, label(e, i), err);
@@ -1564,7 +1571,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
         unit_t *u = &e->units[i];
         if ((st = unit_update(e, u, gscale, err)))
             break;
-        if (e->stage == 1 || e->stage == 2) {
+        if (e->opt_sharded && !e->params_sharded) {
             if (pending) {
                 st = zc_comm_wait(e->comm, pending, err);
                 pending = NULL;
@@ -1654,9 +1661,9 @@ static zc_status array_write(void *ram, zc_swap *sw, int64_t off, size_t k, size
 static zc_status store_params(zc_engine *e, unit_t *u, size_t first, size_t n, const float *src,
                               zc_err *err)
 {
-    if (e->stage <= 2 || !u->disk.params) {
-        size_t k = e->stage <= 2 ? first : first - (size_t)e->rank * u->info.shard;
-        zc_dtype_narrow(e->pdt, src, at(e->stage <= 2 ? u->full : u->shard_p, k, e->ps), n);
+    if (!e->params_sharded || !u->disk.params) {
+        size_t k = e->params_sharded ? first - (size_t)e->rank * u->info.shard : first;
+        zc_dtype_narrow(e->pdt, src, at(e->params_sharded ? u->shard_p : u->full, k, e->ps), n);
         return ZC_OK;
     }
     if (e->pdt == ZC_FP32)
@@ -1702,7 +1709,7 @@ zc_status zc_engine_export_owned(zc_engine *e, int unit, zc_state_kind kind, siz
     case ZC_STATE_WEIGHTS:
         if (e->mixed)
             return array_read(u->master, e->swap_opt, d->master_off, k, n, 4, dst, err);
-        if (e->stage <= 2)
+        if (!e->params_sharded)
             return array_read(u->full, NULL, 0, i, n, 4, dst, err);
         return array_read(u->shard_p, e->swap_par, d->params_off,
                           i - (size_t)e->rank * u->info.shard, n, 4, dst, err);
@@ -1722,10 +1729,10 @@ void zc_engine_needed_ranges(const zc_engine *e, int unit, size_t *p_first, size
 {
     size_t of, on, numel = e->units[unit].info.numel;
     zc_engine_owned_range(e, unit, &of, &on);
-    *p_first = e->stage == 3 ? of : 0;
-    *p_n = e->stage == 3 ? on : numel;
-    *m_first = e->stage == 0 ? 0 : of;
-    *m_n = e->stage == 0 ? numel : on;
+    *p_first = e->params_sharded ? of : 0;
+    *p_n = e->params_sharded ? on : numel;
+    *m_first = e->opt_sharded ? of : 0;
+    *m_n = e->opt_sharded ? on : numel;
 }
 
 zc_status zc_engine_import(zc_engine *e, int unit, size_t first, size_t n, const float *params,
@@ -1761,7 +1768,7 @@ void zc_engine_param_owned(const zc_engine *e, int param, size_t *first, size_t 
 {
     ZC_ASSERT(e->finalized && param >= 0 && param < e->nparams);
     const zc_param_info *p = &e->params[param].info;
-    if (e->stage <= 2) {
+    if (!e->params_sharded) {
         *first = 0;
         *n = p->numel;
         return;
@@ -1787,7 +1794,7 @@ zc_status zc_engine_gather_unit(zc_engine *e, int i, float *dst, zc_err *err)
     ZC_ASSERT(e->finalized && i >= 0 && i < e->nunits);
     unit_t *u = &e->units[i];
     size_t S = u->info.shard;
-    if (e->mixed ? e->stage == 0 : e->stage <= 2 || (u->full && !u->gather)) {
+    if (e->mixed ? !e->opt_sharded : !e->params_sharded || (u->full && !u->gather)) {
         memcpy(dst, e->mixed ? u->master : u->full, u->info.padded * sizeof(float));
         return ZC_OK;
     }
