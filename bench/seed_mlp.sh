@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# seed_mlp.sh [N] [STEPS] — the starting documents' scenario: MLP 12 × Linear(2048) + ReLU,
+# seed_mlp.sh [N] [STEPS] — the reference MLP scenario: MLP 12 × Linear(2048) + ReLU,
 # batch 32 per rank, Adam lr 1e-3, on N ranks (default 4) for stages 0–3. Prints, per stage,
-# rank 0's model-state bytes (ledger), the expected DESIGN.md value, peak RSS per rank, comm
+# rank 0's model-state bytes (ledger), the expected value (the ZeRO paper's formula), peak RSS per rank, comm
 # per step, and the median ms per step (steps after the first). Run by hand; not a test.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,4 +1,4 @@
-/* analyze.c — `zeroc analyze`: the starting documents' memory experiment, done with real ranks,
+/* analyze.c — `zeroc analyze`: the ZeRO memory experiment on the reference MLP, with real ranks,
  * real collectives and real bytes. For each ZeRO stage it trains the model a few steps and
  * records every rank's ledger at the documents' checkpoints (after model creation, optimizer
  * creation, data load, forward, backward, step), the peaks and the peak RSS, next to the

@@ -4,7 +4,7 @@
 
 Usage: test_gpt2.py ZEROC_BINARY MPIRUN_SH [test-name ...]
 
-Expected values are computed here from first principles: DESIGN.md's formulas over the unit
+Expected values are computed here from first principles: the ZeRO paper's formulas (docs/ARCHITECTURE.md) over the unit
 sizes GPT-2 registers, SHA-256 of weights laid out by hand from an llm.c file, byte counts."""
 import hashlib
 import os
@@ -37,7 +37,7 @@ def gpt2_units(L, C, V, maxT):
 
 def test_gpt2_stages_bitwise_memory_comm():
     """Stages 0–3 identical per N (N = 1, 2, 4); activation checkpointing changes no bit but
-    lowers activations; model-state bytes and comm per step equal DESIGN.md's formulas (stage 3:
+    lowers activations; model-state bytes and comm per step equal the ZeRO paper's formulas (docs/ARCHITECTURE.md) (stage 3:
     every unit, the tied embedding included, gathered once for forward and once for backward)."""
     units = gpt2_units(2, 32, 256, 16)
     for n in (1, 2, 4):

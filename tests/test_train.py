@@ -4,7 +4,7 @@
 Usage: test_train.py ZEROC_BINARY MPIRUN_SH [test-name ...]   (prints "N passed, N failed")
 
 Each test runs the real command under mpirun and checks the JSON report and the safetensors
-weights against values computed here independently (DESIGN.md's formulas from the unit sizes
+weights against values computed here independently (the ZeRO paper's formulas from the unit sizes
 the MLP registers), never against zeroc's own earlier output."""
 import json
 import os
@@ -54,7 +54,7 @@ def rel_weight_diff(a, b):
 
 def test_stages_bitwise_memory_comm():
     """Stages 0–3 give identical weights per N; initial weights identical for every N and stage;
-    per-rank params/grads/optimizer bytes equal DESIGN.md's table to the byte; comm bytes equal
+    per-rank params/grads/optimizer bytes equal the ZeRO paper's table to the byte; comm bytes equal
     2·(N−1)/N·4·Ψ_padded (stages 0–2) and 3·(N−1)/N·4·Ψ_padded (stage 3); stage 3 working memory
     stays within two units plus the prefetch allowance."""
     initial = set()
@@ -357,7 +357,7 @@ def test_batch_mismatch_sources():
 def test_refused_before_allocating():
     """A run whose estimate per rank exceeds what the host can give stops before the states are
     allocated: one message with the estimate (its model states exactly 16 Ψ bytes for fp32
-    Adam at stage 0, Ψ/N each at stage 3 — DESIGN.md's formulas), the budget and what it came
+    Adam at stage 0, Ψ/N each at stage 3 — the ZeRO paper's formulas), the budget and what it came
     from, a non-zero exit, no step. 16 layers of 65536: 1.1 TB of states, past any test machine.
     (Under a memory cgroup, with the settings that fit: tests/test_offload.py.)"""
     import re

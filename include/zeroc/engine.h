@@ -220,7 +220,7 @@ zc_status zc_engine_weights_sha256(zc_engine *e, char hex[65], zc_err *err);
 /* The estimator's input describing this engine's model and configuration at `stage`; numel
  * must hold zc_engine_num_units entries and outlive the result. */
 zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *numel);
-/* DESIGN.md's per-rank model-state bytes for `stage` at this engine's world size and dtype. */
+/* The ZeRO paper's per-rank model-state bytes for `stage` at this engine's world size and dtype. */
 zc_state_bytes zc_engine_state_bytes_for_stage(const zc_engine *e, int stage);
 
 #endif

@@ -1,4 +1,4 @@
-/* zeroc/estimate.h — what a run will hold and send per rank, before running it: DESIGN.md's
+/* zeroc/estimate.h — what a run will hold and send per rank, before running it: the ZeRO paper's
  * formulas applied to the same padded unit sizes the engine uses, so an estimate equals what
  * the ledger and the comm counters measure, to the byte. The engine's own accounting
  * (zc_engine_state_bytes_for_stage) is computed by these functions.

@@ -1,4 +1,4 @@
-/* mlp.c — forward and backward of the starting documents' MLP on the ZeRO engine.
+/* mlp.c — forward and backward of the reference MLP on the ZeRO engine.
  *
  * Activations are one allocation carved into (layers + 1) layer inputs plus two gradient
  * buffers, charged to the ledger's "activations". Each layer is acquired for its forward and

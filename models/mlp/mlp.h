@@ -1,4 +1,4 @@
-/* mlp.h — the MLP of the project's starting documents, trained through the ZeRO engine:
+/* mlp.h — the reference MLP experiment (Linear + ReLU layers), trained through the ZeRO engine:
  * `layers` × (Linear(hidden, hidden) + ReLU), MSE loss against random targets.
  *
  * Each Linear is one engine unit ("fc<i>": weight [hidden, hidden] row-major [out, in], bias

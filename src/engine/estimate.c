@@ -1,4 +1,4 @@
-/* estimate.c — DESIGN.md's per-rank formulas over padded unit sizes (zeroc/estimate.h). The
+/* estimate.c — the ZeRO paper's per-rank formulas over padded unit sizes (zeroc/estimate.h). The
  * engine allocates exactly these sizes (engine.c, zc_engine_finalize), and asks these functions
  * for its own accounting, so estimate and measurement cannot drift apart.
  *
