@@ -37,7 +37,8 @@ static void zc_rs(void *p)
     bench *x = p;
     zc_comm_req *r;
     zc_err err;
-    if (zc_comm_reduce_scatter_start(x->c, x->a, x->b, x->len, x->out, 0, "bench", &r, &err) ||
+    if (zc_comm_reduce_scatter_start(x->c, ZC_FP32, x->a, x->b, x->len, ZC_FP32, x->out, false,
+                                     "bench", &r, &err) ||
         zc_comm_wait(x->c, r, &err))
         fprintf(stderr, "%s\n", err.msg);
 }

@@ -28,7 +28,8 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < len; i++)
             send[j * len + i] = input(r, j * len + i);
     zc_comm_req *req;
-    CHECK(!zc_comm_reduce_scatter_start(c, send, recv, len, out, 0, "test rs", &req, &err) &&
+    CHECK(!zc_comm_reduce_scatter_start(c, ZC_FP32, send, recv, len, ZC_FP32, out, false,
+                                       "test rs", &req, &err) &&
               !zc_comm_wait(c, req, &err), "reduce_scatter: %s", err.msg);
     int exact = 1;
     for (size_t i = 0; i < len; i++) {
@@ -40,7 +41,8 @@ int main(int argc, char **argv)
     CHECK(exact, "rank %d: reduce_scatter differs from the rank-order sum", r);
     /* accumulate = 1 adds the sum to what out holds */
     float before = out[0];
-    CHECK(!zc_comm_reduce_scatter_start(c, send, recv, len, out, 1, "test rs+", &req, &err) &&
+    CHECK(!zc_comm_reduce_scatter_start(c, ZC_FP32, send, recv, len, ZC_FP32, out, true,
+                                       "test rs+", &req, &err) &&
               !zc_comm_wait(c, req, &err), "reduce_scatter accumulate: %s", err.msg);
     CHECK(out[0] == before + before, "accumulate: %g != 2 × %g", out[0], before);
 
@@ -48,7 +50,7 @@ int main(int argc, char **argv)
     float *buf = malloc(n * len * 4);
     for (size_t i = 0; i < len; i++)
         buf[r * len + i] = input(r, i);
-    CHECK(!zc_comm_all_gather(c, buf, len, "test ag", &err), "all_gather: %s", err.msg);
+    CHECK(!zc_comm_all_gather(c, ZC_FP32, buf, len, "test ag", &err), "all_gather: %s", err.msg);
     int ok = 1;
     for (int j = 0; j < n; j++)
         for (size_t i = 0; i < len; i++)

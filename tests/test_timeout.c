@@ -15,7 +15,7 @@ int main(int argc, char **argv)
     zc_comm_set_timeout(c, 1.0);
     float buf[8] = {0};
     if (zc_comm_rank(c) == 0) {
-        zc_status st = zc_comm_all_gather(c, buf, 4, "unit 'fc7', step 3", &err);
+        zc_status st = zc_comm_all_gather(c, ZC_FP32, buf, 4, "unit 'fc7', step 3", &err);
         fprintf(stderr, "rank 0: %s: %s\n", zc_status_name(st), err.msg);
         fflush(stderr);
         zc_comm_abort(c, 3);

@@ -19,12 +19,13 @@
  *     zc_comm *c;
  *     if (zc_comm_init(&c, &argc, &argv, &err)) ...  // MPI_Init unless already initialised
  *     int r = zc_comm_rank(c), n = zc_comm_size(c);
- *     zc_comm_all_gather(c, buf, S, "unit 'fc1'", &err);  // buf holds N·S floats, block r is ours
+ *     zc_comm_all_gather(c, ZC_FP32, buf, S, "unit 'fc1'", &err); // N·S floats, block r ours
  *     zc_comm_finalize(c);
  */
 #ifndef ZEROC_COMM_H
 #define ZEROC_COMM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,30 +67,20 @@ const char *zc_comm_op_name(zc_comm_op op);
 
 /* --- non-blocking data collectives --- label is copied; it names the request in errors. */
 
-/* Reduce-scatter: send holds N blocks of len floats (block j goes to rank j); recv (N·len
- * floats) receives every rank's block for us. Neither may be touched until the wait, which adds
- * the N received blocks in rank order j = 0..N−1 and stores the sum into out[0..len)
- * (accumulate = 0) or adds it to out (accumulate = 1). */
-zc_status zc_comm_reduce_scatter_start(zc_comm *c, const float *send, float *recv, size_t len,
-                                       float *out, int accumulate, const char *label,
-                                       zc_comm_req **req, zc_err *err);
-/* In-place all-gather: buf holds N blocks of S floats, block rank is this rank's. */
-zc_status zc_comm_all_gather_start(zc_comm *c, float *buf, size_t S, const char *label,
-                                   zc_comm_req **req, zc_err *err);
-/* Typed forms (mixed precision): elements of type `in` (fp32, or bf16/fp16 bits) are sent; the
- * wait widens the N received blocks to fp32, adds them in rank order (in fp32) and stores the
- * sum into out as `out_type`, rounded once to nearest even — or, with accumulate, stores
- * out + sum rounded once. Bytes are counted at the sent element size. */
-zc_status zc_comm_reduce_scatter_start_t(zc_comm *c, zc_dtype in, const void *send, void *recv,
-                                         size_t len, zc_dtype out_type, void *out,
-                                         int accumulate, const char *label, zc_comm_req **req,
-                                         zc_err *err);
-zc_status zc_comm_all_gather_start_t(zc_comm *c, zc_dtype t, void *buf, size_t S,
-                                     const char *label, zc_comm_req **req, zc_err *err);
-zc_status zc_comm_all_gather_t(zc_comm *c, zc_dtype t, void *buf, size_t S, const char *label,
-                               zc_err *err);
+/* Reduce-scatter: send holds N blocks of len elements of type `in` (fp32, or bf16/fp16 bits;
+ * block j goes to rank j); recv (N·len elements) receives every rank's block for us. Neither may
+ * be touched until the wait, which widens the N received blocks to fp32, adds them in rank order
+ * j = 0..N−1 (in fp32) and stores the sum into out[0..len) as `out_type`, rounded once to
+ * nearest even — or, with accumulate, stores out + sum rounded once. Bytes are counted at the
+ * sent element size. */
+zc_status zc_comm_reduce_scatter_start(zc_comm *c, zc_dtype in, const void *send, void *recv,
+                                       size_t len, zc_dtype out_type, void *out, bool accumulate,
+                                       const char *label, zc_comm_req **req, zc_err *err);
+/* In-place all-gather: buf holds N blocks of S elements of type t, block rank is this rank's. */
+zc_status zc_comm_all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S,
+                                   const char *label, zc_comm_req **req, zc_err *err);
 /* Progresses the request without blocking; *done is set when it has completed (then call wait). */
-zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, int *done, zc_err *err);
+zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, bool *done, zc_err *err);
 /* Waits (up to the timeout), finishes the request (the rank-order sum for a reduce-scatter)
  * and frees it. On an MPI error the request is freed too. On ZC_ETIMEOUT the collective is
  * still in flight and may still write its buffers: that is fatal for the job — report it and
@@ -97,7 +88,8 @@ zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, int *done, zc_err *err);
 zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err);
 
 /* --- blocking forms --- */
-zc_status zc_comm_all_gather(zc_comm *c, float *buf, size_t S, const char *label, zc_err *err);
+zc_status zc_comm_all_gather(zc_comm *c, zc_dtype t, void *buf, size_t S, const char *label,
+                             zc_err *err);
 /* In-place all-reduce (sum) of count floats; uses a staging buffer it allocates. */
 zc_status zc_comm_all_reduce(zc_comm *c, float *buf, size_t count, const char *label,
                              zc_err *err);

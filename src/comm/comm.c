@@ -39,7 +39,7 @@ struct zc_comm_req {
     void *recv, *out;
     zc_dtype in_type, out_type;
     size_t len;
-    int accumulate;
+    bool accumulate;
     int done;
 };
 
@@ -157,10 +157,9 @@ static zc_status check_count(size_t n, const char *what, const char *label, zc_e
 
 static MPI_Datatype mpi_type(zc_dtype t) { return t == ZC_FP32 ? MPI_FLOAT : MPI_UINT16_T; }
 
-zc_status zc_comm_reduce_scatter_start_t(zc_comm *c, zc_dtype in, const void *send, void *recv,
-                                         size_t len, zc_dtype out_type, void *out,
-                                         int accumulate, const char *label, zc_comm_req **req,
-                                         zc_err *err)
+zc_status zc_comm_reduce_scatter_start(zc_comm *c, zc_dtype in, const void *send, void *recv,
+                                       size_t len, zc_dtype out_type, void *out, bool accumulate,
+                                       const char *label, zc_comm_req **req, zc_err *err)
 {
     double t0 = now_s();
     int n = c->size;
@@ -194,14 +193,6 @@ zc_status zc_comm_reduce_scatter_start_t(zc_comm *c, zc_dtype in, const void *se
     return ZC_OK;
 }
 
-zc_status zc_comm_reduce_scatter_start(zc_comm *c, const float *send, float *recv, size_t len,
-                                       float *out, int accumulate, const char *label,
-                                       zc_comm_req **req, zc_err *err)
-{
-    return zc_comm_reduce_scatter_start_t(c, ZC_FP32, send, recv, len, ZC_FP32, out, accumulate,
-                                          label, req, err);
-}
-
 static zc_status all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S, zc_comm_op op,
                                   const char *label, zc_comm_req **req, zc_err *err)
 {
@@ -231,19 +222,13 @@ static zc_status all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S, z
     return ZC_OK;
 }
 
-zc_status zc_comm_all_gather_start_t(zc_comm *c, zc_dtype t, void *buf, size_t S,
-                                     const char *label, zc_comm_req **req, zc_err *err)
+zc_status zc_comm_all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S,
+                                   const char *label, zc_comm_req **req, zc_err *err)
 {
     return all_gather_start(c, t, buf, S, ZC_COMM_ALL_GATHER, label, req, err);
 }
 
-zc_status zc_comm_all_gather_start(zc_comm *c, float *buf, size_t S, const char *label,
-                                   zc_comm_req **req, zc_err *err)
-{
-    return all_gather_start(c, ZC_FP32, buf, S, ZC_COMM_ALL_GATHER, label, req, err);
-}
-
-zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, int *done, zc_err *err)
+zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, bool *done, zc_err *err)
 {
     if (!req->done) {
         int rc = MPI_Test(&req->mpi, &req->done, MPI_STATUS_IGNORE);
@@ -251,7 +236,7 @@ zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, int *done, zc_err *err)
             return mpi_fail(err, rc, zc_comm_op_name(req->op), req->label);
     }
     (void)c;
-    *done = req->done;
+    *done = req->done != 0;
     return ZC_OK;
 }
 
@@ -316,17 +301,12 @@ zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err)
     return ZC_OK;
 }
 
-zc_status zc_comm_all_gather_t(zc_comm *c, zc_dtype t, void *buf, size_t S, const char *label,
-                               zc_err *err)
+zc_status zc_comm_all_gather(zc_comm *c, zc_dtype t, void *buf, size_t S, const char *label,
+                             zc_err *err)
 {
     zc_comm_req *r;
-    zc_status st = zc_comm_all_gather_start_t(c, t, buf, S, label, &r, err);
+    zc_status st = zc_comm_all_gather_start(c, t, buf, S, label, &r, err);
     return st ? st : zc_comm_wait(c, r, err);
-}
-
-zc_status zc_comm_all_gather(zc_comm *c, float *buf, size_t S, const char *label, zc_err *err)
-{
-    return zc_comm_all_gather_t(c, ZC_FP32, buf, S, label, err);
 }
 
 zc_status zc_comm_all_reduce(zc_comm *c, float *buf, size_t count, const char *label,
@@ -347,7 +327,8 @@ zc_status zc_comm_all_reduce(zc_comm *c, float *buf, size_t count, const char *l
     float *recv = tmp + padded, *mine = tmp + (size_t)c->rank * S;
     zc_comm_req *r;
     zc_comm_counters saved = c->ctr;
-    zc_status st = zc_comm_reduce_scatter_start(c, tmp, recv, S, mine, 0, label, &r, err);
+    zc_status st = zc_comm_reduce_scatter_start(c, ZC_FP32, tmp, recv, S, ZC_FP32, mine, false,
+                                                label, &r, err);
     if (!st)
         st = zc_comm_wait(c, r, err);
     if (!st)

@@ -992,7 +992,7 @@ static zc_status grad_staging(zc_engine *e, int i, zc_err *err)
 
 static zc_status progress(zc_engine *e, zc_err *err)
 {
-    int done;
+    bool done;
     if (e->rs_req)
         return zc_comm_test(e->comm, e->rs_req, &done, err);
     return ZC_OK;
@@ -1063,7 +1063,7 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
             pack(e, at(e->rs_send, j * len, e->cs),
                  src ? at((void *)src, j * S + off, src_es) : NULL, from_model, len);
         void *out;
-        int accumulate = 0;
+        bool accumulate = false;
         if (!e->grads_sharded) {
             out = at(u->grad_full, (size_t)e->rank * S + off, e->gs);
         } else {
@@ -1074,9 +1074,8 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
                 src = NULL;
             }
         }
-        st = zc_comm_reduce_scatter_start_t(e->comm, e->cdt, e->rs_send, e->rs_recv, len,
-                                            e->gdt, out, accumulate, label(e, i), &e->rs_req,
-                                            err);
+        st = zc_comm_reduce_scatter_start(e->comm, e->cdt, e->rs_send, e->rs_recv, len,
+                                          e->gdt, out, accumulate, label(e, i), &e->rs_req, err);
         if (off + len == S)
             e->rs_last_of = i;
     }
@@ -1166,7 +1165,7 @@ static zc_status gather_start(zc_engine *e, int i, zc_err *err)
     else if (!(st = u->pread_buf ? ZC_OK : param_read_start(e, i, err)))
         st = param_read_finish(e, i, mine, err);
     if (!st)
-        st = zc_comm_all_gather_start_t(e->comm, e->pdt, u->full, S, label(e, i), &u->gather,
+        st = zc_comm_all_gather_start(e->comm, e->pdt, u->full, S, label(e, i), &u->gather,
                                         err);
     if (st)
         work_free(e, &u->full, P * e->ps);
@@ -1520,7 +1519,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     /* Stage 0 keeps everything: gather the reduced gradient shards back into full buffers. */
     for (int i = 0; !st && !e->opt_sharded && i < e->nunits; i++)
         if (!(st = lockstep_check(e, OP_GATHER_GRADS, i, err)))
-            st = zc_comm_all_gather_t(e->comm, e->gdt, e->units[i].grad_full,
+            st = zc_comm_all_gather(e->comm, e->gdt, e->units[i].grad_full,
                                       e->units[i].info.shard, label(e, i), err);
     /* A swap file cut short behind our back would hand the update zeros or garbage. */
     if (!st && e->swap_opt)
@@ -1577,7 +1576,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
                 pending = NULL;
             }
             if (!st && !(st = lockstep_check(e, OP_GATHER_PARAMS, i, err)))
-                st = zc_comm_all_gather_start_t(e->comm, e->pdt, u->full, u->info.shard,
+                st = zc_comm_all_gather_start(e->comm, e->pdt, u->full, u->info.shard,
                                                 label(e, i), &pending, err);
         }
     }
@@ -1805,7 +1804,7 @@ zc_status zc_engine_gather_unit(zc_engine *e, int i, float *dst, zc_err *err)
     st = e->mixed ? array_read(u->master, e->swap_opt, u->disk.master_off, 0, S, 4, mine, err)
                   : array_read(u->shard_p, e->swap_par, u->disk.params_off, 0, S, 4, mine, err);
     /* a rank whose disk failed still joins the gather, so no rank waits for it in vain */
-    zc_status st2 = zc_comm_all_gather(e->comm, dst, S, label(e, i), err);
+    zc_status st2 = zc_comm_all_gather(e->comm, ZC_FP32, dst, S, label(e, i), err);
     return st ? st : st2;
 }
 
