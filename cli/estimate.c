@@ -75,7 +75,7 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         heads = 12, vocab = 50257, seq_len = 1024;
     const char *dtype = "fp32", *grad_dtype = NULL, *comm_dtype = NULL, *optim = "adamw";
     const char *off_opt = NULL, *off_par = NULL, *max_in_cpu = NULL, *sub_group = NULL,
-               *prefetch = NULL;
+               *prefetch = NULL, *persist = NULL;
     bool ckpt = false, json = false;
     arg_spec specs[] = {
         {"--params", ARG_STR, &params, NULL, "parameter count: 1.5e9, 1.5B, 350M (one unit)", NULL},
@@ -108,7 +108,9 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         {"--max-in-cpu", ARG_STR, &max_in_cpu, NULL,
          "offload_param.max_in_cpu: parameter elements kept in RAM (default 1e9)", NULL},
         {"--prefetch-bucket-size", ARG_STR, &prefetch, NULL,
-         "stage3_prefetch_bucket_size: elements gathered ahead (default 5e7)", NULL},
+         "stage3_prefetch_bucket_size: elements gathered ahead (default auto: one unit)", NULL},
+        {"--persistence-threshold", ARG_STR, &persist, NULL,
+         "stage3_param_persistence_threshold: units smaller stay whole (default auto: 0)", NULL},
         {"--sub-group-size", ARG_STR, &sub_group, NULL,
          "elements the optimizer step streams at a time (default 4194304)", NULL},
         {"--mem-per-rank", ARG_STR, &mem_per_rank, NULL,
@@ -162,6 +164,9 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     if (!st && prefetch)
         st = zc_config_set(&defaults, "zero_optimization.stage3_prefetch_bucket_size", prefetch,
                            &err);
+    if (!st && persist)
+        st = zc_config_set(&defaults, "zero_optimization.stage3_param_persistence_threshold",
+                           persist, &err);
     if (!st && mem_per_rank && parse_bytes(mem_per_rank, &limit))
         st = zc_err_set(&err, ZC_EINVAL, "--mem-per-rank: expected a size like 24G or 512M, got "
                         "'%s'", mem_per_rank);
@@ -250,6 +255,9 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
                                  .reduce_bucket_size = defaults.reduce_bucket_size,
                                  .prefetch_bucket_size = defaults.prefetch_bucket_size,
                                  .max_live_parameters = defaults.max_live_parameters,
+                                 .persistence_threshold = defaults.param_persistence_threshold,
+                                 .model_persistence_threshold =
+                                     defaults.model_persistence_threshold,
                                  .offload_optimizer = nvme_opt,
                                  .offload_params = nvme_par,
                                  .offload_ratio = defaults.optimizer_ratio,

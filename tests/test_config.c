@@ -1838,6 +1838,8 @@ static void test_to_json(void)
     c.reduce_bucket_size = INT64_MAX;
     c.prefetch_bucket_size = 0;
     c.max_live_parameters = 123456789012345;
+    c.param_persistence_threshold = 100000;
+    c.model_persistence_threshold = INT64_MAX;
     c.train_batch_size = 8;
     c.micro_batch = 2;
     c.grad_accum = 4;
@@ -1845,6 +1847,8 @@ static void test_to_json(void)
     CHECK_ROUND_TRIP(&c);
     c.optim = ZC_OPTIM_ADAM;
     c.adam_w_mode = false;
+    c.param_persistence_threshold = ZC_AUTO;
+    c.model_persistence_threshold = 0;
     CHECK_ROUND_TRIP(&c);
 
     /* offload and aio: every key printed, the paths even when empty */

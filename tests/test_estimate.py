@@ -59,6 +59,17 @@ def test_estimate_matches_mlp():
     agree("mlp", ["--model", "mlp", *shape], ["--model", "mlp", *shape], (1, 2, 3, 4), range(4))
 
 
+def test_estimate_matches_persistence():
+    """Stage 3 with persistent units (units under stage3_param_persistence_threshold kept whole):
+    the estimate counts them whole and all-gathered once a step, as the engine does."""
+    shape = ["--hidden", 65, "--layers", 3, "--micro-batch", 4]
+    cfg = H_.path("persist.json")
+    with open(cfg, "w") as f:
+        json.dump({"zero_optimization": {"stage3_param_persistence_threshold": 5000}}, f)
+    agree("mlp-persist", ["--model", "mlp", *shape, "--config", cfg],
+          ["--model", "mlp", *shape, "--persistence-threshold", 5000], (2, 3), (3,))
+
+
 def test_estimate_matches_gpt2_tiny():
     data = tokens(H_.path("tok.bin"), 5000, 256)
     shape = ["--layers", 2, "--channels", 32, "--heads", 2, "--vocab", 256, "--seq-len", 16,
@@ -193,7 +204,7 @@ def test_estimate_huge_sizes():
           f"gpt2 huge batch: activations {acts}, recommended {e['recommended_stage']}")
 
 
-TESTS = [test_estimate_matches_mlp, test_estimate_matches_gpt2_tiny, test_estimate_matches_mixed,
+TESTS = [test_estimate_matches_mlp, test_estimate_matches_persistence, test_estimate_matches_gpt2_tiny, test_estimate_matches_mixed,
          test_estimate_matches_gpt2_124m, test_analyze_experiment, test_estimate_bad_input,
          test_estimate_huge_sizes]
 

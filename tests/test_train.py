@@ -354,6 +354,63 @@ def test_batch_mismatch_sources():
     check(p.returncode == 1 and errs == [want], f"{p.returncode} {p.stderr!r}")
 
 
+def test_stage3_persistence():
+    """stage3_param_persistence_threshold: at stage 3 a unit of fewer elements stays whole on
+    every rank (never gathered) while the persistent units total at most
+    stage3_model_persistence_threshold elements (registration order). The weights stay bitwise
+    equal to stage 0's; a persistent unit holds its whole parameters (4·Ψ_padded bytes) and is
+    all-gathered once a step (8·S·(N−1) bytes with the reduce-scatter) instead of twice
+    (12·S·(N−1)); offloaded parameters skip it."""
+    n = 2
+    unit_p = padded(UNIT, n)
+    shard = unit_p // n
+    base, _ = train(n, 0, "persist-s0")
+    for model_cap, kept in ((10**15, L), (2 * UNIT, 2), (2 * UNIT - 1, 1), (0, 0)):
+        cfg = config(os.path.join(TMP, f"persist{kept}.json"),
+                     stage3_param_persistence_threshold=UNIT + 1,
+                     stage3_model_persistence_threshold=model_cap)
+        rep, _ = train(n, 3, f"persist-{kept}", "--config", cfg)
+        check(rep["weights_sha256"] == base["weights_sha256"],
+              f"{kept} persistent units: weights differ from stage 0's")
+        want = 4 * (kept * unit_p + (L - kept) * shard)
+        for r in rep["memory"]["ranks"]:
+            check(r["params"] == want and r["grads"] == 4 * L * shard,
+                  f"{kept} persistent: rank {r['rank']} params {r['params']} != {want}")
+        want_comm = (n - 1) * shard * (8 * kept + 12 * (L - kept))
+        got = rep["comm"]["bytes_per_step"]["total"]
+        check(got == want_comm, f"{kept} persistent: comm/step {got} != {want_comm}")
+    b0, _ = train(n, 0, "persist-bf16-s0", "--dtype", "bf16")
+    cfg = config(os.path.join(TMP, "persist-bf16.json"),
+                 stage3_param_persistence_threshold=UNIT + 1)
+    rep, _ = train(n, 3, "persist-bf16", "--dtype", "bf16", "--config", cfg)
+    check(rep["weights_sha256"] == b0["weights_sha256"], "bf16: weights differ from stage 0's")
+    check(rep["memory"]["ranks"][0]["params"] == 2 * L * unit_p, "bf16: params not whole")
+    cfg = config(os.path.join(TMP, "persist-nvme.json"),
+                 stage3_param_persistence_threshold=UNIT + 1,
+                 stage3_model_persistence_threshold=2 * UNIT,
+                 offload_param={"device": "nvme", "nvme_path": TMP, "max_in_cpu": 0})
+    rep, _ = train(n, 3, "persist-nvme", "--config", cfg)
+    on_disk = 2 * (-(-4 * shard // 4096) * 4096)  # the two sharded units, 4 KiB regions
+    check(rep["weights_sha256"] == base["weights_sha256"], "offloaded: weights differ")
+    for r in rep["memory"]["ranks"]:
+        check(r["nvme"] == on_disk and r["params"] == 4 * 2 * unit_p,
+              f"offloaded: rank {r['rank']} nvme {r['nvme']} != {on_disk}, params {r['params']}")
+    # a checkpoint of a run with persistent and sharded units resumes bit for bit
+    cfg = config(os.path.join(TMP, "persist-ck.json"), stage3_param_persistence_threshold=UNIT + 1,
+                 stage3_model_persistence_threshold=2 * UNIT)
+    ck = os.path.join(TMP, "persist-ck")
+    run(n, "--hidden", H, "--layers", L, "--micro-batch", 4, "--stage", 3, "--config", cfg,
+        "--steps", 5, "--save-dir", ck)
+    rep, _ = train(n, 3, "persist-resumed", "--config", cfg, "--resume", ck)
+    straight, _ = train(n, 3, "persist-straight", "--config", cfg)
+    check(rep["weights_sha256"] == straight["weights_sha256"],
+          "resumed from a checkpoint with persistent units: weights differ")
+    cfg = config(os.path.join(TMP, "persist-none.json"), stage3_param_persistence_threshold=UNIT)
+    rep, _ = train(n, 3, "persist-none", "--config", cfg)
+    check(rep["memory"]["ranks"][0]["params"] == 4 * L * shard,
+          "a unit of exactly the threshold's size was kept whole (DeepSpeed: smaller than)")
+
+
 def test_refused_before_allocating():
     """A run whose estimate per rank exceeds what the host can give stops before the states are
     allocated: one message with the estimate (its model states exactly 16 Ψ bytes for fp32
@@ -379,7 +436,7 @@ TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_stage3_default_prefetch_rss, test_outputs_checked_first,
          test_save_dir_saves_last_step, test_nonfinite_stops, test_refused_flags,
          test_one_message_per_error, test_batch_mismatch_sources,
-         test_refused_before_allocating]
+         test_refused_before_allocating, test_stage3_persistence]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

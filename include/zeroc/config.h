@@ -59,6 +59,11 @@ typedef struct {
     int64_t prefetch_bucket_size;        /* stage3_prefetch_bucket_size: elements prefetched ahead;
                                           * ZC_AUTO (the default, or "auto"): the largest unit */
     int64_t max_live_parameters;         /* stage3_max_live_parameters: elements gathered at once */
+    /* Stage 3: a unit of fewer elements than stage3_param_persistence_threshold (ZC_AUTO:
+     * ZC_PERSISTENCE_AUTO, zeroc/estimate.h) stays whole on every rank (never gathered), as long
+     * as the persistent units hold at most stage3_model_persistence_threshold elements in all
+     * (registration order). */
+    int64_t param_persistence_threshold, model_persistence_threshold;
     /* precision */
     zc_dtype dtype;                      /* bf16.enabled / fp16.enabled: stored params and grads */
     bool fp16_enabled, bf16_enabled;     /* those keys as given (dtype follows them); both true is

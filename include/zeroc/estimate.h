@@ -42,6 +42,10 @@ typedef struct {
                                 0 means 4 */
     int64_t reduce_bucket_size, prefetch_bucket_size, max_live_parameters; /* elements;
                                     prefetch_bucket_size may be ZC_AUTO (-1: one unit ahead) */
+    /* stage 3: units of fewer elements than persistence_threshold (ZC_AUTO, -1:
+     * ZC_PERSISTENCE_AUTO; 0: none) stay whole on every rank, up to model_persistence_threshold
+     * elements in all */
+    int64_t persistence_threshold, model_persistence_threshold;
     /* offload to NVMe (ZeRO-Infinity); all zero: everything in RAM */
     bool offload_optimizer;  /* offload_optimizer.device nvme (stages 1–3) */
     bool offload_params;     /* offload_param.device nvme (stage 3) */
@@ -52,6 +56,14 @@ typedef struct {
     int param_buffer_count;  /* offload_param.buffer_count: shard reads ahead */
     int64_t param_buffer_size; /* offload_param.buffer_size: elements read ahead */
 } zc_estimate_in;
+
+/* stage3_param_persistence_threshold "auto" (the default), in elements: chosen by measurement
+ * (docs/CONFIG.md). */
+#define ZC_PERSISTENCE_AUTO ((int64_t)0)
+
+/* Stage 3's persistent units (whole on every rank, never gathered): persistent[u] for each
+ * unit; false everywhere at stages 0–2. Returns how many. */
+int zc_estimate_persistent(const zc_estimate_in *in, bool *persistent);
 
 /* Where one unit's states live on this rank with offload. Units are placed in registration
  * order: the optimizer state (fp32 master, moments; at stage 3 the gradient shard with it) of

@@ -138,6 +138,11 @@ static const key_spec KEYS[] = {
      FIELD(prefetch_bucket_size, int64_t), .imin = 0, .imax = INT64_MAX, .flags = R_AUTO},
     {.path = "zero_optimization.stage3_max_live_parameters", .kind = K_I64,
      FIELD(max_live_parameters, int64_t), .imin = 1, .imax = INT64_MAX},
+    {.path = "zero_optimization.stage3_param_persistence_threshold", .kind = K_I64,
+     FIELD(param_persistence_threshold, int64_t), .imin = 0, .imax = INT64_MAX,
+     .flags = R_AUTO},
+    {.path = "zero_optimization.stage3_model_persistence_threshold", .kind = K_I64,
+     FIELD(model_persistence_threshold, int64_t), .imin = 0, .imax = INT64_MAX},
     {.path = "zero_optimization.overlap_comm", .kind = K_FIXED, .fixed = true,
      .why = "zeroc always overlaps the gradient reduce-scatter with the backward pass"},
     {.path = "zero_optimization.contiguous_gradients", .kind = K_FIXED, .fixed = true,
@@ -186,8 +191,6 @@ static const key_spec KEYS[] = {
     {.path = "zero_optimization.reduce_scatter", .kind = K_FIXED, .fixed = true,
      .why = "zeroc always reduces gradients with a reduce-scatter"},
     REFUSED("zero_optimization.round_robin_gradients"),
-    REFUSED("zero_optimization.stage3_param_persistence_threshold"),
-    REFUSED("zero_optimization.stage3_model_persistence_threshold"),
     REFUSED("zero_optimization.stage3_max_reuse_distance"),
     REFUSED("zero_optimization.stage3_gather_16bit_weights_on_model_save"),
     REFUSED("zero_optimization.stage3_gather_fp16_weights_on_model_save"),
@@ -304,6 +307,8 @@ void zc_config_defaults(zc_config *cfg)
         .reduce_bucket_size = 500000000,
         .prefetch_bucket_size = ZC_AUTO, /* one unit ahead: see docs/CONFIG.md */
         .max_live_parameters = 1000000000,
+        .param_persistence_threshold = ZC_AUTO, /* ZC_PERSISTENCE_AUTO: see docs/CONFIG.md */
+        .model_persistence_threshold = INT64_MAX,
         .dtype = ZC_FP32,
         .fp16_enabled = false,
         .bf16_enabled = false,
@@ -1717,6 +1722,13 @@ char *zc_config_to_json(const zc_config *cfg)
                     ? cJSON_AddStringToObject(zero, "stage3_prefetch_bucket_size", "auto") != NULL
                     : add_i64(zero, "stage3_prefetch_bucket_size", cfg->prefetch_bucket_size));
     ok = ok && add_i64(zero, "stage3_max_live_parameters", cfg->max_live_parameters);
+    ok = ok && (cfg->param_persistence_threshold == ZC_AUTO
+                    ? cJSON_AddStringToObject(zero, "stage3_param_persistence_threshold",
+                                              "auto") != NULL
+                    : add_i64(zero, "stage3_param_persistence_threshold",
+                              cfg->param_persistence_threshold));
+    ok = ok && add_i64(zero, "stage3_model_persistence_threshold",
+                       cfg->model_persistence_threshold);
     ok = ok && cJSON_AddTrueToObject(zero, "overlap_comm") != NULL;
     ok = ok && cJSON_AddTrueToObject(zero, "contiguous_gradients") != NULL;
     ok = ok && add_i64(zero, "sub_group_size", cfg->sub_group_size);

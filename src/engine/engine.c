@@ -69,6 +69,7 @@ typedef struct {
     zc_unit_info info;
     void *full;        /* pdt. stages 0–2: params (persistent); stage 3: gathered (working) */
     void *shard_p;     /* pdt. stage 3: this rank's parameter shard */
+    bool persistent;   /* stage 3: whole on every rank, never gathered (persistence threshold) */
     float *view;       /* mixed: the params in fp32 while acquired (working) */
     void *grad_full;   /* gdt. stages 0–1: gradients (persistent) */
     float *grad_work;  /* the model's fp32 gradients, unless it writes grad_full (working) */
@@ -491,6 +492,12 @@ static size_t opt_moments(const zc_config *cfg)
     return 2;
 }
 
+/* Whether the unit's parameters are sharded: stage 3, unless the unit is persistent. */
+static bool sharded_params(const zc_engine *e, const unit_t *u)
+{
+    return e->params_sharded && !u->persistent;
+}
+
 /* First logical element of the unit's optimizer range (master, m, v): the whole unit in stage 0,
  * this rank's shard otherwise. */
 static size_t opt_lo(const zc_engine *e, const unit_t *u)
@@ -520,9 +527,9 @@ static zc_status alloc_unit(zc_engine *e, int i, zc_err *err)
     const zc_unit_offload *d = &u->disk;
     size_t S = u->info.shard, P = u->info.padded, moments = opt_moments(&e->cfg);
     u->opt_n = e->opt_sharded ? S : P;
-    if (!e->params_sharded && !(u->full = alloc_b(e, ZC_MEM_PARAMS, P, e->ps)))
+    if (!sharded_params(e, u) && !(u->full = alloc_b(e, ZC_MEM_PARAMS, P, e->ps)))
         return oom(e, err, "parameters", i, P * e->ps);
-    if (e->params_sharded && !d->params && !(u->shard_p = alloc_b(e, ZC_MEM_PARAMS, S, e->ps)))
+    if (sharded_params(e, u) && !d->params && !(u->shard_p = alloc_b(e, ZC_MEM_PARAMS, S, e->ps)))
         return oom(e, err, "parameter shard", i, S * e->ps);
     if (!e->grads_sharded && !(u->grad_full = alloc_b(e, ZC_MEM_GRADS, P, e->gs)))
         return oom(e, err, "gradients", i, P * e->gs);
@@ -572,8 +579,9 @@ static zc_status init_unit(zc_engine *e, int i, float *buf, zc_err *err)
 {
     unit_t *u = &e->units[i];
     size_t S = u->info.shard, P = u->info.padded;
-    size_t lo = e->params_sharded ? (size_t)e->rank * S : 0, hi = e->params_sharded ? lo + S : P;
-    void *stored = e->params_sharded ? u->shard_p : u->full;
+    const bool sharded = sharded_params(e, u);
+    size_t lo = sharded ? (size_t)e->rank * S : 0, hi = sharded ? lo + S : P;
+    void *stored = sharded ? u->shard_p : u->full;
     if (e->mixed) {
         zc_status st = u->disk.optimizer
                            ? init_to_disk(e, i, opt_lo(e, u), u->opt_n, ZC_FP32, e->swap_opt,
@@ -605,7 +613,7 @@ static zc_status init_unit(zc_engine *e, int i, float *buf, zc_err *err)
  * shard otherwise (NULL when they live on disk). */
 static void *owned_params(const zc_engine *e, const unit_t *u)
 {
-    if (e->params_sharded)
+    if (sharded_params(e, u))
         return u->shard_p;
     return at(u->full, opt_lo(e, u), e->ps);
 }
@@ -719,6 +727,25 @@ static zc_status check_sizes(const zc_engine *e, zc_err *err)
     return st;
 }
 
+/* Stage 3's persistent units, as the estimator places them (every rank decides alike). */
+static zc_status decide_persistent(zc_engine *e, zc_err *err)
+{
+    size_t *numel = malloc((size_t)e->nunits * sizeof(size_t));
+    bool *p = malloc((size_t)e->nunits * sizeof(bool));
+    if (!numel || !p) {
+        free(numel);
+        free(p);
+        return zc_err_set(err, ZC_ENOMEM, "out of memory finalizing the engine");
+    }
+    zc_estimate_in in = zc_engine_estimate_in(e, e->stage, numel);
+    zc_estimate_persistent(&in, p);
+    for (int i = 0; i < e->nunits; i++)
+        e->units[i].persistent = p[i];
+    free(numel);
+    free(p);
+    return ZC_OK;
+}
+
 zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
 {
     ZC_ASSERT(!e->finalized && e->nunits > 0);
@@ -734,6 +761,8 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
         if (ui->shard > max_shard)
             max_shard = ui->shard;
     }
+    if ((st = decide_persistent(e, err)))
+        return st;
     size_t bucket_cols = (size_t)e->cfg.reduce_bucket_size / n;
     e->rs_cols = bucket_cols < 1 ? 1 : bucket_cols < max_shard ? bucket_cols : max_shard;
     e->rs_send = alloc_b(e, ZC_MEM_COMM, n * e->rs_cols, e->cs);
@@ -793,7 +822,7 @@ void zc_engine_destroy(zc_engine *e)
         }
         io_free(e, &u->pread_buf, blocks(S, e->ps), e->cfg.param_pin_memory);
         io_free(e, &u->gwrite_buf, blocks(S, e->gs), e->cfg.optimizer_pin_memory);
-        free_b(e, e->params_sharded ? ZC_MEM_WORKING : ZC_MEM_PARAMS, &u->full, P, e->ps);
+        free_b(e, sharded_params(e, u) ? ZC_MEM_WORKING : ZC_MEM_PARAMS, &u->full, P, e->ps);
         free_b(e, ZC_MEM_PARAMS, &u->shard_p, S, e->ps);
         free_f(e, ZC_MEM_WORKING, &u->view, P);
         free_b(e, ZC_MEM_GRADS, &u->grad_full, P, e->gs);
@@ -837,9 +866,11 @@ void zc_engine_set_lr(zc_engine *e, double lr) { e->lr = lr; }
 void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out)
 {
     memset(out, 0, sizeof *out);
-    for (int i = 0; e->params_sharded && i < e->nunits; i++)
-        *(e->units[i].disk.params ? &out->param_elems_on_disk : &out->param_elems_in_ram) +=
-            (int64_t)e->units[i].info.shard;
+    for (int i = 0; e->params_sharded && i < e->nunits; i++) {
+        const unit_t *u = &e->units[i];
+        *(u->disk.params ? &out->param_elems_on_disk : &out->param_elems_in_ram) +=
+            (int64_t)(u->persistent ? u->info.padded : u->info.shard);
+    }
     if (!e->offload || !e->aio)
         return;
     zc_aio_counters c = zc_aio_get_counters(e->aio);
@@ -896,6 +927,8 @@ zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *nume
                          .reduce_bucket_size = e->cfg.reduce_bucket_size,
                          .prefetch_bucket_size = e->cfg.prefetch_bucket_size,
                          .max_live_parameters = e->cfg.max_live_parameters,
+                         .persistence_threshold = e->cfg.param_persistence_threshold,
+                         .model_persistence_threshold = e->cfg.model_persistence_threshold,
                          .offload_optimizer = e->cfg.offload_optimizer == ZC_OFFLOAD_NVME,
                          .offload_params = e->cfg.offload_param == ZC_OFFLOAD_NVME,
                          .offload_ratio = e->cfg.optimizer_ratio,
@@ -1222,7 +1255,7 @@ zc_status zc_engine_acquire(zc_engine *e, int i, zc_err *err)
     unit_t *u = &e->units[i];
     record(e, EV_ACQUIRE, i);
     zc_status st = progress(e, err);
-    if (st || !e->params_sharded) {
+    if (st || !sharded_params(e, u)) {
         if (!st && e->mixed)
             st = make_view(e, i, err);
         u->acquired = !st;
@@ -1260,7 +1293,7 @@ zc_status zc_engine_release(zc_engine *e, int i, zc_err *err)
     work_free(e, &u->view, u->info.padded * sizeof(float));
     for (int p = u->info.first_param; p < u->info.first_param + u->info.nparams; p++)
         e->params[p].widened = false;
-    if (e->params_sharded) {
+    if (sharded_params(e, u)) {
         work_free(e, &u->full, u->info.padded * e->ps);
         e->gathered_elems -= (int64_t)u->info.padded;
     }
@@ -1570,7 +1603,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
         unit_t *u = &e->units[i];
         if ((st = unit_update(e, u, gscale, err)))
             break;
-        if (e->opt_sharded && !e->params_sharded) {
+        if (e->opt_sharded && !sharded_params(e, u)) { /* stages 1–2, persistent units */
             if (pending) {
                 st = zc_comm_wait(e->comm, pending, err);
                 pending = NULL;
@@ -1660,9 +1693,10 @@ static zc_status array_write(void *ram, zc_swap *sw, int64_t off, size_t k, size
 static zc_status store_params(zc_engine *e, unit_t *u, size_t first, size_t n, const float *src,
                               zc_err *err)
 {
-    if (!e->params_sharded || !u->disk.params) {
-        size_t k = e->params_sharded ? first - (size_t)e->rank * u->info.shard : first;
-        zc_dtype_narrow(e->pdt, src, at(e->params_sharded ? u->shard_p : u->full, k, e->ps), n);
+    const bool sharded = sharded_params(e, u);
+    if (!sharded || !u->disk.params) {
+        size_t k = sharded ? first - (size_t)e->rank * u->info.shard : first;
+        zc_dtype_narrow(e->pdt, src, at(sharded ? u->shard_p : u->full, k, e->ps), n);
         return ZC_OK;
     }
     if (e->pdt == ZC_FP32)
@@ -1708,7 +1742,7 @@ zc_status zc_engine_export_owned(zc_engine *e, int unit, zc_state_kind kind, siz
     case ZC_STATE_WEIGHTS:
         if (e->mixed)
             return array_read(u->master, e->swap_opt, d->master_off, k, n, 4, dst, err);
-        if (!e->params_sharded)
+        if (!sharded_params(e, u))
             return array_read(u->full, NULL, 0, i, n, 4, dst, err);
         return array_read(u->shard_p, e->swap_par, d->params_off,
                           i - (size_t)e->rank * u->info.shard, n, 4, dst, err);
@@ -1728,8 +1762,9 @@ void zc_engine_needed_ranges(const zc_engine *e, int unit, size_t *p_first, size
 {
     size_t of, on, numel = e->units[unit].info.numel;
     zc_engine_owned_range(e, unit, &of, &on);
-    *p_first = e->params_sharded ? of : 0;
-    *p_n = e->params_sharded ? on : numel;
+    const bool sharded = sharded_params(e, &e->units[unit]);
+    *p_first = sharded ? of : 0;
+    *p_n = sharded ? on : numel;
     *m_first = e->opt_sharded ? of : 0;
     *m_n = e->opt_sharded ? on : numel;
 }
@@ -1767,7 +1802,7 @@ void zc_engine_param_owned(const zc_engine *e, int param, size_t *first, size_t 
 {
     ZC_ASSERT(e->finalized && param >= 0 && param < e->nparams);
     const zc_param_info *p = &e->params[param].info;
-    if (!e->params_sharded) {
+    if (!sharded_params(e, &e->units[p->unit])) {
         *first = 0;
         *n = p->numel;
         return;
@@ -1793,7 +1828,7 @@ zc_status zc_engine_gather_unit(zc_engine *e, int i, float *dst, zc_err *err)
     ZC_ASSERT(e->finalized && i >= 0 && i < e->nunits);
     unit_t *u = &e->units[i];
     size_t S = u->info.shard;
-    if (e->mixed ? !e->opt_sharded : !e->params_sharded || (u->full && !u->gather)) {
+    if (e->mixed ? !e->opt_sharded : !sharded_params(e, u) || (u->full && !u->gather)) {
         memcpy(dst, e->mixed ? u->master : u->full, u->info.padded * sizeof(float));
         return ZC_OK;
     }

@@ -32,6 +32,41 @@ static int64_t shard(size_t numel, int n, bool *ovf)
 }
 static int64_t or4(int bytes) { return bytes ? bytes : 4; }
 
+/* ---------- stage-3 persistence ---------- */
+
+static int64_t persistence_threshold(const zc_estimate_in *in)
+{
+    return in->persistence_threshold < 0 ? ZC_PERSISTENCE_AUTO : in->persistence_threshold;
+}
+
+int zc_estimate_persistent(const zc_estimate_in *in, bool *persistent)
+{
+    const int64_t below = persistence_threshold(in);
+    const int64_t cap = in->model_persistence_threshold;
+    int64_t held = 0;
+    int n = 0;
+    for (int u = 0; u < in->nunits; u++) {
+        const int64_t numel = (int64_t)in->unit_numel[u];
+        persistent[u] = in->stage == 3 && numel < below && numel <= cap - held;
+        if (persistent[u])
+            held += numel, n++;
+    }
+    return n;
+}
+
+/* persistent[] for in, or NULL when no unit is persistent (stages 0–2, threshold 0). */
+static bool *persistent_units(const zc_estimate_in *in)
+{
+    if (in->stage != 3 || persistence_threshold(in) <= 0)
+        return NULL;
+    bool *p = malloc((size_t)in->nunits * sizeof *p);
+    ZC_ASSERT(p);
+    if (zc_estimate_persistent(in, p))
+        return p;
+    free(p);
+    return NULL;
+}
+
 /* ---------- offload ---------- */
 
 enum { SWAP_ALIGN = 4096, SUB_GROUP_ALIGN = 2048 }; /* a sub-group of 2-byte elements: 4 KiB */
@@ -64,6 +99,7 @@ static zc_offload_plan offload_plan(const zc_estimate_in *in, zc_unit_offload *u
     zc_offload_plan plan = {0};
     int64_t total = 0, cum_opt = 0, cum_par = 0, max_streamed = 0, max_read = 0, max_grad = 0;
     bool par_spilled = false, streamed[ZC_NSTREAMS] = {false};
+    bool *kept = persistent_units(in); /* whole on every rank: never on disk */
     for (int u = 0; u < in->nunits; u++)
         total = add(total, shard(in->unit_numel[u], in->nranks, ovf), ovf);
     for (int u = 0; u < in->nunits; u++) {
@@ -73,9 +109,11 @@ static zc_offload_plan offload_plan(const zc_estimate_in *in, zc_unit_offload *u
         cum_opt = add(cum_opt, S, ovf);
         x.optimizer = opt && (ratio >= 1.0 || (double)cum_opt <= ratio * (double)total);
         x.grads = x.optimizer && in->stage == 3;
-        cum_par = add(cum_par, S, ovf);
-        par_spilled = par_spilled || cum_par > in->max_in_cpu;
-        x.params = par && par_spilled;
+        if (!(kept && kept[u])) {
+            cum_par = add(cum_par, S, ovf);
+            par_spilled = par_spilled || cum_par > in->max_in_cpu;
+            x.params = par && par_spilled;
+        }
         if (x.grads) {
             x.grads_off = plan.optimizer_file;
             plan.optimizer_file = add(plan.optimizer_file, region(mul(S, G, ovf), ovf), ovf);
@@ -110,6 +148,7 @@ static zc_offload_plan offload_plan(const zc_estimate_in *in, zc_unit_offload *u
         if (units)
             units[u] = x;
     }
+    free(kept);
     const int64_t es[ZC_NSTREAMS] = {4, G, 4, 4, P};
     int64_t sg = sub_group_request(in, ovf);
     plan.sub_group = sg < max_streamed ? sg : max_streamed;
@@ -143,18 +182,21 @@ static zc_state_bytes states(const zc_estimate_in *in, bool *ovf)
         ZC_ASSERT(where);
         offload_plan(in, where, ovf);
     }
+    bool *kept = persistent_units(in);
     zc_state_bytes b = {0, 0, 0};
     for (int u = 0; u < in->nunits; u++) {
         zc_unit_offload x = where ? where[u] : (zc_unit_offload){0};
         int64_t S = shard(in->unit_numel[u], in->nranks, ovf), full = mul(S, in->nranks, ovf);
+        bool sharded = in->stage == 3 && !(kept && kept[u]);
         if (!x.params)
-            b.params = add(b.params, mul(P, in->stage == 3 ? S : full, ovf), ovf);
+            b.params = add(b.params, mul(P, sharded ? S : full, ovf), ovf);
         if (!x.grads)
             b.grads = add(b.grads, mul(G, in->stage >= 2 ? S : full, ovf), ovf);
         if (!x.optimizer)
             b.optimizer = add(b.optimizer, mul(K, in->stage >= 1 ? S : full, ovf), ovf);
     }
     free(where);
+    free(kept);
     return b;
 }
 
@@ -171,7 +213,16 @@ static int64_t comm_bytes(const zc_estimate_in *in, bool *ovf)
     const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
     const int64_t C = or4(in->comm_elem_bytes);
     int64_t per = C + (in->stage == 0 ? G : in->stage == 3 ? 2 * P : P);
-    return mul(mul(per, padded_numel(in, ovf) / in->nranks, ovf), in->nranks - 1, ovf);
+    bool *kept = persistent_units(in);
+    if (!kept)
+        return mul(mul(per, padded_numel(in, ovf) / in->nranks, ovf), in->nranks - 1, ovf);
+    /* a persistent unit is all-gathered once, after its update, as at stages 1–2 */
+    int64_t sum = 0;
+    for (int u = 0; u < in->nunits; u++)
+        sum = add(sum, mul(kept[u] ? C + P : per, shard(in->unit_numel[u], in->nranks, ovf), ovf),
+                  ovf);
+    free(kept);
+    return mul(sum, in->nranks - 1, ovf);
 }
 
 static int64_t max_shard(const zc_estimate_in *in, bool *ovf)
