@@ -114,6 +114,18 @@ static bool ends_with(const char *s, const char *suffix)
 
 bool zc_safetensors_is_path(const char *path) { return ends_with(path, ".safetensors"); }
 
+/* A data offset: an integral JSON number in [0, 2^53] (exact in a double). */
+static bool json_offset(const cJSON *it, uint64_t *out)
+{
+    if (!cJSON_IsNumber(it))
+        return false;
+    double v = it->valuedouble;
+    if (!(v >= 0 && v <= 9007199254740992.0) || v != floor(v))
+        return false;
+    *out = (uint64_t)v;
+    return true;
+}
+
 zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err)
 {
     FILE *f = fopen(path, "rb");
@@ -174,9 +186,10 @@ zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err)
                             "model's shape", path, pi->name);
             break;
         }
-        uint64_t b = (uint64_t)cJSON_GetArrayItem(offs, 0)->valuedouble;
-        uint64_t e2 = (uint64_t)cJSON_GetArrayItem(offs, 1)->valuedouble;
-        if (e2 - b != pi->numel * (uint64_t)es || data0 + e2 > (uint64_t)sb.st_size) {
+        uint64_t b = 0, e2 = 0;
+        bool offs_ok = json_offset(cJSON_GetArrayItem(offs, 0), &b) &&
+                       json_offset(cJSON_GetArrayItem(offs, 1), &e2) && b <= e2;
+        if (!offs_ok || e2 - b != pi->numel * (uint64_t)es || data0 + e2 > (uint64_t)sb.st_size) {
             st = zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' has data_offsets [%llu, %llu] that "
                             "do not fit its shape or the file (truncated?)", path, pi->name,
                             (unsigned long long)b, (unsigned long long)e2);
