@@ -61,6 +61,8 @@
 #ifndef ZEROC_CHECKPOINT_H
 #define ZEROC_CHECKPOINT_H
 
+#include "zeroc/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -72,7 +74,7 @@
  * in the manifest (client_json may be NULL). keep > 0: afterwards delete the oldest complete
  * checkpoints beyond the newest `keep` (the one just written is never deleted). On error no
  * checkpoint is half-written and the previous ones are untouched; every rank gets an error. */
-zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t step,
+ZC_API zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t step,
                        const char *config_json, const char *client_json, int keep, zc_err *err);
 
 /* Collective. Creates dir if needed and makes this job its only writer: rank 0 takes an
@@ -81,44 +83,44 @@ zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t ste
  * holds the lock, every rank gets ZC_EINVAL naming dir and the holder. Call before the first
  * step; zc_ckpt_save itself does not lock (a program calling it must own the directory). */
 typedef struct zc_ckpt_lock zc_ckpt_lock;
-zc_status zc_ckpt_lock_dir(zc_comm *comm, const char *dir, zc_ckpt_lock **lock, zc_err *err);
+ZC_API zc_status zc_ckpt_lock_dir(zc_comm *comm, const char *dir, zc_ckpt_lock **lock, zc_err *err);
 /* Releases the lock and removes dir/.lock (NULL: nothing). Not collective. */
-void zc_ckpt_unlock_dir(zc_ckpt_lock *lock);
+ZC_API void zc_ckpt_unlock_dir(zc_ckpt_lock *lock);
 
 /* path is a checkpoint directory (DIR/step-N, has manifest.json) or a save directory (uses
  * DIR/latest). Writes the checkpoint directory into out. Not collective. */
-zc_status zc_ckpt_resolve(const char *path, char *out, size_t outlen, zc_err *err);
+ZC_API zc_status zc_ckpt_resolve(const char *path, char *out, size_t outlen, zc_err *err);
 
 /* Collective. Loads the checkpoint in `ckdir` into a finalized engine of any world size and any
  * stage: each rank reads only the byte ranges it needs, after checking the CRC of each file it
  * reads. The model must have the same parameters (names, shapes) in the same units. *step gets
  * the optimizer steps done; *client_json (malloc'd, may be NULL) the trainer's state. */
-zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *step,
+ZC_API zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *step,
                        char **client_json, zc_err *err);
 
 /* Checks a checkpoint without loading it: manifest, every file's size and CRC. On success,
  * summary (malloc'd) describes it: step, world size, stage, parameters, sizes. Not collective. */
-zc_status zc_ckpt_verify(const char *ckdir, char **summary, zc_err *err);
+ZC_API zc_status zc_ckpt_verify(const char *ckdir, char **summary, zc_err *err);
 
 /* The manifest's summary without reading the shards. Not collective. */
-zc_status zc_ckpt_inspect(const char *ckdir, char **summary, zc_err *err);
+ZC_API zc_status zc_ckpt_inspect(const char *ckdir, char **summary, zc_err *err);
 
 /* Writes the checkpoint's weights as safetensors (tensor names = parameter names; F32, or BF16
  * rounded to nearest even), streamed in chunks (memory: a few MiB whatever the model's size),
  * each shard's CRC checked before use, through a temporary file and a rename. */
-zc_status zc_ckpt_export_safetensors(const char *ckdir, const char *out, bool bf16, zc_err *err);
+ZC_API zc_status zc_ckpt_export_safetensors(const char *ckdir, const char *out, bool bf16, zc_err *err);
 
 /* Reading a checkpoint's parameters without an engine (exports, conversions). */
 typedef struct zc_ckpt_reader zc_ckpt_reader;
-zc_status zc_ckpt_reader_open(const char *ckdir, zc_ckpt_reader **r, zc_err *err);
-int zc_ckpt_reader_num_params(const zc_ckpt_reader *r);
+ZC_API zc_status zc_ckpt_reader_open(const char *ckdir, zc_ckpt_reader **r, zc_err *err);
+ZC_API int zc_ckpt_reader_num_params(const zc_ckpt_reader *r);
 /* A number the trainer stored in the manifest's client object (0, or −1 if absent). */
-int zc_ckpt_reader_client_int(const zc_ckpt_reader *r, const char *key, int64_t *out);
+ZC_API int zc_ckpt_reader_client_int(const zc_ckpt_reader *r, const char *key, int64_t *out);
 /* name, shape, numel of parameter p (unit and offset as the writer registered them) */
-const zc_param_info *zc_ckpt_reader_param(const zc_ckpt_reader *r, int p);
+ZC_API const zc_param_info *zc_ckpt_reader_param(const zc_ckpt_reader *r, int p);
 /* elements [first, first + n) of parameter p, fp32 (the shard's CRC is checked first) */
-zc_status zc_ckpt_reader_read(zc_ckpt_reader *r, int p, size_t first, size_t n, float *dst,
+ZC_API zc_status zc_ckpt_reader_read(zc_ckpt_reader *r, int p, size_t first, size_t n, float *dst,
                               zc_err *err);
-void zc_ckpt_reader_close(zc_ckpt_reader *r);
+ZC_API void zc_ckpt_reader_close(zc_ckpt_reader *r);
 
 #endif

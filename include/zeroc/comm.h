@@ -25,6 +25,8 @@
 #ifndef ZEROC_COMM_H
 #define ZEROC_COMM_H
 
+#include "zeroc/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,19 +53,19 @@ typedef struct zc_comm zc_comm;
 typedef struct zc_comm_req zc_comm_req;
 
 /* Initialises MPI if needed (a singleton run without mpirun is a world of 1). */
-zc_status zc_comm_init(zc_comm **out, int *argc, char ***argv, zc_err *err);
+ZC_API zc_status zc_comm_init(zc_comm **out, int *argc, char ***argv, zc_err *err);
 /* Finalises MPI if zc_comm_init initialised it. */
-void zc_comm_finalize(zc_comm *c);
+ZC_API void zc_comm_finalize(zc_comm *c);
 /* Stops every rank now with the given exit code (after the caller printed why). */
-void zc_comm_abort(zc_comm *c, int code) __attribute__((noreturn));
+ZC_API void zc_comm_abort(zc_comm *c, int code) __attribute__((noreturn));
 
-int zc_comm_rank(const zc_comm *c);
-int zc_comm_size(const zc_comm *c);
+ZC_API int zc_comm_rank(const zc_comm *c);
+ZC_API int zc_comm_size(const zc_comm *c);
 /* Ranks on this rank's host (those sharing its memory), this rank included. */
-int zc_comm_local_size(const zc_comm *c);
-void zc_comm_set_timeout(zc_comm *c, double seconds);
-const zc_comm_counters *zc_comm_get_counters(const zc_comm *c);
-const char *zc_comm_op_name(zc_comm_op op);
+ZC_API int zc_comm_local_size(const zc_comm *c);
+ZC_API void zc_comm_set_timeout(zc_comm *c, double seconds);
+ZC_API const zc_comm_counters *zc_comm_get_counters(const zc_comm *c);
+ZC_API const char *zc_comm_op_name(zc_comm_op op);
 
 /* --- non-blocking data collectives --- label is copied; it names the request in errors. */
 
@@ -73,38 +75,38 @@ const char *zc_comm_op_name(zc_comm_op op);
  * j = 0..N−1 (in fp32) and stores the sum into out[0..len) as `out_type`, rounded once to
  * nearest even — or, with accumulate, stores out + sum rounded once. Bytes are counted at the
  * sent element size. */
-zc_status zc_comm_reduce_scatter_start(zc_comm *c, zc_dtype in, const void *send, void *recv,
+ZC_API zc_status zc_comm_reduce_scatter_start(zc_comm *c, zc_dtype in, const void *send, void *recv,
                                        size_t len, zc_dtype out_type, void *out, bool accumulate,
                                        const char *label, zc_comm_req **req, zc_err *err);
 /* In-place all-gather: buf holds N blocks of S elements of type t, block rank is this rank's. */
-zc_status zc_comm_all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S,
+ZC_API zc_status zc_comm_all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S,
                                    const char *label, zc_comm_req **req, zc_err *err);
 /* Progresses the request without blocking; *done is set when it has completed (then call wait). */
-zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, bool *done, zc_err *err);
+ZC_API zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, bool *done, zc_err *err);
 /* Waits (up to the timeout), finishes the request (the rank-order sum for a reduce-scatter)
  * and frees it. On an MPI error the request is freed too. On ZC_ETIMEOUT the collective is
  * still in flight and may still write its buffers: that is fatal for the job — report it and
  * call zc_comm_abort. */
-zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err);
+ZC_API zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err);
 
 /* --- blocking forms --- */
-zc_status zc_comm_all_gather(zc_comm *c, zc_dtype t, void *buf, size_t S, const char *label,
+ZC_API zc_status zc_comm_all_gather(zc_comm *c, zc_dtype t, void *buf, size_t S, const char *label,
                              zc_err *err);
 /* In-place all-reduce (sum) of count floats; uses a staging buffer it allocates. */
-zc_status zc_comm_all_reduce(zc_comm *c, float *buf, size_t count, const char *label,
+ZC_API zc_status zc_comm_all_reduce(zc_comm *c, float *buf, size_t count, const char *label,
                              zc_err *err);
-zc_status zc_comm_broadcast(zc_comm *c, float *buf, size_t count, int root, const char *label,
+ZC_API zc_status zc_comm_broadcast(zc_comm *c, float *buf, size_t count, int root, const char *label,
                             zc_err *err);
-zc_status zc_comm_barrier(zc_comm *c, const char *label, zc_err *err);
+ZC_API zc_status zc_comm_barrier(zc_comm *c, const char *label, zc_err *err);
 
 /* --- control messages (counted as ZC_COMM_CONTROL) --- */
 /* Every rank contributes `bytes` bytes; out receives N·bytes, rank order. */
-zc_status zc_comm_control_gather(zc_comm *c, const void *in, void *out, size_t bytes,
+ZC_API zc_status zc_comm_control_gather(zc_comm *c, const void *in, void *out, size_t bytes,
                                  const char *label, zc_err *err);
 /* Collective: every rank's status; if any failed, every rank returns the first failing rank's
  * status with "WHAT failed on rank R: <its message>" (in a world of 1, the message as it is). */
-zc_status zc_comm_agree(zc_comm *c, zc_status mine, const char *what, zc_err *err);
+ZC_API zc_status zc_comm_agree(zc_comm *c, zc_status mine, const char *what, zc_err *err);
 /* Sum of one double per rank, added in rank order (same bits on every rank). */
-zc_status zc_comm_sum_f64(zc_comm *c, double in, double *out, const char *label, zc_err *err);
+ZC_API zc_status zc_comm_sum_f64(zc_comm *c, double in, double *out, const char *label, zc_err *err);
 
 #endif

@@ -17,6 +17,8 @@
 #ifndef ZEROC_CONFIG_H
 #define ZEROC_CONFIG_H
 
+#include "zeroc/api.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -105,39 +107,39 @@ typedef struct {
 } zc_config;
 
 /* The defaults, in one place (documented in docs/CONFIG.md). */
-void zc_config_defaults(zc_config *cfg);
+ZC_API void zc_config_defaults(zc_config *cfg);
 
 /* Reads a JSON file over the current values; keys not in the file keep theirs. On error cfg is
  * unchanged. */
-zc_status zc_config_load_file(zc_config *cfg, const char *path, zc_err *err);
+ZC_API zc_status zc_config_load_file(zc_config *cfg, const char *path, zc_err *err);
 
 /* Same, from a string; `origin` names the source in messages (e.g. a file name; NULL: "config"). */
-zc_status zc_config_load_string(zc_config *cfg, const char *json, const char *origin, zc_err *err);
+ZC_API zc_status zc_config_load_string(zc_config *cfg, const char *json, const char *origin, zc_err *err);
 
 /* Sets one key by its dotted JSON path, e.g. ("optimizer.params.lr", "1e-3"); the string is parsed
  * by the key's type ("0.9,0.95" for optimizer.params.betas, true/false for booleans). On error
  * cfg is unchanged and the message starts with "command line: ". */
-zc_status zc_config_set(zc_config *cfg, const char *path, const char *value, zc_err *err);
+ZC_API zc_status zc_config_set(zc_config *cfg, const char *path, const char *value, zc_err *err);
 
 /* Checks ranges and cross-key consistency (train_batch_size vs micro × accum × world_size). */
-zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err);
+ZC_API zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err);
 
 /* Completes the batch triple the way DeepSpeed does, then validates. With train_batch_size set,
  * whichever of micro_batch / grad_accum was not given is derived from it (micro first, as
  * DeepSpeed); with train_batch_size 0 it becomes micro × accum × world_size. The derivation must
  * divide exactly. On error cfg is unchanged. */
-zc_status zc_config_resolve_batch(zc_config *cfg, int world_size, zc_err *err);
+ZC_API zc_status zc_config_resolve_batch(zc_config *cfg, int world_size, zc_err *err);
 
 /* The effective configuration as DeepSpeed-style JSON that zc_config_load_string reads back to
  * the same values; train_batch_size is left out while it is 0 (not derived yet). malloc'd,
  * caller frees; NULL if out of memory. */
-char *zc_config_to_json(const zc_config *cfg);
+ZC_API char *zc_config_to_json(const zc_config *cfg);
 
 /* "AdamW", "Adam", "SGD". */
-const char *zc_optim_name(zc_optim_type t);
+ZC_API const char *zc_optim_name(zc_optim_type t);
 
 /* The effective communication / gradient-accumulation types (DEFAULT resolved to cfg->dtype). */
-zc_dtype zc_config_comm_dtype(const zc_config *cfg);
-zc_dtype zc_config_grad_dtype(const zc_config *cfg);
+ZC_API zc_dtype zc_config_comm_dtype(const zc_config *cfg);
+ZC_API zc_dtype zc_config_grad_dtype(const zc_config *cfg);
 
 #endif

@@ -13,6 +13,8 @@
 #ifndef ZEROC_DTYPE_H
 #define ZEROC_DTYPE_H
 
+#include "zeroc/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,21 +24,21 @@ typedef enum { ZC_DTYPE_DEFAULT = -1, ZC_FP32 = 0, ZC_BF16, ZC_FP16, ZC_NDTYPES 
 
 /* "fp32", "bf16", "fp16" (the spelling of communication_data_type and --dtype); bytes per
  * element (0 for ZC_DTYPE_DEFAULT: resolve it first). */
-const char *zc_dtype_name(zc_dtype t);
-int zc_dtype_size(zc_dtype t);
+ZC_API const char *zc_dtype_name(zc_dtype t);
+ZC_API int zc_dtype_size(zc_dtype t);
 
 /* n elements of type t into fp32 (exact) / from fp32 (rounded to nearest even); fp32 copies. */
-void zc_dtype_widen(zc_dtype t, const void *src, float *dst, size_t n);
-void zc_dtype_narrow(zc_dtype t, const float *src, void *dst, size_t n);
+ZC_API void zc_dtype_widen(zc_dtype t, const void *src, float *dst, size_t n);
+ZC_API void zc_dtype_narrow(zc_dtype t, const float *src, void *dst, size_t n);
 
-void zc_f32_to_bf16(const float *src, uint16_t *dst, size_t n);
-void zc_bf16_to_f32(const uint16_t *src, float *dst, size_t n);
-void zc_f32_to_f16(const float *src, uint16_t *dst, size_t n);
-void zc_f16_to_f32(const uint16_t *src, float *dst, size_t n);
+ZC_API void zc_f32_to_bf16(const float *src, uint16_t *dst, size_t n);
+ZC_API void zc_bf16_to_f32(const uint16_t *src, float *dst, size_t n);
+ZC_API void zc_f32_to_f16(const float *src, uint16_t *dst, size_t n);
+ZC_API void zc_f16_to_f32(const uint16_t *src, float *dst, size_t n);
 
 /* The scalar references. */
-uint16_t zc_f32_to_bf16_ref(float x);
-uint16_t zc_f32_to_f16_ref(float x);
-float zc_f16_to_f32_ref(uint16_t h);
+ZC_API uint16_t zc_f32_to_bf16_ref(float x);
+ZC_API uint16_t zc_f32_to_f16_ref(float x);
+ZC_API float zc_f16_to_f32_ref(uint16_t h);
 
 #endif

@@ -47,6 +47,8 @@
 #ifndef ZEROC_ENGINE_H
 #define ZEROC_ENGINE_H
 
+#include "zeroc/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -116,52 +118,52 @@ typedef struct {
 typedef struct zc_engine zc_engine;
 
 /* The engine borrows comm and mem; they must outlive it. cfg is copied. */
-zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm, zc_mem *mem,
+ZC_API zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm, zc_mem *mem,
                            zc_err *err);
-void zc_engine_destroy(zc_engine *e);
+ZC_API void zc_engine_destroy(zc_engine *e);
 
 /* Registration, before zc_engine_finalize. Returns the new unit's / parameter's id. */
-int zc_engine_add_unit(zc_engine *e, const char *name);
-int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim, const int64_t *shape,
+ZC_API int zc_engine_add_unit(zc_engine *e, const char *name);
+ZC_API int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim, const int64_t *shape,
                         zc_init init);
 /* Allocates this rank's states and initialises the parameters. Collective: fails on every rank
  * (ZC_EINVAL) if any rank has another configuration or registered another model. */
-zc_status zc_engine_finalize(zc_engine *e, zc_err *err);
+ZC_API zc_status zc_engine_finalize(zc_engine *e, zc_err *err);
 
-int zc_engine_num_units(const zc_engine *e);
-int zc_engine_num_params(const zc_engine *e);
-const zc_unit_info *zc_engine_unit_info(const zc_engine *e, int unit);
-const zc_param_info *zc_engine_param_info(const zc_engine *e, int param);
-size_t zc_engine_total_numel(const zc_engine *e);  /* Ψ, unpadded */
-size_t zc_engine_total_padded(const zc_engine *e); /* Σ padded unit sizes */
-int zc_engine_stage(const zc_engine *e);
-zc_dtype zc_engine_dtype(const zc_engine *e); /* of the stored parameters */
-int zc_engine_rank(const zc_engine *e);
-int zc_engine_world_size(const zc_engine *e);
+ZC_API int zc_engine_num_units(const zc_engine *e);
+ZC_API int zc_engine_num_params(const zc_engine *e);
+ZC_API const zc_unit_info *zc_engine_unit_info(const zc_engine *e, int unit);
+ZC_API const zc_param_info *zc_engine_param_info(const zc_engine *e, int param);
+ZC_API size_t zc_engine_total_numel(const zc_engine *e);  /* Ψ, unpadded */
+ZC_API size_t zc_engine_total_padded(const zc_engine *e); /* Σ padded unit sizes */
+ZC_API int zc_engine_stage(const zc_engine *e);
+ZC_API zc_dtype zc_engine_dtype(const zc_engine *e); /* of the stored parameters */
+ZC_API int zc_engine_rank(const zc_engine *e);
+ZC_API int zc_engine_world_size(const zc_engine *e);
 
 /* Makes the unit's full parameters usable until release. */
-zc_status zc_engine_acquire(zc_engine *e, int unit, zc_err *err);
-zc_status zc_engine_release(zc_engine *e, int unit, zc_err *err);
+ZC_API zc_status zc_engine_acquire(zc_engine *e, int unit, zc_err *err);
+ZC_API zc_status zc_engine_release(zc_engine *e, int unit, zc_err *err);
 /* Full parameters of an acquired unit's parameter (numel floats). */
-float *zc_engine_param(zc_engine *e, int param);
+ZC_API float *zc_engine_param(zc_engine *e, int param);
 /* The same elements as stored (zc_engine_dtype: fp32, or bf16/fp16 bits), without a conversion:
  * for a product that takes 16-bit operands. Valid until release. */
-const void *zc_engine_param_stored(zc_engine *e, int param);
+ZC_API const void *zc_engine_param_stored(zc_engine *e, int param);
 /* The parameter's gradient buffer for this micro-batch; accumulate into it. NULL if out of
  * memory. */
-float *zc_engine_grad(zc_engine *e, int param);
+ZC_API float *zc_engine_grad(zc_engine *e, int param);
 /* Backward has finished with the unit for this micro-batch. */
-zc_status zc_engine_grads_ready(zc_engine *e, int unit, zc_err *err);
+ZC_API zc_status zc_engine_grads_ready(zc_engine *e, int unit, zc_err *err);
 /* Ends a micro-batch; at the accumulation boundary reduces, clips and updates. Gradients holding
  * inf/NaN skip the step under dynamic fp16 loss scaling (info->skipped); otherwise (fp32, bf16,
  * a static fp16 scale, or the scale at its minimum) they fail with ZC_ESTATE before any weight
  * is touched. */
-zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err);
+ZC_API zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err);
 
 /* Ends a forward-only pass (evaluation, sampling): stage 3 lets the gathers it prefetched for
  * units the pass will not use land and frees them, so the next training micro-batch starts
  * clean. No unit may be acquired or handed back. */
-zc_status zc_engine_end_pass(zc_engine *e, zc_err *err);
+ZC_API zc_status zc_engine_end_pass(zc_engine *e, zc_err *err);
 
 /* Mixed precision (bf16.enabled / fp16.enabled): parameters and gradients are stored in 16 bits,
  * each rank keeps an fp32 master copy of the parameters it updates, and the model still sees
@@ -170,12 +172,12 @@ zc_status zc_engine_end_pass(zc_engine *e, zc_err *err);
  * that is rounded to the gradient type when the unit is handed back. With fp16 those gradients are multiplied by the loss scale first (a power of two
  * while dynamic: the same bits as scaling the loss, since the model computes in fp32); the step
  * divides it out, so norms and clipping see unscaled values. */
-const zc_loss_scaler *zc_engine_loss_scaler(const zc_engine *e);
-void zc_engine_set_loss_scaler(zc_engine *e, const zc_loss_scaler *s);
+ZC_API const zc_loss_scaler *zc_engine_loss_scaler(const zc_engine *e);
+ZC_API void zc_engine_set_loss_scaler(zc_engine *e, const zc_loss_scaler *s);
 
 /* The learning rate of the next optimizer step (default: the config's). */
-void zc_engine_set_lr(zc_engine *e, double lr);
-int64_t zc_engine_steps_done(const zc_engine *e);
+ZC_API void zc_engine_set_lr(zc_engine *e, double lr);
+ZC_API int64_t zc_engine_steps_done(const zc_engine *e);
 
 /* Offload (ZeRO-Infinity): with offload_optimizer / offload_param on device "nvme", the states
  * zc_estimate_offload places on disk live in this rank's swap files (see src/offload/swap.h:
@@ -199,28 +201,28 @@ typedef struct {
     double update_seconds;         /* in the steps' updates (streaming the optimizer state) */
     int64_t update_bytes_read, update_bytes_written; /* the updates' share of the traffic */
 } zc_offload_stats;
-void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out);
+ZC_API void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out);
 
 /* Loading values (e.g. from a file), after finalize: the elements of `param` this rank stores
  * are [*first, *first + *n) (all of them in stages 0–2, the part inside this rank's shard in
  * stage 3); zc_engine_set_param_values writes elements [first, first + n) of the parameter,
  * which must lie within that range (ZC_EIO only when the values live in a swap file that
  * failed). Not collective: every rank loads what it stores. */
-void zc_engine_param_owned(const zc_engine *e, int param, size_t *first, size_t *n);
-zc_status zc_engine_set_param_values(zc_engine *e, int param, size_t first, size_t n,
+ZC_API void zc_engine_param_owned(const zc_engine *e, int param, size_t *first, size_t *n);
+ZC_API zc_status zc_engine_set_param_values(zc_engine *e, int param, size_t first, size_t n,
                                      const float *src, zc_err *err);
 
 /* Collective: the unit's full parameters (padded numel floats) into dst on every rank: the fp32
  * master values in mixed precision. */
-zc_status zc_engine_gather_unit(zc_engine *e, int unit, float *dst, zc_err *err);
+ZC_API zc_status zc_engine_gather_unit(zc_engine *e, int unit, float *dst, zc_err *err);
 /* Collective: SHA-256 of the full fp32 weights (unpadded, units in registration order,
  * little-endian) as 64 hex digits, on every rank; ZC_ESTATE if the ranks' replicas differ. */
-zc_status zc_engine_weights_sha256(zc_engine *e, char hex[65], zc_err *err);
+ZC_API zc_status zc_engine_weights_sha256(zc_engine *e, char hex[65], zc_err *err);
 
 /* The estimator's input describing this engine's model and configuration at `stage`; numel
  * must hold zc_engine_num_units entries and outlive the result. */
-zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *numel);
+ZC_API zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *numel);
 /* The ZeRO paper's per-rank model-state bytes for `stage` at this engine's world size and dtype. */
-zc_state_bytes zc_engine_state_bytes_for_stage(const zc_engine *e, int stage);
+ZC_API zc_state_bytes zc_engine_state_bytes_for_stage(const zc_engine *e, int stage);
 
 #endif

@@ -12,6 +12,8 @@
 #ifndef ZEROC_ESTIMATE_H
 #define ZEROC_ESTIMATE_H
 
+#include "zeroc/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,7 +65,7 @@ typedef struct {
 
 /* Stage 3's persistent units (whole on every rank, never gathered): persistent[u] for each
  * unit; false everywhere at stages 0–2. Returns how many. */
-int zc_estimate_persistent(const zc_estimate_in *in, bool *persistent);
+ZC_API int zc_estimate_persistent(const zc_estimate_in *in, bool *persistent);
 
 /* Where one unit's states live on this rank with offload. Units are placed in registration
  * order: the optimizer state (fp32 master, moments; at stage 3 the gradient shard with it) of
@@ -99,34 +101,34 @@ typedef struct {
  * sizes the functions below cannot count in 64 bits, at any stage: more than ZC_MAX_UNITS
  * units, more than ZC_MAX_NUMEL parameters, or offload and prefetch sizes whose buffers
  * overflow. Call it before the others: for such inputs they return INT64_MAX (saturated). */
-zc_status zc_estimate_check(const zc_estimate_in *in, zc_err *err);
+ZC_API zc_status zc_estimate_check(const zc_estimate_in *in, zc_err *err);
 
 /* The plan, and (if units is not NULL, nunits entries) each unit's placement. */
-zc_offload_plan zc_estimate_offload(const zc_estimate_in *in, zc_unit_offload *units);
+ZC_API zc_offload_plan zc_estimate_offload(const zc_estimate_in *in, zc_unit_offload *units);
 /* Bytes this rank keeps on disk (both swap files): the ledger's "nvme". */
-int64_t zc_estimate_nvme_bytes(const zc_estimate_in *in);
+ZC_API int64_t zc_estimate_nvme_bytes(const zc_estimate_in *in);
 /* Bound of the ledger's "offload" peak (RAM the disk tier streams through). */
-int64_t zc_estimate_offload_bound(const zc_estimate_in *in);
+ZC_API int64_t zc_estimate_offload_bound(const zc_estimate_in *in);
 
 /* Model-state bytes this rank keeps in RAM (with offload, what is not on disk). */
-zc_state_bytes zc_estimate_states(const zc_estimate_in *in);
+ZC_API zc_state_bytes zc_estimate_states(const zc_estimate_in *in);
 /* Bytes this rank sends per optimizer step (ring convention), Ψp = Σ padded unit sizes:
  * (C + P)·Ψp·(N−1)/N for stages 1–2 (reduce-scatter of gradients, all-gather of parameters),
  * (C + G)·Ψp·(N−1)/N for stage 0 (it all-gathers the reduced gradients), (C + 2P)·Ψp·(N−1)/N for
  * stage 3 (parameters gathered for forward and for backward); C, G, P the element sizes above:
  * 8·Ψp·(N−1)/N and 12·Ψp·(N−1)/N in fp32. */
-int64_t zc_estimate_comm_bytes(const zc_estimate_in *in);
+ZC_API int64_t zc_estimate_comm_bytes(const zc_estimate_in *in);
 /* Bytes of the reduce-scatter staging (send + receive), the ledger's "comm". */
-int64_t zc_estimate_comm_staging(const zc_estimate_in *in);
+ZC_API int64_t zc_estimate_comm_staging(const zc_estimate_in *in);
 /* An upper bound of the ledger's "working" peak: full-unit fp32 gradient buffers (stages 2–3,
  * and stages 0–1 with 16-bit gradients), gathered parameters of stage 3 (three units — the tied
  * embedding of a language model can be held across a pass — plus the prefetch allowance, capped
  * by max_live_parameters) and, with 16-bit parameters, the fp32 views of three acquired units. */
-int64_t zc_estimate_working_bound(const zc_estimate_in *in);
+ZC_API int64_t zc_estimate_working_bound(const zc_estimate_in *in);
 /* Elements stage 3 gathers ahead (stage3_prefetch_bucket_size; "auto", ZC_AUTO: the largest
  * unit's padded size — one unit ahead). */
-int64_t zc_estimate_prefetch_elems(const zc_estimate_in *in);
+ZC_API int64_t zc_estimate_prefetch_elems(const zc_estimate_in *in);
 /* Σ padded unit sizes. */
-int64_t zc_estimate_padded_numel(const zc_estimate_in *in);
+ZC_API int64_t zc_estimate_padded_numel(const zc_estimate_in *in);
 
 #endif

@@ -24,6 +24,8 @@
 #ifndef ZEROC_GEMM_H
 #define ZEROC_GEMM_H
 
+#include "zeroc/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,16 +33,16 @@
 typedef enum { ZC_GEMM_F32 = 0, ZC_GEMM_BF16 } zc_gemm_type;
 
 /* Bytes of workspace a bf16 product of this shape needs (0 for fp32). */
-size_t zc_gemm_workspace_bytes(int M, int N, int K);
+ZC_API size_t zc_gemm_workspace_bytes(int M, int N, int K);
 
-void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
+ZC_API void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
              int lda, const float *B, int ldb, float beta, float *C, int ldc, void *workspace,
              size_t workspace_bytes);
 
 /* A bf16 product whose B is already bf16 (the bits, e.g. a model's bf16-stored weights): used
  * as it is, not rounded again; A is rounded as by zc_gemm. The same result as zc_gemm on B
  * widened to fp32. */
-void zc_gemm_bf16_b16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+ZC_API void zc_gemm_bf16_b16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                       const uint16_t *B, int ldb, float beta, float *C, int ldc, void *workspace,
                       size_t workspace_bytes);
 
@@ -50,16 +52,16 @@ typedef struct {
     int64_t calls;
     double flops, seconds;
 } zc_gemm_counters;
-zc_gemm_counters zc_gemm_get_counters(void);
+ZC_API zc_gemm_counters zc_gemm_get_counters(void);
 
 /* The path products of type t take on this machine: "oneDNN <implementation>" (e.g. "oneDNN
  * brg:avx512_core_bf16", "oneDNN brg:avx512_core_amx"), "OpenBLAS sgemm" or "portable (sgemm
  * on bf16-rounded operands)". */
-const char *zc_gemm_path(zc_gemm_type t);
+ZC_API const char *zc_gemm_path(zc_gemm_type t);
 
 /* The reference the tests hold both paths to: op(A)·op(B) of the bf16-rounded operands,
  * accumulated in double, then alpha·(that) + beta·C rounded to fp32. Slow. */
-void zc_gemm_bf16_ref(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+ZC_API void zc_gemm_bf16_ref(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                       const float *B, int ldb, float beta, float *C, int ldc);
 
 #endif

@@ -19,6 +19,8 @@
 #ifndef ZEROC_MEM_H
 #define ZEROC_MEM_H
 
+#include "zeroc/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,27 +44,27 @@ typedef struct {
 
 typedef struct zc_mem zc_mem;
 
-zc_mem *zc_mem_create(void);
-void zc_mem_destroy(zc_mem *mem);
+ZC_API zc_mem *zc_mem_create(void);
+ZC_API void zc_mem_destroy(zc_mem *mem);
 
 /* 64-byte aligned, zero-filled; NULL on failure (bytes == 0 returns NULL too). */
-void *zc_mem_alloc(zc_mem *mem, zc_mem_category cat, size_t bytes);
+ZC_API void *zc_mem_alloc(zc_mem *mem, zc_mem_category cat, size_t bytes);
 /* bytes must be what was passed to zc_mem_alloc. NULL is a no-op. */
-void zc_mem_free(zc_mem *mem, zc_mem_category cat, void *p, size_t bytes);
+ZC_API void zc_mem_free(zc_mem *mem, zc_mem_category cat, void *p, size_t bytes);
 /* Counts bytes held outside RAM (ZC_MEM_NVME) without allocating; release what was charged. */
-void zc_mem_charge(zc_mem *mem, zc_mem_category cat, int64_t bytes);
-void zc_mem_release(zc_mem *mem, zc_mem_category cat, int64_t bytes);
+ZC_API void zc_mem_charge(zc_mem *mem, zc_mem_category cat, int64_t bytes);
+ZC_API void zc_mem_release(zc_mem *mem, zc_mem_category cat, int64_t bytes);
 
-zc_mem_stats zc_mem_get(const zc_mem *mem, zc_mem_category cat);
+ZC_API zc_mem_stats zc_mem_get(const zc_mem *mem, zc_mem_category cat);
 /* Peak of params + grads + optimizer held in RAM at the same moment. */
-int64_t zc_mem_model_states_peak(const zc_mem *mem);
+ZC_API int64_t zc_mem_model_states_peak(const zc_mem *mem);
 /* Forgets the peaks (sets them to the current values), e.g. after set-up. */
-void zc_mem_reset_peaks(zc_mem *mem);
+ZC_API void zc_mem_reset_peaks(zc_mem *mem);
 
-const char *zc_mem_category_name(zc_mem_category cat);
+ZC_API const char *zc_mem_category_name(zc_mem_category cat);
 
 /* The process's peak resident set (VmHWM) and current resident set (VmRSS), bytes; -1 if unknown. */
-int64_t zc_mem_peak_rss(void);
-int64_t zc_mem_current_rss(void);
+ZC_API int64_t zc_mem_peak_rss(void);
+ZC_API int64_t zc_mem_current_rss(void);
 
 #endif

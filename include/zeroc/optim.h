@@ -16,6 +16,8 @@
 #ifndef ZEROC_OPTIM_H
 #define ZEROC_OPTIM_H
 
+#include "zeroc/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,19 +37,19 @@ typedef struct {
 /* PyTorch/DeepSpeed Adam(W): m, v are this shard's moments (zero before step 1). The gradient
  * g holds n elements of type gt (fp32, or bf16/fp16 bits widened exactly on the way in).
  * Returns how many updated weights are not finite (inf or NaN): 0 in a healthy run. */
-int64_t zc_adam_update(float *p, const void *g, zc_dtype gt, float *m, float *v, size_t n,
+ZC_API int64_t zc_adam_update(float *p, const void *g, zc_dtype gt, float *m, float *v, size_t n,
                        float gscale, const zc_adam_hparams *h);
-void zc_adam_update_ref(float *p, const float *g, float *m, float *v, size_t n, float gscale,
+ZC_API void zc_adam_update_ref(float *p, const float *g, float *m, float *v, size_t n, float gscale,
                         const zc_adam_hparams *h);
 
 /* PyTorch SGD with momentum (dampening 0, no Nesterov); buf may be NULL when momentum is 0.
  * g as for zc_adam_update. */
-int64_t zc_sgd_update(float *p, const void *g, zc_dtype gt, float *buf, size_t n, float gscale,
+ZC_API int64_t zc_sgd_update(float *p, const void *g, zc_dtype gt, float *buf, size_t n, float gscale,
                       const zc_sgd_hparams *h);
-void zc_sgd_update_ref(float *p, const float *g, float *buf, size_t n, float gscale,
+ZC_API void zc_sgd_update_ref(float *p, const float *g, float *buf, size_t n, float gscale,
                        const zc_sgd_hparams *h);
 
 /* Σ g[i]² in double, blocked so the summation order depends only on n (not on threads). */
-double zc_sum_squares(const float *g, size_t n);
+ZC_API double zc_sum_squares(const float *g, size_t n);
 
 #endif

@@ -11,9 +11,11 @@
 #ifndef ZEROC_RNG_H
 #define ZEROC_RNG_H
 
+#include "zeroc/api.h"
+
 #include <stdint.h>
 
-double zc_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index);
-float zc_rng_normal(uint64_t seed, uint64_t stream, uint64_t index);
+ZC_API double zc_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index);
+ZC_API float zc_rng_normal(uint64_t seed, uint64_t stream, uint64_t index);
 
 #endif

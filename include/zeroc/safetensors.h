@@ -18,17 +18,19 @@
 #ifndef ZEROC_SAFETENSORS_H
 #define ZEROC_SAFETENSORS_H
 
+#include "zeroc/api.h"
+
 #include <stdbool.h>
 
 #include "zeroc/engine.h"
 
-zc_status zc_safetensors_save(zc_engine *e, const char *path, zc_err *err);
+ZC_API zc_status zc_safetensors_save(zc_engine *e, const char *path, zc_err *err);
 
 /* After zc_engine_finalize: sets the weights from a safetensors file (F32 or BF16 tensors whose
  * names and shapes are the model's parameters; any other tensor, or a missing one, is an
  * error). Each rank reads only the elements it holds. Not collective. */
-zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err);
+ZC_API zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err);
 /* Whether a path names a safetensors file (by its extension). */
-bool zc_safetensors_is_path(const char *path);
+ZC_API bool zc_safetensors_is_path(const char *path);
 
 #endif

@@ -28,12 +28,14 @@
 #ifndef ZEROC_SIMD_H
 #define ZEROC_SIMD_H
 
+#include "zeroc/api.h"
+
 typedef enum { ZC_SIMD_PORTABLE = 0, ZC_SIMD_AVX2, ZC_SIMD_AVX512 } zc_simd;
 
 /* The level the kernels run at: the widest the CPU supports, capped by ZEROC_SIMD (read once). */
-zc_simd zc_simd_level(void);
+ZC_API zc_simd zc_simd_level(void);
 /* "avx512", "avx2" or "portable" */
-const char *zc_simd_name(zc_simd level);
+ZC_API const char *zc_simd_name(zc_simd level);
 
 #if defined(__GNUC__)
 #define ZC_SIMD_INLINE static inline __attribute__((always_inline))

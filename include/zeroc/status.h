@@ -15,6 +15,8 @@
 #ifndef ZEROC_STATUS_H
 #define ZEROC_STATUS_H
 
+#include "zeroc/api.h"
+
 #include <stddef.h>
 
 typedef enum {
@@ -34,14 +36,14 @@ typedef struct {
 } zc_err;
 
 /* Fills err (if not NULL) with code and a printf-formatted message; returns code. */
-zc_status zc_err_set(zc_err *err, zc_status code, const char *fmt, ...)
+ZC_API zc_status zc_err_set(zc_err *err, zc_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Name of a status, e.g. "ZC_ETIMEOUT". */
-const char *zc_status_name(zc_status s);
+ZC_API const char *zc_status_name(zc_status s);
 
 /* Always-on assertion for programmer errors: prints file:line and aborts all ranks. */
-void zc_assert_fail(const char *expr, const char *file, int line) __attribute__((noreturn));
+ZC_API void zc_assert_fail(const char *expr, const char *file, int line) __attribute__((noreturn));
 #define ZC_ASSERT(e) ((e) ? (void)0 : zc_assert_fail(#e, __FILE__, __LINE__))
 
 #endif
