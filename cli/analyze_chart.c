@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "cli/analyze_chart.h"
+#include "cli/svg.h"
 
 const char *const analyze_checkpoint_names[CP_N] = {
     "after model creation", "after optimizer creation", "after data load",
@@ -43,12 +44,6 @@ zc_status analyze_write_csv(const char *path, const analyze_stage *st, int nstag
     return ZC_OK;
 }
 
-static double nice_step(double range)
-{
-    double raw = range / 6, mag = pow(10, floor(log10(raw))), r = raw / mag;
-    return (r <= 1 ? 1 : r <= 2 ? 2 : r <= 5 ? 5 : 10) * mag;
-}
-
 zc_status analyze_write_svg(const char *path, const char *title, const analyze_stage *st,
                             int nstages, zc_err *err)
 {
@@ -65,7 +60,7 @@ zc_status analyze_write_svg(const char *path, const char *title, const analyze_s
         ymax = fmax(ymax, fmax(sum, est));
     }
     ymax /= 1048576.0;
-    double step = nice_step(ymax > 0 ? ymax : 1), yt = ceil(ymax / step) * step;
+    double step = svg_nice_step(ymax > 0 ? ymax : 1), yt = ceil(ymax / step) * step;
     FILE *f = fopen(path, "w");
     if (!f)
         return zc_err_set(err, ZC_EIO, "cannot write '%s': %m", path);

@@ -13,6 +13,7 @@ int cmd_sample(zc_comm *comm, int argc, char **argv);
 int cmd_estimate(zc_comm *comm, int argc, char **argv);
 int cmd_analyze(zc_comm *comm, int argc, char **argv);
 int cmd_ckpt(zc_comm *comm, int argc, char **argv);
+int cmd_plot(int argc, char **argv); /* no MPI: reads reports, writes an SVG */
 /* Started without an MPI launcher, re-executes this command under mpirun with the --ranks
  * value of argv (default `ranks`); returns only if it does not (already launched, or 1 rank). */
 void cli_relaunch_under_mpirun(int argc, char **argv, int ranks);

@@ -18,7 +18,8 @@ static void usage(void)
            "  sample   generate text from an llm.c GPT-2 checkpoint (zeroc sample --help)\n"
            "  estimate per-rank memory and communication of each stage (zeroc estimate --help)\n"
            "  analyze  measure every stage's memory per rank on real ranks (zeroc analyze --help)\n"
-           "  ckpt     inspect, verify or export a sharded checkpoint (zeroc ckpt --help)\n\n"
+           "  ckpt     inspect, verify or export a sharded checkpoint (zeroc ckpt --help)\n"
+           "  plot     draw training reports (loss, tokens/s, memory per rank) as SVG\n\n"
            "Run on N ranks with: mpirun -np N zeroc train ...\n");
 }
 
@@ -85,6 +86,8 @@ int main(int argc, char **argv)
         usage();
         return argc < 2 ? 2 : 0;
     }
+    if (!strcmp(argv[1], "plot")) /* reads reports, writes an SVG: no MPI */
+        return cmd_plot(argc, argv);
     if (!strcmp(argv[1], "analyze"))
         cli_relaunch_under_mpirun(argc, argv, 4);
     zc_comm *comm;

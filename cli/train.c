@@ -462,8 +462,15 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     double *gemm_ms = calloc((size_t)o.steps, sizeof(double)); /* in the models' products */
     double *hits = calloc((size_t)o.steps, sizeof(double));   /* stage-3 prefetch */
     double *misses = calloc((size_t)o.steps, sizeof(double));
+    double *val_loss = malloc((size_t)o.steps * sizeof(double)); /* NaN: no validation */
     disk_step *disk_steps = calloc((size_t)o.steps, sizeof *disk_steps);
     char *config_json = zc_config_to_json(&cfg);
+    if (!loss || !gnorm || !ms || !scale || !gemm_ms || !hits || !misses || !val_loss ||
+        !disk_steps || !config_json)
+        st = zc_err_set(&err, ZC_ENOMEM, "out of memory for the per-step series of %d steps",
+                        o.steps);
+    for (int s = 0; val_loss && s < o.steps; s++)
+        val_loss[s] = NAN;
     /* Bytes per op of each step (not of validation or sampling), summed over steps ≥ 2 (or the
      * only step): the report's per-step average. */
     zc_comm_counters prev = *zc_comm_get_counters(comm);
@@ -524,6 +531,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         if (model.validate && o.val_data && ((o.val_every && (s + 1) % o.val_every == 0) || last))
             if ((st = model.validate(&model, &val, &err)))
                 break;
+        val_loss[s] = val;
         if (rank == 0 && (s % cfg.steps_per_print == 0 || last || s < 3 || !isnan(val) ||
                           info.skipped)) {
             int64_t states = zc_mem_get(mem, ZC_MEM_PARAMS).current +
@@ -582,7 +590,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     free(config_json);
     if (st) {
         free(loss), free(gnorm), free(ms), free(scale), free(hits), free(misses), free(gemm_ms);
-        free(disk_steps);
+        free(val_loss), free(disk_steps);
         return stop(comm, &err,
                     st == ZC_ELOCKSTEP || st == ZC_ESTATE || st == ZC_EINVAL ||
                         (st == ZC_EIO && ckpt_failed),
@@ -598,6 +606,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     rep.step_ms = ms + first_step;
     rep.loss_scale = scale + first_step;
     rep.gemm_ms = gemm_ms + first_step;
+    rep.val_loss = val_loss + first_step;
     rep.gemm_path_fp32 = zc_gemm_path(ZC_GEMM_F32);
     rep.gemm_path_bf16 = zc_gemm_path(ZC_GEMM_BF16);
     rep.simd = zc_simd_name(zc_simd_level());
@@ -639,7 +648,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
             st = train_report_write(&rep, o.report, &err);
     }
     free(all), free(loss), free(gnorm), free(ms), free(scale), free(hits), free(misses);
-    free(gemm_ms);
+    free(gemm_ms), free(val_loss);
     free(disk_steps);
     model.destroy(&model);
     zc_engine_destroy(e);

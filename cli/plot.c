@@ -1,0 +1,398 @@
+/* plot.c — `zeroc plot REPORT.json [REPORT.json ...] [--out FILE.svg]`: the runs' `--report`
+ * files drawn side by side as one SVG of four panels — the training loss with the validation
+ * losses, tokens per second (steps per second for a model without tokens), the gradient norm,
+ * and each rank's memory — the way a run is looked at rather than read.
+ *
+ * No MPI and no library beyond cJSON: the SVG is written by hand. Every panel's <g> carries its
+ * data range and plot area (data-x0, data-x1, data-y0, data-y1; data-px, data-py, data-pw,
+ * data-ph) so a reader — the test — can map any point back to the value it shows. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli/commands.h"
+#include "cli/svg.h"
+#include "zeroc/status.h"
+
+#define MAX_RUNS 8
+enum { MEM_PARAMS, MEM_GRADS, MEM_OPTIMIZER, MEM_WORKING, MEM_ACTIVATIONS, MEM_NCAT };
+static const char *const mem_keys[MEM_NCAT] = {"params", "grads", "optimizer", "working_peak",
+                                               "activations_peak"};
+static const char *const mem_names[MEM_NCAT] = {"params", "grads", "optimizer", "working (peak)",
+                                                "activations (peak)"};
+static const char *const mem_colour[MEM_NCAT] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",
+                                                 "#59a14f"};
+static const char *const run_colour[MAX_RUNS] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                                                 "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+
+typedef struct {
+    const char *path;
+    int first, steps, nranks;
+    double *loss, *val, *ms, *gnorm; /* steps each; NaN where absent */
+    double tokens_per_step;
+    double mem[64][MEM_NCAT + 1]; /* per rank (at most 64 drawn): categories, then peak RSS */
+} run;
+
+static void run_free(run *r)
+{
+    free(r->loss), free(r->val), free(r->ms), free(r->gnorm);
+}
+
+/* report[key] as `steps` numbers (null → NaN when nullable). */
+static zc_status series(const cJSON *root, const char *path, const char *key, int steps,
+                        bool nullable, double **out, zc_err *err)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!a && nullable) { /* a report from before the key existed */
+        *out = malloc((size_t)steps * sizeof(double));
+        for (int i = 0; *out && i < steps; i++)
+            (*out)[i] = NAN;
+        return *out ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
+    }
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != steps)
+        return zc_err_set(err, ZC_EINVAL, "%s: \"%s\" must be an array of %d numbers (one per "
+                          "step)", path, key, steps);
+    *out = malloc((size_t)steps * sizeof(double));
+    if (!*out)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    for (int i = 0; i < steps; i++) {
+        const cJSON *v = cJSON_GetArrayItem(a, i);
+        if (cJSON_IsNumber(v) && isfinite(v->valuedouble))
+            (*out)[i] = v->valuedouble;
+        else if (cJSON_IsNull(v) && nullable)
+            (*out)[i] = NAN;
+        else
+            return zc_err_set(err, ZC_EINVAL, "%s: \"%s\"[%d] is not a finite number", path,
+                              key, i);
+    }
+    return ZC_OK;
+}
+
+static zc_status number(const cJSON *o, const char *path, const char *key, double lo, double hi,
+                        double *out, zc_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi))
+        return zc_err_set(err, ZC_EINVAL, "%s: \"%s\" must be a number in [%g, %g]", path, key,
+                          lo, hi);
+    *out = v->valuedouble;
+    return ZC_OK;
+}
+
+static zc_status read_run(const char *path, run *r, zc_err *err)
+{
+    memset(r, 0, sizeof *r);
+    r->path = path;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return zc_err_set(err, ZC_EIO, "cannot read report '%s': %m", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *text = n >= 0 && n < (64l << 20) ? malloc((size_t)n + 1) : NULL;
+    size_t got = text ? fread(text, 1, (size_t)n, f) : 0;
+    fclose(f);
+    if (!text || got != (size_t)n) {
+        free(text);
+        return zc_err_set(err, ZC_EINVAL, "%s: not a readable report (%ld bytes)", path, n);
+    }
+    text[n] = 0;
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    zc_status st = cJSON_IsObject(root) ? ZC_OK
+                                        : zc_err_set(err, ZC_EINVAL, "%s: not JSON (a `zeroc "
+                                                     "train --report` file?)", path);
+    double steps = 0, first = 0, tps = 0;
+    if (!st)
+        st = number(root, path, "steps", 1, 1e8, &steps, err);
+    if (!st)
+        st = number(root, path, "first_step", 0, 1e9, &first, err);
+    if (!st && cJSON_GetObjectItemCaseSensitive(root, "tokens_per_step")) /* language models */
+        st = number(root, path, "tokens_per_step", 0, 1e18, &tps, err);
+    r->steps = (int)steps, r->first = (int)first, r->tokens_per_step = tps;
+    if (!st)
+        st = series(root, path, "loss", r->steps, false, &r->loss, err);
+    if (!st)
+        st = series(root, path, "step_ms", r->steps, false, &r->ms, err);
+    if (!st)
+        st = series(root, path, "grad_norm", r->steps, true, &r->gnorm, err);
+    if (!st)
+        st = series(root, path, "val_loss", r->steps, true, &r->val, err);
+    const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(root, "memory"), "ranks");
+    if (!st && (!cJSON_IsArray(ranks) || cJSON_GetArraySize(ranks) < 1))
+        st = zc_err_set(err, ZC_EINVAL, "%s: \"memory\".\"ranks\" must be a non-empty array",
+                        path);
+    r->nranks = st ? 0 : cJSON_GetArraySize(ranks);
+    if (r->nranks > 64)
+        r->nranks = 64;
+    for (int k = 0; !st && k < r->nranks; k++) {
+        const cJSON *o = cJSON_GetArrayItem(ranks, k);
+        char where[4200];
+        snprintf(where, sizeof where, "%s: memory.ranks[%d]", path, k);
+        for (int c = 0; !st && c <= MEM_NCAT; c++)
+            st = number(o, where, c < MEM_NCAT ? mem_keys[c] : "peak_rss", 0, 1e18,
+                        &r->mem[k][c], err);
+    }
+    cJSON_Delete(root);
+    if (st)
+        run_free(r);
+    return st;
+}
+
+typedef struct {
+    double px, py, pw, ph; /* plot area, pixels */
+    double x0, x1, y0, y1; /* data range */
+} panel;
+
+static double sx(const panel *p, double x) { return p->px + (x - p->x0) / (p->x1 - p->x0) * p->pw; }
+static double sy(const panel *p, double y) { return p->py + p->ph - (y - p->y0) / (p->y1 - p->y0) * p->ph; }
+
+/* Opens a panel: its group with the mapping, frame, grid, tick labels and title. */
+static void panel_open(FILE *f, const char *id, const char *title, const char *xlabel, panel *p)
+{
+    double ys = svg_nice_step(p->y1 - p->y0), xs = svg_nice_step(p->x1 - p->x0);
+    p->y0 = floor(p->y0 / ys) * ys, p->y1 = ceil(p->y1 / ys) * ys;
+    if (p->y1 <= p->y0)
+        p->y1 = p->y0 + ys;
+    fprintf(f, "<g id=\"%s\" data-x0=\"%.9g\" data-x1=\"%.9g\" data-y0=\"%.9g\" data-y1=\"%.9g\" "
+               "data-px=\"%.2f\" data-py=\"%.2f\" data-pw=\"%.2f\" data-ph=\"%.2f\">\n"
+               "<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" text-anchor=\"middle\">%s</text>\n",
+            id, p->x0, p->x1, p->y0, p->y1, p->px, p->py, p->pw, p->ph, p->px + p->pw / 2,
+            p->py - 10, title);
+    for (double y = p->y0; y <= p->y1 + ys * 1e-6; y += ys)
+        fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#ddd\"/>"
+                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" font-size=\"11\">%g</text>\n",
+                p->px, sy(p, y), p->px + p->pw, sy(p, y), p->px - 6, sy(p, y) + 4, y);
+    for (double x = ceil(p->x0 / xs) * xs; xlabel && x <= p->x1 + xs * 1e-6; x += xs)
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"11\">%g</text>\n",
+                sx(p, x), p->py + p->ph + 16, x);
+    fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" "
+               "stroke=\"black\"/>\n",
+            p->px, p->py, p->pw, p->ph);
+    if (xlabel)
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\">%s</text>\n",
+                p->px + p->pw / 2, p->py + p->ph + 34, xlabel);
+}
+
+/* One polyline per run over the finite values of v (x = the step's number, 1-based). */
+static void lines(FILE *f, const panel *p, const run *runs, int nruns, double *const *v,
+                  const char *kind, bool dots)
+{
+    for (int k = 0; k < nruns; k++) {
+        const run *r = &runs[k];
+        fprintf(f, "<polyline class=\"%s\" data-run=\"%d\" fill=\"none\" stroke=\"%s\" "
+                   "stroke-width=\"1.5\"%s points=\"",
+                kind, k, run_colour[k], dots ? " stroke-dasharray=\"4,3\"" : "");
+        for (int i = 0; i < r->steps; i++)
+            if (isfinite(v[k][i]))
+                fprintf(f, "%.2f,%.2f ", sx(p, r->first + i + 1), sy(p, v[k][i]));
+        fprintf(f, "\"/>\n");
+        for (int i = 0; dots && i < r->steps; i++)
+            if (isfinite(v[k][i]))
+                fprintf(f, "<circle class=\"%s-point\" data-run=\"%d\" cx=\"%.2f\" cy=\"%.2f\" "
+                           "r=\"3.5\" fill=\"%s\"/>\n",
+                        kind, k, sx(p, r->first + i + 1), sy(p, v[k][i]), run_colour[k]);
+    }
+}
+
+static void range(const run *runs, int nruns, double *const *v, double *lo, double *hi)
+{
+    *lo = INFINITY, *hi = -INFINITY;
+    for (int k = 0; k < nruns; k++)
+        for (int i = 0; i < runs[k].steps; i++)
+            if (isfinite(v[k][i]))
+                *lo = fmin(*lo, v[k][i]), *hi = fmax(*hi, v[k][i]);
+    if (!isfinite(*lo))
+        *lo = 0, *hi = 1;
+    if (*hi - *lo < 1e-12 * fmax(1, fabs(*hi)))
+        *lo -= 0.5, *hi += 0.5;
+}
+
+static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *err)
+{
+    char tmp[4400];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", out) >= (int)sizeof tmp)
+        return zc_err_set(err, ZC_EINVAL, "--out: the path is too long");
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
+    const double W = 1100, H = 840, cw = W / 2, ch = (H - 60) / 2;
+    double *loss[MAX_RUNS] = {0}, *val[MAX_RUNS] = {0}, *rate[MAX_RUNS] = {0},
+           *gn[MAX_RUNS] = {0};
+    int xmin = 1 << 30, xmax = 0, lm_tokens = 0;
+    for (int k = 0; k < nruns; k++) {
+        const run *r = &runs[k];
+        loss[k] = r->loss, val[k] = r->val, gn[k] = r->gnorm;
+        xmin = r->first + 1 < xmin ? r->first + 1 : xmin;
+        xmax = r->first + r->steps > xmax ? r->first + r->steps : xmax;
+        lm_tokens += r->tokens_per_step > 0;
+    }
+    if (xmax <= xmin)
+        xmax = xmin + 1;
+    bool oom = false;
+    for (int k = 0; k < nruns; k++) { /* tokens (or steps) per second */
+        rate[k] = malloc(sizeof(double) * (size_t)runs[k].steps);
+        oom |= !rate[k];
+        for (int i = 0; rate[k] && i < runs[k].steps; i++)
+            rate[k][i] = (lm_tokens == nruns ? runs[k].tokens_per_step : 1.0) /
+                         (runs[k].ms[i] / 1e3);
+    }
+    if (oom) {
+        for (int k = 0; k < nruns; k++)
+            free(rate[k]);
+        fclose(f);
+        remove(tmp);
+        return zc_err_set(err, ZC_ENOMEM, "out of memory drawing %s", out);
+    }
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+               "font-family=\"sans-serif\" font-size=\"12\">\n"
+               "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+            W, H);
+    /* legend: one line per run */
+    for (int k = 0; k < nruns; k++) {
+        fprintf(f, "<g class=\"legend\"><line x1=\"%.0f\" y1=\"%d\" x2=\"%.0f\" y2=\"%d\" "
+                   "stroke=\"%s\" stroke-width=\"3\"/><text x=\"%.0f\" y=\"%d\">",
+                20.0 + 270 * (k % 4), 18 + 16 * (k / 4), 44.0 + 270 * (k % 4),
+                18 + 16 * (k / 4), run_colour[k], 50.0 + 270 * (k % 4), 22 + 16 * (k / 4));
+        svg_text(f, runs[k].path);
+        fprintf(f, "</text></g>\n");
+    }
+    panel p;
+    double lo, hi, lo2, hi2;
+    range(runs, nruns, loss, &lo, &hi);
+    range(runs, nruns, val, &lo2, &hi2);
+    bool any_val = false;
+    for (int k = 0; k < nruns; k++)
+        for (int i = 0; i < runs[k].steps; i++)
+            any_val |= isfinite(val[k][i]);
+    if (any_val)
+        lo = fmin(lo, lo2), hi = fmax(hi, hi2);
+    p = (panel){70, 60 + 40, cw - 100, ch - 90, xmin, xmax, lo, hi};
+    panel_open(f, "loss", any_val ? "loss (line: training, dots: validation)" : "training loss",
+               "step", &p);
+    lines(f, &p, runs, nruns, loss, "loss", false);
+    if (any_val)
+        lines(f, &p, runs, nruns, val, "val", true);
+    fprintf(f, "</g>\n");
+    range(runs, nruns, rate, &lo, &hi);
+    p = (panel){cw + 70, 60 + 40, cw - 100, ch - 90, xmin, xmax, fmin(0, lo), hi};
+    panel_open(f, "rate", lm_tokens == nruns ? "tokens per second" : "steps per second", "step",
+               &p);
+    lines(f, &p, runs, nruns, rate, "rate", false);
+    fprintf(f, "</g>\n");
+    range(runs, nruns, gn, &lo, &hi);
+    p = (panel){70, 60 + ch + 40, cw - 100, ch - 90, xmin, xmax, fmin(0, lo), hi};
+    panel_open(f, "grad_norm", "gradient norm (before clipping)", "step", &p);
+    lines(f, &p, runs, nruns, gn, "grad_norm", false);
+    fprintf(f, "</g>\n");
+    /* memory: per run and rank, the ledger's categories stacked, the peak RSS as a tick */
+    int bars = 0;
+    double top = 0;
+    for (int k = 0; k < nruns; k++)
+        for (int q = 0; q < runs[k].nranks; q++, bars++) {
+            double sum = 0;
+            for (int c = 0; c < MEM_NCAT; c++)
+                sum += runs[k].mem[q][c];
+            top = fmax(top, fmax(sum, runs[k].mem[q][MEM_NCAT]) / 1048576.0);
+        }
+    p = (panel){cw + 70, 60 + ch + 40, cw - 230, ch - 90, 0, bars, 0, top > 0 ? top : 1};
+    panel_open(f, "memory", "memory per rank, MiB (tick: peak RSS)", NULL, &p);
+    double slot = p.pw / bars, bw = slot * 0.6;
+    int b = 0;
+    for (int k = 0; k < nruns; k++)
+        for (int q = 0; q < runs[k].nranks; q++, b++) {
+            double x = p.px + slot * b + (slot - bw) / 2, base = 0;
+            for (int c = 0; c < MEM_NCAT; c++) {
+                double v = runs[k].mem[q][c] / 1048576.0;
+                fprintf(f, "<rect class=\"mem\" data-run=\"%d\" data-rank=\"%d\" "
+                           "data-category=\"%s\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+                           "height=\"%.2f\" fill=\"%s\"/>\n",
+                        k, q, mem_keys[c], x, sy(&p, base + v), bw, sy(&p, base) - sy(&p, base + v),
+                        mem_colour[c]);
+                base += v;
+            }
+            double rss = runs[k].mem[q][MEM_NCAT] / 1048576.0;
+            fprintf(f, "<line class=\"rss\" data-run=\"%d\" data-rank=\"%d\" x1=\"%.2f\" "
+                       "y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"black\" stroke-width=\"2\"/>\n"
+                       "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"10\" "
+                       "fill=\"%s\">r%d</text>\n",
+                    k, q, x - 3, sy(&p, rss), x + bw + 3, sy(&p, rss), x + bw / 2,
+                    p.py + p.ph + 14, run_colour[k], q);
+        }
+    for (int c = MEM_NCAT - 1; c >= 0; c--)
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+                   "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">%s</text>\n",
+                p.px + p.pw + 14, p.py + 10 + 20.0 * (MEM_NCAT - 1 - c), mem_colour[c],
+                p.px + p.pw + 30, p.py + 20 + 20.0 * (MEM_NCAT - 1 - c), mem_names[c]);
+    fprintf(f, "</g>\n</svg>\n");
+    for (int k = 0; k < nruns; k++)
+        free(rate[k]);
+    if (ferror(f) | (fclose(f) != 0)) {
+        remove(tmp);
+        return zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
+    }
+    if (rename(tmp, out)) {
+        remove(tmp);
+        return zc_err_set(err, ZC_EIO, "cannot rename '%s' to '%s': %m", tmp, out);
+    }
+    return ZC_OK;
+}
+
+int cmd_plot(int argc, char **argv)
+{
+    const char *out = NULL, *paths[MAX_RUNS];
+    int n = 0;
+    zc_err err = {0};
+    zc_status st = ZC_OK;
+    for (int i = 2; i < argc && !st; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: zeroc plot REPORT.json [REPORT.json ...] [--out FILE.svg]\n\n"
+                   "Draws `zeroc train --report` files side by side (up to %d): the training "
+                   "and validation loss,\ntokens (or steps) per second, the gradient norm and "
+                   "each rank's memory, as one SVG.\n  --out FILE.svg  where to write it "
+                   "(default: the first report's name with .svg)\n",
+                   MAX_RUNS);
+            return 0;
+        } else if (!strcmp(argv[i], "--out")) {
+            if (i + 1 >= argc)
+                st = zc_err_set(&err, ZC_EINVAL, "--out needs a file name");
+            else
+                out = argv[++i];
+        } else if (argv[i][0] == '-') {
+            st = zc_err_set(&err, ZC_EINVAL, "unknown flag '%s' (see zeroc plot --help)", argv[i]);
+        } else if (n == MAX_RUNS) {
+            st = zc_err_set(&err, ZC_EINVAL, "at most %d reports in one plot", MAX_RUNS);
+        } else {
+            paths[n++] = argv[i];
+        }
+    }
+    if (!st && n == 0)
+        st = zc_err_set(&err, ZC_EINVAL, "give one or more report files (zeroc train --report "
+                        "FILE); see zeroc plot --help");
+    char def[4200];
+    if (!st && !out) {
+        const char *dot = strrchr(paths[0], '.'), *slash = strrchr(paths[0], '/');
+        int keep = dot && (!slash || dot > slash) ? (int)(dot - paths[0]) : (int)strlen(paths[0]);
+        snprintf(def, sizeof def, "%.*s.svg", keep, paths[0]);
+        out = def;
+    }
+    run runs[MAX_RUNS];
+    int loaded = 0;
+    for (; !st && loaded < n; loaded++)
+        if ((st = read_run(paths[loaded], &runs[loaded], &err)))
+            break;
+    if (!st)
+        st = write_svg(out, runs, n, &err);
+    for (int k = 0; k < loaded; k++)
+        run_free(&runs[k]);
+    if (st) {
+        fprintf(stderr, "zeroc: error: %s\n", err.msg);
+        return 1;
+    }
+    printf("wrote %s (%d run%s)\n", out, n, n == 1 ? "" : "s");
+    return 0;
+}
