@@ -16,6 +16,7 @@
 #include "cli/analyze_chart.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/units.h"
 #include "models/gpt2/gpt2.h"
 #include "models/mlp/mlp.h"
 #include "zeroc/engine.h"
@@ -31,13 +32,6 @@ static void snapshot(const zc_mem *mem, int64_t out[ANALYZE_NCAT])
 {
     for (int k = 0; k < ANALYZE_NCAT; k++)
         out[k] = zc_mem_get(mem, k).current;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
 }
 
 /* Resets the process's peak RSS so each stage's peak is its own. */
@@ -151,8 +145,6 @@ done:
     zc_mem_destroy(mem);
     return st;
 }
-
-static double mib(int64_t b) { return (double)b / 1048576.0; }
 
 static void print_stage(const analyze_stage *s, int nranks, const analyze_stage *s0)
 {

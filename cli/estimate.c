@@ -15,6 +15,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/units.h"
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/llmc_files.h"
 #include "models/mlp/mlp.h"
@@ -65,8 +66,6 @@ static int parse_bytes(const char *s, double *out)
     *out = v * mul;
     return 0;
 }
-
-static double mib(int64_t b) { return (double)b / (1024.0 * 1024.0); }
 
 int cmd_estimate(zc_comm *comm, int argc, char **argv)
 {

@@ -22,6 +22,7 @@
 #include "cli/train_model.h"
 #include "cli/train_opts.h"
 #include "cli/train_report.h"
+#include "cli/units.h"
 #include "zeroc/checkpoint.h"
 #include "zeroc/comm.h"
 #include "zeroc/config.h"
@@ -30,15 +31,6 @@
 #include "zeroc/simd.h"
 #include "zeroc/mem.h"
 #include "zeroc/safetensors.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
-static double mib(int64_t b) { return (double)b / (1024.0 * 1024.0); }
 
 /* The effective configuration on one line (the library gives it pretty-printed). */
 static void print_config(const zc_config *cfg)

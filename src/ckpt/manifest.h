@@ -1,8 +1,8 @@
 /* manifest.h — internal: a checkpoint's manifest.json read, checked against its SHA-256
  * (manifest.sha256) and cross-checked field by field, and the shard layout both the writer and
  * the readers compute from it (formats in zeroc/checkpoint.h). */
-#ifndef ZC_CKPT_MANIFEST_H
-#define ZC_CKPT_MANIFEST_H
+#ifndef ZEROC_CKPT_MANIFEST_H
+#define ZEROC_CKPT_MANIFEST_H
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>

@@ -1,8 +1,8 @@
 /* safetensors_header.h — internal: the safetensors JSON header (F32 or, with elem_bytes 2,
  * BF16 tensors, data in the given order, padded with spaces to a multiple of 8), shared by the
  * engine's export and the checkpoint export. malloc'd; *len is its padded length. */
-#ifndef ZC_CKPT_SAFETENSORS_HEADER_H
-#define ZC_CKPT_SAFETENSORS_HEADER_H
+#ifndef ZEROC_CKPT_SAFETENSORS_HEADER_H
+#define ZEROC_CKPT_SAFETENSORS_HEADER_H
 #include <stddef.h>
 
 #include "zeroc/engine.h"

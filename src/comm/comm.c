@@ -20,6 +20,7 @@
 #include <mpi.h>
 
 #include "util/abort_hook.h"
+#include "util/clock.h"
 #include "zeroc/comm.h"
 
 struct zc_comm {
@@ -42,13 +43,6 @@ struct zc_comm_req {
     bool accumulate;
     int done;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void abort_world(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
 
@@ -161,7 +155,7 @@ zc_status zc_comm_reduce_scatter_start(zc_comm *c, zc_dtype in, const void *send
                                        size_t len, zc_dtype out_type, void *out, bool accumulate,
                                        const char *label, zc_comm_req **req, zc_err *err)
 {
-    double t0 = now_s();
+    double t0 = zc_now_s();
     int n = c->size;
     zc_status st;
     if ((st = check_count(len, "reduce_scatter", label, err)))
@@ -188,7 +182,7 @@ zc_status zc_comm_reduce_scatter_start(zc_comm *c, zc_dtype in, const void *send
     }
     c->ctr.bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)(len * (size_t)zc_dtype_size(in)) * (n - 1);
     c->ctr.calls[ZC_COMM_REDUCE_SCATTER]++;
-    c->ctr.seconds[ZC_COMM_REDUCE_SCATTER] += now_s() - t0;
+    c->ctr.seconds[ZC_COMM_REDUCE_SCATTER] += zc_now_s() - t0;
     *req = r;
     return ZC_OK;
 }
@@ -196,7 +190,7 @@ zc_status zc_comm_reduce_scatter_start(zc_comm *c, zc_dtype in, const void *send
 static zc_status all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S, zc_comm_op op,
                                   const char *label, zc_comm_req **req, zc_err *err)
 {
-    double t0 = now_s();
+    double t0 = zc_now_s();
     zc_status st;
     if ((st = check_count(S, zc_comm_op_name(op), label, err)))
         return st;
@@ -217,7 +211,7 @@ static zc_status all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S, z
         c->ctr.bytes[op] += (int64_t)(S * (size_t)zc_dtype_size(t)) * (c->size - 1);
         c->ctr.calls[op]++;
     }
-    c->ctr.seconds[op] += now_s() - t0;
+    c->ctr.seconds[op] += zc_now_s() - t0;
     *req = r;
     return ZC_OK;
 }
@@ -270,7 +264,7 @@ static void rank_order_sum(const zc_comm_req *r, int n)
 
 zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err)
 {
-    double t0 = now_s();
+    double t0 = zc_now_s();
     long spins = 0;
     while (!req->done) {
         int rc = MPI_Test(&req->mpi, &req->done, MPI_STATUS_IGNORE);
@@ -283,7 +277,7 @@ zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err)
             break;
         if (++spins > 64) {
             sched_yield();
-            if ((spins & 63) == 0 && now_s() - t0 > c->timeout_s) {
+            if ((spins & 63) == 0 && zc_now_s() - t0 > c->timeout_s) {
                 zc_status st = zc_err_set(
                     err, ZC_ETIMEOUT,
                     "rank %d: %s (%s) waited more than comm_timeout_s = %g s: another rank is "
@@ -296,7 +290,7 @@ zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err)
     }
     if (req->op == ZC_COMM_REDUCE_SCATTER)
         rank_order_sum(req, c->size);
-    c->ctr.seconds[req->op] += now_s() - t0;
+    c->ctr.seconds[req->op] += zc_now_s() - t0;
     req_free(req);
     return ZC_OK;
 }
@@ -313,7 +307,7 @@ zc_status zc_comm_all_reduce(zc_comm *c, float *buf, size_t count, const char *l
                              zc_err *err)
 {
     int n = c->size;
-    double t0 = now_s();
+    double t0 = zc_now_s();
     c->ctr.calls[ZC_COMM_ALL_REDUCE]++;
     if (n == 1 || count == 0)
         return ZC_OK;
@@ -344,7 +338,7 @@ zc_status zc_comm_all_reduce(zc_comm *c, float *buf, size_t count, const char *l
     c->ctr = saved;
     c->ctr.calls[ZC_COMM_ALL_REDUCE] = ar_calls;
     c->ctr.bytes[ZC_COMM_ALL_REDUCE] = ar_bytes + 2 * (int64_t)(S * sizeof(float)) * (n - 1);
-    c->ctr.seconds[ZC_COMM_ALL_REDUCE] += now_s() - t0;
+    c->ctr.seconds[ZC_COMM_ALL_REDUCE] += zc_now_s() - t0;
     return st;
 }
 
@@ -357,7 +351,7 @@ zc_status zc_comm_broadcast(zc_comm *c, float *buf, size_t count, int root, cons
     zc_comm_req *r = req_new(ZC_COMM_BROADCAST, label);
     if (!r)
         return zc_err_set(err, ZC_ENOMEM, "out of memory in broadcast (%s)", label);
-    double t0 = now_s();
+    double t0 = zc_now_s();
     if (c->size == 1) {
         r->done = 1;
     } else {
@@ -370,7 +364,7 @@ zc_status zc_comm_broadcast(zc_comm *c, float *buf, size_t count, int root, cons
     /* Ring convention for a pipelined broadcast: B·(N−1)/N per rank on average. */
     c->ctr.bytes[ZC_COMM_BROADCAST] += (int64_t)(count * sizeof(float)) * (c->size - 1) / c->size;
     c->ctr.calls[ZC_COMM_BROADCAST]++;
-    c->ctr.seconds[ZC_COMM_BROADCAST] += now_s() - t0;
+    c->ctr.seconds[ZC_COMM_BROADCAST] += zc_now_s() - t0;
     return zc_comm_wait(c, r, err);
 }
 
@@ -380,7 +374,7 @@ zc_status zc_comm_control_gather(zc_comm *c, const void *in, void *out, size_t b
     zc_status st;
     if ((st = check_count(bytes, "control gather", label, err)))
         return st;
-    double t0 = now_s();
+    double t0 = zc_now_s();
     zc_comm_req *r = req_new(ZC_COMM_CONTROL, label);
     if (!r)
         return zc_err_set(err, ZC_ENOMEM, "out of memory in control gather (%s)", label);
@@ -397,7 +391,7 @@ zc_status zc_comm_control_gather(zc_comm *c, const void *in, void *out, size_t b
     }
     c->ctr.bytes[ZC_COMM_CONTROL] += (int64_t)bytes * (c->size - 1);
     c->ctr.calls[ZC_COMM_CONTROL]++;
-    c->ctr.seconds[ZC_COMM_CONTROL] += now_s() - t0;
+    c->ctr.seconds[ZC_COMM_CONTROL] += zc_now_s() - t0;
     return zc_comm_wait(c, r, err);
 }
 

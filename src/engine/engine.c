@@ -41,6 +41,7 @@
 #include <time.h>
 
 #include "engine/engine_state.h"
+#include "util/clock.h"
 #include "engine/init_values.h"
 #include "engine/loss_scale.h"
 #include "offload/aio.h"
@@ -168,13 +169,6 @@ struct zc_engine {
 };
 
 /* ---------- helpers ---------- */
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static const char *event_name(int ev)
 {
@@ -1595,7 +1589,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     float gscale = (float)(inv * coef);
     /* Update, overlapping each unit's parameter all-gather (stages 1–2) with the next update. */
     zc_comm_req *pending = NULL;
-    double t_update = now_s();
+    double t_update = zc_now_s();
     zc_aio_counters io0 = e->aio ? zc_aio_get_counters(e->aio) : (zc_aio_counters){0};
     if (e->stream)
         st = zc_stream_begin(e->stream, e->jobs, e->njobs, err);
@@ -1638,7 +1632,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
         st = zc_comm_agree(e->comm, bad, "checking the updated weights", err);
     if (e->aio) { /* the update phase's share of the disk traffic */
         zc_aio_counters io1 = zc_aio_get_counters(e->aio);
-        e->update_seconds += now_s() - t_update;
+        e->update_seconds += zc_now_s() - t_update;
         e->update_read += io1.bytes_read - io0.bytes_read;
         e->update_written += io1.bytes_written - io0.bytes_written;
     }

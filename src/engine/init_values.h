@@ -1,7 +1,7 @@
 /* init_values.h — internal: counter-based initial values, a pure function of
  * (seed, parameter index, element index), so any rank can fill any slice of any parameter. */
-#ifndef ZC_ENGINE_INIT_VALUES_H
-#define ZC_ENGINE_INIT_VALUES_H
+#ifndef ZEROC_ENGINE_INIT_VALUES_H
+#define ZEROC_ENGINE_INIT_VALUES_H
 #include <stddef.h>
 #include <stdint.h>
 

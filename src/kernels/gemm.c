@@ -27,6 +27,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "zeroc/dtype.h"
+#include "util/clock.h"
 #include "zeroc/gemm.h"
 #include "zeroc/status.h"
 
@@ -49,13 +50,6 @@ static struct {
     char path[96], path32[96]; /* what bf16 and fp32 products run on */
     zc_gemm_counters ctr;
 } G;
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 zc_gemm_counters zc_gemm_get_counters(void) { return G.ctr; }
 
@@ -265,9 +259,9 @@ void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha,
 {
     ZC_ASSERT(M > 0 && N > 0 && K > 0);
     init();
-    double t0 = now_s();
+    double t0 = zc_now_s();
     gemm(t, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, workspace, workspace_bytes);
-    G.ctr.seconds += now_s() - t0;
+    G.ctr.seconds += zc_now_s() - t0;
     G.ctr.flops += 2.0 * M * N * K;
     G.ctr.calls++;
 }
@@ -278,9 +272,9 @@ void zc_gemm_bf16_b16(bool ta, bool tb, int M, int N, int K, float alpha, const 
 {
     ZC_ASSERT(M > 0 && N > 0 && K > 0);
     init();
-    double t0 = now_s();
+    double t0 = zc_now_s();
     gemm_b16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, workspace, workspace_bytes);
-    G.ctr.seconds += now_s() - t0;
+    G.ctr.seconds += zc_now_s() - t0;
     G.ctr.flops += 2.0 * M * N * K;
     G.ctr.calls++;
 }

@@ -1,6 +1,6 @@
 /* crc32c.h — internal: CRC-32C (Castagnoli), the checksum of checkpoint shard files. */
-#ifndef ZC_UTIL_CRC32C_H
-#define ZC_UTIL_CRC32C_H
+#ifndef ZEROC_UTIL_CRC32C_H
+#define ZEROC_UTIL_CRC32C_H
 #include <stddef.h>
 #include <stdint.h>
 /* crc = zc_crc32c(0, data, n) for a whole buffer; chain calls to continue a stream. */

@@ -1,6 +1,6 @@
 /* sha256.h — internal: SHA-256 (FIPS 180-4), streaming, for weight digests. */
-#ifndef ZC_UTIL_SHA256_H
-#define ZC_UTIL_SHA256_H
+#ifndef ZEROC_UTIL_SHA256_H
+#define ZEROC_UTIL_SHA256_H
 #include <stddef.h>
 #include <stdint.h>
 typedef struct {
