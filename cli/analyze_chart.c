@@ -3,20 +3,35 @@
  * stacked bar per stage, the estimate as a dashed mark). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli/analyze_chart.h"
 #include "cli/svg.h"
+#include "zeroc/durable.h"
 
 const char *const analyze_checkpoint_names[CP_N] = {
     "after model creation", "after optimizer creation", "after data load",
     "after forward",        "after backward",           "after step"};
 
+/* A file built in memory (open_memstream), then written durably whole. */
+static zc_status finish(FILE *f, char **text, size_t *len, const char *path, zc_err *err)
+{
+    /* the stream sets *text and *len when it is closed */
+    zc_status st = ferror(f) | (fclose(f) != 0)
+                       ? zc_err_set(err, ZC_ENOMEM, "out of memory writing '%s'", path)
+                       : zc_durable_write_file(path, *text, *len, err);
+    free(*text);
+    return st;
+}
+
 zc_status analyze_write_csv(const char *path, const analyze_stage *st, int nstages, int nranks,
                             zc_err *err)
 {
-    FILE *f = fopen(path, "w");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
     if (!f)
-        return zc_err_set(err, ZC_EIO, "cannot write '%s': %m", path);
+        return zc_err_set(err, ZC_ENOMEM, "out of memory writing '%s'", path);
     fprintf(f, "stage,rank,when,category,bytes\n");
     for (int s = 0; s < nstages; s++) {
         for (int r = 0; r < nranks; r++) {
@@ -39,9 +54,7 @@ zc_status analyze_write_csv(const char *path, const analyze_stage *st, int nstag
         fprintf(f, "%d,,estimate,working_bound,%lld\n", st[s].stage,
                 (long long)st[s].est_working_bound);
     }
-    if (fclose(f) != 0)
-        return zc_err_set(err, ZC_EIO, "cannot write '%s': %m", path);
-    return ZC_OK;
+    return finish(f, &text, &len, path, err);
 }
 
 zc_status analyze_write_svg(const char *path, const char *title, const analyze_stage *st,
@@ -61,9 +74,11 @@ zc_status analyze_write_svg(const char *path, const char *title, const analyze_s
     }
     ymax /= 1048576.0;
     double step = svg_nice_step(ymax > 0 ? ymax : 1), yt = ceil(ymax / step) * step;
-    FILE *f = fopen(path, "w");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
     if (!f)
-        return zc_err_set(err, ZC_EIO, "cannot write '%s': %m", path);
+        return zc_err_set(err, ZC_ENOMEM, "out of memory writing '%s'", path);
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
                "font-family=\"sans-serif\" font-size=\"13\">\n"
                "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
@@ -115,7 +130,5 @@ zc_status analyze_write_svg(const char *path, const char *title, const analyze_s
                "estimate (states +</text><text x=\"%.1f\" y=\"%.1f\">activations + comm)</text>\n"
                "</svg>\n",
             lx, ly + 7, lx + 14, ly + 7, lx + 20, ly + 12, lx + 20, ly + 27);
-    if (fclose(f) != 0)
-        return zc_err_set(err, ZC_EIO, "cannot write '%s': %m", path);
-    return ZC_OK;
+    return finish(f, &text, &len, path, err);
 }

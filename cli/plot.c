@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/svg.h"
+#include "zeroc/durable.h"
 #include "zeroc/status.h"
 
 #define MAX_RUNS 8
@@ -214,12 +215,11 @@ static void range(const run *runs, int nruns, double *const *v, double *lo, doub
 
 static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *err)
 {
-    char tmp[4400];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", out) >= (int)sizeof tmp)
-        return zc_err_set(err, ZC_EINVAL, "--out: the path is too long");
-    FILE *f = fopen(tmp, "w");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len); /* then written durably, whole */
     if (!f)
-        return zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
+        return zc_err_set(err, ZC_ENOMEM, "out of memory drawing %s", out);
     const double W = 1100, H = 840, cw = W / 2, ch = (H - 60) / 2;
     double *loss[MAX_RUNS] = {0}, *val[MAX_RUNS] = {0}, *rate[MAX_RUNS] = {0},
            *gn[MAX_RUNS] = {0};
@@ -245,7 +245,7 @@ static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *
         for (int k = 0; k < nruns; k++)
             free(rate[k]);
         fclose(f);
-        remove(tmp);
+        free(text);
         return zc_err_set(err, ZC_ENOMEM, "out of memory drawing %s", out);
     }
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
@@ -331,15 +331,11 @@ static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *
     fprintf(f, "</g>\n</svg>\n");
     for (int k = 0; k < nruns; k++)
         free(rate[k]);
-    if (ferror(f) | (fclose(f) != 0)) {
-        remove(tmp);
-        return zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
-    }
-    if (rename(tmp, out)) {
-        remove(tmp);
-        return zc_err_set(err, ZC_EIO, "cannot rename '%s' to '%s': %m", tmp, out);
-    }
-    return ZC_OK;
+    zc_status st = ferror(f) | (fclose(f) != 0)
+                       ? zc_err_set(err, ZC_ENOMEM, "out of memory drawing %s", out)
+                       : zc_durable_write_file(out, text, len, err);
+    free(text);
+    return st;
 }
 
 int cmd_plot(int argc, char **argv)

@@ -1,5 +1,5 @@
 /* train_report.c — writes `zeroc train --report FILE` (format in docs/REPORT.md). The file is
- * written to FILE.tmp and renamed, so a reader never sees half a report. */
+ * written durably (zeroc/durable.h), so a reader never sees half a report. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli/train_report.h"
+#include "zeroc/durable.h"
 
 static cJSON *num_array(const double *v, int n)
 {
@@ -105,20 +106,14 @@ zc_status train_report_write(const train_report *r, const char *path, zc_err *er
     cJSON_Delete(root);
     if (!text)
         return zc_err_set(err, ZC_ENOMEM, "out of memory writing the report");
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    zc_status st = ZC_OK;
-    if (!f) {
-        st = zc_err_set(err, ZC_EIO, "cannot write report '%s': %m", tmp);
-    } else {
-        int bad = fputs(text, f) < 0 || fputc('\n', f) < 0;
-        bad |= fclose(f) != 0;
-        if (bad || rename(tmp, path) != 0) {
-            st = zc_err_set(err, ZC_EIO, "cannot write report '%s': %m", path);
-            remove(tmp);
-        }
+    size_t n = strlen(text);
+    char *line = realloc(text, n + 2);
+    if (!line) {
+        free(text);
+        return zc_err_set(err, ZC_ENOMEM, "out of memory writing the report");
     }
-    free(text);
+    line[n] = '\n', line[n + 1] = 0;
+    zc_status st = zc_durable_write_file(path, line, n + 1, err);
+    free(line);
     return st;
 }

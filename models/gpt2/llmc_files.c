@@ -132,7 +132,7 @@ static uint64_t tensor_start(const llmc_header *h, int tensor, uint64_t *size)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* I/O helpers: whole-buffer pread/pwrite, regular-file open, temp file + rename */
+/* I/O helpers: whole-buffer pread, regular-file open (writes: zeroc/durable.h) */
 
 static zc_status pread_full(int fd, void *buf, size_t len, off_t off, const char *path,
                             const char *what, zc_err *err)
@@ -149,24 +149,6 @@ static zc_status pread_full(int fd, void *buf, size_t len, off_t off, const char
                               "%s: reading %s: unexpected end of file at byte %lld (the file "
                               "changed after it was validated?)",
                               path, what, (long long)off);
-        p += r;
-        off += r;
-        len -= (size_t)r;
-    }
-    return ZC_OK;
-}
-
-static zc_status pwrite_full(int fd, const void *buf, size_t len, off_t off, const char *path,
-                             const char *what, zc_err *err)
-{
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t r = pwrite(fd, p, len, off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return zc_err_set(err, ZC_EIO, "%s: writing %s: %s", path, what,
-                              r < 0 ? strerror(errno) : "no progress");
         p += r;
         off += r;
         len -= (size_t)r;
@@ -210,62 +192,6 @@ static zc_status open_with_header(const char *path, int *fd, off_t *size, int32_
         *fd = -1;
     }
     return st;
-}
-
-/* Creates tmp = path + ".tmp.<pid>" for writing (mode 0644 less umask). */
-static zc_status tmp_create(const char *path, char *tmp, size_t cap, int *fd_out, zc_err *err)
-{
-    int n = snprintf(tmp, cap, "%s.tmp.%ld", path, (long)getpid());
-    if (n < 0 || (size_t)n >= cap)
-        return zc_err_set(err, ZC_EINVAL, "%s: path too long", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return zc_err_set(err, ZC_EIO, "%s: cannot create temporary file %s: %s", path, tmp,
-                          strerror(errno));
-    *fd_out = fd;
-    return ZC_OK;
-}
-
-/* Best effort: makes the rename durable. Some file systems refuse fsync on a directory. */
-static void fsync_parent_dir(const char *path)
-{
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-}
-
-/* fsync + close + rename tmp → path. Closes fd and removes tmp on any failure. */
-static zc_status tmp_commit(int fd, const char *tmp, const char *path, zc_err *err)
-{
-    if (fsync(fd) != 0) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        return zc_err_set(err, ZC_EIO, "%s: fsync of %s failed: %s", path, tmp, strerror(e));
-    }
-    if (close(fd) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return zc_err_set(err, ZC_EIO, "%s: close of %s failed: %s", path, tmp, strerror(e));
-    }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return zc_err_set(err, ZC_EIO, "%s: cannot rename %s into place: %s", path, tmp,
-                          strerror(e));
-    }
-    fsync_parent_dir(path);
-    return ZC_OK;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -369,7 +295,6 @@ zc_status llmc_ckpt_create(llmc_ckpt_writer *w, const char *path, const llmc_hea
 {
     ZC_ASSERT(w && path && h);
     memset(w, 0, sizeof *w);
-    w->fd = -1;
     if (h->version != 0 && h->version != LLMC_CKPT_FP32)
         return zc_err_set(err, ZC_EINVAL, "%s: cannot write checkpoint version %d (only 3 = fp32)",
                           path, h->version);
@@ -382,11 +307,8 @@ zc_status llmc_ckpt_create(llmc_ckpt_writer *w, const char *path, const llmc_hea
     w->h = *h;
     w->h.version = LLMC_CKPT_FP32;
     snprintf(w->path, sizeof w->path, "%s", path);
-    st = tmp_create(path, w->tmp_path, sizeof w->tmp_path, &w->fd, err);
-    if (st) {
-        w->tmp_path[0] = 0;
+    if ((st = zc_durable_open(&w->out, path, err)))
         return st;
-    }
     int32_t hdr[HDR_INTS] = {0};
     hdr[0] = LLMC_CKPT_MAGIC;
     hdr[1] = LLMC_CKPT_FP32;
@@ -396,7 +318,7 @@ zc_status llmc_ckpt_create(llmc_ckpt_writer *w, const char *path, const llmc_hea
     hdr[5] = h->num_heads;
     hdr[6] = h->channels;
     hdr[7] = h->padded_vocab_size;
-    st = pwrite_full(w->fd, hdr, sizeof hdr, 0, w->tmp_path, "the header", err);
+    st = zc_durable_pwrite(w->out, hdr, sizeof hdr, 0, err);
     if (st)
         llmc_ckpt_abort(w);
     return st;
@@ -405,16 +327,14 @@ zc_status llmc_ckpt_create(llmc_ckpt_writer *w, const char *path, const llmc_hea
 zc_status llmc_ckpt_write(llmc_ckpt_writer *w, int tensor, size_t first, size_t n,
                           const float *src, zc_err *err)
 {
-    ZC_ASSERT(w && w->fd >= 0 && (src || n == 0));
+    ZC_ASSERT(w && w->out && (src || n == 0));
     ZC_ASSERT(tensor >= 0 && tensor < LLMC_NTENSORS);
     uint64_t tsize, start = tensor_start(&w->h, tensor, &tsize);
     ZC_ASSERT(first <= tsize && n <= tsize - first);
     if (n == 0)
         return ZC_OK;
-    char what[96];
-    snprintf(what, sizeof what, "%s[%zu..%zu)", tensor_names[tensor], first, first + n);
-    off_t off = (off_t)(LLMC_HEADER_BYTES + (start + first) * 4);
-    zc_status st = pwrite_full(w->fd, src, n * sizeof(float), off, w->tmp_path, what, err);
+    int64_t off = (int64_t)(LLMC_HEADER_BYTES + (start + first) * 4);
+    zc_status st = zc_durable_pwrite(w->out, src, n * sizeof(float), off, err);
     if (!st)
         w->written[tensor] += n;
     return st;
@@ -422,7 +342,7 @@ zc_status llmc_ckpt_write(llmc_ckpt_writer *w, int tensor, size_t first, size_t 
 
 zc_status llmc_ckpt_finish(llmc_ckpt_writer *w, zc_err *err)
 {
-    ZC_ASSERT(w && w->fd >= 0);
+    ZC_ASSERT(w && w->out);
     size_t sizes[LLMC_NTENSORS];
     llmc_tensor_sizes(&w->h, sizes);
     for (int i = 0; i < LLMC_NTENSORS; i++)
@@ -434,9 +354,8 @@ zc_status llmc_ckpt_finish(llmc_ckpt_writer *w, zc_err *err)
             llmc_ckpt_abort(w);
             return ZC_ESTATE;
         }
-    zc_status st = tmp_commit(w->fd, w->tmp_path, w->path, err);
-    w->fd = -1;
-    w->tmp_path[0] = 0;
+    zc_status st = zc_durable_commit(w->out, err);
+    w->out = NULL;
     return st;
 }
 
@@ -444,12 +363,8 @@ void llmc_ckpt_abort(llmc_ckpt_writer *w)
 {
     if (!w)
         return;
-    if (w->fd >= 0)
-        close(w->fd);
-    if (w->tmp_path[0])
-        unlink(w->tmp_path);
-    w->fd = -1;
-    w->tmp_path[0] = 0;
+    zc_durable_abort(w->out);
+    w->out = NULL;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -554,22 +469,20 @@ zc_status llmc_tokens_write(const char *path, const uint16_t *tok, size_t n, zc_
     if (n < 1 || n > INT32_MAX)
         return zc_err_set(err, ZC_EINVAL,
                           "%s: a token file holds 1 to %d tokens, not %zu", path, INT32_MAX, n);
-    char tmp[4096 + 32];
-    int fd = -1;
-    zc_status st = tmp_create(path, tmp, sizeof tmp, &fd, err);
+    zc_durable *f;
+    zc_status st = zc_durable_open(&f, path, err);
     if (st)
         return st;
     int32_t hdr[HDR_INTS] = {0};
     hdr[0] = LLMC_TOKENS_MAGIC;
     hdr[1] = LLMC_TOKENS_VERSION;
     hdr[2] = (int32_t)n;
-    st = pwrite_full(fd, hdr, sizeof hdr, 0, tmp, "the header", err);
+    st = zc_durable_write(f, hdr, sizeof hdr, err);
     if (!st)
-        st = pwrite_full(fd, tok, n * sizeof *tok, LLMC_HEADER_BYTES, tmp, "tokens", err);
+        st = zc_durable_write(f, tok, n * sizeof *tok, err);
     if (st) {
-        close(fd);
-        unlink(tmp);
+        zc_durable_abort(f);
         return st;
     }
-    return tmp_commit(fd, tmp, path, err);
+    return zc_durable_commit(f, err);
 }

@@ -64,6 +64,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zeroc/durable.h"
 #include "zeroc/status.h"
 
 #define LLMC_HEADER_BYTES 1024
@@ -104,11 +105,10 @@ zc_status llmc_ckpt_read(const char *path, const llmc_header *h, int tensor, siz
 /* --- checkpoints: writing (version 3, fp32) --- */
 
 typedef struct {
-    int fd;
+    zc_durable *out;               /* the temporary file, renamed to path by finish */
     llmc_header h;
     size_t written[LLMC_NTENSORS]; /* elements written so far, per tensor */
     char path[4096];               /* the final name */
-    char tmp_path[4096 + 32];      /* path + ".tmp.<pid>", renamed to path by finish */
 } llmc_ckpt_writer;
 
 /* Validates h (as read_header does; version must be 3, or 0 meaning 3) and creates the temporary

@@ -30,6 +30,7 @@
 #include "ckpt/manifest.h"
 #include "ckpt/safetensors_header.h"
 #include "util/crc32c.h"
+#include "zeroc/durable.h"
 #include "engine/engine_state.h"
 #include "offload/direct_file.h"
 #include "zeroc/checkpoint.h"
@@ -49,21 +50,6 @@ static int pathf(char *out, size_t n, const char *fmt, ...)
     int r = vsnprintf(out, n, fmt, ap);
     va_end(ap);
     return r;
-}
-
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        /* 8 MiB at a time: one huge write() ran at a fifth of the disk's speed here */
-        ssize_t w = write(fd, p, n < (8u << 20) ? n : (8u << 20));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w, n -= (size_t)w;
-    }
-    return 0;
 }
 
 static int read_at(int fd, void *buf, size_t n, off_t off)
@@ -98,21 +84,11 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
 
 static void rm_rf(const char *path) { nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
-/* Writes text to path through path.tmp-PID (no other process's name), fsync'd, renamed. */
+/* Writes text to path durably (zeroc/durable.h); -1 on failure (errno set). */
 static int write_file_atomic(const char *path, const char *text)
 {
-    char tmp[4200];
-    pathf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0)
-        return -1;
-    int bad = write_all(fd, text, strlen(text)) || fsync(fd);
-    bad |= close(fd);
-    if (bad || rename(tmp, path)) {
-        remove(tmp);
-        return -1;
-    }
-    return 0;
+    zc_err scratch;
+    return zc_durable_write_file(path, text, strlen(text), &scratch) ? -1 : 0;
 }
 
 static char *read_text(const char *path, size_t max)
@@ -847,16 +823,14 @@ zc_status zc_ckpt_export_safetensors(const char *ckdir, const char *out, bool bf
     char *header = zc_safetensors_header(r->params, np, bf16 ? 2 : 4, &hlen);
     if (!header)
         st = zc_err_set(err, ZC_ENOMEM, "out of memory");
-    char tmp[4200];
-    pathf(tmp, sizeof tmp, "%s.tmp", out);
-    int fd = st ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (!st && fd < 0)
-        st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
+    zc_durable *f = NULL;
+    if (!st)
+        st = zc_durable_open(&f, out, err);
     unsigned char le[8];
     for (int i = 0; i < 8; i++)
         le[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
-    if (!st && (write_all(fd, le, 8) || write_all(fd, header, hlen)))
-        st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
+    if (!st && !(st = zc_durable_write(f, le, 8, err)))
+        st = zc_durable_write(f, header, hlen, err);
     /* tensor by tensor, in chunks: memory stays at one chunk, whatever the model's size */
     enum { CHUNK = 1 << 22 };
     float *buf = malloc((size_t)CHUNK * sizeof(float));
@@ -872,19 +846,12 @@ zc_status zc_ckpt_export_safetensors(const char *ckdir, const char *out, bool bf
                 for (size_t i = 0; i < k; i++)
                     h[i] = to_bf16(buf[i]);
             }
-            if (write_all(fd, buf, k * (bf16 ? 2 : 4)))
-                st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
+            st = zc_durable_write(f, buf, k * (bf16 ? 2 : 4), err);
         }
-    if (fd >= 0) {
-        if (!st && fsync(fd))
-            st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
-        if (close(fd) && !st)
-            st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
-        if (!st && rename(tmp, out))
-            st = zc_err_set(err, ZC_EIO, "cannot rename '%s' to '%s': %m", tmp, out);
-        if (st)
-            remove(tmp);
-    }
+    if (f && st)
+        zc_durable_abort(f);
+    else if (f)
+        st = zc_durable_commit(f, err);
     free(buf);
     free(header);
     zc_ckpt_reader_close(r);

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "ckpt/safetensors_header.h"
+#include "zeroc/durable.h"
 #include "zeroc/safetensors.h"
 
 char *zc_safetensors_header(const zc_param_info *params, int nparams, int elem_bytes,
@@ -66,20 +67,18 @@ zc_status zc_safetensors_save(zc_engine *e, const char *path, zc_err *err)
         infos[p] = *zc_engine_param_info(e, p);
     char *header = infos ? zc_safetensors_header(infos, np, 4, &hlen) : NULL;
     free(infos);
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = NULL;
+    zc_durable *f = NULL;
     zc_status st = ZC_OK;
     if (!buf || !header)
         st = zc_err_set(err, ZC_ENOMEM, "out of memory exporting '%s'", path);
-    else if (writer && !(f = fopen(tmp, "wb")))
-        st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
+    else if (writer)
+        st = zc_durable_open(&f, path, err);
     if (!st && f) {
         unsigned char le[8];
         for (int i = 0; i < 8; i++)
             le[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
-        if (fwrite(le, 1, 8, f) != 8 || fwrite(header, 1, hlen, f) != hlen)
-            st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
+        if (!(st = zc_durable_write(f, le, 8, err)))
+            st = zc_durable_write(f, header, hlen, err);
     }
     /* Every rank runs every gather even after a local write error, so no rank is left waiting. */
     zc_status write_st = st;
@@ -87,18 +86,13 @@ zc_status zc_safetensors_save(zc_engine *e, const char *path, zc_err *err)
     for (int u = 0; u < zc_engine_num_units(e) && !st && buf && header; u++) {
         st = zc_engine_gather_unit(e, u, buf, err);
         const zc_unit_info *ui = zc_engine_unit_info(e, u);
-        if (!st && f && !write_st &&
-            fwrite(buf, sizeof(float), ui->numel, f) != ui->numel)
-            write_st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
+        if (!st && f && !write_st)
+            write_st = zc_durable_write(f, buf, ui->numel * sizeof(float), err);
     }
-    if (f) {
-        if (fclose(f) != 0 && !write_st)
-            write_st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", tmp);
-        if (!st && !write_st && rename(tmp, path) != 0)
-            write_st = zc_err_set(err, ZC_EIO, "cannot rename '%s' to '%s': %m", tmp, path);
-        if (st || write_st)
-            remove(tmp);
-    }
+    if (f && (st || write_st))
+        zc_durable_abort(f);
+    else if (f)
+        write_st = zc_durable_commit(f, err);
     free(buf);
     free(header);
     return st ? st : write_st;

@@ -1,0 +1,42 @@
+/* zeroc/durable.h — writing a file so that a crash at any moment leaves either the old file or
+ * the new one, never a mix: the bytes go to a temporary file beside the target (a name unique to
+ * the process and the call), which is fsync'd, renamed over the target, and the directory
+ * fsync'd. Every writer of user data in zeroc (checkpoint manifests and `latest`, exports,
+ * --save-weights, llm.c checkpoints and token files, reports, plots) goes through it.
+ *
+ *     zc_durable *f;
+ *     if (zc_durable_open(&f, "weights.bin", &err)) ...
+ *     zc_durable_write(f, header, n, &err);            // appends (or zc_durable_pwrite)
+ *     zc_durable_commit(f, &err);                      // fsync, rename, fsync the directory
+ *
+ * On any failure (and zc_durable_abort) the temporary file is removed and the target is left as
+ * it was; commit and abort free the handle. */
+#ifndef ZEROC_DURABLE_H
+#define ZEROC_DURABLE_H
+
+#include "zeroc/api.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zeroc/status.h"
+
+typedef struct zc_durable zc_durable;
+
+/* Creates the temporary file PATH.tmp-PID-N (mode 0644 less umask). */
+ZC_API zc_status zc_durable_open(zc_durable **out, const char *path, zc_err *err);
+/* Appends n bytes. */
+ZC_API zc_status zc_durable_write(zc_durable *f, const void *buf, size_t n, zc_err *err);
+/* Writes n bytes at offset off (any order; the file grows as needed). */
+ZC_API zc_status zc_durable_pwrite(zc_durable *f, const void *buf, size_t n, int64_t off,
+                                   zc_err *err);
+/* The temporary file's descriptor (for writers that need one, e.g. O_DIRECT-free streaming). */
+ZC_API int zc_durable_fd(const zc_durable *f);
+/* fsync, close, rename over the target, fsync its directory. Frees f, success or not. */
+ZC_API zc_status zc_durable_commit(zc_durable *f, zc_err *err);
+/* Removes the temporary file, leaves the target as it was, frees f. NULL is ignored. */
+ZC_API void zc_durable_abort(zc_durable *f);
+/* The whole of buf as the file at path, durably. */
+ZC_API zc_status zc_durable_write_file(const char *path, const void *buf, size_t n, zc_err *err);
+
+#endif

@@ -1,0 +1,141 @@
+/* test_durable.c — zeroc/durable.h: a writer killed at any moment (half-way through the bytes,
+ * or with every byte written but before the commit) leaves the old file intact; a commit
+ * replaces it whole; abort and failures leave it alone; writes at offsets land where asked; two
+ * writers of one path never share a temporary file. */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/check.h"
+#include "zeroc/durable.h"
+
+static char dir[256], target[512];
+
+static size_t read_file(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return (size_t)-1;
+    size_t n = fread(buf, 1, cap, f);
+    fclose(f);
+    return n;
+}
+
+static int entries(int *temps)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    *temps = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            n++, *temps += strstr(e->d_name, ".tmp-") != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static int holds(const char *want)
+{
+    char buf[1 << 16];
+    size_t n = read_file(target, buf, sizeof buf);
+    return n == strlen(want) && !memcmp(buf, want, n);
+}
+
+/* A child writes `part` bytes of text through a durable file, then is killed (SIGKILL) before
+ * it commits; `commit`: it commits first (then exits normally). */
+static int child_writes(const char *text, size_t part, int commit)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        zc_durable *f;
+        zc_err err;
+        if (zc_durable_open(&f, target, &err) || zc_durable_write(f, text, part, &err))
+            _exit(3);
+        if (commit)
+            _exit(zc_durable_commit(f, &err) ? 4 : 0);
+        raise(SIGKILL);
+        _exit(5);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return status;
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/zc_durable_XXXXXX");
+    if (!mkdtemp(dir))
+        return 1;
+    snprintf(target, sizeof target, "%s/weights.bin", dir);
+    zc_err err = {0};
+    static char v1[40000], v2[50000];
+    memset(v1, 'a', sizeof v1 - 1);
+    memset(v2, 'b', sizeof v2 - 1);
+    int temps;
+
+    CHECK(!zc_durable_write_file(target, v1, strlen(v1), &err) && holds(v1), "v1: %s", err.msg);
+    CHECK(entries(&temps) == 1 && temps == 0, "only the file after a commit");
+
+    int s = child_writes(v2, strlen(v2) / 2, 0);
+    CHECK(WIFSIGNALED(s) && WTERMSIG(s) == SIGKILL, "the child was killed half-way");
+    CHECK(holds(v1), "killed half-way through the bytes: the old file changed");
+    s = child_writes(v2, strlen(v2), 0);
+    CHECK(WIFSIGNALED(s) && holds(v1), "killed before the commit: the old file changed");
+    CHECK(entries(&temps) == 3 && temps == 2, "the killed writers' temporary files are theirs "
+          "alone (2), beside the file");
+
+    s = child_writes(v2, strlen(v2), 1);
+    CHECK(WIFEXITED(s) && WEXITSTATUS(s) == 0 && holds(v2), "a committed write replaces it whole");
+
+    /* abort: nothing changes, nothing is left */
+    zc_durable *f;
+    CHECK(!zc_durable_open(&f, target, &err), "open: %s", err.msg);
+    zc_durable_write(f, v1, 10, &err);
+    zc_durable_abort(f);
+    CHECK(holds(v2) && entries(&temps) == 3 && temps == 2, "abort left something");
+    zc_durable_abort(NULL);
+
+    /* pwrite out of order, then an append continues from the end */
+    CHECK(!zc_durable_open(&f, target, &err), "open: %s", err.msg);
+    CHECK(!zc_durable_pwrite(f, "world", 5, 6, &err) && !zc_durable_pwrite(f, "hello ", 6, 0, &err) &&
+              !zc_durable_write(f, "!", 1, &err) && !zc_durable_commit(f, &err),
+          "offsets: %s", err.msg);
+    CHECK(holds("hello world!"), "pwrite/write landed elsewhere");
+
+    /* two writers of one path at once: separate temporary files, the later commit wins */
+    zc_durable *a, *b;
+    CHECK(!zc_durable_open(&a, target, &err) && !zc_durable_open(&b, target, &err), "two opens");
+    zc_durable_write(a, "first", 5, &err);
+    zc_durable_write(b, "second", 6, &err);
+    CHECK(!zc_durable_commit(a, &err) && holds("first"), "first commit");
+    CHECK(!zc_durable_commit(b, &err) && holds("second"), "second commit");
+
+    /* failures name the file and leave nothing */
+    char missing[600];
+    snprintf(missing, sizeof missing, "%s/no/such/dir/x.bin", dir);
+    zc_status st = zc_durable_write_file(missing, "x", 1, &err);
+    CHECK(st == ZC_EIO && strstr(err.msg, missing) && strstr(err.msg, "No such file"),
+          "missing directory: %d %s", st, err.msg);
+    char into_dir[600];
+    snprintf(into_dir, sizeof into_dir, "%s", dir); /* renaming a file over a directory fails */
+    st = zc_durable_write_file(into_dir, "x", 1, &err);
+    CHECK(st == ZC_EIO && strstr(err.msg, "cannot rename"), "over a directory: %d %s", st,
+          err.msg);
+
+    /* clean up: the killed writers' temporary files, the target */
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char p[800];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            unlink(p);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+    return check_summary();
+}
