@@ -150,7 +150,6 @@ def test_estimate_huge_sizes():
     """Sizes whose byte counts pass 64 bits (or the products' int dimensions) are refused by
     flag and value, promptly, instead of printing wrapped (negative) sizes, dropping the
     activations or recommending a stage that cannot fit."""
-    import time
     cases = (
         (["--model", "mlp", "--hidden", "2000000000", "--layers", "2", "--ranks", "4",
           "--mem-per-rank", "1G"],
@@ -177,16 +176,19 @@ def test_estimate_huge_sizes():
          "(2^49)"),
     )
     for args, want in cases:
-        t0 = time.monotonic()
-        p = subprocess.run([H_.zeroc, "estimate", *args], capture_output=True, text=True,
-                           timeout=60)
-        took = time.monotonic() - t0
+        # refused before any size-proportional work: the unchecked sizes ran for minutes. The
+        # bound is generous (a loaded machine starts a sanitizer build slowly); not a timing test.
+        try:
+            p = subprocess.run([H_.zeroc, "estimate", *args], capture_output=True, text=True,
+                               timeout=90)
+        except subprocess.TimeoutExpired:
+            check(False, f"estimate {args} still ran after 90 s")
+            continue
         # (a sanitizer build appends its summary after the message)
         errs = [l for l in p.stderr.splitlines() if l.startswith("zeroc:")]
         check(p.returncode == 1 and errs == [f"zeroc: error: {want}"] and p.stdout == "" and
               "Sanitizer" not in p.stderr and "runtime error" not in p.stderr,
               f"estimate {args}: {p.returncode} {p.stderr!r} {p.stdout[:300]!r}")
-        check(took < 5, f"estimate {args} took {took:.1f} s")
     # the largest shapes that fit still print sizes that add up, all positive, in 64 bits
     e = estimate("--model", "mlp", "--hidden", "16777215", "--layers", "2", "--ranks", "4",
                  "--mem-per-rank", "1G")
