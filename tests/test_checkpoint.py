@@ -7,6 +7,7 @@ Usage: test_checkpoint.py ZEROC_BINARY MPIRUN_SH [test-name ...]"""
 import hashlib
 import json
 import os
+import signal
 import shutil
 import socket
 import struct
@@ -283,24 +284,53 @@ def test_resume_other_shape():
     check("step " not in p.stdout, "training started")
 
 
+def descendants(pid, name):
+    """The pids of the processes below pid whose command is name (from /proc)."""
+    children = {}
+    for p in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{p}/comm") as f:
+                comm = f.read().strip()
+        except (OSError, IndexError, ValueError):
+            continue
+        if p.isdigit():
+            children.setdefault(int(fields[1]), []).append((int(p), comm))
+    out, todo = [], [pid]
+    while todo:
+        for child, comm in children.get(todo.pop(), []):
+            todo.append(child)
+            if comm == name:
+                out.append(child)
+    return out
+
+
 def test_save_dir_locked():
     """A second job on a --save-dir in use is refused before its first step, naming the
     directory and the holder (pid, host) from the lock file; the first job's checkpoints are
     untouched and verify; once it ends the directory is free again."""
     d = H_.path("ck-locked")
-    # long enough (~10 ms a step, 30 s) that it still runs when the second job has ended
-    a = subprocess.Popen([H_.mpirun, "1", H_.zeroc, "train", "--hidden", "1024", "--layers", "4",
-                          "--micro-batch", "4", "--steps", "3000", "--save-dir", d,
-                          "--save-every", "1000"],
+    a = subprocess.Popen([H_.mpirun, "1", H_.zeroc, "train", "--hidden", "256", "--layers", "4",
+                          "--micro-batch", "4", "--steps", "8000", "--save-dir", d,
+                          "--save-every", "2000"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stopped = []
     try:
         for line in a.stdout:  # the first step: the job holds the directory by now
             if line.startswith("step "):
                 break
+        # hold the first job still (SIGSTOP; it keeps its lock) while the second one tries, so
+        # the test does not depend on how fast either runs
+        stopped = descendants(a.pid, "zeroc")
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
         _, b = train(1, "locked-b", *MLP, "--steps", 3, "--save-dir", d, ok=False)
-        still = a.poll() is None
+        still = a.poll() is None and stopped != []
     finally:
-        out, err = a.communicate(timeout=300)
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        out, err = a.communicate(timeout=600)
     check(still, "the first job ended before the second started (the test proves nothing)")
     check(b.returncode == 1, f"second job on a locked --save-dir: exit {b.returncode}")
     check(d in b.stderr and "in use" in b.stderr and "pid " in b.stderr and
@@ -308,11 +338,11 @@ def test_save_dir_locked():
     check("step " not in b.stdout, "the second job trained")
     check(a.returncode == 0, f"the first job failed: {err!r}")
     v = subprocess.run([H_.zeroc, "ckpt", "verify", d], capture_output=True, text=True)
-    check(v.returncode == 0 and "step 3000" in v.stdout, f"verify: {v.stdout}{v.stderr}")
+    check(v.returncode == 0 and "step 8000" in v.stdout, f"verify: {v.stdout}{v.stderr}")
     check(not [f for f in os.listdir(d) if f.startswith(".")],
           f"lock or temporary files left behind: {os.listdir(d)}")
-    _, c = train(1, "locked-c", "--hidden", 1024, "--layers", 4, "--micro-batch", 4,
-                 "--steps", 3001, "--save-dir", d, "--resume", d, ok=False)
+    _, c = train(1, "locked-c", "--hidden", 256, "--layers", 4, "--micro-batch", 4,
+                 "--steps", 8001, "--save-dir", d, "--resume", d, ok=False)
     check(c.returncode == 0, f"the directory stayed locked after the job: {c.stderr!r}")
 
 
