@@ -246,7 +246,8 @@ int cmd_detokenize(int argc, char **argv)
     if (!st)
         st = open_out(out, &f, &err);
     if (!st) {
-        fwrite(bytes, 1, len, f);
+        if (len)
+            fwrite(bytes, 1, len, f);
         st = close_out(out, f, &err);
     }
     free(bytes);

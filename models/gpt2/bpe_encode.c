@@ -2,6 +2,7 @@
  * Pieces up to SHORT_PIECE bytes merge in an array scanned for the lowest rank (fast for words);
  * longer ones (long runs of spaces, digits-free symbol strings, ...) in a linked list with a
  * binary heap keyed by (rank, position), so a piece of m bytes costs O(m log m), not O(m²). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -252,6 +253,9 @@ static zc_status encode_piece(bpe_encoder *e, const uint8_t *p, size_t m, bpe_id
             }
         }
     }
+    if (m > INT32_MAX) /* merge_long links positions as int32 */
+        return zc_err_set(err, ZC_EINVAL, "a piece of %zu bytes (one run of white space or of "
+                                          "one class) is more than the 2 GiB BPE can merge", m);
     zc_status st = scratch(e, m, err);
     if (st)
         return st;

@@ -208,7 +208,7 @@ static zc_status load_encoder(bpe_vocab *v, const char *path, const int16_t from
     {
         const char *key = it->string;
         double d = cJSON_IsNumber(it) ? it->valuedouble : -1;
-        if (!cJSON_IsNumber(it) || d != (double)(long)d || d < 0 || d >= n) {
+        if (!cJSON_IsNumber(it) || d < 0 || d >= n || d != (double)(long)d) {
             st = zc_err_set(err, ZC_EINVAL,
                             "%s: token '%s' has id %s%s; ids must be integers 0..%d (the file "
                             "has %d tokens)",
