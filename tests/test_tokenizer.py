@@ -99,15 +99,24 @@ def reference_ids(data):
     return reference_ids_many([data])[0]
 
 
+def tokenize_many(datas, *extra):
+    """zeroc's ids for each bytes in `datas`: one file each, one `zeroc tokenize` run, one line
+    of ids per file."""
+    paths = []
+    for k, d in enumerate(datas):
+        paths.append(H_.path(f"in{k}.txt"))
+        with open(paths[-1], "wb") as f:
+            f.write(d)
+    out = zeroc("tokenize", "--vocab", VOCAB, "--text", *paths, *extra).stdout.decode()
+    lines = out.split("\n")
+    assert len(lines) == len(datas) + 1 and lines[-1] == "", \
+        f"expected {len(datas)} lines of ids, got {out[:200]!r}"
+    return [[int(x) for x in line.split()] for line in lines[:-1]]
+
+
 def tokenize(data, *extra):
     """zeroc's ids for bytes `data` (one document through a file)."""
-    path = H_.path("in.txt")
-    with open(path, "wb") as f:
-        f.write(data)
-    out = zeroc("tokenize", "--vocab", VOCAB, "--text", path, *extra).stdout.decode()
-    lines = out.split("\n")
-    assert len(lines) == 2 and lines[1] == "", f"expected one line of ids, got {out[:200]!r}"
-    return [int(x) for x in lines[0].split()] if lines[0] else []
+    return tokenize_many([data], *extra)[0]
 
 
 def random_text(rng, n):
@@ -177,8 +186,9 @@ def test_ids_match_tiktoken():
     check(tokenize(b"") == [], "empty input gives ids")
     text = corpus()
     lines = [line.encode() for line in text.split("\n")[:60]]
-    for k, (line, want) in enumerate(zip(lines, reference_ids_many(lines))):
-        compare(f"line {k} {line[:30]!r}", tokenize(line), want)
+    for k, (line, got, want) in enumerate(zip(lines, tokenize_many(lines),
+                                              reference_ids_many(lines))):
+        compare(f"line {k} {line[:30]!r}", got, want)
     want = reference_ids(text.encode())
     for threads in (1, 2):
         compare(f"whole corpus, {threads} threads", tokenize(text.encode(), "--threads", threads),
@@ -186,7 +196,7 @@ def test_ids_match_tiktoken():
 
 
 def test_large_document_chunks():
-    """A 2.5 MB document is cut into chunks encoded on 2 threads: the same ids as tiktoken's on
+    """A 3 MB document is cut into chunks encoded on 2 threads: the same ids as tiktoken's on
     the whole text."""
     rng = random.Random(7)
     base = corpus()
@@ -195,9 +205,17 @@ def test_large_document_chunks():
     while size < 2_500_000:
         picked.append(rng.choice(lines))
         size += len(picked[-1].encode()) + 1
+    # 60,000 made-up words: more distinct merged pieces than an encoder caches (32,768), so the
+    # cache empties and refills while the document is encoded
+    letters = "bcdfghjklmnpqrstvwxz"
+    picked += [" ".join("".join(rng.choice(letters) for _ in range(rng.randrange(5, 9)))
+                        for _ in range(12)) for _ in range(5000)]
+    rng.shuffle(picked)
     data = "\n".join(picked).encode()
     check(len(data) > 2 << 20, f"document of {len(data)} bytes is not over 2 MiB")
-    compare("2.5 MB document", tokenize(data, "--threads", 2), reference_ids(data))
+    want = reference_ids(data)
+    compare("3 MB document, 2 threads", tokenize(data, "--threads", 2), want)
+    compare("3 MB document, 1 thread", tokenize(data, "--threads", 1), want)
 
 
 def test_invalid_utf8():
