@@ -10,8 +10,7 @@
 
 #include "cli/bpe_text.h"
 
-zc_status bpe_text_read(const char *what, const char *path, uint8_t **buf, size_t *len,
-                        zc_err *err)
+zc_status bpe_text_read(const char *what, const char *path, uint8_t **buf, size_t *len, zc_err *err)
 {
     bool is_stdin = !strcmp(path, "-");
     FILE *f = is_stdin ? stdin : fopen(path, "rb");
@@ -25,8 +24,8 @@ zc_status bpe_text_read(const char *what, const char *path, uint8_t **buf, size_
             size_t c = cap ? cap * 2 : (size_t)1 << 20;
             uint8_t *nb = realloc(b, c);
             if (!nb) {
-                st = zc_err_set(err, ZC_ENOMEM, "%s %s: out of memory after %zu bytes", what,
-                                path, n);
+                st = zc_err_set(err, ZC_ENOMEM, "%s %s: out of memory after %zu bytes", what, path,
+                                n);
                 break;
             }
             b = nb;

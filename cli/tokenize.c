@@ -133,8 +133,9 @@ int cmd_tokenize(int argc, char **argv)
         st = close_out(out, f, &err);
     }
     if (!st && stats)
-        fprintf(stderr, "tokenize: %zu bytes, %zu tokens, %.3f s encoding, %.2f MB/s, %d "
-                        "thread%s\n",
+        fprintf(stderr,
+                "tokenize: %zu bytes, %zu tokens, %.3f s encoding, %.2f MB/s, %d "
+                "thread%s\n",
                 bytes, ids.n, secs, secs > 0 ? (double)bytes / 1e6 / secs : 0.0, nthreads,
                 nthreads > 1 ? "s" : "");
     bpe_ids_free(&ids);
@@ -164,14 +165,14 @@ static zc_status parse_ids(const char *what, const uint8_t *text, size_t n, bpe_
         uint64_t val = 0;
         while (j < n && text[j] >= '0' && text[j] <= '9' && val <= UINT32_MAX)
             val = val * 10 + (text[j++] - '0');
-        bool sep = j >= n || text[j] == ',' || text[j] == ' ' ||
-                   (text[j] >= '\t' && text[j] <= '\r');
+        bool sep =
+            j >= n || text[j] == ',' || text[j] == ' ' || (text[j] >= '\t' && text[j] <= '\r');
         if (j == i || !sep || val > INT32_MAX) {
             size_t e = i;
             while (e < n && e - i < 20 && text[e] != ',' && text[e] != ' ' && text[e] != '\n')
                 e++;
-            return zc_err_set(err, ZC_EINVAL, "%s: item %zu ('%.*s') is not a token id", what,
-                              item, (int)(e - i), (const char *)text + i);
+            return zc_err_set(err, ZC_EINVAL, "%s: item %zu ('%.*s') is not a token id", what, item,
+                              (int)(e - i), (const char *)text + i);
         }
         zc_status st = bpe_ids_reserve(ids, 1, err);
         if (st)

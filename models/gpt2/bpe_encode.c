@@ -231,8 +231,7 @@ static void cache_clear(bpe_encoder *e)
 }
 
 /* Encodes one piece of m ≥ 2 bytes, appending to ids. */
-static zc_status encode_piece(bpe_encoder *e, const uint8_t *p, size_t m, bpe_ids *ids,
-                              zc_err *err)
+static zc_status encode_piece(bpe_encoder *e, const uint8_t *p, size_t m, bpe_ids *ids, zc_err *err)
 {
     const bpe_vocab *v = e->v;
     int whole = bpe_vocab_find(v, p, m);
@@ -254,8 +253,10 @@ static zc_status encode_piece(bpe_encoder *e, const uint8_t *p, size_t m, bpe_id
         }
     }
     if (m > INT32_MAX) /* merge_long links positions as int32 */
-        return zc_err_set(err, ZC_EINVAL, "a piece of %zu bytes (one run of white space or of "
-                                          "one class) is more than the 2 GiB BPE can merge", m);
+        return zc_err_set(err, ZC_EINVAL,
+                          "a piece of %zu bytes (one run of white space or of "
+                          "one class) is more than the 2 GiB BPE can merge",
+                          m);
     zc_status st = scratch(e, m, err);
     if (st)
         return st;
@@ -307,13 +308,14 @@ zc_status bpe_encode(bpe_encoder *e, const uint8_t *text, size_t n, bpe_ids *ids
     return ZC_OK;
 }
 
-zc_status bpe_decode(const bpe_vocab *v, const uint32_t *ids, size_t n, uint8_t **buf,
-                     size_t *len, size_t *cap, zc_err *err)
+zc_status bpe_decode(const bpe_vocab *v, const uint32_t *ids, size_t n, uint8_t **buf, size_t *len,
+                     size_t *cap, zc_err *err)
 {
     for (size_t i = 0; i < n; i++) {
         if (ids[i] >= (uint32_t)v->n)
-            return zc_err_set(err, ZC_EINVAL, "token %zu is %u, outside the vocabulary of %s "
-                                              "(ids 0..%d)",
+            return zc_err_set(err, ZC_EINVAL,
+                              "token %zu is %u, outside the vocabulary of %s "
+                              "(ids 0..%d)",
                               i, ids[i], v->source, v->n - 1);
         size_t tl;
         const uint8_t *t = bpe_vocab_token(v, (int)ids[i], &tl);

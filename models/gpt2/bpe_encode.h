@@ -42,7 +42,7 @@ zc_status bpe_encode(bpe_encoder *e, const uint8_t *text, size_t n, bpe_ids *ids
 
 /* Appends the bytes of tokens ids[0..n) to *buf (realloc'd; *len and *cap as in a vector).
  * A token id outside [0, v->n) is an error naming its position and value. */
-zc_status bpe_decode(const bpe_vocab *v, const uint32_t *ids, size_t n, uint8_t **buf,
-                     size_t *len, size_t *cap, zc_err *err);
+zc_status bpe_decode(const bpe_vocab *v, const uint32_t *ids, size_t n, uint8_t **buf, size_t *len,
+                     size_t *cap, zc_err *err);
 
 #endif

@@ -53,8 +53,8 @@ static void *worker(void *arg)
     bpe_encoder *e = NULL;
     zc_err err = {0};
     zc_status st = bpe_encoder_create(&e, p->v, &err);
-    for (size_t k; !st && !atomic_load(&p->failed) &&
-                   (k = atomic_fetch_add(&p->next, 1)) < p->nchunks;) {
+    for (size_t k;
+         !st && !atomic_load(&p->failed) && (k = atomic_fetch_add(&p->next, 1)) < p->nchunks;) {
         chunk *c = &p->chunks[k];
         st = bpe_encode(e, c->text, c->n, &c->ids, &err);
         atomic_fetch_add(&p->bytes_done, c->n);

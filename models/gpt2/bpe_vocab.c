@@ -152,8 +152,8 @@ static zc_status index_tokens(bpe_vocab *v, const char *file, zc_err *err)
         int other = bpe_vocab_find(v, s, len);
         if (other >= 0) {
             char b1[64];
-            return zc_err_set(err, ZC_EINVAL, "%s: tokens %d and %d are the same bytes '%s'",
-                              file, other, id, shown((const char *)s, len, b1));
+            return zc_err_set(err, ZC_EINVAL, "%s: tokens %d and %d are the same bytes '%s'", file,
+                              other, id, shown((const char *)s, len, b1));
         }
         size_t i = bpe_hash(s, len) & v->tok_mask;
         while (v->tok_slot[i])
@@ -190,8 +190,7 @@ static zc_status load_encoder(bpe_vocab *v, const char *path, const int16_t from
     if (n < 256 || n > MAX_TOKENS) {
         cJSON_Delete(root);
         if (n < 0)
-            return zc_err_set(err, ZC_EINVAL, "%s: expected a JSON object {token: id, ...}",
-                              path);
+            return zc_err_set(err, ZC_EINVAL, "%s: expected a JSON object {token: id, ...}", path);
         return zc_err_set(err, ZC_EINVAL, "%s: %d tokens; a byte-level vocabulary has 256 to %d",
                           path, n, MAX_TOKENS);
     }
@@ -250,10 +249,11 @@ static zc_status load_encoder(bpe_vocab *v, const char *path, const int16_t from
         const char *key = by_id[id]->string;
         long got = unmap_token(from_cp, key, tlen[id], v->bytes + o);
         if (got < 0) {
-            st = zc_err_set(err, ZC_EINVAL,
-                            "%s: token '%s' (id %d) has a character outside GPT-2's byte-to-unicode "
-                            "map",
-                            path, shown(key, tlen[id], b1), id);
+            st =
+                zc_err_set(err, ZC_EINVAL,
+                           "%s: token '%s' (id %d) has a character outside GPT-2's byte-to-unicode "
+                           "map",
+                           path, shown(key, tlen[id], b1), id);
             goto out;
         }
         o += (uint32_t)got;
@@ -262,8 +262,9 @@ static zc_status load_encoder(bpe_vocab *v, const char *path, const int16_t from
     st = index_tokens(v, path, err);
     for (int b = 0; !st && b < 256; b++)
         if (v->byte_tok[b] < 0)
-            st = zc_err_set(err, ZC_EINVAL, "%s: byte 0x%02X has no token of its own (a "
-                                            "byte-level vocabulary needs all 256)",
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: byte 0x%02X has no token of its own (a "
+                            "byte-level vocabulary needs all 256)",
                             path, b);
 out:
     free(tlen);
@@ -332,8 +333,9 @@ static zc_status load_merges(bpe_vocab *v, const char *path, const int16_t from_
         }
         char *sp = memchr(p, ' ', ll);
         if (!sp || sp == p || sp == eol - 1 || memchr(sp + 1, ' ', (size_t)(eol - sp - 1))) {
-            st = zc_err_set(err, ZC_EINVAL, "%s line %zu: expected two tokens separated by one "
-                                            "space, got '%s'",
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s line %zu: expected two tokens separated by one "
+                            "space, got '%s'",
                             path, lineno, shown(p, ll, b1));
             break;
         }
@@ -341,8 +343,9 @@ static zc_status load_merges(bpe_vocab *v, const char *path, const int16_t from_
         long n1 = unmap_token(from_cp, p, l1, buf);
         long n2 = n1 < 0 ? -1 : unmap_token(from_cp, sp + 1, l2, buf + n1);
         if (n1 < 0 || n2 < 0) {
-            st = zc_err_set(err, ZC_EINVAL, "%s line %zu: '%s' has a character outside GPT-2's "
-                                            "byte-to-unicode map",
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s line %zu: '%s' has a character outside GPT-2's "
+                            "byte-to-unicode map",
                             path, lineno, shown(p, ll, b1));
             break;
         }
@@ -351,22 +354,24 @@ static zc_status load_merges(bpe_vocab *v, const char *path, const int16_t from_
         int res = bpe_vocab_find(v, buf, (size_t)(n1 + n2));
         if (left < 0 || right < 0) {
             bool l_bad = left < 0;
-            st = zc_err_set(err, ZC_EINVAL, "%s line %zu: merge '%s': '%s' is not a token of the "
-                                            "vocabulary",
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s line %zu: merge '%s': '%s' is not a token of the "
+                            "vocabulary",
                             path, lineno, shown(p, ll, b1),
                             l_bad ? shown(p, l1, b2) : shown(sp + 1, l2, b2));
             break;
         }
         if (res < 0) {
-            st = zc_err_set(err, ZC_EINVAL, "%s line %zu: merge '%s': the joined token is not a "
-                                            "token of the vocabulary",
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s line %zu: merge '%s': the joined token is not a "
+                            "token of the vocabulary",
                             path, lineno, shown(p, ll, b1));
             break;
         }
         uint32_t dup = 0;
         if (merge_insert(v, (uint32_t)left, (uint32_t)right, (uint32_t)v->nmerges, res, &dup)) {
-            st = zc_err_set(err, ZC_EINVAL, "%s line %zu: merge '%s' repeats merge number %u",
-                            path, lineno, shown(p, ll, b1), dup + 1);
+            st = zc_err_set(err, ZC_EINVAL, "%s line %zu: merge '%s' repeats merge number %u", path,
+                            lineno, shown(p, ll, b1), dup + 1);
             break;
         }
         v->nmerges++;
@@ -392,8 +397,9 @@ static zc_status load_llmc(bpe_vocab *v, const char *path, zc_err *err)
     int32_t hdr[256];
     if (len < sizeof hdr) {
         free(text);
-        return zc_err_set(err, ZC_EINVAL, "%s: %zu bytes, shorter than the 1024-byte header of "
-                                          "an llm.c tokenizer file",
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: %zu bytes, shorter than the 1024-byte header of "
+                          "an llm.c tokenizer file",
                           path, len);
     }
     memcpy(hdr, b, sizeof hdr);
@@ -459,16 +465,18 @@ zc_status bpe_vocab_load(bpe_vocab *v, const char *path, bool need_encode, zc_er
     v->eot = -1;
     struct stat sb;
     if (stat(path, &sb) != 0)
-        return zc_err_set(err, ZC_EIO, "--vocab %s: %s (give a directory with encoder.json and "
-                                       "vocab.bpe, or vocab.json and merges.txt)",
+        return zc_err_set(err, ZC_EIO,
+                          "--vocab %s: %s (give a directory with encoder.json and "
+                          "vocab.bpe, or vocab.json and merges.txt)",
                           path, strerror(errno));
     zc_status st;
     char a[4200], b[4200];
     if (!S_ISDIR(sb.st_mode)) {
         if (need_encode)
-            return zc_err_set(err, ZC_EINVAL, "--vocab %s: an llm.c tokenizer file decodes only "
-                                              "(it has no merges); encoding needs a directory "
-                                              "with encoder.json and vocab.bpe",
+            return zc_err_set(err, ZC_EINVAL,
+                              "--vocab %s: an llm.c tokenizer file decodes only "
+                              "(it has no merges); encoding needs a directory "
+                              "with encoder.json and vocab.bpe",
                               path);
         snprintf(v->source, sizeof v->source, "%s", path);
         st = load_llmc(v, path, err);
@@ -476,8 +484,8 @@ zc_status bpe_vocab_load(bpe_vocab *v, const char *path, bool need_encode, zc_er
                is_file(path, "vocab.json", a, sizeof a)) {
         const char *merges = strstr(a, "encoder.json") ? "vocab.bpe" : "merges.txt";
         if (!is_file(path, merges, b, sizeof b))
-            return zc_err_set(err, ZC_EIO, "--vocab %s: %s is there but not %s (the merges)",
-                              path, a, merges);
+            return zc_err_set(err, ZC_EIO, "--vocab %s: %s is there but not %s (the merges)", path,
+                              a, merges);
         snprintf(v->source, sizeof v->source, "%s + %s", a, merges);
         int16_t from_cp[512];
         int32_t to_cp[256];
@@ -488,15 +496,17 @@ zc_status bpe_vocab_load(bpe_vocab *v, const char *path, bool need_encode, zc_er
         v->can_encode = !st;
     } else if (is_file(path, "gpt2_tokenizer.bin", a, sizeof a)) {
         if (need_encode)
-            return zc_err_set(err, ZC_EINVAL, "--vocab %s: holds only gpt2_tokenizer.bin, which "
-                                              "decodes only (no merges); encoding needs "
-                                              "encoder.json and vocab.bpe",
+            return zc_err_set(err, ZC_EINVAL,
+                              "--vocab %s: holds only gpt2_tokenizer.bin, which "
+                              "decodes only (no merges); encoding needs "
+                              "encoder.json and vocab.bpe",
                               path);
         snprintf(v->source, sizeof v->source, "%s", a);
         st = load_llmc(v, a, err);
     } else {
-        return zc_err_set(err, ZC_EIO, "--vocab %s: no encoder.json + vocab.bpe, vocab.json + "
-                                       "merges.txt or gpt2_tokenizer.bin in this directory",
+        return zc_err_set(err, ZC_EIO,
+                          "--vocab %s: no encoder.json + vocab.bpe, vocab.json + "
+                          "merges.txt or gpt2_tokenizer.bin in this directory",
                           path);
     }
     if (st)

@@ -35,12 +35,12 @@
 #define BPE_NO_MERGE UINT32_MAX
 
 typedef struct {
-    int n;            /* tokens: ids 0..n-1 */
-    uint32_t *off;    /* token i is bytes[off[i] .. off[i+1]) */
+    int n;         /* tokens: ids 0..n-1 */
+    uint32_t *off; /* token i is bytes[off[i] .. off[i+1]) */
     uint8_t *bytes;
-    int eot;          /* the id of <|endoftext|>, -1 if the vocabulary has none */
-    bool can_encode;  /* merges were loaded (not from gpt2_tokenizer.bin) */
-    int byte_tok[256];/* the token of each single byte (encoding vocabularies have all 256) */
+    int eot;           /* the id of <|endoftext|>, -1 if the vocabulary has none */
+    bool can_encode;   /* merges were loaded (not from gpt2_tokenizer.bin) */
+    int byte_tok[256]; /* the token of each single byte (encoding vocabularies have all 256) */
     /* token bytes → id, open addressing: slot holds id + 1, 0 = empty */
     uint32_t *tok_slot;
     size_t tok_mask;
