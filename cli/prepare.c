@@ -220,13 +220,13 @@ int cmd_prepare(zc_comm *comm, int argc, char **argv)
     if (!st && help) {
         if (rank == 0) {
             args_usage(SYNOPSIS, specs, nspecs);
-            printf("\n--text takes every following argument up to the next --flag "
-                   "(--text a.txt b.txt), and may be\ngiven several times; --text=FILE takes one "
-                   "file. Byte-level: the files' bytes are joined with a newline\nbetween files, "
-                   "token = byte value, vocabulary 256. gpt2: each file is a document, encoded\n"
-                   "with GPT-2's BPE (as tiktoken's \"gpt2\"), <|endoftext|> before each; bytes "
-                   "that are not\nvalid UTF-8 become their byte's token. The outputs are llm.c "
-                   "token files (magic 20240520,\nversion 1, uint16 tokens).\n");
+            printf("\n--text takes every following argument up to the next --flag (--text a.txt "
+                   "b.txt), and may be\ngiven several times; --text=FILE takes one file.\n"
+                   "byte: the files' bytes are joined with a newline between files, token = byte "
+                   "value,\nvocabulary 256. gpt2: each file is a document, encoded with GPT-2's "
+                   "BPE (as tiktoken's\n\"gpt2\"), <|endoftext|> before each; bytes that are not "
+                   "valid UTF-8 become their byte's\ntoken. The outputs are llm.c token files "
+                   "(magic 20240520, version 1, uint16 tokens).\n");
         }
         free(files);
         free(rest);

@@ -23,7 +23,8 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     arg_spec specs[] = {
         {"--init", ARG_STR, &init, NULL, "llm.c GPT-2 checkpoint (required)", NULL},
         {"--prompt", ARG_STR, &prompt, NULL,
-         "text to continue (byte-level models) or comma-separated token ids (default: newline)",
+         "text to continue (byte-level models, BPE with --vocab DIR) or comma-separated token ids "
+         "(default: newline)",
          NULL},
         {"--vocab", ARG_STR, &vocab_path, NULL,
          "BPE models: GPT-2 tokenizer directory (encoder.json + vocab.bpe) to read the prompt as "
