@@ -126,3 +126,26 @@ bool args_given(int argc, char **argv, int first, const char *flag)
             return true;
     return false;
 }
+
+zc_status args_split_list(int argc, char **argv, int first, const char *flag, const char **list,
+                          int *nlist, char **rest, int *nrest, zc_err *err)
+{
+    size_t fl = strlen(flag);
+    *nlist = *nrest = 0;
+    for (int i = first; i < argc; i++) {
+        if (!strncmp(argv[i], flag, fl) && argv[i][fl] == '=') {
+            if (!argv[i][fl + 1])
+                return zc_err_set(err, ZC_EINVAL, "%s= needs a file name", flag);
+            list[(*nlist)++] = argv[i] + fl + 1;
+        } else if (!strcmp(argv[i], flag)) {
+            int before = *nlist;
+            while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0)
+                list[(*nlist)++] = argv[++i];
+            if (*nlist == before)
+                return zc_err_set(err, ZC_EINVAL, "%s needs at least one file", flag);
+        } else {
+            rest[(*nrest)++] = argv[i];
+        }
+    }
+    return ZC_OK;
+}

@@ -35,4 +35,10 @@ void args_usage(const char *synopsis, const arg_spec *specs, int nspecs);
 zc_status args_parse_command(arg_spec *specs, int nspecs, int argc, char **argv, int first,
                              const char *synopsis, bool print, bool *helped, zc_err *err);
 
+/* Takes the occurrences of a list flag out of argv[first..argc): "FLAG a b ..." takes every
+ * following argument up to the next one starting with "--"; "FLAG=a" takes one. The list goes
+ * to list, the other arguments to rest (for args_parse); both need room for argc entries. */
+zc_status args_split_list(int argc, char **argv, int first, const char *flag, const char **list,
+                          int *nlist, char **rest, int *nrest, zc_err *err);
+
 #endif

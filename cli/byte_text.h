@@ -1,6 +1,6 @@
 /* byte_text.h — the byte-level "tokenizer" of zeroc's own data (vocabulary 256: a token is a
  * byte), and how token sequences are shown: as text when the vocabulary is byte-level, as
- * token ids otherwise (zeroc ships no BPE tokenizer; GPT-2 BPE token files still train). */
+ * token ids otherwise (GPT-2's BPE tokenizer, for `sample --vocab`, is models/gpt2/bpe_*.h). */
 #ifndef ZEROC_CLI_BYTE_TEXT_H
 #define ZEROC_CLI_BYTE_TEXT_H
 

@@ -14,6 +14,9 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv);
 int cmd_analyze(zc_comm *comm, int argc, char **argv);
 int cmd_ckpt(zc_comm *comm, int argc, char **argv);
 int cmd_plot(int argc, char **argv); /* no MPI: reads reports, writes an SVG */
+/* The tokenizer commands run without MPI (cli/tokenize.c). */
+int cmd_tokenize(int argc, char **argv);
+int cmd_detokenize(int argc, char **argv);
 /* Started without an MPI launcher, re-executes this command under mpirun with the --ranks
  * value of argv (default `ranks`); returns only if it does not (already launched, or 1 rank). */
 void cli_relaunch_under_mpirun(int argc, char **argv, int ranks);

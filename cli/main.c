@@ -14,12 +14,15 @@ static void usage(void)
     printf("usage: zeroc <command> [flags]\n\n"
            "commands:\n"
            "  train    train a model with ZeRO stage 0-3 (zeroc train --help)\n"
-           "  prepare  turn text files into byte-level llm.c token files (zeroc prepare --help)\n"
+           "  prepare  turn text files into llm.c token files, byte-level or GPT-2 BPE "
+           "(zeroc prepare --help)\n"
            "  sample   generate text from an llm.c GPT-2 checkpoint (zeroc sample --help)\n"
            "  estimate per-rank memory and communication of each stage (zeroc estimate --help)\n"
            "  analyze  measure every stage's memory per rank on real ranks (zeroc analyze --help)\n"
            "  ckpt     inspect, verify or export a sharded checkpoint (zeroc ckpt --help)\n"
-           "  plot     draw training reports (loss, tokens/s, memory per rank) as SVG\n\n"
+           "  plot       draw training reports (loss, tokens/s, memory per rank) as SVG\n"
+           "  tokenize   text to GPT-2 BPE token ids (zeroc tokenize --help)\n"
+           "  detokenize GPT-2 BPE token ids to text (zeroc detokenize --help)\n\n"
            "Run on N ranks with: mpirun -np N zeroc train ...\n");
 }
 
@@ -88,6 +91,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "plot")) /* reads reports, writes an SVG: no MPI */
         return cmd_plot(argc, argv);
+    if (!strcmp(argv[1], "tokenize")) /* scripts' tools: no MPI */
+        return cmd_tokenize(argc, argv);
+    if (!strcmp(argv[1], "detokenize"))
+        return cmd_detokenize(argc, argv);
     if (!strcmp(argv[1], "analyze"))
         cli_relaunch_under_mpirun(argc, argv, 4);
     zc_comm *comm;

@@ -1,9 +1,12 @@
 /* prepare.c — `zeroc prepare`: turns text files into llm.c token files for GPT-2 training.
  *
  *     zeroc prepare --text a.txt b.txt --out data/tiny [--val-fraction 0.1]
+ *     zeroc prepare --tokenizer gpt2 --vocab DIR --text a.txt b.txt --out data/tiny [--threads N]
  *
- * The files' bytes are concatenated (a newline between consecutive files) and tokenized at the
- * byte level: token = byte value, vocabulary 256. The last val-fraction of the tokens goes to
+ * Byte-level (the default): the files' bytes are concatenated (a newline between consecutive
+ * files), token = byte value, vocabulary 256. GPT-2: each file is a document, encoded with
+ * GPT-2's BPE (models/gpt2/bpe_encode.h) on --threads threads, with <|endoftext|> before each
+ * document as llm.c's data scripts do. The last val-fraction of the tokens goes to
  * PREFIX_val.bin, the rest to PREFIX_train.bin, both in llm.c's token format
  * (models/gpt2/llmc_files.h), each written to a temporary file and renamed into place. Only rank
  * 0 works; every rank parses the flags, so a flag error is reported once and all ranks stop. */
@@ -15,10 +18,12 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/bpe_text.h"
 #include "cli/commands.h"
 #include "models/gpt2/llmc_files.h"
 
-#define SYNOPSIS "zeroc prepare --text FILE... --out PREFIX [--val-fraction F]"
+#define SYNOPSIS                                                                             \
+    "zeroc prepare --text FILE... --out PREFIX [--val-fraction F] [--tokenizer gpt2 --vocab DIR]"
 
 typedef struct {
     uint16_t *tok;
@@ -64,29 +69,23 @@ static zc_status append_file(tok_vec *v, const char *path, size_t *bytes, zc_err
     return st;
 }
 
-/* Takes the --text occurrences out of argv[2..argc): "--text F1 F2 ..." takes every following
- * argument up to the next one starting with "--"; "--text=F" takes one. The other arguments go
- * to rest (for args_parse), the files to files. */
-static zc_status split_text_args(int argc, char **argv, const char **files, int *nfiles,
-                                 char **rest, int *nrest, zc_err *err)
+/* Splits tok[0..n) into the last val-fraction (validation) and the rest (training) and writes
+ * both files; *ntrain and *nval get the counts. */
+static zc_status write_split(const uint16_t *tok, size_t n, double frac, size_t *ntrain,
+                             size_t *nval, const char *train_path, const char *val_path,
+                             zc_err *err)
 {
-    *nfiles = *nrest = 0;
-    for (int i = 2; i < argc; i++) {
-        if (!strncmp(argv[i], "--text=", 7)) {
-            if (!argv[i][7])
-                return zc_err_set(err, ZC_EINVAL, "--text= needs a file name");
-            files[(*nfiles)++] = argv[i] + 7;
-        } else if (!strcmp(argv[i], "--text")) {
-            int before = *nfiles;
-            while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0)
-                files[(*nfiles)++] = argv[++i];
-            if (*nfiles == before)
-                return zc_err_set(err, ZC_EINVAL, "--text needs at least one file");
-        } else {
-            rest[(*nrest)++] = argv[i];
-        }
-    }
-    return ZC_OK;
+    *nval = (size_t)floor(frac * (double)n + 0.5);
+    *ntrain = n - (*nval < n ? *nval : n);
+    if (*nval < 1 || *ntrain < 1)
+        return zc_err_set(err, ZC_EINVAL,
+                          "--val-fraction %g of %zu tokens leaves the %s split empty (each split "
+                          "needs at least 1 token: give more text or change the fraction)",
+                          frac, n, *nval < 1 ? "validation" : "training");
+    zc_status st = llmc_tokens_write(train_path, tok, *ntrain, err);
+    if (!st)
+        st = llmc_tokens_write(val_path, tok + *ntrain, *nval, err);
+    return st;
 }
 
 static zc_status prepare(const char **files, int nfiles, const char *prefix, double frac,
@@ -111,20 +110,8 @@ static zc_status prepare(const char **files, int nfiles, const char *prefix, dou
         st = zc_err_set(err, ZC_EINVAL, "empty input: the --text file%s contain%s no bytes",
                         nfiles > 1 ? "s" : "", nfiles > 1 ? "" : "s");
     size_t nval = 0, ntrain = 0;
-    if (!st) {
-        nval = (size_t)floor(frac * (double)v.n + 0.5);
-        ntrain = v.n - (nval < v.n ? nval : v.n);
-        if (nval < 1 || ntrain < 1)
-            st = zc_err_set(err, ZC_EINVAL,
-                            "--val-fraction %g of %zu tokens leaves the %s split empty (each "
-                            "split needs at least 1 token: give more text or change the "
-                            "fraction)",
-                            frac, v.n, nval < 1 ? "validation" : "training");
-    }
     if (!st)
-        st = llmc_tokens_write(train_path, v.tok, ntrain, err);
-    if (!st)
-        st = llmc_tokens_write(val_path, v.tok + ntrain, nval, err);
+        st = write_split(v.tok, v.n, frac, &ntrain, &nval, train_path, val_path, err);
     if (!st)
         printf("prepared %d file%s, %zu bytes: %s %zu tokens, %s %zu tokens (byte-level, "
                "vocabulary 256)\n",
@@ -133,10 +120,77 @@ static zc_status prepare(const char **files, int nfiles, const char *prefix, dou
     return st;
 }
 
+/* GPT-2 BPE: each file one document, <|endoftext|> before each. */
+static zc_status prepare_gpt2(const char **files, int nfiles, const char *prefix, double frac,
+                              const char *vocab_dir, int threads, zc_err *err)
+{
+    char train_path[4096], val_path[4096];
+    if (snprintf(train_path, sizeof train_path, "%s_train.bin", prefix) >=
+            (int)sizeof train_path ||
+        snprintf(val_path, sizeof val_path, "%s_val.bin", prefix) >= (int)sizeof val_path)
+        return zc_err_set(err, ZC_EINVAL, "--out: prefix too long");
+    bpe_vocab vocab;
+    zc_status st = bpe_vocab_load(&vocab, vocab_dir, true, err);
+    if (st)
+        return st;
+    if (vocab.eot < 0)
+        st = zc_err_set(err, ZC_EINVAL, "--vocab %s: the vocabulary has no <|endoftext|> token "
+                                        "to put between documents",
+                        vocab.source);
+    else if (vocab.n > 65536)
+        st = zc_err_set(err, ZC_EINVAL, "--vocab %s: %d tokens do not fit llm.c's uint16 token "
+                                        "files (65536 at most)",
+                        vocab.source, vocab.n);
+    uint8_t **bufs = calloc((size_t)nfiles, sizeof *bufs);
+    bpe_doc *docs = calloc((size_t)nfiles, sizeof *docs);
+    size_t *start = calloc((size_t)nfiles + 1, sizeof *start);
+    if (!st && (!bufs || !docs || !start))
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory");
+    size_t bytes = 0;
+    for (int i = 0; !st && i < nfiles; i++) {
+        st = bpe_text_read("--text", files[i], &bufs[i], &docs[i].n, err);
+        docs[i].text = bufs[i];
+        bytes += docs[i].n;
+    }
+    if (!st && bytes == 0)
+        st = zc_err_set(err, ZC_EINVAL, "empty input: the --text file%s contain%s no bytes",
+                        nfiles > 1 ? "s" : "", nfiles > 1 ? "" : "s");
+    bpe_ids ids = {0};
+    double secs = 0;
+    int nthreads = bpe_text_threads(threads);
+    if (!st)
+        st = bpe_text_encode(&vocab, docs, (size_t)nfiles, nthreads, vocab.eot, &ids, start,
+                             &secs, err);
+    uint16_t *tok = NULL;
+    if (!st && !(tok = malloc((ids.n ? ids.n : 1) * sizeof *tok)))
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory for %zu tokens", ids.n);
+    for (size_t i = 0; !st && i < ids.n; i++)
+        tok[i] = (uint16_t)ids.id[i];
+    size_t nval = 0, ntrain = 0;
+    if (!st)
+        st = write_split(tok, ids.n, frac, &ntrain, &nval, train_path, val_path, err);
+    if (!st)
+        printf("prepared %d file%s, %zu bytes: %s %zu tokens, %s %zu tokens (GPT-2 BPE, "
+               "vocabulary %d, <|endoftext|> = %d before each file; %.1f MB/s on %d thread%s)\n",
+               nfiles, nfiles > 1 ? "s" : "", bytes, train_path, ntrain, val_path, nval, vocab.n,
+               vocab.eot, secs > 0 ? (double)bytes / 1e6 / secs : 0.0, nthreads,
+               nthreads > 1 ? "s" : "");
+    free(tok);
+    bpe_ids_free(&ids);
+    for (int i = 0; bufs && i < nfiles; i++)
+        free(bufs[i]);
+    free(bufs);
+    free(docs);
+    free(start);
+    bpe_vocab_free(&vocab);
+    return st;
+}
+
 int cmd_prepare(zc_comm *comm, int argc, char **argv)
 {
     const int rank = zc_comm_rank(comm);
-    const char *out = NULL, *text_unused = NULL;
+    const char *out = NULL, *text_unused = NULL, *tokenizer = "byte", *vocab = NULL;
+    int threads = 0;
     double frac = 0.1;
     bool help = false;
     arg_spec specs[] = {
@@ -145,6 +199,11 @@ int cmd_prepare(zc_comm *comm, int argc, char **argv)
          NULL},
         {"--val-fraction", ARG_DOUBLE, &frac, NULL,
          "fraction of the tokens, from the end, that go to PREFIX_val.bin (default 0.1)", NULL},
+        {"--tokenizer", ARG_STR, &tokenizer, NULL, "byte (default) or gpt2", NULL},
+        {"--vocab", ARG_STR, &vocab, NULL,
+         "gpt2: directory with encoder.json + vocab.bpe (or vocab.json + merges.txt)", NULL},
+        {"--threads", ARG_INT, &threads, NULL, "gpt2: encoding threads (default: all processors)",
+         NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
@@ -153,7 +212,7 @@ int cmd_prepare(zc_comm *comm, int argc, char **argv)
     int nfiles = 0, nrest = 0;
     zc_status st = files && rest ? ZC_OK : zc_err_set(&err, ZC_ENOMEM, "out of memory");
     if (!st)
-        st = split_text_args(argc, argv, files, &nfiles, rest, &nrest, &err);
+        st = args_split_list(argc, argv, 2, "--text", files, &nfiles, rest, &nrest, &err);
     for (int i = 0; !st && i < nrest; i++) /* args_usage lists --help itself */
         help = help || !strcmp(rest[i], "--help") || !strcmp(rest[i], "-h");
     if (!st && !help)
@@ -161,11 +220,13 @@ int cmd_prepare(zc_comm *comm, int argc, char **argv)
     if (!st && help) {
         if (rank == 0) {
             args_usage(SYNOPSIS, specs, nspecs);
-            printf("\n--text takes every following argument up to the next --flag "
-                   "(--text a.txt b.txt), and may be\ngiven several times; --text=FILE takes one "
-                   "file. The files' bytes are joined with a newline\nbetween files and "
-                   "tokenized byte-level (token = byte value, vocabulary 256); the outputs are\n"
-                   "llm.c token files (magic 20240520, version 1, uint16 tokens).\n");
+            printf("\n--text takes every following argument up to the next --flag (--text a.txt "
+                   "b.txt), and may be\ngiven several times; --text=FILE takes one file.\n"
+                   "byte: the files' bytes are joined with a newline between files, token = byte "
+                   "value,\nvocabulary 256. gpt2: each file is a document, encoded with GPT-2's "
+                   "BPE (as tiktoken's\n\"gpt2\"), <|endoftext|> before each; bytes that are not "
+                   "valid UTF-8 become their byte's\ntoken. The outputs are llm.c token files "
+                   "(magic 20240520, version 1, uint16 tokens).\n");
         }
         free(files);
         free(rest);
@@ -180,8 +241,19 @@ int cmd_prepare(zc_comm *comm, int argc, char **argv)
     if (!st && !(frac > 0.0 && frac < 1.0))
         st = zc_err_set(&err, ZC_EINVAL, "--val-fraction must be between 0 and 1 (exclusive), "
                                          "got %g", frac);
+    bool gpt2 = !st && !strcmp(tokenizer, "gpt2");
+    if (!st && !gpt2 && strcmp(tokenizer, "byte") != 0)
+        st = zc_err_set(&err, ZC_EINVAL, "--tokenizer must be byte or gpt2, got '%s'", tokenizer);
+    if (!st && gpt2 && !vocab)
+        st = zc_err_set(&err, ZC_EINVAL, "--tokenizer gpt2 needs --vocab DIR (encoder.json and "
+                                         "vocab.bpe)");
+    if (!st && !gpt2 && vocab)
+        st = zc_err_set(&err, ZC_EINVAL, "--vocab is for --tokenizer gpt2");
+    if (!st && threads < 0)
+        st = zc_err_set(&err, ZC_EINVAL, "--threads must be >= 1, got %d", threads);
     if (!st && rank == 0)
-        st = prepare(files, nfiles, out, frac, &err);
+        st = gpt2 ? prepare_gpt2(files, nfiles, out, frac, vocab, threads, &err)
+                  : prepare(files, nfiles, out, frac, &err);
     free(files);
     free(rest);
     if (st)

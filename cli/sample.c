@@ -1,26 +1,34 @@
 /* sample.c — `zeroc sample --init FILE`: loads an llm.c GPT-2 checkpoint on one rank (stage 0)
  * and generates text: temperature, top-k, seed, prompt, length. Byte-level models (vocabulary
- * 256) read and print text; others take and print token ids. */
+ * 256) read and print text; BPE models read and print text with --vocab (GPT-2's tokenizer:
+ * encoder.json + vocab.bpe, or llm.c's gpt2_tokenizer.bin for printing only), token ids without. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/args.h"
 #include "cli/byte_text.h"
 #include "cli/commands.h"
 #include "models/gpt2/gpt2.h"
+#include "models/gpt2/bpe_encode.h"
 #include "models/gpt2/gpt2_sample.h"
 #include "models/gpt2/llmc_files.h"
 #include "zeroc/engine.h"
 
 int cmd_sample(zc_comm *comm, int argc, char **argv)
 {
-    const char *init = NULL, *prompt = "\n";
+    const char *init = NULL, *prompt = "\n", *vocab_path = NULL;
     int length = 256, top_k = 40;
     double temperature = 1.0;
     int64_t seed = 42;
     arg_spec specs[] = {
         {"--init", ARG_STR, &init, NULL, "llm.c GPT-2 checkpoint (required)", NULL},
         {"--prompt", ARG_STR, &prompt, NULL,
-         "text to continue (byte-level models) or comma-separated token ids (default: newline)",
+         "text to continue (byte-level models, BPE with --vocab DIR) or comma-separated token ids "
+         "(default: newline)",
+         NULL},
+        {"--vocab", ARG_STR, &vocab_path, NULL,
+         "BPE models: GPT-2 tokenizer directory (encoder.json + vocab.bpe) to read the prompt as "
+         "text and print text; or gpt2_tokenizer.bin (prints text, the prompt is ids)",
          NULL},
         {"--length", ARG_INT, &length, NULL, "tokens to generate (default 256)", NULL},
         {"--temperature", ARG_DOUBLE, &temperature, NULL, "softmax temperature > 0 (default 1)",
@@ -47,9 +55,39 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     llmc_header h;
     if (!st)
         st = llmc_ckpt_read_header(init, &h, &err);
+    bpe_vocab vocab;
+    bool have_vocab = false;
+    if (!st && vocab_path && h.vocab_size == BYTE_VOCAB)
+        st = zc_err_set(&err, ZC_EINVAL, "--vocab: %s is a byte-level model (vocabulary 256), "
+                                         "it needs no tokenizer",
+                        init);
+    if (!st && vocab_path)
+        have_vocab = !(st = bpe_vocab_load(&vocab, vocab_path, false, &err));
+    if (!st && have_vocab && vocab.n != h.vocab_size)
+        st = zc_err_set(&err, ZC_EINVAL, "--vocab %s has %d tokens but the model %s has a "
+                                         "vocabulary of %d",
+                        vocab.source, vocab.n, init, h.vocab_size);
     int *ptok = NULL, np = 0;
-    if (!st)
+    if (!st && have_vocab && vocab.can_encode) {
+        bpe_encoder *enc = NULL;
+        bpe_ids ids = {0};
+        st = bpe_encoder_create(&enc, &vocab, &err);
+        if (!st)
+            st = bpe_encode(enc, (const uint8_t *)prompt, strlen(prompt), &ids, &err);
+        if (!st && ids.n == 0)
+            st = zc_err_set(&err, ZC_EINVAL, "--prompt: empty prompt");
+        if (!st && !(ptok = malloc(ids.n * sizeof *ptok)))
+            st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
+        for (size_t i = 0; !st && i < ids.n; i++)
+            ptok[i] = (int)ids.id[i];
+        np = (int)ids.n;
+        bpe_ids_free(&ids);
+        bpe_encoder_destroy(enc);
+    } else if (!st) {
         st = byte_text_parse_prompt(prompt, h.vocab_size, &ptok, &np, &err);
+    }
+    if (st && have_vocab)
+        bpe_vocab_free(&vocab);
     if (st)
         return cli_fail(comm, &err, true);
 
@@ -76,13 +114,31 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
                             .seed = (uint64_t)seed};
     if (!st)
         st = zc_gpt2_generate(m, ptok, np, length, &how, out, &err);
-    if (!st) {
+    if (!st && have_vocab) {
+        uint8_t *text = NULL;
+        size_t len = 0, cap = 0;
+        uint32_t *all = malloc(((size_t)np + (size_t)length) * sizeof *all);
+        if (!all)
+            st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
+        for (int i = 0; !st && i < np + length; i++)
+            all[i] = (uint32_t)(i < np ? ptok[i] : out[i - np]);
+        if (!st)
+            st = bpe_decode(&vocab, all, (size_t)(np + length), &text, &len, &cap, &err);
+        if (!st) {
+            fwrite(text, 1, len, stdout);
+            fputc('\n', stdout);
+        }
+        free(all);
+        free(text);
+    } else if (!st) {
         byte_text_print(stdout, ptok, np, h.vocab_size);
         if (h.vocab_size != BYTE_VOCAB)
             fputc(' ', stdout);
         byte_text_print(stdout, out, length, h.vocab_size);
         fputc('\n', stdout);
     }
+    if (have_vocab)
+        bpe_vocab_free(&vocab);
     free(out);
     free(ptok);
     zc_gpt2_destroy(m);

@@ -5,7 +5,10 @@
 # is already there).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libopenblas-dev libcjson-dev
-      liburing-dev libdnnl-dev python3 "$@")
+      liburing-dev libdnnl-dev libutf8proc-dev python3 "$@")
+# node + npm run the tokenizer tests' reference (npm's tiktoken); a node that brings its own npm
+# (e.g. from another repository) is kept, Debian's are installed only when there is none
+command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,259 @@
+/* tokenize.c — `zeroc tokenize` and `zeroc detokenize`: the GPT-2 tokenizer for scripts.
+ *
+ *     zeroc tokenize --vocab DIR [--text FILE...] [--out FILE] [--threads N] [--stats]
+ *     zeroc detokenize --vocab DIR|FILE [--in FILE | --tokens FILE.bin] [--out FILE]
+ *
+ * tokenize writes each input's token ids as one line of space-separated decimals (standard
+ * input when no --text is given); detokenize reads ids separated by white space or commas (or an
+ * llm.c token file) and writes their bytes. Neither needs MPI: main() runs them before it. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/bpe_text.h"
+#include "cli/commands.h"
+#include "models/gpt2/llmc_files.h"
+
+static int fail(const zc_err *err)
+{
+    fprintf(stderr, "zeroc: error: %s\n", err->msg);
+    return 1;
+}
+
+static zc_status open_out(const char *path, FILE **f, zc_err *err)
+{
+    *f = path ? fopen(path, "wb") : stdout;
+    if (!*f)
+        return zc_err_set(err, ZC_EIO, "--out %s: cannot create: %s", path, strerror(errno));
+    return ZC_OK;
+}
+
+static zc_status close_out(const char *path, FILE *f, zc_err *err)
+{
+    bool bad = ferror(f) != 0;
+    if (f != stdout)
+        bad = fclose(f) != 0 || bad;
+    else
+        bad = fflush(f) != 0 || bad;
+    if (bad)
+        return zc_err_set(err, ZC_EIO, "%s: write error: %s", path ? path : "standard output",
+                          strerror(errno));
+    return ZC_OK;
+}
+
+/* Writes ids[0..n) as decimals separated by spaces, then a newline. */
+static void write_ids(FILE *f, const uint32_t *ids, size_t n)
+{
+    char buf[1 << 14];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (k > sizeof buf - 16) {
+            fwrite(buf, 1, k, f);
+            k = 0;
+        }
+        k += (size_t)snprintf(buf + k, 16, i ? " %u" : "%u", ids[i]);
+    }
+    buf[k++] = '\n';
+    fwrite(buf, 1, k, f);
+}
+
+int cmd_tokenize(int argc, char **argv)
+{
+    const char *vocab = NULL, *out = NULL, *unused = NULL;
+    int threads = 0;
+    bool stats = false, help = false;
+    arg_spec specs[] = {
+        {"--vocab", ARG_STR, &vocab, NULL,
+         "directory with encoder.json + vocab.bpe (or vocab.json + merges.txt)", NULL},
+        {"--text", ARG_STR, &unused, NULL, "input file(s), one line of ids each (default: stdin)",
+         NULL},
+        {"--out", ARG_STR, &out, NULL, "write the ids here (default: stdout)", NULL},
+        {"--threads", ARG_INT, &threads, NULL, "encoding threads (default: all processors)", NULL},
+        {"--stats", ARG_BOOL, &stats, NULL, "print bytes, tokens and MB/s to stderr", NULL},
+    };
+    const int nspecs = (int)(sizeof specs / sizeof specs[0]);
+    zc_err err = {0};
+    const char **files = calloc((size_t)argc + 1, sizeof *files);
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int nfiles = 0, nrest = 0;
+    zc_status st = files && rest ? ZC_OK : zc_err_set(&err, ZC_ENOMEM, "out of memory");
+    if (!st)
+        st = args_split_list(argc, argv, 2, "--text", files, &nfiles, rest, &nrest, &err);
+    for (int i = 0; !st && i < nrest; i++)
+        help = help || !strcmp(rest[i], "--help") || !strcmp(rest[i], "-h");
+    if (!st && help) {
+        args_usage("zeroc tokenize --vocab DIR [--text FILE...] [--out FILE]", specs, nspecs);
+        printf("\nGPT-2 byte-level BPE, as tiktoken's \"gpt2\" encoding: each input file is one "
+               "line of\nspace-separated token ids. Bytes that are not valid UTF-8 become their "
+               "byte's token.\n<|endoftext|> in the text is ordinary text.\n");
+        free(files);
+        free(rest);
+        return 0;
+    }
+    if (!st)
+        st = args_parse(specs, nspecs, nrest, rest, 0, &err);
+    if (!st && !vocab)
+        st = zc_err_set(&err, ZC_EINVAL, "--vocab DIR is required (see --help)");
+    if (!st && threads < 0)
+        st = zc_err_set(&err, ZC_EINVAL, "--threads must be >= 1, got %d", threads);
+    static const char *std_in[] = {"-"};
+    if (!st && nfiles == 0) {
+        files[0] = std_in[0];
+        nfiles = 1;
+    }
+    bpe_vocab v;
+    bool have_vocab = false;
+    if (!st)
+        have_vocab = !(st = bpe_vocab_load(&v, vocab, true, &err));
+    uint8_t **bufs = calloc((size_t)nfiles, sizeof *bufs);
+    bpe_doc *docs = calloc((size_t)nfiles, sizeof *docs);
+    size_t *start = calloc((size_t)nfiles + 1, sizeof *start);
+    if (!st && (!bufs || !docs || !start))
+        st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
+    size_t bytes = 0;
+    for (int i = 0; !st && i < nfiles; i++) {
+        st = bpe_text_read("--text", files[i], &bufs[i], &docs[i].n, &err);
+        docs[i].text = bufs[i];
+        bytes += docs[i].n;
+    }
+    bpe_ids ids = {0};
+    double secs = 0;
+    int nthreads = bpe_text_threads(threads);
+    if (!st)
+        st = bpe_text_encode(&v, docs, (size_t)nfiles, nthreads, -1, &ids, start, &secs, &err);
+    FILE *f = NULL;
+    if (!st)
+        st = open_out(out, &f, &err);
+    if (!st) {
+        for (int i = 0; i < nfiles; i++)
+            write_ids(f, ids.id + start[i], start[i + 1] - start[i]);
+        st = close_out(out, f, &err);
+    }
+    if (!st && stats)
+        fprintf(stderr,
+                "tokenize: %zu bytes, %zu tokens, %.3f s encoding, %.2f MB/s, %d "
+                "thread%s\n",
+                bytes, ids.n, secs, secs > 0 ? (double)bytes / 1e6 / secs : 0.0, nthreads,
+                nthreads > 1 ? "s" : "");
+    bpe_ids_free(&ids);
+    for (int i = 0; bufs && i < nfiles; i++)
+        free(bufs[i]);
+    free(bufs);
+    free(docs);
+    free(start);
+    free(files);
+    free(rest);
+    if (have_vocab)
+        bpe_vocab_free(&v);
+    return st ? fail(&err) : 0;
+}
+
+/* Parses ids separated by white space or commas from text[0..n). */
+static zc_status parse_ids(const char *what, const uint8_t *text, size_t n, bpe_ids *ids,
+                           zc_err *err)
+{
+    size_t i = 0, item = 0;
+    while (i < n) {
+        while (i < n && (text[i] == ',' || text[i] == ' ' || (text[i] >= '\t' && text[i] <= '\r')))
+            i++;
+        if (i >= n)
+            break;
+        size_t j = i;
+        uint64_t val = 0;
+        while (j < n && text[j] >= '0' && text[j] <= '9' && val <= UINT32_MAX)
+            val = val * 10 + (text[j++] - '0');
+        bool sep =
+            j >= n || text[j] == ',' || text[j] == ' ' || (text[j] >= '\t' && text[j] <= '\r');
+        if (j == i || !sep || val > INT32_MAX) {
+            size_t e = i;
+            while (e < n && e - i < 20 && text[e] != ',' && text[e] != ' ' && text[e] != '\n')
+                e++;
+            return zc_err_set(err, ZC_EINVAL, "%s: item %zu ('%.*s') is not a token id", what, item,
+                              (int)(e - i), (const char *)text + i);
+        }
+        zc_status st = bpe_ids_reserve(ids, 1, err);
+        if (st)
+            return st;
+        ids->id[ids->n++] = (uint32_t)val;
+        item++;
+        i = j;
+    }
+    return ZC_OK;
+}
+
+int cmd_detokenize(int argc, char **argv)
+{
+    const char *vocab = NULL, *in = NULL, *tokens = NULL, *out = NULL;
+    arg_spec specs[] = {
+        {"--vocab", ARG_STR, &vocab, NULL,
+         "directory with encoder.json (or vocab.json, or gpt2_tokenizer.bin), or an llm.c "
+         "gpt2_tokenizer.bin",
+         NULL},
+        {"--in", ARG_STR, &in, NULL, "ids separated by white space or commas (default: stdin)",
+         NULL},
+        {"--tokens", ARG_STR, &tokens, NULL, "an llm.c token file instead of --in", NULL},
+        {"--out", ARG_STR, &out, NULL, "write the bytes here (default: stdout)", NULL},
+    };
+    const int nspecs = (int)(sizeof specs / sizeof specs[0]);
+    zc_err err = {0};
+    bool helped;
+    zc_status st = args_parse_command(specs, nspecs, argc, argv, 2,
+                                      "zeroc detokenize --vocab DIR|FILE [--in FILE | --tokens "
+                                      "FILE] [--out FILE]",
+                                      true, &helped, &err);
+    if (helped)
+        return 0;
+    if (!st && !vocab)
+        st = zc_err_set(&err, ZC_EINVAL, "--vocab DIR|FILE is required (see --help)");
+    if (!st && in && tokens)
+        st = zc_err_set(&err, ZC_EINVAL, "give --in or --tokens, not both");
+    bpe_vocab v;
+    bool have_vocab = false;
+    if (!st)
+        have_vocab = !(st = bpe_vocab_load(&v, vocab, false, &err));
+    bpe_ids ids = {0};
+    if (!st && tokens) {
+        llmc_tokens t;
+        st = llmc_tokens_open(tokens, &t, &err);
+        bool opened = !st;
+        int *tmp = NULL;
+        if (!st && !(tmp = malloc(t.ntok * sizeof *tmp)))
+            st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
+        if (!st)
+            st = llmc_tokens_read(&t, 0, t.ntok, tmp, v.n, &err);
+        if (!st)
+            st = bpe_ids_reserve(&ids, t.ntok, &err);
+        for (size_t i = 0; !st && i < t.ntok; i++)
+            ids.id[ids.n++] = (uint32_t)tmp[i];
+        free(tmp);
+        if (opened)
+            llmc_tokens_close(&t);
+    } else if (!st) {
+        uint8_t *text = NULL;
+        size_t n = 0;
+        st = bpe_text_read("--in", in ? in : "-", &text, &n, &err);
+        if (!st)
+            st = parse_ids(in ? in : "standard input", text, n, &ids, &err);
+        free(text);
+    }
+    uint8_t *bytes = NULL;
+    size_t len = 0, cap = 0;
+    if (!st)
+        st = bpe_decode(&v, ids.id, ids.n, &bytes, &len, &cap, &err);
+    FILE *f = NULL;
+    if (!st)
+        st = open_out(out, &f, &err);
+    if (!st) {
+        if (len)
+            fwrite(bytes, 1, len, f);
+        st = close_out(out, f, &err);
+    }
+    free(bytes);
+    bpe_ids_free(&ids);
+    if (have_vocab)
+        bpe_vocab_free(&v);
+    return st ? fail(&err) : 0;
+}
