@@ -364,6 +364,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         return cli_fail(comm, &err, true);
     if (rank == 0)
         print_config(&cfg);
+    if (rank == 0 && cfg.no_effect[0]) /* said once: DeepSpeed knobs with nothing to tune here */
+        printf("accepted, changes nothing here: %s\n", cfg.no_effect);
     if (rank == 0 && cfg.offload_optimizer == ZC_OFFLOAD_CPU)
         printf("offload_optimizer.device cpu: on a CPU machine the optimizer state already lives "
                "in RAM, so nothing moves (device nvme puts it on disk)\n");

@@ -458,8 +458,34 @@ static void test_load_errors(void)
     }
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"cpu_offload\": true}}",
                     "not supported yet: zero_optimization.cpu_offload", NULL, NULL);
-    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"allgather_bucket_size\": 5e8}}",
-                    "not supported yet: zero_optimization.allgather_bucket_size", NULL, NULL);
+    /* DeepSpeed knobs that change nothing here: accepted, validated, listed for the log */
+    {
+        zc_config c2;
+        zc_err e2 = {0};
+        zc_config_defaults(&c2);
+        CHECK_MSG(zc_config_load_string(
+                      &c2,
+                      "{\"zero_optimization\": {\"allgather_bucket_size\": 5e8, "
+                      "\"stage3_max_reuse_distance\": 1e9, "
+                      "\"stage3_gather_16bit_weights_on_model_save\": true, "
+                      "\"stage3_gather_fp16_weights_on_model_save\": false}, "
+                      "\"zero_allow_untested_optimizer\": true}",
+                      "ds.json", &e2) == ZC_OK, e2.msg);
+        const char *keys[] = {"zero_optimization.allgather_bucket_size (",
+                              "zero_optimization.stage3_max_reuse_distance (",
+                              "zero_optimization.stage3_gather_16bit_weights_on_model_save (",
+                              "zero_optimization.stage3_gather_fp16_weights_on_model_save (",
+                              "zero_allow_untested_optimizer ("};
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+            CHECK_MSG(strstr(c2.no_effect, keys[i]) != NULL, c2.no_effect);
+        zc_config c3;
+        zc_config_defaults(&c3);
+        CHECK_MSG(c3.no_effect[0] == 0, c3.no_effect);
+    }
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"allgather_bucket_size\": -1}}",
+                    "zero_optimization.allgather_bucket_size must be >= 0, got -1", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_allow_untested_optimizer\": 1}",
+                    "zero_allow_untested_optimizer: expected true or false", NULL, NULL);
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"amsgrad\": true}}}",
                     "not supported yet: optimizer.params.amsgrad = true", NULL, NULL);
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"bias_correction\": false}}}",

@@ -104,6 +104,9 @@ typedef struct {
     uint64_t seed;
     double comm_timeout_s;               /* zeroc extension: collective wait limit, seconds */
     int steps_per_print;
+    /* DeepSpeed keys the file gave that change nothing here (GPU-memory knobs and the like),
+     * "path (why)" joined by "; ", for the log; not part of the effective configuration */
+    char no_effect[1024];
 } zc_config;
 
 /* The defaults, in one place (documented in docs/CONFIG.md). */

@@ -62,6 +62,8 @@ enum {
     R_ACCUM = 1u << 5,    /* setting it records grad_accum_set */
     R_UNSET0 = 1u << 6,   /* 0 in the struct means "derive"; a file or flag cannot say 0 */
     R_AUTO = 1u << 7,     /* K_I64: the string "auto" is accepted, as ZC_AUTO (zeroc chooses) */
+    R_NOEFFECT = 1u << 8, /* K_BOOL/K_I64 without a field: a DeepSpeed knob that changes nothing
+                           * here (`why` says why); accepted and listed in cfg->no_effect */
 };
 
 typedef struct {
@@ -187,13 +189,21 @@ static const key_spec KEYS[] = {
     REFUSED("zero_optimization.cpu_offload_use_pin_memory"),
     {.path = "zero_optimization.allgather_partitions", .kind = K_FIXED, .fixed = true,
      .why = "zeroc always all-gathers the updated partitions"},
-    REFUSED("zero_optimization.allgather_bucket_size"),
+    {.path = "zero_optimization.allgather_bucket_size", .kind = K_I64, .imin = 0,
+     .imax = INT64_MAX, .flags = R_NOEFFECT,
+     .why = "zeroc all-gathers one unit at a time, whatever the bucket"},
     {.path = "zero_optimization.reduce_scatter", .kind = K_FIXED, .fixed = true,
      .why = "zeroc always reduces gradients with a reduce-scatter"},
     REFUSED("zero_optimization.round_robin_gradients"),
-    REFUSED("zero_optimization.stage3_max_reuse_distance"),
-    REFUSED("zero_optimization.stage3_gather_16bit_weights_on_model_save"),
-    REFUSED("zero_optimization.stage3_gather_fp16_weights_on_model_save"),
+    {.path = "zero_optimization.stage3_max_reuse_distance", .kind = K_I64, .imin = 0,
+     .imax = INT64_MAX, .flags = R_NOEFFECT,
+     .why = "a GPU-memory knob: zeroc releases a unit at release and prefetches it again"},
+    {.path = "zero_optimization.stage3_gather_16bit_weights_on_model_save", .kind = K_BOOL,
+     .flags = R_NOEFFECT,
+     .why = "zeroc's exports always gather the full weights (--save-weights, ckpt export)"},
+    {.path = "zero_optimization.stage3_gather_fp16_weights_on_model_save", .kind = K_BOOL,
+     .flags = R_NOEFFECT,
+     .why = "zeroc's exports always gather the full weights (--save-weights, ckpt export)"},
     REFUSED("zero_optimization.elastic_checkpoint"),
     REFUSED("zero_optimization.load_from_fp32_weights"),
     REFUSED("zero_optimization.ignore_unused_parameters"),
@@ -266,7 +276,9 @@ static const key_spec KEYS[] = {
     REFUSED("tensorboard"), REFUSED("wandb"), REFUSED("csv_monitor"), REFUSED("comms_logger"),
     REFUSED("checkpoint"), REFUSED("elasticity"), REFUSED("autotuning"),
     REFUSED("compression_training"), REFUSED("data_efficiency"),
-    REFUSED("curriculum_learning"), REFUSED("zero_allow_untested_optimizer"),
+    REFUSED("curriculum_learning"),
+    {.path = "zero_allow_untested_optimizer", .kind = K_BOOL, .flags = R_NOEFFECT,
+     .why = "zeroc runs only its own, tested optimizers"},
     REFUSED("zero_force_ds_cpu_optimizer"), REFUSED("dump_state"), REFUSED("pipeline"),
     REFUSED("sparse_attention"), REFUSED("disable_allgather"), REFUSED("dataloader_drop_last"),
     REFUSED("eigenvalue"), REFUSED("progressive_layer_drop"), REFUSED("quantize_training"),
@@ -829,7 +841,21 @@ static zc_dtype precision_enabled(const zc_config *cfg, zc_dtype except)
     return ZC_FP32;
 }
 
+static zc_status apply_value(const ctx *c, const key_spec *k, const value *v);
+
+/* A key applied; one that changes nothing here is listed in cfg->no_effect ("path (why)"). */
 static zc_status apply(const ctx *c, const key_spec *k, const value *v)
+{
+    zc_status rc = apply_value(c, k, v);
+    if (rc == ZC_OK && (k->flags & R_NOEFFECT) && !strstr(c->cfg->no_effect, k->path)) {
+        size_t n = strlen(c->cfg->no_effect);
+        snprintf(c->cfg->no_effect + n, sizeof c->cfg->no_effect - n, "%s%s (%s)", n ? "; " : "",
+                 k->path, k->why);
+    }
+    return rc;
+}
+
+static zc_status apply_value(const ctx *c, const key_spec *k, const value *v)
 {
     zc_config *cfg = c->cfg;
     zc_status rc = ZC_OK;
@@ -855,7 +881,7 @@ static zc_status apply(const ctx *c, const key_spec *k, const value *v)
             x = ZC_AUTO;
         else
             rc = read_int(c, k, k->path, v, &x);
-        if (rc == ZC_OK)
+        if (rc == ZC_OK && k->has_field)
             *(int64_t *)field_of(cfg, k) = x;
         break;
     }
