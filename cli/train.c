@@ -364,6 +364,9 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         return cli_fail(comm, &err, true);
     if (rank == 0)
         print_config(&cfg);
+    if (rank == 0 && cfg.auto_keys[0]) /* the values they took are in the config line above */
+        printf("\"auto\" in %s resolved from the command line, else zeroc's default: %s\n",
+               o.config, cfg.auto_keys);
     if (rank == 0 && cfg.no_effect[0]) /* said once: DeepSpeed knobs with nothing to tune here */
         printf("accepted, changes nothing here: %s\n", cfg.no_effect);
     if (rank == 0 && cfg.offload_optimizer == ZC_OFFLOAD_CPU)

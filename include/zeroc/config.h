@@ -107,6 +107,9 @@ typedef struct {
     /* DeepSpeed keys the file gave that change nothing here (GPU-memory knobs and the like),
      * "path (why)" joined by "; ", for the log; not part of the effective configuration */
     char no_effect[1024];
+    /* keys the file gave as "auto" (the Hugging Face Trainer's placeholder), joined by "; ":
+     * each keeps zeroc's default unless a command-line flag sets it */
+    char auto_keys[1024];
 } zc_config;
 
 /* The defaults, in one place (documented in docs/CONFIG.md). */

@@ -613,11 +613,8 @@ static const char *expect(char *buf, size_t cap, const key_spec *k)
 static zc_status type_error(const ctx *c, const key_spec *k, const char *path, const value *v)
 {
     char e[96], d[96];
-    const char *hint = "";
-    if (v->kind == V_STRING && !v->cli && strcmp(v->text, "auto") == 0)
-        hint = " (\"auto\" is filled in by the Hugging Face Trainer; give the value itself)";
-    return fail(c, ZC_EINVAL, "%s: expected %s, got %s%s", path, expect(e, sizeof e, k),
-                describe(d, sizeof d, v), hint);
+    return fail(c, ZC_EINVAL, "%s: expected %s, got %s", path, expect(e, sizeof e, k),
+                describe(d, sizeof d, v));
 }
 
 /* low: the value is below the range (else above). text: the value as the user wrote it. */
@@ -844,13 +841,30 @@ static zc_dtype precision_enabled(const zc_config *cfg, zc_dtype except)
 static zc_status apply_value(const ctx *c, const key_spec *k, const value *v);
 
 /* A key applied; one that changes nothing here is listed in cfg->no_effect ("path (why)"). */
+/* Appends "item" to a "; "-joined list held in a fixed buffer (once). */
+static void note(char *list, size_t cap, const char *item)
+{
+    size_t n = strlen(list);
+    if (!strstr(list, item))
+        snprintf(list + n, cap - n, "%s%s", n ? "; " : "", item);
+}
+
 static zc_status apply(const ctx *c, const key_spec *k, const value *v)
 {
+    /* "auto" in a file (the Hugging Face Trainer's placeholder) resolves as the Trainer does:
+     * the command line's value if a flag sets the key after the file, else zeroc's default —
+     * so the key keeps its current value. Keys whose own "auto" means something (R_AUTO) and
+     * keys zeroc refuses are left to apply_value. */
+    if (v->kind == V_STRING && !v->cli && strcmp(v->text, "auto") == 0 &&
+        !(k->flags & R_AUTO) && k->kind != K_REFUSED && k->kind != K_SECTION) {
+        note(c->cfg->auto_keys, sizeof c->cfg->auto_keys, k->path);
+        return ZC_OK;
+    }
     zc_status rc = apply_value(c, k, v);
-    if (rc == ZC_OK && (k->flags & R_NOEFFECT) && !strstr(c->cfg->no_effect, k->path)) {
-        size_t n = strlen(c->cfg->no_effect);
-        snprintf(c->cfg->no_effect + n, sizeof c->cfg->no_effect - n, "%s%s (%s)", n ? "; " : "",
-                 k->path, k->why);
+    if (rc == ZC_OK && (k->flags & R_NOEFFECT)) {
+        char item[512];
+        snprintf(item, sizeof item, "%s (%s)", k->path, k->why);
+        note(c->cfg->no_effect, sizeof c->cfg->no_effect, item);
     }
     return rc;
 }
