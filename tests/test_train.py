@@ -411,6 +411,56 @@ def test_stage3_persistence():
           "a unit of exactly the threshold's size was kept whole (DeepSpeed: smaller than)")
 
 
+def test_hf_style_config():
+    """A ds_config.json in the shape the Hugging Face docs give (ZeRO-3, "auto" placeholders,
+    GPU-only knobs) trains as written: each "auto" takes the flag's value or zeroc's default
+    (asserted in the effective configuration printed at start), the GPU-only knobs are named
+    once in the log, and the run's losses equal the same run configured without them."""
+    path = os.path.join(TMP, "hf_ds_config.json")
+    with open(path, "w") as f:
+        json.dump({"bf16": {"enabled": "auto"}, "fp16": {"enabled": "auto"},
+                   "optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": "auto",
+                                                             "eps": "auto",
+                                                             "weight_decay": "auto"}},
+                   "zero_optimization": {"stage": 3, "overlap_comm": True,
+                                         "contiguous_gradients": True, "sub_group_size": 1e9,
+                                         "reduce_bucket_size": "auto",
+                                         "stage3_prefetch_bucket_size": "auto",
+                                         "stage3_param_persistence_threshold": "auto",
+                                         "stage3_max_live_parameters": 1e9,
+                                         "stage3_max_reuse_distance": 1e9,
+                                         "stage3_gather_16bit_weights_on_model_save": True},
+                   "gradient_accumulation_steps": "auto", "gradient_clipping": "auto",
+                   "steps_per_print": 2000, "train_batch_size": "auto",
+                   "train_micro_batch_size_per_gpu": "auto", "wall_clock_breakdown": False}, f)
+    p = run(2, "--hidden", 64, "--layers", 3, "--steps", 4, "--config", path, "--micro-batch", 8,
+            "--lr", "0.003", "--report", os.path.join(TMP, "hf.json"))
+    line = next(l for l in p.stdout.splitlines() if l.startswith("config: "))
+    eff = json.loads(line[len("config: "):])
+    want = {"train_micro_batch_size_per_gpu": 8, "train_batch_size": 16,
+            "gradient_accumulation_steps": 1, "gradient_clipping": 0}
+    check(all(eff[k] == v for k, v in want.items()), f"batch/clip: {eff}")
+    opt = eff["optimizer"]["params"]
+    check(opt["lr"] == 0.003 and opt["betas"] == [0.9, 0.999] and opt["eps"] == 1e-8 and
+          opt["weight_decay"] == 0, f"optimizer: {opt}")
+    check(not eff["bf16"]["enabled"] and not eff["fp16"]["enabled"] and
+          eff["zero_optimization"]["reduce_bucket_size"] == 500000000 and
+          eff["zero_optimization"]["stage3_prefetch_bucket_size"] == "auto", f"{eff}")
+    autos = [l for l in p.stdout.splitlines() if l.startswith('"auto" in ')]
+    check(len(autos) == 1 and "optimizer.params.lr" in autos[0] and
+          "train_micro_batch_size_per_gpu" in autos[0], f"auto line: {autos}")
+    noeff = [l for l in p.stdout.splitlines() if l.startswith("accepted, changes nothing here")]
+    check(len(noeff) == 1 and "stage3_max_reuse_distance" in noeff[0] and
+          "stage3_gather_16bit_weights_on_model_save" in noeff[0], f"no-effect line: {noeff}")
+    plain = os.path.join(TMP, "plain.json")
+    with open(plain, "w") as f:
+        json.dump({"zero_optimization": {"stage": 3, "sub_group_size": 1e9}}, f)
+    run(2, "--hidden", 64, "--layers", 3, "--steps", 4, "--config", plain, "--micro-batch", 8,
+        "--lr", "0.003", "--report", os.path.join(TMP, "plain-run.json"))
+    a, b = (json.load(open(os.path.join(TMP, n))) for n in ("hf.json", "plain-run.json"))
+    check(a["weights_sha256"] == b["weights_sha256"], "the HF-style config trained differently")
+
+
 def test_refused_before_allocating():
     """A run whose estimate per rank exceeds what the host can give stops before the states are
     allocated: one message with the estimate (its model states exactly 16 Ψ bytes for fp32
@@ -436,7 +486,7 @@ TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_stage3_default_prefetch_rss, test_outputs_checked_first,
          test_save_dir_saves_last_step, test_nonfinite_stops, test_refused_flags,
          test_one_message_per_error, test_batch_mismatch_sources,
-         test_refused_before_allocating, test_stage3_persistence]
+         test_refused_before_allocating, test_stage3_persistence, test_hf_style_config]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])
