@@ -28,6 +28,7 @@
 #include "zeroc/config.h"
 #include "zeroc/engine.h"
 #include "zeroc/gemm.h"
+#include "zeroc/lr_schedule.h"
 #include "zeroc/simd.h"
 #include "zeroc/mem.h"
 #include "zeroc/safetensors.h"
@@ -195,16 +196,64 @@ static zc_status same_model(const char *dir, const char *client, const train_opt
     return st;
 }
 
-/* Learning rate of optimizer step s (0-based): linear warmup over `warmup` steps, then constant
- * or a cosine decay to 10% of the peak at the last step. */
-static double lr_at(const train_opts *o, double peak, int s)
+/* The config's scheduler section and the schedule flags: --warmup fills its warmup_num_steps
+ * (over the file, like every flag), --steps a WarmupDecayLR's total_num_steps the file left out
+ * or gave as "auto"; --lr-schedule names the trainer's own schedule and cannot join it. The
+ * activation_checkpointing section turns on the flag of that name. */
+static zc_status resolve_schedule(int argc, char **argv, train_opts *o, zc_config *cfg,
+                                  zc_err *err)
 {
+    char n[32];
+    if (cfg->activation_checkpointing && strcmp(o->model, "gpt2"))
+        return zc_err_set(err, ZC_EINVAL, "%s: activation_checkpointing: --model %s keeps no "
+                          "activations to recompute (gpt2 does)", o->config, o->model);
+    o->activation_checkpointing |= cfg->activation_checkpointing;
+    if (cfg->sched == ZC_SCHED_NONE)
+        return ZC_OK;
+    if (args_given(argc, argv, 2, "--lr-schedule"))
+        return zc_err_set(err, ZC_EINVAL, "--lr-schedule %s: %s has a scheduler (%s); give one "
+                          "or the other", o->lr_schedule, o->config,
+                          cfg->sched == ZC_SCHED_WARMUP_LR ? "WarmupLR" : "WarmupDecayLR");
+    zc_status st = ZC_OK;
+    if (args_given(argc, argv, 2, "--warmup")) {
+        snprintf(n, sizeof n, "%d", o->warmup);
+        st = zc_config_set(cfg, "scheduler.params.warmup_num_steps", n, err);
+    }
+    if (!st && cfg->sched == ZC_SCHED_WARMUP_DECAY_LR && cfg->total_num_steps == 0) {
+        snprintf(n, sizeof n, "%d", o->steps);
+        st = zc_config_set(cfg, "scheduler.params.total_num_steps", n, err);
+    }
+    return st;
+}
+
+/* Learning rate of optimizer step s (0-based). With the config's scheduler: DeepSpeed's, which
+ * advances only on applied steps (an fp16 step skipped for overflow does not count). Else the
+ * trainer's own: linear warmup over `warmup` steps, then constant or a cosine decay to 10% of
+ * the peak at the last step. */
+static double lr_at(const train_opts *o, const zc_config *cfg, int64_t skipped, int s)
+{
+    if (cfg->sched != ZC_SCHED_NONE)
+        return zc_lr_schedule_at(cfg, s - skipped);
+    const double peak = cfg->lr;
     if (s < o->warmup)
         return peak * (double)(s + 1) / (double)o->warmup;
     if (!strcmp(o->lr_schedule, "constant") || o->steps <= o->warmup + 1)
         return peak;
     double t = (double)(s - o->warmup) / (double)(o->steps - o->warmup - 1);
     return peak * (0.1 + 0.9 * 0.5 * (1.0 + cos(3.141592653589793 * t)));
+}
+
+/* The schedule's name and warmup steps, for the checkpoint's client record. */
+static const char *schedule_name(const train_opts *o, const zc_config *cfg)
+{
+    return cfg->sched == ZC_SCHED_WARMUP_LR         ? "WarmupLR"
+           : cfg->sched == ZC_SCHED_WARMUP_DECAY_LR ? "WarmupDecayLR"
+                                                    : o->lr_schedule;
+}
+
+static long long schedule_warmup(const train_opts *o, const zc_config *cfg)
+{
+    return cfg->sched == ZC_SCHED_NONE ? o->warmup : (long long)cfg->warmup_num_steps;
 }
 
 /* Stops the run with err: frees what it built, then reports. A rank-local error (collective
@@ -355,6 +404,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     if (!st)
         st = refuse_unused(argc, argv, &o, &err);
     if (!st)
+        st = resolve_schedule(argc, argv, &o, &cfg, &err);
+    if (!st)
         st = check_outputs(comm, &o, &err);
     /* the save directory is this job's until it ends: a second job is refused here */
     zc_ckpt_lock *save_lock = NULL;
@@ -454,6 +505,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     /* per-step series, indexed by the step's number (first_step … steps − 1) */
     double *loss = calloc((size_t)o.steps, sizeof(double));
     double *gnorm = calloc((size_t)o.steps, sizeof(double));
+    double *lr = calloc((size_t)o.steps, sizeof(double));
     double *ms = calloc((size_t)o.steps, sizeof(double));
     double *scale = calloc((size_t)o.steps, sizeof(double));
     double *gemm_ms = calloc((size_t)o.steps, sizeof(double)); /* in the models' products */
@@ -462,7 +514,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     double *val_loss = malloc((size_t)o.steps * sizeof(double)); /* NaN: no validation */
     disk_step *disk_steps = calloc((size_t)o.steps, sizeof *disk_steps);
     char *config_json = zc_config_to_json(&cfg);
-    if (!loss || !gnorm || !ms || !scale || !gemm_ms || !hits || !misses || !val_loss ||
+    if (!loss || !gnorm || !lr || !ms || !scale || !gemm_ms || !hits || !misses || !val_loss ||
         !disk_steps || !config_json)
         st = zc_err_set(&err, ZC_ENOMEM, "out of memory for the per-step series of %d steps",
                         o.steps);
@@ -480,7 +532,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         zc_engine_offload_stats(e, &d0);
         const double gemm0 = zc_gemm_get_counters().seconds;
         zc_step_info info = {0};
-        zc_engine_set_lr(e, lr_at(&o, cfg.lr, s));
+        zc_engine_set_lr(e, lr_at(&o, &cfg, zc_engine_loss_scaler(e)->skipped, s));
         for (int k = 0; k < cfg.grad_accum && !st; k++) {
             double l = 0.0;
             st = model.micro_step(&model, s, k, &l, &err);
@@ -499,6 +551,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
             break;
         loss[s] = sum / ((double)nranks * cfg.grad_accum);
         gnorm[s] = info.grad_norm;
+        lr[s] = info.lr;
         scale[s] = info.loss_scale;
         hits[s] = (double)info.prefetch_hits;
         misses[s] = (double)info.prefetch_misses;
@@ -566,10 +619,11 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
             char client[768];
             snprintf(client, sizeof client,
                      "{\"model\": \"%s\", \"steps_planned\": %d, \"lr_schedule\": "
-                     "{\"type\": \"%s\", \"warmup\": %d, \"position\": %d, \"next_lr\": %.9g}, "
+                     "{\"type\": \"%s\", \"warmup\": %lld, \"position\": %d, \"next_lr\": %.9g}, "
                      "\"data\": {\"micro_steps_consumed\": %lld, \"shuffle\": %s}%s%s}",
-                     o.model, o.steps, o.lr_schedule, o.warmup, s + 1,
-                     lr_at(&o, cfg.lr, s + 1), (long long)(s + 1) * cfg.grad_accum,
+                     o.model, o.steps, schedule_name(&o, &cfg), schedule_warmup(&o, &cfg), s + 1,
+                     lr_at(&o, &cfg, zc_engine_loss_scaler(e)->skipped, s + 1),
+                     (long long)(s + 1) * cfg.grad_accum,
                      o.shuffle ? "true" : "false", model.describe[0] ? ", " : "",
                      model.describe);
             double t_save = now_ms();
@@ -586,7 +640,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     }
     free(config_json);
     if (st) {
-        free(loss), free(gnorm), free(ms), free(scale), free(hits), free(misses), free(gemm_ms);
+        free(loss), free(gnorm), free(lr), free(ms), free(scale), free(hits), free(misses), free(gemm_ms);
         free(val_loss), free(disk_steps);
         return stop(comm, &err,
                     st == ZC_ELOCKSTEP || st == ZC_ESTATE || st == ZC_EINVAL ||
@@ -600,6 +654,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     rep.control_bytes = step_sum[ZC_COMM_CONTROL] / per;
     rep.loss = loss + first_step;
     rep.grad_norm = gnorm + first_step;
+    rep.lr = lr + first_step;
     rep.step_ms = ms + first_step;
     rep.loss_scale = scale + first_step;
     rep.gemm_ms = gemm_ms + first_step;
@@ -644,7 +699,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         if (o.report)
             st = train_report_write(&rep, o.report, &err);
     }
-    free(all), free(loss), free(gnorm), free(ms), free(scale), free(hits), free(misses);
+    free(all), free(loss), free(gnorm), free(lr), free(ms), free(scale), free(hits), free(misses);
     free(gemm_ms), free(val_loss);
     free(disk_steps);
     model.destroy(&model);

@@ -26,6 +26,7 @@ typedef struct {
     int64_t params_padded;    /* Σ padded unit sizes */
     const double *loss;       /* per step */
     const double *grad_norm;  /* per step */
+    const double *lr;         /* per step: the learning rate the step applied */
     const double *step_ms;    /* per step */
     const double *loss_scale; /* per step: the fp16 loss scale its gradients carried (1 else) */
     const double *prefetch_hits, *prefetch_misses; /* stage 3 (else NULL), per step */

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "zeroc/config.h"
+#include "zeroc/estimate.h"
+#include "zeroc/lr_schedule.h"
 
 static int passed, failed;
 
@@ -79,7 +81,14 @@ static bool same_values(const zc_config *a, const zc_config *b)
            a->aio_block_size == b->aio_block_size && a->aio_queue_depth == b->aio_queue_depth &&
            a->aio_thread_count == b->aio_thread_count &&
            a->aio_single_submit == b->aio_single_submit &&
-           a->aio_overlap_events == b->aio_overlap_events && a->aio_engine == b->aio_engine;
+           a->aio_overlap_events == b->aio_overlap_events && a->aio_engine == b->aio_engine &&
+           a->overlap_comm == b->overlap_comm &&
+           a->activation_checkpointing == b->activation_checkpointing && a->sched == b->sched &&
+           (a->sched == ZC_SCHED_NONE ||
+            (a->warmup_min_lr == b->warmup_min_lr &&
+             zc_config_warmup_max_lr(a) == zc_config_warmup_max_lr(b) &&
+             a->warmup_num_steps == b->warmup_num_steps &&
+             a->total_num_steps == b->total_num_steps && a->warmup_type == b->warmup_type));
 }
 
 /* Every field: what "cfg unchanged" means. (memcmp would also compare padding bytes, which
@@ -441,7 +450,9 @@ static void test_load_errors(void)
     /* known to DeepSpeed, not implemented */
     EXPECT_LOAD_ERR("{\"amp\": {\"enabled\": false}}", "ds.json: not supported yet: amp", NULL,
                     NULL);
-    EXPECT_LOAD_ERR("{\"scheduler\": {}}", "not supported yet: scheduler", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_min_lr\": 0}}}",
+                    "not supported yet: scheduler.type = OneCycle", "WarmupLR and WarmupDecayLR",
+                    NULL);
     EXPECT_LOAD_ERR("{\"wall_clock_breakdown\": true}", "wall_clock_breakdown", "true", NULL);
     {
         zc_config c2;
@@ -501,9 +512,8 @@ static void test_load_errors(void)
                     NULL);
 
     /* always-on behaviour */
-    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"overlap_comm\": false}}",
-                    "zero_optimization.overlap_comm: false is not supported: zeroc always overlaps",
-                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"overlap_comm\": 0}}",
+                    "zero_optimization.overlap_comm: expected true or false", "got 0", NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"contiguous_gradients\": false}}",
                     "zero_optimization.contiguous_gradients: false is not supported", "contiguous",
                     NULL);
@@ -601,10 +611,10 @@ static void test_load_errors(void)
     EXPECT_LOAD_ERR("{\"seed\": 1.5}", "seed: expected an integer", "got 1.5", NULL);
     EXPECT_LOAD_ERR("{\"seed\": 18446744073709551616}", "seed", "got 18446744073709551616", NULL);
     EXPECT_LOAD_ERR("{\"seed\": 1e-3}", "seed", "got 1e-3", NULL);
-    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"reduce_bucket_size\": 0}}",
-                    "zero_optimization.reduce_bucket_size must be >= 1, got 0", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"reduce_bucket_size\": -1}}",
+                    "zero_optimization.reduce_bucket_size must be >= 0, got -1", NULL, NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"reduce_bucket_size\": 1.5}}",
-                    "zero_optimization.reduce_bucket_size: expected an integer >= 1, got 1.5",
+                    "zero_optimization.reduce_bucket_size: expected an integer >= 0, got 1.5",
                     NULL, NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"stage3_prefetch_bucket_size\": -1}}",
                     "zero_optimization.stage3_prefetch_bucket_size must be >= 0, got -1", NULL,
@@ -618,8 +628,8 @@ static void test_load_errors(void)
     EXPECT_LOAD_ERR("{\"optimizer\": {\"type\": 1}}", "optimizer.type", "got 1", NULL);
     EXPECT_LOAD_ERR("{\"optimizer\": \"adam\"}", "optimizer: expected an object",
                     "got string \"adam\"", NULL);
-    EXPECT_LOAD_ERR("{\"zero_optimization\": true}", "zero_optimization: expected an object",
-                    "got true", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": 1}", "zero_optimization: expected an object",
+                    "got 1", NULL);
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": [1]}}", "optimizer.params: expected an object",
                     "got an array", NULL);
 
@@ -740,8 +750,8 @@ static void test_set(void)
                    "zero_optimization.stage");
     EXPECT_SET_ERR("optimizer.params", "1", "optimizer.params is a section",
                    "optimizer.params.lr");
-    EXPECT_SET_ERR("zero_optimization.overlap_comm", "false",
-                   "zero_optimization.overlap_comm: false is not supported", NULL);
+    EXPECT_SET_ERR("zero_optimization.overlap_comm", "no",
+                   "zero_optimization.overlap_comm: expected true or false", "\"no\"");
     EXPECT_SET_ERR("optimizer.params.amsgrad", "true",
                    "not supported yet: optimizer.params.amsgrad = true", NULL);
     EXPECT_SET_ERR("optimizer.params.dampening", "0.5",
@@ -2020,6 +2030,129 @@ static void test_to_json(void)
     CHECK_ROUND_TRIP(&c);
 }
 
+/* Keys of real DeepSpeed and Hugging Face configs that earlier versions refused: the legacy
+ * boolean zero_optimization, overlap_comm false, reduce_bucket_size 0, max_grad_norm, the
+ * activation_checkpointing section (null number_checkpoints as DeepSpeed's docs write it), and
+ * every refusal of a file in one message. */
+static void test_deepspeed_shapes(void)
+{
+    zc_config c;
+    zc_err err = {0};
+
+    CHECK(load(&c, "{\"zero_optimization\": true}", &err) == ZC_OK && c.stage == 1);
+    CHECK(load(&c, "{\"zero_optimization\": false}", &err) == ZC_OK && c.stage == 0);
+    CHECK(load(&c, "{\"zero_optimization\": {\"stage\": 2, \"overlap_comm\": false, "
+                   "\"reduce_bucket_size\": 0}}", &err) == ZC_OK &&
+          c.stage == 2 && !c.overlap_comm && c.reduce_bucket_size == 0);
+    CHECK_ROUND_TRIP(&c);
+    CHECK(zc_estimate_rs_cols(0, 4, 1000) == 1000 && zc_estimate_rs_cols(100, 4, 1000) == 25 &&
+          zc_estimate_rs_cols(1, 4, 1000) == 1 && zc_estimate_rs_cols(1 << 30, 4, 1000) == 1000);
+
+    CHECK(load(&c, "{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"max_grad_norm\": 1.5}}}",
+               &err) == ZC_OK && c.grad_clip == 1.5);
+    CHECK(load(&c, "{\"gradient_clipping\": 2, \"optimizer\": {\"params\": "
+                   "{\"max_grad_norm\": 2}}}", &err) == ZC_OK && c.grad_clip == 2);
+    EXPECT_LOAD_ERR("{\"gradient_clipping\": 1, \"optimizer\": {\"params\": "
+                    "{\"max_grad_norm\": 2}}}",
+                    "optimizer.params.max_grad_norm 2 and gradient_clipping 1 disagree", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"max_grad_norm\": -1}}}",
+                    "optimizer.params.max_grad_norm must be >= 0, got -1", NULL, NULL);
+
+    CHECK(load(&c, "{}", &err) == ZC_OK && !c.activation_checkpointing);
+    CHECK(load(&c, "{\"activation_checkpointing\": {\"partition_activations\": false, "
+                   "\"cpu_checkpointing\": false, \"contiguous_memory_optimization\": false, "
+                   "\"number_checkpoints\": null, \"synchronize_checkpoint_boundary\": false, "
+                   "\"profile\": false}}", &err) == ZC_OK && c.activation_checkpointing);
+    CHECK_MSG(strstr(c.no_effect, "activation_checkpointing.cpu_checkpointing (") &&
+                  strstr(c.no_effect, "activation_checkpointing.number_checkpoints ("),
+              c.no_effect);
+    CHECK_ROUND_TRIP(&c);
+    EXPECT_LOAD_ERR("{\"activation_checkpointing\": {\"number_checkpoints\": 0}}",
+                    "activation_checkpointing.number_checkpoints must be >= 1, got 0", NULL,
+                    NULL);
+    EXPECT_LOAD_ERR("{\"activation_checkpointing\": true}",
+                    "activation_checkpointing: expected an object", "got true", NULL);
+
+    /* every key zeroc lacks, named in one message, in the file's order; other keys still load
+     * in between (a later bad value is reported instead) */
+    EXPECT_LOAD_ERR("{\"amp\": {\"enabled\": true}, \"seed\": 3, \"flops_profiler\": {}, "
+                    "\"scheduler\": {\"type\": \"WarmupCosineLR\", \"params\": "
+                    "{\"total_num_steps\": 10, \"cos_min_ratio\": 0.1}}, "
+                    "\"optimizer\": {\"params\": {\"amsgrad\": true}}}",
+                    "not supported yet: amp; flops_profiler; scheduler.type = WarmupCosineLR",
+                    "; optimizer.params.amsgrad = true (", NULL);
+    EXPECT_LOAD_ERR("{\"amp\": {}, \"seed\": -1}", "seed", "got -1", NULL);
+    EXPECT_SET_ERR("amp", "1", "not supported yet: amp", NULL);
+}
+
+/* DeepSpeed's WarmupLR and WarmupDecayLR: keys, defaults, "auto", refusals, and the rates step
+ * by step against DeepSpeed's formulas worked out here (lr_schedules.py: W = max(2,
+ * warmup_num_steps), the first step at warmup_min_lr, then iteration it = step − 1). */
+static void test_scheduler(void)
+{
+    zc_config c;
+    zc_err err = {0};
+
+    zc_config_defaults(&c);
+    CHECK(c.sched == ZC_SCHED_NONE && c.warmup_min_lr == 0 && isnan(c.warmup_max_lr) &&
+          c.warmup_num_steps == 1000 && c.total_num_steps == 0 && c.warmup_type == ZC_WARMUP_LOG);
+    CHECK(load(&c, "{\"optimizer\": {\"params\": {\"lr\": 0.02}}, \"scheduler\": "
+                   "{\"type\": \"WarmupLR\", \"params\": {\"warmup_num_steps\": 10}}}",
+               &err) == ZC_OK && c.sched == ZC_SCHED_WARMUP_LR);
+    CHECK(zc_config_warmup_max_lr(&c) == 0.02); /* WarmupLR's default: the optimizer's lr */
+    CHECK_ROUND_TRIP(&c);
+    CHECK(zc_lr_schedule_at(&c, 0) == 0.0 && zc_lr_schedule_at(&c, 1) == 0.0);
+    CHECK(fabs(zc_lr_schedule_at(&c, 5) - 0.02 * log(5.0) / log(10.0)) < 1e-17);
+    CHECK(zc_lr_schedule_at(&c, 10) < 0.02 && zc_lr_schedule_at(&c, 11) == 0.02 &&
+          zc_lr_schedule_at(&c, 1000000) == 0.02);
+
+    CHECK(load(&c, "{\"scheduler\": {\"type\": \"warmupdecaylr\", \"params\": "
+                   "{\"warmup_min_lr\": 0.001, \"warmup_num_steps\": 10, "
+                   "\"total_num_steps\": 30, \"warmup_type\": \"linear\"}}}",
+               &err) == ZC_OK && c.sched == ZC_SCHED_WARMUP_DECAY_LR);
+    CHECK(zc_config_warmup_max_lr(&c) == 0.001 * 1); /* WarmupDecayLR's default: 0.001 */
+    CHECK_ROUND_TRIP(&c);
+    c.warmup_max_lr = 0.011;
+    CHECK(zc_lr_schedule_at(&c, 0) == 0.001 && zc_lr_schedule_at(&c, 1) == 0.001);
+    CHECK(fabs(zc_lr_schedule_at(&c, 6) - (0.001 + 0.01 * 0.5)) < 1e-15);   /* it 5 of W 10 */
+    CHECK(fabs(zc_lr_schedule_at(&c, 11) - 0.011) < 1e-15);                 /* it 10: T−W / 20 */
+    CHECK(fabs(zc_lr_schedule_at(&c, 21) - (0.001 + 0.01 * 0.5)) < 1e-15);  /* it 20: 10 / 20 */
+    CHECK(zc_lr_schedule_at(&c, 31) == 0.001 && zc_lr_schedule_at(&c, 100) == 0.001);
+    c.warmup_num_steps = 0; /* DeepSpeed warms up over at least 2 iterations */
+    CHECK(fabs(zc_lr_schedule_at(&c, 2) - (0.001 + 0.01 * 0.5)) < 1e-15);
+
+    /* "auto" (the Hugging Face Trainer's placeholder): warmup_max_lr follows the optimizer's lr,
+     * the others keep zeroc's defaults until a flag (the trainer's --warmup, --steps) sets them */
+    CHECK(load(&c, "{\"optimizer\": {\"params\": {\"lr\": 0.5}}, \"scheduler\": {\"type\": "
+                   "\"WarmupDecayLR\", \"params\": {\"warmup_min_lr\": \"auto\", "
+                   "\"warmup_max_lr\": \"auto\", \"warmup_num_steps\": \"auto\", "
+                   "\"total_num_steps\": \"auto\"}}}", &err) == ZC_OK);
+    CHECK(zc_config_warmup_max_lr(&c) == 0.5 && c.warmup_min_lr == 0 &&
+          c.warmup_num_steps == 1000 && c.total_num_steps == 0);
+    CHECK_MSG(strstr(c.auto_keys, "scheduler.params.warmup_max_lr") &&
+                  strstr(c.auto_keys, "scheduler.params.total_num_steps"), c.auto_keys);
+    EXPECT_SET_OK(&c, "scheduler.params.total_num_steps", "40");
+    EXPECT_SET_OK(&c, "scheduler.params.warmup_max_lr", "auto");
+    CHECK(c.total_num_steps == 40 && zc_config_warmup_max_lr(&c) == 0.5);
+
+    EXPECT_LOAD_ERR("{\"scheduler\": {\"params\": {\"warmup_num_steps\": 5}}}",
+                    "scheduler.type: required", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"scheduler\": {\"type\": \"Cosine\"}}", "scheduler.type",
+                    "one of WarmupLR, WarmupDecayLR", "got string \"Cosine\"");
+    EXPECT_LOAD_ERR("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_type\": "
+                    "\"cosine\"}}}", "scheduler.params.warmup_type", "one of log, linear", NULL);
+    EXPECT_LOAD_ERR("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"cycle_min_lr\": 1}}}",
+                    "unknown key: scheduler.params.cycle_min_lr", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"scheduler\": {\"type\": \"WarmupDecayLR\", \"params\": "
+                    "{\"total_num_steps\": 0}}}", "scheduler.params.total_num_steps", "got 0",
+                    NULL);
+    EXPECT_LOAD_ERR("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": "
+                    "{\"warmup_max_lr\": -1}}}", "scheduler.params.warmup_max_lr must be >= 0",
+                    "got -1", NULL);
+    EXPECT_SET_ERR("scheduler.type", "OneCycle", "not supported yet: scheduler.type = OneCycle",
+                   NULL);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/zeroc_test_config_XXXXXX");
@@ -2038,6 +2171,8 @@ int main(void)
     test_precision();
     test_offload();
     test_to_json();
+    test_deepspeed_shapes();
+    test_scheduler();
 
     static const char *const files[] = {"ds_config.json", "bad.json", "empty.json", "nul.json",
                                         "list.json", "offload.json"};

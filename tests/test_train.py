@@ -7,6 +7,7 @@ Each test runs the real command under mpirun and checks the JSON report and the 
 weights against values computed here independently (the ZeRO paper's formulas from the unit sizes
 the MLP registers), never against zeroc's own earlier output."""
 import json
+import math
 import os
 import struct
 import sys
@@ -461,6 +462,204 @@ def test_hf_style_config():
     check(a["weights_sha256"] == b["weights_sha256"], "the HF-style config trained differently")
 
 
+def ds_lr(kind, applied, lo, hi, warmup, total, wtype):
+    """DeepSpeed's WarmupLR / WarmupDecayLR rate for the step after `applied` applied steps,
+    written from deepspeed/runtime/lr_schedules.py: the scheduler sets warmup_min_lr when it is
+    built and steps after each applied optimizer step, so step k (0-based) runs at iteration
+    k − 1; the warmup spans max(2, warmup_num_steps) iterations."""
+    if applied == 0:
+        return lo
+    it, w = applied - 1, max(2, warmup)
+    if it < w:
+        gamma = (1.0 / math.log(w)) * math.log(it + 1) if wtype == "log" else it / w
+    elif kind == "WarmupLR":
+        gamma = 1.0
+    else:
+        gamma = max(0.0, float(total - it) / float(max(1.0, total - w)))
+    return lo + (hi - lo) * gamma
+
+
+def effective_config(p):
+    line = next(l for l in p.stdout.splitlines() if l.startswith("config: "))
+    return json.loads(line[len("config: "):])
+
+
+def test_ds_scheduler():
+    """A config's scheduler (DeepSpeed's WarmupDecayLR, WarmupLR) sets every step's learning rate
+    as DeepSpeed's formulas give it (the report's lr, to 1e-15 relative: the same double
+    arithmetic, printed and parsed); "auto" takes --lr and --steps, --warmup overrides the file,
+    --lr-schedule beside a scheduler is refused, and a run resumed (at another stage) continues the
+    schedule and ends on the same weights, bit for bit."""
+    path = os.path.join(TMP, "decay.json")
+    with open(path, "w") as f:
+        json.dump({"scheduler": {"type": "WarmupDecayLR", "params": {
+            "warmup_min_lr": 1e-4, "warmup_max_lr": "auto", "warmup_num_steps": 4,
+            "total_num_steps": "auto", "warmup_type": "linear"}}}, f)
+    rep = os.path.join(TMP, "decay-run.json")
+    p = run(1, "--hidden", 64, "--layers", 3, "--steps", 12, "--config", path, "--lr", "0.002",
+            "--report", rep)
+    sched = effective_config(p)["scheduler"]
+    check(sched == {"type": "WarmupDecayLR", "params": {
+        "warmup_min_lr": 1e-4, "warmup_max_lr": 0.002, "warmup_num_steps": 4,
+        "total_num_steps": 12, "warmup_type": "linear"}}, f"effective scheduler: {sched}")
+    got = H_.report("decay-run.json")["lr"]
+    want = [ds_lr("WarmupDecayLR", k, 1e-4, 0.002, 4, 12, "linear") for k in range(12)]
+    check(len(got) == 12 and all(abs(g - w) <= 1e-15 * w for g, w in zip(got, want)),
+          f"WarmupDecayLR rates {got}, DeepSpeed's {want}")
+
+    with open(path, "w") as f:
+        json.dump({"optimizer": {"type": "Adam", "params": {"lr": 0.01}},
+                   "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 100}}}, f)
+    run(1, "--hidden", 64, "--layers", 3, "--steps", 8, "--config", path, "--warmup", 5,
+        "--report", rep)
+    got = H_.report("decay-run.json")["lr"]
+    want = [ds_lr("WarmupLR", k, 0.0, 0.01, 5, 0, "log") for k in range(8)]
+    check(all(abs(g - w) <= 1e-15 * w for g, w in zip(got, want)) and got[-1] == 0.01,
+          f"WarmupLR with --warmup 5: {got}, DeepSpeed's {want}")
+
+    p = run(1, "--hidden", 64, "--layers", 3, "--steps", 8, "--config", path, "--lr-schedule",
+            "cosine", ok=False)
+    check(p.returncode != 0 and "--lr-schedule cosine" in p.stderr and "WarmupLR" in p.stderr,
+          f"--lr-schedule beside a scheduler: {p.returncode} {p.stderr}")
+
+    save = os.path.join(TMP, "sched-ckpt")
+    whole = os.path.join(TMP, "sched-whole.json")
+    run(2, "--hidden", 64, "--layers", 3, "--steps", 8, "--config", path, "--stage", 2,
+        "--report", whole)
+    run(2, "--hidden", 64, "--layers", 3, "--steps", 4, "--config", path, "--stage", 2,
+        "--save-dir", save)
+    run(2, "--hidden", 64, "--layers", 3, "--steps", 8, "--config", path, "--stage", 3,
+        "--resume", save, "--report", rep)
+    a, b = H_.report("sched-whole.json"), H_.report("decay-run.json")
+    check(b["lr"] == a["lr"][4:] and b["weights_sha256"] == a["weights_sha256"],
+          f"resumed schedule {b['lr']} vs {a['lr'][4:]}")
+
+
+def test_ds_engine_knobs():
+    """overlap_comm false (each reduce-scatter waited for at once) and reduce_bucket_size 0 (a
+    unit's shard in one piece) change no bit at stages 2 and 3 on 2 ranks; the
+    activation_checkpointing section trains GPT-2 exactly as --activation-checkpointing does,
+    with the same activation peak, and is refused for the MLP, which has none."""
+    for stage in (2, 3):
+        sha = []
+        for name, zero in (("plain", {}), ("knobs", {"overlap_comm": False,
+                                                      "reduce_bucket_size": 0})):
+            cfg = config(os.path.join(TMP, f"{name}.json"), stage=stage, **zero)
+            rep = os.path.join(TMP, f"{name}-s{stage}.json")
+            run(2, "--hidden", 64, "--layers", 3, "--steps", 4, "--config", cfg, "--report", rep)
+            sha.append(H_.report(f"{name}-s{stage}.json")["weights_sha256"])
+        check(sha[0] == sha[1], f"stage {stage}: overlap_comm false / reduce_bucket_size 0 "
+                                f"changed the weights")
+    train_bin, _ = H_.text_tokens()
+    path = os.path.join(TMP, "ac.json")
+    with open(path, "w") as f:
+        json.dump({"activation_checkpointing": {"partition_activations": False,
+                                                "cpu_checkpointing": False,
+                                                "number_checkpoints": None}}, f)
+    gpt2 = ["--model", "gpt2", "--data", train_bin, "--layers", 3, "--channels", 32, "--heads",
+            2, "--seq-len", 16, "--steps", 3, "--stage", 3]
+    p = run(2, *gpt2, "--config", path, "--report", os.path.join(TMP, "ac-cfg.json"))
+    run(2, *gpt2, "--activation-checkpointing", "--report", os.path.join(TMP, "ac-flag.json"))
+    run(2, *gpt2, "--report", os.path.join(TMP, "ac-none.json"))
+    a, b, c = (H_.report(f"ac-{n}.json") for n in ("cfg", "flag", "none"))
+    peak = [r["memory"]["ranks"][0]["activations_peak"] for r in (a, b, c)]
+    check(a["weights_sha256"] == b["weights_sha256"] == c["weights_sha256"] and
+          peak[0] == peak[1] < peak[2], f"activation_checkpointing section: peaks {peak}")
+    check("activation_checkpointing" in effective_config(p), "not in the effective config")
+    p = run(1, "--hidden", 64, "--layers", 3, "--steps", 1, "--config", path, ok=False)
+    check(p.returncode != 0 and "activation_checkpointing" in p.stderr and "mlp" in p.stderr,
+          f"mlp with activation_checkpointing: {p.stderr}")
+
+
+# Configs in the shapes DeepSpeed's and Hugging Face's documentation show, each with what its
+# effective configuration must say (dotted paths) once zeroc has resolved it on 1 rank.
+DOC_CONFIGS = [
+    ("deepspeed getting started (legacy zero_optimization: true)",
+     {"train_batch_size": 8, "gradient_accumulation_steps": 1,
+      "optimizer": {"type": "Adam", "params": {"lr": 0.00015}},
+      "fp16": {"enabled": True}, "zero_optimization": True},
+     [], {"zero_optimization.stage": 1, "fp16.enabled": True, "optimizer.type": "Adam",
+          "train_micro_batch_size_per_gpu": 8, "optimizer.params.lr": 0.00015}),
+    ("deepspeed config-json: WarmupDecayLR, clipping in the optimizer",
+     {"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4, "steps_per_print": 10,
+      "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "betas": [0.8, 0.999], "eps": 1e-8,
+                                                "weight_decay": 3e-7, "max_grad_norm": 1.0}},
+      "scheduler": {"type": "WarmupDecayLR", "params": {
+          "total_num_steps": 1000, "warmup_min_lr": 0, "warmup_max_lr": 0.001,
+          "warmup_num_steps": 100}},
+      "prescale_gradients": False, "wall_clock_breakdown": False},
+     [], {"gradient_accumulation_steps": 4, "gradient_clipping": 1,
+          "scheduler.type": "WarmupDecayLR", "scheduler.params.total_num_steps": 1000,
+          "scheduler.params.warmup_type": "log", "optimizer.params.betas": [0.8, 0.999]}),
+    ("hugging face zero-2 (auto everywhere, cpu offload, WarmupLR)",
+     {"fp16": {"enabled": "auto", "loss_scale": 0, "loss_scale_window": 1000,
+               "initial_scale_power": 16, "hysteresis": 2, "min_loss_scale": 1},
+      "optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": "auto", "eps": "auto",
+                                                "weight_decay": "auto"}},
+      "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": "auto",
+                                                   "warmup_max_lr": "auto",
+                                                   "warmup_num_steps": "auto"}},
+      "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu",
+                                                              "pin_memory": True},
+                            "allgather_partitions": True, "allgather_bucket_size": 2e8,
+                            "overlap_comm": True, "reduce_scatter": True,
+                            "reduce_bucket_size": 2e8, "contiguous_gradients": True},
+      "gradient_accumulation_steps": "auto", "gradient_clipping": "auto",
+      "steps_per_print": 2000, "train_batch_size": "auto",
+      "train_micro_batch_size_per_gpu": "auto", "wall_clock_breakdown": False},
+     ["--lr", "0.0005", "--warmup", "7", "--dtype", "fp16"],
+     {"zero_optimization.stage": 2, "zero_optimization.reduce_bucket_size": 200000000,
+      "zero_optimization.offload_optimizer.device": "cpu", "fp16.enabled": True,
+      "scheduler.params.warmup_max_lr": 0.0005, "scheduler.params.warmup_num_steps": 7,
+      "scheduler.params.warmup_min_lr": 0, "optimizer.params.lr": 0.0005}),
+    ("deepspeed activation checkpointing + bf16 + overlap_comm false",
+     {"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": True},
+      "zero_optimization": {"stage": 3, "overlap_comm": False, "reduce_bucket_size": 0,
+                            "stage3_gather_16bit_weights_on_model_save": True},
+      "activation_checkpointing": {"partition_activations": True, "cpu_checkpointing": True,
+                                   "contiguous_memory_optimization": False,
+                                   "number_checkpoints": None,
+                                   "synchronize_checkpoint_boundary": False, "profile": False}},
+     ["--model", "gpt2"],
+     {"bf16.enabled": True, "zero_optimization.overlap_comm": False,
+      "zero_optimization.reduce_bucket_size": 0, "activation_checkpointing": {},
+      "train_micro_batch_size_per_gpu": 2}),
+]
+
+
+def test_ds_config_corpus():
+    """Each documentation-shaped config trains as written (1 step) and its printed effective
+    configuration holds the values DeepSpeed's meaning gives; a config with several features
+    zeroc lacks is refused once, naming every one of them."""
+    train_bin, _ = H_.text_tokens()
+    for i, (name, cfg, flags, want) in enumerate(DOC_CONFIGS):
+        path = os.path.join(TMP, f"doc{i}.json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        model = ["--data", train_bin, "--layers", 2, "--channels", 32, "--heads", 2,
+                 "--seq-len", 16] if "gpt2" in flags else ["--hidden", 32, "--layers", 2]
+        p = run(1, "--config", path, "--steps", 1, *flags, *model, ok=False)
+        if p.returncode != 0:
+            check(False, f"{name}: refused: {p.stderr.strip()}")
+            continue
+        eff = effective_config(p)
+        for key, value in want.items():
+            node = eff
+            for part in key.split("."):
+                node = node.get(part) if isinstance(node, dict) else None
+            check(node == value, f"{name}: {key} is {node}, expected {value}")
+    path = os.path.join(TMP, "lacks.json")
+    with open(path, "w") as f:
+        json.dump({"train_micro_batch_size_per_gpu": 4, "amp": {"enabled": True},
+                   "scheduler": {"type": "OneCycle", "params": {"cycle_min_lr": 1e-4}},
+                   "flops_profiler": {"enabled": True}, "tensorboard": {"enabled": True}}, f)
+    p = run(2, "--hidden", 32, "--layers", 2, "--config", path, ok=False)
+    errs = [l for l in p.stderr.splitlines() if "not supported yet" in l]
+    check(p.returncode != 0 and len(errs) == 1 and
+          all(k in errs[0] for k in ("amp", "scheduler.type = OneCycle", "flops_profiler",
+                                     "tensorboard")), f"one refusal naming all: {p.stderr}")
+
+
 def test_refused_before_allocating():
     """A run whose estimate per rank exceeds what the host can give stops before the states are
     allocated: one message with the estimate (its model states exactly 16 Ψ bytes for fp32
@@ -486,7 +685,8 @@ TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_stage3_default_prefetch_rss, test_outputs_checked_first,
          test_save_dir_saves_last_step, test_nonfinite_stops, test_refused_flags,
          test_one_message_per_error, test_batch_mismatch_sources,
-         test_refused_before_allocating, test_stage3_persistence, test_hf_style_config]
+         test_refused_before_allocating, test_stage3_persistence, test_hf_style_config,
+         test_ds_scheduler, test_ds_engine_knobs, test_ds_config_corpus]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

@@ -35,6 +35,13 @@ typedef enum { ZC_OFFLOAD_NONE = 0, ZC_OFFLOAD_CPU, ZC_OFFLOAD_NVME } zc_offload
  * allows it, else the thread pool. */
 typedef enum { ZC_AIO_AUTO = 0, ZC_AIO_URING, ZC_AIO_THREADS } zc_aio_engine;
 
+/* scheduler.type: the DeepSpeed learning-rate schedules zeroc implements (zeroc/lr_schedule.h).
+ * NONE: the file has no scheduler (the trainer's own --warmup / --lr-schedule apply). */
+typedef enum { ZC_SCHED_NONE = 0, ZC_SCHED_WARMUP_LR, ZC_SCHED_WARMUP_DECAY_LR } zc_sched_type;
+
+/* scheduler.params.warmup_type: how the warmup rises from warmup_min_lr to warmup_max_lr. */
+typedef enum { ZC_WARMUP_LOG = 0, ZC_WARMUP_LINEAR } zc_warmup_type;
+
 #define ZC_MAX_PATH 1024 /* bytes of a path in the configuration, with its NUL */
 #define ZC_ORIGIN_LEN 160 /* bytes of a value's origin (a file name, cut) with its NUL */
 #define ZC_AUTO (-1)     /* an integer key given as "auto": zeroc chooses (documented per key) */
@@ -55,9 +62,20 @@ typedef struct {
     zc_optim_type optim;                 /* optimizer.type: AdamW | Adam | SGD */
     double lr, beta1, beta2, eps, weight_decay, momentum;
     bool adam_w_mode;                    /* optimizer.params.adam_w_mode (Adam only) */
+    /* scheduler: DeepSpeed's WarmupLR / WarmupDecayLR, with DeepSpeed's defaults */
+    zc_sched_type sched;                 /* scheduler.type */
+    double warmup_min_lr;                /* scheduler.params.warmup_min_lr */
+    double warmup_max_lr;                /* .warmup_max_lr; NAN: not given (DeepSpeed's default
+                                          * for the type), ZC_AUTO: optimizer.params.lr */
+    int64_t warmup_num_steps;            /* .warmup_num_steps */
+    int64_t total_num_steps;             /* .total_num_steps (WarmupDecayLR); 0: the run's steps */
+    zc_warmup_type warmup_type;          /* .warmup_type */
     /* ZeRO */
     int stage;                           /* zero_optimization.stage: 0..3 */
-    int64_t reduce_bucket_size;          /* elements per reduce-scatter chunk */
+    int64_t reduce_bucket_size;          /* elements per reduce-scatter chunk; 0: a unit's
+                                          * gradients in one piece (DeepSpeed accepts 0) */
+    bool overlap_comm;                   /* zero_optimization.overlap_comm: reduce-scatters run
+                                          * behind the backward pass; false: each is waited for */
     int64_t prefetch_bucket_size;        /* stage3_prefetch_bucket_size: elements prefetched ahead;
                                           * ZC_AUTO (the default, or "auto"): the largest unit */
     int64_t max_live_parameters;         /* stage3_max_live_parameters: elements gathered at once */
@@ -104,6 +122,9 @@ typedef struct {
     uint64_t seed;
     double comm_timeout_s;               /* zeroc extension: collective wait limit, seconds */
     int steps_per_print;
+    /* the activation_checkpointing section is present: the model keeps only each block's input
+     * and recomputes the block in backward (its knobs tune GPU memory and change nothing) */
+    bool activation_checkpointing;
     /* DeepSpeed keys the file gave that change nothing here (GPU-memory knobs and the like),
      * "path (why)" joined by "; ", for the log; not part of the effective configuration */
     char no_effect[1024];
@@ -140,6 +161,10 @@ ZC_API zc_status zc_config_resolve_batch(zc_config *cfg, int world_size, zc_err 
  * the same values; train_batch_size is left out while it is 0 (not derived yet). malloc'd,
  * caller frees; NULL if out of memory. */
 ZC_API char *zc_config_to_json(const zc_config *cfg);
+
+/* scheduler.params.warmup_max_lr as it applies: the number given, optimizer.params.lr for
+ * "auto" or for WarmupLR without it, 0.001 for WarmupDecayLR without it (DeepSpeed's defaults). */
+ZC_API double zc_config_warmup_max_lr(const zc_config *cfg);
 
 /* "AdamW", "Adam", "SGD". */
 ZC_API const char *zc_optim_name(zc_optim_type t);

@@ -120,6 +120,9 @@ ZC_API zc_state_bytes zc_estimate_states(const zc_estimate_in *in);
 ZC_API int64_t zc_estimate_comm_bytes(const zc_estimate_in *in);
 /* Bytes of the reduce-scatter staging (send + receive), the ledger's "comm". */
 ZC_API int64_t zc_estimate_comm_staging(const zc_estimate_in *in);
+/* Columns (elements per rank) of one reduce-scatter chunk: reduce_bucket_size / nranks, at least
+ * 1 and at most the largest shard; reduce_bucket_size 0 means a whole shard (DeepSpeed accepts 0). */
+ZC_API int64_t zc_estimate_rs_cols(int64_t reduce_bucket_size, int64_t nranks, int64_t max_shard);
 /* An upper bound of the ledger's "working" peak: full-unit fp32 gradient buffers (stages 2–3,
  * and stages 0–1 with 16-bit gradients), gathered parameters of stage 3 (three units — the tied
  * embedding of a language model can be held across a pass — plus the prefetch allowance, capped

@@ -51,6 +51,8 @@ typedef enum {
     K_STR,       /* a string (null: "") into a char[ZC_MAX_PATH] field; empty means unset */
     K_DEVICE,    /* "none" | "cpu" | "nvme" (any letter case), into a zc_offload_device field */
     K_ENGINE,    /* "auto" | "io_uring" | "threads" (any letter case), into a zc_aio_engine field */
+    K_SCHED,     /* scheduler.type: "WarmupLR" | "WarmupDecayLR", into a zc_sched_type field */
+    K_WARMUP,    /* "log" | "linear" (any letter case), into a zc_warmup_type field */
 } key_kind;
 
 enum {
@@ -61,9 +63,13 @@ enum {
     R_MICRO = 1u << 4,    /* setting it records micro_batch_set */
     R_ACCUM = 1u << 5,    /* setting it records grad_accum_set */
     R_UNSET0 = 1u << 6,   /* 0 in the struct means "derive"; a file or flag cannot say 0 */
-    R_AUTO = 1u << 7,     /* K_I64: the string "auto" is accepted, as ZC_AUTO (zeroc chooses) */
+    R_AUTO = 1u << 7,     /* K_I64/K_NUM: the string "auto" is accepted, as ZC_AUTO (zeroc
+                           * chooses); a K_NUM field may also hold NAN (not given) */
     R_NOEFFECT = 1u << 8, /* K_BOOL/K_I64 without a field: a DeepSpeed knob that changes nothing
                            * here (`why` says why); accepted and listed in cfg->no_effect */
+    R_PRESENT = 1u << 9,  /* K_SECTION with a bool field: giving the section sets it true */
+    R_LEGACY = 1u << 10,  /* K_SECTION zero_optimization: DeepSpeed's legacy `true` / `false`
+                           * (stage 1 / stage 0) */
 };
 
 typedef struct {
@@ -120,6 +126,10 @@ static const key_spec KEYS[] = {
      .flags = R_INTERVAL | R_HI_OPEN},
     {.path = "optimizer.params.adam_w_mode", .kind = K_BOOL, FIELD(adam_w_mode, bool)},
     {.path = "optimizer.params.torch_adam", .kind = K_BOOL}, /* which kernel: no meaning here */
+    /* older DeepSpeed configs clip in the optimizer's params (apex FusedAdam / Lamb): the same
+     * global-norm clipping as gradient_clipping (both given: they must agree, see load) */
+    {.path = "optimizer.params.max_grad_norm", .kind = K_NUM, FIELD(grad_clip, double), .lo = 0,
+     .hi = INFINITY},
     {.path = "optimizer.params.amsgrad", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
      .why = "zeroc implements Adam without the AMSGrad variant"},
     {.path = "optimizer.params.bias_correction", .kind = K_FIXED, .fixed = true, .flags = R_LATER,
@@ -131,11 +141,11 @@ static const key_spec KEYS[] = {
     REFUSED("optimizer.legacy_fusion"),
 
     /* ZeRO */
-    {.path = "zero_optimization", .kind = K_SECTION},
+    {.path = "zero_optimization", .kind = K_SECTION, .flags = R_LEGACY},
     {.path = "zero_optimization.stage", .kind = K_INT, FIELD(stage, int), .imin = 0, .imax = 3,
      .flags = R_INTERVAL},
     {.path = "zero_optimization.reduce_bucket_size", .kind = K_I64,
-     FIELD(reduce_bucket_size, int64_t), .imin = 1, .imax = INT64_MAX},
+     FIELD(reduce_bucket_size, int64_t), .imin = 0, .imax = INT64_MAX},
     {.path = "zero_optimization.stage3_prefetch_bucket_size", .kind = K_I64,
      FIELD(prefetch_bucket_size, int64_t), .imin = 0, .imax = INT64_MAX, .flags = R_AUTO},
     {.path = "zero_optimization.stage3_max_live_parameters", .kind = K_I64,
@@ -145,8 +155,7 @@ static const key_spec KEYS[] = {
      .flags = R_AUTO},
     {.path = "zero_optimization.stage3_model_persistence_threshold", .kind = K_I64,
      FIELD(model_persistence_threshold, int64_t), .imin = 0, .imax = INT64_MAX},
-    {.path = "zero_optimization.overlap_comm", .kind = K_FIXED, .fixed = true,
-     .why = "zeroc always overlaps the gradient reduce-scatter with the backward pass"},
+    {.path = "zero_optimization.overlap_comm", .kind = K_BOOL, FIELD(overlap_comm, bool)},
     {.path = "zero_optimization.contiguous_gradients", .kind = K_FIXED, .fixed = true,
      .why = "zeroc always keeps gradients in contiguous per-unit buffers"},
     /* ZeRO-Infinity: model states in swap files on a local disk. "cpu" is accepted and changes
@@ -267,8 +276,39 @@ static const key_spec KEYS[] = {
     {.path = "aio.engine", .kind = K_ENGINE, FIELD(aio_engine, zc_aio_engine)}, /* zeroc's */
 
     /* the rest of DeepSpeed's top level */
-    REFUSED("amp"), REFUSED("scheduler"), REFUSED("activation_checkpointing"),
-    REFUSED("prescale_gradients"),
+    /* DeepSpeed's learning-rate schedules; its other types are refused in load_object */
+    {.path = "scheduler", .kind = K_SECTION},
+    {.path = "scheduler.type", .kind = K_SCHED, FIELD(sched, zc_sched_type)},
+    {.path = "scheduler.params", .kind = K_SECTION},
+    {.path = "scheduler.params.warmup_min_lr", .kind = K_NUM, FIELD(warmup_min_lr, double),
+     .lo = 0, .hi = INFINITY},
+    {.path = "scheduler.params.warmup_max_lr", .kind = K_NUM, FIELD(warmup_max_lr, double),
+     .lo = 0, .hi = INFINITY, .flags = R_AUTO},
+    {.path = "scheduler.params.warmup_num_steps", .kind = K_I64, FIELD(warmup_num_steps, int64_t),
+     .imin = 0, .imax = INT64_MAX},
+    {.path = "scheduler.params.total_num_steps", .kind = K_I64, FIELD(total_num_steps, int64_t),
+     .imin = 1, .imax = INT64_MAX, .flags = R_UNSET0},
+    {.path = "scheduler.params.warmup_type", .kind = K_WARMUP, FIELD(warmup_type, zc_warmup_type)},
+    /* the section turns on the model's activation checkpointing; its knobs place or partition
+     * the checkpoints on GPUs and across model-parallel ranks, which a CPU run does not have */
+    {.path = "activation_checkpointing", .kind = K_SECTION, FIELD(activation_checkpointing, bool),
+     .flags = R_PRESENT},
+    {.path = "activation_checkpointing.partition_activations", .kind = K_BOOL,
+     .flags = R_NOEFFECT, .why = "no model parallelism to partition the checkpoints across"},
+    {.path = "activation_checkpointing.cpu_checkpointing", .kind = K_BOOL, .flags = R_NOEFFECT,
+     .why = "the checkpoints are in RAM already"},
+    {.path = "activation_checkpointing.contiguous_memory_optimization", .kind = K_BOOL,
+     .flags = R_NOEFFECT, .why = "a GPU-memory fragmentation knob"},
+    {.path = "activation_checkpointing.number_checkpoints", .kind = K_I64, .imin = 1,
+     .imax = INT64_MAX, .flags = R_NOEFFECT,
+     .why = "sizes the contiguous GPU buffer; zeroc keeps one input per block"},
+    {.path = "activation_checkpointing.synchronize_checkpoint_boundary", .kind = K_BOOL,
+     .flags = R_NOEFFECT, .why = "a CUDA synchronisation"},
+    {.path = "activation_checkpointing.profile", .kind = K_BOOL, .flags = R_NOEFFECT,
+     .why = "zeroc has no per-checkpoint profiler; step times are in the log and report"},
+    REFUSED("amp"),
+    {.path = "prescale_gradients", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
+     .why = "zeroc divides the summed gradients once, in the update"},
     REFUSED("gradient_predivide_factor"), REFUSED("sparse_gradients"),
     {.path = "wall_clock_breakdown", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
      .why = "zeroc has no per-phase timing breakdown yet"},
@@ -293,6 +333,10 @@ static const key_spec BETA = {.kind = K_NUM, .lo = 0, .hi = 1, .flags = R_INTERV
 static const char *const OPTIM_NAMES[] = {"AdamW", "Adam", "SGD"}; /* indexed by zc_optim_type */
 static const char *const DEVICE_NAMES[] = {"none", "cpu", "nvme"}; /* by zc_offload_device */
 static const char *const ENGINE_NAMES[] = {"auto", "io_uring", "threads"}; /* by zc_aio_engine */
+static const char *const SCHED_NAMES[] = {"none", "WarmupLR", "WarmupDecayLR"}; /* zc_sched_type */
+static const char *const WARMUP_NAMES[] = {"log", "linear"}; /* by zc_warmup_type */
+/* DeepSpeed's other schedules: refused by name, their params unread */
+static const char *const SCHED_LATER[] = {"LRRangeTest", "OneCycle", "WarmupCosineLR"};
 #define NNAMES(a) (sizeof a / sizeof a[0])
 
 void zc_config_defaults(zc_config *cfg)
@@ -315,8 +359,16 @@ void zc_config_defaults(zc_config *cfg)
         .weight_decay = 0.0,
         .momentum = 0.0,
         .adam_w_mode = true,
+        /* DeepSpeed's lr_schedules.py defaults */
+        .sched = ZC_SCHED_NONE,
+        .warmup_min_lr = 0.0,
+        .warmup_max_lr = NAN,
+        .warmup_num_steps = 1000,
+        .total_num_steps = 0,
+        .warmup_type = ZC_WARMUP_LOG,
         .stage = 0,
         .reduce_bucket_size = 500000000,
+        .overlap_comm = true,
         .prefetch_bucket_size = ZC_AUTO, /* one unit ahead: see docs/CONFIG.md */
         .max_live_parameters = 1000000000,
         .param_persistence_threshold = ZC_AUTO, /* ZC_PERSISTENCE_AUTO: see docs/CONFIG.md */
@@ -361,31 +413,39 @@ void zc_config_defaults(zc_config *cfg)
     };
 }
 
-/* K_DEVICE / K_ENGINE: the names their enum values index. */
+/* The choice kinds (K_DEVICE, K_ENGINE, K_SCHED, K_WARMUP): the names their enum values index.
+ * scheduler.type's "none" (index 0) is no value a file can give. */
 static const char *const *choice_names(key_kind kind, size_t *n)
 {
-    if (kind == K_DEVICE) {
-        *n = NNAMES(DEVICE_NAMES);
-        return DEVICE_NAMES;
+    switch (kind) {
+    case K_DEVICE: *n = NNAMES(DEVICE_NAMES); return DEVICE_NAMES;
+    case K_ENGINE: *n = NNAMES(ENGINE_NAMES); return ENGINE_NAMES;
+    case K_SCHED: *n = NNAMES(SCHED_NAMES) - 1; return SCHED_NAMES + 1;
+    default: *n = NNAMES(WARMUP_NAMES); return WARMUP_NAMES;
     }
-    *n = NNAMES(ENGINE_NAMES);
-    return ENGINE_NAMES;
 }
 
+/* The index into choice_names of the field's value (-1: scheduler.type none). */
 static int choice_get(const zc_config *cfg, const key_spec *k)
 {
     const void *f = (const char *)cfg + k->off;
-    return k->kind == K_DEVICE ? (int)*(const zc_offload_device *)f
-                               : (int)*(const zc_aio_engine *)f;
+    switch (k->kind) {
+    case K_DEVICE: return (int)*(const zc_offload_device *)f;
+    case K_ENGINE: return (int)*(const zc_aio_engine *)f;
+    case K_SCHED: return (int)*(const zc_sched_type *)f - 1;
+    default: return (int)*(const zc_warmup_type *)f;
+    }
 }
 
 static void choice_set(zc_config *cfg, const key_spec *k, int v)
 {
     void *f = (char *)cfg + k->off;
-    if (k->kind == K_DEVICE)
-        *(zc_offload_device *)f = (zc_offload_device)v;
-    else
-        *(zc_aio_engine *)f = (zc_aio_engine)v;
+    switch (k->kind) {
+    case K_DEVICE: *(zc_offload_device *)f = (zc_offload_device)v; break;
+    case K_ENGINE: *(zc_aio_engine *)f = (zc_aio_engine)v; break;
+    case K_SCHED: *(zc_sched_type *)f = (zc_sched_type)(v + 1); break;
+    default: *(zc_warmup_type *)f = (zc_warmup_type)v; break;
+    }
 }
 
 /* The name of a K_DEVICE / K_ENGINE row's value ("nvme"), or NULL when out of range. */
@@ -400,6 +460,16 @@ static const char *choice_name(const zc_config *cfg, const key_spec *k)
 const char *zc_optim_name(zc_optim_type t)
 {
     return (unsigned)t < sizeof OPTIM_NAMES / sizeof OPTIM_NAMES[0] ? OPTIM_NAMES[t] : "unknown";
+}
+
+double zc_config_warmup_max_lr(const zc_config *cfg)
+{
+    ZC_ASSERT(cfg);
+    if (cfg->warmup_max_lr == ZC_AUTO) /* the Hugging Face Trainer's "auto": the peak lr */
+        return cfg->lr;
+    if (isnan(cfg->warmup_max_lr)) /* not given: DeepSpeed's default for the type */
+        return cfg->sched == ZC_SCHED_WARMUP_DECAY_LR ? 0.001 : cfg->lr;
+    return cfg->warmup_max_lr;
 }
 
 zc_dtype zc_config_comm_dtype(const zc_config *cfg)
@@ -430,6 +500,10 @@ typedef struct {
     zc_config *cfg; /* the working copy */
     num_text *nums; /* the file's numbers as written, in document order */
     size_t n_nums;
+    /* a file's keys for what zeroc lacks, "; "-joined, refused together once the whole file is
+     * read (NULL: refuse at once, as the command line does) */
+    char *refused;
+    size_t refused_cap;
 } ctx;
 
 static zc_status fail(const ctx *c, zc_status code, const char *fmt, ...)
@@ -445,6 +519,24 @@ static zc_status fail(const ctx *c, zc_status code, const char *fmt, ...)
     if (c->origin)
         return zc_err_set(c->err, code, "%s: %s", c->origin, msg);
     return zc_err_set(c->err, code, "%s", msg);
+}
+
+/* A key (or "key = value (why)") for a feature zeroc does not have yet: collected while a file is
+ * read, so that one message names all of them; refused at once on the command line. */
+static zc_status refuse(const ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static zc_status refuse(const ctx *c, const char *fmt, ...)
+{
+    char item[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(item, sizeof item, fmt, ap);
+    va_end(ap);
+    if (!c->refused)
+        return fail(c, ZC_EINVAL, "not supported yet: %s", item);
+    size_t n = strlen(c->refused);
+    snprintf(c->refused + n, c->refused_cap - n, "%s%s", n ? "; " : "", item);
+    return ZC_OK;
 }
 
 /* User text (a key, a value) made fit for a one-line message: control bytes become '?' and text
@@ -593,7 +685,9 @@ static const char *expect(char *buf, size_t cap, const key_spec *k)
         break;
     case K_STR: snprintf(buf, cap, "a string (a directory path) or null"); break;
     case K_DEVICE:
-    case K_ENGINE: {
+    case K_ENGINE:
+    case K_SCHED:
+    case K_WARMUP: {
         size_t n, o;
         const char *const *names = choice_names(k->kind, &n);
         o = (size_t)snprintf(buf, cap, "one of");
@@ -840,6 +934,20 @@ static zc_dtype precision_enabled(const zc_config *cfg, zc_dtype except)
 
 static zc_status apply_value(const ctx *c, const key_spec *k, const value *v);
 
+/* DeepSpeed's name of a schedule zeroc does not have (any letter case), or NULL. */
+static const char *later_schedule(const char *type)
+{
+    for (size_t j = 0; j < NNAMES(SCHED_LATER); j++)
+        if (ascii_ieq(type, SCHED_LATER[j]))
+            return SCHED_LATER[j];
+    return NULL;
+}
+
+static zc_status refuse_schedule(const ctx *c, const char *name)
+{
+    return refuse(c, "scheduler.type = %s (zeroc implements WarmupLR and WarmupDecayLR)", name);
+}
+
 /* A key applied; one that changes nothing here is listed in cfg->no_effect ("path (why)"). */
 /* Appends "item" to a "; "-joined list held in a fixed buffer (once). */
 static void note(char *list, size_t cap, const char *item)
@@ -877,11 +985,17 @@ static zc_status apply_value(const ctx *c, const key_spec *k, const value *v)
 
     switch (k->kind) {
     case K_SECTION:
+        if ((k->flags & R_LEGACY) && v->kind == V_BOOL) { /* DeepSpeed reads it as the stage */
+            cfg->stage = v->b ? 1 : 0;
+            return ZC_OK;
+        }
         if (v->kind != V_OBJECT)
             return type_error(c, k, k->path, v);
+        if (k->flags & R_PRESENT)
+            *(bool *)field_of(cfg, k) = true;
         return ZC_OK; /* the caller walks its members */
     case K_REFUSED:
-        return fail(c, ZC_EINVAL, "not supported yet: %s", k->path);
+        return refuse(c, "%s", k->path);
     case K_INT: {
         int64_t x = 0;
         rc = read_int(c, k, k->path, v, &x);
@@ -891,6 +1005,8 @@ static zc_status apply_value(const ctx *c, const key_spec *k, const value *v)
     }
     case K_I64: {
         int64_t x = 0;
+        if ((k->flags & R_NOEFFECT) && v->kind == V_NULL) /* DeepSpeed's docs write null */
+            break;
         if ((k->flags & R_AUTO) && v->kind == V_STRING && strcmp(v->text, "auto") == 0)
             x = ZC_AUTO;
         else
@@ -908,7 +1024,11 @@ static zc_status apply_value(const ctx *c, const key_spec *k, const value *v)
     }
     case K_NUM: {
         double x = 0;
-        rc = read_num(c, k, k->path, v, &x);
+        if ((k->flags & R_AUTO) && v->kind == V_STRING && strcmp(v->text, "auto") == 0) {
+            x = ZC_AUTO; /* a number in the end (the key's comment says which): listed as auto */
+            note(cfg->auto_keys, sizeof cfg->auto_keys, k->path);
+        } else
+            rc = read_num(c, k, k->path, v, &x);
         if (rc == ZC_OK)
             *(double *)field_of(cfg, k) = x;
         break;
@@ -925,16 +1045,14 @@ static zc_status apply_value(const ctx *c, const key_spec *k, const value *v)
         if (v->b == k->fixed)
             break;
         if (k->flags & R_LATER)
-            return fail(c, ZC_EINVAL, "not supported yet: %s = %s (%s)", k->path,
-                        v->b ? "true" : "false", k->why);
+            return refuse(c, "%s = %s (%s)", k->path, v->b ? "true" : "false", k->why);
         return fail(c, ZC_EINVAL, "%s: %s is not supported: %s", k->path, v->b ? "true" : "false",
                     k->why);
     case K_ZERO:
         if (v->kind != V_NUMBER)
             return type_error(c, k, k->path, v);
         if (v->num != 0)
-            return fail(c, ZC_EINVAL, "not supported yet: %s = %s (%s)", k->path,
-                        describe(d, sizeof d, v), k->why);
+            return refuse(c, "%s = %s (%s)", k->path, describe(d, sizeof d, v), k->why);
         break;
     case K_OPTIM: {
         size_t i, n = sizeof OPTIM_NAMES / sizeof OPTIM_NAMES[0];
@@ -987,13 +1105,17 @@ static zc_status apply_value(const ctx *c, const key_spec *k, const value *v)
         break;
     }
     case K_DEVICE:
-    case K_ENGINE: {
+    case K_ENGINE:
+    case K_SCHED:
+    case K_WARMUP: {
         size_t i, n;
         const char *const *names = choice_names(k->kind, &n);
         if (v->kind != V_STRING)
             return type_error(c, k, k->path, v);
         for (i = 0; i < n && !ascii_ieq(v->text, names[i]); i++)
             ;
+        if (i == n && k->kind == K_SCHED && later_schedule(v->text))
+            return refuse_schedule(c, later_schedule(v->text));
         if (i == n)
             return type_error(c, k, k->path, v);
         choice_set(cfg, k, (int)i);
@@ -1084,7 +1206,13 @@ static zc_status load_object(const ctx *c, const cJSON *obj, const char *section
             return fail(c, ZC_EINVAL, "unknown key: %s", path);
         value_from_json(c, m, &v);
         rc = apply(c, k, &v);
-        if (rc == ZC_OK && k->kind == K_SECTION)
+        /* a schedule zeroc lacks is refused as a whole: its params are DeepSpeed's, not unknown */
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "type");
+        const char *later = !strcmp(k->path, "scheduler") && cJSON_IsString(type)
+                                ? later_schedule(type->valuestring) : NULL;
+        if (rc == ZC_OK && later)
+            rc = refuse_schedule(c, later);
+        else if (rc == ZC_OK && k->kind == K_SECTION)
             rc = load_object(c, m, k->path);
         if (rc)
             return rc;
@@ -1168,6 +1296,24 @@ static zc_status parse_error(const ctx *c, const char *json, const char *at)
                 *at == '\0' ? ", at the end" : "", excerpt(ex, from, (size_t)(to - from)));
 }
 
+/* What holds between a file's keys: a scheduler names its type; gradient_clipping and the older
+ * optimizer.params.max_grad_norm (the same clipping) agree when both are given. */
+static zc_status check_file(const ctx *c, const cJSON *root)
+{
+    const cJSON *sched = cJSON_GetObjectItemCaseSensitive(root, "scheduler");
+    if (cJSON_IsObject(sched) && !cJSON_GetObjectItemCaseSensitive(sched, "type"))
+        return fail(c, ZC_EINVAL, "scheduler.type: required (WarmupLR or WarmupDecayLR)");
+    const cJSON *clip = cJSON_GetObjectItemCaseSensitive(root, "gradient_clipping");
+    const cJSON *opt = cJSON_GetObjectItemCaseSensitive(root, "optimizer");
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(opt, "params");
+    const cJSON *mgn = cJSON_GetObjectItemCaseSensitive(params, "max_grad_norm");
+    if (cJSON_IsNumber(clip) && cJSON_IsNumber(mgn) && clip->valuedouble != mgn->valuedouble)
+        return fail(c, ZC_EINVAL, "optimizer.params.max_grad_norm %g and gradient_clipping %g "
+                    "disagree (both set the global gradient-norm clipping; give one)",
+                    mgn->valuedouble, clip->valuedouble);
+    return ZC_OK;
+}
+
 zc_status zc_config_load_string(zc_config *cfg, const char *json, const char *origin, zc_err *err)
 {
     zc_config work;
@@ -1197,9 +1343,19 @@ zc_status zc_config_load_string(zc_config *cfg, const char *json, const char *or
                   describe(d, sizeof d, &v));
         goto out;
     }
+    char refused[sizeof err->msg];
+    refused[0] = '\0';
+    c.refused = refused;
+    c.refused_cap = sizeof refused;
     rc = index_numbers(&c, json, root);
     if (rc == ZC_OK)
         rc = load_object(&c, root, "");
+    if (rc == ZC_OK && refused[0]) {
+        c.refused = NULL;
+        rc = refuse(&c, "%s", refused);
+    }
+    if (rc == ZC_OK)
+        rc = check_file(&c, root);
     if (rc == ZC_OK)
         *cfg = work;
 out:
@@ -1353,6 +1509,8 @@ static zc_status set_value(const ctx *c, const key_spec *k, const char *s)
     case K_STR: /* as given: a directory named "null" is a directory */
     case K_DEVICE:
     case K_ENGINE:
+    case K_SCHED:
+    case K_WARMUP:
         v.kind = V_STRING;
         break;
     case K_DTYPE: /* null (JSON's spelling) for the default */
@@ -1435,6 +1593,8 @@ static zc_status check_fields(const ctx *c, const zc_config *cfg)
         }
         case K_NUM: {
             double v = *(const double *)f;
+            if ((k->flags & R_AUTO) && (isnan(v) || v == ZC_AUTO))
+                break;
             fmt_double(text, sizeof text, v);
             rc = check_num(c, k, k->path, v, text);
             break;
@@ -1459,8 +1619,13 @@ static zc_status check_fields(const ctx *c, const zc_config *cfg)
                 rc = fail(c, ZC_EINVAL, "%s: not a string of at most %d bytes (no NUL byte)",
                           k->path, ZC_MAX_PATH - 1);
             break;
+        case K_SCHED:
+            if (*(const zc_sched_type *)f == ZC_SCHED_NONE)
+                break;
+            /* fall through */
         case K_DEVICE:
         case K_ENGINE:
+        case K_WARMUP:
             if (!choice_name(cfg, k)) {
                 char e[96];
                 rc = fail(c, ZC_EINVAL, "%s: expected %s, got enum value %d", k->path,
@@ -1723,6 +1888,25 @@ static bool add_device(cJSON *obj, zc_offload_device d)
                                    name_of(DEVICE_NAMES, NNAMES(DEVICE_NAMES), (int)d)) != NULL;
 }
 
+/* The scheduler section with every value resolved (warmup_max_lr as the number it is). */
+static bool add_scheduler(cJSON *root, const zc_config *cfg)
+{
+    cJSON *sched = cJSON_AddObjectToObject(root, "scheduler"), *params = NULL;
+    bool ok = sched != NULL;
+    ok = ok && cJSON_AddStringToObject(sched, "type", name_of(SCHED_NAMES, NNAMES(SCHED_NAMES),
+                                                              (int)cfg->sched)) != NULL;
+    ok = ok && (params = cJSON_AddObjectToObject(sched, "params")) != NULL;
+    ok = ok && add_double(params, "warmup_min_lr", cfg->warmup_min_lr);
+    ok = ok && add_double(params, "warmup_max_lr", zc_config_warmup_max_lr(cfg));
+    ok = ok && add_i64(params, "warmup_num_steps", cfg->warmup_num_steps);
+    ok = ok && (cfg->total_num_steps == 0 ||
+                add_i64(params, "total_num_steps", cfg->total_num_steps));
+    ok = ok && cJSON_AddStringToObject(params, "warmup_type",
+                                       name_of(WARMUP_NAMES, NNAMES(WARMUP_NAMES),
+                                               (int)cfg->warmup_type)) != NULL;
+    return ok;
+}
+
 char *zc_config_to_json(const zc_config *cfg)
 {
     cJSON *root, *opt = NULL, *params = NULL, *betas = NULL, *zero = NULL, *fp16 = NULL,
@@ -1741,6 +1925,8 @@ char *zc_config_to_json(const zc_config *cfg)
     ok = ok && add_i64(root, "gradient_accumulation_steps", cfg->grad_accum);
     ok = ok && add_double(root, "gradient_clipping", cfg->grad_clip);
     ok = ok && add_i64(root, "steps_per_print", cfg->steps_per_print);
+    ok = ok && (!cfg->activation_checkpointing ||
+                cJSON_AddObjectToObject(root, "activation_checkpointing") != NULL);
     ok = ok && add_raw(root, "seed", seed);
     ok = ok && add_double(root, "comm_timeout_s", cfg->comm_timeout_s);
 
@@ -1754,6 +1940,7 @@ char *zc_config_to_json(const zc_config *cfg)
     ok = ok && add_double(params, "weight_decay", cfg->weight_decay);
     ok = ok && add_double(params, "momentum", cfg->momentum);
     ok = ok && cJSON_AddBoolToObject(params, "adam_w_mode", cfg->adam_w_mode) != NULL;
+    ok = ok && (cfg->sched == ZC_SCHED_NONE || add_scheduler(root, cfg));
 
     ok = ok && (zero = cJSON_AddObjectToObject(root, "zero_optimization")) != NULL;
     ok = ok && add_i64(zero, "stage", cfg->stage);
@@ -1769,7 +1956,7 @@ char *zc_config_to_json(const zc_config *cfg)
                               cfg->param_persistence_threshold));
     ok = ok && add_i64(zero, "stage3_model_persistence_threshold",
                        cfg->model_persistence_threshold);
-    ok = ok && cJSON_AddTrueToObject(zero, "overlap_comm") != NULL;
+    ok = ok && cJSON_AddBoolToObject(zero, "overlap_comm", cfg->overlap_comm) != NULL;
     ok = ok && cJSON_AddTrueToObject(zero, "contiguous_gradients") != NULL;
     ok = ok && add_i64(zero, "sub_group_size", cfg->sub_group_size);
     ok = ok && (oopt = cJSON_AddObjectToObject(zero, "offload_optimizer")) != NULL;

@@ -757,8 +757,7 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
     }
     if ((st = decide_persistent(e, err)))
         return st;
-    size_t bucket_cols = (size_t)e->cfg.reduce_bucket_size / n;
-    e->rs_cols = bucket_cols < 1 ? 1 : bucket_cols < max_shard ? bucket_cols : max_shard;
+    e->rs_cols = zc_estimate_rs_cols(e->cfg.reduce_bucket_size, (int64_t)n, (int64_t)max_shard);
     e->rs_send = alloc_b(e, ZC_MEM_COMM, n * e->rs_cols, e->cs);
     e->rs_recv = alloc_b(e, ZC_MEM_COMM, n * e->rs_cols, e->cs);
     if (!e->rs_send || !e->rs_recv)
@@ -1105,6 +1104,8 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
                                           e->gdt, out, accumulate, label(e, i), &e->rs_req, err);
         if (off + len == S)
             e->rs_last_of = i;
+        if (!st && !e->cfg.overlap_comm) /* DeepSpeed's overlap_comm false: one at a time */
+            st = rs_finish(e, err);
     }
     return st;
 }

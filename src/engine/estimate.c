@@ -235,10 +235,17 @@ static int64_t max_shard(const zc_estimate_in *in, bool *ovf)
     return m;
 }
 
+int64_t zc_estimate_rs_cols(int64_t reduce_bucket_size, int64_t nranks, int64_t max_shard)
+{
+    if (reduce_bucket_size == 0) /* DeepSpeed accepts 0: here, each unit's shard in one piece */
+        return max_shard;
+    int64_t cols = reduce_bucket_size / nranks;
+    return cols < 1 ? 1 : cols < max_shard ? cols : max_shard;
+}
+
 static int64_t comm_staging(const zc_estimate_in *in, bool *ovf)
 {
-    int64_t cols = in->reduce_bucket_size / in->nranks, S = max_shard(in, ovf);
-    cols = cols < 1 ? 1 : cols < S ? cols : S;
+    int64_t cols = zc_estimate_rs_cols(in->reduce_bucket_size, in->nranks, max_shard(in, ovf));
     return mul(mul(2 * or4(in->comm_elem_bytes), in->nranks, ovf), cols, ovf);
 }
 
