@@ -82,7 +82,7 @@ static bool same_values(const zc_config *a, const zc_config *b)
            a->aio_thread_count == b->aio_thread_count &&
            a->aio_single_submit == b->aio_single_submit &&
            a->aio_overlap_events == b->aio_overlap_events && a->aio_engine == b->aio_engine &&
-           a->overlap_comm == b->overlap_comm &&
+           a->overlap_comm == b->overlap_comm && a->bias_correction == b->bias_correction &&
            a->activation_checkpointing == b->activation_checkpointing && a->sched == b->sched &&
            (a->sched == ZC_SCHED_NONE ||
             (a->warmup_min_lr == b->warmup_min_lr &&
@@ -499,8 +499,15 @@ static void test_load_errors(void)
                     "zero_allow_untested_optimizer: expected true or false", NULL, NULL);
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"amsgrad\": true}}}",
                     "not supported yet: optimizer.params.amsgrad = true", NULL, NULL);
-    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"bias_correction\": false}}}",
-                    "not supported yet: optimizer.params.bias_correction = false", NULL, NULL);
+    {
+        zc_config c2;
+        zc_err e2 = {0};
+        CHECK(load(&c2, "{\"optimizer\": {\"params\": {\"bias_correction\": false}}}", &e2) ==
+                  ZC_OK && !c2.bias_correction);
+        CHECK_ROUND_TRIP(&c2);
+    }
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"bias_correction\": 0}}}",
+                    "optimizer.params.bias_correction: expected true or false", NULL, NULL);
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"nesterov\": true}}}",
                     "not supported yet: optimizer.params.nesterov = true", NULL, NULL);
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"dampening\": 0.1}}}",

@@ -37,10 +37,12 @@ int main(void)
          .decoupled = true, .step = 1},
         {.lr = 3e-4, .beta1 = 0.8, .beta2 = 0.95, .eps = 1e-6, .weight_decay = 0.1,
          .decoupled = false, .step = 17},
+        {.lr = 2e-3, .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.01,
+         .decoupled = true, .uncorrected = true, .step = 3},
     };
     for (int t = 1; t <= 2; t++) {
         omp_set_num_threads(t);
-        for (int vi = 0; vi < 2; vi++) {
+        for (int vi = 0; vi < 3; vi++) {
             const zc_adam_hparams *h = &variants[vi];
             size_t lens[] = {1, 7, 15, 16, 17, 33, 1000, N};
             for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
@@ -114,9 +116,10 @@ int main(void)
         free(g16), free(gw);
     }
 
-    /* The reference against the formulas of torch.optim.AdamW, evaluated in double. */
-    {
-        const zc_adam_hparams *h = &variants[0];
+    /* The reference against the formulas of torch.optim.AdamW (and, uncorrected, DeepSpeed's
+     * FusedAdam with bias_correction false at step 3), evaluated in double. */
+    for (int vi = 0; vi < 3; vi += 2) {
+        const zc_adam_hparams *h = &variants[vi];
         memcpy(p2, p0, N * 4), memcpy(m2, m0, N * 4), memcpy(v2, v0, N * 4);
         zc_adam_update_ref(p2, g, m2, v2, 100, 0.5f, h);
         double worst = 0;
@@ -124,13 +127,13 @@ int main(void)
             double gi = 0.5 * g[i], w = p0[i] * (1 - h->lr * h->weight_decay);
             double m = h->beta1 * m0[i] + (1 - h->beta1) * gi;
             double v = h->beta2 * v0[i] + (1 - h->beta2) * gi * gi;
-            double bc1 = 1 - h->beta1, bc2 = 1 - h->beta2;
+            double bc1 = h->uncorrected ? 1 : 1 - h->beta1, bc2 = h->uncorrected ? 1 : 1 - h->beta2;
             double want = w - h->lr / bc1 * m / (sqrt(v) / sqrt(bc2) + h->eps);
             double rel = fabs(p2[i] - want) / fabs(want);
             if (rel > worst)
                 worst = rel;
         }
-        CHECK(worst < 1e-6, "adam reference vs double formula: rel %g", worst);
+        CHECK(worst < 1e-6, "adam variant %d reference vs double formula: rel %g", vi, worst);
     }
     /* Squared norm: independent of nothing but the data, and close to the double sum. */
     {

@@ -62,6 +62,7 @@ typedef struct {
     zc_optim_type optim;                 /* optimizer.type: AdamW | Adam | SGD */
     double lr, beta1, beta2, eps, weight_decay, momentum;
     bool adam_w_mode;                    /* optimizer.params.adam_w_mode (Adam only) */
+    bool bias_correction;                /* optimizer.params.bias_correction (Adam, AdamW) */
     /* scheduler: DeepSpeed's WarmupLR / WarmupDecayLR, with DeepSpeed's defaults */
     zc_sched_type sched;                 /* scheduler.type */
     double warmup_min_lr;                /* scheduler.params.warmup_min_lr */

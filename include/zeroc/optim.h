@@ -27,6 +27,7 @@
 typedef struct {
     double lr, beta1, beta2, eps, weight_decay;
     bool decoupled; /* true: AdamW (decay applied to the weights); false: L2 added to the grad */
+    bool uncorrected; /* DeepSpeed's bias_correction false: the moments are used uncorrected */
     int64_t step;   /* 1-based step number, for bias correction */
 } zc_adam_hparams;
 

@@ -132,8 +132,7 @@ static const key_spec KEYS[] = {
      .hi = INFINITY},
     {.path = "optimizer.params.amsgrad", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
      .why = "zeroc implements Adam without the AMSGrad variant"},
-    {.path = "optimizer.params.bias_correction", .kind = K_FIXED, .fixed = true, .flags = R_LATER,
-     .why = "zeroc's Adam always corrects the moment estimates' bias"},
+    {.path = "optimizer.params.bias_correction", .kind = K_BOOL, FIELD(bias_correction, bool)},
     {.path = "optimizer.params.nesterov", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
      .why = "zeroc's SGD uses plain momentum"},
     {.path = "optimizer.params.dampening", .kind = K_ZERO, .flags = R_LATER,
@@ -359,6 +358,7 @@ void zc_config_defaults(zc_config *cfg)
         .weight_decay = 0.0,
         .momentum = 0.0,
         .adam_w_mode = true,
+        .bias_correction = true,
         /* DeepSpeed's lr_schedules.py defaults */
         .sched = ZC_SCHED_NONE,
         .warmup_min_lr = 0.0,
@@ -1940,6 +1940,7 @@ char *zc_config_to_json(const zc_config *cfg)
     ok = ok && add_double(params, "weight_decay", cfg->weight_decay);
     ok = ok && add_double(params, "momentum", cfg->momentum);
     ok = ok && cJSON_AddBoolToObject(params, "adam_w_mode", cfg->adam_w_mode) != NULL;
+    ok = ok && cJSON_AddBoolToObject(params, "bias_correction", cfg->bias_correction) != NULL;
     ok = ok && (cfg->sched == ZC_SCHED_NONE || add_scheduler(root, cfg));
 
     ok = ok && (zero = cJSON_AddObjectToObject(root, "zero_optimization")) != NULL;

@@ -445,7 +445,7 @@ static zc_status agreement_check(zc_engine *e, zc_err *err)
     uint64_t h[2] = {0xcbf29ce484222325ULL, 0xcbf29ce484222325ULL};
     const double d[] = {c->grad_clip, c->lr, c->beta1, c->beta2, c->eps, c->weight_decay,
                         c->momentum, c->comm_timeout_s, c->loss_scale, c->min_loss_scale,
-                        c->optimizer_ratio};
+                        c->optimizer_ratio, c->warmup_min_lr, zc_config_warmup_max_lr(c)};
     /* the offload settings, not the nvme paths: each host may have its own local disk */
     const int64_t i[] = {c->micro_batch, c->grad_accum, c->optim, c->adam_w_mode, c->stage,
                          c->reduce_bucket_size, c->prefetch_bucket_size, c->max_live_parameters,
@@ -456,7 +456,9 @@ static zc_status agreement_check(zc_engine *e, zc_err *err)
                          c->param_buffer_count, c->param_buffer_size, c->max_in_cpu,
                          c->param_pin_memory, c->sub_group_size, c->aio_block_size,
                          c->aio_queue_depth, c->aio_thread_count, c->aio_single_submit,
-                         c->aio_overlap_events, c->aio_engine};
+                         c->aio_overlap_events, c->aio_engine, c->bias_correction, c->sched,
+                         c->warmup_num_steps, c->total_num_steps, c->warmup_type,
+                         c->overlap_comm, c->activation_checkpointing};
     h[0] = fnv(fnv(h[0], d, sizeof d), i, sizeof i);
     for (int u = 0; u < e->nunits; u++)
         h[1] = fnv(h[1], &e->units[u].info.numel, sizeof(size_t));
@@ -1383,7 +1385,7 @@ static int64_t update_span(const zc_engine *e, float *w, const void *g, float *m
         zc_adam_hparams h = {.lr = e->lr, .beta1 = e->cfg.beta1, .beta2 = e->cfg.beta2,
                              .eps = e->cfg.eps, .weight_decay = e->cfg.weight_decay,
                              .decoupled = e->cfg.optim == ZC_OPTIM_ADAMW || e->cfg.adam_w_mode,
-                             .step = e->step + 1};
+                             .uncorrected = !e->cfg.bias_correction, .step = e->step + 1};
         bad = zc_adam_update(w, g, e->gdt, m, v, n, gscale, &h);
     }
     if (e->mixed)

@@ -20,8 +20,8 @@ typedef struct {
 static adam_consts adam_prepare(const zc_adam_hparams *h)
 {
     adam_consts k;
-    double bc1 = 1.0 - pow(h->beta1, (double)h->step);
-    double bc2 = 1.0 - pow(h->beta2, (double)h->step);
+    double bc1 = h->uncorrected ? 1.0 : 1.0 - pow(h->beta1, (double)h->step);
+    double bc2 = h->uncorrected ? 1.0 : 1.0 - pow(h->beta2, (double)h->step);
     k.decay = h->decoupled ? (float)(1.0 - h->lr * h->weight_decay) : 1.0f;
     k.l2 = h->decoupled ? 0.0f : (float)h->weight_decay;
     k.b1 = (float)h->beta1;
