@@ -1,0 +1,294 @@
+/* train_args.c — `zeroc train`'s flags and config file: the flag table, the configuration they
+ * make (file first, then flags), and every check that can refuse the run before anything is
+ * built — flags that would be ignored, the schedule, and the outputs it will write. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/args.h"
+#include "cli/train_args.h"
+#include "zeroc/safetensors.h"
+
+/* Can the run write `path` when it ends? Probed now, so that a typo costs nothing: an existing
+ * file must open for writing (it is not changed), a new one is created and removed again. */
+static zc_status probe_file(const char *flag, const char *path, zc_err *err)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    bool created = false;
+    if (fd < 0 && errno == ENOENT) {
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        created = fd >= 0;
+    }
+    if (fd < 0)
+        return zc_err_set(err, ZC_EINVAL, "%s %s: cannot write there: %s", flag, path,
+                          strerror(errno));
+    close(fd);
+    if (created)
+        unlink(path);
+    return ZC_OK;
+}
+
+/* The save directory: an existing one must be a directory the run can create files in; a new
+ * one is made and removed again (saving makes it). */
+static zc_status probe_dir(const char *flag, const char *dir, zc_err *err)
+{
+    char probe[4200];
+    bool made = mkdir(dir, 0755) == 0;
+    if (!made && errno != EEXIST)
+        return zc_err_set(err, ZC_EINVAL, "%s %s: cannot create it: %s", flag, dir,
+                          strerror(errno));
+    snprintf(probe, sizeof probe, "%s/.zeroc-probe-%d", dir, (int)getpid());
+    zc_status st = probe_file(flag, probe, err);
+    if (st)
+        snprintf(err->msg, sizeof err->msg, "%s %s: not a directory zeroc can write in", flag,
+                 dir);
+    if (made)
+        rmdir(dir);
+    return st;
+}
+
+/* Every output the run will write at its end, checked before its first step (rank 0 writes
+ * them; every rank learns the outcome). */
+static zc_status check_outputs(zc_comm *comm, const train_opts *o, zc_err *err)
+{
+    zc_status st = ZC_OK;
+    if (o->save_final && strcmp(o->model, "gpt2"))
+        st = zc_err_set(err, ZC_EINVAL, "--save-final: model '%s' has no own file format (use "
+                        "--save-weights)", o->model);
+    if (zc_comm_rank(comm) == 0) {
+        if (!st && o->report)
+            st = probe_file("--report", o->report, err);
+        if (!st && o->save_weights)
+            st = probe_file("--save-weights", o->save_weights, err);
+        if (!st && o->save_final)
+            st = probe_file("--save-final", o->save_final, err);
+        if (!st && o->save_dir)
+            st = probe_dir("--save-dir", o->save_dir, err);
+    }
+    return zc_comm_agree(comm, st, "checking the output paths", err);
+}
+
+/* Flags that would be ignored, or silently replaced, are refused instead: the run would train
+ * something else than the command line says. Records which shape flags were given (beside an
+ * llm.c --init they must agree with the file: cli/train_gpt2.c). */
+static zc_status refuse_unused(int argc, char **argv, train_opts *o, zc_err *err)
+{
+    o->given.layers = args_given(argc, argv, 2, "--layers");
+    o->given.channels = args_given(argc, argv, 2, "--channels");
+    o->given.heads = args_given(argc, argv, 2, "--heads");
+    o->given.vocab = args_given(argc, argv, 2, "--vocab");
+    o->given.max_seq_len = args_given(argc, argv, 2, "--max-seq-len");
+    static const char *const gpt2_only[] = {
+        "--channels", "--heads", "--seq-len", "--max-seq-len", "--vocab", "--data", "--shuffle",
+        "--val-data", "--val-every", "--val-batches", "--activation-checkpointing",
+        "--sample-every", "--sample-length", "--save-final"};
+    const bool gpt2 = !strcmp(o->model, "gpt2");
+    for (size_t i = 0; !gpt2 && i < sizeof gpt2_only / sizeof *gpt2_only; i++)
+        if (args_given(argc, argv, 2, gpt2_only[i]))
+            return zc_err_set(err, ZC_EINVAL, "%s is a gpt2 flag; --model %s does not use it",
+                              gpt2_only[i], o->model);
+    if (gpt2 && args_given(argc, argv, 2, "--hidden"))
+        return zc_err_set(err, ZC_EINVAL, "--hidden is an mlp flag; --model gpt2 takes "
+                          "--channels");
+    if (args_given(argc, argv, 2, "--layers") && o->layers < 1)
+        return zc_err_set(err, ZC_EINVAL, "--layers must be >= 1, got %d", o->layers);
+    bool llmc_init = gpt2 && o->init && !zc_safetensors_is_path(o->init);
+    if (gpt2 && !llmc_init && o->max_seq_len && o->seq_len > o->max_seq_len)
+        return zc_err_set(err, ZC_EINVAL, "--seq-len %d is longer than --max-seq-len %d",
+                          o->seq_len, o->max_seq_len);
+    if (!o->val_data && (args_given(argc, argv, 2, "--val-every") ||
+                         args_given(argc, argv, 2, "--val-batches")))
+        return zc_err_set(err, ZC_EINVAL, "--val-every and --val-batches need --val-data");
+    if (!o->sample_every && args_given(argc, argv, 2, "--sample-length"))
+        return zc_err_set(err, ZC_EINVAL, "--sample-length needs --sample-every");
+    return ZC_OK;
+}
+
+/* The config's scheduler section and the schedule flags: --warmup fills its warmup_num_steps
+ * (over the file, like every flag), --steps a WarmupDecayLR's total_num_steps the file left out
+ * or gave as "auto"; --lr-schedule names the trainer's own schedule and cannot join it. The
+ * activation_checkpointing section turns on the flag of that name. */
+static zc_status resolve_schedule(int argc, char **argv, train_opts *o, zc_config *cfg,
+                                  zc_err *err)
+{
+    char n[32];
+    if (cfg->activation_checkpointing && strcmp(o->model, "gpt2"))
+        return zc_err_set(err, ZC_EINVAL, "%s: activation_checkpointing: --model %s keeps no "
+                          "activations to recompute (gpt2 does)", o->config, o->model);
+    o->activation_checkpointing |= cfg->activation_checkpointing;
+    if (cfg->sched == ZC_SCHED_NONE)
+        return ZC_OK;
+    if (args_given(argc, argv, 2, "--lr-schedule"))
+        return zc_err_set(err, ZC_EINVAL, "--lr-schedule %s: %s has a scheduler (%s); give one "
+                          "or the other", o->lr_schedule, o->config,
+                          cfg->sched == ZC_SCHED_WARMUP_LR ? "WarmupLR" : "WarmupDecayLR");
+    zc_status st = ZC_OK;
+    if (args_given(argc, argv, 2, "--warmup")) {
+        snprintf(n, sizeof n, "%d", o->warmup);
+        st = zc_config_set(cfg, "scheduler.params.warmup_num_steps", n, err);
+    }
+    if (!st && cfg->sched == ZC_SCHED_WARMUP_DECAY_LR && cfg->total_num_steps == 0) {
+        snprintf(n, sizeof n, "%d", o->steps);
+        st = zc_config_set(cfg, "scheduler.params.total_num_steps", n, err);
+    }
+    return st;
+}
+
+/* The configuration: the file, then the flags over it (--nvme-path and --dtype set two keys
+ * each); the model's default micro-batch unless the file or a flag gives one; the batch triple
+ * resolved as DeepSpeed does. */
+static zc_status apply_flags(const arg_spec *specs, int nspecs, int nranks, const train_opts *o,
+                             zc_config *cfg, zc_err *err)
+{
+    zc_status st = ZC_OK;
+    if (!st && o->config)
+        st = zc_config_load_file(cfg, o->config, err);
+    if (!st)
+        st = args_apply_config(specs, nspecs, cfg, err);
+    if (!st && o->nvme_path)
+        st = zc_config_set(cfg, "zero_optimization.offload_optimizer.nvme_path", o->nvme_path,
+                           err);
+    if (!st && o->nvme_path)
+        st = zc_config_set(cfg, "zero_optimization.offload_param.nvme_path", o->nvme_path, err);
+    if (!st && o->dtype && strcmp(o->dtype, "fp32") && strcmp(o->dtype, "bf16") &&
+        strcmp(o->dtype, "fp16"))
+        st = zc_err_set(err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'",
+                        o->dtype);
+    if (!st && o->dtype) /* over the file's bf16/fp16 blocks, like any flag */
+        st = zc_config_set(cfg, "fp16.enabled", !strcmp(o->dtype, "fp16") ? "true" : "false",
+                           err);
+    if (!st && o->dtype)
+        st = zc_config_set(cfg, "bf16.enabled", !strcmp(o->dtype, "bf16") ? "true" : "false",
+                           err);
+    if (!st && !cfg->micro_batch_set && cfg->train_batch_size == 0) /* unless config or flag say */
+        cfg->micro_batch = !strcmp(o->model, "gpt2") ? 4 : 32; /* MLP: the experiment's batch */
+    if (!st)
+        st = zc_config_resolve_batch(cfg, nranks, err);
+    return st;
+}
+
+/* The trainer's own flags' ranges and pairings. */
+static zc_status check_flags(const train_opts *o, zc_err *err)
+{
+    zc_status st = ZC_OK;
+    if (!st && o->steps < 1)
+        st = zc_err_set(err, ZC_EINVAL, "--steps must be >= 1, got %d", o->steps);
+    if (!st && o->warmup < 0)
+        st = zc_err_set(err, ZC_EINVAL, "--warmup must be >= 0, got %d", o->warmup);
+    if (!st && strcmp(o->lr_schedule, "constant") && strcmp(o->lr_schedule, "cosine"))
+        st = zc_err_set(err, ZC_EINVAL, "--lr-schedule: expected constant or cosine, got '%s'",
+                        o->lr_schedule);
+    if (!st && (o->save_every < 0 || o->keep < 0 || (o->save_every > 0 && !o->save_dir)))
+        st = zc_err_set(err, ZC_EINVAL, "--save-every needs --save-dir; --save-every and --keep "
+                        "must be >= 0");
+    if (!st && (o->val_every < 0 || o->sample_every < 0 || o->val_batches < 1 ||
+                o->sample_length < 1))
+        st = zc_err_set(err, ZC_EINVAL, "--val-every and --sample-every must be >= 0, "
+                        "--val-batches and --sample-length >= 1");
+    return st;
+}
+
+zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, zc_config *cfg,
+                          bool *helped, zc_err *err)
+{
+    *o = (train_opts){.model = "mlp", .steps = 10, .hidden = 2048, .channels = 128, .heads = 4,
+                      .seq_len = 128, .vocab = 256, .lr_schedule = "constant",
+                      .val_batches = 8, .sample_length = 128};
+    zc_config_defaults(cfg);
+    arg_spec specs[] = {
+        {"--model", ARG_STR, &o->model, NULL, "model to train: mlp (default) or gpt2", NULL},
+        {"--dtype", ARG_STR, &o->dtype, NULL,
+         "fp32, bf16 or fp16: stored parameters and gradients (sets bf16/fp16.enabled)", NULL},
+        {"--config", ARG_STR, &o->config, NULL, "DeepSpeed-style JSON config file", NULL},
+        {"--steps", ARG_INT, &o->steps, NULL, "optimizer steps to run (default 10)", NULL},
+        {"--report", ARG_STR, &o->report, NULL, "write the run's JSON report here (rank 0)", NULL},
+        {"--save-weights", ARG_STR, &o->save_weights, NULL,
+         "write the final weights as safetensors (fp32)", NULL},
+        {"--hidden", ARG_INT, &o->hidden, NULL, "mlp: hidden size (default 2048)", NULL},
+        {"--layers", ARG_INT, &o->layers, NULL,
+         "mlp: Linear+ReLU layers (default 12); gpt2: blocks (default 4)", NULL},
+        {"--channels", ARG_INT, &o->channels, NULL, "gpt2: channels C (default 128)", NULL},
+        {"--heads", ARG_INT, &o->heads, NULL, "gpt2: attention heads (default 4)", NULL},
+        {"--seq-len", ARG_INT, &o->seq_len, NULL, "gpt2: tokens per sequence T (default 128)",
+         NULL},
+        {"--max-seq-len", ARG_INT, &o->max_seq_len, NULL,
+         "gpt2: position embeddings (default: --seq-len)", NULL},
+        {"--vocab", ARG_INT, &o->vocab, NULL, "gpt2: vocabulary (default 256, byte-level)", NULL},
+        {"--init", ARG_STR, &o->init, NULL,
+         "start from FILE.safetensors (any model), or an llm.c checkpoint (gpt2; sets the shape)",
+         NULL},
+        {"--data", ARG_STR, &o->data, NULL, "gpt2: llm.c token file to train on", NULL},
+        {"--shuffle", ARG_BOOL, &o->shuffle, NULL,
+         "gpt2: visit whole windows in a seeded order each epoch (default: sequential)", NULL},
+        {"--val-data", ARG_STR, &o->val_data, NULL, "gpt2: llm.c token file for validation", NULL},
+        {"--val-every", ARG_INT, &o->val_every, NULL, "gpt2: validate every K steps (and at the end)",
+         NULL},
+        {"--val-batches", ARG_INT, &o->val_batches, NULL,
+         "gpt2: micro-batches per rank in a validation (default 8)", NULL},
+        {"--activation-checkpointing", ARG_BOOL, &o->activation_checkpointing, NULL,
+         "gpt2: keep only block inputs, recompute blocks in backward", NULL},
+        {"--no-memory-check", ARG_BOOL, &o->no_memory_check, NULL,
+         "run even if the estimated memory per rank exceeds what the host can give", NULL},
+        {"--sample-every", ARG_INT, &o->sample_every, NULL,
+         "gpt2: print a generated sample every K steps (and at the end)", NULL},
+        {"--sample-length", ARG_INT, &o->sample_length, NULL, "gpt2: tokens per sample (default 128)",
+         NULL},
+        {"--save-final", ARG_STR, &o->save_final, NULL,
+         "gpt2: write the final weights as an llm.c checkpoint (fp32)", NULL},
+        {"--warmup", ARG_INT, &o->warmup, NULL, "linear learning-rate warmup steps (default 0)",
+         NULL},
+        {"--lr-schedule", ARG_STR, &o->lr_schedule, NULL,
+         "constant (default) or cosine (to 10% of --lr at the last step)", NULL},
+        {"--save-dir", ARG_STR, &o->save_dir, NULL, "write sharded checkpoints under DIR", NULL},
+        {"--save-every", ARG_INT, &o->save_every, NULL, "checkpoint every K steps (with --save-dir)",
+         NULL},
+        {"--keep", ARG_INT, &o->keep, NULL, "keep only the newest M checkpoints (default: all)",
+         NULL},
+        {"--resume", ARG_STR, &o->resume, NULL,
+         "continue from DIR (its latest checkpoint) or DIR/step-N, on any ranks and stage", NULL},
+        {"--stage", ARG_CONFIG, NULL, "zero_optimization.stage", "ZeRO stage 0-3", NULL},
+        {"--micro-batch", ARG_CONFIG, NULL, "train_micro_batch_size_per_gpu",
+         "samples per rank per micro-step (mlp default 32, gpt2 default 4)", NULL},
+        {"--grad-accum", ARG_CONFIG, NULL, "gradient_accumulation_steps",
+         "micro-steps per optimizer step", NULL},
+        {"--lr", ARG_CONFIG, NULL, "optimizer.params.lr", "peak learning rate", NULL},
+        {"--optimizer", ARG_CONFIG, NULL, "optimizer.type", "AdamW, Adam or SGD", NULL},
+        {"--weight-decay", ARG_CONFIG, NULL, "optimizer.params.weight_decay", "weight decay",
+         NULL},
+        {"--clip", ARG_CONFIG, NULL, "gradient_clipping", "max global gradient norm, 0 = off",
+         NULL},
+        {"--seed", ARG_CONFIG, NULL, "seed", "seed of initial weights and data", NULL},
+        {"--comm-timeout", ARG_CONFIG, NULL, "comm_timeout_s",
+         "seconds a collective may wait before all ranks stop", NULL},
+        {"--offload-optimizer", ARG_CONFIG, NULL, "zero_optimization.offload_optimizer.device",
+         "none, cpu or nvme: optimizer state (and stage-3 gradients) in swap files", NULL},
+        {"--offload-param", ARG_CONFIG, NULL, "zero_optimization.offload_param.device",
+         "none, cpu or nvme: stage-3 parameter shards in swap files", NULL},
+        {"--nvme-path", ARG_STR, &o->nvme_path, NULL,
+         "directory of the swap files (sets both offload sections' nvme_path)", NULL},
+        {"--sub-group-size", ARG_CONFIG, NULL, "zero_optimization.sub_group_size",
+         "elements the optimizer step streams through RAM at a time", NULL},
+        {"--aio-engine", ARG_CONFIG, NULL, "aio.engine",
+         "auto (io_uring if the kernel allows), io_uring or threads", NULL},
+    };
+    const int nspecs = (int)(sizeof specs / sizeof specs[0]);
+    zc_status st = args_parse_command(specs, nspecs, argc, argv, 2,
+                                      "zeroc train [--model mlp|gpt2] [flags]",
+                                      zc_comm_rank(comm) == 0, helped, err);
+    if (*helped)
+        return ZC_OK;
+    if (!st)
+        st = apply_flags(specs, nspecs, zc_comm_size(comm), o, cfg, err);
+    if (!st)
+        st = check_flags(o, err);
+    if (!st)
+        st = refuse_unused(argc, argv, o, err);
+    if (!st)
+        st = resolve_schedule(argc, argv, o, cfg, err);
+    if (!st)
+        st = check_outputs(comm, o, err);
+    return st;
+}

@@ -1,0 +1,27 @@
+/* train_ckpt.h — what `zeroc train` keeps of itself in a checkpoint (the manifest's client
+ * object), and the check that a resumed run trains the model the checkpoint was written for. */
+#ifndef ZEROC_CLI_TRAIN_CKPT_H
+#define ZEROC_CLI_TRAIN_CKPT_H
+
+#include <stdint.h>
+
+#include "cli/train_model.h"
+#include "cli/train_opts.h"
+#include "zeroc/status.h"
+
+/* Where the trainer stands after `steps_done` optimizer steps, as a JSON object: the model and
+ * its shape (train_model's describe), the planned steps, the learning-rate schedule (its name,
+ * warmup steps, position and the next step's rate) and the micro-batches consumed. The schedule
+ * and the data order are pure functions of the step (and the config's seed), so these are for
+ * readers and for train_ckpt_same_model. malloc'd; NULL when out of memory. */
+char *train_ckpt_client(const train_opts *o, const train_model *m, const char *schedule,
+                        int64_t warmup, int64_t steps_done, double next_lr,
+                        int64_t micro_steps);
+
+/* The checkpoint in dir (its client object `client`, may be NULL) was written for the model
+ * this run builds: every field the model describes itself by must match, since some shapes
+ * (GPT-2's head count) change no size the loader could check. The same verdict on every rank. */
+zc_status train_ckpt_same_model(const char *dir, const char *client, const train_opts *o,
+                                const train_model *m, zc_err *err);
+
+#endif
