@@ -374,11 +374,14 @@ def rehash(ck):
 
 
 def test_manifest_edits():
-    """An edited manifest is refused by verify, inspect, export and --resume with exit 1 (never
-    an assertion), naming the file and the field: its checksum first; and, re-hashed, every
-    field a reader uses: the step against the directory name and the shards, parameter offsets
-    and shapes against the units, files, counts, the trainer's GPT-2 shape. A checkpoint
-    without the checksum (format 1) is refused by name. The original still verifies."""
+    """An edited manifest is refused by verify, inspect and export with exit 1 (never an
+    assertion), naming the file and the field: its checksum first; and, re-hashed, every field a
+    reader uses: the step against the directory name and the shards, parameter offsets and
+    shapes against the units, files, counts, the trainer's GPT-2 shape. --resume reads through
+    the same manifest reader: it is checked on one edit of each kind (checksum, legacy format,
+    step, offsets, shapes, files, scaler), since a 2-rank training run per edit is most of this
+    test's time. A checkpoint without the checksum (format 1) is refused by name. The original
+    still verifies."""
     base = H_.path("ck-edit")
     train(2, "edit", *gpt2_args(), "--stage", 1, "--steps", 2, "--save-dir", base)
     ck = os.path.join(base, "step-000002")
@@ -422,20 +425,20 @@ def test_manifest_edits():
     cases = [  # name, damage, needles, commands that must refuse
         ("step-unhashed", edit(top("step", 3), sha=False), ["manifest.sha256", "SHA-256"], "vier"),
         ("no-sha", lambda c: os.remove(os.path.join(c, "manifest.sha256")),
-         ["manifest.sha256"], "vier"),
+         ["manifest.sha256"], "vie"),
         ("legacy", legacy, ["format version 1", "manifest.sha256"], "vier"),
         ("step", edit(top("step", 3)), ["manifest.json", "step 3", "step-000002"], "vier"),
-        ("step-frac", edit(top("step", 2.5)), ["manifest.json", "step"], "vier"),
-        ("stage", edit(top("stage", 7)), ["stage"], "vier"),
-        ("world", edit(top("world_size", 1e12)), ["world_size"], "vier"),
-        ("opt-steps", edit(top("optimizer_steps", 5)), ["optimizer_steps"], "vier"),
+        ("step-frac", edit(top("step", 2.5)), ["manifest.json", "step"], "vie"),
+        ("stage", edit(top("stage", 7)), ["stage"], "vie"),
+        ("world", edit(top("world_size", 1e12)), ["world_size"], "vie"),
+        ("opt-steps", edit(top("optimizer_steps", 5)), ["optimizer_steps"], "vie"),
         ("offset", edit(same_offset), ["offset", "overlaps"], "vier"),
-        ("offset-far", edit(setp("offset", 3, 1e15)), ["offset"], "vier"),
+        ("offset-far", edit(setp("offset", 3, 1e15)), ["offset"], "vie"),
         ("shape", edit(setp("shape", 3, [-1, 32])), ["shape"], "vier"),
-        ("shape-big", edit(setp("shape", 0, [1e300])), ["shape"], "vier"),
-        ("unit", edit(setp("unit", 1, "x")), ["unit"], "vier"),
+        ("shape-big", edit(setp("shape", 0, [1e300])), ["shape"], "vie"),
+        ("unit", edit(setp("unit", 1, "x")), ["unit"], "vie"),
         ("file-name", edit(files(1, "name", "../rank-00001.bin")), ["name", "rank-00001.bin"],
-         "vier"),
+         "vie"),
         ("file-crc", edit(files(0, "crc32c", 17)), ["crc32c"], "vier"),
         ("scaler", edit(lambda m: m["loss_scaler"].update(scale=-1)), ["loss_scaler", "scale"],
          "vier"),
