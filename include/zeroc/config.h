@@ -75,6 +75,8 @@ typedef struct {
     int stage;                           /* zero_optimization.stage: 0..3 */
     int64_t reduce_bucket_size;          /* elements per reduce-scatter chunk; 0: a unit's
                                           * gradients in one piece (DeepSpeed accepts 0) */
+    bool quantized_weights;              /* zero_optimization.zero_quantized_weights (ZeRO++
+                                          * qwZ, stage 3): parameter all-gathers in int8 blocks */
     bool overlap_comm;                   /* zero_optimization.overlap_comm: reduce-scatters run
                                           * behind the backward pass; false: each is waited for */
     int64_t prefetch_bucket_size;        /* stage3_prefetch_bucket_size: elements prefetched ahead;

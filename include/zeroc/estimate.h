@@ -57,7 +57,16 @@ typedef struct {
     int buffer_count;        /* offload_optimizer.buffer_count: sub-group slots */
     int param_buffer_count;  /* offload_param.buffer_count: shard reads ahead */
     int64_t param_buffer_size; /* offload_param.buffer_size: elements read ahead */
+    bool quantized_weights;  /* stage 3, ZeRO++ qwZ: parameter all-gathers carry int8 blocks */
 } zc_estimate_in;
+
+/* ZeRO++ qwZ (zero_optimization.zero_quantized_weights): a stage-3 parameter all-gather sends
+ * each rank's shard as blocks of ZC_QWZ_BLOCK int8 values with one fp32 scale per block. */
+#define ZC_QWZ_BLOCK 256
+
+/* Bytes of one rank's quantized shard of S elements: 4 per block of ZC_QWZ_BLOCK (the scale)
+ * plus S int8 values padded to a multiple of 4. */
+ZC_API int64_t zc_qwz_segment_bytes(int64_t shard);
 
 /* stage3_param_persistence_threshold "auto" (the default), in elements: chosen by measurement
  * (docs/CONFIG.md). */

@@ -218,7 +218,8 @@ static const key_spec KEYS[] = {
     REFUSED("zero_optimization.mics_shard_size"),
     REFUSED("zero_optimization.mics_hierarchical_params_gather"),
     REFUSED("zero_optimization.zero_hpz_partition_size"),
-    REFUSED("zero_optimization.zero_quantized_weights"),
+    {.path = "zero_optimization.zero_quantized_weights", .kind = K_BOOL,
+     FIELD(quantized_weights, bool)},
     REFUSED("zero_optimization.zero_quantized_nontrainable_weights"),
     REFUSED("zero_optimization.zero_quantized_gradients"),
     REFUSED("zero_optimization.legacy_stage1"),
@@ -1727,6 +1728,10 @@ zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
         return fail(&c, ZC_EINVAL,
                     "optimizer.params.adam_w_mode is false but optimizer.type is AdamW, whose "
                     "weight decay is always decoupled; use type Adam for L2 weight decay");
+    if (cfg->quantized_weights && cfg->stage != 3)
+        return fail(&c, ZC_EINVAL, "zero_optimization.zero_quantized_weights (ZeRO++ qwZ) needs "
+                    "zero_optimization.stage 3 (the stage that gathers parameters), got stage %d",
+                    cfg->stage);
     rc = check_precision(&c, cfg);
     if (rc == ZC_OK)
         rc = check_offload(&c, cfg);
@@ -1958,6 +1963,7 @@ char *zc_config_to_json(const zc_config *cfg)
     ok = ok && add_i64(zero, "stage3_model_persistence_threshold",
                        cfg->model_persistence_threshold);
     ok = ok && cJSON_AddBoolToObject(zero, "overlap_comm", cfg->overlap_comm) != NULL;
+    ok = ok && cJSON_AddBoolToObject(zero, "zero_quantized_weights", cfg->quantized_weights);
     ok = ok && cJSON_AddTrueToObject(zero, "contiguous_gradients") != NULL;
     ok = ok && add_i64(zero, "sub_group_size", cfg->sub_group_size);
     ok = ok && (oopt = cJSON_AddObjectToObject(zero, "offload_optimizer")) != NULL;

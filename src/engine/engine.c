@@ -44,6 +44,7 @@
 #include "util/clock.h"
 #include "engine/init_values.h"
 #include "engine/loss_scale.h"
+#include "engine/quantize.h"
 #include "offload/aio.h"
 #include "offload/stream.h"
 #include "offload/swap.h"
@@ -80,6 +81,8 @@ typedef struct {
     size_t opt_n;      /* elements in each of master, m, v */
     bool acquired;
     zc_comm_req *gather; /* stage 3: a gather in flight into full */
+    void *qbuf;          /* qwZ: every rank's quantized segment, while the gather is in flight
+                          * (comm; zc_qwz_segment_bytes(shard) bytes per rank) */
     bool ready;          /* grads_ready called in this micro-batch */
     /* the disk tier (offload): which states live in the swap files, and where */
     zc_unit_offload disk;
@@ -117,6 +120,7 @@ struct zc_engine {
      * also the parameters. Every stage runs the same arithmetic; these only say where each
      * state lives. */
     bool opt_sharded, grads_sharded, params_sharded;
+    bool qwz; /* ZeRO++ qwZ: stage-3 parameter gathers carry int8 blocks (engine/quantize.h) */
     unit_t *units;
     int nunits, cap_units;
     param_t *params;
@@ -360,6 +364,7 @@ zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm,
     e->opt_sharded = e->stage >= 1;
     e->grads_sharded = e->stage >= 2;
     e->params_sharded = e->stage == 3;
+    e->qwz = e->params_sharded && cfg->quantized_weights;
     e->lr = cfg->lr;
     e->last_unit = -1;
     e->rs_last_of = -1;
@@ -458,7 +463,7 @@ static zc_status agreement_check(zc_engine *e, zc_err *err)
                          c->aio_queue_depth, c->aio_thread_count, c->aio_single_submit,
                          c->aio_overlap_events, c->aio_engine, c->bias_correction, c->sched,
                          c->warmup_num_steps, c->total_num_steps, c->warmup_type,
-                         c->overlap_comm, c->activation_checkpointing};
+                         c->overlap_comm, c->activation_checkpointing, c->quantized_weights};
     h[0] = fnv(fnv(h[0], d, sizeof d), i, sizeof i);
     for (int u = 0; u < e->nunits; u++)
         h[1] = fnv(h[1], &e->units[u].info.numel, sizeof(size_t));
@@ -811,6 +816,8 @@ void zc_engine_destroy(zc_engine *e)
         size_t S = u->info.shard, P = u->info.padded;
         if (u->gather) /* a prefetch nobody used: let it land before freeing its buffer */
             zc_comm_wait(e->comm, u->gather, NULL);
+        if (u->qbuf)
+            free_b(e, ZC_MEM_COMM, &u->qbuf, n, (size_t)zc_qwz_segment_bytes((int64_t)S));
         if (e->aio) { /* disk transfers into or out of RAM buffers */
             zc_aio_wait(e->aio, &u->pread, NULL);
             zc_aio_wait(e->aio, &u->gwrite, NULL);
@@ -931,7 +938,8 @@ zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *nume
                          .sub_group_size = e->cfg.sub_group_size,
                          .buffer_count = e->cfg.optimizer_buffer_count,
                          .param_buffer_count = e->cfg.param_buffer_count,
-                         .param_buffer_size = e->cfg.param_buffer_size};
+                         .param_buffer_size = e->cfg.param_buffer_size,
+                         .quantized_weights = e->qwz};
     return in;
 }
 
@@ -1194,11 +1202,20 @@ static zc_status gather_start(zc_engine *e, int i, zc_err *err)
         memcpy(mine, u->shard_p, S * e->ps);
     else if (!(st = u->pread_buf ? ZC_OK : param_read_start(e, i, err)))
         st = param_read_finish(e, i, mine, err);
-    if (!st)
+    const size_t seg = e->qwz ? (size_t)zc_qwz_segment_bytes((int64_t)S) : 0;
+    if (!st && seg && !(u->qbuf = alloc_b(e, ZC_MEM_COMM, (size_t)e->nranks, seg)))
+        st = oom(e, err, "quantized parameters (qwZ)", i, (size_t)e->nranks * seg);
+    if (!st && seg) { /* every rank's segment, this rank's quantized here; 4-byte elements */
+        zc_qwz_quantize(mine, e->pdt, S, at(u->qbuf, (size_t)e->rank * seg, 1));
+        st = zc_comm_all_gather_start(e->comm, ZC_FP32, u->qbuf, seg / 4, label(e, i),
+                                      &u->gather, err);
+    } else if (!st)
         st = zc_comm_all_gather_start(e->comm, e->pdt, u->full, S, label(e, i), &u->gather,
-                                        err);
-    if (st)
+                                      err);
+    if (st) {
+        free_b(e, ZC_MEM_COMM, &u->qbuf, seg, (size_t)e->nranks);
         work_free(e, &u->full, P * e->ps);
+    }
     else
         e->gathered_elems += (int64_t)P;
     return st;
@@ -1209,7 +1226,15 @@ static zc_status gather_wait(zc_engine *e, int i, zc_err *err)
     unit_t *u = &e->units[i];
     zc_comm_req *r = u->gather;
     u->gather = NULL;
-    return r ? zc_comm_wait(e->comm, r, err) : ZC_OK;
+    zc_status st = r ? zc_comm_wait(e->comm, r, err) : ZC_OK;
+    if (u->qbuf) { /* qwZ: every rank uses the same dequantized values, its own segment too */
+        const size_t S = u->info.shard, seg = (size_t)zc_qwz_segment_bytes((int64_t)S);
+        for (int k = 0; !st && k < e->nranks; k++)
+            zc_qwz_dequantize(at(u->qbuf, (size_t)k * seg, 1), S, e->pdt,
+                              at(u->full, (size_t)k * S, e->ps));
+        free_b(e, ZC_MEM_COMM, &u->qbuf, (size_t)e->nranks, seg);
+    }
+    return st;
 }
 
 static zc_status prefetch(zc_engine *e, zc_err *err)
@@ -1825,7 +1850,9 @@ zc_status zc_engine_gather_unit(zc_engine *e, int i, float *dst, zc_err *err)
     ZC_ASSERT(e->finalized && i >= 0 && i < e->nunits);
     unit_t *u = &e->units[i];
     size_t S = u->info.shard;
-    if (e->mixed ? !e->opt_sharded : !sharded_params(e, u) || (u->full && !u->gather)) {
+    /* a gathered unit's values are the shards' own, unless qwZ quantized them on the way */
+    if (e->mixed ? !e->opt_sharded
+                 : !sharded_params(e, u) || (u->full && !u->gather && !e->qwz)) {
         memcpy(dst, e->mixed ? u->master : u->full, u->info.padded * sizeof(float));
         return ZC_OK;
     }

@@ -213,14 +213,20 @@ static int64_t comm_bytes(const zc_estimate_in *in, bool *ovf)
     const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
     const int64_t C = or4(in->comm_elem_bytes);
     int64_t per = C + (in->stage == 0 ? G : in->stage == 3 ? 2 * P : P);
+    const bool qwz = in->stage == 3 && in->quantized_weights;
     bool *kept = persistent_units(in);
-    if (!kept)
+    if (!kept && !qwz)
         return mul(mul(per, padded_numel(in, ovf) / in->nranks, ovf), in->nranks - 1, ovf);
-    /* a persistent unit is all-gathered once, after its update, as at stages 1–2 */
+    /* a persistent unit is all-gathered once, after its update, as at stages 1–2; with qwZ the
+     * two gathers of a step (forward, backward) carry the quantized segment */
     int64_t sum = 0;
-    for (int u = 0; u < in->nunits; u++)
-        sum = add(sum, mul(kept[u] ? C + P : per, shard(in->unit_numel[u], in->nranks, ovf), ovf),
-                  ovf);
+    for (int u = 0; u < in->nunits; u++) {
+        int64_t S = shard(in->unit_numel[u], in->nranks, ovf);
+        int64_t bytes = kept && kept[u] ? mul(C + P, S, ovf)
+                        : qwz ? add(mul(C, S, ovf), 2 * zc_qwz_segment_bytes(S), ovf)
+                              : mul(per, S, ovf);
+        sum = add(sum, bytes, ovf);
+    }
     free(kept);
     return mul(sum, in->nranks - 1, ovf);
 }

@@ -1,0 +1,86 @@
+/* test_quantize.c — ZeRO++ qwZ's block-wise int8 form of a parameter shard (src/engine/
+ * quantize.c): the segment's byte layout and size, each value back within half its block's
+ * step (max |x| / 127 / 2, plus float rounding), a bf16 shard as its fp32 values, zeros and a block's
+ * maximum exact, and the same bits whatever the thread count. */
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "engine/quantize.h"
+#include "zeroc/dtype.h"
+#include "zeroc/rng.h"
+
+int main(void)
+{
+    CHECK(zc_qwz_segment_bytes(1) == 4 + 4 && zc_qwz_segment_bytes(256) == 4 + 256 &&
+              zc_qwz_segment_bytes(257) == 8 + 260 && zc_qwz_segment_bytes(2080) == 36 + 2080,
+          "segment sizes %lld %lld %lld %lld", (long long)zc_qwz_segment_bytes(1),
+          (long long)zc_qwz_segment_bytes(256), (long long)zc_qwz_segment_bytes(257),
+          (long long)zc_qwz_segment_bytes(2080));
+
+    const size_t sizes[] = {1, 255, 256, 257, 5000, 70001};
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        const size_t S = sizes[si], nb = (S + ZC_QWZ_BLOCK - 1) / ZC_QWZ_BLOCK;
+        const size_t seg = (size_t)zc_qwz_segment_bytes((int64_t)S);
+        float *x = malloc(S * 4), *y = malloc(S * 4);
+        unsigned char *a = malloc(seg), *b = malloc(seg);
+        for (size_t i = 0; i < S; i++)
+            x[i] = zc_rng_normal(3, 1, i) * (i % 700 < 350 ? 0.02f : 3.0f); /* scales vary */
+        if (S > 300)
+            for (size_t i = 256; i < 512 && i < S; i++)
+                x[i] = 0.0f; /* an all-zero block */
+        omp_set_num_threads(1);
+        zc_qwz_quantize(x, ZC_FP32, S, a);
+        omp_set_num_threads(2);
+        memset(b, 0xAB, seg);
+        zc_qwz_quantize(x, ZC_FP32, S, b);
+        CHECK(!memcmp(a, b, seg), "S %zu: the segment depends on the thread count", S);
+        zc_qwz_dequantize(a, S, ZC_FP32, y);
+        const float *scales = (const float *)a;
+        double worst = 0;
+        for (size_t blk = 0; blk < nb; blk++) {
+            size_t lo = blk * ZC_QWZ_BLOCK, hi = lo + ZC_QWZ_BLOCK < S ? lo + ZC_QWZ_BLOCK : S;
+            float amax = 0;
+            for (size_t i = lo; i < hi; i++)
+                amax = fmaxf(amax, fabsf(x[i]));
+            CHECK(scales[blk] == amax / 127.0f, "S %zu block %zu: scale %g, max/127 %g", S, blk,
+                  scales[blk], amax / 127.0f);
+            for (size_t i = lo; i < hi; i++) {
+                /* half a step, and the float roundings of x·(127/max) and q·s (each relative
+                 * 2^-24, at |q| <= 127 under 1e-4 of a step) */
+                double err = fabs((double)y[i] - x[i]), tol = scales[blk] * (0.5 + 1e-4);
+                if (err > tol)
+                    CHECK(0, "S %zu element %zu: %g came back as %g (step %g)", S, i, x[i], y[i],
+                          scales[blk]);
+                if (x[i] == 0.0f && y[i] != 0.0f)
+                    CHECK(0, "S %zu element %zu: zero came back as %g", S, i, y[i]);
+                if (fabsf(x[i]) == amax && fabs(fabs(y[i]) - amax) > amax * 1e-6)
+                    CHECK(0, "S %zu element %zu: the block maximum %g came back as %g", S, i,
+                          x[i], y[i]);
+                worst = fmax(worst, err / (amax > 0 ? amax : 1));
+            }
+        }
+        CHECK(worst <= (0.5 + 1e-4) / 127, "S %zu: worst error %g of the block maximum", S,
+              worst);
+        for (size_t i = S; i < (S + 3) / 4 * 4; i++)
+            CHECK(a[4 * nb + i] == 0, "S %zu: padding byte %zu is %d", S, i, a[4 * nb + i]);
+        /* a bf16 shard: widened, quantized, and the dequantized values rounded to bf16 again */
+        uint16_t *h = malloc(S * 2), *h2 = malloc(S * 2);
+        float *xh = malloc(S * 4), *yh = malloc(S * 4);
+        zc_dtype_narrow(ZC_BF16, x, h, S);
+        zc_dtype_widen(ZC_BF16, h, xh, S);
+        zc_qwz_quantize(h, ZC_BF16, S, b);
+        zc_qwz_quantize(xh, ZC_FP32, S, a);
+        CHECK(!memcmp(a, b, seg), "S %zu: bf16 input quantizes as its fp32 value", S);
+        zc_qwz_dequantize(b, S, ZC_BF16, h2);
+        zc_dtype_widen(ZC_BF16, h2, yh, S);
+        zc_qwz_dequantize(a, S, ZC_FP32, y);
+        zc_dtype_narrow(ZC_BF16, y, h, S);
+        CHECK(!memcmp(h, h2, S * 2), "S %zu: bf16 output is the fp32 dequantization rounded", S);
+        free(x), free(y), free(a), free(b), free(h), free(h2), free(xh), free(yh);
+    }
+    return check_summary();
+}
