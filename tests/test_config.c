@@ -84,6 +84,7 @@ static bool same_values(const zc_config *a, const zc_config *b)
            a->aio_overlap_events == b->aio_overlap_events && a->aio_engine == b->aio_engine &&
            a->overlap_comm == b->overlap_comm && a->bias_correction == b->bias_correction &&
            a->quantized_weights == b->quantized_weights &&
+           a->quantized_gradients == b->quantized_gradients &&
            a->activation_checkpointing == b->activation_checkpointing && a->sched == b->sched &&
            (a->sched == ZC_SCHED_NONE ||
             (a->warmup_min_lr == b->warmup_min_lr &&

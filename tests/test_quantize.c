@@ -1,7 +1,7 @@
-/* test_quantize.c — ZeRO++ qwZ's block-wise int8 form of a parameter shard (src/engine/
- * quantize.c): the segment's byte layout and size, each value back within half its block's
- * step (max |x| / 127 / 2, plus float rounding), a bf16 shard as its fp32 values, zeros and a block's
- * maximum exact, and the same bits whatever the thread count. */
+/* test_quantize.c — ZeRO++'s block-wise int8 form (src/kernels/quantize.c): the segment's byte
+ * layout and size, each value back within half its block's step (max |x| / 127 / 2, plus float
+ * rounding), a bf16 shard as its fp32 values, a block with inf or NaN back as NaN, zeros and a
+ * block's maximum exact, and the same bits whatever the thread count. */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine/quantize.h"
+#include "kernels/quantize.h"
 #include "zeroc/dtype.h"
 #include "zeroc/rng.h"
 
@@ -81,6 +81,27 @@ int main(void)
         zc_dtype_narrow(ZC_BF16, y, h, S);
         CHECK(!memcmp(h, h2, S * 2), "S %zu: bf16 output is the fp32 dequantization rounded", S);
         free(x), free(y), free(a), free(b), free(h), free(h2), free(xh), free(yh);
+    }
+    /* a block with inf or NaN (an fp16 overflow in a gradient) comes back as NaN, whole; the
+     * other blocks are untouched by it */
+    {
+        float x[600], y[600];
+        unsigned char seg[4 * 3 + 600];
+        for (int i = 0; i < 600; i++) /* integers, each block's largest 127: scale 1, exact */
+            x[i] = (float)((i * 37) % 255) - 127.0f;
+        x[0] = x[512] = 127.0f;
+        x[300] = INFINITY;
+        zc_qwz_quantize(x, ZC_FP32, 600, seg);
+        zc_qwz_dequantize(seg, 600, ZC_FP32, y);
+        bool ok = true;
+        for (int i = 0; i < 600; i++)
+            ok &= (i >= 256 && i < 512) ? isnan(y[i]) : y[i] == x[i];
+        x[300] = NAN;
+        zc_qwz_quantize(x, ZC_FP32, 600, seg);
+        zc_qwz_dequantize(seg, 600, ZC_FP32, y);
+        for (int i = 0; i < 600; i++)
+            ok &= (i >= 256 && i < 512) ? isnan(y[i]) : y[i] == x[i];
+        CHECK(ok, "a non-finite value's block comes back NaN, the others exact");
     }
     return check_summary();
 }

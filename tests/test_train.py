@@ -666,36 +666,49 @@ def qwz_segment(shard):
     return 4 * -(-shard // 256) + -(-shard // 4) * 4
 
 
-def test_qwz():
-    """ZeRO++ qwZ (zero_quantized_weights) at stage 3 on 2 ranks: the all-gathers carry exactly
-    the quantized segments (2 gathers of N·(N−1)/N segments per unit and step), the
-    reduce-scatter is unchanged, runs repeat bit for bit, and GPT-2 trained 200 steps on text it
-    cannot memorise ends within 1% of the unquantized run's loss: int8 blocks hold each weight
-    within 0.4% of its block's largest, measured 0.16% apart here (the mean of the last 50
-    losses: one step's loss moves more than that from the next); 1% leaves room for other
-    CPUs' kernels. (At lr 3e-3 the two runs drift 3–4% apart either way, as any two runs with
-    different rounding do at a rate that high.) Other stages refuse the key."""
+def test_zero_pp():
+    """ZeRO++ at stage 3 on 2 ranks, each of qwZ (zero_quantized_weights), qgZ
+    (zero_quantized_gradients) and both: the all-gathers and reduce-scatters carry exactly the
+    quantized segments (per unit and step, N−1 segments per rank: 2 gathers, 1 reduce-scatter
+    chunk — with reduce_bucket_size 1000, 5 chunks of ⌈500⌉ and a tail), the other collective is
+    unchanged, runs repeat bit for bit, and GPT-2 trained 200 steps on text it cannot memorise
+    ends within 1% of the unquantized run's loss: int8 blocks hold each value within 0.4% of its
+    block's largest, measured 0.1–0.2% apart here (the mean of the last 50 losses: one step's
+    loss moves more than that from the next); 1% leaves room for other CPUs' kernels. (At lr
+    3e-3 two runs drift 3–4% apart either way, as any two runs with different rounding do at a
+    rate that high.) Other stages refuse the keys."""
     h, layers, n = 64, 3, 2
     shard = -(-(h * h + h) // n)
-    for name, q in (("qwz-a", True), ("qwz-b", True), ("noq", False)):
-        cfg = config(os.path.join(TMP, f"{name}.json"), stage=3, zero_quantized_weights=q)
-        run(n, "--hidden", h, "--layers", layers, "--steps", 5, "--config", cfg, "--report",
-            os.path.join(TMP, f"{name}.json"))
-    a, b, plain = (H_.report(f"{x}.json") for x in ("qwz-a", "qwz-b", "noq"))
-    got = a["comm"]["bytes_per_step"]
-    want_ag = layers * (n - 1) * 2 * qwz_segment(shard)
-    check(got["all_gather"] == want_ag and
-          got["reduce_scatter"] == plain["comm"]["bytes_per_step"]["reduce_scatter"] ==
-          layers * (n - 1) * 4 * shard, f"qwZ comm {got}, want all-gather {want_ag}")
-    check(plain["comm"]["bytes_per_step"]["all_gather"] == layers * (n - 1) * 2 * 4 * shard,
-          f"unquantized all-gather {plain['comm']}")
-    check(a["weights_sha256"] == b["weights_sha256"] != plain["weights_sha256"],
-          "qwZ runs differ from each other, or equal the unquantized run")
-    p = run(1, "--hidden", h, "--layers", layers, "--steps", 1, "--config",
-            config(os.path.join(TMP, "qwz-s2.json"), stage=2, zero_quantized_weights=True),
-            ok=False)
-    check(p.returncode != 0 and "zero_quantized_weights" in p.stderr and "stage 3" in p.stderr,
-          f"qwZ at stage 2: {p.stderr}")
+    rs_plain, ag_plain = layers * (n - 1) * 4 * shard, layers * (n - 1) * 2 * 4 * shard
+    cols = 1000 // n
+    rs_chunked = layers * (n - 1) * ((shard // cols) * qwz_segment(cols) +
+                                     qwz_segment(shard % cols))
+    cases = {"noq": ({}, rs_plain, ag_plain),
+             "qwz": ({"zero_quantized_weights": True}, rs_plain,
+                     layers * (n - 1) * 2 * qwz_segment(shard)),
+             "qgz": ({"zero_quantized_gradients": True}, layers * (n - 1) * qwz_segment(shard),
+                     ag_plain),
+             "both": ({"zero_quantized_weights": True, "zero_quantized_gradients": True,
+                       "reduce_bucket_size": 1000}, rs_chunked,
+                      layers * (n - 1) * 2 * qwz_segment(shard))}
+    sha = {}
+    for name, (zero, rs, ag) in cases.items():
+        for rep in ("a", "b"):
+            cfg = config(os.path.join(TMP, f"zpp-{name}.json"), stage=3, **zero)
+            run(n, "--hidden", h, "--layers", layers, "--steps", 5, "--config", cfg, "--report",
+                os.path.join(TMP, f"zpp-{name}-{rep}.json"))
+        a, b = (H_.report(f"zpp-{name}-{r}.json") for r in ("a", "b"))
+        got = a["comm"]["bytes_per_step"]
+        check(got["reduce_scatter"] == rs and got["all_gather"] == ag,
+              f"{name}: comm {got}, want reduce-scatter {rs}, all-gather {ag}")
+        check(a["weights_sha256"] == b["weights_sha256"], f"{name}: two runs differ")
+        sha[name] = a["weights_sha256"]
+    check(len(set(sha.values())) == 4, f"quantized runs equal an unquantized one: {sha}")
+    for key in ("zero_quantized_weights", "zero_quantized_gradients"):
+        p = run(1, "--hidden", h, "--layers", layers, "--steps", 1, "--config",
+                config(os.path.join(TMP, "zpp-s2.json"), stage=2, **{key: True}), ok=False)
+        check(p.returncode != 0 and key in p.stderr and "stage 3" in p.stderr,
+              f"{key} at stage 2: {p.stderr}")
 
     # text the model cannot memorise in 200 steps (the pangrams go to a loss near 0, where
     # relative differences mean nothing): Debian's license texts, as the demo trains on
@@ -705,19 +718,19 @@ def test_qwz():
     H_.run(1, "prepare", "--text", *lic, "--out", os.path.join(TMP, "lic"))
     train_bin = os.path.join(TMP, "lic_train.bin")
     losses = {}
-    for name, q in (("g-qwz", True), ("g-noq", False)):
-        cfg = config(os.path.join(TMP, f"{name}.json"), stage=3, zero_quantized_weights=q)
+    for name, (zero, _, _) in cases.items():
+        cfg = config(os.path.join(TMP, f"g-{name}.json"), stage=3, **zero)
         run(n, "--model", "gpt2", "--data", train_bin, "--layers", 2, "--channels", 32,
             "--heads", 2, "--seq-len", 32, "--micro-batch", 4, "--steps", 200, "--lr", "1e-3",
-            "--config", cfg, "--report", os.path.join(TMP, f"{name}.json"))
-        loss = H_.report(f"{name}.json")["loss"]
+            "--config", cfg, "--report", os.path.join(TMP, f"g-{name}.json"))
+        loss = H_.report(f"g-{name}.json")["loss"]
         losses[name] = sum(loss[-50:]) / 50
-    rel = abs(losses["g-qwz"] - losses["g-noq"]) / losses["g-noq"]
-    check(rel < 0.01, f"GPT-2 200 steps: qwZ {losses['g-qwz']:.4f} vs {losses['g-noq']:.4f} "
-                      f"({100 * rel:.2f}%)")
-    print(f"  GPT-2 200 steps, last-50 mean loss: qwZ {losses['g-qwz']:.4f}, "
-          f"unquantized {losses['g-noq']:.4f} ({100 * rel:.2f}%)")
-
+    for name in ("qwz", "qgz", "both"):
+        rel = abs(losses[name] - losses["noq"]) / losses["noq"]
+        check(rel < 0.01, f"GPT-2 200 steps: {name} {losses[name]:.4f} vs {losses['noq']:.4f} "
+                          f"({100 * rel:.2f}%)")
+        print(f"  GPT-2 200 steps, last-50 mean loss: {name} {losses[name]:.4f}, unquantized "
+              f"{losses['noq']:.4f} ({100 * rel:.2f}%)")
 
 def test_refused_before_allocating():
     """A run whose estimate per rank exceeds what the host can give stops before the states are
@@ -745,7 +758,7 @@ TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_save_dir_saves_last_step, test_nonfinite_stops, test_refused_flags,
          test_one_message_per_error, test_batch_mismatch_sources,
          test_refused_before_allocating, test_stage3_persistence, test_hf_style_config,
-         test_ds_scheduler, test_ds_engine_knobs, test_ds_config_corpus, test_qwz]
+         test_ds_scheduler, test_ds_engine_knobs, test_ds_config_corpus, test_zero_pp]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

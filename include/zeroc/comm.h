@@ -78,6 +78,15 @@ ZC_API const char *zc_comm_op_name(zc_comm_op op);
 ZC_API zc_status zc_comm_reduce_scatter_start(zc_comm *c, zc_dtype in, const void *send, void *recv,
                                        size_t len, zc_dtype out_type, void *out, bool accumulate,
                                        const char *label, zc_comm_req **req, zc_err *err);
+/* ZeRO++ qgZ: the same reduce-scatter with the blocks quantized — send holds N segments of
+ * zc_qwz_segment_bytes(len) bytes in zeroc's block-wise int8 form (segment j for rank j:
+ * zeroc/estimate.h's ZC_QWZ_BLOCK values per fp32 scale), recv room for N. The wait dequantizes
+ * the N received segments and sums them in rank order in fp32, as above. Bytes are counted at the
+ * segments' size. */
+ZC_API zc_status zc_comm_reduce_scatter_q8_start(zc_comm *c, const void *send, void *recv,
+                                                 size_t len, zc_dtype out_type, void *out,
+                                                 bool accumulate, const char *label,
+                                                 zc_comm_req **req, zc_err *err);
 /* In-place all-gather: buf holds N blocks of S elements of type t, block rank is this rank's. */
 ZC_API zc_status zc_comm_all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S,
                                    const char *label, zc_comm_req **req, zc_err *err);

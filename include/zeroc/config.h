@@ -77,6 +77,8 @@ typedef struct {
                                           * gradients in one piece (DeepSpeed accepts 0) */
     bool quantized_weights;              /* zero_optimization.zero_quantized_weights (ZeRO++
                                           * qwZ, stage 3): parameter all-gathers in int8 blocks */
+    bool quantized_gradients;            /* .zero_quantized_gradients (ZeRO++ qgZ, stage 3):
+                                          * gradient reduce-scatters in int8 blocks */
     bool overlap_comm;                   /* zero_optimization.overlap_comm: reduce-scatters run
                                           * behind the backward pass; false: each is waited for */
     int64_t prefetch_bucket_size;        /* stage3_prefetch_bucket_size: elements prefetched ahead;

@@ -58,10 +58,12 @@ typedef struct {
     int param_buffer_count;  /* offload_param.buffer_count: shard reads ahead */
     int64_t param_buffer_size; /* offload_param.buffer_size: elements read ahead */
     bool quantized_weights;  /* stage 3, ZeRO++ qwZ: parameter all-gathers carry int8 blocks */
+    bool quantized_gradients; /* stage 3, ZeRO++ qgZ: gradient reduce-scatters carry int8 blocks */
 } zc_estimate_in;
 
 /* ZeRO++ qwZ (zero_optimization.zero_quantized_weights): a stage-3 parameter all-gather sends
- * each rank's shard as blocks of ZC_QWZ_BLOCK int8 values with one fp32 scale per block. */
+ * each rank's shard as blocks of ZC_QWZ_BLOCK int8 values with one fp32 scale per block; qgZ
+ * (zero_quantized_gradients) sends each reduce-scatter chunk's blocks in the same form. */
 #define ZC_QWZ_BLOCK 256
 
 /* Bytes of one rank's quantized shard of S elements: 4 per block of ZC_QWZ_BLOCK (the scale)

@@ -19,6 +19,7 @@
 
 #include <mpi.h>
 
+#include "kernels/quantize.h"
 #include "util/abort_hook.h"
 #include "util/clock.h"
 #include "zeroc/comm.h"
@@ -40,6 +41,7 @@ struct zc_comm_req {
     void *recv, *out;
     zc_dtype in_type, out_type;
     size_t len;
+    size_t q8_segment; /* qgZ: the received blocks are quantized segments of this many bytes */
     bool accumulate;
     int done;
 };
@@ -151,14 +153,19 @@ static zc_status check_count(size_t n, const char *what, const char *label, zc_e
 
 static MPI_Datatype mpi_type(zc_dtype t) { return t == ZC_FP32 ? MPI_FLOAT : MPI_UINT16_T; }
 
-zc_status zc_comm_reduce_scatter_start(zc_comm *c, zc_dtype in, const void *send, void *recv,
-                                       size_t len, zc_dtype out_type, void *out, bool accumulate,
-                                       const char *label, zc_comm_req **req, zc_err *err)
+/* A reduce-scatter of len elements per rank whose blocks travel as `count` items of `mpi`,
+ * `block_bytes` bytes in all (typed elements, or qgZ's quantized segments). */
+static zc_status rs_start(zc_comm *c, zc_dtype in, size_t q8_segment, const void *send,
+                          void *recv, size_t len, zc_dtype out_type, void *out, bool accumulate,
+                          const char *label, zc_comm_req **req, zc_err *err)
 {
     double t0 = zc_now_s();
     int n = c->size;
+    const size_t count = q8_segment ? q8_segment : len;
+    const size_t block_bytes = q8_segment ? q8_segment : len * (size_t)zc_dtype_size(in);
+    const MPI_Datatype mpi = q8_segment ? MPI_BYTE : mpi_type(in);
     zc_status st;
-    if ((st = check_count(len, "reduce_scatter", label, err)))
+    if ((st = check_count(count, "reduce_scatter", label, err)))
         return st;
     zc_comm_req *r = req_new(ZC_COMM_REDUCE_SCATTER, label);
     if (!r)
@@ -168,23 +175,38 @@ zc_status zc_comm_reduce_scatter_start(zc_comm *c, zc_dtype in, const void *send
     r->in_type = in;
     r->out_type = out_type;
     r->len = len;
+    r->q8_segment = q8_segment;
     r->accumulate = accumulate;
     if (n == 1) {
-        memcpy(recv, send, len * (size_t)zc_dtype_size(in));
+        memcpy(recv, send, block_bytes);
         r->done = 1;
     } else {
-        int rc = MPI_Ialltoall(send, (int)len, mpi_type(in), recv, (int)len, mpi_type(in),
-                               c->world, &r->mpi);
+        int rc = MPI_Ialltoall(send, (int)count, mpi, recv, (int)count, mpi, c->world, &r->mpi);
         if (rc != MPI_SUCCESS) {
             req_free(r);
             return mpi_fail(err, rc, "reduce_scatter", label);
         }
     }
-    c->ctr.bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)(len * (size_t)zc_dtype_size(in)) * (n - 1);
+    c->ctr.bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)block_bytes * (n - 1);
     c->ctr.calls[ZC_COMM_REDUCE_SCATTER]++;
     c->ctr.seconds[ZC_COMM_REDUCE_SCATTER] += zc_now_s() - t0;
     *req = r;
     return ZC_OK;
+}
+
+zc_status zc_comm_reduce_scatter_start(zc_comm *c, zc_dtype in, const void *send, void *recv,
+                                       size_t len, zc_dtype out_type, void *out, bool accumulate,
+                                       const char *label, zc_comm_req **req, zc_err *err)
+{
+    return rs_start(c, in, 0, send, recv, len, out_type, out, accumulate, label, req, err);
+}
+
+zc_status zc_comm_reduce_scatter_q8_start(zc_comm *c, const void *send, void *recv, size_t len,
+                                          zc_dtype out_type, void *out, bool accumulate,
+                                          const char *label, zc_comm_req **req, zc_err *err)
+{
+    return rs_start(c, ZC_FP32, (size_t)zc_qwz_segment_bytes((int64_t)len), send, recv, len,
+                    out_type, out, accumulate, label, req, err);
 }
 
 static zc_status all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S, zc_comm_op op,
@@ -234,7 +256,7 @@ zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, bool *done, zc_err *err)
     return ZC_OK;
 }
 
-/* Adds the N received blocks in rank order in fp32, then stores (or adds) the sum into out,
+/* Adds the N received blocks (dequantized first, for qgZ) in rank order in fp32, then stores (or adds) the sum into out,
  * rounding once to out's type. Works through a stack chunk, so 16-bit inputs need no fp32
  * staging; for fp32 the additions are the same as summing the blocks in place. */
 static void rank_order_sum(const zc_comm_req *r, int n)
@@ -243,12 +265,21 @@ static void rank_order_sum(const zc_comm_req *r, int n)
     const size_t in_es = (size_t)zc_dtype_size(r->in_type);
     const size_t out_es = (size_t)zc_dtype_size(r->out_type);
     float acc[CHUNK], tmp[CHUNK];
+    _Static_assert(CHUNK % ZC_QWZ_BLOCK == 0, "a chunk starts on a quantization block");
+    const size_t seg = r->q8_segment;
     for (size_t o = 0; o < r->len; o += CHUNK) {
         size_t k = r->len - o < CHUNK ? r->len - o : CHUNK;
-        zc_dtype_widen(r->in_type, (const char *)r->recv + o * in_es, acc, k);
+        if (seg)
+            zc_qwz_dequantize_range(r->recv, r->len, o, k, acc);
+        else
+            zc_dtype_widen(r->in_type, (const char *)r->recv + o * in_es, acc, k);
         for (int j = 1; j < n; j++) {
-            zc_dtype_widen(r->in_type, (const char *)r->recv + ((size_t)j * r->len + o) * in_es,
-                           tmp, k);
+            if (seg)
+                zc_qwz_dequantize_range((const char *)r->recv + (size_t)j * seg, r->len, o, k,
+                                        tmp);
+            else
+                zc_dtype_widen(r->in_type,
+                               (const char *)r->recv + ((size_t)j * r->len + o) * in_es, tmp, k);
             for (size_t i = 0; i < k; i++)
                 acc[i] += tmp[i];
         }

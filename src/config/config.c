@@ -221,7 +221,8 @@ static const key_spec KEYS[] = {
     {.path = "zero_optimization.zero_quantized_weights", .kind = K_BOOL,
      FIELD(quantized_weights, bool)},
     REFUSED("zero_optimization.zero_quantized_nontrainable_weights"),
-    REFUSED("zero_optimization.zero_quantized_gradients"),
+    {.path = "zero_optimization.zero_quantized_gradients", .kind = K_BOOL,
+     FIELD(quantized_gradients, bool)},
     REFUSED("zero_optimization.legacy_stage1"),
     REFUSED("zero_optimization.memory_efficient_linear"),
     REFUSED("zero_optimization.use_multi_rank_bucket_allreduce"),
@@ -1728,10 +1729,10 @@ zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
         return fail(&c, ZC_EINVAL,
                     "optimizer.params.adam_w_mode is false but optimizer.type is AdamW, whose "
                     "weight decay is always decoupled; use type Adam for L2 weight decay");
-    if (cfg->quantized_weights && cfg->stage != 3)
-        return fail(&c, ZC_EINVAL, "zero_optimization.zero_quantized_weights (ZeRO++ qwZ) needs "
-                    "zero_optimization.stage 3 (the stage that gathers parameters), got stage %d",
-                    cfg->stage);
+    if ((cfg->quantized_weights || cfg->quantized_gradients) && cfg->stage != 3)
+        return fail(&c, ZC_EINVAL, "zero_optimization.%s (ZeRO++) needs zero_optimization.stage "
+                    "3, got stage %d", cfg->quantized_weights ? "zero_quantized_weights"
+                    : "zero_quantized_gradients", cfg->stage);
     rc = check_precision(&c, cfg);
     if (rc == ZC_OK)
         rc = check_offload(&c, cfg);
@@ -1964,6 +1965,7 @@ char *zc_config_to_json(const zc_config *cfg)
                        cfg->model_persistence_threshold);
     ok = ok && cJSON_AddBoolToObject(zero, "overlap_comm", cfg->overlap_comm) != NULL;
     ok = ok && cJSON_AddBoolToObject(zero, "zero_quantized_weights", cfg->quantized_weights);
+    ok = ok && cJSON_AddBoolToObject(zero, "zero_quantized_gradients", cfg->quantized_gradients);
     ok = ok && cJSON_AddTrueToObject(zero, "contiguous_gradients") != NULL;
     ok = ok && add_i64(zero, "sub_group_size", cfg->sub_group_size);
     ok = ok && (oopt = cJSON_AddObjectToObject(zero, "offload_optimizer")) != NULL;

@@ -44,7 +44,7 @@
 #include "util/clock.h"
 #include "engine/init_values.h"
 #include "engine/loss_scale.h"
-#include "engine/quantize.h"
+#include "kernels/quantize.h"
 #include "offload/aio.h"
 #include "offload/stream.h"
 #include "offload/swap.h"
@@ -120,7 +120,8 @@ struct zc_engine {
      * also the parameters. Every stage runs the same arithmetic; these only say where each
      * state lives. */
     bool opt_sharded, grads_sharded, params_sharded;
-    bool qwz; /* ZeRO++ qwZ: stage-3 parameter gathers carry int8 blocks (engine/quantize.h) */
+    bool qwz; /* ZeRO++ qwZ: stage-3 parameter gathers carry int8 blocks (kernels/quantize.h) */
+    bool qgz; /* ZeRO++ qgZ: stage-3 gradient reduce-scatters carry int8 blocks */
     unit_t *units;
     int nunits, cap_units;
     param_t *params;
@@ -142,6 +143,8 @@ struct zc_engine {
     /* reduce-scatter: one slot (send + receive staging, cdt), one chunk in flight */
     void *rs_send, *rs_recv;
     size_t rs_cols;
+    size_t rs_bytes; /* of each of rs_send, rs_recv: N blocks of rs_cols elements (qgZ: segments) */
+    float *rs_f32;   /* qgZ: one destination's block in fp32, on its way to quantization */
     zc_comm_req *rs_req;
     int rs_next; /* index into the static order (reverse registration) */
     /* lockstep */
@@ -365,6 +368,7 @@ zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm,
     e->grads_sharded = e->stage >= 2;
     e->params_sharded = e->stage == 3;
     e->qwz = e->params_sharded && cfg->quantized_weights;
+    e->qgz = e->params_sharded && cfg->quantized_gradients;
     e->lr = cfg->lr;
     e->last_unit = -1;
     e->rs_last_of = -1;
@@ -463,7 +467,8 @@ static zc_status agreement_check(zc_engine *e, zc_err *err)
                          c->aio_queue_depth, c->aio_thread_count, c->aio_single_submit,
                          c->aio_overlap_events, c->aio_engine, c->bias_correction, c->sched,
                          c->warmup_num_steps, c->total_num_steps, c->warmup_type,
-                         c->overlap_comm, c->activation_checkpointing, c->quantized_weights};
+                         c->overlap_comm, c->activation_checkpointing, c->quantized_weights,
+                         c->quantized_gradients};
     h[0] = fnv(fnv(h[0], d, sizeof d), i, sizeof i);
     for (int u = 0; u < e->nunits; u++)
         h[1] = fnv(h[1], &e->units[u].info.numel, sizeof(size_t));
@@ -765,10 +770,14 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
     if ((st = decide_persistent(e, err)))
         return st;
     e->rs_cols = zc_estimate_rs_cols(e->cfg.reduce_bucket_size, (int64_t)n, (int64_t)max_shard);
-    e->rs_send = alloc_b(e, ZC_MEM_COMM, n * e->rs_cols, e->cs);
-    e->rs_recv = alloc_b(e, ZC_MEM_COMM, n * e->rs_cols, e->cs);
-    if (!e->rs_send || !e->rs_recv)
-        return oom(e, err, "reduce-scatter staging", -1, 2 * n * e->rs_cols * e->cs);
+    e->rs_bytes = n * (e->qgz ? (size_t)zc_qwz_segment_bytes((int64_t)e->rs_cols)
+                              : e->rs_cols * e->cs);
+    e->rs_send = alloc_b(e, ZC_MEM_COMM, e->rs_bytes, 1);
+    e->rs_recv = alloc_b(e, ZC_MEM_COMM, e->rs_bytes, 1);
+    if (e->qgz)
+        e->rs_f32 = alloc_f(e, ZC_MEM_COMM, e->rs_cols);
+    if (!e->rs_send || !e->rs_recv || (e->qgz && !e->rs_f32))
+        return oom(e, err, "reduce-scatter staging", -1, 2 * e->rs_bytes);
     /* every rank learns whether any rank could not set up its disk tier (e.g. a full disk) */
     st = zc_comm_agree(e->comm, offload_setup(e, err), "setting up the NVMe offload", err);
     if (st)
@@ -842,8 +851,9 @@ void zc_engine_destroy(zc_engine *e)
     zc_mem_release(e->mem, ZC_MEM_NVME, e->nvme_charged);
     zc_aio_destroy(e->aio);
     free(e->jobs);
-    free_b(e, ZC_MEM_COMM, &e->rs_send, n * e->rs_cols, e->cs);
-    free_b(e, ZC_MEM_COMM, &e->rs_recv, n * e->rs_cols, e->cs);
+    free_b(e, ZC_MEM_COMM, &e->rs_send, e->rs_bytes, 1);
+    free_b(e, ZC_MEM_COMM, &e->rs_recv, e->rs_bytes, 1);
+    free_f(e, ZC_MEM_COMM, &e->rs_f32, e->rs_cols);
     for (int k = 0; k < e->ncache; k++) {
         ASAN_UNPOISON_MEMORY_REGION(e->cache[k].p, e->cache[k].bytes);
         zc_mem_free(e->mem, ZC_MEM_WORKING, e->cache[k].p, e->cache[k].bytes);
@@ -939,7 +949,7 @@ zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *nume
                          .buffer_count = e->cfg.optimizer_buffer_count,
                          .param_buffer_count = e->cfg.param_buffer_count,
                          .param_buffer_size = e->cfg.param_buffer_size,
-                         .quantized_weights = e->qwz};
+                         .quantized_weights = e->qwz, .quantized_gradients = e->qgz};
     return in;
 }
 
@@ -1053,21 +1063,23 @@ static void as_stored(const zc_engine *e, float *x, size_t n)
     }
 }
 
-/* n gradient elements into the send staging as cdt. From grad_work (from_model: the model's
- * fp32 values, scaled and rounded to gdt first, as stages 0–1 store them) or from stored gdt
- * values (grad_full: already scaled, except when the model wrote it directly in fp32); NULL:
- * zeros. */
-static void pack(const zc_engine *e, void *dst, const void *src, bool from_model, size_t n)
+/* n gradient elements into dst as type `to` (the send staging's cdt; qgZ: fp32 on their way
+ * to quantization). From grad_work (from_model: the model's fp32 values, scaled and rounded to
+ * gdt first, as stages 0–1 store them) or from stored gdt values (grad_full: already scaled,
+ * except when the model wrote it directly in fp32); NULL: zeros. */
+static void pack(const zc_engine *e, zc_dtype to, void *dst, const void *src, bool from_model,
+                 size_t n)
 {
     zc_dtype src_t = from_model ? ZC_FP32 : e->gdt;
     bool unscaled = from_model || e->direct_grads;
+    const size_t ts = (size_t)zc_dtype_size(to);
     if (!src) {
-        memset(dst, 0, n * e->cs);
+        memset(dst, 0, n * ts);
         return;
     }
-    if (src_t == e->cdt && !(unscaled && grad_scale(e) != 1.0f) &&
+    if (src_t == to && !(unscaled && grad_scale(e) != 1.0f) &&
         !(from_model && e->gdt != ZC_FP32)) {
-        memcpy(dst, src, n * e->cs);
+        memcpy(dst, src, n * ts);
         return;
     }
     float x[CHUNK];
@@ -1076,7 +1088,7 @@ static void pack(const zc_engine *e, void *dst, const void *src, bool from_model
         zc_dtype_widen(src_t, at((void *)src, o, (size_t)zc_dtype_size(src_t)), x, k);
         if (unscaled)
             as_stored(e, x, k);
-        zc_dtype_narrow(e->cdt, x, at(dst, o, e->cs), k);
+        zc_dtype_narrow(to, x, at(dst, o, ts), k);
     }
 }
 
@@ -1095,9 +1107,17 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
         size_t len = S - off < e->rs_cols ? S - off : e->rs_cols;
         if ((st = rs_finish(e, err)))
             break;
-        for (size_t j = 0; j < n; j++) /* no gradient written (src NULL): zeros */
-            pack(e, at(e->rs_send, j * len, e->cs),
-                 src ? at((void *)src, j * S + off, src_es) : NULL, from_model, len);
+        /* rank j's block; no gradient written (src NULL): zeros. qgZ: quantized from fp32 */
+        const size_t seg = e->qgz ? (size_t)zc_qwz_segment_bytes((int64_t)len) : 0;
+        for (size_t j = 0; j < n; j++) {
+            const void *from = src ? at((void *)src, j * S + off, src_es) : NULL;
+            if (!seg) {
+                pack(e, e->cdt, at(e->rs_send, j * len, e->cs), from, from_model, len);
+                continue;
+            }
+            pack(e, ZC_FP32, e->rs_f32, from, from_model, len);
+            zc_qwz_quantize(e->rs_f32, ZC_FP32, len, at(e->rs_send, j * seg, 1));
+        }
         void *out;
         bool accumulate = false;
         if (!e->grads_sharded) {
@@ -1110,8 +1130,11 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
                 src = NULL;
             }
         }
-        st = zc_comm_reduce_scatter_start(e->comm, e->cdt, e->rs_send, e->rs_recv, len,
-                                          e->gdt, out, accumulate, label(e, i), &e->rs_req, err);
+        st = seg ? zc_comm_reduce_scatter_q8_start(e->comm, e->rs_send, e->rs_recv, len, e->gdt,
+                                                   out, accumulate, label(e, i), &e->rs_req, err)
+                 : zc_comm_reduce_scatter_start(e->comm, e->cdt, e->rs_send, e->rs_recv, len,
+                                                e->gdt, out, accumulate, label(e, i),
+                                                &e->rs_req, err);
         if (off + len == S)
             e->rs_last_of = i;
         if (!st && !e->cfg.overlap_comm) /* DeepSpeed's overlap_comm false: one at a time */

@@ -208,24 +208,32 @@ static int64_t padded_numel(const zc_estimate_in *in, bool *ovf)
     return s;
 }
 
+static int64_t max_shard(const zc_estimate_in *in, bool *ovf);
+
 static int64_t comm_bytes(const zc_estimate_in *in, bool *ovf)
 {
     const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
     const int64_t C = or4(in->comm_elem_bytes);
     int64_t per = C + (in->stage == 0 ? G : in->stage == 3 ? 2 * P : P);
     const bool qwz = in->stage == 3 && in->quantized_weights;
+    const bool qgz = in->stage == 3 && in->quantized_gradients;
     bool *kept = persistent_units(in);
-    if (!kept && !qwz)
+    if (!kept && !qwz && !qgz)
         return mul(mul(per, padded_numel(in, ovf) / in->nranks, ovf), in->nranks - 1, ovf);
     /* a persistent unit is all-gathered once, after its update, as at stages 1–2; with qwZ the
-     * two gathers of a step (forward, backward) carry the quantized segment */
+     * two gathers of a step (forward, backward) carry the quantized segment, with qgZ each
+     * reduce-scatter chunk's block */
+    const int64_t cols = zc_estimate_rs_cols(in->reduce_bucket_size, in->nranks,
+                                             max_shard(in, ovf));
     int64_t sum = 0;
     for (int u = 0; u < in->nunits; u++) {
         int64_t S = shard(in->unit_numel[u], in->nranks, ovf);
-        int64_t bytes = kept && kept[u] ? mul(C + P, S, ovf)
-                        : qwz ? add(mul(C, S, ovf), 2 * zc_qwz_segment_bytes(S), ovf)
-                              : mul(per, S, ovf);
-        sum = add(sum, bytes, ovf);
+        int64_t rs = qgz ? add(mul(S / cols, zc_qwz_segment_bytes(cols), ovf),
+                               S % cols ? zc_qwz_segment_bytes(S % cols) : 0, ovf)
+                         : mul(C, S, ovf);
+        int64_t ag = kept && kept[u] ? mul(P, S, ovf)
+                     : qwz ? 2 * zc_qwz_segment_bytes(S) : mul(per - C, S, ovf);
+        sum = add(sum, add(rs, ag, ovf), ovf);
     }
     free(kept);
     return mul(sum, in->nranks - 1, ovf);
@@ -252,6 +260,8 @@ int64_t zc_estimate_rs_cols(int64_t reduce_bucket_size, int64_t nranks, int64_t 
 static int64_t comm_staging(const zc_estimate_in *in, bool *ovf)
 {
     int64_t cols = zc_estimate_rs_cols(in->reduce_bucket_size, in->nranks, max_shard(in, ovf));
+    if (in->stage == 3 && in->quantized_gradients) /* segments, and one block in fp32 */
+        return add(mul(2 * in->nranks, zc_qwz_segment_bytes(cols), ovf), mul(4, cols, ovf), ovf);
     return mul(mul(2 * or4(in->comm_elem_bytes), in->nranks, ovf), cols, ovf);
 }
 

@@ -1,10 +1,10 @@
-/* quantize.c — qwZ's block-wise int8 quantization of parameter shards (quantize.h). Blocks are
- * independent, so threads split them without changing a bit. */
+/* quantize.c — ZeRO++'s block-wise int8 quantization (quantize.h). Blocks are independent, so
+ * threads split them without changing a bit. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "engine/quantize.h"
+#include "kernels/quantize.h"
 
 int64_t zc_qwz_segment_bytes(int64_t shard)
 {
@@ -12,9 +12,11 @@ int64_t zc_qwz_segment_bytes(int64_t shard)
     return 4 * blocks + (shard + 3) / 4 * 4;
 }
 
+static size_t nblocks(size_t S) { return (S + ZC_QWZ_BLOCK - 1) / ZC_QWZ_BLOCK; }
+
 void zc_qwz_quantize(const void *src, zc_dtype t, size_t S, void *segment)
 {
-    const long nb = (long)((S + ZC_QWZ_BLOCK - 1) / ZC_QWZ_BLOCK);
+    const long nb = (long)nblocks(S);
     float *scales = segment;
     int8_t *q = (int8_t *)(scales + nb);
     const size_t es = (size_t)zc_dtype_size(t);
@@ -24,9 +26,17 @@ void zc_qwz_quantize(const void *src, zc_dtype t, size_t S, void *segment)
         float x[ZC_QWZ_BLOCK], amax = 0.0f;
         zc_dtype_widen(t, (const char *)src + lo * es, x, n);
         for (size_t i = 0; i < n; i++)
-            amax = fmaxf(amax, fabsf(x[i]));
-        float s = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-        scales[b] = s;
+            amax = fmaxf(amax, fabsf(x[i])); /* fmaxf drops NaN: checked below */
+        bool finite = amax <= 3.4e38f;
+        for (size_t i = 0; finite && i < n; i++)
+            finite = x[i] == x[i];
+        if (!finite) { /* comes back as NaN: 0 · NaN */
+            scales[b] = NAN;
+            memset(q + lo, 0, n);
+            continue;
+        }
+        float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        scales[b] = amax / 127.0f;
         for (size_t i = 0; i < n; i++) {
             float r = rintf(x[i] * inv);
             q[lo + i] = (int8_t)(r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r);
@@ -35,18 +45,23 @@ void zc_qwz_quantize(const void *src, zc_dtype t, size_t S, void *segment)
     memset(q + S, 0, (S + 3) / 4 * 4 - S); /* the padding crosses the network too */
 }
 
+void zc_qwz_dequantize_range(const void *segment, size_t S, size_t lo, size_t n, float *dst)
+{
+    const float *scales = segment;
+    const int8_t *q = (const int8_t *)(scales + nblocks(S));
+    for (size_t i = 0; i < n; i++)
+        dst[i] = (float)q[lo + i] * scales[(lo + i) / ZC_QWZ_BLOCK];
+}
+
 void zc_qwz_dequantize(const void *segment, size_t S, zc_dtype t, void *dst)
 {
-    const long nb = (long)((S + ZC_QWZ_BLOCK - 1) / ZC_QWZ_BLOCK);
-    const float *scales = segment;
-    const int8_t *q = (const int8_t *)(scales + nb);
+    const long nb = (long)nblocks(S);
     const size_t es = (size_t)zc_dtype_size(t);
 #pragma omp parallel for schedule(static) if (nb > 16)
     for (long b = 0; b < nb; b++) {
         size_t lo = (size_t)b * ZC_QWZ_BLOCK, n = S - lo < ZC_QWZ_BLOCK ? S - lo : ZC_QWZ_BLOCK;
         float x[ZC_QWZ_BLOCK];
-        for (size_t i = 0; i < n; i++)
-            x[i] = (float)q[lo + i] * scales[b];
+        zc_qwz_dequantize_range(segment, S, lo, n, x);
         zc_dtype_narrow(t, x, (char *)dst + lo * es, n);
     }
 }
