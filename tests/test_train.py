@@ -672,9 +672,13 @@ def test_zero_pp():
     quantized segments (per unit and step, N−1 segments per rank: 2 gathers, 1 reduce-scatter
     chunk — with reduce_bucket_size 1000, 5 chunks of ⌈500⌉ and a tail), the other collective is
     unchanged, runs repeat bit for bit, and GPT-2 trained 200 steps on text it cannot memorise
-    ends within 1% of the unquantized run's loss: int8 blocks hold each value within 0.4% of its
-    block's largest, measured 0.1–0.2% apart here (the mean of the last 50 losses: one step's
-    loss moves more than that from the next); 1% leaves room for other CPUs' kernels. (At lr
+    ends within 1% of the unquantized run's loss, averaged over 6 seeds. Why 6: one seed's
+    last-50 mean loss moves up to ±1.2% between a quantized and an unquantized run (measured;
+    the baselines of different seeds spread 2%) — once the rounding differs, a trajectory at
+    this learning rate drifts either way, quantized or not, and by how much depends on the CPU's
+    kernels. The per-seed differences scatter with a standard deviation near 0.6%, so the mean of
+    6 is within ~0.25%: 1% is four of those, while int8 blocks (each value within 0.4% of its
+    block's largest) that biased training would show as a shift of the mean. (At lr
     3e-3 two runs drift 3–4% apart either way, as any two runs with different rounding do at a
     rate that high.) Other stages refuse the keys."""
     h, layers, n = 64, 3, 2
@@ -717,20 +721,23 @@ def test_zero_pp():
     lic = [f for f in lic if os.path.isfile(f)]
     H_.run(1, "prepare", "--text", *lic, "--out", os.path.join(TMP, "lic"))
     train_bin = os.path.join(TMP, "lic_train.bin")
-    losses = {}
-    for name, (zero, _, _) in cases.items():
-        cfg = config(os.path.join(TMP, f"g-{name}.json"), stage=3, **zero)
-        run(n, "--model", "gpt2", "--data", train_bin, "--layers", 2, "--channels", 32,
-            "--heads", 2, "--seq-len", 32, "--micro-batch", 4, "--steps", 200, "--lr", "1e-3",
-            "--config", cfg, "--report", os.path.join(TMP, f"g-{name}.json"))
-        loss = H_.report(f"g-{name}.json")["loss"]
-        losses[name] = sum(loss[-50:]) / 50
+    losses = {name: 0.0 for name in cases}
+    seeds = range(1, 7)
+    for seed in seeds:
+        for name, (zero, _, _) in cases.items():
+            cfg = config(os.path.join(TMP, f"g-{name}.json"), stage=3, **zero)
+            run(n, "--model", "gpt2", "--data", train_bin, "--layers", 2, "--channels", 32,
+                "--heads", 2, "--seq-len", 32, "--micro-batch", 4, "--steps", 200, "--lr", "1e-3",
+                "--seed", seed, "--config", cfg, "--report", os.path.join(TMP, f"g-{name}.json"))
+            loss = H_.report(f"g-{name}.json")["loss"]
+            losses[name] += sum(loss[-50:]) / 50 / len(seeds)
     for name in ("qwz", "qgz", "both"):
         rel = abs(losses[name] - losses["noq"]) / losses["noq"]
         check(rel < 0.01, f"GPT-2 200 steps: {name} {losses[name]:.4f} vs {losses['noq']:.4f} "
                           f"({100 * rel:.2f}%)")
-        print(f"  GPT-2 200 steps, last-50 mean loss: {name} {losses[name]:.4f}, unquantized "
-              f"{losses['noq']:.4f} ({100 * rel:.2f}%)")
+        print(f"  GPT-2 200 steps, last-50 mean loss over {len(seeds)} seeds: {name} "
+              f"{losses[name]:.4f}, unquantized {losses['noq']:.4f} ({100 * rel:.2f}%)")
+
 
 def test_refused_before_allocating():
     """A run whose estimate per rank exceeds what the host can give stops before the states are
