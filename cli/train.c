@@ -54,7 +54,7 @@ typedef struct {
     /* bytes per collective of each step (not of validation, sampling or saving), summed over
      * steps ≥ 2 (or the only step): the report's per-step average */
     zc_comm_counters prev;
-    double step_bytes[ZC_COMM_NOPS];
+    double step_bytes[ZC_COMM_NOPS], step_inter[ZC_COMM_NOPS]; /* all, to other hosts */
     /* Set when an error is every rank's: they all tear down and return. Otherwise the error
      * is this rank's alone, and with other ranks the job is aborted (they may be waiting in a
      * collective this rank will never join). */
@@ -283,8 +283,11 @@ static double record_step(train_run *r, int s, const zc_step_info *info, double 
     double bytes = 0;
     for (int op = 0; op < ZC_COMM_NOPS; op++) {
         double d = (double)c->bytes[op] - (double)r->prev.bytes[op];
-        if (s > r->first_step || r->o.steps - r->first_step == 1)
+        if (s > r->first_step || r->o.steps - r->first_step == 1) {
             r->step_bytes[op] += d;
+            r->step_inter[op] +=
+                (double)c->inter_host_bytes[op] - (double)r->prev.inter_host_bytes[op];
+        }
         if (op != ZC_COMM_CONTROL && op != ZC_COMM_BROADCAST)
             bytes += d;
     }
@@ -417,6 +420,9 @@ static void fill_report(const train_run *r, train_report *rep)
     rep->ag_bytes = r->step_bytes[ZC_COMM_ALL_GATHER] / per;
     rep->ar_bytes = r->step_bytes[ZC_COMM_ALL_REDUCE] / per;
     rep->control_bytes = r->step_bytes[ZC_COMM_CONTROL] / per;
+    rep->rs_inter = r->step_inter[ZC_COMM_REDUCE_SCATTER] / per;
+    rep->ag_inter = r->step_inter[ZC_COMM_ALL_GATHER] / per;
+    rep->ar_inter = r->step_inter[ZC_COMM_ALL_REDUCE] / per;
     rep->loss = ser->loss + f;
     rep->grad_norm = ser->gnorm + f;
     rep->lr = ser->lr + f;

@@ -75,6 +75,11 @@ zc_status train_report_write(const train_report *r, const char *path, zc_err *er
     cJSON_AddNumberToObject(per, "all_reduce", r->ar_bytes);
     cJSON_AddNumberToObject(per, "total", r->rs_bytes + r->ag_bytes + r->ar_bytes);
     cJSON_AddNumberToObject(per, "control", r->control_bytes);
+    cJSON *inter = cJSON_AddObjectToObject(comm, "inter_host_bytes_per_step");
+    cJSON_AddNumberToObject(inter, "reduce_scatter", r->rs_inter);
+    cJSON_AddNumberToObject(inter, "all_gather", r->ag_inter);
+    cJSON_AddNumberToObject(inter, "all_reduce", r->ar_inter);
+    cJSON_AddNumberToObject(inter, "total", r->rs_inter + r->ag_inter + r->ar_inter);
     if (r->tokens_per_step > 0)
         cJSON_AddNumberToObject(root, "tokens_per_step", r->tokens_per_step);
     if (r->disk) {

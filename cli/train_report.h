@@ -40,6 +40,7 @@ typedef struct {
     const rank_memory *ranks; /* world_size entries */
     int64_t stage0_states;    /* what stage 0 would hold per rank */
     double rs_bytes, ag_bytes, ar_bytes, control_bytes; /* per step, rank 0 */
+    double rs_inter, ag_inter, ar_inter; /* of those, sent to ranks on other hosts */
     double tokens_per_step;   /* 0 when not a language model */
     /* offload (NULL when nothing lives on disk): rank 0's disk traffic per step */
     const disk_step *disk;    /* per step */

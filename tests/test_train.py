@@ -739,6 +739,53 @@ def test_zero_pp():
               f"{losses[name]:.4f}, unquantized {losses['noq']:.4f} ({100 * rel:.2f}%)")
 
 
+def test_zero_hpz():
+    """ZeRO++ hpZ (zero_hpz_partition_size g) at stage 3 on 4 ranks: each rank keeps its 1/g
+    slice of a unit from the unit's first gather after the weights change, so the step's other
+    gathers run within groups of g ranks. The weights are the same bits as without hpZ (the
+    group rebuilds the very values the world gathered — with qwZ, the dequantized ones), the
+    all-gather bytes drop to the formula's (forward: 4·S·(N−1) per unit; every later gather:
+    4·(P/g)·(g−1)), params grow by P/g per unit, exactly; with gradient accumulation the later
+    micro-batches' forward gathers stay in the group too. On one machine no byte leaves the
+    host (inter-host bytes 0; across hosts: tests/test_hosts.py). Bad sizes are refused."""
+    h, layers, n, g = 64, 3, 4, 2
+    S = -(-(h * h + h) // n)
+    P = S * n
+    fwd, grp = layers * 4 * S * (n - 1), layers * 4 * (P // g) * (g - 1)
+    qfwd = layers * (n - 1) * qwz_segment(S)
+    cases = {  # name: (zero keys, grad accumulation, all-gather bytes per step, params bytes)
+        "plain": ({}, 1, 2 * fwd, layers * 4 * S),
+        "hpz": ({"zero_hpz_partition_size": g}, 1, fwd + grp, layers * 4 * (S + P // g)),
+        "plain-ga": ({}, 2, 4 * fwd, layers * 4 * S),
+        "hpz-ga": ({"zero_hpz_partition_size": g}, 2, fwd + 3 * grp, layers * 4 * (S + P // g)),
+        "qwz": ({"zero_quantized_weights": True}, 1, 2 * qfwd, layers * 4 * S),
+        "hpz-qwz": ({"zero_hpz_partition_size": g, "zero_quantized_weights": True}, 1,
+                    qfwd + grp, layers * 4 * (S + P // g)),
+    }
+    sha = {}
+    for name, (zero, ga, ag, params) in cases.items():
+        cfg = config(os.path.join(TMP, f"hpz-{name}.json"), stage=3, **zero)
+        run(n, "--hidden", h, "--layers", layers, "--steps", 5, "--grad-accum", ga, "--config",
+            cfg, "--report", os.path.join(TMP, f"hpz-{name}.json.r"))
+        rep = H_.report(f"hpz-{name}.json.r")
+        got = rep["comm"]["bytes_per_step"]["all_gather"]
+        check(got == ag, f"{name}: all-gather {got} bytes per step, want {ag}")
+        mem = [r["params"] for r in rep["memory"]["ranks"]]
+        check(mem == [params] * n, f"{name}: params {mem}, want {params} on every rank")
+        inter = rep["comm"]["inter_host_bytes_per_step"]["total"]
+        check(inter == 0, f"{name}: {inter} inter-host bytes on one machine")
+        sha[name] = rep["weights_sha256"]
+    for a, b in (("plain", "hpz"), ("plain-ga", "hpz-ga"), ("qwz", "hpz-qwz")):
+        check(sha[a] == sha[b], f"hpZ changed the weights: {a} {sha[a]} vs {b} {sha[b]}")
+    for ranks, size, stage, want in ((4, 3, 3, "must divide the number of ranks, 4"),
+                                     (2, 2, 2, "stage 3")):
+        p = run(ranks, "--hidden", h, "--layers", layers, "--steps", 1, "--config",
+                config(os.path.join(TMP, "hpz-bad.json"), stage=stage,
+                       zero_hpz_partition_size=size), ok=False)
+        check(p.returncode != 0 and "zero_hpz_partition_size" in p.stderr and want in p.stderr,
+              f"hpz {size} on {ranks} ranks at stage {stage}: {p.stderr}")
+
+
 def test_refused_before_allocating():
     """A run whose estimate per rank exceeds what the host can give stops before the states are
     allocated: one message with the estimate (its model states exactly 16 Ψ bytes for fp32
@@ -765,7 +812,8 @@ TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_save_dir_saves_last_step, test_nonfinite_stops, test_refused_flags,
          test_one_message_per_error, test_batch_mismatch_sources,
          test_refused_before_allocating, test_stage3_persistence, test_hf_style_config,
-         test_ds_scheduler, test_ds_engine_knobs, test_ds_config_corpus, test_zero_pp]
+         test_ds_scheduler, test_ds_engine_knobs, test_ds_config_corpus, test_zero_pp,
+         test_zero_hpz]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

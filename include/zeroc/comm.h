@@ -10,7 +10,14 @@
  *
  * Byte accounting uses the ring convention: a reduce-scatter or all-gather over a buffer of B
  * bytes counts B·(N−1)/N sent by this rank, an all-reduce 2·B·(N−1)/N. Small control messages
- * (lockstep checks, loss and norm sums, reports) are counted separately as "control".
+ * (lockstep checks, loss and norm sums, reports) are counted separately as "control". Of those
+ * bytes, the ones addressed to ranks on other hosts (B/N to each of them: the all-to-all and
+ * direct exchanges the collectives perform) are counted again as inter-host bytes; a host is
+ * the ranks that share memory (MPI_COMM_TYPE_SHARED).
+ *
+ * Groups (ZeRO++ hpZ): zc_comm_set_group_size splits the ranks into groups of g consecutive
+ * ranks (a host's, when ranks are placed by slot); a group all-gather runs within this rank's
+ * group only.
  *
  * Reduce-scatter is built on MPI_Ialltoall (each rank sends block j to rank j, then adds the
  * N received blocks in rank order): it moves the same bytes as a ring, its sum order is fixed,
@@ -47,6 +54,7 @@ typedef struct {
     int64_t bytes[ZC_COMM_NOPS]; /* bytes this rank sent, ring convention */
     int64_t calls[ZC_COMM_NOPS];
     double seconds[ZC_COMM_NOPS]; /* time spent waiting in this op's calls */
+    int64_t inter_host_bytes[ZC_COMM_NOPS]; /* of bytes[], those sent to other hosts */
 } zc_comm_counters;
 
 typedef struct zc_comm zc_comm;
@@ -64,6 +72,11 @@ ZC_API int zc_comm_size(const zc_comm *c);
 /* Ranks on this rank's host (those sharing its memory), this rank included. */
 ZC_API int zc_comm_local_size(const zc_comm *c);
 ZC_API void zc_comm_set_timeout(zc_comm *c, double seconds);
+/* Collective: groups of g consecutive ranks (g must divide the world size) for
+ * zc_comm_group_all_gather_start; g = 1, the default, makes every rank its own group. */
+ZC_API zc_status zc_comm_set_group_size(zc_comm *c, int g, zc_err *err);
+ZC_API int zc_comm_group_size(const zc_comm *c);
+ZC_API int zc_comm_group_rank(const zc_comm *c); /* this rank's place in its group */
 ZC_API const zc_comm_counters *zc_comm_get_counters(const zc_comm *c);
 ZC_API const char *zc_comm_op_name(zc_comm_op op);
 
@@ -90,6 +103,10 @@ ZC_API zc_status zc_comm_reduce_scatter_q8_start(zc_comm *c, const void *send, v
 /* In-place all-gather: buf holds N blocks of S elements of type t, block rank is this rank's. */
 ZC_API zc_status zc_comm_all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S,
                                    const char *label, zc_comm_req **req, zc_err *err);
+/* The same within this rank's group: buf holds g blocks of S elements, block group_rank ours. */
+ZC_API zc_status zc_comm_group_all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S,
+                                                const char *label, zc_comm_req **req,
+                                                zc_err *err);
 /* Progresses the request without blocking; *done is set when it has completed (then call wait). */
 ZC_API zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, bool *done, zc_err *err);
 /* Waits (up to the timeout), finishes the request (the rank-order sum for a reduce-scatter)

@@ -79,6 +79,9 @@ typedef struct {
                                           * qwZ, stage 3): parameter all-gathers in int8 blocks */
     bool quantized_gradients;            /* .zero_quantized_gradients (ZeRO++ qgZ, stage 3):
                                           * gradient reduce-scatters in int8 blocks */
+    int hpz_partition_size;              /* .zero_hpz_partition_size (ZeRO++ hpZ, stage 3):
+                                          * ranks (consecutive, a host's) that share a secondary
+                                          * copy of the parameters; 1: none */
     bool overlap_comm;                   /* zero_optimization.overlap_comm: reduce-scatters run
                                           * behind the backward pass; false: each is waited for */
     int64_t prefetch_bucket_size;        /* stage3_prefetch_bucket_size: elements prefetched ahead;

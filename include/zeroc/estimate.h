@@ -59,6 +59,10 @@ typedef struct {
     int64_t param_buffer_size; /* offload_param.buffer_size: elements read ahead */
     bool quantized_weights;  /* stage 3, ZeRO++ qwZ: parameter all-gathers carry int8 blocks */
     bool quantized_gradients; /* stage 3, ZeRO++ qgZ: gradient reduce-scatters carry int8 blocks */
+    int hpz_partition_size;  /* stage 3, ZeRO++ hpZ: ranks per group keeping a secondary copy of
+                                the parameters (padded / hpz elements of each sharded unit, in
+                                params); the step's second gather of a unit stays in the group.
+                                0 or 1: off */
 } zc_estimate_in;
 
 /* ZeRO++ qwZ (zero_optimization.zero_quantized_weights): a stage-3 parameter all-gather sends
@@ -127,8 +131,13 @@ ZC_API zc_state_bytes zc_estimate_states(const zc_estimate_in *in);
  * (C + P)·Ψp·(N−1)/N for stages 1–2 (reduce-scatter of gradients, all-gather of parameters),
  * (C + G)·Ψp·(N−1)/N for stage 0 (it all-gathers the reduced gradients), (C + 2P)·Ψp·(N−1)/N for
  * stage 3 (parameters gathered for forward and for backward); C, G, P the element sizes above:
- * 8·Ψp·(N−1)/N and 12·Ψp·(N−1)/N in fp32. */
+ * 8·Ψp·(N−1)/N and 12·Ψp·(N−1)/N in fp32. With hpZ the backward gather moves P·Ψp·(g−1)/g,
+ * within groups of g. */
 ZC_API int64_t zc_estimate_comm_bytes(const zc_estimate_in *in);
+/* Of those, the bytes rank 0 sends to ranks on other hosts when ranks fill hosts of
+ * ranks_per_host in order: B/N of a B-byte collective to each of the N − R ranks elsewhere,
+ * and for hpZ's group gathers to each member of its group that is elsewhere. */
+ZC_API int64_t zc_estimate_inter_host_bytes(const zc_estimate_in *in, int ranks_per_host);
 /* Bytes of the reduce-scatter staging (send + receive), the ledger's "comm". */
 ZC_API int64_t zc_estimate_comm_staging(const zc_estimate_in *in);
 /* Columns (elements per rank) of one reduce-scatter chunk: reduce_bucket_size / nranks, at least

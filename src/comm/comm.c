@@ -28,6 +28,9 @@ struct zc_comm {
     MPI_Comm world;
     int rank, size;
     int local_size; /* ranks on this host (MPI_COMM_TYPE_SHARED) */
+    int remote;     /* ranks on other hosts */
+    MPI_Comm group; /* zc_comm_set_group_size's groups; MPI_COMM_NULL: groups of 1 */
+    int group_size, group_rank, group_remote; /* group_remote: its ranks on other hosts */
     int we_initialised;
     double timeout_s;
     zc_comm_counters ctr;
@@ -85,6 +88,9 @@ zc_status zc_comm_init(zc_comm **out, int *argc, char ***argv, zc_err *err)
         MPI_Comm_size(node, &c->local_size);
         MPI_Comm_free(&node);
     }
+    c->remote = c->size - c->local_size;
+    c->group = MPI_COMM_NULL;
+    c->group_size = 1;
     c->timeout_s = 600.0;
     zc_set_abort_hook(abort_world);
     *out = c;
@@ -95,6 +101,8 @@ void zc_comm_finalize(zc_comm *c)
 {
     if (!c)
         return;
+    if (c->group != MPI_COMM_NULL)
+        MPI_Comm_free(&c->group);
     MPI_Comm_free(&c->world);
     zc_set_abort_hook(NULL);
     if (c->we_initialised)
@@ -113,6 +121,39 @@ int zc_comm_rank(const zc_comm *c) { return c->rank; }
 int zc_comm_size(const zc_comm *c) { return c->size; }
 int zc_comm_local_size(const zc_comm *c) { return c->local_size; }
 void zc_comm_set_timeout(zc_comm *c, double seconds) { c->timeout_s = seconds; }
+int zc_comm_group_size(const zc_comm *c) { return c->group_size; }
+int zc_comm_group_rank(const zc_comm *c) { return c->group_rank; }
+
+zc_status zc_comm_set_group_size(zc_comm *c, int g, zc_err *err)
+{
+    if (g < 1 || c->size % g != 0)
+        return zc_err_set(err, ZC_EINVAL, "a group size of %d does not divide the %d ranks", g,
+                          c->size);
+    if (g == c->group_size)
+        return ZC_OK;
+    if (c->group != MPI_COMM_NULL)
+        MPI_Comm_free(&c->group);
+    c->group_size = 1;
+    c->group_rank = 0;
+    c->group_remote = 0;
+    if (g == 1)
+        return ZC_OK;
+    int rc = MPI_Comm_split(c->world, c->rank / g, c->rank, &c->group);
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(err, rc, "splitting the ranks into groups", "zero_hpz_partition_size");
+    MPI_Comm_set_errhandler(c->group, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(c->group, &c->group_rank);
+    MPI_Comm node;
+    int local = g;
+    if (MPI_Comm_split_type(c->group, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        MPI_Comm_size(node, &local);
+        MPI_Comm_free(&node);
+    }
+    c->group_size = g;
+    c->group_remote = g - local;
+    return ZC_OK;
+}
 const zc_comm_counters *zc_comm_get_counters(const zc_comm *c) { return &c->ctr; }
 
 const char *zc_comm_op_name(zc_comm_op op)
@@ -188,6 +229,7 @@ static zc_status rs_start(zc_comm *c, zc_dtype in, size_t q8_segment, const void
         }
     }
     c->ctr.bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)block_bytes * (n - 1);
+    c->ctr.inter_host_bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)block_bytes * c->remote;
     c->ctr.calls[ZC_COMM_REDUCE_SCATTER]++;
     c->ctr.seconds[ZC_COMM_REDUCE_SCATTER] += zc_now_s() - t0;
     *req = r;
@@ -209,9 +251,12 @@ zc_status zc_comm_reduce_scatter_q8_start(zc_comm *c, const void *send, void *re
                     out_type, out, accumulate, label, req, err);
 }
 
-static zc_status all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S, zc_comm_op op,
-                                  const char *label, zc_comm_req **req, zc_err *err)
+/* In place, over the world or (group) this rank's group. */
+static zc_status all_gather_start(zc_comm *c, bool group, zc_dtype t, void *buf, size_t S,
+                                  zc_comm_op op, const char *label, zc_comm_req **req,
+                                  zc_err *err)
 {
+    const int n = group ? c->group_size : c->size, remote = group ? c->group_remote : c->remote;
     double t0 = zc_now_s();
     zc_status st;
     if ((st = check_count(S, zc_comm_op_name(op), label, err)))
@@ -219,18 +264,19 @@ static zc_status all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S, z
     zc_comm_req *r = req_new(op, label);
     if (!r)
         return zc_err_set(err, ZC_ENOMEM, "out of memory starting all_gather (%s)", label);
-    if (c->size == 1) {
+    if (n == 1) {
         r->done = 1;
     } else {
         int rc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, (int)S, mpi_type(t),
-                                c->world, &r->mpi);
+                                group ? c->group : c->world, &r->mpi);
         if (rc != MPI_SUCCESS) {
             req_free(r);
             return mpi_fail(err, rc, zc_comm_op_name(op), label);
         }
     }
     if (op == ZC_COMM_ALL_GATHER) {
-        c->ctr.bytes[op] += (int64_t)(S * (size_t)zc_dtype_size(t)) * (c->size - 1);
+        c->ctr.bytes[op] += (int64_t)(S * (size_t)zc_dtype_size(t)) * (n - 1);
+        c->ctr.inter_host_bytes[op] += (int64_t)(S * (size_t)zc_dtype_size(t)) * remote;
         c->ctr.calls[op]++;
     }
     c->ctr.seconds[op] += zc_now_s() - t0;
@@ -241,7 +287,13 @@ static zc_status all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S, z
 zc_status zc_comm_all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S,
                                    const char *label, zc_comm_req **req, zc_err *err)
 {
-    return all_gather_start(c, t, buf, S, ZC_COMM_ALL_GATHER, label, req, err);
+    return all_gather_start(c, false, t, buf, S, ZC_COMM_ALL_GATHER, label, req, err);
+}
+
+zc_status zc_comm_group_all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S,
+                                         const char *label, zc_comm_req **req, zc_err *err)
+{
+    return all_gather_start(c, true, t, buf, S, ZC_COMM_ALL_GATHER, label, req, err);
 }
 
 zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, bool *done, zc_err *err)
@@ -357,7 +409,7 @@ zc_status zc_comm_all_reduce(zc_comm *c, float *buf, size_t count, const char *l
     if (!st)
         st = zc_comm_wait(c, r, err);
     if (!st)
-        st = all_gather_start(c, ZC_FP32, tmp, S, ZC_COMM_ALL_REDUCE, label, &r, err);
+        st = all_gather_start(c, false, ZC_FP32, tmp, S, ZC_COMM_ALL_REDUCE, label, &r, err);
     if (!st)
         st = zc_comm_wait(c, r, err);
     if (!st)
@@ -369,6 +421,7 @@ zc_status zc_comm_all_reduce(zc_comm *c, float *buf, size_t count, const char *l
     c->ctr = saved;
     c->ctr.calls[ZC_COMM_ALL_REDUCE] = ar_calls;
     c->ctr.bytes[ZC_COMM_ALL_REDUCE] = ar_bytes + 2 * (int64_t)(S * sizeof(float)) * (n - 1);
+    c->ctr.inter_host_bytes[ZC_COMM_ALL_REDUCE] += 2 * (int64_t)(S * sizeof(float)) * c->remote;
     c->ctr.seconds[ZC_COMM_ALL_REDUCE] += zc_now_s() - t0;
     return st;
 }
@@ -394,6 +447,8 @@ zc_status zc_comm_broadcast(zc_comm *c, float *buf, size_t count, int root, cons
     }
     /* Ring convention for a pipelined broadcast: B·(N−1)/N per rank on average. */
     c->ctr.bytes[ZC_COMM_BROADCAST] += (int64_t)(count * sizeof(float)) * (c->size - 1) / c->size;
+    c->ctr.inter_host_bytes[ZC_COMM_BROADCAST] +=
+        (int64_t)(count * sizeof(float)) * c->remote / c->size;
     c->ctr.calls[ZC_COMM_BROADCAST]++;
     c->ctr.seconds[ZC_COMM_BROADCAST] += zc_now_s() - t0;
     return zc_comm_wait(c, r, err);
@@ -421,6 +476,7 @@ zc_status zc_comm_control_gather(zc_comm *c, const void *in, void *out, size_t b
         }
     }
     c->ctr.bytes[ZC_COMM_CONTROL] += (int64_t)bytes * (c->size - 1);
+    c->ctr.inter_host_bytes[ZC_COMM_CONTROL] += (int64_t)bytes * c->remote;
     c->ctr.calls[ZC_COMM_CONTROL]++;
     c->ctr.seconds[ZC_COMM_CONTROL] += zc_now_s() - t0;
     return zc_comm_wait(c, r, err);

@@ -217,7 +217,8 @@ static const key_spec KEYS[] = {
     REFUSED("zero_optimization.ignore_unused_parameters"),
     REFUSED("zero_optimization.mics_shard_size"),
     REFUSED("zero_optimization.mics_hierarchical_params_gather"),
-    REFUSED("zero_optimization.zero_hpz_partition_size"),
+    {.path = "zero_optimization.zero_hpz_partition_size", .kind = K_INT,
+     FIELD(hpz_partition_size, int), .imin = 1, .imax = 1 << 20},
     {.path = "zero_optimization.zero_quantized_weights", .kind = K_BOOL,
      FIELD(quantized_weights, bool)},
     REFUSED("zero_optimization.zero_quantized_nontrainable_weights"),
@@ -369,6 +370,7 @@ void zc_config_defaults(zc_config *cfg)
         .total_num_steps = 0,
         .warmup_type = ZC_WARMUP_LOG,
         .stage = 0,
+        .hpz_partition_size = 1,
         .reduce_bucket_size = 500000000,
         .overlap_comm = true,
         .prefetch_bucket_size = ZC_AUTO, /* one unit ahead: see docs/CONFIG.md */
@@ -1729,10 +1731,16 @@ zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
         return fail(&c, ZC_EINVAL,
                     "optimizer.params.adam_w_mode is false but optimizer.type is AdamW, whose "
                     "weight decay is always decoupled; use type Adam for L2 weight decay");
-    if ((cfg->quantized_weights || cfg->quantized_gradients) && cfg->stage != 3)
+    if ((cfg->quantized_weights || cfg->quantized_gradients || cfg->hpz_partition_size > 1) &&
+        cfg->stage != 3)
         return fail(&c, ZC_EINVAL, "zero_optimization.%s (ZeRO++) needs zero_optimization.stage "
                     "3, got stage %d", cfg->quantized_weights ? "zero_quantized_weights"
-                    : "zero_quantized_gradients", cfg->stage);
+                    : cfg->quantized_gradients ? "zero_quantized_gradients"
+                    : "zero_hpz_partition_size", cfg->stage);
+    if (world_size % cfg->hpz_partition_size != 0)
+        return fail(&c, ZC_EINVAL, "zero_optimization.zero_hpz_partition_size %d must divide the "
+                    "number of ranks, %d (it is the ranks of a host that share the secondary "
+                    "copy)", cfg->hpz_partition_size, world_size);
     rc = check_precision(&c, cfg);
     if (rc == ZC_OK)
         rc = check_offload(&c, cfg);
@@ -1966,6 +1974,7 @@ char *zc_config_to_json(const zc_config *cfg)
     ok = ok && cJSON_AddBoolToObject(zero, "overlap_comm", cfg->overlap_comm) != NULL;
     ok = ok && cJSON_AddBoolToObject(zero, "zero_quantized_weights", cfg->quantized_weights);
     ok = ok && cJSON_AddBoolToObject(zero, "zero_quantized_gradients", cfg->quantized_gradients);
+    ok = ok && add_i64(zero, "zero_hpz_partition_size", cfg->hpz_partition_size);
     ok = ok && cJSON_AddTrueToObject(zero, "contiguous_gradients") != NULL;
     ok = ok && add_i64(zero, "sub_group_size", cfg->sub_group_size);
     ok = ok && (oopt = cJSON_AddObjectToObject(zero, "offload_optimizer")) != NULL;

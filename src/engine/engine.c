@@ -83,6 +83,10 @@ typedef struct {
     zc_comm_req *gather; /* stage 3: a gather in flight into full */
     void *qbuf;          /* qwZ: every rank's quantized segment, while the gather is in flight
                           * (comm; zc_qwz_segment_bytes(shard) bytes per rank) */
+    void *hpz;           /* hpZ: this rank's slice of the gathered unit within its group,
+                          * padded / hpz elements (params), kept from the unit's first gather
+                          * after the weights changed; valid while hpz_epoch == e->hpz_epoch */
+    int64_t hpz_epoch;
     bool ready;          /* grads_ready called in this micro-batch */
     /* the disk tier (offload): which states live in the swap files, and where */
     zc_unit_offload disk;
@@ -122,6 +126,10 @@ struct zc_engine {
     bool opt_sharded, grads_sharded, params_sharded;
     bool qwz; /* ZeRO++ qwZ: stage-3 parameter gathers carry int8 blocks (kernels/quantize.h) */
     bool qgz; /* ZeRO++ qgZ: stage-3 gradient reduce-scatters carry int8 blocks */
+    int hpz;  /* ZeRO++ hpZ: ranks per group sharing a secondary copy of the parameters, so that
+               * every gather of a unit but the first after an update stays within the group
+               * (1: off) */
+    int64_t hpz_epoch; /* counts the changes of the weights (steps, imports) */
     unit_t *units;
     int nunits, cap_units;
     param_t *params;
@@ -369,6 +377,7 @@ zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm,
     e->params_sharded = e->stage == 3;
     e->qwz = e->params_sharded && cfg->quantized_weights;
     e->qgz = e->params_sharded && cfg->quantized_gradients;
+    e->hpz = e->params_sharded ? cfg->hpz_partition_size : 1;
     e->lr = cfg->lr;
     e->last_unit = -1;
     e->rs_last_of = -1;
@@ -383,6 +392,10 @@ zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm,
     e->direct_grads = !e->grads_sharded && e->gdt == ZC_FP32;
     zc_loss_scaler_init(&e->scaler, cfg);
     zc_comm_set_timeout(comm, cfg->comm_timeout_s);
+    if ((st = zc_comm_set_group_size(comm, e->hpz, err))) {
+        free(e);
+        return st;
+    }
     *out = e;
     return ZC_OK;
 }
@@ -468,7 +481,7 @@ static zc_status agreement_check(zc_engine *e, zc_err *err)
                          c->aio_overlap_events, c->aio_engine, c->bias_correction, c->sched,
                          c->warmup_num_steps, c->total_num_steps, c->warmup_type,
                          c->overlap_comm, c->activation_checkpointing, c->quantized_weights,
-                         c->quantized_gradients};
+                         c->quantized_gradients, c->hpz_partition_size};
     h[0] = fnv(fnv(h[0], d, sizeof d), i, sizeof i);
     for (int u = 0; u < e->nunits; u++)
         h[1] = fnv(h[1], &e->units[u].info.numel, sizeof(size_t));
@@ -537,6 +550,10 @@ static zc_status alloc_unit(zc_engine *e, int i, zc_err *err)
         return oom(e, err, "parameters", i, P * e->ps);
     if (sharded_params(e, u) && !d->params && !(u->shard_p = alloc_b(e, ZC_MEM_PARAMS, S, e->ps)))
         return oom(e, err, "parameter shard", i, S * e->ps);
+    u->hpz_epoch = -1;
+    if (sharded_params(e, u) && e->hpz > 1 &&
+        !(u->hpz = alloc_b(e, ZC_MEM_PARAMS, P / (size_t)e->hpz, e->ps)))
+        return oom(e, err, "hpZ secondary parameters", i, P / (size_t)e->hpz * e->ps);
     if (!e->grads_sharded && !(u->grad_full = alloc_b(e, ZC_MEM_GRADS, P, e->gs)))
         return oom(e, err, "gradients", i, P * e->gs);
     if (e->grads_sharded && !d->grads && !(u->grad_shard = alloc_b(e, ZC_MEM_GRADS, S, e->gs)))
@@ -835,6 +852,7 @@ void zc_engine_destroy(zc_engine *e)
         io_free(e, &u->gwrite_buf, blocks(S, e->gs), e->cfg.optimizer_pin_memory);
         free_b(e, sharded_params(e, u) ? ZC_MEM_WORKING : ZC_MEM_PARAMS, &u->full, P, e->ps);
         free_b(e, ZC_MEM_PARAMS, &u->shard_p, S, e->ps);
+        free_b(e, ZC_MEM_PARAMS, &u->hpz, P / (size_t)e->hpz, e->ps);
         free_f(e, ZC_MEM_WORKING, &u->view, P);
         free_b(e, ZC_MEM_GRADS, &u->grad_full, P, e->gs);
         free_f(e, ZC_MEM_WORKING, &u->grad_work, P);
@@ -949,7 +967,8 @@ zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *nume
                          .buffer_count = e->cfg.optimizer_buffer_count,
                          .param_buffer_count = e->cfg.param_buffer_count,
                          .param_buffer_size = e->cfg.param_buffer_size,
-                         .quantized_weights = e->qwz, .quantized_gradients = e->qgz};
+                         .quantized_weights = e->qwz, .quantized_gradients = e->qgz,
+                         .hpz_partition_size = e->hpz};
     return in;
 }
 
@@ -1199,7 +1218,8 @@ static zc_status read_ahead(zc_engine *e, zc_err *err)
     int64_t count = e->cfg.param_buffer_count, size = e->cfg.param_buffer_size;
     for (int k = e->trace_pos; k < e->trace_len; k++) {
         unit_t *w = &e->units[e->trace[k]];
-        if (!w->disk.params || w->pread_buf || w->full || w->view)
+        if (!w->disk.params || w->pread_buf || w->full || w->view ||
+            (w->hpz && w->hpz_epoch == e->hpz_epoch))
             continue;
         if (e->reads_out >= count ||
             (e->reads_out > 0 && e->read_elems_out + (int64_t)w->info.shard > size))
@@ -1220,6 +1240,20 @@ static zc_status gather_start(zc_engine *e, int i, zc_err *err)
         return st;
     if (!(u->full = work_alloc(e, P * e->ps, false)))
         return oom(e, err, "gathered parameters", i, P * e->ps);
+    if (u->hpz && u->hpz_epoch == e->hpz_epoch) { /* hpZ: the group holds the whole unit */
+        const size_t H = P / (size_t)e->hpz;
+        memcpy(at(u->full, (size_t)zc_comm_group_rank(e->comm) * H, e->ps), u->hpz, H * e->ps);
+        if (u->pread_buf) /* read ahead before the copy was made: not needed */
+            st = param_read_finish(e, i, NULL, err);
+        if (!st)
+            st = zc_comm_group_all_gather_start(e->comm, e->pdt, u->full, H, label(e, i),
+                                                &u->gather, err);
+        if (st)
+            work_free(e, &u->full, P * e->ps);
+        else
+            e->gathered_elems += (int64_t)P;
+        return st;
+    }
     void *mine = at(u->full, (size_t)e->rank * S, e->ps);
     if (!u->disk.params)
         memcpy(mine, u->shard_p, S * e->ps);
@@ -1256,6 +1290,11 @@ static zc_status gather_wait(zc_engine *e, int i, zc_err *err)
             zc_qwz_dequantize(at(u->qbuf, (size_t)k * seg, 1), S, e->pdt,
                               at(u->full, (size_t)k * S, e->ps));
         free_b(e, ZC_MEM_COMM, &u->qbuf, (size_t)e->nranks, seg);
+    }
+    if (!st && u->hpz && u->hpz_epoch != e->hpz_epoch) { /* hpZ: keep this rank's slice */
+        const size_t H = u->info.padded / (size_t)e->hpz;
+        memcpy(u->hpz, at(u->full, (size_t)zc_comm_group_rank(e->comm) * H, e->ps), H * e->ps);
+        u->hpz_epoch = e->hpz_epoch;
     }
     return st;
 }
@@ -1594,6 +1633,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
         return ZC_OK;
     }
     e->prefetch_hits = e->prefetch_misses = 0; /* counted per optimizer step */
+    e->hpz_epoch++; /* the update changes the weights: hpZ's secondary copies are stale */
     /* Stage 0 keeps everything: gather the reduced gradient shards back into full buffers. */
     for (int i = 0; !st && !e->opt_sharded && i < e->nunits; i++)
         if (!(st = lockstep_check(e, OP_GATHER_GRADS, i, err)))
@@ -1761,6 +1801,7 @@ static zc_status store_params(zc_engine *e, unit_t *u, size_t first, size_t n, c
 static zc_status set_params(zc_engine *e, unit_t *u, size_t first, size_t n, const float *src,
                             zc_err *err)
 {
+    e->hpz_epoch++; /* hpZ's secondary copies are stale */
     zc_status st = store_params(e, u, first, n, src, err);
     if (st || !e->mixed)
         return st;
