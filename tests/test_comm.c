@@ -99,6 +99,35 @@ int main(int argc, char **argv)
     CHECK(!zc_comm_control_gather(c, &sum, sums, sizeof sum, "test gather", &err), "gather");
     for (int j = 0; j < n; j++)
         CHECK(!memcmp(&sums[j], &sum, sizeof sum), "rank %d's sum differs from rank %d's", j, r);
+
+    /* groups (hpZ): each group of g consecutive ranks gathers its members' blocks, and only
+     * those; the bytes count g − 1 peers; on one machine none leaves the host. A size that does
+     * not divide N is refused. */
+    for (int g = 1; g <= n; g++) {
+        if (n % g) {
+            CHECK(zc_comm_set_group_size(c, g, &err) == ZC_EINVAL, "group %d of %d ranks", g, n);
+            continue;
+        }
+        CHECK(!zc_comm_set_group_size(c, g, &err), "group size %d: %s", g, err.msg);
+        CHECK(zc_comm_group_size(c) == g && zc_comm_group_rank(c) == r % g, "group of rank %d", r);
+        int64_t before = k->bytes[ZC_COMM_ALL_GATHER];
+        for (int j = 0; j < g; j++)
+            for (size_t i = 0; i < len; i++)
+                buf[(size_t)j * len + i] = j == r % g ? input(r, i) : -1.0f;
+        zc_comm_req *q;
+        CHECK(!zc_comm_group_all_gather_start(c, ZC_FP32, buf, len, "test group ag", &q, &err) &&
+                  !zc_comm_wait(c, q, &err), "group all_gather: %s", err.msg);
+        bool same = true;
+        for (int j = 0; j < g; j++)
+            for (size_t i = 0; i < len; i++)
+                same = same && buf[(size_t)j * len + i] == input(r - r % g + j, i);
+        CHECK(same, "rank %d: group all_gather (g = %d) delivered wrong data", r, g);
+        CHECK(k->bytes[ZC_COMM_ALL_GATHER] - before == (int64_t)len * 4 * (g - 1),
+              "group ag bytes %lld", (long long)(k->bytes[ZC_COMM_ALL_GATHER] - before));
+    }
+    for (int op = 0; op < ZC_COMM_NOPS; op++)
+        CHECK(k->inter_host_bytes[op] == 0, "%s: %lld bytes to other hosts on one machine",
+              zc_comm_op_name(op), (long long)k->inter_host_bytes[op]);
     free(send), free(recv), free(out), free(buf);
     int rc = check_summary();
     zc_comm_finalize(c);
