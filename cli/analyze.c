@@ -61,23 +61,23 @@ static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, anal
     reset_peak_rss();
     zc_mem *mem = zc_mem_create();
     zc_engine *e = NULL;
-    zc_mlp *mlp = NULL;
-    zc_gpt2 *gpt = NULL;
+    mlp_model *mlp = NULL;
+    gpt2_model *gpt = NULL;
     float *x = NULL, *y = NULL;
     int *tok = NULL;
     size_t data_bytes = 0;
     bool is_mlp = !strcmp(o->model, "mlp");
-    zc_gpt2_config gc = {o->seq_len, o->vocab, zc_gpt2_pad_vocab(o->vocab),
+    gpt2_config gc = {o->seq_len, o->vocab, gpt2_pad_vocab(o->vocab),
                          o->layers,  o->heads, o->channels};
     /* stage 3 prefetches one (the largest) unit ahead: the default ("auto") */
-    const zc_mlp_config mc = {.hidden = o->hidden, .layers = o->layers, .batch = o->micro,
+    const mlp_config mc = {.hidden = o->hidden, .layers = o->layers, .batch = o->micro,
                               .compute = cfg.dtype == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32};
     zc_status st = mem ? zc_engine_create(&e, &cfg, comm, mem, err)
                                 : zc_err_set(err, ZC_ENOMEM, "out of memory");
     if (!st && is_mlp)
-        st = zc_mlp_create(&mlp, e, mem, &mc, err);
+        st = mlp_create(&mlp, e, mem, &mc, err);
     else if (!st)
-        st = zc_gpt2_create(&gpt, e, mem, &gc, o->micro, o->seq_len, false, err);
+        st = gpt2_create(&gpt, e, mem, &gc, o->micro, o->seq_len, false, err);
     if (!st)
         st = zc_engine_finalize(e, err);
     if (st)
@@ -100,17 +100,17 @@ static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, anal
             t0 = now_ms();
         double loss;
         if (is_mlp) {
-            zc_mlp_batch(mlp, cfg.seed, s, (int64_t)rank * o->micro, x, y);
-            st = zc_mlp_forward(mlp, x, y, &loss, err);
+            mlp_batch(mlp, cfg.seed, s, (int64_t)rank * o->micro, x, y);
+            st = mlp_forward(mlp, x, y, &loss, err);
         } else {
             for (size_t i = 0; i < (size_t)o->micro * o->seq_len + 1; i++)
                 tok[i] = (int)(zc_rng_uniform(cfg.seed, (uint64_t)s * n + rank, i) * o->vocab);
-            st = zc_gpt2_train_forward(gpt, tok, tok + 1, &loss, err);
+            st = gpt2_train_forward(gpt, tok, tok + 1, &loss, err);
         }
         if (!st && s == 0)
             snapshot(mem, me->at[CP_FORWARD]);
         if (!st)
-            st = is_mlp ? zc_mlp_backward(mlp, y, err) : zc_gpt2_backward(gpt, tok, tok + 1, err);
+            st = is_mlp ? mlp_backward(mlp, y, err) : gpt2_backward(gpt, tok, tok + 1, err);
         if (!st && s == 0)
             snapshot(mem, me->at[CP_BACKWARD]);
         zc_step_info info;
@@ -133,14 +133,14 @@ static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, anal
     est->est_working_bound = zc_estimate_working_bound(&in);
     est->est_activations =
         (int64_t)data_bytes +
-        (int64_t)(is_mlp ? zc_mlp_activation_bytes(&mc)
-                         : zc_gpt2_activation_bytes(&gc, o->micro, o->seq_len, false,
+        (int64_t)(is_mlp ? mlp_activation_bytes(&mc)
+                         : gpt2_activation_bytes(&gc, o->micro, o->seq_len, false,
                                                     mc.compute));
     free(numel);
     zc_mem_free(mem, ZC_MEM_ACTIVATIONS, data, data_bytes);
 done:
-    zc_mlp_destroy(mlp);
-    zc_gpt2_destroy(gpt);
+    mlp_destroy(mlp);
+    gpt2_destroy(gpt);
     zc_engine_destroy(e);
     zc_mem_destroy(mem);
     return st;

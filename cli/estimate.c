@@ -188,30 +188,30 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     }
     /* the models' products run in bf16 when the parameters are stored in bf16 */
     const zc_gemm_type compute = defaults.dtype == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
-    zc_gpt2_config gc = {0};
+    gpt2_config gc = {0};
     bool is_gpt2 = init || (model && !strcmp(model, "gpt2"));
     if (!st && model && strcmp(model, "mlp") && strcmp(model, "gpt2"))
         st = zc_err_set(&err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)", model);
     if (!st && model && !strcmp(model, "mlp")) {
         int L = layers ? layers : 12, B = micro ? micro : 32;
-        zc_mlp_config mc = {.hidden = hidden, .layers = L, .batch = B, .compute = compute};
+        mlp_config mc = {.hidden = hidden, .layers = L, .batch = B, .compute = compute};
         if (hidden < 1 || L < 1)
             st = zc_err_set(&err, ZC_EINVAL, "mlp: --hidden and --layers must be >= 1");
-        else if (!(st = zc_mlp_check(&mc, &err)) && !(units = malloc((size_t)L * sizeof *units)))
+        else if (!(st = mlp_check(&mc, &err)) && !(units = malloc((size_t)L * sizeof *units)))
             st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
         if (!st) {
-            nunits = zc_mlp_unit_numel(&mc, units);
-            activations = (int64_t)zc_mlp_activation_bytes(&mc);
+            nunits = mlp_unit_numel(&mc, units);
+            activations = (int64_t)mlp_activation_bytes(&mc);
         }
     }
     if (!st && is_gpt2) {
         if (init) {
             llmc_header h;
             if (!(st = llmc_ckpt_read_header(init, &h, &err)))
-                gc = (zc_gpt2_config){h.max_seq_len, h.vocab_size, h.padded_vocab_size,
+                gc = (gpt2_config){h.max_seq_len, h.vocab_size, h.padded_vocab_size,
                                       h.num_layers, h.num_heads, h.channels};
         } else {
-            gc = (zc_gpt2_config){seq_len, vocab,   zc_gpt2_pad_vocab(vocab), layers ? layers : 12,
+            gc = (gpt2_config){seq_len, vocab,   gpt2_pad_vocab(vocab), layers ? layers : 12,
                                   heads,   channels};
         }
         int T = seq_len < gc.max_seq_len ? seq_len : gc.max_seq_len, B = micro ? micro : 4;
@@ -220,12 +220,12 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
             st = zc_err_set(&err, ZC_EINVAL, "gpt2: layers, channels, heads, vocab and sequence "
                             "length must be >= 1, channels divisible by heads");
         if (!st)
-            st = zc_gpt2_check(&gc, B, T, ckpt, compute, &err);
+            st = gpt2_check(&gc, B, T, ckpt, compute, &err);
         if (!st && !(units = malloc(((size_t)gc.num_layers + 2) * sizeof *units)))
             st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
         if (!st) {
-            nunits = zc_gpt2_unit_numel(&gc, units);
-            activations = (int64_t)zc_gpt2_activation_bytes(&gc, B, T, ckpt, compute);
+            nunits = gpt2_unit_numel(&gc, units);
+            activations = (int64_t)gpt2_activation_bytes(&gc, B, T, ckpt, compute);
         }
     }
     if (st) {

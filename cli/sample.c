@@ -95,8 +95,8 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     zc_config_defaults(&cfg);
     zc_mem *mem = zc_mem_create();
     zc_engine *e = NULL;
-    zc_gpt2 *m = NULL;
-    zc_gpt2_config gc = {h.max_seq_len, h.vocab_size, h.padded_vocab_size, h.num_layers,
+    gpt2_model *m = NULL;
+    gpt2_config gc = {h.max_seq_len, h.vocab_size, h.padded_vocab_size, h.num_layers,
                          h.num_heads, h.channels};
     int T = np + length < h.max_seq_len ? np + length : h.max_seq_len;
     int *out = malloc((size_t)length * sizeof(int));
@@ -105,15 +105,15 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     if (!st)
         st = zc_engine_create(&e, &cfg, comm, mem, &err);
     if (!st)
-        st = zc_gpt2_create(&m, e, mem, &gc, 1, T, false, &err);
+        st = gpt2_create(&m, e, mem, &gc, 1, T, false, &err);
     if (!st)
         st = zc_engine_finalize(e, &err);
     if (!st)
-        st = zc_gpt2_load_llmc(m, init, &err);
-    zc_gpt2_sampling how = {.temperature = (float)temperature, .top_k = top_k,
+        st = gpt2_load_llmc(m, init, &err);
+    gpt2_sampling how = {.temperature = (float)temperature, .top_k = top_k,
                             .seed = (uint64_t)seed};
     if (!st)
-        st = zc_gpt2_generate(m, ptok, np, length, &how, out, &err);
+        st = gpt2_generate(m, ptok, np, length, &how, out, &err);
     if (!st && have_vocab) {
         uint8_t *text = NULL;
         size_t len = 0, cap = 0;
@@ -141,7 +141,7 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
         bpe_vocab_free(&vocab);
     free(out);
     free(ptok);
-    zc_gpt2_destroy(m);
+    gpt2_destroy(m);
     zc_engine_destroy(e);
     zc_mem_destroy(mem);
     return st ? cli_fail(comm, &err, true) : 0;

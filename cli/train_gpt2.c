@@ -20,7 +20,7 @@
 #include "zeroc/safetensors.h"
 
 typedef struct {
-    zc_gpt2 *gpt;
+    gpt2_model *gpt;
     zc_comm *comm;
     train_opts o;
     llmc_tokens train, val;
@@ -84,7 +84,7 @@ static zc_status gpt2_micro_step(train_model *m, int64_t s, int k, double *loss,
     gpt2_state *st = m->state;
     zc_status rc = read_window(st, &st->train, (uint64_t)s * st->accum + (uint64_t)k,
                                st->o.shuffle, err);
-    return rc ? rc : zc_gpt2_forward_backward(st->gpt, st->window, st->window + 1, loss, err);
+    return rc ? rc : gpt2_forward_backward(st->gpt, st->window, st->window + 1, loss, err);
 }
 
 static zc_status gpt2_validate(train_model *m, double *loss, zc_err *err)
@@ -95,7 +95,7 @@ static zc_status gpt2_validate(train_model *m, double *loss, zc_err *err)
     for (int j = 0; j < st->o.val_batches && !rc; j++) {
         double l = 0.0;
         if (!(rc = read_window(st, &st->val, (uint64_t)j, false, err)))
-            rc = zc_gpt2_forward(st->gpt, st->window, st->window + 1, &l, err);
+            rc = gpt2_forward(st->gpt, st->window, st->window + 1, &l, err);
         local += l;
     }
     if (!rc)
@@ -113,8 +113,8 @@ static zc_status gpt2_sample(train_model *m, int64_t step, zc_err *err)
     int *out = malloc((size_t)n * sizeof(int));
     if (!out)
         return zc_err_set(err, ZC_ENOMEM, "out of memory for a sample");
-    zc_gpt2_sampling how = {.temperature = 1.0f, .top_k = 40, .seed = st->seed + (uint64_t)step};
-    zc_status rc = zc_gpt2_generate(st->gpt, prompt, np, n, &how, out, err);
+    gpt2_sampling how = {.temperature = 1.0f, .top_k = 40, .seed = st->seed + (uint64_t)step};
+    zc_status rc = gpt2_generate(st->gpt, prompt, np, n, &how, out, err);
     if (!rc && st->rank == 0) {
         printf("---- sample after step %lld ----\n", (long long)step);
         byte_text_print(stdout, prompt, np, st->vocab);
@@ -131,20 +131,20 @@ static zc_status gpt2_load(train_model *m, zc_err *err)
     gpt2_state *st = m->state;
     /* safetensors files are loaded by the trainer for every model */
     return st->o.init && !zc_safetensors_is_path(st->o.init)
-               ? zc_gpt2_load_llmc(st->gpt, st->o.init, err) : ZC_OK;
+               ? gpt2_load_llmc(st->gpt, st->o.init, err) : ZC_OK;
 }
 
 static zc_status gpt2_save_final(train_model *m, const char *path, zc_err *err)
 {
-    return zc_gpt2_save_llmc(((gpt2_state *)m->state)->gpt, path, err);
+    return gpt2_save_llmc(((gpt2_state *)m->state)->gpt, path, err);
 }
 
-static void gpt2_destroy(train_model *m)
+static void train_gpt2_destroy(train_model *m)
 {
     gpt2_state *st = m->state;
     if (!st)
         return;
-    zc_gpt2_destroy(st->gpt);
+    gpt2_destroy(st->gpt);
     if (st->train_open)
         llmc_tokens_close(&st->train);
     if (st->val_open)
@@ -166,7 +166,7 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
     m->validate = gpt2_validate;
     m->sample = gpt2_sample;
     m->save_final = gpt2_save_final;
-    m->destroy = gpt2_destroy;
+    m->destroy = train_gpt2_destroy;
     st->o = *o;
     st->comm = comm;
     st->rank = zc_comm_rank(comm);
@@ -175,13 +175,13 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
     st->accum = cfg->grad_accum;
     st->seed = cfg->seed;
 
-    zc_gpt2_config gc;
+    gpt2_config gc;
     zc_status rc = ZC_OK;
     if (o->init && !zc_safetensors_is_path(o->init)) {
         llmc_header h;
         if ((rc = llmc_ckpt_read_header(o->init, &h, err)))
             goto fail;
-        gc = (zc_gpt2_config){h.max_seq_len, h.vocab_size, h.padded_vocab_size, h.num_layers,
+        gc = (gpt2_config){h.max_seq_len, h.vocab_size, h.padded_vocab_size, h.num_layers,
                               h.num_heads, h.channels};
         /* shape flags beside the file must say what the file says (they cannot change it) */
         const struct { bool given; const char *flag; int want, file; } shape[] = {
@@ -199,9 +199,9 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
             }
     } else {
         int V = o->vocab;
-        gc = (zc_gpt2_config){o->max_seq_len ? o->max_seq_len : o->seq_len,
+        gc = (gpt2_config){o->max_seq_len ? o->max_seq_len : o->seq_len,
                               V,
-                              zc_gpt2_pad_vocab(V),
+                              gpt2_pad_vocab(V),
                               o->layers ? o->layers : 4,
                               o->heads,
                               o->channels};
@@ -214,7 +214,7 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
     st->T = o->seq_len < gc.max_seq_len ? o->seq_len : gc.max_seq_len;
     st->vocab = gc.vocab_size;
     /* the model first: it validates the shape before any file is scanned against it */
-    if ((rc = zc_gpt2_create(&st->gpt, e, mem, &gc, st->B, st->T, o->activation_checkpointing,
+    if ((rc = gpt2_create(&st->gpt, e, mem, &gc, st->B, st->T, o->activation_checkpointing,
                              err)))
         goto fail;
     if (!o->data) {
@@ -255,6 +255,6 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
     m->tokens_per_micro_step = (double)st->B * st->T;
     return ZC_OK;
 fail:
-    gpt2_destroy(m);
+    train_gpt2_destroy(m);
     return rc;
 }

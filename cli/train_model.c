@@ -53,7 +53,7 @@ zc_status train_model_agree_data(const train_model *m, zc_comm *comm, zc_err *er
 }
 
 typedef struct {
-    zc_mlp *mlp;
+    mlp_model *mlp;
     float *x, *y;
     uint64_t seed;
     int rank, nranks, batch;
@@ -63,16 +63,16 @@ static zc_status mlp_micro_step(train_model *m, int64_t s, int k, double *loss, 
 {
     mlp_state *st = m->state;
     int64_t first = ((int64_t)k * st->nranks + st->rank) * st->batch;
-    zc_mlp_batch(st->mlp, st->seed, s, first, st->x, st->y);
-    return zc_mlp_forward_backward(st->mlp, st->x, st->y, loss, err);
+    mlp_batch(st->mlp, st->seed, s, first, st->x, st->y);
+    return mlp_forward_backward(st->mlp, st->x, st->y, loss, err);
 }
 
-static void mlp_destroy(train_model *m)
+static void train_mlp_destroy(train_model *m)
 {
     mlp_state *st = m->state;
     if (!st)
         return;
-    zc_mlp_destroy(st->mlp);
+    mlp_destroy(st->mlp);
     free(st->x);
     free(st->y);
     free(st);
@@ -87,14 +87,14 @@ zc_status train_model_mlp(train_model *m, const train_opts *o, zc_engine *e, zc_
         return zc_err_set(err, ZC_ENOMEM, "out of memory");
     m->state = st;
     m->micro_step = mlp_micro_step;
-    m->destroy = mlp_destroy;
+    m->destroy = train_mlp_destroy;
     st->seed = cfg->seed;
     st->rank = zc_comm_rank(comm);
     st->nranks = zc_comm_size(comm);
     st->batch = cfg->micro_batch;
-    zc_mlp_config mc = {
+    mlp_config mc = {
         .hidden = o->hidden, .layers = o->layers ? o->layers : 12, .batch = cfg->micro_batch};
-    zc_status rc = zc_mlp_create(&st->mlp, e, mem, &mc, err);
+    zc_status rc = mlp_create(&st->mlp, e, mem, &mc, err);
     size_t n = (size_t)o->hidden * (size_t)cfg->micro_batch;
     if (!rc) {
         st->x = malloc(n * sizeof(float));
@@ -103,6 +103,6 @@ zc_status train_model_mlp(train_model *m, const train_opts *o, zc_engine *e, zc_
             rc = zc_err_set(err, ZC_ENOMEM, "out of memory for a batch of %zu floats", n);
     }
     if (rc)
-        mlp_destroy(m);
+        train_mlp_destroy(m);
     return rc;
 }

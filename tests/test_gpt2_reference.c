@@ -58,12 +58,12 @@ int main(int argc, char **argv)
     cfg.weight_decay = hp[4];
     zc_mem *mem = zc_mem_create();
     zc_engine *e;
-    zc_gpt2 *m;
-    zc_gpt2_config gc = {maxT, V, Vp, L, NH, C};
+    gpt2_model *m;
+    gpt2_config gc = {maxT, V, Vp, L, NH, C};
     CHECK(!zc_engine_create(&e, &cfg, comm, mem, &err), "%s", err.msg);
-    CHECK(!zc_gpt2_create(&m, e, mem, &gc, B, T, false, &err), "%s", err.msg);
+    CHECK(!gpt2_create(&m, e, mem, &gc, B, T, false, &err), "%s", err.msg);
     CHECK(!zc_engine_finalize(e, &err), "%s", err.msg);
-    CHECK(!zc_gpt2_load_llmc(m, FIXTURES "/gpt2_tiny.bin", &err), "%s", err.msg);
+    CHECK(!gpt2_load_llmc(m, FIXTURES "/gpt2_tiny.bin", &err), "%s", err.msg);
 
     /* Stage 0 keeps gradients in persistent buffers: take the pointers before backward. */
     int np = zc_engine_num_params(e);
@@ -71,9 +71,9 @@ int main(int argc, char **argv)
     for (int p = 0; p < np; p++)
         grad[p] = zc_engine_grad(e, p);
     double loss;
-    CHECK(!zc_gpt2_forward(m, inp, tgt, &loss, &err), "%s", err.msg); /* (backward reuses logits) */
-    double le = rel_err(zc_gpt2_logits(m), (size_t)Vp, logits, BT, (size_t)V);
-    CHECK(!zc_gpt2_forward_backward(m, inp, tgt, &loss, &err), "%s", err.msg);
+    CHECK(!gpt2_forward(m, inp, tgt, &loss, &err), "%s", err.msg); /* (backward reuses logits) */
+    double le = rel_err(gpt2_logits(m), (size_t)Vp, logits, BT, (size_t)V);
+    CHECK(!gpt2_forward_backward(m, inp, tgt, &loss, &err), "%s", err.msg);
     CHECK(le <= 1e-4, "logits: relative error %.3g > 1e-4", le);
     CHECK(fabs(loss - loss_ref) <= 1e-4 * fabs(loss_ref), "loss %.8f vs %.8f", loss, loss_ref);
     printf("logits rel err %.3g, loss %.8f vs %.8f\n", le, loss, (double)loss_ref);
@@ -114,14 +114,14 @@ int main(int argc, char **argv)
     zc_step_info info;
     for (int i = 0; i < nsteps; i++) {
         if (i > 0)
-            CHECK(!zc_gpt2_forward_backward(m, inp, tgt, &loss, &err), "%s", err.msg);
+            CHECK(!gpt2_forward_backward(m, inp, tgt, &loss, &err), "%s", err.msg);
         CHECK(fabs(loss - losses_ref[i]) <= 1e-4 * fabs(losses_ref[i]),
               "step %d: loss %.8f vs reference %.8f", i, loss, (double)losses_ref[i]);
         printf("step %d: loss %.8f reference %.8f\n", i, loss, (double)losses_ref[i]);
         CHECK(!zc_engine_step(e, &info, &err), "%s", err.msg);
     }
     free(grad), free(inp), free(tgt), free(logits);
-    zc_gpt2_destroy(m);
+    gpt2_destroy(m);
     zc_engine_destroy(e);
     zc_mem_destroy(mem);
     int rc = check_summary();

@@ -20,20 +20,20 @@ int main(int argc, char **argv)
     zc_config_defaults(&cfg);
     zc_mem *mem = zc_mem_create();
     zc_engine *e;
-    zc_mlp *m;
-    const zc_mlp_config mc = {.hidden = 6, .layers = 3, .batch = 5};
+    mlp_model *m;
+    const mlp_config mc = {.hidden = 6, .layers = 3, .batch = 5};
     CHECK(!zc_engine_create(&e, &cfg, c, mem, &err), "%s", err.msg);
-    CHECK(!zc_mlp_create(&m, e, mem, &mc, &err), "%s", err.msg);
+    CHECK(!mlp_create(&m, e, mem, &mc, &err), "%s", err.msg);
     CHECK(!zc_engine_finalize(e, &err), "%s", err.msg);
     float x[30], y[30];
-    zc_mlp_batch(m, 5, 0, 0, x, y);
+    mlp_batch(m, 5, 0, 0, x, y);
     /* Stage 0 keeps each gradient in one persistent buffer: take the pointers before backward
      * (after grads_ready the engine no longer hands them out). */
     float *grads[8];
     for (int p = 0; p < zc_engine_num_params(e); p++)
         grads[p] = zc_engine_grad(e, p);
     double loss;
-    CHECK(!zc_mlp_forward_backward(m, x, y, &loss, &err), "%s", err.msg);
+    CHECK(!mlp_forward_backward(m, x, y, &loss, &err), "%s", err.msg);
     int checked = 0, skipped = 0;
     double worst = 0;
     for (int p = 0; p < zc_engine_num_params(e); p++) {
@@ -46,11 +46,11 @@ int main(int argc, char **argv)
             const float h = 1e-2f;
             double lp, lm, l0;
             *w = saved + h;
-            zc_mlp_forward(m, x, y, &lp, &err);
+            mlp_forward(m, x, y, &lp, &err);
             *w = saved - h;
-            zc_mlp_forward(m, x, y, &lm, &err);
+            mlp_forward(m, x, y, &lm, &err);
             *w = saved;
-            zc_mlp_forward(m, x, y, &l0, &err);
+            mlp_forward(m, x, y, &l0, &err);
             double step = (double)(saved + h) - (double)saved;
             double num = (lp - lm) / (2.0 * step);
             if (fabs((lp - l0) - (l0 - lm)) / step > 0.1 * fabs(num) + 1e-4) {
@@ -68,7 +68,7 @@ int main(int argc, char **argv)
            skipped, worst);
     CHECK(skipped * 20 <= checked + skipped, "%d of %d elements at a kink", skipped,
           checked + skipped);
-    zc_mlp_destroy(m);
+    mlp_destroy(m);
     zc_engine_destroy(e);
     zc_mem_destroy(mem);
     int rc = check_summary();

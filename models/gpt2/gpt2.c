@@ -38,8 +38,8 @@ enum { A_LN1, A_LN1_MEAN, A_LN1_RSTD, A_QKV, A_ATTY, A_PREATT, A_ATT, A_ATTPROJ,
 enum { D_LN1, D_QKV, D_ATTY, D_PREATT, D_ATT, D_ATTPROJ, D_RES2, D_LN2, D_FCH, D_FCH_GELU,
        D_FCPROJ, D_NBLOCK };
 
-struct zc_gpt2 {
-    zc_gpt2_config cfg;
+struct gpt2_model {
+    gpt2_config cfg;
     zc_engine *e;
     zc_mem *mem;
     int B, T;
@@ -55,8 +55,8 @@ struct zc_gpt2 {
 };
 
 /* The size table: floats of each per-block activation for micro-batches of B × T. Counted
- * without wrapping (INT64_MAX and *ovf past 64 bits): zc_gpt2_check refuses such shapes. */
-static int64_t act_size(const zc_gpt2_config *c, int B, int T, int k, bool *ovf)
+ * without wrapping (INT64_MAX and *ovf past 64 bits): gpt2_check refuses such shapes. */
+static int64_t act_size(const gpt2_config *c, int B, int T, int k, bool *ovf)
 {
     const int64_t BT = zc_mul_i64(B, T, ovf), C = c->channels;
     switch (k) {
@@ -74,17 +74,17 @@ static int64_t act_size(const zc_gpt2_config *c, int B, int T, int k, bool *ovf)
     }
 }
 
-static int64_t grad_size(const zc_gpt2_config *c, int B, int T, int k, bool *ovf)
+static int64_t grad_size(const gpt2_config *c, int B, int T, int k, bool *ovf)
 {
     static const int as_act[D_NBLOCK] = {A_LN1, A_QKV, A_ATTY, A_PREATT, A_ATT, A_ATTPROJ,
                                          A_RES2, A_LN2, A_FCH, A_FCH_GELU, A_FCPROJ};
     return act_size(c, B, T, as_act[k], ovf);
 }
 
-/* Floats of the model-level buffers, in the order zc_gpt2_create carves them: encoded, lnf,
+/* Floats of the model-level buffers, in the order gpt2_create carves them: encoded, lnf,
  * lnf_mean, lnf_rstd, logits, probs, losses, dlnf, dres[0], dres[1]. */
 enum { N_TOP = 10 };
-static void top_sizes(const zc_gpt2_config *c, int B, int T, int64_t out[N_TOP], bool *ovf)
+static void top_sizes(const gpt2_config *c, int B, int T, int64_t out[N_TOP], bool *ovf)
 {
     const int64_t BT = zc_mul_i64(B, T, ovf), BTC = zc_mul_i64(BT, c->channels, ovf),
                   BTV = zc_mul_i64(BT, c->padded_vocab_size, ovf);
@@ -92,7 +92,7 @@ static void top_sizes(const zc_gpt2_config *c, int B, int T, int64_t out[N_TOP],
     memcpy(out, sz, sizeof sz);
 }
 
-int zc_gpt2_unit_numel(const zc_gpt2_config *c, size_t *numel)
+int gpt2_unit_numel(const gpt2_config *c, size_t *numel)
 {
     const size_t C = (size_t)c->channels;
     int k = 0;
@@ -105,7 +105,7 @@ int zc_gpt2_unit_numel(const zc_gpt2_config *c, size_t *numel)
 }
 
 /* Parameters of the model (the units above, summed), without wrapping. */
-static int64_t total_numel(const zc_gpt2_config *c, bool *ovf)
+static int64_t total_numel(const gpt2_config *c, bool *ovf)
 {
     const int64_t C = c->channels;
     int64_t emb = zc_mul_i64(zc_add_i64(c->padded_vocab_size, c->max_seq_len, ovf), C, ovf);
@@ -115,7 +115,7 @@ static int64_t total_numel(const zc_gpt2_config *c, bool *ovf)
 
 /* Bytes of workspace the linear layers' bf16 products need (the largest layer's):
  * zc_gemm_workspace_bytes of the forward, dX and dW products, 4·(M·K + K·N) each. */
-static int64_t gemm_workspace(const zc_gpt2_config *c, int B, int T, zc_gemm_type compute,
+static int64_t gemm_workspace(const gpt2_config *c, int B, int T, zc_gemm_type compute,
                               bool *ovf)
 {
     const int64_t BT = zc_mul_i64(B, T, ovf), C = c->channels;
@@ -136,8 +136,8 @@ static int64_t gemm_workspace(const zc_gpt2_config *c, int B, int T, zc_gemm_typ
     return ws;
 }
 
-/* zc_gpt2_activation_bytes, without wrapping. */
-static int64_t activation_bytes(const zc_gpt2_config *c, int B, int T,
+/* gpt2_activation_bytes, without wrapping. */
+static int64_t activation_bytes(const gpt2_config *c, int B, int T,
                                 bool activation_checkpointing, zc_gemm_type compute, bool *ovf)
 {
     const int64_t L = c->num_layers, sets = activation_checkpointing ? 1 : L;
@@ -154,7 +154,7 @@ static int64_t activation_bytes(const zc_gpt2_config *c, int B, int T,
                       ovf);
 }
 
-size_t zc_gpt2_activation_bytes(const zc_gpt2_config *c, int B, int T,
+size_t gpt2_activation_bytes(const gpt2_config *c, int B, int T,
                                 bool activation_checkpointing, zc_gemm_type compute)
 {
     bool ovf = false;
@@ -162,24 +162,24 @@ size_t zc_gpt2_activation_bytes(const zc_gpt2_config *c, int B, int T,
     return ovf ? SIZE_MAX : (size_t)bytes;
 }
 
-static size_t block_act_size(const zc_gpt2 *m, int k)
+static size_t block_act_size(const gpt2_model *m, int k)
 {
-    bool ovf = false; /* zc_gpt2_check passed */
+    bool ovf = false; /* gpt2_check passed */
     return (size_t)act_size(&m->cfg, m->B, m->T, k, &ovf);
 }
-static size_t block_grad_size(const zc_gpt2 *m, int k)
+static size_t block_grad_size(const gpt2_model *m, int k)
 {
     bool ovf = false;
     return (size_t)grad_size(&m->cfg, m->B, m->T, k, &ovf);
 }
 
-int zc_gpt2_pad_vocab(int vocab)
+int gpt2_pad_vocab(int vocab)
 {
     int64_t padded = ((int64_t)vocab + 127) / 128 * 128;
     return padded > INT_MAX ? 0 : (int)padded;
 }
 
-zc_status zc_gpt2_check(const zc_gpt2_config *c, int B, int T, bool activation_checkpointing,
+zc_status gpt2_check(const gpt2_config *c, int B, int T, bool activation_checkpointing,
                         zc_gemm_type compute, zc_err *err)
 {
     if (c->num_layers < 1 || c->num_heads < 1 || c->channels < 1 || c->vocab_size < 1 ||
@@ -235,15 +235,15 @@ zc_status zc_gpt2_check(const zc_gpt2_config *c, int B, int T, bool activation_c
     return ZC_OK;
 }
 
-zc_status zc_gpt2_create(zc_gpt2 **out, zc_engine *e, zc_mem *mem, const zc_gpt2_config *cfg,
+zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_config *cfg,
                          int B, int T, bool activation_checkpointing, zc_err *err)
 {
     /* The products run in bf16 when the parameters are stored in bf16. */
     const zc_gemm_type compute = zc_engine_dtype(e) == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
-    zc_status st = zc_gpt2_check(cfg, B, T, activation_checkpointing, compute, err);
+    zc_status st = gpt2_check(cfg, B, T, activation_checkpointing, compute, err);
     if (st)
         return st;
-    zc_gpt2 *m = calloc(1, sizeof *m);
+    gpt2_model *m = calloc(1, sizeof *m);
     if (!m)
         return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory");
     const int L = cfg->num_layers;
@@ -253,7 +253,7 @@ zc_status zc_gpt2_create(zc_gpt2 **out, zc_engine *e, zc_mem *mem, const zc_gpt2
     m->p_block = calloc((size_t)L * P_NBLOCK, sizeof(int));
     m->act = calloc((size_t)L * A_NBLOCK, sizeof(float *));
     if (!m->u_block || !m->p_block || !m->act) {
-        zc_gpt2_destroy(m);
+        gpt2_destroy(m);
         return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory");
     }
 
@@ -287,14 +287,14 @@ zc_status zc_gpt2_create(zc_gpt2 **out, zc_engine *e, zc_mem *mem, const zc_gpt2
     /* Activations: one arena, carved by the size table; in bf16 mode the products' workspace
      * at its end. */
     size_t total =
-        zc_gpt2_activation_bytes(cfg, B, T, activation_checkpointing, compute) / sizeof(float);
+        gpt2_activation_bytes(cfg, B, T, activation_checkpointing, compute) / sizeof(float);
     int64_t top[N_TOP];
     bool ovf = false; /* checked above */
     top_sizes(cfg, B, T, top, &ovf);
     m->arena_floats = total;
     m->arena = zc_mem_alloc(mem, ZC_MEM_ACTIVATIONS, total * sizeof(float));
     if (!m->arena) {
-        zc_gpt2_destroy(m);
+        gpt2_destroy(m);
         return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for activations (%zu bytes)",
                           total * sizeof(float));
     }
@@ -325,7 +325,7 @@ zc_status zc_gpt2_create(zc_gpt2 **out, zc_engine *e, zc_mem *mem, const zc_gpt2
     return ZC_OK;
 }
 
-void zc_gpt2_destroy(zc_gpt2 *m)
+void gpt2_destroy(gpt2_model *m)
 {
     if (!m)
         return;
@@ -336,10 +336,10 @@ void zc_gpt2_destroy(zc_gpt2 *m)
     free(m);
 }
 
-const zc_gpt2_config *zc_gpt2_get_config(const zc_gpt2 *m) { return &m->cfg; }
-const float *zc_gpt2_logits(const zc_gpt2 *m) { return m->logits; }
+const gpt2_config *gpt2_get_config(const gpt2_model *m) { return &m->cfg; }
+const float *gpt2_logits(const gpt2_model *m) { return m->logits; }
 
-void zc_gpt2_batch_shape(const zc_gpt2 *m, int *B, int *T)
+void gpt2_batch_shape(const gpt2_model *m, int *B, int *T)
 {
     *B = m->B;
     *T = m->T;
@@ -347,25 +347,25 @@ void zc_gpt2_batch_shape(const zc_gpt2 *m, int *B, int *T)
 
 /* ---------- forward ---------- */
 
-static float *W(zc_gpt2 *m, int l, int k) { return zc_engine_param(m->e, m->p_block[l * P_NBLOCK + k]); }
+static float *W(gpt2_model *m, int l, int k) { return zc_engine_param(m->e, m->p_block[l * P_NBLOCK + k]); }
 
 /* A weight matrix for a product, as the two arguments the matmul layers take: in bf16 mode the
  * engine's stored bf16 bits (never widened to fp32), else the fp32 values. */
-static const float *mat32(zc_gpt2 *m, int param)
+static const float *mat32(gpt2_model *m, int param)
 {
     return m->gemm.type == ZC_GEMM_BF16 ? NULL : zc_engine_param(m->e, param);
 }
-static const uint16_t *mat16(zc_gpt2 *m, int param)
+static const uint16_t *mat16(gpt2_model *m, int param)
 {
     return m->gemm.type == ZC_GEMM_BF16 ? zc_engine_param_stored(m->e, param) : NULL;
 }
 #define MAT(m, param) mat32(m, param), mat16(m, param)
 #define BMAT(m, l, k) MAT(m, (m)->p_block[(l) * P_NBLOCK + (k)])
-static float *A(zc_gpt2 *m, int l, int k) { return m->act[l * A_NBLOCK + k]; }
-static float *block_input(zc_gpt2 *m, int l) { return l == 0 ? m->encoded : A(m, l - 1, A_RES3); }
+static float *A(gpt2_model *m, int l, int k) { return m->act[l * A_NBLOCK + k]; }
+static float *block_input(gpt2_model *m, int l) { return l == 0 ? m->encoded : A(m, l - 1, A_RES3); }
 
 /* Block l's forward from its input; the unit must be acquired. */
-static void block_forward(zc_gpt2 *m, int l)
+static void block_forward(gpt2_model *m, int l)
 {
     const int B = m->B, T = m->T, C = m->cfg.channels, NH = m->cfg.num_heads;
     const int BT = B * T;
@@ -389,7 +389,7 @@ static void block_forward(zc_gpt2 *m, int l)
     gpt2_residual_forward(A(m, l, A_RES3), A(m, l, A_RES2), A(m, l, A_FCPROJ), (size_t)BT * C);
 }
 
-static zc_status check_tokens(const zc_gpt2 *m, const int *tok, const char *what, zc_err *err)
+static zc_status check_tokens(const gpt2_model *m, const int *tok, const char *what, zc_err *err)
 {
     for (size_t i = 0; i < (size_t)m->B * m->T; i++)
         if (tok[i] < 0 || tok[i] >= m->cfg.vocab_size)
@@ -398,7 +398,7 @@ static zc_status check_tokens(const zc_gpt2 *m, const int *tok, const char *what
     return ZC_OK;
 }
 
-static zc_status forward(zc_gpt2 *m, const int *inputs, const int *targets, double *loss,
+static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
                          zc_err *err)
 {
     const int B = m->B, T = m->T, C = m->cfg.channels, L = m->cfg.num_layers;
@@ -439,7 +439,7 @@ static zc_status forward(zc_gpt2 *m, const int *inputs, const int *targets, doub
     return ZC_OK;
 }
 
-zc_status zc_gpt2_forward(zc_gpt2 *m, const int *inputs, const int *targets, double *loss,
+zc_status gpt2_forward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
                           zc_err *err)
 {
     zc_status st = forward(m, inputs, targets, loss, err);
@@ -448,11 +448,11 @@ zc_status zc_gpt2_forward(zc_gpt2 *m, const int *inputs, const int *targets, dou
 
 /* ---------- backward ---------- */
 
-static float *G(zc_gpt2 *m, int l, int k) { return zc_engine_grad(m->e, m->p_block[l * P_NBLOCK + k]); }
+static float *G(gpt2_model *m, int l, int k) { return zc_engine_grad(m->e, m->p_block[l * P_NBLOCK + k]); }
 
 /* Block l's backward: dres_out is ∂loss/∂(block output); accumulates ∂loss/∂(block input)
  * into dres_in (zeroed by the caller) and the block's parameter gradients into the engine. */
-static zc_status block_backward(zc_gpt2 *m, int l, const float *dres_out, float *dres_in,
+static zc_status block_backward(gpt2_model *m, int l, const float *dres_out, float *dres_in,
                                 zc_err *err)
 {
     const int B = m->B, T = m->T, C = m->cfg.channels, NH = m->cfg.num_heads;
@@ -486,20 +486,20 @@ static zc_status block_backward(zc_gpt2 *m, int l, const float *dres_out, float 
     return ZC_OK;
 }
 
-zc_status zc_gpt2_train_forward(zc_gpt2 *m, const int *inputs, const int *targets,
+zc_status gpt2_train_forward(gpt2_model *m, const int *inputs, const int *targets,
                                 double *loss, zc_err *err)
 {
     return forward(m, inputs, targets, loss, err);
 }
 
-zc_status zc_gpt2_forward_backward(zc_gpt2 *m, const int *inputs, const int *targets,
+zc_status gpt2_forward_backward(gpt2_model *m, const int *inputs, const int *targets,
                                    double *loss, zc_err *err)
 {
     zc_status st = forward(m, inputs, targets, loss, err);
-    return st ? st : zc_gpt2_backward(m, inputs, targets, err);
+    return st ? st : gpt2_backward(m, inputs, targets, err);
 }
 
-zc_status zc_gpt2_backward(zc_gpt2 *m, const int *inputs, const int *targets, zc_err *err)
+zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc_err *err)
 {
     const int B = m->B, T = m->T, C = m->cfg.channels, L = m->cfg.num_layers;
     const int BT = B * T, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
@@ -554,7 +554,7 @@ zc_status zc_gpt2_backward(zc_gpt2 *m, const int *inputs, const int *targets, zc
 /* ---------- llm.c checkpoints ---------- */
 
 /* Which checkpoint tensor (0..15) and which layer slab a parameter is. */
-static void llmc_place(const zc_gpt2 *m, int param, int *tensor, int *layer)
+static void llmc_place(const gpt2_model *m, int param, int *tensor, int *layer)
 {
     *layer = 0;
     if (param == m->p_wte) { *tensor = 0; return; }
@@ -571,13 +571,13 @@ static void llmc_place(const zc_gpt2 *m, int param, int *tensor, int *layer)
     ZC_ASSERT(!"parameter not in the model");
 }
 
-zc_status zc_gpt2_load_llmc(zc_gpt2 *m, const char *path, zc_err *err)
+zc_status gpt2_load_llmc(gpt2_model *m, const char *path, zc_err *err)
 {
     llmc_header h;
     zc_status st = llmc_ckpt_read_header(path, &h, err);
     if (st)
         return st;
-    const zc_gpt2_config *c = &m->cfg;
+    const gpt2_config *c = &m->cfg;
     if (h.max_seq_len != c->max_seq_len || h.vocab_size != c->vocab_size ||
         h.padded_vocab_size != c->padded_vocab_size || h.num_layers != c->num_layers ||
         h.num_heads != c->num_heads || h.channels != c->channels)
@@ -613,11 +613,11 @@ zc_status zc_gpt2_load_llmc(zc_gpt2 *m, const char *path, zc_err *err)
     return st;
 }
 
-zc_status zc_gpt2_save_llmc(zc_gpt2 *m, const char *path, zc_err *err)
+zc_status gpt2_save_llmc(gpt2_model *m, const char *path, zc_err *err)
 {
     /* Every rank takes part in every gather (stage 3); rank 0 writes. A write error on rank 0
      * does not stop the gathers, so no rank is left waiting in one. */
-    const zc_gpt2_config *c = &m->cfg;
+    const gpt2_config *c = &m->cfg;
     const bool writer = zc_engine_rank(m->e) == 0;
     llmc_header h = {.version = 3, .max_seq_len = c->max_seq_len, .vocab_size = c->vocab_size,
                      .padded_vocab_size = c->padded_vocab_size, .num_layers = c->num_layers,

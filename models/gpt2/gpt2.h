@@ -10,11 +10,11 @@
  * gradient is handed back after its last use (the embedding backward). Uses only the public
  * zeroc headers.
  *
- *     zc_gpt2 *m;
- *     zc_gpt2_create(&m, engine, mem, &cfg, B, T, false, &err);  // registers units
+ *     gpt2_model *m;
+ *     gpt2_create(&m, engine, mem, &cfg, B, T, false, &err);  // registers units
  *     zc_engine_finalize(engine, &err);
- *     zc_gpt2_load_llmc(m, "gpt2_124M.bin", &err);               // optional
- *     zc_gpt2_forward_backward(m, inputs, targets, &loss, &err);  // (B,T) token ids each
+ *     gpt2_load_llmc(m, "gpt2_124M.bin", &err);               // optional
+ *     gpt2_forward_backward(m, inputs, targets, &loss, &err);  // (B,T) token ids each
  *     zc_engine_step(engine, &info, &err);
  */
 #ifndef ZEROC_MODELS_GPT2_H
@@ -27,9 +27,9 @@
 
 typedef struct {
     int max_seq_len, vocab_size, padded_vocab_size, num_layers, num_heads, channels;
-} zc_gpt2_config;
+} gpt2_config;
 
-typedef struct zc_gpt2 zc_gpt2;
+typedef struct gpt2_model gpt2_model;
 
 /* The most blocks a GPT-2 may have (each block is an engine unit, with the embeddings and ln_f). */
 #define ZC_GPT2_MAX_LAYERS 65536
@@ -38,52 +38,52 @@ _Static_assert(ZC_GPT2_MAX_LAYERS + 2 <= ZC_MAX_UNITS, "every block is a unit");
 /* Refuses (ZC_EINVAL, naming the flags and values) a shape zeroc cannot build for micro-batches
  * of B × T: sizes below 1, C not divisible by heads, Vp < V, T > max_seq_len, more than
  * ZC_GPT2_MAX_LAYERS blocks, products whose dimensions pass an int (B·T rows, 4·C columns), more
- * than ZC_MAX_NUMEL parameters, activations past 64 bits. zc_gpt2_create checks it; estimates
+ * than ZC_MAX_NUMEL parameters, activations past 64 bits. gpt2_create checks it; estimates
  * call it first. */
-zc_status zc_gpt2_check(const zc_gpt2_config *cfg, int B, int T, bool activation_checkpointing,
+zc_status gpt2_check(const gpt2_config *cfg, int B, int T, bool activation_checkpointing,
                         zc_gemm_type compute, zc_err *err);
 /* llm.c's padded vocabulary: vocab rounded up to a multiple of 128; 0 if that passes INT_MAX
- * (zc_gpt2_check then refuses the shape). */
-int zc_gpt2_pad_vocab(int vocab);
+ * (gpt2_check then refuses the shape). */
+int gpt2_pad_vocab(int vocab);
 
 /* Checks the shape (C divisible by heads, Vp ≥ V, T ≤ max_seq_len, ...), registers the units
  * with GPT-2's initialisation (N(0, 0.02); residual projections N(0, 0.02/√(2L)); LayerNorm
  * weights 1; biases 0) and allocates activations for micro-batches of B sequences of T tokens.
  * activation_checkpointing: keep only each block's input; recompute the block in backward. */
-zc_status zc_gpt2_create(zc_gpt2 **out, zc_engine *e, zc_mem *mem, const zc_gpt2_config *cfg,
+zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_config *cfg,
                          int B, int T, bool activation_checkpointing, zc_err *err);
-void zc_gpt2_destroy(zc_gpt2 *m);
-/* The elements of each unit zc_gpt2_create registers (embeddings, h.0 … h.L−1, ln_f) into
+void gpt2_destroy(gpt2_model *m);
+/* The elements of each unit gpt2_create registers (embeddings, h.0 … h.L−1, ln_f) into
  * numel[0 .. L+2); returns L + 2. For estimates of a model not built; cfg must pass
- * zc_gpt2_check. */
-int zc_gpt2_unit_numel(const zc_gpt2_config *cfg, size_t *numel);
-/* Bytes of activations zc_gpt2_create allocates for this shape (the ledger's "activations"):
+ * gpt2_check. */
+int gpt2_unit_numel(const gpt2_config *cfg, size_t *numel);
+/* Bytes of activations gpt2_create allocates for this shape (the ledger's "activations"):
  * with compute ZC_GEMM_BF16 (the engine stores bf16 parameters) they include the workspace of
- * the bf16 products. SIZE_MAX for a shape zc_gpt2_check refuses. */
-size_t zc_gpt2_activation_bytes(const zc_gpt2_config *cfg, int B, int T,
+ * the bf16 products. SIZE_MAX for a shape gpt2_check refuses. */
+size_t gpt2_activation_bytes(const gpt2_config *cfg, int B, int T,
                                 bool activation_checkpointing, zc_gemm_type compute);
-const zc_gpt2_config *zc_gpt2_get_config(const zc_gpt2 *m);
+const gpt2_config *gpt2_get_config(const gpt2_model *m);
 /* The (B, T) every forward works on. */
-void zc_gpt2_batch_shape(const zc_gpt2 *m, int *B, int *T);
+void gpt2_batch_shape(const gpt2_model *m, int *B, int *T);
 
 /* After zc_engine_finalize: loads the weights of an llm.c checkpoint (shape must match); each
  * rank reads only the bytes of the elements it holds. */
-zc_status zc_gpt2_load_llmc(zc_gpt2 *m, const char *path, zc_err *err);
+zc_status gpt2_load_llmc(gpt2_model *m, const char *path, zc_err *err);
 /* Collective: writes the weights as an llm.c fp32 checkpoint (version 3); rank 0 writes. */
-zc_status zc_gpt2_save_llmc(zc_gpt2 *m, const char *path, zc_err *err);
+zc_status gpt2_save_llmc(gpt2_model *m, const char *path, zc_err *err);
 
 /* A forward-only pass (evaluation, sampling) over B × T tokens; targets and loss may be NULL.
- * After it, zc_gpt2_logits is (B,T,Vp). Ends the engine pass (zc_engine_end_pass). */
-zc_status zc_gpt2_forward(zc_gpt2 *m, const int *inputs, const int *targets, double *loss,
+ * After it, gpt2_logits is (B,T,Vp). Ends the engine pass (zc_engine_end_pass). */
+zc_status gpt2_forward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
                           zc_err *err);
-const float *zc_gpt2_logits(const zc_gpt2 *m);
-/* The forward of a training micro-batch (the pass stays open for zc_gpt2_backward), and the
+const float *gpt2_logits(const gpt2_model *m);
+/* The forward of a training micro-batch (the pass stays open for gpt2_backward), and the
  * backward of that forward (same inputs and targets). */
-zc_status zc_gpt2_train_forward(zc_gpt2 *m, const int *inputs, const int *targets,
+zc_status gpt2_train_forward(gpt2_model *m, const int *inputs, const int *targets,
                                 double *loss, zc_err *err);
-zc_status zc_gpt2_backward(zc_gpt2 *m, const int *inputs, const int *targets, zc_err *err);
+zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc_err *err);
 /* Both: forward and backward over the full (B,T) batch; mean cross-entropy into *loss. */
-zc_status zc_gpt2_forward_backward(zc_gpt2 *m, const int *inputs, const int *targets,
+zc_status gpt2_forward_backward(gpt2_model *m, const int *inputs, const int *targets,
                                    double *loss, zc_err *err);
 
 #endif

@@ -10,7 +10,7 @@
 #include "zeroc/rng.h"
 
 /* Draws from softmax(logits[0..V) / temperature), restricted to the top_k largest. */
-static int draw(const float *logits, int V, const zc_gpt2_sampling *s, uint64_t index,
+static int draw(const float *logits, int V, const gpt2_sampling *s, uint64_t index,
                 double *scratch)
 {
     double maxv = -INFINITY;
@@ -50,12 +50,12 @@ static int draw(const float *logits, int V, const zc_gpt2_sampling *s, uint64_t 
     return last;
 }
 
-zc_status zc_gpt2_generate(zc_gpt2 *m, const int *prompt, int nprompt, int length,
-                           const zc_gpt2_sampling *s, int *out, zc_err *err)
+zc_status gpt2_generate(gpt2_model *m, const int *prompt, int nprompt, int length,
+                           const gpt2_sampling *s, int *out, zc_err *err)
 {
-    const zc_gpt2_config *c = zc_gpt2_get_config(m);
+    const gpt2_config *c = gpt2_get_config(m);
     int B, T;
-    zc_gpt2_batch_shape(m, &B, &T);
+    gpt2_batch_shape(m, &B, &T);
     if (nprompt < 1 || length < 0 || !(s->temperature > 0.0f) || s->top_k < 0)
         return zc_err_set(err, ZC_EINVAL, "sample: need a prompt of >= 1 token, length >= 0, "
                           "temperature > 0 and top-k >= 0");
@@ -77,9 +77,9 @@ zc_status zc_gpt2_generate(zc_gpt2 *m, const int *prompt, int nprompt, int lengt
             memcpy(batch + (size_t)b * T, seq + start, (size_t)n * sizeof(int));
             memset(batch + (size_t)b * T + n, 0, (size_t)(T - n) * sizeof(int));
         }
-        if ((st = zc_gpt2_forward(m, batch, NULL, NULL, err)))
+        if ((st = gpt2_forward(m, batch, NULL, NULL, err)))
             break;
-        const float *logits = zc_gpt2_logits(m) + (size_t)(n - 1) * c->padded_vocab_size;
+        const float *logits = gpt2_logits(m) + (size_t)(n - 1) * c->padded_vocab_size;
         seq[t] = draw(logits, c->vocab_size, s, (uint64_t)t, scratch);
         out[t - nprompt] = seq[t];
     }

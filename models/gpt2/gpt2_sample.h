@@ -12,11 +12,11 @@ typedef struct {
     float temperature; /* > 0; 1 = the model's distribution */
     int top_k;         /* 0 = no top-k filter */
     uint64_t seed;
-} zc_gpt2_sampling;
+} gpt2_sampling;
 
 /* Generates `length` tokens after the `nprompt` prompt tokens (nprompt ≥ 1) into out[0..length).
  * The context is the last T tokens (the model's sequence length). */
-zc_status zc_gpt2_generate(zc_gpt2 *m, const int *prompt, int nprompt, int length,
-                           const zc_gpt2_sampling *s, int *out, zc_err *err);
+zc_status gpt2_generate(gpt2_model *m, const int *prompt, int nprompt, int length,
+                           const gpt2_sampling *s, int *out, zc_err *err);
 
 #endif

@@ -14,8 +14,8 @@
 #include "zeroc/gemm.h"
 #include "zeroc/rng.h"
 
-struct zc_mlp {
-    zc_mlp_config cfg;
+struct mlp_model {
+    mlp_config cfg;
     zc_engine *e;
     zc_mem *mem;
     int *w, *b;       /* parameter ids per layer */
@@ -25,13 +25,13 @@ struct zc_mlp {
     size_t act_bytes, ws_bytes;
 };
 
-static size_t bh(const zc_mlp *m) { return (size_t)m->cfg.batch * (size_t)m->cfg.hidden; }
+static size_t bh(const mlp_model *m) { return (size_t)m->cfg.batch * (size_t)m->cfg.hidden; }
 
 /* The activation bytes, counted without wrapping (INT64_MAX and *ovf if they do not fit):
  * (layers + 1) layer inputs/outputs plus the two gradient buffers, batch × hidden floats each;
  * in bf16 the products' workspace (zc_gemm_workspace_bytes, 4·(M·K + K·N): forward and dX are
  * B×H×H, dW is H×H×B — the same bytes). */
-static int64_t activation_bytes(const zc_mlp_config *cfg, bool *ovf)
+static int64_t activation_bytes(const mlp_config *cfg, bool *ovf)
 {
     const int64_t B = cfg->batch, H = cfg->hidden;
     const int64_t BH = zc_mul_i64(B, H, ovf), HH = zc_mul_i64(H, H, ovf);
@@ -40,7 +40,7 @@ static int64_t activation_bytes(const zc_mlp_config *cfg, bool *ovf)
     return zc_add_i64(act, ws, ovf);
 }
 
-zc_status zc_mlp_check(const zc_mlp_config *cfg, zc_err *err)
+zc_status mlp_check(const mlp_config *cfg, zc_err *err)
 {
     if (cfg->hidden < 1 || cfg->layers < 1 || cfg->batch < 1)
         return zc_err_set(err, ZC_EINVAL, "mlp: hidden, layers and batch must be >= 1 (got %d, %d, %d)",
@@ -67,16 +67,16 @@ zc_status zc_mlp_check(const zc_mlp_config *cfg, zc_err *err)
     return ZC_OK;
 }
 
-zc_status zc_mlp_create(zc_mlp **out, zc_engine *e, zc_mem *mem, const zc_mlp_config *cfg,
+zc_status mlp_create(mlp_model **out, zc_engine *e, zc_mem *mem, const mlp_config *cfg,
                         zc_err *err)
 {
     /* the products run in bf16 when the engine stores bf16 parameters */
-    zc_mlp_config checked = *cfg;
+    mlp_config checked = *cfg;
     checked.compute = zc_engine_dtype(e) == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
-    zc_status st = zc_mlp_check(&checked, err);
+    zc_status st = mlp_check(&checked, err);
     if (st)
         return st;
-    zc_mlp *m = calloc(1, sizeof *m);
+    mlp_model *m = calloc(1, sizeof *m);
     if (!m)
         return zc_err_set(err, ZC_ENOMEM, "mlp: out of memory");
     m->cfg = checked;
@@ -84,11 +84,11 @@ zc_status zc_mlp_create(zc_mlp **out, zc_engine *e, zc_mem *mem, const zc_mlp_co
     m->mem = mem;
     m->w = calloc((size_t)cfg->layers, sizeof(int));
     m->b = calloc((size_t)cfg->layers, sizeof(int));
-    m->act_bytes = zc_mlp_activation_bytes(&m->cfg);
+    m->act_bytes = mlp_activation_bytes(&m->cfg);
     m->act = zc_mem_alloc(mem, ZC_MEM_ACTIVATIONS, m->act_bytes);
     if (!m->w || !m->b || !m->act) {
         size_t bytes = m->act_bytes;
-        zc_mlp_destroy(m);
+        mlp_destroy(m);
         return zc_err_set(err, ZC_ENOMEM, "mlp: out of memory for activations (%zu bytes)", bytes);
     }
     m->d = m->act + ((size_t)cfg->layers + 1) * bh(m);
@@ -110,14 +110,14 @@ zc_status zc_mlp_create(zc_mlp **out, zc_engine *e, zc_mem *mem, const zc_mlp_co
     return ZC_OK;
 }
 
-int zc_mlp_unit_numel(const zc_mlp_config *cfg, size_t *numel)
+int mlp_unit_numel(const mlp_config *cfg, size_t *numel)
 {
     for (int l = 0; l < cfg->layers; l++)
         numel[l] = (size_t)cfg->hidden * (size_t)cfg->hidden + (size_t)cfg->hidden;
     return cfg->layers;
 }
 
-size_t zc_mlp_activation_bytes(const zc_mlp_config *cfg)
+size_t mlp_activation_bytes(const mlp_config *cfg)
 {
     bool ovf = false;
     int64_t bytes = activation_bytes(cfg, &ovf);
@@ -125,14 +125,14 @@ size_t zc_mlp_activation_bytes(const zc_mlp_config *cfg)
 }
 
 /* One product in the model's precision. */
-static void product(const zc_mlp *m, bool ta, bool tb, int M, int N, int K, const float *A,
+static void product(const mlp_model *m, bool ta, bool tb, int M, int N, int K, const float *A,
                     const float *B, float beta, float *C)
 {
     zc_gemm(m->cfg.compute, ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, beta, C, N,
             m->ws, m->ws_bytes);
 }
 
-void zc_mlp_destroy(zc_mlp *m)
+void mlp_destroy(mlp_model *m)
 {
     if (!m)
         return;
@@ -142,7 +142,7 @@ void zc_mlp_destroy(zc_mlp *m)
     free(m);
 }
 
-void zc_mlp_batch(const zc_mlp *m, uint64_t seed, int64_t step, int64_t first_sample, float *x,
+void mlp_batch(const mlp_model *m, uint64_t seed, int64_t step, int64_t first_sample, float *x,
                   float *y)
 {
     const size_t H = (size_t)m->cfg.hidden;
@@ -157,7 +157,7 @@ void zc_mlp_batch(const zc_mlp *m, uint64_t seed, int64_t step, int64_t first_sa
 }
 
 /* out (B,H) = relu(inp (B,H) · W^T (H,H) + bias (H)) */
-static void linear_relu_forward(const zc_mlp *m, float *out, const float *inp, const float *W,
+static void linear_relu_forward(const mlp_model *m, float *out, const float *inp, const float *W,
                                 const float *bias, int B, int H)
 {
     for (int b = 0; b < B; b++)
@@ -167,7 +167,7 @@ static void linear_relu_forward(const zc_mlp *m, float *out, const float *inp, c
         out[i] = out[i] > 0.0f ? out[i] : 0.0f;
 }
 
-static zc_status forward(zc_mlp *m, const float *x, zc_err *err)
+static zc_status forward(mlp_model *m, const float *x, zc_err *err)
 {
     const int B = m->cfg.batch, H = m->cfg.hidden;
     memcpy(m->act, x, bh(m) * sizeof(float));
@@ -183,7 +183,7 @@ static zc_status forward(zc_mlp *m, const float *x, zc_err *err)
     return ZC_OK;
 }
 
-static double mse(const zc_mlp *m, const float *y)
+static double mse(const mlp_model *m, const float *y)
 {
     const float *out = m->act + (size_t)m->cfg.layers * bh(m);
     double s = 0.0;
@@ -194,7 +194,7 @@ static double mse(const zc_mlp *m, const float *y)
     return s / (double)bh(m);
 }
 
-zc_status zc_mlp_forward(zc_mlp *m, const float *x, const float *y, double *loss, zc_err *err)
+zc_status mlp_forward(mlp_model *m, const float *x, const float *y, double *loss, zc_err *err)
 {
     zc_status st = forward(m, x, err);
     if (!st)
@@ -202,7 +202,7 @@ zc_status zc_mlp_forward(zc_mlp *m, const float *x, const float *y, double *loss
     return st;
 }
 
-zc_status zc_mlp_backward(zc_mlp *m, const float *y, zc_err *err)
+zc_status mlp_backward(mlp_model *m, const float *y, zc_err *err)
 {
     const int B = m->cfg.batch, H = m->cfg.hidden, L = m->cfg.layers;
     zc_status st;
@@ -234,9 +234,9 @@ zc_status zc_mlp_backward(zc_mlp *m, const float *y, zc_err *err)
     return ZC_OK;
 }
 
-zc_status zc_mlp_forward_backward(zc_mlp *m, const float *x, const float *y, double *loss,
+zc_status mlp_forward_backward(mlp_model *m, const float *x, const float *y, double *loss,
                                   zc_err *err)
 {
-    zc_status st = zc_mlp_forward(m, x, y, loss, err);
-    return st ? st : zc_mlp_backward(m, y, err);
+    zc_status st = mlp_forward(m, x, y, loss, err);
+    return st ? st : mlp_backward(m, y, err);
 }
