@@ -1,7 +1,7 @@
 /* test_quantize.c — ZeRO++'s block-wise int8 form (src/kernels/quantize.c): the segment's byte
  * layout and size, each value back within half its block's step (max |x| / 127 / 2, plus float
  * rounding), a bf16 shard as its fp32 values, a block with inf or NaN back as NaN, zeros and a
- * block's maximum exact, and the same bits whatever the thread count. */
+ * block's maximum exact, the same bits whatever the thread count, and qgZ's requantized sum. */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -102,6 +102,27 @@ int main(void)
         for (int i = 0; i < 600; i++)
             ok &= (i >= 256 && i < 512) ? isnan(y[i]) : y[i] == x[i];
         CHECK(ok, "a non-finite value's block comes back NaN, the others exact");
+    }
+
+    { /* qgZ's second hop: the sum of 3 segments in order, quantized again, is the same bits as
+       * dequantizing them, adding in that order in fp32 and quantizing the sum */
+        const size_t S = 1300, seg = (size_t)zc_qwz_segment_bytes((int64_t)S);
+        float *x = malloc(S * 4), *sum = calloc(S, 4), *y = malloc(S * 4);
+        unsigned char *in = malloc(3 * seg), *got = malloc(seg), *want = malloc(seg);
+        const void *segs[3];
+        for (int k = 0; k < 3; k++) {
+            for (size_t i = 0; i < S; i++)
+                x[i] = zc_rng_normal(11, (uint64_t)k, i) * (k + 1);
+            segs[k] = in + (size_t)k * seg;
+            zc_qwz_quantize(x, ZC_FP32, S, in + (size_t)k * seg);
+            zc_qwz_dequantize(in + (size_t)k * seg, S, ZC_FP32, y);
+            for (size_t i = 0; i < S; i++)
+                sum[i] += y[i];
+        }
+        zc_qwz_quantize(sum, ZC_FP32, S, want);
+        zc_qwz_requantize_sum(segs, 3, S, got);
+        CHECK(!memcmp(got, want, seg), "requantized sum differs from the reference");
+        free(x), free(sum), free(y), free(in), free(got), free(want);
     }
     return check_summary();
 }

@@ -76,6 +76,14 @@ ZC_API void zc_comm_set_timeout(zc_comm *c, double seconds);
  * zc_comm_group_all_gather_start; g = 1, the default, makes every rank its own group. */
 ZC_API zc_status zc_comm_set_group_size(zc_comm *c, int g, zc_err *err);
 ZC_API int zc_comm_group_size(const zc_comm *c);
+/* Hosts (the ranks that share memory; ZEROC_RANKS_PER_HOST=R, a testing aid, makes every R
+ * consecutive ranks a host instead), and the ranks per host when every host has as many (else
+ * 0). */
+ZC_API int zc_comm_hosts(const zc_comm *c);
+ZC_API int zc_comm_host_ranks(const zc_comm *c);
+/* Where the segment for `rank` goes in zc_comm_reduce_scatter_q8_start's send buffer: at
+ * `rank`, or, when qgZ runs in two hops, grouped by the destination's index on its host. */
+ZC_API int zc_comm_q8_slot(const zc_comm *c, int rank);
 ZC_API int zc_comm_group_rank(const zc_comm *c); /* this rank's place in its group */
 ZC_API const zc_comm_counters *zc_comm_get_counters(const zc_comm *c);
 ZC_API const char *zc_comm_op_name(zc_comm_op op);
@@ -92,9 +100,14 @@ ZC_API zc_status zc_comm_reduce_scatter_start(zc_comm *c, zc_dtype in, const voi
                                        size_t len, zc_dtype out_type, void *out, bool accumulate,
                                        const char *label, zc_comm_req **req, zc_err *err);
 /* ZeRO++ qgZ: the same reduce-scatter with the blocks quantized — send holds N segments of
- * zc_qwz_segment_bytes(len) bytes in zeroc's block-wise int8 form (segment j for rank j:
- * zeroc/estimate.h's ZC_QWZ_BLOCK values per fp32 scale), recv room for N. The wait dequantizes
- * the N received segments and sums them in rank order in fp32, as above. Bytes are counted at the
+ * zc_qwz_segment_bytes(len) bytes in zeroc's block-wise int8 form (the segment for rank j at
+ * zc_comm_q8_slot(j): zeroc/estimate.h's ZC_QWZ_BLOCK values per fp32 scale), recv room for N.
+ * On one host (or with uneven hosts, or one rank per host) it is one all-to-all; the wait
+ * dequantizes the N received segments and sums them in rank order in fp32, as above. With H
+ * hosts of R ranks it takes DeepSpeed's two hops: an all-to-all within the host (each rank
+ * receives its local index's segments for every host, sums the host's R in fp32 and quantizes
+ * them again into send), then one across hosts (H segments summed in host order): R times fewer
+ * bytes leave the host, and the sums still come in a fixed order. Bytes are counted at the
  * segments' size. */
 ZC_API zc_status zc_comm_reduce_scatter_q8_start(zc_comm *c, const void *send, void *recv,
                                                  size_t len, zc_dtype out_type, void *out,

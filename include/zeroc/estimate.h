@@ -63,6 +63,8 @@ typedef struct {
                                 the parameters (padded / hpz elements of each sharded unit, in
                                 params); the step's second gather of a unit stays in the group.
                                 0 or 1: off */
+    int ranks_per_host;      /* ranks fill hosts of this many in order (0: all on one host);
+                                with several hosts of more than one rank, qgZ takes two hops */
 } zc_estimate_in;
 
 /* ZeRO++ qwZ (zero_optimization.zero_quantized_weights): a stage-3 parameter all-gather sends
@@ -134,10 +136,10 @@ ZC_API zc_state_bytes zc_estimate_states(const zc_estimate_in *in);
  * 8·Ψp·(N−1)/N and 12·Ψp·(N−1)/N in fp32. With hpZ the backward gather moves P·Ψp·(g−1)/g,
  * within groups of g. */
 ZC_API int64_t zc_estimate_comm_bytes(const zc_estimate_in *in);
-/* Of those, the bytes rank 0 sends to ranks on other hosts when ranks fill hosts of
- * ranks_per_host in order: B/N of a B-byte collective to each of the N − R ranks elsewhere,
- * and for hpZ's group gathers to each member of its group that is elsewhere. */
-ZC_API int64_t zc_estimate_inter_host_bytes(const zc_estimate_in *in, int ranks_per_host);
+/* Of those, the bytes rank 0 sends to ranks on other hosts (in->ranks_per_host): B/N of a
+ * B-byte collective to each of the N − R ranks elsewhere, for hpZ's group gathers to each member
+ * of its group that is elsewhere, and for qgZ in two hops a chunk's segment to each other host. */
+ZC_API int64_t zc_estimate_inter_host_bytes(const zc_estimate_in *in);
 /* Bytes of the reduce-scatter staging (send + receive), the ledger's "comm". */
 ZC_API int64_t zc_estimate_comm_staging(const zc_estimate_in *in);
 /* Columns (elements per rank) of one reduce-scatter chunk: reduce_bucket_size / nranks, at least

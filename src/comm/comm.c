@@ -29,6 +29,11 @@ struct zc_comm {
     int rank, size;
     int local_size; /* ranks on this host (MPI_COMM_TYPE_SHARED) */
     int remote;     /* ranks on other hosts */
+    int *host_of;   /* world rank → host index (hosts numbered by their first rank) */
+    int hosts, host_ranks; /* host_ranks: ranks per host when every host has as many, else 0 */
+    int *slot_of;   /* world rank → its segment's place in a qgZ send buffer */
+    MPI_Comm intra, inter; /* qgZ's two hops: this host's ranks; the ranks of this rank's local
+                            * index on every host (MPI_COMM_NULL: one hop) */
     MPI_Comm group; /* zc_comm_set_group_size's groups; MPI_COMM_NULL: groups of 1 */
     int group_size, group_rank, group_remote; /* group_remote: its ranks on other hosts */
     int we_initialised;
@@ -41,13 +46,16 @@ struct zc_comm_req {
     zc_comm_op op;
     char label[160];
     /* reduce-scatter: */
-    void *recv, *out;
+    void *send, *recv, *out;
+    int hop; /* qgZ in two hops: 1 within the host, 2 across hosts (0: one hop) */
     zc_dtype in_type, out_type;
     size_t len;
     size_t q8_segment; /* qgZ: the received blocks are quantized segments of this many bytes */
     bool accumulate;
     int done;
 };
+
+static int second_hop(zc_comm *c, zc_comm_req *r);
 
 static void abort_world(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
 
@@ -57,6 +65,70 @@ static zc_status mpi_fail(zc_err *err, int rc, const char *what, const char *lab
     int len = 0;
     MPI_Error_string(rc, msg, &len);
     return zc_err_set(err, ZC_ECOMM, "MPI error in %s (%s): %s", what, label, msg);
+}
+
+/* Which ranks share a host: MPI_COMM_TYPE_SHARED, or with ZEROC_RANKS_PER_HOST=R (a testing
+ * aid: the multi-host paths on one machine) every R consecutive ranks. Hosts are numbered in the
+ * order of their first rank. With as many ranks on every host (more than one, on more than one
+ * host), qgZ gets its two hops' communicators. */
+static zc_status topology(zc_comm *c, zc_err *err)
+{
+    const char *hook = getenv("ZEROC_RANKS_PER_HOST");
+    int R = 0, n = c->size;
+    if (hook && *hook) {
+        char *end;
+        long v = strtol(hook, &end, 10);
+        if (*end || v < 1 || n % v)
+            return zc_err_set(err, ZC_EINVAL, "ZEROC_RANKS_PER_HOST=%s: expected a number of "
+                              "ranks that divides the %d ranks", hook, n);
+        R = (int)v;
+    }
+    MPI_Comm node;
+    int rc = R ? MPI_Comm_split(c->world, c->rank / R, c->rank, &node)
+               : MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(err, rc, "finding the ranks of this host", "start-up");
+    int local, first = c->rank;
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_size(node, &c->local_size);
+    MPI_Bcast(&first, 1, MPI_INT, 0, node); /* node rank 0 is the host's first rank */
+    int mine[2] = {local, first}, *all = malloc(2 * (size_t)n * sizeof *all);
+    c->host_of = malloc((size_t)n * sizeof *c->host_of);
+    c->slot_of = malloc((size_t)n * sizeof *c->slot_of);
+    if (!all || !c->host_of || !c->slot_of) {
+        free(all);
+        MPI_Comm_free(&node);
+        return zc_err_set(err, ZC_ENOMEM, "out of memory at start-up");
+    }
+    MPI_Allgather(mine, 2, MPI_INT, all, 2, MPI_INT, c->world);
+    c->hosts = 0;
+    for (int w = 0; w < n; w++) {
+        int h = 0;
+        for (int v = 0; v < all[2 * w + 1]; v++)
+            h += all[2 * v] == 0; /* hosts whose first rank comes before */
+        c->host_of[w] = h;
+        c->hosts += all[2 * w] == 0;
+    }
+    c->host_ranks = n % c->hosts == 0 ? n / c->hosts : 0;
+    for (int w = 0; c->host_ranks && w < n; w++)
+        if (all[2 * w] >= c->host_ranks)
+            c->host_ranks = 0; /* a host with more ranks than that */
+    c->remote = c->size - c->local_size;
+    bool two_hops = c->host_ranks > 1 && c->hosts > 1;
+    for (int w = 0; w < n; w++)
+        c->slot_of[w] = two_hops ? all[2 * w] * c->hosts + c->host_of[w] : w;
+    free(all);
+    if (!two_hops) {
+        MPI_Comm_free(&node);
+        return ZC_OK;
+    }
+    c->intra = node;
+    MPI_Comm_set_errhandler(c->intra, MPI_ERRORS_RETURN);
+    rc = MPI_Comm_split(c->world, local, c->host_of[c->rank], &c->inter);
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(err, rc, "joining the ranks of other hosts", "start-up");
+    MPI_Comm_set_errhandler(c->inter, MPI_ERRORS_RETURN);
+    return ZC_OK;
 }
 
 zc_status zc_comm_init(zc_comm **out, int *argc, char ***argv, zc_err *err)
@@ -81,15 +153,12 @@ zc_status zc_comm_init(zc_comm **out, int *argc, char ***argv, zc_err *err)
     MPI_Comm_set_errhandler(c->world, MPI_ERRORS_RETURN);
     MPI_Comm_rank(c->world, &c->rank);
     MPI_Comm_size(c->world, &c->size);
-    MPI_Comm node;
-    c->local_size = 1;
-    if (MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
-        MPI_SUCCESS) {
-        MPI_Comm_size(node, &c->local_size);
-        MPI_Comm_free(&node);
+    c->group = c->intra = c->inter = MPI_COMM_NULL;
+    zc_status st = topology(c, err);
+    if (st) {
+        zc_comm_finalize(c);
+        return st;
     }
-    c->remote = c->size - c->local_size;
-    c->group = MPI_COMM_NULL;
     c->group_size = 1;
     c->timeout_s = 600.0;
     zc_set_abort_hook(abort_world);
@@ -101,8 +170,12 @@ void zc_comm_finalize(zc_comm *c)
 {
     if (!c)
         return;
-    if (c->group != MPI_COMM_NULL)
-        MPI_Comm_free(&c->group);
+    MPI_Comm *comms[] = {&c->group, &c->intra, &c->inter};
+    for (size_t k = 0; k < sizeof comms / sizeof *comms; k++)
+        if (*comms[k] != MPI_COMM_NULL)
+            MPI_Comm_free(comms[k]);
+    free(c->host_of);
+    free(c->slot_of);
     MPI_Comm_free(&c->world);
     zc_set_abort_hook(NULL);
     if (c->we_initialised)
@@ -122,6 +195,9 @@ int zc_comm_size(const zc_comm *c) { return c->size; }
 int zc_comm_local_size(const zc_comm *c) { return c->local_size; }
 void zc_comm_set_timeout(zc_comm *c, double seconds) { c->timeout_s = seconds; }
 int zc_comm_group_size(const zc_comm *c) { return c->group_size; }
+int zc_comm_hosts(const zc_comm *c) { return c->hosts; }
+int zc_comm_host_ranks(const zc_comm *c) { return c->host_ranks; }
+int zc_comm_q8_slot(const zc_comm *c, int rank) { return c->slot_of[rank]; }
 int zc_comm_group_rank(const zc_comm *c) { return c->group_rank; }
 
 zc_status zc_comm_set_group_size(zc_comm *c, int g, zc_err *err)
@@ -143,15 +219,10 @@ zc_status zc_comm_set_group_size(zc_comm *c, int g, zc_err *err)
         return mpi_fail(err, rc, "splitting the ranks into groups", "zero_hpz_partition_size");
     MPI_Comm_set_errhandler(c->group, MPI_ERRORS_RETURN);
     MPI_Comm_rank(c->group, &c->group_rank);
-    MPI_Comm node;
-    int local = g;
-    if (MPI_Comm_split_type(c->group, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
-        MPI_SUCCESS) {
-        MPI_Comm_size(node, &local);
-        MPI_Comm_free(&node);
-    }
     c->group_size = g;
-    c->group_remote = g - local;
+    c->group_remote = 0;
+    for (int w = c->rank - c->group_rank; w < c->rank - c->group_rank + g; w++)
+        c->group_remote += c->host_of[w] != c->host_of[c->rank];
     return ZC_OK;
 }
 const zc_comm_counters *zc_comm_get_counters(const zc_comm *c) { return &c->ctr; }
@@ -211,6 +282,7 @@ static zc_status rs_start(zc_comm *c, zc_dtype in, size_t q8_segment, const void
     zc_comm_req *r = req_new(ZC_COMM_REDUCE_SCATTER, label);
     if (!r)
         return zc_err_set(err, ZC_ENOMEM, "out of memory starting reduce_scatter (%s)", label);
+    r->send = (void *)send; /* qgZ's second hop sends from it again */
     r->recv = recv;
     r->out = out;
     r->in_type = in;
@@ -218,9 +290,23 @@ static zc_status rs_start(zc_comm *c, zc_dtype in, size_t q8_segment, const void
     r->len = len;
     r->q8_segment = q8_segment;
     r->accumulate = accumulate;
+    r->hop = q8_segment && c->intra != MPI_COMM_NULL;
     if (n == 1) {
         memcpy(recv, send, block_bytes);
         r->done = 1;
+    } else if (r->hop) { /* first hop: to each rank of this host, its segment for every host */
+        const int H = c->hosts, R = c->host_ranks;
+        if ((st = check_count((size_t)H * count, "reduce_scatter", label, err))) {
+            req_free(r);
+            return st;
+        }
+        int rc = MPI_Ialltoall(send, H * (int)count, mpi, recv, H * (int)count, mpi, c->intra,
+                               &r->mpi);
+        if (rc != MPI_SUCCESS) {
+            req_free(r);
+            return mpi_fail(err, rc, "reduce_scatter", label);
+        }
+        c->ctr.bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)block_bytes * H * (R - 1);
     } else {
         int rc = MPI_Ialltoall(send, (int)count, mpi, recv, (int)count, mpi, c->world, &r->mpi);
         if (rc != MPI_SUCCESS) {
@@ -228,8 +314,10 @@ static zc_status rs_start(zc_comm *c, zc_dtype in, size_t q8_segment, const void
             return mpi_fail(err, rc, "reduce_scatter", label);
         }
     }
-    c->ctr.bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)block_bytes * (n - 1);
-    c->ctr.inter_host_bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)block_bytes * c->remote;
+    if (!r->hop) {
+        c->ctr.bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)block_bytes * (n - 1);
+        c->ctr.inter_host_bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)block_bytes * c->remote;
+    }
     c->ctr.calls[ZC_COMM_REDUCE_SCATTER]++;
     c->ctr.seconds[ZC_COMM_REDUCE_SCATTER] += zc_now_s() - t0;
     *req = r;
@@ -300,10 +388,11 @@ zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, bool *done, zc_err *err)
 {
     if (!req->done) {
         int rc = MPI_Test(&req->mpi, &req->done, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS && req->done && req->hop == 1)
+            rc = second_hop(c, req);
         if (rc != MPI_SUCCESS)
             return mpi_fail(err, rc, zc_comm_op_name(req->op), req->label);
     }
-    (void)c;
     *done = req->done != 0;
     return ZC_OK;
 }
@@ -345,6 +434,27 @@ static void rank_order_sum(const zc_comm_req *r, int n)
     }
 }
 
+/* qgZ, the first hop landed: recv holds, from each rank of this host in order, its segment for
+ * this rank's local index on every host. Sum them per host into send's first segments,
+ * quantized again, and send each host its own: the second hop. */
+static int second_hop(zc_comm *c, zc_comm_req *r)
+{
+    const int H = c->hosts, R = c->host_ranks;
+    const size_t seg = r->q8_segment;
+    const void *segs[R];
+    for (int k = 0; k < H; k++) {
+        for (int l = 0; l < R; l++)
+            segs[l] = (const char *)r->recv + ((size_t)l * H + (size_t)k) * seg;
+        zc_qwz_requantize_sum(segs, R, r->len, (char *)r->send + (size_t)k * seg);
+    }
+    r->hop = 2;
+    r->done = 0;
+    c->ctr.bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)seg * (H - 1);
+    c->ctr.inter_host_bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)seg * (H - 1);
+    return MPI_Ialltoall(r->send, (int)seg, MPI_BYTE, r->recv, (int)seg, MPI_BYTE, c->inter,
+                         &r->mpi);
+}
+
 zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err)
 {
     double t0 = zc_now_s();
@@ -353,6 +463,11 @@ zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err)
         int rc = MPI_Test(&req->mpi, &req->done, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) {
             zc_status st = mpi_fail(err, rc, zc_comm_op_name(req->op), req->label);
+            req_free(req);
+            return st;
+        }
+        if (req->done && req->hop == 1 && (rc = second_hop(c, req)) != MPI_SUCCESS) {
+            zc_status st = mpi_fail(err, rc, "reduce_scatter (across hosts)", req->label);
             req_free(req);
             return st;
         }
@@ -372,7 +487,7 @@ zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err)
         }
     }
     if (req->op == ZC_COMM_REDUCE_SCATTER)
-        rank_order_sum(req, c->size);
+        rank_order_sum(req, req->hop ? c->hosts : c->size);
     c->ctr.seconds[req->op] += zc_now_s() - t0;
     req_free(req);
     return ZC_OK;

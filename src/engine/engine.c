@@ -968,7 +968,8 @@ zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *nume
                          .param_buffer_count = e->cfg.param_buffer_count,
                          .param_buffer_size = e->cfg.param_buffer_size,
                          .quantized_weights = e->qwz, .quantized_gradients = e->qgz,
-                         .hpz_partition_size = e->hpz};
+                         .hpz_partition_size = e->hpz,
+                         .ranks_per_host = zc_comm_host_ranks(e->comm)};
     return in;
 }
 
@@ -1135,7 +1136,8 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
                 continue;
             }
             pack(e, ZC_FP32, e->rs_f32, from, from_model, len);
-            zc_qwz_quantize(e->rs_f32, ZC_FP32, len, at(e->rs_send, j * seg, 1));
+            zc_qwz_quantize(e->rs_f32, ZC_FP32, len,
+                            at(e->rs_send, (size_t)zc_comm_q8_slot(e->comm, (int)j) * seg, 1));
         }
         void *out;
         bool accumulate = false;

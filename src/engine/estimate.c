@@ -212,39 +212,50 @@ static int64_t padded_numel(const zc_estimate_in *in, bool *ovf)
 
 static int64_t max_shard(const zc_estimate_in *in, bool *ovf);
 
-/* Bytes this rank sends per step to world_peers ranks in world collectives and to group_peers
- * members of its hpZ group in group gathers (all of them, or those on other hosts). */
-static int64_t comm_bytes(const zc_estimate_in *in, int64_t world_peers, int64_t group_peers,
-                          bool *ovf)
+/* Bytes rank 0 sends per step (inter: only those to ranks on other hosts). */
+static int64_t comm_bytes(const zc_estimate_in *in, bool inter, bool *ovf)
 {
     const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
     const int64_t C = or4(in->comm_elem_bytes);
+    const int64_t N = in->nranks;
+    const int64_t R = in->ranks_per_host > 0 && in->ranks_per_host < N && N % in->ranks_per_host == 0
+                          ? in->ranks_per_host : N, H = N / R;
+    const int64_t world_peers = inter ? N - R : N - 1;
     int64_t per = C + (in->stage == 0 ? G : in->stage == 3 ? 2 * P : P);
     const bool qwz = in->stage == 3 && in->quantized_weights;
     const bool qgz = in->stage == 3 && in->quantized_gradients;
+    const bool two_hops = qgz && H > 1 && R > 1;
     const int64_t g = in->stage == 3 && in->hpz_partition_size > 1 ? in->hpz_partition_size : 1;
+    const int64_t group_peers = inter ? g - (g < R ? g : R) : g - 1; /* rank 0's group */
     bool *kept = persistent_units(in);
     if (!kept && !qwz && !qgz && g == 1)
-        return mul(mul(per, padded_numel(in, ovf) / in->nranks, ovf), world_peers, ovf);
+        return mul(mul(per, padded_numel(in, ovf) / N, ovf), world_peers, ovf);
     /* a persistent unit is all-gathered once, after its update, as at stages 1–2; with qwZ the
      * two gathers of a step (forward, backward) carry the quantized segment, with qgZ each
-     * reduce-scatter chunk's block; with hpZ the backward gather is the group's, unquantized */
-    const int64_t cols = zc_estimate_rs_cols(in->reduce_bucket_size, in->nranks,
-                                             max_shard(in, ovf));
-    int64_t world = 0, group = 0;
+     * reduce-scatter chunk's block (in two hops: H segments to each other rank of the host,
+     * then one to each other host); with hpZ the backward gather is the group's, unquantized */
+    const int64_t cols = zc_estimate_rs_cols(in->reduce_bucket_size, N, max_shard(in, ovf));
+    const int64_t seg_peers = two_hops ? (inter ? 0 : H * (R - 1)) : world_peers;
+    const int64_t hop2_peers = two_hops ? H - 1 : 0;
+    int64_t sum = 0;
     for (int u = 0; u < in->nunits; u++) {
-        int64_t S = shard(in->unit_numel[u], in->nranks, ovf);
-        int64_t rs = qgz ? add(mul(S / cols, zc_qwz_segment_bytes(cols), ovf),
-                               S % cols ? zc_qwz_segment_bytes(S % cols) : 0, ovf)
-                         : mul(C, S, ovf);
+        int64_t S = shard(in->unit_numel[u], N, ovf);
+        int64_t rs;
+        if (qgz) {
+            int64_t segs = add(mul(S / cols, zc_qwz_segment_bytes(cols), ovf),
+                               S % cols ? zc_qwz_segment_bytes(S % cols) : 0, ovf);
+            rs = add(mul(segs, seg_peers, ovf), mul(segs, hop2_peers, ovf), ovf);
+        } else {
+            rs = mul(mul(C, S, ovf), world_peers, ovf);
+        }
         int64_t one = qwz ? zc_qwz_segment_bytes(S) : mul(P, S, ovf); /* one gather */
         int64_t ag = kept && kept[u] ? mul(P, S, ovf) : g > 1 ? one : mul(2, one, ovf);
-        world = add(world, add(rs, ag, ovf), ovf);
+        sum = add(sum, add(rs, mul(ag, world_peers, ovf), ovf), ovf);
         if (g > 1 && !(kept && kept[u]))
-            group = add(group, mul(P, mul(S, in->nranks, ovf) / g, ovf), ovf);
+            sum = add(sum, mul(mul(P, mul(S, N, ovf) / g, ovf), group_peers, ovf), ovf);
     }
     free(kept);
-    return add(mul(world, world_peers, ovf), mul(group, group_peers, ovf), ovf);
+    return sum;
 }
 
 static int64_t max_shard(const zc_estimate_in *in, bool *ovf)
@@ -339,18 +350,13 @@ int64_t zc_estimate_padded_numel(const zc_estimate_in *in)
 int64_t zc_estimate_comm_bytes(const zc_estimate_in *in)
 {
     bool ovf = false;
-    const int64_t g = in->hpz_partition_size > 1 ? in->hpz_partition_size : 1;
-    return comm_bytes(in, in->nranks - 1, g - 1, &ovf);
+    return comm_bytes(in, false, &ovf);
 }
 
-int64_t zc_estimate_inter_host_bytes(const zc_estimate_in *in, int ranks_per_host)
+int64_t zc_estimate_inter_host_bytes(const zc_estimate_in *in)
 {
     bool ovf = false;
-    const int64_t R = ranks_per_host < 1 ? 1 : ranks_per_host < in->nranks ? ranks_per_host
-                                                                          : in->nranks;
-    const int64_t g = in->hpz_partition_size > 1 ? in->hpz_partition_size : 1;
-    /* rank 0's group is ranks 0..g−1, its host ranks 0..R−1 */
-    return comm_bytes(in, in->nranks - R, g - (g < R ? g : R), &ovf);
+    return comm_bytes(in, true, &ovf);
 }
 
 int64_t zc_estimate_comm_staging(const zc_estimate_in *in)
@@ -392,7 +398,7 @@ zc_status zc_estimate_check(const zc_estimate_in *in, zc_err *err)
         bool o[4] = {false, false, false, false};
         zc_state_bytes b = states(&s, &o[0]);
         add(add(b.params, b.grads, &o[0]), b.optimizer, &o[0]);
-        comm_bytes(&s, s.nranks - 1, s.hpz_partition_size, &o[0]);
+        comm_bytes(&s, false, &o[0]);
         comm_staging(&s, &o[1]);
         working_bound(&s, &o[2]);
         zc_offload_plan p = offload_plan(&s, NULL, &o[3]);

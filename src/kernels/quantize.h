@@ -21,6 +21,11 @@ void zc_qwz_quantize(const void *src, zc_dtype t, size_t S, void *segment);
 /* The S values of a segment, as type t, into dst. */
 void zc_qwz_dequantize(const void *segment, size_t S, zc_dtype t, void *dst);
 
+/* qgZ's second hop: out (a segment of S values) gets the sum of the nsegs segments' values,
+ * added in fp32 in the order given, quantized again. A block that is not finite in any input
+ * stays NaN. */
+void zc_qwz_requantize_sum(const void *const *segs, int nsegs, size_t S, void *out);
+
 /* Values [lo, lo + n) of a segment of S values as fp32, lo a multiple of ZC_QWZ_BLOCK. */
 void zc_qwz_dequantize_range(const void *segment, size_t S, size_t lo, size_t n, float *dst);
 
