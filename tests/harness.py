@@ -51,6 +51,13 @@ class Harness:
             raise AssertionError(f"estimate {args} failed: {p.stderr}")
         return json.loads(p.stdout)
 
+    @property
+    def sanitized(self):
+        """True in the sanitizer pass (scripts/test.sh sets ASAN_OPTIONS): statistical checks
+        of training numerics (many seeds of 200 steps) run in the plain pass only — the
+        sanitizers check memory and undefined behaviour, not convergence, at 5–10× the time."""
+        return "ASAN_OPTIONS" in os.environ
+
     def check_sanitizers(self, cmd, p):
         """A sanitizer's report fails the test even when the run was meant to fail: error paths
         (a refused input, a NaN stop) run under AddressSanitizer with leak detection in the

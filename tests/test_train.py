@@ -680,7 +680,8 @@ def test_zero_pp():
     6 is within ~0.25%: 1% is four of those, while int8 blocks (each value within 0.4% of its
     block's largest) that biased training would show as a shift of the mean. (At lr
     3e-3 two runs drift 3–4% apart either way, as any two runs with different rounding do at a
-    rate that high.) Other stages refuse the keys."""
+    rate that high.) Other stages refuse the keys. The GPT-2 part runs in the plain pass only
+    (harness.sanitized)."""
     h, layers, n = 64, 3, 2
     shard = -(-(h * h + h) // n)
     rs_plain, ag_plain = layers * (n - 1) * 4 * shard, layers * (n - 1) * 2 * 4 * shard
@@ -714,6 +715,8 @@ def test_zero_pp():
         check(p.returncode != 0 and key in p.stderr and "stage 3" in p.stderr,
               f"{key} at stage 2: {p.stderr}")
 
+    if H_.sanitized:
+        return
     # text the model cannot memorise in 200 steps (the pangrams go to a loss near 0, where
     # relative differences mean nothing): Debian's license texts, as the demo trains on
     lic = sorted(os.path.join("/usr/share/common-licenses", f)
@@ -795,7 +798,7 @@ def test_zero_pp_hosts():
     1 segment to the other host — so half of one-hop qgZ's bytes cross, and the total drops to
     H·(R−1) + (H−1) segments. hpZ leaves the weights' bits alone; two-hop runs repeat bit for
     bit, and GPT-2 with two-hop qgZ ends within 1% of the unquantized loss over 6 seeds (as in
-    test_zero_pp: one seed moves up to ±1.2%)."""
+    test_zero_pp: one seed moves up to ±1.2%; in the plain pass only)."""
     h, layers, n, R = 64, 3, 4, 2
     env = {"ZEROC_RANKS_PER_HOST": str(R)}
     S = -(-(h * h + h) // n)
@@ -832,6 +835,8 @@ def test_zero_pp_hosts():
     check(p.returncode != 0 and "ZEROC_RANKS_PER_HOST=3" in p.stderr and "divides" in p.stderr,
           f"3 ranks per host of 4: {p.stderr}")
 
+    if H_.sanitized:
+        return
     train_bin = os.path.join(TMP, "lic_train.bin")
     if not os.path.exists(train_bin):
         lic = sorted(os.path.join("/usr/share/common-licenses", f)
