@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "models/gpt2/hf_files.h"
 #include "models/gpt2/llmc_files.h"
 #include "zeroc/checkpoint.h"
 
@@ -94,7 +95,9 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
     arg_spec specs[] = {
         {"--out", ARG_STR, &out, NULL, "export: the file to write", NULL},
         {"--format", ARG_STR, &format, NULL,
-         "export: safetensors (default) or llmc (a GPT-2 checkpoint in llm.c's format)", NULL},
+         "export: safetensors (default), llmc (a GPT-2 checkpoint in llm.c's format) or hf (a "
+         "GPT-2 as Hugging Face transformers reads it: --out DIR gets model.safetensors and "
+         "config.json)", NULL},
         {"--dtype", ARG_STR, &dtype, NULL, "export to safetensors: fp32 (default) or bf16", NULL},
         {"--help", ARG_BOOL, &help, NULL, "print this help", NULL},
     };
@@ -104,7 +107,7 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
     zc_status st = ZC_OK;
     if (!strcmp(verb, "--help") || !strcmp(verb, "-h")) {
         args_usage("zeroc ckpt inspect DIR | verify DIR | export DIR --out FILE [--format "
-                   "safetensors|llmc] [--dtype fp32|bf16]",
+                   "safetensors|llmc|hf] [--dtype fp32|bf16]",
                    specs, nspecs);
         return 0;
     }
@@ -118,13 +121,13 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
         st = args_parse(specs, nspecs, argc, argv, 4, &err);
     if (!st && !strcmp(verb, "export") && !out)
         st = zc_err_set(&err, ZC_EINVAL, "zeroc ckpt export needs --out FILE");
-    if (!st && strcmp(format, "safetensors") && strcmp(format, "llmc"))
-        st = zc_err_set(&err, ZC_EINVAL, "--format: expected safetensors or llmc, got '%s'",
+    if (!st && strcmp(format, "safetensors") && strcmp(format, "llmc") && strcmp(format, "hf"))
+        st = zc_err_set(&err, ZC_EINVAL, "--format: expected safetensors, llmc or hf, got '%s'",
                         format);
     if (!st && strcmp(dtype, "fp32") && strcmp(dtype, "bf16"))
         st = zc_err_set(&err, ZC_EINVAL, "--dtype: expected fp32 or bf16, got '%s'", dtype);
-    if (!st && !strcmp(format, "llmc") && strcmp(dtype, "fp32"))
-        st = zc_err_set(&err, ZC_EINVAL, "--format llmc writes fp32 (version 3) only");
+    if (!st && strcmp(format, "safetensors") && strcmp(dtype, "fp32"))
+        st = zc_err_set(&err, ZC_EINVAL, "--format %s writes fp32 only", format);
     char dir[4096];
     if (!st)
         st = zc_ckpt_resolve(path, dir, sizeof dir, &err);
@@ -134,9 +137,9 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
             st = zc_ckpt_inspect(dir, &summary, &err);
         else if (!strcmp(verb, "verify"))
             st = zc_ckpt_verify(dir, &summary, &err);
-        else if (!strcmp(format, "llmc") ? !(st = export_llmc(dir, out, &err))
-                                         : !(st = zc_ckpt_export_safetensors(
-                                                 dir, out, !strcmp(dtype, "bf16"), &err)))
+        else if (!(st = !strcmp(format, "llmc") ? export_llmc(dir, out, &err)
+                        : !strcmp(format, "hf") ? hf_export_checkpoint(dir, out, &err)
+                        : zc_ckpt_export_safetensors(dir, out, !strcmp(dtype, "bf16"), &err)))
             printf("wrote %s from %s\n", out, dir);
         if (summary)
             printf("%s\n", summary);

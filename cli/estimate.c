@@ -17,7 +17,7 @@
 #include "cli/commands.h"
 #include "cli/units.h"
 #include "models/gpt2/gpt2.h"
-#include "models/gpt2/llmc_files.h"
+#include "models/gpt2/init_files.h"
 #include "models/mlp/mlp.h"
 #include "zeroc/checked.h"
 #include "zeroc/estimate.h"
@@ -79,7 +79,7 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     arg_spec specs[] = {
         {"--params", ARG_STR, &params, NULL, "parameter count: 1.5e9, 1.5B, 350M (one unit)", NULL},
         {"--model", ARG_STR, &model, NULL, "mlp or gpt2: use the model's real units", NULL},
-        {"--init", ARG_STR, &init, NULL, "gpt2: read the shape from an llm.c checkpoint", NULL},
+        {"--init", ARG_STR, &init, NULL, "gpt2: read the shape from an llm.c checkpoint or a Hugging Face GPT-2", NULL},
         {"--hidden", ARG_INT, &hidden, NULL, "mlp: hidden size (default 2048)", NULL},
         {"--layers", ARG_INT, &layers, NULL, "mlp: layers (default 12); gpt2: blocks (default 12)",
          NULL},
@@ -206,10 +206,7 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     }
     if (!st && is_gpt2) {
         if (init) {
-            llmc_header h;
-            if (!(st = llmc_ckpt_read_header(init, &h, &err)))
-                gc = (gpt2_config){h.max_seq_len, h.vocab_size, h.padded_vocab_size,
-                                      h.num_layers, h.num_heads, h.channels};
+            st = gpt2_init_shape(init, &gc, &err);
         } else {
             gc = (gpt2_config){seq_len, vocab,   gpt2_pad_vocab(vocab), layers ? layers : 12,
                                   heads,   channels};

@@ -1,7 +1,8 @@
-/* sample.c — `zeroc sample --init FILE`: loads an llm.c GPT-2 checkpoint on one rank (stage 0)
- * and generates text: temperature, top-k, seed, prompt, length. Byte-level models (vocabulary
- * 256) read and print text; BPE models read and print text with --vocab (GPT-2's tokenizer:
- * encoder.json + vocab.bpe, or llm.c's gpt2_tokenizer.bin for printing only), token ids without. */
+/* sample.c — `zeroc sample --init FILE`: loads a GPT-2 (an llm.c checkpoint or a Hugging Face
+ * GPT-2) on one rank (stage 0) and generates text: temperature, top-k, seed, prompt, length.
+ * Byte-level models (vocabulary 256) read and print text; BPE models read and print text with
+ * --vocab (GPT-2's tokenizer: encoder.json + vocab.bpe, or llm.c's gpt2_tokenizer.bin for
+ * printing only), token ids without. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +12,7 @@
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/bpe_encode.h"
 #include "models/gpt2/gpt2_sample.h"
-#include "models/gpt2/llmc_files.h"
+#include "models/gpt2/init_files.h"
 #include "zeroc/engine.h"
 
 int cmd_sample(zc_comm *comm, int argc, char **argv)
@@ -21,7 +22,7 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     double temperature = 1.0;
     int64_t seed = 42;
     arg_spec specs[] = {
-        {"--init", ARG_STR, &init, NULL, "llm.c GPT-2 checkpoint (required)", NULL},
+        {"--init", ARG_STR, &init, NULL, "llm.c GPT-2 checkpoint or Hugging Face GPT-2 directory (required)", NULL},
         {"--prompt", ARG_STR, &prompt, NULL,
          "text to continue (byte-level models, BPE with --vocab DIR) or comma-separated token ids "
          "(default: newline)",
@@ -45,16 +46,20 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     if (helped)
         return 0;
     if (!st && !init)
-        st = zc_err_set(&err, ZC_EINVAL, "zeroc sample needs --init FILE (an llm.c checkpoint)");
+        st = zc_err_set(&err, ZC_EINVAL, "zeroc sample needs --init FILE (an llm.c checkpoint or a Hugging Face GPT-2)");
     if (!st && (length < 1 || top_k < 0 || !(temperature > 0) || seed < 0))
         st = zc_err_set(&err, ZC_EINVAL, "--length must be >= 1, --top-k >= 0, --temperature > 0 "
                         "and --seed >= 0");
     if (!st && zc_comm_size(comm) != 1)
         st = zc_err_set(&err, ZC_EINVAL, "zeroc sample runs on one rank (got %d)",
                         zc_comm_size(comm));
-    llmc_header h;
+    gpt2_config h = {0};
+    if (!st && !gpt2_is_init_file(init))
+        st = zc_err_set(&err, ZC_EINVAL, "--init %s: expected an llm.c GPT-2 checkpoint or a "
+                        "Hugging Face GPT-2 (a directory with config.json and model.safetensors)",
+                        init);
     if (!st)
-        st = llmc_ckpt_read_header(init, &h, &err);
+        st = gpt2_init_shape(init, &h, &err);
     bpe_vocab vocab;
     bool have_vocab = false;
     if (!st && vocab_path && h.vocab_size == BYTE_VOCAB)
@@ -96,8 +101,7 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     zc_mem *mem = zc_mem_create();
     zc_engine *e = NULL;
     gpt2_model *m = NULL;
-    gpt2_config gc = {h.max_seq_len, h.vocab_size, h.padded_vocab_size, h.num_layers,
-                         h.num_heads, h.channels};
+    gpt2_config gc = h;
     int T = np + length < h.max_seq_len ? np + length : h.max_seq_len;
     int *out = malloc((size_t)length * sizeof(int));
     if (!out)
@@ -109,7 +113,7 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     if (!st)
         st = zc_engine_finalize(e, &err);
     if (!st)
-        st = gpt2_load_llmc(m, init, &err);
+        st = gpt2_load_init(m, init, &err);
     gpt2_sampling how = {.temperature = (float)temperature, .top_k = top_k,
                             .seed = (uint64_t)seed};
     if (!st)

@@ -149,11 +149,14 @@ static zc_status build(train_run *r, zc_err *err)
         return st;
     if (r->model.load)
         st = r->model.load(&r->model, err);
-    if (!st && o->init && zc_safetensors_is_path(o->init))
+    if (!st && o->init && !r->model.owns_init && zc_safetensors_is_path(o->init))
         st = zc_safetensors_load(r->e, o->init, err);
-    else if (!st && o->init && !r->model.load)
+    else if (!st && o->init && !r->model.owns_init)
         st = zc_err_set(err, ZC_EINVAL, "--init %s: the %s model starts from a .safetensors "
                         "file", o->init, o->model);
+    /* each rank read its own elements: a bad value found by one must stop them all */
+    if (o->init)
+        st = zc_comm_agree(r->comm, st, "loading --init", err);
     if (!st && o->resume)
         st = resume(r, err);
     r->shared_error = st == ZC_EINVAL;

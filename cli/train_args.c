@@ -10,7 +10,7 @@
 
 #include "cli/args.h"
 #include "cli/train_args.h"
-#include "zeroc/safetensors.h"
+#include "models/gpt2/init_files.h"
 
 /* Can the run write `path` when it ends? Probed now, so that a typo costs nothing: an existing
  * file must open for writing (it is not changed), a new one is created and removed again. */
@@ -95,8 +95,8 @@ static zc_status refuse_unused(int argc, char **argv, train_opts *o, zc_err *err
                           "--channels");
     if (args_given(argc, argv, 2, "--layers") && o->layers < 1)
         return zc_err_set(err, ZC_EINVAL, "--layers must be >= 1, got %d", o->layers);
-    bool llmc_init = gpt2 && o->init && !zc_safetensors_is_path(o->init);
-    if (gpt2 && !llmc_init && o->max_seq_len && o->seq_len > o->max_seq_len)
+    bool shape_from_init = gpt2 && o->init && gpt2_is_init_file(o->init);
+    if (gpt2 && !shape_from_init && o->max_seq_len && o->seq_len > o->max_seq_len)
         return zc_err_set(err, ZC_EINVAL, "--seq-len %d is longer than --max-seq-len %d",
                           o->seq_len, o->max_seq_len);
     if (!o->val_data && (args_given(argc, argv, 2, "--val-every") ||
@@ -218,7 +218,8 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
          "gpt2: position embeddings (default: --seq-len)", NULL},
         {"--vocab", ARG_INT, &o->vocab, NULL, "gpt2: vocabulary (default 256, byte-level)", NULL},
         {"--init", ARG_STR, &o->init, NULL,
-         "start from FILE.safetensors (any model), or an llm.c checkpoint (gpt2; sets the shape)",
+         "start from FILE.safetensors (any model), or (gpt2; sets the shape) an llm.c checkpoint "
+         "or a Hugging Face GPT-2 (a directory with config.json and model.safetensors)",
          NULL},
         {"--data", ARG_STR, &o->data, NULL, "gpt2: llm.c token file to train on", NULL},
         {"--shuffle", ARG_BOOL, &o->shuffle, NULL,

@@ -15,9 +15,9 @@
 #include "cli/train_model.h"
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/gpt2_sample.h"
+#include "models/gpt2/init_files.h"
 #include "models/gpt2/llmc_files.h"
 #include "zeroc/rng.h"
-#include "zeroc/safetensors.h"
 
 typedef struct {
     gpt2_model *gpt;
@@ -129,9 +129,8 @@ static zc_status gpt2_sample(train_model *m, int64_t step, zc_err *err)
 static zc_status gpt2_load(train_model *m, zc_err *err)
 {
     gpt2_state *st = m->state;
-    /* safetensors files are loaded by the trainer for every model */
-    return st->o.init && !zc_safetensors_is_path(st->o.init)
-               ? gpt2_load_llmc(st->gpt, st->o.init, err) : ZC_OK;
+    /* zeroc's safetensors files are loaded by the trainer for every model */
+    return m->owns_init ? gpt2_load_init(st->gpt, st->o.init, err) : ZC_OK;
 }
 
 static zc_status gpt2_save_final(train_model *m, const char *path, zc_err *err)
@@ -177,19 +176,17 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
 
     gpt2_config gc;
     zc_status rc = ZC_OK;
-    if (o->init && !zc_safetensors_is_path(o->init)) {
-        llmc_header h;
-        if ((rc = llmc_ckpt_read_header(o->init, &h, err)))
+    m->owns_init = o->init && gpt2_is_init_file(o->init);
+    if (m->owns_init) {
+        if ((rc = gpt2_init_shape(o->init, &gc, err)))
             goto fail;
-        gc = (gpt2_config){h.max_seq_len, h.vocab_size, h.padded_vocab_size, h.num_layers,
-                              h.num_heads, h.channels};
         /* shape flags beside the file must say what the file says (they cannot change it) */
         const struct { bool given; const char *flag; int want, file; } shape[] = {
-            {o->given.layers, "--layers", o->layers, h.num_layers},
-            {o->given.channels, "--channels", o->channels, h.channels},
-            {o->given.heads, "--heads", o->heads, h.num_heads},
-            {o->given.vocab, "--vocab", o->vocab, h.vocab_size},
-            {o->given.max_seq_len, "--max-seq-len", o->max_seq_len, h.max_seq_len}};
+            {o->given.layers, "--layers", o->layers, gc.num_layers},
+            {o->given.channels, "--channels", o->channels, gc.channels},
+            {o->given.heads, "--heads", o->heads, gc.num_heads},
+            {o->given.vocab, "--vocab", o->vocab, gc.vocab_size},
+            {o->given.max_seq_len, "--max-seq-len", o->max_seq_len, gc.max_seq_len}};
         for (size_t i = 0; i < sizeof shape / sizeof *shape; i++)
             if (shape[i].given && shape[i].want != shape[i].file) {
                 rc = zc_err_set(err, ZC_EINVAL, "%s %d: --init %s has %d (the shape comes from "

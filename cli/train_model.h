@@ -3,6 +3,7 @@
 #ifndef ZEROC_CLI_TRAIN_MODEL_H
 #define ZEROC_CLI_TRAIN_MODEL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "zeroc/config.h"
@@ -21,6 +22,8 @@ struct train_model {
     uint64_t data[5];
     /* After zc_engine_finalize: load initial weights (e.g. --init); may be NULL. */
     zc_status (*load)(train_model *m, zc_err *err);
+    bool owns_init; /* load reads --init itself (its own formats); else --init is zeroc's
+                     * .safetensors, which the trainer loads for any model */
     /* Forward + backward of micro-step k of optimizer step s on this rank; *loss = its mean. */
     zc_status (*micro_step)(train_model *m, int64_t s, int k, double *loss, zc_err *err);
     /* Collective, may be NULL: mean validation loss over all ranks. */

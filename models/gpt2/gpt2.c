@@ -337,6 +337,7 @@ void gpt2_destroy(gpt2_model *m)
 }
 
 const gpt2_config *gpt2_get_config(const gpt2_model *m) { return &m->cfg; }
+zc_engine *gpt2_engine(const gpt2_model *m) { return m->e; }
 const float *gpt2_logits(const gpt2_model *m) { return m->logits; }
 
 void gpt2_batch_shape(const gpt2_model *m, int *B, int *T)

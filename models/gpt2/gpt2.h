@@ -63,6 +63,7 @@ int gpt2_unit_numel(const gpt2_config *cfg, size_t *numel);
 size_t gpt2_activation_bytes(const gpt2_config *cfg, int B, int T,
                                 bool activation_checkpointing, zc_gemm_type compute);
 const gpt2_config *gpt2_get_config(const gpt2_model *m);
+zc_engine *gpt2_engine(const gpt2_model *m); /* the engine it was created on */
 /* The (B, T) every forward works on. */
 void gpt2_batch_shape(const gpt2_model *m, int *B, int *T);
 

@@ -1,0 +1,638 @@
+/* hf_files.c — GPT-2 weights in Hugging Face transformers' layout: config.json's shape, loading
+ * model.safetensors into the engine, and exporting a checkpoint to it (hf_files.h). */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "models/gpt2/hf_files.h"
+#include "zeroc/checkpoint.h"
+#include "zeroc/dtype.h"
+#include "zeroc/durable.h"
+
+enum { PATH_CAP = 4096, NAME_CAP = 160 };
+
+/* zeroc's block parameters and transformers' names; t: the matrix is stored [in, out] there */
+static const struct {
+    const char *zc, *hf;
+    bool t;
+} BLOCK[] = {{"ln1w", "ln_1.weight", false},       {"ln1b", "ln_1.bias", false},
+             {"qkvw", "attn.c_attn.weight", true},  {"qkvb", "attn.c_attn.bias", false},
+             {"attprojw", "attn.c_proj.weight", true}, {"attprojb", "attn.c_proj.bias", false},
+             {"ln2w", "ln_2.weight", false},       {"ln2b", "ln_2.bias", false},
+             {"fcw", "mlp.c_fc.weight", true},      {"fcb", "mlp.c_fc.bias", false},
+             {"fcprojw", "mlp.c_proj.weight", true}, {"fcprojb", "mlp.c_proj.bias", false}};
+static const struct {
+    const char *zc, *hf;
+} TOP[] = {{"wte", "wte.weight"}, {"wpe", "wpe.weight"}, {"lnfw", "ln_f.weight"},
+           {"lnfb", "ln_f.bias"}};
+
+/* The transformers name (without prefix) of zeroc's parameter `name`; false if it has none. */
+static bool hf_name(const char *name, char *out, size_t cap, bool *transposed)
+{
+    *transposed = false;
+    for (size_t i = 0; i < sizeof TOP / sizeof *TOP; i++)
+        if (!strcmp(name, TOP[i].zc)) {
+            snprintf(out, cap, "%s", TOP[i].hf);
+            return true;
+        }
+    int l;
+    char rest[ZC_MAX_NAME];
+    if (sscanf(name, "h.%d.%95s", &l, rest) == 2)
+        for (size_t k = 0; k < sizeof BLOCK / sizeof *BLOCK; k++)
+            if (!strcmp(rest, BLOCK[k].zc)) {
+                snprintf(out, cap, "h.%d.%s", l, BLOCK[k].hf);
+                *transposed = BLOCK[k].t;
+                return true;
+            }
+    return false;
+}
+
+/* The shape transformers stores zeroc's parameter in (V: the real vocabulary). */
+static void hf_shape(const zc_param_info *pi, bool transposed, int vocab, int64_t shape[2])
+{
+    shape[0] = pi->shape[0];
+    shape[1] = pi->ndim > 1 ? pi->shape[1] : 0;
+    if (!strcmp(pi->name, "wte"))
+        shape[0] = vocab;
+    if (transposed) {
+        shape[0] = pi->shape[1];
+        shape[1] = pi->shape[0];
+    }
+}
+
+/* ---------- the files ---------- */
+
+typedef struct {
+    char st[PATH_CAP], cfg[PATH_CAP];
+} hf_paths;
+
+static zc_status find_paths(const char *path, hf_paths *p, zc_err *err)
+{
+    struct stat sb;
+    if (stat(path, &sb))
+        return zc_err_set(err, ZC_EIO, "cannot open %s: %m", path);
+    int a, b;
+    if (S_ISDIR(sb.st_mode)) {
+        a = snprintf(p->st, sizeof p->st, "%s/model.safetensors", path);
+        b = snprintf(p->cfg, sizeof p->cfg, "%s/config.json", path);
+    } else {
+        const char *slash = strrchr(path, '/');
+        int dir = slash ? (int)(slash - path) : 1;
+        a = snprintf(p->st, sizeof p->st, "%s", path);
+        b = snprintf(p->cfg, sizeof p->cfg, "%.*s/config.json", dir, slash ? path : ".");
+    }
+    if (a < 0 || b < 0 || (size_t)a >= sizeof p->st || (size_t)b >= sizeof p->cfg)
+        return zc_err_set(err, ZC_EINVAL, "%s: path too long", path);
+    return ZC_OK;
+}
+
+typedef struct {
+    const char *path;
+    int fd;
+    cJSON *h;
+    uint64_t data0, size;
+    const char *prefix; /* "transformer." or "" */
+} st_file;
+
+static void st_close(st_file *f)
+{
+    cJSON_Delete(f->h);
+    if (f->fd >= 0)
+        close(f->fd);
+    f->h = NULL;
+    f->fd = -1;
+}
+
+static zc_status st_open(st_file *f, const char *path, zc_err *err)
+{
+    *f = (st_file){.path = path, .fd = open(path, O_RDONLY | O_CLOEXEC), .prefix = ""};
+    if (f->fd < 0)
+        return zc_err_set(err, ZC_EIO, "cannot open %s: %m", path);
+    struct stat sb;
+    unsigned char le[8];
+    uint64_t hlen = 0;
+    zc_status st = ZC_OK;
+    if (fstat(f->fd, &sb) || pread(f->fd, le, 8, 0) != 8)
+        st = zc_err_set(err, ZC_EINVAL, "%s: too short for a safetensors file", path);
+    for (int i = 0; i < 8; i++)
+        hlen |= (uint64_t)le[i] << (8 * i);
+    f->size = (uint64_t)sb.st_size;
+    if (!st && (hlen < 2 || hlen > (100u << 20) || 8 + hlen > f->size))
+        st = zc_err_set(err, ZC_EINVAL, "%s: header length %llu does not fit the file (not a "
+                        "safetensors file, or truncated)", path, (unsigned long long)hlen);
+    char *text = st ? NULL : malloc(hlen + 1);
+    if (!st && !text)
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", path);
+    if (!st && pread(f->fd, text, hlen, 8) != (ssize_t)hlen)
+        st = zc_err_set(err, ZC_EIO, "%s: cannot read the header: %m", path);
+    if (!st) {
+        text[hlen] = 0;
+        f->h = cJSON_Parse(text);
+        if (!cJSON_IsObject(f->h))
+            st = zc_err_set(err, ZC_EINVAL, "%s: the header is not a JSON object", path);
+    }
+    free(text);
+    f->data0 = 8 + hlen;
+    if (!st && cJSON_GetObjectItemCaseSensitive(f->h, "transformer.wte.weight"))
+        f->prefix = "transformer.";
+    if (st)
+        st_close(f);
+    return st;
+}
+
+typedef struct {
+    zc_dtype dt;
+    int ndim;
+    int64_t shape[2];
+    uint64_t off; /* from data0 */
+} st_tensor;
+
+static bool json_u64(const cJSON *v, uint64_t *out)
+{
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9007199254740992.0 ||
+        v->valuedouble != floor(v->valuedouble))
+        return false;
+    *out = (uint64_t)v->valuedouble;
+    return true;
+}
+
+/* Tensor `name` (prefixed as the file is); its dtype, shape and bytes checked against the file. */
+static zc_status st_tensor_get(const st_file *f, const char *name, st_tensor *t, zc_err *err)
+{
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(f->h, name);
+    if (!o)
+        return zc_err_set(err, ZC_EINVAL, "%s: no tensor '%s' (a GPT-2 in transformers' layout "
+                          "has it)", f->path, name);
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(o, "dtype");
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(o, "shape");
+    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(o, "data_offsets");
+    const char *d = cJSON_IsString(dt) ? dt->valuestring : "?";
+    t->dt = !strcmp(d, "F32") ? ZC_FP32 : !strcmp(d, "BF16") ? ZC_BF16 : !strcmp(d, "F16")
+                                                                            ? ZC_FP16 : ZC_NDTYPES;
+    if (t->dt == ZC_NDTYPES)
+        return zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' is %s, expected F32, BF16 or F16",
+                          f->path, name, d);
+    t->ndim = cJSON_IsArray(shape) ? cJSON_GetArraySize(shape) : -1;
+    uint64_t numel = 1, dim = 0, b, e;
+    bool ok = t->ndim >= 1 && t->ndim <= 2;
+    for (int k = 0; ok && k < t->ndim; k++) {
+        ok = json_u64(cJSON_GetArrayItem(shape, k), &dim) && dim <= INT32_MAX;
+        t->shape[k] = (int64_t)dim;
+        numel *= ok ? dim : 1;
+    }
+    if (!ok)
+        return zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' has no valid shape of 1 or 2 "
+                          "dimensions", f->path, name);
+    if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 ||
+        !json_u64(cJSON_GetArrayItem(offs, 0), &b) || !json_u64(cJSON_GetArrayItem(offs, 1), &e) ||
+        e < b || e - b != numel * (uint64_t)zc_dtype_size(t->dt) || f->data0 + e > f->size)
+        return zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' has data_offsets that do not fit its "
+                          "shape or the file (truncated?)", f->path, name);
+    t->off = b;
+    return ZC_OK;
+}
+
+/* Elements [first, first + n) of t as fp32 into dst. */
+static zc_status st_read(const st_file *f, const char *name, const st_tensor *t, size_t first,
+                         size_t n, float *dst, zc_err *err)
+{
+    const size_t es = (size_t)zc_dtype_size(t->dt);
+    char *p = (char *)dst;
+    size_t bytes = n * es, got = 0;
+    off_t at = (off_t)(f->data0 + t->off + first * es);
+    while (got < bytes) {
+        ssize_t r = pread(f->fd, p + got, bytes - got, at + (off_t)got);
+        if (r <= 0)
+            return zc_err_set(err, ZC_EIO, "%s: cannot read tensor '%s': %s", f->path, name,
+                              r < 0 ? strerror(errno) : "unexpected end of file");
+        got += (size_t)r;
+    }
+    if (es == 2) /* widen in place, from the end */
+        for (size_t i = n; i-- > 0;) {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            uint32_t u = (uint32_t)h << 16;
+            float x;
+            memcpy(&x, &u, 4);
+            dst[i] = t->dt == ZC_BF16 ? x : zc_f16_to_f32_ref(h);
+        }
+    return ZC_OK;
+}
+
+bool hf_is_checkpoint(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb))
+        return false;
+    if (S_ISDIR(sb.st_mode))
+        return true;
+    size_t n = strlen(path);
+    if (n < 12 || strcmp(path + n - 12, ".safetensors"))
+        return false;
+    st_file f;
+    zc_err ignored;
+    if (st_open(&f, path, &ignored))
+        return false;
+    bool hf = cJSON_GetObjectItemCaseSensitive(f.h, "wte.weight") ||
+              cJSON_GetObjectItemCaseSensitive(f.h, "transformer.wte.weight");
+    st_close(&f);
+    return hf;
+}
+
+/* ---------- config.json ---------- */
+
+static zc_status read_json(const char *path, cJSON **out, zc_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return zc_err_set(err, ZC_EIO, "cannot open %s: %m (a Hugging Face GPT-2 needs its "
+                          "config.json beside model.safetensors)", path);
+    char *text = malloc((1 << 20) + 1);
+    size_t n = text ? fread(text, 1, 1 << 20, f) : 0;
+    bool more = text && fgetc(f) != EOF;
+    fclose(f);
+    if (!text)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", path);
+    text[n] = 0;
+    *out = more ? NULL : cJSON_Parse(text);
+    free(text);
+    if (!cJSON_IsObject(*out)) {
+        cJSON_Delete(*out);
+        return zc_err_set(err, ZC_EINVAL, "%s: not a JSON object%s", path,
+                          more ? " of at most 1 MiB" : "");
+    }
+    return ZC_OK;
+}
+
+static zc_status config_int(const cJSON *c, const char *path, const char *key, const char *alt,
+                            int *out, zc_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, key);
+    if (!v && alt)
+        v = cJSON_GetObjectItemCaseSensitive(c, alt);
+    uint64_t u;
+    if (!json_u64(v, &u) || u < 1 || u > INT_MAX)
+        return zc_err_set(err, ZC_EINVAL, "%s: %s must be an integer from 1 to %d%s", path, key,
+                          INT_MAX, v ? "" : " (missing)");
+    *out = (int)u;
+    return ZC_OK;
+}
+
+/* Keys that would describe another model than zeroc's GPT-2: the value each must have. */
+static zc_status config_same_model(const cJSON *c, const char *path, int C, zc_err *err)
+{
+    const cJSON *v;
+    if ((v = cJSON_GetObjectItemCaseSensitive(c, "model_type")) &&
+        !(cJSON_IsString(v) && !strcmp(v->valuestring, "gpt2")))
+        return zc_err_set(err, ZC_EINVAL, "%s: model_type must be \"gpt2\"", path);
+    if ((v = cJSON_GetObjectItemCaseSensitive(c, "activation_function")) &&
+        !(cJSON_IsString(v) && (!strcmp(v->valuestring, "gelu_new") ||
+                                !strcmp(v->valuestring, "gelu_pytorch_tanh"))))
+        return zc_err_set(err, ZC_EINVAL, "%s: activation_function %s%s%s: zeroc's GPT-2 uses "
+                          "GPT-2's tanh GELU (gelu_new)", path, cJSON_IsString(v) ? "\"" : "",
+                          cJSON_IsString(v) ? v->valuestring : "(not a string)",
+                          cJSON_IsString(v) ? "\"" : "");
+    if ((v = cJSON_GetObjectItemCaseSensitive(c, "layer_norm_epsilon")) &&
+        !(cJSON_IsNumber(v) && fabs(v->valuedouble - 1e-5) <= 1e-12))
+        return zc_err_set(err, ZC_EINVAL, "%s: layer_norm_epsilon must be 1e-05 (zeroc's "
+                          "LayerNorm)", path);
+    if ((v = cJSON_GetObjectItemCaseSensitive(c, "n_inner")) && !cJSON_IsNull(v) &&
+        !(cJSON_IsNumber(v) && v->valuedouble == 4.0 * C))
+        return zc_err_set(err, ZC_EINVAL, "%s: n_inner must be null or 4 × n_embd = %d (zeroc's "
+                          "MLP)", path, 4 * C);
+    static const struct {
+        const char *key;
+        bool want;
+    } flags[] = {{"tie_word_embeddings", true},
+                 {"scale_attn_weights", true},
+                 {"scale_attn_by_inverse_layer_idx", false},
+                 {"add_cross_attention", false}};
+    for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
+        if ((v = cJSON_GetObjectItemCaseSensitive(c, flags[i].key)) &&
+            !(cJSON_IsBool(v) && cJSON_IsTrue(v) == flags[i].want))
+            return zc_err_set(err, ZC_EINVAL, "%s: %s must be %s for zeroc's GPT-2", path,
+                              flags[i].key, flags[i].want ? "true" : "false");
+    return ZC_OK;
+}
+
+zc_status hf_read_config(const char *path, gpt2_config *cfg, zc_err *err)
+{
+    hf_paths p;
+    cJSON *c = NULL;
+    zc_status st = find_paths(path, &p, err);
+    if (!st)
+        st = read_json(p.cfg, &c, err);
+    int L = 0, H = 0, C = 0, T = 0, V = 0;
+    if (!st)
+        st = config_int(c, p.cfg, "n_layer", NULL, &L, err);
+    if (!st)
+        st = config_int(c, p.cfg, "n_head", NULL, &H, err);
+    if (!st)
+        st = config_int(c, p.cfg, "n_embd", NULL, &C, err);
+    if (!st)
+        st = config_int(c, p.cfg, "n_positions", "n_ctx", &T, err);
+    if (!st)
+        st = config_int(c, p.cfg, "vocab_size", NULL, &V, err);
+    if (!st)
+        st = config_same_model(c, p.cfg, C, err);
+    cJSON_Delete(c);
+    if (!st)
+        *cfg = (gpt2_config){.max_seq_len = T, .vocab_size = V,
+                             .padded_vocab_size = gpt2_pad_vocab(V), .num_layers = L,
+                             .num_heads = H, .channels = C};
+    return st;
+}
+
+/* ---------- loading ---------- */
+
+/* Every tensor of the file must be one the model reads, lm_head.weight or a mask buffer. */
+static zc_status check_names(const st_file *f, zc_engine *e, zc_err *err)
+{
+    const size_t pl = strlen(f->prefix);
+    for (const cJSON *t = f->h->child; t; t = t->next) {
+        const char *name = t->string;
+        if (!strcmp(name, "__metadata__") || !strcmp(name, "lm_head.weight"))
+            continue;
+        bool known = !strncmp(name, f->prefix, pl);
+        const char *bare = name + (known ? pl : 0);
+        size_t n = strlen(bare);
+        if (known && !strncmp(bare, "h.", 2) &&
+            ((n > 10 && !strcmp(bare + n - 10, ".attn.bias")) ||
+             (n > 17 && !strcmp(bare + n - 17, ".attn.masked_bias"))))
+            continue;
+        bool found = false, tr;
+        char hf[NAME_CAP];
+        for (int p = 0; known && !found && p < zc_engine_num_params(e); p++)
+            found = hf_name(zc_engine_param_info(e, p)->name, hf, sizeof hf, &tr) &&
+                    !strcmp(hf, bare);
+        if (!found)
+            return zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' is not part of this GPT-2 (%d "
+                              "blocks; transformers' GPT2LMHeadModel names)", f->path, name,
+                              (zc_engine_num_params(e) - 4) / 12);
+    }
+    return ZC_OK;
+}
+
+/* lm_head.weight, if the file has it, must be the token embedding (GPT-2 ties them). */
+static zc_status check_tied(const st_file *f, zc_err *err)
+{
+    if (!cJSON_GetObjectItemCaseSensitive(f->h, "lm_head.weight"))
+        return ZC_OK;
+    char wte[NAME_CAP];
+    snprintf(wte, sizeof wte, "%swte.weight", f->prefix);
+    st_tensor a, b;
+    zc_status st = st_tensor_get(f, "lm_head.weight", &a, err);
+    if (!st)
+        st = st_tensor_get(f, wte, &b, err);
+    if (!st && (a.ndim != b.ndim || a.shape[0] != b.shape[0] || a.shape[1] != b.shape[1]))
+        return zc_err_set(err, ZC_EINVAL, "%s: lm_head.weight's shape differs from %s's: "
+                          "zeroc's GPT-2 ties them", f->path, wte);
+    enum { CHUNK = 1 << 18 };
+    size_t n = st ? 0 : (size_t)a.shape[0] * (size_t)a.shape[1];
+    float *x = st ? NULL : malloc(2 * CHUNK * sizeof(float));
+    if (!st && !x)
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", f->path);
+    for (size_t at = 0; !st && at < n; at += CHUNK) {
+        size_t k = n - at < CHUNK ? n - at : CHUNK;
+        if (!(st = st_read(f, "lm_head.weight", &a, at, k, x, err)) &&
+            !(st = st_read(f, wte, &b, at, k, x + CHUNK, err)) &&
+            memcmp(x, x + CHUNK, k * sizeof(float)))
+            st = zc_err_set(err, ZC_EINVAL, "%s: lm_head.weight differs from %s: zeroc's GPT-2 "
+                            "ties the output layer to the token embedding", f->path, wte);
+    }
+    free(x);
+    return st;
+}
+
+/* Parameter p's elements this rank holds, from its transformers tensor. */
+static zc_status load_param(const st_file *f, zc_engine *e, int p, int vocab, zc_err *err)
+{
+    const zc_param_info *pi = zc_engine_param_info(e, p);
+    char bare[NAME_CAP], name[NAME_CAP + 16];
+    bool tr;
+    if (!hf_name(pi->name, bare, sizeof bare, &tr))
+        return zc_err_set(err, ZC_EINVAL, "parameter '%s' is not a GPT-2's", pi->name);
+    snprintf(name, sizeof name, "%s%s", f->prefix, bare);
+    st_tensor t;
+    int64_t want[2];
+    hf_shape(pi, tr, vocab, want);
+    zc_status st = st_tensor_get(f, name, &t, err);
+    if (!st && (t.ndim != pi->ndim || t.shape[0] != want[0] || (pi->ndim > 1 && t.shape[1] != want[1])))
+        return zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' has shape [%lld%s%lld], expected "
+                          "[%lld%s%lld] (from config.json)", f->path, name,
+                          (long long)t.shape[0], t.ndim > 1 ? ", " : "",
+                          t.ndim > 1 ? (long long)t.shape[1] : 0LL, (long long)want[0],
+                          pi->ndim > 1 ? ", " : "", pi->ndim > 1 ? (long long)want[1] : 0LL);
+    if (st)
+        return st;
+    size_t first, n;
+    zc_engine_param_owned(e, p, &first, &n);
+    if (n == 0)
+        return ZC_OK;
+    const size_t real = (size_t)want[0] * (size_t)(pi->ndim > 1 ? want[1] : 1); /* wte: V rows */
+    float *buf = malloc(n * sizeof(float) + 1);
+    float *whole = tr ? malloc(pi->numel * sizeof(float)) : NULL;
+    if (!buf || (tr && !whole))
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", f->path);
+    if (!st && tr) { /* [in, out] there, [out, in] here */
+        const size_t out = (size_t)pi->shape[0], in = (size_t)pi->shape[1];
+        if (!(st = st_read(f, name, &t, 0, pi->numel, whole, err)))
+            for (size_t k = 0; k < n; k++) {
+                size_t idx = first + k, o = idx / in, i = idx % in;
+                buf[k] = whole[i * out + o];
+            }
+    } else if (!st) {
+        size_t have = first >= real ? 0 : real - first < n ? real - first : n;
+        st = have ? st_read(f, name, &t, first, have, buf, err) : ZC_OK;
+        memset(buf + have, 0, (n - have) * sizeof(float)); /* wte's padded rows */
+    }
+    for (size_t k = 0; !st && k < n; k++) /* a NaN would train on, unseen */
+        if (!isfinite(buf[k]))
+            st = zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' holds %g: initial weights must be "
+                            "finite", f->path, name, (double)buf[k]);
+    if (!st)
+        st = zc_engine_set_param_values(e, p, first, n, buf, err);
+    free(whole);
+    free(buf);
+    return st;
+}
+
+zc_status hf_load(zc_engine *e, const char *path, const gpt2_config *cfg, zc_err *err)
+{
+    hf_paths p;
+    st_file f;
+    zc_status st = find_paths(path, &p, err);
+    if (st || (st = st_open(&f, p.st, err)))
+        return st;
+    if (!(st = check_names(&f, e, err)))
+        st = check_tied(&f, err);
+    for (int q = 0; !st && q < zc_engine_num_params(e); q++)
+        st = load_param(&f, e, q, cfg->vocab_size, err);
+    st_close(&f);
+    return st;
+}
+
+/* ---------- export ---------- */
+
+static zc_status write_config(const char *path, const int64_t v[6], zc_err *err)
+{
+    cJSON *c = cJSON_CreateObject();
+    cJSON *arch = cJSON_AddArrayToObject(c, "architectures");
+    cJSON_AddItemToArray(arch, cJSON_CreateString("GPT2LMHeadModel"));
+    cJSON_AddStringToObject(c, "model_type", "gpt2");
+    cJSON_AddStringToObject(c, "activation_function", "gelu_new");
+    cJSON_AddNumberToObject(c, "n_layer", (double)v[3]);
+    cJSON_AddNumberToObject(c, "n_head", (double)v[4]);
+    cJSON_AddNumberToObject(c, "n_embd", (double)v[5]);
+    cJSON_AddNumberToObject(c, "n_positions", (double)v[0]);
+    cJSON_AddNumberToObject(c, "n_ctx", (double)v[0]);
+    cJSON_AddNumberToObject(c, "vocab_size", (double)v[1]);
+    cJSON_AddNumberToObject(c, "layer_norm_epsilon", 1e-5);
+    cJSON_AddTrueToObject(c, "tie_word_embeddings");
+    cJSON_AddStringToObject(c, "torch_dtype", "float32");
+    char *text = cJSON_Print(c);
+    cJSON_Delete(c);
+    if (!text)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory writing %s", path);
+    zc_status st = zc_durable_write_file(path, text, strlen(text), err);
+    free(text);
+    return st;
+}
+
+/* The safetensors header: every parameter under its transformers name, in the checkpoint's
+ * order, F32; padded with spaces to a multiple of 8. */
+static char *export_header(zc_ckpt_reader *r, int vocab, uint64_t *hlen, zc_err *err)
+{
+    cJSON *h = cJSON_CreateObject();
+    uint64_t off = 0;
+    for (int p = 0; h && p < zc_ckpt_reader_num_params(r); p++) {
+        const zc_param_info *pi = zc_ckpt_reader_param(r, p);
+        char name[NAME_CAP];
+        bool tr;
+        int64_t shape[2];
+        if (!hf_name(pi->name, name, sizeof name, &tr)) {
+            cJSON_Delete(h);
+            zc_err_set(err, ZC_EINVAL, "parameter '%s' is not part of a GPT-2", pi->name);
+            return NULL;
+        }
+        hf_shape(pi, tr, vocab, shape);
+        uint64_t bytes = 4 * (uint64_t)shape[0] * (uint64_t)(pi->ndim > 1 ? shape[1] : 1);
+        cJSON *t = cJSON_AddObjectToObject(h, name);
+        cJSON_AddStringToObject(t, "dtype", "F32");
+        cJSON *s = cJSON_AddArrayToObject(t, "shape");
+        for (int d = 0; d < pi->ndim; d++)
+            cJSON_AddItemToArray(s, cJSON_CreateNumber((double)shape[d]));
+        cJSON *o = cJSON_AddArrayToObject(t, "data_offsets");
+        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)off));
+        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)(off + bytes)));
+        off += bytes;
+    }
+    cJSON *meta = cJSON_AddObjectToObject(h, "__metadata__");
+    cJSON_AddStringToObject(meta, "format", "pt");
+    char *text = cJSON_PrintUnformatted(h);
+    cJSON_Delete(h);
+    size_t n = text ? strlen(text) : 0, padded = (n + 7) / 8 * 8;
+    char *out = text ? realloc(text, padded + 1) : NULL;
+    if (!out) {
+        free(text);
+        zc_err_set(err, ZC_ENOMEM, "out of memory writing the header");
+        return NULL;
+    }
+    memset(out + n, ' ', padded - n);
+    out[padded] = 0;
+    *hlen = padded;
+    return out;
+}
+
+/* Parameter p as transformers stores it, appended to f. */
+static zc_status export_param(zc_ckpt_reader *r, int p, int vocab, zc_durable *f, float *buf,
+                              size_t cap, zc_err *err)
+{
+    const zc_param_info *pi = zc_ckpt_reader_param(r, p);
+    char name[NAME_CAP];
+    bool tr;
+    int64_t shape[2];
+    hf_name(pi->name, name, sizeof name, &tr);
+    hf_shape(pi, tr, vocab, shape);
+    const size_t n = (size_t)shape[0] * (size_t)(pi->ndim > 1 ? shape[1] : 1);
+    zc_status st = ZC_OK;
+    if (!tr) {
+        for (size_t at = 0; !st && at < n; at += cap) {
+            size_t k = n - at < cap ? n - at : cap;
+            if (!(st = zc_ckpt_reader_read(r, p, at, k, buf, err)))
+                st = zc_durable_write(f, buf, k * sizeof(float), err);
+        }
+        return st;
+    }
+    float *whole = malloc(2 * n * sizeof(float)); /* [out, in], then [in, out] */
+    if (!whole)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory exporting '%s'", pi->name);
+    const size_t out = (size_t)pi->shape[0], in = (size_t)pi->shape[1];
+    if (!(st = zc_ckpt_reader_read(r, p, 0, n, whole, err))) {
+        for (size_t o = 0; o < out; o++)
+            for (size_t i = 0; i < in; i++)
+                whole[n + i * out + o] = whole[o * in + i];
+        st = zc_durable_write(f, whole + n, n * sizeof(float), err);
+    }
+    free(whole);
+    return st;
+}
+
+zc_status hf_export_checkpoint(const char *ckdir, const char *outdir, zc_err *err)
+{
+    zc_ckpt_reader *r;
+    zc_status st = zc_ckpt_reader_open(ckdir, &r, err);
+    if (st)
+        return st;
+    int64_t v[6];
+    static const char *const keys[6] = {"max_seq_len", "vocab_size", "padded_vocab_size",
+                                        "num_layers", "num_heads", "channels"};
+    for (int i = 0; i < 6 && !st; i++)
+        if (zc_ckpt_reader_client_int(r, keys[i], &v[i]) || v[i] < 1 || v[i] > INT_MAX)
+            st = zc_err_set(err, ZC_EINVAL, "%s: not a GPT-2 checkpoint of zeroc train (the "
+                            "manifest's client has no %s from 1 to %d)", ckdir, keys[i],
+                            INT_MAX);
+    if (!st && mkdir(outdir, 0755) && errno != EEXIST)
+        st = zc_err_set(err, ZC_EIO, "cannot create %s: %m", outdir);
+    char path[PATH_CAP];
+    if (!st && (size_t)snprintf(path, sizeof path, "%s/model.safetensors", outdir) >= sizeof path)
+        st = zc_err_set(err, ZC_EINVAL, "%s: path too long", outdir);
+    uint64_t hlen = 0;
+    char *header = st ? NULL : export_header(r, (int)v[1], &hlen, err);
+    if (!st && !header)
+        st = err->code;
+    zc_durable *f = NULL;
+    if (!st)
+        st = zc_durable_open(&f, path, err);
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++)
+        le[i] = (unsigned char)(hlen >> (8 * i));
+    if (!st && !(st = zc_durable_write(f, le, 8, err)))
+        st = zc_durable_write(f, header, hlen, err);
+    enum { CAP = 1 << 20 };
+    float *buf = st ? NULL : malloc(CAP * sizeof(float));
+    if (!st && !buf)
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory exporting %s", ckdir);
+    for (int p = 0; !st && p < zc_ckpt_reader_num_params(r); p++)
+        st = export_param(r, p, (int)v[1], f, buf, CAP, err);
+    if (f) {
+        if (st)
+            zc_durable_abort(f);
+        else
+            st = zc_durable_commit(f, err);
+    }
+    if (!st && (size_t)snprintf(path, sizeof path, "%s/config.json", outdir) < sizeof path)
+        st = write_config(path, v, err);
+    free(buf);
+    free(header);
+    zc_ckpt_reader_close(r);
+    return st;
+}

@@ -1,0 +1,19 @@
+/* init_files.h — the weight files a GPT-2 can start from, whichever format: an llm.c checkpoint
+ * (models/gpt2/llmc_files.h) or a Hugging Face GPT-2 (models/gpt2/hf_files.h). zeroc's own
+ * .safetensors files (any model) are not these: the library loads them (zeroc/safetensors.h). */
+#ifndef ZEROC_MODELS_GPT2_INIT_FILES_H
+#define ZEROC_MODELS_GPT2_INIT_FILES_H
+
+#include <stdbool.h>
+
+#include "models/gpt2/gpt2.h"
+
+/* Whether path is a GPT-2 file of these formats (an llm.c checkpoint: anything that is not a
+ * .safetensors file; a Hugging Face GPT-2: hf_is_checkpoint). */
+bool gpt2_is_init_file(const char *path);
+/* The shape the file holds (an llm.c header, or config.json). */
+zc_status gpt2_init_shape(const char *path, gpt2_config *cfg, zc_err *err);
+/* After zc_engine_finalize: the weights from the file (each rank what it holds). */
+zc_status gpt2_load_init(gpt2_model *m, const char *path, zc_err *err);
+
+#endif

@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+"""test_hf.py — Hugging Face GPT-2 weights: `zeroc train|sample|estimate --init` reading
+transformers' layout (model.safetensors + config.json) and `zeroc ckpt export --format hf`
+writing it (python3 stdlib only; prints "N passed, N failed").
+
+Usage: test_hf.py ZEROC_BINARY MPIRUN_SH [test-name ...]
+
+The files are made here from tests/fixtures/gpt2_tiny.bin — the llm.c checkpoint whose logits,
+loss and gradients tests/test_gpt2_reference.c holds to the from-scratch PyTorch GPT-2 that
+wrote it (tests/gpt2_reference.py) — by laying its tensors out as transformers does: Conv1D
+weights [in, out] (llm.c's transposed), the vocabulary unpadded, optional "transformer." prefix,
+lm_head and mask buffers. A model loaded from them must hold exactly the llm.c file's weights
+(its padded embedding rows zeroed, as HF files have none), so it computes PyTorch's logits."""
+import json
+import os
+import struct
+import sys
+from array import array
+
+from harness import Harness
+
+H_ = Harness(sys.argv[1], sys.argv[2])
+check = H_.check
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "gpt2_tiny.bin")
+BLOCK = [("ln1w", "ln_1.weight", False), ("ln1b", "ln_1.bias", False),
+         ("qkvw", "attn.c_attn.weight", True), ("qkvb", "attn.c_attn.bias", False),
+         ("attprojw", "attn.c_proj.weight", True), ("attprojb", "attn.c_proj.bias", False),
+         ("ln2w", "ln_2.weight", False), ("ln2b", "ln_2.bias", False),
+         ("fcw", "mlp.c_fc.weight", True), ("fcb", "mlp.c_fc.bias", False),
+         ("fcprojw", "mlp.c_proj.weight", True), ("fcprojb", "mlp.c_proj.bias", False)]
+
+
+def read_llmc(path):
+    """(header ints, {llm.c tensor name: (shape, array of floats)}) with per-layer slabs split."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    h = struct.unpack("<256i", raw[:1024])
+    T, V, L, NH, C, Vp = h[2], h[3], h[4], h[5], h[6], h[7]
+    sizes = [("wte", (Vp, C)), ("wpe", (T, C))]
+    per_layer = {"ln1w": (C,), "ln1b": (C,), "qkvw": (3 * C, C), "qkvb": (3 * C,),
+                 "attprojw": (C, C), "attprojb": (C,), "ln2w": (C,), "ln2b": (C,),
+                 "fcw": (4 * C, C), "fcb": (4 * C,), "fcprojw": (C, 4 * C), "fcprojb": (C,)}
+    out, at = {}, 1024
+    vals = array("f")
+    vals.frombytes(raw[1024:])
+    at = 0
+    for name, shape in sizes:
+        n = shape[0] * shape[1]
+        out[name] = (shape, vals[at:at + n])
+        at += n
+    for name, shape in per_layer.items():
+        n = 1
+        for d in shape:
+            n *= d
+        for l in range(L):
+            out[f"h.{l}.{name}"] = (shape, vals[at + l * n:at + (l + 1) * n])
+        at += L * n
+    for name in ("lnfw", "lnfb"):
+        out[name] = ((C,), vals[at:at + C])
+        at += C
+    return dict(T=T, V=V, L=L, NH=NH, C=C, Vp=Vp), out
+
+
+def zc_order(hdr):
+    """zeroc's parameter order (as it registers them): wte, wpe, each block, ln_f."""
+    names = ["wte", "wpe"]
+    for l in range(hdr["L"]):
+        names += [f"h.{l}.{z}" for z, _, _ in BLOCK]
+    return names + ["lnfw", "lnfb"]
+
+
+def hf_tensors(hdr, llmc):
+    """[(transformers name, shape, floats)] in zeroc's order."""
+    out = []
+    top = {"wte": "wte.weight", "wpe": "wpe.weight", "lnfw": "ln_f.weight",
+           "lnfb": "ln_f.bias"}
+    for name in zc_order(hdr):
+        shape, v = llmc[name]
+        if name in top:
+            if name == "wte":
+                shape, v = (hdr["V"], hdr["C"]), v[:hdr["V"] * hdr["C"]]
+            out.append((top[name], shape, v))
+            continue
+        l, z = name.split(".")[1], name.split(".")[2]
+        hf, transposed = [(b, t) for zz, b, t in BLOCK if zz == z][0]
+        if transposed:  # [out, in] -> [in, out]
+            o, i = shape
+            v = array("f", (v[r * i + c] for c in range(i) for r in range(o)))
+            shape = (i, o)
+        out.append((f"h.{l}.{hf}", shape, v))
+    return out
+
+
+def to_bytes(v, dtype):
+    if dtype == "F32":
+        return v.tobytes()
+    if dtype == "F16":
+        return struct.pack(f"<{len(v)}e", *v)
+    out = bytearray()  # BF16, rounded to nearest even
+    for u in array("I", v.tobytes()):
+        out += struct.pack("<H", ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF)
+    return bytes(out)
+
+
+def from_bytes(b, dtype):
+    if dtype == "F32":
+        a = array("f")
+        a.frombytes(b)
+        return a
+    if dtype == "F16":
+        return array("f", struct.unpack(f"<{len(b) // 2}e", b))
+    return array("f", array("I", (x << 16 for x in array("H", b))).tobytes())
+
+
+def write_safetensors(path, tensors, dtype="F32", dtypes=None):
+    """tensors: [(name, shape, floats or raw bytes)] — the header as zeroc writes it (compact
+    JSON, tensor order, metadata last, spaces to a multiple of 8)."""
+    header, blobs, off = {}, [], 0
+    for name, shape, v in tensors:
+        dt = (dtypes or {}).get(name, dtype)
+        b = v if isinstance(v, bytes) else to_bytes(v, dt)
+        header[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    header["__metadata__"] = {"format": "pt"}
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def config_json(hdr, **over):
+    c = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
+         "activation_function": "gelu_new", "n_layer": hdr["L"], "n_head": hdr["NH"],
+         "n_embd": hdr["C"], "n_positions": hdr["T"], "n_ctx": hdr["T"],
+         "vocab_size": hdr["V"], "layer_norm_epsilon": 1e-05, "tie_word_embeddings": True,
+         "resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1}
+    c.update(over)
+    return {k: v for k, v in c.items() if v is not None}
+
+
+def make_hf(name, prefix="", dtype="F32", lm_head=False, buffers=False, edit=None,
+            config=None):
+    """A transformers-style directory from the fixture; edit(list of tensors) may change it."""
+    hdr, llmc = read_llmc(FIXTURE)
+    d = H_.path(name)
+    os.makedirs(d, exist_ok=True)
+    tensors = [(prefix + n, s, v) for n, s, v in hf_tensors(hdr, llmc)]
+    if lm_head:
+        tensors.append(("lm_head.weight", (hdr["V"], hdr["C"]),
+                        [v for n, _, v in tensors if n.endswith("wte.weight")][0]))
+    if buffers:
+        T = hdr["T"]
+        mask = array("f", (1.0 if c <= r else 0.0 for r in range(T) for c in range(T)))
+        for l in range(hdr["L"]):
+            tensors.append((f"{prefix}h.{l}.attn.bias", (T, T), mask))
+            tensors.append((f"{prefix}h.{l}.attn.masked_bias", (1,), array("f", [-1e4])))
+    if edit:
+        tensors = edit(tensors)
+    write_safetensors(os.path.join(d, "model.safetensors"), tensors, dtype)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(config if config is not None else config_json(hdr), f)
+    return d
+
+
+def reference_llmc(dtype="F32"):
+    """The fixture with its padded embedding rows zeroed (and its values rounded to dtype): the
+    weights an HF file of it must load to."""
+    out = H_.path(f"ref-{dtype}.bin")
+    with open(FIXTURE, "rb") as f:
+        raw = bytearray(f.read())
+    hdr, _ = read_llmc(FIXTURE)
+    vals = array("f")
+    vals.frombytes(bytes(raw[1024:]))
+    for i in range(hdr["V"] * hdr["C"], hdr["Vp"] * hdr["C"]):
+        vals[i] = 0.0
+    if dtype != "F32":
+        vals = from_bytes(to_bytes(vals, dtype), dtype)
+    with open(out, "wb") as f:
+        f.write(bytes(raw[:1024]) + vals.tobytes())
+    return out
+
+
+def tokens(V=100, n=4000):
+    """An llm.c token file of ids below the fixture's vocabulary."""
+    path = H_.path("tok.bin")
+    if not os.path.exists(path):
+        ids = [(i * 37 + (i * i) % 11) % V for i in range(n)]
+        head = struct.pack("<3i", 20240520, 1, n) + bytes(1012)
+        with open(path, "wb") as f:
+            f.write(head + struct.pack(f"<{n}H", *ids))
+    return path
+
+
+def train(init, name, *extra, n=2, ok=True):
+    """3 steps of stage 3 on n ranks from --init; the report, or the process when not ok."""
+    p = H_.run(n, "train", "--model", "gpt2", "--init", init, "--data", tokens(), "--steps", 3,
+               "--seq-len", 16, "--micro-batch", 2, "--stage", 3, "--report",
+               H_.path(name + ".json"), *extra, ok=ok)
+    return H_.report(name + ".json") if ok else p
+
+
+def test_hf_init_matches_llmc():
+    """Each layout transformers writes — a directory or the .safetensors file, names with and
+    without "transformer.", lm_head.weight tied, the mask buffers older files carry, F32, BF16
+    and F16 — loads the very weights of the llm.c file it came from (initial and final digests,
+    every loss, bit for bit, on 2 ranks of stage 3 where each rank reads its shard of every
+    transposed matrix), so it computes what PyTorch computed for that file."""
+    want = {dt: train(reference_llmc(dt), f"ref-{dt}") for dt in ("F32", "BF16", "F16")}
+    cases = {"dir": dict(), "prefix": dict(prefix="transformer."),
+             "lm_head": dict(lm_head=True), "buffers": dict(buffers=True, prefix="transformer."),
+             "bf16": dict(dtype="BF16"), "f16": dict(dtype="F16")}
+    for name, kw in cases.items():
+        d = make_hf("hf-" + name, **kw)
+        init = d if name != "prefix" else os.path.join(d, "model.safetensors")
+        got = train(init, "hf-" + name)
+        ref = want[kw.get("dtype", "F32")]
+        for key in ("initial_weights_sha256", "weights_sha256", "loss"):
+            check(got[key] == ref[key], f"{name}: {key} {got[key]} != llm.c file's {ref[key]}")
+
+
+def test_hf_export_byte_identical():
+    """`zeroc ckpt export --format hf` of a checkpoint trained 0 steps' worth (lr 0) from an HF
+    directory writes the same model.safetensors, byte for byte, and a config.json with the same
+    shape; the export loads back to the same weights."""
+    d = make_hf("hf-src")
+    ck = H_.path("hf-ck")
+    train(d, "hf-lr0", "--lr", "0", "--save-dir", ck)
+    out = H_.path("hf-out")
+    H_.run(1, "ckpt", "export", ck, "--format", "hf", "--out", out)
+    with open(os.path.join(d, "model.safetensors"), "rb") as a, \
+            open(os.path.join(out, "model.safetensors"), "rb") as b:
+        x, y = a.read(), b.read()
+    check(x == y, f"export differs from the import: {len(x)} vs {len(y)} bytes")
+    with open(os.path.join(out, "config.json")) as f:
+        c = json.load(f)
+    hdr, _ = read_llmc(FIXTURE)
+    got = (c["n_layer"], c["n_head"], c["n_embd"], c["n_positions"], c["vocab_size"],
+           c["activation_function"])
+    want = (hdr["L"], hdr["NH"], hdr["C"], hdr["T"], hdr["V"], "gelu_new")
+    check(got == want, f"config.json {got}, want {want}")
+    again = train(out, "hf-again")
+    first = H_.report("hf-lr0.json")
+    check(again["initial_weights_sha256"] == first["initial_weights_sha256"],
+          "the export does not load back to the same weights")
+    p = H_.run(1, "ckpt", "export", ck, "--format", "hf", "--dtype", "bf16", "--out", out,
+               ok=False)
+    check(p.returncode != 0 and "fp32 only" in p.stderr, f"hf export in bf16: {p.stderr}")
+
+
+def test_hf_sample_and_estimate():
+    """`zeroc sample` and `zeroc estimate` take the same --init: the sample equals the llm.c
+    file's token for token, the estimate reads the shape from config.json."""
+    d = make_hf("hf-s")
+    ref = reference_llmc()
+    outs = [H_.run(1, "sample", "--init", i, "--length", 12, "--seed", 5, "--prompt",
+                   "1,2,3").stdout for i in (d, ref)]
+    check(outs[0] == outs[1] and outs[0].strip(), f"samples differ: {outs}")
+    a, b = H_.estimate("--init", d, "--ranks", 2), H_.estimate("--init", ref, "--ranks", 2)
+    check(a == b, f"estimates differ:\n{a}\n{b}")
+
+
+def test_hf_bad_inputs():
+    """Every bad file is refused with its name and what was expected, before a step, and a
+    file's shape must agree with the shape flags."""
+    hdr, _ = read_llmc(FIXTURE)
+
+    def drop(name):
+        return lambda ts: [t for t in ts if t[0] != name]
+
+    def untransposed(ts):
+        return [(n, s[::-1], v) if n == "h.0.attn.c_attn.weight" else (n, s, v)
+                for n, s, v in ts]
+
+    def extra(ts):
+        return ts + [("h.0.attn.rotary", (4,), array("f", [0, 0, 0, 0]))]
+
+    def nan(ts):
+        out = []
+        for n, s, v in ts:
+            if n == "ln_f.bias":
+                v = array("f", v)
+                v[3] = float("nan")
+            out.append((n, s, v))
+        return out
+
+    def other_head(ts):
+        wte = [v for n, _, v in ts if n == "wte.weight"][0]
+        w = array("f", wte)
+        w[7] += 1.0
+        return ts + [("lm_head.weight", (hdr["V"], hdr["C"]), w)]
+
+    def int_dtype(ts):
+        return [(n, s, bytes(4 * len(v)) if n == "ln_f.weight" else v) for n, s, v in ts]
+
+    cfg = config_json(hdr)
+    cases = [
+        (dict(edit=drop("h.1.ln_2.bias")), "no tensor 'h.1.ln_2.bias'"),
+        (dict(edit=untransposed), "'h.0.attn.c_attn.weight' has shape"),
+        (dict(edit=extra), "tensor 'h.0.attn.rotary' is not part"),
+        (dict(edit=nan), "'ln_f.bias' holds nan"),
+        (dict(edit=other_head), "lm_head.weight differs from wte.weight"),
+        (dict(config={**cfg, "activation_function": "relu"}), "activation_function \"relu\""),
+        (dict(config={k: v for k, v in cfg.items() if k != "n_layer"}), "n_layer"),
+        (dict(config={**cfg, "layer_norm_epsilon": 1e-6}), "layer_norm_epsilon"),
+        (dict(config={**cfg, "n_inner": 7}), "n_inner"),
+        (dict(config={**cfg, "tie_word_embeddings": False}), "tie_word_embeddings"),
+    ]
+    for i, (kw, want) in enumerate(cases):
+        d = make_hf(f"hf-bad{i}", **kw)
+        p = train(d, f"hf-bad{i}", ok=False)
+        check(p.returncode != 0 and want in p.stderr and "step " not in p.stdout,
+              f"case {i}: want '{want}' in the error, got {p.returncode}: {p.stderr[-400:]}")
+    # an I32 tensor, a truncated file, no config.json, a shape flag against the file
+    d = make_hf("hf-i32")
+    path = os.path.join(d, "model.safetensors")
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    head = raw[8:8 + n].replace(b'"ln_f.weight":{"dtype":"F32"', b'"ln_f.weight":{"dtype":"I32"')
+    with open(path, "wb") as f:
+        f.write(raw[:8] + head + raw[8 + n:])
+    p = train(d, "hf-i32", ok=False)
+    check(p.returncode != 0 and "'ln_f.weight' is I32, expected F32, BF16 or F16" in p.stderr,
+          f"I32: {p.stderr[-300:]}")
+    d = make_hf("hf-trunc")
+    path = os.path.join(d, "model.safetensors")
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) - 100)
+    p = train(d, "hf-trunc", ok=False)
+    check(p.returncode != 0 and "truncated" in p.stderr, f"truncated: {p.stderr[-300:]}")
+    d = make_hf("hf-nocfg")
+    os.remove(os.path.join(d, "config.json"))
+    p = train(d, "hf-nocfg", ok=False)
+    check(p.returncode != 0 and "config.json" in p.stderr, f"no config: {p.stderr[-300:]}")
+    p = train(make_hf("hf-flag"), "hf-flag", "--layers", hdr["L"] + 1, ok=False)
+    check(p.returncode != 0 and "--layers" in p.stderr, f"--layers: {p.stderr[-300:]}")
+
+
+TESTS = [test_hf_init_matches_llmc, test_hf_export_byte_identical, test_hf_sample_and_estimate,
+         test_hf_bad_inputs]
+
+if __name__ == "__main__":
+    H_.main(TESTS, sys.argv[3:])
