@@ -75,7 +75,8 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     const char *dtype = "fp32", *grad_dtype = NULL, *comm_dtype = NULL, *optim = "adamw";
     const char *off_opt = NULL, *off_par = NULL, *max_in_cpu = NULL, *sub_group = NULL,
                *prefetch = NULL, *persist = NULL;
-    bool ckpt = false, json = false;
+    bool ckpt = false, json = false, qwz = false, qgz = false;
+    int hpz = 1;
     arg_spec specs[] = {
         {"--params", ARG_STR, &params, NULL, "parameter count: 1.5e9, 1.5B, 350M (one unit)", NULL},
         {"--model", ARG_STR, &model, NULL, "mlp or gpt2: use the model's real units", NULL},
@@ -90,8 +91,16 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         {"--micro-batch", ARG_INT, &micro, NULL, "per rank (mlp default 32, gpt2 default 4)", NULL},
         {"--activation-checkpointing", ARG_BOOL, &ckpt, NULL, "gpt2: recompute blocks", NULL},
         {"--ranks", ARG_INT, &ranks, NULL, "data-parallel ranks N (default 1)", NULL},
-        {"--ranks-per-node", ARG_INT, &ranks_per_node, NULL, "for per-node totals (default N)",
+        {"--ranks-per-node", ARG_INT, &ranks_per_node, NULL,
+         "ranks sharing a host: per-node totals, and the bytes that leave the host (default N)",
          NULL},
+        {"--quantized-weights", ARG_BOOL, &qwz, NULL,
+         "stage 3, ZeRO++ qwZ: int8 parameter all-gathers (zero_quantized_weights)", NULL},
+        {"--quantized-gradients", ARG_BOOL, &qgz, NULL,
+         "stage 3, ZeRO++ qgZ: int8 gradient reduce-scatters (zero_quantized_gradients)", NULL},
+        {"--hpz", ARG_INT, &hpz, NULL,
+         "stage 3, ZeRO++ hpZ: ranks sharing a secondary parameter copy "
+         "(zero_hpz_partition_size, default 1: none)", NULL},
         {"--dtype", ARG_STR, &dtype, NULL, "parameters: fp32 (default), bf16 or fp16 (mixed "
          "precision: 16-bit params and grads, fp32 master + moments)", NULL},
         {"--grad-accum-dtype", ARG_STR, &grad_dtype, NULL,
@@ -166,6 +175,16 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     if (!st && persist)
         st = zc_config_set(&defaults, "zero_optimization.stage3_param_persistence_threshold",
                            persist, &err);
+    if (!st && qwz)
+        st = zc_config_set(&defaults, "zero_optimization.zero_quantized_weights", "true", &err);
+    if (!st && qgz)
+        st = zc_config_set(&defaults, "zero_optimization.zero_quantized_gradients", "true", &err);
+    char hpz_text[16];
+    snprintf(hpz_text, sizeof hpz_text, "%d", hpz);
+    if (!st && hpz != 1)
+        st = zc_config_set(&defaults, "zero_optimization.zero_hpz_partition_size", hpz_text, &err);
+    if (!st && ranks % hpz)
+        st = zc_err_set(&err, ZC_EINVAL, "--hpz %d must divide --ranks %d", hpz, ranks);
     if (!st && mem_per_rank && parse_bytes(mem_per_rank, &limit))
         st = zc_err_set(&err, ZC_EINVAL, "--mem-per-rank: expected a size like 24G or 512M, got "
                         "'%s'", mem_per_rank);
@@ -261,7 +280,12 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
                                  .sub_group_size = defaults.sub_group_size,
                                  .buffer_count = defaults.optimizer_buffer_count,
                                  .param_buffer_count = defaults.param_buffer_count,
-                                 .param_buffer_size = defaults.param_buffer_size};
+                                 .param_buffer_size = defaults.param_buffer_size,
+                                 .quantized_weights = defaults.quantized_weights,
+                                 .quantized_gradients = defaults.quantized_gradients,
+                                 .hpz_partition_size = defaults.hpz_partition_size,
+                                 .ranks_per_host = per_node};
+    const bool hosts = per_node < ranks; /* the bytes that leave a host are worth a column */
     if ((st = zc_estimate_check(&base, &err))) {
         cJSON_Delete(rows);
         free(units);
@@ -269,7 +293,7 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     }
     if (!json)
         printf("%zu parameters in %d units, %d ranks (%d per node), %s%s, %s%s%s\n"
-               "%5s %10s %10s %10s %10s %12s %8s %12s%s %12s %12s %12s%s\n",
+               "%5s %10s %10s %10s %10s %12s %8s %12s%s %12s %12s %12s%s%s\n",
                psi, nunits, ranks, per_node, dtype,
                pbytes == 4 ? "" : gbytes == 2 ? " (P = G = 2, K = 12 with Adam)"
                                               : " (P = 2, fp32 gradients)",
@@ -281,7 +305,7 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
                                         : "; parameters offloaded to NVMe (stage 3)",
                "stage", "params", "grads", "optimizer", "states", "activations", "comm",
                "working<=", offload ? "   offload<=" : "", "total/rank", "total/node",
-               "comm/step", offload ? "    disk/rank" : "");
+               "comm/step", hosts ? " inter-node/step" : "", offload ? "    disk/rank" : "");
     for (int stage = 0; stage <= 3; stage++) {
         zc_estimate_in in = base;
         in.stage = stage;
@@ -309,7 +333,7 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
                                                      ? "optimizer+params"
                                                  : in.offload_params && stage == 3 ? "params"
                                                                                    : "optimizer";
-        int64_t sent = zc_estimate_comm_bytes(&in);
+        int64_t sent = zc_estimate_comm_bytes(&in), inter = zc_estimate_inter_host_bytes(&in);
         if (limit > 0 && total <= limit && (best < 0 || sent < best_comm)) {
             best = stage;
             best_comm = sent;
@@ -332,6 +356,7 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         cJSON_AddNumberToObject(r, "total_per_rank", (double)total);
         cJSON_AddNumberToObject(r, "total_per_node", (double)total * per_node);
         cJSON_AddNumberToObject(r, "comm_bytes_per_step", (double)sent);
+        cJSON_AddNumberToObject(r, "inter_node_comm_bytes_per_step", (double)inter);
         cJSON_AddItemToArray(rows, r);
         if (!json) {
             char act[32] = "-", stg[32] = "-", wrk[32] = "-";
@@ -341,18 +366,54 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
                 snprintf(stg, sizeof stg, "%.1fMi", mib(staging));
                 snprintf(wrk, sizeof wrk, "%.1fMi", mib(working));
             }
-            char buf[32] = "", dsk[32] = "";
+            char buf[32] = "", dsk[32] = "", far[32] = "";
+            if (hosts)
+                snprintf(far, sizeof far, " %13.1fMi", mib(inter));
             if (offload) {
                 snprintf(buf, sizeof buf, " %10.1fMi", mib(buffers));
                 snprintf(dsk, sizeof dsk, " %10.1fMi", mib(disk));
             }
             printf("%5d %8.1fMi %8.1fMi %8.1fMi %8.1fMi %12s %8s %12s%s %10.1fMi %10.1fMi "
-                   "%10.1fMi%s\n",
+                   "%10.1fMi%s%s\n",
                    stage, mib(b.params), mib(b.grads), mib(b.optimizer), mib(states), act, stg,
-                   wrk, buf, mib(total), mib(total) * per_node, mib(sent), dsk);
+                   wrk, buf, mib(total), mib(total) * per_node, mib(sent), far, dsk);
         }
     }
+    /* ZeRO++ at stage 3 on these hosts: what each option leaves on the network */
+    cJSON *zpp = cJSON_CreateArray();
+    if (!st && hosts && !json)
+        printf("stage 3 with ZeRO++ (hosts of %d ranks)   comm/step  inter-node/step  "
+               "inter vs none  params/rank\n", per_node);
+    const struct {
+        const char *name;
+        bool qwz, qgz, hpz;
+    } opts[] = {{"none", false, false, false},
+                {"qwZ", true, false, false},
+                {"hpZ", false, false, true},
+                {"qgZ", false, true, false},
+                {"qwZ+hpZ+qgZ", true, true, true}};
+    int64_t inter_none = 0;
+    for (size_t k = 0; !st && hosts && k < sizeof opts / sizeof *opts; k++) {
+        zc_estimate_in in = base;
+        in.stage = 3;
+        in.quantized_weights = opts[k].qwz;
+        in.quantized_gradients = opts[k].qgz;
+        in.hpz_partition_size = opts[k].hpz ? per_node : 1;
+        int64_t sent = zc_estimate_comm_bytes(&in), inter = zc_estimate_inter_host_bytes(&in);
+        int64_t par = zc_estimate_states(&in).params;
+        inter_none = k == 0 ? inter : inter_none;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "options", opts[k].name);
+        cJSON_AddNumberToObject(o, "comm_bytes_per_step", (double)sent);
+        cJSON_AddNumberToObject(o, "inter_node_comm_bytes_per_step", (double)inter);
+        cJSON_AddNumberToObject(o, "params", (double)par);
+        cJSON_AddItemToArray(zpp, o);
+        if (!json)
+            printf("  %-34s %8.1fMi %14.1fMi %13.2fx %10.1fMi\n", opts[k].name, mib(sent),
+                   mib(inter), inter ? (double)inter_none / (double)inter : 0.0, mib(par));
+    }
     if (st) {
+        cJSON_Delete(zpp);
         cJSON_Delete(rows);
         free(units);
         return cli_fail(comm, &err, true);
@@ -368,6 +429,10 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         cJSON_AddStringToObject(root, "communication_data_type",
                                 zc_dtype_name(zc_config_comm_dtype(&defaults)));
         cJSON_AddItemToObject(root, "rows", rows);
+        if (hosts)
+            cJSON_AddItemToObject(root, "zero_pp_stage3", zpp);
+        else
+            cJSON_Delete(zpp);
         if (limit > 0) {
             if (best >= 0)
                 cJSON_AddNumberToObject(root, "recommended_stage", best);
@@ -379,6 +444,7 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         free(text);
         cJSON_Delete(root);
     } else {
+        cJSON_Delete(zpp);
         cJSON_Delete(rows);
         printf("(MiB = 2^20 bytes; model states, disk and comm are exact for zeroc's unit "
                "layout; working and offload buffers are upper bounds; totals are RAM)\n");

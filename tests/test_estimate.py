@@ -135,12 +135,50 @@ def test_analyze_experiment():
     check(len(bars) == 4 * 6, f"svg has {len(bars)} bar segments, want 24")
 
 
+def test_estimate_matches_zero_pp_hosts():
+    """`zeroc estimate --ranks-per-node R` with the ZeRO++ flags predicts, to the byte, what a
+    stage-3 run on hosts of R ranks measures (ZEROC_RANKS_PER_HOST makes 4 ranks 2 hosts of 2 on
+    one machine): params (hpZ's secondary copy included), comm bytes per step and the bytes
+    that leave the host, for each option and all three; its ZeRO++ table agrees with the rows."""
+    shape = ["--hidden", 65, "--layers", 3, "--micro-batch", 4]
+    cases = {"none": ({}, []),
+             "qwz": ({"zero_quantized_weights": True}, ["--quantized-weights"]),
+             "qgz": ({"zero_quantized_gradients": True}, ["--quantized-gradients"]),
+             "hpz": ({"zero_hpz_partition_size": 2}, ["--hpz", 2]),
+             "all": ({"zero_quantized_weights": True, "zero_quantized_gradients": True,
+                      "zero_hpz_partition_size": 2},
+                     ["--quantized-weights", "--quantized-gradients", "--hpz", 2])}
+    table = {o["options"]: o for o in estimate("--model", "mlp", *shape, "--ranks", 4,
+                                               "--ranks-per-node", 2)["zero_pp_stage3"]}
+    names = {"none": "none", "qwz": "qwZ", "qgz": "qgZ", "hpz": "hpZ", "all": "qwZ+hpZ+qgZ"}
+    for name, (zero, flags) in cases.items():
+        cfg = H_.path(f"zpp-{name}.json")
+        with open(cfg, "w") as f:
+            json.dump({"zero_optimization": {"stage": 3, **zero}}, f)
+        rep_path = H_.path(f"zpp-{name}.r.json")
+        H_.run(4, "train", "--model", "mlp", *shape, "--config", cfg, "--steps", 2, "--report",
+               rep_path, env={"ZEROC_RANKS_PER_HOST": "2"})
+        with open(rep_path) as f:
+            rep = json.load(f)
+        e = [r for r in estimate("--model", "mlp", *shape, "--ranks", 4, "--ranks-per-node", 2,
+                                 *flags)["rows"] if r["stage"] == 3][0]
+        got = (rep["memory"]["ranks"][0]["params"], rep["comm"]["bytes_per_step"]["total"],
+               rep["comm"]["inter_host_bytes_per_step"]["total"])
+        want = (e["params"], e["comm_bytes_per_step"], e["inter_node_comm_bytes_per_step"])
+        check(got == want, f"{name}: measured (params, comm, inter-host) {got} != estimate {want}")
+        t = table[names[name]]
+        check((t["params"], t["comm_bytes_per_step"], t["inter_node_comm_bytes_per_step"]) == want,
+              f"{name}: the ZeRO++ table says {t}, the row {want}")
+
+
 def test_estimate_bad_input():
     for args, needle in ((["--params", "-1"], "--params"), (["--params", "1M", "--ranks", "0"],
                          "--ranks"), (["--model", "resnet"], "unknown model 'resnet'"),
                          (["--init", H_.path("nothere.bin")], "nothere.bin"),
-                         (["--params", "lots"], "--params"), ([], "exactly one of")):
-        p = subprocess.run([H_.zeroc, "estimate", *args], capture_output=True, text=True,
+                         (["--params", "lots"], "--params"), ([], "exactly one of"),
+                         (["--params", "1M", "--ranks", 4, "--hpz", 3], "--hpz 3 must divide"),
+                         (["--params", "1M", "--hpz", 0], "zero_hpz_partition_size")):
+        p = subprocess.run([H_.zeroc, "estimate", *map(str, args)], capture_output=True, text=True,
                            timeout=60)
         check(p.returncode != 0 and needle in p.stderr, f"estimate {args}: {p.returncode} "
               f"{p.stderr!r}")
@@ -208,7 +246,7 @@ def test_estimate_huge_sizes():
 
 TESTS = [test_estimate_matches_mlp, test_estimate_matches_persistence, test_estimate_matches_gpt2_tiny, test_estimate_matches_mixed,
          test_estimate_matches_gpt2_124m, test_analyze_experiment, test_estimate_bad_input,
-         test_estimate_huge_sizes]
+         test_estimate_huge_sizes, test_estimate_matches_zero_pp_hosts]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])
