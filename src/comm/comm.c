@@ -12,10 +12,12 @@
  *   decides to abort. */
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -57,7 +59,23 @@ struct zc_comm_req {
 
 static int second_hop(zc_comm *c, zc_comm_req *r);
 
-static void abort_world(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
+/* MPI_Abort asks the runtime to stop every rank; when this rank's host has lost the network
+ * (the very failure that brings us here, often), the runtime may never answer: the process
+ * ends by itself ABORT_GRACE_S later rather than hang. */
+enum { ABORT_GRACE_S = 10 };
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    _exit(1);
+}
+
+static void abort_world(int code)
+{
+    signal(SIGALRM, on_alarm);
+    alarm(ABORT_GRACE_S);
+    MPI_Abort(MPI_COMM_WORLD, code);
+}
 
 static zc_status mpi_fail(zc_err *err, int rc, const char *what, const char *label)
 {
@@ -186,7 +204,7 @@ void zc_comm_finalize(zc_comm *c)
 void zc_comm_abort(zc_comm *c, int code)
 {
     (void)c;
-    MPI_Abort(MPI_COMM_WORLD, code);
+    abort_world(code);
     exit(code); /* not reached */
 }
 
