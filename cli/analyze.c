@@ -16,6 +16,7 @@
 #include "cli/analyze_chart.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/fail.h"
 #include "cli/units.h"
 #include "models/gpt2/gpt2.h"
 #include "models/mlp/mlp.h"

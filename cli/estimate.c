@@ -15,6 +15,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/fail.h"
 #include "cli/units.h"
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/init_files.h"
