@@ -198,7 +198,7 @@ static void print_stage(const analyze_stage *s, int nranks, const analyze_stage 
 
 int cmd_analyze(zc_comm *comm, int argc, char **argv)
 {
-    analyze_opts o = {.model = "mlp", .out = "analyze", .dtype = "fp32", .hidden = 2048,
+    analyze_opts o = {.model = "mlp", .out = "analyze", .dtype = "fp32", .hidden = MLP_DEFAULT_HIDDEN,
                       .channels = 256,
                       .heads = 4, .vocab = 50257, .seq_len = 128, .steps = 3, .ranks = 4,
                       .lr = 1e-3};
@@ -226,7 +226,7 @@ int cmd_analyze(zc_comm *comm, int argc, char **argv)
         return 0;
     bool is_mlp = !strcmp(o.model, "mlp");
     if (!o.layers)
-        o.layers = is_mlp ? 12 : 4;
+        o.layers = is_mlp ? MLP_DEFAULT_LAYERS : 4;
     if (!o.micro)
         o.micro = is_mlp ? 32 : 4;
     if (!st && strcmp(o.model, "mlp") && strcmp(o.model, "gpt2"))
