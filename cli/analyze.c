@@ -16,6 +16,7 @@
 #include "cli/analyze_chart.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/fail.h"
 #include "cli/units.h"
 #include "models/gpt2/gpt2.h"
 #include "models/mlp/mlp.h"
@@ -44,19 +45,34 @@ static void reset_peak_rss(void)
     }
 }
 
+/* The stage's configuration, through the config's own keys (their ranges and checks apply). */
+static zc_status stage_config(zc_config *cfg, const analyze_opts *o, int stage, zc_err *err)
+{
+    char stage_s[16], lr_s[40], micro_s[16];
+    snprintf(stage_s, sizeof stage_s, "%d", stage);
+    snprintf(lr_s, sizeof lr_s, "%.17g", o->lr); /* round-trips the double exactly */
+    snprintf(micro_s, sizeof micro_s, "%d", o->micro);
+    zc_config_defaults(cfg);
+    zc_status st = zc_config_set(cfg, "zero_optimization.stage", stage_s, err);
+    if (!st)
+        st = zc_config_set(cfg, "optimizer.params.lr", lr_s, err);
+    if (!st)
+        st = zc_config_set(cfg, "train_micro_batch_size_per_gpu", micro_s, err);
+    if (!st && strcmp(o->dtype, "fp32")) /* bf16 or fp16: the dtype follows the key */
+        st = zc_config_set(cfg, !strcmp(o->dtype, "bf16") ? "bf16.enabled" : "fp16.enabled",
+                           "true", err);
+    return st;
+}
+
 /* One stage: build, train, record. Collective. */
 static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, analyze_rank *me,
                            analyze_stage *est, zc_err *err)
 {
     const int rank = zc_comm_rank(comm), n = zc_comm_size(comm);
     zc_config cfg;
-    zc_config_defaults(&cfg);
-    cfg.stage = stage;
-    cfg.lr = o->lr;
-    cfg.micro_batch = o->micro;
-    cfg.dtype = !strcmp(o->dtype, "bf16") ? ZC_BF16 : !strcmp(o->dtype, "fp16") ? ZC_FP16 : ZC_FP32;
-    cfg.fp16_enabled = cfg.dtype == ZC_FP16;
-    cfg.bf16_enabled = cfg.dtype == ZC_BF16;
+    zc_status cst = stage_config(&cfg, o, stage, err);
+    if (cst)
+        return cst;
     memset(me, 0, sizeof *me);
     reset_peak_rss();
     zc_mem *mem = zc_mem_create();
@@ -182,7 +198,7 @@ static void print_stage(const analyze_stage *s, int nranks, const analyze_stage 
 
 int cmd_analyze(zc_comm *comm, int argc, char **argv)
 {
-    analyze_opts o = {.model = "mlp", .out = "analyze", .dtype = "fp32", .hidden = 2048,
+    analyze_opts o = {.model = "mlp", .out = "analyze", .dtype = "fp32", .hidden = MLP_DEFAULT_HIDDEN,
                       .channels = 256,
                       .heads = 4, .vocab = 50257, .seq_len = 128, .steps = 3, .ranks = 4,
                       .lr = 1e-3};
@@ -210,7 +226,7 @@ int cmd_analyze(zc_comm *comm, int argc, char **argv)
         return 0;
     bool is_mlp = !strcmp(o.model, "mlp");
     if (!o.layers)
-        o.layers = is_mlp ? 12 : 4;
+        o.layers = is_mlp ? MLP_DEFAULT_LAYERS : 4;
     if (!o.micro)
         o.micro = is_mlp ? 32 : 4;
     if (!st && strcmp(o.model, "mlp") && strcmp(o.model, "gpt2"))

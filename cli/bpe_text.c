@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/bpe_text.h"
+#include "cli/units.h"
 
 zc_status bpe_text_read(const char *what, const char *path, uint8_t **buf, size_t *len, zc_err *err)
 {
@@ -55,13 +55,6 @@ int bpe_text_threads(int asked)
     return n > 0 ? (int)n : 1;
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 typedef struct {
     double start;
 } progress_state;
@@ -69,7 +62,7 @@ typedef struct {
 static void progress_line(size_t done, size_t total, void *arg)
 {
     const progress_state *p = arg;
-    double dt = now() - p->start, mb = 1.0 / (1 << 20);
+    double dt = 1e-3 * now_ms() - p->start, mb = 1.0 / (1 << 20);
     fprintf(stderr, "\rtokenizing: %.1f / %.1f MiB (%3.0f%%), %.1f MiB/s ", (double)done * mb,
             (double)total * mb, total ? 100.0 * (double)done / (double)total : 100.0,
             dt > 0 ? (double)done * mb / dt : 0.0);
@@ -85,10 +78,10 @@ zc_status bpe_text_encode(const bpe_vocab *v, const bpe_doc *docs, size_t ndocs,
     size_t total = 0;
     for (size_t d = 0; d < ndocs; d++)
         total += docs[d].n;
-    progress_state ps = {now()};
+    progress_state ps = {1e-3 * now_ms()};
     bool show = total >= BPE_PROGRESS_BYTES && isatty(STDERR_FILENO);
     zc_status st = bpe_encode_docs(v, docs, ndocs, threads, before_each, 0, ids, doc_start,
                                    show ? progress_line : NULL, &ps, err);
-    *seconds = now() - ps.start;
+    *seconds = 1e-3 * now_ms() - ps.start;
     return st;
 }

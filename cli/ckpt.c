@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/fail.h"
 #include "models/gpt2/hf_files.h"
 #include "models/gpt2/llmc_files.h"
 #include "zeroc/checkpoint.h"

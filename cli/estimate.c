@@ -15,6 +15,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/fail.h"
 #include "cli/units.h"
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/init_files.h"
@@ -70,7 +71,7 @@ static int parse_bytes(const char *s, double *out)
 int cmd_estimate(zc_comm *comm, int argc, char **argv)
 {
     const char *params = NULL, *model = NULL, *init = NULL, *mem_per_rank = NULL;
-    int ranks = 1, ranks_per_node = 0, micro = 0, hidden = 2048, layers = 0, channels = 768,
+    int ranks = 1, ranks_per_node = 0, micro = 0, hidden = MLP_DEFAULT_HIDDEN, layers = 0, channels = 768,
         heads = 12, vocab = 50257, seq_len = 1024;
     const char *dtype = "fp32", *grad_dtype = NULL, *comm_dtype = NULL, *optim = "adamw";
     const char *off_opt = NULL, *off_par = NULL, *max_in_cpu = NULL, *sub_group = NULL,
@@ -212,7 +213,7 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     if (!st && model && strcmp(model, "mlp") && strcmp(model, "gpt2"))
         st = zc_err_set(&err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)", model);
     if (!st && model && !strcmp(model, "mlp")) {
-        int L = layers ? layers : 12, B = micro ? micro : 32;
+        int L = layers ? layers : MLP_DEFAULT_LAYERS, B = micro ? micro : 32;
         mlp_config mc = {.hidden = hidden, .layers = L, .batch = B, .compute = compute};
         if (hidden < 1 || L < 1)
             st = zc_err_set(&err, ZC_EINVAL, "mlp: --hidden and --layers must be >= 1");

@@ -20,6 +20,7 @@
 #include "cli/args.h"
 #include "cli/bpe_text.h"
 #include "cli/commands.h"
+#include "cli/fail.h"
 #include "models/gpt2/llmc_files.h"
 
 #define SYNOPSIS                                                                             \

@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "cli/byte_text.h"
 #include "cli/commands.h"
+#include "cli/fail.h"
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/bpe_encode.h"
 #include "models/gpt2/gpt2_sample.h"

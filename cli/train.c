@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/fail.h"
 #include "cli/memory_check.h"
 #include "cli/train_args.h"
 #include "cli/train_ckpt.h"

@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/train_args.h"
 #include "models/gpt2/init_files.h"
+#include "models/mlp/mlp.h"
 
 /* Can the run write `path` when it ends? Probed now, so that a typo costs nothing: an existing
  * file must open for writing (it is not changed), a new one is created and removed again. */
@@ -194,7 +195,7 @@ static zc_status check_flags(const train_opts *o, zc_err *err)
 zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, zc_config *cfg,
                           bool *helped, zc_err *err)
 {
-    *o = (train_opts){.model = "mlp", .steps = 10, .hidden = 2048, .channels = 128, .heads = 4,
+    *o = (train_opts){.model = "mlp", .steps = 10, .hidden = MLP_DEFAULT_HIDDEN, .channels = 128, .heads = 4,
                       .seq_len = 128, .vocab = 256, .lr_schedule = "constant",
                       .val_batches = 8, .sample_length = 128};
     zc_config_defaults(cfg);

@@ -30,6 +30,10 @@ typedef struct {
 
 typedef struct mlp_model mlp_model;
 
+/* The reference experiment's shape, the commands' defaults: 12 Linear+ReLU layers of 2048. */
+#define MLP_DEFAULT_HIDDEN 2048
+#define MLP_DEFAULT_LAYERS 12
+
 /* The most layers an MLP may have (each layer is an engine unit). */
 #define ZC_MLP_MAX_LAYERS 65536
 _Static_assert(ZC_MLP_MAX_LAYERS <= ZC_MAX_UNITS, "every layer is a unit");

@@ -1,0 +1,64 @@
+/* relaunch.c — re-executes a command under mpirun when it was started without an MPI launcher
+ * (`zeroc analyze` runs on several ranks by default). */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/relaunch.h"
+
+/* true when an MPI launcher started this process, or the user asked only for help */
+static bool already_launched_or_help(int argc, char **argv)
+{
+    /* any of these means an MPI launcher started us */
+    const char *launched[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"};
+    for (size_t i = 0; i < sizeof launched / sizeof *launched; i++)
+        if (getenv(launched[i]))
+            return true;
+    for (int i = 2; i < argc; i++) /* help needs no ranks */
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return true;
+    return false;
+}
+
+void cli_relaunch_under_mpirun(int argc, char **argv, int ranks)
+{
+    if (already_launched_or_help(argc, argv))
+        return;
+    for (int i = 2; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--ranks"))
+            ranks = atoi(argv[i + 1]);
+    if (ranks <= 1)
+        return;
+    char np[16];
+    snprintf(np, sizeof np, "%d", ranks);
+    const char *pre[] = {"mpirun",    "--oversubscribe",
+                         "--bind-to", "none",
+                         "-np",       np,
+                         "-x",        "OPENBLAS_NUM_THREADS=1",
+                         "-x",        "OMP_NUM_THREADS=1",
+                         "-x",        "OMP_WAIT_POLICY=passive"};
+    size_t npre = sizeof pre / sizeof *pre;
+    char **av = calloc(npre + (size_t)argc + 1, sizeof *av); /* NULL-terminated */
+    if (!av) {
+        fprintf(stderr, "zeroc: out of memory; run: mpirun -np %d %s %s ...\n", ranks, argv[0],
+                argv[1]);
+        exit(1);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < npre; i++)
+        av[k++] = (char *)pre[i];
+    for (int i = 0; i < argc; i++)
+        av[k++] = argv[i];
+    if (geteuid() == 0) { /* OpenMPI refuses root unless told; the user ran us as root */
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+    }
+    fprintf(stderr, "zeroc: running on %d ranks: mpirun -np %d %s ...\n", ranks, ranks, argv[0]);
+    execvp("mpirun", av);
+    fprintf(stderr, "zeroc: cannot run mpirun (%m); run: mpirun -np %d %s %s ...\n", ranks, argv[0],
+            argv[1]);
+    free(av);
+    exit(1);
+}
