@@ -7,6 +7,7 @@
 
 #include "cli/analyze_chart.h"
 #include "cli/svg.h"
+#include "cli/units.h"
 #include "zeroc/durable.h"
 
 const char *const analyze_checkpoint_names[CP_N] = {
@@ -72,7 +73,7 @@ zc_status analyze_write_svg(const char *path, const char *title, const analyze_s
         double est = (double)(st[s].est_states + st[s].est_activations + st[s].est_staging);
         ymax = fmax(ymax, fmax(sum, est));
     }
-    ymax /= 1048576.0;
+    ymax = mib_d(ymax);
     double step = svg_nice_step(ymax > 0 ? ymax : 1), yt = ceil(ymax / step) * step;
     char *text = NULL;
     size_t len = 0;
@@ -101,15 +102,14 @@ zc_status analyze_write_svg(const char *path, const char *title, const analyze_s
     for (int s = 0; s < nstages; s++) {
         double x = left + slot * s + (slot - bw) / 2, base = 0;
         for (int k = 0; k < ANALYZE_NCAT; k++) {
-            double v = (double)st[s].ranks[0].peak[k] / 1048576.0;
+            double v = mib(st[s].ranks[0].peak[k]);
             double y0 = top + plot_h - (base + v) / yt * plot_h, h = v / yt * plot_h;
             fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
                        "<title>stage %d %s: %.1f MiB</title></rect>\n",
                     x, y0, bw, h, colour[k], st[s].stage, zc_mem_category_name(k), v);
             base += v;
         }
-        double est = (double)(st[s].est_states + st[s].est_activations + st[s].est_staging) /
-                     1048576.0;
+        double est = mib(st[s].est_states + st[s].est_activations + st[s].est_staging);
         double ey = top + plot_h - est / yt * plot_h;
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\" "
                    "stroke-width=\"2\" stroke-dasharray=\"5,3\"/>\n"

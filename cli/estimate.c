@@ -68,63 +68,466 @@ static int parse_bytes(const char *s, double *out)
     return 0;
 }
 
+/* The command's flags, as given. */
+typedef struct {
+    const char *params, *model, *init, *mem_per_rank;
+    int ranks, ranks_per_node, micro, hidden, layers, channels, heads, vocab, seq_len, hpz;
+    const char *dtype, *grad_dtype, *comm_dtype, *optim;
+    const char *off_opt, *off_par, *max_in_cpu, *sub_group, *prefetch, *persist;
+    bool ckpt, json, qwz, qgz;
+} estimate_flags;
+
+/* The model estimated: its units' sizes and one micro-batch's activations. */
+typedef struct {
+    size_t *units;
+    int nunits;
+    size_t psi;          /* parameters in all */
+    int64_t activations; /* -1: unknown (a bare --params) */
+} estimate_model;
+
+/* One stage's row: bytes per rank (RAM, and disk with offload) and per step on the network. */
+typedef struct {
+    zc_state_bytes in_ram;
+    int64_t states, staging, working, buffers, disk, total, sent, inter;
+    const char *offload;
+} stage_row;
+
+/* One ZeRO++ option set at stage 3 on the given hosts. */
+typedef struct {
+    const char *name;
+    bool qwz, qgz, hpz;
+} zero_pp_option;
+
+static const zero_pp_option zero_pp_options[] = {{"none", false, false, false},
+                                                 {"qwZ", true, false, false},
+                                                 {"hpZ", false, false, true},
+                                                 {"qgZ", false, true, false},
+                                                 {"qwZ+hpZ+qgZ", true, true, true}};
+enum { NZERO_PP = sizeof zero_pp_options / sizeof *zero_pp_options };
+
+typedef struct {
+    int64_t sent, inter, params;
+} zero_pp_row;
+
+/* Everything the command prints, table or JSON. */
+typedef struct {
+    stage_row stage[4];
+    zero_pp_row zero_pp[NZERO_PP];
+    int best; /* the recommended stage under --mem-per-rank, or -1 */
+    int64_t best_comm;
+} estimate_result;
+
+/* Checks the flags and turns them into the config keys a config file would set, so the names
+ * and checks are the trainer's; `limit` gets --mem-per-rank in bytes (0: none). */
+static zc_status flags_to_config(const estimate_flags *f, zc_config *cfg, double *limit,
+                                 zc_err *err)
+{
+    zc_config_defaults(cfg);
+    zc_status st = ZC_OK;
+    if (strcasecmp(f->optim, "adamw") && strcasecmp(f->optim, "adam") &&
+        strcasecmp(f->optim, "sgd") && strcasecmp(f->optim, "sgd-momentum"))
+        return zc_err_set(err, ZC_EINVAL, "--optimizer: expected adamw, adam, sgd or "
+                          "sgd-momentum, got '%s'", f->optim);
+    if (f->ranks < 1)
+        return zc_err_set(err, ZC_EINVAL, "--ranks must be >= 1, got %d", f->ranks);
+    if (f->ranks_per_node < 0 || f->micro < 0)
+        return zc_err_set(err, ZC_EINVAL, "--ranks-per-node and --micro-batch must be >= 1");
+    if (strcmp(f->dtype, "fp32") && strcmp(f->dtype, "bf16") && strcmp(f->dtype, "fp16"))
+        return zc_err_set(err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'",
+                          f->dtype);
+    if (strcmp(f->dtype, "fp32"))
+        st = zc_config_set(cfg, !strcmp(f->dtype, "bf16") ? "bf16.enabled" : "fp16.enabled",
+                           "true", err);
+    const struct {
+        const char *key, *value;
+    } keys[] = {
+        {"data_types.grad_accum_dtype", f->grad_dtype},
+        {"communication_data_type", f->comm_dtype},
+        {"zero_optimization.offload_optimizer.device", f->off_opt},
+        {"zero_optimization.offload_param.device", f->off_par},
+        {"zero_optimization.offload_param.max_in_cpu", f->max_in_cpu},
+        {"zero_optimization.sub_group_size", f->sub_group},
+        {"zero_optimization.stage3_prefetch_bucket_size", f->prefetch},
+        {"zero_optimization.stage3_param_persistence_threshold", f->persist},
+        {"zero_optimization.zero_quantized_weights", f->qwz ? "true" : NULL},
+        {"zero_optimization.zero_quantized_gradients", f->qgz ? "true" : NULL},
+    };
+    for (size_t k = 0; !st && k < sizeof keys / sizeof *keys; k++)
+        if (keys[k].value)
+            st = zc_config_set(cfg, keys[k].key, keys[k].value, err);
+    char hpz_text[16];
+    snprintf(hpz_text, sizeof hpz_text, "%d", f->hpz);
+    if (!st && f->hpz != 1)
+        st = zc_config_set(cfg, "zero_optimization.zero_hpz_partition_size", hpz_text, err);
+    if (!st && f->ranks % f->hpz)
+        st = zc_err_set(err, ZC_EINVAL, "--hpz %d must divide --ranks %d", f->hpz, f->ranks);
+    if (!st && f->mem_per_rank && parse_bytes(f->mem_per_rank, limit))
+        st = zc_err_set(err, ZC_EINVAL, "--mem-per-rank: expected a size like 24G or 512M, got "
+                        "'%s'", f->mem_per_rank);
+    return st;
+}
+
+/* --params N: one unit of N parameters, activations unknown. */
+static zc_status bare_model(const estimate_flags *f, estimate_model *m, zc_err *err)
+{
+    double count = 0;
+    if (parse_count(f->params, &count))
+        return zc_err_set(err, ZC_EINVAL, "--params: expected a positive count like 1.5e9, "
+                          "1.5B or 350M, got '%s'", f->params);
+    if (count > (double)ZC_MAX_NUMEL)
+        return zc_err_set(err, ZC_EINVAL, "--params %s: zeroc holds at most %lld parameters "
+                          "(2^49)", f->params, (long long)ZC_MAX_NUMEL);
+    if (!(m->units = malloc(sizeof *m->units)))
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    m->units[m->nunits++] = (size_t)llround(count);
+    return ZC_OK;
+}
+
+static zc_status mlp_units(const estimate_flags *f, zc_gemm_type compute, estimate_model *m,
+                           zc_err *err)
+{
+    int L = f->layers ? f->layers : MLP_DEFAULT_LAYERS, B = f->micro ? f->micro : 32;
+    mlp_config mc = {.hidden = f->hidden, .layers = L, .batch = B, .compute = compute};
+    if (f->hidden < 1 || L < 1)
+        return zc_err_set(err, ZC_EINVAL, "mlp: --hidden and --layers must be >= 1");
+    zc_status st = mlp_check(&mc, err);
+    if (st)
+        return st;
+    if (!(m->units = malloc((size_t)L * sizeof *m->units)))
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    m->nunits = mlp_unit_numel(&mc, m->units);
+    m->activations = (int64_t)mlp_activation_bytes(&mc);
+    return ZC_OK;
+}
+
+/* GPT-2 from the shape flags, or from --init's file. */
+static zc_status gpt2_units(const estimate_flags *f, zc_gemm_type compute, estimate_model *m,
+                            zc_err *err)
+{
+    gpt2_config gc = {f->seq_len, f->vocab,   gpt2_pad_vocab(f->vocab), f->layers ? f->layers : 12,
+                      f->heads,   f->channels};
+    zc_status st = f->init ? gpt2_init_shape(f->init, &gc, err) : ZC_OK;
+    if (st)
+        return st;
+    int T = f->seq_len < gc.max_seq_len ? f->seq_len : gc.max_seq_len, B = f->micro ? f->micro : 4;
+    if (gc.num_layers < 1 || gc.channels < 1 || gc.num_heads < 1 || gc.vocab_size < 1 || T < 1 ||
+        gc.channels % gc.num_heads)
+        return zc_err_set(err, ZC_EINVAL, "gpt2: layers, channels, heads, vocab and sequence "
+                          "length must be >= 1, channels divisible by heads");
+    if ((st = gpt2_check(&gc, B, T, f->ckpt, compute, err)))
+        return st;
+    if (!(m->units = malloc(((size_t)gc.num_layers + 2) * sizeof *m->units)))
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    m->nunits = gpt2_unit_numel(&gc, m->units);
+    m->activations = (int64_t)gpt2_activation_bytes(&gc, B, T, f->ckpt, compute);
+    return ZC_OK;
+}
+
+/* The units of the model named by --params, --model or --init. */
+static zc_status model_units(const estimate_flags *f, const zc_config *cfg, estimate_model *m,
+                             zc_err *err)
+{
+    if (!!f->params + !!f->model + !!f->init != 1)
+        return zc_err_set(err, ZC_EINVAL, "give exactly one of --params N, --model mlp|gpt2, "
+                          "--init FILE");
+    /* the models' products run in bf16 when the parameters are stored in bf16 */
+    const zc_gemm_type compute = cfg->dtype == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
+    zc_status st;
+    if (f->params)
+        st = bare_model(f, m, err);
+    else if (f->init || !strcmp(f->model, "gpt2"))
+        st = gpt2_units(f, compute, m, err);
+    else if (!strcmp(f->model, "mlp"))
+        st = mlp_units(f, compute, m, err);
+    else
+        st = zc_err_set(err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)",
+                        f->model);
+    for (int u = 0; !st && u < m->nunits; u++)
+        m->psi += m->units[u];
+    return st;
+}
+
+static int optimizer_moments(const char *optim)
+{
+    return !strcasecmp(optim, "sgd") ? 0 : !strcasecmp(optim, "sgd-momentum") ? 1 : 2;
+}
+
+static int ranks_per_node(const estimate_flags *f)
+{
+    return f->ranks_per_node ? f->ranks_per_node : f->ranks;
+}
+
+/* The estimator's input for these flags, this config and this model (the stage left 0). */
+static zc_estimate_in estimate_input(const estimate_flags *f, const zc_config *cfg,
+                                     const estimate_model *m)
+{
+    return (zc_estimate_in){
+        .unit_numel = m->units,
+        .nunits = m->nunits,
+        .nranks = f->ranks,
+        .moment_floats = optimizer_moments(f->optim),
+        .param_bytes = zc_dtype_size(cfg->dtype),
+        .grad_bytes = zc_dtype_size(zc_config_grad_dtype(cfg)),
+        .comm_elem_bytes = zc_dtype_size(zc_config_comm_dtype(cfg)),
+        .reduce_bucket_size = cfg->reduce_bucket_size,
+        .prefetch_bucket_size = cfg->prefetch_bucket_size,
+        .max_live_parameters = cfg->max_live_parameters,
+        .persistence_threshold = cfg->param_persistence_threshold,
+        .model_persistence_threshold = cfg->model_persistence_threshold,
+        .offload_optimizer = cfg->offload_optimizer == ZC_OFFLOAD_NVME,
+        .offload_params = cfg->offload_param == ZC_OFFLOAD_NVME,
+        .offload_ratio = cfg->optimizer_ratio,
+        .max_in_cpu = cfg->max_in_cpu,
+        .sub_group_size = cfg->sub_group_size,
+        .buffer_count = cfg->optimizer_buffer_count,
+        .param_buffer_count = cfg->param_buffer_count,
+        .param_buffer_size = cfg->param_buffer_size,
+        .quantized_weights = cfg->quantized_weights,
+        .quantized_gradients = cfg->quantized_gradients,
+        .hpz_partition_size = cfg->hpz_partition_size,
+        .ranks_per_host = ranks_per_node(f)};
+}
+
+/* One stage: model states in RAM and on disk, the buffers, the total, the bytes sent. */
+static zc_status stage_estimate(const zc_estimate_in *in, const estimate_model *m, bool bare,
+                                stage_row *r, zc_err *err)
+{
+    r->in_ram = zc_estimate_states(in);
+    r->states = r->in_ram.params + r->in_ram.grads + r->in_ram.optimizer;
+    r->disk = zc_estimate_nvme_bytes(in);
+    r->buffers = zc_estimate_offload_bound(in);
+    /* Per-unit buffers need the model's units: unknown for a bare --params. */
+    r->staging = bare ? -1 : zc_estimate_comm_staging(in);
+    r->working = bare ? -1 : zc_estimate_working_bound(in);
+    bool ovf = false; /* each part fits (zc_estimate_check, the models' checks) */
+    int64_t total = zc_add_i64(r->states, r->staging > 0 ? r->staging : 0, &ovf);
+    total = zc_add_i64(total, r->working > 0 ? r->working : 0, &ovf);
+    total = zc_add_i64(total, m->activations > 0 ? m->activations : 0, &ovf);
+    r->total = zc_add_i64(total, r->buffers, &ovf);
+    if (ovf)
+        return zc_err_set(err, ZC_EINVAL, "stage %d: model states %lld, activations %lld and "
+                          "buffers per rank sum past 2^63 bytes: lower --micro-batch or the "
+                          "model's size", in->stage, (long long)r->states,
+                          (long long)m->activations);
+    const bool opt = in->offload_optimizer && in->stage >= 1;
+    const bool par = in->offload_params && in->stage == 3;
+    r->offload = r->disk == 0 ? "none" : opt && par ? "optimizer+params" : par ? "params"
+                                                                             : "optimizer";
+    r->sent = zc_estimate_comm_bytes(in);
+    r->inter = zc_estimate_inter_host_bytes(in);
+    return ZC_OK;
+}
+
+/* Every stage, the ZeRO++ options at stage 3 when the ranks span nodes, and the recommended
+ * stage: the least communication that fits `limit` bytes per rank. */
+static zc_status estimate_all(const estimate_flags *f, const zc_estimate_in *base,
+                              const estimate_model *m, double limit, estimate_result *res,
+                              zc_err *err)
+{
+    res->best = -1;
+    for (int stage = 0; stage <= 3; stage++) {
+        zc_estimate_in in = *base;
+        in.stage = stage;
+        stage_row *r = &res->stage[stage];
+        zc_status st = stage_estimate(&in, m, f->params != NULL, r, err);
+        if (st)
+            return st;
+        if (limit > 0 && (double)r->total <= limit && (res->best < 0 || r->sent < res->best_comm)) {
+            res->best = stage;
+            res->best_comm = r->sent;
+        }
+    }
+    for (int k = 0; ranks_per_node(f) < f->ranks && k < NZERO_PP; k++) {
+        zc_estimate_in in = *base;
+        in.stage = 3;
+        in.quantized_weights = zero_pp_options[k].qwz;
+        in.quantized_gradients = zero_pp_options[k].qgz;
+        in.hpz_partition_size = zero_pp_options[k].hpz ? ranks_per_node(f) : 1;
+        res->zero_pp[k] = (zero_pp_row){zc_estimate_comm_bytes(&in),
+                                        zc_estimate_inter_host_bytes(&in),
+                                        zc_estimate_states(&in).params};
+    }
+    return ZC_OK;
+}
+
+static void print_json(const estimate_flags *f, const zc_config *cfg, const estimate_model *m,
+                       const estimate_result *res, double limit)
+{
+    const int per_node = ranks_per_node(f);
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "params", (double)m->psi);
+    cJSON_AddNumberToObject(root, "units", m->nunits);
+    cJSON_AddNumberToObject(root, "ranks", f->ranks);
+    cJSON_AddNumberToObject(root, "ranks_per_node", per_node);
+    cJSON_AddStringToObject(root, "dtype", f->dtype);
+    cJSON_AddStringToObject(root, "grad_accum_dtype", zc_dtype_name(zc_config_grad_dtype(cfg)));
+    cJSON_AddStringToObject(root, "communication_data_type",
+                            zc_dtype_name(zc_config_comm_dtype(cfg)));
+    cJSON *rows = cJSON_AddArrayToObject(root, "rows");
+    for (int stage = 0; stage <= 3; stage++) {
+        const stage_row *s = &res->stage[stage];
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddNumberToObject(r, "stage", stage);
+        cJSON_AddStringToObject(r, "offload", s->offload);
+        cJSON_AddNumberToObject(r, "nvme", (double)s->disk);
+        cJSON_AddNumberToObject(r, "offload_buffers_bound", (double)s->buffers);
+        cJSON_AddNumberToObject(r, "params", (double)s->in_ram.params);
+        cJSON_AddNumberToObject(r, "grads", (double)s->in_ram.grads);
+        cJSON_AddNumberToObject(r, "optimizer", (double)s->in_ram.optimizer);
+        cJSON_AddNumberToObject(r, "model_states", (double)s->states);
+        if (m->activations >= 0)
+            cJSON_AddNumberToObject(r, "activations", (double)m->activations);
+        if (s->staging >= 0) {
+            cJSON_AddNumberToObject(r, "comm_staging", (double)s->staging);
+            cJSON_AddNumberToObject(r, "working_bound", (double)s->working);
+        }
+        cJSON_AddNumberToObject(r, "total_per_rank", (double)s->total);
+        cJSON_AddNumberToObject(r, "total_per_node", (double)s->total * per_node);
+        cJSON_AddNumberToObject(r, "comm_bytes_per_step", (double)s->sent);
+        cJSON_AddNumberToObject(r, "inter_node_comm_bytes_per_step", (double)s->inter);
+        cJSON_AddItemToArray(rows, r);
+    }
+    if (per_node < f->ranks) {
+        cJSON *zpp = cJSON_AddArrayToObject(root, "zero_pp_stage3");
+        for (int k = 0; k < NZERO_PP; k++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "options", zero_pp_options[k].name);
+            cJSON_AddNumberToObject(o, "comm_bytes_per_step", (double)res->zero_pp[k].sent);
+            cJSON_AddNumberToObject(o, "inter_node_comm_bytes_per_step",
+                                    (double)res->zero_pp[k].inter);
+            cJSON_AddNumberToObject(o, "params", (double)res->zero_pp[k].params);
+            cJSON_AddItemToArray(zpp, o);
+        }
+    }
+    if (limit > 0) {
+        if (res->best >= 0)
+            cJSON_AddNumberToObject(root, "recommended_stage", res->best);
+        else
+            cJSON_AddNullToObject(root, "recommended_stage");
+    }
+    char *text = cJSON_Print(root);
+    puts(text);
+    free(text);
+    cJSON_Delete(root);
+}
+
+static void print_table(const estimate_flags *f, const zc_estimate_in *base,
+                        const estimate_model *m, const estimate_result *res, double limit)
+{
+    const int per_node = ranks_per_node(f);
+    const bool hosts = per_node < f->ranks; /* the bytes that leave a host are worth a column */
+    const bool nvme_opt = base->offload_optimizer, nvme_par = base->offload_params;
+    const bool offload = nvme_opt || nvme_par;
+    const int pbytes = base->param_bytes, gbytes = base->grad_bytes;
+    printf("%zu parameters in %d units, %d ranks (%d per node), %s%s, %s%s%s\n"
+           "%5s %10s %10s %10s %10s %12s %8s %12s%s %12s %12s %12s%s%s\n",
+           m->psi, m->nunits, f->ranks, per_node, f->dtype,
+           pbytes == 4 ? "" : gbytes == 2 ? " (P = G = 2, K = 12 with Adam)"
+                                          : " (P = 2, fp32 gradients)",
+           base->moment_floats == 2 ? "Adam" : "SGD",
+           f->params ? "; activations and per-unit buffers need a model shape (--model)" : "",
+           !offload ? "" : nvme_opt && nvme_par ? "; optimizer (stages 1-3) and parameters "
+                                                  "(stage 3) offloaded to NVMe"
+                         : nvme_opt ? "; optimizer offloaded to NVMe (stages 1-3)"
+                                    : "; parameters offloaded to NVMe (stage 3)",
+           "stage", "params", "grads", "optimizer", "states", "activations", "comm",
+           "working<=", offload ? "   offload<=" : "", "total/rank", "total/node",
+           "comm/step", hosts ? " inter-node/step" : "", offload ? "    disk/rank" : "");
+    for (int stage = 0; stage <= 3; stage++) {
+        const stage_row *s = &res->stage[stage];
+        char act[32] = "-", stg[32] = "-", wrk[32] = "-";
+        if (m->activations >= 0)
+            snprintf(act, sizeof act, "%.1fMi", mib(m->activations));
+        if (s->staging >= 0) {
+            snprintf(stg, sizeof stg, "%.1fMi", mib(s->staging));
+            snprintf(wrk, sizeof wrk, "%.1fMi", mib(s->working));
+        }
+        char buf[32] = "", dsk[32] = "", far[32] = "";
+        if (hosts)
+            snprintf(far, sizeof far, " %13.1fMi", mib(s->inter));
+        if (offload) {
+            snprintf(buf, sizeof buf, " %10.1fMi", mib(s->buffers));
+            snprintf(dsk, sizeof dsk, " %10.1fMi", mib(s->disk));
+        }
+        printf("%5d %8.1fMi %8.1fMi %8.1fMi %8.1fMi %12s %8s %12s%s %10.1fMi %10.1fMi "
+               "%10.1fMi%s%s\n",
+               stage, mib(s->in_ram.params), mib(s->in_ram.grads), mib(s->in_ram.optimizer),
+               mib(s->states), act, stg, wrk, buf, mib(s->total), mib(s->total) * per_node,
+               mib(s->sent), far, dsk);
+    }
+    if (hosts) { /* ZeRO++ at stage 3 on these hosts: what each option leaves on the network */
+        printf("stage 3 with ZeRO++ (hosts of %d ranks)   comm/step  inter-node/step  "
+               "inter vs none  params/rank\n", per_node);
+        for (int k = 0; k < NZERO_PP; k++) {
+            const zero_pp_row *z = &res->zero_pp[k];
+            printf("  %-34s %8.1fMi %14.1fMi %13.2fx %10.1fMi\n", zero_pp_options[k].name,
+                   mib(z->sent), mib(z->inter),
+                   z->inter ? (double)res->zero_pp[0].inter / (double)z->inter : 0.0,
+                   mib(z->params));
+        }
+    }
+    printf("(MiB = 2^20 bytes; model states, disk and comm are exact for zeroc's unit "
+           "layout; working and offload buffers are upper bounds; totals are RAM)\n");
+    if (limit > 0 && res->best >= 0)
+        printf("recommended: stage %d — the least communication (%.1f MiB/step) that fits "
+               "%s per rank\n", res->best, mib(res->best_comm), f->mem_per_rank);
+    else if (limit > 0)
+        printf("no stage fits %s per rank: add ranks, lower --micro-batch or use "
+               "--activation-checkpointing\n", f->mem_per_rank);
+}
+
 int cmd_estimate(zc_comm *comm, int argc, char **argv)
 {
-    const char *params = NULL, *model = NULL, *init = NULL, *mem_per_rank = NULL;
-    int ranks = 1, ranks_per_node = 0, micro = 0, hidden = MLP_DEFAULT_HIDDEN, layers = 0, channels = 768,
-        heads = 12, vocab = 50257, seq_len = 1024;
-    const char *dtype = "fp32", *grad_dtype = NULL, *comm_dtype = NULL, *optim = "adamw";
-    const char *off_opt = NULL, *off_par = NULL, *max_in_cpu = NULL, *sub_group = NULL,
-               *prefetch = NULL, *persist = NULL;
-    bool ckpt = false, json = false, qwz = false, qgz = false;
-    int hpz = 1;
+    estimate_flags f = {.ranks = 1, .hidden = MLP_DEFAULT_HIDDEN, .channels = 768, .heads = 12,
+                        .vocab = 50257, .seq_len = 1024, .hpz = 1, .dtype = "fp32",
+                        .optim = "adamw"};
     arg_spec specs[] = {
-        {"--params", ARG_STR, &params, NULL, "parameter count: 1.5e9, 1.5B, 350M (one unit)", NULL},
-        {"--model", ARG_STR, &model, NULL, "mlp or gpt2: use the model's real units", NULL},
-        {"--init", ARG_STR, &init, NULL, "gpt2: read the shape from an llm.c checkpoint or a Hugging Face GPT-2", NULL},
-        {"--hidden", ARG_INT, &hidden, NULL, "mlp: hidden size (default 2048)", NULL},
-        {"--layers", ARG_INT, &layers, NULL, "mlp: layers (default 12); gpt2: blocks (default 12)",
+        {"--params", ARG_STR, &f.params, NULL, "parameter count: 1.5e9, 1.5B, 350M (one unit)", NULL},
+        {"--model", ARG_STR, &f.model, NULL, "mlp or gpt2: use the model's real units", NULL},
+        {"--init", ARG_STR, &f.init, NULL, "gpt2: read the shape from an llm.c checkpoint or a Hugging Face GPT-2", NULL},
+        {"--hidden", ARG_INT, &f.hidden, NULL, "mlp: hidden size (default 2048)", NULL},
+        {"--layers", ARG_INT, &f.layers, NULL, "mlp: layers (default 12); gpt2: blocks (default 12)",
          NULL},
-        {"--channels", ARG_INT, &channels, NULL, "gpt2: channels (default 768)", NULL},
-        {"--heads", ARG_INT, &heads, NULL, "gpt2: heads (default 12)", NULL},
-        {"--vocab", ARG_INT, &vocab, NULL, "gpt2: vocabulary (default 50257)", NULL},
-        {"--seq-len", ARG_INT, &seq_len, NULL, "gpt2: sequence length (default 1024)", NULL},
-        {"--micro-batch", ARG_INT, &micro, NULL, "per rank (mlp default 32, gpt2 default 4)", NULL},
-        {"--activation-checkpointing", ARG_BOOL, &ckpt, NULL, "gpt2: recompute blocks", NULL},
-        {"--ranks", ARG_INT, &ranks, NULL, "data-parallel ranks N (default 1)", NULL},
-        {"--ranks-per-node", ARG_INT, &ranks_per_node, NULL,
+        {"--channels", ARG_INT, &f.channels, NULL, "gpt2: channels (default 768)", NULL},
+        {"--heads", ARG_INT, &f.heads, NULL, "gpt2: heads (default 12)", NULL},
+        {"--vocab", ARG_INT, &f.vocab, NULL, "gpt2: vocabulary (default 50257)", NULL},
+        {"--seq-len", ARG_INT, &f.seq_len, NULL, "gpt2: sequence length (default 1024)", NULL},
+        {"--micro-batch", ARG_INT, &f.micro, NULL, "per rank (mlp default 32, gpt2 default 4)", NULL},
+        {"--activation-checkpointing", ARG_BOOL, &f.ckpt, NULL, "gpt2: recompute blocks", NULL},
+        {"--ranks", ARG_INT, &f.ranks, NULL, "data-parallel ranks N (default 1)", NULL},
+        {"--ranks-per-node", ARG_INT, &f.ranks_per_node, NULL,
          "ranks sharing a host: per-node totals, and the bytes that leave the host (default N)",
          NULL},
-        {"--quantized-weights", ARG_BOOL, &qwz, NULL,
+        {"--quantized-weights", ARG_BOOL, &f.qwz, NULL,
          "stage 3, ZeRO++ qwZ: int8 parameter all-gathers (zero_quantized_weights)", NULL},
-        {"--quantized-gradients", ARG_BOOL, &qgz, NULL,
+        {"--quantized-gradients", ARG_BOOL, &f.qgz, NULL,
          "stage 3, ZeRO++ qgZ: int8 gradient reduce-scatters (zero_quantized_gradients)", NULL},
-        {"--hpz", ARG_INT, &hpz, NULL,
+        {"--hpz", ARG_INT, &f.hpz, NULL,
          "stage 3, ZeRO++ hpZ: ranks sharing a secondary parameter copy "
          "(zero_hpz_partition_size, default 1: none)", NULL},
-        {"--dtype", ARG_STR, &dtype, NULL, "parameters: fp32 (default), bf16 or fp16 (mixed "
+        {"--dtype", ARG_STR, &f.dtype, NULL, "parameters: fp32 (default), bf16 or fp16 (mixed "
          "precision: 16-bit params and grads, fp32 master + moments)", NULL},
-        {"--grad-accum-dtype", ARG_STR, &grad_dtype, NULL,
+        {"--grad-accum-dtype", ARG_STR, &f.grad_dtype, NULL,
          "stored gradients: fp32, bf16 or fp16 (default: --dtype)", NULL},
-        {"--comm-dtype", ARG_STR, &comm_dtype, NULL,
+        {"--comm-dtype", ARG_STR, &f.comm_dtype, NULL,
          "reduce-scatter elements: fp32, bf16 or fp16 (default: --dtype)", NULL},
-        {"--optimizer", ARG_STR, &optim, NULL, "adamw (default), adam, sgd, sgd-momentum", NULL},
-        {"--offload-optimizer", ARG_STR, &off_opt, NULL,
+        {"--optimizer", ARG_STR, &f.optim, NULL, "adamw (default), adam, sgd, sgd-momentum", NULL},
+        {"--offload-optimizer", ARG_STR, &f.off_opt, NULL,
          "nvme: optimizer state (and stage-3 gradients) on disk, stages 1-3 (none, cpu: in RAM)",
          NULL},
-        {"--offload-param", ARG_STR, &off_par, NULL,
+        {"--offload-param", ARG_STR, &f.off_par, NULL,
          "nvme: stage-3 parameter shards on disk (none, cpu: in RAM)", NULL},
-        {"--max-in-cpu", ARG_STR, &max_in_cpu, NULL,
+        {"--max-in-cpu", ARG_STR, &f.max_in_cpu, NULL,
          "offload_param.max_in_cpu: parameter elements kept in RAM (default 1e9)", NULL},
-        {"--prefetch-bucket-size", ARG_STR, &prefetch, NULL,
+        {"--prefetch-bucket-size", ARG_STR, &f.prefetch, NULL,
          "stage3_prefetch_bucket_size: elements gathered ahead (default auto: one unit)", NULL},
-        {"--persistence-threshold", ARG_STR, &persist, NULL,
+        {"--persistence-threshold", ARG_STR, &f.persist, NULL,
          "stage3_param_persistence_threshold: units smaller stay whole (default auto: 0)", NULL},
-        {"--sub-group-size", ARG_STR, &sub_group, NULL,
+        {"--sub-group-size", ARG_STR, &f.sub_group, NULL,
          "elements the optimizer step streams at a time (default 4194304)", NULL},
-        {"--mem-per-rank", ARG_STR, &mem_per_rank, NULL,
+        {"--mem-per-rank", ARG_STR, &f.mem_per_rank, NULL,
          "memory a rank may use (24G, 512M): recommend a stage", NULL},
-        {"--json", ARG_BOOL, &json, NULL, "print JSON instead of a table", NULL},
+        {"--json", ARG_BOOL, &f.json, NULL, "print JSON instead of a table", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
@@ -136,326 +539,25 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         return 0;
     if (zc_comm_rank(comm) != 0)
         return st ? 1 : 0;
-    double count = 0, limit = 0;
-    size_t *units = NULL;
-    int nunits = 0;
-    int64_t activations = -1;
-    int moments = !strcasecmp(optim, "sgd") ? 0 : !strcasecmp(optim, "sgd-momentum") ? 1 : 2;
-    if (!st && strcasecmp(optim, "adamw") && strcasecmp(optim, "adam") &&
-        strcasecmp(optim, "sgd") && strcasecmp(optim, "sgd-momentum"))
-        st = zc_err_set(&err, ZC_EINVAL, "--optimizer: expected adamw, adam, sgd or "
-                        "sgd-momentum, got '%s'", optim);
-    if (!st && ranks < 1)
-        st = zc_err_set(&err, ZC_EINVAL, "--ranks must be >= 1, got %d", ranks);
-    if (!st && (ranks_per_node < 0 || micro < 0))
-        st = zc_err_set(&err, ZC_EINVAL, "--ranks-per-node and --micro-batch must be >= 1");
-    /* the same keys a config file would set, so the names and checks are the trainer's */
-    zc_config defaults;
-    zc_config_defaults(&defaults);
-    if (!st && strcmp(dtype, "fp32") && strcmp(dtype, "bf16") && strcmp(dtype, "fp16"))
-        st = zc_err_set(&err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'", dtype);
-    if (!st && strcmp(dtype, "fp32"))
-        st = zc_config_set(&defaults, !strcmp(dtype, "bf16") ? "bf16.enabled" : "fp16.enabled",
-                           "true", &err);
-    if (!st && grad_dtype)
-        st = zc_config_set(&defaults, "data_types.grad_accum_dtype", grad_dtype, &err);
-    if (!st && comm_dtype)
-        st = zc_config_set(&defaults, "communication_data_type", comm_dtype, &err);
-    if (!st && off_opt)
-        st = zc_config_set(&defaults, "zero_optimization.offload_optimizer.device", off_opt, &err);
-    if (!st && off_par)
-        st = zc_config_set(&defaults, "zero_optimization.offload_param.device", off_par, &err);
-    if (!st && max_in_cpu)
-        st = zc_config_set(&defaults, "zero_optimization.offload_param.max_in_cpu", max_in_cpu,
-                           &err);
-    if (!st && sub_group)
-        st = zc_config_set(&defaults, "zero_optimization.sub_group_size", sub_group, &err);
-    if (!st && prefetch)
-        st = zc_config_set(&defaults, "zero_optimization.stage3_prefetch_bucket_size", prefetch,
-                           &err);
-    if (!st && persist)
-        st = zc_config_set(&defaults, "zero_optimization.stage3_param_persistence_threshold",
-                           persist, &err);
-    if (!st && qwz)
-        st = zc_config_set(&defaults, "zero_optimization.zero_quantized_weights", "true", &err);
-    if (!st && qgz)
-        st = zc_config_set(&defaults, "zero_optimization.zero_quantized_gradients", "true", &err);
-    char hpz_text[16];
-    snprintf(hpz_text, sizeof hpz_text, "%d", hpz);
-    if (!st && hpz != 1)
-        st = zc_config_set(&defaults, "zero_optimization.zero_hpz_partition_size", hpz_text, &err);
-    if (!st && ranks % hpz)
-        st = zc_err_set(&err, ZC_EINVAL, "--hpz %d must divide --ranks %d", hpz, ranks);
-    if (!st && mem_per_rank && parse_bytes(mem_per_rank, &limit))
-        st = zc_err_set(&err, ZC_EINVAL, "--mem-per-rank: expected a size like 24G or 512M, got "
-                        "'%s'", mem_per_rank);
-    if (!st && !!params + !!model + !!init != 1)
-        st = zc_err_set(&err, ZC_EINVAL, "give exactly one of --params N, --model mlp|gpt2, "
-                        "--init FILE");
-    if (!st && params) {
-        if (parse_count(params, &count))
-            st = zc_err_set(&err, ZC_EINVAL, "--params: expected a positive count like 1.5e9, "
-                            "1.5B or 350M, got '%s'", params);
-        else if (count > (double)ZC_MAX_NUMEL)
-            st = zc_err_set(&err, ZC_EINVAL,
-                            "--params %s: zeroc holds at most %lld parameters "
-                            "(2^49)",
-                            params, (long long)ZC_MAX_NUMEL);
-        else if (!(units = malloc(sizeof *units)))
-            st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
-        else
-            units[nunits++] = (size_t)llround(count);
+    zc_config cfg;
+    double limit = 0;
+    estimate_model m = {.activations = -1};
+    zc_estimate_in base = {0};
+    estimate_result res = {0};
+    if (!st)
+        st = flags_to_config(&f, &cfg, &limit, &err);
+    if (!st)
+        st = model_units(&f, &cfg, &m, &err);
+    if (!st) {
+        base = estimate_input(&f, &cfg, &m);
+        st = zc_estimate_check(&base, &err);
     }
-    /* the models' products run in bf16 when the parameters are stored in bf16 */
-    const zc_gemm_type compute = defaults.dtype == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
-    gpt2_config gc = {0};
-    bool is_gpt2 = init || (model && !strcmp(model, "gpt2"));
-    if (!st && model && strcmp(model, "mlp") && strcmp(model, "gpt2"))
-        st = zc_err_set(&err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)", model);
-    if (!st && model && !strcmp(model, "mlp")) {
-        int L = layers ? layers : MLP_DEFAULT_LAYERS, B = micro ? micro : 32;
-        mlp_config mc = {.hidden = hidden, .layers = L, .batch = B, .compute = compute};
-        if (hidden < 1 || L < 1)
-            st = zc_err_set(&err, ZC_EINVAL, "mlp: --hidden and --layers must be >= 1");
-        else if (!(st = mlp_check(&mc, &err)) && !(units = malloc((size_t)L * sizeof *units)))
-            st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
-        if (!st) {
-            nunits = mlp_unit_numel(&mc, units);
-            activations = (int64_t)mlp_activation_bytes(&mc);
-        }
-    }
-    if (!st && is_gpt2) {
-        if (init) {
-            st = gpt2_init_shape(init, &gc, &err);
-        } else {
-            gc = (gpt2_config){seq_len, vocab,   gpt2_pad_vocab(vocab), layers ? layers : 12,
-                                  heads,   channels};
-        }
-        int T = seq_len < gc.max_seq_len ? seq_len : gc.max_seq_len, B = micro ? micro : 4;
-        if (!st && (gc.num_layers < 1 || gc.channels < 1 || gc.num_heads < 1 ||
-                    gc.vocab_size < 1 || T < 1 || gc.channels % gc.num_heads))
-            st = zc_err_set(&err, ZC_EINVAL, "gpt2: layers, channels, heads, vocab and sequence "
-                            "length must be >= 1, channels divisible by heads");
-        if (!st)
-            st = gpt2_check(&gc, B, T, ckpt, compute, &err);
-        if (!st && !(units = malloc(((size_t)gc.num_layers + 2) * sizeof *units)))
-            st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
-        if (!st) {
-            nunits = gpt2_unit_numel(&gc, units);
-            activations = (int64_t)gpt2_activation_bytes(&gc, B, T, ckpt, compute);
-        }
-    }
-    if (st) {
-        free(units);
-        return cli_fail(comm, &err, true);
-    }
-    int pbytes = zc_dtype_size(defaults.dtype), gbytes = zc_dtype_size(zc_config_grad_dtype(&defaults));
-    int cbytes = zc_dtype_size(zc_config_comm_dtype(&defaults));
-    int per_node = ranks_per_node ? ranks_per_node : ranks;
-    cJSON *rows = cJSON_CreateArray();
-    int best = -1;
-    int64_t best_comm = 0;
-    size_t psi = 0;
-    for (int u = 0; u < nunits; u++)
-        psi += units[u];
-    const bool nvme_opt = defaults.offload_optimizer == ZC_OFFLOAD_NVME;
-    const bool nvme_par = defaults.offload_param == ZC_OFFLOAD_NVME;
-    const bool offload = nvme_opt || nvme_par;
-    const zc_estimate_in base = {.unit_numel = units,
-                                 .nunits = nunits,
-                                 .nranks = ranks,
-                                 .moment_floats = moments,
-                                 .param_bytes = pbytes,
-                                 .grad_bytes = gbytes,
-                                 .comm_elem_bytes = cbytes,
-                                 .reduce_bucket_size = defaults.reduce_bucket_size,
-                                 .prefetch_bucket_size = defaults.prefetch_bucket_size,
-                                 .max_live_parameters = defaults.max_live_parameters,
-                                 .persistence_threshold = defaults.param_persistence_threshold,
-                                 .model_persistence_threshold =
-                                     defaults.model_persistence_threshold,
-                                 .offload_optimizer = nvme_opt,
-                                 .offload_params = nvme_par,
-                                 .offload_ratio = defaults.optimizer_ratio,
-                                 .max_in_cpu = defaults.max_in_cpu,
-                                 .sub_group_size = defaults.sub_group_size,
-                                 .buffer_count = defaults.optimizer_buffer_count,
-                                 .param_buffer_count = defaults.param_buffer_count,
-                                 .param_buffer_size = defaults.param_buffer_size,
-                                 .quantized_weights = defaults.quantized_weights,
-                                 .quantized_gradients = defaults.quantized_gradients,
-                                 .hpz_partition_size = defaults.hpz_partition_size,
-                                 .ranks_per_host = per_node};
-    const bool hosts = per_node < ranks; /* the bytes that leave a host are worth a column */
-    if ((st = zc_estimate_check(&base, &err))) {
-        cJSON_Delete(rows);
-        free(units);
-        return cli_fail(comm, &err, true);
-    }
-    if (!json)
-        printf("%zu parameters in %d units, %d ranks (%d per node), %s%s, %s%s%s\n"
-               "%5s %10s %10s %10s %10s %12s %8s %12s%s %12s %12s %12s%s%s\n",
-               psi, nunits, ranks, per_node, dtype,
-               pbytes == 4 ? "" : gbytes == 2 ? " (P = G = 2, K = 12 with Adam)"
-                                              : " (P = 2, fp32 gradients)",
-               moments == 2 ? "Adam" : "SGD",
-               params ? "; activations and per-unit buffers need a model shape (--model)" : "",
-               !offload ? "" : nvme_opt && nvme_par ? "; optimizer (stages 1-3) and parameters "
-                                                      "(stage 3) offloaded to NVMe"
-                             : nvme_opt ? "; optimizer offloaded to NVMe (stages 1-3)"
-                                        : "; parameters offloaded to NVMe (stage 3)",
-               "stage", "params", "grads", "optimizer", "states", "activations", "comm",
-               "working<=", offload ? "   offload<=" : "", "total/rank", "total/node",
-               "comm/step", hosts ? " inter-node/step" : "", offload ? "    disk/rank" : "");
-    for (int stage = 0; stage <= 3; stage++) {
-        zc_estimate_in in = base;
-        in.stage = stage;
-        zc_state_bytes b = zc_estimate_states(&in); /* in RAM */
-        int64_t states = b.params + b.grads + b.optimizer;
-        int64_t disk = zc_estimate_nvme_bytes(&in), buffers = zc_estimate_offload_bound(&in);
-        /* Per-unit buffers need the model's units: unknown for a bare --params. */
-        int64_t staging = params ? -1 : zc_estimate_comm_staging(&in);
-        int64_t working = params ? -1 : zc_estimate_working_bound(&in);
-        bool ovf = false; /* each part fits (zc_estimate_check, the models' checks) */
-        int64_t total = zc_add_i64(states, staging > 0 ? staging : 0, &ovf);
-        total = zc_add_i64(total, working > 0 ? working : 0, &ovf);
-        total = zc_add_i64(total, activations > 0 ? activations : 0, &ovf);
-        total = zc_add_i64(total, buffers, &ovf);
-        if (ovf) {
-            st = zc_err_set(&err, ZC_EINVAL,
-                            "stage %d: model states %lld, activations %lld and "
-                            "buffers per rank sum past 2^63 bytes: lower --micro-batch or the "
-                            "model's size",
-                            stage, (long long)states, (long long)activations);
-            break;
-        }
-        const char *where = disk == 0 ? "none" : in.offload_optimizer && stage >= 1 &&
-                                                         in.offload_params && stage == 3
-                                                     ? "optimizer+params"
-                                                 : in.offload_params && stage == 3 ? "params"
-                                                                                   : "optimizer";
-        int64_t sent = zc_estimate_comm_bytes(&in), inter = zc_estimate_inter_host_bytes(&in);
-        if (limit > 0 && total <= limit && (best < 0 || sent < best_comm)) {
-            best = stage;
-            best_comm = sent;
-        }
-        cJSON *r = cJSON_CreateObject();
-        cJSON_AddNumberToObject(r, "stage", stage);
-        cJSON_AddStringToObject(r, "offload", where);
-        cJSON_AddNumberToObject(r, "nvme", (double)disk);
-        cJSON_AddNumberToObject(r, "offload_buffers_bound", (double)buffers);
-        cJSON_AddNumberToObject(r, "params", (double)b.params);
-        cJSON_AddNumberToObject(r, "grads", (double)b.grads);
-        cJSON_AddNumberToObject(r, "optimizer", (double)b.optimizer);
-        cJSON_AddNumberToObject(r, "model_states", (double)states);
-        if (activations >= 0)
-            cJSON_AddNumberToObject(r, "activations", (double)activations);
-        if (staging >= 0) {
-            cJSON_AddNumberToObject(r, "comm_staging", (double)staging);
-            cJSON_AddNumberToObject(r, "working_bound", (double)working);
-        }
-        cJSON_AddNumberToObject(r, "total_per_rank", (double)total);
-        cJSON_AddNumberToObject(r, "total_per_node", (double)total * per_node);
-        cJSON_AddNumberToObject(r, "comm_bytes_per_step", (double)sent);
-        cJSON_AddNumberToObject(r, "inter_node_comm_bytes_per_step", (double)inter);
-        cJSON_AddItemToArray(rows, r);
-        if (!json) {
-            char act[32] = "-", stg[32] = "-", wrk[32] = "-";
-            if (activations >= 0)
-                snprintf(act, sizeof act, "%.1fMi", mib(activations));
-            if (staging >= 0) {
-                snprintf(stg, sizeof stg, "%.1fMi", mib(staging));
-                snprintf(wrk, sizeof wrk, "%.1fMi", mib(working));
-            }
-            char buf[32] = "", dsk[32] = "", far[32] = "";
-            if (hosts)
-                snprintf(far, sizeof far, " %13.1fMi", mib(inter));
-            if (offload) {
-                snprintf(buf, sizeof buf, " %10.1fMi", mib(buffers));
-                snprintf(dsk, sizeof dsk, " %10.1fMi", mib(disk));
-            }
-            printf("%5d %8.1fMi %8.1fMi %8.1fMi %8.1fMi %12s %8s %12s%s %10.1fMi %10.1fMi "
-                   "%10.1fMi%s%s\n",
-                   stage, mib(b.params), mib(b.grads), mib(b.optimizer), mib(states), act, stg,
-                   wrk, buf, mib(total), mib(total) * per_node, mib(sent), far, dsk);
-        }
-    }
-    /* ZeRO++ at stage 3 on these hosts: what each option leaves on the network */
-    cJSON *zpp = cJSON_CreateArray();
-    if (!st && hosts && !json)
-        printf("stage 3 with ZeRO++ (hosts of %d ranks)   comm/step  inter-node/step  "
-               "inter vs none  params/rank\n", per_node);
-    const struct {
-        const char *name;
-        bool qwz, qgz, hpz;
-    } opts[] = {{"none", false, false, false},
-                {"qwZ", true, false, false},
-                {"hpZ", false, false, true},
-                {"qgZ", false, true, false},
-                {"qwZ+hpZ+qgZ", true, true, true}};
-    int64_t inter_none = 0;
-    for (size_t k = 0; !st && hosts && k < sizeof opts / sizeof *opts; k++) {
-        zc_estimate_in in = base;
-        in.stage = 3;
-        in.quantized_weights = opts[k].qwz;
-        in.quantized_gradients = opts[k].qgz;
-        in.hpz_partition_size = opts[k].hpz ? per_node : 1;
-        int64_t sent = zc_estimate_comm_bytes(&in), inter = zc_estimate_inter_host_bytes(&in);
-        int64_t par = zc_estimate_states(&in).params;
-        inter_none = k == 0 ? inter : inter_none;
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "options", opts[k].name);
-        cJSON_AddNumberToObject(o, "comm_bytes_per_step", (double)sent);
-        cJSON_AddNumberToObject(o, "inter_node_comm_bytes_per_step", (double)inter);
-        cJSON_AddNumberToObject(o, "params", (double)par);
-        cJSON_AddItemToArray(zpp, o);
-        if (!json)
-            printf("  %-34s %8.1fMi %14.1fMi %13.2fx %10.1fMi\n", opts[k].name, mib(sent),
-                   mib(inter), inter ? (double)inter_none / (double)inter : 0.0, mib(par));
-    }
-    if (st) {
-        cJSON_Delete(zpp);
-        cJSON_Delete(rows);
-        free(units);
-        return cli_fail(comm, &err, true);
-    }
-    if (json) {
-        cJSON *root = cJSON_CreateObject();
-        cJSON_AddNumberToObject(root, "params", (double)psi);
-        cJSON_AddNumberToObject(root, "units", nunits);
-        cJSON_AddNumberToObject(root, "ranks", ranks);
-        cJSON_AddNumberToObject(root, "ranks_per_node", per_node);
-        cJSON_AddStringToObject(root, "dtype", dtype);
-        cJSON_AddStringToObject(root, "grad_accum_dtype", zc_dtype_name(zc_config_grad_dtype(&defaults)));
-        cJSON_AddStringToObject(root, "communication_data_type",
-                                zc_dtype_name(zc_config_comm_dtype(&defaults)));
-        cJSON_AddItemToObject(root, "rows", rows);
-        if (hosts)
-            cJSON_AddItemToObject(root, "zero_pp_stage3", zpp);
-        else
-            cJSON_Delete(zpp);
-        if (limit > 0) {
-            if (best >= 0)
-                cJSON_AddNumberToObject(root, "recommended_stage", best);
-            else
-                cJSON_AddNullToObject(root, "recommended_stage");
-        }
-        char *text = cJSON_Print(root);
-        puts(text);
-        free(text);
-        cJSON_Delete(root);
-    } else {
-        cJSON_Delete(zpp);
-        cJSON_Delete(rows);
-        printf("(MiB = 2^20 bytes; model states, disk and comm are exact for zeroc's unit "
-               "layout; working and offload buffers are upper bounds; totals are RAM)\n");
-        if (limit > 0 && best >= 0)
-            printf("recommended: stage %d — the least communication (%.1f MiB/step) that fits "
-                   "%s per rank\n", best, mib(best_comm), mem_per_rank);
-        else if (limit > 0)
-            printf("no stage fits %s per rank: add ranks, lower --micro-batch or use "
-                   "--activation-checkpointing\n", mem_per_rank);
-    }
-    free(units);
-    return 0;
+    if (!st)
+        st = estimate_all(&f, &base, &m, limit, &res, &err);
+    if (!st && f.json)
+        print_json(&f, &cfg, &m, &res, limit);
+    else if (!st)
+        print_table(&f, &base, &m, &res, limit);
+    free(m.units);
+    return st ? cli_fail(comm, &err, true) : 0;
 }

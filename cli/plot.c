@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/svg.h"
+#include "cli/units.h"
 #include "zeroc/durable.h"
 #include "zeroc/status.h"
 
@@ -297,7 +298,7 @@ static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *
             double sum = 0;
             for (int c = 0; c < MEM_NCAT; c++)
                 sum += runs[k].mem[q][c];
-            top = fmax(top, fmax(sum, runs[k].mem[q][MEM_NCAT]) / 1048576.0);
+            top = fmax(top, mib_d(fmax(sum, runs[k].mem[q][MEM_NCAT])));
         }
     p = (panel){cw + 70, 60 + ch + 40, cw - 230, ch - 90, 0, bars, 0, top > 0 ? top : 1};
     panel_open(f, "memory", "memory per rank, MiB (tick: peak RSS)", NULL, &p);
@@ -307,7 +308,7 @@ static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *
         for (int q = 0; q < runs[k].nranks; q++, b++) {
             double x = p.px + slot * b + (slot - bw) / 2, base = 0;
             for (int c = 0; c < MEM_NCAT; c++) {
-                double v = runs[k].mem[q][c] / 1048576.0;
+                double v = mib_d(runs[k].mem[q][c]);
                 fprintf(f, "<rect class=\"mem\" data-run=\"%d\" data-rank=\"%d\" "
                            "data-category=\"%s\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
                            "height=\"%.2f\" fill=\"%s\"/>\n",
@@ -315,7 +316,7 @@ static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *
                         mem_colour[c]);
                 base += v;
             }
-            double rss = runs[k].mem[q][MEM_NCAT] / 1048576.0;
+            double rss = mib_d(runs[k].mem[q][MEM_NCAT]);
             fprintf(f, "<line class=\"rss\" data-run=\"%d\" data-rank=\"%d\" x1=\"%.2f\" "
                        "y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"black\" stroke-width=\"2\"/>\n"
                        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"10\" "

@@ -12,6 +12,8 @@ static inline double now_ms(void)
     return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
 }
 
-static inline double mib(int64_t bytes) { return (double)bytes / 1048576.0; }
+/* MiB of a byte count: mib for counts, mib_d for sums already held in a double */
+static inline double mib_d(double bytes) { return bytes / 1048576.0; }
+static inline double mib(int64_t bytes) { return mib_d((double)bytes); }
 
 #endif
