@@ -46,8 +46,7 @@ static void zc_rs(void *p)
 static void mpi_ag(void *p)
 {
     bench *x = p;
-    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x->a, (int)x->len, MPI_FLOAT,
-                  MPI_COMM_WORLD);
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x->a, (int)x->len, MPI_FLOAT, MPI_COMM_WORLD);
 }
 
 int main(int argc, char **argv)

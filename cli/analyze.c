@@ -59,8 +59,8 @@ static zc_status stage_config(zc_config *cfg, const analyze_opts *o, int stage, 
     if (!st)
         st = zc_config_set(cfg, "train_micro_batch_size_per_gpu", micro_s, err);
     if (!st && strcmp(o->dtype, "fp32")) /* bf16 or fp16: the dtype follows the key */
-        st = zc_config_set(cfg, !strcmp(o->dtype, "bf16") ? "bf16.enabled" : "fp16.enabled",
-                           "true", err);
+        st = zc_config_set(cfg, !strcmp(o->dtype, "bf16") ? "bf16.enabled" : "fp16.enabled", "true",
+                           err);
     return st;
 }
 
@@ -84,12 +84,14 @@ static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, anal
     size_t data_bytes = 0;
     bool is_mlp = !strcmp(o->model, "mlp");
     gpt2_config gc = {o->seq_len, o->vocab, gpt2_pad_vocab(o->vocab),
-                         o->layers,  o->heads, o->channels};
+                      o->layers,  o->heads, o->channels};
     /* stage 3 prefetches one (the largest) unit ahead: the default ("auto") */
-    const mlp_config mc = {.hidden = o->hidden, .layers = o->layers, .batch = o->micro,
-                              .compute = cfg.dtype == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32};
+    const mlp_config mc = {.hidden = o->hidden,
+                           .layers = o->layers,
+                           .batch = o->micro,
+                           .compute = cfg.dtype == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32};
     zc_status st = mem ? zc_engine_create(&e, &cfg, comm, mem, err)
-                                : zc_err_set(err, ZC_ENOMEM, "out of memory");
+                       : zc_err_set(err, ZC_ENOMEM, "out of memory");
     if (!st && is_mlp)
         st = mlp_create(&mlp, e, mem, &mc, err);
     else if (!st)
@@ -150,8 +152,7 @@ static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, anal
     est->est_activations =
         (int64_t)data_bytes +
         (int64_t)(is_mlp ? mlp_activation_bytes(&mc)
-                         : gpt2_activation_bytes(&gc, o->micro, o->seq_len, false,
-                                                    mc.compute));
+                         : gpt2_activation_bytes(&gc, o->micro, o->seq_len, false, mc.compute));
     free(numel);
     zc_mem_free(mem, ZC_MEM_ACTIVATIONS, data, data_bytes);
 done:
@@ -174,7 +175,7 @@ static void print_stage(const analyze_stage *s, int nranks, const analyze_stage 
         for (int k = 0; k < ANALYZE_NCAT; k++)
             printf(" %11.1f", mib(r0->at[c][k]));
         printf(" %11.1f\n", mib(r0->at[c][ZC_MEM_PARAMS] + r0->at[c][ZC_MEM_GRADS] +
-                                 r0->at[c][ZC_MEM_OPTIMIZER]));
+                                r0->at[c][ZC_MEM_OPTIMIZER]));
     }
     printf("%-26s", "peak");
     for (int k = 0; k < ANALYZE_NCAT; k++)
@@ -198,14 +199,23 @@ static void print_stage(const analyze_stage *s, int nranks, const analyze_stage 
 
 int cmd_analyze(zc_comm *comm, int argc, char **argv)
 {
-    analyze_opts o = {.model = "mlp", .out = "analyze", .dtype = "fp32", .hidden = MLP_DEFAULT_HIDDEN,
+    analyze_opts o = {.model = "mlp",
+                      .out = "analyze",
+                      .dtype = "fp32",
+                      .hidden = MLP_DEFAULT_HIDDEN,
                       .channels = 256,
-                      .heads = 4, .vocab = 50257, .seq_len = 128, .steps = 3, .ranks = 4,
+                      .heads = 4,
+                      .vocab = 50257,
+                      .seq_len = 128,
+                      .steps = 3,
+                      .ranks = 4,
                       .lr = 1e-3};
     arg_spec specs[] = {
         {"--model", ARG_STR, &o.model, NULL, "mlp (default) or gpt2 (synthetic tokens)", NULL},
-        {"--ranks", ARG_INT, &o.ranks, NULL, "ranks to run on when started without mpirun "
-         "(default 4)", NULL},
+        {"--ranks", ARG_INT, &o.ranks, NULL,
+         "ranks to run on when started without mpirun "
+         "(default 4)",
+         NULL},
         {"--hidden", ARG_INT, &o.hidden, NULL, "mlp: hidden size (default 2048)", NULL},
         {"--layers", ARG_INT, &o.layers, NULL, "mlp: layers (default 12); gpt2: blocks (4)", NULL},
         {"--channels", ARG_INT, &o.channels, NULL, "gpt2: channels (default 256)", NULL},
@@ -220,8 +230,9 @@ int cmd_analyze(zc_comm *comm, int argc, char **argv)
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
     bool helped;
-    zc_status st = args_parse_command(specs, nspecs, argc, argv, 2, "zeroc analyze [--model mlp|gpt2] [--ranks N] [flags]", zc_comm_rank(comm) == 0,
-                                      &helped, &err);
+    zc_status st = args_parse_command(specs, nspecs, argc, argv, 2,
+                                      "zeroc analyze [--model mlp|gpt2] [--ranks N] [flags]",
+                                      zc_comm_rank(comm) == 0, &helped, &err);
     if (helped)
         return 0;
     bool is_mlp = !strcmp(o.model, "mlp");
@@ -230,14 +241,13 @@ int cmd_analyze(zc_comm *comm, int argc, char **argv)
     if (!o.micro)
         o.micro = is_mlp ? 32 : 4;
     if (!st && strcmp(o.model, "mlp") && strcmp(o.model, "gpt2"))
-        st = zc_err_set(&err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)",
-                        o.model);
+        st = zc_err_set(&err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)", o.model);
     if (!st && strcmp(o.dtype, "fp32") && strcmp(o.dtype, "bf16") && strcmp(o.dtype, "fp16"))
-        st = zc_err_set(&err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'",
-                        o.dtype);
+        st = zc_err_set(&err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'", o.dtype);
     if (!st && (o.hidden < 1 || o.layers < 1 || o.micro < 1 || o.steps < 1 || o.ranks < 1 ||
                 o.channels < 1 || o.heads < 1 || o.vocab < 1 || o.seq_len < 1))
-        st = zc_err_set(&err, ZC_EINVAL, "--hidden, --layers, --micro-batch, --steps, --ranks "
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--hidden, --layers, --micro-batch, --steps, --ranks "
                         "and the gpt2 shape must be >= 1");
     if (st)
         return cli_fail(comm, &err, true);

@@ -13,12 +13,8 @@ static zc_status parse_value(arg_spec *s, const char *v, zc_err *err)
     char *end;
     errno = 0;
     switch (s->kind) {
-    case ARG_STR:
-        *(const char **)s->dst = v;
-        return ZC_OK;
-    case ARG_CONFIG:
-        s->value = v;
-        return ZC_OK;
+    case ARG_STR: *(const char **)s->dst = v; return ZC_OK;
+    case ARG_CONFIG: s->value = v; return ZC_OK;
     case ARG_INT:
     case ARG_I64: {
         long long x = strtoll(v, &end, 10);
@@ -37,9 +33,7 @@ static zc_status parse_value(arg_spec *s, const char *v, zc_err *err)
         *(double *)s->dst = x;
         return ZC_OK;
     }
-    case ARG_BOOL:
-        *(bool *)s->dst = true;
-        return ZC_OK;
+    case ARG_BOOL: *(bool *)s->dst = true; return ZC_OK;
     }
     return ZC_EINVAL;
 }

@@ -13,12 +13,12 @@
 typedef enum { ARG_STR, ARG_INT, ARG_I64, ARG_DOUBLE, ARG_BOOL, ARG_CONFIG } arg_kind;
 
 typedef struct {
-    const char *flag;       /* "--steps" */
+    const char *flag; /* "--steps" */
     arg_kind kind;
     void *dst;              /* const char **, int *, int64_t *, double *, bool * */
     const char *config_key; /* ARG_CONFIG: dotted config path */
     const char *help;
-    const char *value;      /* ARG_CONFIG: the raw value seen (NULL if not given) */
+    const char *value; /* ARG_CONFIG: the raw value seen (NULL if not given) */
 } arg_spec;
 
 /* Parses argv[first..argc) against specs; unknown flags, missing values and unparsable numbers

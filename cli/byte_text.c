@@ -35,9 +35,10 @@ zc_status byte_text_parse_prompt(const char *prompt, int vocab, int **out, int *
             long v = strtol(p, &end, 10);
             if (end == p || errno || v < 0 || v >= vocab || (*end && *end != ',')) {
                 free(t);
-                return zc_err_set(err, ZC_EINVAL, "--prompt: with vocabulary %d the prompt is "
-                                  "comma-separated token ids in [0, %d); got '%s'", vocab, vocab,
-                                  prompt);
+                return zc_err_set(err, ZC_EINVAL,
+                                  "--prompt: with vocabulary %d the prompt is "
+                                  "comma-separated token ids in [0, %d); got '%s'",
+                                  vocab, vocab, prompt);
             }
             t[k++] = (int)v;
             p = *end ? end + 1 : end;

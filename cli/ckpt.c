@@ -22,8 +22,8 @@ static zc_status export_llmc(const char *dir, const char *out, zc_err *err)
     if (st)
         return st;
     int64_t v[6];
-    const char *keys[6] = {"max_seq_len", "vocab_size", "padded_vocab_size", "num_layers",
-                           "num_heads", "channels"};
+    const char *keys[6] = {"max_seq_len", "vocab_size", "padded_vocab_size",
+                           "num_layers",  "num_heads",  "channels"};
     for (int i = 0; i < 6 && !st; i++)
         if (zc_ckpt_reader_client_int(r, keys[i], &v[i]))
             st = zc_err_set(err, ZC_EINVAL,
@@ -68,8 +68,10 @@ static zc_status export_llmc(const char *dir, const char *out, zc_err *err)
         int layers = tensor >= 2 && tensor <= 13 ? h.num_layers : 1;
         if (tensor < 0 || layer < 0 || layer >= layers ||
             pi->numel * (size_t)layers != sizes[tensor]) {
-            st = zc_err_set(err, ZC_EINVAL, "%s: parameter '%s' is not part of a GPT-2 of this "
-                            "shape", dir, pi->name);
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: parameter '%s' is not part of a GPT-2 of this "
+                            "shape",
+                            dir, pi->name);
             break;
         }
         for (size_t at = 0; !st && at < pi->numel; at += CHUNK) {
@@ -98,7 +100,8 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
         {"--format", ARG_STR, &format, NULL,
          "export: safetensors (default), llmc (a GPT-2 checkpoint in llm.c's format) or hf (a "
          "GPT-2 as Hugging Face transformers reads it: --out DIR gets model.safetensors and "
-         "config.json)", NULL},
+         "config.json)",
+         NULL},
         {"--dtype", ARG_STR, &dtype, NULL, "export to safetensors: fp32 (default) or bf16", NULL},
         {"--help", ARG_BOOL, &help, NULL, "print this help", NULL},
     };
@@ -113,11 +116,15 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
         return 0;
     }
     if (strcmp(verb, "inspect") && strcmp(verb, "verify") && strcmp(verb, "export"))
-        st = zc_err_set(&err, ZC_EINVAL, "zeroc ckpt: expected inspect, verify or export, got "
-                        "'%s'", verb);
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "zeroc ckpt: expected inspect, verify or export, got "
+                        "'%s'",
+                        verb);
     else if (!path || path[0] == '-')
-        st = zc_err_set(&err, ZC_EINVAL, "zeroc ckpt %s: which checkpoint? (a DIR given to "
-                        "--save-dir, or DIR/step-N)", verb);
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "zeroc ckpt %s: which checkpoint? (a DIR given to "
+                        "--save-dir, or DIR/step-N)",
+                        verb);
     if (!st)
         st = args_parse(specs, nspecs, argc, argv, 4, &err);
     if (!st && !strcmp(verb, "export") && !out)
@@ -139,8 +146,9 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
         else if (!strcmp(verb, "verify"))
             st = zc_ckpt_verify(dir, &summary, &err);
         else if (!(st = !strcmp(format, "llmc") ? export_llmc(dir, out, &err)
-                        : !strcmp(format, "hf") ? hf_export_checkpoint(dir, out, &err)
-                        : zc_ckpt_export_safetensors(dir, out, !strcmp(dtype, "bf16"), &err)))
+                        : !strcmp(format, "hf")
+                            ? hf_export_checkpoint(dir, out, &err)
+                            : zc_ckpt_export_safetensors(dir, out, !strcmp(dtype, "bf16"), &err)))
             printf("wrote %s from %s\n", out, dir);
         if (summary)
             printf("%s\n", summary);

@@ -33,7 +33,8 @@ static int parse_count(const char *s, double *out)
         switch (toupper((unsigned char)*end)) {
         case 'K': mul = 1e3; break;
         case 'M': mul = 1e6; break;
-        case 'B': case 'G': mul = 1e9; break;
+        case 'B':
+        case 'G': mul = 1e9; break;
         case 'T': mul = 1e12; break;
         default: return -1;
         }
@@ -126,8 +127,10 @@ static zc_status flags_to_config(const estimate_flags *f, zc_config *cfg, double
     zc_status st = ZC_OK;
     if (strcasecmp(f->optim, "adamw") && strcasecmp(f->optim, "adam") &&
         strcasecmp(f->optim, "sgd") && strcasecmp(f->optim, "sgd-momentum"))
-        return zc_err_set(err, ZC_EINVAL, "--optimizer: expected adamw, adam, sgd or "
-                          "sgd-momentum, got '%s'", f->optim);
+        return zc_err_set(err, ZC_EINVAL,
+                          "--optimizer: expected adamw, adam, sgd or "
+                          "sgd-momentum, got '%s'",
+                          f->optim);
     if (f->ranks < 1)
         return zc_err_set(err, ZC_EINVAL, "--ranks must be >= 1, got %d", f->ranks);
     if (f->ranks_per_node < 0 || f->micro < 0)
@@ -136,8 +139,8 @@ static zc_status flags_to_config(const estimate_flags *f, zc_config *cfg, double
         return zc_err_set(err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'",
                           f->dtype);
     if (strcmp(f->dtype, "fp32"))
-        st = zc_config_set(cfg, !strcmp(f->dtype, "bf16") ? "bf16.enabled" : "fp16.enabled",
-                           "true", err);
+        st = zc_config_set(cfg, !strcmp(f->dtype, "bf16") ? "bf16.enabled" : "fp16.enabled", "true",
+                           err);
     const struct {
         const char *key, *value;
     } keys[] = {
@@ -162,8 +165,10 @@ static zc_status flags_to_config(const estimate_flags *f, zc_config *cfg, double
     if (!st && f->ranks % f->hpz)
         st = zc_err_set(err, ZC_EINVAL, "--hpz %d must divide --ranks %d", f->hpz, f->ranks);
     if (!st && f->mem_per_rank && parse_bytes(f->mem_per_rank, limit))
-        st = zc_err_set(err, ZC_EINVAL, "--mem-per-rank: expected a size like 24G or 512M, got "
-                        "'%s'", f->mem_per_rank);
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--mem-per-rank: expected a size like 24G or 512M, got "
+                        "'%s'",
+                        f->mem_per_rank);
     return st;
 }
 
@@ -172,11 +177,15 @@ static zc_status bare_model(const estimate_flags *f, estimate_model *m, zc_err *
 {
     double count = 0;
     if (parse_count(f->params, &count))
-        return zc_err_set(err, ZC_EINVAL, "--params: expected a positive count like 1.5e9, "
-                          "1.5B or 350M, got '%s'", f->params);
+        return zc_err_set(err, ZC_EINVAL,
+                          "--params: expected a positive count like 1.5e9, "
+                          "1.5B or 350M, got '%s'",
+                          f->params);
     if (count > (double)ZC_MAX_NUMEL)
-        return zc_err_set(err, ZC_EINVAL, "--params %s: zeroc holds at most %lld parameters "
-                          "(2^49)", f->params, (long long)ZC_MAX_NUMEL);
+        return zc_err_set(err, ZC_EINVAL,
+                          "--params %s: zeroc holds at most %lld parameters "
+                          "(2^49)",
+                          f->params, (long long)ZC_MAX_NUMEL);
     if (!(m->units = malloc(sizeof *m->units)))
         return zc_err_set(err, ZC_ENOMEM, "out of memory");
     m->units[m->nunits++] = (size_t)llround(count);
@@ -212,7 +221,8 @@ static zc_status gpt2_units(const estimate_flags *f, zc_gemm_type compute, estim
     int T = f->seq_len < gc.max_seq_len ? f->seq_len : gc.max_seq_len, B = f->micro ? f->micro : 4;
     if (gc.num_layers < 1 || gc.channels < 1 || gc.num_heads < 1 || gc.vocab_size < 1 || T < 1 ||
         gc.channels % gc.num_heads)
-        return zc_err_set(err, ZC_EINVAL, "gpt2: layers, channels, heads, vocab and sequence "
+        return zc_err_set(err, ZC_EINVAL,
+                          "gpt2: layers, channels, heads, vocab and sequence "
                           "length must be >= 1, channels divisible by heads");
     if ((st = gpt2_check(&gc, B, T, f->ckpt, compute, err)))
         return st;
@@ -228,7 +238,8 @@ static zc_status model_units(const estimate_flags *f, const zc_config *cfg, esti
                              zc_err *err)
 {
     if (!!f->params + !!f->model + !!f->init != 1)
-        return zc_err_set(err, ZC_EINVAL, "give exactly one of --params N, --model mlp|gpt2, "
+        return zc_err_set(err, ZC_EINVAL,
+                          "give exactly one of --params N, --model mlp|gpt2, "
                           "--init FILE");
     /* the models' products run in bf16 when the parameters are stored in bf16 */
     const zc_gemm_type compute = cfg->dtype == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
@@ -240,8 +251,7 @@ static zc_status model_units(const estimate_flags *f, const zc_config *cfg, esti
     else if (!strcmp(f->model, "mlp"))
         st = mlp_units(f, compute, m, err);
     else
-        st = zc_err_set(err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)",
-                        f->model);
+        st = zc_err_set(err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)", f->model);
     for (int u = 0; !st && u < m->nunits; u++)
         m->psi += m->units[u];
     return st;
@@ -261,31 +271,30 @@ static int ranks_per_node(const estimate_flags *f)
 static zc_estimate_in estimate_input(const estimate_flags *f, const zc_config *cfg,
                                      const estimate_model *m)
 {
-    return (zc_estimate_in){
-        .unit_numel = m->units,
-        .nunits = m->nunits,
-        .nranks = f->ranks,
-        .moment_floats = optimizer_moments(f->optim),
-        .param_bytes = zc_dtype_size(cfg->dtype),
-        .grad_bytes = zc_dtype_size(zc_config_grad_dtype(cfg)),
-        .comm_elem_bytes = zc_dtype_size(zc_config_comm_dtype(cfg)),
-        .reduce_bucket_size = cfg->reduce_bucket_size,
-        .prefetch_bucket_size = cfg->prefetch_bucket_size,
-        .max_live_parameters = cfg->max_live_parameters,
-        .persistence_threshold = cfg->param_persistence_threshold,
-        .model_persistence_threshold = cfg->model_persistence_threshold,
-        .offload_optimizer = cfg->offload_optimizer == ZC_OFFLOAD_NVME,
-        .offload_params = cfg->offload_param == ZC_OFFLOAD_NVME,
-        .offload_ratio = cfg->optimizer_ratio,
-        .max_in_cpu = cfg->max_in_cpu,
-        .sub_group_size = cfg->sub_group_size,
-        .buffer_count = cfg->optimizer_buffer_count,
-        .param_buffer_count = cfg->param_buffer_count,
-        .param_buffer_size = cfg->param_buffer_size,
-        .quantized_weights = cfg->quantized_weights,
-        .quantized_gradients = cfg->quantized_gradients,
-        .hpz_partition_size = cfg->hpz_partition_size,
-        .ranks_per_host = ranks_per_node(f)};
+    return (zc_estimate_in){.unit_numel = m->units,
+                            .nunits = m->nunits,
+                            .nranks = f->ranks,
+                            .moment_floats = optimizer_moments(f->optim),
+                            .param_bytes = zc_dtype_size(cfg->dtype),
+                            .grad_bytes = zc_dtype_size(zc_config_grad_dtype(cfg)),
+                            .comm_elem_bytes = zc_dtype_size(zc_config_comm_dtype(cfg)),
+                            .reduce_bucket_size = cfg->reduce_bucket_size,
+                            .prefetch_bucket_size = cfg->prefetch_bucket_size,
+                            .max_live_parameters = cfg->max_live_parameters,
+                            .persistence_threshold = cfg->param_persistence_threshold,
+                            .model_persistence_threshold = cfg->model_persistence_threshold,
+                            .offload_optimizer = cfg->offload_optimizer == ZC_OFFLOAD_NVME,
+                            .offload_params = cfg->offload_param == ZC_OFFLOAD_NVME,
+                            .offload_ratio = cfg->optimizer_ratio,
+                            .max_in_cpu = cfg->max_in_cpu,
+                            .sub_group_size = cfg->sub_group_size,
+                            .buffer_count = cfg->optimizer_buffer_count,
+                            .param_buffer_count = cfg->param_buffer_count,
+                            .param_buffer_size = cfg->param_buffer_size,
+                            .quantized_weights = cfg->quantized_weights,
+                            .quantized_gradients = cfg->quantized_gradients,
+                            .hpz_partition_size = cfg->hpz_partition_size,
+                            .ranks_per_host = ranks_per_node(f)};
 }
 
 /* One stage: model states in RAM and on disk, the buffers, the total, the bytes sent. */
@@ -305,14 +314,17 @@ static zc_status stage_estimate(const zc_estimate_in *in, const estimate_model *
     total = zc_add_i64(total, m->activations > 0 ? m->activations : 0, &ovf);
     r->total = zc_add_i64(total, r->buffers, &ovf);
     if (ovf)
-        return zc_err_set(err, ZC_EINVAL, "stage %d: model states %lld, activations %lld and "
+        return zc_err_set(err, ZC_EINVAL,
+                          "stage %d: model states %lld, activations %lld and "
                           "buffers per rank sum past 2^63 bytes: lower --micro-batch or the "
-                          "model's size", in->stage, (long long)r->states,
-                          (long long)m->activations);
+                          "model's size",
+                          in->stage, (long long)r->states, (long long)m->activations);
     const bool opt = in->offload_optimizer && in->stage >= 1;
     const bool par = in->offload_params && in->stage == 3;
-    r->offload = r->disk == 0 ? "none" : opt && par ? "optimizer+params" : par ? "params"
-                                                                             : "optimizer";
+    r->offload = r->disk == 0 ? "none"
+                 : opt && par ? "optimizer+params"
+                 : par        ? "params"
+                              : "optimizer";
     r->sent = zc_estimate_comm_bytes(in);
     r->inter = zc_estimate_inter_host_bytes(in);
     return ZC_OK;
@@ -343,9 +355,9 @@ static zc_status estimate_all(const estimate_flags *f, const zc_estimate_in *bas
         in.quantized_weights = zero_pp_options[k].qwz;
         in.quantized_gradients = zero_pp_options[k].qgz;
         in.hpz_partition_size = zero_pp_options[k].hpz ? ranks_per_node(f) : 1;
-        res->zero_pp[k] = (zero_pp_row){zc_estimate_comm_bytes(&in),
-                                        zc_estimate_inter_host_bytes(&in),
-                                        zc_estimate_states(&in).params};
+        res->zero_pp[k] =
+            (zero_pp_row){zc_estimate_comm_bytes(&in), zc_estimate_inter_host_bytes(&in),
+                          zc_estimate_states(&in).params};
     }
     return ZC_OK;
 }
@@ -422,17 +434,19 @@ static void print_table(const estimate_flags *f, const zc_estimate_in *base,
     printf("%zu parameters in %d units, %d ranks (%d per node), %s%s, %s%s%s\n"
            "%5s %10s %10s %10s %10s %12s %8s %12s%s %12s %12s %12s%s%s\n",
            m->psi, m->nunits, f->ranks, per_node, f->dtype,
-           pbytes == 4 ? "" : gbytes == 2 ? " (P = G = 2, K = 12 with Adam)"
-                                          : " (P = 2, fp32 gradients)",
+           pbytes == 4   ? ""
+           : gbytes == 2 ? " (P = G = 2, K = 12 with Adam)"
+                         : " (P = 2, fp32 gradients)",
            base->moment_floats == 2 ? "Adam" : "SGD",
            f->params ? "; activations and per-unit buffers need a model shape (--model)" : "",
-           !offload ? "" : nvme_opt && nvme_par ? "; optimizer (stages 1-3) and parameters "
-                                                  "(stage 3) offloaded to NVMe"
-                         : nvme_opt ? "; optimizer offloaded to NVMe (stages 1-3)"
-                                    : "; parameters offloaded to NVMe (stage 3)",
+           !offload               ? ""
+           : nvme_opt && nvme_par ? "; optimizer (stages 1-3) and parameters "
+                                    "(stage 3) offloaded to NVMe"
+           : nvme_opt             ? "; optimizer offloaded to NVMe (stages 1-3)"
+                                  : "; parameters offloaded to NVMe (stage 3)",
            "stage", "params", "grads", "optimizer", "states", "activations", "comm",
-           "working<=", offload ? "   offload<=" : "", "total/rank", "total/node",
-           "comm/step", hosts ? " inter-node/step" : "", offload ? "    disk/rank" : "");
+           "working<=", offload ? "   offload<=" : "", "total/rank", "total/node", "comm/step",
+           hosts ? " inter-node/step" : "", offload ? "    disk/rank" : "");
     for (int stage = 0; stage <= 3; stage++) {
         const stage_row *s = &res->stage[stage];
         char act[32] = "-", stg[32] = "-", wrk[32] = "-";
@@ -457,7 +471,8 @@ static void print_table(const estimate_flags *f, const zc_estimate_in *base,
     }
     if (hosts) { /* ZeRO++ at stage 3 on these hosts: what each option leaves on the network */
         printf("stage 3 with ZeRO++ (hosts of %d ranks)   comm/step  inter-node/step  "
-               "inter vs none  params/rank\n", per_node);
+               "inter vs none  params/rank\n",
+               per_node);
         for (int k = 0; k < NZERO_PP; k++) {
             const zero_pp_row *z = &res->zero_pp[k];
             printf("  %-34s %8.1fMi %14.1fMi %13.2fx %10.1fMi\n", zero_pp_options[k].name,
@@ -470,29 +485,40 @@ static void print_table(const estimate_flags *f, const zc_estimate_in *base,
            "layout; working and offload buffers are upper bounds; totals are RAM)\n");
     if (limit > 0 && res->best >= 0)
         printf("recommended: stage %d — the least communication (%.1f MiB/step) that fits "
-               "%s per rank\n", res->best, mib(res->best_comm), f->mem_per_rank);
+               "%s per rank\n",
+               res->best, mib(res->best_comm), f->mem_per_rank);
     else if (limit > 0)
         printf("no stage fits %s per rank: add ranks, lower --micro-batch or use "
-               "--activation-checkpointing\n", f->mem_per_rank);
+               "--activation-checkpointing\n",
+               f->mem_per_rank);
 }
 
 int cmd_estimate(zc_comm *comm, int argc, char **argv)
 {
-    estimate_flags f = {.ranks = 1, .hidden = MLP_DEFAULT_HIDDEN, .channels = 768, .heads = 12,
-                        .vocab = 50257, .seq_len = 1024, .hpz = 1, .dtype = "fp32",
+    estimate_flags f = {.ranks = 1,
+                        .hidden = MLP_DEFAULT_HIDDEN,
+                        .channels = 768,
+                        .heads = 12,
+                        .vocab = 50257,
+                        .seq_len = 1024,
+                        .hpz = 1,
+                        .dtype = "fp32",
                         .optim = "adamw"};
     arg_spec specs[] = {
-        {"--params", ARG_STR, &f.params, NULL, "parameter count: 1.5e9, 1.5B, 350M (one unit)", NULL},
-        {"--model", ARG_STR, &f.model, NULL, "mlp or gpt2: use the model's real units", NULL},
-        {"--init", ARG_STR, &f.init, NULL, "gpt2: read the shape from an llm.c checkpoint or a Hugging Face GPT-2", NULL},
-        {"--hidden", ARG_INT, &f.hidden, NULL, "mlp: hidden size (default 2048)", NULL},
-        {"--layers", ARG_INT, &f.layers, NULL, "mlp: layers (default 12); gpt2: blocks (default 12)",
+        {"--params", ARG_STR, &f.params, NULL, "parameter count: 1.5e9, 1.5B, 350M (one unit)",
          NULL},
+        {"--model", ARG_STR, &f.model, NULL, "mlp or gpt2: use the model's real units", NULL},
+        {"--init", ARG_STR, &f.init, NULL,
+         "gpt2: read the shape from an llm.c checkpoint or a Hugging Face GPT-2", NULL},
+        {"--hidden", ARG_INT, &f.hidden, NULL, "mlp: hidden size (default 2048)", NULL},
+        {"--layers", ARG_INT, &f.layers, NULL,
+         "mlp: layers (default 12); gpt2: blocks (default 12)", NULL},
         {"--channels", ARG_INT, &f.channels, NULL, "gpt2: channels (default 768)", NULL},
         {"--heads", ARG_INT, &f.heads, NULL, "gpt2: heads (default 12)", NULL},
         {"--vocab", ARG_INT, &f.vocab, NULL, "gpt2: vocabulary (default 50257)", NULL},
         {"--seq-len", ARG_INT, &f.seq_len, NULL, "gpt2: sequence length (default 1024)", NULL},
-        {"--micro-batch", ARG_INT, &f.micro, NULL, "per rank (mlp default 32, gpt2 default 4)", NULL},
+        {"--micro-batch", ARG_INT, &f.micro, NULL, "per rank (mlp default 32, gpt2 default 4)",
+         NULL},
         {"--activation-checkpointing", ARG_BOOL, &f.ckpt, NULL, "gpt2: recompute blocks", NULL},
         {"--ranks", ARG_INT, &f.ranks, NULL, "data-parallel ranks N (default 1)", NULL},
         {"--ranks-per-node", ARG_INT, &f.ranks_per_node, NULL,
@@ -504,9 +530,12 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
          "stage 3, ZeRO++ qgZ: int8 gradient reduce-scatters (zero_quantized_gradients)", NULL},
         {"--hpz", ARG_INT, &f.hpz, NULL,
          "stage 3, ZeRO++ hpZ: ranks sharing a secondary parameter copy "
-         "(zero_hpz_partition_size, default 1: none)", NULL},
-        {"--dtype", ARG_STR, &f.dtype, NULL, "parameters: fp32 (default), bf16 or fp16 (mixed "
-         "precision: 16-bit params and grads, fp32 master + moments)", NULL},
+         "(zero_hpz_partition_size, default 1: none)",
+         NULL},
+        {"--dtype", ARG_STR, &f.dtype, NULL,
+         "parameters: fp32 (default), bf16 or fp16 (mixed "
+         "precision: 16-bit params and grads, fp32 master + moments)",
+         NULL},
         {"--grad-accum-dtype", ARG_STR, &f.grad_dtype, NULL,
          "stored gradients: fp32, bf16 or fp16 (default: --dtype)", NULL},
         {"--comm-dtype", ARG_STR, &f.comm_dtype, NULL,
@@ -532,9 +561,11 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
     bool helped;
-    zc_status st = args_parse_command(specs, nspecs, argc, argv, 2, "zeroc estimate (--params N | --model mlp|gpt2 [shape] | --init FILE) "
-                       "--ranks N [flags]", zc_comm_rank(comm) == 0,
-                                      &helped, &err);
+    zc_status st =
+        args_parse_command(specs, nspecs, argc, argv, 2,
+                           "zeroc estimate (--params N | --model mlp|gpt2 [shape] | --init FILE) "
+                           "--ranks N [flags]",
+                           zc_comm_rank(comm) == 0, &helped, &err);
     if (helped)
         return 0;
     if (zc_comm_rank(comm) != 0)

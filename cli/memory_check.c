@@ -24,7 +24,10 @@
 #include "zeroc/checked.h"
 #include "zeroc/estimate.h"
 
-static double gib(int64_t b) { return (double)b / (1 << 30); }
+static double gib(int64_t b)
+{
+    return (double)b / (1 << 30);
+}
 
 /* The first integer in a file ("max" and unreadable files give -1). */
 static int64_t read_number(const char *path)
@@ -70,8 +73,10 @@ static int64_t cgroup_room(char *where, size_t cap)
         int64_t l = read_number(limit), u = read_number(usage);
         if (l >= 0 && u >= 0) {
             room = l > u ? l - u : 0;
-            snprintf(where, cap, "the memory cgroup's limit %.2f GiB less %.2f GiB in use "
-                     "(%s)", gib(l), gib(u), limit);
+            snprintf(where, cap,
+                     "the memory cgroup's limit %.2f GiB less %.2f GiB in use "
+                     "(%s)",
+                     gib(l), gib(u), limit);
         }
     }
     fclose(f);
@@ -126,8 +131,10 @@ static int64_t need_per_rank(const zc_estimate_in *in, int64_t activations)
 static void fitting(const zc_estimate_in *now, int64_t activations, int64_t budget, char *out,
                     size_t cap)
 {
-    struct { int stage; bool opt, par; } tries[] = {
-        {1, 0, 0}, {2, 0, 0}, {3, 0, 0}, {1, 1, 0}, {2, 1, 0}, {3, 1, 0}, {3, 1, 1}};
+    struct {
+        int stage;
+        bool opt, par;
+    } tries[] = {{1, 0, 0}, {2, 0, 0}, {3, 0, 0}, {1, 1, 0}, {2, 1, 0}, {3, 1, 0}, {3, 1, 1}};
     size_t len = strlen(out);
     int shown = 0;
     for (size_t i = 0; i < sizeof tries / sizeof tries[0] && shown < 2; i++) {
@@ -135,9 +142,9 @@ static void fitting(const zc_estimate_in *now, int64_t activations, int64_t budg
         in.stage = tries[i].stage;
         in.offload_optimizer = tries[i].opt || now->offload_optimizer;
         in.offload_params = tries[i].par || (now->offload_params && in.stage == 3);
-        if (in.stage < now->stage || (in.stage == now->stage &&
-                                      in.offload_optimizer == now->offload_optimizer &&
-                                      in.offload_params == now->offload_params))
+        if (in.stage < now->stage ||
+            (in.stage == now->stage && in.offload_optimizer == now->offload_optimizer &&
+             in.offload_params == now->offload_params))
             continue;
         if (tries[i].par && !now->offload_params)
             in.max_in_cpu = 0; /* DeepSpeed's default keeps 1e9 parameters in RAM */
@@ -152,18 +159,15 @@ static void fitting(const zc_estimate_in *now, int64_t activations, int64_t budg
             continue;
         char group[64] = "";
         if (in.sub_group_size != sub)
-            snprintf(group, sizeof group, " --sub-group-size %lld",
-                     (long long)in.sub_group_size);
-        len += (size_t)snprintf(out + len, len < cap ? cap - len : 0,
-                                "%s--stage %d%s%s%s (%.2f GiB per rank%s)", shown ? "; " : "",
-                                in.stage,
-                                in.offload_optimizer ? " --offload-optimizer nvme" : "",
-                                in.offload_params ? (in.max_in_cpu == now->max_in_cpu
-                                                         ? " --offload-param nvme"
-                                                         : " --offload-param nvme (with "
-                                                           "offload_param.max_in_cpu 0)")
-                                                  : "", group,
-                                gib(need), off ? ", + --nvme-path DIR" : "");
+            snprintf(group, sizeof group, " --sub-group-size %lld", (long long)in.sub_group_size);
+        len += (size_t)snprintf(
+            out + len, len < cap ? cap - len : 0, "%s--stage %d%s%s%s (%.2f GiB per rank%s)",
+            shown ? "; " : "", in.stage, in.offload_optimizer ? " --offload-optimizer nvme" : "",
+            in.offload_params ? (in.max_in_cpu == now->max_in_cpu ? " --offload-param nvme"
+                                                                  : " --offload-param nvme (with "
+                                                                    "offload_param.max_in_cpu 0)")
+                              : "",
+            group, gib(need), off ? ", + --nvme-path DIR" : "");
         shown++;
     }
     if (!shown)
@@ -197,8 +201,7 @@ zc_status memory_check(zc_comm *comm, const zc_engine *e, const zc_mem *mem, zc_
                         "%s), so it would be killed or thrash. Settings that fit: %s. "
                         "(--no-memory-check runs it anyway.)",
                         gib(need), gib(b.params + b.grads + b.optimizer), gib(activations),
-                        gib(need - (b.params + b.grads + b.optimizer) - activations),
-                        in.stage,
+                        gib(need - (b.params + b.grads + b.optimizer) - activations), in.stage,
                         in.offload_optimizer && in.offload_params ? " with both offloads"
                         : in.offload_optimizer                    ? " with the optimizer offloaded"
                         : in.offload_params                       ? " with the parameters offloaded"

@@ -55,8 +55,10 @@ static zc_status series(const cJSON *root, const char *path, const char *key, in
         return *out ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
     }
     if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != steps)
-        return zc_err_set(err, ZC_EINVAL, "%s: \"%s\" must be an array of %d numbers (one per "
-                          "step)", path, key, steps);
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: \"%s\" must be an array of %d numbers (one per "
+                          "step)",
+                          path, key, steps);
     *out = malloc((size_t)steps * sizeof(double));
     if (!*out)
         return zc_err_set(err, ZC_ENOMEM, "out of memory");
@@ -67,8 +69,8 @@ static zc_status series(const cJSON *root, const char *path, const char *key, in
         else if (cJSON_IsNull(v) && nullable)
             (*out)[i] = NAN;
         else
-            return zc_err_set(err, ZC_EINVAL, "%s: \"%s\"[%d] is not a finite number", path,
-                              key, i);
+            return zc_err_set(err, ZC_EINVAL, "%s: \"%s\"[%d] is not a finite number", path, key,
+                              i);
     }
     return ZC_OK;
 }
@@ -78,8 +80,8 @@ static zc_status number(const cJSON *o, const char *path, const char *key, doubl
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi))
-        return zc_err_set(err, ZC_EINVAL, "%s: \"%s\" must be a number in [%g, %g]", path, key,
-                          lo, hi);
+        return zc_err_set(err, ZC_EINVAL, "%s: \"%s\" must be a number in [%g, %g]", path, key, lo,
+                          hi);
     *out = v->valuedouble;
     return ZC_OK;
 }
@@ -105,8 +107,10 @@ static zc_status read_run(const char *path, run *r, zc_err *err)
     cJSON *root = cJSON_Parse(text);
     free(text);
     zc_status st = cJSON_IsObject(root) ? ZC_OK
-                                        : zc_err_set(err, ZC_EINVAL, "%s: not JSON (a `zeroc "
-                                                     "train --report` file?)", path);
+                                        : zc_err_set(err, ZC_EINVAL,
+                                                     "%s: not JSON (a `zeroc "
+                                                     "train --report` file?)",
+                                                     path);
     double steps = 0, first = 0, tps = 0;
     if (!st)
         st = number(root, path, "steps", 1, 1e8, &steps, err);
@@ -123,11 +127,10 @@ static zc_status read_run(const char *path, run *r, zc_err *err)
         st = series(root, path, "grad_norm", r->steps, true, &r->gnorm, err);
     if (!st)
         st = series(root, path, "val_loss", r->steps, true, &r->val, err);
-    const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(root, "memory"), "ranks");
+    const cJSON *ranks =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "memory"), "ranks");
     if (!st && (!cJSON_IsArray(ranks) || cJSON_GetArraySize(ranks) < 1))
-        st = zc_err_set(err, ZC_EINVAL, "%s: \"memory\".\"ranks\" must be a non-empty array",
-                        path);
+        st = zc_err_set(err, ZC_EINVAL, "%s: \"memory\".\"ranks\" must be a non-empty array", path);
     r->nranks = st ? 0 : cJSON_GetArraySize(ranks);
     if (r->nranks > 64)
         r->nranks = 64;
@@ -136,8 +139,8 @@ static zc_status read_run(const char *path, run *r, zc_err *err)
         char where[4200];
         snprintf(where, sizeof where, "%s: memory.ranks[%d]", path, k);
         for (int c = 0; !st && c <= MEM_NCAT; c++)
-            st = number(o, where, c < MEM_NCAT ? mem_keys[c] : "peak_rss", 0, 1e18,
-                        &r->mem[k][c], err);
+            st = number(o, where, c < MEM_NCAT ? mem_keys[c] : "peak_rss", 0, 1e18, &r->mem[k][c],
+                        err);
     }
     cJSON_Delete(root);
     if (st)
@@ -150,8 +153,14 @@ typedef struct {
     double x0, x1, y0, y1; /* data range */
 } panel;
 
-static double sx(const panel *p, double x) { return p->px + (x - p->x0) / (p->x1 - p->x0) * p->pw; }
-static double sy(const panel *p, double y) { return p->py + p->ph - (y - p->y0) / (p->y1 - p->y0) * p->ph; }
+static double sx(const panel *p, double x)
+{
+    return p->px + (x - p->x0) / (p->x1 - p->x0) * p->pw;
+}
+static double sy(const panel *p, double y)
+{
+    return p->py + p->ph - (y - p->y0) / (p->y1 - p->y0) * p->ph;
+}
 
 /* Opens a panel: its group with the mapping, frame, grid, tick labels and title. */
 static void panel_open(FILE *f, const char *id, const char *title, const char *xlabel, panel *p)
@@ -160,23 +169,28 @@ static void panel_open(FILE *f, const char *id, const char *title, const char *x
     p->y0 = floor(p->y0 / ys) * ys, p->y1 = ceil(p->y1 / ys) * ys;
     if (p->y1 <= p->y0)
         p->y1 = p->y0 + ys;
-    fprintf(f, "<g id=\"%s\" data-x0=\"%.9g\" data-x1=\"%.9g\" data-y0=\"%.9g\" data-y1=\"%.9g\" "
-               "data-px=\"%.2f\" data-py=\"%.2f\" data-pw=\"%.2f\" data-ph=\"%.2f\">\n"
-               "<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" text-anchor=\"middle\">%s</text>\n",
+    fprintf(f,
+            "<g id=\"%s\" data-x0=\"%.9g\" data-x1=\"%.9g\" data-y0=\"%.9g\" data-y1=\"%.9g\" "
+            "data-px=\"%.2f\" data-py=\"%.2f\" data-pw=\"%.2f\" data-ph=\"%.2f\">\n"
+            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" text-anchor=\"middle\">%s</text>\n",
             id, p->x0, p->x1, p->y0, p->y1, p->px, p->py, p->pw, p->ph, p->px + p->pw / 2,
             p->py - 10, title);
     for (double y = p->y0; y <= p->y1 + ys * 1e-6; y += ys)
-        fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#ddd\"/>"
-                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" font-size=\"11\">%g</text>\n",
+        fprintf(f,
+                "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#ddd\"/>"
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" font-size=\"11\">%g</text>\n",
                 p->px, sy(p, y), p->px + p->pw, sy(p, y), p->px - 6, sy(p, y) + 4, y);
     for (double x = ceil(p->x0 / xs) * xs; xlabel && x <= p->x1 + xs * 1e-6; x += xs)
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"11\">%g</text>\n",
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"11\">%g</text>\n",
                 sx(p, x), p->py + p->ph + 16, x);
-    fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" "
-               "stroke=\"black\"/>\n",
+    fprintf(f,
+            "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" "
+            "stroke=\"black\"/>\n",
             p->px, p->py, p->pw, p->ph);
     if (xlabel)
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\">%s</text>\n",
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\">%s</text>\n",
                 p->px + p->pw / 2, p->py + p->ph + 34, xlabel);
 }
 
@@ -186,8 +200,9 @@ static void lines(FILE *f, const panel *p, const run *runs, int nruns, double *c
 {
     for (int k = 0; k < nruns; k++) {
         const run *r = &runs[k];
-        fprintf(f, "<polyline class=\"%s\" data-run=\"%d\" fill=\"none\" stroke=\"%s\" "
-                   "stroke-width=\"1.5\"%s points=\"",
+        fprintf(f,
+                "<polyline class=\"%s\" data-run=\"%d\" fill=\"none\" stroke=\"%s\" "
+                "stroke-width=\"1.5\"%s points=\"",
                 kind, k, run_colour[k], dots ? " stroke-dasharray=\"4,3\"" : "");
         for (int i = 0; i < r->steps; i++)
             if (isfinite(v[k][i]))
@@ -195,8 +210,9 @@ static void lines(FILE *f, const panel *p, const run *runs, int nruns, double *c
         fprintf(f, "\"/>\n");
         for (int i = 0; dots && i < r->steps; i++)
             if (isfinite(v[k][i]))
-                fprintf(f, "<circle class=\"%s-point\" data-run=\"%d\" cx=\"%.2f\" cy=\"%.2f\" "
-                           "r=\"3.5\" fill=\"%s\"/>\n",
+                fprintf(f,
+                        "<circle class=\"%s-point\" data-run=\"%d\" cx=\"%.2f\" cy=\"%.2f\" "
+                        "r=\"3.5\" fill=\"%s\"/>\n",
                         kind, k, sx(p, r->first + i + 1), sy(p, v[k][i]), run_colour[k]);
     }
 }
@@ -222,8 +238,7 @@ static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *
     if (!f)
         return zc_err_set(err, ZC_ENOMEM, "out of memory drawing %s", out);
     const double W = 1100, H = 840, cw = W / 2, ch = (H - 60) / 2;
-    double *loss[MAX_RUNS] = {0}, *val[MAX_RUNS] = {0}, *rate[MAX_RUNS] = {0},
-           *gn[MAX_RUNS] = {0};
+    double *loss[MAX_RUNS] = {0}, *val[MAX_RUNS] = {0}, *rate[MAX_RUNS] = {0}, *gn[MAX_RUNS] = {0};
     int xmin = 1 << 30, xmax = 0, lm_tokens = 0;
     for (int k = 0; k < nruns; k++) {
         const run *r = &runs[k];
@@ -239,8 +254,8 @@ static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *
         rate[k] = malloc(sizeof(double) * (size_t)runs[k].steps);
         oom |= !rate[k];
         for (int i = 0; rate[k] && i < runs[k].steps; i++)
-            rate[k][i] = (lm_tokens == nruns ? runs[k].tokens_per_step : 1.0) /
-                         (runs[k].ms[i] / 1e3);
+            rate[k][i] =
+                (lm_tokens == nruns ? runs[k].tokens_per_step : 1.0) / (runs[k].ms[i] / 1e3);
     }
     if (oom) {
         for (int k = 0; k < nruns; k++)
@@ -249,16 +264,18 @@ static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *
         free(text);
         return zc_err_set(err, ZC_ENOMEM, "out of memory drawing %s", out);
     }
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-               "font-family=\"sans-serif\" font-size=\"12\">\n"
-               "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+            "font-family=\"sans-serif\" font-size=\"12\">\n"
+            "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
             W, H);
     /* legend: one line per run */
     for (int k = 0; k < nruns; k++) {
-        fprintf(f, "<g class=\"legend\"><line x1=\"%.0f\" y1=\"%d\" x2=\"%.0f\" y2=\"%d\" "
-                   "stroke=\"%s\" stroke-width=\"3\"/><text x=\"%.0f\" y=\"%d\">",
-                20.0 + 270 * (k % 4), 18 + 16 * (k / 4), 44.0 + 270 * (k % 4),
-                18 + 16 * (k / 4), run_colour[k], 50.0 + 270 * (k % 4), 22 + 16 * (k / 4));
+        fprintf(f,
+                "<g class=\"legend\"><line x1=\"%.0f\" y1=\"%d\" x2=\"%.0f\" y2=\"%d\" "
+                "stroke=\"%s\" stroke-width=\"3\"/><text x=\"%.0f\" y=\"%d\">",
+                20.0 + 270 * (k % 4), 18 + 16 * (k / 4), 44.0 + 270 * (k % 4), 18 + 16 * (k / 4),
+                run_colour[k], 50.0 + 270 * (k % 4), 22 + 16 * (k / 4));
         svg_text(f, runs[k].path);
         fprintf(f, "</text></g>\n");
     }
@@ -309,24 +326,27 @@ static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *
             double x = p.px + slot * b + (slot - bw) / 2, base = 0;
             for (int c = 0; c < MEM_NCAT; c++) {
                 double v = mib_d(runs[k].mem[q][c]);
-                fprintf(f, "<rect class=\"mem\" data-run=\"%d\" data-rank=\"%d\" "
-                           "data-category=\"%s\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
-                           "height=\"%.2f\" fill=\"%s\"/>\n",
+                fprintf(f,
+                        "<rect class=\"mem\" data-run=\"%d\" data-rank=\"%d\" "
+                        "data-category=\"%s\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+                        "height=\"%.2f\" fill=\"%s\"/>\n",
                         k, q, mem_keys[c], x, sy(&p, base + v), bw, sy(&p, base) - sy(&p, base + v),
                         mem_colour[c]);
                 base += v;
             }
             double rss = mib_d(runs[k].mem[q][MEM_NCAT]);
-            fprintf(f, "<line class=\"rss\" data-run=\"%d\" data-rank=\"%d\" x1=\"%.2f\" "
-                       "y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"black\" stroke-width=\"2\"/>\n"
-                       "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"10\" "
-                       "fill=\"%s\">r%d</text>\n",
-                    k, q, x - 3, sy(&p, rss), x + bw + 3, sy(&p, rss), x + bw / 2,
-                    p.py + p.ph + 14, run_colour[k], q);
+            fprintf(f,
+                    "<line class=\"rss\" data-run=\"%d\" data-rank=\"%d\" x1=\"%.2f\" "
+                    "y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"black\" stroke-width=\"2\"/>\n"
+                    "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"10\" "
+                    "fill=\"%s\">r%d</text>\n",
+                    k, q, x - 3, sy(&p, rss), x + bw + 3, sy(&p, rss), x + bw / 2, p.py + p.ph + 14,
+                    run_colour[k], q);
         }
     for (int c = MEM_NCAT - 1; c >= 0; c--)
-        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
-                   "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">%s</text>\n",
+        fprintf(f,
+                "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">%s</text>\n",
                 p.px + p.pw + 14, p.py + 10 + 20.0 * (MEM_NCAT - 1 - c), mem_colour[c],
                 p.px + p.pw + 30, p.py + 20 + 20.0 * (MEM_NCAT - 1 - c), mem_names[c]);
     fprintf(f, "</g>\n</svg>\n");
@@ -368,7 +388,8 @@ int cmd_plot(int argc, char **argv)
         }
     }
     if (!st && n == 0)
-        st = zc_err_set(&err, ZC_EINVAL, "give one or more report files (zeroc train --report "
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "give one or more report files (zeroc train --report "
                         "FILE); see zeroc plot --help");
     char def[4200];
     if (!st && !out) {

@@ -23,7 +23,7 @@
 #include "cli/fail.h"
 #include "models/gpt2/llmc_files.h"
 
-#define SYNOPSIS                                                                             \
+#define SYNOPSIS                                                                                   \
     "zeroc prepare --text FILE... --out PREFIX [--val-fraction F] [--tokenizer gpt2 --vocab DIR]"
 
 typedef struct {
@@ -93,8 +93,7 @@ static zc_status prepare(const char **files, int nfiles, const char *prefix, dou
                          zc_err *err)
 {
     char train_path[4096], val_path[4096];
-    if (snprintf(train_path, sizeof train_path, "%s_train.bin", prefix) >=
-            (int)sizeof train_path ||
+    if (snprintf(train_path, sizeof train_path, "%s_train.bin", prefix) >= (int)sizeof train_path ||
         snprintf(val_path, sizeof val_path, "%s_val.bin", prefix) >= (int)sizeof val_path)
         return zc_err_set(err, ZC_EINVAL, "--out: prefix too long");
 
@@ -126,8 +125,7 @@ static zc_status prepare_gpt2(const char **files, int nfiles, const char *prefix
                               const char *vocab_dir, int threads, zc_err *err)
 {
     char train_path[4096], val_path[4096];
-    if (snprintf(train_path, sizeof train_path, "%s_train.bin", prefix) >=
-            (int)sizeof train_path ||
+    if (snprintf(train_path, sizeof train_path, "%s_train.bin", prefix) >= (int)sizeof train_path ||
         snprintf(val_path, sizeof val_path, "%s_val.bin", prefix) >= (int)sizeof val_path)
         return zc_err_set(err, ZC_EINVAL, "--out: prefix too long");
     bpe_vocab vocab;
@@ -135,12 +133,14 @@ static zc_status prepare_gpt2(const char **files, int nfiles, const char *prefix
     if (st)
         return st;
     if (vocab.eot < 0)
-        st = zc_err_set(err, ZC_EINVAL, "--vocab %s: the vocabulary has no <|endoftext|> token "
-                                        "to put between documents",
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--vocab %s: the vocabulary has no <|endoftext|> token "
+                        "to put between documents",
                         vocab.source);
     else if (vocab.n > 65536)
-        st = zc_err_set(err, ZC_EINVAL, "--vocab %s: %d tokens do not fit llm.c's uint16 token "
-                                        "files (65536 at most)",
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--vocab %s: %d tokens do not fit llm.c's uint16 token "
+                        "files (65536 at most)",
                         vocab.source, vocab.n);
     uint8_t **bufs = calloc((size_t)nfiles, sizeof *bufs);
     bpe_doc *docs = calloc((size_t)nfiles, sizeof *docs);
@@ -160,8 +160,8 @@ static zc_status prepare_gpt2(const char **files, int nfiles, const char *prefix
     double secs = 0;
     int nthreads = bpe_text_threads(threads);
     if (!st)
-        st = bpe_text_encode(&vocab, docs, (size_t)nfiles, nthreads, vocab.eot, &ids, start,
-                             &secs, err);
+        st = bpe_text_encode(&vocab, docs, (size_t)nfiles, nthreads, vocab.eot, &ids, start, &secs,
+                             err);
     uint16_t *tok = NULL;
     if (!st && !(tok = malloc((ids.n ? ids.n : 1) * sizeof *tok)))
         st = zc_err_set(err, ZC_ENOMEM, "out of memory for %zu tokens", ids.n);
@@ -240,14 +240,17 @@ int cmd_prepare(zc_comm *comm, int argc, char **argv)
     if (!st && !out[0])
         st = zc_err_set(&err, ZC_EINVAL, "--out: the prefix is empty");
     if (!st && !(frac > 0.0 && frac < 1.0))
-        st = zc_err_set(&err, ZC_EINVAL, "--val-fraction must be between 0 and 1 (exclusive), "
-                                         "got %g", frac);
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--val-fraction must be between 0 and 1 (exclusive), "
+                        "got %g",
+                        frac);
     bool gpt2 = !st && !strcmp(tokenizer, "gpt2");
     if (!st && !gpt2 && strcmp(tokenizer, "byte") != 0)
         st = zc_err_set(&err, ZC_EINVAL, "--tokenizer must be byte or gpt2, got '%s'", tokenizer);
     if (!st && gpt2 && !vocab)
-        st = zc_err_set(&err, ZC_EINVAL, "--tokenizer gpt2 needs --vocab DIR (encoder.json and "
-                                         "vocab.bpe)");
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--tokenizer gpt2 needs --vocab DIR (encoder.json and "
+                        "vocab.bpe)");
     if (!st && !gpt2 && vocab)
         st = zc_err_set(&err, ZC_EINVAL, "--vocab is for --tokenizer gpt2");
     if (!st && threads < 0)

@@ -23,7 +23,8 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     double temperature = 1.0;
     int64_t seed = 42;
     arg_spec specs[] = {
-        {"--init", ARG_STR, &init, NULL, "llm.c GPT-2 checkpoint or Hugging Face GPT-2 directory (required)", NULL},
+        {"--init", ARG_STR, &init, NULL,
+         "llm.c GPT-2 checkpoint or Hugging Face GPT-2 directory (required)", NULL},
         {"--prompt", ARG_STR, &prompt, NULL,
          "text to continue (byte-level models, BPE with --vocab DIR) or comma-separated token ids "
          "(default: newline)",
@@ -42,21 +43,26 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
     bool helped;
-    zc_status st = args_parse_command(specs, nspecs, argc, argv, 2, "zeroc sample --init FILE [flags]", zc_comm_rank(comm) == 0,
-                                      &helped, &err);
+    zc_status st =
+        args_parse_command(specs, nspecs, argc, argv, 2, "zeroc sample --init FILE [flags]",
+                           zc_comm_rank(comm) == 0, &helped, &err);
     if (helped)
         return 0;
     if (!st && !init)
-        st = zc_err_set(&err, ZC_EINVAL, "zeroc sample needs --init FILE (an llm.c checkpoint or a Hugging Face GPT-2)");
+        st = zc_err_set(
+            &err, ZC_EINVAL,
+            "zeroc sample needs --init FILE (an llm.c checkpoint or a Hugging Face GPT-2)");
     if (!st && (length < 1 || top_k < 0 || !(temperature > 0) || seed < 0))
-        st = zc_err_set(&err, ZC_EINVAL, "--length must be >= 1, --top-k >= 0, --temperature > 0 "
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--length must be >= 1, --top-k >= 0, --temperature > 0 "
                         "and --seed >= 0");
     if (!st && zc_comm_size(comm) != 1)
         st = zc_err_set(&err, ZC_EINVAL, "zeroc sample runs on one rank (got %d)",
                         zc_comm_size(comm));
     gpt2_config h = {0};
     if (!st && !gpt2_is_init_file(init))
-        st = zc_err_set(&err, ZC_EINVAL, "--init %s: expected an llm.c GPT-2 checkpoint or a "
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--init %s: expected an llm.c GPT-2 checkpoint or a "
                         "Hugging Face GPT-2 (a directory with config.json and model.safetensors)",
                         init);
     if (!st)
@@ -64,14 +70,16 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     bpe_vocab vocab;
     bool have_vocab = false;
     if (!st && vocab_path && h.vocab_size == BYTE_VOCAB)
-        st = zc_err_set(&err, ZC_EINVAL, "--vocab: %s is a byte-level model (vocabulary 256), "
-                                         "it needs no tokenizer",
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--vocab: %s is a byte-level model (vocabulary 256), "
+                        "it needs no tokenizer",
                         init);
     if (!st && vocab_path)
         have_vocab = !(st = bpe_vocab_load(&vocab, vocab_path, false, &err));
     if (!st && have_vocab && vocab.n != h.vocab_size)
-        st = zc_err_set(&err, ZC_EINVAL, "--vocab %s has %d tokens but the model %s has a "
-                                         "vocabulary of %d",
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--vocab %s has %d tokens but the model %s has a "
+                        "vocabulary of %d",
                         vocab.source, vocab.n, init, h.vocab_size);
     int *ptok = NULL, np = 0;
     if (!st && have_vocab && vocab.can_encode) {
@@ -115,8 +123,7 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
         st = zc_engine_finalize(e, &err);
     if (!st)
         st = gpt2_load_init(m, init, &err);
-    gpt2_sampling how = {.temperature = (float)temperature, .top_k = top_k,
-                            .seed = (uint64_t)seed};
+    gpt2_sampling how = {.temperature = (float)temperature, .top_k = top_k, .seed = (uint64_t)seed};
     if (!st)
         st = gpt2_generate(m, ptok, np, length, &how, out, &err);
     if (!st && have_vocab) {

@@ -35,8 +35,10 @@ int cli_threads_setup(const zc_comm *comm, char *desc, size_t cap)
     flush_denormals();
     if (getenv("OMP_NUM_THREADS") || getenv("OPENBLAS_NUM_THREADS")) {
         int t = omp_get_max_threads();
-        snprintf(desc, cap, "%d compute thread%s per rank (OMP_NUM_THREADS / "
-                 "OPENBLAS_NUM_THREADS in the environment)", t, t == 1 ? "" : "s");
+        snprintf(desc, cap,
+                 "%d compute thread%s per rank (OMP_NUM_THREADS / "
+                 "OPENBLAS_NUM_THREADS in the environment)",
+                 t, t == 1 ? "" : "s");
         return t;
     }
     cpu_set_t set;
@@ -49,8 +51,10 @@ int cli_threads_setup(const zc_comm *comm, char *desc, size_t cap)
                  t == 1 ? "" : "s", mine, online);
     } else {
         t = mine / local > 1 ? mine / local : 1;
-        snprintf(desc, cap, "%d compute thread%s per rank (%d cores shared by %d rank%s on "
-                 "this host)", t, t == 1 ? "" : "s", mine, local, local == 1 ? "" : "s");
+        snprintf(desc, cap,
+                 "%d compute thread%s per rank (%d cores shared by %d rank%s on "
+                 "this host)",
+                 t, t == 1 ? "" : "s", mine, local, local == 1 ? "" : "s");
     }
     omp_set_num_threads(t);
     openblas_set_num_threads(t);

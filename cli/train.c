@@ -33,9 +33,9 @@
 /* Per-step series, indexed by the step's number (first_step … steps − 1). */
 typedef struct {
     double *loss, *gnorm, *lr, *ms, *scale;
-    double *gemm_ms;         /* rank 0's time in the models' products */
-    double *hits, *misses;   /* stage-3 prefetch */
-    double *val_loss;        /* NaN: no validation at that step */
+    double *gemm_ms;       /* rank 0's time in the models' products */
+    double *hits, *misses; /* stage-3 prefetch */
+    double *val_loss;      /* NaN: no validation at that step */
     disk_step *disk;
 } step_series;
 
@@ -120,8 +120,10 @@ static zc_status resume(train_run *r, zc_err *err)
         printf("resumed from %s at step %lld in %.2f s\n", dir, (long long)r->first_step,
                (now_ms() - t_load) / 1e3);
     if (!st && r->first_step >= r->o.steps)
-        st = zc_err_set(err, ZC_EINVAL, "--resume: the checkpoint is at step %lld, not before "
-                        "--steps %d", (long long)r->first_step, r->o.steps);
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--resume: the checkpoint is at step %lld, not before "
+                        "--steps %d",
+                        (long long)r->first_step, r->o.steps);
     return st;
 }
 
@@ -139,8 +141,8 @@ static zc_status build(train_run *r, zc_err *err)
     st = zc_comm_agree(r->comm, st, "building the model", err);
     /* before the states are allocated: a run that cannot fit is refused, not OOM-killed */
     if (!st && !o->no_memory_check)
-        st = zc_comm_agree(r->comm, memory_check(r->comm, r->e, r->mem, err),
-                           "the memory check", err);
+        st = zc_comm_agree(r->comm, memory_check(r->comm, r->e, r->mem, err), "the memory check",
+                           err);
     if (!st) /* every rank computes the same verdict */
         st = train_model_agree_data(&r->model, r->comm, err);
     if (!st)
@@ -153,8 +155,10 @@ static zc_status build(train_run *r, zc_err *err)
     if (!st && o->init && !r->model.owns_init && zc_safetensors_is_path(o->init))
         st = zc_safetensors_load(r->e, o->init, err);
     else if (!st && o->init && !r->model.owns_init)
-        st = zc_err_set(err, ZC_EINVAL, "--init %s: the %s model starts from a .safetensors "
-                        "file", o->init, o->model);
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--init %s: the %s model starts from a .safetensors "
+                        "file",
+                        o->init, o->model);
     /* each rank read its own elements: a bad value found by one must stop them all */
     if (o->init)
         st = zc_comm_agree(r->comm, st, "loading --init", err);
@@ -173,8 +177,7 @@ static void announce_model(const train_run *r, const train_report *rep)
     printf("model: %s, %lld parameters (%lld padded over %d ranks), %d units; ZeRO stage %d; "
            "%s parameters, %s gradients, %s reduce-scatter\n",
            r->o.model, (long long)rep->params, (long long)rep->params_padded, r->nranks,
-           zc_engine_num_units(r->e), r->cfg.stage, rep->dtype, rep->grad_dtype,
-           rep->comm_dtype);
+           zc_engine_num_units(r->e), r->cfg.stage, rep->dtype, rep->grad_dtype, rep->comm_dtype);
     if (disk->active)
         printf("offload: %s I/O; rank 0 keeps %.2f GiB of model states in %s%s%s (unlinked: the "
                "space returns to the file system when the process ends)\n",
@@ -184,22 +187,26 @@ static void announce_model(const train_run *r, const train_report *rep)
                disk->param_swap ? disk->param_swap : "");
     if (r->cfg.offload_param == ZC_OFFLOAD_NVME)
         printf("offload_param: rank 0 keeps %lld parameter elements on disk and %lld in RAM "
-               "(offload_param.max_in_cpu %lld)\n", (long long)disk->param_elems_on_disk,
-               (long long)disk->param_elems_in_ram, (long long)r->cfg.max_in_cpu);
+               "(offload_param.max_in_cpu %lld)\n",
+               (long long)disk->param_elems_on_disk, (long long)disk->param_elems_in_ram,
+               (long long)r->cfg.max_in_cpu);
 }
 
 static zc_status series_alloc(step_series *s, int steps, zc_err *err)
 {
-    double **cols[] = {&s->loss, &s->gnorm, &s->lr, &s->ms, &s->scale, &s->gemm_ms,
-                       &s->hits, &s->misses, &s->val_loss};
+    double **cols[] = {&s->loss,    &s->gnorm, &s->lr,     &s->ms,      &s->scale,
+                       &s->gemm_ms, &s->hits,  &s->misses, &s->val_loss};
     bool ok = true;
     for (size_t i = 0; i < sizeof cols / sizeof *cols; i++)
         ok &= (*cols[i] = calloc((size_t)steps, sizeof(double))) != NULL;
     ok &= (s->disk = calloc((size_t)steps, sizeof *s->disk)) != NULL;
     for (int i = 0; ok && i < steps; i++)
         s->val_loss[i] = NAN;
-    return ok ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory for the per-step series of %d "
-                                   "steps", steps);
+    return ok ? ZC_OK
+              : zc_err_set(err, ZC_ENOMEM,
+                           "out of memory for the per-step series of %d "
+                           "steps",
+                           steps);
 }
 
 static void series_free(step_series *s)
@@ -253,8 +260,10 @@ static zc_status train_step(train_run *r, int s, zc_step_info *info, zc_err *err
     if (!st)
         st = zc_comm_sum_f64(r->comm, local, &sum, "loss", err);
     if (!st && !isfinite(sum)) /* the same sum on every rank: they all stop here */
-        st = zc_err_set(err, ZC_ESTATE, "step %d: the loss is %g; stopped, nothing saved from "
-                        "this run's later steps (a lower --lr or --clip may help)", s + 1, sum);
+        st = zc_err_set(err, ZC_ESTATE,
+                        "step %d: the loss is %g; stopped, nothing saved from "
+                        "this run's later steps (a lower --lr or --clip may help)",
+                        s + 1, sum);
     if (!st)
         r->series.loss[s] = sum / ((double)r->nranks * r->cfg.grad_accum);
     r->shared_error = every_ranks(st);
@@ -276,13 +285,13 @@ static double record_step(train_run *r, int s, const zc_step_info *info, double 
     ser->gemm_ms[s] = 1e3 * (zc_gemm_get_counters().seconds - gemm0);
     zc_offload_stats d1;
     zc_engine_offload_stats(r->e, &d1);
-    ser->disk[s] = (disk_step){
-        .read = (double)(d1.bytes_read - d0->bytes_read),
-        .written = (double)(d1.bytes_written - d0->bytes_written),
-        .wait_ms = 1e3 * (d1.wait_seconds - d0->wait_seconds),
-        .update_ms = 1e3 * (d1.update_seconds - d0->update_seconds),
-        .update_read = (double)(d1.update_bytes_read - d0->update_bytes_read),
-        .update_written = (double)(d1.update_bytes_written - d0->update_bytes_written)};
+    ser->disk[s] =
+        (disk_step){.read = (double)(d1.bytes_read - d0->bytes_read),
+                    .written = (double)(d1.bytes_written - d0->bytes_written),
+                    .wait_ms = 1e3 * (d1.wait_seconds - d0->wait_seconds),
+                    .update_ms = 1e3 * (d1.update_seconds - d0->update_seconds),
+                    .update_read = (double)(d1.update_bytes_read - d0->update_bytes_read),
+                    .update_written = (double)(d1.update_bytes_written - d0->update_bytes_written)};
     const zc_comm_counters *c = zc_comm_get_counters(r->comm);
     double bytes = 0;
     for (int op = 0; op < ZC_COMM_NOPS; op++) {
@@ -319,16 +328,19 @@ static void log_step(const train_run *r, int s, const zc_step_info *info, double
     if (!isnan(val) && n < sizeof extra)
         n += (size_t)snprintf(extra + n, sizeof extra - n, " | val %.4f", val);
     if (r->disk.active && n < sizeof extra) /* MB/s over the whole step; wait: on the disk */
-        n += (size_t)snprintf(extra + n, sizeof extra - n, " | disk r %.0f w %.0f MB/s, wait "
-                              "%.0f ms", ser->disk[s].read / (ser->ms[s] * 1e3),
+        n += (size_t)snprintf(extra + n, sizeof extra - n,
+                              " | disk r %.0f w %.0f MB/s, wait "
+                              "%.0f ms",
+                              ser->disk[s].read / (ser->ms[s] * 1e3),
                               ser->disk[s].written / (ser->ms[s] * 1e3), ser->disk[s].wait_ms);
     if (r->cfg.dtype == ZC_FP16 && n < sizeof extra)
         snprintf(extra + n, sizeof extra - n, " | scale %g%s (%lld skipped)", info->loss_scale,
                  info->skipped ? ", overflow: step skipped" : "",
                  (long long)zc_engine_loss_scaler(r->e)->skipped);
     printf("step %5d/%d | loss %.6f | gnorm %.4f | lr %.2e | %8.1f ms%s | states %.1f MiB/rank | "
-           "comm %.1f MiB\n", s + 1, r->o.steps, ser->loss[s], ser->gnorm[s], info->lr,
-           ser->ms[s], extra, mib(states), mib((int64_t)comm_bytes));
+           "comm %.1f MiB\n",
+           s + 1, r->o.steps, ser->loss[s], ser->gnorm[s], info->lr, ser->ms[s], extra, mib(states),
+           mib((int64_t)comm_bytes));
     fflush(stdout);
 }
 
@@ -347,9 +359,9 @@ static zc_status save_checkpoint(train_run *r, int s, const char *config_json, z
     char *client = train_ckpt_client(o, &r->model, schedule, warmup, s + 1, lr_at(r, s + 1),
                                      (int64_t)(s + 1) * cfg->grad_accum);
     double t_save = now_ms();
-    zc_status st = client ? zc_ckpt_save(r->e, r->comm, o->save_dir, s + 1, config_json, client,
-                                         o->keep, err)
-                          : zc_err_set(err, ZC_ENOMEM, "out of memory for the checkpoint record");
+    zc_status st =
+        client ? zc_ckpt_save(r->e, r->comm, o->save_dir, s + 1, config_json, client, o->keep, err)
+               : zc_err_set(err, ZC_ENOMEM, "out of memory for the checkpoint record");
     free(client);
     r->shared_error = every_ranks(st) || st == ZC_EIO; /* a failed save is agreed on */
     if (!st && r->rank == 0)
@@ -374,8 +386,8 @@ static zc_status train_loop(train_run *r, double tokens_per_step, zc_err *err)
         if ((st = train_step(r, s, &info, err)))
             break;
         double comm_bytes = record_step(r, s, &info, t0, &d0, gemm0);
-        if (r->model.validate && o->val_data && ((o->val_every && (s + 1) % o->val_every == 0) ||
-                                                 last))
+        if (r->model.validate && o->val_data &&
+            ((o->val_every && (s + 1) % o->val_every == 0) || last))
             st = r->model.validate(&r->model, &r->series.val_loss[s], err);
         if (st) {
             r->shared_error = every_ranks(st);
@@ -475,7 +487,8 @@ static zc_status finish(train_run *r, train_report *rep, zc_err *err)
                mib(mine.working_peak), mib(mine.activations_peak), mib(mine.peak_rss));
         if (mine.nvme)
             printf("offload (rank 0): %.1f MiB of model states on disk (nvme), streamed through "
-                   "%.1f MiB of RAM buffers (peak)\n", mib(mine.nvme), mib(mine.offload_peak));
+                   "%.1f MiB of RAM buffers (peak)\n",
+                   mib(mine.nvme), mib(mine.offload_peak));
         printf("comm per step (rank 0): reduce-scatter %.1f MiB, all-gather %.1f MiB; "
                "final weights sha256 %s\n",
                mib((int64_t)rep->rs_bytes), mib((int64_t)rep->ag_bytes), rep->final_sha);

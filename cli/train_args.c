@@ -44,8 +44,7 @@ static zc_status probe_dir(const char *flag, const char *dir, zc_err *err)
     snprintf(probe, sizeof probe, "%s/.zeroc-probe-%d", dir, (int)getpid());
     zc_status st = probe_file(flag, probe, err);
     if (st)
-        snprintf(err->msg, sizeof err->msg, "%s %s: not a directory zeroc can write in", flag,
-                 dir);
+        snprintf(err->msg, sizeof err->msg, "%s %s: not a directory zeroc can write in", flag, dir);
     if (made)
         rmdir(dir);
     return st;
@@ -57,8 +56,10 @@ static zc_status check_outputs(zc_comm *comm, const train_opts *o, zc_err *err)
 {
     zc_status st = ZC_OK;
     if (o->save_final && strcmp(o->model, "gpt2"))
-        st = zc_err_set(err, ZC_EINVAL, "--save-final: model '%s' has no own file format (use "
-                        "--save-weights)", o->model);
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--save-final: model '%s' has no own file format (use "
+                        "--save-weights)",
+                        o->model);
     if (zc_comm_rank(comm) == 0) {
         if (!st && o->report)
             st = probe_file("--report", o->report, err);
@@ -82,17 +83,28 @@ static zc_status refuse_unused(int argc, char **argv, train_opts *o, zc_err *err
     o->given.heads = args_given(argc, argv, 2, "--heads");
     o->given.vocab = args_given(argc, argv, 2, "--vocab");
     o->given.max_seq_len = args_given(argc, argv, 2, "--max-seq-len");
-    static const char *const gpt2_only[] = {
-        "--channels", "--heads", "--seq-len", "--max-seq-len", "--vocab", "--data", "--shuffle",
-        "--val-data", "--val-every", "--val-batches", "--activation-checkpointing",
-        "--sample-every", "--sample-length", "--save-final"};
+    static const char *const gpt2_only[] = {"--channels",
+                                            "--heads",
+                                            "--seq-len",
+                                            "--max-seq-len",
+                                            "--vocab",
+                                            "--data",
+                                            "--shuffle",
+                                            "--val-data",
+                                            "--val-every",
+                                            "--val-batches",
+                                            "--activation-checkpointing",
+                                            "--sample-every",
+                                            "--sample-length",
+                                            "--save-final"};
     const bool gpt2 = !strcmp(o->model, "gpt2");
     for (size_t i = 0; !gpt2 && i < sizeof gpt2_only / sizeof *gpt2_only; i++)
         if (args_given(argc, argv, 2, gpt2_only[i]))
             return zc_err_set(err, ZC_EINVAL, "%s is a gpt2 flag; --model %s does not use it",
                               gpt2_only[i], o->model);
     if (gpt2 && args_given(argc, argv, 2, "--hidden"))
-        return zc_err_set(err, ZC_EINVAL, "--hidden is an mlp flag; --model gpt2 takes "
+        return zc_err_set(err, ZC_EINVAL,
+                          "--hidden is an mlp flag; --model gpt2 takes "
                           "--channels");
     if (args_given(argc, argv, 2, "--layers") && o->layers < 1)
         return zc_err_set(err, ZC_EINVAL, "--layers must be >= 1, got %d", o->layers);
@@ -100,8 +112,8 @@ static zc_status refuse_unused(int argc, char **argv, train_opts *o, zc_err *err
     if (gpt2 && !shape_from_init && o->max_seq_len && o->seq_len > o->max_seq_len)
         return zc_err_set(err, ZC_EINVAL, "--seq-len %d is longer than --max-seq-len %d",
                           o->seq_len, o->max_seq_len);
-    if (!o->val_data && (args_given(argc, argv, 2, "--val-every") ||
-                         args_given(argc, argv, 2, "--val-batches")))
+    if (!o->val_data &&
+        (args_given(argc, argv, 2, "--val-every") || args_given(argc, argv, 2, "--val-batches")))
         return zc_err_set(err, ZC_EINVAL, "--val-every and --val-batches need --val-data");
     if (!o->sample_every && args_given(argc, argv, 2, "--sample-length"))
         return zc_err_set(err, ZC_EINVAL, "--sample-length needs --sample-every");
@@ -112,19 +124,22 @@ static zc_status refuse_unused(int argc, char **argv, train_opts *o, zc_err *err
  * (over the file, like every flag), --steps a WarmupDecayLR's total_num_steps the file left out
  * or gave as "auto"; --lr-schedule names the trainer's own schedule and cannot join it. The
  * activation_checkpointing section turns on the flag of that name. */
-static zc_status resolve_schedule(int argc, char **argv, train_opts *o, zc_config *cfg,
-                                  zc_err *err)
+static zc_status resolve_schedule(int argc, char **argv, train_opts *o, zc_config *cfg, zc_err *err)
 {
     char n[32];
     if (cfg->activation_checkpointing && strcmp(o->model, "gpt2"))
-        return zc_err_set(err, ZC_EINVAL, "%s: activation_checkpointing: --model %s keeps no "
-                          "activations to recompute (gpt2 does)", o->config, o->model);
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: activation_checkpointing: --model %s keeps no "
+                          "activations to recompute (gpt2 does)",
+                          o->config, o->model);
     o->activation_checkpointing |= cfg->activation_checkpointing;
     if (cfg->sched == ZC_SCHED_NONE)
         return ZC_OK;
     if (args_given(argc, argv, 2, "--lr-schedule"))
-        return zc_err_set(err, ZC_EINVAL, "--lr-schedule %s: %s has a scheduler (%s); give one "
-                          "or the other", o->lr_schedule, o->config,
+        return zc_err_set(err, ZC_EINVAL,
+                          "--lr-schedule %s: %s has a scheduler (%s); give one "
+                          "or the other",
+                          o->lr_schedule, o->config,
                           cfg->sched == ZC_SCHED_WARMUP_LR ? "WarmupLR" : "WarmupDecayLR");
     zc_status st = ZC_OK;
     if (args_given(argc, argv, 2, "--warmup")) {
@@ -150,20 +165,16 @@ static zc_status apply_flags(const arg_spec *specs, int nspecs, int nranks, cons
     if (!st)
         st = args_apply_config(specs, nspecs, cfg, err);
     if (!st && o->nvme_path)
-        st = zc_config_set(cfg, "zero_optimization.offload_optimizer.nvme_path", o->nvme_path,
-                           err);
+        st = zc_config_set(cfg, "zero_optimization.offload_optimizer.nvme_path", o->nvme_path, err);
     if (!st && o->nvme_path)
         st = zc_config_set(cfg, "zero_optimization.offload_param.nvme_path", o->nvme_path, err);
     if (!st && o->dtype && strcmp(o->dtype, "fp32") && strcmp(o->dtype, "bf16") &&
         strcmp(o->dtype, "fp16"))
-        st = zc_err_set(err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'",
-                        o->dtype);
+        st = zc_err_set(err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'", o->dtype);
     if (!st && o->dtype) /* over the file's bf16/fp16 blocks, like any flag */
-        st = zc_config_set(cfg, "fp16.enabled", !strcmp(o->dtype, "fp16") ? "true" : "false",
-                           err);
+        st = zc_config_set(cfg, "fp16.enabled", !strcmp(o->dtype, "fp16") ? "true" : "false", err);
     if (!st && o->dtype)
-        st = zc_config_set(cfg, "bf16.enabled", !strcmp(o->dtype, "bf16") ? "true" : "false",
-                           err);
+        st = zc_config_set(cfg, "bf16.enabled", !strcmp(o->dtype, "bf16") ? "true" : "false", err);
     if (!st && !cfg->micro_batch_set && cfg->train_batch_size == 0) /* unless config or flag say */
         cfg->micro_batch = !strcmp(o->model, "gpt2") ? 4 : 32; /* MLP: the experiment's batch */
     if (!st)
@@ -183,11 +194,13 @@ static zc_status check_flags(const train_opts *o, zc_err *err)
         st = zc_err_set(err, ZC_EINVAL, "--lr-schedule: expected constant or cosine, got '%s'",
                         o->lr_schedule);
     if (!st && (o->save_every < 0 || o->keep < 0 || (o->save_every > 0 && !o->save_dir)))
-        st = zc_err_set(err, ZC_EINVAL, "--save-every needs --save-dir; --save-every and --keep "
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--save-every needs --save-dir; --save-every and --keep "
                         "must be >= 0");
-    if (!st && (o->val_every < 0 || o->sample_every < 0 || o->val_batches < 1 ||
-                o->sample_length < 1))
-        st = zc_err_set(err, ZC_EINVAL, "--val-every and --sample-every must be >= 0, "
+    if (!st &&
+        (o->val_every < 0 || o->sample_every < 0 || o->val_batches < 1 || o->sample_length < 1))
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--val-every and --sample-every must be >= 0, "
                         "--val-batches and --sample-length >= 1");
     return st;
 }
@@ -195,9 +208,16 @@ static zc_status check_flags(const train_opts *o, zc_err *err)
 zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, zc_config *cfg,
                           bool *helped, zc_err *err)
 {
-    *o = (train_opts){.model = "mlp", .steps = 10, .hidden = MLP_DEFAULT_HIDDEN, .channels = 128, .heads = 4,
-                      .seq_len = 128, .vocab = 256, .lr_schedule = "constant",
-                      .val_batches = 8, .sample_length = 128};
+    *o = (train_opts){.model = "mlp",
+                      .steps = 10,
+                      .hidden = MLP_DEFAULT_HIDDEN,
+                      .channels = 128,
+                      .heads = 4,
+                      .seq_len = 128,
+                      .vocab = 256,
+                      .lr_schedule = "constant",
+                      .val_batches = 8,
+                      .sample_length = 128};
     zc_config_defaults(cfg);
     arg_spec specs[] = {
         {"--model", ARG_STR, &o->model, NULL, "model to train: mlp (default) or gpt2", NULL},
@@ -226,8 +246,8 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
         {"--shuffle", ARG_BOOL, &o->shuffle, NULL,
          "gpt2: visit whole windows in a seeded order each epoch (default: sequential)", NULL},
         {"--val-data", ARG_STR, &o->val_data, NULL, "gpt2: llm.c token file for validation", NULL},
-        {"--val-every", ARG_INT, &o->val_every, NULL, "gpt2: validate every K steps (and at the end)",
-         NULL},
+        {"--val-every", ARG_INT, &o->val_every, NULL,
+         "gpt2: validate every K steps (and at the end)", NULL},
         {"--val-batches", ARG_INT, &o->val_batches, NULL,
          "gpt2: micro-batches per rank in a validation (default 8)", NULL},
         {"--activation-checkpointing", ARG_BOOL, &o->activation_checkpointing, NULL,
@@ -236,8 +256,8 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
          "run even if the estimated memory per rank exceeds what the host can give", NULL},
         {"--sample-every", ARG_INT, &o->sample_every, NULL,
          "gpt2: print a generated sample every K steps (and at the end)", NULL},
-        {"--sample-length", ARG_INT, &o->sample_length, NULL, "gpt2: tokens per sample (default 128)",
-         NULL},
+        {"--sample-length", ARG_INT, &o->sample_length, NULL,
+         "gpt2: tokens per sample (default 128)", NULL},
         {"--save-final", ARG_STR, &o->save_final, NULL,
          "gpt2: write the final weights as an llm.c checkpoint (fp32)", NULL},
         {"--warmup", ARG_INT, &o->warmup, NULL, "linear learning-rate warmup steps (default 0)",
@@ -245,8 +265,8 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
         {"--lr-schedule", ARG_STR, &o->lr_schedule, NULL,
          "constant (default) or cosine (to 10% of --lr at the last step)", NULL},
         {"--save-dir", ARG_STR, &o->save_dir, NULL, "write sharded checkpoints under DIR", NULL},
-        {"--save-every", ARG_INT, &o->save_every, NULL, "checkpoint every K steps (with --save-dir)",
-         NULL},
+        {"--save-every", ARG_INT, &o->save_every, NULL,
+         "checkpoint every K steps (with --save-dir)", NULL},
         {"--keep", ARG_INT, &o->keep, NULL, "keep only the newest M checkpoints (default: all)",
          NULL},
         {"--resume", ARG_STR, &o->resume, NULL,
@@ -258,8 +278,7 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
          "micro-steps per optimizer step", NULL},
         {"--lr", ARG_CONFIG, NULL, "optimizer.params.lr", "peak learning rate", NULL},
         {"--optimizer", ARG_CONFIG, NULL, "optimizer.type", "AdamW, Adam or SGD", NULL},
-        {"--weight-decay", ARG_CONFIG, NULL, "optimizer.params.weight_decay", "weight decay",
-         NULL},
+        {"--weight-decay", ARG_CONFIG, NULL, "optimizer.params.weight_decay", "weight decay", NULL},
         {"--clip", ARG_CONFIG, NULL, "gradient_clipping", "max global gradient norm, 0 = off",
          NULL},
         {"--seed", ARG_CONFIG, NULL, "seed", "seed of initial weights and data", NULL},
@@ -277,9 +296,9 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
          "auto (io_uring if the kernel allows), io_uring or threads", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
-    zc_status st = args_parse_command(specs, nspecs, argc, argv, 2,
-                                      "zeroc train [--model mlp|gpt2] [flags]",
-                                      zc_comm_rank(comm) == 0, helped, err);
+    zc_status st =
+        args_parse_command(specs, nspecs, argc, argv, 2, "zeroc train [--model mlp|gpt2] [flags]",
+                           zc_comm_rank(comm) == 0, helped, err);
     if (*helped)
         return ZC_OK;
     if (!st)

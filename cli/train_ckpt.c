@@ -54,9 +54,10 @@ zc_status train_ckpt_same_model(const char *dir, const char *client, const train
         const cJSON *h = cJSON_GetObjectItemCaseSensitive(have, w->string);
         char *hs = h ? cJSON_PrintUnformatted(h) : NULL, *ws = cJSON_PrintUnformatted(w);
         if (!h || !hs || !ws || strcmp(hs, ws))
-            st = zc_err_set(err, ZC_EINVAL, "--resume %s: the checkpoint was written for %s %s, "
-                            "this run has %s (resume with the same model shape)", dir,
-                            w->string, hs ? hs : "(not recorded)", ws ? ws : "?");
+            st = zc_err_set(err, ZC_EINVAL,
+                            "--resume %s: the checkpoint was written for %s %s, "
+                            "this run has %s (resume with the same model shape)",
+                            dir, w->string, hs ? hs : "(not recorded)", ws ? ws : "?");
         free(hs);
         free(ws);
     }

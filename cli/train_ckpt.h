@@ -15,8 +15,7 @@
  * and the data order are pure functions of the step (and the config's seed), so these are for
  * readers and for train_ckpt_same_model. malloc'd; NULL when out of memory. */
 char *train_ckpt_client(const train_opts *o, const train_model *m, const char *schedule,
-                        int64_t warmup, int64_t steps_done, double next_lr,
-                        int64_t micro_steps);
+                        int64_t warmup, int64_t steps_done, double next_lr, int64_t micro_steps);
 
 /* The checkpoint in dir (its client object `client`, may be NULL) was written for the model
  * this run builds: every field the model describes itself by must match, since some shapes

@@ -48,8 +48,8 @@ static zc_status read_window(gpt2_state *st, const llmc_tokens *t, uint64_t inde
     uint64_t first = j * BT % t->ntok;
     uint64_t W = (t->ntok - 1) / BT; /* whole windows (each needs BT + 1 tokens) */
     if (shuffle && W > 1) {
-        uint64_t epoch = j / W, a = 1 + (uint64_t)(zc_rng_uniform(st->seed, 0x5348554646ULL, 0) *
-                                                   (double)W);
+        uint64_t epoch = j / W,
+                 a = 1 + (uint64_t)(zc_rng_uniform(st->seed, 0x5348554646ULL, 0) * (double)W);
         while (gcd(a, W) != 1)
             a++;
         uint64_t c = (uint64_t)(zc_rng_uniform(st->seed, 0x5348554646ULL, epoch + 1) * (double)W);
@@ -82,8 +82,8 @@ static zc_status scan_tokens(const llmc_tokens *t, int vocab, uint64_t *digest, 
 static zc_status gpt2_micro_step(train_model *m, int64_t s, int k, double *loss, zc_err *err)
 {
     gpt2_state *st = m->state;
-    zc_status rc = read_window(st, &st->train, (uint64_t)s * st->accum + (uint64_t)k,
-                               st->o.shuffle, err);
+    zc_status rc =
+        read_window(st, &st->train, (uint64_t)s * st->accum + (uint64_t)k, st->o.shuffle, err);
     return rc ? rc : gpt2_forward_backward(st->gpt, st->window, st->window + 1, loss, err);
 }
 
@@ -181,27 +181,31 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
         if ((rc = gpt2_init_shape(o->init, &gc, err)))
             goto fail;
         /* shape flags beside the file must say what the file says (they cannot change it) */
-        const struct { bool given; const char *flag; int want, file; } shape[] = {
-            {o->given.layers, "--layers", o->layers, gc.num_layers},
-            {o->given.channels, "--channels", o->channels, gc.channels},
-            {o->given.heads, "--heads", o->heads, gc.num_heads},
-            {o->given.vocab, "--vocab", o->vocab, gc.vocab_size},
-            {o->given.max_seq_len, "--max-seq-len", o->max_seq_len, gc.max_seq_len}};
+        const struct {
+            bool given;
+            const char *flag;
+            int want, file;
+        } shape[] = {{o->given.layers, "--layers", o->layers, gc.num_layers},
+                     {o->given.channels, "--channels", o->channels, gc.channels},
+                     {o->given.heads, "--heads", o->heads, gc.num_heads},
+                     {o->given.vocab, "--vocab", o->vocab, gc.vocab_size},
+                     {o->given.max_seq_len, "--max-seq-len", o->max_seq_len, gc.max_seq_len}};
         for (size_t i = 0; i < sizeof shape / sizeof *shape; i++)
             if (shape[i].given && shape[i].want != shape[i].file) {
-                rc = zc_err_set(err, ZC_EINVAL, "%s %d: --init %s has %d (the shape comes from "
-                                "the file)", shape[i].flag, shape[i].want, o->init,
-                                shape[i].file);
+                rc = zc_err_set(err, ZC_EINVAL,
+                                "%s %d: --init %s has %d (the shape comes from "
+                                "the file)",
+                                shape[i].flag, shape[i].want, o->init, shape[i].file);
                 goto fail;
             }
     } else {
         int V = o->vocab;
         gc = (gpt2_config){o->max_seq_len ? o->max_seq_len : o->seq_len,
-                              V,
-                              gpt2_pad_vocab(V),
-                              o->layers ? o->layers : 4,
-                              o->heads,
-                              o->channels};
+                           V,
+                           gpt2_pad_vocab(V),
+                           o->layers ? o->layers : 4,
+                           o->heads,
+                           o->channels};
     }
     snprintf(m->describe, sizeof m->describe,
              "\"max_seq_len\": %d, \"vocab_size\": %d, \"padded_vocab_size\": %d, "
@@ -211,11 +215,11 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
     st->T = o->seq_len < gc.max_seq_len ? o->seq_len : gc.max_seq_len;
     st->vocab = gc.vocab_size;
     /* the model first: it validates the shape before any file is scanned against it */
-    if ((rc = gpt2_create(&st->gpt, e, mem, &gc, st->B, st->T, o->activation_checkpointing,
-                             err)))
+    if ((rc = gpt2_create(&st->gpt, e, mem, &gc, st->B, st->T, o->activation_checkpointing, err)))
         goto fail;
     if (!o->data) {
-        rc = zc_err_set(err, ZC_EINVAL, "--model gpt2 needs --data FILE (an llm.c token file; "
+        rc = zc_err_set(err, ZC_EINVAL,
+                        "--model gpt2 needs --data FILE (an llm.c token file; "
                         "make one with zeroc prepare)");
         goto fail;
     }
@@ -236,13 +240,17 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
     }
     size_t need = (size_t)st->B * st->T + 1;
     if (st->train.ntok < need) {
-        rc = zc_err_set(err, ZC_EINVAL, "%s: %zu tokens is shorter than one batch (%d × %d + 1 = "
-                        "%zu tokens)", o->data, st->train.ntok, st->B, st->T, need);
+        rc = zc_err_set(err, ZC_EINVAL,
+                        "%s: %zu tokens is shorter than one batch (%d × %d + 1 = "
+                        "%zu tokens)",
+                        o->data, st->train.ntok, st->B, st->T, need);
         goto fail;
     }
     if (st->val_open && st->val.ntok < need) {
-        rc = zc_err_set(err, ZC_EINVAL, "%s: %zu tokens is shorter than one batch (%d × %d + 1 = "
-                        "%zu tokens)", o->val_data, st->val.ntok, st->B, st->T, need);
+        rc = zc_err_set(err, ZC_EINVAL,
+                        "%s: %zu tokens is shorter than one batch (%d × %d + 1 = "
+                        "%zu tokens)",
+                        o->val_data, st->val.ntok, st->B, st->T, need);
         goto fail;
     }
     if (!(st->window = malloc(need * sizeof(int)))) {

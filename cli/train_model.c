@@ -92,8 +92,9 @@ zc_status train_model_mlp(train_model *m, const train_opts *o, zc_engine *e, zc_
     st->rank = zc_comm_rank(comm);
     st->nranks = zc_comm_size(comm);
     st->batch = cfg->micro_batch;
-    mlp_config mc = {
-        .hidden = o->hidden, .layers = o->layers ? o->layers : MLP_DEFAULT_LAYERS, .batch = cfg->micro_batch};
+    mlp_config mc = {.hidden = o->hidden,
+                     .layers = o->layers ? o->layers : MLP_DEFAULT_LAYERS,
+                     .batch = cfg->micro_batch};
     zc_status rc = mlp_create(&st->mlp, e, mem, &mc, err);
     size_t n = (size_t)o->hidden * (size_t)cfg->micro_batch;
     if (!rc) {

@@ -22,28 +22,28 @@ typedef struct {
 typedef struct {
     const char *model;
     int world_size, stage, first_step, steps; /* steps run: first_step … first_step+steps−1 */
-    int64_t params;           /* Ψ, unpadded */
-    int64_t params_padded;    /* Σ padded unit sizes */
-    const double *loss;       /* per step */
-    const double *grad_norm;  /* per step */
-    const double *lr;         /* per step: the learning rate the step applied */
-    const double *step_ms;    /* per step */
+    int64_t params;                           /* Ψ, unpadded */
+    int64_t params_padded;                    /* Σ padded unit sizes */
+    const double *loss;                       /* per step */
+    const double *grad_norm;                  /* per step */
+    const double *lr;                         /* per step: the learning rate the step applied */
+    const double *step_ms;                    /* per step */
     const double *loss_scale; /* per step: the fp16 loss scale its gradients carried (1 else) */
     const double *prefetch_hits, *prefetch_misses; /* stage 3 (else NULL), per step */
-    const double *gemm_ms;    /* per step: rank 0's time in the models' matrix products */
-    const double *val_loss;   /* per step: the validation loss, NaN where none ran */
+    const double *gemm_ms;  /* per step: rank 0's time in the models' matrix products */
+    const double *val_loss; /* per step: the validation loss, NaN where none ran */
     const char *gemm_path_fp32, *gemm_path_bf16;
     const char *simd; /* the elementwise kernels' vector level (zeroc/simd.h) */
     const char *dtype, *grad_dtype, *comm_dtype; /* "fp32", "bf16", "fp16" */
-    int64_t skipped_steps;    /* fp16: steps skipped on overflow, whole run (incl. resumed) */
+    int64_t skipped_steps; /* fp16: steps skipped on overflow, whole run (incl. resumed) */
     char initial_sha[65], final_sha[65];
-    const rank_memory *ranks; /* world_size entries */
-    int64_t stage0_states;    /* what stage 0 would hold per rank */
+    const rank_memory *ranks;                           /* world_size entries */
+    int64_t stage0_states;                              /* what stage 0 would hold per rank */
     double rs_bytes, ag_bytes, ar_bytes, control_bytes; /* per step, rank 0 */
-    double rs_inter, ag_inter, ar_inter; /* of those, sent to ranks on other hosts */
-    double tokens_per_step;   /* 0 when not a language model */
+    double rs_inter, ag_inter, ar_inter;                /* of those, sent to ranks on other hosts */
+    double tokens_per_step;                             /* 0 when not a language model */
     /* offload (NULL when nothing lives on disk): rank 0's disk traffic per step */
-    const disk_step *disk;    /* per step */
+    const disk_step *disk; /* per step */
     const char *aio_engine;
 } train_report;
 

@@ -13,7 +13,13 @@ static inline double now_ms(void)
 }
 
 /* MiB of a byte count: mib for counts, mib_d for sums already held in a double */
-static inline double mib_d(double bytes) { return bytes / 1048576.0; }
-static inline double mib(int64_t bytes) { return mib_d((double)bytes); }
+static inline double mib_d(double bytes)
+{
+    return bytes / 1048576.0;
+}
+static inline double mib(int64_t bytes)
+{
+    return mib_d((double)bytes);
+}
 
 #endif

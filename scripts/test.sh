@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test.sh — the test suite, exactly as CI runs it: installs what is missing, builds with
+# test.sh — the test suite, exactly as CI runs it: installs what is missing, checks the C
+# sources' layout against .clang-format (scripts/format.sh --check), builds with
 # warnings as errors and runs every test, then builds again with AddressSanitizer +
 # UndefinedBehaviorSanitizer and runs the suite once more, then fuzzes every parser of outside
 # bytes for a short while each (scripts/fuzz.sh; ZEROC_FUZZ_SECONDS, default 20).
@@ -8,6 +9,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/deps.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 jobs=$(nproc)
+
+echo "== layout of the C sources (.clang-format)"
+"$root/scripts/format.sh" --check
 
 echo "== build (warnings are errors) and test"
 "$root/scripts/build.sh" "$root/build" -DZEROC_WERROR=ON

@@ -6,16 +6,16 @@
 
 static int check_passed, check_failed;
 
-#define CHECK(cond, ...)                                                                         \
-    do {                                                                                         \
-        if (cond) {                                                                              \
-            check_passed++;                                                                      \
-        } else {                                                                                 \
-            check_failed++;                                                                      \
-            fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);                                \
-            fprintf(stderr, __VA_ARGS__);                                                        \
-            fputc('\n', stderr);                                                                 \
-        }                                                                                        \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            check_passed++;                                                                        \
+        } else {                                                                                   \
+            check_failed++;                                                                        \
+            fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);                                  \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
     } while (0)
 
 static inline int check_summary(void)

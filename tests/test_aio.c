@@ -44,7 +44,10 @@ static void *xalloc(size_t n)
     return p;
 }
 
-static bool has(const char *msg, const char *s) { return strstr(msg, s) != NULL; }
+static bool has(const char *msg, const char *s)
+{
+    return strstr(msg, s) != NULL;
+}
 
 static double now(void)
 {
@@ -105,16 +108,19 @@ typedef struct {
 
 static zc_aio *make_aio(zc_aio_engine engine, knobs k)
 {
-    zc_aio_config c = {.engine = engine, .block_size = k.block_size,
-                       .queue_depth = k.queue_depth, .thread_count = k.thread_count,
-                       .single_submit = k.single_submit, .overlap_events = k.overlap_events};
+    zc_aio_config c = {.engine = engine,
+                       .block_size = k.block_size,
+                       .queue_depth = k.queue_depth,
+                       .thread_count = k.thread_count,
+                       .single_submit = k.single_submit,
+                       .overlap_events = k.overlap_events};
     zc_aio *a = NULL;
     zc_err err = {0};
     CHECK(!zc_aio_create(&a, &c, &err), "zc_aio_create(%s): %s", zc_aio_engine_name(engine),
           err.msg);
     if (a)
-        CHECK(zc_aio_engine_used(a) == engine, "asked for %s, got %s",
-              zc_aio_engine_name(engine), zc_aio_engine_name(zc_aio_engine_used(a)));
+        CHECK(zc_aio_engine_used(a) == engine, "asked for %s, got %s", zc_aio_engine_name(engine),
+              zc_aio_engine_name(zc_aio_engine_used(a)));
     return a;
 }
 
@@ -134,8 +140,8 @@ static zc_swap *make_swap(int rank, int64_t bytes, zc_aio *a)
 
 enum { NT = 24 };
 /* transfer sizes in blocks; offsets follow one another with gaps of 0–2 blocks */
-static const int sizes[NT] = {1, 2, 3, 7, 16, 31, 64, 255, 256, 257, 300, 1,
-                              2, 128, 5, 9, 1, 4, 33, 2, 11, 6, 3, 70};
+static const int sizes[NT] = {1, 2,   3, 7, 16, 31, 64, 255, 256, 257, 300, 1,
+                              2, 128, 5, 9, 1,  4,  33, 2,   11,  6,   3,   70};
 
 static void roundtrip(zc_aio_engine engine, knobs k)
 {
@@ -208,13 +214,11 @@ static void roundtrip(zc_aio_engine engine, knobs k)
         nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
     CHECK(done, "%s: a transfer nobody waits for did not complete", what);
     CHECK(!zc_swap_wait(s, &ops[0], &err), "%s: %s", what, err.msg);
-    CHECK(zc_aio_get_counters(a).bytes_written == total + bytes, "%s: written after rewrite",
-          what);
+    CHECK(zc_aio_get_counters(a).bytes_written == total + bytes, "%s: written after rewrite", what);
     /* an idle op and an empty transfer are done at once */
     CHECK(zc_aio_done(a, &ops[1]) && !zc_aio_wait(a, &ops[1], &err), "%s: idle op", what);
     zc_swap_read(s, &ops[1], dst, 0, 0);
-    CHECK(zc_aio_done(a, &ops[1]) && !zc_swap_wait(s, &ops[1], &err), "%s: empty transfer",
-          what);
+    CHECK(zc_aio_done(a, &ops[1]) && !zc_swap_wait(s, &ops[1], &err), "%s: empty transfer", what);
 
     zc_swap_destroy(s);
     zc_aio_destroy(a);
@@ -267,8 +271,7 @@ static void errors(zc_aio_engine engine, knobs k)
         char want[160];
         snprintf(want, sizeof want, "swap file '%s' was truncated to 1048576 bytes (expected %lld)",
                  zc_swap_path(s), (long long)bytes);
-        CHECK(zc_swap_check(s, &err) == ZC_EIO && has(err.msg, want), "%s: check: %s", en,
-              err.msg);
+        CHECK(zc_swap_check(s, &err) == ZC_EIO && has(err.msg, want), "%s: check: %s", en, err.msg);
         zc_swap_read(s, &op, back, MIB, 2 * MIB);
         CHECK(zc_swap_wait(s, &op, &err) == ZC_EIO &&
                   has(err.msg, "unexpected end of file (was the file truncated?)") &&
@@ -285,8 +288,8 @@ static void errors(zc_aio_engine engine, knobs k)
         CHECK(zc_swap_wait(s, &op, &err) == ZC_EIO && has(err.msg, "unexpected end of file"),
               "%s: read across the cut: %s", en, err.msg);
         zc_swap_read(s, &op, back, MIB, 0);
-        CHECK(!zc_swap_wait(s, &op, &err) && !memcmp(back, buf, MIB), "%s: before the cut: %s",
-              en, err.msg);
+        CHECK(!zc_swap_wait(s, &op, &err) && !memcmp(back, buf, MIB), "%s: before the cut: %s", en,
+              err.msg);
         /* cut inside a block: the short read is retried, then reported */
         CHECK(!ftruncate(fd, MIB + 100), "ftruncate");
         zc_swap_read(s, &op, back, 2 * A, MIB);
@@ -312,15 +315,13 @@ static void errors(zc_aio_engine engine, knobs k)
     zc_swap_write(s3, &op, buf, 2 * A, 5 * A);
     CHECK(!zc_swap_wait(s3, &op, &err), "%s: write 2 of rank 3: %s", en, err.msg);
     zc_swap_read(s3, &op, back, 2 * A, 5 * A);
-    CHECK(!zc_swap_wait(s3, &op, &err) && !memcmp(back, buf, 2 * A), "%s: read 1: %s", en,
-          err.msg);
+    CHECK(!zc_swap_wait(s3, &op, &err) && !memcmp(back, buf, 2 * A), "%s: read 1: %s", en, err.msg);
     zc_swap_read(s3, &op, back, A, 6 * A);
     CHECK(zc_swap_wait(s3, &op, &err) == ZC_EIO &&
               has(err.msg, "read of 4096 bytes at offset 24576: Input/output error"),
           "%s: read 2 of rank 3: %s", en, err.msg);
     zc_swap_read(s3, &op, back, A, 6 * A);
-    CHECK(!zc_swap_wait(s3, &op, &err) && !memcmp(back, buf + A, A), "%s: read 3: %s", en,
-          err.msg);
+    CHECK(!zc_swap_wait(s3, &op, &err) && !memcmp(back, buf + A, A), "%s: read 3: %s", en, err.msg);
     zc_swap_destroy(s3);
     zc_swap_destroy(s0);
 
@@ -420,8 +421,8 @@ static void configs(void)
 {
     zc_err err = {0};
     zc_aio *a = NULL;
-    zc_aio_config c = {.engine = ZC_AIO_THREADS, .block_size = 1000, .queue_depth = 4,
-                       .thread_count = 1};
+    zc_aio_config c = {
+        .engine = ZC_AIO_THREADS, .block_size = 1000, .queue_depth = 4, .thread_count = 1};
     CHECK(zc_aio_create(&a, &c, &err) == ZC_EINVAL && !a && has(err.msg, "block_size 1000"),
           "block_size: %s", err.msg);
     c.block_size = A, c.queue_depth = 0;
@@ -457,10 +458,10 @@ static void sync_model(zc_aio *a)
           "a fresh file reads zeros: %s", err.msg);
     const struct {
         int64_t off, len;
-    } fixed[] = {{1, 1},          {4095, 1},        {4095, 2},         {4096, 4095},
-                 {4097, 4097},    {0, 4096},        {5, MIB + 3},      {bytes - 1, 1},
-                 {bytes - 4097, 4097}, {MIB - 3, 2 * MIB + 7}, {123457, MIB}, {0, bytes},
-                 {8190, 3},       {2 * MIB + 1, 0}};
+    } fixed[] = {
+        {1, 1},        {4095, 1},    {4095, 2},      {4096, 4095},         {4097, 4097},
+        {0, 4096},     {5, MIB + 3}, {bytes - 1, 1}, {bytes - 4097, 4097}, {MIB - 3, 2 * MIB + 7},
+        {123457, MIB}, {0, bytes},   {8190, 3},      {2 * MIB + 1, 0}};
     const int nfixed = (int)(sizeof fixed / sizeof fixed[0]);
     uint64_t x = 42;
     int bad = 0;
@@ -479,8 +480,8 @@ static void sync_model(zc_aio *a)
         bad += zc_swap_pwrite(s, src, (size_t)len, off, &err) != ZC_OK;
         memcpy(model + off, src, (size_t)len);
         /* a range around it, and a random one */
-        int64_t r0 = off > 5000 ? off - 5000 : 0, r1 = off + len + 5000 < bytes ? off + len + 5000
-                                                                                  : bytes;
+        int64_t r0 = off > 5000 ? off - 5000 : 0,
+                r1 = off + len + 5000 < bytes ? off + len + 5000 : bytes;
         bad += zc_swap_pread(s, got, (size_t)(r1 - r0), r0, &err) != ZC_OK;
         bad += memcmp(got, model + r0, (size_t)(r1 - r0)) != 0;
         r0 = (int64_t)(lcg(&x) % (uint64_t)bytes);
@@ -521,8 +522,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %m\n", argv[1]);
         return 1;
     }
-    if (snprintf(dir, sizeof dir, "%s/aio-test-XXXXXX", base) >= (int)sizeof dir ||
-        !mkdtemp(dir)) {
+    if (snprintf(dir, sizeof dir, "%s/aio-test-XXXXXX", base) >= (int)sizeof dir || !mkdtemp(dir)) {
         fprintf(stderr, "mkdtemp %s: %m\n", dir);
         return 1;
     }
@@ -533,8 +533,8 @@ int main(int argc, char **argv)
     {
         zc_aio *probe = NULL;
         zc_err err = {0};
-        zc_aio_config c = {.engine = ZC_AIO_URING, .block_size = A, .queue_depth = 1,
-                           .thread_count = 1};
+        zc_aio_config c = {
+            .engine = ZC_AIO_URING, .block_size = A, .queue_depth = 1, .thread_count = 1};
         if (zc_aio_create(&probe, &c, &err)) {
             printf("note: io_uring is not available here (%s); testing the thread pool only\n",
                    err.msg);
@@ -548,9 +548,9 @@ int main(int argc, char **argv)
     }
 
     const knobs ks[] = {
-        {A, 1, 1, true, true},         {A, 32, 4, false, false},    {A, 32, 4, true, true},
-        {A, 1, 4, false, false},       {MIB, 1, 1, false, true},    {MIB, 32, 4, true, false},
-        {MIB, 32, 1, false, true},     {64 * 1024, 8, 2, false, false},
+        {A, 1, 1, true, true},     {A, 32, 4, false, false},        {A, 32, 4, true, true},
+        {A, 1, 4, false, false},   {MIB, 1, 1, false, true},        {MIB, 32, 4, true, false},
+        {MIB, 32, 1, false, true}, {64 * 1024, 8, 2, false, false},
     };
     for (int e = 0; e < nengines; e++) {
         for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)

@@ -263,8 +263,7 @@ static void test_merges(void)
           encoded(&v, e, "aaaaaaaaaa", 10));
     CHECK(!strcmp(encoded(&v, e, " a", 2), " a"), "' a' -> %s", encoded(&v, e, " a", 2));
     /* white space: "  \n" alone is one piece; before a letter it is "  " + "\n" */
-    CHECK(!strcmp(encoded(&v, e, "  \n", 3), " | \n"), "'  \\n' -> %s",
-          encoded(&v, e, "  \n", 3));
+    CHECK(!strcmp(encoded(&v, e, "  \n", 3), " | \n"), "'  \\n' -> %s", encoded(&v, e, "  \n", 3));
     CHECK(!strcmp(encoded(&v, e, "  \nb", 4), " | |\n|b"), "'  \\nb' -> %s",
           encoded(&v, e, "  \nb", 4));
     CHECK(!strcmp(encoded(&v, e, "\n\n\nb", 4), "\n\n|\n|b"), "'\\n\\n\\nb' -> %s",

@@ -11,7 +11,10 @@
 #include "zeroc/rng.h"
 
 /* Rank j's contribution, element i (every rank can compute every rank's). */
-static float input(int j, size_t i) { return zc_rng_normal(3, (uint64_t)j, i); }
+static float input(int j, size_t i)
+{
+    return zc_rng_normal(3, (uint64_t)j, i);
+}
 
 int main(int argc, char **argv)
 {
@@ -28,9 +31,10 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < len; i++)
             send[j * len + i] = input(r, j * len + i);
     zc_comm_req *req;
-    CHECK(!zc_comm_reduce_scatter_start(c, ZC_FP32, send, recv, len, ZC_FP32, out, false,
-                                       "test rs", &req, &err) &&
-              !zc_comm_wait(c, req, &err), "reduce_scatter: %s", err.msg);
+    CHECK(!zc_comm_reduce_scatter_start(c, ZC_FP32, send, recv, len, ZC_FP32, out, false, "test rs",
+                                        &req, &err) &&
+              !zc_comm_wait(c, req, &err),
+          "reduce_scatter: %s", err.msg);
     int exact = 1;
     for (size_t i = 0; i < len; i++) {
         float want = input(0, r * len + i);
@@ -41,9 +45,10 @@ int main(int argc, char **argv)
     CHECK(exact, "rank %d: reduce_scatter differs from the rank-order sum", r);
     /* accumulate = 1 adds the sum to what out holds */
     float before = out[0];
-    CHECK(!zc_comm_reduce_scatter_start(c, ZC_FP32, send, recv, len, ZC_FP32, out, true,
-                                       "test rs+", &req, &err) &&
-              !zc_comm_wait(c, req, &err), "reduce_scatter accumulate: %s", err.msg);
+    CHECK(!zc_comm_reduce_scatter_start(c, ZC_FP32, send, recv, len, ZC_FP32, out, true, "test rs+",
+                                        &req, &err) &&
+              !zc_comm_wait(c, req, &err),
+          "reduce_scatter accumulate: %s", err.msg);
     CHECK(out[0] == before + before, "accumulate: %g != 2 × %g", out[0], before);
 
     /* all-gather in place: block j = rank j's values */
@@ -91,7 +96,8 @@ int main(int argc, char **argv)
     CHECK(k->bytes[ZC_COMM_ALL_REDUCE] == 2 * S * 4 * (n - 1), "ar bytes %lld",
           (long long)k->bytes[ZC_COMM_ALL_REDUCE]);
     CHECK(k->calls[ZC_COMM_REDUCE_SCATTER] == 2 && k->calls[ZC_COMM_ALL_GATHER] == 1 &&
-              k->calls[ZC_COMM_ALL_REDUCE] == 1, "call counts");
+              k->calls[ZC_COMM_ALL_REDUCE] == 1,
+          "call counts");
 
     /* control: the same sum, same bits, on every rank */
     double sum = 0, sums[64];
@@ -116,7 +122,8 @@ int main(int argc, char **argv)
                 buf[(size_t)j * len + i] = j == r % g ? input(r, i) : -1.0f;
         zc_comm_req *q;
         CHECK(!zc_comm_group_all_gather_start(c, ZC_FP32, buf, len, "test group ag", &q, &err) &&
-                  !zc_comm_wait(c, q, &err), "group all_gather: %s", err.msg);
+                  !zc_comm_wait(c, q, &err),
+              "group all_gather: %s", err.msg);
         bool same = true;
         for (int j = 0; j < g; j++)
             for (size_t i = 0; i < len; i++)

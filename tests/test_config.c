@@ -21,14 +21,14 @@
 
 static int passed, failed;
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (cond) {                                                                        \
-            passed++;                                                                      \
-        } else {                                                                           \
-            failed++;                                                                      \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
-        }                                                                                  \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            passed++;                                                                              \
+        } else {                                                                                   \
+            failed++;                                                                              \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+        }                                                                                          \
     } while (0)
 
 /* Same, also printing the message under test when the check fails. */
@@ -55,11 +55,11 @@ static void record(bool ok, const char *file, int line, const char *what, const 
 static bool same_values(const zc_config *a, const zc_config *b)
 {
     return a->train_batch_size == b->train_batch_size && a->micro_batch == b->micro_batch &&
-           a->grad_accum == b->grad_accum && a->grad_clip == b->grad_clip &&
-           a->optim == b->optim && a->lr == b->lr && a->beta1 == b->beta1 &&
-           a->beta2 == b->beta2 && a->eps == b->eps && a->weight_decay == b->weight_decay &&
-           a->momentum == b->momentum && a->adam_w_mode == b->adam_w_mode &&
-           a->stage == b->stage && a->reduce_bucket_size == b->reduce_bucket_size &&
+           a->grad_accum == b->grad_accum && a->grad_clip == b->grad_clip && a->optim == b->optim &&
+           a->lr == b->lr && a->beta1 == b->beta1 && a->beta2 == b->beta2 && a->eps == b->eps &&
+           a->weight_decay == b->weight_decay && a->momentum == b->momentum &&
+           a->adam_w_mode == b->adam_w_mode && a->stage == b->stage &&
+           a->reduce_bucket_size == b->reduce_bucket_size &&
            a->prefetch_bucket_size == b->prefetch_bucket_size &&
            a->max_live_parameters == b->max_live_parameters && a->dtype == b->dtype &&
            a->comm_dtype == b->comm_dtype && a->grad_accum_dtype == b->grad_accum_dtype &&
@@ -129,7 +129,7 @@ static void expect_load_err_at(const char *file, int line, const char *json, zc_
     }
     record(same_config(&cfg, &before), file, line, "cfg unchanged on error", err.msg);
 }
-#define EXPECT_LOAD_ERR(json, s1, s2, s3) \
+#define EXPECT_LOAD_ERR(json, s1, s2, s3)                                                          \
     expect_load_err_at(__FILE__, __LINE__, json, ZC_EINVAL, s1, s2, s3)
 
 static void expect_set_err_at(const char *file, int line, const char *path, const char *value,
@@ -156,7 +156,7 @@ static void expect_set_err_at(const char *file, int line, const char *path, cons
     }
     record(same_config(&cfg, &before), file, line, "cfg unchanged on error", err.msg);
 }
-#define EXPECT_SET_ERR(path, value, s1, s2) \
+#define EXPECT_SET_ERR(path, value, s1, s2)                                                        \
     expect_set_err_at(__FILE__, __LINE__, path, value, s1, s2)
 
 static void expect_set_ok_at(const char *file, int line, zc_config *cfg, const char *path,
@@ -281,37 +281,36 @@ static void test_defaults(void)
     CHECK(same_values(&c, &d) && !d.micro_batch_set);
 }
 
-static const char FULL[] =
-    "{\n"
-    "  \"train_batch_size\": 32,\n"
-    "  \"train_micro_batch_size_per_gpu\": 4,\n"
-    "  \"gradient_accumulation_steps\": 2,\n"
-    "  \"gradient_clipping\": 1.0,\n"
-    "  \"steps_per_print\": 100,\n"
-    "  \"seed\": 18446744073709551615,\n"
-    "  \"comm_timeout_s\": 30.5,\n"
-    "  \"optimizer\": {\n"
-    "    \"type\": \"adam\",\n"
-    "    \"params\": {\n"
-    "      \"lr\": 3e-4,\n"
-    "      \"betas\": [0.8, 0.95],\n"
-    "      \"eps\": 1e-6,\n"
-    "      \"weight_decay\": 0.01,\n"
-    "      \"adam_w_mode\": false,\n"
-    "      \"torch_adam\": true,\n"
-    "      \"amsgrad\": false,\n"
-    "      \"bias_correction\": true\n"
-    "    }\n"
-    "  },\n"
-    "  \"zero_optimization\": {\n"
-    "    \"stage\": 3,\n"
-    "    \"reduce_bucket_size\": 5e8,\n"
-    "    \"stage3_prefetch_bucket_size\": 0,\n"
-    "    \"stage3_max_live_parameters\": 1e9,\n"
-    "    \"overlap_comm\": true,\n"
-    "    \"contiguous_gradients\": true\n"
-    "  }\n"
-    "}\n";
+static const char FULL[] = "{\n"
+                           "  \"train_batch_size\": 32,\n"
+                           "  \"train_micro_batch_size_per_gpu\": 4,\n"
+                           "  \"gradient_accumulation_steps\": 2,\n"
+                           "  \"gradient_clipping\": 1.0,\n"
+                           "  \"steps_per_print\": 100,\n"
+                           "  \"seed\": 18446744073709551615,\n"
+                           "  \"comm_timeout_s\": 30.5,\n"
+                           "  \"optimizer\": {\n"
+                           "    \"type\": \"adam\",\n"
+                           "    \"params\": {\n"
+                           "      \"lr\": 3e-4,\n"
+                           "      \"betas\": [0.8, 0.95],\n"
+                           "      \"eps\": 1e-6,\n"
+                           "      \"weight_decay\": 0.01,\n"
+                           "      \"adam_w_mode\": false,\n"
+                           "      \"torch_adam\": true,\n"
+                           "      \"amsgrad\": false,\n"
+                           "      \"bias_correction\": true\n"
+                           "    }\n"
+                           "  },\n"
+                           "  \"zero_optimization\": {\n"
+                           "    \"stage\": 3,\n"
+                           "    \"reduce_bucket_size\": 5e8,\n"
+                           "    \"stage3_prefetch_bucket_size\": 0,\n"
+                           "    \"stage3_max_live_parameters\": 1e9,\n"
+                           "    \"overlap_comm\": true,\n"
+                           "    \"contiguous_gradients\": true\n"
+                           "  }\n"
+                           "}\n";
 
 static void test_full_config_file(void)
 {
@@ -461,13 +460,16 @@ static void test_load_errors(void)
         zc_config_defaults(&c2);
         zc_err e2 = {0};
         /* keys set to what zeroc does anyway are accepted */
-        CHECK_MSG(zc_config_load_string(&c2,
-                                        "{\"wall_clock_breakdown\": false, \"zero_optimization\": "
-                                        "{\"allgather_partitions\": true, \"reduce_scatter\": true}}",
-                                        "ds.json", &e2) == ZC_OK, e2.msg);
+        CHECK_MSG(
+            zc_config_load_string(&c2,
+                                  "{\"wall_clock_breakdown\": false, \"zero_optimization\": "
+                                  "{\"allgather_partitions\": true, \"reduce_scatter\": true}}",
+                                  "ds.json", &e2) == ZC_OK,
+            e2.msg);
         CHECK_MSG(zc_config_load_string(&c2, "{\"zero_optimization\": {\"reduce_scatter\": false}}",
                                         "ds.json", &e2) == ZC_EINVAL &&
-                      strstr(e2.msg, "zero_optimization.reduce_scatter"), e2.msg);
+                      strstr(e2.msg, "zero_optimization.reduce_scatter"),
+                  e2.msg);
     }
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"cpu_offload\": true}}",
                     "not supported yet: zero_optimization.cpu_offload", NULL, NULL);
@@ -476,14 +478,14 @@ static void test_load_errors(void)
         zc_config c2;
         zc_err e2 = {0};
         zc_config_defaults(&c2);
-        CHECK_MSG(zc_config_load_string(
-                      &c2,
-                      "{\"zero_optimization\": {\"allgather_bucket_size\": 5e8, "
-                      "\"stage3_max_reuse_distance\": 1e9, "
-                      "\"stage3_gather_16bit_weights_on_model_save\": true, "
-                      "\"stage3_gather_fp16_weights_on_model_save\": false}, "
-                      "\"zero_allow_untested_optimizer\": true}",
-                      "ds.json", &e2) == ZC_OK, e2.msg);
+        CHECK_MSG(zc_config_load_string(&c2,
+                                        "{\"zero_optimization\": {\"allgather_bucket_size\": 5e8, "
+                                        "\"stage3_max_reuse_distance\": 1e9, "
+                                        "\"stage3_gather_16bit_weights_on_model_save\": true, "
+                                        "\"stage3_gather_fp16_weights_on_model_save\": false}, "
+                                        "\"zero_allow_untested_optimizer\": true}",
+                                        "ds.json", &e2) == ZC_OK,
+                  e2.msg);
         const char *keys[] = {"zero_optimization.allgather_bucket_size (",
                               "zero_optimization.stage3_max_reuse_distance (",
                               "zero_optimization.stage3_gather_16bit_weights_on_model_save (",
@@ -505,7 +507,8 @@ static void test_load_errors(void)
         zc_config c2;
         zc_err e2 = {0};
         CHECK(load(&c2, "{\"optimizer\": {\"params\": {\"bias_correction\": false}}}", &e2) ==
-                  ZC_OK && !c2.bias_correction);
+                  ZC_OK &&
+              !c2.bias_correction);
         CHECK_ROUND_TRIP(&c2);
     }
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"bias_correction\": 0}}}",
@@ -517,8 +520,7 @@ static void test_load_errors(void)
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"amsgrad\": 0}}}",
                     "optimizer.params.amsgrad: expected true or false, got 0", NULL, NULL);
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"torch_adam\": \"yes\"}}}",
-                    "optimizer.params.torch_adam: expected true or false", "string \"yes\"",
-                    NULL);
+                    "optimizer.params.torch_adam: expected true or false", "string \"yes\"", NULL);
 
     /* always-on behaviour */
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"overlap_comm\": 0}}",
@@ -588,7 +590,8 @@ static void test_load_errors(void)
                       "\"bf16\": {\"enabled\": \"auto\"}, \"zero_optimization\": {\"stage\": 3, "
                       "\"reduce_bucket_size\": \"auto\", \"stage3_prefetch_bucket_size\": "
                       "\"auto\", \"stage3_param_persistence_threshold\": \"auto\"}}",
-                      "hf.json", &e) == ZC_OK, e.msg);
+                      "hf.json", &e) == ZC_OK,
+                  e.msg);
         CHECK(a.train_batch_size == d.train_batch_size && a.micro_batch == d.micro_batch &&
               !a.micro_batch_set && a.grad_accum == d.grad_accum && a.lr == d.lr &&
               a.beta1 == d.beta1 && a.beta2 == d.beta2 && a.eps == d.eps &&
@@ -600,7 +603,8 @@ static void test_load_errors(void)
                       strstr(a.auto_keys, "optimizer.params.lr") &&
                       strstr(a.auto_keys, "bf16.enabled") &&
                       strstr(a.auto_keys, "zero_optimization.reduce_bucket_size") &&
-                      !strstr(a.auto_keys, "stage3_prefetch_bucket_size"), a.auto_keys);
+                      !strstr(a.auto_keys, "stage3_prefetch_bucket_size"),
+                  a.auto_keys);
         /* a flag applied after the file gives the value */
         CHECK_MSG(zc_config_set(&a, "optimizer.params.lr", "0.0003", &e) == ZC_OK && a.lr == 3e-4,
                   e.msg);
@@ -615,16 +619,16 @@ static void test_load_errors(void)
     EXPECT_LOAD_ERR("{\"comm_timeout_s\": 0}", "comm_timeout_s must be > 0, got 0", NULL, NULL);
     EXPECT_LOAD_ERR("{\"comm_timeout_s\": true}", "comm_timeout_s: expected a number > 0",
                     "got true", NULL);
-    EXPECT_LOAD_ERR("{\"seed\": -1}", "seed: expected an integer 0..18446744073709551615",
-                    "got -1", NULL);
+    EXPECT_LOAD_ERR("{\"seed\": -1}", "seed: expected an integer 0..18446744073709551615", "got -1",
+                    NULL);
     EXPECT_LOAD_ERR("{\"seed\": 1.5}", "seed: expected an integer", "got 1.5", NULL);
     EXPECT_LOAD_ERR("{\"seed\": 18446744073709551616}", "seed", "got 18446744073709551616", NULL);
     EXPECT_LOAD_ERR("{\"seed\": 1e-3}", "seed", "got 1e-3", NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"reduce_bucket_size\": -1}}",
                     "zero_optimization.reduce_bucket_size must be >= 0, got -1", NULL, NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"reduce_bucket_size\": 1.5}}",
-                    "zero_optimization.reduce_bucket_size: expected an integer >= 0, got 1.5",
-                    NULL, NULL);
+                    "zero_optimization.reduce_bucket_size: expected an integer >= 0, got 1.5", NULL,
+                    NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"stage3_prefetch_bucket_size\": -1}}",
                     "zero_optimization.stage3_prefetch_bucket_size must be >= 0, got -1", NULL,
                     NULL);
@@ -632,13 +636,13 @@ static void test_load_errors(void)
                     "zero_optimization.stage3_max_live_parameters must be >= 1", NULL, NULL);
 
     /* optimizer type and sections */
-    EXPECT_LOAD_ERR("{\"optimizer\": {\"type\": \"Lamb\"}}", "optimizer.type",
-                    "AdamW, Adam, SGD", "\"Lamb\"");
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"type\": \"Lamb\"}}", "optimizer.type", "AdamW, Adam, SGD",
+                    "\"Lamb\"");
     EXPECT_LOAD_ERR("{\"optimizer\": {\"type\": 1}}", "optimizer.type", "got 1", NULL);
     EXPECT_LOAD_ERR("{\"optimizer\": \"adam\"}", "optimizer: expected an object",
                     "got string \"adam\"", NULL);
-    EXPECT_LOAD_ERR("{\"zero_optimization\": 1}", "zero_optimization: expected an object",
-                    "got 1", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": 1}", "zero_optimization: expected an object", "got 1",
+                    NULL);
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": [1]}}", "optimizer.params: expected an object",
                     "got an array", NULL);
 
@@ -737,8 +741,7 @@ static void test_set(void)
     EXPECT_SET_ERR("optimizer.params.betas", "0.9,0.99,0.999", "optimizer.params.betas", NULL);
     EXPECT_SET_ERR("optimizer.params.betas", "0.9,", "optimizer.params.betas", NULL);
     EXPECT_SET_ERR("optimizer.params.betas", "0.9,1.0", "optimizer.params.betas[1]", "got 1.0");
-    EXPECT_SET_ERR("optimizer.params.adam_w_mode", "yes", "expected true or false",
-                   "got \"yes\"");
+    EXPECT_SET_ERR("optimizer.params.adam_w_mode", "yes", "expected true or false", "got \"yes\"");
     EXPECT_SET_ERR("optimizer.params.adam_w_mode", "1", "optimizer.params.adam_w_mode", NULL);
     EXPECT_SET_ERR("optimizer.type", "lamb", "optimizer.type", "AdamW, Adam, SGD");
     EXPECT_SET_ERR("seed", "-1", "seed", "got -1");
@@ -747,8 +750,7 @@ static void test_set(void)
                    "train_micro_batch_size_per_gpu must be >= 1, got 0", NULL);
     EXPECT_SET_ERR("comm_timeout_s", "0", "comm_timeout_s must be > 0", NULL);
     EXPECT_SET_ERR("stage", "3", "command line: unknown key: stage", NULL);
-    EXPECT_SET_ERR("zero_optimization.stagee", "3", "unknown key: zero_optimization.stagee",
-                   NULL);
+    EXPECT_SET_ERR("zero_optimization.stagee", "3", "unknown key: zero_optimization.stagee", NULL);
     EXPECT_SET_ERR("seed.x", "3", "unknown key: seed.x", NULL);
     EXPECT_SET_ERR("", "3", "unknown key: ", NULL);
     EXPECT_SET_ERR("amp", "true", "command line: not supported yet: amp", NULL);
@@ -757,8 +759,7 @@ static void test_set(void)
                    "command line: not supported yet: zero_optimization.cpu_offload", NULL);
     EXPECT_SET_ERR("zero_optimization", "3", "zero_optimization is a section",
                    "zero_optimization.stage");
-    EXPECT_SET_ERR("optimizer.params", "1", "optimizer.params is a section",
-                   "optimizer.params.lr");
+    EXPECT_SET_ERR("optimizer.params", "1", "optimizer.params is a section", "optimizer.params.lr");
     EXPECT_SET_ERR("zero_optimization.overlap_comm", "no",
                    "zero_optimization.overlap_comm: expected true or false", "\"no\"");
     EXPECT_SET_ERR("optimizer.params.amsgrad", "true",
@@ -841,17 +842,25 @@ static void test_validate(void)
     /* "auto" from a file and from the command line; a number replaces it; other strings and
      * "auto" on a key without it are refused; to_json prints it back */
     zc_config_defaults(&c);
-    CHECK(zc_config_load_string(&c, "{\"zero_optimization\": {\"stage3_prefetch_bucket_size\": "
-                                    "4096}}", "t", &err) == ZC_OK && c.prefetch_bucket_size == 4096);
-    CHECK(zc_config_load_string(&c, "{\"zero_optimization\": {\"stage3_prefetch_bucket_size\": "
-                                    "\"auto\"}}", "t", &err) == ZC_OK &&
+    CHECK(zc_config_load_string(&c,
+                                "{\"zero_optimization\": {\"stage3_prefetch_bucket_size\": "
+                                "4096}}",
+                                "t", &err) == ZC_OK &&
+          c.prefetch_bucket_size == 4096);
+    CHECK(zc_config_load_string(&c,
+                                "{\"zero_optimization\": {\"stage3_prefetch_bucket_size\": "
+                                "\"auto\"}}",
+                                "t", &err) == ZC_OK &&
           c.prefetch_bucket_size == ZC_AUTO);
     CHECK(zc_config_set(&c, "zero_optimization.stage3_prefetch_bucket_size", "123", &err) ==
-              ZC_OK && c.prefetch_bucket_size == 123);
+              ZC_OK &&
+          c.prefetch_bucket_size == 123);
     CHECK(zc_config_set(&c, "zero_optimization.stage3_prefetch_bucket_size", "auto", &err) ==
-              ZC_OK && c.prefetch_bucket_size == ZC_AUTO);
+              ZC_OK &&
+          c.prefetch_bucket_size == ZC_AUTO);
     CHECK(zc_config_set(&c, "zero_optimization.stage3_prefetch_bucket_size", "big", &err) ==
-              ZC_EINVAL && strstr(err.msg, "or \"auto\""));
+              ZC_EINVAL &&
+          strstr(err.msg, "or \"auto\""));
     CHECK(zc_config_set(&c, "zero_optimization.stage3_max_live_parameters", "auto", &err) ==
           ZC_EINVAL);
     {
@@ -961,21 +970,20 @@ static void test_resolve_batch(void)
 }
 
 /* DeepSpeed's fp16 block with every key it has, none at its default, and both data-type keys. */
-static const char FP16_FULL[] =
-    "{\n"
-    "  \"fp16\": {\n"
-    "    \"enabled\": true,\n"
-    "    \"auto_cast\": false,\n"
-    "    \"loss_scale\": 0,\n"
-    "    \"initial_scale_power\": 12,\n"
-    "    \"loss_scale_window\": 500,\n"
-    "    \"hysteresis\": 3,\n"
-    "    \"consecutive_hysteresis\": true,\n"
-    "    \"min_loss_scale\": 0.25\n"
-    "  },\n"
-    "  \"communication_data_type\": \"fp32\",\n"
-    "  \"data_types\": {\"grad_accum_dtype\": \"fp32\"}\n"
-    "}\n";
+static const char FP16_FULL[] = "{\n"
+                                "  \"fp16\": {\n"
+                                "    \"enabled\": true,\n"
+                                "    \"auto_cast\": false,\n"
+                                "    \"loss_scale\": 0,\n"
+                                "    \"initial_scale_power\": 12,\n"
+                                "    \"loss_scale_window\": 500,\n"
+                                "    \"hysteresis\": 3,\n"
+                                "    \"consecutive_hysteresis\": true,\n"
+                                "    \"min_loss_scale\": 0.25\n"
+                                "  },\n"
+                                "  \"communication_data_type\": \"fp32\",\n"
+                                "  \"data_types\": {\"grad_accum_dtype\": \"fp32\"}\n"
+                                "}\n";
 
 static void test_precision(void)
 {
@@ -1190,12 +1198,11 @@ static void test_precision(void)
 
     /* bad values in a file: the key, the value as written, what was expected */
     EXPECT_LOAD_ERR("{\"communication_data_type\": \"int8\"}",
-                    "ds.json: communication_data_type: expected one of fp32, bf16, fp16",
-                    "or null", "got string \"int8\"");
+                    "ds.json: communication_data_type: expected one of fp32, bf16, fp16", "or null",
+                    "got string \"int8\"");
     EXPECT_LOAD_ERR("{\"communication_data_type\": \"bfloat16\"}", "communication_data_type",
                     "got string \"bfloat16\"", NULL);
-    EXPECT_LOAD_ERR("{\"communication_data_type\": 16}", "communication_data_type", "got 16",
-                    NULL);
+    EXPECT_LOAD_ERR("{\"communication_data_type\": 16}", "communication_data_type", "got 16", NULL);
     EXPECT_LOAD_ERR("{\"data_types\": {\"grad_accum_dtype\": \"int8\"}}",
                     "data_types.grad_accum_dtype: expected one of fp32, bf16, fp16",
                     "got string \"int8\"", NULL);
@@ -1218,8 +1225,8 @@ static void test_precision(void)
                     "got -1", NULL);
     EXPECT_LOAD_ERR("{\"fp16\": {\"initial_scale_power\": 16.5}}", "fp16.initial_scale_power",
                     "got 16.5", NULL);
-    EXPECT_LOAD_ERR("{\"fp16\": {\"min_loss_scale\": 0}}", "fp16.min_loss_scale must be >= 1.17549e-38",
-                    "got 0", NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"min_loss_scale\": 0}}",
+                    "fp16.min_loss_scale must be >= 1.17549e-38", "got 0", NULL);
     /* a static scale below the smallest normal float would round to 0 and the update to NaN */
     {
         zc_config t;
@@ -1228,7 +1235,8 @@ static void test_precision(void)
         CHECK(zc_config_set(&t, "fp16.loss_scale", "1e-50", &e2) == ZC_OK);
         CHECK(zc_config_validate(&t, 1, &e2) == ZC_EINVAL);
         CHECK_MSG(strstr(e2.msg, "fp16.loss_scale 1e-50: expected 0 (dynamic) or a static scale "
-                                 ">= 2^-126"), e2.msg);
+                                 ">= 2^-126"),
+                  e2.msg);
     }
     EXPECT_LOAD_ERR("{\"fp16\": {\"loss_scale\": 1e39}}", "fp16.loss_scale", "got 1e39", NULL);
     EXPECT_LOAD_ERR("{\"fp16\": {\"min_loss_scale\": -2}}", "fp16.min_loss_scale", "got -2", NULL);
@@ -1331,40 +1339,39 @@ static void test_precision(void)
 }
 
 /* DeepSpeed's ZeRO-Infinity blocks with every key, none at its default. */
-static const char OFFLOAD_FULL[] =
-    "{\n"
-    "  \"zero_optimization\": {\n"
-    "    \"stage\": 3,\n"
-    "    \"sub_group_size\": 1e6,\n"
-    "    \"offload_optimizer\": {\n"
-    "      \"device\": \"NVMe\",\n"
-    "      \"nvme_path\": \"/local_nvme/opt\",\n"
-    "      \"buffer_count\": 8,\n"
-    "      \"pin_memory\": true,\n"
-    "      \"ratio\": 0.3,\n"
-    "      \"pipeline_read\": false,\n"
-    "      \"pipeline_write\": false,\n"
-    "      \"fast_init\": true\n"
-    "    },\n"
-    "    \"offload_param\": {\n"
-    "      \"device\": \"nvme\",\n"
-    "      \"nvme_path\": \"/local_nvme/param\",\n"
-    "      \"buffer_count\": 6,\n"
-    "      \"buffer_size\": 2e8,\n"
-    "      \"max_in_cpu\": 0,\n"
-    "      \"pin_memory\": true\n"
-    "    }\n"
-    "  },\n"
-    "  \"aio\": {\n"
-    "    \"block_size\": 262144,\n"
-    "    \"queue_depth\": 32,\n"
-    "    \"thread_count\": 4,\n"
-    "    \"single_submit\": true,\n"
-    "    \"overlap_events\": false,\n"
-    "    \"use_gds\": false,\n"
-    "    \"engine\": \"THREADS\"\n"
-    "  }\n"
-    "}\n";
+static const char OFFLOAD_FULL[] = "{\n"
+                                   "  \"zero_optimization\": {\n"
+                                   "    \"stage\": 3,\n"
+                                   "    \"sub_group_size\": 1e6,\n"
+                                   "    \"offload_optimizer\": {\n"
+                                   "      \"device\": \"NVMe\",\n"
+                                   "      \"nvme_path\": \"/local_nvme/opt\",\n"
+                                   "      \"buffer_count\": 8,\n"
+                                   "      \"pin_memory\": true,\n"
+                                   "      \"ratio\": 0.3,\n"
+                                   "      \"pipeline_read\": false,\n"
+                                   "      \"pipeline_write\": false,\n"
+                                   "      \"fast_init\": true\n"
+                                   "    },\n"
+                                   "    \"offload_param\": {\n"
+                                   "      \"device\": \"nvme\",\n"
+                                   "      \"nvme_path\": \"/local_nvme/param\",\n"
+                                   "      \"buffer_count\": 6,\n"
+                                   "      \"buffer_size\": 2e8,\n"
+                                   "      \"max_in_cpu\": 0,\n"
+                                   "      \"pin_memory\": true\n"
+                                   "    }\n"
+                                   "  },\n"
+                                   "  \"aio\": {\n"
+                                   "    \"block_size\": 262144,\n"
+                                   "    \"queue_depth\": 32,\n"
+                                   "    \"thread_count\": 4,\n"
+                                   "    \"single_submit\": true,\n"
+                                   "    \"overlap_events\": false,\n"
+                                   "    \"use_gds\": false,\n"
+                                   "    \"engine\": \"THREADS\"\n"
+                                   "  }\n"
+                                   "}\n";
 
 static void check_offload_full(const zc_config *c)
 {
@@ -1399,8 +1406,7 @@ static void expect_validate_err_at(const char *file, int line, const char *json,
     char what[256];
 
     zc_config_defaults(&c);
-    record(zc_config_load_string(&c, json, "ds.json", &err) == ZC_OK, file, line, "loads",
-           err.msg);
+    record(zc_config_load_string(&c, json, "ds.json", &err) == ZC_OK, file, line, "loads", err.msg);
     before = c;
     snprintf(what, sizeof what, "validate of %.150s fails", json);
     record(zc_config_validate(&c, 1, &err) == ZC_EINVAL, file, line, what, err.msg);
@@ -1493,10 +1499,10 @@ static void test_offload(void)
                    &err) == ZC_OK,
               err.msg);
     CHECK(c.offload_optimizer == ZC_OFFLOAD_CPU && c.optimizer_nvme_path[0] == '\0' &&
-          c.param_nvme_path[0] == '\0' && c.aio_engine == ZC_AIO_URING &&
-          c.aio_thread_count == 2);
-    CHECK(load(&c, "{\"zero_optimization\": {\"offload_optimizer\": {}, \"offload_param\": {}},"
-                   " \"aio\": {}}",
+          c.param_nvme_path[0] == '\0' && c.aio_engine == ZC_AIO_URING && c.aio_thread_count == 2);
+    CHECK(load(&c,
+               "{\"zero_optimization\": {\"offload_optimizer\": {}, \"offload_param\": {}},"
+               " \"aio\": {}}",
                &err) == ZC_OK);
     {
         zc_config d;
@@ -1527,8 +1533,8 @@ static void test_offload(void)
                     "zero_optimization.offload_optimizer.ratio: expected a number in (0, 1]",
                     "got string \"half\"", NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"nvme_path\": 5}}}",
-                    "zero_optimization.offload_optimizer.nvme_path: expected a string",
-                    "got 5", NULL);
+                    "zero_optimization.offload_optimizer.nvme_path: expected a string", "got 5",
+                    NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_param\": {\"nvme_path\": [\"/a\"]}}}",
                     "zero_optimization.offload_param.nvme_path", "got an array", NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"device\": true}}}",
@@ -1579,11 +1585,10 @@ static void test_offload(void)
                     "got 0",
                     NULL, NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_param\": {\"buffer_count\": 0}}}",
-                    "zero_optimization.offload_param.buffer_count must be >= 1, got 0", NULL,
-                    NULL);
+                    "zero_optimization.offload_param.buffer_count must be >= 1, got 0", NULL, NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_param\": {\"buffer_count\": 3e9}}}",
-                    "zero_optimization.offload_param.buffer_count must be <= 2147483647",
-                    "got 3e9", NULL);
+                    "zero_optimization.offload_param.buffer_count must be <= 2147483647", "got 3e9",
+                    NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"ratio\": 0}}}",
                     "zero_optimization.offload_optimizer.ratio: expected a number in (0, 1], "
                     "got 0",
@@ -1595,8 +1600,7 @@ static void test_offload(void)
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"ratio\": -0.5}}}",
                     "zero_optimization.offload_optimizer.ratio", "got -0.5", NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_param\": {\"buffer_size\": 0}}}",
-                    "zero_optimization.offload_param.buffer_size must be >= 1, got 0", NULL,
-                    NULL);
+                    "zero_optimization.offload_param.buffer_size must be >= 1, got 0", NULL, NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_param\": {\"max_in_cpu\": -1}}}",
                     "ds.json: zero_optimization.offload_param.max_in_cpu must be >= 0, got -1",
                     NULL, NULL);
@@ -1613,8 +1617,8 @@ static void test_offload(void)
     EXPECT_LOAD_ERR("{\"aio\": {\"block_size\": 0}}", "aio.block_size", "got 0", NULL);
     EXPECT_LOAD_ERR("{\"aio\": {\"block_size\": -4096}}", "aio.block_size", "got -4096", NULL);
     EXPECT_LOAD_ERR("{\"aio\": {\"block_size\": 1e30}}", "aio.block_size", "got 1e30", NULL);
-    EXPECT_LOAD_ERR("{\"aio\": {\"queue_depth\": 0}}", "aio.queue_depth must be >= 1, got 0",
-                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"queue_depth\": 0}}", "aio.queue_depth must be >= 1, got 0", NULL,
+                    NULL);
     EXPECT_LOAD_ERR("{\"aio\": {\"thread_count\": 0}}", "aio.thread_count must be >= 1, got 0",
                     NULL, NULL);
     EXPECT_LOAD_ERR("{\"aio\": {\"intra_op_parallelism\": -2}}",
@@ -1719,16 +1723,14 @@ static void test_offload(void)
                     "unknown key: zero_optimization.offload_optimizer.devices", NULL, NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_param\": {\"ratio\": 1}}}",
                     "unknown key: zero_optimization.offload_param.ratio", NULL, NULL);
-    EXPECT_LOAD_ERR("{\"aio\": {\"Block_size\": 4096}}", "unknown key: aio.Block_size", NULL,
-                    NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"Block_size\": 4096}}", "unknown key: aio.Block_size", NULL, NULL);
     EXPECT_SET_ERR("aio.foo", "1", "command line: unknown key: aio.foo", NULL);
     EXPECT_SET_ERR("zero_optimization.offload_param.foo", "1",
                    "unknown key: zero_optimization.offload_param.foo", NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"cpu_offload_params\": false}}",
                     "not supported yet: zero_optimization.cpu_offload_params", NULL, NULL);
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"cpu_offload_use_pin_memory\": false}}",
-                    "not supported yet: zero_optimization.cpu_offload_use_pin_memory", NULL,
-                    NULL);
+                    "not supported yet: zero_optimization.cpu_offload_use_pin_memory", NULL, NULL);
     EXPECT_SET_ERR("zero_optimization.cpu_offload_params", "true",
                    "not supported yet: zero_optimization.cpu_offload_params", NULL);
     EXPECT_SET_ERR("zero_optimization.offload_optimizer", "nvme",
@@ -1986,18 +1988,16 @@ static void test_to_json(void)
     /* precision: every key printed; the DEFAULT types as null */
     zc_config_defaults(&c);
     json = zc_config_to_json(&c);
-    CHECK_MSG(json && strstr(json, "\"fp16\":\t{\n\t\t\"enabled\":\tfalse,") &&
-                  strstr(json, "\"loss_scale\":\t0,") &&
-                  strstr(json, "\"initial_scale_power\":\t16,") &&
-                  strstr(json, "\"loss_scale_window\":\t1000,") &&
-                  strstr(json, "\"hysteresis\":\t2,") &&
-                  strstr(json, "\"consecutive_hysteresis\":\tfalse,") &&
-                  strstr(json, "\"min_loss_scale\":\t1,") &&
-                  strstr(json, "\"auto_cast\":\tfalse") &&
-                  strstr(json, "\"bf16\":\t{\n\t\t\"enabled\":\tfalse\n") &&
-                  strstr(json, "\"communication_data_type\":\tnull") &&
-                  strstr(json, "\"data_types\":\t{\n\t\t\"grad_accum_dtype\":\tnull\n"),
-              json ? json : "NULL");
+    CHECK_MSG(
+        json && strstr(json, "\"fp16\":\t{\n\t\t\"enabled\":\tfalse,") &&
+            strstr(json, "\"loss_scale\":\t0,") && strstr(json, "\"initial_scale_power\":\t16,") &&
+            strstr(json, "\"loss_scale_window\":\t1000,") && strstr(json, "\"hysteresis\":\t2,") &&
+            strstr(json, "\"consecutive_hysteresis\":\tfalse,") &&
+            strstr(json, "\"min_loss_scale\":\t1,") && strstr(json, "\"auto_cast\":\tfalse") &&
+            strstr(json, "\"bf16\":\t{\n\t\t\"enabled\":\tfalse\n") &&
+            strstr(json, "\"communication_data_type\":\tnull") &&
+            strstr(json, "\"data_types\":\t{\n\t\t\"grad_accum_dtype\":\tnull\n"),
+        json ? json : "NULL");
     free(json);
     c.dtype = ZC_BF16;
     c.comm_dtype = ZC_FP32;
@@ -2050,35 +2050,44 @@ static void test_deepspeed_shapes(void)
 
     CHECK(load(&c, "{\"zero_optimization\": true}", &err) == ZC_OK && c.stage == 1);
     CHECK(load(&c, "{\"zero_optimization\": false}", &err) == ZC_OK && c.stage == 0);
-    CHECK(load(&c, "{\"zero_optimization\": {\"stage\": 2, \"overlap_comm\": false, "
-                   "\"reduce_bucket_size\": 0}}", &err) == ZC_OK &&
+    CHECK(load(&c,
+               "{\"zero_optimization\": {\"stage\": 2, \"overlap_comm\": false, "
+               "\"reduce_bucket_size\": 0}}",
+               &err) == ZC_OK &&
           c.stage == 2 && !c.overlap_comm && c.reduce_bucket_size == 0);
     CHECK_ROUND_TRIP(&c);
     CHECK(zc_estimate_rs_cols(0, 4, 1000) == 1000 && zc_estimate_rs_cols(100, 4, 1000) == 25 &&
           zc_estimate_rs_cols(1, 4, 1000) == 1 && zc_estimate_rs_cols(1 << 30, 4, 1000) == 1000);
 
     CHECK(load(&c, "{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"max_grad_norm\": 1.5}}}",
-               &err) == ZC_OK && c.grad_clip == 1.5);
-    CHECK(load(&c, "{\"gradient_clipping\": 2, \"optimizer\": {\"params\": "
-                   "{\"max_grad_norm\": 2}}}", &err) == ZC_OK && c.grad_clip == 2);
+               &err) == ZC_OK &&
+          c.grad_clip == 1.5);
+    CHECK(load(&c,
+               "{\"gradient_clipping\": 2, \"optimizer\": {\"params\": "
+               "{\"max_grad_norm\": 2}}}",
+               &err) == ZC_OK &&
+          c.grad_clip == 2);
     EXPECT_LOAD_ERR("{\"gradient_clipping\": 1, \"optimizer\": {\"params\": "
                     "{\"max_grad_norm\": 2}}}",
-                    "optimizer.params.max_grad_norm 2 and gradient_clipping 1 disagree", NULL, NULL);
+                    "optimizer.params.max_grad_norm 2 and gradient_clipping 1 disagree", NULL,
+                    NULL);
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"max_grad_norm\": -1}}}",
                     "optimizer.params.max_grad_norm must be >= 0, got -1", NULL, NULL);
 
     CHECK(load(&c, "{}", &err) == ZC_OK && !c.activation_checkpointing);
-    CHECK(load(&c, "{\"activation_checkpointing\": {\"partition_activations\": false, "
-                   "\"cpu_checkpointing\": false, \"contiguous_memory_optimization\": false, "
-                   "\"number_checkpoints\": null, \"synchronize_checkpoint_boundary\": false, "
-                   "\"profile\": false}}", &err) == ZC_OK && c.activation_checkpointing);
+    CHECK(load(&c,
+               "{\"activation_checkpointing\": {\"partition_activations\": false, "
+               "\"cpu_checkpointing\": false, \"contiguous_memory_optimization\": false, "
+               "\"number_checkpoints\": null, \"synchronize_checkpoint_boundary\": false, "
+               "\"profile\": false}}",
+               &err) == ZC_OK &&
+          c.activation_checkpointing);
     CHECK_MSG(strstr(c.no_effect, "activation_checkpointing.cpu_checkpointing (") &&
                   strstr(c.no_effect, "activation_checkpointing.number_checkpoints ("),
               c.no_effect);
     CHECK_ROUND_TRIP(&c);
     EXPECT_LOAD_ERR("{\"activation_checkpointing\": {\"number_checkpoints\": 0}}",
-                    "activation_checkpointing.number_checkpoints must be >= 1, got 0", NULL,
-                    NULL);
+                    "activation_checkpointing.number_checkpoints must be >= 1, got 0", NULL, NULL);
     EXPECT_LOAD_ERR("{\"activation_checkpointing\": true}",
                     "activation_checkpointing: expected an object", "got true", NULL);
 
@@ -2105,9 +2114,11 @@ static void test_scheduler(void)
     zc_config_defaults(&c);
     CHECK(c.sched == ZC_SCHED_NONE && c.warmup_min_lr == 0 && isnan(c.warmup_max_lr) &&
           c.warmup_num_steps == 1000 && c.total_num_steps == 0 && c.warmup_type == ZC_WARMUP_LOG);
-    CHECK(load(&c, "{\"optimizer\": {\"params\": {\"lr\": 0.02}}, \"scheduler\": "
-                   "{\"type\": \"WarmupLR\", \"params\": {\"warmup_num_steps\": 10}}}",
-               &err) == ZC_OK && c.sched == ZC_SCHED_WARMUP_LR);
+    CHECK(load(&c,
+               "{\"optimizer\": {\"params\": {\"lr\": 0.02}}, \"scheduler\": "
+               "{\"type\": \"WarmupLR\", \"params\": {\"warmup_num_steps\": 10}}}",
+               &err) == ZC_OK &&
+          c.sched == ZC_SCHED_WARMUP_LR);
     CHECK(zc_config_warmup_max_lr(&c) == 0.02); /* WarmupLR's default: the optimizer's lr */
     CHECK_ROUND_TRIP(&c);
     CHECK(zc_lr_schedule_at(&c, 0) == 0.0 && zc_lr_schedule_at(&c, 1) == 0.0);
@@ -2115,31 +2126,36 @@ static void test_scheduler(void)
     CHECK(zc_lr_schedule_at(&c, 10) < 0.02 && zc_lr_schedule_at(&c, 11) == 0.02 &&
           zc_lr_schedule_at(&c, 1000000) == 0.02);
 
-    CHECK(load(&c, "{\"scheduler\": {\"type\": \"warmupdecaylr\", \"params\": "
-                   "{\"warmup_min_lr\": 0.001, \"warmup_num_steps\": 10, "
-                   "\"total_num_steps\": 30, \"warmup_type\": \"linear\"}}}",
-               &err) == ZC_OK && c.sched == ZC_SCHED_WARMUP_DECAY_LR);
+    CHECK(load(&c,
+               "{\"scheduler\": {\"type\": \"warmupdecaylr\", \"params\": "
+               "{\"warmup_min_lr\": 0.001, \"warmup_num_steps\": 10, "
+               "\"total_num_steps\": 30, \"warmup_type\": \"linear\"}}}",
+               &err) == ZC_OK &&
+          c.sched == ZC_SCHED_WARMUP_DECAY_LR);
     CHECK(zc_config_warmup_max_lr(&c) == 0.001 * 1); /* WarmupDecayLR's default: 0.001 */
     CHECK_ROUND_TRIP(&c);
     c.warmup_max_lr = 0.011;
     CHECK(zc_lr_schedule_at(&c, 0) == 0.001 && zc_lr_schedule_at(&c, 1) == 0.001);
-    CHECK(fabs(zc_lr_schedule_at(&c, 6) - (0.001 + 0.01 * 0.5)) < 1e-15);   /* it 5 of W 10 */
-    CHECK(fabs(zc_lr_schedule_at(&c, 11) - 0.011) < 1e-15);                 /* it 10: T−W / 20 */
-    CHECK(fabs(zc_lr_schedule_at(&c, 21) - (0.001 + 0.01 * 0.5)) < 1e-15);  /* it 20: 10 / 20 */
+    CHECK(fabs(zc_lr_schedule_at(&c, 6) - (0.001 + 0.01 * 0.5)) < 1e-15);  /* it 5 of W 10 */
+    CHECK(fabs(zc_lr_schedule_at(&c, 11) - 0.011) < 1e-15);                /* it 10: T−W / 20 */
+    CHECK(fabs(zc_lr_schedule_at(&c, 21) - (0.001 + 0.01 * 0.5)) < 1e-15); /* it 20: 10 / 20 */
     CHECK(zc_lr_schedule_at(&c, 31) == 0.001 && zc_lr_schedule_at(&c, 100) == 0.001);
     c.warmup_num_steps = 0; /* DeepSpeed warms up over at least 2 iterations */
     CHECK(fabs(zc_lr_schedule_at(&c, 2) - (0.001 + 0.01 * 0.5)) < 1e-15);
 
     /* "auto" (the Hugging Face Trainer's placeholder): warmup_max_lr follows the optimizer's lr,
      * the others keep zeroc's defaults until a flag (the trainer's --warmup, --steps) sets them */
-    CHECK(load(&c, "{\"optimizer\": {\"params\": {\"lr\": 0.5}}, \"scheduler\": {\"type\": "
-                   "\"WarmupDecayLR\", \"params\": {\"warmup_min_lr\": \"auto\", "
-                   "\"warmup_max_lr\": \"auto\", \"warmup_num_steps\": \"auto\", "
-                   "\"total_num_steps\": \"auto\"}}}", &err) == ZC_OK);
+    CHECK(load(&c,
+               "{\"optimizer\": {\"params\": {\"lr\": 0.5}}, \"scheduler\": {\"type\": "
+               "\"WarmupDecayLR\", \"params\": {\"warmup_min_lr\": \"auto\", "
+               "\"warmup_max_lr\": \"auto\", \"warmup_num_steps\": \"auto\", "
+               "\"total_num_steps\": \"auto\"}}}",
+               &err) == ZC_OK);
     CHECK(zc_config_warmup_max_lr(&c) == 0.5 && c.warmup_min_lr == 0 &&
           c.warmup_num_steps == 1000 && c.total_num_steps == 0);
     CHECK_MSG(strstr(c.auto_keys, "scheduler.params.warmup_max_lr") &&
-                  strstr(c.auto_keys, "scheduler.params.total_num_steps"), c.auto_keys);
+                  strstr(c.auto_keys, "scheduler.params.total_num_steps"),
+              c.auto_keys);
     EXPECT_SET_OK(&c, "scheduler.params.total_num_steps", "40");
     EXPECT_SET_OK(&c, "scheduler.params.warmup_max_lr", "auto");
     CHECK(c.total_num_steps == 40 && zc_config_warmup_max_lr(&c) == 0.5);
@@ -2149,15 +2165,16 @@ static void test_scheduler(void)
     EXPECT_LOAD_ERR("{\"scheduler\": {\"type\": \"Cosine\"}}", "scheduler.type",
                     "one of WarmupLR, WarmupDecayLR", "got string \"Cosine\"");
     EXPECT_LOAD_ERR("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_type\": "
-                    "\"cosine\"}}}", "scheduler.params.warmup_type", "one of log, linear", NULL);
+                    "\"cosine\"}}}",
+                    "scheduler.params.warmup_type", "one of log, linear", NULL);
     EXPECT_LOAD_ERR("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"cycle_min_lr\": 1}}}",
                     "unknown key: scheduler.params.cycle_min_lr", NULL, NULL);
     EXPECT_LOAD_ERR("{\"scheduler\": {\"type\": \"WarmupDecayLR\", \"params\": "
-                    "{\"total_num_steps\": 0}}}", "scheduler.params.total_num_steps", "got 0",
-                    NULL);
+                    "{\"total_num_steps\": 0}}}",
+                    "scheduler.params.total_num_steps", "got 0", NULL);
     EXPECT_LOAD_ERR("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": "
-                    "{\"warmup_max_lr\": -1}}}", "scheduler.params.warmup_max_lr must be >= 0",
-                    "got -1", NULL);
+                    "{\"warmup_max_lr\": -1}}}",
+                    "scheduler.params.warmup_max_lr must be >= 0", "got -1", NULL);
     EXPECT_SET_ERR("scheduler.type", "OneCycle", "not supported yet: scheduler.type = OneCycle",
                    NULL);
 }
@@ -2183,8 +2200,8 @@ int main(void)
     test_deepspeed_shapes();
     test_scheduler();
 
-    static const char *const files[] = {"ds_config.json", "bad.json", "empty.json", "nul.json",
-                                        "list.json", "offload.json"};
+    static const char *const files[] = {"ds_config.json", "bad.json",  "empty.json",
+                                        "nul.json",       "list.json", "offload.json"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[128];
         snprintf(path, sizeof path, "%s/%s", tmpdir, files[i]);

@@ -21,7 +21,10 @@ static float fb(uint32_t u)
 }
 
 /* the same bits (NaN payloads included) */
-static int same(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+static int same(float a, float b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
 
 int main(void)
 {
@@ -30,8 +33,8 @@ int main(void)
     printf("kernels at vector level %s\n", zc_simd_name(zc_simd_level()));
     CHECK(!cap || strcmp(cap, "portable") || zc_simd_level() == ZC_SIMD_PORTABLE,
           "ZEROC_SIMD=portable runs %s", zc_simd_name(zc_simd_level()));
-    CHECK(!cap || strcmp(cap, "avx2") || zc_simd_level() <= ZC_SIMD_AVX2,
-          "ZEROC_SIMD=avx2 runs %s", zc_simd_name(zc_simd_level()));
+    CHECK(!cap || strcmp(cap, "avx2") || zc_simd_level() <= ZC_SIMD_AVX2, "ZEROC_SIMD=avx2 runs %s",
+          zc_simd_name(zc_simd_level()));
 
     /* exhaustive 16-bit → fp32 → 16-bit */
     static uint16_t h[65536], back[65536];
@@ -53,7 +56,8 @@ int main(void)
     }
     zc_f32_to_f16(f, back, 65536);
     for (uint32_t i = 0; i < 65536; i++)
-        ok &= back[i] == h[i] || ((i & 0x7c00) == 0x7c00 && (i & 0x3ff) && back[i] == (h[i] | 0x200));
+        ok &=
+            back[i] == h[i] || ((i & 0x7c00) == 0x7c00 && (i & 0x3ff) && back[i] == (h[i] | 0x200));
     CHECK(refok, "fp16 → fp32 kernel differs from the reference");
     CHECK(ok, "fp16 → fp32 → fp16 does not give every value back");
 
@@ -89,7 +93,8 @@ int main(void)
         zc_f32_to_bf16(big, h16, M);
         zc_bf16_to_f32(h16, wide, M);
         for (size_t i = 0; i < M; i++)
-            bad += h16[i] != zc_f32_to_bf16_ref(big[i]) || !same(wide[i], fb((uint32_t)h16[i] << 16));
+            bad +=
+                h16[i] != zc_f32_to_bf16_ref(big[i]) || !same(wide[i], fb((uint32_t)h16[i] << 16));
         zc_f32_to_f16(big, h16, M);
         zc_f16_to_f32(h16, wide, M);
         for (size_t i = 0; i < M; i++)
@@ -125,18 +130,23 @@ int main(void)
           bad_h);
 
     /* named cases */
-    struct { float v; uint16_t bf, h; } cases[] = {
-        {0.0f, 0x0000, 0x0000},   {-0.0f, 0x8000, 0x8000},    {1.0f, 0x3f80, 0x3c00},
-        {INFINITY, 0x7f80, 0x7c00}, {-INFINITY, 0xff80, 0xfc00}, {65504.0f, 0x4780, 0x7bff},
-        {65520.0f, 0x4780, 0x7c00}, {0x1p-24f, 0x3380, 0x0001}, {0x1p-25f, 0x3300, 0x0000},
+    struct {
+        float v;
+        uint16_t bf, h;
+    } cases[] = {
+        {0.0f, 0x0000, 0x0000},       {-0.0f, 0x8000, 0x8000},       {1.0f, 0x3f80, 0x3c00},
+        {INFINITY, 0x7f80, 0x7c00},   {-INFINITY, 0xff80, 0xfc00},   {65504.0f, 0x4780, 0x7bff},
+        {65520.0f, 0x4780, 0x7c00},   {0x1p-24f, 0x3380, 0x0001},    {0x1p-25f, 0x3300, 0x0000},
         {0x1.8p-25f, 0x3340, 0x0001}, {1.00390625f, 0x3f80, 0x3c04}, {1e10f, 0x5015, 0x7c00},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         uint16_t b, hh;
         zc_f32_to_bf16(&cases[i].v, &b, 1);
         zc_f32_to_f16(&cases[i].v, &hh, 1);
-        CHECK(b == cases[i].bf && hh == cases[i].h, "%a: bf16 %04x (want %04x), fp16 %04x (want "
-              "%04x)", (double)cases[i].v, b, cases[i].bf, hh, cases[i].h);
+        CHECK(b == cases[i].bf && hh == cases[i].h,
+              "%a: bf16 %04x (want %04x), fp16 %04x (want "
+              "%04x)",
+              (double)cases[i].v, b, cases[i].bf, hh, cases[i].h);
     }
     float nan = NAN;
     uint16_t b, hh;

@@ -86,7 +86,7 @@ int main(void)
     s = child_writes(v2, strlen(v2), 0);
     CHECK(WIFSIGNALED(s) && holds(v1), "killed before the commit: the old file changed");
     CHECK(entries(&temps) == 3 && temps == 2, "the killed writers' temporary files are theirs "
-          "alone (2), beside the file");
+                                              "alone (2), beside the file");
 
     s = child_writes(v2, strlen(v2), 1);
     CHECK(WIFEXITED(s) && WEXITSTATUS(s) == 0 && holds(v2), "a committed write replaces it whole");
@@ -101,8 +101,9 @@ int main(void)
 
     /* pwrite out of order, then an append continues from the end */
     CHECK(!zc_durable_open(&f, target, &err), "open: %s", err.msg);
-    CHECK(!zc_durable_pwrite(f, "world", 5, 6, &err) && !zc_durable_pwrite(f, "hello ", 6, 0, &err) &&
-              !zc_durable_write(f, "!", 1, &err) && !zc_durable_commit(f, &err),
+    CHECK(!zc_durable_pwrite(f, "world", 5, 6, &err) &&
+              !zc_durable_pwrite(f, "hello ", 6, 0, &err) && !zc_durable_write(f, "!", 1, &err) &&
+              !zc_durable_commit(f, &err),
           "offsets: %s", err.msg);
     CHECK(holds("hello world!"), "pwrite/write landed elsewhere");
 
@@ -123,8 +124,7 @@ int main(void)
     char into_dir[600];
     snprintf(into_dir, sizeof into_dir, "%s", dir); /* renaming a file over a directory fails */
     st = zc_durable_write_file(into_dir, "x", 1, &err);
-    CHECK(st == ZC_EIO && strstr(err.msg, "cannot rename"), "over a directory: %d %s", st,
-          err.msg);
+    CHECK(st == ZC_EIO && strstr(err.msg, "cannot rename"), "over a directory: %d %s", st, err.msg);
 
     /* clean up: the killed writers' temporary files, the target */
     DIR *d = opendir(dir);

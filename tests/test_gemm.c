@@ -51,10 +51,9 @@ static void fp32_ref(bool ta, bool tb, int M, int N, int K, float alpha, const f
 
 int main(void)
 {
-    printf("fp32 path: %s; bf16 path: %s\n", zc_gemm_path(ZC_GEMM_F32),
-           zc_gemm_path(ZC_GEMM_BF16));
-    const int shapes[][3] = {{1, 1, 1}, {7, 13, 5}, {33, 17, 65}, {64, 96, 256}, {96, 384, 192},
-                             {16, 160, 1024}};
+    printf("fp32 path: %s; bf16 path: %s\n", zc_gemm_path(ZC_GEMM_F32), zc_gemm_path(ZC_GEMM_BF16));
+    const int shapes[][3] = {{1, 1, 1},     {7, 13, 5},     {33, 17, 65},
+                             {64, 96, 256}, {96, 384, 192}, {16, 160, 1024}};
     const float alphas[] = {1.0f, 0.125f}, betas[] = {0.0f, 1.0f};
     size_t ws_bytes = zc_gemm_workspace_bytes(96, 384, 1024) + 64;
     void *ws = malloc(ws_bytes);
@@ -83,23 +82,28 @@ int main(void)
                         for (int i = 0; i < M; i++)
                             for (int j = 0; j < N; j++) {
                                 size_t o = (size_t)i * ldc + j;
-                                double bound = (K + 2) * ldexp(1.0, -23) *
-                                               (fabs(alpha) * abs_dot(ta, tb, K, A, lda, B, ldb, i, j) * 1.01 +
-                                                fabs((double)beta * C0[o])) + 1e-30;
+                                double bound =
+                                    (K + 2) * ldexp(1.0, -23) *
+                                        (fabs(alpha) * abs_dot(ta, tb, K, A, lda, B, ldb, i, j) *
+                                             1.01 +
+                                         fabs((double)beta * C0[o])) +
+                                    1e-30;
                                 double e = fabs((double)C[o] - R[o]) / bound;
                                 worst = e > worst ? e : worst;
                                 double u = fabs((double)C[o] - U[o]);
                                 apart = u > apart ? u : apart;
                                 umax = fabs(U[o]) > umax ? fabs(U[o]) : umax;
                             }
-                        CHECK(worst <= 1.0, "%s %dx%dx%d ta %d tb %d alpha %g beta %g: error "
-                              "%.3g of the fp32 accumulation bound", t ? "bf16" : "fp32", M, N, K,
-                              ta, tb, alpha, beta, worst);
+                        CHECK(worst <= 1.0,
+                              "%s %dx%dx%d ta %d tb %d alpha %g beta %g: error "
+                              "%.3g of the fp32 accumulation bound",
+                              t ? "bf16" : "fp32", M, N, K, ta, tb, alpha, beta, worst);
                         /* bf16 rounds: ~2⁻⁹ per operand, where fp32 stays near 2⁻²³ */
                         if (t && K >= 5)
-                            CHECK(apart > 1e-4 * umax, "bf16 %dx%dx%d ta %d tb %d: %.3g from the "
-                                  "unrounded fp32 product, relative (did it round?)", M, N, K, ta,
-                                  tb, apart / umax);
+                            CHECK(apart > 1e-4 * umax,
+                                  "bf16 %dx%dx%d ta %d tb %d: %.3g from the "
+                                  "unrounded fp32 product, relative (did it round?)",
+                                  M, N, K, ta, tb, apart / umax);
                         /* B given as bf16 bits (a bf16-stored weight): the same bound */
                         if (t) {
                             uint16_t *B16 = malloc(nb * 2);
@@ -107,20 +111,25 @@ int main(void)
                             float *W = malloc(nb * 4), *D = malloc(nc * 4);
                             zc_dtype_widen(ZC_BF16, B16, W, nb);
                             memcpy(D, C0, nc * 4);
-                            zc_gemm_bf16_b16(ta, tb, M, N, K, alpha, A, lda, B16, ldb, beta, D,
-                                             ldc, ws, ws_bytes);
+                            zc_gemm_bf16_b16(ta, tb, M, N, K, alpha, A, lda, B16, ldb, beta, D, ldc,
+                                             ws, ws_bytes);
                             double w16 = 0;
                             for (int i = 0; i < M; i++)
                                 for (int j = 0; j < N; j++) {
                                     size_t o = (size_t)i * ldc + j;
-                                    double bound = (K + 2) * ldexp(1.0, -23) *
-                                                   (fabs(alpha) * abs_dot(ta, tb, K, A, lda, W, ldb, i, j) * 1.01 +
-                                                    fabs((double)beta * C0[o])) + 1e-30;
+                                    double bound =
+                                        (K + 2) * ldexp(1.0, -23) *
+                                            (fabs(alpha) *
+                                                 abs_dot(ta, tb, K, A, lda, W, ldb, i, j) * 1.01 +
+                                             fabs((double)beta * C0[o])) +
+                                        1e-30;
                                     double e = fabs((double)D[o] - R[o]) / bound;
                                     w16 = e > w16 ? e : w16;
                                 }
-                            CHECK(w16 <= 1.0, "bf16 with bf16 B %dx%dx%d ta %d tb %d: error %.3g "
-                                  "of the bound", M, N, K, ta, tb, w16);
+                            CHECK(w16 <= 1.0,
+                                  "bf16 with bf16 B %dx%dx%d ta %d tb %d: error %.3g "
+                                  "of the bound",
+                                  M, N, K, ta, tb, w16);
                             free(B16), free(W), free(D);
                         }
                         /* columns past N in C (ldc padding) are not touched */

@@ -51,7 +51,10 @@ static float urand(void) /* uniform in [-1, 1) */
     return (float)((double)(rng_next() >> 40) / 16777216.0 * 2.0 - 1.0);
 }
 
-static int irand(int n) { return (int)(rng_next() % (uint64_t)n); }
+static int irand(int n)
+{
+    return (int)(rng_next() % (uint64_t)n);
+}
 
 static void fill(float *x, size_t n, float scale, float offset)
 {
@@ -130,8 +133,8 @@ typedef double (*loss_fn)(void *ctx);
 
 /* Central differences of f with respect to x[i] against ana[i], for all n elements or, if
  * sample < n, for `sample` random ones. */
-static void grad_check(const char *what, loss_fn f, void *ctx, float *x, const float *ana,
-                       size_t n, size_t sample, float h, double rtol, double atol)
+static void grad_check(const char *what, loss_fn f, void *ctx, float *x, const float *ana, size_t n,
+                       size_t sample, float h, double rtol, double atol)
 {
     size_t bad = 0, worst_i = 0, m = sample < n ? sample : n;
     double worst = 0.0, worst_num = 0.0;
@@ -184,8 +187,8 @@ static void test_encoder(void)
 {
     if (verbose)
         printf("encoder\n");
-    struct enc e = {.wte = falloc(VP * C), .wpe = falloc(MAXT * C), .out = falloc(BT * C),
-                    .w = falloc(BT * C)};
+    struct enc e = {
+        .wte = falloc(VP * C), .wpe = falloc(MAXT * C), .out = falloc(BT * C), .w = falloc(BT * C)};
     int inp[BT];
     for (int i = 0; i < BT; i++)
         inp[i] = irand(VP);
@@ -234,8 +237,12 @@ static void test_layernorm(void)
 {
     if (verbose)
         printf("layernorm\n");
-    struct ln l = {.inp = falloc(BT * C), .weight = falloc(C), .bias = falloc(C),
-                   .out = falloc(BT * C), .mean = falloc(BT), .rstd = falloc(BT),
+    struct ln l = {.inp = falloc(BT * C),
+                   .weight = falloc(C),
+                   .bias = falloc(C),
+                   .out = falloc(BT * C),
+                   .mean = falloc(BT),
+                   .rstd = falloc(BT),
                    .w = falloc(BT * C)};
     for (int n = 0; n < BT; n++) /* rows with different means and spreads */
         fill(l.inp + n * C, C, 1.0f + 0.2f * (float)n, 0.3f * (float)(n - BT / 2));
@@ -277,8 +284,8 @@ static void test_layernorm(void)
     grad_check("layernorm dinp", ln_loss, &l, l.inp, ginp, BT * C, SIZE_MAX, H, 2e-3, 5e-4);
     grad_check("layernorm dweight", ln_loss, &l, l.weight, gw, C, SIZE_MAX, H, RTOL, ATOL);
     grad_check("layernorm dbias", ln_loss, &l, l.bias, gb, C, SIZE_MAX, H, RTOL, ATOL);
-    free(l.inp), free(l.weight), free(l.bias), free(l.out), free(l.mean), free(l.rstd),
-        free(l.w), free(dinp), free(dw), free(db), free(ginp), free(gw), free(gb);
+    free(l.inp), free(l.weight), free(l.bias), free(l.out), free(l.mean), free(l.rstd), free(l.w),
+        free(dinp), free(dw), free(db), free(ginp), free(gw), free(gb);
 }
 
 /* ---- matmul ----------------------------------------------------------------------------- */
@@ -300,8 +307,10 @@ static void test_matmul(int with_bias)
 {
     if (verbose)
         printf("matmul %s bias\n", with_bias ? "with" : "without");
-    struct mm m = {.inp = falloc(BT * C), .weight = falloc(MM_OC * C),
-                   .bias = with_bias ? falloc(MM_OC) : NULL, .out = falloc(BT * MM_OC),
+    struct mm m = {.inp = falloc(BT * C),
+                   .weight = falloc(MM_OC * C),
+                   .bias = with_bias ? falloc(MM_OC) : NULL,
+                   .out = falloc(BT * MM_OC),
                    .w = falloc(BT * MM_OC)};
     fill(m.inp, BT * C, 1.0f, 0.0f);
     fill(m.weight, MM_OC * C, 1.0f, 0.0f);
@@ -423,8 +432,14 @@ static void test_attention(void)
     if (verbose)
         printf("attention\n");
     const size_t nqkv = (size_t)BT * 3 * C, natt = (size_t)B * NH * T * T;
-    struct att a = {.b = B, .t = T, .c = C, .nh = NH, .qkv = falloc(nqkv),
-                    .out = falloc(BT * C), .preatt = falloc(natt), .att = falloc(natt),
+    struct att a = {.b = B,
+                    .t = T,
+                    .c = C,
+                    .nh = NH,
+                    .qkv = falloc(nqkv),
+                    .out = falloc(BT * C),
+                    .preatt = falloc(natt),
+                    .att = falloc(natt),
                     .w = falloc(BT * C)};
     fill(a.qkv, nqkv, 1.5f, 0.0f);
     fill(a.w, BT * C, 1.0f, 0.0f);
@@ -500,8 +515,14 @@ static void test_attention_blocked(void)
     enum { LB = 2, LT = 130, LC = 8, LNH = 2 };
     const size_t nqkv = (size_t)LB * LT * 3 * LC, nout = (size_t)LB * LT * LC;
     const size_t natt = (size_t)LB * LNH * LT * LT;
-    struct att a = {.b = LB, .t = LT, .c = LC, .nh = LNH, .qkv = falloc(nqkv),
-                    .out = falloc(nout), .preatt = falloc(natt), .att = falloc(natt),
+    struct att a = {.b = LB,
+                    .t = LT,
+                    .c = LC,
+                    .nh = LNH,
+                    .qkv = falloc(nqkv),
+                    .out = falloc(nout),
+                    .preatt = falloc(natt),
+                    .att = falloc(natt),
                     .w = falloc(nout)};
     fill(a.qkv, nqkv, 1.5f, 0.0f);
     fill(a.w, nout, 1.0f, 0.0f);
@@ -526,8 +547,8 @@ static void test_attention_blocked(void)
     CHECK(!memcmp(d2, dqkv, sizeof(float) * nqkv) && !memcmp(out1, a.out, sizeof(float) * nout),
           "attention: two identical runs differ");
 
-    grad_check("attention T=130 dqkv (200 samples)", att_loss, &a, a.qkv, dqkv, nqkv, 200, H,
-               RTOL, ATOL);
+    grad_check("attention T=130 dqkv (200 samples)", att_loss, &a, a.qkv, dqkv, nqkv, 200, H, RTOL,
+               ATOL);
     free(a.qkv), free(a.out), free(a.preatt), free(a.att), free(a.w), free(rout), free(ratt),
         free(rdqkv), free(dqkv), free(dpre), free(datt), free(d2), free(out1);
 }
@@ -645,9 +666,9 @@ static void test_wide(void)
     free(gx), free(go), free(gd), free(r1), free(r2), free(rgo), free(rgd), free(rr);
 
     free(x), free(dy), free(w), free(b), free(out), free(mean), free(rstd), free(dx), free(dw),
-        free(db), free(rx), free(rw), free(rb), free(rout), free(mi), free(mw), free(mb),
-        free(mo), free(dmi), free(dmw), free(dmb), free(rmi), free(rmw), free(rmb), free(dwte),
-        free(dwpe), free(rwte), free(rwpe);
+        free(db), free(rx), free(rw), free(rb), free(rout), free(mi), free(mw), free(mb), free(mo),
+        free(dmi), free(dmw), free(dmb), free(rmi), free(rmw), free(rmb), free(dwte), free(dwpe),
+        free(rwte), free(rwpe);
 }
 
 /* ---- gelu ------------------------------------------------------------------------------- */
@@ -779,8 +800,13 @@ static void test_crossentropy(void)
     for (int i = 0; i < BT; i++)
         targets[i] = irand(V);
     targets[1] = V - 1; /* the last real entry, next to the padding */
-    struct xent x = {.bt = BT, .v = V, .vp = VP, .targets = targets, .logits = falloc(BT * VP),
-                     .probs = falloc(BT * VP), .losses = falloc(BT)};
+    struct xent x = {.bt = BT,
+                     .v = V,
+                     .vp = VP,
+                     .targets = targets,
+                     .logits = falloc(BT * VP),
+                     .probs = falloc(BT * VP),
+                     .losses = falloc(BT)};
     fill(x.logits, BT * VP, 3.0f, 0.0f);
     for (int i = 0; i < BT; i++) /* padded logits large: they would dominate if included */
         for (int v = V; v < VP; v++)
@@ -814,8 +840,8 @@ static void test_crossentropy(void)
         for (int v = V; v < VP; v++)
             x.logits[i * VP + v] = NAN;
     xent_loss(&x);
-    CHECK(!memcmp(probs0, x.probs, sizeof(float) * BT * VP)
-              && !memcmp(losses0, x.losses, sizeof(float) * BT),
+    CHECK(!memcmp(probs0, x.probs, sizeof(float) * BT * VP) &&
+              !memcmp(losses0, x.losses, sizeof(float) * BT),
           "xent: padded logits are read");
     free(x.logits), free(x.probs), free(x.losses), free(dl), free(d), free(g), free(probs0),
         free(losses0);
@@ -824,8 +850,13 @@ static void test_crossentropy(void)
      * e^-120, 0 in float: −log p must come from the logits, not from the rounded prob). */
     enum { XBT = 3, XV = 37, XVP = 48 };
     int t2[XBT] = {5, 36, 0};
-    struct xent y = {.bt = XBT, .v = XV, .vp = XVP, .targets = t2, .logits = falloc(XBT * XVP),
-                     .probs = falloc(XBT * XVP), .losses = falloc(XBT)};
+    struct xent y = {.bt = XBT,
+                     .v = XV,
+                     .vp = XVP,
+                     .targets = t2,
+                     .logits = falloc(XBT * XVP),
+                     .probs = falloc(XBT * XVP),
+                     .losses = falloc(XBT)};
     fill(y.logits, XBT * XVP, 2.0f, 0.0f);
     y.logits[0 * XVP + 5] = 30.0f;
     y.logits[2 * XVP + 0] = -120.0f;

@@ -18,8 +18,7 @@
 #define FIXTURES "tests/fixtures"
 #endif
 
-static double rel_err(const float *got, size_t gstride, const float *want, size_t rows,
-                      size_t cols)
+static double rel_err(const float *got, size_t gstride, const float *want, size_t rows, size_t cols)
 {
     double d = 0, s = 0;
     for (size_t r = 0; r < rows; r++)
@@ -44,8 +43,8 @@ int main(int argc, char **argv)
     float hp[5];
     CHECK(fread(hdr, 4, 32, f) == 32 && hdr[0] == 20241122 && hdr[1] == 1, "fixture header");
     CHECK(fread(hp, 4, 5, f) == 5, "hyperparameters");
-    const int B = hdr[2], T = hdr[3], V = hdr[4], Vp = hdr[5], L = hdr[6], NH = hdr[7],
-              C = hdr[8], maxT = hdr[9], nsteps = hdr[10];
+    const int B = hdr[2], T = hdr[3], V = hdr[4], Vp = hdr[5], L = hdr[6], NH = hdr[7], C = hdr[8],
+              maxT = hdr[9], nsteps = hdr[10];
     const size_t BT = (size_t)B * T;
     int *inp = malloc(BT * sizeof(int)), *tgt = malloc(BT * sizeof(int));
     float *logits = malloc(BT * V * sizeof(float)), loss_ref, losses_ref[16];

@@ -95,8 +95,8 @@ static void spit(const char *path, const unsigned char *b, size_t len)
     }
 }
 
-#define CHECK_ERR(st, err, code, sub)                                                            \
-    CHECK((st) == (code) && strstr((err).msg, (sub)), "expected %s containing '%s', got %s: %s", \
+#define CHECK_ERR(st, err, code, sub)                                                              \
+    CHECK((st) == (code) && strstr((err).msg, (sub)), "expected %s containing '%s', got %s: %s",   \
           zc_status_name(code), sub, zc_status_name(st), (err).msg)
 
 static float val(int t, size_t i, float salt)
@@ -104,8 +104,12 @@ static float val(int t, size_t i, float salt)
     return (float)t * 1000.0f + (float)i * 0.5f + salt;
 }
 
-static const llmc_header tiny = {.version = 3, .max_seq_len = 8, .vocab_size = 10,
-                                 .padded_vocab_size = 16, .num_layers = 2, .num_heads = 2,
+static const llmc_header tiny = {.version = 3,
+                                 .max_seq_len = 8,
+                                 .vocab_size = 10,
+                                 .padded_vocab_size = 16,
+                                 .num_layers = 2,
+                                 .num_heads = 2,
                                  .channels = 4};
 
 /* Writes every tensor of `tiny` (values val(t, i, salt)) in three pieces, last piece first. */
@@ -158,8 +162,12 @@ static void test_names_and_sizes(void)
           "tensor names");
     CHECK(llmc_tensor_name(16) == NULL && llmc_tensor_name(-1) == NULL, "name out of range");
     /* llm.c prints "num_parameters: 124475904" for gpt2_124M.bin */
-    llmc_header g = {.version = 3, .max_seq_len = 1024, .vocab_size = 50257,
-                     .padded_vocab_size = 50304, .num_layers = 12, .num_heads = 12,
+    llmc_header g = {.version = 3,
+                     .max_seq_len = 1024,
+                     .vocab_size = 50257,
+                     .padded_vocab_size = 50304,
+                     .num_layers = 12,
+                     .num_heads = 12,
                      .channels = 768};
     size_t s[LLMC_NTENSORS];
     llmc_tensor_sizes(&g, s);
@@ -184,8 +192,7 @@ static void test_round_trip(void)
     llmc_header h;
     st = llmc_ckpt_read_header(path, &h, &err);
     CHECK(st == ZC_OK && h.version == 3 && h.max_seq_len == 8 && h.vocab_size == 10 &&
-              h.padded_vocab_size == 16 && h.num_layers == 2 && h.num_heads == 2 &&
-              h.channels == 4,
+              h.padded_vocab_size == 16 && h.num_layers == 2 && h.num_heads == 2 && h.channels == 4,
           "header round trip: %s", err.msg);
     size_t sizes[LLMC_NTENSORS];
     llmc_tensor_sizes(&h, sizes);
@@ -239,8 +246,7 @@ static void test_replace_only_when_complete(void)
 
     /* a complete writer replaces it */
     st = write_tiny(path, 0.25f, &err);
-    CHECK(st == ZC_OK && range_ok(path, &h, 0, 0, 64, 0.25f) &&
-              range_ok(path, &h, 15, 0, 4, 0.25f),
+    CHECK(st == ZC_OK && range_ok(path, &h, 0, 0, 64, 0.25f) && range_ok(path, &h, 15, 0, 4, 0.25f),
           "a complete writer replaces the file: %s", err.msg);
 
     /* shapes the writer refuses */
@@ -261,14 +267,21 @@ static void test_replace_only_when_complete(void)
 }
 
 /* bf16 of k/4 for |k| < 256 is exact; the file holds the fp32's top 16 bits */
-static float bval(int t, size_t i) { return (float)((int)(t * 7 + i % 97) - 100) * 0.25f; }
+static float bval(int t, size_t i)
+{
+    return (float)((int)(t * 7 + i % 97) - 100) * 0.25f;
+}
 
 static void test_bf16(void)
 {
     zc_err err = {0};
     /* wte is 256·64 = 16384 elements, more than the reader's bounce buffer */
-    const llmc_header h5 = {.version = 5, .max_seq_len = 4, .vocab_size = 200,
-                            .padded_vocab_size = 256, .num_layers = 1, .num_heads = 4,
+    const llmc_header h5 = {.version = 5,
+                            .max_seq_len = 4,
+                            .vocab_size = 200,
+                            .padded_vocab_size = 256,
+                            .num_layers = 1,
+                            .num_heads = 4,
                             .channels = 64};
     size_t sizes[LLMC_NTENSORS], total = llmc_num_params(&h5);
     llmc_tensor_sizes(&h5, sizes);

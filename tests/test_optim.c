@@ -33,12 +33,28 @@ int main(void)
 
     const zc_sgd_hparams sh16 = {0.01, 0.9, 1e-4};
     zc_adam_hparams variants[] = {
-        {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01,
-         .decoupled = true, .step = 1},
-        {.lr = 3e-4, .beta1 = 0.8, .beta2 = 0.95, .eps = 1e-6, .weight_decay = 0.1,
-         .decoupled = false, .step = 17},
-        {.lr = 2e-3, .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.01,
-         .decoupled = true, .uncorrected = true, .step = 3},
+        {.lr = 1e-3,
+         .beta1 = 0.9,
+         .beta2 = 0.999,
+         .eps = 1e-8,
+         .weight_decay = 0.01,
+         .decoupled = true,
+         .step = 1},
+        {.lr = 3e-4,
+         .beta1 = 0.8,
+         .beta2 = 0.95,
+         .eps = 1e-6,
+         .weight_decay = 0.1,
+         .decoupled = false,
+         .step = 17},
+        {.lr = 2e-3,
+         .beta1 = 0.9,
+         .beta2 = 0.99,
+         .eps = 1e-8,
+         .weight_decay = 0.01,
+         .decoupled = true,
+         .uncorrected = true,
+         .step = 3},
     };
     for (int t = 1; t <= 2; t++) {
         omp_set_num_threads(t);

@@ -58,13 +58,12 @@ int main(void)
                 if (x[i] == 0.0f && y[i] != 0.0f)
                     CHECK(0, "S %zu element %zu: zero came back as %g", S, i, y[i]);
                 if (fabsf(x[i]) == amax && fabs(fabs(y[i]) - amax) > amax * 1e-6)
-                    CHECK(0, "S %zu element %zu: the block maximum %g came back as %g", S, i,
-                          x[i], y[i]);
+                    CHECK(0, "S %zu element %zu: the block maximum %g came back as %g", S, i, x[i],
+                          y[i]);
                 worst = fmax(worst, err / (amax > 0 ? amax : 1));
             }
         }
-        CHECK(worst <= (0.5 + 1e-4) / 127, "S %zu: worst error %g of the block maximum", S,
-              worst);
+        CHECK(worst <= (0.5 + 1e-4) / 127, "S %zu: worst error %g of the block maximum", S, worst);
         for (size_t i = S; i < (S + 3) / 4 * 4; i++)
             CHECK(a[4 * nb + i] == 0, "S %zu: padding byte %zu is %d", S, i, a[4 * nb + i]);
         /* a bf16 shard: widened, quantized, and the dequantized values rounded to bf16 again */

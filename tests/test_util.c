@@ -33,16 +33,20 @@ int main(void)
 {
     char hex[65];
     sha_hex("", 0, hex);
-    CHECK(!strcmp(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"), "sha256('') = %s", hex);
+    CHECK(!strcmp(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+          "sha256('') = %s", hex);
     sha_hex("abc", 3, hex);
-    CHECK(!strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"), "sha256(abc) = %s", hex);
+    CHECK(!strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+          "sha256(abc) = %s", hex);
     const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
     sha_hex(two, strlen(two), hex);
-    CHECK(!strcmp(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"), "sha256(448 bits) = %s", hex);
+    CHECK(!strcmp(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+          "sha256(448 bits) = %s", hex);
     char *million = malloc(1000000);
     memset(million, 'a', 1000000);
     sha_hex(million, 1000000, hex);
-    CHECK(!strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"), "sha256(1M a) = %s", hex);
+    CHECK(!strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"),
+          "sha256(1M a) = %s", hex);
     free(million);
     /* SHA-NI (where present) and the portable rounds agree on every length 0..300 and a
      * large buffer fed in uneven pieces */
@@ -78,7 +82,7 @@ int main(void)
     CHECK(zc_crc32c(0, v32, 32) == 0x46DD794Eu, "crc32c ascending");
     CHECK(zc_crc32c(zc_crc32c(0, "1234", 4), "56789", 5) == 0xE3069283u, "crc32c chained");
     CHECK(zc_crc32c_sw(0, "123456789", 9) == 0xE3069283u, "crc32c table version");
-    {   /* the hardware path (when present) equals the table on every length and alignment */
+    { /* the hardware path (when present) equals the table on every length and alignment */
         static unsigned char buf[4099];
         for (size_t i = 0; i < sizeof buf; i++)
             buf[i] = (unsigned char)(zc_rng_uniform(3, 9, i) * 256);
@@ -99,13 +103,15 @@ int main(void)
         double x = zc_rng_normal(9, 1, (uint64_t)i);
         s += x, s2 += x * x;
     }
-    CHECK(fabs(s / 1e5) < 0.02 && fabs(s2 / 1e5 - 1) < 0.03, "normal moments %g %g", s / 1e5, s2 / 1e5);
+    CHECK(fabs(s / 1e5) < 0.02 && fabs(s2 / 1e5 - 1) < 0.03, "normal moments %g %g", s / 1e5,
+          s2 / 1e5);
     double umin = 1, umax = 0;
     for (int i = 0; i < 100000; i++) {
         double u = zc_rng_uniform(9, 2, (uint64_t)i);
         umin = u < umin ? u : umin, umax = u > umax ? u : umax;
     }
-    CHECK(umin >= 0 && umax < 1 && umin < 1e-3 && umax > 1 - 1e-3, "uniform range %g..%g", umin, umax);
+    CHECK(umin >= 0 && umax < 1 && umin < 1e-3 && umax > 1 - 1e-3, "uniform range %g..%g", umin,
+          umax);
 
     /* Initialisation of a slice equals the same slice of the whole parameter, bit for bit. */
     enum { N = 10007 };
@@ -117,7 +123,8 @@ int main(void)
         for (int c = 0; c < 5; c++) {
             size_t a = cuts[c], n = N - a < 2500 ? N - a : 2500;
             zc_init_fill(part, a, n, 42, 5, kinds[k]);
-            CHECK(!memcmp(part, whole + a, n * sizeof(float)), "init kind %d slice at %zu differs", k, a);
+            CHECK(!memcmp(part, whole + a, n * sizeof(float)), "init kind %d slice at %zu differs",
+                  k, a);
         }
     }
     zc_init_fill(part, 0, N, 42, 6, kinds[0]);
@@ -136,7 +143,8 @@ int main(void)
           (long long)zc_mem_model_states_peak(mem));
     zc_mem_free(mem, ZC_MEM_OPTIMIZER, c, 3 << 20);
     void *d = zc_mem_alloc(mem, ZC_MEM_WORKING, 2 << 20);
-    CHECK(zc_mem_get(mem, ZC_MEM_OPTIMIZER).current == 0 && zc_mem_get(mem, ZC_MEM_OPTIMIZER).peak == 3 << 20,
+    CHECK(zc_mem_get(mem, ZC_MEM_OPTIMIZER).current == 0 &&
+              zc_mem_get(mem, ZC_MEM_OPTIMIZER).peak == 3 << 20,
           "optimizer current/peak after free");
     CHECK(zc_mem_get(mem, ZC_MEM_WORKING).peak == 2 << 20, "working peak");
     zc_mem_reset_peaks(mem);

@@ -54,9 +54,10 @@
  * holds "pid P on host H") for the job's life; a second job is refused naming the holder. The
  * kernel releases the lock when the holder dies, so a crash never leaves DIR locked.
  *
- *     zc_ckpt_save(engine, comm, "ckpt", step, config_json, client_json, keep, &err);   // all ranks
- *     char dir[4096]; zc_ckpt_resolve("ckpt", dir, sizeof dir, &err);                  // → ckpt/step-…
- *     zc_ckpt_load(engine, comm, dir, &step, &client_json, &err);                       // all ranks
+ *     zc_ckpt_save(engine, comm, "ckpt", step, config_json, client_json, keep, &err);   // all
+ * ranks char dir[4096]; zc_ckpt_resolve("ckpt", dir, sizeof dir, &err);                  // →
+ * ckpt/step-… zc_ckpt_load(engine, comm, dir, &step, &client_json, &err);                       //
+ * all ranks
  */
 #ifndef ZEROC_CHECKPOINT_H
 #define ZEROC_CHECKPOINT_H
@@ -75,7 +76,8 @@
  * checkpoints beyond the newest `keep` (the one just written is never deleted). On error no
  * checkpoint is half-written and the previous ones are untouched; every rank gets an error. */
 ZC_API zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t step,
-                       const char *config_json, const char *client_json, int keep, zc_err *err);
+                              const char *config_json, const char *client_json, int keep,
+                              zc_err *err);
 
 /* Collective. Creates dir if needed and makes this job its only writer: rank 0 takes an
  * exclusive flock on dir/.lock (writing its pid and host into it) and removes the temporary
@@ -96,7 +98,7 @@ ZC_API zc_status zc_ckpt_resolve(const char *path, char *out, size_t outlen, zc_
  * reads. The model must have the same parameters (names, shapes) in the same units. *step gets
  * the optimizer steps done; *client_json (malloc'd, may be NULL) the trainer's state. */
 ZC_API zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *step,
-                       char **client_json, zc_err *err);
+                              char **client_json, zc_err *err);
 
 /* Checks a checkpoint without loading it: manifest, every file's size and CRC. On success,
  * summary (malloc'd) describes it: step, world size, stage, parameters, sizes. Not collective. */
@@ -108,7 +110,8 @@ ZC_API zc_status zc_ckpt_inspect(const char *ckdir, char **summary, zc_err *err)
 /* Writes the checkpoint's weights as safetensors (tensor names = parameter names; F32, or BF16
  * rounded to nearest even), streamed in chunks (memory: a few MiB whatever the model's size),
  * each shard's CRC checked before use, through a temporary file and a rename. */
-ZC_API zc_status zc_ckpt_export_safetensors(const char *ckdir, const char *out, bool bf16, zc_err *err);
+ZC_API zc_status zc_ckpt_export_safetensors(const char *ckdir, const char *out, bool bf16,
+                                            zc_err *err);
 
 /* Reading a checkpoint's parameters without an engine (exports, conversions). */
 typedef struct zc_ckpt_reader zc_ckpt_reader;
@@ -120,7 +123,7 @@ ZC_API int zc_ckpt_reader_client_int(const zc_ckpt_reader *r, const char *key, i
 ZC_API const zc_param_info *zc_ckpt_reader_param(const zc_ckpt_reader *r, int p);
 /* elements [first, first + n) of parameter p, fp32 (the shard's CRC is checked first) */
 ZC_API zc_status zc_ckpt_reader_read(zc_ckpt_reader *r, int p, size_t first, size_t n, float *dst,
-                              zc_err *err);
+                                     zc_err *err);
 ZC_API void zc_ckpt_reader_close(zc_ckpt_reader *r);
 
 #endif

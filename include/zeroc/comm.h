@@ -53,7 +53,7 @@ typedef enum {
 typedef struct {
     int64_t bytes[ZC_COMM_NOPS]; /* bytes this rank sent, ring convention */
     int64_t calls[ZC_COMM_NOPS];
-    double seconds[ZC_COMM_NOPS]; /* time spent waiting in this op's calls */
+    double seconds[ZC_COMM_NOPS];           /* time spent waiting in this op's calls */
     int64_t inter_host_bytes[ZC_COMM_NOPS]; /* of bytes[], those sent to other hosts */
 } zc_comm_counters;
 
@@ -97,8 +97,9 @@ ZC_API const char *zc_comm_op_name(zc_comm_op op);
  * nearest even — or, with accumulate, stores out + sum rounded once. Bytes are counted at the
  * sent element size. */
 ZC_API zc_status zc_comm_reduce_scatter_start(zc_comm *c, zc_dtype in, const void *send, void *recv,
-                                       size_t len, zc_dtype out_type, void *out, bool accumulate,
-                                       const char *label, zc_comm_req **req, zc_err *err);
+                                              size_t len, zc_dtype out_type, void *out,
+                                              bool accumulate, const char *label, zc_comm_req **req,
+                                              zc_err *err);
 /* ZeRO++ qgZ: the same reduce-scatter with the blocks quantized — send holds N segments of
  * zc_qwz_segment_bytes(len) bytes in zeroc's block-wise int8 form (the segment for rank j at
  * zc_comm_q8_slot(j): zeroc/estimate.h's ZC_QWZ_BLOCK values per fp32 scale), recv room for N.
@@ -115,11 +116,10 @@ ZC_API zc_status zc_comm_reduce_scatter_q8_start(zc_comm *c, const void *send, v
                                                  zc_comm_req **req, zc_err *err);
 /* In-place all-gather: buf holds N blocks of S elements of type t, block rank is this rank's. */
 ZC_API zc_status zc_comm_all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S,
-                                   const char *label, zc_comm_req **req, zc_err *err);
+                                          const char *label, zc_comm_req **req, zc_err *err);
 /* The same within this rank's group: buf holds g blocks of S elements, block group_rank ours. */
 ZC_API zc_status zc_comm_group_all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S,
-                                                const char *label, zc_comm_req **req,
-                                                zc_err *err);
+                                                const char *label, zc_comm_req **req, zc_err *err);
 /* Progresses the request without blocking; *done is set when it has completed (then call wait). */
 ZC_API zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, bool *done, zc_err *err);
 /* Waits (up to the timeout), finishes the request (the rank-order sum for a reduce-scatter)
@@ -130,22 +130,23 @@ ZC_API zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err);
 
 /* --- blocking forms --- */
 ZC_API zc_status zc_comm_all_gather(zc_comm *c, zc_dtype t, void *buf, size_t S, const char *label,
-                             zc_err *err);
+                                    zc_err *err);
 /* In-place all-reduce (sum) of count floats; uses a staging buffer it allocates. */
 ZC_API zc_status zc_comm_all_reduce(zc_comm *c, float *buf, size_t count, const char *label,
-                             zc_err *err);
-ZC_API zc_status zc_comm_broadcast(zc_comm *c, float *buf, size_t count, int root, const char *label,
-                            zc_err *err);
+                                    zc_err *err);
+ZC_API zc_status zc_comm_broadcast(zc_comm *c, float *buf, size_t count, int root,
+                                   const char *label, zc_err *err);
 ZC_API zc_status zc_comm_barrier(zc_comm *c, const char *label, zc_err *err);
 
 /* --- control messages (counted as ZC_COMM_CONTROL) --- */
 /* Every rank contributes `bytes` bytes; out receives N·bytes, rank order. */
 ZC_API zc_status zc_comm_control_gather(zc_comm *c, const void *in, void *out, size_t bytes,
-                                 const char *label, zc_err *err);
+                                        const char *label, zc_err *err);
 /* Collective: every rank's status; if any failed, every rank returns the first failing rank's
  * status with "WHAT failed on rank R: <its message>" (in a world of 1, the message as it is). */
 ZC_API zc_status zc_comm_agree(zc_comm *c, zc_status mine, const char *what, zc_err *err);
 /* Sum of one double per rank, added in rank order (same bits on every rank). */
-ZC_API zc_status zc_comm_sum_f64(zc_comm *c, double in, double *out, const char *label, zc_err *err);
+ZC_API zc_status zc_comm_sum_f64(zc_comm *c, double in, double *out, const char *label,
+                                 zc_err *err);
 
 #endif

@@ -42,93 +42,93 @@ typedef enum { ZC_SCHED_NONE = 0, ZC_SCHED_WARMUP_LR, ZC_SCHED_WARMUP_DECAY_LR }
 /* scheduler.params.warmup_type: how the warmup rises from warmup_min_lr to warmup_max_lr. */
 typedef enum { ZC_WARMUP_LOG = 0, ZC_WARMUP_LINEAR } zc_warmup_type;
 
-#define ZC_MAX_PATH 1024 /* bytes of a path in the configuration, with its NUL */
+#define ZC_MAX_PATH 1024  /* bytes of a path in the configuration, with its NUL */
 #define ZC_ORIGIN_LEN 160 /* bytes of a value's origin (a file name, cut) with its NUL */
-#define ZC_AUTO (-1)     /* an integer key given as "auto": zeroc chooses (documented per key) */
+#define ZC_AUTO (-1)      /* an integer key given as "auto": zeroc chooses (documented per key) */
 
 typedef struct {
     /* batch */
-    int64_t train_batch_size;            /* 0 = derived: micro × accumulation × world size */
-    int micro_batch;                     /* train_micro_batch_size_per_gpu */
-    int grad_accum;                      /* gradient_accumulation_steps */
-    bool micro_batch_set;                /* micro_batch was given (file or flag), not defaulted */
-    bool grad_accum_set;                 /* grad_accum was given (file or flag), not defaulted */
+    int64_t train_batch_size; /* 0 = derived: micro × accumulation × world size */
+    int micro_batch;          /* train_micro_batch_size_per_gpu */
+    int grad_accum;           /* gradient_accumulation_steps */
+    bool micro_batch_set;     /* micro_batch was given (file or flag), not defaulted */
+    bool grad_accum_set;      /* grad_accum was given (file or flag), not defaulted */
     /* where each batch value came from, for messages: the config file's name, "command line"
      * (zc_config_set) or "derived"; empty: the default */
     char origin_train_batch[ZC_ORIGIN_LEN], origin_micro_batch[ZC_ORIGIN_LEN],
         origin_grad_accum[ZC_ORIGIN_LEN];
-    double grad_clip;                    /* gradient_clipping; 0 = off */
+    double grad_clip; /* gradient_clipping; 0 = off */
     /* optimizer */
-    zc_optim_type optim;                 /* optimizer.type: AdamW | Adam | SGD */
+    zc_optim_type optim; /* optimizer.type: AdamW | Adam | SGD */
     double lr, beta1, beta2, eps, weight_decay, momentum;
-    bool adam_w_mode;                    /* optimizer.params.adam_w_mode (Adam only) */
-    bool bias_correction;                /* optimizer.params.bias_correction (Adam, AdamW) */
+    bool adam_w_mode;     /* optimizer.params.adam_w_mode (Adam only) */
+    bool bias_correction; /* optimizer.params.bias_correction (Adam, AdamW) */
     /* scheduler: DeepSpeed's WarmupLR / WarmupDecayLR, with DeepSpeed's defaults */
-    zc_sched_type sched;                 /* scheduler.type */
-    double warmup_min_lr;                /* scheduler.params.warmup_min_lr */
-    double warmup_max_lr;                /* .warmup_max_lr; NAN: not given (DeepSpeed's default
-                                          * for the type), ZC_AUTO: optimizer.params.lr */
-    int64_t warmup_num_steps;            /* .warmup_num_steps */
-    int64_t total_num_steps;             /* .total_num_steps (WarmupDecayLR); 0: the run's steps */
-    zc_warmup_type warmup_type;          /* .warmup_type */
+    zc_sched_type sched;        /* scheduler.type */
+    double warmup_min_lr;       /* scheduler.params.warmup_min_lr */
+    double warmup_max_lr;       /* .warmup_max_lr; NAN: not given (DeepSpeed's default
+                                 * for the type), ZC_AUTO: optimizer.params.lr */
+    int64_t warmup_num_steps;   /* .warmup_num_steps */
+    int64_t total_num_steps;    /* .total_num_steps (WarmupDecayLR); 0: the run's steps */
+    zc_warmup_type warmup_type; /* .warmup_type */
     /* ZeRO */
-    int stage;                           /* zero_optimization.stage: 0..3 */
-    int64_t reduce_bucket_size;          /* elements per reduce-scatter chunk; 0: a unit's
-                                          * gradients in one piece (DeepSpeed accepts 0) */
-    bool quantized_weights;              /* zero_optimization.zero_quantized_weights (ZeRO++
-                                          * qwZ, stage 3): parameter all-gathers in int8 blocks */
-    bool quantized_gradients;            /* .zero_quantized_gradients (ZeRO++ qgZ, stage 3):
-                                          * gradient reduce-scatters in int8 blocks */
-    int hpz_partition_size;              /* .zero_hpz_partition_size (ZeRO++ hpZ, stage 3):
-                                          * ranks (consecutive, a host's) that share a secondary
-                                          * copy of the parameters; 1: none */
-    bool overlap_comm;                   /* zero_optimization.overlap_comm: reduce-scatters run
-                                          * behind the backward pass; false: each is waited for */
-    int64_t prefetch_bucket_size;        /* stage3_prefetch_bucket_size: elements prefetched ahead;
-                                          * ZC_AUTO (the default, or "auto"): the largest unit */
-    int64_t max_live_parameters;         /* stage3_max_live_parameters: elements gathered at once */
+    int stage;                    /* zero_optimization.stage: 0..3 */
+    int64_t reduce_bucket_size;   /* elements per reduce-scatter chunk; 0: a unit's
+                                   * gradients in one piece (DeepSpeed accepts 0) */
+    bool quantized_weights;       /* zero_optimization.zero_quantized_weights (ZeRO++
+                                   * qwZ, stage 3): parameter all-gathers in int8 blocks */
+    bool quantized_gradients;     /* .zero_quantized_gradients (ZeRO++ qgZ, stage 3):
+                                   * gradient reduce-scatters in int8 blocks */
+    int hpz_partition_size;       /* .zero_hpz_partition_size (ZeRO++ hpZ, stage 3):
+                                   * ranks (consecutive, a host's) that share a secondary
+                                   * copy of the parameters; 1: none */
+    bool overlap_comm;            /* zero_optimization.overlap_comm: reduce-scatters run
+                                   * behind the backward pass; false: each is waited for */
+    int64_t prefetch_bucket_size; /* stage3_prefetch_bucket_size: elements prefetched ahead;
+                                   * ZC_AUTO (the default, or "auto"): the largest unit */
+    int64_t max_live_parameters;  /* stage3_max_live_parameters: elements gathered at once */
     /* Stage 3: a unit of fewer elements than stage3_param_persistence_threshold (ZC_AUTO:
      * ZC_PERSISTENCE_AUTO, zeroc/estimate.h) stays whole on every rank (never gathered), as long
      * as the persistent units hold at most stage3_model_persistence_threshold elements in all
      * (registration order). */
     int64_t param_persistence_threshold, model_persistence_threshold;
     /* precision */
-    zc_dtype dtype;                      /* bf16.enabled / fp16.enabled: stored params and grads */
-    bool fp16_enabled, bf16_enabled;     /* those keys as given (dtype follows them); both true is
-                                          * refused by zc_config_validate */
-    zc_dtype comm_dtype;                 /* communication_data_type (DEFAULT: dtype) */
-    zc_dtype grad_accum_dtype;           /* data_types.grad_accum_dtype (DEFAULT: dtype) */
-    double loss_scale;                   /* fp16.loss_scale: 0 = dynamic */
-    int initial_scale_power;             /* fp16.initial_scale_power: dynamic start 2^power */
-    int loss_scale_window;               /* fp16.loss_scale_window: clean steps before ×2 */
-    int hysteresis;                      /* fp16.hysteresis: overflows tolerated before ÷2 */
-    bool consecutive_hysteresis;         /* fp16.consecutive_hysteresis */
-    double min_loss_scale;               /* fp16.min_loss_scale */
+    zc_dtype dtype;                  /* bf16.enabled / fp16.enabled: stored params and grads */
+    bool fp16_enabled, bf16_enabled; /* those keys as given (dtype follows them); both true is
+                                      * refused by zc_config_validate */
+    zc_dtype comm_dtype;             /* communication_data_type (DEFAULT: dtype) */
+    zc_dtype grad_accum_dtype;       /* data_types.grad_accum_dtype (DEFAULT: dtype) */
+    double loss_scale;               /* fp16.loss_scale: 0 = dynamic */
+    int initial_scale_power;         /* fp16.initial_scale_power: dynamic start 2^power */
+    int loss_scale_window;           /* fp16.loss_scale_window: clean steps before ×2 */
+    int hysteresis;                  /* fp16.hysteresis: overflows tolerated before ÷2 */
+    bool consecutive_hysteresis;     /* fp16.consecutive_hysteresis */
+    double min_loss_scale;           /* fp16.min_loss_scale */
     /* offload to NVMe (ZeRO-Infinity): zero_optimization.offload_optimizer / offload_param */
-    zc_offload_device offload_optimizer;  /* .device */
+    zc_offload_device offload_optimizer;   /* .device */
     char optimizer_nvme_path[ZC_MAX_PATH]; /* .nvme_path: directory of the swap files */
-    int optimizer_buffer_count;           /* .buffer_count: sub-group slots streamed through RAM */
-    bool optimizer_pin_memory;            /* .pin_memory: lock the slots in RAM (mlock) */
-    double optimizer_ratio;               /* .ratio: share of the optimizer state on disk */
-    bool pipeline_read, pipeline_write;   /* .pipeline_read / .pipeline_write: overlap the
-                                           * sub-group reads / writes with the update */
-    zc_offload_device offload_param;      /* .device (stage 3) */
+    int optimizer_buffer_count;            /* .buffer_count: sub-group slots streamed through RAM */
+    bool optimizer_pin_memory;             /* .pin_memory: lock the slots in RAM (mlock) */
+    double optimizer_ratio;                /* .ratio: share of the optimizer state on disk */
+    bool pipeline_read, pipeline_write;    /* .pipeline_read / .pipeline_write: overlap the
+                                            * sub-group reads / writes with the update */
+    zc_offload_device offload_param;       /* .device (stage 3) */
     char param_nvme_path[ZC_MAX_PATH];     /* .nvme_path */
-    int param_buffer_count;               /* .buffer_count: shard reads ahead at most */
-    int64_t param_buffer_size;            /* .buffer_size: elements read ahead at most */
-    int64_t max_in_cpu;                   /* .max_in_cpu: parameter elements kept in RAM */
-    bool param_pin_memory;                /* .pin_memory */
-    int64_t sub_group_size;               /* zero_optimization.sub_group_size: elements */
+    int param_buffer_count;                /* .buffer_count: shard reads ahead at most */
+    int64_t param_buffer_size;             /* .buffer_size: elements read ahead at most */
+    int64_t max_in_cpu;                    /* .max_in_cpu: parameter elements kept in RAM */
+    bool param_pin_memory;                 /* .pin_memory */
+    int64_t sub_group_size;                /* zero_optimization.sub_group_size: elements */
     /* aio: the swap files' I/O */
-    int64_t aio_block_size;               /* bytes per request, a multiple of 4096 */
-    int aio_queue_depth;                  /* requests in flight */
-    int aio_thread_count;                 /* threads of the thread-pool engine */
-    bool aio_single_submit;               /* submit requests one at a time */
-    bool aio_overlap_events;              /* submit new requests while earlier ones complete */
-    zc_aio_engine aio_engine;             /* aio.engine (zeroc's key) */
+    int64_t aio_block_size;   /* bytes per request, a multiple of 4096 */
+    int aio_queue_depth;      /* requests in flight */
+    int aio_thread_count;     /* threads of the thread-pool engine */
+    bool aio_single_submit;   /* submit requests one at a time */
+    bool aio_overlap_events;  /* submit new requests while earlier ones complete */
+    zc_aio_engine aio_engine; /* aio.engine (zeroc's key) */
     /* run */
     uint64_t seed;
-    double comm_timeout_s;               /* zeroc extension: collective wait limit, seconds */
+    double comm_timeout_s; /* zeroc extension: collective wait limit, seconds */
     int steps_per_print;
     /* the activation_checkpointing section is present: the model keeps only each block's input
      * and recomputes the block in backward (its knobs tune GPU memory and change nothing) */
@@ -149,7 +149,8 @@ ZC_API void zc_config_defaults(zc_config *cfg);
 ZC_API zc_status zc_config_load_file(zc_config *cfg, const char *path, zc_err *err);
 
 /* Same, from a string; `origin` names the source in messages (e.g. a file name; NULL: "config"). */
-ZC_API zc_status zc_config_load_string(zc_config *cfg, const char *json, const char *origin, zc_err *err);
+ZC_API zc_status zc_config_load_string(zc_config *cfg, const char *json, const char *origin,
+                                       zc_err *err);
 
 /* Sets one key by its dotted JSON path, e.g. ("optimizer.params.lr", "1e-3"); the string is parsed
  * by the key's type ("0.9,0.95" for optimizer.params.betas, true/false for booleans). On error

@@ -119,13 +119,13 @@ typedef struct zc_engine zc_engine;
 
 /* The engine borrows comm and mem; they must outlive it. cfg is copied. */
 ZC_API zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm, zc_mem *mem,
-                           zc_err *err);
+                                  zc_err *err);
 ZC_API void zc_engine_destroy(zc_engine *e);
 
 /* Registration, before zc_engine_finalize. Returns the new unit's / parameter's id. */
 ZC_API int zc_engine_add_unit(zc_engine *e, const char *name);
-ZC_API int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim, const int64_t *shape,
-                        zc_init init);
+ZC_API int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim,
+                               const int64_t *shape, zc_init init);
 /* Allocates this rank's states and initialises the parameters. Collective: fails on every rank
  * (ZC_EINVAL) if any rank has another configuration or registered another model. */
 ZC_API zc_status zc_engine_finalize(zc_engine *e, zc_err *err);
@@ -169,9 +169,10 @@ ZC_API zc_status zc_engine_end_pass(zc_engine *e, zc_err *err);
  * each rank keeps an fp32 master copy of the parameters it updates, and the model still sees
  * fp32: zc_engine_param is an fp32 copy of the unit's 16-bit parameters made at acquire (working
  * memory; each parameter widened on its first zc_engine_param), zc_engine_grad an fp32 buffer
- * that is rounded to the gradient type when the unit is handed back. With fp16 those gradients are multiplied by the loss scale first (a power of two
- * while dynamic: the same bits as scaling the loss, since the model computes in fp32); the step
- * divides it out, so norms and clipping see unscaled values. */
+ * that is rounded to the gradient type when the unit is handed back. With fp16 those gradients are
+ * multiplied by the loss scale first (a power of two while dynamic: the same bits as scaling the
+ * loss, since the model computes in fp32); the step divides it out, so norms and clipping see
+ * unscaled values. */
 ZC_API const zc_loss_scaler *zc_engine_loss_scaler(const zc_engine *e);
 ZC_API void zc_engine_set_loss_scaler(zc_engine *e, const zc_loss_scaler *s);
 
@@ -189,16 +190,16 @@ ZC_API int64_t zc_engine_steps_done(const zc_engine *e);
  * grads_ready, step or end_pass on the rank that saw it, naming the file, offset and error: only
  * that rank knows, so — like ZC_ETIMEOUT — report it and call zc_comm_abort. */
 typedef struct {
-    bool active;                   /* something lives on disk */
-    const char *aio_engine;        /* "io_uring" or "threads" (NULL when not active) */
-    const char *optimizer_swap;    /* paths the swap files had (NULL: none) */
+    bool active;                /* something lives on disk */
+    const char *aio_engine;     /* "io_uring" or "threads" (NULL when not active) */
+    const char *optimizer_swap; /* paths the swap files had (NULL: none) */
     const char *param_swap;
-    int64_t nvme_bytes;            /* both files */
-    int64_t param_elems_on_disk;   /* of this rank's parameter shards (stage 3) */
+    int64_t nvme_bytes;          /* both files */
+    int64_t param_elems_on_disk; /* of this rank's parameter shards (stage 3) */
     int64_t param_elems_in_ram;
     int64_t bytes_read, bytes_written; /* since finalize */
-    double wait_seconds;           /* the training thread blocked on disk I/O, since finalize */
-    double update_seconds;         /* in the steps' updates (streaming the optimizer state) */
+    double wait_seconds;               /* the training thread blocked on disk I/O, since finalize */
+    double update_seconds;             /* in the steps' updates (streaming the optimizer state) */
     int64_t update_bytes_read, update_bytes_written; /* the updates' share of the traffic */
 } zc_offload_stats;
 ZC_API void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out);
@@ -210,7 +211,7 @@ ZC_API void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out);
  * failed). Not collective: every rank loads what it stores. */
 ZC_API void zc_engine_param_owned(const zc_engine *e, int param, size_t *first, size_t *n);
 ZC_API zc_status zc_engine_set_param_values(zc_engine *e, int param, size_t first, size_t n,
-                                     const float *src, zc_err *err);
+                                            const float *src, zc_err *err);
 
 /* Collective: the unit's full parameters (padded numel floats) into dst on every rank: the fp32
  * master values in mixed precision. */

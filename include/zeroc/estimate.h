@@ -35,13 +35,13 @@ typedef struct {
 typedef struct {
     const size_t *unit_numel; /* Ψ_u per unit, unpadded */
     int nunits, nranks, stage;
-    int moment_floats;       /* optimizer state floats per parameter: 2 Adam(W), 1 SGD with
-                                momentum, 0 plain SGD */
-    int param_bytes;         /* bytes of a stored parameter: 4 fp32, 2 bf16/fp16 (adds an fp32
-                                master copy to the optimizer state); 0 means 4 */
-    int grad_bytes;          /* bytes of a stored gradient (grad_accum_dtype); 0 means 4 */
-    int comm_elem_bytes;     /* bytes of a reduce-scatter element (communication_data_type);
-                                0 means 4 */
+    int moment_floats;   /* optimizer state floats per parameter: 2 Adam(W), 1 SGD with
+                            momentum, 0 plain SGD */
+    int param_bytes;     /* bytes of a stored parameter: 4 fp32, 2 bf16/fp16 (adds an fp32
+                            master copy to the optimizer state); 0 means 4 */
+    int grad_bytes;      /* bytes of a stored gradient (grad_accum_dtype); 0 means 4 */
+    int comm_elem_bytes; /* bytes of a reduce-scatter element (communication_data_type);
+                            0 means 4 */
     int64_t reduce_bucket_size, prefetch_bucket_size, max_live_parameters; /* elements;
                                     prefetch_bucket_size may be ZC_AUTO (-1: one unit ahead) */
     /* stage 3: units of fewer elements than persistence_threshold (ZC_AUTO, -1:
@@ -49,22 +49,22 @@ typedef struct {
      * elements in all */
     int64_t persistence_threshold, model_persistence_threshold;
     /* offload to NVMe (ZeRO-Infinity); all zero: everything in RAM */
-    bool offload_optimizer;  /* offload_optimizer.device nvme (stages 1–3) */
-    bool offload_params;     /* offload_param.device nvme (stage 3) */
-    double offload_ratio;    /* offload_optimizer.ratio; 0 means 1 */
-    int64_t max_in_cpu;      /* offload_param.max_in_cpu: parameter elements kept in RAM */
-    int64_t sub_group_size;  /* zero_optimization.sub_group_size, elements */
-    int buffer_count;        /* offload_optimizer.buffer_count: sub-group slots */
-    int param_buffer_count;  /* offload_param.buffer_count: shard reads ahead */
+    bool offload_optimizer;    /* offload_optimizer.device nvme (stages 1–3) */
+    bool offload_params;       /* offload_param.device nvme (stage 3) */
+    double offload_ratio;      /* offload_optimizer.ratio; 0 means 1 */
+    int64_t max_in_cpu;        /* offload_param.max_in_cpu: parameter elements kept in RAM */
+    int64_t sub_group_size;    /* zero_optimization.sub_group_size, elements */
+    int buffer_count;          /* offload_optimizer.buffer_count: sub-group slots */
+    int param_buffer_count;    /* offload_param.buffer_count: shard reads ahead */
     int64_t param_buffer_size; /* offload_param.buffer_size: elements read ahead */
-    bool quantized_weights;  /* stage 3, ZeRO++ qwZ: parameter all-gathers carry int8 blocks */
-    bool quantized_gradients; /* stage 3, ZeRO++ qgZ: gradient reduce-scatters carry int8 blocks */
-    int hpz_partition_size;  /* stage 3, ZeRO++ hpZ: ranks per group keeping a secondary copy of
-                                the parameters (padded / hpz elements of each sharded unit, in
-                                params); the step's second gather of a unit stays in the group.
-                                0 or 1: off */
-    int ranks_per_host;      /* ranks fill hosts of this many in order (0: all on one host);
-                                with several hosts of more than one rank, qgZ takes two hops */
+    bool quantized_weights;    /* stage 3, ZeRO++ qwZ: parameter all-gathers carry int8 blocks */
+    bool quantized_gradients;  /* stage 3, ZeRO++ qgZ: gradient reduce-scatters carry int8 blocks */
+    int hpz_partition_size;    /* stage 3, ZeRO++ hpZ: ranks per group keeping a secondary copy of
+                                  the parameters (padded / hpz elements of each sharded unit, in
+                                  params); the step's second gather of a unit stays in the group.
+                                  0 or 1: off */
+    int ranks_per_host;        /* ranks fill hosts of this many in order (0: all on one host);
+                                  with several hosts of more than one rank, qgZ takes two hops */
 } zc_estimate_in;
 
 /* ZeRO++ qwZ (zero_optimization.zero_quantized_weights): a stage-3 parameter all-gather sends
@@ -101,7 +101,7 @@ typedef enum {
     ZC_STREAM_GRADS,   /* the reduced gradient shard (stage 3) */
     ZC_STREAM_M,
     ZC_STREAM_V,
-    ZC_STREAM_PARAMS,  /* mixed: the 16-bit parameters rounded from the master (stage 3) */
+    ZC_STREAM_PARAMS, /* mixed: the 16-bit parameters rounded from the master (stage 3) */
     ZC_NSTREAMS
 } zc_stream_array;
 
@@ -143,7 +143,8 @@ ZC_API int64_t zc_estimate_inter_host_bytes(const zc_estimate_in *in);
 /* Bytes of the reduce-scatter staging (send + receive), the ledger's "comm". */
 ZC_API int64_t zc_estimate_comm_staging(const zc_estimate_in *in);
 /* Columns (elements per rank) of one reduce-scatter chunk: reduce_bucket_size / nranks, at least
- * 1 and at most the largest shard; reduce_bucket_size 0 means a whole shard (DeepSpeed accepts 0). */
+ * 1 and at most the largest shard; reduce_bucket_size 0 means a whole shard (DeepSpeed accepts 0).
+ */
 ZC_API int64_t zc_estimate_rs_cols(int64_t reduce_bucket_size, int64_t nranks, int64_t max_shard);
 /* An upper bound of the ledger's "working" peak: full-unit fp32 gradient buffers (stages 2–3,
  * and stages 0–1 with 16-bit gradients), gathered parameters of stage 3 (three units — the tied

@@ -10,9 +10,10 @@
  * AMX tiles, AVX512_BF16 dot products, or AVX-512/AVX2 arithmetic on widened values. Where
  * oneDNN cannot serve a product, or with ZEROC_GEMM=portable in the environment, the portable
  * path rounds the operands into fp32 copies and calls sgemm: the same rounding, another
- * accumulation order (ZEROC_GEMM=portable also sends fp32 products to sgemm). ZEROC_GEMM_ISA=avx2|avx512_core|avx512_core_bf16|avx512_core_amx caps the
- * instructions oneDNN may use (to test each path a CPU offers). The bf16 forms need a
- * caller-owned workspace of zc_gemm_workspace_bytes.
+ * accumulation order (ZEROC_GEMM=portable also sends fp32 products to sgemm).
+ * ZEROC_GEMM_ISA=avx2|avx512_core|avx512_core_bf16|avx512_core_amx caps the instructions oneDNN may
+ * use (to test each path a CPU offers). The bf16 forms need a caller-owned workspace of
+ * zc_gemm_workspace_bytes.
  *
  * Results are deterministic for a given shape, path and thread count (no atomics in either
  * library's fp32 accumulation). Not thread-safe: call from one thread (each call may use all of
@@ -35,16 +36,16 @@ typedef enum { ZC_GEMM_F32 = 0, ZC_GEMM_BF16 } zc_gemm_type;
 /* Bytes of workspace a bf16 product of this shape needs (0 for fp32). */
 ZC_API size_t zc_gemm_workspace_bytes(int M, int N, int K);
 
-ZC_API void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
-             int lda, const float *B, int ldb, float beta, float *C, int ldc, void *workspace,
-             size_t workspace_bytes);
+ZC_API void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha,
+                    const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
+                    void *workspace, size_t workspace_bytes);
 
 /* A bf16 product whose B is already bf16 (the bits, e.g. a model's bf16-stored weights): used
  * as it is, not rounded again; A is rounded as by zc_gemm. The same result as zc_gemm on B
  * widened to fp32. */
-ZC_API void zc_gemm_bf16_b16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                      const uint16_t *B, int ldb, float beta, float *C, int ldc, void *workspace,
-                      size_t workspace_bytes);
+ZC_API void zc_gemm_bf16_b16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
+                             int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc,
+                             void *workspace, size_t workspace_bytes);
 
 /* Since the process started: products, their FLOPs (2·M·N·K) and the seconds spent in them,
  * operands' rounding included. */
@@ -61,7 +62,7 @@ ZC_API const char *zc_gemm_path(zc_gemm_type t);
 
 /* The reference the tests hold both paths to: op(A)·op(B) of the bf16-rounded operands,
  * accumulated in double, then alpha·(that) + beta·C rounded to fp32. Slow. */
-ZC_API void zc_gemm_bf16_ref(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                      const float *B, int ldb, float beta, float *C, int ldc);
+ZC_API void zc_gemm_bf16_ref(bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
+                             int lda, const float *B, int ldb, float beta, float *C, int ldc);
 
 #endif

@@ -25,15 +25,15 @@
 #include <stdint.h>
 
 typedef enum {
-    ZC_MEM_PARAMS = 0, /* parameters this rank keeps between steps */
-    ZC_MEM_GRADS,      /* gradients this rank keeps between micro-steps */
-    ZC_MEM_OPTIMIZER,  /* optimizer state: moments (and, in mixed precision, the master copy) */
-    ZC_MEM_COMM,       /* communication staging buffers */
-    ZC_MEM_WORKING,    /* gathered units and full-unit gradient buffers that live briefly */
+    ZC_MEM_PARAMS = 0,  /* parameters this rank keeps between steps */
+    ZC_MEM_GRADS,       /* gradients this rank keeps between micro-steps */
+    ZC_MEM_OPTIMIZER,   /* optimizer state: moments (and, in mixed precision, the master copy) */
+    ZC_MEM_COMM,        /* communication staging buffers */
+    ZC_MEM_WORKING,     /* gathered units and full-unit gradient buffers that live briefly */
     ZC_MEM_ACTIVATIONS, /* the model's activations and their gradients */
-    ZC_MEM_OFFLOAD,    /* RAM buffers that offloaded states stream through (sub-group slots,
-                        * parameter reads ahead, gradient shards on their way to disk) */
-    ZC_MEM_NRAM,       /* the number of RAM categories */
+    ZC_MEM_OFFLOAD,     /* RAM buffers that offloaded states stream through (sub-group slots,
+                         * parameter reads ahead, gradient shards on their way to disk) */
+    ZC_MEM_NRAM,        /* the number of RAM categories */
     ZC_MEM_NVME = ZC_MEM_NRAM, /* on disk: model states in this rank's swap files */
     ZC_MEM_NCATEGORIES
 } zc_mem_category;
@@ -63,7 +63,8 @@ ZC_API void zc_mem_reset_peaks(zc_mem *mem);
 
 ZC_API const char *zc_mem_category_name(zc_mem_category cat);
 
-/* The process's peak resident set (VmHWM) and current resident set (VmRSS), bytes; -1 if unknown. */
+/* The process's peak resident set (VmHWM) and current resident set (VmRSS), bytes; -1 if unknown.
+ */
 ZC_API int64_t zc_mem_peak_rss(void);
 ZC_API int64_t zc_mem_current_rss(void);
 

@@ -26,9 +26,9 @@
 
 typedef struct {
     double lr, beta1, beta2, eps, weight_decay;
-    bool decoupled; /* true: AdamW (decay applied to the weights); false: L2 added to the grad */
+    bool decoupled;   /* true: AdamW (decay applied to the weights); false: L2 added to the grad */
     bool uncorrected; /* DeepSpeed's bias_correction false: the moments are used uncorrected */
-    int64_t step;   /* 1-based step number, for bias correction */
+    int64_t step;     /* 1-based step number, for bias correction */
 } zc_adam_hparams;
 
 typedef struct {
@@ -39,16 +39,16 @@ typedef struct {
  * g holds n elements of type gt (fp32, or bf16/fp16 bits widened exactly on the way in).
  * Returns how many updated weights are not finite (inf or NaN): 0 in a healthy run. */
 ZC_API int64_t zc_adam_update(float *p, const void *g, zc_dtype gt, float *m, float *v, size_t n,
-                       float gscale, const zc_adam_hparams *h);
+                              float gscale, const zc_adam_hparams *h);
 ZC_API void zc_adam_update_ref(float *p, const float *g, float *m, float *v, size_t n, float gscale,
-                        const zc_adam_hparams *h);
+                               const zc_adam_hparams *h);
 
 /* PyTorch SGD with momentum (dampening 0, no Nesterov); buf may be NULL when momentum is 0.
  * g as for zc_adam_update. */
-ZC_API int64_t zc_sgd_update(float *p, const void *g, zc_dtype gt, float *buf, size_t n, float gscale,
-                      const zc_sgd_hparams *h);
+ZC_API int64_t zc_sgd_update(float *p, const void *g, zc_dtype gt, float *buf, size_t n,
+                             float gscale, const zc_sgd_hparams *h);
 ZC_API void zc_sgd_update_ref(float *p, const float *g, float *buf, size_t n, float gscale,
-                       const zc_sgd_hparams *h);
+                              const zc_sgd_hparams *h);
 
 /* Σ g[i]² in double, blocked so the summation order depends only on n (not on threads). */
 ZC_API double zc_sum_squares(const float *g, size_t n);

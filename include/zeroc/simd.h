@@ -49,30 +49,18 @@ ZC_API const char *zc_simd_name(zc_simd level);
 #define ZC_SIMD_DISPATCH(f, ...)                                                                   \
     do {                                                                                           \
         switch (zc_simd_level()) {                                                                 \
-        case ZC_SIMD_AVX512:                                                                       \
-            f##_avx512(__VA_ARGS__);                                                               \
-            break;                                                                                 \
-        case ZC_SIMD_AVX2:                                                                         \
-            f##_avx2(__VA_ARGS__);                                                                 \
-            break;                                                                                 \
-        default:                                                                                   \
-            f##_portable(__VA_ARGS__);                                                             \
-            break;                                                                                 \
+        case ZC_SIMD_AVX512: f##_avx512(__VA_ARGS__); break;                                       \
+        case ZC_SIMD_AVX2: f##_avx2(__VA_ARGS__); break;                                           \
+        default: f##_portable(__VA_ARGS__); break;                                                 \
         }                                                                                          \
     } while (0)
 /* The same for a kernel that returns a value, into r. */
 #define ZC_SIMD_DISPATCH_RET(r, f, ...)                                                            \
     do {                                                                                           \
         switch (zc_simd_level()) {                                                                 \
-        case ZC_SIMD_AVX512:                                                                       \
-            r = f##_avx512(__VA_ARGS__);                                                           \
-            break;                                                                                 \
-        case ZC_SIMD_AVX2:                                                                         \
-            r = f##_avx2(__VA_ARGS__);                                                             \
-            break;                                                                                 \
-        default:                                                                                   \
-            r = f##_portable(__VA_ARGS__);                                                         \
-            break;                                                                                 \
+        case ZC_SIMD_AVX512: r = f##_avx512(__VA_ARGS__); break;                                   \
+        case ZC_SIMD_AVX2: r = f##_avx2(__VA_ARGS__); break;                                       \
+        default: r = f##_portable(__VA_ARGS__); break;                                             \
         }                                                                                          \
     } while (0)
 /* The copy of kernel f for the running level, as a function pointer. */

@@ -16,18 +16,14 @@ pretok_class bpe_pretok_class(int32_t cp)
     case UTF8PROC_CATEGORY_LL:
     case UTF8PROC_CATEGORY_LT:
     case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO:
-        return PRETOK_LETTER;
+    case UTF8PROC_CATEGORY_LO: return PRETOK_LETTER;
     case UTF8PROC_CATEGORY_ND:
     case UTF8PROC_CATEGORY_NL:
-    case UTF8PROC_CATEGORY_NO:
-        return PRETOK_NUMBER;
+    case UTF8PROC_CATEGORY_NO: return PRETOK_NUMBER;
     case UTF8PROC_CATEGORY_ZS:
     case UTF8PROC_CATEGORY_ZL:
-    case UTF8PROC_CATEGORY_ZP:
-        return PRETOK_SPACE;
-    default:
-        return PRETOK_OTHER;
+    case UTF8PROC_CATEGORY_ZP: return PRETOK_SPACE;
+    default: return PRETOK_OTHER;
     }
 }
 

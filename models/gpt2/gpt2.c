@@ -25,18 +25,60 @@
 #include "zeroc/checked.h"
 
 /* Per-block parameters, in llm.c's tensor order (tensors 2..13 of a checkpoint). */
-enum { P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_ATTPROJW, P_ATTPROJB, P_LN2W, P_LN2B, P_FCW, P_FCB,
-       P_FCPROJW, P_FCPROJB, P_NBLOCK };
-static const char *const BLOCK_PARAM[P_NBLOCK] = {"ln1w", "ln1b", "qkvw", "qkvb",
-                                                 "attprojw", "attprojb", "ln2w", "ln2b",
-                                                 "fcw", "fcb", "fcprojw", "fcprojb"};
+enum {
+    P_LN1W,
+    P_LN1B,
+    P_QKVW,
+    P_QKVB,
+    P_ATTPROJW,
+    P_ATTPROJB,
+    P_LN2W,
+    P_LN2B,
+    P_FCW,
+    P_FCB,
+    P_FCPROJW,
+    P_FCPROJB,
+    P_NBLOCK
+};
+static const char *const BLOCK_PARAM[P_NBLOCK] = {"ln1w",     "ln1b",     "qkvw",    "qkvb",
+                                                  "attprojw", "attprojb", "ln2w",    "ln2b",
+                                                  "fcw",      "fcb",      "fcprojw", "fcprojb"};
 
 /* Per-block activations. */
-enum { A_LN1, A_LN1_MEAN, A_LN1_RSTD, A_QKV, A_ATTY, A_PREATT, A_ATT, A_ATTPROJ, A_RES2, A_LN2,
-       A_LN2_MEAN, A_LN2_RSTD, A_FCH, A_FCH_GELU, A_FCPROJ, A_RES3, A_NBLOCK };
+enum {
+    A_LN1,
+    A_LN1_MEAN,
+    A_LN1_RSTD,
+    A_QKV,
+    A_ATTY,
+    A_PREATT,
+    A_ATT,
+    A_ATTPROJ,
+    A_RES2,
+    A_LN2,
+    A_LN2_MEAN,
+    A_LN2_RSTD,
+    A_FCH,
+    A_FCH_GELU,
+    A_FCPROJ,
+    A_RES3,
+    A_NBLOCK
+};
 /* Gradients of per-block activations (one scratch set). */
-enum { D_LN1, D_QKV, D_ATTY, D_PREATT, D_ATT, D_ATTPROJ, D_RES2, D_LN2, D_FCH, D_FCH_GELU,
-       D_FCPROJ, D_NBLOCK };
+enum {
+    D_LN1,
+    D_QKV,
+    D_ATTY,
+    D_PREATT,
+    D_ATT,
+    D_ATTPROJ,
+    D_RES2,
+    D_LN2,
+    D_FCH,
+    D_FCH_GELU,
+    D_FCPROJ,
+    D_NBLOCK
+};
 
 struct gpt2_model {
     gpt2_config cfg;
@@ -44,14 +86,14 @@ struct gpt2_model {
     zc_mem *mem;
     int B, T;
     bool checkpointing;
-    int u_emb, u_lnf, *u_block;          /* unit ids */
+    int u_emb, u_lnf, *u_block;                 /* unit ids */
     int p_wte, p_wpe, p_lnfw, p_lnfb, *p_block; /* param ids; p_block[l * P_NBLOCK + k] */
     float *arena;
     size_t arena_floats;
-    float **act;                  /* act[l * A_NBLOCK + k] */
+    float **act; /* act[l * A_NBLOCK + k] */
     float *dact[D_NBLOCK];
     float *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses, *dlnf, *dres[2];
-    gpt2_gemm gemm;               /* the linear layers' products: fp32, or bf16 + workspace */
+    gpt2_gemm gemm; /* the linear layers' products: fp32, or bf16 + workspace */
 };
 
 /* The size table: floats of each per-block activation for micro-batches of B × T. Counted
@@ -60,24 +102,24 @@ static int64_t act_size(const gpt2_config *c, int B, int T, int k, bool *ovf)
 {
     const int64_t BT = zc_mul_i64(B, T, ovf), C = c->channels;
     switch (k) {
-    case A_LN1_MEAN: case A_LN1_RSTD: case A_LN2_MEAN: case A_LN2_RSTD: return BT;
-    case A_QKV:
-        return zc_mul_i64(BT, zc_mul_i64(3, C, ovf), ovf);
+    case A_LN1_MEAN:
+    case A_LN1_RSTD:
+    case A_LN2_MEAN:
+    case A_LN2_RSTD: return BT;
+    case A_QKV: return zc_mul_i64(BT, zc_mul_i64(3, C, ovf), ovf);
     case A_PREATT:
     case A_ATT: /* B × heads × T × T */
         return zc_mul_i64(zc_mul_i64(BT, c->num_heads, ovf), T, ovf);
     case A_FCH:
-    case A_FCH_GELU:
-        return zc_mul_i64(BT, zc_mul_i64(4, C, ovf), ovf);
-    default:
-        return zc_mul_i64(BT, C, ovf);
+    case A_FCH_GELU: return zc_mul_i64(BT, zc_mul_i64(4, C, ovf), ovf);
+    default: return zc_mul_i64(BT, C, ovf);
     }
 }
 
 static int64_t grad_size(const gpt2_config *c, int B, int T, int k, bool *ovf)
 {
-    static const int as_act[D_NBLOCK] = {A_LN1, A_QKV, A_ATTY, A_PREATT, A_ATT, A_ATTPROJ,
-                                         A_RES2, A_LN2, A_FCH, A_FCH_GELU, A_FCPROJ};
+    static const int as_act[D_NBLOCK] = {A_LN1,  A_QKV, A_ATTY, A_PREATT,   A_ATT,   A_ATTPROJ,
+                                         A_RES2, A_LN2, A_FCH,  A_FCH_GELU, A_FCPROJ};
     return act_size(c, B, T, as_act[k], ovf);
 }
 
@@ -115,8 +157,7 @@ static int64_t total_numel(const gpt2_config *c, bool *ovf)
 
 /* Bytes of workspace the linear layers' bf16 products need (the largest layer's):
  * zc_gemm_workspace_bytes of the forward, dX and dW products, 4·(M·K + K·N) each. */
-static int64_t gemm_workspace(const gpt2_config *c, int B, int T, zc_gemm_type compute,
-                              bool *ovf)
+static int64_t gemm_workspace(const gpt2_config *c, int B, int T, zc_gemm_type compute, bool *ovf)
 {
     const int64_t BT = zc_mul_i64(B, T, ovf), C = c->channels;
     const int64_t shapes[][2] = {
@@ -137,8 +178,8 @@ static int64_t gemm_workspace(const gpt2_config *c, int B, int T, zc_gemm_type c
 }
 
 /* gpt2_activation_bytes, without wrapping. */
-static int64_t activation_bytes(const gpt2_config *c, int B, int T,
-                                bool activation_checkpointing, zc_gemm_type compute, bool *ovf)
+static int64_t activation_bytes(const gpt2_config *c, int B, int T, bool activation_checkpointing,
+                                zc_gemm_type compute, bool *ovf)
 {
     const int64_t L = c->num_layers, sets = activation_checkpointing ? 1 : L;
     int64_t total = 0, top[N_TOP];
@@ -154,8 +195,8 @@ static int64_t activation_bytes(const gpt2_config *c, int B, int T,
                       ovf);
 }
 
-size_t gpt2_activation_bytes(const gpt2_config *c, int B, int T,
-                                bool activation_checkpointing, zc_gemm_type compute)
+size_t gpt2_activation_bytes(const gpt2_config *c, int B, int T, bool activation_checkpointing,
+                             zc_gemm_type compute)
 {
     bool ovf = false;
     int64_t bytes = activation_bytes(c, B, T, activation_checkpointing, compute, &ovf);
@@ -180,11 +221,12 @@ int gpt2_pad_vocab(int vocab)
 }
 
 zc_status gpt2_check(const gpt2_config *c, int B, int T, bool activation_checkpointing,
-                        zc_gemm_type compute, zc_err *err)
+                     zc_gemm_type compute, zc_err *err)
 {
     if (c->num_layers < 1 || c->num_heads < 1 || c->channels < 1 || c->vocab_size < 1 ||
         c->max_seq_len < 1)
-        return zc_err_set(err, ZC_EINVAL, "gpt2: layers, heads, channels, vocab and sequence "
+        return zc_err_set(err, ZC_EINVAL,
+                          "gpt2: layers, heads, channels, vocab and sequence "
                           "length must be >= 1 (got L=%d H=%d C=%d V=%d maxT=%d)",
                           c->num_layers, c->num_heads, c->channels, c->vocab_size, c->max_seq_len);
     if (c->channels % c->num_heads)
@@ -199,8 +241,10 @@ zc_status gpt2_check(const gpt2_config *c, int B, int T, bool activation_checkpo
         return zc_err_set(err, ZC_EINVAL, "gpt2: padded vocabulary %d < vocabulary %d",
                           c->padded_vocab_size, c->vocab_size);
     if (B < 1 || T < 1 || T > c->max_seq_len)
-        return zc_err_set(err, ZC_EINVAL, "gpt2: batch %d × sequence %d: need batch >= 1 and "
-                          "1 <= sequence <= max_seq_len %d", B, T, c->max_seq_len);
+        return zc_err_set(err, ZC_EINVAL,
+                          "gpt2: batch %d × sequence %d: need batch >= 1 and "
+                          "1 <= sequence <= max_seq_len %d",
+                          B, T, c->max_seq_len);
     /* the products' dimensions are ints (zeroc/gemm.h): B·T rows, up to 4·C columns */
     if (c->num_layers > ZC_GPT2_MAX_LAYERS)
         return zc_err_set(err, ZC_EINVAL, "gpt2: --layers %d: at most %d blocks", c->num_layers,
@@ -235,8 +279,8 @@ zc_status gpt2_check(const gpt2_config *c, int B, int T, bool activation_checkpo
     return ZC_OK;
 }
 
-zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_config *cfg,
-                         int B, int T, bool activation_checkpointing, zc_err *err)
+zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_config *cfg, int B,
+                      int T, bool activation_checkpointing, zc_err *err)
 {
     /* The products run in bf16 when the parameters are stored in bf16. */
     const zc_gemm_type compute = zc_engine_dtype(e) == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
@@ -269,15 +313,19 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
         char name[ZC_MAX_NAME];
         snprintf(name, sizeof name, "h.%d", l);
         m->u_block[l] = zc_engine_add_unit(e, name);
-        const struct { int ndim; int64_t d0, d1; zc_init init; } shape[P_NBLOCK] = {
-            {1, C, 0, one},      {1, C, 0, zero},     {2, 3 * C, C, w02}, {1, 3 * C, 0, zero},
-            {2, C, C, wres},     {1, C, 0, zero},     {1, C, 0, one},     {1, C, 0, zero},
-            {2, 4 * C, C, w02},  {1, 4 * C, 0, zero}, {2, C, 4 * C, wres}, {1, C, 0, zero}};
+        const struct {
+            int ndim;
+            int64_t d0, d1;
+            zc_init init;
+        } shape[P_NBLOCK] = {{1, C, 0, one},      {1, C, 0, zero},     {2, 3 * C, C, w02},
+                             {1, 3 * C, 0, zero}, {2, C, C, wres},     {1, C, 0, zero},
+                             {1, C, 0, one},      {1, C, 0, zero},     {2, 4 * C, C, w02},
+                             {1, 4 * C, 0, zero}, {2, C, 4 * C, wres}, {1, C, 0, zero}};
         for (int k = 0; k < P_NBLOCK; k++) {
             snprintf(name, sizeof name, "h.%d.%s", l, BLOCK_PARAM[k]);
-            m->p_block[l * P_NBLOCK + k] = zc_engine_add_param(
-                e, m->u_block[l], name, shape[k].ndim, (int64_t[]){shape[k].d0, shape[k].d1},
-                shape[k].init);
+            m->p_block[l * P_NBLOCK + k] =
+                zc_engine_add_param(e, m->u_block[l], name, shape[k].ndim,
+                                    (int64_t[]){shape[k].d0, shape[k].d1}, shape[k].init);
         }
     }
     m->u_lnf = zc_engine_add_unit(e, "ln_f");
@@ -310,8 +358,8 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
         m->dact[k] = p;
         p += block_grad_size(m, k);
     }
-    float **tops[] = {&m->encoded, &m->lnf, &m->lnf_mean, &m->lnf_rstd, &m->logits, &m->probs,
-                      &m->losses, &m->dlnf, &m->dres[0], &m->dres[1]};
+    float **tops[] = {&m->encoded, &m->lnf,    &m->lnf_mean, &m->lnf_rstd, &m->logits,
+                      &m->probs,   &m->losses, &m->dlnf,     &m->dres[0],  &m->dres[1]};
     for (int i = 0; i < N_TOP; i++) {
         *tops[i] = p;
         p += top[i];
@@ -336,9 +384,18 @@ void gpt2_destroy(gpt2_model *m)
     free(m);
 }
 
-const gpt2_config *gpt2_get_config(const gpt2_model *m) { return &m->cfg; }
-zc_engine *gpt2_engine(const gpt2_model *m) { return m->e; }
-const float *gpt2_logits(const gpt2_model *m) { return m->logits; }
+const gpt2_config *gpt2_get_config(const gpt2_model *m)
+{
+    return &m->cfg;
+}
+zc_engine *gpt2_engine(const gpt2_model *m)
+{
+    return m->e;
+}
+const float *gpt2_logits(const gpt2_model *m)
+{
+    return m->logits;
+}
 
 void gpt2_batch_shape(const gpt2_model *m, int *B, int *T)
 {
@@ -348,7 +405,10 @@ void gpt2_batch_shape(const gpt2_model *m, int *B, int *T)
 
 /* ---------- forward ---------- */
 
-static float *W(gpt2_model *m, int l, int k) { return zc_engine_param(m->e, m->p_block[l * P_NBLOCK + k]); }
+static float *W(gpt2_model *m, int l, int k)
+{
+    return zc_engine_param(m->e, m->p_block[l * P_NBLOCK + k]);
+}
 
 /* A weight matrix for a product, as the two arguments the matmul layers take: in bf16 mode the
  * engine's stored bf16 bits (never widened to fp32), else the fp32 values. */
@@ -361,9 +421,15 @@ static const uint16_t *mat16(gpt2_model *m, int param)
     return m->gemm.type == ZC_GEMM_BF16 ? zc_engine_param_stored(m->e, param) : NULL;
 }
 #define MAT(m, param) mat32(m, param), mat16(m, param)
-#define BMAT(m, l, k) MAT(m, (m)->p_block[(l) * P_NBLOCK + (k)])
-static float *A(gpt2_model *m, int l, int k) { return m->act[l * A_NBLOCK + k]; }
-static float *block_input(gpt2_model *m, int l) { return l == 0 ? m->encoded : A(m, l - 1, A_RES3); }
+#define BMAT(m, l, k) MAT(m, (m)->p_block[(l)*P_NBLOCK + (k)])
+static float *A(gpt2_model *m, int l, int k)
+{
+    return m->act[l * A_NBLOCK + k];
+}
+static float *block_input(gpt2_model *m, int l)
+{
+    return l == 0 ? m->encoded : A(m, l - 1, A_RES3);
+}
 
 /* Block l's forward from its input; the unit must be acquired. */
 static void block_forward(gpt2_model *m, int l)
@@ -375,8 +441,8 @@ static void block_forward(gpt2_model *m, int l)
                            W(m, l, P_LN1W), W(m, l, P_LN1B), BT, C);
     gpt2_matmul_forward(A(m, l, A_QKV), A(m, l, A_LN1), BMAT(m, l, P_QKVW), W(m, l, P_QKVB), BT, C,
                         3 * C, &m->gemm);
-    gpt2_attention_forward(A(m, l, A_ATTY), A(m, l, A_PREATT), A(m, l, A_ATT), A(m, l, A_QKV),
-                           B, T, C, NH);
+    gpt2_attention_forward(A(m, l, A_ATTY), A(m, l, A_PREATT), A(m, l, A_ATT), A(m, l, A_QKV), B, T,
+                           C, NH);
     gpt2_matmul_forward(A(m, l, A_ATTPROJ), A(m, l, A_ATTY), BMAT(m, l, P_ATTPROJW),
                         W(m, l, P_ATTPROJB), BT, C, C, &m->gemm);
     gpt2_residual_forward(A(m, l, A_RES2), res, A(m, l, A_ATTPROJ), (size_t)BT * C);
@@ -394,8 +460,10 @@ static zc_status check_tokens(const gpt2_model *m, const int *tok, const char *w
 {
     for (size_t i = 0; i < (size_t)m->B * m->T; i++)
         if (tok[i] < 0 || tok[i] >= m->cfg.vocab_size)
-            return zc_err_set(err, ZC_EINVAL, "gpt2: %s token %d at position %zu is outside the "
-                              "vocabulary [0, %d)", what, tok[i], i, m->cfg.vocab_size);
+            return zc_err_set(err, ZC_EINVAL,
+                              "gpt2: %s token %d at position %zu is outside the "
+                              "vocabulary [0, %d)",
+                              what, tok[i], i, m->cfg.vocab_size);
     return ZC_OK;
 }
 
@@ -441,7 +509,7 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
 }
 
 zc_status gpt2_forward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
-                          zc_err *err)
+                       zc_err *err)
 {
     zc_status st = forward(m, inputs, targets, loss, err);
     return st ? st : zc_engine_end_pass(m->e, err); /* no backward follows */
@@ -449,7 +517,10 @@ zc_status gpt2_forward(gpt2_model *m, const int *inputs, const int *targets, dou
 
 /* ---------- backward ---------- */
 
-static float *G(gpt2_model *m, int l, int k) { return zc_engine_grad(m->e, m->p_block[l * P_NBLOCK + k]); }
+static float *G(gpt2_model *m, int l, int k)
+{
+    return zc_engine_grad(m->e, m->p_block[l * P_NBLOCK + k]);
+}
 
 /* Block l's backward: dres_out is ∂loss/∂(block output); accumulates ∂loss/∂(block input)
  * into dres_in (zeroed by the caller) and the block's parameter gradients into the engine. */
@@ -487,14 +558,14 @@ static zc_status block_backward(gpt2_model *m, int l, const float *dres_out, flo
     return ZC_OK;
 }
 
-zc_status gpt2_train_forward(gpt2_model *m, const int *inputs, const int *targets,
-                                double *loss, zc_err *err)
+zc_status gpt2_train_forward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
+                             zc_err *err)
 {
     return forward(m, inputs, targets, loss, err);
 }
 
-zc_status gpt2_forward_backward(gpt2_model *m, const int *inputs, const int *targets,
-                                   double *loss, zc_err *err)
+zc_status gpt2_forward_backward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
+                                zc_err *err)
 {
     zc_status st = forward(m, inputs, targets, loss, err);
     return st ? st : gpt2_backward(m, inputs, targets, err);
@@ -516,8 +587,8 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
     float *dwte = zc_engine_grad(m->e, m->p_wte), *dwpe = zc_engine_grad(m->e, m->p_wpe);
     if (!dwte || !dwpe)
         return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the embedding gradients");
-    gpt2_matmul_backward(m->dlnf, dwte, NULL, dlogits, m->lnf, MAT(m, m->p_wte),
-                         BT, C, Vp, &m->gemm);
+    gpt2_matmul_backward(m->dlnf, dwte, NULL, dlogits, m->lnf, MAT(m, m->p_wte), BT, C, Vp,
+                         &m->gemm);
     if ((st = zc_engine_release(m->e, m->u_emb, err)))
         return st;
     /* Final LayerNorm. */
@@ -558,10 +629,22 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
 static void llmc_place(const gpt2_model *m, int param, int *tensor, int *layer)
 {
     *layer = 0;
-    if (param == m->p_wte) { *tensor = 0; return; }
-    if (param == m->p_wpe) { *tensor = 1; return; }
-    if (param == m->p_lnfw) { *tensor = 14; return; }
-    if (param == m->p_lnfb) { *tensor = 15; return; }
+    if (param == m->p_wte) {
+        *tensor = 0;
+        return;
+    }
+    if (param == m->p_wpe) {
+        *tensor = 1;
+        return;
+    }
+    if (param == m->p_lnfw) {
+        *tensor = 14;
+        return;
+    }
+    if (param == m->p_lnfb) {
+        *tensor = 15;
+        return;
+    }
     for (int l = 0; l < m->cfg.num_layers; l++)
         for (int k = 0; k < P_NBLOCK; k++)
             if (m->p_block[l * P_NBLOCK + k] == param) {
@@ -582,9 +665,10 @@ zc_status gpt2_load_llmc(gpt2_model *m, const char *path, zc_err *err)
     if (h.max_seq_len != c->max_seq_len || h.vocab_size != c->vocab_size ||
         h.padded_vocab_size != c->padded_vocab_size || h.num_layers != c->num_layers ||
         h.num_heads != c->num_heads || h.channels != c->channels)
-        return zc_err_set(err, ZC_EINVAL, "%s: shape maxT=%d V=%d Vp=%d L=%d H=%d C=%d does not "
-                          "match the model's maxT=%d V=%d Vp=%d L=%d H=%d C=%d", path,
-                          h.max_seq_len, h.vocab_size, h.padded_vocab_size, h.num_layers,
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: shape maxT=%d V=%d Vp=%d L=%d H=%d C=%d does not "
+                          "match the model's maxT=%d V=%d Vp=%d L=%d H=%d C=%d",
+                          path, h.max_seq_len, h.vocab_size, h.padded_vocab_size, h.num_layers,
                           h.num_heads, h.channels, c->max_seq_len, c->vocab_size,
                           c->padded_vocab_size, c->num_layers, c->num_heads, c->channels);
     size_t chunk = 1 << 20;
@@ -598,13 +682,14 @@ zc_status gpt2_load_llmc(gpt2_model *m, const char *path, zc_err *err)
         zc_engine_param_owned(m->e, p, &first, &n);
         for (size_t done = 0; done < n && !st; done += chunk) {
             size_t k = n - done < chunk ? n - done : chunk;
-            st = llmc_ckpt_read(path, &h, tensor, (size_t)layer * numel + first + done, k, buf,
-                                err);
+            st =
+                llmc_ckpt_read(path, &h, tensor, (size_t)layer * numel + first + done, k, buf, err);
             for (size_t i = 0; i < k && !st; i++) /* a NaN would train on, unseen */
                 if (!isfinite(buf[i]))
-                    st = zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' holds %g at element %zu: "
-                                    "initial weights must be finite", path,
-                                    zc_engine_param_info(m->e, p)->name, (double)buf[i],
+                    st = zc_err_set(err, ZC_EINVAL,
+                                    "%s: tensor '%s' holds %g at element %zu: "
+                                    "initial weights must be finite",
+                                    path, zc_engine_param_info(m->e, p)->name, (double)buf[i],
                                     first + done + i);
             if (!st)
                 st = zc_engine_set_param_values(m->e, p, first + done, k, buf, err);
@@ -620,9 +705,13 @@ zc_status gpt2_save_llmc(gpt2_model *m, const char *path, zc_err *err)
      * does not stop the gathers, so no rank is left waiting in one. */
     const gpt2_config *c = &m->cfg;
     const bool writer = zc_engine_rank(m->e) == 0;
-    llmc_header h = {.version = 3, .max_seq_len = c->max_seq_len, .vocab_size = c->vocab_size,
-                     .padded_vocab_size = c->padded_vocab_size, .num_layers = c->num_layers,
-                     .num_heads = c->num_heads, .channels = c->channels};
+    llmc_header h = {.version = 3,
+                     .max_seq_len = c->max_seq_len,
+                     .vocab_size = c->vocab_size,
+                     .padded_vocab_size = c->padded_vocab_size,
+                     .num_layers = c->num_layers,
+                     .num_heads = c->num_heads,
+                     .channels = c->channels};
     llmc_ckpt_writer w;
     zc_status wst = writer ? llmc_ckpt_create(&w, path, &h, err) : ZC_OK;
     bool open = writer && !wst;

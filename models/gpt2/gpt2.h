@@ -41,7 +41,7 @@ _Static_assert(ZC_GPT2_MAX_LAYERS + 2 <= ZC_MAX_UNITS, "every block is a unit");
  * than ZC_MAX_NUMEL parameters, activations past 64 bits. gpt2_create checks it; estimates
  * call it first. */
 zc_status gpt2_check(const gpt2_config *cfg, int B, int T, bool activation_checkpointing,
-                        zc_gemm_type compute, zc_err *err);
+                     zc_gemm_type compute, zc_err *err);
 /* llm.c's padded vocabulary: vocab rounded up to a multiple of 128; 0 if that passes INT_MAX
  * (gpt2_check then refuses the shape). */
 int gpt2_pad_vocab(int vocab);
@@ -50,8 +50,8 @@ int gpt2_pad_vocab(int vocab);
  * with GPT-2's initialisation (N(0, 0.02); residual projections N(0, 0.02/√(2L)); LayerNorm
  * weights 1; biases 0) and allocates activations for micro-batches of B sequences of T tokens.
  * activation_checkpointing: keep only each block's input; recompute the block in backward. */
-zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_config *cfg,
-                         int B, int T, bool activation_checkpointing, zc_err *err);
+zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_config *cfg, int B,
+                      int T, bool activation_checkpointing, zc_err *err);
 void gpt2_destroy(gpt2_model *m);
 /* The elements of each unit gpt2_create registers (embeddings, h.0 … h.L−1, ln_f) into
  * numel[0 .. L+2); returns L + 2. For estimates of a model not built; cfg must pass
@@ -60,8 +60,8 @@ int gpt2_unit_numel(const gpt2_config *cfg, size_t *numel);
 /* Bytes of activations gpt2_create allocates for this shape (the ledger's "activations"):
  * with compute ZC_GEMM_BF16 (the engine stores bf16 parameters) they include the workspace of
  * the bf16 products. SIZE_MAX for a shape gpt2_check refuses. */
-size_t gpt2_activation_bytes(const gpt2_config *cfg, int B, int T,
-                                bool activation_checkpointing, zc_gemm_type compute);
+size_t gpt2_activation_bytes(const gpt2_config *cfg, int B, int T, bool activation_checkpointing,
+                             zc_gemm_type compute);
 const gpt2_config *gpt2_get_config(const gpt2_model *m);
 zc_engine *gpt2_engine(const gpt2_model *m); /* the engine it was created on */
 /* The (B, T) every forward works on. */
@@ -76,15 +76,15 @@ zc_status gpt2_save_llmc(gpt2_model *m, const char *path, zc_err *err);
 /* A forward-only pass (evaluation, sampling) over B × T tokens; targets and loss may be NULL.
  * After it, gpt2_logits is (B,T,Vp). Ends the engine pass (zc_engine_end_pass). */
 zc_status gpt2_forward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
-                          zc_err *err);
+                       zc_err *err);
 const float *gpt2_logits(const gpt2_model *m);
 /* The forward of a training micro-batch (the pass stays open for gpt2_backward), and the
  * backward of that forward (same inputs and targets). */
-zc_status gpt2_train_forward(gpt2_model *m, const int *inputs, const int *targets,
-                                double *loss, zc_err *err);
+zc_status gpt2_train_forward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
+                             zc_err *err);
 zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc_err *err);
 /* Both: forward and backward over the full (B,T) batch; mean cross-entropy into *loss. */
-zc_status gpt2_forward_backward(gpt2_model *m, const int *inputs, const int *targets,
-                                   double *loss, zc_err *err);
+zc_status gpt2_forward_backward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
+                                zc_err *err);
 
 #endif

@@ -32,10 +32,10 @@
 #include "zeroc/gemm.h"
 
 /* out[b,t,:] = wte[inp[b,t],:] + wpe[t,:]. */
-void gpt2_encoder_forward(float *restrict out,        // (B,T,C)
-                          const int *restrict inp,    // (B,T) token ids in [0, Vp)
-                          const float *restrict wte,  // (Vp,C)
-                          const float *restrict wpe,  // (maxT,C)
+void gpt2_encoder_forward(float *restrict out,       // (B,T,C)
+                          const int *restrict inp,   // (B,T) token ids in [0, Vp)
+                          const float *restrict wte, // (Vp,C)
+                          const float *restrict wpe, // (maxT,C)
                           int B, int T, int C);
 /* Scatter-add of dout into the rows of dwte named by inp, and into dwpe (position order). */
 void gpt2_encoder_backward(float *restrict dwte,       // (Vp,C) accumulated
@@ -139,7 +139,7 @@ void gpt2_softmax_crossentropy_forward(float *restrict losses,       // (BT)
                                        int BT, int V, int Vp);
 /* dlogits = (probs − onehot(target))·dlosses, 0 in [V, Vp). OVERWRITES dlogits. For a mean
  * loss pass dlosses = 1/BT each. */
-void gpt2_softmax_crossentropy_backward(float *restrict dlogits,      // (BT,Vp) overwritten
+void gpt2_softmax_crossentropy_backward(float *restrict dlogits,       // (BT,Vp) overwritten
                                         const float *restrict dlosses, // (BT)
                                         const float *restrict probs,   // (BT,Vp)
                                         const int *restrict targets,   // (BT)

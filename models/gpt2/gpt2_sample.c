@@ -10,8 +10,7 @@
 #include "zeroc/rng.h"
 
 /* Draws from softmax(logits[0..V) / temperature), restricted to the top_k largest. */
-static int draw(const float *logits, int V, const gpt2_sampling *s, uint64_t index,
-                double *scratch)
+static int draw(const float *logits, int V, const gpt2_sampling *s, uint64_t index, double *scratch)
 {
     double maxv = -INFINITY;
     for (int i = 0; i < V; i++)
@@ -51,13 +50,14 @@ static int draw(const float *logits, int V, const gpt2_sampling *s, uint64_t ind
 }
 
 zc_status gpt2_generate(gpt2_model *m, const int *prompt, int nprompt, int length,
-                           const gpt2_sampling *s, int *out, zc_err *err)
+                        const gpt2_sampling *s, int *out, zc_err *err)
 {
     const gpt2_config *c = gpt2_get_config(m);
     int B, T;
     gpt2_batch_shape(m, &B, &T);
     if (nprompt < 1 || length < 0 || !(s->temperature > 0.0f) || s->top_k < 0)
-        return zc_err_set(err, ZC_EINVAL, "sample: need a prompt of >= 1 token, length >= 0, "
+        return zc_err_set(err, ZC_EINVAL,
+                          "sample: need a prompt of >= 1 token, length >= 0, "
                           "temperature > 0 and top-k >= 0");
     int total = nprompt + length;
     int *seq = malloc((size_t)total * sizeof(int)), *batch = calloc((size_t)B * T, sizeof(int));
@@ -67,8 +67,10 @@ zc_status gpt2_generate(gpt2_model *m, const int *prompt, int nprompt, int lengt
         st = zc_err_set(err, ZC_ENOMEM, "sample: out of memory");
     for (int i = 0; i < nprompt && !st; i++)
         if (prompt[i] < 0 || prompt[i] >= c->vocab_size)
-            st = zc_err_set(err, ZC_EINVAL, "sample: prompt token %d at %d is outside the "
-                            "vocabulary [0, %d)", prompt[i], i, c->vocab_size);
+            st = zc_err_set(err, ZC_EINVAL,
+                            "sample: prompt token %d at %d is outside the "
+                            "vocabulary [0, %d)",
+                            prompt[i], i, c->vocab_size);
     if (!st)
         memcpy(seq, prompt, (size_t)nprompt * sizeof(int));
     for (int t = nprompt; t < total && !st; t++) {

@@ -17,6 +17,6 @@ typedef struct {
 /* Generates `length` tokens after the `nprompt` prompt tokens (nprompt ≥ 1) into out[0..length).
  * The context is the last T tokens (the model's sequence length). */
 zc_status gpt2_generate(gpt2_model *m, const int *prompt, int nprompt, int length,
-                           const gpt2_sampling *s, int *out, zc_err *err);
+                        const gpt2_sampling *s, int *out, zc_err *err);
 
 #endif

@@ -23,16 +23,16 @@ enum { PATH_CAP = 4096, NAME_CAP = 160 };
 static const struct {
     const char *zc, *hf;
     bool t;
-} BLOCK[] = {{"ln1w", "ln_1.weight", false},       {"ln1b", "ln_1.bias", false},
-             {"qkvw", "attn.c_attn.weight", true},  {"qkvb", "attn.c_attn.bias", false},
+} BLOCK[] = {{"ln1w", "ln_1.weight", false},           {"ln1b", "ln_1.bias", false},
+             {"qkvw", "attn.c_attn.weight", true},     {"qkvb", "attn.c_attn.bias", false},
              {"attprojw", "attn.c_proj.weight", true}, {"attprojb", "attn.c_proj.bias", false},
-             {"ln2w", "ln_2.weight", false},       {"ln2b", "ln_2.bias", false},
-             {"fcw", "mlp.c_fc.weight", true},      {"fcb", "mlp.c_fc.bias", false},
-             {"fcprojw", "mlp.c_proj.weight", true}, {"fcprojb", "mlp.c_proj.bias", false}};
+             {"ln2w", "ln_2.weight", false},           {"ln2b", "ln_2.bias", false},
+             {"fcw", "mlp.c_fc.weight", true},         {"fcb", "mlp.c_fc.bias", false},
+             {"fcprojw", "mlp.c_proj.weight", true},   {"fcprojb", "mlp.c_proj.bias", false}};
 static const struct {
     const char *zc, *hf;
-} TOP[] = {{"wte", "wte.weight"}, {"wpe", "wpe.weight"}, {"lnfw", "ln_f.weight"},
-           {"lnfb", "ln_f.bias"}};
+} TOP[] = {
+    {"wte", "wte.weight"}, {"wpe", "wpe.weight"}, {"lnfw", "ln_f.weight"}, {"lnfb", "ln_f.bias"}};
 
 /* The transformers name (without prefix) of zeroc's parameter `name`; false if it has none. */
 static bool hf_name(const char *name, char *out, size_t cap, bool *transposed)
@@ -126,8 +126,10 @@ static zc_status st_open(st_file *f, const char *path, zc_err *err)
         hlen |= (uint64_t)le[i] << (8 * i);
     f->size = (uint64_t)sb.st_size;
     if (!st && (hlen < 2 || hlen > (100u << 20) || 8 + hlen > f->size))
-        st = zc_err_set(err, ZC_EINVAL, "%s: header length %llu does not fit the file (not a "
-                        "safetensors file, or truncated)", path, (unsigned long long)hlen);
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: header length %llu does not fit the file (not a "
+                        "safetensors file, or truncated)",
+                        path, (unsigned long long)hlen);
     char *text = st ? NULL : malloc(hlen + 1);
     if (!st && !text)
         st = zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", path);
@@ -169,14 +171,18 @@ static zc_status st_tensor_get(const st_file *f, const char *name, st_tensor *t,
 {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(f->h, name);
     if (!o)
-        return zc_err_set(err, ZC_EINVAL, "%s: no tensor '%s' (a GPT-2 in transformers' layout "
-                          "has it)", f->path, name);
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: no tensor '%s' (a GPT-2 in transformers' layout "
+                          "has it)",
+                          f->path, name);
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(o, "dtype");
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(o, "shape");
     const cJSON *offs = cJSON_GetObjectItemCaseSensitive(o, "data_offsets");
     const char *d = cJSON_IsString(dt) ? dt->valuestring : "?";
-    t->dt = !strcmp(d, "F32") ? ZC_FP32 : !strcmp(d, "BF16") ? ZC_BF16 : !strcmp(d, "F16")
-                                                                            ? ZC_FP16 : ZC_NDTYPES;
+    t->dt = !strcmp(d, "F32")    ? ZC_FP32
+            : !strcmp(d, "BF16") ? ZC_BF16
+            : !strcmp(d, "F16")  ? ZC_FP16
+                                 : ZC_NDTYPES;
     if (t->dt == ZC_NDTYPES)
         return zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' is %s, expected F32, BF16 or F16",
                           f->path, name, d);
@@ -189,13 +195,17 @@ static zc_status st_tensor_get(const st_file *f, const char *name, st_tensor *t,
         numel *= ok ? dim : 1;
     }
     if (!ok)
-        return zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' has no valid shape of 1 or 2 "
-                          "dimensions", f->path, name);
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: tensor '%s' has no valid shape of 1 or 2 "
+                          "dimensions",
+                          f->path, name);
     if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 ||
         !json_u64(cJSON_GetArrayItem(offs, 0), &b) || !json_u64(cJSON_GetArrayItem(offs, 1), &e) ||
         e < b || e - b != numel * (uint64_t)zc_dtype_size(t->dt) || f->data0 + e > f->size)
-        return zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' has data_offsets that do not fit its "
-                          "shape or the file (truncated?)", f->path, name);
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: tensor '%s' has data_offsets that do not fit its "
+                          "shape or the file (truncated?)",
+                          f->path, name);
     t->off = b;
     return ZC_OK;
 }
@@ -253,8 +263,10 @@ static zc_status read_json(const char *path, cJSON **out, zc_err *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return zc_err_set(err, ZC_EIO, "cannot open %s: %m (a Hugging Face GPT-2 needs its "
-                          "config.json beside model.safetensors)", path);
+        return zc_err_set(err, ZC_EIO,
+                          "cannot open %s: %m (a Hugging Face GPT-2 needs its "
+                          "config.json beside model.safetensors)",
+                          path);
     char *text = malloc((1 << 20) + 1);
     size_t n = text ? fread(text, 1, 1 << 20, f) : 0;
     bool more = text && fgetc(f) != EOF;
@@ -294,20 +306,26 @@ static zc_status config_same_model(const cJSON *c, const char *path, int C, zc_e
         !(cJSON_IsString(v) && !strcmp(v->valuestring, "gpt2")))
         return zc_err_set(err, ZC_EINVAL, "%s: model_type must be \"gpt2\"", path);
     if ((v = cJSON_GetObjectItemCaseSensitive(c, "activation_function")) &&
-        !(cJSON_IsString(v) && (!strcmp(v->valuestring, "gelu_new") ||
-                                !strcmp(v->valuestring, "gelu_pytorch_tanh"))))
-        return zc_err_set(err, ZC_EINVAL, "%s: activation_function %s%s%s: zeroc's GPT-2 uses "
-                          "GPT-2's tanh GELU (gelu_new)", path, cJSON_IsString(v) ? "\"" : "",
+        !(cJSON_IsString(v) &&
+          (!strcmp(v->valuestring, "gelu_new") || !strcmp(v->valuestring, "gelu_pytorch_tanh"))))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: activation_function %s%s%s: zeroc's GPT-2 uses "
+                          "GPT-2's tanh GELU (gelu_new)",
+                          path, cJSON_IsString(v) ? "\"" : "",
                           cJSON_IsString(v) ? v->valuestring : "(not a string)",
                           cJSON_IsString(v) ? "\"" : "");
     if ((v = cJSON_GetObjectItemCaseSensitive(c, "layer_norm_epsilon")) &&
         !(cJSON_IsNumber(v) && fabs(v->valuedouble - 1e-5) <= 1e-12))
-        return zc_err_set(err, ZC_EINVAL, "%s: layer_norm_epsilon must be 1e-05 (zeroc's "
-                          "LayerNorm)", path);
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: layer_norm_epsilon must be 1e-05 (zeroc's "
+                          "LayerNorm)",
+                          path);
     if ((v = cJSON_GetObjectItemCaseSensitive(c, "n_inner")) && !cJSON_IsNull(v) &&
         !(cJSON_IsNumber(v) && v->valuedouble == 4.0 * C))
-        return zc_err_set(err, ZC_EINVAL, "%s: n_inner must be null or 4 × n_embd = %d (zeroc's "
-                          "MLP)", path, 4 * C);
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: n_inner must be null or 4 × n_embd = %d (zeroc's "
+                          "MLP)",
+                          path, 4 * C);
     static const struct {
         const char *key;
         bool want;
@@ -345,9 +363,12 @@ zc_status hf_read_config(const char *path, gpt2_config *cfg, zc_err *err)
         st = config_same_model(c, p.cfg, C, err);
     cJSON_Delete(c);
     if (!st)
-        *cfg = (gpt2_config){.max_seq_len = T, .vocab_size = V,
-                             .padded_vocab_size = gpt2_pad_vocab(V), .num_layers = L,
-                             .num_heads = H, .channels = C};
+        *cfg = (gpt2_config){.max_seq_len = T,
+                             .vocab_size = V,
+                             .padded_vocab_size = gpt2_pad_vocab(V),
+                             .num_layers = L,
+                             .num_heads = H,
+                             .channels = C};
     return st;
 }
 
@@ -371,12 +392,13 @@ static zc_status check_names(const st_file *f, zc_engine *e, zc_err *err)
         bool found = false, tr;
         char hf[NAME_CAP];
         for (int p = 0; known && !found && p < zc_engine_num_params(e); p++)
-            found = hf_name(zc_engine_param_info(e, p)->name, hf, sizeof hf, &tr) &&
-                    !strcmp(hf, bare);
+            found =
+                hf_name(zc_engine_param_info(e, p)->name, hf, sizeof hf, &tr) && !strcmp(hf, bare);
         if (!found)
-            return zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' is not part of this GPT-2 (%d "
-                              "blocks; transformers' GPT2LMHeadModel names)", f->path, name,
-                              (zc_engine_num_params(e) - 4) / 12);
+            return zc_err_set(err, ZC_EINVAL,
+                              "%s: tensor '%s' is not part of this GPT-2 (%d "
+                              "blocks; transformers' GPT2LMHeadModel names)",
+                              f->path, name, (zc_engine_num_params(e) - 4) / 12);
     }
     return ZC_OK;
 }
@@ -393,8 +415,10 @@ static zc_status check_tied(const st_file *f, zc_err *err)
     if (!st)
         st = st_tensor_get(f, wte, &b, err);
     if (!st && (a.ndim != b.ndim || a.shape[0] != b.shape[0] || a.shape[1] != b.shape[1]))
-        return zc_err_set(err, ZC_EINVAL, "%s: lm_head.weight's shape differs from %s's: "
-                          "zeroc's GPT-2 ties them", f->path, wte);
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: lm_head.weight's shape differs from %s's: "
+                          "zeroc's GPT-2 ties them",
+                          f->path, wte);
     enum { CHUNK = 1 << 18 };
     size_t n = st ? 0 : (size_t)a.shape[0] * (size_t)a.shape[1];
     float *x = st ? NULL : malloc(2 * CHUNK * sizeof(float));
@@ -405,8 +429,10 @@ static zc_status check_tied(const st_file *f, zc_err *err)
         if (!(st = st_read(f, "lm_head.weight", &a, at, k, x, err)) &&
             !(st = st_read(f, wte, &b, at, k, x + CHUNK, err)) &&
             memcmp(x, x + CHUNK, k * sizeof(float)))
-            st = zc_err_set(err, ZC_EINVAL, "%s: lm_head.weight differs from %s: zeroc's GPT-2 "
-                            "ties the output layer to the token embedding", f->path, wte);
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: lm_head.weight differs from %s: zeroc's GPT-2 "
+                            "ties the output layer to the token embedding",
+                            f->path, wte);
     }
     free(x);
     return st;
@@ -425,10 +451,12 @@ static zc_status load_param(const st_file *f, zc_engine *e, int p, int vocab, zc
     int64_t want[2];
     hf_shape(pi, tr, vocab, want);
     zc_status st = st_tensor_get(f, name, &t, err);
-    if (!st && (t.ndim != pi->ndim || t.shape[0] != want[0] || (pi->ndim > 1 && t.shape[1] != want[1])))
-        return zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' has shape [%lld%s%lld], expected "
-                          "[%lld%s%lld] (from config.json)", f->path, name,
-                          (long long)t.shape[0], t.ndim > 1 ? ", " : "",
+    if (!st &&
+        (t.ndim != pi->ndim || t.shape[0] != want[0] || (pi->ndim > 1 && t.shape[1] != want[1])))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: tensor '%s' has shape [%lld%s%lld], expected "
+                          "[%lld%s%lld] (from config.json)",
+                          f->path, name, (long long)t.shape[0], t.ndim > 1 ? ", " : "",
                           t.ndim > 1 ? (long long)t.shape[1] : 0LL, (long long)want[0],
                           pi->ndim > 1 ? ", " : "", pi->ndim > 1 ? (long long)want[1] : 0LL);
     if (st)
@@ -456,8 +484,10 @@ static zc_status load_param(const st_file *f, zc_engine *e, int p, int vocab, zc
     }
     for (size_t k = 0; !st && k < n; k++) /* a NaN would train on, unseen */
         if (!isfinite(buf[k]))
-            st = zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' holds %g: initial weights must be "
-                            "finite", f->path, name, (double)buf[k]);
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: tensor '%s' holds %g: initial weights must be "
+                            "finite",
+                            f->path, name, (double)buf[k]);
     if (!st)
         st = zc_engine_set_param_values(e, p, first, n, buf, err);
     free(whole);
@@ -594,12 +624,13 @@ zc_status hf_export_checkpoint(const char *ckdir, const char *outdir, zc_err *er
         return st;
     int64_t v[6];
     static const char *const keys[6] = {"max_seq_len", "vocab_size", "padded_vocab_size",
-                                        "num_layers", "num_heads", "channels"};
+                                        "num_layers",  "num_heads",  "channels"};
     for (int i = 0; i < 6 && !st; i++)
         if (zc_ckpt_reader_client_int(r, keys[i], &v[i]) || v[i] < 1 || v[i] > INT_MAX)
-            st = zc_err_set(err, ZC_EINVAL, "%s: not a GPT-2 checkpoint of zeroc train (the "
-                            "manifest's client has no %s from 1 to %d)", ckdir, keys[i],
-                            INT_MAX);
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: not a GPT-2 checkpoint of zeroc train (the "
+                            "manifest's client has no %s from 1 to %d)",
+                            ckdir, keys[i], INT_MAX);
     if (!st && mkdir(outdir, 0755) && errno != EEXIST)
         st = zc_err_set(err, ZC_EIO, "cannot create %s: %m", outdir);
     char path[PATH_CAP];

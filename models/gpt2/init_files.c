@@ -17,9 +17,12 @@ zc_status gpt2_init_shape(const char *path, gpt2_config *cfg, zc_err *err)
     llmc_header h;
     zc_status st = llmc_ckpt_read_header(path, &h, err);
     if (!st)
-        *cfg = (gpt2_config){.max_seq_len = h.max_seq_len, .vocab_size = h.vocab_size,
-                             .padded_vocab_size = h.padded_vocab_size, .num_layers = h.num_layers,
-                             .num_heads = h.num_heads, .channels = h.channels};
+        *cfg = (gpt2_config){.max_seq_len = h.max_seq_len,
+                             .vocab_size = h.vocab_size,
+                             .padded_vocab_size = h.padded_vocab_size,
+                             .num_layers = h.num_layers,
+                             .num_heads = h.num_heads,
+                             .channels = h.channels};
     return st;
 }
 

@@ -23,7 +23,7 @@ _Static_assert(sizeof(float) == 4 && sizeof(int32_t) == 4, "fp32 and int32 must 
 #define CHUNK 8192 /* elements per bounce-buffer round (bf16 and token reads) */
 
 static const char *const tensor_names[LLMC_NTENSORS] = {
-    "wte",  "wpe",  "ln1w", "ln1b", "qkvw", "qkvb",    "attprojw", "attprojb",
+    "wte",  "wpe",  "ln1w", "ln1b", "qkvw",    "qkvb",    "attprojw", "attprojb",
     "ln2w", "ln2b", "fcw",  "fcb",  "fcprojw", "fcprojb", "lnfw",     "lnfb"};
 
 const char *llmc_tensor_name(int i)
@@ -52,8 +52,8 @@ static bool compute_sizes(const llmc_header *h, uint64_t sz[LLMC_NTENSORS], uint
         !mul_ok(LCC, 4, &LCC4) || !mul_ok(Vp, C, &VpC) || !mul_ok(T, C, &TC))
         return false;
     /* LC·3 and LC·4 cannot overflow: they are at most LCC·3 and LCC·4 (C ≥ 1) */
-    const uint64_t s[LLMC_NTENSORS] = {VpC, TC, LC, LC, LCC3, LC * 3, LCC, LC,
-                                       LC,  LC, LCC4, LC * 4, LCC4, LC, C, C};
+    const uint64_t s[LLMC_NTENSORS] = {VpC, TC, LC,   LC,     LCC3, LC * 3, LCC, LC,
+                                       LC,  LC, LCC4, LC * 4, LCC4, LC,     C,   C};
     memcpy(sz, s, sizeof s);
     uint64_t sum = 0;
     for (int i = 0; i < LLMC_NTENSORS; i++) {
@@ -75,8 +75,7 @@ static void shape_str(const llmc_header *h, char *buf, size_t cap)
 }
 
 /* Checks the model shape; `path` names the file in messages. */
-static zc_status check_shape(const char *path, const llmc_header *h, uint64_t *total,
-                             zc_err *err)
+static zc_status check_shape(const char *path, const llmc_header *h, uint64_t *total, zc_err *err)
 {
     const struct {
         const char *name;
@@ -93,9 +92,8 @@ static zc_status check_shape(const char *path, const llmc_header *h, uint64_t *t
                           "%s: bad header: channels %d is not a multiple of num_heads %d", path,
                           h->channels, h->num_heads);
     if (h->padded_vocab_size < h->vocab_size)
-        return zc_err_set(err, ZC_EINVAL,
-                          "%s: bad header: padded_vocab_size %d < vocab_size %d", path,
-                          h->padded_vocab_size, h->vocab_size);
+        return zc_err_set(err, ZC_EINVAL, "%s: bad header: padded_vocab_size %d < vocab_size %d",
+                          path, h->padded_vocab_size, h->vocab_size);
     uint64_t sz[LLMC_NTENSORS];
     if (!compute_sizes(h, sz, total)) {
         char s[160];
@@ -214,8 +212,8 @@ zc_status llmc_ckpt_read_header(const char *path, llmc_header *h, zc_err *err)
                           hdr[0] == LLMC_TOKENS_MAGIC ? "; it is an llm.c token file" : "");
     if (size < LLMC_HEADER_BYTES)
         return zc_err_set(err, ZC_EINVAL,
-                          "%s: truncated: %lld bytes, shorter than the %d-byte llm.c header",
-                          path, (long long)size, LLMC_HEADER_BYTES);
+                          "%s: truncated: %lld bytes, shorter than the %d-byte llm.c header", path,
+                          (long long)size, LLMC_HEADER_BYTES);
     if (hdr[1] != LLMC_CKPT_FP32 && hdr[1] != LLMC_CKPT_BF16)
         return zc_err_set(err, ZC_EINVAL,
                           "%s: unsupported version %d (expected 3 = fp32 or 5 = bf16%s)", path,
@@ -242,8 +240,8 @@ zc_status llmc_ckpt_read_header(const char *path, llmc_header *h, zc_err *err)
         shape_str(&x, s, sizeof s);
         if ((uint64_t)size < expected)
             return zc_err_set(err, ZC_EINVAL,
-                              "%s: truncated: %lld bytes, expected %llu for version %d (%s)",
-                              path, (long long)size, (unsigned long long)expected, x.version, s);
+                              "%s: truncated: %lld bytes, expected %llu for version %d (%s)", path,
+                              (long long)size, (unsigned long long)expected, x.version, s);
         return zc_err_set(err, ZC_EINVAL,
                           "%s: %lld bytes, expected %llu for version %d (%s): %llu bytes of "
                           "trailing data after the last tensor",
@@ -254,8 +252,8 @@ zc_status llmc_ckpt_read_header(const char *path, llmc_header *h, zc_err *err)
     return ZC_OK;
 }
 
-zc_status llmc_ckpt_read(const char *path, const llmc_header *h, int tensor, size_t first,
-                         size_t n, float *dst, zc_err *err)
+zc_status llmc_ckpt_read(const char *path, const llmc_header *h, int tensor, size_t first, size_t n,
+                         float *dst, zc_err *err)
 {
     ZC_ASSERT(path && h && (dst || n == 0));
     ZC_ASSERT(h->version == LLMC_CKPT_FP32 || h->version == LLMC_CKPT_BF16);
@@ -290,8 +288,7 @@ zc_status llmc_ckpt_read(const char *path, const llmc_header *h, int tensor, siz
     return st;
 }
 
-zc_status llmc_ckpt_create(llmc_ckpt_writer *w, const char *path, const llmc_header *h,
-                           zc_err *err)
+zc_status llmc_ckpt_create(llmc_ckpt_writer *w, const char *path, const llmc_header *h, zc_err *err)
 {
     ZC_ASSERT(w && path && h);
     memset(w, 0, sizeof *w);
@@ -324,8 +321,8 @@ zc_status llmc_ckpt_create(llmc_ckpt_writer *w, const char *path, const llmc_hea
     return st;
 }
 
-zc_status llmc_ckpt_write(llmc_ckpt_writer *w, int tensor, size_t first, size_t n,
-                          const float *src, zc_err *err)
+zc_status llmc_ckpt_write(llmc_ckpt_writer *w, int tensor, size_t first, size_t n, const float *src,
+                          zc_err *err)
 {
     ZC_ASSERT(w && w->out && (src || n == 0));
     ZC_ASSERT(tensor >= 0 && tensor < LLMC_NTENSORS);
@@ -383,9 +380,8 @@ zc_status llmc_tokens_open(const char *path, llmc_tokens *t, zc_err *err)
     if (st)
         return st;
     if (size >= 4 && hdr[0] != LLMC_TOKENS_MAGIC)
-        st = zc_err_set(err, ZC_EINVAL,
-                        "%s: bad magic %d (expected %d: not an llm.c token file%s)", path, hdr[0],
-                        LLMC_TOKENS_MAGIC,
+        st = zc_err_set(err, ZC_EINVAL, "%s: bad magic %d (expected %d: not an llm.c token file%s)",
+                        path, hdr[0], LLMC_TOKENS_MAGIC,
                         hdr[0] == LLMC_CKPT_MAGIC ? "; it is an llm.c GPT-2 checkpoint" : "");
     else if (size < LLMC_HEADER_BYTES)
         st = zc_err_set(err, ZC_EINVAL,
@@ -396,9 +392,9 @@ zc_status llmc_tokens_open(const char *path, llmc_tokens *t, zc_err *err)
                         "%s: unsupported version %d (expected 1 = uint16 GPT-2 tokens)", path,
                         hdr[1]);
     else if (hdr[2] <= 0)
-        st = zc_err_set(err, ZC_EINVAL,
-                        "%s: header claims %d tokens (a token file holds at least 1)", path,
-                        hdr[2]);
+        st =
+            zc_err_set(err, ZC_EINVAL,
+                       "%s: header claims %d tokens (a token file holds at least 1)", path, hdr[2]);
     if (st) {
         close(fd);
         return st;
@@ -467,8 +463,8 @@ zc_status llmc_tokens_write(const char *path, const uint16_t *tok, size_t n, zc_
 {
     ZC_ASSERT(path && (tok || n == 0));
     if (n < 1 || n > INT32_MAX)
-        return zc_err_set(err, ZC_EINVAL,
-                          "%s: a token file holds 1 to %d tokens, not %zu", path, INT32_MAX, n);
+        return zc_err_set(err, ZC_EINVAL, "%s: a token file holds 1 to %d tokens, not %zu", path,
+                          INT32_MAX, n);
     zc_durable *f;
     zc_status st = zc_durable_open(&f, path, err);
     if (st)

@@ -99,13 +99,13 @@ size_t llmc_num_params(const llmc_header *h);
  * pread: only those bytes are read. h is the file's header from llmc_ckpt_read_header. A tensor
  * index or range outside the tensor is a programmer error (ZC_ASSERT); a file shorter than h
  * says is ZC_EIO. */
-zc_status llmc_ckpt_read(const char *path, const llmc_header *h, int tensor, size_t first,
-                         size_t n, float *dst, zc_err *err);
+zc_status llmc_ckpt_read(const char *path, const llmc_header *h, int tensor, size_t first, size_t n,
+                         float *dst, zc_err *err);
 
 /* --- checkpoints: writing (version 3, fp32) --- */
 
 typedef struct {
-    zc_durable *out;               /* the temporary file, renamed to path by finish */
+    zc_durable *out; /* the temporary file, renamed to path by finish */
     llmc_header h;
     size_t written[LLMC_NTENSORS]; /* elements written so far, per tensor */
     char path[4096];               /* the final name */
@@ -117,8 +117,8 @@ zc_status llmc_ckpt_create(llmc_ckpt_writer *w, const char *path, const llmc_hea
                            zc_err *err);
 /* Writes src[0..n) as elements [first, first + n) of tensor `tensor` (pwrite at its offset; any
  * order, any pieces). Range outside the tensor: ZC_ASSERT. */
-zc_status llmc_ckpt_write(llmc_ckpt_writer *w, int tensor, size_t first, size_t n,
-                          const float *src, zc_err *err);
+zc_status llmc_ckpt_write(llmc_ckpt_writer *w, int tensor, size_t first, size_t n, const float *src,
+                          zc_err *err);
 /* Checks that every tensor was written in full (each element once), fsyncs, closes and renames
  * the temporary file to path (then fsyncs the directory). On any error the temporary file is
  * removed and an existing file at path is left untouched. The writer is finished either way. */

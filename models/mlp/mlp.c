@@ -18,14 +18,17 @@ struct mlp_model {
     mlp_config cfg;
     zc_engine *e;
     zc_mem *mem;
-    int *w, *b;       /* parameter ids per layer */
-    float *act;       /* (layers + 1) × batch × hidden: act[l] is layer l's input, act[L] output */
-    float *d, *dz;    /* batch × hidden each: gradient w.r.t. a layer's output / pre-activation */
-    void *ws;         /* the bf16 products' workspace (after the activations), or NULL */
+    int *w, *b;    /* parameter ids per layer */
+    float *act;    /* (layers + 1) × batch × hidden: act[l] is layer l's input, act[L] output */
+    float *d, *dz; /* batch × hidden each: gradient w.r.t. a layer's output / pre-activation */
+    void *ws;      /* the bf16 products' workspace (after the activations), or NULL */
     size_t act_bytes, ws_bytes;
 };
 
-static size_t bh(const mlp_model *m) { return (size_t)m->cfg.batch * (size_t)m->cfg.hidden; }
+static size_t bh(const mlp_model *m)
+{
+    return (size_t)m->cfg.batch * (size_t)m->cfg.hidden;
+}
 
 /* The activation bytes, counted without wrapping (INT64_MAX and *ovf if they do not fit):
  * (layers + 1) layer inputs/outputs plus the two gradient buffers, batch × hidden floats each;
@@ -43,7 +46,8 @@ static int64_t activation_bytes(const mlp_config *cfg, bool *ovf)
 zc_status mlp_check(const mlp_config *cfg, zc_err *err)
 {
     if (cfg->hidden < 1 || cfg->layers < 1 || cfg->batch < 1)
-        return zc_err_set(err, ZC_EINVAL, "mlp: hidden, layers and batch must be >= 1 (got %d, %d, %d)",
+        return zc_err_set(err, ZC_EINVAL,
+                          "mlp: hidden, layers and batch must be >= 1 (got %d, %d, %d)",
                           cfg->hidden, cfg->layers, cfg->batch);
     if (cfg->layers > ZC_MLP_MAX_LAYERS)
         return zc_err_set(err, ZC_EINVAL, "mlp: --layers %d: at most %d layers", cfg->layers,
@@ -67,8 +71,7 @@ zc_status mlp_check(const mlp_config *cfg, zc_err *err)
     return ZC_OK;
 }
 
-zc_status mlp_create(mlp_model **out, zc_engine *e, zc_mem *mem, const mlp_config *cfg,
-                        zc_err *err)
+zc_status mlp_create(mlp_model **out, zc_engine *e, zc_mem *mem, const mlp_config *cfg, zc_err *err)
 {
     /* the products run in bf16 when the engine stores bf16 parameters */
     mlp_config checked = *cfg;
@@ -128,8 +131,8 @@ size_t mlp_activation_bytes(const mlp_config *cfg)
 static void product(const mlp_model *m, bool ta, bool tb, int M, int N, int K, const float *A,
                     const float *B, float beta, float *C)
 {
-    zc_gemm(m->cfg.compute, ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, beta, C, N,
-            m->ws, m->ws_bytes);
+    zc_gemm(m->cfg.compute, ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, beta, C, N, m->ws,
+            m->ws_bytes);
 }
 
 void mlp_destroy(mlp_model *m)
@@ -143,7 +146,7 @@ void mlp_destroy(mlp_model *m)
 }
 
 void mlp_batch(const mlp_model *m, uint64_t seed, int64_t step, int64_t first_sample, float *x,
-                  float *y)
+               float *y)
 {
     const size_t H = (size_t)m->cfg.hidden;
     const uint64_t stream = 0x4d4c500000000000ULL + 2 * (uint64_t)step; /* "MLP", step, x|y */
@@ -235,7 +238,7 @@ zc_status mlp_backward(mlp_model *m, const float *y, zc_err *err)
 }
 
 zc_status mlp_forward_backward(mlp_model *m, const float *x, const float *y, double *loss,
-                                  zc_err *err)
+                               zc_err *err)
 {
     zc_status st = mlp_forward(m, x, y, loss, err);
     return st ? st : mlp_backward(m, y, err);

@@ -45,7 +45,7 @@ zc_status mlp_check(const mlp_config *cfg, zc_err *err);
 
 /* Registers the model's units with the (not yet finalized) engine and allocates activations. */
 zc_status mlp_create(mlp_model **out, zc_engine *e, zc_mem *mem, const mlp_config *cfg,
-                        zc_err *err);
+                     zc_err *err);
 void mlp_destroy(mlp_model *m);
 /* The elements of each unit mlp_create registers (fc0 … fc<layers−1>: weight + bias) into
  * numel[0 .. layers); returns layers. */
@@ -57,7 +57,7 @@ size_t mlp_activation_bytes(const mlp_config *cfg);
 /* Fills x and y (batch × hidden each) with samples first_sample … first_sample+batch−1 of
  * optimizer step `step`. */
 void mlp_batch(const mlp_model *m, uint64_t seed, int64_t step, int64_t first_sample, float *x,
-                  float *y);
+               float *y);
 
 /* Forward: keeps the activations for the backward; *loss = this micro-batch's mean squared
  * error. Alone (no backward after it) it is an evaluation. */
@@ -67,6 +67,6 @@ zc_status mlp_forward(mlp_model *m, const float *x, const float *y, double *loss
 zc_status mlp_backward(mlp_model *m, const float *y, zc_err *err);
 /* Both. */
 zc_status mlp_forward_backward(mlp_model *m, const float *x, const float *y, double *loss,
-                                  zc_err *err);
+                               zc_err *err);
 
 #endif

@@ -82,7 +82,10 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
     return remove(p);
 }
 
-static void rm_rf(const char *path) { nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static void rm_rf(const char *path)
+{
+    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 /* Writes text to path durably (zeroc/durable.h); -1 on failure (errno set). */
 static int write_file_atomic(const char *path, const char *text)
@@ -480,8 +483,10 @@ static zc_status check_file(const char *ckdir, const zc_manifest *m, int r, zc_e
     if (stat(path, &sb))
         return zc_err_set(err, ZC_EIO, "%s: missing shard: %m", path);
     if ((size_t)sb.st_size != want)
-        return zc_err_set(err, ZC_EINVAL, "%s: %lld bytes, but the manifest's layout needs %zu "
-                          "(a truncated or foreign shard)", path, (long long)sb.st_size, want);
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: %lld bytes, but the manifest's layout needs %zu "
+                          "(a truncated or foreign shard)",
+                          path, (long long)sb.st_size, want);
     uint32_t c = 0;
     zc_status st = file_crc(path, want, &c, err);
     if (st)
@@ -525,8 +530,10 @@ zc_status zc_ckpt_resolve(const char *path, char *out, size_t outlen, zc_err *er
     pathf(probe, sizeof probe, "%s/latest", path);
     char *name = read_text(probe, 256);
     if (!name)
-        return zc_err_set(err, ZC_EINVAL, "'%s' is not a checkpoint (no manifest.json) nor a "
-                          "save directory (no latest)", path);
+        return zc_err_set(err, ZC_EINVAL,
+                          "'%s' is not a checkpoint (no manifest.json) nor a "
+                          "save directory (no latest)",
+                          path);
     name[strcspn(name, "\n")] = 0;
     long long s;
     char tail;
@@ -538,8 +545,8 @@ zc_status zc_ckpt_resolve(const char *path, char *out, size_t outlen, zc_err *er
         return zc_err_set(err, ZC_EINVAL, "%s: does not name a checkpoint (step-N)", probe);
     pathf(probe, sizeof probe, "%s/manifest.json", out);
     if (access(probe, F_OK))
-        return zc_err_set(err, ZC_EINVAL, "%s names '%s', which is not a complete checkpoint",
-                          path, out);
+        return zc_err_set(err, ZC_EINVAL, "%s names '%s', which is not a complete checkpoint", path,
+                          out);
     return ZC_OK;
 }
 
@@ -548,14 +555,17 @@ zc_status zc_ckpt_resolve(const char *path, char *out, size_t outlen, zc_err *er
 static zc_status check_model(zc_engine *e, const zc_manifest *m, const char *ckdir, zc_err *err)
 {
     if (m->nunits != zc_engine_num_units(e) || m->nparams != zc_engine_num_params(e))
-        return zc_err_set(err, ZC_EINVAL, "%s: the checkpoint has %d units and %d parameters, "
-                          "the model %d and %d", ckdir, m->nunits, m->nparams,
-                          zc_engine_num_units(e), zc_engine_num_params(e));
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: the checkpoint has %d units and %d parameters, "
+                          "the model %d and %d",
+                          ckdir, m->nunits, m->nparams, zc_engine_num_units(e),
+                          zc_engine_num_params(e));
     for (int u = 0; u < m->nunits; u++)
         if (m->numel[u] != zc_engine_unit_info(e, u)->numel)
-            return zc_err_set(err, ZC_EINVAL, "%s: unit %d ('%s') has %zu elements in the "
-                              "checkpoint, %zu in the model", ckdir, u,
-                              zc_engine_unit_info(e, u)->name, m->numel[u],
+            return zc_err_set(err, ZC_EINVAL,
+                              "%s: unit %d ('%s') has %zu elements in the "
+                              "checkpoint, %zu in the model",
+                              ckdir, u, zc_engine_unit_info(e, u)->name, m->numel[u],
                               zc_engine_unit_info(e, u)->numel);
     for (int p = 0; p < m->nparams; p++) {
         const zc_param_info *have = &m->params[p], *pi = zc_engine_param_info(e, p);
@@ -775,7 +785,10 @@ zc_status zc_ckpt_reader_open(const char *ckdir, zc_ckpt_reader **out, zc_err *e
     return ZC_OK;
 }
 
-int zc_ckpt_reader_num_params(const zc_ckpt_reader *r) { return r->m.nparams; }
+int zc_ckpt_reader_num_params(const zc_ckpt_reader *r)
+{
+    return r->m.nparams;
+}
 
 int zc_ckpt_reader_client_int(const zc_ckpt_reader *r, const char *key, int64_t *out)
 {
@@ -798,8 +811,8 @@ zc_status zc_ckpt_reader_read(zc_ckpt_reader *r, int p, size_t first, size_t n, 
 {
     const zc_param_info *pi = zc_ckpt_reader_param(r, p);
     ZC_ASSERT(first + n <= pi->numel);
-    return read_range(r->dir, &r->m, r->fds, r->checked, pi->unit, 0, pi->offset + first, n,
-                      dst, err);
+    return read_range(r->dir, &r->m, r->fds, r->checked, pi->unit, 0, pi->offset + first, n, dst,
+                      err);
 }
 
 /* round to nearest even, NaN kept quiet */

@@ -15,8 +15,7 @@
 #include "zeroc/durable.h"
 #include "zeroc/safetensors.h"
 
-char *zc_safetensors_header(const zc_param_info *params, int nparams, int elem_bytes,
-                            size_t *len)
+char *zc_safetensors_header(const zc_param_info *params, int nparams, int elem_bytes, size_t *len)
 {
     cJSON *root = cJSON_CreateObject();
     size_t off = 0;
@@ -106,7 +105,10 @@ static bool ends_with(const char *s, const char *suffix)
     return a >= b && !strcmp(s + a - b, suffix);
 }
 
-bool zc_safetensors_is_path(const char *path) { return ends_with(path, ".safetensors"); }
+bool zc_safetensors_is_path(const char *path)
+{
+    return ends_with(path, ".safetensors");
+}
 
 /* A data offset: an integral JSON number in [0, 2^53] (exact in a double). */
 static bool json_offset(const cJSON *it, uint64_t *out)
@@ -133,8 +135,10 @@ zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err)
     for (int i = 0; i < 8; i++)
         hlen |= (uint64_t)le[i] << (8 * i);
     if (!st && (hlen == 0 || hlen > (100u << 20)))
-        st = zc_err_set(err, ZC_EINVAL, "%s: header length %llu is not plausible (not a "
-                        "safetensors file?)", path, (unsigned long long)hlen);
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: header length %llu is not plausible (not a "
+                        "safetensors file?)",
+                        path, (unsigned long long)hlen);
     char *text = st ? NULL : malloc(hlen + 1);
     if (!st && (!text || fread(text, 1, hlen, f) != hlen))
         st = zc_err_set(err, ZC_EINVAL, "%s: truncated header", path);
@@ -157,8 +161,8 @@ zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err)
             if (!strcmp(zc_engine_param_info(e, q)->name, t->string))
                 p = q;
         if (p < 0)
-            st = zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' is not a parameter of the model",
-                            path, t->string);
+            st = zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' is not a parameter of the model", path,
+                            t->string);
     }
     for (int p = 0; !st && p < zc_engine_num_params(e); p++) {
         const zc_param_info *pi = zc_engine_param_info(e, p);
@@ -171,22 +175,26 @@ zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err)
             break;
         }
         int es = cJSON_IsString(dt) && !strcmp(dt->valuestring, "F32")    ? 4
-                 : cJSON_IsString(dt) && !strcmp(dt->valuestring, "BF16") ? 2 : 0;
+                 : cJSON_IsString(dt) && !strcmp(dt->valuestring, "BF16") ? 2
+                                                                          : 0;
         bool shape_ok = cJSON_IsArray(shape) && cJSON_GetArraySize(shape) == pi->ndim;
         for (int d = 0; shape_ok && d < pi->ndim; d++)
             shape_ok = cJSON_GetArrayItem(shape, d)->valuedouble == (double)pi->shape[d];
         if (!es || !shape_ok || !cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2) {
-            st = zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' must be F32 or BF16 with the "
-                            "model's shape", path, pi->name);
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: tensor '%s' must be F32 or BF16 with the "
+                            "model's shape",
+                            path, pi->name);
             break;
         }
         uint64_t b = 0, e2 = 0;
         bool offs_ok = json_offset(cJSON_GetArrayItem(offs, 0), &b) &&
                        json_offset(cJSON_GetArrayItem(offs, 1), &e2) && b <= e2;
         if (!offs_ok || e2 - b != pi->numel * (uint64_t)es || data0 + e2 > (uint64_t)sb.st_size) {
-            st = zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' has data_offsets [%llu, %llu] that "
-                            "do not fit its shape or the file (truncated?)", path, pi->name,
-                            (unsigned long long)b, (unsigned long long)e2);
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: tensor '%s' has data_offsets [%llu, %llu] that "
+                            "do not fit its shape or the file (truncated?)",
+                            path, pi->name, (unsigned long long)b, (unsigned long long)e2);
             break;
         }
         size_t first, n; /* only what this rank holds */
@@ -210,9 +218,10 @@ zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err)
             }
             for (size_t i = 0; i < n && !st; i++) /* a NaN would train on, unseen */
                 if (!isfinite(buf[i]))
-                    st = zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' holds %g at element %zu: "
-                                    "initial weights must be finite", path, pi->name,
-                                    (double)buf[i], first + i);
+                    st = zc_err_set(err, ZC_EINVAL,
+                                    "%s: tensor '%s' holds %g at element %zu: "
+                                    "initial weights must be finite",
+                                    path, pi->name, (double)buf[i], first + i);
             if (!st)
                 st = zc_engine_set_param_values(e, p, first, n, buf, err);
         }

@@ -7,6 +7,5 @@
 
 #include "zeroc/engine.h"
 
-char *zc_safetensors_header(const zc_param_info *params, int nparams, int elem_bytes,
-                            size_t *len);
+char *zc_safetensors_header(const zc_param_info *params, int nparams, int elem_bytes, size_t *len);
 #endif

@@ -29,14 +29,14 @@
 struct zc_comm {
     MPI_Comm world;
     int rank, size;
-    int local_size; /* ranks on this host (MPI_COMM_TYPE_SHARED) */
-    int remote;     /* ranks on other hosts */
-    int *host_of;   /* world rank → host index (hosts numbered by their first rank) */
+    int local_size;        /* ranks on this host (MPI_COMM_TYPE_SHARED) */
+    int remote;            /* ranks on other hosts */
+    int *host_of;          /* world rank → host index (hosts numbered by their first rank) */
     int hosts, host_ranks; /* host_ranks: ranks per host when every host has as many, else 0 */
-    int *slot_of;   /* world rank → its segment's place in a qgZ send buffer */
+    int *slot_of;          /* world rank → its segment's place in a qgZ send buffer */
     MPI_Comm intra, inter; /* qgZ's two hops: this host's ranks; the ranks of this rank's local
                             * index on every host (MPI_COMM_NULL: one hop) */
-    MPI_Comm group; /* zc_comm_set_group_size's groups; MPI_COMM_NULL: groups of 1 */
+    MPI_Comm group;        /* zc_comm_set_group_size's groups; MPI_COMM_NULL: groups of 1 */
     int group_size, group_rank, group_remote; /* group_remote: its ranks on other hosts */
     int we_initialised;
     double timeout_s;
@@ -97,8 +97,10 @@ static zc_status topology(zc_comm *c, zc_err *err)
         char *end;
         long v = strtol(hook, &end, 10);
         if (*end || v < 1 || n % v)
-            return zc_err_set(err, ZC_EINVAL, "ZEROC_RANKS_PER_HOST=%s: expected a number of "
-                              "ranks that divides the %d ranks", hook, n);
+            return zc_err_set(err, ZC_EINVAL,
+                              "ZEROC_RANKS_PER_HOST=%s: expected a number of "
+                              "ranks that divides the %d ranks",
+                              hook, n);
         R = (int)v;
     }
     MPI_Comm node;
@@ -208,15 +210,42 @@ void zc_comm_abort(zc_comm *c, int code)
     exit(code); /* not reached */
 }
 
-int zc_comm_rank(const zc_comm *c) { return c->rank; }
-int zc_comm_size(const zc_comm *c) { return c->size; }
-int zc_comm_local_size(const zc_comm *c) { return c->local_size; }
-void zc_comm_set_timeout(zc_comm *c, double seconds) { c->timeout_s = seconds; }
-int zc_comm_group_size(const zc_comm *c) { return c->group_size; }
-int zc_comm_hosts(const zc_comm *c) { return c->hosts; }
-int zc_comm_host_ranks(const zc_comm *c) { return c->host_ranks; }
-int zc_comm_q8_slot(const zc_comm *c, int rank) { return c->slot_of[rank]; }
-int zc_comm_group_rank(const zc_comm *c) { return c->group_rank; }
+int zc_comm_rank(const zc_comm *c)
+{
+    return c->rank;
+}
+int zc_comm_size(const zc_comm *c)
+{
+    return c->size;
+}
+int zc_comm_local_size(const zc_comm *c)
+{
+    return c->local_size;
+}
+void zc_comm_set_timeout(zc_comm *c, double seconds)
+{
+    c->timeout_s = seconds;
+}
+int zc_comm_group_size(const zc_comm *c)
+{
+    return c->group_size;
+}
+int zc_comm_hosts(const zc_comm *c)
+{
+    return c->hosts;
+}
+int zc_comm_host_ranks(const zc_comm *c)
+{
+    return c->host_ranks;
+}
+int zc_comm_q8_slot(const zc_comm *c, int rank)
+{
+    return c->slot_of[rank];
+}
+int zc_comm_group_rank(const zc_comm *c)
+{
+    return c->group_rank;
+}
 
 zc_status zc_comm_set_group_size(zc_comm *c, int g, zc_err *err)
 {
@@ -243,12 +272,15 @@ zc_status zc_comm_set_group_size(zc_comm *c, int g, zc_err *err)
         c->group_remote += c->host_of[w] != c->host_of[c->rank];
     return ZC_OK;
 }
-const zc_comm_counters *zc_comm_get_counters(const zc_comm *c) { return &c->ctr; }
+const zc_comm_counters *zc_comm_get_counters(const zc_comm *c)
+{
+    return &c->ctr;
+}
 
 const char *zc_comm_op_name(zc_comm_op op)
 {
-    static const char *const names[] = {"reduce_scatter", "all_gather", "all_reduce",
-                                        "broadcast", "control"};
+    static const char *const names[] = {"reduce_scatter", "all_gather", "all_reduce", "broadcast",
+                                        "control"};
     _Static_assert(sizeof names / sizeof names[0] == ZC_COMM_NOPS, "names out of sync");
     return (unsigned)op < ZC_COMM_NOPS ? names[op] : "?";
 }
@@ -281,12 +313,15 @@ static zc_status check_count(size_t n, const char *what, const char *label, zc_e
     return ZC_OK;
 }
 
-static MPI_Datatype mpi_type(zc_dtype t) { return t == ZC_FP32 ? MPI_FLOAT : MPI_UINT16_T; }
+static MPI_Datatype mpi_type(zc_dtype t)
+{
+    return t == ZC_FP32 ? MPI_FLOAT : MPI_UINT16_T;
+}
 
 /* A reduce-scatter of len elements per rank whose blocks travel as `count` items of `mpi`,
  * `block_bytes` bytes in all (typed elements, or qgZ's quantized segments). */
-static zc_status rs_start(zc_comm *c, zc_dtype in, size_t q8_segment, const void *send,
-                          void *recv, size_t len, zc_dtype out_type, void *out, bool accumulate,
+static zc_status rs_start(zc_comm *c, zc_dtype in, size_t q8_segment, const void *send, void *recv,
+                          size_t len, zc_dtype out_type, void *out, bool accumulate,
                           const char *label, zc_comm_req **req, zc_err *err)
 {
     double t0 = zc_now_s();
@@ -318,8 +353,8 @@ static zc_status rs_start(zc_comm *c, zc_dtype in, size_t q8_segment, const void
             req_free(r);
             return st;
         }
-        int rc = MPI_Ialltoall(send, H * (int)count, mpi, recv, H * (int)count, mpi, c->intra,
-                               &r->mpi);
+        int rc =
+            MPI_Ialltoall(send, H * (int)count, mpi, recv, H * (int)count, mpi, c->intra, &r->mpi);
         if (rc != MPI_SUCCESS) {
             req_free(r);
             return mpi_fail(err, rc, "reduce_scatter", label);
@@ -359,8 +394,7 @@ zc_status zc_comm_reduce_scatter_q8_start(zc_comm *c, const void *send, void *re
 
 /* In place, over the world or (group) this rank's group. */
 static zc_status all_gather_start(zc_comm *c, bool group, zc_dtype t, void *buf, size_t S,
-                                  zc_comm_op op, const char *label, zc_comm_req **req,
-                                  zc_err *err)
+                                  zc_comm_op op, const char *label, zc_comm_req **req, zc_err *err)
 {
     const int n = group ? c->group_size : c->size, remote = group ? c->group_remote : c->remote;
     double t0 = zc_now_s();
@@ -390,8 +424,8 @@ static zc_status all_gather_start(zc_comm *c, bool group, zc_dtype t, void *buf,
     return ZC_OK;
 }
 
-zc_status zc_comm_all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S,
-                                   const char *label, zc_comm_req **req, zc_err *err)
+zc_status zc_comm_all_gather_start(zc_comm *c, zc_dtype t, void *buf, size_t S, const char *label,
+                                   zc_comm_req **req, zc_err *err)
 {
     return all_gather_start(c, false, t, buf, S, ZC_COMM_ALL_GATHER, label, req, err);
 }
@@ -415,9 +449,10 @@ zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, bool *done, zc_err *err)
     return ZC_OK;
 }
 
-/* Adds the N received blocks (dequantized first, for qgZ) in rank order in fp32, then stores (or adds) the sum into out,
- * rounding once to out's type. Works through a stack chunk, so 16-bit inputs need no fp32
- * staging; for fp32 the additions are the same as summing the blocks in place. */
+/* Adds the N received blocks (dequantized first, for qgZ) in rank order in fp32, then stores (or
+ * adds) the sum into out, rounding once to out's type. Works through a stack chunk, so 16-bit
+ * inputs need no fp32 staging; for fp32 the additions are the same as summing the blocks in place.
+ */
 static void rank_order_sum(const zc_comm_req *r, int n)
 {
     enum { CHUNK = 2048 };
@@ -434,11 +469,10 @@ static void rank_order_sum(const zc_comm_req *r, int n)
             zc_dtype_widen(r->in_type, (const char *)r->recv + o * in_es, acc, k);
         for (int j = 1; j < n; j++) {
             if (seg)
-                zc_qwz_dequantize_range((const char *)r->recv + (size_t)j * seg, r->len, o, k,
-                                        tmp);
+                zc_qwz_dequantize_range((const char *)r->recv + (size_t)j * seg, r->len, o, k, tmp);
             else
-                zc_dtype_widen(r->in_type,
-                               (const char *)r->recv + ((size_t)j * r->len + o) * in_es, tmp, k);
+                zc_dtype_widen(r->in_type, (const char *)r->recv + ((size_t)j * r->len + o) * in_es,
+                               tmp, k);
             for (size_t i = 0; i < k; i++)
                 acc[i] += tmp[i];
         }
@@ -519,8 +553,7 @@ zc_status zc_comm_all_gather(zc_comm *c, zc_dtype t, void *buf, size_t S, const 
     return st ? st : zc_comm_wait(c, r, err);
 }
 
-zc_status zc_comm_all_reduce(zc_comm *c, float *buf, size_t count, const char *label,
-                             zc_err *err)
+zc_status zc_comm_all_reduce(zc_comm *c, float *buf, size_t count, const char *label, zc_err *err)
 {
     int n = c->size;
     double t0 = zc_now_s();
@@ -601,8 +634,8 @@ zc_status zc_comm_control_gather(zc_comm *c, const void *in, void *out, size_t b
         memcpy(out, in, bytes);
         r->done = 1;
     } else {
-        int rc = MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, c->world,
-                                &r->mpi);
+        int rc =
+            MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, c->world, &r->mpi);
         if (rc != MPI_SUCCESS) {
             req_free(r);
             return mpi_fail(err, rc, "control gather", label);

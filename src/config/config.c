@@ -88,6 +88,8 @@ typedef struct {
                            * ("bfloat16" is DeepSpeed's old name for "bf16") */
 } key_spec;
 
+/* The key table is laid out by hand, a row to a key (clang-format would put a field to a line). */
+// clang-format off
 /* The _Generic fails to compile when the row's kind and the field's C type disagree. */
 #define FIELD(f, T) \
     .has_field = true, .off = _Generic(((zc_config *)0)->f, T: offsetof(zc_config, f))
@@ -327,6 +329,7 @@ static const key_spec KEYS[] = {
     REFUSED("weight_quantization"), REFUSED("hybrid_engine"), REFUSED("nebula"),
     REFUSED("compile"), REFUSED("sequence_parallel_size"),
 };
+// clang-format on
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
 /* optimizer.params.betas[i], checked like a K_NUM row */
@@ -559,7 +562,10 @@ static const char *excerpt(char *buf, const char *s, size_t n)
     return buf;
 }
 
-static bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
+static bool is_digit(char ch)
+{
+    return ch >= '0' && ch <= '9';
+}
 
 static bool ascii_ieq(const char *a, const char *b)
 {
@@ -595,7 +601,7 @@ typedef enum { V_NUMBER, V_STRING, V_BOOL, V_NULL, V_ARRAY, V_OBJECT } val_kind;
 
 typedef struct {
     val_kind kind;
-    const char *text;  /* V_NUMBER: as written; V_STRING: the string; command line: the argument */
+    const char *text; /* V_NUMBER: as written; V_STRING: the string; command line: the argument */
     size_t len;
     double num;        /* V_NUMBER */
     bool b;            /* V_BOOL */
@@ -684,9 +690,7 @@ static const char *expect(char *buf, size_t cap, const key_spec *k)
     case K_FIXED:
     case K_PRECISION: snprintf(buf, cap, "true or false"); break;
     case K_OPTIM: snprintf(buf, cap, "one of AdamW, Adam, SGD (case-insensitive)"); break;
-    case K_DTYPE:
-        snprintf(buf, cap, "one of fp32, bf16, fp16 (case-insensitive) or null");
-        break;
+    case K_DTYPE: snprintf(buf, cap, "one of fp32, bf16, fp16 (case-insensitive) or null"); break;
     case K_STR: snprintf(buf, cap, "a string (a directory path) or null"); break;
     case K_DEVICE:
     case K_ENGINE:
@@ -908,7 +912,10 @@ static zc_status read_num(const ctx *c, const key_spec *k, const char *path, con
  * Applying one value to one key
  * ------------------------------------------------------------------------------------------- */
 
-static void *field_of(zc_config *cfg, const key_spec *k) { return (char *)cfg + k->off; }
+static void *field_of(zc_config *cfg, const key_spec *k)
+{
+    return (char *)cfg + k->off;
+}
 
 static zc_status apply_betas(const ctx *c, const key_spec *k, const value elems[2])
 {
@@ -967,8 +974,8 @@ static zc_status apply(const ctx *c, const key_spec *k, const value *v)
      * the command line's value if a flag sets the key after the file, else zeroc's default —
      * so the key keeps its current value. Keys whose own "auto" means something (R_AUTO) and
      * keys zeroc refuses are left to apply_value. */
-    if (v->kind == V_STRING && !v->cli && strcmp(v->text, "auto") == 0 &&
-        !(k->flags & R_AUTO) && k->kind != K_REFUSED && k->kind != K_SECTION) {
+    if (v->kind == V_STRING && !v->cli && strcmp(v->text, "auto") == 0 && !(k->flags & R_AUTO) &&
+        k->kind != K_REFUSED && k->kind != K_SECTION) {
         note(c->cfg->auto_keys, sizeof c->cfg->auto_keys, k->path);
         return ZC_OK;
     }
@@ -998,8 +1005,7 @@ static zc_status apply_value(const ctx *c, const key_spec *k, const value *v)
         if (k->flags & R_PRESENT)
             *(bool *)field_of(cfg, k) = true;
         return ZC_OK; /* the caller walks its members */
-    case K_REFUSED:
-        return refuse(c, "%s", k->path);
+    case K_REFUSED: return refuse(c, "%s", k->path);
     case K_INT: {
         int64_t x = 0;
         rc = read_int(c, k, k->path, v, &x);
@@ -1213,7 +1219,8 @@ static zc_status load_object(const ctx *c, const cJSON *obj, const char *section
         /* a schedule zeroc lacks is refused as a whole: its params are DeepSpeed's, not unknown */
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "type");
         const char *later = !strcmp(k->path, "scheduler") && cJSON_IsString(type)
-                                ? later_schedule(type->valuestring) : NULL;
+                                ? later_schedule(type->valuestring)
+                                : NULL;
         if (rc == ZC_OK && later)
             rc = refuse_schedule(c, later);
         else if (rc == ZC_OK && k->kind == K_SECTION)
@@ -1312,7 +1319,8 @@ static zc_status check_file(const ctx *c, const cJSON *root)
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(opt, "params");
     const cJSON *mgn = cJSON_GetObjectItemCaseSensitive(params, "max_grad_norm");
     if (cJSON_IsNumber(clip) && cJSON_IsNumber(mgn) && clip->valuedouble != mgn->valuedouble)
-        return fail(c, ZC_EINVAL, "optimizer.params.max_grad_norm %g and gradient_clipping %g "
+        return fail(c, ZC_EINVAL,
+                    "optimizer.params.max_grad_norm %g and gradient_clipping %g "
                     "disagree (both set the global gradient-norm clipping; give one)",
                     mgn->valuedouble, clip->valuedouble);
     return ZC_OK;
@@ -1410,8 +1418,7 @@ zc_status zc_config_load_file(zc_config *cfg, const char *path, zc_err *err)
     }
     buf[len] = '\0';
     if (strlen(buf) != len) {
-        rc = zc_err_set(err, ZC_EINVAL, "%s: not JSON (NUL byte at offset %zu)", path,
-                        strlen(buf));
+        rc = zc_err_set(err, ZC_EINVAL, "%s: not JSON (NUL byte at offset %zu)", path, strlen(buf));
         goto out;
     }
     rc = zc_config_load_string(cfg, buf, path, err);
@@ -1514,17 +1521,13 @@ static zc_status set_value(const ctx *c, const key_spec *k, const char *s)
     case K_DEVICE:
     case K_ENGINE:
     case K_SCHED:
-    case K_WARMUP:
-        v.kind = V_STRING;
-        break;
+    case K_WARMUP: v.kind = V_STRING; break;
     case K_DTYPE: /* null (JSON's spelling) for the default */
         v.kind = strcmp(s, "null") == 0 ? V_NULL : V_STRING;
         break;
-    case K_BETAS:
-        return set_betas(c, k, s);
+    case K_BETAS: return set_betas(c, k, s);
     case K_SECTION:
-    case K_REFUSED:
-        break; /* handled by the caller */
+    case K_REFUSED: break; /* handled by the caller */
     }
     return apply(c, k, &v);
 }
@@ -1636,8 +1639,7 @@ static zc_status check_fields(const ctx *c, const zc_config *cfg)
                           expect(e, sizeof e, k), choice_get(cfg, k));
             }
             break;
-        default:
-            break; /* K_U64: every value is valid; K_BOOL: likewise */
+        default: break; /* K_U64: every value is valid; K_BOOL: likewise */
         }
     }
     for (int i = 0; i < 2 && rc == ZC_OK; i++) {
@@ -1666,8 +1668,10 @@ static zc_status check_precision(const ctx *c, const zc_config *cfg)
 {
     char a[96], b[96];
     if (cfg->dtype != ZC_FP32 && cfg->dtype != ZC_BF16 && cfg->dtype != ZC_FP16)
-        return fail(c, ZC_EINVAL, "dtype (fp16.enabled / bf16.enabled) must be fp32, bf16 or "
-                    "fp16, got enum value %d", (int)cfg->dtype);
+        return fail(c, ZC_EINVAL,
+                    "dtype (fp16.enabled / bf16.enabled) must be fp32, bf16 or "
+                    "fp16, got enum value %d",
+                    (int)cfg->dtype);
     if (cfg->fp16_enabled && cfg->bf16_enabled)
         return fail(c, ZC_EINVAL,
                     "%s and %s cannot both be true: bfloat16 and fp16 modes cannot be "
@@ -1733,14 +1737,19 @@ zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
                     "weight decay is always decoupled; use type Adam for L2 weight decay");
     if ((cfg->quantized_weights || cfg->quantized_gradients || cfg->hpz_partition_size > 1) &&
         cfg->stage != 3)
-        return fail(&c, ZC_EINVAL, "zero_optimization.%s (ZeRO++) needs zero_optimization.stage "
-                    "3, got stage %d", cfg->quantized_weights ? "zero_quantized_weights"
+        return fail(&c, ZC_EINVAL,
+                    "zero_optimization.%s (ZeRO++) needs zero_optimization.stage "
+                    "3, got stage %d",
+                    cfg->quantized_weights     ? "zero_quantized_weights"
                     : cfg->quantized_gradients ? "zero_quantized_gradients"
-                    : "zero_hpz_partition_size", cfg->stage);
+                                               : "zero_hpz_partition_size",
+                    cfg->stage);
     if (world_size % cfg->hpz_partition_size != 0)
-        return fail(&c, ZC_EINVAL, "zero_optimization.zero_hpz_partition_size %d must divide the "
+        return fail(&c, ZC_EINVAL,
+                    "zero_optimization.zero_hpz_partition_size %d must divide the "
                     "number of ranks, %d (it is the ranks of a host that share the secondary "
-                    "copy)", cfg->hpz_partition_size, world_size);
+                    "copy)",
+                    cfg->hpz_partition_size, world_size);
     rc = check_precision(&c, cfg);
     if (rc == ZC_OK)
         rc = check_offload(&c, cfg);
@@ -1749,8 +1758,10 @@ zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
     if (cfg->loss_scale != 0 && cfg->loss_scale < FLT_MIN) {
         char v[40];
         fmt_double(v, sizeof v, cfg->loss_scale);
-        return fail(&c, ZC_EINVAL, "fp16.loss_scale %s: expected 0 (dynamic) or a static scale "
-                    ">= 2^-126 (the smallest normal fp32 number)", v);
+        return fail(&c, ZC_EINVAL,
+                    "fp16.loss_scale %s: expected 0 (dynamic) or a static scale "
+                    ">= 2^-126 (the smallest normal fp32 number)",
+                    v);
     }
     /* Dynamic loss scaling starts at 2^initial_scale_power and never goes below min_loss_scale;
      * a minimum above the start contradicts it. Ignored, as by DeepSpeed, when fp16 is off. */
@@ -1907,17 +1918,18 @@ static bool add_scheduler(cJSON *root, const zc_config *cfg)
 {
     cJSON *sched = cJSON_AddObjectToObject(root, "scheduler"), *params = NULL;
     bool ok = sched != NULL;
-    ok = ok && cJSON_AddStringToObject(sched, "type", name_of(SCHED_NAMES, NNAMES(SCHED_NAMES),
-                                                              (int)cfg->sched)) != NULL;
+    ok = ok &&
+         cJSON_AddStringToObject(
+             sched, "type", name_of(SCHED_NAMES, NNAMES(SCHED_NAMES), (int)cfg->sched)) != NULL;
     ok = ok && (params = cJSON_AddObjectToObject(sched, "params")) != NULL;
     ok = ok && add_double(params, "warmup_min_lr", cfg->warmup_min_lr);
     ok = ok && add_double(params, "warmup_max_lr", zc_config_warmup_max_lr(cfg));
     ok = ok && add_i64(params, "warmup_num_steps", cfg->warmup_num_steps);
-    ok = ok && (cfg->total_num_steps == 0 ||
-                add_i64(params, "total_num_steps", cfg->total_num_steps));
-    ok = ok && cJSON_AddStringToObject(params, "warmup_type",
-                                       name_of(WARMUP_NAMES, NNAMES(WARMUP_NAMES),
-                                               (int)cfg->warmup_type)) != NULL;
+    ok = ok &&
+         (cfg->total_num_steps == 0 || add_i64(params, "total_num_steps", cfg->total_num_steps));
+    ok = ok && cJSON_AddStringToObject(
+                   params, "warmup_type",
+                   name_of(WARMUP_NAMES, NNAMES(WARMUP_NAMES), (int)cfg->warmup_type)) != NULL;
     return ok;
 }
 
@@ -1933,8 +1945,8 @@ char *zc_config_to_json(const zc_config *cfg)
     root = cJSON_CreateObject();
     snprintf(seed, sizeof seed, "%" PRIu64, cfg->seed);
     ok = root != NULL;
-    ok = ok && (cfg->train_batch_size == 0 ||
-                add_i64(root, "train_batch_size", cfg->train_batch_size));
+    ok = ok &&
+         (cfg->train_batch_size == 0 || add_i64(root, "train_batch_size", cfg->train_batch_size));
     ok = ok && add_i64(root, "train_micro_batch_size_per_gpu", cfg->micro_batch);
     ok = ok && add_i64(root, "gradient_accumulation_steps", cfg->grad_accum);
     ok = ok && add_double(root, "gradient_clipping", cfg->grad_clip);
@@ -1964,13 +1976,13 @@ char *zc_config_to_json(const zc_config *cfg)
                     ? cJSON_AddStringToObject(zero, "stage3_prefetch_bucket_size", "auto") != NULL
                     : add_i64(zero, "stage3_prefetch_bucket_size", cfg->prefetch_bucket_size));
     ok = ok && add_i64(zero, "stage3_max_live_parameters", cfg->max_live_parameters);
-    ok = ok && (cfg->param_persistence_threshold == ZC_AUTO
-                    ? cJSON_AddStringToObject(zero, "stage3_param_persistence_threshold",
-                                              "auto") != NULL
-                    : add_i64(zero, "stage3_param_persistence_threshold",
-                              cfg->param_persistence_threshold));
-    ok = ok && add_i64(zero, "stage3_model_persistence_threshold",
-                       cfg->model_persistence_threshold);
+    ok = ok &&
+         (cfg->param_persistence_threshold == ZC_AUTO
+              ? cJSON_AddStringToObject(zero, "stage3_param_persistence_threshold", "auto") != NULL
+              : add_i64(zero, "stage3_param_persistence_threshold",
+                        cfg->param_persistence_threshold));
+    ok =
+        ok && add_i64(zero, "stage3_model_persistence_threshold", cfg->model_persistence_threshold);
     ok = ok && cJSON_AddBoolToObject(zero, "overlap_comm", cfg->overlap_comm) != NULL;
     ok = ok && cJSON_AddBoolToObject(zero, "zero_quantized_weights", cfg->quantized_weights);
     ok = ok && cJSON_AddBoolToObject(zero, "zero_quantized_gradients", cfg->quantized_gradients);
@@ -2016,8 +2028,9 @@ char *zc_config_to_json(const zc_config *cfg)
     ok = ok && cJSON_AddBoolToObject(aio, "single_submit", cfg->aio_single_submit) != NULL;
     ok = ok && cJSON_AddBoolToObject(aio, "overlap_events", cfg->aio_overlap_events) != NULL;
     ok = ok && cJSON_AddFalseToObject(aio, "use_gds") != NULL;
-    ok = ok && cJSON_AddStringToObject(aio, "engine", name_of(ENGINE_NAMES, NNAMES(ENGINE_NAMES),
-                                                              (int)cfg->aio_engine)) != NULL;
+    ok = ok && cJSON_AddStringToObject(
+                   aio, "engine",
+                   name_of(ENGINE_NAMES, NNAMES(ENGINE_NAMES), (int)cfg->aio_engine)) != NULL;
 
     if (ok)
         out = cJSON_Print(root);

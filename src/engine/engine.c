@@ -69,16 +69,16 @@ typedef struct {
 
 typedef struct {
     zc_unit_info info;
-    void *full;        /* pdt. stages 0–2: params (persistent); stage 3: gathered (working) */
-    void *shard_p;     /* pdt. stage 3: this rank's parameter shard */
-    bool persistent;   /* stage 3: whole on every rank, never gathered (persistence threshold) */
-    float *view;       /* mixed: the params in fp32 while acquired (working) */
-    void *grad_full;   /* gdt. stages 0–1: gradients (persistent) */
-    float *grad_work;  /* the model's fp32 gradients, unless it writes grad_full (working) */
-    void *grad_shard;  /* gdt. stages 2–3: this rank's reduced gradient shard */
-    float *master;     /* mixed: fp32 master copy of the optimizer range */
-    float *m, *v;      /* optimizer moments (v unused by SGD) */
-    size_t opt_n;      /* elements in each of master, m, v */
+    void *full;       /* pdt. stages 0–2: params (persistent); stage 3: gathered (working) */
+    void *shard_p;    /* pdt. stage 3: this rank's parameter shard */
+    bool persistent;  /* stage 3: whole on every rank, never gathered (persistence threshold) */
+    float *view;      /* mixed: the params in fp32 while acquired (working) */
+    void *grad_full;  /* gdt. stages 0–1: gradients (persistent) */
+    float *grad_work; /* the model's fp32 gradients, unless it writes grad_full (working) */
+    void *grad_shard; /* gdt. stages 2–3: this rank's reduced gradient shard */
+    float *master;    /* mixed: fp32 master copy of the optimizer range */
+    float *m, *v;     /* optimizer moments (v unused by SGD) */
+    size_t opt_n;     /* elements in each of master, m, v */
     bool acquired;
     zc_comm_req *gather; /* stage 3: a gather in flight into full */
     void *qbuf;          /* qwZ: every rank's quantized segment, while the gather is in flight
@@ -87,16 +87,16 @@ typedef struct {
                           * padded / hpz elements (params), kept from the unit's first gather
                           * after the weights changed; valid while hpz_epoch == e->hpz_epoch */
     int64_t hpz_epoch;
-    bool ready;          /* grads_ready called in this micro-batch */
+    bool ready; /* grads_ready called in this micro-batch */
     /* the disk tier (offload): which states live in the swap files, and where */
     zc_unit_offload disk;
     int first_job, njobs; /* its sub-groups in the step's stream; 0 jobs: updated in RAM */
     void *pread_buf;      /* params on disk: the shard read from disk (ahead of its gather) */
     zc_aio_op pread;
-    void *gwrite_buf;     /* grads on disk: the reduced shard on its way to disk */
+    void *gwrite_buf; /* grads on disk: the reduced shard on its way to disk */
     zc_aio_op gwrite;
-    double sumsq;         /* grads on disk: Σg² of the shard, taken before it left RAM */
-    int64_t nonfinite;    /* weights the last update left inf or NaN (this rank's range) */
+    double sumsq;      /* grads on disk: Σg² of the shard, taken before it left RAM */
+    int64_t nonfinite; /* weights the last update left inf or NaN (this rank's range) */
 } unit_t;
 
 enum { CHUNK = 2048 }; /* elements converted at a time through a stack buffer */
@@ -163,22 +163,22 @@ struct zc_engine {
     int trace_len, trace_cap, trace_pos;
     bool trace_done;
     int64_t inflight_elems, gathered_elems;
-    int64_t prefetch_elems; /* stage3_prefetch_bucket_size, "auto" resolved */
+    int64_t prefetch_elems;                 /* stage3_prefetch_bucket_size, "auto" resolved */
     int64_t prefetch_hits, prefetch_misses; /* stage-3 acquires whose gather had started */
     /* the disk tier (offload) */
-    bool offload;           /* some state lives in a swap file */
-    int64_t nvme_charged;   /* bytes of swap files in the ledger */
+    bool offload;         /* some state lives in a swap file */
+    int64_t nvme_charged; /* bytes of swap files in the ledger */
     zc_offload_plan plan;
     zc_aio *aio;
     zc_swap *swap_opt, *swap_par; /* gradient/optimizer and parameter swap files */
     zc_stream *stream;
-    zc_stream_job *jobs;    /* the step's sub-groups, units in order */
+    zc_stream_job *jobs; /* the step's sub-groups, units in order */
     int njobs;
-    int reads_out;          /* parameter shards read from disk, not yet gathered */
+    int reads_out; /* parameter shards read from disk, not yet gathered */
     int64_t read_elems_out;
-    int rs_last_of;         /* unit whose reduce-scatter's last chunk is in flight, or −1 */
-    int gw_last;            /* unit whose gradient write started last, or −1 */
-    double update_seconds;  /* the steps' update phases, and their disk traffic */
+    int rs_last_of;        /* unit whose reduce-scatter's last chunk is in flight, or −1 */
+    int gw_last;           /* unit whose gradient write started last, or −1 */
+    double update_seconds; /* the steps' update phases, and their disk traffic */
     int64_t update_read, update_written;
     char label[192];
 };
@@ -187,8 +187,10 @@ struct zc_engine {
 
 static const char *event_name(int ev)
 {
-    return ev == EV_ACQUIRE ? "acquire" : ev == EV_RELEASE ? "release"
-                                      : ev == EV_GRADS_READY ? "grads_ready" : "none";
+    return ev == EV_ACQUIRE       ? "acquire"
+           : ev == EV_RELEASE     ? "release"
+           : ev == EV_GRADS_READY ? "grads_ready"
+                                  : "none";
 }
 
 static const char *op_name(int op)
@@ -285,11 +287,17 @@ static void work_free(zc_engine *e, void *pp, size_t bytes)
 }
 
 /* element i of a buffer of es-byte elements */
-static void *at(void *base, size_t i, size_t es) { return (char *)base + i * es; }
+static void *at(void *base, size_t i, size_t es)
+{
+    return (char *)base + i * es;
+}
 
 /* n elements of es bytes as whole 4 KiB blocks: the size of a swap-file region and of the RAM
  * buffer that reads or writes it (O_DIRECT). */
-static size_t blocks(size_t n, size_t es) { return (n * es + ZC_AIO_ALIGN - 1) / ZC_AIO_ALIGN * ZC_AIO_ALIGN; }
+static size_t blocks(size_t n, size_t es)
+{
+    return (n * es + ZC_AIO_ALIGN - 1) / ZC_AIO_ALIGN * ZC_AIO_ALIGN;
+}
 
 /* A buffer for disk I/O (page-aligned: a whole number of pages is mmap'd by the ledger), in
  * the offload category, locked in RAM with pin (offload_*.pin_memory). */
@@ -316,8 +324,9 @@ static void io_free(zc_engine *e, void *pp, size_t bytes, bool pin)
 
 static zc_status oom(zc_engine *e, zc_err *err, const char *what, int u, size_t bytes)
 {
-    return zc_err_set(err, ZC_ENOMEM, "rank %d: out of memory allocating %s for unit '%s' (%zu bytes)",
-                      e->rank, what, unit_name(e, u), bytes);
+    return zc_err_set(err, ZC_ENOMEM,
+                      "rank %d: out of memory allocating %s for unit '%s' (%zu bytes)", e->rank,
+                      what, unit_name(e, u), bytes);
 }
 
 /* Every rank states where it is; all ranks fail alike if any differs from rank 0. */
@@ -325,16 +334,21 @@ static zc_status lockstep_check(zc_engine *e, int op, int u, zc_err *err)
 {
     if (e->nranks == 1)
         return ZC_OK;
-    lockstep_rec mine = {.step = e->step + 1, .ncalls = e->ncalls, .hash = e->hash, .op = op,
-                         .unit = u, .last_event = e->last_event, .last_unit = e->last_unit};
+    lockstep_rec mine = {.step = e->step + 1,
+                         .ncalls = e->ncalls,
+                         .hash = e->hash,
+                         .op = op,
+                         .unit = u,
+                         .last_event = e->last_event,
+                         .last_unit = e->last_unit};
     lockstep_rec stack[16], *all = e->nranks <= 16 ? stack : malloc(sizeof mine * e->nranks);
     if (!all)
         return zc_err_set(err, ZC_ENOMEM, "out of memory in the lockstep check");
     zc_status st = zc_comm_control_gather(e->comm, &mine, all, sizeof mine, label(e, u), err);
     for (int r = 1; !st && r < e->nranks; r++) {
         const lockstep_rec *a = &all[0], *b = &all[r];
-        if (a->op == b->op && a->unit == b->unit && a->ncalls == b->ncalls &&
-            a->hash == b->hash && a->step == b->step)
+        if (a->op == b->op && a->unit == b->unit && a->ncalls == b->ncalls && a->hash == b->hash &&
+            a->step == b->step)
             continue;
         st = zc_err_set(
             err, ZC_ELOCKSTEP,
@@ -344,11 +358,10 @@ static zc_status lockstep_check(zc_engine *e, int op, int u, zc_err *err)
             "same order",
             (long long)b->step, r, op_name(b->op), b->unit >= 0 ? " of unit '" : "",
             b->unit >= 0 ? unit_name(e, b->unit) : "", b->unit >= 0 ? "'" : "",
-            (unsigned long long)b->ncalls, event_name(b->last_event),
-            unit_name(e, b->last_unit), op_name(a->op), a->unit >= 0 ? " of unit '" : "",
+            (unsigned long long)b->ncalls, event_name(b->last_event), unit_name(e, b->last_unit),
+            op_name(a->op), a->unit >= 0 ? " of unit '" : "",
             a->unit >= 0 ? unit_name(e, a->unit) : "", a->unit >= 0 ? "'" : "",
-            (unsigned long long)a->ncalls, event_name(a->last_event),
-            unit_name(e, a->last_unit));
+            (unsigned long long)a->ncalls, event_name(a->last_event), unit_name(e, a->last_unit));
     }
     if (all != stack)
         free(all);
@@ -465,23 +478,63 @@ static zc_status agreement_check(zc_engine *e, zc_err *err)
         return ZC_OK;
     const zc_config *c = &e->cfg;
     uint64_t h[2] = {0xcbf29ce484222325ULL, 0xcbf29ce484222325ULL};
-    const double d[] = {c->grad_clip, c->lr, c->beta1, c->beta2, c->eps, c->weight_decay,
-                        c->momentum, c->comm_timeout_s, c->loss_scale, c->min_loss_scale,
-                        c->optimizer_ratio, c->warmup_min_lr, zc_config_warmup_max_lr(c)};
+    const double d[] = {c->grad_clip,
+                        c->lr,
+                        c->beta1,
+                        c->beta2,
+                        c->eps,
+                        c->weight_decay,
+                        c->momentum,
+                        c->comm_timeout_s,
+                        c->loss_scale,
+                        c->min_loss_scale,
+                        c->optimizer_ratio,
+                        c->warmup_min_lr,
+                        zc_config_warmup_max_lr(c)};
     /* the offload settings, not the nvme paths: each host may have its own local disk */
-    const int64_t i[] = {c->micro_batch, c->grad_accum, c->optim, c->adam_w_mode, c->stage,
-                         c->reduce_bucket_size, c->prefetch_bucket_size, c->max_live_parameters,
-                         (int64_t)c->seed, e->pdt, e->gdt, e->cdt, c->initial_scale_power,
-                         c->loss_scale_window, c->hysteresis, c->consecutive_hysteresis,
-                         c->offload_optimizer, c->optimizer_buffer_count, c->optimizer_pin_memory,
-                         c->pipeline_read, c->pipeline_write, c->offload_param,
-                         c->param_buffer_count, c->param_buffer_size, c->max_in_cpu,
-                         c->param_pin_memory, c->sub_group_size, c->aio_block_size,
-                         c->aio_queue_depth, c->aio_thread_count, c->aio_single_submit,
-                         c->aio_overlap_events, c->aio_engine, c->bias_correction, c->sched,
-                         c->warmup_num_steps, c->total_num_steps, c->warmup_type,
-                         c->overlap_comm, c->activation_checkpointing, c->quantized_weights,
-                         c->quantized_gradients, c->hpz_partition_size};
+    const int64_t i[] = {c->micro_batch,
+                         c->grad_accum,
+                         c->optim,
+                         c->adam_w_mode,
+                         c->stage,
+                         c->reduce_bucket_size,
+                         c->prefetch_bucket_size,
+                         c->max_live_parameters,
+                         (int64_t)c->seed,
+                         e->pdt,
+                         e->gdt,
+                         e->cdt,
+                         c->initial_scale_power,
+                         c->loss_scale_window,
+                         c->hysteresis,
+                         c->consecutive_hysteresis,
+                         c->offload_optimizer,
+                         c->optimizer_buffer_count,
+                         c->optimizer_pin_memory,
+                         c->pipeline_read,
+                         c->pipeline_write,
+                         c->offload_param,
+                         c->param_buffer_count,
+                         c->param_buffer_size,
+                         c->max_in_cpu,
+                         c->param_pin_memory,
+                         c->sub_group_size,
+                         c->aio_block_size,
+                         c->aio_queue_depth,
+                         c->aio_thread_count,
+                         c->aio_single_submit,
+                         c->aio_overlap_events,
+                         c->aio_engine,
+                         c->bias_correction,
+                         c->sched,
+                         c->warmup_num_steps,
+                         c->total_num_steps,
+                         c->warmup_type,
+                         c->overlap_comm,
+                         c->activation_checkpointing,
+                         c->quantized_weights,
+                         c->quantized_gradients,
+                         c->hpz_partition_size};
     h[0] = fnv(fnv(h[0], d, sizeof d), i, sizeof i);
     for (int u = 0; u < e->nunits; u++)
         h[1] = fnv(h[1], &e->units[u].info.numel, sizeof(size_t));
@@ -492,12 +545,16 @@ static zc_status agreement_check(zc_engine *e, zc_err *err)
     zc_status st = zc_comm_control_gather(e->comm, h, all, sizeof h, "configuration check", err);
     for (int r = 1; !st && r < e->nranks; r++) {
         if (all[2 * r] != all[0])
-            st = zc_err_set(err, ZC_EINVAL, "rank %d runs a different configuration than rank 0 "
+            st = zc_err_set(err, ZC_EINVAL,
+                            "rank %d runs a different configuration than rank 0 "
                             "(was the same config file and were the same flags given to every "
-                            "rank?)", r);
+                            "rank?)",
+                            r);
         else if (all[2 * r + 1] != all[1])
-            st = zc_err_set(err, ZC_EINVAL, "rank %d registered a different model (units or "
-                            "sizes) than rank 0", r);
+            st = zc_err_set(err, ZC_EINVAL,
+                            "rank %d registered a different model (units or "
+                            "sizes) than rank 0",
+                            r);
     }
     if (all != stack)
         free(all);
@@ -649,13 +706,16 @@ static void *owned_grads(const zc_engine *e, const unit_t *u)
 }
 
 /* A sub-group's view of one array: RAM at ram + o·es, or the swap region at off + o·es. */
-static zc_stream_ref stream_ref(void *ram, zc_swap *sw, int64_t off, size_t o, size_t k,
-                                size_t es, bool in, bool out)
+static zc_stream_ref stream_ref(void *ram, zc_swap *sw, int64_t off, size_t o, size_t k, size_t es,
+                                bool in, bool out)
 {
     if (!sw)
         return (zc_stream_ref){.ram = ram ? at(ram, o, es) : NULL};
-    return (zc_stream_ref){.swap = sw, .off = off + (int64_t)(o * es),
-                           .bytes = (int64_t)blocks(k, es), .in = in, .out = out};
+    return (zc_stream_ref){.swap = sw,
+                           .off = off + (int64_t)(o * es),
+                           .bytes = (int64_t)blocks(k, es),
+                           .in = in,
+                           .out = out};
 }
 
 /* The step's sub-groups: every unit with a state on disk, split into plan.sub_group elements. */
@@ -690,8 +750,8 @@ static zc_status build_jobs(zc_engine *e, zc_err *err)
             if (moments >= 2)
                 r[ZC_STREAM_V] = stream_ref(u->v, opt, d->v_off, o, k, 4, true, true);
             if (e->mixed)
-                r[ZC_STREAM_PARAMS] = stream_ref(owned_params(e, u), par, d->params_off, o, k,
-                                                 e->ps, false, true);
+                r[ZC_STREAM_PARAMS] =
+                    stream_ref(owned_params(e, u), par, d->params_off, o, k, e->ps, false, true);
         }
     }
     return ZC_OK;
@@ -719,17 +779,19 @@ static zc_status offload_setup(zc_engine *e, zc_err *err)
     if (!e->offload)
         return ZC_OK;
     const zc_config *c = &e->cfg;
-    zc_aio_config ac = {.engine = c->aio_engine, .block_size = c->aio_block_size,
-                        .queue_depth = c->aio_queue_depth, .thread_count = c->aio_thread_count,
+    zc_aio_config ac = {.engine = c->aio_engine,
+                        .block_size = c->aio_block_size,
+                        .queue_depth = c->aio_queue_depth,
+                        .thread_count = c->aio_thread_count,
                         .single_submit = c->aio_single_submit,
                         .overlap_events = c->aio_overlap_events};
     zc_status st = zc_aio_create(&e->aio, &ac, err);
     if (!st && e->plan.optimizer_file)
-        st = zc_swap_create(&e->swap_opt, c->optimizer_nvme_path, e->rank,
-                            e->plan.optimizer_file, e->aio, err);
-    if (!st && e->plan.param_file)
-        st = zc_swap_create(&e->swap_par, c->param_nvme_path, e->rank, e->plan.param_file,
+        st = zc_swap_create(&e->swap_opt, c->optimizer_nvme_path, e->rank, e->plan.optimizer_file,
                             e->aio, err);
+    if (!st && e->plan.param_file)
+        st = zc_swap_create(&e->swap_par, c->param_nvme_path, e->rank, e->plan.param_file, e->aio,
+                            err);
     if (!st) {
         e->nvme_charged = e->plan.optimizer_file + e->plan.param_file;
         zc_mem_charge(e->mem, ZC_MEM_NVME, e->nvme_charged);
@@ -787,8 +849,8 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
     if ((st = decide_persistent(e, err)))
         return st;
     e->rs_cols = zc_estimate_rs_cols(e->cfg.reduce_bucket_size, (int64_t)n, (int64_t)max_shard);
-    e->rs_bytes = n * (e->qgz ? (size_t)zc_qwz_segment_bytes((int64_t)e->rs_cols)
-                              : e->rs_cols * e->cs);
+    e->rs_bytes =
+        n * (e->qgz ? (size_t)zc_qwz_segment_bytes((int64_t)e->rs_cols) : e->rs_cols * e->cs);
     e->rs_send = alloc_b(e, ZC_MEM_COMM, e->rs_bytes, 1);
     e->rs_recv = alloc_b(e, ZC_MEM_COMM, e->rs_bytes, 1);
     if (e->qgz)
@@ -836,7 +898,7 @@ void zc_engine_destroy(zc_engine *e)
     size_t n = (size_t)e->nranks;
     if (e->rs_req) /* lands in a gradient shard: before anything is freed */
         zc_comm_wait(e->comm, e->rs_req, NULL);
-    zc_stream_destroy(e->stream); /* waits for its transfers */
+    zc_stream_destroy(e->stream);         /* waits for its transfers */
     for (int i = 0; i < e->nunits; i++) { /* also after a failed finalize: free_f skips NULL */
         unit_t *u = &e->units[i];
         size_t S = u->info.shard, P = u->info.padded;
@@ -884,14 +946,38 @@ void zc_engine_destroy(zc_engine *e)
 
 /* ---------- queries ---------- */
 
-int zc_engine_num_units(const zc_engine *e) { return e->nunits; }
-int zc_engine_num_params(const zc_engine *e) { return e->nparams; }
-int zc_engine_stage(const zc_engine *e) { return e->stage; }
-zc_dtype zc_engine_dtype(const zc_engine *e) { return e->pdt; }
-int zc_engine_rank(const zc_engine *e) { return e->rank; }
-int zc_engine_world_size(const zc_engine *e) { return e->nranks; }
-int64_t zc_engine_steps_done(const zc_engine *e) { return e->step; }
-void zc_engine_set_lr(zc_engine *e, double lr) { e->lr = lr; }
+int zc_engine_num_units(const zc_engine *e)
+{
+    return e->nunits;
+}
+int zc_engine_num_params(const zc_engine *e)
+{
+    return e->nparams;
+}
+int zc_engine_stage(const zc_engine *e)
+{
+    return e->stage;
+}
+zc_dtype zc_engine_dtype(const zc_engine *e)
+{
+    return e->pdt;
+}
+int zc_engine_rank(const zc_engine *e)
+{
+    return e->rank;
+}
+int zc_engine_world_size(const zc_engine *e)
+{
+    return e->nranks;
+}
+int64_t zc_engine_steps_done(const zc_engine *e)
+{
+    return e->step;
+}
+void zc_engine_set_lr(zc_engine *e, double lr)
+{
+    e->lr = lr;
+}
 
 void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out)
 {
@@ -950,9 +1036,13 @@ zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *nume
 {
     for (int i = 0; i < e->nunits; i++)
         numel[i] = e->units[i].info.numel;
-    zc_estimate_in in = {.unit_numel = numel, .nunits = e->nunits, .nranks = e->nranks,
-                         .stage = stage, .moment_floats = (int)opt_moments(&e->cfg),
-                         .param_bytes = (int)e->ps, .grad_bytes = (int)e->gs,
+    zc_estimate_in in = {.unit_numel = numel,
+                         .nunits = e->nunits,
+                         .nranks = e->nranks,
+                         .stage = stage,
+                         .moment_floats = (int)opt_moments(&e->cfg),
+                         .param_bytes = (int)e->ps,
+                         .grad_bytes = (int)e->gs,
                          .comm_elem_bytes = (int)e->cs,
                          .reduce_bucket_size = e->cfg.reduce_bucket_size,
                          .prefetch_bucket_size = e->cfg.prefetch_bucket_size,
@@ -967,7 +1057,8 @@ zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *nume
                          .buffer_count = e->cfg.optimizer_buffer_count,
                          .param_buffer_count = e->cfg.param_buffer_count,
                          .param_buffer_size = e->cfg.param_buffer_size,
-                         .quantized_weights = e->qwz, .quantized_gradients = e->qgz,
+                         .quantized_weights = e->qwz,
+                         .quantized_gradients = e->qgz,
                          .hpz_partition_size = e->hpz,
                          .ranks_per_host = zc_comm_host_ranks(e->comm)};
     return in;
@@ -985,7 +1076,10 @@ zc_state_bytes zc_engine_state_bytes_for_stage(const zc_engine *e, int stage)
 
 /* ---------- reduce-scatter pipeline ---------- */
 
-static bool at_boundary(const zc_engine *e) { return e->micro == e->cfg.grad_accum - 1; }
+static bool at_boundary(const zc_engine *e)
+{
+    return e->micro == e->cfg.grad_accum - 1;
+}
 static double unit_sum_squares(const zc_engine *e, const unit_t *u);
 
 /* Waits for the gradient shards on their way to disk (all of them, or all but the newest), and
@@ -1065,7 +1159,10 @@ static zc_status progress(zc_engine *e, zc_err *err)
 }
 
 /* The loss scale the model's fp32 gradients are multiplied by before they are rounded. */
-static float grad_scale(const zc_engine *e) { return (float)e->scaler.scale; }
+static float grad_scale(const zc_engine *e)
+{
+    return (float)e->scaler.scale;
+}
 
 /* n ≤ CHUNK of the model's fp32 gradients as the stored gradient type would hold them: scaled
  * by the loss scale, rounded to gdt and widened back (in place). */
@@ -1097,8 +1194,7 @@ static void pack(const zc_engine *e, zc_dtype to, void *dst, const void *src, bo
         memset(dst, 0, n * ts);
         return;
     }
-    if (src_t == to && !(unscaled && grad_scale(e) != 1.0f) &&
-        !(from_model && e->gdt != ZC_FP32)) {
+    if (src_t == to && !(unscaled && grad_scale(e) != 1.0f) && !(from_model && e->gdt != ZC_FP32)) {
         memcpy(dst, src, n * ts);
         return;
     }
@@ -1151,11 +1247,11 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
                 src = NULL;
             }
         }
-        st = seg ? zc_comm_reduce_scatter_q8_start(e->comm, e->rs_send, e->rs_recv, len, e->gdt,
-                                                   out, accumulate, label(e, i), &e->rs_req, err)
-                 : zc_comm_reduce_scatter_start(e->comm, e->cdt, e->rs_send, e->rs_recv, len,
-                                                e->gdt, out, accumulate, label(e, i),
-                                                &e->rs_req, err);
+        st =
+            seg ? zc_comm_reduce_scatter_q8_start(e->comm, e->rs_send, e->rs_recv, len, e->gdt, out,
+                                                  accumulate, label(e, i), &e->rs_req, err)
+                : zc_comm_reduce_scatter_start(e->comm, e->cdt, e->rs_send, e->rs_recv, len, e->gdt,
+                                               out, accumulate, label(e, i), &e->rs_req, err);
         if (off + len == S)
             e->rs_last_of = i;
         if (!st && !e->cfg.overlap_comm) /* DeepSpeed's overlap_comm false: one at a time */
@@ -1163,7 +1259,6 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
     }
     return st;
 }
-
 
 /* Starts reduce-scatters for ready units in the static order (reverse registration). */
 static zc_status rs_pump(zc_engine *e, zc_err *err)
@@ -1266,16 +1361,14 @@ static zc_status gather_start(zc_engine *e, int i, zc_err *err)
         st = oom(e, err, "quantized parameters (qwZ)", i, (size_t)e->nranks * seg);
     if (!st && seg) { /* every rank's segment, this rank's quantized here; 4-byte elements */
         zc_qwz_quantize(mine, e->pdt, S, at(u->qbuf, (size_t)e->rank * seg, 1));
-        st = zc_comm_all_gather_start(e->comm, ZC_FP32, u->qbuf, seg / 4, label(e, i),
-                                      &u->gather, err);
-    } else if (!st)
-        st = zc_comm_all_gather_start(e->comm, e->pdt, u->full, S, label(e, i), &u->gather,
+        st = zc_comm_all_gather_start(e->comm, ZC_FP32, u->qbuf, seg / 4, label(e, i), &u->gather,
                                       err);
+    } else if (!st)
+        st = zc_comm_all_gather_start(e->comm, e->pdt, u->full, S, label(e, i), &u->gather, err);
     if (st) {
         free_b(e, ZC_MEM_COMM, &u->qbuf, seg, (size_t)e->nranks);
         work_free(e, &u->full, P * e->ps);
-    }
-    else
+    } else
         e->gathered_elems += (int64_t)P;
     return st;
 }
@@ -1312,8 +1405,7 @@ static zc_status prefetch(zc_engine *e, zc_err *err)
         if (w->full || w->view) /* live or already on its way */
             continue;
         int64_t P = (int64_t)w->info.padded;
-        if (inflight + P > e->prefetch_elems ||
-            e->gathered_elems + P > e->cfg.max_live_parameters)
+        if (inflight + P > e->prefetch_elems || e->gathered_elems + P > e->cfg.max_live_parameters)
             break;
         zc_status st = gather_start(e, e->trace[k], err);
         if (st)
@@ -1353,8 +1445,8 @@ zc_status zc_engine_acquire(zc_engine *e, int i, zc_err *err)
     } else if (e->trace_pos >= 0) {
         /* Follow the recorded order; a model that leaves it gets no prefetch until the next
          * micro-batch (every rank decides alike: the lockstep check keeps them together). */
-        e->trace_pos = e->trace_pos < e->trace_len && e->trace[e->trace_pos] == i
-                           ? e->trace_pos + 1 : -1;
+        e->trace_pos =
+            e->trace_pos < e->trace_len && e->trace[e->trace_pos] == i ? e->trace_pos + 1 : -1;
     }
     if (e->trace_done) /* the gather was started ahead, or must start now */
         *(u->full ? &e->prefetch_hits : &e->prefetch_misses) += 1;
@@ -1471,10 +1563,14 @@ static int64_t update_span(const zc_engine *e, float *w, const void *g, float *m
         zc_sgd_hparams h = {e->lr, e->cfg.momentum, e->cfg.weight_decay};
         bad = zc_sgd_update(w, g, e->gdt, m, n, gscale, &h);
     } else {
-        zc_adam_hparams h = {.lr = e->lr, .beta1 = e->cfg.beta1, .beta2 = e->cfg.beta2,
-                             .eps = e->cfg.eps, .weight_decay = e->cfg.weight_decay,
+        zc_adam_hparams h = {.lr = e->lr,
+                             .beta1 = e->cfg.beta1,
+                             .beta2 = e->cfg.beta2,
+                             .eps = e->cfg.eps,
+                             .weight_decay = e->cfg.weight_decay,
                              .decoupled = e->cfg.optim == ZC_OPTIM_ADAMW || e->cfg.adam_w_mode,
-                             .uncorrected = !e->cfg.bias_correction, .step = e->step + 1};
+                             .uncorrected = !e->cfg.bias_correction,
+                             .step = e->step + 1};
         bad = zc_adam_update(w, g, e->gdt, m, v, n, gscale, &h);
     }
     if (e->mixed)
@@ -1506,9 +1602,8 @@ static const char *nonfinite_param(const zc_engine *e, const unit_t *u)
 static zc_status unit_update(zc_engine *e, unit_t *u, float gscale, zc_err *err)
 {
     if (!u->njobs) {
-        u->nonfinite = update_span(e, e->mixed ? u->master : owned_params(e, u),
-                                   owned_grads(e, u), u->m, u->v, owned_params(e, u), u->opt_n,
-                                   gscale);
+        u->nonfinite = update_span(e, e->mixed ? u->master : owned_params(e, u), owned_grads(e, u),
+                                   u->m, u->v, owned_params(e, u), u->opt_n, gscale);
         return ZC_OK;
     }
     u->nonfinite = 0;
@@ -1518,9 +1613,8 @@ static zc_status unit_update(zc_engine *e, unit_t *u, float gscale, zc_err *err)
         void *a[ZC_NSTREAMS];
         size_t k = u->opt_n - (size_t)j * sg < sg ? u->opt_n - (size_t)j * sg : sg;
         if (!(st = zc_stream_next(e->stream, a, err))) {
-            u->nonfinite += update_span(e, a[ZC_STREAM_WEIGHTS], a[ZC_STREAM_GRADS],
-                                        a[ZC_STREAM_M], a[ZC_STREAM_V], a[ZC_STREAM_PARAMS], k,
-                                        gscale);
+            u->nonfinite += update_span(e, a[ZC_STREAM_WEIGHTS], a[ZC_STREAM_GRADS], a[ZC_STREAM_M],
+                                        a[ZC_STREAM_V], a[ZC_STREAM_PARAMS], k, gscale);
             st = zc_stream_done(e->stream, err);
         }
     }
@@ -1532,8 +1626,8 @@ static zc_status unit_update(zc_engine *e, unit_t *u, float gscale, zc_err *err)
 static double unit_sum_squares(const zc_engine *e, const unit_t *u)
 {
     size_t S = u->info.shard;
-    const void *g = !e->opt_sharded ? at(u->grad_full, (size_t)e->rank * S, e->gs)
-                                  : owned_grads(e, u);
+    const void *g =
+        !e->opt_sharded ? at(u->grad_full, (size_t)e->rank * S, e->gs) : owned_grads(e, u);
     if (e->gdt == ZC_FP32)
         return zc_sum_squares(g, S);
     double sum = 0.0;
@@ -1639,8 +1733,8 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     /* Stage 0 keeps everything: gather the reduced gradient shards back into full buffers. */
     for (int i = 0; !st && !e->opt_sharded && i < e->nunits; i++)
         if (!(st = lockstep_check(e, OP_GATHER_GRADS, i, err)))
-            st = zc_comm_all_gather(e->comm, e->gdt, e->units[i].grad_full,
-                                      e->units[i].info.shard, label(e, i), err);
+            st = zc_comm_all_gather(e->comm, e->gdt, e->units[i].grad_full, e->units[i].info.shard,
+                                    label(e, i), err);
     /* A swap file cut short behind our back would hand the update zeros or garbage. */
     if (!st && e->swap_opt)
         st = zc_swap_check(e->swap_opt, err);
@@ -1665,8 +1759,8 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
                           "updated (a lower learning rate or gradient_clipping may help)",
                           (long long)e->scaler.iter + 1);
     /* fp16: a dynamic scale is lowered (or gives up at its minimum), a static one gives up */
-    if ((st = zc_loss_scaler_update(&e->scaler, &e->cfg, overflow,
-                                    (long long)e->scaler.iter + 1, err)))
+    if ((st = zc_loss_scaler_update(&e->scaler, &e->cfg, overflow, (long long)e->scaler.iter + 1,
+                                    err)))
         return st;
     if (overflow) {
         zero_grads(e);
@@ -1696,8 +1790,8 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
                 pending = NULL;
             }
             if (!st && !(st = lockstep_check(e, OP_GATHER_PARAMS, i, err)))
-                st = zc_comm_all_gather_start(e->comm, e->pdt, u->full, u->info.shard,
-                                                label(e, i), &pending, err);
+                st = zc_comm_all_gather_start(e->comm, e->pdt, u->full, u->info.shard, label(e, i),
+                                              &pending, err);
         }
     }
     if (pending) {
@@ -1716,10 +1810,10 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
             continue;
         const char *param = nonfinite_param(e, u);
         bad = zc_err_set(err, ZC_ESTATE,
-                        "step %lld: the update left %lld weights of unit '%s'%s%s%s inf or NaN; "
-                        "training stopped (a lower learning rate or gradient_clipping may help)",
-                        (long long)e->step + 1, (long long)u->nonfinite, u->info.name,
-                        param ? " (first in '" : "", param ? param : "", param ? "')" : "");
+                         "step %lld: the update left %lld weights of unit '%s'%s%s%s inf or NaN; "
+                         "training stopped (a lower learning rate or gradient_clipping may help)",
+                         (long long)e->step + 1, (long long)u->nonfinite, u->info.name,
+                         param ? " (first in '" : "", param ? param : "", param ? "')" : "");
     }
     if (!st) /* every rank stops, with the message of the one that found it */
         st = zc_comm_agree(e->comm, bad, "checking the updated weights", err);
@@ -1815,8 +1909,8 @@ static zc_status set_params(zc_engine *e, unit_t *u, size_t first, size_t n, con
                        src + (a - first), err);
 }
 
-zc_status zc_engine_export_owned(zc_engine *e, int unit, zc_state_kind kind, size_t off,
-                                 size_t n, float *dst, zc_err *err)
+zc_status zc_engine_export_owned(zc_engine *e, int unit, zc_state_kind kind, size_t off, size_t n,
+                                 float *dst, zc_err *err)
 {
     size_t first, owned_n;
     zc_engine_owned_range(e, unit, &first, &owned_n);
@@ -1879,10 +1973,22 @@ zc_status zc_engine_import(zc_engine *e, int unit, size_t first, size_t n, const
     return st;
 }
 
-int zc_engine_moments(const zc_engine *e) { return (int)opt_moments(&e->cfg); }
-const zc_loss_scaler *zc_engine_loss_scaler(const zc_engine *e) { return &e->scaler; }
-void zc_engine_set_loss_scaler(zc_engine *e, const zc_loss_scaler *s) { e->scaler = *s; }
-void zc_engine_set_steps_done(zc_engine *e, int64_t steps) { e->step = steps; }
+int zc_engine_moments(const zc_engine *e)
+{
+    return (int)opt_moments(&e->cfg);
+}
+const zc_loss_scaler *zc_engine_loss_scaler(const zc_engine *e)
+{
+    return &e->scaler;
+}
+void zc_engine_set_loss_scaler(zc_engine *e, const zc_loss_scaler *s)
+{
+    e->scaler = *s;
+}
+void zc_engine_set_steps_done(zc_engine *e, int64_t steps)
+{
+    e->step = steps;
+}
 
 /* ---------- import and export ---------- */
 
@@ -1896,7 +2002,8 @@ void zc_engine_param_owned(const zc_engine *e, int param, size_t *first, size_t 
         return;
     }
     size_t S = e->units[p->unit].info.shard, lo = (size_t)e->rank * S, hi = lo + S;
-    size_t a = p->offset > lo ? p->offset : lo, b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
+    size_t a = p->offset > lo ? p->offset : lo,
+           b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
     *first = a < b ? a - p->offset : 0;
     *n = a < b ? b - a : 0;
 }
@@ -1917,8 +2024,7 @@ zc_status zc_engine_gather_unit(zc_engine *e, int i, float *dst, zc_err *err)
     unit_t *u = &e->units[i];
     size_t S = u->info.shard;
     /* a gathered unit's values are the shards' own, unless qwZ quantized them on the way */
-    if (e->mixed ? !e->opt_sharded
-                 : !sharded_params(e, u) || (u->full && !u->gather && !e->qwz)) {
+    if (e->mixed ? !e->opt_sharded : !sharded_params(e, u) || (u->full && !u->gather && !e->qwz)) {
         memcpy(dst, e->mixed ? u->master : u->full, u->info.padded * sizeof(float));
         return ZC_OK;
     }

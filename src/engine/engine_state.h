@@ -22,8 +22,8 @@ typedef enum {
  * Ψ_u; n may be 0). */
 void zc_engine_owned_range(const zc_engine *e, int unit, size_t *first, size_t *n);
 /* Copies elements [off, off + n) of this rank's owned range of the unit's `kind` into dst. */
-zc_status zc_engine_export_owned(zc_engine *e, int unit, zc_state_kind kind, size_t off,
-                                 size_t n, float *dst, zc_err *err);
+zc_status zc_engine_export_owned(zc_engine *e, int unit, zc_state_kind kind, size_t off, size_t n,
+                                 float *dst, zc_err *err);
 /* The logical ranges of a unit this rank must be given to restore a checkpoint: parameters
  * (everything in stages 0–2, the owned shard in stage 3) and moments (everything in stage 0,
  * the owned shard otherwise). */

@@ -30,7 +30,10 @@ static int64_t shard(size_t numel, int n, bool *ovf)
     }
     return (int64_t)s;
 }
-static int64_t or4(int bytes) { return bytes ? bytes : 4; }
+static int64_t or4(int bytes)
+{
+    return bytes ? bytes : 4;
+}
 
 /* ---------- stage-3 persistence ---------- */
 
@@ -104,8 +107,8 @@ static zc_offload_plan offload_plan(const zc_estimate_in *in, zc_unit_offload *u
         total = add(total, shard(in->unit_numel[u], in->nranks, ovf), ovf);
     for (int u = 0; u < in->nunits; u++) {
         const int64_t S = shard(in->unit_numel[u], in->nranks, ovf);
-        zc_unit_offload x = {.params_off = -1, .grads_off = -1, .master_off = -1, .m_off = -1,
-                             .v_off = -1};
+        zc_unit_offload x = {
+            .params_off = -1, .grads_off = -1, .master_off = -1, .m_off = -1, .v_off = -1};
         cum_opt = add(cum_opt, S, ovf);
         x.optimizer = opt && (ratio >= 1.0 || (double)cum_opt <= ratio * (double)total);
         x.grads = x.optimizer && in->stage == 3;
@@ -218,8 +221,11 @@ static int64_t comm_bytes(const zc_estimate_in *in, bool inter, bool *ovf)
     const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
     const int64_t C = or4(in->comm_elem_bytes);
     const int64_t N = in->nranks;
-    const int64_t R = in->ranks_per_host > 0 && in->ranks_per_host < N && N % in->ranks_per_host == 0
-                          ? in->ranks_per_host : N, H = N / R;
+    const int64_t R = in->ranks_per_host > 0 && in->ranks_per_host < N &&
+                              N % in->ranks_per_host == 0
+                          ? in->ranks_per_host
+                          : N,
+                  H = N / R;
     const int64_t world_peers = inter ? N - R : N - 1;
     int64_t per = C + (in->stage == 0 ? G : in->stage == 3 ? 2 * P : P);
     const bool qwz = in->stage == 3 && in->quantized_weights;

@@ -7,8 +7,8 @@
 
 void zc_loss_scaler_init(zc_loss_scaler *s, const zc_config *cfg)
 {
-    *s = (zc_loss_scaler){.scale = 1.0, .hysteresis_left = cfg->hysteresis,
-                          .last_overflow_iter = -1};
+    *s = (zc_loss_scaler){
+        .scale = 1.0, .hysteresis_left = cfg->hysteresis, .last_overflow_iter = -1};
     if (cfg->dtype != ZC_FP16)
         return;
     s->dynamic = cfg->loss_scale == 0;

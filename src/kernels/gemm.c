@@ -46,12 +46,15 @@ static struct {
     dnnl_engine_t eng;
     dnnl_stream_t strm;
     entry cache[CACHE];
-    int next; /* the entry replaced when the cache is full */
+    int next;                  /* the entry replaced when the cache is full */
     char path[96], path32[96]; /* what bf16 and fp32 products run on */
     zc_gemm_counters ctr;
 } G;
 
-zc_gemm_counters zc_gemm_get_counters(void) { return G.ctr; }
+zc_gemm_counters zc_gemm_get_counters(void)
+{
+    return G.ctr;
+}
 
 /* ZEROC_GEMM_ISA caps the instructions oneDNN may use (tests run every path the CPU offers). */
 static void cap_isa(void)
@@ -59,7 +62,8 @@ static void cap_isa(void)
     static const struct {
         const char *name;
         dnnl_cpu_isa_t isa;
-    } caps[] = {{"avx2", dnnl_cpu_isa_avx2}, {"avx512_core", dnnl_cpu_isa_avx512_core},
+    } caps[] = {{"avx2", dnnl_cpu_isa_avx2},
+                {"avx512_core", dnnl_cpu_isa_avx512_core},
                 {"avx512_core_bf16", dnnl_cpu_isa_avx512_core_bf16},
                 {"avx512_core_amx", dnnl_cpu_isa_avx512_core_amx}};
     const char *env = getenv("ZEROC_GEMM_ISA");
@@ -76,9 +80,9 @@ static void init(void)
     const char *env = getenv("ZEROC_GEMM");
     G.portable = env && !strcmp(env, "portable");
     cap_isa();
-    if (!G.portable && (dnnl_engine_create(&G.eng, dnnl_cpu, 0) != dnnl_success ||
-                        dnnl_stream_create(&G.strm, G.eng, dnnl_stream_default_flags) !=
-                            dnnl_success))
+    if (!G.portable &&
+        (dnnl_engine_create(&G.eng, dnnl_cpu, 0) != dnnl_success ||
+         dnnl_stream_create(&G.strm, G.eng, dnnl_stream_default_flags) != dnnl_success))
         G.portable = true;
     snprintf(G.path, sizeof G.path, "portable (sgemm on bf16-rounded operands)");
     snprintf(G.path32, sizeof G.path32, "OpenBLAS sgemm");
@@ -115,8 +119,8 @@ static void round_rows(const float *x, int rows, int cols, int ld, void *out, bo
 static void sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                   const float *B, int ldb, float beta, float *C, int ldc)
 {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
-                N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N,
+                K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* The oneDNN primitive for this product (created on first use; NULL if oneDNN cannot), with the
@@ -128,20 +132,29 @@ static dnnl_primitive_t primitive(zc_gemm_type t, bool ta, bool tb, int M, int N
     for (int i = 0; i < CACHE; i++) {
         entry *c = &G.cache[i];
         if (c->used && c->type == t && c->M == M && c->N == N && c->K == K && c->ta == ta &&
-            c->tb == tb && c->lda == lda && c->ldb == ldb && c->ldc == ldc &&
-            c->alpha == alpha && c->beta == beta)
+            c->tb == tb && c->lda == lda && c->ldb == ldb && c->ldc == ldc && c->alpha == alpha &&
+            c->beta == beta)
             return c->prim;
     }
     entry *c = &G.cache[G.next];
     G.next = (G.next + 1) % CACHE;
     if (c->used && c->prim)
         dnnl_primitive_destroy(c->prim);
-    *c = (entry){.M = M, .N = N, .K = K, .ta = ta, .tb = tb, .lda = lda, .ldb = ldb, .ldc = ldc,
-                 .type = t, .alpha = alpha, .beta = beta, .used = true};
+    *c = (entry){.M = M,
+                 .N = N,
+                 .K = K,
+                 .ta = ta,
+                 .tb = tb,
+                 .lda = lda,
+                 .ldb = ldb,
+                 .ldc = ldc,
+                 .type = t,
+                 .alpha = alpha,
+                 .beta = beta,
+                 .used = true};
     const dnnl_data_type_t in = t == ZC_GEMM_BF16 ? dnnl_bf16 : dnnl_f32;
     dnnl_dims_t ad = {M, K}, bd = {K, N}, cd = {M, N};
-    dnnl_dims_t as = {ta ? 1 : lda, ta ? lda : 1}, bs = {tb ? 1 : ldb, tb ? ldb : 1},
-                cs = {ldc, 1};
+    dnnl_dims_t as = {ta ? 1 : lda, ta ? lda : 1}, bs = {tb ? 1 : ldb, tb ? ldb : 1}, cs = {ldc, 1};
     dnnl_memory_desc_t amd, bmd, cmd;
     dnnl_matmul_desc_t md;
     dnnl_primitive_attr_t attr = NULL;
@@ -200,9 +213,9 @@ static void execute(dnnl_primitive_t prim, const void *A, const void *B, float *
     dnnl_memory_destroy(cm);
 }
 
-static void gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha,
-                 const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
-                 void *workspace, size_t workspace_bytes)
+static void gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
+                 int lda, const float *B, int ldb, float beta, float *C, int ldc, void *workspace,
+                 size_t workspace_bytes)
 {
     dnnl_primitive_t prim =
         G.portable ? NULL
@@ -237,8 +250,8 @@ static void gemm_b16(bool ta, bool tb, int M, int N, int K, float alpha, const f
 {
     ZC_ASSERT(workspace && workspace_bytes >= zc_gemm_workspace_bytes(M, N, K));
     const int arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
-    dnnl_primitive_t prim = G.portable ? NULL : primitive(ZC_GEMM_BF16, ta, tb, M, N, K, acols,
-                                                          ldb, alpha, beta, ldc);
+    dnnl_primitive_t prim =
+        G.portable ? NULL : primitive(ZC_GEMM_BF16, ta, tb, M, N, K, acols, ldb, alpha, beta, ldc);
     if (!prim) { /* A rounded, B widened (exactly), then sgemm */
         float *a = workspace, *b = a + (size_t)M * (size_t)K;
         round_rows(A, arows, acols, lda, a, true);

@@ -12,7 +12,10 @@ int64_t zc_qwz_segment_bytes(int64_t shard)
     return 4 * blocks + (shard + 3) / 4 * 4;
 }
 
-static size_t nblocks(size_t S) { return (S + ZC_QWZ_BLOCK - 1) / ZC_QWZ_BLOCK; }
+static size_t nblocks(size_t S)
+{
+    return (S + ZC_QWZ_BLOCK - 1) / ZC_QWZ_BLOCK;
+}
 
 /* One block of n ≤ ZC_QWZ_BLOCK values: its scale and int8 values. */
 static void quantize_block(const float *x, size_t n, float *scale, int8_t *q)

@@ -39,11 +39,8 @@ zc_simd zc_simd_level(void)
 const char *zc_simd_name(zc_simd level)
 {
     switch (level) {
-    case ZC_SIMD_AVX512:
-        return "avx512";
-    case ZC_SIMD_AVX2:
-        return "avx2";
-    default:
-        return "portable";
+    case ZC_SIMD_AVX512: return "avx512";
+    case ZC_SIMD_AVX2: return "avx2";
+    default: return "portable";
     }
 }

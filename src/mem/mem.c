@@ -33,16 +33,25 @@ static bool huge_pages(void)
 }
 
 /* mmap'd (page-aligned, returned to the system on free) or from the heap */
-static bool mapped(size_t bytes) { return bytes >= MMAP_MIN || bytes % PAGE == 0; }
+static bool mapped(size_t bytes)
+{
+    return bytes >= MMAP_MIN || bytes % PAGE == 0;
+}
 
 struct zc_mem {
     zc_mem_stats cat[ZC_MEM_NCATEGORIES];
     int64_t states_peak;
 };
 
-zc_mem *zc_mem_create(void) { return calloc(1, sizeof(zc_mem)); }
+zc_mem *zc_mem_create(void)
+{
+    return calloc(1, sizeof(zc_mem));
+}
 
-void zc_mem_destroy(zc_mem *mem) { free(mem); }
+void zc_mem_destroy(zc_mem *mem)
+{
+    free(mem);
+}
 
 static int64_t states_now(const zc_mem *m)
 {
@@ -110,7 +119,10 @@ zc_mem_stats zc_mem_get(const zc_mem *mem, zc_mem_category cat)
     return mem->cat[cat];
 }
 
-int64_t zc_mem_model_states_peak(const zc_mem *mem) { return mem->states_peak; }
+int64_t zc_mem_model_states_peak(const zc_mem *mem)
+{
+    return mem->states_peak;
+}
 
 void zc_mem_reset_peaks(zc_mem *mem)
 {
@@ -144,5 +156,11 @@ static int64_t status_kb(const char *key)
     return v;
 }
 
-int64_t zc_mem_peak_rss(void) { return status_kb("VmHWM:"); }
-int64_t zc_mem_current_rss(void) { return status_kb("VmRSS:"); }
+int64_t zc_mem_peak_rss(void)
+{
+    return status_kb("VmHWM:");
+}
+int64_t zc_mem_current_rss(void)
+{
+    return status_kb("VmRSS:");
+}

@@ -45,12 +45,12 @@ typedef struct {
     zc_aio_op *op;
     int fd;
     bool write;
-    char *buf;     /* the request's first byte, at file offset off */
+    char *buf; /* the request's first byte, at file offset off */
     int64_t off;
     size_t len;
-    size_t done;   /* bytes known transferred (from the start of the request) */
-    size_t pos;    /* where the attempt in progress starts: done, aligned down */
-    int next;      /* free list or ready list */
+    size_t done; /* bytes known transferred (from the start of the request) */
+    size_t pos;  /* where the attempt in progress starts: done, aligned down */
+    int next;    /* free list or ready list */
 } aio_slot;
 
 typedef struct {
@@ -66,13 +66,13 @@ struct zc_aio {
     pthread_cond_t work_cv; /* pool: a request is ready, or stop */
     bool mu_ok, done_cv_ok, work_cv_ok, ring_ok;
     struct io_uring ring;
-    int unsubmitted;        /* io_uring: SQEs prepared, not yet taken by the kernel */
+    int unsubmitted; /* io_uring: SQEs prepared, not yet taken by the kernel */
     pthread_t *threads;
-    int nthreads;           /* started */
+    int nthreads; /* started */
     aio_slot *slots;
-    int free_head;          /* free slots */
+    int free_head;              /* free slots */
     int ready_head, ready_tail; /* pool: issued requests no worker has taken yet */
-    int inflight;           /* slots in use */
+    int inflight;               /* slots in use */
     zc_aio_op *qhead, *qtail;
     bool stop;
     struct io_uring_cqe **cqes; /* the reaper's: one batch */
@@ -146,12 +146,9 @@ static int slot_run(aio_slot *s)
         ssize_t r = s->write ? pwrite(s->fd, p, n, at) : pread(s->fd, p, n, at);
         int error = 0;
         switch (slot_step(s, r < 0 ? -(long long)errno : (long long)r, &error)) {
-        case STEP_DONE:
-            return 0;
-        case STEP_FAIL:
-            return error;
-        default:
-            break;
+        case STEP_DONE: return 0;
+        case STEP_FAIL: return error;
+        default: break;
         }
     }
 }
@@ -248,8 +245,13 @@ static void pump(zc_aio *a)
         a->free_head = s->next;
         size_t left = op->len - op->issued;
         size_t n = left < (size_t)a->cfg.block_size ? left : (size_t)a->cfg.block_size;
-        *s = (aio_slot){.op = op, .fd = op->fd, .write = op->write, .buf = op->buf + op->issued,
-                        .off = op->off + (int64_t)op->issued, .len = n, .next = -1};
+        *s = (aio_slot){.op = op,
+                        .fd = op->fd,
+                        .write = op->write,
+                        .buf = op->buf + op->issued,
+                        .off = op->off + (int64_t)op->issued,
+                        .len = n,
+                        .next = -1};
         op->issued += n;
         if (op->issued == op->len) {
             a->qhead = op->next;
@@ -313,11 +315,8 @@ static void *reaper_main(void *arg)
             case STEP_AGAIN:
                 uring_prep(a, i); /* the rest of a short transfer: keeps its slot */
                 break;
-            case STEP_DONE:
-                finish(a, i, 0);
-                break;
-            default:
-                finish(a, i, error);
+            case STEP_DONE: finish(a, i, 0); break;
+            default: finish(a, i, error);
             }
         }
         pump(a);
@@ -474,8 +473,8 @@ zc_status zc_aio_create(zc_aio **out, const zc_aio_config *cfg, zc_err *err)
     int r = pthread_sigmask(SIG_SETMASK, &mask, &old);
     ZC_ASSERT(r == 0);
     for (int t = 0; t < want && !r; t++) {
-        r = pthread_create(&a->threads[t], NULL,
-                           a->used == ZC_AIO_URING ? reaper_main : pool_main, a);
+        r = pthread_create(&a->threads[t], NULL, a->used == ZC_AIO_URING ? reaper_main : pool_main,
+                           a);
         a->nthreads += !r;
     }
     int r2 = pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -515,20 +514,17 @@ zc_aio_engine zc_aio_engine_used(const zc_aio *a)
 const char *zc_aio_engine_name(zc_aio_engine e)
 {
     switch (e) {
-    case ZC_AIO_AUTO:
-        return "auto";
-    case ZC_AIO_URING:
-        return "io_uring";
-    case ZC_AIO_THREADS:
-        return "threads";
+    case ZC_AIO_AUTO: return "auto";
+    case ZC_AIO_URING: return "io_uring";
+    case ZC_AIO_THREADS: return "threads";
     }
     return "unknown";
 }
 
 /* ---------- transfers ---------- */
 
-static void start(zc_aio *a, zc_aio_op *op, int fd, const char *path, const void *buf,
-                  size_t len, int64_t off, bool write)
+static void start(zc_aio *a, zc_aio_op *op, int fd, const char *path, const void *buf, size_t len,
+                  int64_t off, bool write)
 {
     ZC_ASSERT(a != NULL && op != NULL);
     check_aligned(buf, len, off);
@@ -537,8 +533,13 @@ static void start(zc_aio *a, zc_aio_op *op, int fd, const char *path, const void
     lock(a);
     ZC_ASSERT(op->pending == 0); /* started on an idle op */
     const int inject = op->inject_errno;
-    *op = (zc_aio_op){.write = write, .off = off, .len = len, .path = path,
-                      .inject_errno = inject, .fd = fd, .buf = (char *)buf};
+    *op = (zc_aio_op){.write = write,
+                      .off = off,
+                      .len = len,
+                      .path = path,
+                      .inject_errno = inject,
+                      .fd = fd,
+                      .buf = (char *)buf};
     if (inject) { /* every request fails with it at once; the first is at off */
         op->error = inject;
         op->error_off = off;
@@ -562,8 +563,8 @@ void zc_aio_read(zc_aio *a, zc_aio_op *op, int fd, const char *path, void *buf, 
     start(a, op, fd, path, buf, len, off, false);
 }
 
-void zc_aio_write(zc_aio *a, zc_aio_op *op, int fd, const char *path, const void *buf,
-                  size_t len, int64_t off)
+void zc_aio_write(zc_aio *a, zc_aio_op *op, int fd, const char *path, const void *buf, size_t len,
+                  int64_t off)
 {
     start(a, op, fd, path, buf, len, off, true);
 }

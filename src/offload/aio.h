@@ -57,15 +57,15 @@ typedef struct {
  * from start to wait. A zeroed op is "idle": waiting for it returns at once. A transfer may only
  * be started on an idle op (zeroed, or waited for): ZC_ASSERT(pending == 0). */
 typedef struct zc_aio_op {
-    int pending;        /* requests not yet completed */
+    int pending; /* requests not yet completed */
     bool write;
-    int error;          /* first errno (or ZC_AIO_EOF); 0 if none */
-    int64_t error_off;  /* file offset of the failed request */
-    int64_t off;        /* the transfer's start, and its length */
+    int error;         /* first errno (or ZC_AIO_EOF); 0 if none */
+    int64_t error_off; /* file offset of the failed request */
+    int64_t off;       /* the transfer's start, and its length */
     size_t len;
-    const char *path;   /* for messages; must outlive the transfer */
-    int inject_errno;   /* tests: set on the idle op before the start to complete every request
-                         * with this errno, doing no I/O; the wait clears it with the rest */
+    const char *path; /* for messages; must outlive the transfer */
+    int inject_errno; /* tests: set on the idle op before the start to complete every request
+                       * with this errno, doing no I/O; the wait clears it with the rest */
     /* the queue's */
     int fd;
     char *buf;
@@ -91,8 +91,8 @@ const char *zc_aio_engine_name(zc_aio_engine e); /* "auto", "io_uring", "threads
 /* Start a transfer of len bytes between buf and file offset off of fd (opened O_DIRECT). */
 void zc_aio_read(zc_aio *a, zc_aio_op *op, int fd, const char *path, void *buf, size_t len,
                  int64_t off);
-void zc_aio_write(zc_aio *a, zc_aio_op *op, int fd, const char *path, const void *buf,
-                  size_t len, int64_t off);
+void zc_aio_write(zc_aio *a, zc_aio_op *op, int fd, const char *path, const void *buf, size_t len,
+                  int64_t off);
 /* Has the transfer completed (successfully or not)? Never waits for I/O (only for the mutex). */
 bool zc_aio_done(zc_aio *a, const zc_aio_op *op);
 /* Blocks until the transfer has completed; ZC_EIO names the file, read/write, the failed

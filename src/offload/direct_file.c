@@ -20,13 +20,13 @@ enum { BUF = 8 << 20 };
 struct zc_direct_file {
     char path[4096];
     int fd;
-    bool direct;       /* O_DIRECT accepted; else buffered writes */
+    bool direct; /* O_DIRECT accepted; else buffered writes */
     zc_aio *aio;
     void *buf[2];
     zc_aio_op op[2];
-    int cur;           /* the buffer being filled */
-    size_t fill;       /* bytes in it */
-    int64_t written;   /* bytes handed to the disk (whole buffers) */
+    int cur;         /* the buffer being filled */
+    size_t fill;     /* bytes in it */
+    int64_t written; /* bytes handed to the disk (whole buffers) */
 };
 
 static zc_status io_error(zc_err *err, const zc_direct_file *f)
@@ -63,8 +63,11 @@ zc_status zc_direct_file_open(zc_direct_file **out, const char *path, zc_err *er
         release(f);
         return st;
     }
-    zc_aio_config cfg = {.engine = ZC_AIO_AUTO, .block_size = 1 << 20, .queue_depth = 8,
-                         .thread_count = 1, .overlap_events = true};
+    zc_aio_config cfg = {.engine = ZC_AIO_AUTO,
+                         .block_size = 1 << 20,
+                         .queue_depth = 8,
+                         .thread_count = 1,
+                         .overlap_events = true};
     zc_status st = ZC_OK;
     if (posix_memalign(&f->buf[0], ZC_AIO_ALIGN, BUF) ||
         posix_memalign(&f->buf[1], ZC_AIO_ALIGN, BUF))

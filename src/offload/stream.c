@@ -90,8 +90,8 @@ zc_status zc_stream_create(zc_stream **out, zc_mem *mem, zc_aio *aio, int nslots
     s->pin = pin;
     memcpy(s->slot_bytes, slot_bytes, sizeof s->slot_bytes);
     s->slots = calloc((size_t)nslots, sizeof *s->slots);
-    zc_status st = s->slots ? ZC_OK
-                            : zc_err_set(err, ZC_ENOMEM, "out of memory creating the stream");
+    zc_status st =
+        s->slots ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory creating the stream");
     for (int k = 0; !st && k < nslots; k++) {
         s->slots[k].job = -1;
         for (int a = 0; !st && a < ZC_NSTREAMS; a++) {
@@ -99,13 +99,16 @@ zc_status zc_stream_create(zc_stream **out, zc_mem *mem, zc_aio *aio, int nslots
                 continue;
             void *p = zc_mem_alloc(mem, ZC_MEM_OFFLOAD, (size_t)slot_bytes[a]);
             if (!p)
-                st = zc_err_set(err, ZC_ENOMEM, "out of memory allocating a sub-group slot of "
-                                "%lld bytes", (long long)slot_bytes[a]);
+                st = zc_err_set(err, ZC_ENOMEM,
+                                "out of memory allocating a sub-group slot of "
+                                "%lld bytes",
+                                (long long)slot_bytes[a]);
             else if (pin && mlock(p, (size_t)slot_bytes[a]))
-                st = zc_err_set(err, ZC_ENOMEM, "offload_optimizer.pin_memory: cannot lock %lld "
+                st = zc_err_set(err, ZC_ENOMEM,
+                                "offload_optimizer.pin_memory: cannot lock %lld "
                                 "bytes of sub-group slots in RAM: %s (raise RLIMIT_MEMLOCK, or "
-                                "set pin_memory false)", (long long)slot_bytes[a],
-                                strerror(errno));
+                                "set pin_memory false)",
+                                (long long)slot_bytes[a], strerror(errno));
             s->slots[k].buf[a] = p;
         }
     }

@@ -33,12 +33,12 @@
 #include "zeroc/status.h"
 
 typedef struct {
-    void *ram;      /* resident: the sub-group's first element (NULL with swap set, or absent) */
-    zc_swap *swap;  /* on disk: the file, the sub-group's byte offset and its bytes (4 KiB
-                     * multiples, within the slot's buffer for this array) */
+    void *ram;     /* resident: the sub-group's first element (NULL with swap set, or absent) */
+    zc_swap *swap; /* on disk: the file, the sub-group's byte offset and its bytes (4 KiB
+                    * multiples, within the slot's buffer for this array) */
     int64_t off;
     int64_t bytes;
-    bool in, out;   /* read before the update / written after it */
+    bool in, out; /* read before the update / written after it */
 } zc_stream_ref;
 
 typedef struct {

@@ -61,7 +61,10 @@ static int64_t fault_at(const char *kind, int rank)
     return 0;
 }
 
-static double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
+static double gib(double bytes)
+{
+    return bytes / (1024.0 * 1024.0 * 1024.0);
+}
 
 static zc_status no_space(zc_err *err, const char *dir, int rank, int64_t bytes, bool known,
                           uint64_t avail)
@@ -227,8 +230,14 @@ zc_status zc_swap_wait(zc_swap *s, zc_aio_op *op, zc_err *err)
 
 /* ---------- synchronous, any offset and length ---------- */
 
-static int64_t align_down(int64_t x) { return x & ~(int64_t)(ZC_AIO_ALIGN - 1); }
-static int64_t align_up(int64_t x) { return align_down(x + ZC_AIO_ALIGN - 1); }
+static int64_t align_down(int64_t x)
+{
+    return x & ~(int64_t)(ZC_AIO_ALIGN - 1);
+}
+static int64_t align_up(int64_t x)
+{
+    return align_down(x + ZC_AIO_ALIGN - 1);
+}
 
 /* The window of the bounce buffer starting at off's block: [*a0, *a1). */
 static void window(int64_t off, int64_t end, int64_t *a0, int64_t *a1)

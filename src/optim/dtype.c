@@ -164,42 +164,27 @@ const char *zc_dtype_name(zc_dtype t)
 int zc_dtype_size(zc_dtype t)
 {
     switch (t) {
-    case ZC_FP32:
-        return 4;
+    case ZC_FP32: return 4;
     case ZC_BF16:
-    case ZC_FP16:
-        return 2;
-    default:
-        return 0; /* ZC_DTYPE_DEFAULT has no size of its own: resolve it first */
+    case ZC_FP16: return 2;
+    default: return 0; /* ZC_DTYPE_DEFAULT has no size of its own: resolve it first */
     }
 }
 
 void zc_dtype_widen(zc_dtype t, const void *src, float *dst, size_t n)
 {
     switch (t) {
-    case ZC_BF16:
-        zc_bf16_to_f32(src, dst, n);
-        break;
-    case ZC_FP16:
-        zc_f16_to_f32(src, dst, n);
-        break;
-    default:
-        memmove(dst, src, n * sizeof(float));
-        break;
+    case ZC_BF16: zc_bf16_to_f32(src, dst, n); break;
+    case ZC_FP16: zc_f16_to_f32(src, dst, n); break;
+    default: memmove(dst, src, n * sizeof(float)); break;
     }
 }
 
 void zc_dtype_narrow(zc_dtype t, const float *src, void *dst, size_t n)
 {
     switch (t) {
-    case ZC_BF16:
-        zc_f32_to_bf16(src, dst, n);
-        break;
-    case ZC_FP16:
-        zc_f32_to_f16(src, dst, n);
-        break;
-    default:
-        memmove(dst, src, n * sizeof(float));
-        break;
+    case ZC_BF16: zc_f32_to_bf16(src, dst, n); break;
+    case ZC_FP16: zc_f32_to_f16(src, dst, n); break;
+    default: memmove(dst, src, n * sizeof(float)); break;
     }
 }

@@ -2,9 +2,9 @@
  *
  * Built with -ffp-contract=off (no fused multiply-adds the scalar tail would not also get) and
  * -fno-math-errno (so sqrtf vectorises to the correctly rounded vsqrtps instead of a libm call
- * per element: measured 4–6× faster on the Adam kernel). All constants are rounded to float once, outside the
- * loop, in one helper shared by the fast kernel and its reference, so both do the same float
- * operations in the same order. Threads split the shard into static blocks; elements are
+ * per element: measured 4–6× faster on the Adam kernel). All constants are rounded to float once,
+ * outside the loop, in one helper shared by the fast kernel and its reference, so both do the same
+ * float operations in the same order. Threads split the shard into static blocks; elements are
  * independent, so the thread count never changes a bit. Gradients may be 16-bit: each block is
  * widened (exactly) on the thread that updates it. */
 #include <math.h>

@@ -31,8 +31,7 @@ uint32_t zc_crc32c_sw(uint32_t crc, const void *data, size_t n)
 }
 
 #if defined(__x86_64__)
-__attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const void *data,
-                                                          size_t n)
+__attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const void *data, size_t n)
 {
     const unsigned char *p = data;
     uint64_t c = ~crc;

@@ -68,7 +68,10 @@ zc_status zc_durable_write(zc_durable *f, const void *buf, size_t n, zc_err *err
     return zc_durable_pwrite(f, buf, n, f->end, err);
 }
 
-int zc_durable_fd(const zc_durable *f) { return f->fd; }
+int zc_durable_fd(const zc_durable *f)
+{
+    return f->fd;
+}
 
 void zc_durable_abort(zc_durable *f)
 {

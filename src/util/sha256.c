@@ -12,16 +12,14 @@
 #include "util/sha256.h"
 
 static const uint32_t K[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-    0xc67178f2};
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
 #define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
 
@@ -39,7 +37,8 @@ static void block(zc_sha256 *s, const uint8_t *p)
     uint32_t a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3], e = s->h[4], f = s->h[5],
              g = s->h[6], h = s->h[7];
     for (int i = 0; i < 64; i++) {
-        uint32_t t1 = h + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
+        uint32_t t1 =
+            h + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
         uint32_t t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
         h = g;
         g = f;
@@ -63,16 +62,16 @@ static void block(zc_sha256 *s, const uint8_t *p)
 #if defined(__x86_64__)
 /* Four rounds per step on the (ABEF, CDGH) state layout the instructions use; the message
  * schedule lives in m[0..3], one 4-word group each, updated in place (msg1/msg2). */
-__attribute__((target("sha,sse4.1,ssse3"))) static void blocks_ni(uint32_t h[8],
-                                                                 const uint8_t *p, size_t n)
+__attribute__((target("sha,sse4.1,ssse3"))) static void blocks_ni(uint32_t h[8], const uint8_t *p,
+                                                                  size_t n)
 {
     const __m128i mask = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
     __m128i tmp = _mm_loadu_si128((const __m128i *)&h[0]);
     __m128i s1 = _mm_loadu_si128((const __m128i *)&h[4]);
-    tmp = _mm_shuffle_epi32(tmp, 0xB1);          /* CDAB */
-    s1 = _mm_shuffle_epi32(s1, 0x1B);            /* EFGH */
-    __m128i s0 = _mm_alignr_epi8(tmp, s1, 8);    /* ABEF */
-    s1 = _mm_blend_epi16(s1, tmp, 0xF0);         /* CDGH */
+    tmp = _mm_shuffle_epi32(tmp, 0xB1);       /* CDAB */
+    s1 = _mm_shuffle_epi32(s1, 0x1B);         /* EFGH */
+    __m128i s0 = _mm_alignr_epi8(tmp, s1, 8); /* ABEF */
+    s1 = _mm_blend_epi16(s1, tmp, 0xF0);      /* CDGH */
     for (; n; n--, p += 64) {
         __m128i abef = s0, cdgh = s1, m[4];
         for (int g = 0; g < 16; g++) {
@@ -91,10 +90,10 @@ __attribute__((target("sha,sse4.1,ssse3"))) static void blocks_ni(uint32_t h[8],
         s0 = _mm_add_epi32(s0, abef);
         s1 = _mm_add_epi32(s1, cdgh);
     }
-    tmp = _mm_shuffle_epi32(s0, 0x1B);           /* FEBA */
-    s1 = _mm_shuffle_epi32(s1, 0xB1);            /* DCHG */
-    s0 = _mm_blend_epi16(tmp, s1, 0xF0);         /* DCBA */
-    s1 = _mm_alignr_epi8(s1, tmp, 8);            /* HGFE */
+    tmp = _mm_shuffle_epi32(s0, 0x1B);   /* FEBA */
+    s1 = _mm_shuffle_epi32(s1, 0xB1);    /* DCHG */
+    s0 = _mm_blend_epi16(tmp, s1, 0xF0); /* DCBA */
+    s1 = _mm_alignr_epi8(s1, tmp, 8);    /* HGFE */
     _mm_storeu_si128((__m128i *)&h[0], s0);
     _mm_storeu_si128((__m128i *)&h[4], s1);
 }
@@ -114,7 +113,10 @@ static int has_sha_ni(void)
 
 static int use_ni = -1; /* -1: not yet decided; tests may force the portable path */
 
-void zc_sha256_force_portable(int on) { use_ni = on ? 0 : -1; }
+void zc_sha256_force_portable(int on)
+{
+    use_ni = on ? 0 : -1;
+}
 
 static void blocks(zc_sha256 *s, const uint8_t *p, size_t n)
 {

@@ -11,7 +11,10 @@
 
 static void (*abort_hook)(int code);
 
-void zc_set_abort_hook(void (*hook)(int code)) { abort_hook = hook; }
+void zc_set_abort_hook(void (*hook)(int code))
+{
+    abort_hook = hook;
+}
 
 zc_status zc_err_set(zc_err *err, zc_status code, const char *fmt, ...)
 {
@@ -27,9 +30,8 @@ zc_status zc_err_set(zc_err *err, zc_status code, const char *fmt, ...)
 
 const char *zc_status_name(zc_status s)
 {
-    static const char *const names[] = {"ZC_OK",    "ZC_EINVAL",   "ZC_EIO",
-                                        "ZC_ENOMEM", "ZC_ECOMM",   "ZC_ETIMEOUT",
-                                        "ZC_ELOCKSTEP", "ZC_ESTATE"};
+    static const char *const names[] = {"ZC_OK",    "ZC_EINVAL",   "ZC_EIO",       "ZC_ENOMEM",
+                                        "ZC_ECOMM", "ZC_ETIMEOUT", "ZC_ELOCKSTEP", "ZC_ESTATE"};
     _Static_assert(sizeof names / sizeof names[0] == ZC_ESTATE + 1, "status names out of sync");
     return (unsigned)s <= ZC_ESTATE ? names[s] : "ZC_UNKNOWN";
 }
