@@ -58,6 +58,13 @@ class Harness:
         sanitizers check memory and undefined behaviour, not convergence, at 5–10× the time."""
         return "ASAN_OPTIONS" in os.environ
 
+    def trim(self, full, subset):
+        """A test's matrix of cases: `full` in the plain pass, `subset` in the sanitizer pass.
+        The sanitizers look for memory errors and undefined behaviour in the code a case runs;
+        more ranks or stages of the same code add 5–10× time there, not coverage. The subset
+        keeps an odd N (padding) and stage 3 (the most code) wherever the full matrix has them."""
+        return subset if self.sanitized else full
+
     def check_sanitizers(self, cmd, p):
         """A sanitizer's report fails the test even when the run was meant to fail: error paths
         (a refused input, a NaN stop) run under AddressSanitizer with leak detection in the

@@ -574,6 +574,13 @@ static bool sharded_params(const zc_engine *e, const unit_t *u)
     return e->params_sharded && !u->persistent;
 }
 
+/* hpZ: whether the unit's secondary copy holds the weights as they are now, so its gather can
+ * stay within the group. */
+static bool hpz_current(const zc_engine *e, const unit_t *u)
+{
+    return u->hpz && u->hpz_epoch == e->hpz_epoch;
+}
+
 /* First logical element of the unit's optimizer range (master, m, v): the whole unit in stage 0,
  * this rank's shard otherwise. */
 static size_t opt_lo(const zc_engine *e, const unit_t *u)
@@ -1315,8 +1322,7 @@ static zc_status read_ahead(zc_engine *e, zc_err *err)
     int64_t count = e->cfg.param_buffer_count, size = e->cfg.param_buffer_size;
     for (int k = e->trace_pos; k < e->trace_len; k++) {
         unit_t *w = &e->units[e->trace[k]];
-        if (!w->disk.params || w->pread_buf || w->full || w->view ||
-            (w->hpz && w->hpz_epoch == e->hpz_epoch))
+        if (!w->disk.params || w->pread_buf || w->full || w->view || hpz_current(e, w))
             continue;
         if (e->reads_out >= count ||
             (e->reads_out > 0 && e->read_elems_out + (int64_t)w->info.shard > size))
@@ -1337,7 +1343,7 @@ static zc_status gather_start(zc_engine *e, int i, zc_err *err)
         return st;
     if (!(u->full = work_alloc(e, P * e->ps, false)))
         return oom(e, err, "gathered parameters", i, P * e->ps);
-    if (u->hpz && u->hpz_epoch == e->hpz_epoch) { /* hpZ: the group holds the whole unit */
+    if (hpz_current(e, u)) { /* hpZ: the group holds the whole unit */
         const size_t H = P / (size_t)e->hpz;
         memcpy(at(u->full, (size_t)zc_comm_group_rank(e->comm) * H, e->ps), u->hpz, H * e->ps);
         if (u->pread_buf) /* read ahead before the copy was made: not needed */
@@ -1386,7 +1392,7 @@ static zc_status gather_wait(zc_engine *e, int i, zc_err *err)
                               at(u->full, (size_t)k * S, e->ps));
         free_b(e, ZC_MEM_COMM, &u->qbuf, (size_t)e->nranks, seg);
     }
-    if (!st && u->hpz && u->hpz_epoch != e->hpz_epoch) { /* hpZ: keep this rank's slice */
+    if (!st && u->hpz && !hpz_current(e, u)) { /* hpZ: keep this rank's slice */
         const size_t H = u->info.padded / (size_t)e->hpz;
         memcpy(u->hpz, at(u->full, (size_t)zc_comm_group_rank(e->comm) * H, e->ps), H * e->ps);
         u->hpz_epoch = e->hpz_epoch;
