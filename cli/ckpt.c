@@ -1,6 +1,5 @@
 /* ckpt.c — `zeroc ckpt inspect|verify|export`: look into, check, and convert a sharded
  * checkpoint without training (one process; any world size wrote it). */
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/fail.h"
+#include "models/gpt2/ckpt_shape.h"
 #include "models/gpt2/hf_files.h"
 #include "models/gpt2/llmc_files.h"
 #include "zeroc/checkpoint.h"
@@ -21,23 +21,17 @@ static zc_status export_llmc(const char *dir, const char *out, zc_err *err)
     zc_status st = zc_ckpt_reader_open(dir, &r, err);
     if (st)
         return st;
-    int64_t v[6];
-    const char *keys[6] = {"max_seq_len", "vocab_size", "padded_vocab_size",
-                           "num_layers",  "num_heads",  "channels"};
-    for (int i = 0; i < 6 && !st; i++)
-        if (zc_ckpt_reader_client_int(r, keys[i], &v[i]))
-            st = zc_err_set(err, ZC_EINVAL,
-                            "%s: not a GPT-2 checkpoint of zeroc train (the "
-                            "manifest's client has no integer %s)",
-                            dir, keys[i]);
-        else if (v[i] < 1 || v[i] > INT_MAX)
-            st = zc_err_set(err, ZC_EINVAL,
-                            "%s/manifest.json: client.%s is %lld, expected 1 to "
-                            "%d",
-                            dir, keys[i], (long long)v[i], INT_MAX);
+    gpt2_config gc;
+    st = gpt2_checkpoint_shape(r, dir, &gc, err);
     llmc_header h = {3, 0, 0, 0, 0, 0, 0};
     if (!st)
-        h = (llmc_header){3, (int)v[0], (int)v[1], (int)v[2], (int)v[3], (int)v[4], (int)v[5]};
+        h = (llmc_header){3,
+                          gc.max_seq_len,
+                          gc.vocab_size,
+                          gc.padded_vocab_size,
+                          gc.num_layers,
+                          gc.num_heads,
+                          gc.channels};
     llmc_ckpt_writer w;
     bool open = false;
     zc_err why;

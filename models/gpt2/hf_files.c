@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "models/gpt2/ckpt_shape.h"
 #include "models/gpt2/hf_files.h"
 #include "zeroc/checkpoint.h"
 #include "zeroc/dtype.h"
@@ -512,19 +513,19 @@ zc_status hf_load(zc_engine *e, const char *path, const gpt2_config *cfg, zc_err
 
 /* ---------- export ---------- */
 
-static zc_status write_config(const char *path, const int64_t v[6], zc_err *err)
+static zc_status write_config(const char *path, const gpt2_config *gc, zc_err *err)
 {
     cJSON *c = cJSON_CreateObject();
     cJSON *arch = cJSON_AddArrayToObject(c, "architectures");
     cJSON_AddItemToArray(arch, cJSON_CreateString("GPT2LMHeadModel"));
     cJSON_AddStringToObject(c, "model_type", "gpt2");
     cJSON_AddStringToObject(c, "activation_function", "gelu_new");
-    cJSON_AddNumberToObject(c, "n_layer", (double)v[3]);
-    cJSON_AddNumberToObject(c, "n_head", (double)v[4]);
-    cJSON_AddNumberToObject(c, "n_embd", (double)v[5]);
-    cJSON_AddNumberToObject(c, "n_positions", (double)v[0]);
-    cJSON_AddNumberToObject(c, "n_ctx", (double)v[0]);
-    cJSON_AddNumberToObject(c, "vocab_size", (double)v[1]);
+    cJSON_AddNumberToObject(c, "n_layer", gc->num_layers);
+    cJSON_AddNumberToObject(c, "n_head", gc->num_heads);
+    cJSON_AddNumberToObject(c, "n_embd", gc->channels);
+    cJSON_AddNumberToObject(c, "n_positions", gc->max_seq_len);
+    cJSON_AddNumberToObject(c, "n_ctx", gc->max_seq_len);
+    cJSON_AddNumberToObject(c, "vocab_size", gc->vocab_size);
     cJSON_AddNumberToObject(c, "layer_norm_epsilon", 1e-5);
     cJSON_AddTrueToObject(c, "tie_word_embeddings");
     cJSON_AddStringToObject(c, "torch_dtype", "float32");
@@ -622,22 +623,15 @@ zc_status hf_export_checkpoint(const char *ckdir, const char *outdir, zc_err *er
     zc_status st = zc_ckpt_reader_open(ckdir, &r, err);
     if (st)
         return st;
-    int64_t v[6];
-    static const char *const keys[6] = {"max_seq_len", "vocab_size", "padded_vocab_size",
-                                        "num_layers",  "num_heads",  "channels"};
-    for (int i = 0; i < 6 && !st; i++)
-        if (zc_ckpt_reader_client_int(r, keys[i], &v[i]) || v[i] < 1 || v[i] > INT_MAX)
-            st = zc_err_set(err, ZC_EINVAL,
-                            "%s: not a GPT-2 checkpoint of zeroc train (the "
-                            "manifest's client has no %s from 1 to %d)",
-                            ckdir, keys[i], INT_MAX);
+    gpt2_config gc;
+    st = gpt2_checkpoint_shape(r, ckdir, &gc, err);
     if (!st && mkdir(outdir, 0755) && errno != EEXIST)
         st = zc_err_set(err, ZC_EIO, "cannot create %s: %m", outdir);
     char path[PATH_CAP];
     if (!st && (size_t)snprintf(path, sizeof path, "%s/model.safetensors", outdir) >= sizeof path)
         st = zc_err_set(err, ZC_EINVAL, "%s: path too long", outdir);
     uint64_t hlen = 0;
-    char *header = st ? NULL : export_header(r, (int)v[1], &hlen, err);
+    char *header = st ? NULL : export_header(r, gc.vocab_size, &hlen, err);
     if (!st && !header)
         st = err->code;
     zc_durable *f = NULL;
@@ -653,7 +647,7 @@ zc_status hf_export_checkpoint(const char *ckdir, const char *outdir, zc_err *er
     if (!st && !buf)
         st = zc_err_set(err, ZC_ENOMEM, "out of memory exporting %s", ckdir);
     for (int p = 0; !st && p < zc_ckpt_reader_num_params(r); p++)
-        st = export_param(r, p, (int)v[1], f, buf, CAP, err);
+        st = export_param(r, p, gc.vocab_size, f, buf, CAP, err);
     if (f) {
         if (st)
             zc_durable_abort(f);
@@ -661,7 +655,7 @@ zc_status hf_export_checkpoint(const char *ckdir, const char *outdir, zc_err *er
             st = zc_durable_commit(f, err);
     }
     if (!st && (size_t)snprintf(path, sizeof path, "%s/config.json", outdir) < sizeof path)
-        st = write_config(path, v, err);
+        st = write_config(path, &gc, err);
     free(buf);
     free(header);
     zc_ckpt_reader_close(r);
