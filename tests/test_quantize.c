@@ -1,7 +1,9 @@
 /* test_quantize.c — ZeRO++'s block-wise int8 form (src/kernels/quantize.c): the segment's byte
  * layout and size, each value back within half its block's step (max |x| / 127 / 2, plus float
  * rounding), a bf16 shard as its fp32 values, a block with inf or NaN back as NaN, zeros and a
- * block's maximum exact, the same bits whatever the thread count, and qgZ's requantized sum. */
+ * block's maximum exact, the same bits whatever the thread count, and qgZ's requantized sum;
+ * every segment and dequantized value equal to the scalar definition's, bit for bit, at each
+ * vector level (ctest runs it under ZEROC_SIMD=portable and avx2 too). */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -13,8 +15,77 @@
 #include "zeroc/dtype.h"
 #include "zeroc/rng.h"
 
+/* The scalar definition: per block, max |x|; a block with a NaN, an inf or a magnitude above
+ * 3.4e38 gets a NaN scale and zeros; else scale max/127 and rint(x · (127/max)) clamped to
+ * ±127; the int8 values padded with zeros to 4 bytes. */
+static void reference_quantize(const float *x, size_t S, unsigned char *seg)
+{
+    const size_t nb = (S + ZC_QWZ_BLOCK - 1) / ZC_QWZ_BLOCK;
+    float *scales = (float *)seg;
+    int8_t *q = (int8_t *)(seg + 4 * nb);
+    memset(q, 0, (S + 3) / 4 * 4);
+    for (size_t b = 0; b < nb; b++) {
+        size_t lo = b * ZC_QWZ_BLOCK, hi = lo + ZC_QWZ_BLOCK < S ? lo + ZC_QWZ_BLOCK : S;
+        float amax = 0.0f;
+        bool finite = true;
+        for (size_t i = lo; i < hi; i++) {
+            finite &= isfinite(x[i]) && fabsf(x[i]) <= 3.4e38f;
+            amax = fmaxf(amax, fabsf(x[i]));
+        }
+        if (!finite) {
+            scales[b] = NAN;
+            continue;
+        }
+        float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        scales[b] = amax / 127.0f;
+        for (size_t i = lo; i < hi; i++)
+            q[i] = (int8_t)fmaxf(-127.0f, fminf(127.0f, rintf(x[i] * inv)));
+    }
+}
+
+/* zc_qwz_quantize's segment and its dequantization against the scalar definition. */
+static void check_reference(const float *x, size_t S, const char *what)
+{
+    const size_t seg = (size_t)zc_qwz_segment_bytes((int64_t)S), nb = (S + 255) / 256;
+    unsigned char *got = malloc(seg), *want = malloc(seg);
+    float *y = malloc(S * 4);
+    memset(got, 0xAB, seg);
+    zc_qwz_quantize(x, ZC_FP32, S, got);
+    reference_quantize(x, S, want);
+    CHECK(!memcmp(got, want, seg), "%s, S %zu: the segment differs from the scalar definition",
+          what, S);
+    zc_qwz_dequantize(got, S, ZC_FP32, y);
+    bool same = true;
+    for (size_t i = 0; i < S; i++) {
+        float v = (float)((const int8_t *)(got + 4 * nb))[i] * ((const float *)got)[i / 256];
+        same &= memcmp(&v, &y[i], 4) == 0;
+    }
+    CHECK(same, "%s, S %zu: dequantized values differ from q · scale", what, S);
+    free(got), free(want), free(y);
+}
+
 int main(void)
 {
+    CHECK(ZC_QWZ_BLOCK == 256, "the block size is %d", ZC_QWZ_BLOCK);
+    { /* halfway values (ties go to even), a block maximum of 127 (scale 1), non-finite and huge
+       * values, negative zeros, every magnitude from 1e-30 to 1e30 */
+        const size_t S = 70001;
+        float *x = malloc(S * 4);
+        for (size_t i = 0; i < S; i++)
+            x[i] = (float)((int)((i * 7919) % 254) - 127) + 0.5f;
+        for (size_t i = 0; i < S; i += 256)
+            x[i] = 127.0f;
+        check_reference(x, S, "halfway values");
+        for (size_t i = 0; i < S; i++)
+            x[i] = zc_rng_normal(5, 0, i) * powf(10.0f, (float)((int)(i % 61) - 30));
+        x[1000] = NAN, x[3000] = INFINITY, x[5000] = -INFINITY, x[7000] = 3.40001e38f;
+        x[9000] = -3.4e38f, x[9001] = -0.0f, x[11000] = 1e-45f;
+        for (size_t i = 20000; i < 20512; i++)
+            x[i] = i % 2 ? -0.0f : 0.0f;
+        check_reference(x, S, "magnitudes");
+        free(x);
+    }
+
     CHECK(zc_qwz_segment_bytes(1) == 4 + 4 && zc_qwz_segment_bytes(256) == 4 + 256 &&
               zc_qwz_segment_bytes(257) == 8 + 260 && zc_qwz_segment_bytes(2080) == 36 + 2080,
           "segment sizes %lld %lld %lld %lld", (long long)zc_qwz_segment_bytes(1),

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/quantize.h"
+#include "zeroc/simd.h"
 
 int64_t zc_qwz_segment_bytes(int64_t shard)
 {
@@ -17,27 +18,22 @@ static size_t nblocks(size_t S)
     return (S + ZC_QWZ_BLOCK - 1) / ZC_QWZ_BLOCK;
 }
 
-/* One block of n ≤ ZC_QWZ_BLOCK values: its scale and int8 values. */
-static void quantize_block(const float *x, size_t n, float *scale, int8_t *q)
+/* rintf for |v| < 2^22 in the default rounding mode (to nearest, ties to even): adding and
+ * taking away 1.5 · 2^23 leaves v rounded to an integer, in a form the compiler vectorises
+ * (rintf itself is a library call on the baseline x86-64). Exact: the file is built with
+ * -ffp-contract=off, so v is rounded before the addition. */
+static inline float round_even(float v)
 {
-    float amax = 0.0f;
-    for (size_t i = 0; i < n; i++)
-        amax = fmaxf(amax, fabsf(x[i])); /* fmaxf drops NaN: checked below */
-    bool finite = amax <= 3.4e38f;
-    for (size_t i = 0; finite && i < n; i++)
-        finite = x[i] == x[i];
-    if (!finite) { /* comes back as NaN: 0 · NaN */
-        *scale = NAN;
-        memset(q, 0, n);
-        return;
-    }
-    float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-    *scale = amax / 127.0f;
-    for (size_t i = 0; i < n; i++) {
-        float r = rintf(x[i] * inv);
-        q[i] = (int8_t)(r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r);
-    }
+    const float magic = 12582912.0f; /* 1.5 · 2^23 */
+    return (v + magic) - magic;
 }
+
+/* quantize_block_<level>, dequantize_block_<level> (zeroc/simd.h) */
+#define ZC_SIMD_KERNELS "kernels/quantize_kernels.inc"
+#include "zeroc/simd_expand.h"
+
+typedef void (*quantize_fn)(const float *x, size_t n, float *scale, int8_t *q);
+typedef void (*dequantize_fn)(const int8_t *q, float scale, size_t n, float *dst);
 
 void zc_qwz_quantize(const void *src, zc_dtype t, size_t S, void *segment)
 {
@@ -45,6 +41,7 @@ void zc_qwz_quantize(const void *src, zc_dtype t, size_t S, void *segment)
     float *scales = segment;
     int8_t *q = (int8_t *)(scales + nb);
     const size_t es = (size_t)zc_dtype_size(t);
+    const quantize_fn quantize_block = ZC_SIMD_SELECT(quantize_block);
 #pragma omp parallel for schedule(static) if (nb > 16)
     for (long b = 0; b < nb; b++) {
         size_t lo = (size_t)b * ZC_QWZ_BLOCK, n = S - lo < ZC_QWZ_BLOCK ? S - lo : ZC_QWZ_BLOCK;
@@ -60,6 +57,7 @@ void zc_qwz_requantize_sum(const void *const *segs, int nsegs, size_t S, void *o
     const long nb = (long)nblocks(S);
     float *scales = out;
     int8_t *q = (int8_t *)(scales + nb);
+    const quantize_fn quantize_block = ZC_SIMD_SELECT(quantize_block);
 #pragma omp parallel for schedule(static) if (nb > 16)
     for (long b = 0; b < nb; b++) {
         size_t lo = (size_t)b * ZC_QWZ_BLOCK, n = S - lo < ZC_QWZ_BLOCK ? S - lo : ZC_QWZ_BLOCK;
@@ -79,8 +77,13 @@ void zc_qwz_dequantize_range(const void *segment, size_t S, size_t lo, size_t n,
 {
     const float *scales = segment;
     const int8_t *q = (const int8_t *)(scales + nblocks(S));
-    for (size_t i = 0; i < n; i++)
-        dst[i] = (float)q[lo + i] * scales[(lo + i) / ZC_QWZ_BLOCK];
+    const dequantize_fn dequantize_block = ZC_SIMD_SELECT(dequantize_block);
+    for (size_t i = 0; i < n;) { /* a block at a time: one scale each */
+        const size_t b = (lo + i) / ZC_QWZ_BLOCK, end = (b + 1) * ZC_QWZ_BLOCK - lo;
+        const size_t stop = end < n ? end : n;
+        dequantize_block(q + lo + i, scales[b], stop - i, dst + i);
+        i = stop;
+    }
 }
 
 void zc_qwz_dequantize(const void *segment, size_t S, zc_dtype t, void *dst)
