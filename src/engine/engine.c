@@ -1821,8 +1821,12 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
                          (long long)e->step + 1, (long long)u->nonfinite, u->info.name,
                          param ? " (first in '" : "", param ? param : "", param ? "')" : "");
     }
-    if (!st) /* every rank stops, with the message of the one that found it */
-        st = zc_comm_agree(e->comm, bad, "checking the updated weights", err);
+    if (!st) { /* every rank stops, with the message of the one that found it */
+        char what[64];
+        snprintf(what, sizeof what, "checking the updated weights, step %lld",
+                 (long long)e->step + 1);
+        st = zc_comm_agree(e->comm, bad, what, err);
+    }
     if (e->aio) { /* the update phase's share of the disk traffic */
         zc_aio_counters io1 = zc_aio_get_counters(e->aio);
         e->update_seconds += zc_now_s() - t_update;
