@@ -450,7 +450,12 @@ def test_manifest_edits():
         ("vocab-big", edit(client("padded_vocab_size", 2 ** 31)), ["padded_vocab_size"], "l"),
     ]
     model = gpt2_args()
+    # the sanitizer pass resumes on three kinds of edit (checksum, offsets, scaler): --resume
+    # reads through the same manifest reader as verify, and a 2-rank run is 15 s there
+    resumed = H_.trim(None, {"step-unhashed", "offset", "scaler"})
     for name, fn, needles, which in cases:
+        if resumed is not None and name not in resumed:
+            which = which.replace("r", "")
         d = H_.path("ck-edit-" + name)
         shutil.copytree(base, d)
         fn(os.path.join(d, "step-000002"))
