@@ -46,7 +46,8 @@ static void reference_quantize(const float *x, size_t S, unsigned char *seg)
 /* zc_qwz_quantize's segment and its dequantization against the scalar definition. */
 static void check_reference(const float *x, size_t S, const char *what)
 {
-    const size_t seg = (size_t)zc_qwz_segment_bytes((int64_t)S), nb = (S + 255) / 256;
+    const size_t seg = (size_t)zc_qwz_segment_bytes((int64_t)S);
+    const size_t nb = (S + ZC_QWZ_BLOCK - 1) / ZC_QWZ_BLOCK;
     unsigned char *got = malloc(seg), *want = malloc(seg);
     float *y = malloc(S * 4);
     memset(got, 0xAB, seg);
@@ -57,7 +58,8 @@ static void check_reference(const float *x, size_t S, const char *what)
     zc_qwz_dequantize(got, S, ZC_FP32, y);
     bool same = true;
     for (size_t i = 0; i < S; i++) {
-        float v = (float)((const int8_t *)(got + 4 * nb))[i] * ((const float *)got)[i / 256];
+        float v =
+            (float)((const int8_t *)(got + 4 * nb))[i] * ((const float *)got)[i / ZC_QWZ_BLOCK];
         same &= memcmp(&v, &y[i], 4) == 0;
     }
     CHECK(same, "%s, S %zu: dequantized values differ from q · scale", what, S);
