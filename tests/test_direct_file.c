@@ -67,11 +67,11 @@ static zc_status write_file(const char *name, size_t size, uint64_t seed, int64_
     st = zc_direct_file_close(f, crc, &err);
     snprintf(msg, msg_len, "%s", st ? err.msg : "");
     if (!st) { /* the file holds the bytes, exactly */
-        CHECK(*crc == zc_crc32c(0, data, size), "%s: close's CRC %08x, the data's %08x", name,
-              *crc, zc_crc32c(0, data, size));
+        CHECK(*crc == zc_crc32c(0, data, size), "%s: close's CRC %08x, the data's %08x", name, *crc,
+              zc_crc32c(0, data, size));
         struct stat sb;
-        CHECK(!stat(path, &sb) && (size_t)sb.st_size == size, "%s: %lld bytes, %zu written",
-              name, (long long)sb.st_size, size);
+        CHECK(!stat(path, &sb) && (size_t)sb.st_size == size, "%s: %lld bytes, %zu written", name,
+              (long long)sb.st_size, size);
         unsigned char *back = malloc(size ? size : 1);
         int fd = open(path, O_RDONLY);
         ssize_t r = size ? pread(fd, back, size, 0) : 0;
@@ -110,8 +110,7 @@ static void test_flips(void)
         char name[64], msg[1024];
         uint32_t crc = 0;
         snprintf(name, sizeof name, "flip-%zu.bin", i);
-        zc_status st = write_file(name, cases[i].size, 100 + i, cases[i].at, &crc, msg,
-                                  sizeof msg);
+        zc_status st = write_file(name, cases[i].size, 100 + i, cases[i].at, &crc, msg, sizeof msg);
         CHECK(st == ZC_EIO, "%s: a byte flipped at %lld went unnoticed (status %d)", name,
               (long long)cases[i].at, (int)st);
         CHECK(strstr(msg, name) && strstr(msg, "CRC32C") && strstr(msg, "read back"),
@@ -134,8 +133,8 @@ static void test_abort(void)
     char missing[PATH_MAX + 64];
     snprintf(missing, sizeof missing, "%s/no-such-dir/x.bin", dir);
     zc_status st = zc_direct_file_open(&f, missing, &err);
-    CHECK(st == ZC_EIO && strstr(err.msg, missing), "open in a missing directory: %d %s",
-          (int)st, err.msg);
+    CHECK(st == ZC_EIO && strstr(err.msg, missing), "open in a missing directory: %d %s", (int)st,
+          err.msg);
 }
 
 int main(int argc, char **argv)
