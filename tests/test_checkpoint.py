@@ -350,8 +350,8 @@ def test_save_dir_locked():
 def test_save_verified_before_saved():
     """A shard damaged on the disk after it was written (a fault hook flips a byte of rank 1's
     step-4 shard once it has landed, before it is read back) fails the save naming the file and
-    its CRC: "saved" is not printed, the
-    job stops, `latest` stays on step 2, which still verifies."""
+    its CRC: "saved" is not printed, the job stops, `latest` stays on step 2, which still
+    verifies."""
     d = H_.path("ck-flip")
     _, p = train(2, "flip", *MLP, "--steps", 6, "--save-dir", d, "--save-every", 2, ok=False,
                  env={"ZEROC_FAULT_FLIP_IN_SAVE": "shard:1@4"})

@@ -23,7 +23,7 @@
 #include "offload/direct_file.h"
 #include "util/crc32c.h"
 
-enum { BUF = 8 << 20 };
+enum { BUF = 8 << 20, REQUEST = 1 << 20 }; /* a buffer; one aio request */
 
 struct zc_direct_file {
     char path[4096];
@@ -81,10 +81,10 @@ zc_status zc_direct_file_open(zc_direct_file **out, const char *path, zc_err *er
         release(f);
         return st;
     }
-    /* a write and a read of one buffer each in flight: 2 × 8 requests of 1 MiB */
+    /* a write and a read of one buffer each in flight */
     zc_aio_config cfg = {.engine = ZC_AIO_AUTO,
-                         .block_size = 1 << 20,
-                         .queue_depth = 2 * (BUF >> 20),
+                         .block_size = REQUEST,
+                         .queue_depth = 2 * BUF / REQUEST,
                          .thread_count = 2,
                          .overlap_events = true};
     zc_status st = ZC_OK;
