@@ -28,6 +28,7 @@
 
 #include "check.h"
 #include "models/gpt2/gpt2_layers.h"
+#include "zeroc/dtype.h"
 
 static int verbose;
 
@@ -179,7 +180,7 @@ struct enc {
 static double enc_loss(void *p)
 {
     struct enc *e = p;
-    gpt2_encoder_forward(e->out, e->inp, e->wte, e->wpe, B, T, C);
+    gpt2_encoder_forward(e->out, e->inp, e->wte, NULL, e->wpe, B, T, C);
     return wsum(e->w, e->out, (size_t)BT * C);
 }
 
@@ -205,6 +206,20 @@ static void test_encoder(void)
         for (int c = 0; c < C; c++)
             ref[bt * C + c] = (double)(e.wte[inp[bt] * C + c] + e.wpe[(bt % T) * C + c]);
     check_close("encoder forward", e.out, ref, BT * C, 0.0, 0.0);
+
+    /* From bf16 bits (bf16 mode's stored table): the same bits as the fp32 path on the widened
+     * table, since widening is exact. */
+    {
+        uint16_t *wte16 = malloc((size_t)VP * C * sizeof *wte16);
+        float *wide = falloc(VP * C), *out16 = falloc(BT * C);
+        zc_f32_to_bf16(e.wte, wte16, (size_t)VP * C);
+        zc_bf16_to_f32(wte16, wide, (size_t)VP * C);
+        gpt2_encoder_forward(out16, inp, NULL, wte16, e.wpe, B, T, C);
+        gpt2_encoder_forward(e.out, inp, wide, NULL, e.wpe, B, T, C);
+        CHECK(!memcmp(out16, e.out, sizeof(float) * BT * C),
+              "encoder forward from bf16 bits differs from the widened table's");
+        free(wte16), free(wide), free(out16);
+    }
 
     float *dwte = falloc(VP * C), *dwpe = falloc(MAXT * C);
     gpt2_encoder_backward(dwte, dwpe, e.w, inp, B, T, C);

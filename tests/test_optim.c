@@ -65,7 +65,7 @@ int main(void)
                 size_t n = lens[li];
                 memcpy(p1, p0, N * 4), memcpy(m1, m0, N * 4), memcpy(v1, v0, N * 4);
                 memcpy(p2, p0, N * 4), memcpy(m2, m0, N * 4), memcpy(v2, v0, N * 4);
-                zc_adam_update(p1, g, ZC_FP32, m1, v1, n, 0.5f, h);
+                zc_adam_update(p1, g, ZC_FP32, m1, v1, n, 0.5f, h, ZC_FP32, NULL);
                 zc_adam_update_ref(p2, g, m2, v2, n, 0.5f, h);
                 CHECK(!memcmp(p1, p2, n * 4) && !memcmp(m1, m2, n * 4) && !memcmp(v1, v2, n * 4),
                       "adam threads %d variant %d n %zu: kernel != reference", t, vi, n);
@@ -73,12 +73,13 @@ int main(void)
             /* Shard offsets: updating [off, N) as its own shard gives the same bits as the
              * whole vector. */
             memcpy(p1, p0, N * 4), memcpy(m1, m0, N * 4), memcpy(v1, v0, N * 4);
-            zc_adam_update(p1, g, ZC_FP32, m1, v1, N, 0.5f, h);
+            zc_adam_update(p1, g, ZC_FP32, m1, v1, N, 0.5f, h, ZC_FP32, NULL);
             size_t offs[] = {1, 3, 5, 13, 4097, 65537};
             for (size_t oi = 0; oi < sizeof offs / sizeof *offs; oi++) {
                 size_t off = offs[oi];
                 memcpy(p2, p0, N * 4), memcpy(m2, m0, N * 4), memcpy(v2, v0, N * 4);
-                zc_adam_update(p2 + off, g + off, ZC_FP32, m2 + off, v2 + off, N - off, 0.5f, h);
+                zc_adam_update(p2 + off, g + off, ZC_FP32, m2 + off, v2 + off, N - off, 0.5f, h,
+                               ZC_FP32, NULL);
                 CHECK(!memcmp(p1 + off, p2 + off, (N - off) * 4),
                       "adam variant %d: shard at offset %zu differs from the full update", vi, off);
             }
@@ -90,7 +91,7 @@ int main(void)
                 size_t n = lens[li];
                 memcpy(p1, p0, N * 4), memcpy(m1, m0, N * 4);
                 memcpy(p2, p0, N * 4), memcpy(m2, m0, N * 4);
-                zc_sgd_update(p1, g, ZC_FP32, m1, n, 0.25f, &sh[vi]);
+                zc_sgd_update(p1, g, ZC_FP32, m1, n, 0.25f, &sh[vi], ZC_FP32, NULL);
                 zc_sgd_update_ref(p2, g, m2, n, 0.25f, &sh[vi]);
                 CHECK(!memcmp(p1, p2, n * 4) && !memcmp(m1, m2, n * 4),
                       "sgd threads %d variant %d n %zu: kernel != reference", t, vi, n);
@@ -113,7 +114,7 @@ int main(void)
                     size_t n = lens[li];
                     memcpy(p1, p0, N * 4), memcpy(m1, m0, N * 4), memcpy(v1, v0, N * 4);
                     memcpy(p2, p0, N * 4), memcpy(m2, m0, N * 4), memcpy(v2, v0, N * 4);
-                    zc_adam_update(p1, g16, gt, m1, v1, n, 0.5f, &variants[0]);
+                    zc_adam_update(p1, g16, gt, m1, v1, n, 0.5f, &variants[0], ZC_FP32, NULL);
                     zc_adam_update_ref(p2, gw, m2, v2, n, 0.5f, &variants[0]);
                     CHECK(!memcmp(p1, p2, n * 4) && !memcmp(m1, m2, n * 4) &&
                               !memcmp(v1, v2, n * 4),
@@ -121,7 +122,7 @@ int main(void)
                           zc_dtype_name(gt), t, n);
                     memcpy(p1, p0, N * 4), memcpy(m1, m0, N * 4);
                     memcpy(p2, p0, N * 4), memcpy(m2, m0, N * 4);
-                    zc_sgd_update(p1, g16, gt, m1, n, 0.25f, &sh16);
+                    zc_sgd_update(p1, g16, gt, m1, n, 0.25f, &sh16, ZC_FP32, NULL);
                     zc_sgd_update_ref(p2, gw, m2, n, 0.25f, &sh16);
                     CHECK(!memcmp(p1, p2, n * 4) && !memcmp(m1, m2, n * 4),
                           "sgd %s gradients, threads %d, n %zu: kernel != reference",
@@ -130,6 +131,46 @@ int main(void)
             }
         }
         free(g16), free(gw);
+    }
+
+    /* Mixed precision's model copy: rounded inside the kernel, block by block, it equals
+     * zc_dtype_narrow of the updated weights to the bit, and the update itself is unchanged —
+     * for both 16-bit types, lengths around the kernel's 16384-element block, and any thread
+     * count. Every element of the copy is checked (it starts as a pattern no rounding gives). */
+    {
+        uint16_t *out = malloc((N + 1) * 2), *want = malloc(N * 2);
+        for (int t = 1; t <= 2; t++) {
+            omp_set_num_threads(t);
+            for (zc_dtype ot = ZC_BF16; ot <= ZC_FP16; ot++) {
+                size_t lens[] = {1, 17, 16384, 16385, 3 * 16384 + 5, N};
+                for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+                    size_t n = lens[li];
+                    for (int opt = 0; opt < 2; opt++) { /* Adam, then SGD */
+                        memcpy(p1, p0, N * 4), memcpy(m1, m0, N * 4), memcpy(v1, v0, N * 4);
+                        memcpy(p2, p0, N * 4), memcpy(m2, m0, N * 4), memcpy(v2, v0, N * 4);
+                        memset(out, 0xff, (N + 1) * 2);
+                        if (opt == 0) {
+                            zc_adam_update(p1, g, ZC_FP32, m1, v1, n, 0.5f, &variants[1], ot, out);
+                            zc_adam_update(p2, g, ZC_FP32, m2, v2, n, 0.5f, &variants[1], ZC_FP32,
+                                           NULL);
+                        } else {
+                            zc_sgd_update(p1, g, ZC_FP32, m1, n, 0.25f, &sh16, ot, out);
+                            zc_sgd_update(p2, g, ZC_FP32, m2, n, 0.25f, &sh16, ZC_FP32, NULL);
+                        }
+                        zc_dtype_narrow(ot, p2, want, n);
+                        CHECK(!memcmp(p1, p2, n * 4) && !memcmp(m1, m2, n * 4) &&
+                                  !memcmp(v1, v2, n * 4),
+                              "%s with a %s copy, threads %d, n %zu: the update changed",
+                              opt ? "sgd" : "adam", zc_dtype_name(ot), t, n);
+                        CHECK(!memcmp(out, want, n * 2) && out[n] == 0xffff,
+                              "%s with a %s copy, threads %d, n %zu: the copy is not the "
+                              "rounded weights (or was written past n)",
+                              opt ? "sgd" : "adam", zc_dtype_name(ot), t, n);
+                    }
+                }
+            }
+        }
+        free(out), free(want);
     }
 
     /* The reference against the formulas of torch.optim.AdamW (and, uncorrected, DeepSpeed's

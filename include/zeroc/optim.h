@@ -11,7 +11,7 @@
  *
  *     zc_adam_hparams h = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
  *                          .weight_decay = 0.01, .decoupled = true, .step = 1};
- *     zc_adam_update(p, g, ZC_FP32, m, v, n, 0.5f, &h);
+ *     zc_adam_update(p, g, ZC_FP32, m, v, n, 0.5f, &h, ZC_FP32, NULL);
  */
 #ifndef ZEROC_OPTIM_H
 #define ZEROC_OPTIM_H
@@ -37,16 +37,20 @@ typedef struct {
 
 /* PyTorch/DeepSpeed Adam(W): m, v are this shard's moments (zero before step 1). The gradient
  * g holds n elements of type gt (fp32, or bf16/fp16 bits widened exactly on the way in).
- * Returns how many updated weights are not finite (inf or NaN): 0 in a healthy run. */
+ * When `out` is not NULL, the updated weights are also rounded into it as n elements of type ot
+ * (mixed precision's 16-bit model copy of the fp32 master p): the same bits as
+ * zc_dtype_narrow(ot, p, out, n) afterwards, written block by block while the block is still in
+ * cache instead of in a second sweep over p. Returns how many updated weights are not finite
+ * (inf or NaN): 0 in a healthy run. */
 ZC_API int64_t zc_adam_update(float *p, const void *g, zc_dtype gt, float *m, float *v, size_t n,
-                              float gscale, const zc_adam_hparams *h);
+                              float gscale, const zc_adam_hparams *h, zc_dtype ot, void *out);
 ZC_API void zc_adam_update_ref(float *p, const float *g, float *m, float *v, size_t n, float gscale,
                                const zc_adam_hparams *h);
 
 /* PyTorch SGD with momentum (dampening 0, no Nesterov); buf may be NULL when momentum is 0.
- * g as for zc_adam_update. */
+ * g, ot and out as for zc_adam_update. */
 ZC_API int64_t zc_sgd_update(float *p, const void *g, zc_dtype gt, float *buf, size_t n,
-                             float gscale, const zc_sgd_hparams *h);
+                             float gscale, const zc_sgd_hparams *h, zc_dtype ot, void *out);
 ZC_API void zc_sgd_update_ref(float *p, const float *g, float *buf, size_t n, float gscale,
                               const zc_sgd_hparams *h);
 

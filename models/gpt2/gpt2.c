@@ -410,8 +410,9 @@ static float *W(gpt2_model *m, int l, int k)
     return zc_engine_param(m->e, m->p_block[l * P_NBLOCK + k]);
 }
 
-/* A weight matrix for a product, as the two arguments the matmul layers take: in bf16 mode the
- * engine's stored bf16 bits (never widened to fp32), else the fp32 values. */
+/* A weight matrix for a product (or the embedding lookup), as the two arguments the matmul and
+ * encoder layers take: in bf16 mode the engine's stored bf16 bits (never widened to fp32 as a
+ * whole), else the fp32 values. */
 static const float *mat32(gpt2_model *m, int param)
 {
     return m->gemm.type == ZC_GEMM_BF16 ? NULL : zc_engine_param(m->e, param);
@@ -479,8 +480,8 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
         st = zc_engine_acquire(m->e, m->u_emb, err); /* held until the head is done */
     if (st)
         return st;
-    gpt2_encoder_forward(m->encoded, inputs, zc_engine_param(m->e, m->p_wte),
-                         zc_engine_param(m->e, m->p_wpe), B, T, C);
+    gpt2_encoder_forward(m->encoded, inputs, MAT(m, m->p_wte), zc_engine_param(m->e, m->p_wpe), B,
+                         T, C);
     for (int l = 0; l < L; l++) {
         if ((st = zc_engine_acquire(m->e, m->u_block[l], err)))
             return st;

@@ -131,6 +131,16 @@ ZC_SIMD_INLINE double exp_store_sum(float *restrict p, const float *restrict x, 
     return s;
 }
 
+/* The fp32 value of bf16 bits (exact: they are its top half). */
+ZC_SIMD_INLINE float bf16_value(uint16_t h)
+{
+    union {
+        uint32_t u;
+        float f;
+    } b = {.u = (uint32_t)h << 16};
+    return b.f;
+}
+
 /* GELU's tanh approximation; 0.5·(1 + tanh(u)) = 1 / (1 + e^(−2u)): one exp and no
  * cancellation in either tail. */
 #define GELU_SCALE 0.7978845608028654f /* √(2/π) */
@@ -144,9 +154,10 @@ ZC_SIMD_INLINE double exp_store_sum(float *restrict p, const float *restrict x, 
 /* encoder: token + position embedding                                                        */
 
 void gpt2_encoder_forward(float *restrict out, const int *restrict inp, const float *restrict wte,
-                          const float *restrict wpe, int B, int T, int C)
+                          const uint16_t *restrict wte16, const float *restrict wpe, int B, int T,
+                          int C)
 {
-    ZC_SIMD_DISPATCH(encoder_forward, out, inp, wte, wpe, B, T, C);
+    ZC_SIMD_DISPATCH(encoder_forward, out, inp, wte, wte16, wpe, B, T, C);
 }
 
 void gpt2_encoder_backward(float *restrict dwte, float *restrict dwpe, const float *restrict dout,

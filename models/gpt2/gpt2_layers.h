@@ -31,11 +31,14 @@
 
 #include "zeroc/gemm.h"
 
-/* out[b,t,:] = wte[inp[b,t],:] + wpe[t,:]. */
-void gpt2_encoder_forward(float *restrict out,       // (B,T,C)
-                          const int *restrict inp,   // (B,T) token ids in [0, Vp)
-                          const float *restrict wte, // (Vp,C)
-                          const float *restrict wpe, // (maxT,C)
+/* out[b,t,:] = wte[inp[b,t],:] + wpe[t,:]. In bf16 mode wte may come as bf16 bits (wte16, the
+ * engine's stored parameters: only the B·T rows named are widened, not the whole table; wte is
+ * then unused and may be NULL); otherwise wte16 is NULL. */
+void gpt2_encoder_forward(float *restrict out,            // (B,T,C)
+                          const int *restrict inp,        // (B,T) token ids in [0, Vp)
+                          const float *restrict wte,      // (Vp,C)
+                          const uint16_t *restrict wte16, // (Vp,C) bf16, or NULL
+                          const float *restrict wpe,      // (maxT,C)
                           int B, int T, int C);
 /* Scatter-add of dout into the rows of dwte named by inp, and into dwpe (position order). */
 void gpt2_encoder_backward(float *restrict dwte,       // (Vp,C) accumulated

@@ -1223,6 +1223,12 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
     bool from_model = e->grads_sharded;
     const void *src = from_model ? (const void *)u->grad_work : u->grad_full;
     size_t src_es = from_model ? sizeof(float) : e->gs;
+    /* One rank holding whole gradients that already travel as stored (same type, scaled, not
+     * quantized, in RAM): the sum over one rank would copy grad_full out and back unchanged —
+     * 4% of a bf16 GPT-2 124M step on one process. */
+    if (n == 1 && !from_model && !e->qgz && e->cdt == e->gdt && !u->disk.grads &&
+        !(e->direct_grads && grad_scale(e) != 1.0f))
+        return ZC_OK;
     zc_status st = lockstep_check(e, OP_REDUCE_SCATTER, i, err);
     if (!st && u->disk.grads)
         st = grad_staging(e, i, err);
@@ -1559,15 +1565,15 @@ zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
 /* ---------- the step ---------- */
 
 /* The optimizer over n elements of an optimizer range: on the fp32 weights w (the parameters, or
- * the master copy) from gradients of the stored type, then, in mixed precision, w rounded into
- * the 16-bit params. */
+ * the master copy) from gradients of the stored type; in mixed precision the kernel also rounds
+ * w into the 16-bit params as it goes. */
 static int64_t update_span(const zc_engine *e, float *w, const void *g, float *m, float *v,
                            void *params, size_t n, float gscale)
 {
     int64_t bad;
     if (e->cfg.optim == ZC_OPTIM_SGD) {
         zc_sgd_hparams h = {e->lr, e->cfg.momentum, e->cfg.weight_decay};
-        bad = zc_sgd_update(w, g, e->gdt, m, n, gscale, &h);
+        bad = zc_sgd_update(w, g, e->gdt, m, n, gscale, &h, e->pdt, e->mixed ? params : NULL);
     } else {
         zc_adam_hparams h = {.lr = e->lr,
                              .beta1 = e->cfg.beta1,
@@ -1577,10 +1583,8 @@ static int64_t update_span(const zc_engine *e, float *w, const void *g, float *m
                              .decoupled = e->cfg.optim == ZC_OPTIM_ADAMW || e->cfg.adam_w_mode,
                              .uncorrected = !e->cfg.bias_correction,
                              .step = e->step + 1};
-        bad = zc_adam_update(w, g, e->gdt, m, v, n, gscale, &h);
+        bad = zc_adam_update(w, g, e->gdt, m, v, n, gscale, &h, e->pdt, e->mixed ? params : NULL);
     }
-    if (e->mixed)
-        zc_dtype_narrow(e->pdt, w, params, n);
     return bad;
 }
 
