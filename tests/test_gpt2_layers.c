@@ -348,12 +348,26 @@ static void test_matmul(int with_bias)
                 BT * MM_OC, 1e-5, 1e-6);
 
     float *dinp = falloc(BT * C), *dw = falloc(MM_OC * C), *db = with_bias ? falloc(MM_OC) : NULL;
-    gpt2_matmul_backward(dinp, dw, db, m.w, m.inp, m.weight, NULL, BT, C, MM_OC, NULL);
+    gpt2_matmul_backward(dinp, dw, db, m.w, m.inp, m.weight, NULL, BT, C, MM_OC, false, NULL);
     float *ginp = fdup(dinp, BT * C), *gw = fdup(dw, MM_OC * C);
     float *gb = with_bias ? fdup(db, MM_OC) : NULL;
-    gpt2_matmul_backward(dinp, dw, db, m.w, m.inp, m.weight, NULL, BT, C, MM_OC, NULL);
+    gpt2_matmul_backward(dinp, dw, db, m.w, m.inp, m.weight, NULL, BT, C, MM_OC, false, NULL);
     check_doubled("matmul dinp", ginp, dinp, BT * C);
     check_doubled("matmul dweight", gw, dw, MM_OC * C);
+    /* dweight_fresh: the product overwrites dweight (here NaN-filled, as an unzeroed buffer may
+     * be) and gives the bits accumulating into zeros gave; dinp still accumulates. */
+    {
+        float *dw2 = falloc(MM_OC * C), *dinp2 = fdup(ginp, BT * C);
+        float *db2 = with_bias ? falloc(MM_OC) : NULL;
+        for (int i = 0; i < MM_OC * C; i++)
+            dw2[i] = NAN;
+        gpt2_matmul_backward(dinp2, dw2, db2, m.w, m.inp, m.weight, NULL, BT, C, MM_OC, true, NULL);
+        CHECK(!memcmp(dw2, gw, sizeof(float) * MM_OC * C),
+              "matmul dweight_fresh: not the accumulated-into-zeros bits");
+        CHECK(!memcmp(dinp2, dinp, sizeof(float) * BT * C),
+              "matmul dweight_fresh: dinp no longer accumulates");
+        free(dw2), free(dinp2), free(db2);
+    }
     if (with_bias)
         check_doubled("matmul dbias", gb, db, MM_OC);
 
@@ -623,7 +637,7 @@ static void test_wide(void)
     fill(mw, WC * WIN, 1.0f, 0.0f);
     fill(mb, WC, 1.0f, 0.0f);
     gpt2_matmul_forward(mo, mi, mw, NULL, mb, WN, WIN, WC, NULL);
-    gpt2_matmul_backward(dmi, dmw, dmb, dy, mi, mw, NULL, WN, WIN, WC, NULL);
+    gpt2_matmul_backward(dmi, dmw, dmb, dy, mi, mw, NULL, WN, WIN, WC, false, NULL);
     for (int n = 0; n < WN; n++)
         for (int o = 0; o < WC; o++) {
             double s = mb[o];

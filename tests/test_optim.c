@@ -192,6 +192,36 @@ int main(void)
         }
         CHECK(worst < 1e-6, "adam variant %d reference vs double formula: rel %g", vi, worst);
     }
+    /* Squared norm of 16-bit gradients: the chunks' sums added in order, to the bit, whatever
+     * the thread count; lengths around a chunk and past one batch of 512 chunks. */
+    {
+        const size_t NB = 512 * 2048 * 2 + 77;
+        float *big = malloc(NB * 4), x[2048];
+        uint16_t *h = malloc(NB * 2);
+        fill(big, NB, 9, 1e-2f);
+        for (zc_dtype t = ZC_BF16; t <= ZC_FP16; t++) {
+            zc_dtype_narrow(t, big, h, NB);
+            size_t lens[] = {1, 2047, 2048, 2049, 512 * 2048, 512 * 2048 + 1, NB};
+            for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+                size_t n = lens[li];
+                double want = 0.0;
+                for (size_t o = 0; o < n; o += 2048) {
+                    size_t k = n - o < 2048 ? n - o : 2048;
+                    zc_dtype_widen(t, h + o, x, k);
+                    want += zc_sum_squares(x, k);
+                }
+                for (int th = 1; th <= 2; th++) {
+                    omp_set_num_threads(th);
+                    double got = zc_sum_squares_16(h, t, n);
+                    CHECK(!memcmp(&got, &want, sizeof got),
+                          "sum of squares of %zu %s elements, %d threads: %.17g, want %.17g", n,
+                          zc_dtype_name(t), th, got, want);
+                }
+            }
+        }
+        free(big), free(h);
+    }
+
     /* Squared norm: independent of nothing but the data, and close to the double sum. */
     {
         double s = zc_sum_squares(g, N), want = 0;

@@ -152,6 +152,13 @@ ZC_API const void *zc_engine_param_stored(zc_engine *e, int param);
 /* The parameter's gradient buffer for this micro-batch; accumulate into it. NULL if out of
  * memory. */
 ZC_API float *zc_engine_grad(zc_engine *e, int param);
+/* The same buffer, for a model whose first write to this gradient can set every element (a
+ * product with beta 0) instead of adding. *fresh says which it must do: true — the buffer is this
+ * micro-batch's own and was not zeroed, so the first write must overwrite all numel elements;
+ * false — add, as with zc_engine_grad (the gradients accumulate across micro-batches in place,
+ * or the parameter's buffer was already handed out this micro-batch). Saves zeroing the buffer
+ * and reading the zeros back. NULL if out of memory. */
+ZC_API float *zc_engine_grad_fresh(zc_engine *e, int param, bool *fresh);
 /* Backward has finished with the unit for this micro-batch. */
 ZC_API zc_status zc_engine_grads_ready(zc_engine *e, int unit, zc_err *err);
 /* Ends a micro-batch; at the accumulation boundary reduces, clips and updates. Gradients holding

@@ -56,5 +56,10 @@ ZC_API void zc_sgd_update_ref(float *p, const float *g, float *buf, size_t n, fl
 
 /* Σ g[i]² in double, blocked so the summation order depends only on n (not on threads). */
 ZC_API double zc_sum_squares(const float *g, size_t n);
+/* The same of n 16-bit elements of type t (bf16/fp16): each chunk of ZC_SUM_SQUARES_CHUNK
+ * elements widened and summed by zc_sum_squares, then the chunks' sums added in order. Threads
+ * take whole chunks, so the result depends only on the data. */
+enum { ZC_SUM_SQUARES_CHUNK = 2048 };
+ZC_API double zc_sum_squares_16(const void *g, zc_dtype t, size_t n);
 
 #endif

@@ -518,9 +518,15 @@ zc_status gpt2_forward(gpt2_model *m, const int *inputs, const int *targets, dou
 
 /* ---------- backward ---------- */
 
-static float *G(gpt2_model *m, int l, int k)
+/* Block l's parameter k's gradient; a weight matrix's comes through zc_engine_grad_fresh, and
+ * *fresh then says whether its product must overwrite it (else every gradient is added to). */
+static float *G(gpt2_model *m, int l, int k, bool *fresh)
 {
-    return zc_engine_grad(m->e, m->p_block[l * P_NBLOCK + k]);
+    const int param = m->p_block[l * P_NBLOCK + k];
+    *fresh = false;
+    if (k == P_QKVW || k == P_ATTPROJW || k == P_FCW || k == P_FCPROJW)
+        return zc_engine_grad_fresh(m->e, param, fresh);
+    return zc_engine_grad(m->e, param);
 }
 
 /* Block l's backward: dres_out is ∂loss/∂(block output); accumulates ∂loss/∂(block input)
@@ -531,8 +537,9 @@ static zc_status block_backward(gpt2_model *m, int l, const float *dres_out, flo
     const int B = m->B, T = m->T, C = m->cfg.channels, NH = m->cfg.num_heads;
     const int BT = B * T;
     float *g[P_NBLOCK];
+    bool fresh[P_NBLOCK];
     for (int k = 0; k < P_NBLOCK; k++)
-        if (!(g[k] = G(m, l, k)))
+        if (!(g[k] = G(m, l, k, &fresh[k])))
             return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the gradients of h.%d", l);
     for (int k = 0; k < D_NBLOCK; k++) /* the attention backward overwrites its own scratch */
         if (k != D_PREATT && k != D_ATT)
@@ -541,19 +548,20 @@ static zc_status block_backward(gpt2_model *m, int l, const float *dres_out, flo
     float *res = block_input(m, l);
     gpt2_residual_backward(d[D_RES2], d[D_FCPROJ], dres_out, (size_t)BT * C);
     gpt2_matmul_backward(d[D_FCH_GELU], g[P_FCPROJW], g[P_FCPROJB], d[D_FCPROJ],
-                         A(m, l, A_FCH_GELU), BMAT(m, l, P_FCPROJW), BT, 4 * C, C, &m->gemm);
+                         A(m, l, A_FCH_GELU), BMAT(m, l, P_FCPROJW), BT, 4 * C, C, fresh[P_FCPROJW],
+                         &m->gemm);
     gpt2_gelu_backward(d[D_FCH], A(m, l, A_FCH), d[D_FCH_GELU], (size_t)BT * 4 * C);
     gpt2_matmul_backward(d[D_LN2], g[P_FCW], g[P_FCB], d[D_FCH], A(m, l, A_LN2), BMAT(m, l, P_FCW),
-                         BT, C, 4 * C, &m->gemm);
+                         BT, C, 4 * C, fresh[P_FCW], &m->gemm);
     gpt2_layernorm_backward(d[D_RES2], g[P_LN2W], g[P_LN2B], d[D_LN2], A(m, l, A_RES2),
                             W(m, l, P_LN2W), A(m, l, A_LN2_MEAN), A(m, l, A_LN2_RSTD), BT, C);
     gpt2_residual_backward(dres_in, d[D_ATTPROJ], d[D_RES2], (size_t)BT * C);
     gpt2_matmul_backward(d[D_ATTY], g[P_ATTPROJW], g[P_ATTPROJB], d[D_ATTPROJ], A(m, l, A_ATTY),
-                         BMAT(m, l, P_ATTPROJW), BT, C, C, &m->gemm);
+                         BMAT(m, l, P_ATTPROJW), BT, C, C, fresh[P_ATTPROJW], &m->gemm);
     gpt2_attention_backward(d[D_QKV], d[D_PREATT], d[D_ATT], d[D_ATTY], A(m, l, A_QKV),
                             A(m, l, A_ATT), B, T, C, NH);
     gpt2_matmul_backward(d[D_LN1], g[P_QKVW], g[P_QKVB], d[D_QKV], A(m, l, A_LN1),
-                         BMAT(m, l, P_QKVW), BT, C, 3 * C, &m->gemm);
+                         BMAT(m, l, P_QKVW), BT, C, 3 * C, fresh[P_QKVW], &m->gemm);
     gpt2_layernorm_backward(dres_in, g[P_LN1W], g[P_LN1B], d[D_LN1], res, W(m, l, P_LN1W),
                             A(m, l, A_LN1_MEAN), A(m, l, A_LN1_RSTD), BT, C);
     return ZC_OK;
@@ -585,11 +593,13 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
     memset(m->dlnf, 0, (size_t)BT * C * sizeof(float));
     if ((st = zc_engine_acquire(m->e, m->u_emb, err)))
         return st;
-    float *dwte = zc_engine_grad(m->e, m->p_wte), *dwpe = zc_engine_grad(m->e, m->p_wpe);
+    bool dwte_fresh; /* the head's product writes all of dwte first; the encoder adds later */
+    float *dwte = zc_engine_grad_fresh(m->e, m->p_wte, &dwte_fresh);
+    float *dwpe = zc_engine_grad(m->e, m->p_wpe);
     if (!dwte || !dwpe)
         return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the embedding gradients");
     gpt2_matmul_backward(m->dlnf, dwte, NULL, dlogits, m->lnf, MAT(m, m->p_wte), BT, C, Vp,
-                         &m->gemm);
+                         dwte_fresh, &m->gemm);
     if ((st = zc_engine_release(m->e, m->u_emb, err)))
         return st;
     /* Final LayerNorm. */

@@ -225,12 +225,13 @@ void gpt2_matmul_forward(float *restrict out, const float *restrict inp,
 void gpt2_matmul_backward(float *restrict dinp, float *restrict dweight, float *restrict dbias,
                           const float *restrict dout, const float *restrict inp,
                           const float *restrict weight, const uint16_t *weight16, int N, int C,
-                          int OC, const gpt2_gemm *g)
+                          int OC, bool dweight_fresh, const gpt2_gemm *g)
 {
     /* dinp (N,C) += dout (N,OC) · weight (OC,C) */
     product(g, false, false, N, C, OC, dout, OC, weight, weight16, C, 1.0f, dinp, C);
-    /* dweight (OC,C) += doutᵀ (OC,N) · inp (N,C) */
-    product(g, true, false, OC, C, N, dout, OC, inp, NULL, C, 1.0f, dweight, C);
+    /* dweight (OC,C) (+)= doutᵀ (OC,N) · inp (N,C) */
+    product(g, true, false, OC, C, N, dout, OC, inp, NULL, C, dweight_fresh ? 0.0f : 1.0f, dweight,
+            C);
     if (dbias)
         ZC_SIMD_DISPATCH(bias_backward, dbias, dout, N, OC);
 }

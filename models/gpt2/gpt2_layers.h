@@ -26,6 +26,7 @@
 #ifndef ZEROC_MODELS_GPT2_LAYERS_H
 #define ZEROC_MODELS_GPT2_LAYERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -86,14 +87,16 @@ void gpt2_matmul_forward(float *restrict out,          // (N,OC)
                          const uint16_t *weight16,     // (OC,C) bf16, or NULL
                          const float *restrict bias,   // (OC) or NULL
                          int N, int C, int OC, const gpt2_gemm *g);
+/* dweight is accumulated into, or overwritten when dweight_fresh (its buffer then need not hold
+ * anything: zc_engine_grad_fresh). */
 void gpt2_matmul_backward(float *restrict dinp,         // (N,C) accumulated
-                          float *restrict dweight,      // (OC,C) accumulated
+                          float *restrict dweight,      // (OC,C) accumulated or overwritten
                           float *restrict dbias,        // (OC) accumulated, or NULL
                           const float *restrict dout,   // (N,OC)
                           const float *restrict inp,    // (N,C)
                           const float *restrict weight, // (OC,C)
                           const uint16_t *weight16,     // (OC,C) bf16, or NULL
-                          int N, int C, int OC, const gpt2_gemm *g);
+                          int N, int C, int OC, bool dweight_fresh, const gpt2_gemm *g);
 
 /* Causal multi-head self-attention over a fused QKV projection. Row (b,t) of qkv is
  * [q | k | v], each C wide; head h uses channels [h·hs, (h+1)·hs) of each, hs = C/NH.

@@ -159,3 +159,26 @@ double zc_sum_squares(const float *g, size_t n)
     ZC_SIMD_DISPATCH_RET(r, sum_squares, g, n);
     return r;
 }
+
+double zc_sum_squares_16(const void *g, zc_dtype t, size_t n)
+{
+    /* Batches of chunks: the threads fill a batch's sums, then one thread adds them in order. */
+    enum { K = ZC_SUM_SQUARES_CHUNK, BATCH = 512, PAR_MIN_CHUNKS = 16 };
+    const size_t es = (size_t)zc_dtype_size(t);
+    const long nchunks = (long)((n + K - 1) / K);
+    double sum = 0.0;
+    for (long c0 = 0; c0 < nchunks; c0 += BATCH) {
+        const long m = nchunks - c0 < BATCH ? nchunks - c0 : BATCH;
+        double part[BATCH];
+#pragma omp parallel for schedule(static) if (m >= PAR_MIN_CHUNKS)
+        for (long j = 0; j < m; j++) {
+            size_t lo = (size_t)(c0 + j) * K, k = n - lo < K ? n - lo : K;
+            float x[K];
+            zc_dtype_widen(t, (const char *)g + lo * es, x, k);
+            part[j] = zc_sum_squares(x, k);
+        }
+        for (long j = 0; j < m; j++)
+            sum += part[j];
+    }
+    return sum;
+}
