@@ -3,11 +3,13 @@
  * all-gather and all-reduce deliver every rank's data; the byte counters follow the ring
  * convention exactly; control sums are identical on every rank. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "zeroc/comm.h"
+#include "zeroc/dtype.h"
 #include "zeroc/rng.h"
 
 /* Rank j's contribution, element i (every rank can compute every rank's). */
@@ -51,6 +53,34 @@ int main(int argc, char **argv)
           "reduce_scatter accumulate: %s", err.msg);
     CHECK(out[0] == before + before, "accumulate: %g != 2 × %g", out[0], before);
 
+    /* Strided: the same blocks read where they lie, every `stride` elements of a wider buffer
+     * (its gaps NaN, which must not reach the sum), in bf16: the packed call's bits. */
+    {
+        const size_t stride = len + 37;
+        uint16_t *wide = malloc(n * stride * 2), *packed = malloc(n * len * 2);
+        uint16_t *recv16 = malloc(n * len * 2), *o1 = malloc(len * 2), *o2 = malloc(len * 2);
+        float nan = NAN;
+        for (size_t i = 0; i < n * stride; i++)
+            zc_dtype_narrow(ZC_BF16, &nan, &wide[i], 1);
+        for (int j = 0; j < n; j++)
+            for (size_t i = 0; i < len; i++) {
+                zc_dtype_narrow(ZC_BF16, &send[j * len + i], &packed[j * len + i], 1);
+                wide[j * stride + i] = packed[j * len + i];
+            }
+        CHECK(!zc_comm_reduce_scatter_start(c, ZC_BF16, packed, recv16, len, ZC_BF16, o1, false,
+                                            "test rs bf16", &req, &err) &&
+                  !zc_comm_wait(c, req, &err),
+              "reduce_scatter bf16: %s", err.msg);
+        memset(recv16, 0, n * len * 2);
+        CHECK(!zc_comm_reduce_scatter_strided_start(c, ZC_BF16, wide, stride, recv16, len, ZC_BF16,
+                                                    o2, false, "test rs strided", &req, &err) &&
+                  !zc_comm_wait(c, req, &err),
+              "reduce_scatter strided: %s", err.msg);
+        CHECK(!memcmp(o1, o2, len * 2),
+              "rank %d: the strided reduce_scatter differs from the packed", r);
+        free(wide), free(packed), free(recv16), free(o1), free(o2);
+    }
+
     /* all-gather in place: block j = rank j's values */
     float *buf = malloc(n * len * 4);
     for (size_t i = 0; i < len; i++)
@@ -85,17 +115,17 @@ int main(int argc, char **argv)
         ok &= buf[i] == input(77, i);
     CHECK(ok, "broadcast delivered wrong data");
 
-    /* ring-convention byte counts: 2 reduce-scatters of N·len floats, 1 all-gather of N·len,
-     * 1 all-reduce of ceil(997/N)·N floats */
+    /* ring-convention byte counts: 2 reduce-scatters of N·len floats and 2 of N·len bf16 (one
+     * strided: counted the same), 1 all-gather of N·len, 1 all-reduce of ceil(997/N)·N floats */
     const zc_comm_counters *k = zc_comm_get_counters(c);
     int64_t S = (int64_t)((cnt + n - 1) / n);
-    CHECK(k->bytes[ZC_COMM_REDUCE_SCATTER] == 2 * (int64_t)len * 4 * (n - 1), "rs bytes %lld",
+    CHECK(k->bytes[ZC_COMM_REDUCE_SCATTER] == 2 * (int64_t)len * (4 + 2) * (n - 1), "rs bytes %lld",
           (long long)k->bytes[ZC_COMM_REDUCE_SCATTER]);
     CHECK(k->bytes[ZC_COMM_ALL_GATHER] == (int64_t)len * 4 * (n - 1), "ag bytes %lld",
           (long long)k->bytes[ZC_COMM_ALL_GATHER]);
     CHECK(k->bytes[ZC_COMM_ALL_REDUCE] == 2 * S * 4 * (n - 1), "ar bytes %lld",
           (long long)k->bytes[ZC_COMM_ALL_REDUCE]);
-    CHECK(k->calls[ZC_COMM_REDUCE_SCATTER] == 2 && k->calls[ZC_COMM_ALL_GATHER] == 1 &&
+    CHECK(k->calls[ZC_COMM_REDUCE_SCATTER] == 4 && k->calls[ZC_COMM_ALL_GATHER] == 1 &&
               k->calls[ZC_COMM_ALL_REDUCE] == 1,
           "call counts");
 

@@ -100,6 +100,14 @@ ZC_API zc_status zc_comm_reduce_scatter_start(zc_comm *c, zc_dtype in, const voi
                                               size_t len, zc_dtype out_type, void *out,
                                               bool accumulate, const char *label, zc_comm_req **req,
                                               zc_err *err);
+/* The same with the N blocks read where they lie: block j at send + j·stride elements (stride ≥
+ * len), for a caller whose blocks already sit in one buffer of the sent type — no packing copy.
+ * send is read until the wait. */
+ZC_API zc_status zc_comm_reduce_scatter_strided_start(zc_comm *c, zc_dtype in, const void *send,
+                                                      size_t stride, void *recv, size_t len,
+                                                      zc_dtype out_type, void *out, bool accumulate,
+                                                      const char *label, zc_comm_req **req,
+                                                      zc_err *err);
 /* ZeRO++ qgZ: the same reduce-scatter with the blocks quantized — send holds N segments of
  * zc_qwz_segment_bytes(len) bytes in zeroc's block-wise int8 form (the segment for rank j at
  * zc_comm_q8_slot(j): zeroc/estimate.h's ZC_QWZ_BLOCK values per fp32 scale), recv room for N.

@@ -54,6 +54,7 @@ struct zc_comm_req {
     size_t len;
     size_t q8_segment; /* qgZ: the received blocks are quantized segments of this many bytes */
     bool accumulate;
+    int *v; /* a strided reduce-scatter's counts and displacements (4·N), kept until it ends */
     int done;
 };
 
@@ -300,6 +301,7 @@ static void req_free(zc_comm_req *r)
 {
     if (!r)
         return;
+    free(r->v);
     free(r);
 }
 
@@ -318,11 +320,29 @@ static MPI_Datatype mpi_type(zc_dtype t)
     return t == ZC_FP32 ? MPI_FLOAT : MPI_UINT16_T;
 }
 
+/* Block j of a strided send at send + j·stride elements: MPI_Ialltoallv's counts and
+ * displacements, kept in r until the request ends. */
+static int alltoall_strided(zc_comm *c, zc_comm_req *r, const void *send, size_t stride,
+                            MPI_Datatype mpi)
+{
+    const int n = c->size;
+    if (!(r->v = malloc(4 * (size_t)n * sizeof *r->v)))
+        return MPI_ERR_NO_MEM;
+    int *sc = r->v, *sd = sc + n, *rc = sd + n, *rd = rc + n;
+    for (int j = 0; j < n; j++) {
+        sc[j] = rc[j] = (int)r->len;
+        sd[j] = (int)(stride * (size_t)j);
+        rd[j] = (int)(r->len * (size_t)j);
+    }
+    return MPI_Ialltoallv(send, sc, sd, mpi, r->recv, rc, rd, mpi, c->world, &r->mpi);
+}
+
 /* A reduce-scatter of len elements per rank whose blocks travel as `count` items of `mpi`,
- * `block_bytes` bytes in all (typed elements, or qgZ's quantized segments). */
-static zc_status rs_start(zc_comm *c, zc_dtype in, size_t q8_segment, const void *send, void *recv,
-                          size_t len, zc_dtype out_type, void *out, bool accumulate,
-                          const char *label, zc_comm_req **req, zc_err *err)
+ * `block_bytes` bytes in all (typed elements, or qgZ's quantized segments); the blocks lie
+ * packed in send, or (stride > 0, typed elements only) every stride elements. */
+static zc_status rs_start(zc_comm *c, zc_dtype in, size_t q8_segment, const void *send,
+                          size_t stride, void *recv, size_t len, zc_dtype out_type, void *out,
+                          bool accumulate, const char *label, zc_comm_req **req, zc_err *err)
 {
     double t0 = zc_now_s();
     int n = c->size;
@@ -330,7 +350,9 @@ static zc_status rs_start(zc_comm *c, zc_dtype in, size_t q8_segment, const void
     const size_t block_bytes = q8_segment ? q8_segment : len * (size_t)zc_dtype_size(in);
     const MPI_Datatype mpi = q8_segment ? MPI_BYTE : mpi_type(in);
     zc_status st;
-    if ((st = check_count(count, "reduce_scatter", label, err)))
+    if ((st = check_count(count, "reduce_scatter", label, err)) ||
+        (stride && (st = check_count(stride * (size_t)(n - 1) + len, "reduce_scatter (strided)",
+                                     label, err))))
         return st;
     zc_comm_req *r = req_new(ZC_COMM_REDUCE_SCATTER, label);
     if (!r)
@@ -361,7 +383,9 @@ static zc_status rs_start(zc_comm *c, zc_dtype in, size_t q8_segment, const void
         }
         c->ctr.bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)block_bytes * H * (R - 1);
     } else {
-        int rc = MPI_Ialltoall(send, (int)count, mpi, recv, (int)count, mpi, c->world, &r->mpi);
+        int rc =
+            stride ? alltoall_strided(c, r, send, stride, mpi)
+                   : MPI_Ialltoall(send, (int)count, mpi, recv, (int)count, mpi, c->world, &r->mpi);
         if (rc != MPI_SUCCESS) {
             req_free(r);
             return mpi_fail(err, rc, "reduce_scatter", label);
@@ -381,14 +405,23 @@ zc_status zc_comm_reduce_scatter_start(zc_comm *c, zc_dtype in, const void *send
                                        size_t len, zc_dtype out_type, void *out, bool accumulate,
                                        const char *label, zc_comm_req **req, zc_err *err)
 {
-    return rs_start(c, in, 0, send, recv, len, out_type, out, accumulate, label, req, err);
+    return rs_start(c, in, 0, send, 0, recv, len, out_type, out, accumulate, label, req, err);
+}
+
+zc_status zc_comm_reduce_scatter_strided_start(zc_comm *c, zc_dtype in, const void *send,
+                                               size_t stride, void *recv, size_t len,
+                                               zc_dtype out_type, void *out, bool accumulate,
+                                               const char *label, zc_comm_req **req, zc_err *err)
+{
+    ZC_ASSERT(stride >= len);
+    return rs_start(c, in, 0, send, stride, recv, len, out_type, out, accumulate, label, req, err);
 }
 
 zc_status zc_comm_reduce_scatter_q8_start(zc_comm *c, const void *send, void *recv, size_t len,
                                           zc_dtype out_type, void *out, bool accumulate,
                                           const char *label, zc_comm_req **req, zc_err *err)
 {
-    return rs_start(c, ZC_FP32, (size_t)zc_qwz_segment_bytes((int64_t)len), send, recv, len,
+    return rs_start(c, ZC_FP32, (size_t)zc_qwz_segment_bytes((int64_t)len), send, 0, recv, len,
                     out_type, out, accumulate, label, req, err);
 }
 

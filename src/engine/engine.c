@@ -1229,11 +1229,13 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
     bool from_model = e->grads_sharded;
     const void *src = from_model ? (const void *)u->grad_work : u->grad_full;
     size_t src_es = from_model ? sizeof(float) : e->gs;
-    /* One rank holding whole gradients that already travel as stored (same type, scaled, not
-     * quantized, in RAM): the sum over one rank would copy grad_full out and back unchanged —
-     * 4% of a bf16 GPT-2 124M step on one process. */
-    if (n == 1 && !from_model && !e->qgz && e->cdt == e->gdt && !u->disk.grads &&
-        !(e->direct_grads && grad_scale(e) != 1.0f))
+    /* Stages 0–1 whose stored gradients already travel as they are (the type sent, scaled, not
+     * quantized): each rank's block is sent from grad_full where it lies, not packed first. */
+    const bool in_place =
+        !from_model && !e->qgz && e->cdt == e->gdt && !(e->direct_grads && grad_scale(e) != 1.0f);
+    /* On one rank (in RAM) the sum would copy grad_full out and back unchanged — 4% of perf's
+     * samples in a bf16 GPT-2 124M step on one process. */
+    if (n == 1 && in_place && !u->disk.grads)
         return ZC_OK;
     zc_status st = lockstep_check(e, OP_REDUCE_SCATTER, i, err);
     if (!st && u->disk.grads)
@@ -1244,7 +1246,7 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
             break;
         /* rank j's block; no gradient written (src NULL): zeros. qgZ: quantized from fp32 */
         const size_t seg = e->qgz ? (size_t)zc_qwz_segment_bytes((int64_t)len) : 0;
-        for (size_t j = 0; j < n; j++) {
+        for (size_t j = 0; j < n && !in_place; j++) {
             const void *from = src ? at((void *)src, j * S + off, src_es) : NULL;
             if (!seg) {
                 pack(e, e->cdt, at(e->rs_send, j * len, e->cs), from, from_model, len);
@@ -1266,11 +1268,16 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
                 src = NULL;
             }
         }
-        st =
-            seg ? zc_comm_reduce_scatter_q8_start(e->comm, e->rs_send, e->rs_recv, len, e->gdt, out,
-                                                  accumulate, label(e, i), &e->rs_req, err)
-                : zc_comm_reduce_scatter_start(e->comm, e->cdt, e->rs_send, e->rs_recv, len, e->gdt,
-                                               out, accumulate, label(e, i), &e->rs_req, err);
+        if (seg)
+            st = zc_comm_reduce_scatter_q8_start(e->comm, e->rs_send, e->rs_recv, len, e->gdt, out,
+                                                 accumulate, label(e, i), &e->rs_req, err);
+        else if (in_place)
+            st = zc_comm_reduce_scatter_strided_start(e->comm, e->cdt, at(u->grad_full, off, e->gs),
+                                                      S, e->rs_recv, len, e->gdt, out, accumulate,
+                                                      label(e, i), &e->rs_req, err);
+        else
+            st = zc_comm_reduce_scatter_start(e->comm, e->cdt, e->rs_send, e->rs_recv, len, e->gdt,
+                                              out, accumulate, label(e, i), &e->rs_req, err);
         if (off + len == S)
             e->rs_last_of = i;
         if (!st && !e->cfg.overlap_comm) /* DeepSpeed's overlap_comm false: one at a time */
@@ -1525,7 +1532,8 @@ const void *zc_engine_param_stored(zc_engine *e, int param)
  * zeroed when first handed out to accumulate into (zc_engine_grad), left as it is when handed
  * out to be overwritten (zc_engine_grad_fresh), and zeroed at grads_ready if it never was handed
  * out; the elements between and after the parameters are zeroed here. Zeroing the whole buffer
- * up front, and then having the products add into the zeros, cost ~5% of a bf16 GPT-2 step. */
+ * up front, and then having the products add into the zeros, was a memset and a read of the
+ * whole model's fp32 gradients every micro-batch. */
 static float *grad_work_alloc(zc_engine *e, unit_t *u)
 {
     const size_t bytes = u->info.padded * sizeof(float);
