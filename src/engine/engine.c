@@ -33,6 +33,7 @@
  * chunks for the same optimizer kernels, updates the master, and rounds it into the 16-bit
  * parameters. Every stage applies these roundings to the same elements in the same order, so
  * stages still agree bitwise. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1237,6 +1238,8 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
      * samples in a bf16 GPT-2 124M step on one process. */
     if (n == 1 && in_place && !u->disk.grads)
         return ZC_OK;
+    /* MPI's displacements are ints: the blocks of a unit past INT_MAX elements are packed. */
+    const bool strided = in_place && u->info.padded <= (size_t)INT_MAX;
     zc_status st = lockstep_check(e, OP_REDUCE_SCATTER, i, err);
     if (!st && u->disk.grads)
         st = grad_staging(e, i, err);
@@ -1246,7 +1249,7 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
             break;
         /* rank j's block; no gradient written (src NULL): zeros. qgZ: quantized from fp32 */
         const size_t seg = e->qgz ? (size_t)zc_qwz_segment_bytes((int64_t)len) : 0;
-        for (size_t j = 0; j < n && !in_place; j++) {
+        for (size_t j = 0; j < n && !strided; j++) {
             const void *from = src ? at((void *)src, j * S + off, src_es) : NULL;
             if (!seg) {
                 pack(e, e->cdt, at(e->rs_send, j * len, e->cs), from, from_model, len);
@@ -1271,7 +1274,7 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
         if (seg)
             st = zc_comm_reduce_scatter_q8_start(e->comm, e->rs_send, e->rs_recv, len, e->gdt, out,
                                                  accumulate, label(e, i), &e->rs_req, err);
-        else if (in_place)
+        else if (strided)
             st = zc_comm_reduce_scatter_strided_start(e->comm, e->cdt, at(u->grad_full, off, e->gs),
                                                       S, e->rs_recv, len, e->gdt, out, accumulate,
                                                       label(e, i), &e->rs_req, err);
