@@ -5,6 +5,7 @@
  * the K additions and the two scalings rounds once at most by 2⁻²⁴ of a partial sum no larger
  * than that. bf16 must really round: its distance from the unrounded product is above 1e-4 of
  * the product's largest element (bf16 keeps 8 bits; fp32 rounding alone stays near 1e-7).
+ * Operands given as bf16 bits give the bits of the product that rounds them itself.
  * Run once as it is (oneDNN where the CPU allows) and once with ZEROC_GEMM=portable. */
 #include <math.h>
 #include <stdlib.h>
@@ -130,6 +131,31 @@ int main(void)
                                   "bf16 with bf16 B %dx%dx%d ta %d tb %d: error %.3g "
                                   "of the bound",
                                   M, N, K, ta, tb, w16);
+                            /* both as bf16 bits: the bits of the product above, whose A was
+                             * rounded inside (compact leading dimensions, as a caller staging
+                             * its operands has them, so both run the same primitive) */
+                            const int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K,
+                                      bc = tb ? K : N;
+                            float *Ac = malloc((size_t)ar * ac * 4);
+                            uint16_t *A16 = malloc((size_t)ar * ac * 2),
+                                     *Bc16 = malloc((size_t)br * bc * 2);
+                            for (int r = 0; r < ar; r++)
+                                memcpy(Ac + (size_t)r * ac, A + (size_t)r * lda, (size_t)ac * 4);
+                            for (int r = 0; r < br; r++)
+                                memcpy(Bc16 + (size_t)r * bc, B16 + (size_t)r * ldb,
+                                       (size_t)bc * 2);
+                            zc_dtype_narrow(ZC_BF16, Ac, A16, (size_t)ar * ac);
+                            float *E = malloc(nc * 4);
+                            memcpy(D, C0, nc * 4), memcpy(E, C0, nc * 4);
+                            zc_gemm_bf16_b16(ta, tb, M, N, K, alpha, Ac, ac, Bc16, bc, beta, D, ldc,
+                                             ws, ws_bytes);
+                            zc_gemm_bf16_ab16(ta, tb, M, N, K, alpha, A16, ac, Bc16, bc, beta, E,
+                                              ldc, ws, ws_bytes);
+                            CHECK(!memcmp(D, E, nc * 4),
+                                  "bf16 with bf16 A and B %dx%dx%d ta %d tb %d alpha %g "
+                                  "beta %g: not the bits of the product rounding A itself",
+                                  M, N, K, ta, tb, alpha, beta);
+                            free(Ac), free(A16), free(Bc16), free(E);
                             free(B16), free(W), free(D);
                         }
                         /* columns past N in C (ldc padding) are not touched */

@@ -368,6 +368,46 @@ static void test_matmul(int with_bias)
               "matmul dweight_fresh: dinp no longer accumulates");
         free(dw2), free(dinp2), free(db2);
     }
+    /* bf16 with bf16 weights: dout rounded once for both products gives the bits of the products
+     * rounding their fp32 operands themselves (zeroc/gemm.h), accumulating and fresh */
+    for (int fresh = 0; fresh < 2; fresh++) {
+        uint16_t *w16 = malloc(sizeof(uint16_t) * MM_OC * C);
+        zc_dtype_narrow(ZC_BF16, m.weight, w16, (size_t)MM_OC * C);
+        gpt2_gemm g = {.type = ZC_GEMM_BF16, .ws_bytes = gpt2_matmul_workspace_bytes(BT, C, MM_OC)};
+        size_t ws_bytes =
+            zc_gemm_workspace_bytes(MM_OC, C, BT) + zc_gemm_workspace_bytes(BT, C, MM_OC);
+        void *ws = malloc(ws_bytes);
+        g.ws = malloc(g.ws_bytes);
+        float *dinp3 = fdup(ginp, BT * C), *dw3 = fdup(gw, MM_OC * C), *dinp4 = fdup(ginp, BT * C);
+        float *dw4 = fdup(gw, MM_OC * C), *db3 = with_bias ? fdup(gb, MM_OC) : NULL;
+        float *db4 = with_bias ? fdup(gb, MM_OC) : NULL;
+        if (fresh)
+            for (int i = 0; i < MM_OC * C; i++)
+                dw3[i] = NAN;
+        gpt2_matmul_backward(dinp3, dw3, db3, m.w, m.inp, m.weight, w16, BT, C, MM_OC, fresh, &g);
+        zc_gemm_bf16_b16(false, false, BT, C, MM_OC, 1.0f, m.w, MM_OC, w16, C, 1.0f, dinp4, C, ws,
+                         ws_bytes);
+        zc_gemm(ZC_GEMM_BF16, true, false, MM_OC, C, BT, 1.0f, m.w, MM_OC, m.inp, C,
+                fresh ? 0.0f : 1.0f, dw4, C, ws, ws_bytes);
+        if (with_bias) { /* the fp32 path's bias gradient, from the same start */
+            float *sdinp = fdup(ginp, BT * C), *sdw = fdup(gw, MM_OC * C);
+            gpt2_matmul_backward(sdinp, sdw, db4, m.w, m.inp, m.weight, NULL, BT, C, MM_OC, false,
+                                 NULL);
+            free(sdinp), free(sdw);
+        }
+        CHECK(!memcmp(dinp3, dinp4, sizeof(float) * BT * C),
+              "bf16 matmul dinp (fresh %d): not "
+              "the bits of the product rounding dout itself",
+              fresh);
+        CHECK(!memcmp(dw3, dw4, sizeof(float) * MM_OC * C),
+              "bf16 matmul dweight (fresh %d): not "
+              "the bits of the product rounding dout and inp itself",
+              fresh);
+        CHECK(!with_bias || !memcmp(db3, db4, sizeof(float) * MM_OC),
+              "bf16 matmul dbias (fresh %d): not the fp32 sums", fresh);
+        free(w16), free(ws), free(g.ws), free(dinp3), free(dw3), free(dinp4), free(dw4), free(db3),
+            free(db4);
+    }
     if (with_bias)
         check_doubled("matmul dbias", gb, db, MM_OC);
 

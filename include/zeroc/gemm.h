@@ -47,6 +47,14 @@ ZC_API void zc_gemm_bf16_b16(bool ta, bool tb, int M, int N, int K, float alpha,
                              int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc,
                              void *workspace, size_t workspace_bytes);
 
+/* A bf16 product of two operands already bf16 (e.g. a gradient the caller rounded once to feed
+ * both of a linear layer's backward products): neither is rounded again. The same result as
+ * zc_gemm_bf16_b16 on A widened to fp32. The workspace (zc_gemm_workspace_bytes) is written by
+ * the portable path only: oneDNN reads the operands where they are. */
+ZC_API void zc_gemm_bf16_ab16(bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A,
+                              int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc,
+                              void *workspace, size_t workspace_bytes);
+
 /* Since the process started: products, their FLOPs (2·M·N·K) and the seconds spent in them,
  * operands' rounding included. */
 typedef struct {

@@ -155,8 +155,15 @@ static int64_t total_numel(const gpt2_config *c, bool *ovf)
     return zc_add_i64(zc_add_i64(emb, zc_mul_i64(c->num_layers, block, ovf), ovf), 2 * C, ovf);
 }
 
-/* Bytes of workspace the linear layers' bf16 products need (the largest layer's):
- * zc_gemm_workspace_bytes of the forward, dX and dW products, 4·(M·K + K·N) each. */
+/* Bytes of workspace the linear layers' bf16 products need (the largest layer's; the formula of
+ * gpt2_matmul_workspace_bytes, without wrapping): the forward product's zc_gemm_workspace_bytes,
+ * 4·(M·K + K·N), or the backward's staging — dout and inp rounded to bf16 once, 2 bytes an
+ * element each, 64-byte aligned — followed by the larger of the dX and dW products'. */
+static int64_t align64(int64_t bytes, bool *ovf)
+{
+    return zc_mul_i64(zc_add_i64(bytes, 63, ovf) / 64, 64, ovf);
+}
+
 static int64_t gemm_workspace(const gpt2_config *c, int B, int T, zc_gemm_type compute, bool *ovf)
 {
     const int64_t BT = zc_mul_i64(B, T, ovf), C = c->channels;
@@ -166,13 +173,17 @@ static int64_t gemm_workspace(const gpt2_config *c, int B, int T, zc_gemm_type c
     for (size_t i = 0; compute == ZC_GEMM_BF16 && i < sizeof shapes / sizeof *shapes; i++) {
         const int64_t N = BT, IC = shapes[i][0], OC = shapes[i][1];
         const int64_t mk[3][3] = {{N, OC, IC}, {N, IC, OC}, {OC, IC, N}}; /* M, N, K */
-        for (int j = 0; j < 3; j++) {
-            int64_t b = zc_mul_i64(4,
-                                   zc_add_i64(zc_mul_i64(mk[j][0], mk[j][2], ovf),
-                                              zc_mul_i64(mk[j][2], mk[j][1], ovf), ovf),
-                                   ovf);
-            ws = b > ws ? b : ws;
-        }
+        int64_t b[3];
+        for (int j = 0; j < 3; j++)
+            b[j] = zc_mul_i64(4,
+                              zc_add_i64(zc_mul_i64(mk[j][0], mk[j][2], ovf),
+                                         zc_mul_i64(mk[j][2], mk[j][1], ovf), ovf),
+                              ovf);
+        int64_t staged = zc_add_i64(align64(zc_mul_i64(2 * N, OC, ovf), ovf),
+                                    align64(zc_mul_i64(2 * N, IC, ovf), ovf), ovf);
+        int64_t back = zc_add_i64(staged, b[1] > b[2] ? b[1] : b[2], ovf);
+        int64_t layer = b[0] > back ? b[0] : back;
+        ws = layer > ws ? layer : ws;
     }
     return ws;
 }

@@ -23,6 +23,7 @@
 
 #include <cblas.h>
 
+#include "zeroc/dtype.h"
 #include "zeroc/simd.h"
 #include "zeroc/status.h"
 
@@ -187,11 +188,23 @@ void gpt2_layernorm_backward(float *restrict dinp, float *restrict dweight, floa
 /* ------------------------------------------------------------------------------------------ */
 /* matmul (linear layer)                                                                       */
 
+/* The bf16 backward's staging at the start of the workspace: dout (N,OC) and inp (N,C) rounded
+ * to bf16 once each, for both products, each 64-byte aligned. */
+static size_t align64(size_t bytes)
+{
+    return (bytes + 63) / 64 * 64;
+}
+static size_t staged_bytes(int N, int C, int OC)
+{
+    return align64((size_t)N * (size_t)OC * 2) + align64((size_t)N * (size_t)C * 2);
+}
+
 size_t gpt2_matmul_workspace_bytes(int N, int C, int OC)
 {
     size_t f = zc_gemm_workspace_bytes(N, OC, C), dx = zc_gemm_workspace_bytes(N, C, OC),
            dw = zc_gemm_workspace_bytes(OC, C, N);
-    return f > dx ? (f > dw ? f : dw) : (dx > dw ? dx : dw);
+    size_t back = staged_bytes(N, C, OC) + (dx > dw ? dx : dw);
+    return f > back ? f : back;
 }
 
 /* One product through zeroc/gemm.h, in the layer's precision; B16, when given, is B as bf16. */
@@ -227,11 +240,27 @@ void gpt2_matmul_backward(float *restrict dinp, float *restrict dweight, float *
                           const float *restrict weight, const uint16_t *weight16, int N, int C,
                           int OC, bool dweight_fresh, const gpt2_gemm *g)
 {
+    const float dw_beta = dweight_fresh ? 0.0f : 1.0f;
+    if (weight16) { /* bf16: dout feeds both products and is rounded once, inp with it */
+        ZC_ASSERT(g && g->type == ZC_GEMM_BF16 &&
+                  g->ws_bytes >= gpt2_matmul_workspace_bytes(N, C, OC));
+        uint16_t *dout16 = g->ws, *inp16 = dout16 + align64((size_t)N * (size_t)OC * 2) / 2;
+        void *ws = (char *)g->ws + staged_bytes(N, C, OC);
+        size_t ws_bytes = g->ws_bytes - staged_bytes(N, C, OC);
+        zc_f32_to_bf16(dout, dout16, (size_t)N * (size_t)OC);
+        zc_f32_to_bf16(inp, inp16, (size_t)N * (size_t)C);
+        zc_gemm_bf16_ab16(false, false, N, C, OC, 1.0f, dout16, OC, weight16, C, 1.0f, dinp, C, ws,
+                          ws_bytes);
+        zc_gemm_bf16_ab16(true, false, OC, C, N, 1.0f, dout16, OC, inp16, C, dw_beta, dweight, C,
+                          ws, ws_bytes);
+        if (dbias)
+            ZC_SIMD_DISPATCH(bias_backward, dbias, dout, N, OC);
+        return;
+    }
     /* dinp (N,C) += dout (N,OC) · weight (OC,C) */
-    product(g, false, false, N, C, OC, dout, OC, weight, weight16, C, 1.0f, dinp, C);
+    product(g, false, false, N, C, OC, dout, OC, weight, NULL, C, 1.0f, dinp, C);
     /* dweight (OC,C) (+)= doutᵀ (OC,N) · inp (N,C) */
-    product(g, true, false, OC, C, N, dout, OC, inp, NULL, C, dweight_fresh ? 0.0f : 1.0f, dweight,
-            C);
+    product(g, true, false, OC, C, N, dout, OC, inp, NULL, C, dw_beta, dweight, C);
     if (dbias)
         ZC_SIMD_DISPATCH(bias_backward, dbias, dout, N, OC);
 }

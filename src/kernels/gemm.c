@@ -116,6 +116,13 @@ static void round_rows(const float *x, int rows, int cols, int ld, void *out, bo
     }
 }
 
+/* rows × cols of bf16 bits with leading dimension ld, widened (exactly) into compact fp32. */
+static void widen_rows(const uint16_t *x, int rows, int cols, int ld, float *out)
+{
+    for (int r = 0; r < rows; r++)
+        zc_bf16_to_f32(x + (size_t)r * ld, out + (size_t)r * cols, (size_t)cols);
+}
+
 static void sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                   const float *B, int ldb, float beta, float *C, int ldc)
 {
@@ -255,14 +262,31 @@ static void gemm_b16(bool ta, bool tb, int M, int N, int K, float alpha, const f
     if (!prim) { /* A rounded, B widened (exactly), then sgemm */
         float *a = workspace, *b = a + (size_t)M * (size_t)K;
         round_rows(A, arows, acols, lda, a, true);
-        for (int r = 0; r < brows; r++)
-            zc_bf16_to_f32(B + (size_t)r * ldb, b + (size_t)r * bcols, (size_t)bcols);
+        widen_rows(B, brows, bcols, ldb, b);
         sgemm(ta, tb, M, N, K, alpha, a, acols, b, bcols, beta, C, ldc);
         return;
     }
     uint16_t *a = workspace;
     round_rows(A, arows, acols, lda, a, false);
     execute(prim, a, B, C);
+}
+
+static void gemm_ab16(bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A,
+                      int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc,
+                      void *workspace, size_t workspace_bytes)
+{
+    ZC_ASSERT(workspace && workspace_bytes >= zc_gemm_workspace_bytes(M, N, K));
+    const int arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
+    dnnl_primitive_t prim =
+        G.portable ? NULL : primitive(ZC_GEMM_BF16, ta, tb, M, N, K, lda, ldb, alpha, beta, ldc);
+    if (prim) {
+        execute(prim, A, B, C);
+        return;
+    }
+    float *a = workspace, *b = a + (size_t)M * (size_t)K; /* both widened (exactly), then sgemm */
+    widen_rows(A, arows, acols, lda, a);
+    widen_rows(B, brows, bcols, ldb, b);
+    sgemm(ta, tb, M, N, K, alpha, a, acols, b, bcols, beta, C, ldc);
 }
 
 /* The public entries: checks, lazy set-up, and the counters (time includes the rounding). */
@@ -287,6 +311,19 @@ void zc_gemm_bf16_b16(bool ta, bool tb, int M, int N, int K, float alpha, const 
     init();
     double t0 = zc_now_s();
     gemm_b16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, workspace, workspace_bytes);
+    G.ctr.seconds += zc_now_s() - t0;
+    G.ctr.flops += 2.0 * M * N * K;
+    G.ctr.calls++;
+}
+
+void zc_gemm_bf16_ab16(bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A,
+                       int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc,
+                       void *workspace, size_t workspace_bytes)
+{
+    ZC_ASSERT(M > 0 && N > 0 && K > 0);
+    init();
+    double t0 = zc_now_s();
+    gemm_ab16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, workspace, workspace_bytes);
     G.ctr.seconds += zc_now_s() - t0;
     G.ctr.flops += 2.0 * M * N * K;
     G.ctr.calls++;
