@@ -1,11 +1,11 @@
 /* test_grad_buffers.c — the engine's gradient buffers as a model sees them: zc_engine_grad hands
  * out zeros to add into; zc_engine_grad_fresh says whether the model must overwrite (the buffer
  * is this micro-batch's own and was not zeroed) or add; a parameter the model never asks for
- * contributes zeros. Checked through the update itself: SGD with lr 1 from zero weights makes
- * each weight minus its reduced gradient, exactly (small integers are exact in bf16 too). Run in
- * the three ways gradients are kept: fp32 stage 0 (the model adds into the stored gradients:
- * never fresh), bf16 stage 0 (an fp32 buffer folded into bf16) and fp32 stage 2 (an fp32 buffer
- * reduce-scattered into the shard). */
+ * contributes zeros, and so does a unit whose gradients it never asks for in a step. Checked
+ * through the update itself: SGD with lr 1 from zero weights makes each weight minus its reduced
+ * gradient, exactly (small integers are exact in bf16 too). Run in the three ways gradients are
+ * kept: fp32 stage 0 (the model adds into the stored gradients: never fresh), bf16 stage 0 (an fp32
+ * buffer folded into bf16) and fp32 stage 2 (an fp32 buffer reduce-scattered into the shard). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +28,25 @@ static void weights(zc_engine *e, float w[NP][NC])
         for (int i = 0; i < numel[p]; i++)
             w[p][i] = buf[zc_engine_param_info(e, p)->offset + i];
     free(buf);
+}
+
+/* Step s's gradients: parameter pf overwritten (or added to) with g and asked again (no longer
+ * fresh, same buffer); pa asked to add into (zeros), g added. */
+static void give(zc_engine *e, const char *name, int s, int pf, int pa, float g, bool own_buffer)
+{
+    bool fresh, again;
+    float *f = zc_engine_grad_fresh(e, pf, &fresh);
+    CHECK(fresh == own_buffer, "%s: step %d: fresh %d, want %d", name, s, fresh, own_buffer);
+    for (int i = 0; i < numel[pf]; i++)
+        f[i] = fresh ? g : f[i] + g;
+    CHECK(zc_engine_grad_fresh(e, pf, &again) == f && !again,
+          "%s: step %d: asked twice: another buffer, or fresh again", name, s);
+    float *a = zc_engine_grad(e, pa);
+    for (int i = 0; i < numel[pa]; i++) {
+        CHECK(a[i] == 0.0f, "%s: step %d: param %d's gradient [%d] = %g, want zeros", name, s, pa,
+              i, (double)a[i]);
+        a[i] += g;
+    }
 }
 
 static void run(const char *name, int stage, zc_dtype dtype, zc_comm *c)
@@ -65,25 +84,17 @@ static void run(const char *name, int stage, zc_dtype dtype, zc_comm *c)
         for (int p = 0; p < NP; p++)
             CHECK(zc_engine_param(e, p)[0] == want[p][0], "%s: step %d: param %d reads %g", name, s,
                   p, (double)zc_engine_param(e, p)[0]);
-        bool fresh, again;
-        float *f = zc_engine_grad_fresh(e, pf, &fresh);
-        CHECK(fresh == own_buffer, "%s: step %d: fresh %d, want %d", name, s, fresh, own_buffer);
-        for (int i = 0; i < numel[pf]; i++)
-            f[i] = fresh ? g : f[i] + g;
-        CHECK(zc_engine_grad_fresh(e, pf, &again) == f && !again,
-              "%s: step %d: asked twice: another buffer, or fresh again", name, s);
-        float *a = zc_engine_grad(e, pa);
-        for (int i = 0; i < numel[pa]; i++) {
-            CHECK(a[i] == 0.0f, "%s: step %d: param %d's gradient [%d] = %g, want zeros", name, s,
-                  pa, i, (double)a[i]);
-            a[i] += g;
-        }
+        /* step 4 asks for no gradient of the unit at all: the update must see zeros, not the
+         * previous step's gradients */
+        const bool none = s == 4;
+        for (int i = 0; i < NC && !none; i++)
+            want[pf][i] -= g, want[pa][i] -= g;
+        if (!none)
+            give(e, name, s, pf, pa, g, own_buffer);
         CHECK(!zc_engine_grads_ready(e, unit, &err) && !zc_engine_release(e, unit, &err),
               "%s: step %d: %s", name, s, err.msg);
         zc_step_info info;
         CHECK(!zc_engine_step(e, &info, &err), "%s: step %d: %s", name, s, err.msg);
-        for (int i = 0; i < NC; i++)
-            want[pf][i] -= g, want[pa][i] -= g;
         weights(e, w);
         for (int p = 0; p < NP; p++)
             for (int i = 0; i < numel[p]; i++)

@@ -1631,6 +1631,8 @@ zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
         zero_grads_not_given(e, u);
     if (!e->grads_sharded && u->grad_work)
         fold_grads(e, u);
+    else if (!e->grads_sharded && !e->direct_grads && e->micro == 0) /* no gradient at all */
+        memset(u->grad_full, 0, u->info.padded * e->gs);
     return rs_pump(e, err);
 }
 
@@ -1776,9 +1778,11 @@ static void zero_grads(zc_engine *e)
 {
     for (int i = 0; i < e->nunits; i++) {
         unit_t *u = &e->units[i];
-        if (!e->grads_sharded)
+        /* the model adds into fp32 grad_full; 16-bit ones are overwritten by the first
+         * micro-batch's fold (or zeroed at grads_ready if it gave none) */
+        if (e->direct_grads)
             memset(u->grad_full, 0, u->info.padded * e->gs);
-        else if (!u->disk.grads) /* on disk: the next reduction overwrites it */
+        else if (e->grads_sharded && !u->disk.grads) /* on disk: the next reduction overwrites */
             memset(u->grad_shard, 0, u->info.shard * e->gs);
     }
 }
