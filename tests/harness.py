@@ -2,6 +2,7 @@
 failures without stopping, reading safetensors files, and the closing summary line."""
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -102,6 +103,11 @@ class Harness:
                 print("  ok", flush=True)
         failed = sum(1 for t in tests if (not wanted or t.__name__ in wanted)) - passed
         print(f"{passed} passed, {failed} failed")
+        # the work files (a 124M checkpoint is 1.9 GB) go, unless a failure needs them looked at
+        if failed:
+            print(f"work files kept in {self.tmp}")
+        else:
+            shutil.rmtree(self.tmp, ignore_errors=True)
         sys.exit(1 if failed else 0)
 
 
