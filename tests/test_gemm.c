@@ -5,7 +5,8 @@
  * the K additions and the two scalings rounds once at most by 2⁻²⁴ of a partial sum no larger
  * than that. bf16 must really round: its distance from the unrounded product is above 1e-4 of
  * the product's largest element (bf16 keeps 8 bits; fp32 rounding alone stays near 1e-7).
- * Operands given as bf16 bits give the bits of the product that rounds them itself.
+ * Operands given as bf16 bits give the bits of the product that rounds them itself, and a bf16
+ * output those bits rounded once.
  * Run once as it is (oneDNN where the CPU allows) and once with ZEROC_GEMM=portable. */
 #include <math.h>
 #include <stdlib.h>
@@ -56,7 +57,7 @@ int main(void)
     const int shapes[][3] = {{1, 1, 1},     {7, 13, 5},     {33, 17, 65},
                              {64, 96, 256}, {96, 384, 192}, {16, 160, 1024}};
     const float alphas[] = {1.0f, 0.125f}, betas[] = {0.0f, 1.0f};
-    size_t ws_bytes = zc_gemm_workspace_bytes(96, 384, 1024) + 64;
+    size_t ws_bytes = zc_gemm_workspace_bytes(96, 384, 1024) + 4 * 96 * 384 + 64;
     void *ws = malloc(ws_bytes);
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
@@ -155,6 +156,19 @@ int main(void)
                                   "bf16 with bf16 A and B %dx%dx%d ta %d tb %d alpha %g "
                                   "beta %g: not the bits of the product rounding A itself",
                                   M, N, K, ta, tb, alpha, beta);
+                            /* and written as bf16: those bits (beta 0), rounded once */
+                            uint16_t *C16 = calloc(nc, 2), *W16 = calloc(nc, 2);
+                            zc_gemm_bf16_ab16(ta, tb, M, N, K, alpha, A16, ac, Bc16, bc, 0.0f, E,
+                                              ldc, ws, ws_bytes);
+                            zc_dtype_narrow(ZC_BF16, E, W16, nc);
+                            zc_gemm_bf16_ab16_c16(ta, tb, M, N, K, alpha, A16, ac, Bc16, bc, C16,
+                                                  ldc, ws, ws_bytes);
+                            for (int i = 0; i < M; i++)
+                                CHECK(!memcmp(C16 + (size_t)i * ldc, W16 + (size_t)i * ldc, 2 * N),
+                                      "bf16 out %dx%dx%d ta %d tb %d alpha %g: row %d not the "
+                                      "fp32 product's bits rounded",
+                                      M, N, K, ta, tb, alpha, i);
+                            free(C16), free(W16);
                             free(Ac), free(A16), free(Bc16), free(E);
                             free(B16), free(W), free(D);
                         }

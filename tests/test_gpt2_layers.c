@@ -348,10 +348,10 @@ static void test_matmul(int with_bias)
                 BT * MM_OC, 1e-5, 1e-6);
 
     float *dinp = falloc(BT * C), *dw = falloc(MM_OC * C), *db = with_bias ? falloc(MM_OC) : NULL;
-    gpt2_matmul_backward(dinp, dw, db, m.w, m.inp, m.weight, NULL, BT, C, MM_OC, false, NULL);
+    gpt2_matmul_backward(dinp, dw, NULL, db, m.w, m.inp, m.weight, NULL, BT, C, MM_OC, false, NULL);
     float *ginp = fdup(dinp, BT * C), *gw = fdup(dw, MM_OC * C);
     float *gb = with_bias ? fdup(db, MM_OC) : NULL;
-    gpt2_matmul_backward(dinp, dw, db, m.w, m.inp, m.weight, NULL, BT, C, MM_OC, false, NULL);
+    gpt2_matmul_backward(dinp, dw, NULL, db, m.w, m.inp, m.weight, NULL, BT, C, MM_OC, false, NULL);
     check_doubled("matmul dinp", ginp, dinp, BT * C);
     check_doubled("matmul dweight", gw, dw, MM_OC * C);
     /* dweight_fresh: the product overwrites dweight (here NaN-filled, as an unzeroed buffer may
@@ -361,7 +361,8 @@ static void test_matmul(int with_bias)
         float *db2 = with_bias ? falloc(MM_OC) : NULL;
         for (int i = 0; i < MM_OC * C; i++)
             dw2[i] = NAN;
-        gpt2_matmul_backward(dinp2, dw2, db2, m.w, m.inp, m.weight, NULL, BT, C, MM_OC, true, NULL);
+        gpt2_matmul_backward(dinp2, dw2, NULL, db2, m.w, m.inp, m.weight, NULL, BT, C, MM_OC, true,
+                             NULL);
         CHECK(!memcmp(dw2, gw, sizeof(float) * MM_OC * C),
               "matmul dweight_fresh: not the accumulated-into-zeros bits");
         CHECK(!memcmp(dinp2, dinp, sizeof(float) * BT * C),
@@ -369,8 +370,10 @@ static void test_matmul(int with_bias)
         free(dw2), free(dinp2), free(db2);
     }
     /* bf16 with bf16 weights: dout rounded once for both products gives the bits of the products
-     * rounding their fp32 operands themselves (zeroc/gemm.h), accumulating and fresh */
-    for (int fresh = 0; fresh < 2; fresh++) {
+     * rounding their fp32 operands themselves (zeroc/gemm.h), accumulating, fresh, and fresh
+     * written as bf16 (the fresh product's bits rounded once) */
+    for (int mode = 0; mode < 3; mode++) {
+        const bool fresh = mode > 0, out16 = mode == 2;
         uint16_t *w16 = malloc(sizeof(uint16_t) * MM_OC * C);
         zc_dtype_narrow(ZC_BF16, m.weight, w16, (size_t)MM_OC * C);
         gpt2_gemm g = {.type = ZC_GEMM_BF16, .ws_bytes = gpt2_matmul_workspace_bytes(BT, C, MM_OC)};
@@ -381,32 +384,40 @@ static void test_matmul(int with_bias)
         float *dinp3 = fdup(ginp, BT * C), *dw3 = fdup(gw, MM_OC * C), *dinp4 = fdup(ginp, BT * C);
         float *dw4 = fdup(gw, MM_OC * C), *db3 = with_bias ? fdup(gb, MM_OC) : NULL;
         float *db4 = with_bias ? fdup(gb, MM_OC) : NULL;
+        uint16_t *dw16 = out16 ? malloc(sizeof(uint16_t) * MM_OC * C) : NULL;
         if (fresh)
             for (int i = 0; i < MM_OC * C; i++)
                 dw3[i] = NAN;
-        gpt2_matmul_backward(dinp3, dw3, db3, m.w, m.inp, m.weight, w16, BT, C, MM_OC, fresh, &g);
+        gpt2_matmul_backward(dinp3, out16 ? NULL : dw3, dw16, db3, m.w, m.inp, m.weight, w16, BT, C,
+                             MM_OC, fresh, &g);
+        if (out16) /* dw3 (NaN) was not written: the bf16 bits, widened, stand for it */
+            zc_dtype_widen(ZC_BF16, dw16, dw3, (size_t)MM_OC * C);
         zc_gemm_bf16_b16(false, false, BT, C, MM_OC, 1.0f, m.w, MM_OC, w16, C, 1.0f, dinp4, C, ws,
                          ws_bytes);
         zc_gemm(ZC_GEMM_BF16, true, false, MM_OC, C, BT, 1.0f, m.w, MM_OC, m.inp, C,
                 fresh ? 0.0f : 1.0f, dw4, C, ws, ws_bytes);
+        if (out16) { /* rounded once, then widened (exact) */
+            uint16_t *r = malloc(sizeof(uint16_t) * MM_OC * C);
+            zc_dtype_narrow(ZC_BF16, dw4, r, (size_t)MM_OC * C);
+            zc_dtype_widen(ZC_BF16, r, dw4, (size_t)MM_OC * C);
+            free(r);
+        }
         if (with_bias) { /* the fp32 path's bias gradient, from the same start */
             float *sdinp = fdup(ginp, BT * C), *sdw = fdup(gw, MM_OC * C);
-            gpt2_matmul_backward(sdinp, sdw, db4, m.w, m.inp, m.weight, NULL, BT, C, MM_OC, false,
-                                 NULL);
+            gpt2_matmul_backward(sdinp, sdw, NULL, db4, m.w, m.inp, m.weight, NULL, BT, C, MM_OC,
+                                 false, NULL);
             free(sdinp), free(sdw);
         }
         CHECK(!memcmp(dinp3, dinp4, sizeof(float) * BT * C),
-              "bf16 matmul dinp (fresh %d): not "
-              "the bits of the product rounding dout itself",
-              fresh);
+              "bf16 matmul dinp (mode %d): not the bits of the product rounding dout itself", mode);
         CHECK(!memcmp(dw3, dw4, sizeof(float) * MM_OC * C),
-              "bf16 matmul dweight (fresh %d): not "
-              "the bits of the product rounding dout and inp itself",
-              fresh);
+              "bf16 matmul dweight (mode %d): not the bits of the product rounding dout and inp "
+              "itself",
+              mode);
         CHECK(!with_bias || !memcmp(db3, db4, sizeof(float) * MM_OC),
-              "bf16 matmul dbias (fresh %d): not the fp32 sums", fresh);
-        free(w16), free(ws), free(g.ws), free(dinp3), free(dw3), free(dinp4), free(dw4), free(db3),
-            free(db4);
+              "bf16 matmul dbias (mode %d): not the fp32 sums", mode);
+        free(dw16), free(w16), free(ws), free(g.ws), free(dinp3), free(dw3), free(dinp4), free(dw4),
+            free(db3), free(db4);
     }
     if (with_bias)
         check_doubled("matmul dbias", gb, db, MM_OC);
@@ -677,7 +688,7 @@ static void test_wide(void)
     fill(mw, WC * WIN, 1.0f, 0.0f);
     fill(mb, WC, 1.0f, 0.0f);
     gpt2_matmul_forward(mo, mi, mw, NULL, mb, WN, WIN, WC, NULL);
-    gpt2_matmul_backward(dmi, dmw, dmb, dy, mi, mw, NULL, WN, WIN, WC, false, NULL);
+    gpt2_matmul_backward(dmi, dmw, NULL, dmb, dy, mi, mw, NULL, WN, WIN, WC, false, NULL);
     for (int n = 0; n < WN; n++)
         for (int o = 0; o < WC; o++) {
             double s = mb[o];

@@ -1,7 +1,9 @@
 /* test_grad_buffers.c — the engine's gradient buffers as a model sees them: zc_engine_grad hands
  * out zeros to add into; zc_engine_grad_fresh says whether the model must overwrite (the buffer
  * is this micro-batch's own and was not zeroed) or add; a parameter the model never asks for
- * contributes zeros, and so does a unit whose gradients it never asks for in a step. Checked
+ * contributes zeros, and so does a unit whose gradients it never asks for in a step;
+ * zc_engine_grad16 hands out the stored bf16 gradient to overwrite only where it stands for the
+ * fp32 buffer (bf16 stage 0), once, and not after that parameter's fp32 buffer. Checked
  * through the update itself: SGD with lr 1 from zero weights makes each weight minus its reduced
  * gradient, exactly (small integers are exact in bf16 too). Run in the three ways gradients are
  * kept: fp32 stage 0 (the model adds into the stored gradients: never fresh), bf16 stage 0 (an fp32
@@ -31,9 +33,31 @@ static void weights(zc_engine *e, float w[NP][NC])
 }
 
 /* Step s's gradients: parameter pf overwritten (or added to) with g and asked again (no longer
- * fresh, same buffer); pa asked to add into (zeros), g added. */
-static void give(zc_engine *e, const char *name, int s, int pf, int pa, float g, bool own_buffer)
+ * fresh, same buffer); pa asked to add into (zeros), g added. With as16, pf is written as bf16
+ * where the engine takes that (with16), and pa is asked for only if with_pa. */
+static void give(zc_engine *e, const char *name, int s, int pf, int pa, float g, bool own_buffer,
+                 bool as16, bool with16, bool with_pa)
 {
+    uint16_t *h = as16 ? zc_engine_grad16(e, pf) : NULL;
+    CHECK(!as16 || !h == !with16, "%s: step %d: grad16 %s", name, s, h ? "given" : "refused");
+    if (h) {
+        uint32_t bits;
+        memcpy(&bits, &g, 4); /* a small integer: exact in bf16 */
+        for (int i = 0; i < numel[pf]; i++)
+            h[i] = (uint16_t)(bits >> 16);
+        CHECK(!zc_engine_grad16(e, pf), "%s: step %d: grad16 given twice", name, s);
+    }
+    if (with_pa) {
+        float *a = zc_engine_grad(e, pa);
+        CHECK(!zc_engine_grad16(e, pa), "%s: step %d: grad16 after the fp32 buffer", name, s);
+        for (int i = 0; i < numel[pa]; i++) {
+            CHECK(a[i] == 0.0f, "%s: step %d: param %d's gradient [%d] = %g, want zeros", name, s,
+                  pa, i, (double)a[i]);
+            a[i] += g;
+        }
+    }
+    if (h)
+        return;
     bool fresh, again;
     float *f = zc_engine_grad_fresh(e, pf, &fresh);
     CHECK(fresh == own_buffer, "%s: step %d: fresh %d, want %d", name, s, fresh, own_buffer);
@@ -41,12 +65,6 @@ static void give(zc_engine *e, const char *name, int s, int pf, int pa, float g,
         f[i] = fresh ? g : f[i] + g;
     CHECK(zc_engine_grad_fresh(e, pf, &again) == f && !again,
           "%s: step %d: asked twice: another buffer, or fresh again", name, s);
-    float *a = zc_engine_grad(e, pa);
-    for (int i = 0; i < numel[pa]; i++) {
-        CHECK(a[i] == 0.0f, "%s: step %d: param %d's gradient [%d] = %g, want zeros", name, s, pa,
-              i, (double)a[i]);
-        a[i] += g;
-    }
 }
 
 static void run(const char *name, int stage, zc_dtype dtype, zc_comm *c)
@@ -84,13 +102,14 @@ static void run(const char *name, int stage, zc_dtype dtype, zc_comm *c)
         for (int p = 0; p < NP; p++)
             CHECK(zc_engine_param(e, p)[0] == want[p][0], "%s: step %d: param %d reads %g", name, s,
                   p, (double)zc_engine_param(e, p)[0]);
-        /* step 4 asks for no gradient of the unit at all: the update must see zeros, not the
-         * previous step's gradients */
-        const bool none = s == 4;
+        /* Steps 3 and 4 write pf as bf16 where the engine takes that (bf16 stage 0); step 4 asks
+         * for nothing else (no fp32 buffer at all); step 5 asks for no gradient of the unit at
+         * all. The update must see zeros where nothing was written, not the step before's. */
+        const bool none = s == 5, as16 = s == 3 || s == 4, with_pa = s != 4;
         for (int i = 0; i < NC && !none; i++)
-            want[pf][i] -= g, want[pa][i] -= g;
+            want[pf][i] -= g, want[pa][i] -= with_pa ? g : 0.0f;
         if (!none)
-            give(e, name, s, pf, pa, g, own_buffer);
+            give(e, name, s, pf, pa, g, own_buffer, as16, stage <= 1 && dtype == ZC_BF16, with_pa);
         CHECK(!zc_engine_grads_ready(e, unit, &err) && !zc_engine_release(e, unit, &err),
               "%s: step %d: %s", name, s, err.msg);
         zc_step_info info;

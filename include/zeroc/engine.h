@@ -159,6 +159,13 @@ ZC_API float *zc_engine_grad(zc_engine *e, int param);
  * or the parameter's buffer was already handed out this micro-batch). Saves zeroing the buffer
  * and reading the zeros back. NULL if out of memory. */
 ZC_API float *zc_engine_grad_fresh(zc_engine *e, int param, bool *fresh);
+/* For a model that can write the parameter's gradient rounded to bf16 itself (a product with a
+ * bf16 output): the numel bf16 elements to overwrite, nearest even — where the engine keeps bf16
+ * gradients whole (stages 0–1, bf16 gradients, no loss scale) and this is a step's first
+ * micro-batch, so its own rounding of an fp32 buffer would only be skipped. NULL otherwise (or
+ * when the parameter's fp32 buffer was handed out this micro-batch): then use zc_engine_grad or
+ * zc_engine_grad_fresh. Not both for one parameter in one micro-batch. */
+ZC_API uint16_t *zc_engine_grad16(zc_engine *e, int param);
 /* Backward has finished with the unit for this micro-batch. */
 ZC_API zc_status zc_engine_grads_ready(zc_engine *e, int unit, zc_err *err);
 /* Ends a micro-batch; at the accumulation boundary reduces, clips and updates. Gradients holding

@@ -55,6 +55,13 @@ ZC_API void zc_gemm_bf16_ab16(bool ta, bool tb, int M, int N, int K, float alpha
                               int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc,
                               void *workspace, size_t workspace_bytes);
 
+/* The same product written as bf16 (beta 0): C = alpha · op(A) · op(B) rounded once to bf16,
+ * nearest even — the bits of zc_gemm_bf16_ab16 into fp32 then zc_f32_to_bf16. Workspace:
+ * zc_gemm_workspace_bytes(M, N, K) + 4·M·N bytes (the portable path's fp32 result). */
+ZC_API void zc_gemm_bf16_ab16_c16(bool ta, bool tb, int M, int N, int K, float alpha,
+                                  const uint16_t *A, int lda, const uint16_t *B, int ldb,
+                                  uint16_t *C, int ldc, void *workspace, size_t workspace_bytes);
+
 /* Since the process started: products, their FLOPs (2·M·N·K) and the seconds spent in them,
  * operands' rounding included. */
 typedef struct {

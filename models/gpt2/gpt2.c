@@ -158,7 +158,8 @@ static int64_t total_numel(const gpt2_config *c, bool *ovf)
 /* Bytes of workspace the linear layers' bf16 products need (the largest layer's; the formula of
  * gpt2_matmul_workspace_bytes, without wrapping): the forward product's zc_gemm_workspace_bytes,
  * 4·(M·K + K·N), or the backward's staging — dout and inp rounded to bf16 once, 2 bytes an
- * element each, 64-byte aligned — followed by the larger of the dX and dW products'. */
+ * element each, 64-byte aligned — followed by the larger of the dX and dW products' (dW's
+ * with 4·OC·IC more for a bf16 output computed in fp32 first on the portable path). */
 static int64_t align64(int64_t bytes, bool *ovf)
 {
     return zc_mul_i64(zc_add_i64(bytes, 63, ovf) / 64, 64, ovf);
@@ -181,6 +182,7 @@ static int64_t gemm_workspace(const gpt2_config *c, int B, int T, zc_gemm_type c
                               ovf);
         int64_t staged = zc_add_i64(align64(zc_mul_i64(2 * N, OC, ovf), ovf),
                                     align64(zc_mul_i64(2 * N, IC, ovf), ovf), ovf);
+        b[2] = zc_add_i64(b[2], zc_mul_i64(4 * OC, IC, ovf), ovf); /* dW written as bf16 */
         int64_t back = zc_add_i64(staged, b[1] > b[2] ? b[1] : b[2], ovf);
         int64_t layer = b[0] > back ? b[0] : back;
         ws = layer > ws ? layer : ws;
@@ -529,15 +531,21 @@ zc_status gpt2_forward(gpt2_model *m, const int *inputs, const int *targets, dou
 
 /* ---------- backward ---------- */
 
-/* Block l's parameter k's gradient; a weight matrix's comes through zc_engine_grad_fresh, and
- * *fresh then says whether its product must overwrite it (else every gradient is added to). */
-static float *G(gpt2_model *m, int l, int k, bool *fresh)
+/* Block l's parameter k's gradient buffer *g; a weight matrix's product writes its gradient
+ * rounded to bf16 itself into *g16 where the engine takes that (bf16 weights and products; *g is
+ * then NULL), or its buffer comes through zc_engine_grad_fresh, and *fresh then says whether its
+ * product must overwrite it (else every gradient is added to). false: out of memory. */
+static bool G(gpt2_model *m, int l, int k, float **g, uint16_t **g16, bool *fresh)
 {
     const int param = m->p_block[l * P_NBLOCK + k];
     *fresh = false;
-    if (k == P_QKVW || k == P_ATTPROJW || k == P_FCW || k == P_FCPROJW)
-        return zc_engine_grad_fresh(m->e, param, fresh);
-    return zc_engine_grad(m->e, param);
+    *g16 = NULL;
+    *g = NULL;
+    if (k != P_QKVW && k != P_ATTPROJW && k != P_FCW && k != P_FCPROJW)
+        return (*g = zc_engine_grad(m->e, param)) != NULL;
+    if (m->gemm.type == ZC_GEMM_BF16 && mat16(m, param) && (*g16 = zc_engine_grad16(m->e, param)))
+        return true;
+    return (*g = zc_engine_grad_fresh(m->e, param, fresh)) != NULL;
 }
 
 /* Block l's backward: dres_out is ∂loss/∂(block output); accumulates ∂loss/∂(block input)
@@ -548,9 +556,10 @@ static zc_status block_backward(gpt2_model *m, int l, const float *dres_out, flo
     const int B = m->B, T = m->T, C = m->cfg.channels, NH = m->cfg.num_heads;
     const int BT = B * T;
     float *g[P_NBLOCK];
+    uint16_t *g16[P_NBLOCK];
     bool fresh[P_NBLOCK];
     for (int k = 0; k < P_NBLOCK; k++)
-        if (!(g[k] = G(m, l, k, &fresh[k])))
+        if (!G(m, l, k, &g[k], &g16[k], &fresh[k]))
             return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the gradients of h.%d", l);
     for (int k = 0; k < D_NBLOCK; k++) /* the attention backward overwrites its own scratch */
         if (k != D_PREATT && k != D_ATT)
@@ -558,20 +567,21 @@ static zc_status block_backward(gpt2_model *m, int l, const float *dres_out, flo
     float **d = m->dact;
     float *res = block_input(m, l);
     gpt2_residual_backward(d[D_RES2], d[D_FCPROJ], dres_out, (size_t)BT * C);
-    gpt2_matmul_backward(d[D_FCH_GELU], g[P_FCPROJW], g[P_FCPROJB], d[D_FCPROJ],
+    gpt2_matmul_backward(d[D_FCH_GELU], g[P_FCPROJW], g16[P_FCPROJW], g[P_FCPROJB], d[D_FCPROJ],
                          A(m, l, A_FCH_GELU), BMAT(m, l, P_FCPROJW), BT, 4 * C, C, fresh[P_FCPROJW],
                          &m->gemm);
     gpt2_gelu_backward(d[D_FCH], A(m, l, A_FCH), d[D_FCH_GELU], (size_t)BT * 4 * C);
-    gpt2_matmul_backward(d[D_LN2], g[P_FCW], g[P_FCB], d[D_FCH], A(m, l, A_LN2), BMAT(m, l, P_FCW),
-                         BT, C, 4 * C, fresh[P_FCW], &m->gemm);
+    gpt2_matmul_backward(d[D_LN2], g[P_FCW], g16[P_FCW], g[P_FCB], d[D_FCH], A(m, l, A_LN2),
+                         BMAT(m, l, P_FCW), BT, C, 4 * C, fresh[P_FCW], &m->gemm);
     gpt2_layernorm_backward(d[D_RES2], g[P_LN2W], g[P_LN2B], d[D_LN2], A(m, l, A_RES2),
                             W(m, l, P_LN2W), A(m, l, A_LN2_MEAN), A(m, l, A_LN2_RSTD), BT, C);
     gpt2_residual_backward(dres_in, d[D_ATTPROJ], d[D_RES2], (size_t)BT * C);
-    gpt2_matmul_backward(d[D_ATTY], g[P_ATTPROJW], g[P_ATTPROJB], d[D_ATTPROJ], A(m, l, A_ATTY),
-                         BMAT(m, l, P_ATTPROJW), BT, C, C, fresh[P_ATTPROJW], &m->gemm);
+    gpt2_matmul_backward(d[D_ATTY], g[P_ATTPROJW], g16[P_ATTPROJW], g[P_ATTPROJB], d[D_ATTPROJ],
+                         A(m, l, A_ATTY), BMAT(m, l, P_ATTPROJW), BT, C, C, fresh[P_ATTPROJW],
+                         &m->gemm);
     gpt2_attention_backward(d[D_QKV], d[D_PREATT], d[D_ATT], d[D_ATTY], A(m, l, A_QKV),
                             A(m, l, A_ATT), B, T, C, NH);
-    gpt2_matmul_backward(d[D_LN1], g[P_QKVW], g[P_QKVB], d[D_QKV], A(m, l, A_LN1),
+    gpt2_matmul_backward(d[D_LN1], g[P_QKVW], g16[P_QKVW], g[P_QKVB], d[D_QKV], A(m, l, A_LN1),
                          BMAT(m, l, P_QKVW), BT, C, 3 * C, fresh[P_QKVW], &m->gemm);
     gpt2_layernorm_backward(dres_in, g[P_LN1W], g[P_LN1B], d[D_LN1], res, W(m, l, P_LN1W),
                             A(m, l, A_LN1_MEAN), A(m, l, A_LN1_RSTD), BT, C);
@@ -609,7 +619,7 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
     float *dwpe = zc_engine_grad(m->e, m->p_wpe);
     if (!dwte || !dwpe)
         return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the embedding gradients");
-    gpt2_matmul_backward(m->dlnf, dwte, NULL, dlogits, m->lnf, MAT(m, m->p_wte), BT, C, Vp,
+    gpt2_matmul_backward(m->dlnf, dwte, NULL, NULL, dlogits, m->lnf, MAT(m, m->p_wte), BT, C, Vp,
                          dwte_fresh, &m->gemm);
     if ((st = zc_engine_release(m->e, m->u_emb, err)))
         return st;

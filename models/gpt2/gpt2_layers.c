@@ -202,7 +202,7 @@ static size_t staged_bytes(int N, int C, int OC)
 size_t gpt2_matmul_workspace_bytes(int N, int C, int OC)
 {
     size_t f = zc_gemm_workspace_bytes(N, OC, C), dx = zc_gemm_workspace_bytes(N, C, OC),
-           dw = zc_gemm_workspace_bytes(OC, C, N);
+           dw = zc_gemm_workspace_bytes(OC, C, N) + 4 * (size_t)OC * (size_t)C; /* bf16 out */
     size_t back = staged_bytes(N, C, OC) + (dx > dw ? dx : dw);
     return f > back ? f : back;
 }
@@ -235,10 +235,11 @@ void gpt2_matmul_forward(float *restrict out, const float *restrict inp,
     product(g, false, true, N, OC, C, inp, C, weight, weight16, C, beta, out, OC);
 }
 
-void gpt2_matmul_backward(float *restrict dinp, float *restrict dweight, float *restrict dbias,
-                          const float *restrict dout, const float *restrict inp,
-                          const float *restrict weight, const uint16_t *weight16, int N, int C,
-                          int OC, bool dweight_fresh, const gpt2_gemm *g)
+void gpt2_matmul_backward(float *restrict dinp, float *restrict dweight, uint16_t *dweight16,
+                          float *restrict dbias, const float *restrict dout,
+                          const float *restrict inp, const float *restrict weight,
+                          const uint16_t *weight16, int N, int C, int OC, bool dweight_fresh,
+                          const gpt2_gemm *g)
 {
     const float dw_beta = dweight_fresh ? 0.0f : 1.0f;
     if (weight16) { /* bf16: dout feeds both products and is rounded once, inp with it */
@@ -251,12 +252,17 @@ void gpt2_matmul_backward(float *restrict dinp, float *restrict dweight, float *
         zc_f32_to_bf16(inp, inp16, (size_t)N * (size_t)C);
         zc_gemm_bf16_ab16(false, false, N, C, OC, 1.0f, dout16, OC, weight16, C, 1.0f, dinp, C, ws,
                           ws_bytes);
-        zc_gemm_bf16_ab16(true, false, OC, C, N, 1.0f, dout16, OC, inp16, C, dw_beta, dweight, C,
-                          ws, ws_bytes);
+        if (dweight16)
+            zc_gemm_bf16_ab16_c16(true, false, OC, C, N, 1.0f, dout16, OC, inp16, C, dweight16, C,
+                                  ws, ws_bytes);
+        else
+            zc_gemm_bf16_ab16(true, false, OC, C, N, 1.0f, dout16, OC, inp16, C, dw_beta, dweight,
+                              C, ws, ws_bytes);
         if (dbias)
             ZC_SIMD_DISPATCH(bias_backward, dbias, dout, N, OC);
         return;
     }
+    ZC_ASSERT(!dweight16);
     /* dinp (N,C) += dout (N,OC) · weight (OC,C) */
     product(g, false, false, N, C, OC, dout, OC, weight, NULL, C, 1.0f, dinp, C);
     /* dweight (OC,C) (+)= doutᵀ (OC,N) · inp (N,C) */

@@ -88,9 +88,11 @@ void gpt2_matmul_forward(float *restrict out,          // (N,OC)
                          const float *restrict bias,   // (OC) or NULL
                          int N, int C, int OC, const gpt2_gemm *g);
 /* dweight is accumulated into, or overwritten when dweight_fresh (its buffer then need not hold
- * anything: zc_engine_grad_fresh). */
+ * anything: zc_engine_grad_fresh). In bf16 (weight16 given) the gradient may instead be written
+ * as bf16 bits, overwritten, into dweight16 (zc_engine_grad16; dweight is then unused). */
 void gpt2_matmul_backward(float *restrict dinp,         // (N,C) accumulated
                           float *restrict dweight,      // (OC,C) accumulated or overwritten
+                          uint16_t *dweight16,          // (OC,C) bf16 overwritten, or NULL
                           float *restrict dbias,        // (OC) accumulated, or NULL
                           const float *restrict dout,   // (N,OC)
                           const float *restrict inp,    // (N,C)

@@ -68,6 +68,8 @@ typedef struct {
     bool widened;    /* mixed: its part of the unit's fp32 view is filled (while acquired) */
     bool grad_given; /* its part of the unit's grad_work was handed to the model (zeroed, or for
                         it to overwrite) this micro-batch */
+    bool grad16;     /* its part of grad_full was handed to the model to overwrite in the stored
+                        16-bit type this micro-batch (zc_engine_grad16) */
 } param_t;
 
 typedef struct {
@@ -90,7 +92,8 @@ typedef struct {
                           * padded / hpz elements (params), kept from the unit's first gather
                           * after the weights changed; valid while hpz_epoch == e->hpz_epoch */
     int64_t hpz_epoch;
-    bool ready; /* grads_ready called in this micro-batch */
+    bool ready;  /* grads_ready called in this micro-batch */
+    int ngrad16; /* its parameters handed out by zc_engine_grad16 this micro-batch */
     /* the disk tier (offload): which states live in the swap files, and where */
     zc_unit_offload disk;
     int first_job, njobs; /* its sub-groups in the step's stream; 0 jobs: updated in RAM */
@@ -1548,7 +1551,7 @@ static float *grad_work_alloc(zc_engine *e, unit_t *u)
         ZC_ASSERT(pq->info.offset >= end);
         memset(u->grad_work + end, 0, (pq->info.offset - end) * sizeof(float));
         end = pq->info.offset + pq->info.numel;
-        pq->grad_given = false;
+        pq->grad_given = pq->grad16; /* written in grad_full instead */
     }
     memset(u->grad_work + end, 0, (u->info.padded - end) * sizeof(float));
     return u->grad_work;
@@ -1571,7 +1574,8 @@ static float *grad_buffer(zc_engine *e, int param, bool overwrite, bool *fresh)
     param_t *pp = &e->params[param];
     const zc_param_info *p = &pp->info;
     unit_t *u = &e->units[p->unit];
-    ZC_ASSERT(!u->ready); /* no gradients after grads_ready in the same micro-batch */
+    ZC_ASSERT(!u->ready);   /* no gradients after grads_ready in the same micro-batch */
+    ZC_ASSERT(!pp->grad16); /* written in 16 bits this micro-batch: no fp32 buffer to add to */
     *fresh = false;
     if (e->direct_grads) /* the stored gradients, accumulating over micro-batches */
         return (float *)u->grad_full + p->offset;
@@ -1584,6 +1588,23 @@ static float *grad_buffer(zc_engine *e, int param, bool overwrite, bool *fresh)
             memset(u->grad_work + p->offset, 0, p->numel * sizeof(float));
     }
     return u->grad_work + p->offset;
+}
+
+/* Stages 0–1 with bf16 gradients, at the first micro-batch of a step: the parameter's part of
+ * grad_full, which the first micro-batch's fold would overwrite with the rounded fp32 gradient
+ * anyway, for the model to write rounded itself (a product with a bf16 output). */
+uint16_t *zc_engine_grad16(zc_engine *e, int param)
+{
+    ZC_ASSERT(e->finalized && param >= 0 && param < e->nparams);
+    param_t *pp = &e->params[param];
+    unit_t *u = &e->units[pp->info.unit];
+    ZC_ASSERT(!u->ready);
+    if (e->grads_sharded || e->direct_grads || e->gdt != ZC_BF16 || e->micro != 0 ||
+        grad_scale(e) != 1.0f || pp->grad16 || (u->grad_work && pp->grad_given))
+        return NULL;
+    pp->grad16 = pp->grad_given = true;
+    u->ngrad16++;
+    return (uint16_t *)u->grad_full + pp->info.offset;
 }
 
 float *zc_engine_grad(zc_engine *e, int param)
@@ -1601,6 +1622,21 @@ float *zc_engine_grad_fresh(zc_engine *e, int param, bool *fresh)
  * stored into (first micro-batch) or added to (later ones, in fp32, rounded once) grad_full. */
 static void fold_grads(zc_engine *e, unit_t *u)
 {
+    if (u->ngrad16) {  /* first micro-batch, scale 1: all but the parts the model wrote itself */
+        size_t lo = 0; /* parameters lie in registration order, without overlap */
+        for (int q = u->info.first_param; q < u->info.first_param + u->info.nparams; q++) {
+            const param_t *pq = &e->params[q];
+            if (!pq->grad16)
+                continue;
+            zc_dtype_narrow(e->gdt, u->grad_work + lo, at(u->grad_full, lo, e->gs),
+                            pq->info.offset - lo);
+            lo = pq->info.offset + pq->info.numel;
+        }
+        zc_dtype_narrow(e->gdt, u->grad_work + lo, at(u->grad_full, lo, e->gs),
+                        u->info.padded - lo);
+        work_free(e, &u->grad_work, u->info.padded * sizeof(float));
+        return;
+    }
     if (e->micro == 0 && grad_scale(e) == 1.0f) { /* rounding once is all it takes, threaded */
         zc_dtype_narrow(e->gdt, u->grad_work, u->grad_full, u->info.padded);
         work_free(e, &u->grad_work, u->info.padded * sizeof(float));
@@ -1621,6 +1657,21 @@ static void fold_grads(zc_engine *e, unit_t *u)
     work_free(e, &u->grad_work, u->info.padded * sizeof(float));
 }
 
+/* A first micro-batch with no fp32 gradient for unit u: grad_full is zeroed but for the parts the
+ * model wrote in 16 bits. */
+static void zero_grads_not_written(zc_engine *e, unit_t *u)
+{
+    size_t lo = 0;
+    for (int q = u->info.first_param; q < u->info.first_param + u->info.nparams; q++) {
+        const param_t *pq = &e->params[q];
+        if (!pq->grad16)
+            continue;
+        memset(at(u->grad_full, lo, e->gs), 0, (pq->info.offset - lo) * e->gs);
+        lo = pq->info.offset + pq->info.numel;
+    }
+    memset(at(u->grad_full, lo, e->gs), 0, (u->info.padded - lo) * e->gs);
+}
+
 zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
 {
     ZC_ASSERT(e->finalized && i >= 0 && i < e->nunits && !e->units[i].ready);
@@ -1631,8 +1682,11 @@ zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
         zero_grads_not_given(e, u);
     if (!e->grads_sharded && u->grad_work)
         fold_grads(e, u);
-    else if (!e->grads_sharded && !e->direct_grads && e->micro == 0) /* no gradient at all */
-        memset(u->grad_full, 0, u->info.padded * e->gs);
+    else if (!e->grads_sharded && !e->direct_grads && e->micro == 0) /* no fp32 gradient */
+        zero_grads_not_written(e, u);
+    for (int q = u->info.first_param; u->ngrad16 && q < u->info.first_param + u->info.nparams; q++)
+        e->params[q].grad16 = false;
+    u->ngrad16 = 0;
     return rs_pump(e, err);
 }
 

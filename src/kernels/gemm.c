@@ -36,6 +36,7 @@ enum { CACHE = 64, PAR_MIN = 1 << 16 };
 typedef struct {
     int M, N, K, ta, tb, lda, ldb, ldc;
     zc_gemm_type type;
+    bool out16; /* C is bf16 (beta 0) */
     float alpha, beta;
     dnnl_primitive_t prim; /* NULL: oneDNN cannot; use the portable path */
     bool used;
@@ -133,14 +134,15 @@ static void sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const floa
 /* The oneDNN primitive for this product (created on first use; NULL if oneDNN cannot), with the
  * leading dimensions of the memory it will read: the operands themselves, or their compact bf16
  * copies. */
-static dnnl_primitive_t primitive(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, int lda,
-                                  int ldb, float alpha, float beta, int ldc)
+static dnnl_primitive_t primitive_out(zc_gemm_type t, bool ta, bool tb, int M, int N, int K,
+                                      int lda, int ldb, float alpha, float beta, int ldc,
+                                      bool out16)
 {
     for (int i = 0; i < CACHE; i++) {
         entry *c = &G.cache[i];
-        if (c->used && c->type == t && c->M == M && c->N == N && c->K == K && c->ta == ta &&
-            c->tb == tb && c->lda == lda && c->ldb == ldb && c->ldc == ldc && c->alpha == alpha &&
-            c->beta == beta)
+        if (c->used && c->type == t && c->out16 == out16 && c->M == M && c->N == N && c->K == K &&
+            c->ta == ta && c->tb == tb && c->lda == lda && c->ldb == ldb && c->ldc == ldc &&
+            c->alpha == alpha && c->beta == beta)
             return c->prim;
     }
     entry *c = &G.cache[G.next];
@@ -156,6 +158,7 @@ static dnnl_primitive_t primitive(zc_gemm_type t, bool ta, bool tb, int M, int N
                  .ldb = ldb,
                  .ldc = ldc,
                  .type = t,
+                 .out16 = out16,
                  .alpha = alpha,
                  .beta = beta,
                  .used = true};
@@ -169,7 +172,8 @@ static dnnl_primitive_t primitive(zc_gemm_type t, bool ta, bool tb, int M, int N
     dnnl_primitive_desc_t pd = NULL;
     bool ok = dnnl_memory_desc_init_by_strides(&amd, 2, ad, in, as) == dnnl_success &&
               dnnl_memory_desc_init_by_strides(&bmd, 2, bd, in, bs) == dnnl_success &&
-              dnnl_memory_desc_init_by_strides(&cmd, 2, cd, dnnl_f32, cs) == dnnl_success &&
+              dnnl_memory_desc_init_by_strides(&cmd, 2, cd, out16 ? dnnl_bf16 : dnnl_f32, cs) ==
+                  dnnl_success &&
               dnnl_matmul_desc_init(&md, &amd, &bmd, NULL, &cmd) == dnnl_success &&
               dnnl_primitive_attr_create(&attr) == dnnl_success;
     if (ok && alpha != 1.0f)
@@ -198,8 +202,14 @@ static dnnl_primitive_t primitive(zc_gemm_type t, bool ta, bool tb, int M, int N
     return c->prim;
 }
 
+static dnnl_primitive_t primitive(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, int lda,
+                                  int ldb, float alpha, float beta, int ldc)
+{
+    return primitive_out(t, ta, tb, M, N, K, lda, ldb, alpha, beta, ldc, false);
+}
+
 /* Runs a primitive on A, B (as it was created for) and C. */
-static void execute(dnnl_primitive_t prim, const void *A, const void *B, float *C)
+static void execute(dnnl_primitive_t prim, const void *A, const void *B, void *C)
 {
     const dnnl_memory_desc_t *amd, *bmd, *cmd;
     const_dnnl_primitive_desc_t pd;
@@ -316,6 +326,30 @@ void zc_gemm_bf16_b16(bool ta, bool tb, int M, int N, int K, float alpha, const 
     G.ctr.calls++;
 }
 
+/* C (bf16) = alpha · op(A) · op(B), rounded once: oneDNN's bf16 output, or the portable product
+ * into fp32 after the widened operands, then rounded (nearest even, as zc_f32_to_bf16). */
+static void gemm_ab16_c16(bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A,
+                          int lda, const uint16_t *B, int ldb, uint16_t *C, int ldc,
+                          void *workspace, size_t workspace_bytes)
+{
+    ZC_ASSERT(workspace &&
+              workspace_bytes >= zc_gemm_workspace_bytes(M, N, K) + 4 * (size_t)M * (size_t)N);
+    const int arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
+    dnnl_primitive_t prim =
+        G.portable ? NULL
+                   : primitive_out(ZC_GEMM_BF16, ta, tb, M, N, K, lda, ldb, alpha, 0.0f, ldc, true);
+    if (prim) {
+        execute(prim, A, B, C);
+        return;
+    }
+    float *a = workspace, *b = a + (size_t)M * (size_t)K, *c = b + (size_t)K * (size_t)N;
+    widen_rows(A, arows, acols, lda, a);
+    widen_rows(B, brows, bcols, ldb, b);
+    sgemm(ta, tb, M, N, K, alpha, a, acols, b, bcols, 0.0f, c, N);
+    for (int r = 0; r < M; r++)
+        zc_f32_to_bf16(c + (size_t)r * N, C + (size_t)r * ldc, (size_t)N);
+}
+
 void zc_gemm_bf16_ab16(bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A,
                        int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc,
                        void *workspace, size_t workspace_bytes)
@@ -324,6 +358,19 @@ void zc_gemm_bf16_ab16(bool ta, bool tb, int M, int N, int K, float alpha, const
     init();
     double t0 = zc_now_s();
     gemm_ab16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, workspace, workspace_bytes);
+    G.ctr.seconds += zc_now_s() - t0;
+    G.ctr.flops += 2.0 * M * N * K;
+    G.ctr.calls++;
+}
+
+void zc_gemm_bf16_ab16_c16(bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A,
+                           int lda, const uint16_t *B, int ldb, uint16_t *C, int ldc,
+                           void *workspace, size_t workspace_bytes)
+{
+    ZC_ASSERT(M > 0 && N > 0 && K > 0);
+    init();
+    double t0 = zc_now_s();
+    gemm_ab16_c16(ta, tb, M, N, K, alpha, A, lda, B, ldb, C, ldc, workspace, workspace_bytes);
     G.ctr.seconds += zc_now_s() - t0;
     G.ctr.flops += 2.0 * M * N * K;
     G.ctr.calls++;
