@@ -133,7 +133,7 @@ static void sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const floa
 
 /* The oneDNN primitive for this product (created on first use; NULL if oneDNN cannot), with the
  * leading dimensions of the memory it will read: the operands themselves, or their compact bf16
- * copies. */
+ * copies; out16: C is bf16 rather than fp32. */
 static dnnl_primitive_t primitive_out(zc_gemm_type t, bool ta, bool tb, int M, int N, int K,
                                       int lda, int ldb, float alpha, float beta, int ldc,
                                       bool out16)
@@ -300,6 +300,13 @@ static void gemm_ab16(bool ta, bool tb, int M, int N, int K, float alpha, const 
 }
 
 /* The public entries: checks, lazy set-up, and the counters (time includes the rounding). */
+static void tally(double t0, int M, int N, int K)
+{
+    G.ctr.seconds += zc_now_s() - t0;
+    G.ctr.flops += 2.0 * M * N * K;
+    G.ctr.calls++;
+}
+
 void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
              int lda, const float *B, int ldb, float beta, float *C, int ldc, void *workspace,
              size_t workspace_bytes)
@@ -308,9 +315,7 @@ void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha,
     init();
     double t0 = zc_now_s();
     gemm(t, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, workspace, workspace_bytes);
-    G.ctr.seconds += zc_now_s() - t0;
-    G.ctr.flops += 2.0 * M * N * K;
-    G.ctr.calls++;
+    tally(t0, M, N, K);
 }
 
 void zc_gemm_bf16_b16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -321,9 +326,7 @@ void zc_gemm_bf16_b16(bool ta, bool tb, int M, int N, int K, float alpha, const 
     init();
     double t0 = zc_now_s();
     gemm_b16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, workspace, workspace_bytes);
-    G.ctr.seconds += zc_now_s() - t0;
-    G.ctr.flops += 2.0 * M * N * K;
-    G.ctr.calls++;
+    tally(t0, M, N, K);
 }
 
 /* C (bf16) = alpha · op(A) · op(B), rounded once: oneDNN's bf16 output, or the portable product
@@ -358,9 +361,7 @@ void zc_gemm_bf16_ab16(bool ta, bool tb, int M, int N, int K, float alpha, const
     init();
     double t0 = zc_now_s();
     gemm_ab16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, workspace, workspace_bytes);
-    G.ctr.seconds += zc_now_s() - t0;
-    G.ctr.flops += 2.0 * M * N * K;
-    G.ctr.calls++;
+    tally(t0, M, N, K);
 }
 
 void zc_gemm_bf16_ab16_c16(bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A,
@@ -371,9 +372,7 @@ void zc_gemm_bf16_ab16_c16(bool ta, bool tb, int M, int N, int K, float alpha, c
     init();
     double t0 = zc_now_s();
     gemm_ab16_c16(ta, tb, M, N, K, alpha, A, lda, B, ldb, C, ldc, workspace, workspace_bytes);
-    G.ctr.seconds += zc_now_s() - t0;
-    G.ctr.flops += 2.0 * M * N * K;
-    G.ctr.calls++;
+    tally(t0, M, N, K);
 }
 
 const char *zc_gemm_path(zc_gemm_type t)
