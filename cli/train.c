@@ -257,8 +257,10 @@ static zc_status train_step(train_run *r, int s, zc_step_info *info, zc_err *err
         if (!st)
             st = zc_engine_step(r->e, info, err);
     }
+    char what[32]; /* a collective's error names its step */
+    snprintf(what, sizeof what, "loss, step %d", s + 1);
     if (!st)
-        st = zc_comm_sum_f64(r->comm, local, &sum, "loss", err);
+        st = zc_comm_sum_f64(r->comm, local, &sum, what, err);
     if (!st && !isfinite(sum)) /* the same sum on every rank: they all stop here */
         st = zc_err_set(err, ZC_ESTATE,
                         "step %d: the loss is %g; stopped, nothing saved from "

@@ -1877,8 +1877,10 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
         const unit_t *u = &e->units[i];
         local += u->disk.grads ? u->sumsq : unit_sum_squares(e, u);
     }
+    char what[48]; /* a collective's error names its step */
+    snprintf(what, sizeof what, "gradient norm, step %lld", (long long)e->step + 1);
     if (!st)
-        st = zc_comm_sum_f64(e->comm, local, &total, "gradient norm", err);
+        st = zc_comm_sum_f64(e->comm, local, &total, what, err);
     if (st)
         return st;
     float carried = grad_scale(e); /* the scale this step's gradients were multiplied by */
