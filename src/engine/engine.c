@@ -1618,22 +1618,32 @@ float *zc_engine_grad_fresh(zc_engine *e, int param, bool *fresh)
     return grad_buffer(e, param, true, fresh);
 }
 
+/* A step's first micro-batch, stages 0–1 with 16-bit gradients: every part of grad_full the
+ * model did not write in 16 bits itself (zc_engine_grad16) is grad_work's, rounded, or zeros
+ * when the model asked for no fp32 gradient of the unit (grad_work NULL). */
+static void fill_not_written(zc_engine *e, unit_t *u)
+{
+    const int end = u->info.first_param + u->info.nparams;
+    size_t lo = 0; /* parameters lie in registration order, without overlap */
+    for (int q = u->info.first_param; q <= end; q++) {
+        if (q < end && !e->params[q].grad16)
+            continue;
+        const size_t hi = q < end ? e->params[q].info.offset : u->info.padded;
+        if (u->grad_work)
+            zc_dtype_narrow(e->gdt, u->grad_work + lo, at(u->grad_full, lo, e->gs), hi - lo);
+        else
+            memset(at(u->grad_full, lo, e->gs), 0, (hi - lo) * e->gs);
+        if (q < end)
+            lo = hi + e->params[q].info.numel;
+    }
+}
+
 /* Stages 0–1 with 16-bit gradients: the micro-batch's fp32 gradients, scaled and rounded, are
  * stored into (first micro-batch) or added to (later ones, in fp32, rounded once) grad_full. */
 static void fold_grads(zc_engine *e, unit_t *u)
 {
-    if (u->ngrad16) {  /* first micro-batch, scale 1: all but the parts the model wrote itself */
-        size_t lo = 0; /* parameters lie in registration order, without overlap */
-        for (int q = u->info.first_param; q < u->info.first_param + u->info.nparams; q++) {
-            const param_t *pq = &e->params[q];
-            if (!pq->grad16)
-                continue;
-            zc_dtype_narrow(e->gdt, u->grad_work + lo, at(u->grad_full, lo, e->gs),
-                            pq->info.offset - lo);
-            lo = pq->info.offset + pq->info.numel;
-        }
-        zc_dtype_narrow(e->gdt, u->grad_work + lo, at(u->grad_full, lo, e->gs),
-                        u->info.padded - lo);
+    if (u->ngrad16) { /* first micro-batch, scale 1 */
+        fill_not_written(e, u);
         work_free(e, &u->grad_work, u->info.padded * sizeof(float));
         return;
     }
@@ -1657,21 +1667,6 @@ static void fold_grads(zc_engine *e, unit_t *u)
     work_free(e, &u->grad_work, u->info.padded * sizeof(float));
 }
 
-/* A first micro-batch with no fp32 gradient for unit u: grad_full is zeroed but for the parts the
- * model wrote in 16 bits. */
-static void zero_grads_not_written(zc_engine *e, unit_t *u)
-{
-    size_t lo = 0;
-    for (int q = u->info.first_param; q < u->info.first_param + u->info.nparams; q++) {
-        const param_t *pq = &e->params[q];
-        if (!pq->grad16)
-            continue;
-        memset(at(u->grad_full, lo, e->gs), 0, (pq->info.offset - lo) * e->gs);
-        lo = pq->info.offset + pq->info.numel;
-    }
-    memset(at(u->grad_full, lo, e->gs), 0, (u->info.padded - lo) * e->gs);
-}
-
 zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
 {
     ZC_ASSERT(e->finalized && i >= 0 && i < e->nunits && !e->units[i].ready);
@@ -1683,7 +1678,7 @@ zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
     if (!e->grads_sharded && u->grad_work)
         fold_grads(e, u);
     else if (!e->grads_sharded && !e->direct_grads && e->micro == 0) /* no fp32 gradient */
-        zero_grads_not_written(e, u);
+        fill_not_written(e, u);
     for (int q = u->info.first_param; u->ngrad16 && q < u->info.first_param + u->info.nparams; q++)
         e->params[q].grad16 = false;
     u->ngrad16 = 0;

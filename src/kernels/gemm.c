@@ -329,15 +329,15 @@ void zc_gemm_bf16_b16(bool ta, bool tb, int M, int N, int K, float alpha, const 
     tally(t0, M, N, K);
 }
 
-/* C (bf16) = alpha · op(A) · op(B), rounded once: oneDNN's bf16 output, or the portable product
- * into fp32 after the widened operands, then rounded (nearest even, as zc_f32_to_bf16). */
+/* C (bf16) = alpha · op(A) · op(B), rounded once: oneDNN's bf16 output, or the fp32 product
+ * (gemm_ab16) into the workspace past its own part, then rounded (nearest even, as
+ * zc_f32_to_bf16). */
 static void gemm_ab16_c16(bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A,
                           int lda, const uint16_t *B, int ldb, uint16_t *C, int ldc,
                           void *workspace, size_t workspace_bytes)
 {
-    ZC_ASSERT(workspace &&
-              workspace_bytes >= zc_gemm_workspace_bytes(M, N, K) + 4 * (size_t)M * (size_t)N);
-    const int arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
+    const size_t ws = zc_gemm_workspace_bytes(M, N, K);
+    ZC_ASSERT(workspace && workspace_bytes >= ws + 4 * (size_t)M * (size_t)N);
     dnnl_primitive_t prim =
         G.portable ? NULL
                    : primitive_out(ZC_GEMM_BF16, ta, tb, M, N, K, lda, ldb, alpha, 0.0f, ldc, true);
@@ -345,10 +345,8 @@ static void gemm_ab16_c16(bool ta, bool tb, int M, int N, int K, float alpha, co
         execute(prim, A, B, C);
         return;
     }
-    float *a = workspace, *b = a + (size_t)M * (size_t)K, *c = b + (size_t)K * (size_t)N;
-    widen_rows(A, arows, acols, lda, a);
-    widen_rows(B, brows, bcols, ldb, b);
-    sgemm(ta, tb, M, N, K, alpha, a, acols, b, bcols, 0.0f, c, N);
+    float *c = (float *)((char *)workspace + ws);
+    gemm_ab16(ta, tb, M, N, K, alpha, A, lda, B, ldb, 0.0f, c, N, workspace, ws);
     for (int r = 0; r < M; r++)
         zc_f32_to_bf16(c + (size_t)r * N, C + (size_t)r * ldc, (size_t)N);
 }
