@@ -173,6 +173,45 @@ int main(void)
         free(out), free(want);
     }
 
+    /* Both at once (Adam with bf16 gradients and a bf16 copy: widen, update and round in one
+     * loop): the update equals the reference on the widened gradients and the copy equals
+     * zc_f32_to_bf16 of the updated weights, bit for bit, with nothing written past n; the
+     * gradients include ±inf and NaN, whose weights count as not finite. */
+    {
+        uint16_t *g16 = malloc(N * 2), *out = malloc((N + 1) * 2), *want = malloc(N * 2);
+        float *gw = malloc(N * 4);
+        zc_f32_to_bf16(g, g16, N);
+        g16[5] = 0x7f80, g16[16390] = 0xff80, g16[N - 1] = 0x7fc1; /* +inf, -inf, NaN */
+        zc_bf16_to_f32(g16, gw, N);
+        for (int t = 1; t <= 2; t++) {
+            omp_set_num_threads(t);
+            size_t lens[] = {1, 17, 16384, 16385, 3 * 16384 + 5, N};
+            for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+                size_t n = lens[li];
+                memcpy(p1, p0, N * 4), memcpy(m1, m0, N * 4), memcpy(v1, v0, N * 4);
+                memcpy(p2, p0, N * 4), memcpy(m2, m0, N * 4), memcpy(v2, v0, N * 4);
+                memset(out, 0xff, (N + 1) * 2);
+                int64_t bad =
+                    zc_adam_update(p1, g16, ZC_BF16, m1, v1, n, 0.5f, &variants[1], ZC_BF16, out);
+                zc_adam_update_ref(p2, gw, m2, v2, n, 0.5f, &variants[1]);
+                zc_f32_to_bf16(p2, want, n);
+                int64_t want_bad = 0;
+                for (size_t i = 0; i < n; i++)
+                    want_bad += !isfinite(p2[i]);
+                CHECK(!memcmp(p1, p2, n * 4) && !memcmp(m1, m2, n * 4) && !memcmp(v1, v2, n * 4) &&
+                          bad == want_bad,
+                      "adam bf16 gradients and copy, threads %d, n %zu: kernel != reference "
+                      "(%lld not finite, want %lld)",
+                      t, n, (long long)bad, (long long)want_bad);
+                CHECK(!memcmp(out, want, n * 2) && out[n] == 0xffff,
+                      "adam bf16 gradients and copy, threads %d, n %zu: the copy is not the "
+                      "rounded weights (or was written past n)",
+                      t, n);
+            }
+        }
+        free(g16), free(out), free(want), free(gw);
+    }
+
     /* The reference against the formulas of torch.optim.AdamW (and, uncorrected, DeepSpeed's
      * FusedAdam with bias_correction false at step 3), evaluated in double. */
     for (int vi = 0; vi < 3; vi += 2) {

@@ -11,27 +11,7 @@
 #include "zeroc/dtype.h"
 #include "zeroc/simd.h"
 
-ZC_SIMD_INLINE uint32_t bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-ZC_SIMD_INLINE float from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-ZC_SIMD_INLINE uint16_t bf16_one(float f)
-{
-    uint32_t u = bits(f);
-    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    uint32_t nan = (u >> 16) | 0x40u; /* quiet, sign and payload top kept */
-    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
-}
+#include "bf16_bits.h"
 
 ZC_SIMD_INLINE uint16_t f16_one(float f)
 {
