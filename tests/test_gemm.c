@@ -51,6 +51,94 @@ static void fp32_ref(bool ta, bool tb, int M, int N, int K, float alpha, const f
         }
 }
 
+/* Batches (attention's per-head products): nb0 × nb1 bf16 matrices side by side in wider rows,
+ * as the heads sit in qkv, and C either a compact batch or side by side too. Each product within
+ * the fp32 accumulation bound of the reference on its operands; the padding after each row
+ * untouched; on the portable path, the bits of zc_gemm_bf16_ab16 on each product alone. */
+static void test_batch(void)
+{
+    const int shapes[][3] = {{7, 13, 5}, {33, 17, 65}, {64, 64, 64}};
+    const int nb0 = 3, nb1 = 4;
+    const bool portable = !strncmp(zc_gemm_path(ZC_GEMM_BF16), "portable", 8);
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
+        size_t ws_bytes = zc_gemm_workspace_bytes(M, N, K);
+        void *ws = malloc(ws_bytes), *one = malloc(ws_bytes);
+        for (int layout = 0; layout < 2; layout++)
+            for (int ta = 0; ta < 2; ta++)
+                for (int tb = 0; tb < 2; tb++)
+                    for (int ab = 0; ab < 4; ab++) {
+                        const float alpha = ab & 1 ? 0.125f : 1.0f, beta = (float)(ab >> 1);
+                        const int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K,
+                                  bc = tb ? K : N;
+                        const int lda = nb1 * ac + 3, ldb = nb1 * bc + 5;
+                        const int64_t sa1 = ac, sa0 = (int64_t)ar * lda, sb1 = bc,
+                                      sb0 = (int64_t)br * ldb;
+                        const int ldc = layout ? nb1 * N + 2 : N;
+                        const int64_t sc1 = layout ? N : (int64_t)M * N,
+                                      sc0 = layout ? (int64_t)M * ldc : nb1 * sc1;
+                        const size_t na = (size_t)nb0 * sa0, nbb = (size_t)nb0 * sb0,
+                                     nc = (size_t)nb0 * sc0;
+                        float *A = malloc(na * 4), *B = malloc(nbb * 4), *C0 = malloc(nc * 4);
+                        float *C = malloc(nc * 4), *R = malloc(nc * 4), *P = malloc(nc * 4);
+                        uint16_t *A16 = malloc(na * 2), *B16 = malloc(nbb * 2);
+                        fill(A, na, 21 + si), fill(B, nbb, 22 + si), fill(C0, nc, 23 + si);
+                        zc_f32_to_bf16(A, A16, na), zc_f32_to_bf16(B, B16, nbb);
+                        zc_bf16_to_f32(A16, A, na), zc_bf16_to_f32(B16, B, nbb);
+                        memcpy(C, C0, nc * 4), memcpy(R, C0, nc * 4), memcpy(P, C0, nc * 4);
+                        zc_gemm_bf16_batch(nb0, nb1, ta, tb, M, N, K, alpha, A16, lda, sa0, sa1,
+                                           B16, ldb, sb0, sb1, beta, C, ldc, sc0, sc1, ws,
+                                           ws_bytes);
+                        double worst = 0;
+                        bool bits = true;
+                        for (int i = 0; i < nb0; i++)
+                            for (int j = 0; j < nb1; j++) {
+                                const size_t ao = (size_t)(i * sa0 + j * sa1),
+                                             bo = (size_t)(i * sb0 + j * sb1),
+                                             co = (size_t)(i * sc0 + j * sc1);
+                                const float *a = A + ao, *b = B + bo;
+                                zc_gemm_bf16_ref(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta,
+                                                 R + co, ldc);
+                                zc_gemm_bf16_ab16(ta, tb, M, N, K, alpha, A16 + ao, lda, B16 + bo,
+                                                  ldb, beta, P + co, ldc, one, ws_bytes);
+                                for (int r = 0; r < M; r++)
+                                    for (int c = 0; c < N; c++) {
+                                        size_t o = co + (size_t)r * ldc + c;
+                                        double bound =
+                                            (K + 2) * ldexp(1.0, -23) *
+                                                (fabs(alpha) *
+                                                     abs_dot(ta, tb, K, a, lda, b, ldb, r, c) *
+                                                     1.01 +
+                                                 fabs((double)beta * C0[o])) +
+                                            1e-30;
+                                        double e = fabs((double)C[o] - R[o]) / bound;
+                                        worst = e > worst ? e : worst;
+                                        bits = bits && !memcmp(&C[o], &P[o], 4);
+                                    }
+                            }
+                        CHECK(worst <= 1.0,
+                              "batch %dx%d of %dx%dx%d layout %d ta %d tb %d alpha %g beta %g: "
+                              "error %.3g of the fp32 accumulation bound",
+                              nb0, nb1, M, N, K, layout, ta, tb, alpha, beta, worst);
+                        CHECK(!portable || bits,
+                              "batch %dx%dx%d ta %d tb %d (portable): not the bits of "
+                              "zc_gemm_bf16_ab16 on each product",
+                              M, N, K, ta, tb);
+                        bool pad = true; /* everything that is no product's element: untouched */
+                        if (layout)
+                            for (int i = 0; i < nb0; i++)
+                                for (int r = 0; r < M; r++) {
+                                    const size_t o = (size_t)i * sc0 + (size_t)r * ldc;
+                                    pad = pad && !memcmp(C + o + nb1 * N, C0 + o + nb1 * N, 8);
+                                }
+                        CHECK(pad, "batch %dx%dx%d layout %d: wrote past a row's products", M, N, K,
+                              layout);
+                        free(A), free(B), free(C0), free(C), free(R), free(P), free(A16), free(B16);
+                    }
+        free(ws), free(one);
+    }
+}
+
 int main(void)
 {
     printf("fp32 path: %s; bf16 path: %s\n", zc_gemm_path(ZC_GEMM_F32), zc_gemm_path(ZC_GEMM_BF16));
@@ -181,5 +269,6 @@ int main(void)
                 }
     }
     free(ws);
+    test_batch();
     return check_summary();
 }

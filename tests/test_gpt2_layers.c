@@ -440,7 +440,7 @@ struct att {
 static double att_loss(void *p)
 {
     struct att *a = p;
-    gpt2_attention_forward(a->out, a->preatt, a->att, a->qkv, a->b, a->t, a->c, a->nh);
+    gpt2_attention_forward(a->out, a->preatt, a->att, a->qkv, a->b, a->t, a->c, a->nh, NULL);
     return wsum(a->w, a->out, (size_t)a->b * a->t * a->c);
 }
 
@@ -572,9 +572,9 @@ static void test_attention(void)
     float *dqkv = falloc(nqkv), *dpre = falloc(natt), *datt = falloc(natt);
     for (size_t i = 0; i < natt; i++) /* scratch: overwritten, need no zeroing */
         dpre[i] = datt[i] = NAN;
-    gpt2_attention_backward(dqkv, dpre, datt, a.w, a.qkv, a.att, B, T, C, NH);
+    gpt2_attention_backward(dqkv, dpre, datt, a.w, a.qkv, a.att, B, T, C, NH, NULL);
     float *g = fdup(dqkv, nqkv), *gpre = fdup(dpre, natt), *gatt = fdup(datt, natt);
-    gpt2_attention_backward(dqkv, dpre, datt, a.w, a.qkv, a.att, B, T, C, NH);
+    gpt2_attention_backward(dqkv, dpre, datt, a.w, a.qkv, a.att, B, T, C, NH, NULL);
     check_doubled("attention dqkv", g, dqkv, nqkv);
     CHECK(!memcmp(gpre, dpre, sizeof(float) * natt) && !memcmp(gatt, datt, sizeof(float) * natt),
           "attention: dpreatt/datt are not overwritten");
@@ -584,6 +584,60 @@ static void test_attention(void)
     grad_check("attention dqkv", att_loss, &a, a.qkv, g, nqkv, SIZE_MAX, H, RTOL, ATOL);
     free(a.qkv), free(a.out), free(a.preatt), free(a.att), free(a.w), free(dqkv), free(dpre),
         free(datt), free(g), free(gpre), free(gatt);
+}
+
+/* bf16 mode: the six products in bf16 (zc_gemm_bf16_batch), the softmax in fp32. Inputs are
+ * bf16 values already, so what remains is the rounding of att, dout and dpreatt to bf16 (each
+ * by at most 2⁻⁹ relative) and fp32 accumulation. out = Σ att·v with att's rows summing to 1:
+ * off by at most 2⁻⁹·max|v| plus accumulation, so 2⁻⁸·max|v| holds it; att itself comes from
+ * exact bf16 products summed in fp32, as close to the reference as the fp32 path's. dqkv passes
+ * through two such roundings (dout or att, then dpreatt): held to 2⁻⁶ of its largest element.
+ * And it must really round: the bf16 results are not the fp32 path's. */
+static void test_attention_bf16(void)
+{
+    if (verbose)
+        printf("attention, bf16\n");
+    const size_t nqkv = (size_t)BT * 3 * C, natt = (size_t)B * NH * T * T, nout = (size_t)BT * C;
+    float *qkv = falloc(nqkv), *w = falloc(nout), *out = falloc(nout), *pre = falloc(natt),
+          *att = falloc(natt), *out32 = falloc(nout), *pre32 = falloc(natt), *att32 = falloc(natt);
+    fill(qkv, nqkv, 1.5f, 0.0f);
+    fill(w, nout, 1.0f, 0.0f);
+    uint16_t *h = malloc(nqkv * 2);
+    zc_f32_to_bf16(qkv, h, nqkv), zc_bf16_to_f32(h, qkv, nqkv);
+    zc_f32_to_bf16(w, h, nout), zc_bf16_to_f32(h, w, nout);
+    free(h);
+    gpt2_gemm g = {.type = ZC_GEMM_BF16, .ws_bytes = gpt2_attention_workspace_bytes(B, T, C, NH)};
+    g.ws = malloc(g.ws_bytes);
+    for (size_t i = 0; i < natt; i++)
+        pre[i] = att[i] = NAN;
+    gpt2_attention_forward(out, pre, att, qkv, B, T, C, NH, &g);
+    gpt2_attention_forward(out32, pre32, att32, qkv, B, T, C, NH, NULL);
+    double rout[BT * C], ratt[B * NH * T * T], rdqkv[BT * 3 * C];
+    att_reference(rout, ratt, rdqkv, qkv, w, B, T, C, NH);
+    double vmax = 0.0;
+    for (int bt = 0; bt < BT; bt++)
+        for (int c = 0; c < C; c++)
+            vmax = fmax(vmax, fabs(qkv[(size_t)bt * 3 * C + 2 * C + c]));
+    check_close("attention bf16 forward out", out, rout, nout, 0.0, ldexp(vmax, -8));
+    check_close("attention bf16 forward att", att, ratt, natt, 1e-5, 1e-6);
+    CHECK(memcmp(out, out32, nout * 4) != 0, "attention bf16: out equals fp32's (no rounding?)");
+
+    float *dqkv = falloc(nqkv), *dpre = falloc(natt), *datt = falloc(natt);
+    for (size_t i = 0; i < natt; i++)
+        dpre[i] = datt[i] = NAN;
+    gpt2_attention_backward(dqkv, dpre, datt, w, qkv, att, B, T, C, NH, &g);
+    float *first = fdup(dqkv, nqkv);
+    gpt2_attention_backward(dqkv, dpre, datt, w, qkv, att, B, T, C, NH, &g);
+    check_doubled("attention bf16 dqkv", first, dqkv, nqkv);
+    double gmax = 0.0;
+    for (size_t i = 0; i < nqkv; i++)
+        gmax = fmax(gmax, fabs(rdqkv[i]));
+    check_close("attention bf16 backward vs reference", first, rdqkv, nqkv, 0.0, ldexp(gmax, -6));
+    float *d32 = falloc(nqkv);
+    gpt2_attention_backward(d32, dpre, datt, w, qkv, att32, B, T, C, NH, NULL);
+    CHECK(memcmp(first, d32, nqkv * 4) != 0, "attention bf16: dqkv equals fp32's (no rounding?)");
+    free(qkv), free(w), free(out), free(pre), free(att), free(out32), free(pre32), free(att32);
+    free(dqkv), free(dpre), free(datt), free(first), free(d32), free(g.ws);
 }
 
 /* T = 130: attention runs in row blocks of 32 (five, the last of 2 rows), against the naive
@@ -617,13 +671,13 @@ static void test_attention_blocked(void)
     check_close("attention T=130 att", a.att, ratt, natt, 1e-4, 1e-6);
 
     float *dqkv = falloc(nqkv), *dpre = falloc(natt), *datt = falloc(natt);
-    gpt2_attention_backward(dqkv, dpre, datt, a.w, a.qkv, a.att, LB, LT, LC, LNH);
+    gpt2_attention_backward(dqkv, dpre, datt, a.w, a.qkv, a.att, LB, LT, LC, LNH, NULL);
     check_close("attention T=130 dqkv", dqkv, rdqkv, nqkv, 1e-4, 1e-5);
 
     /* Deterministic: a second run from zero gives the same bits. */
     float *d2 = falloc(nqkv), *out1 = fdup(a.out, nout);
     att_loss(&a);
-    gpt2_attention_backward(d2, dpre, datt, a.w, a.qkv, a.att, LB, LT, LC, LNH);
+    gpt2_attention_backward(d2, dpre, datt, a.w, a.qkv, a.att, LB, LT, LC, LNH, NULL);
     CHECK(!memcmp(d2, dqkv, sizeof(float) * nqkv) && !memcmp(out1, a.out, sizeof(float) * nout),
           "attention: two identical runs differ");
 
@@ -953,6 +1007,7 @@ int main(int argc, char **argv)
     test_matmul(1);
     test_matmul(0);
     test_attention();
+    test_attention_bf16();
     test_attention_blocked();
     test_wide();
     test_gelu();

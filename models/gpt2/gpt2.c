@@ -155,11 +155,12 @@ static int64_t total_numel(const gpt2_config *c, bool *ovf)
     return zc_add_i64(zc_add_i64(emb, zc_mul_i64(c->num_layers, block, ovf), ovf), 2 * C, ovf);
 }
 
-/* Bytes of workspace the linear layers' bf16 products need (the largest layer's; the formula of
- * gpt2_matmul_workspace_bytes, without wrapping): the forward product's zc_gemm_workspace_bytes,
- * 4·(M·K + K·N), or the backward's staging — dout and inp rounded to bf16 once, 2 bytes an
- * element each, 64-byte aligned — followed by the larger of the dX and dW products' (dW's
- * with 4·OC·IC more for a bf16 output computed in fp32 first on the portable path). */
+/* Bytes of workspace the bf16 products need: the larger of attention's and the largest linear
+ * layer's (the formula of gpt2_matmul_workspace_bytes, without wrapping): the forward product's
+ * zc_gemm_workspace_bytes, 4·(M·K + K·N), or the backward's staging — dout and inp rounded to bf16
+ * once, 2 bytes an element each, 64-byte aligned — followed by the larger of the dX and dW
+ * products' (dW's with 4·OC·IC more for a bf16 output computed in fp32 first on the portable path).
+ */
 static int64_t align64(int64_t bytes, bool *ovf)
 {
     return zc_mul_i64(zc_add_i64(bytes, 63, ovf) / 64, 64, ovf);
@@ -186,6 +187,15 @@ static int64_t gemm_workspace(const gpt2_config *c, int B, int T, zc_gemm_type c
         int64_t back = zc_add_i64(staged, b[1] > b[2] ? b[1] : b[2], ovf);
         int64_t layer = b[0] > back ? b[0] : back;
         ws = layer > ws ? layer : ws;
+    }
+    /* attention's bf16 products (gpt2_attention_workspace_bytes), once the sizes are known to
+     * fit: its operands and results are no larger than 8 bytes per element of (B,NH,T,max(T,hs)) */
+    const int64_t nb = zc_mul_i64(B, c->num_heads, ovf);
+    const int64_t span = T > C / c->num_heads ? T : C / c->num_heads;
+    (void)zc_mul_i64(zc_mul_i64(nb, 16, ovf), zc_mul_i64(T, span, ovf), ovf);
+    if (compute == ZC_GEMM_BF16 && !*ovf && nb <= INT_MAX) {
+        const int64_t att = (int64_t)gpt2_attention_workspace_bytes(B, T, (int)C, c->num_heads);
+        ws = att > ws ? att : ws;
     }
     return ws;
 }
@@ -456,7 +466,7 @@ static void block_forward(gpt2_model *m, int l)
     gpt2_matmul_forward(A(m, l, A_QKV), A(m, l, A_LN1), BMAT(m, l, P_QKVW), W(m, l, P_QKVB), BT, C,
                         3 * C, &m->gemm);
     gpt2_attention_forward(A(m, l, A_ATTY), A(m, l, A_PREATT), A(m, l, A_ATT), A(m, l, A_QKV), B, T,
-                           C, NH);
+                           C, NH, &m->gemm);
     gpt2_matmul_forward(A(m, l, A_ATTPROJ), A(m, l, A_ATTY), BMAT(m, l, P_ATTPROJW),
                         W(m, l, P_ATTPROJB), BT, C, C, &m->gemm);
     gpt2_residual_forward(A(m, l, A_RES2), res, A(m, l, A_ATTPROJ), (size_t)BT * C);
@@ -580,7 +590,7 @@ static zc_status block_backward(gpt2_model *m, int l, const float *dres_out, flo
                          A(m, l, A_ATTY), BMAT(m, l, P_ATTPROJW), BT, C, C, fresh[P_ATTPROJW],
                          &m->gemm);
     gpt2_attention_backward(d[D_QKV], d[D_PREATT], d[D_ATT], d[D_ATTY], A(m, l, A_QKV),
-                            A(m, l, A_ATT), B, T, C, NH);
+                            A(m, l, A_ATT), B, T, C, NH, &m->gemm);
     gpt2_matmul_backward(d[D_LN1], g[P_QKVW], g16[P_QKVW], g[P_QKVB], d[D_QKV], A(m, l, A_LN1),
                          BMAT(m, l, P_QKVW), BT, C, 3 * C, fresh[P_QKVW], &m->gemm);
     gpt2_layernorm_backward(dres_in, g[P_LN1W], g[P_LN1B], d[D_LN1], res, W(m, l, P_LN1W),

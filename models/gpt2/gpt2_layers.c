@@ -1,13 +1,15 @@
 /* gpt2_layers.c — the GPT-2 layer kernels (see gpt2_layers.h for the contract).
  *
- * Shaped for a 2-core CPU against PyTorch: every matrix product is an OpenBLAS sgemm, including
- * attention (per (batch, head), reading q, k and v in place through a leading dimension of 3C,
- * and skipping part of the masked upper triangle by working in row blocks) — except the linear
- * layers' products in bf16 mode, which go through zeroc/gemm.h (oneDNN on the CPU's bf16 units).
- * Attention's per-head products stay fp32 in both modes: dozens of small products per block,
- * where a oneDNN call and the operands' rounding cost more than the arithmetic. OpenBLAS is the
- * pthread build, which must not be entered from inside an OpenMP region, so BLAS calls stay in
- * serial loops and OpenMP only runs the elementwise and row-wise loops between them.
+ * Shaped for a 2-core CPU against PyTorch. The linear layers' products go through zeroc/gemm.h
+ * (oneDNN; bf16 on the CPU's bf16 units in bf16 mode). In fp32, attention's products are
+ * OpenBLAS sgemms per (batch, head), reading q, k and v in place through a leading dimension of
+ * 3C and skipping part of the masked upper triangle by working in row blocks. In bf16 mode they
+ * run in bf16, as PyTorch's CPU autocast runs bmm: each of the six is one zc_gemm_bf16_batch
+ * call over all (batch, head) pairs, full T × T products (the masked part is zeros), on all
+ * threads — the sgemms of 64 × 64 × 64 ran on one thread at T = 64, 3.4% of a bf16 GPT-2 124M
+ * step's samples with the other thread idle. OpenBLAS is the pthread build, which must not be
+ * entered from inside an OpenMP region, so BLAS calls stay in serial loops and OpenMP only runs
+ * the elementwise and row-wise loops between them.
  *
  * Determinism without atomics: row-wise work is split by rows; a reduction over rows (parameter
  * gradients: LayerNorm's dweight/dbias, a bias gradient, the embedding scatter-add) is split by
@@ -278,9 +280,82 @@ void gpt2_matmul_backward(float *restrict dinp, float *restrict dweight, uint16_
  * Row blocks [r0, r1) of queries touch keys [0, r1) only; column blocks [c0, c1) of keys are
  * touched by queries [c0, T) only. */
 
-void gpt2_attention_forward(float *restrict out, float *restrict preatt, float *restrict att,
-                            const float *restrict qkv, int B, int T, int C, int NH)
+/* The bf16 products' workspace: qkv (B,T,3C), att or dpreatt (B,NH,T,T) and dout (B,T,C) rounded
+ * to bf16 once each (64-byte aligned), then the portable path's fp32 copies. */
+typedef struct {
+    uint16_t *qkv, *att, *dout;
+    void *ws;
+    size_t ws_bytes;
+} att16;
+
+static att16 att16_carve(const gpt2_gemm *g, int B, int T, int C, int NH)
 {
+    const size_t BT = (size_t)B * (size_t)T, nqkv = align64(BT * 3 * C * 2),
+                 natt = align64((size_t)B * NH * T * T * 2), ndout = align64(BT * C * 2);
+    ZC_ASSERT(g->ws_bytes >= gpt2_attention_workspace_bytes(B, T, C, NH));
+    char *p = g->ws;
+    return (att16){(uint16_t *)p, (uint16_t *)(p + nqkv), (uint16_t *)(p + nqkv + natt),
+                   p + nqkv + natt + ndout, g->ws_bytes - (nqkv + natt + ndout)};
+}
+
+size_t gpt2_attention_workspace_bytes(int B, int T, int C, int NH)
+{
+    const size_t BT = (size_t)B * (size_t)T;
+    const int hs = C / NH;
+    size_t qk = zc_gemm_workspace_bytes(T, T, hs), av = zc_gemm_workspace_bytes(T, hs, T);
+    return align64(BT * 3 * C * 2) + align64((size_t)B * NH * T * T * 2) + align64(BT * C * 2) +
+           (qk > av ? qk : av);
+}
+
+/* The bf16 forward: preatt = scale · q·kᵀ (all of it), the causal softmax, out = att·v. */
+static void attention_forward_bf16(float *out, float *preatt, float *att, const float *qkv, int B,
+                                   int T, int C, int NH, const gpt2_gemm *g)
+{
+    const int hs = C / NH, C3 = 3 * C;
+    const int64_t TC3 = (int64_t)T * C3, TT = (int64_t)T * T, TC = (int64_t)T * C;
+    const att16 w = att16_carve(g, B, T, C, NH);
+    zc_f32_to_bf16(qkv, w.qkv, (size_t)B * T * C3);
+    zc_gemm_bf16_batch(B, NH, false, true, T, T, hs, 1.0f / sqrtf((float)hs), w.qkv, C3, TC3, hs,
+                       w.qkv + C, C3, TC3, hs, 0.0f, preatt, T, NH * TT, TT, w.ws, w.ws_bytes);
+    ZC_SIMD_DISPATCH(attention_softmax_forward, preatt, att, (size_t)B * NH * T, T);
+    zc_f32_to_bf16(att, w.att, (size_t)B * NH * TT);
+    zc_gemm_bf16_batch(B, NH, false, false, T, hs, T, 1.0f, w.att, T, NH * TT, TT, w.qkv + 2 * C,
+                       C3, TC3, hs, 0.0f, out, C, TC, hs, w.ws, w.ws_bytes);
+}
+
+/* The bf16 backward: datt = dout·vᵀ, dv += attᵀ·dout, the softmax's backward, then
+ * dq += scale · dpreatt·k and dk += scale · dpreattᵀ·q. */
+static void attention_backward_bf16(float *dqkv, float *dpreatt, float *datt, const float *dout,
+                                    const float *qkv, const float *att, int B, int T, int C, int NH,
+                                    const gpt2_gemm *g)
+{
+    const int hs = C / NH, C3 = 3 * C;
+    const int64_t TC3 = (int64_t)T * C3, TT = (int64_t)T * T, TC = (int64_t)T * C;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const att16 w = att16_carve(g, B, T, C, NH);
+    zc_f32_to_bf16(qkv, w.qkv, (size_t)B * T * C3);
+    zc_f32_to_bf16(dout, w.dout, (size_t)B * TC);
+    zc_f32_to_bf16(att, w.att, (size_t)B * NH * TT);
+    zc_gemm_bf16_batch(B, NH, false, true, T, T, hs, 1.0f, w.dout, C, TC, hs, w.qkv + 2 * C, C3,
+                       TC3, hs, 0.0f, datt, T, NH * TT, TT, w.ws, w.ws_bytes);
+    zc_gemm_bf16_batch(B, NH, true, false, T, hs, T, 1.0f, w.att, T, NH * TT, TT, w.dout, C, TC, hs,
+                       1.0f, dqkv + 2 * C, C3, TC3, hs, w.ws, w.ws_bytes);
+    ZC_SIMD_DISPATCH(attention_softmax_backward, dpreatt, datt, att, (size_t)B * NH * T, T);
+    zc_f32_to_bf16(dpreatt, w.att, (size_t)B * NH * TT); /* att's copy is no longer needed */
+    zc_gemm_bf16_batch(B, NH, false, false, T, hs, T, scale, w.att, T, NH * TT, TT, w.qkv + C, C3,
+                       TC3, hs, 1.0f, dqkv, C3, TC3, hs, w.ws, w.ws_bytes);
+    zc_gemm_bf16_batch(B, NH, true, false, T, hs, T, scale, w.att, T, NH * TT, TT, w.qkv, C3, TC3,
+                       hs, 1.0f, dqkv + C, C3, TC3, hs, w.ws, w.ws_bytes);
+}
+
+void gpt2_attention_forward(float *restrict out, float *restrict preatt, float *restrict att,
+                            const float *restrict qkv, int B, int T, int C, int NH,
+                            const gpt2_gemm *g)
+{
+    if (g && g->type == ZC_GEMM_BF16) {
+        attention_forward_bf16(out, preatt, att, qkv, B, T, C, NH, g);
+        return;
+    }
     const int hs = C / NH, C3 = 3 * C, blk = att_block(T);
     const float scale = 1.0f / sqrtf((float)hs);
     const size_t TT = (size_t)T * T;
@@ -318,8 +393,13 @@ void gpt2_attention_forward(float *restrict out, float *restrict preatt, float *
 
 void gpt2_attention_backward(float *restrict dqkv, float *restrict dpreatt, float *restrict datt,
                              const float *restrict dout, const float *restrict qkv,
-                             const float *restrict att, int B, int T, int C, int NH)
+                             const float *restrict att, int B, int T, int C, int NH,
+                             const gpt2_gemm *g)
 {
+    if (g && g->type == ZC_GEMM_BF16) {
+        attention_backward_bf16(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH, g);
+        return;
+    }
     const int hs = C / NH, C3 = 3 * C, blk = att_block(T);
     const float scale = 1.0f / sqrtf((float)hs);
     const size_t TT = (size_t)T * T;

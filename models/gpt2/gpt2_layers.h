@@ -103,12 +103,16 @@ void gpt2_matmul_backward(float *restrict dinp,         // (N,C) accumulated
 /* Causal multi-head self-attention over a fused QKV projection. Row (b,t) of qkv is
  * [q | k | v], each C wide; head h uses channels [h·hs, (h+1)·hs) of each, hs = C/NH.
  * preatt = q·kᵀ/√hs and att = softmax(preatt) over t2 ≤ t; out[b,t,h·hs:] = Σ att·v.
- * Entries above the diagonal (t2 > t) of preatt and att are written as 0. */
+ * Entries above the diagonal (t2 > t) of preatt and att are written as 0. The products are fp32
+ * (g NULL or fp32), or bf16 with fp32 accumulation (g bf16, its workspace at least
+ * gpt2_attention_workspace_bytes); the softmax is fp32 in both. */
 void gpt2_attention_forward(float *restrict out,       // (B,T,C)
                             float *restrict preatt,    // (B,NH,T,T)
                             float *restrict att,       // (B,NH,T,T)
                             const float *restrict qkv, // (B,T,3C)
-                            int B, int T, int C, int NH);
+                            int B, int T, int C, int NH, const gpt2_gemm *g);
+/* Workspace bytes attention's bf16 products need. */
+size_t gpt2_attention_workspace_bytes(int B, int T, int C, int NH);
 /* dqkv is accumulated. datt and dpreatt are scratch, OVERWRITTEN (0 above the diagonal). att
  * must be the forward's (zero above the diagonal). */
 void gpt2_attention_backward(float *restrict dqkv,       // (B,T,3C) accumulated
@@ -117,7 +121,7 @@ void gpt2_attention_backward(float *restrict dqkv,       // (B,T,3C) accumulated
                              const float *restrict dout, // (B,T,C)
                              const float *restrict qkv,  // (B,T,3C)
                              const float *restrict att,  // (B,NH,T,T) from the forward
-                             int B, int T, int C, int NH);
+                             int B, int T, int C, int NH, const gpt2_gemm *g);
 
 /* out = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), elementwise. */
 void gpt2_gelu_forward(float *restrict out,       // (N)

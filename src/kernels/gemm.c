@@ -34,7 +34,8 @@
 enum { CACHE = 64, PAR_MIN = 1 << 16 };
 
 typedef struct {
-    int M, N, K, ta, tb, lda, ldb, ldc;
+    int nb0, nb1, M, N, K, ta, tb, lda, ldb, ldc; /* nb0 × nb1 products (1 × 1: one) */
+    int64_t sa0, sa1, sb0, sb1, sc0, sc1;         /* a batch's strides (elements) */
     zc_gemm_type type;
     bool out16; /* C is bf16 (beta 0) */
     float alpha, beta;
@@ -134,13 +135,21 @@ static void sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const floa
 /* The oneDNN primitive for this product (created on first use; NULL if oneDNN cannot), with the
  * leading dimensions of the memory it will read: the operands themselves, or their compact bf16
  * copies; out16: C is bf16 rather than fp32. */
-static dnnl_primitive_t primitive_out(zc_gemm_type t, bool ta, bool tb, int M, int N, int K,
-                                      int lda, int ldb, float alpha, float beta, int ldc,
-                                      bool out16)
+typedef struct {
+    int nb0, nb1;
+    int64_t sa0, sa1, sb0, sb1, sc0, sc1;
+} batch_dims;
+
+static dnnl_primitive_t primitive_batch(zc_gemm_type t, batch_dims bd_, bool ta, bool tb, int M,
+                                        int N, int K, int lda, int ldb, float alpha, float beta,
+                                        int ldc, bool out16)
 {
+    const int nb0 = bd_.nb0, nb1 = bd_.nb1;
     for (int i = 0; i < CACHE; i++) {
         entry *c = &G.cache[i];
-        if (c->used && c->type == t && c->out16 == out16 && c->M == M && c->N == N && c->K == K &&
+        if (c->used && c->type == t && c->out16 == out16 && c->nb0 == nb0 && c->nb1 == nb1 &&
+            c->sa0 == bd_.sa0 && c->sa1 == bd_.sa1 && c->sb0 == bd_.sb0 && c->sb1 == bd_.sb1 &&
+            c->sc0 == bd_.sc0 && c->sc1 == bd_.sc1 && c->M == M && c->N == N && c->K == K &&
             c->ta == ta && c->tb == tb && c->lda == lda && c->ldb == ldb && c->ldc == ldc &&
             c->alpha == alpha && c->beta == beta)
             return c->prim;
@@ -149,7 +158,15 @@ static dnnl_primitive_t primitive_out(zc_gemm_type t, bool ta, bool tb, int M, i
     G.next = (G.next + 1) % CACHE;
     if (c->used && c->prim)
         dnnl_primitive_destroy(c->prim);
-    *c = (entry){.M = M,
+    *c = (entry){.nb0 = nb0,
+                 .nb1 = nb1,
+                 .sa0 = bd_.sa0,
+                 .sa1 = bd_.sa1,
+                 .sb0 = bd_.sb0,
+                 .sb1 = bd_.sb1,
+                 .sc0 = bd_.sc0,
+                 .sc1 = bd_.sc1,
+                 .M = M,
                  .N = N,
                  .K = K,
                  .ta = ta,
@@ -163,17 +180,22 @@ static dnnl_primitive_t primitive_out(zc_gemm_type t, bool ta, bool tb, int M, i
                  .beta = beta,
                  .used = true};
     const dnnl_data_type_t in = t == ZC_GEMM_BF16 ? dnnl_bf16 : dnnl_f32;
-    dnnl_dims_t ad = {M, K}, bd = {K, N}, cd = {M, N};
-    dnnl_dims_t as = {ta ? 1 : lda, ta ? lda : 1}, bs = {tb ? 1 : ldb, tb ? ldb : 1}, cs = {ldc, 1};
+    /* one product: 2-D; a batch: 4-D, the (nb0, nb1) dimensions at the batch's strides */
+    const int nd = nb0 * nb1 > 1 ? 4 : 2;
+    dnnl_dims_t ad = {nb0, nb1, M, K}, bd = {nb0, nb1, K, N}, cd = {nb0, nb1, M, N};
+    dnnl_dims_t as = {bd_.sa0, bd_.sa1, ta ? 1 : lda, ta ? lda : 1},
+                bs = {bd_.sb0, bd_.sb1, tb ? 1 : ldb, tb ? ldb : 1},
+                cs = {bd_.sc0, bd_.sc1, ldc, 1};
     dnnl_memory_desc_t amd, bmd, cmd;
     dnnl_matmul_desc_t md;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    bool ok = dnnl_memory_desc_init_by_strides(&amd, 2, ad, in, as) == dnnl_success &&
-              dnnl_memory_desc_init_by_strides(&bmd, 2, bd, in, bs) == dnnl_success &&
-              dnnl_memory_desc_init_by_strides(&cmd, 2, cd, out16 ? dnnl_bf16 : dnnl_f32, cs) ==
-                  dnnl_success &&
+    const int o = 4 - nd; /* the 2-D form is the last two dimensions */
+    bool ok = dnnl_memory_desc_init_by_strides(&amd, nd, ad + o, in, as + o) == dnnl_success &&
+              dnnl_memory_desc_init_by_strides(&bmd, nd, bd + o, in, bs + o) == dnnl_success &&
+              dnnl_memory_desc_init_by_strides(&cmd, nd, cd + o, out16 ? dnnl_bf16 : dnnl_f32,
+                                               cs + o) == dnnl_success &&
               dnnl_matmul_desc_init(&md, &amd, &bmd, NULL, &cmd) == dnnl_success &&
               dnnl_primitive_attr_create(&attr) == dnnl_success;
     if (ok && alpha != 1.0f)
@@ -200,6 +222,14 @@ static dnnl_primitive_t primitive_out(zc_gemm_type t, bool ta, bool tb, int M, i
     if (attr)
         dnnl_primitive_attr_destroy(attr);
     return c->prim;
+}
+
+static dnnl_primitive_t primitive_out(zc_gemm_type t, bool ta, bool tb, int M, int N, int K,
+                                      int lda, int ldb, float alpha, float beta, int ldc,
+                                      bool out16)
+{
+    return primitive_batch(t, (batch_dims){1, 1, 0, 0, 0, 0, 0, 0}, ta, tb, M, N, K, lda, ldb,
+                           alpha, beta, ldc, out16);
 }
 
 static dnnl_primitive_t primitive(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, int lda,
@@ -299,12 +329,56 @@ static void gemm_ab16(bool ta, bool tb, int M, int N, int K, float alpha, const 
     sgemm(ta, tb, M, N, K, alpha, a, acols, b, bcols, beta, C, ldc);
 }
 
+/* ---- batches of small products (attention's per-head products) ------------------------- */
+
+/* nb0 × nb1 products of bf16 operands read in place at the batch's strides; the portable path
+ * widens each product's operands (exactly) into fp32 copies and calls sgemm. */
+static void gemm_batch(batch_dims d, bool ta, bool tb, int M, int N, int K, float alpha,
+                       const uint16_t *A, int lda, const uint16_t *B, int ldb, float beta, float *C,
+                       int ldc, void *workspace, size_t workspace_bytes)
+{
+    dnnl_primitive_t prim = G.portable ? NULL
+                                       : primitive_batch(ZC_GEMM_BF16, d, ta, tb, M, N, K, lda, ldb,
+                                                         alpha, beta, ldc, false);
+    if (prim) {
+        execute(prim, A, B, C);
+        return;
+    }
+    ZC_ASSERT(workspace && workspace_bytes >= zc_gemm_workspace_bytes(M, N, K));
+    const int arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
+    float *a = workspace, *b = a + (size_t)M * (size_t)K;
+    for (int i = 0; i < d.nb0; i++)
+        for (int j = 0; j < d.nb1; j++) {
+            widen_rows(A + i * d.sa0 + j * d.sa1, arows, acols, lda, a);
+            widen_rows(B + i * d.sb0 + j * d.sb1, brows, bcols, ldb, b);
+            sgemm(ta, tb, M, N, K, alpha, a, acols, b, bcols, beta, C + i * d.sc0 + j * d.sc1, ldc);
+        }
+}
+
 /* The public entries: checks, lazy set-up, and the counters (time includes the rounding). */
-static void tally(double t0, int M, int N, int K)
+static void tally_n(double t0, int n, int M, int N, int K)
 {
     G.ctr.seconds += zc_now_s() - t0;
-    G.ctr.flops += 2.0 * M * N * K;
+    G.ctr.flops += 2.0 * n * M * N * K;
     G.ctr.calls++;
+}
+
+static void tally(double t0, int M, int N, int K)
+{
+    tally_n(t0, 1, M, N, K);
+}
+
+void zc_gemm_bf16_batch(int nb0, int nb1, bool ta, bool tb, int M, int N, int K, float alpha,
+                        const uint16_t *A, int lda, int64_t sa0, int64_t sa1, const uint16_t *B,
+                        int ldb, int64_t sb0, int64_t sb1, float beta, float *C, int ldc,
+                        int64_t sc0, int64_t sc1, void *workspace, size_t workspace_bytes)
+{
+    ZC_ASSERT(nb0 > 0 && nb1 > 0 && M > 0 && N > 0 && K > 0);
+    init();
+    double t0 = zc_now_s();
+    gemm_batch((batch_dims){nb0, nb1, sa0, sa1, sb0, sb1, sc0, sc1}, ta, tb, M, N, K, alpha, A, lda,
+               B, ldb, beta, C, ldc, workspace, workspace_bytes);
+    tally_n(t0, nb0 * nb1, M, N, K);
 }
 
 void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
