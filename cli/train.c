@@ -390,7 +390,7 @@ static zc_status train_loop(train_run *r, double tokens_per_step, zc_err *err)
         double comm_bytes = record_step(r, s, &info, t0, &d0, gemm0);
         if (r->model.validate && o->val_data &&
             ((o->val_every && (s + 1) % o->val_every == 0) || last))
-            st = r->model.validate(&r->model, &r->series.val_loss[s], err);
+            st = r->model.validate(&r->model, s + 1, &r->series.val_loss[s], err);
         if (st) {
             r->shared_error = every_ranks(st);
             break;

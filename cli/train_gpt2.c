@@ -8,6 +8,7 @@
  * file is cut into whole windows and each epoch visits them in a seeded order (an affine
  * permutation j → (a·j + c) mod W with gcd(a, W) = 1, c drawn per epoch): still a pure function
  * of (seed, global window index), so still independent of N. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,7 +88,7 @@ static zc_status gpt2_micro_step(train_model *m, int64_t s, int k, double *loss,
     return rc ? rc : gpt2_forward_backward(st->gpt, st->window, st->window + 1, loss, err);
 }
 
-static zc_status gpt2_validate(train_model *m, double *loss, zc_err *err)
+static zc_status gpt2_validate(train_model *m, int64_t step, double *loss, zc_err *err)
 {
     gpt2_state *st = m->state;
     double local = 0.0, total = 0.0;
@@ -98,8 +99,10 @@ static zc_status gpt2_validate(train_model *m, double *loss, zc_err *err)
             rc = gpt2_forward(st->gpt, st->window, st->window + 1, &l, err);
         local += l;
     }
+    char what[48]; /* a collective's error names its step */
+    snprintf(what, sizeof what, "validation loss, step %lld", (long long)step);
     if (!rc)
-        rc = zc_comm_sum_f64(st->comm, local, &total, "validation loss", err);
+        rc = zc_comm_sum_f64(st->comm, local, &total, what, err);
     *loss = total / ((double)st->nranks * st->o.val_batches);
     return rc;
 }

@@ -26,8 +26,9 @@ struct train_model {
                      * .safetensors, which the trainer loads for any model */
     /* Forward + backward of micro-step k of optimizer step s on this rank; *loss = its mean. */
     zc_status (*micro_step)(train_model *m, int64_t s, int k, double *loss, zc_err *err);
-    /* Collective, may be NULL: mean validation loss over all ranks. */
-    zc_status (*validate)(train_model *m, double *loss, zc_err *err);
+    /* Collective, may be NULL: mean validation loss over all ranks after optimizer step `step`
+     * (1-based; a collective's error names it). */
+    zc_status (*validate)(train_model *m, int64_t step, double *loss, zc_err *err);
     /* Collective, may be NULL: generate a short sample; rank 0 prints it. */
     zc_status (*sample)(train_model *m, int64_t step, zc_err *err);
     /* Collective, may be NULL: write the final weights in the model's own format. */
