@@ -59,9 +59,10 @@ static void test_batch(void)
 {
     const int shapes[][3] = {{7, 13, 5}, {33, 17, 65}, {64, 64, 64}};
     const int nb0 = 3, nb1 = 4;
-    const bool portable = !strncmp(zc_gemm_path(ZC_GEMM_BF16), "portable", 8);
-    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
-        const int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
+    for (size_t si = 0; si < 2 * sizeof shapes / sizeof *shapes; si++) {
+        const zc_gemm_type ty = si % 2 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
+        const bool portable = !strncmp(zc_gemm_path(ty), ty ? "portable" : "OpenBLAS", 8);
+        const int M = shapes[si / 2][0], N = shapes[si / 2][1], K = shapes[si / 2][2];
         size_t ws_bytes = zc_gemm_workspace_bytes(M, N, K);
         void *ws = malloc(ws_bytes), *one = malloc(ws_bytes);
         for (int layout = 0; layout < 2; layout++)
@@ -86,9 +87,10 @@ static void test_batch(void)
                         zc_f32_to_bf16(A, A16, na), zc_f32_to_bf16(B, B16, nbb);
                         zc_bf16_to_f32(A16, A, na), zc_bf16_to_f32(B16, B, nbb);
                         memcpy(C, C0, nc * 4), memcpy(R, C0, nc * 4), memcpy(P, C0, nc * 4);
-                        zc_gemm_bf16_batch(nb0, nb1, ta, tb, M, N, K, alpha, A16, lda, sa0, sa1,
-                                           B16, ldb, sb0, sb1, beta, C, ldc, sc0, sc1, ws,
-                                           ws_bytes);
+                        zc_gemm_batch(ty, nb0, nb1, ta, tb, M, N, K, alpha,
+                                      ty ? (const void *)A16 : A, lda, sa0, sa1,
+                                      ty ? (const void *)B16 : B, ldb, sb0, sb1, beta, C, ldc, sc0,
+                                      sc1, ws, ws_bytes);
                         double worst = 0;
                         bool bits = true;
                         for (int i = 0; i < nb0; i++)
@@ -99,8 +101,13 @@ static void test_batch(void)
                                 const float *a = A + ao, *b = B + bo;
                                 zc_gemm_bf16_ref(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta,
                                                  R + co, ldc);
-                                zc_gemm_bf16_ab16(ta, tb, M, N, K, alpha, A16 + ao, lda, B16 + bo,
-                                                  ldb, beta, P + co, ldc, one, ws_bytes);
+                                if (ty)
+                                    zc_gemm_bf16_ab16(ta, tb, M, N, K, alpha, A16 + ao, lda,
+                                                      B16 + bo, ldb, beta, P + co, ldc, one,
+                                                      ws_bytes);
+                                else
+                                    zc_gemm(ZC_GEMM_F32, ta, tb, M, N, K, alpha, a, lda, b, ldb,
+                                            beta, P + co, ldc, NULL, 0);
                                 for (int r = 0; r < M; r++)
                                     for (int c = 0; c < N; c++) {
                                         size_t o = co + (size_t)r * ldc + c;
@@ -117,13 +124,14 @@ static void test_batch(void)
                                     }
                             }
                         CHECK(worst <= 1.0,
-                              "batch %dx%d of %dx%dx%d layout %d ta %d tb %d alpha %g beta %g: "
+                              "%s batch %dx%d of %dx%dx%d layout %d ta %d tb %d alpha %g beta %g: "
                               "error %.3g of the fp32 accumulation bound",
-                              nb0, nb1, M, N, K, layout, ta, tb, alpha, beta, worst);
+                              ty ? "bf16" : "fp32", nb0, nb1, M, N, K, layout, ta, tb, alpha, beta,
+                              worst);
                         CHECK(!portable || bits,
-                              "batch %dx%dx%d ta %d tb %d (portable): not the bits of "
-                              "zc_gemm_bf16_ab16 on each product",
-                              M, N, K, ta, tb);
+                              "%s batch %dx%dx%d ta %d tb %d (portable): not the bits of the "
+                              "single products",
+                              ty ? "bf16" : "fp32", M, N, K, ta, tb);
                         bool pad = true; /* everything that is no product's element: untouched */
                         if (layout)
                             for (int i = 0; i < nb0; i++)

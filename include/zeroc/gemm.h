@@ -62,20 +62,21 @@ ZC_API void zc_gemm_bf16_ab16_c16(bool ta, bool tb, int M, int N, int K, float a
                                   const uint16_t *A, int lda, const uint16_t *B, int ldb,
                                   uint16_t *C, int ldc, void *workspace, size_t workspace_bytes);
 
-/* nb0 × nb1 bf16 products of one shape in one call — attention's (batch, head) products:
+/* nb0 × nb1 products of one shape in one call — attention's (batch, head) products:
  *
  *     C[i,j] = alpha · op(A[i,j]) · op(B[i,j]) + beta · C[i,j],   X[i,j] = X + i·sx0 + j·sx1
  *
- * (offsets in elements; each matrix row-major with its leading dimension). A and B are bf16
- * bits, read where they are (e.g. the heads side by side in a rounded copy of qkv); the products
- * accumulate in fp32 and C is fp32. The same result as zc_gemm_bf16_ab16 on each product alone
- * up to the accumulation order; the portable path is exactly that. Workspace (portable path):
- * zc_gemm_workspace_bytes(M, N, K). */
-ZC_API void zc_gemm_bf16_batch(int nb0, int nb1, bool ta, bool tb, int M, int N, int K, float alpha,
-                               const uint16_t *A, int lda, int64_t sa0, int64_t sa1,
-                               const uint16_t *B, int ldb, int64_t sb0, int64_t sb1, float beta,
-                               float *C, int ldc, int64_t sc0, int64_t sc1, void *workspace,
-                               size_t workspace_bytes);
+ * (offsets in elements; each matrix row-major with its leading dimension). A and B are read
+ * where they are (e.g. the heads side by side in qkv): fp32 for ZC_GEMM_F32; for ZC_GEMM_BF16
+ * they are bf16 bits already (the caller rounds once), the products accumulate in fp32. C is
+ * fp32. The same result as zc_gemm / zc_gemm_bf16_ab16 on each product alone up to the
+ * accumulation order; the portable path is exactly that. Workspace: none for fp32; for bf16,
+ * zc_gemm_workspace_bytes(M, N, K) (the portable path's copies). */
+ZC_API void zc_gemm_batch(zc_gemm_type t, int nb0, int nb1, bool ta, bool tb, int M, int N, int K,
+                          float alpha, const void *A, int lda, int64_t sa0, int64_t sa1,
+                          const void *B, int ldb, int64_t sb0, int64_t sb1, float beta, float *C,
+                          int ldc, int64_t sc0, int64_t sc1, void *workspace,
+                          size_t workspace_bytes);
 /* Since the process started: products, their FLOPs (2·M·N·K) and the seconds spent in them,
  * operands' rounding included. */
 typedef struct {

@@ -1,15 +1,14 @@
 /* gpt2_layers.c — the GPT-2 layer kernels (see gpt2_layers.h for the contract).
  *
- * Shaped for a 2-core CPU against PyTorch. The linear layers' products go through zeroc/gemm.h
- * (oneDNN; bf16 on the CPU's bf16 units in bf16 mode). In fp32, attention's products are
- * OpenBLAS sgemms per (batch, head), reading q, k and v in place through a leading dimension of
- * 3C and skipping part of the masked upper triangle by working in row blocks. In bf16 mode they
- * run in bf16, as PyTorch's CPU autocast runs bmm: each of the six is one zc_gemm_bf16_batch
- * call over all (batch, head) pairs, full T × T products (the masked part is zeros), on all
- * threads — the sgemms of 64 × 64 × 64 ran on one thread at T = 64, 3.4% of a bf16 GPT-2 124M
- * step's samples with the other thread idle. OpenBLAS is the pthread build, which must not be
- * entered from inside an OpenMP region, so BLAS calls stay in serial loops and OpenMP only runs
- * the elementwise and row-wise loops between them.
+ * Shaped for a 2-core CPU against PyTorch. Every matrix product goes through zeroc/gemm.h
+ * (oneDNN; in bf16 mode on the CPU's bf16 units, as PyTorch's CPU autocast runs linear and bmm).
+ * Attention's six products are each one zc_gemm_batch call over all (batch, head) pairs, reading
+ * q, k and v in place through a leading dimension of 3C (bf16: from one rounded copy of qkv),
+ * full T × T products whose masked part is zeros, on all threads. The per-head OpenBLAS sgemms
+ * this replaced, in row blocks that skipped part of the masked triangle, were too small for
+ * OpenBLAS to thread at T = 64 (one thread worked, the other waited); measured on GPT-2 124M at
+ * T = 64 and L4 C256 at T = 1024, the batch is as fast or faster in fp32 and bf16, on 1 × 2
+ * threads and 2 × 1 (docs/BENCHMARKS.md).
  *
  * Determinism without atomics: row-wise work is split by rows; a reduction over rows (parameter
  * gradients: LayerNorm's dweight/dbias, a bias gradient, the embedding scatter-add) is split by
@@ -23,8 +22,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <cblas.h>
-
 #include "zeroc/dtype.h"
 #include "zeroc/simd.h"
 #include "zeroc/status.h"
@@ -34,17 +31,6 @@
 #define PAR_MIN 32768
 /* Columns per chunk for reductions over rows (a multiple of the vector width; 256 B). */
 #define COL_CHUNK 64
-/* Attention works in row blocks of queries; the block [r0, r1) needs keys [0, r1) only, so with
- * k blocks (1 + 2 + … + k)/k² of the full T×T work is done (4 blocks: 62%). Smaller blocks skip
- * more but run each sgemm less efficiently. Measured at hs = 64 (on a shared, noisy machine):
- * about 4 blocks of 32–128 rows did best, ~30% faster than one full product at T = 1024 and no
- * worse at T = 64…256. */
-static inline int att_block(int T)
-{
-    const int b = (T / 4 + 31) / 32 * 32;
-    return b < 32 ? 32 : (b > 128 ? 128 : b);
-}
-
 ZC_SIMD_INLINE int imin(int a, int b)
 {
     return a < b ? a : b;
@@ -307,88 +293,76 @@ size_t gpt2_attention_workspace_bytes(int B, int T, int C, int NH)
            (qk > av ? qk : av);
 }
 
-/* The bf16 forward: preatt = scale · q·kᵀ (all of it), the causal softmax, out = att·v. */
-static void attention_forward_bf16(float *out, float *preatt, float *att, const float *qkv, int B,
-                                   int T, int C, int NH, const gpt2_gemm *g)
+/* Element off of X, of the batch's operand type (fp32, or bf16 bits). */
+static const void *at(const void *X, int64_t off, zc_gemm_type t)
+{
+    return (const char *)X + off * (t == ZC_GEMM_BF16 ? 2 : 4);
+}
+
+/* The batched forward: preatt = scale · q·kᵀ (all of it), the causal softmax, out = att·v —
+ * fp32 operands read in place, or bf16 copies of qkv and att. */
+static void attention_forward_batched(float *out, float *preatt, float *att, const float *qkv,
+                                      int B, int T, int C, int NH, const gpt2_gemm *g)
 {
     const int hs = C / NH, C3 = 3 * C;
     const int64_t TC3 = (int64_t)T * C3, TT = (int64_t)T * T, TC = (int64_t)T * C;
-    const att16 w = att16_carve(g, B, T, C, NH);
-    zc_f32_to_bf16(qkv, w.qkv, (size_t)B * T * C3);
-    zc_gemm_bf16_batch(B, NH, false, true, T, T, hs, 1.0f / sqrtf((float)hs), w.qkv, C3, TC3, hs,
-                       w.qkv + C, C3, TC3, hs, 0.0f, preatt, T, NH * TT, TT, w.ws, w.ws_bytes);
+    const zc_gemm_type t = g->type;
+    att16 w = {0};
+    const void *x = qkv, *a = att;
+    if (t == ZC_GEMM_BF16) {
+        w = att16_carve(g, B, T, C, NH);
+        zc_f32_to_bf16(qkv, w.qkv, (size_t)B * T * C3);
+        x = w.qkv, a = w.att;
+    }
+    zc_gemm_batch(t, B, NH, false, true, T, T, hs, 1.0f / sqrtf((float)hs), x, C3, TC3, hs,
+                  at(x, C, t), C3, TC3, hs, 0.0f, preatt, T, NH * TT, TT, w.ws, w.ws_bytes);
     ZC_SIMD_DISPATCH(attention_softmax_forward, preatt, att, (size_t)B * NH * T, T);
-    zc_f32_to_bf16(att, w.att, (size_t)B * NH * TT);
-    zc_gemm_bf16_batch(B, NH, false, false, T, hs, T, 1.0f, w.att, T, NH * TT, TT, w.qkv + 2 * C,
-                       C3, TC3, hs, 0.0f, out, C, TC, hs, w.ws, w.ws_bytes);
+    if (t == ZC_GEMM_BF16)
+        zc_f32_to_bf16(att, w.att, (size_t)B * NH * TT);
+    zc_gemm_batch(t, B, NH, false, false, T, hs, T, 1.0f, a, T, NH * TT, TT, at(x, 2 * C, t), C3,
+                  TC3, hs, 0.0f, out, C, TC, hs, w.ws, w.ws_bytes);
 }
 
-/* The bf16 backward: datt = dout·vᵀ, dv += attᵀ·dout, the softmax's backward, then
+/* The batched backward: datt = dout·vᵀ, dv += attᵀ·dout, the softmax's backward, then
  * dq += scale · dpreatt·k and dk += scale · dpreattᵀ·q. */
-static void attention_backward_bf16(float *dqkv, float *dpreatt, float *datt, const float *dout,
-                                    const float *qkv, const float *att, int B, int T, int C, int NH,
-                                    const gpt2_gemm *g)
+static void attention_backward_batched(float *dqkv, float *dpreatt, float *datt, const float *dout,
+                                       const float *qkv, const float *att, int B, int T, int C,
+                                       int NH, const gpt2_gemm *g)
 {
     const int hs = C / NH, C3 = 3 * C;
     const int64_t TC3 = (int64_t)T * C3, TT = (int64_t)T * T, TC = (int64_t)T * C;
     const float scale = 1.0f / sqrtf((float)hs);
-    const att16 w = att16_carve(g, B, T, C, NH);
-    zc_f32_to_bf16(qkv, w.qkv, (size_t)B * T * C3);
-    zc_f32_to_bf16(dout, w.dout, (size_t)B * TC);
-    zc_f32_to_bf16(att, w.att, (size_t)B * NH * TT);
-    zc_gemm_bf16_batch(B, NH, false, true, T, T, hs, 1.0f, w.dout, C, TC, hs, w.qkv + 2 * C, C3,
-                       TC3, hs, 0.0f, datt, T, NH * TT, TT, w.ws, w.ws_bytes);
-    zc_gemm_bf16_batch(B, NH, true, false, T, hs, T, 1.0f, w.att, T, NH * TT, TT, w.dout, C, TC, hs,
-                       1.0f, dqkv + 2 * C, C3, TC3, hs, w.ws, w.ws_bytes);
+    const zc_gemm_type t = g->type;
+    att16 w = {0};
+    const void *x = qkv, *dy = dout, *a = att, *dp = dpreatt;
+    if (t == ZC_GEMM_BF16) {
+        w = att16_carve(g, B, T, C, NH);
+        zc_f32_to_bf16(qkv, w.qkv, (size_t)B * T * C3);
+        zc_f32_to_bf16(dout, w.dout, (size_t)B * TC);
+        zc_f32_to_bf16(att, w.att, (size_t)B * NH * TT);
+        x = w.qkv, dy = w.dout, a = dp = w.att; /* dpreatt's copy replaces att's, used by then */
+    }
+    zc_gemm_batch(t, B, NH, false, true, T, T, hs, 1.0f, dy, C, TC, hs, at(x, 2 * C, t), C3, TC3,
+                  hs, 0.0f, datt, T, NH * TT, TT, w.ws, w.ws_bytes);
+    zc_gemm_batch(t, B, NH, true, false, T, hs, T, 1.0f, a, T, NH * TT, TT, dy, C, TC, hs, 1.0f,
+                  dqkv + 2 * C, C3, TC3, hs, w.ws, w.ws_bytes);
     ZC_SIMD_DISPATCH(attention_softmax_backward, dpreatt, datt, att, (size_t)B * NH * T, T);
-    zc_f32_to_bf16(dpreatt, w.att, (size_t)B * NH * TT); /* att's copy is no longer needed */
-    zc_gemm_bf16_batch(B, NH, false, false, T, hs, T, scale, w.att, T, NH * TT, TT, w.qkv + C, C3,
-                       TC3, hs, 1.0f, dqkv, C3, TC3, hs, w.ws, w.ws_bytes);
-    zc_gemm_bf16_batch(B, NH, true, false, T, hs, T, scale, w.att, T, NH * TT, TT, w.qkv, C3, TC3,
-                       hs, 1.0f, dqkv + C, C3, TC3, hs, w.ws, w.ws_bytes);
+    if (t == ZC_GEMM_BF16)
+        zc_f32_to_bf16(dpreatt, w.att, (size_t)B * NH * TT);
+    zc_gemm_batch(t, B, NH, false, false, T, hs, T, scale, dp, T, NH * TT, TT, at(x, C, t), C3, TC3,
+                  hs, 1.0f, dqkv, C3, TC3, hs, w.ws, w.ws_bytes);
+    zc_gemm_batch(t, B, NH, true, false, T, hs, T, scale, dp, T, NH * TT, TT, x, C3, TC3, hs, 1.0f,
+                  dqkv + C, C3, TC3, hs, w.ws, w.ws_bytes);
 }
+
+/* fp32 products when the caller passes no gpt2_gemm */
+static const gpt2_gemm fp32_products = {.type = ZC_GEMM_F32};
 
 void gpt2_attention_forward(float *restrict out, float *restrict preatt, float *restrict att,
                             const float *restrict qkv, int B, int T, int C, int NH,
                             const gpt2_gemm *g)
 {
-    if (g && g->type == ZC_GEMM_BF16) {
-        attention_forward_bf16(out, preatt, att, qkv, B, T, C, NH, g);
-        return;
-    }
-    const int hs = C / NH, C3 = 3 * C, blk = att_block(T);
-    const float scale = 1.0f / sqrtf((float)hs);
-    const size_t TT = (size_t)T * T;
-
-    /* preatt = scale · q · kᵀ, lower block triangle */
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < NH; h++) {
-            const float *q = qkv + (size_t)b * T * C3 + (size_t)h * hs, *k = q + C;
-            float *pre = preatt + ((size_t)b * NH + h) * TT;
-            for (int r0 = 0; r0 < T; r0 += blk) {
-                const int r1 = imin(r0 + blk, T);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1, hs, scale,
-                            q + (size_t)r0 * C3, C3, k, C3, 0.0f, pre + (size_t)r0 * T, T);
-            }
-        }
-    }
-
-    /* att = causal softmax, one row per (b,h,t); above the diagonal both become 0 */
-    ZC_SIMD_DISPATCH(attention_softmax_forward, preatt, att, (size_t)B * NH * T, T);
-
-    /* out = att · v, lower block triangle */
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < NH; h++) {
-            const float *v = qkv + (size_t)b * T * C3 + (size_t)h * hs + 2 * (size_t)C;
-            const float *a = att + ((size_t)b * NH + h) * TT;
-            float *o = out + (size_t)b * T * C + (size_t)h * hs;
-            for (int r0 = 0; r0 < T; r0 += blk) {
-                const int r1 = imin(r0 + blk, T);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, hs, r1, 1.0f,
-                            a + (size_t)r0 * T, T, v, C3, 0.0f, o + (size_t)r0 * C, C);
-            }
-        }
-    }
+    attention_forward_batched(out, preatt, att, qkv, B, T, C, NH, g ? g : &fp32_products);
 }
 
 void gpt2_attention_backward(float *restrict dqkv, float *restrict dpreatt, float *restrict datt,
@@ -396,60 +370,8 @@ void gpt2_attention_backward(float *restrict dqkv, float *restrict dpreatt, floa
                              const float *restrict att, int B, int T, int C, int NH,
                              const gpt2_gemm *g)
 {
-    if (g && g->type == ZC_GEMM_BF16) {
-        attention_backward_bf16(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH, g);
-        return;
-    }
-    const int hs = C / NH, C3 = 3 * C, blk = att_block(T);
-    const float scale = 1.0f / sqrtf((float)hs);
-    const size_t TT = (size_t)T * T;
-
-    /* datt = dout · vᵀ (overwrite); dv += attᵀ · dout */
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < NH; h++) {
-            const size_t off = (size_t)b * T * C3 + (size_t)h * hs + 2 * (size_t)C;
-            const float *v = qkv + off;
-            float *dv = dqkv + off;
-            const float *a = att + ((size_t)b * NH + h) * TT;
-            float *da = datt + ((size_t)b * NH + h) * TT;
-            const float *dy = dout + (size_t)b * T * C + (size_t)h * hs;
-            for (int r0 = 0; r0 < T; r0 += blk) {
-                const int r1 = imin(r0 + blk, T);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1, hs, 1.0f,
-                            dy + (size_t)r0 * C, C, v, C3, 0.0f, da + (size_t)r0 * T, T);
-            }
-            for (int c0 = 0; c0 < T; c0 += blk) {
-                const int c1 = imin(c0 + blk, T);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c1 - c0, hs, T - c0, 1.0f,
-                            a + (size_t)c0 * T + c0, T, dy + (size_t)c0 * C, C, 1.0f,
-                            dv + (size_t)c0 * C3, C3);
-            }
-        }
-    }
-
-    /* softmax backward, one row per (b,h,t): dpreatt = att · (datt − Σ att·datt) */
-    ZC_SIMD_DISPATCH(attention_softmax_backward, dpreatt, datt, att, (size_t)B * NH * T, T);
-
-    /* dq += scale · dpreatt · k; dk += scale · dpreattᵀ · q */
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < NH; h++) {
-            const size_t off = (size_t)b * T * C3 + (size_t)h * hs;
-            const float *q = qkv + off, *k = q + C;
-            float *dq = dqkv + off, *dk = dq + C;
-            const float *dp = dpreatt + ((size_t)b * NH + h) * TT;
-            for (int r0 = 0; r0 < T; r0 += blk) {
-                const int r1 = imin(r0 + blk, T);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, hs, r1, scale,
-                            dp + (size_t)r0 * T, T, k, C3, 1.0f, dq + (size_t)r0 * C3, C3);
-            }
-            for (int c0 = 0; c0 < T; c0 += blk) {
-                const int c1 = imin(c0 + blk, T);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c1 - c0, hs, T - c0, scale,
-                            dp + (size_t)c0 * T + c0, T, q + (size_t)c0 * C3, C3, 1.0f,
-                            dk + (size_t)c0 * C3, C3);
-            }
-        }
-    }
+    attention_backward_batched(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH,
+                               g ? g : &fp32_products);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -331,27 +331,35 @@ static void gemm_ab16(bool ta, bool tb, int M, int N, int K, float alpha, const 
 
 /* ---- batches of small products (attention's per-head products) ------------------------- */
 
-/* nb0 × nb1 products of bf16 operands read in place at the batch's strides; the portable path
- * widens each product's operands (exactly) into fp32 copies and calls sgemm. */
-static void gemm_batch(batch_dims d, bool ta, bool tb, int M, int N, int K, float alpha,
-                       const uint16_t *A, int lda, const uint16_t *B, int ldb, float beta, float *C,
-                       int ldc, void *workspace, size_t workspace_bytes)
+/* nb0 × nb1 products of operands read in place at the batch's strides (fp32, or bf16 bits). The
+ * portable path runs each product alone: sgemm on the fp32 operands, or on bf16 operands widened
+ * (exactly) into fp32 copies — zc_gemm_bf16_ab16's portable path. */
+static void gemm_batch(zc_gemm_type t, batch_dims d, bool ta, bool tb, int M, int N, int K,
+                       float alpha, const void *A, int lda, const void *B, int ldb, float beta,
+                       float *C, int ldc, void *workspace, size_t workspace_bytes)
 {
-    dnnl_primitive_t prim = G.portable ? NULL
-                                       : primitive_batch(ZC_GEMM_BF16, d, ta, tb, M, N, K, lda, ldb,
-                                                         alpha, beta, ldc, false);
+    dnnl_primitive_t prim =
+        G.portable ? NULL
+                   : primitive_batch(t, d, ta, tb, M, N, K, lda, ldb, alpha, beta, ldc, false);
     if (prim) {
         execute(prim, A, B, C);
         return;
     }
-    ZC_ASSERT(workspace && workspace_bytes >= zc_gemm_workspace_bytes(M, N, K));
     const int arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
     float *a = workspace, *b = a + (size_t)M * (size_t)K;
+    ZC_ASSERT(t == ZC_GEMM_F32 ||
+              (workspace && workspace_bytes >= zc_gemm_workspace_bytes(M, N, K)));
     for (int i = 0; i < d.nb0; i++)
         for (int j = 0; j < d.nb1; j++) {
-            widen_rows(A + i * d.sa0 + j * d.sa1, arows, acols, lda, a);
-            widen_rows(B + i * d.sb0 + j * d.sb1, brows, bcols, ldb, b);
-            sgemm(ta, tb, M, N, K, alpha, a, acols, b, bcols, beta, C + i * d.sc0 + j * d.sc1, ldc);
+            float *c = C + i * d.sc0 + j * d.sc1;
+            if (t == ZC_GEMM_F32) {
+                sgemm(ta, tb, M, N, K, alpha, (const float *)A + i * d.sa0 + j * d.sa1, lda,
+                      (const float *)B + i * d.sb0 + j * d.sb1, ldb, beta, c, ldc);
+                continue;
+            }
+            widen_rows((const uint16_t *)A + i * d.sa0 + j * d.sa1, arows, acols, lda, a);
+            widen_rows((const uint16_t *)B + i * d.sb0 + j * d.sb1, brows, bcols, ldb, b);
+            sgemm(ta, tb, M, N, K, alpha, a, acols, b, bcols, beta, c, ldc);
         }
 }
 
@@ -368,16 +376,16 @@ static void tally(double t0, int M, int N, int K)
     tally_n(t0, 1, M, N, K);
 }
 
-void zc_gemm_bf16_batch(int nb0, int nb1, bool ta, bool tb, int M, int N, int K, float alpha,
-                        const uint16_t *A, int lda, int64_t sa0, int64_t sa1, const uint16_t *B,
-                        int ldb, int64_t sb0, int64_t sb1, float beta, float *C, int ldc,
-                        int64_t sc0, int64_t sc1, void *workspace, size_t workspace_bytes)
+void zc_gemm_batch(zc_gemm_type t, int nb0, int nb1, bool ta, bool tb, int M, int N, int K,
+                   float alpha, const void *A, int lda, int64_t sa0, int64_t sa1, const void *B,
+                   int ldb, int64_t sb0, int64_t sb1, float beta, float *C, int ldc, int64_t sc0,
+                   int64_t sc1, void *workspace, size_t workspace_bytes)
 {
     ZC_ASSERT(nb0 > 0 && nb1 > 0 && M > 0 && N > 0 && K > 0);
     init();
     double t0 = zc_now_s();
-    gemm_batch((batch_dims){nb0, nb1, sa0, sa1, sb0, sb1, sc0, sc1}, ta, tb, M, N, K, alpha, A, lda,
-               B, ldb, beta, C, ldc, workspace, workspace_bytes);
+    gemm_batch(t, (batch_dims){nb0, nb1, sa0, sa1, sb0, sb1, sc0, sc1}, ta, tb, M, N, K, alpha, A,
+               lda, B, ldb, beta, C, ldc, workspace, workspace_bytes);
     tally_n(t0, nb0 * nb1, M, N, K);
 }
 
