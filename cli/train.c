@@ -145,6 +145,8 @@ static zc_status build(train_run *r, zc_err *err)
                            err);
     if (!st) /* every rank computes the same verdict */
         st = train_model_agree_data(&r->model, r->comm, err);
+    if (!st && o->resume) /* the checkpoint replaces every state: drawing them first is waste */
+        zc_engine_skip_init(r->e);
     if (!st)
         st = zc_engine_finalize(r->e, err);
     r->shared_error = st != ZC_OK; /* agreed above, or a collective verdict of finalize */

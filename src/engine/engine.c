@@ -141,6 +141,7 @@ struct zc_engine {
     param_t *params;
     int nparams, cap_params;
     bool finalized;
+    bool skip_init; /* the states will be loaded whole: finalize leaves them zero */
     double lr;
     int64_t step; /* optimizer steps completed */
     int micro;    /* micro-batches completed in the current step */
@@ -674,6 +675,8 @@ static zc_status init_to_disk(zc_engine *e, int i, size_t lo, size_t n, zc_dtype
  * (a swap region reads zeros until written). */
 static zc_status init_unit(zc_engine *e, int i, float *buf, zc_err *err)
 {
+    if (e->skip_init) /* zc_mem_alloc's memory and a fresh swap region read zeros */
+        return ZC_OK;
     unit_t *u = &e->units[i];
     size_t S = u->info.shard, P = u->info.padded;
     const bool sharded = sharded_params(e, u);
@@ -846,6 +849,12 @@ static zc_status decide_persistent(zc_engine *e, zc_err *err)
     free(numel);
     free(p);
     return ZC_OK;
+}
+
+void zc_engine_skip_init(zc_engine *e)
+{
+    ZC_ASSERT(!e->finalized);
+    e->skip_init = true;
 }
 
 zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
