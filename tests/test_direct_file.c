@@ -3,12 +3,14 @@
  * tail), appended in uneven pieces, hold exactly the bytes appended and report their CRC32C; a
  * byte flipped on the disk after it landed — in the first buffer, in one read back while later
  * ones are written, in the last one read after the fsync — fails the close naming the file and
- * both CRCs; an aborted file is closed without a word.
+ * both CRCs; an aborted file is closed without a word. All of it twice: with O_DIRECT, and through
+ * the page cache (the path of a file system that refuses O_DIRECT: read back after the fsync).
  *
  * Usage: test_direct_file DIR — DIR on a file system with O_DIRECT (ctest passes the build
  * directory); the test works in a fresh subdirectory and removes it. */
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,6 +23,13 @@
 enum { BUF = 8 << 20 };
 
 static char dir[PATH_MAX];
+static bool buffered; /* this pass opens its files through the page cache */
+
+static zc_status open_file(zc_direct_file **f, const char *path, zc_err *err)
+{
+    return buffered ? zc_direct_file_open_buffered(f, path, err)
+                    : zc_direct_file_open(f, path, err);
+}
 
 /* Byte i of a file's content: differs by position and seed, never the same for long. */
 static unsigned char pat(uint64_t seed, uint64_t i)
@@ -44,7 +53,7 @@ static zc_status write_file(const char *name, size_t size, uint64_t seed, int64_
         data[i] = pat(seed, i);
     zc_err err = {0};
     zc_direct_file *f;
-    zc_status st = zc_direct_file_open(&f, path, &err);
+    zc_status st = open_file(&f, path, &err);
     CHECK(!st, "open %s: %s", name, err.msg);
     if (st) {
         free(data);
@@ -89,7 +98,7 @@ static void test_sizes(void)
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         char name[64], msg[1024];
         uint32_t crc = 0;
-        snprintf(name, sizeof name, "size-%zu.bin", sizes[i]);
+        snprintf(name, sizeof name, "size-%zu%s.bin", sizes[i], buffered ? "-buffered" : "");
         zc_status st = write_file(name, sizes[i], i, -1, &crc, msg, sizeof msg);
         CHECK(!st, "%s: %s", name, msg);
     }
@@ -109,7 +118,7 @@ static void test_flips(void)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char name[64], msg[1024];
         uint32_t crc = 0;
-        snprintf(name, sizeof name, "flip-%zu.bin", i);
+        snprintf(name, sizeof name, "flip-%zu%s.bin", i, buffered ? "-buffered" : "");
         zc_status st = write_file(name, cases[i].size, 100 + i, cases[i].at, &crc, msg, sizeof msg);
         CHECK(st == ZC_EIO, "%s: a byte flipped at %lld went unnoticed (status %d)", name,
               (long long)cases[i].at, (int)st);
@@ -124,7 +133,7 @@ static void test_abort(void)
     snprintf(path, sizeof path, "%s/aborted.bin", dir);
     zc_err err = {0};
     zc_direct_file *f;
-    CHECK(!zc_direct_file_open(&f, path, &err), "open: %s", err.msg);
+    CHECK(!open_file(&f, path, &err), "open: %s", err.msg);
     unsigned char *junk = calloc(1, BUF + 100);
     CHECK(!zc_direct_file_append(f, junk, BUF + 100, &err), "append: %s", err.msg);
     zc_direct_file_abort(f); /* with a write in flight: no wait left behind, nothing leaked */
@@ -132,7 +141,7 @@ static void test_abort(void)
     free(junk);
     char missing[PATH_MAX + 64];
     snprintf(missing, sizeof missing, "%s/no-such-dir/x.bin", dir);
-    zc_status st = zc_direct_file_open(&f, missing, &err);
+    zc_status st = open_file(&f, missing, &err);
     CHECK(st == ZC_EIO && strstr(err.msg, missing), "open in a missing directory: %d %s", (int)st,
           err.msg);
 }
@@ -148,9 +157,12 @@ int main(int argc, char **argv)
         perror(dir);
         return 2;
     }
-    test_sizes();
-    test_flips();
-    test_abort();
+    for (int pass = 0; pass < 2; pass++) {
+        buffered = pass == 1;
+        test_sizes();
+        test_flips();
+        test_abort();
+    }
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd))

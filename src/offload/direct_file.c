@@ -65,14 +65,17 @@ static void release(zc_direct_file *f)
     free(f);
 }
 
-zc_status zc_direct_file_open(zc_direct_file **out, const char *path, zc_err *err)
+static zc_status open_file(zc_direct_file **out, const char *path, bool try_direct, zc_err *err)
 {
     zc_direct_file *f = calloc(1, sizeof *f);
     if (!f)
         return zc_err_set(err, ZC_ENOMEM, "out of memory writing '%s'", path);
     snprintf(f->path, sizeof f->path, "%s", path);
     f->flip_at = -1;
-    f->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
+    f->fd = -1;
+    errno = EINVAL;
+    if (try_direct)
+        f->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
     f->direct = f->fd >= 0;
     if (f->fd < 0 && errno == EINVAL) /* no O_DIRECT on this file system */
         f->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -101,6 +104,16 @@ zc_status zc_direct_file_open(zc_direct_file **out, const char *path, zc_err *er
     }
     *out = f;
     return ZC_OK;
+}
+
+zc_status zc_direct_file_open(zc_direct_file **out, const char *path, zc_err *err)
+{
+    return open_file(out, path, true, err);
+}
+
+zc_status zc_direct_file_open_buffered(zc_direct_file **out, const char *path, zc_err *err)
+{
+    return open_file(out, path, false, err);
 }
 
 void zc_direct_file_flip_after_landing(zc_direct_file *f, int64_t off)
