@@ -116,6 +116,22 @@ def test_gpt2_stages_bitwise():
     check(rel < 0.02, f"gpt2 bf16 final loss {a['loss'][-1]} vs fp32 {b['loss'][-1]}: {rel:.3%}")
 
 
+def test_gpt2_bf16_attention_workspace():
+    """bf16 attention at a context long enough (T = 256, 4 heads, C = 32, V = 256) that its
+    workspace — qkv, att and dout rounded to bf16, 2.4 MB — outgrows the linear layers' (1 MB;
+    the model asserts the size it carved): stages 0 and 3 on 2 ranks give the same bits, and the
+    loss after 4 steps is within 2% of fp32's."""
+    long_context = ["--seq-len", 256, "--heads", 4]
+    a = gpt2(2, "w-bf16-s0", "--dtype", "bf16", "--stage", 0, *long_context, steps=4)
+    b = gpt2(2, "w-bf16-s3", "--dtype", "bf16", "--stage", 3, *long_context, steps=4)
+    f = gpt2(2, "w-fp32", "--stage", 0, *long_context, steps=4)
+    check(a["weights_sha256"] == b["weights_sha256"] and a["loss"] == b["loss"],
+          "bf16 at T = 256: stages 0 and 3 differ")
+    rel = abs(a["loss"][-1] - f["loss"][-1]) / f["loss"][-1]
+    check(rel < 0.02, f"bf16 at T = 256: final loss {a['loss'][-1]} vs fp32 {f['loss'][-1]}: "
+                      f"{rel:.3%}")
+
+
 def test_bf16_compute_tracks_fp32():
     """bf16 compute (the linear layers' products in bf16, fp32 accumulation) trains like fp32:
     GPT-2 tiny, 200 steps, the same data; the mean loss of the last 20 steps (one step's loss
@@ -293,6 +309,7 @@ def test_mixed_bad_config():
 
 
 TESTS = [test_mlp_stages_bitwise_memory_comm, test_gpt2_stages_bitwise,
+         test_gpt2_bf16_attention_workspace,
          test_bf16_compute_tracks_fp32, test_simd_levels, test_master_weights_round_into_params,
          test_fp16_overflow_skips_step, test_fp16_min_scale_stops, test_mixed_resume_exact,
          test_mixed_bad_config]

@@ -156,11 +156,10 @@ static int64_t total_numel(const gpt2_config *c, bool *ovf)
 }
 
 /* Bytes of workspace the bf16 products need: the larger of attention's and the largest linear
- * layer's (the formula of gpt2_matmul_workspace_bytes, without wrapping): the forward product's
- * zc_gemm_workspace_bytes, 4·(M·K + K·N), or the backward's staging — dout and inp rounded to bf16
- * once, 2 bytes an element each, 64-byte aligned — followed by the larger of the dX and dW
- * products' (dW's with 4·OC·IC more for a bf16 output computed in fp32 first on the portable path).
- */
+ * layer's. A linear layer's is gpt2_matmul_workspace_bytes without wrapping: the forward
+ * product's zc_gemm_workspace_bytes, 4·(M·K + K·N), or the backward's staging — dout and inp
+ * rounded to bf16 once, 2 bytes an element each, 64-byte aligned — followed by the larger of
+ * the dX and dW products' (dW's with 4·OC·IC more for a bf16 output on the portable path). */
 static int64_t align64(int64_t bytes, bool *ovf)
 {
     return zc_mul_i64(zc_add_i64(bytes, 63, ovf) / 64, 64, ovf);
@@ -190,12 +189,14 @@ static int64_t gemm_workspace(const gpt2_config *c, int B, int T, zc_gemm_type c
     }
     /* attention's bf16 products (gpt2_attention_workspace_bytes), once the sizes are known to
      * fit: its operands and results are no larger than 8 bytes per element of (B,NH,T,max(T,hs)) */
-    const int64_t nb = zc_mul_i64(B, c->num_heads, ovf);
-    const int64_t span = T > C / c->num_heads ? T : C / c->num_heads;
-    (void)zc_mul_i64(zc_mul_i64(nb, 16, ovf), zc_mul_i64(T, span, ovf), ovf);
-    if (compute == ZC_GEMM_BF16 && !*ovf && nb <= INT_MAX) {
-        const int64_t att = (int64_t)gpt2_attention_workspace_bytes(B, T, (int)C, c->num_heads);
-        ws = att > ws ? att : ws;
+    if (compute == ZC_GEMM_BF16) {
+        const int64_t nb = zc_mul_i64(B, c->num_heads, ovf);
+        const int64_t span = T > C / c->num_heads ? T : C / c->num_heads;
+        (void)zc_mul_i64(zc_mul_i64(nb, 16, ovf), zc_mul_i64(T, span, ovf), ovf);
+        if (!*ovf && nb <= INT_MAX) {
+            int64_t att = (int64_t)gpt2_attention_workspace_bytes(B, T, (int)C, c->num_heads);
+            ws = att > ws ? att : ws;
+        }
     }
     return ws;
 }

@@ -262,9 +262,8 @@ void gpt2_matmul_backward(float *restrict dinp, float *restrict dweight, uint16_
 /* ------------------------------------------------------------------------------------------ */
 /* attention                                                                                   */
 /* Per (b,h) the head's q, k, v are (T,hs) matrices inside qkv with leading dimension 3C, and its
- * output is a (T,hs) matrix inside out with leading dimension C; preatt/att are (T,T) blocks.
- * Row blocks [r0, r1) of queries touch keys [0, r1) only; column blocks [c0, c1) of keys are
- * touched by queries [c0, T) only. */
+ * output is a (T,hs) matrix inside out with leading dimension C; preatt/att are (T,T) blocks:
+ * a batch over (b,h) has strides T·3C and hs in qkv, T·C and hs in out, NH·T² and T² in att. */
 
 /* The bf16 products' workspace: qkv (B,T,3C), att or dpreatt (B,NH,T,T) and dout (B,T,C) rounded
  * to bf16 once each (64-byte aligned), then the portable path's fp32 copies. */

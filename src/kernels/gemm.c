@@ -14,6 +14,9 @@
  *   computes the same bits whichever process or rank runs it.
  * - A primitive oneDNN cannot create (an ISA without any bf16 matmul) sends that shape to the
  *   portable path for good; ZEROC_GEMM=portable sends every shape there (tests, comparisons).
+ * - Many small products of one shape (attention's per-head products) are one batched oneDNN
+ *   call: its 4-D memory descriptors carry the strides between the matrices, so the operands
+ *   are read where they are and the call spreads over all threads.
  * - Conversions run on OpenMP threads only outside any BLAS call: OpenBLAS's pthread build must
  *   not be entered from inside an OpenMP region. */
 #include <math.h>
@@ -132,26 +135,27 @@ static void sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const floa
                 K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* The oneDNN primitive for this product (created on first use; NULL if oneDNN cannot), with the
- * leading dimensions of the memory it will read: the operands themselves, or their compact bf16
- * copies; out16: C is bf16 rather than fp32. */
+/* A batch of nb0 × nb1 products and the strides (elements) between its operands' matrices. */
 typedef struct {
     int nb0, nb1;
     int64_t sa0, sa1, sb0, sb1, sc0, sc1;
 } batch_dims;
 
-static dnnl_primitive_t primitive_batch(zc_gemm_type t, batch_dims bd_, bool ta, bool tb, int M,
+/* The oneDNN primitive for this batch of products (created on first use; NULL if oneDNN cannot),
+ * with the leading dimensions of the memory it will read: the operands themselves, or their
+ * compact bf16 copies; out16: C is bf16 rather than fp32. */
+static dnnl_primitive_t primitive_batch(zc_gemm_type t, batch_dims batch, bool ta, bool tb, int M,
                                         int N, int K, int lda, int ldb, float alpha, float beta,
                                         int ldc, bool out16)
 {
-    const int nb0 = bd_.nb0, nb1 = bd_.nb1;
+    const int nb0 = batch.nb0, nb1 = batch.nb1;
     for (int i = 0; i < CACHE; i++) {
         entry *c = &G.cache[i];
         if (c->used && c->type == t && c->out16 == out16 && c->nb0 == nb0 && c->nb1 == nb1 &&
-            c->sa0 == bd_.sa0 && c->sa1 == bd_.sa1 && c->sb0 == bd_.sb0 && c->sb1 == bd_.sb1 &&
-            c->sc0 == bd_.sc0 && c->sc1 == bd_.sc1 && c->M == M && c->N == N && c->K == K &&
-            c->ta == ta && c->tb == tb && c->lda == lda && c->ldb == ldb && c->ldc == ldc &&
-            c->alpha == alpha && c->beta == beta)
+            c->sa0 == batch.sa0 && c->sa1 == batch.sa1 && c->sb0 == batch.sb0 &&
+            c->sb1 == batch.sb1 && c->sc0 == batch.sc0 && c->sc1 == batch.sc1 && c->M == M &&
+            c->N == N && c->K == K && c->ta == ta && c->tb == tb && c->lda == lda &&
+            c->ldb == ldb && c->ldc == ldc && c->alpha == alpha && c->beta == beta)
             return c->prim;
     }
     entry *c = &G.cache[G.next];
@@ -160,12 +164,12 @@ static dnnl_primitive_t primitive_batch(zc_gemm_type t, batch_dims bd_, bool ta,
         dnnl_primitive_destroy(c->prim);
     *c = (entry){.nb0 = nb0,
                  .nb1 = nb1,
-                 .sa0 = bd_.sa0,
-                 .sa1 = bd_.sa1,
-                 .sb0 = bd_.sb0,
-                 .sb1 = bd_.sb1,
-                 .sc0 = bd_.sc0,
-                 .sc1 = bd_.sc1,
+                 .sa0 = batch.sa0,
+                 .sa1 = batch.sa1,
+                 .sb0 = batch.sb0,
+                 .sb1 = batch.sb1,
+                 .sc0 = batch.sc0,
+                 .sc1 = batch.sc1,
                  .M = M,
                  .N = N,
                  .K = K,
@@ -183,9 +187,9 @@ static dnnl_primitive_t primitive_batch(zc_gemm_type t, batch_dims bd_, bool ta,
     /* one product: 2-D; a batch: 4-D, the (nb0, nb1) dimensions at the batch's strides */
     const int nd = nb0 * nb1 > 1 ? 4 : 2;
     dnnl_dims_t ad = {nb0, nb1, M, K}, bd = {nb0, nb1, K, N}, cd = {nb0, nb1, M, N};
-    dnnl_dims_t as = {bd_.sa0, bd_.sa1, ta ? 1 : lda, ta ? lda : 1},
-                bs = {bd_.sb0, bd_.sb1, tb ? 1 : ldb, tb ? ldb : 1},
-                cs = {bd_.sc0, bd_.sc1, ldc, 1};
+    dnnl_dims_t as = {batch.sa0, batch.sa1, ta ? 1 : lda, ta ? lda : 1},
+                bs = {batch.sb0, batch.sb1, tb ? 1 : ldb, tb ? ldb : 1},
+                cs = {batch.sc0, batch.sc1, ldc, 1};
     dnnl_memory_desc_t amd, bmd, cmd;
     dnnl_matmul_desc_t md;
     dnnl_primitive_attr_t attr = NULL;
