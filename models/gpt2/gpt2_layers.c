@@ -273,23 +273,31 @@ typedef struct {
     size_t ws_bytes;
 } att16;
 
-static att16 att16_carve(const gpt2_gemm *g, int B, int T, int C, int NH)
+/* Bytes of the three bf16 copies, each 64-byte aligned: qkv, att (or dpreatt), dout. */
+static void att16_sizes(int B, int T, int C, int NH, size_t bytes[3])
 {
-    const size_t BT = (size_t)B * (size_t)T, nqkv = align64(BT * 3 * C * 2),
-                 natt = align64((size_t)B * NH * T * T * 2), ndout = align64(BT * C * 2);
-    ZC_ASSERT(g->ws_bytes >= gpt2_attention_workspace_bytes(B, T, C, NH));
-    char *p = g->ws;
-    return (att16){(uint16_t *)p, (uint16_t *)(p + nqkv), (uint16_t *)(p + nqkv + natt),
-                   p + nqkv + natt + ndout, g->ws_bytes - (nqkv + natt + ndout)};
+    const size_t BT = (size_t)B * (size_t)T;
+    bytes[0] = align64(BT * 3 * C * 2);
+    bytes[1] = align64((size_t)B * NH * T * T * 2);
+    bytes[2] = align64(BT * C * 2);
 }
 
 size_t gpt2_attention_workspace_bytes(int B, int T, int C, int NH)
 {
-    const size_t BT = (size_t)B * (size_t)T;
     const int hs = C / NH;
-    size_t qk = zc_gemm_workspace_bytes(T, T, hs), av = zc_gemm_workspace_bytes(T, hs, T);
-    return align64(BT * 3 * C * 2) + align64((size_t)B * NH * T * T * 2) + align64(BT * C * 2) +
-           (qk > av ? qk : av);
+    size_t n[3], qk = zc_gemm_workspace_bytes(T, T, hs), av = zc_gemm_workspace_bytes(T, hs, T);
+    att16_sizes(B, T, C, NH, n);
+    return n[0] + n[1] + n[2] + (qk > av ? qk : av);
+}
+
+static att16 att16_carve(const gpt2_gemm *g, int B, int T, int C, int NH)
+{
+    ZC_ASSERT(g->ws_bytes >= gpt2_attention_workspace_bytes(B, T, C, NH));
+    size_t n[3];
+    att16_sizes(B, T, C, NH, n);
+    char *p = g->ws;
+    return (att16){(uint16_t *)p, (uint16_t *)(p + n[0]), (uint16_t *)(p + n[0] + n[1]),
+                   p + n[0] + n[1] + n[2], g->ws_bytes - (n[0] + n[1] + n[2])};
 }
 
 /* Element off of X, of the batch's operand type (fp32, or bf16 bits). */
@@ -298,11 +306,17 @@ static const void *at(const void *X, int64_t off, zc_gemm_type t)
     return (const char *)X + off * (t == ZC_GEMM_BF16 ? 2 : 4);
 }
 
-/* The batched forward: preatt = scale · q·kᵀ (all of it), the causal softmax, out = att·v —
- * fp32 operands read in place, or bf16 copies of qkv and att. */
-static void attention_forward_batched(float *out, float *preatt, float *att, const float *qkv,
-                                      int B, int T, int C, int NH, const gpt2_gemm *g)
+/* fp32 products when the caller passes no gpt2_gemm */
+static const gpt2_gemm fp32_products = {.type = ZC_GEMM_F32};
+
+/* The forward: preatt = scale · q·kᵀ (all of it), the causal softmax, out = att·v — fp32
+ * operands read in place, or bf16 copies of qkv and att. */
+void gpt2_attention_forward(float *restrict out, float *restrict preatt, float *restrict att,
+                            const float *restrict qkv, int B, int T, int C, int NH,
+                            const gpt2_gemm *g)
 {
+    if (!g)
+        g = &fp32_products;
     const int hs = C / NH, C3 = 3 * C;
     const int64_t TC3 = (int64_t)T * C3, TT = (int64_t)T * T, TC = (int64_t)T * C;
     const zc_gemm_type t = g->type;
@@ -322,12 +336,15 @@ static void attention_forward_batched(float *out, float *preatt, float *att, con
                   TC3, hs, 0.0f, out, C, TC, hs, w.ws, w.ws_bytes);
 }
 
-/* The batched backward: datt = dout·vᵀ, dv += attᵀ·dout, the softmax's backward, then
+/* The backward: datt = dout·vᵀ, dv += attᵀ·dout, the softmax's backward, then
  * dq += scale · dpreatt·k and dk += scale · dpreattᵀ·q. */
-static void attention_backward_batched(float *dqkv, float *dpreatt, float *datt, const float *dout,
-                                       const float *qkv, const float *att, int B, int T, int C,
-                                       int NH, const gpt2_gemm *g)
+void gpt2_attention_backward(float *restrict dqkv, float *restrict dpreatt, float *restrict datt,
+                             const float *restrict dout, const float *restrict qkv,
+                             const float *restrict att, int B, int T, int C, int NH,
+                             const gpt2_gemm *g)
 {
+    if (!g)
+        g = &fp32_products;
     const int hs = C / NH, C3 = 3 * C;
     const int64_t TC3 = (int64_t)T * C3, TT = (int64_t)T * T, TC = (int64_t)T * C;
     const float scale = 1.0f / sqrtf((float)hs);
@@ -352,25 +369,6 @@ static void attention_backward_batched(float *dqkv, float *dpreatt, float *datt,
                   hs, 1.0f, dqkv, C3, TC3, hs, w.ws, w.ws_bytes);
     zc_gemm_batch(t, B, NH, true, false, T, hs, T, scale, dp, T, NH * TT, TT, x, C3, TC3, hs, 1.0f,
                   dqkv + C, C3, TC3, hs, w.ws, w.ws_bytes);
-}
-
-/* fp32 products when the caller passes no gpt2_gemm */
-static const gpt2_gemm fp32_products = {.type = ZC_GEMM_F32};
-
-void gpt2_attention_forward(float *restrict out, float *restrict preatt, float *restrict att,
-                            const float *restrict qkv, int B, int T, int C, int NH,
-                            const gpt2_gemm *g)
-{
-    attention_forward_batched(out, preatt, att, qkv, B, T, C, NH, g ? g : &fp32_products);
-}
-
-void gpt2_attention_backward(float *restrict dqkv, float *restrict dpreatt, float *restrict datt,
-                             const float *restrict dout, const float *restrict qkv,
-                             const float *restrict att, int B, int T, int C, int NH,
-                             const gpt2_gemm *g)
-{
-    attention_backward_batched(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH,
-                               g ? g : &fp32_products);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -72,12 +72,9 @@ static zc_status open_file(zc_direct_file **out, const char *path, bool try_dire
         return zc_err_set(err, ZC_ENOMEM, "out of memory writing '%s'", path);
     snprintf(f->path, sizeof f->path, "%s", path);
     f->flip_at = -1;
-    f->fd = -1;
-    errno = EINVAL;
-    if (try_direct)
-        f->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
+    f->fd = try_direct ? open(path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644) : -1;
     f->direct = f->fd >= 0;
-    if (f->fd < 0 && errno == EINVAL) /* no O_DIRECT on this file system */
+    if (f->fd < 0 && (!try_direct || errno == EINVAL)) /* EINVAL: no O_DIRECT on this fs */
         f->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (f->fd < 0) {
         zc_status st = zc_err_set(err, ZC_EIO, "cannot create '%s': %s", path, strerror(errno));

@@ -102,22 +102,18 @@ int64_t zc_adam_update(float *restrict p, const void *restrict g, zc_dtype gt, f
     const adam_consts k = adam_prepare(h);
     long nblocks = (long)((n + BLOCK - 1) / BLOCK);
     int64_t bad = 0;
-    if (gt == ZC_BF16 && ot == ZC_BF16 && out) {
-        int64_t (*const fused)(float *, const uint16_t *, float *, float *, uint16_t *, size_t,
-                               size_t, float, const adam_consts *) =
-            ZC_SIMD_SELECT(adam_block_bf16);
-#pragma omp parallel for schedule(static) reduction(+ : bad) if (nblocks > 1)
-        for (long b = 0; b < nblocks; b++) {
-            size_t lo = (size_t)b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
-            bad += fused(p, g, m, v, out, lo, hi, gscale, &k);
-        }
-        return bad;
-    }
     int64_t (*const block)(float *, const float *, float *, float *, size_t, size_t, float,
                            const adam_consts *) = ZC_SIMD_SELECT(adam_block);
+    int64_t (*const fused)(float *, const uint16_t *, float *, float *, uint16_t *, size_t, size_t,
+                           float, const adam_consts *) =
+        gt == ZC_BF16 && ot == ZC_BF16 && out ? ZC_SIMD_SELECT(adam_block_bf16) : NULL;
 #pragma omp parallel for schedule(static) reduction(+ : bad) if (nblocks > 1)
     for (long b = 0; b < nblocks; b++) {
         size_t lo = (size_t)b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+        if (fused) {
+            bad += fused(p, g, m, v, out, lo, hi, gscale, &k);
+            continue;
+        }
         float buf[BLOCK];
         bad += block(p, grad_block(g, gt, lo, hi, buf) - lo, m, v, lo, hi, gscale, &k);
         narrow_block(p, ot, out, lo, hi);
