@@ -46,7 +46,7 @@ cat > "$dir/ds.json" <<EOF
 EOF
 t0=$(date +%s)
 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe \
-  --bind-to none -np 2 -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY=passive \
+  --bind-to none -np 2 -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1 \
   "$zeroc" train "${shape[@]}" --data "$dir/licenses_train.bin" --micro-batch 1 --steps "$steps" \
   --lr 2e-5 --warmup "$steps" --clip 1.0 --config "$dir/ds.json" --report "$dir/report.json" | grep --line-buffered -v '^config:'
 echo "wall time $(($(date +%s) - t0)) s (set-up, $steps steps, digests)"

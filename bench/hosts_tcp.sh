@@ -64,7 +64,7 @@ for rate in $rates; do
     link=()
     [ "$rate" != unlimited ] && link=(--rate "$rate")
     "$root/tests/netns_hosts.sh" --hosts 2 --slots "$slots" "${link[@]}" -- \
-      -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 -x OMP_WAIT_POLICY=passive \
+      -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 \
       -np $((2 * slots)) "$zeroc" train --model gpt2 --data "$tmp/tok.bin" "${model[@]}" \
       --steps "$steps" --config "$tmp/cfg.json" --report "$tmp/r.json" </dev/null >/dev/null
     read -r ms sent inter rss < <(/usr/bin/python3 -c '

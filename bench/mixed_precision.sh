@@ -27,10 +27,9 @@ start=$(date +%s)
 
 /usr/bin/python3 "$root/bench/random_tokens.py" "$tmp/tok.bin"
 
-# passive: idle OpenMP threads must not spin on the cores OpenBLAS needs (5–10x on mixed kernels)
 mpi=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   mpirun --oversubscribe --bind-to none -np 2
-  -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY=passive)
+  -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
 
 printf '%-5s %5s %5s | %9s %9s | %10s %11s | %8s | %-24s\n' shape stage dtype ms/step tok/s \
   "states MB" "states MiB" "RSS MiB" "bf16/fp32 tok/s states RSS"

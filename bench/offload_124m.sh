@@ -60,10 +60,9 @@ run() { # shape mode
   local launch
   if [[ $shape == 2x1 ]]; then
     launch=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe
-            --bind-to none -np 2 -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1
-            -x OMP_WAIT_POLICY=passive)
+            --bind-to none -np 2 -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
   else
-    launch=(env OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive)
+    launch=(env OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2)
   fi
   if ! "${launch[@]}" "$zeroc" train --model gpt2 --data "$dir/tok.bin" --layers 12 \
       --channels 768 --heads 12 --vocab 50257 --seq-len 64 --micro-batch 4 --steps "$steps" \

@@ -31,6 +31,7 @@ int main(int argc, char **argv)
         usage();
         return argc < 2 ? 2 : 0;
     }
+    cli_threads_wait_policy(argv);
     if (!strcmp(argv[1], "plot")) /* reads reports, writes an SVG: no MPI */
         return cmd_plot(argc, argv);
     if (!strcmp(argv[1], "tokenize")) /* scripts' tools: no MPI */

@@ -37,8 +37,7 @@ void cli_relaunch_under_mpirun(int argc, char **argv, int ranks)
                          "--bind-to", "none",
                          "-np",       np,
                          "-x",        "OPENBLAS_NUM_THREADS=1",
-                         "-x",        "OMP_NUM_THREADS=1",
-                         "-x",        "OMP_WAIT_POLICY=passive"};
+                         "-x",        "OMP_NUM_THREADS=1"};
     size_t npre = sizeof pre / sizeof *pre;
     char **av = calloc(npre + (size_t)argc + 1, sizeof *av); /* NULL-terminated */
     if (!av) {

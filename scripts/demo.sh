@@ -12,8 +12,8 @@ out="$root/build/demo"
 mkdir -p "$out"
 "$root/build/zeroc" prepare --text /usr/share/common-licenses/* --out "$out/licenses"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
-exec mpirun --oversubscribe --bind-to none -np 2 -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS -x OMP_WAIT_POLICY \
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+exec mpirun --oversubscribe --bind-to none -np 2 -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS \
   "$root/build/zeroc" train --model gpt2 --stage 3 \
   --layers 4 --channels 128 --heads 4 --seq-len 64 --micro-batch 16 \
   --data "$out/licenses_train.bin" --val-data "$out/licenses_val.bin" --shuffle \

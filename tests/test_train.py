@@ -880,6 +880,39 @@ def test_refused_before_allocating():
               f"{n} ranks, stage {stage}: {p.returncode} {errs} {p.stdout[-300:]!r}")
 
 
+def test_idle_thread_wait_policy():
+    """How idle OpenMP threads wait, as the threads line prints it. Without a choice in the
+    environment, libgomp's default (spin briefly, then sleep: the oneDNN products are faster with
+    it). With ZEROC_GEMM=portable the products run on OpenBLAS's own threads, which spinning OpenMP
+    threads starve, so zeroc re-executes itself with OMP_WAIT_POLICY=passive; the re-executed run
+    is the same run (same arguments: its losses equal those of a run started with passive set). A
+    choice in the environment is kept. One process, 2 threads, started without mpirun."""
+    import re
+    import subprocess
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("OMPI_", "PMI", "PMIX", "OMP_", "GOMP_", "ZEROC_GEMM"))}
+    base["OMP_NUM_THREADS"] = "2"
+    losses = {}
+    for name, extra, want in (("default", {}, "default"),
+                              ("reexec", {"ZEROC_GEMM": "portable"}, "passive"),
+                              ("passive", {"ZEROC_GEMM": "portable", "OMP_WAIT_POLICY": "passive"},
+                               "passive"),
+                              ("active", {"ZEROC_GEMM": "portable", "OMP_WAIT_POLICY": "active"},
+                               "active")):
+        report = os.path.join(TMP, f"wait_{name}.json")
+        p = subprocess.run([H_.zeroc, "train", "--hidden", str(H), "--layers", str(L), "--steps", "3",
+                            "--report", report], capture_output=True, text=True, timeout=120,
+                           env={**base, **extra})
+        m = re.search(r"idle OpenMP threads wait: (\w+)", p.stdout)
+        check(p.returncode == 0 and m and m.group(1) == want,
+              f"{name}: {p.returncode} {m and m.group(1)!r}, want {want!r}: {p.stderr[-300:]!r}")
+        if p.returncode == 0:
+            with open(report) as f:
+                losses[name] = json.load(f)["loss"]
+    check(losses.get("reexec") is not None and losses.get("reexec") == losses.get("passive"),
+          f"re-executed run's losses {losses.get('reexec')} != {losses.get('passive')}")
+
+
 TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_gradient_accumulation, test_bad_input, test_ranks_disagree,
          test_ranks_read_other_data,
@@ -888,7 +921,7 @@ TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_one_message_per_error, test_batch_mismatch_sources,
          test_refused_before_allocating, test_stage3_persistence, test_hf_style_config,
          test_ds_scheduler, test_ds_engine_knobs, test_ds_config_corpus, test_zero_pp,
-         test_zero_hpz, test_zero_pp_hosts]
+         test_zero_hpz, test_zero_pp_hosts, test_idle_thread_wait_policy]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

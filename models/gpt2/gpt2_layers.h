@@ -14,12 +14,10 @@
  *   - No buffer may overlap another argument of the same call (pointers are restrict).
  *   - Results are deterministic for a fixed OpenMP/OpenBLAS thread count: no atomics, every
  *     reduction has a fixed order (the reductions over rows written here — LayerNorm and bias
- *     gradients, the embedding scatter-add — do not even depend on the thread count; sgemm
- *     results follow OpenBLAS's partitioning).
- *   - BLAS is only called outside OpenMP parallel regions (the distro OpenBLAS is the pthread
- *     build); call these kernels from a serial context. With libgomp's default wait policy its
- *     idle threads spin and steal the cores OpenBLAS's threads need: run with
- *     OMP_WAIT_POLICY=passive (measured on 2 cores: sgemm-bound kernels 5–10× slower without).
+ *     gradients, the embedding scatter-add — do not even depend on the thread count; the
+ *     products' results follow oneDNN's, or on the portable path OpenBLAS's, partitioning).
+ *   - Products (zc_gemm*) are only called outside OpenMP parallel regions (the portable path's
+ *     OpenBLAS is the pthread build); call these kernels from a serial context.
  *   - Preconditions (not checked): token ids in [0, Vp) (encoder) and targets in [0, V) (loss);
  *     T ≤ maxT; C divisible by NH; all dimensions ≥ 1.
  */
