@@ -155,50 +155,34 @@ static int64_t total_numel(const gpt2_config *c, bool *ovf)
     return zc_add_i64(zc_add_i64(emb, zc_mul_i64(c->num_layers, block, ovf), ovf), 2 * C, ovf);
 }
 
-/* Bytes of workspace the bf16 products need: the larger of attention's and the largest linear
- * layer's. A linear layer's is gpt2_matmul_workspace_bytes without wrapping: the forward
- * product's zc_gemm_workspace_bytes, 4·(M·K + K·N), or the backward's staging — dout and inp
- * rounded to bf16 once, 2 bytes an element each, 64-byte aligned — followed by the larger of
- * the dX and dW products' (dW's with 4·OC·IC more for a bf16 output on the portable path). */
-static int64_t align64(int64_t bytes, bool *ovf)
-{
-    return zc_mul_i64(zc_add_i64(bytes, 63, ovf) / 64, 64, ovf);
-}
-
+/* Bytes of workspace the bf16 products need: the largest of the linear layers'
+ * (gpt2_matmul_workspace_bytes) and attention's (gpt2_attention_workspace_bytes), computed once
+ * the sizes are known to fit: a linear layer (B·T rows, IC → OC, one of IC and OC being C, both
+ * at most W = max(4C, Vp)) takes at most 16·W·(B·T + 4C) bytes for its operands, staging and
+ * results; attention at most 16 bytes per element of (B, NH, T, max(T, hs)). Sizes past that
+ * set *ovf. */
 static int64_t gemm_workspace(const gpt2_config *c, int B, int T, zc_gemm_type compute, bool *ovf)
 {
-    const int64_t BT = zc_mul_i64(B, T, ovf), C = c->channels;
-    const int64_t shapes[][2] = {
-        {C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}, {C, c->padded_vocab_size}};
-    int64_t ws = 0;
-    for (size_t i = 0; compute == ZC_GEMM_BF16 && i < sizeof shapes / sizeof *shapes; i++) {
-        const int64_t N = BT, IC = shapes[i][0], OC = shapes[i][1];
-        const int64_t mk[3][3] = {{N, OC, IC}, {N, IC, OC}, {OC, IC, N}}; /* M, N, K */
-        int64_t b[3];
-        for (int j = 0; j < 3; j++)
-            b[j] = zc_mul_i64(4,
-                              zc_add_i64(zc_mul_i64(mk[j][0], mk[j][2], ovf),
-                                         zc_mul_i64(mk[j][2], mk[j][1], ovf), ovf),
-                              ovf);
-        int64_t staged = zc_add_i64(align64(zc_mul_i64(2 * N, OC, ovf), ovf),
-                                    align64(zc_mul_i64(2 * N, IC, ovf), ovf), ovf);
-        b[2] = zc_add_i64(b[2], zc_mul_i64(4 * OC, IC, ovf), ovf); /* dW written as bf16 */
-        int64_t back = zc_add_i64(staged, b[1] > b[2] ? b[1] : b[2], ovf);
-        int64_t layer = b[0] > back ? b[0] : back;
+    if (compute != ZC_GEMM_BF16)
+        return 0;
+    const int64_t BT = zc_mul_i64(B, T, ovf), C = c->channels, Vp = c->padded_vocab_size;
+    const int64_t W = 4 * C > Vp ? 4 * C : Vp;
+    (void)zc_mul_i64(32, zc_mul_i64(W, zc_add_i64(BT, 4 * C, ovf), ovf), ovf);
+    const int64_t nb = zc_mul_i64(B, c->num_heads, ovf);
+    const int64_t span = T > C / c->num_heads ? T : C / c->num_heads;
+    (void)zc_mul_i64(zc_mul_i64(nb, 16, ovf), zc_mul_i64(T, span, ovf), ovf);
+    if (BT > INT_MAX || W > INT_MAX || nb > INT_MAX)
+        *ovf = true;
+    if (*ovf)
+        return INT64_MAX;
+    const int N = (int)BT, IC[] = {(int)C, (int)C, (int)C, 4 * (int)C, (int)C},
+              OC[] = {3 * (int)C, (int)C, 4 * (int)C, (int)C, (int)Vp};
+    size_t ws = gpt2_attention_workspace_bytes(B, T, (int)C, c->num_heads);
+    for (size_t i = 0; i < sizeof IC / sizeof *IC; i++) {
+        size_t layer = gpt2_matmul_workspace_bytes(N, IC[i], OC[i]);
         ws = layer > ws ? layer : ws;
     }
-    /* attention's bf16 products (gpt2_attention_workspace_bytes), once the sizes are known to
-     * fit: its operands and results are no larger than 8 bytes per element of (B,NH,T,max(T,hs)) */
-    if (compute == ZC_GEMM_BF16) {
-        const int64_t nb = zc_mul_i64(B, c->num_heads, ovf);
-        const int64_t span = T > C / c->num_heads ? T : C / c->num_heads;
-        (void)zc_mul_i64(zc_mul_i64(nb, 16, ovf), zc_mul_i64(T, span, ovf), ovf);
-        if (!*ovf && nb <= INT_MAX) {
-            int64_t att = (int64_t)gpt2_attention_workspace_bytes(B, T, (int)C, c->num_heads);
-            ws = att > ws ? att : ws;
-        }
-    }
-    return ws;
+    return (int64_t)ws;
 }
 
 /* gpt2_activation_bytes, without wrapping. */
