@@ -16,10 +16,11 @@ steps=${1:-8}
 zeroc=${ZEROC:-$root/build/zeroc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# Both programs run with libgomp's default wait policy, the faster one for each: idle OpenMP
-# threads spin briefly before they sleep (OMP_WAIT_POLICY=passive, which this script used to set,
-# made PyTorch's 124M step 16% slower and zeroc's 5-8%). A policy already in the environment
-# applies to both.
+# Each program runs with the OpenMP wait policy it is fastest with (GPT-2 124M, 1 process x 2
+# threads, measured on an AMD EPYC with AVX512_BF16): zeroc and PyTorch's bf16 autocast (both
+# oneDNN on OpenMP's threads) with libgomp's default, idle threads spinning briefly (passive made
+# them 5-8% and 16% slower); PyTorch's fp32 (OpenBLAS's own threads beside OpenMP's) with
+# passive (the default made it 1.8-2x slower). A policy already in the environment applies to all.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # PyTorch's CPU allocator returns every large tensor to the kernel and maps the next one afresh;
 # on virtual machines where a page fault is expensive that made it 5-8x slower (x + x on a
@@ -39,15 +40,16 @@ run() { # name L C H V T B procs dtype
                --vocab "$V" --seq-len "$T" --micro-batch "$B" --steps "$steps" --lr 1e-4
                --dtype "$dtype" --report "$tmp/z.json")
   local pargs=("$tmp/tok.bin" "$L" "$C" "$H" "$V" "$T" "$B" "$steps")
-  [[ $dtype == bf16 ]] && pargs+=(--autocast)
+  local penv=("${torch_env[@]}" "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}")
+  [[ $dtype == bf16 ]] && pargs+=(--autocast) && penv=("${torch_env[@]}")
   if [[ $procs == 1x2 ]]; then
     env OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 "$zeroc" "${zargs[@]}" > "$tmp/z.log"
-    pl=$(env "${torch_env[@]}" OMP_NUM_THREADS=2 /usr/bin/python3 "$root/bench/pytorch_gpt2.py" \
+    pl=$(env "${penv[@]}" OMP_NUM_THREADS=2 /usr/bin/python3 "$root/bench/pytorch_gpt2.py" \
       "${pargs[@]}")
   else
     mpirun --oversubscribe --bind-to none -np 2 ${OMP_WAIT_POLICY:+-x OMP_WAIT_POLICY} "$zeroc" "${zargs[@]}" \
       > "$tmp/z.log"
-    pl=$(env "${torch_env[@]}" /usr/bin/python3 "$root/bench/pytorch_gpt2.py" "${pargs[@]}" \
+    pl=$(env "${penv[@]}" /usr/bin/python3 "$root/bench/pytorch_gpt2.py" "${pargs[@]}" \
       --ranks 2)
   fi
   python3 - "$tmp" "$name" "$procs" "$dtype" "$L" "$C" "$V" "$T" "$B" "$pl" <<'PY'
