@@ -130,6 +130,19 @@ int main(void)
     zc_init_fill(part, 0, N, 42, 6, kinds[0]);
     zc_init_fill(whole, 0, N, 42, 5, kinds[0]);
     CHECK(memcmp(part, whole, sizeof whole) != 0, "two parameters got the same values");
+    { /* a fill long enough to run on every OpenMP thread equals one of short (one-thread) slices */
+        enum { BIG = 300001, SLICE = 9973 };
+        float *big = malloc(BIG * sizeof *big), *sliced = malloc(BIG * sizeof *sliced);
+        CHECK(big && sliced, "out of memory");
+        for (int k = 0; big && sliced && k < 2; k++) {
+            zc_init_fill(big, 7, BIG, 42, 5, kinds[k]);
+            for (size_t a = 0; a < BIG; a += SLICE)
+                zc_init_fill(sliced + a, 7 + a, BIG - a < SLICE ? BIG - a : SLICE, 42, 5, kinds[k]);
+            CHECK(!memcmp(big, sliced, BIG * sizeof *big), "init kind %d: threaded fill differs", k);
+        }
+        free(big);
+        free(sliced);
+    }
 
     /* Ledger: exact current and peak per category, mmap'd and small blocks alike. */
     zc_mem *mem = zc_mem_create();
