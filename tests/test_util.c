@@ -138,7 +138,8 @@ int main(void)
             zc_init_fill(big, 7, BIG, 42, 5, kinds[k]);
             for (size_t a = 0; a < BIG; a += SLICE)
                 zc_init_fill(sliced + a, 7 + a, BIG - a < SLICE ? BIG - a : SLICE, 42, 5, kinds[k]);
-            CHECK(!memcmp(big, sliced, BIG * sizeof *big), "init kind %d: threaded fill differs", k);
+            CHECK(!memcmp(big, sliced, BIG * sizeof *big), "init kind %d: threaded fill differs",
+                  k);
         }
         free(big);
         free(sliced);
