@@ -78,6 +78,39 @@ int main(int argc, char **argv)
               "reduce_scatter strided: %s", err.msg);
         CHECK(!memcmp(o1, o2, len * 2),
               "rank %d: the strided reduce_scatter differs from the packed", r);
+        /* The bf16 sum's bits: the blocks widened, added in rank order in fp32, rounded once;
+         * with accumulate, added to what out holds, rounded once. fp32 blocks into a bf16 out
+         * (no fused kernel for that pair: the chunked path) round the fp32 rank-order sum. */
+        uint16_t *want = malloc(len * 2), *want2 = malloc(len * 2), *want32 = malloc(len * 2);
+        for (size_t i = 0; i < len; i++) {
+            float acc = 0, acc32 = 0;
+            for (int j = 0; j < n; j++) {
+                float x = input(j, r * len + i), w;
+                uint16_t h;
+                zc_dtype_narrow(ZC_BF16, &x, &h, 1);
+                zc_dtype_widen(ZC_BF16, &h, &w, 1);
+                acc = j ? acc + w : w;
+                acc32 = j ? acc32 + x : x;
+            }
+            zc_dtype_narrow(ZC_BF16, &acc, &want[i], 1);
+            zc_dtype_narrow(ZC_BF16, &acc32, &want32[i], 1);
+            float held;
+            zc_dtype_widen(ZC_BF16, &want[i], &held, 1);
+            held += acc;
+            zc_dtype_narrow(ZC_BF16, &held, &want2[i], 1);
+        }
+        CHECK(!memcmp(o1, want, len * 2), "rank %d: the bf16 reduce_scatter's bits differ", r);
+        CHECK(!zc_comm_reduce_scatter_start(c, ZC_BF16, packed, recv16, len, ZC_BF16, o1, true,
+                                            "test rs bf16+", &req, &err) &&
+                  !zc_comm_wait(c, req, &err),
+              "reduce_scatter bf16 accumulate: %s", err.msg);
+        CHECK(!memcmp(o1, want2, len * 2), "rank %d: bf16 accumulate's bits differ", r);
+        CHECK(!zc_comm_reduce_scatter_start(c, ZC_FP32, send, recv, len, ZC_BF16, o2, false,
+                                            "test rs fp32 to bf16", &req, &err) &&
+                  !zc_comm_wait(c, req, &err),
+              "reduce_scatter fp32 to bf16: %s", err.msg);
+        CHECK(!memcmp(o2, want32, len * 2), "rank %d: fp32 blocks into bf16: bits differ", r);
+        free(want), free(want2), free(want32);
         free(wide), free(packed), free(recv16), free(o1), free(o2);
     }
 
@@ -115,17 +148,18 @@ int main(int argc, char **argv)
         ok &= buf[i] == input(77, i);
     CHECK(ok, "broadcast delivered wrong data");
 
-    /* ring-convention byte counts: 2 reduce-scatters of N·len floats and 2 of N·len bf16 (one
-     * strided: counted the same), 1 all-gather of N·len, 1 all-reduce of ceil(997/N)·N floats */
+    /* ring-convention byte counts: 3 reduce-scatters of N·len floats (one into bf16) and 3 of
+     * N·len bf16 (one strided: counted the same), 1 all-gather of N·len, 1 all-reduce of
+     * ceil(997/N)·N floats */
     const zc_comm_counters *k = zc_comm_get_counters(c);
     int64_t S = (int64_t)((cnt + n - 1) / n);
-    CHECK(k->bytes[ZC_COMM_REDUCE_SCATTER] == 2 * (int64_t)len * (4 + 2) * (n - 1), "rs bytes %lld",
+    CHECK(k->bytes[ZC_COMM_REDUCE_SCATTER] == 3 * (int64_t)len * (4 + 2) * (n - 1), "rs bytes %lld",
           (long long)k->bytes[ZC_COMM_REDUCE_SCATTER]);
     CHECK(k->bytes[ZC_COMM_ALL_GATHER] == (int64_t)len * 4 * (n - 1), "ag bytes %lld",
           (long long)k->bytes[ZC_COMM_ALL_GATHER]);
     CHECK(k->bytes[ZC_COMM_ALL_REDUCE] == 2 * S * 4 * (n - 1), "ar bytes %lld",
           (long long)k->bytes[ZC_COMM_ALL_REDUCE]);
-    CHECK(k->calls[ZC_COMM_REDUCE_SCATTER] == 4 && k->calls[ZC_COMM_ALL_GATHER] == 1 &&
+    CHECK(k->calls[ZC_COMM_REDUCE_SCATTER] == 6 && k->calls[ZC_COMM_ALL_GATHER] == 1 &&
               k->calls[ZC_COMM_ALL_REDUCE] == 1,
           "call counts");
 

@@ -22,6 +22,7 @@
 #include <mpi.h>
 
 #include "kernels/quantize.h"
+#include "kernels/rank_sum.h"
 #include "util/abort_hook.h"
 #include "util/clock.h"
 #include "zeroc/comm.h"
@@ -483,11 +484,14 @@ zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, bool *done, zc_err *err)
 }
 
 /* Adds the N received blocks (dequantized first, for qgZ) in rank order in fp32, then stores (or
- * adds) the sum into out, rounding once to out's type. Works through a stack chunk, so 16-bit
- * inputs need no fp32 staging; for fp32 the additions are the same as summing the blocks in place.
- */
+ * adds) the sum into out, rounding once to out's type: in one vectorised pass (zc_rank_sum) when
+ * blocks and out are both fp32 or both bf16, else here through a stack chunk, so 16-bit inputs
+ * need no fp32 staging; for fp32 the additions are the same as summing the blocks in place. */
 static void rank_order_sum(const zc_comm_req *r, int n)
 {
+    if (!r->q8_segment &&
+        zc_rank_sum(r->in_type, r->recv, n, r->len, r->accumulate, r->out_type, r->out))
+        return; /* the usual types, in one vectorised pass */
     enum { CHUNK = 2048 };
     const size_t in_es = (size_t)zc_dtype_size(r->in_type);
     const size_t out_es = (size_t)zc_dtype_size(r->out_type);
