@@ -55,7 +55,9 @@ struct zc_comm_req {
     size_t len;
     size_t q8_segment; /* qgZ: the received blocks are quantized segments of this many bytes */
     bool accumulate;
-    int *v; /* a strided reduce-scatter's counts and displacements (4·N), kept until it ends */
+    const void *self; /* typed blocks: this rank's own block, read where it lies in send (MPI
+                       * moves only the other ranks' blocks; recv's block `rank` stays unused) */
+    int *v;           /* an alltoallv's counts and displacements (4·N), kept until it ends */
     int done;
 };
 
@@ -323,15 +325,17 @@ static MPI_Datatype mpi_type(zc_dtype t)
 
 /* Block j of a strided send at send + j·stride elements: MPI_Ialltoallv's counts and
  * displacements, kept in r until the request ends. */
-static int alltoall_strided(zc_comm *c, zc_comm_req *r, const void *send, size_t stride,
-                            MPI_Datatype mpi)
+/* The typed blocks to the other ranks (block j at send + j·stride elements; stride = len when
+ * packed), each rank's into recv's block j; this rank's own block is not copied (r->self). */
+static int alltoall_blocks(zc_comm *c, zc_comm_req *r, const void *send, size_t stride,
+                           MPI_Datatype mpi)
 {
     const int n = c->size;
     if (!(r->v = malloc(4 * (size_t)n * sizeof *r->v)))
         return MPI_ERR_NO_MEM;
     int *sc = r->v, *sd = sc + n, *rc = sd + n, *rd = rc + n;
     for (int j = 0; j < n; j++) {
-        sc[j] = rc[j] = (int)r->len;
+        sc[j] = rc[j] = j == c->rank ? 0 : (int)r->len;
         sd[j] = (int)(stride * (size_t)j);
         rd[j] = (int)(r->len * (size_t)j);
     }
@@ -367,8 +371,12 @@ static zc_status rs_start(zc_comm *c, zc_dtype in, size_t q8_segment, const void
     r->q8_segment = q8_segment;
     r->accumulate = accumulate;
     r->hop = q8_segment && c->intra != MPI_COMM_NULL;
+    if (!q8_segment) /* the own block is summed where it lies */
+        r->self = (const char *)send +
+                  (size_t)c->rank * (stride ? stride : len) * (size_t)zc_dtype_size(in);
     if (n == 1) {
-        memcpy(recv, send, block_bytes);
+        if (q8_segment)
+            memcpy(recv, send, block_bytes);
         r->done = 1;
     } else if (r->hop) { /* first hop: to each rank of this host, its segment for every host */
         const int H = c->hosts, R = c->host_ranks;
@@ -384,9 +392,9 @@ static zc_status rs_start(zc_comm *c, zc_dtype in, size_t q8_segment, const void
         }
         c->ctr.bytes[ZC_COMM_REDUCE_SCATTER] += (int64_t)block_bytes * H * (R - 1);
     } else {
-        int rc =
-            stride ? alltoall_strided(c, r, send, stride, mpi)
-                   : MPI_Ialltoall(send, (int)count, mpi, recv, (int)count, mpi, c->world, &r->mpi);
+        int rc = q8_segment ? MPI_Ialltoall(send, (int)count, mpi, recv, (int)count, mpi, c->world,
+                                            &r->mpi)
+                            : alltoall_blocks(c, r, send, stride ? stride : len, mpi);
         if (rc != MPI_SUCCESS) {
             req_free(r);
             return mpi_fail(err, rc, "reduce_scatter", label);
@@ -487,10 +495,11 @@ zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, bool *done, zc_err *err)
  * adds) the sum into out, rounding once to out's type: in one vectorised pass (zc_rank_sum) when
  * blocks and out are both fp32 or both bf16, else here through a stack chunk, so 16-bit inputs
  * need no fp32 staging; for fp32 the additions are the same as summing the blocks in place. */
-static void rank_order_sum(const zc_comm_req *r, int n)
+static void rank_order_sum(const zc_comm *c, const zc_comm_req *r, int n)
 {
-    if (!r->q8_segment &&
-        zc_rank_sum(r->in_type, r->recv, n, r->len, r->accumulate, r->out_type, r->out))
+    const int self_j = r->self ? c->rank : -1; /* typed blocks: ours is still in send */
+    if (!r->q8_segment && zc_rank_sum(r->in_type, r->recv, r->self, self_j, n, r->len,
+                                      r->accumulate, r->out_type, r->out))
         return; /* the usual types, in one vectorised pass */
     enum { CHUNK = 2048 };
     const size_t in_es = (size_t)zc_dtype_size(r->in_type);
@@ -500,17 +509,16 @@ static void rank_order_sum(const zc_comm_req *r, int n)
     const size_t seg = r->q8_segment;
     for (size_t o = 0; o < r->len; o += CHUNK) {
         size_t k = r->len - o < CHUNK ? r->len - o : CHUNK;
-        if (seg)
-            zc_qwz_dequantize_range(r->recv, r->len, o, k, acc);
-        else
-            zc_dtype_widen(r->in_type, (const char *)r->recv + o * in_es, acc, k);
-        for (int j = 1; j < n; j++) {
+        for (int j = 0; j < n; j++) {
+            float *x = j ? tmp : acc;
             if (seg)
-                zc_qwz_dequantize_range((const char *)r->recv + (size_t)j * seg, r->len, o, k, tmp);
+                zc_qwz_dequantize_range((const char *)r->recv + (size_t)j * seg, r->len, o, k, x);
             else
-                zc_dtype_widen(r->in_type, (const char *)r->recv + ((size_t)j * r->len + o) * in_es,
-                               tmp, k);
-            for (size_t i = 0; i < k; i++)
+                zc_dtype_widen(r->in_type,
+                               (const char *)(j == self_j ? r->self : r->recv) +
+                                   ((j == self_j ? 0 : (size_t)j * r->len) + o) * in_es,
+                               x, k);
+            for (size_t i = 0; j && i < k; i++)
                 acc[i] += tmp[i];
         }
         void *out = (char *)r->out + o * out_es;
@@ -576,7 +584,7 @@ zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err)
         }
     }
     if (req->op == ZC_COMM_REDUCE_SCATTER)
-        rank_order_sum(req, req->hop ? c->hosts : c->size);
+        rank_order_sum(c, req, req->hop ? c->hosts : c->size);
     c->ctr.seconds[req->op] += zc_now_s() - t0;
     req_free(req);
     return ZC_OK;

@@ -14,17 +14,17 @@ enum { SUM_CHUNK = 1024 }; /* elements summed at a time in a stack buffer (4 KiB
 #define ZC_SIMD_KERNELS "kernels/rank_sum_kernels.inc"
 #include "zeroc/simd_expand.h"
 
-bool zc_rank_sum(zc_dtype in, const void *recv, int n, size_t len, bool accumulate,
-                 zc_dtype out_t, void *out)
+bool zc_rank_sum(zc_dtype in, const void *recv, const void *self, int self_j, int n, size_t len,
+                 bool accumulate, zc_dtype out_t, void *out)
 {
     if (in != out_t || n < 1)
         return false;
     if (in == ZC_FP32) {
-        ZC_SIMD_DISPATCH(sum_f32, recv, n, len, accumulate, out);
+        ZC_SIMD_DISPATCH(sum_f32, recv, self, self_j, n, len, accumulate, out);
         return true;
     }
     if (in == ZC_BF16) {
-        ZC_SIMD_DISPATCH(sum_bf16, recv, n, len, accumulate, out);
+        ZC_SIMD_DISPATCH(sum_bf16, recv, self, self_j, n, len, accumulate, out);
         return true;
     }
     return false;
