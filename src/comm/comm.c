@@ -323,10 +323,9 @@ static MPI_Datatype mpi_type(zc_dtype t)
     return t == ZC_FP32 ? MPI_FLOAT : MPI_UINT16_T;
 }
 
-/* Block j of a strided send at send + j·stride elements: MPI_Ialltoallv's counts and
- * displacements, kept in r until the request ends. */
 /* The typed blocks to the other ranks (block j at send + j·stride elements; stride = len when
- * packed), each rank's into recv's block j; this rank's own block is not copied (r->self). */
+ * packed), each rank's into recv's block j; this rank's own block is not copied (r->self).
+ * MPI_Ialltoallv's counts and displacements are kept in r until the request ends. */
 static int alltoall_blocks(zc_comm *c, zc_comm_req *r, const void *send, size_t stride,
                            MPI_Datatype mpi)
 {
