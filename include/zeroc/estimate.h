@@ -140,7 +140,8 @@ ZC_API int64_t zc_estimate_comm_bytes(const zc_estimate_in *in);
  * B-byte collective to each of the N − R ranks elsewhere, for hpZ's group gathers to each member
  * of its group that is elsewhere, and for qgZ in two hops a chunk's segment to each other host. */
 ZC_API int64_t zc_estimate_inter_host_bytes(const zc_estimate_in *in);
-/* Bytes of the reduce-scatter staging (send + receive), the ledger's "comm". */
+/* Bytes of the reduce-scatter staging (send + receive; send only on one rank, which receives
+ * nothing), the ledger's "comm". */
 ZC_API int64_t zc_estimate_comm_staging(const zc_estimate_in *in);
 /* Columns (elements per rank) of one reduce-scatter chunk: reduce_bucket_size / nranks, at least
  * 1 and at most the largest shard; reduce_bucket_size 0 means a whole shard (DeepSpeed accepts 0).

@@ -877,12 +877,15 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
     e->rs_cols = zc_estimate_rs_cols(e->cfg.reduce_bucket_size, (int64_t)n, (int64_t)max_shard);
     e->rs_bytes =
         n * (e->qgz ? (size_t)zc_qwz_segment_bytes((int64_t)e->rs_cols) : e->rs_cols * e->cs);
+    /* On one rank nothing is received: the sum reads the rank's own block where it lies (comm.c);
+     * qgZ's segments are still copied. */
+    const bool receives = n > 1 || e->qgz;
     e->rs_send = alloc_b(e, ZC_MEM_COMM, e->rs_bytes, 1);
-    e->rs_recv = alloc_b(e, ZC_MEM_COMM, e->rs_bytes, 1);
+    e->rs_recv = receives ? alloc_b(e, ZC_MEM_COMM, e->rs_bytes, 1) : NULL;
     if (e->qgz)
         e->rs_f32 = alloc_f(e, ZC_MEM_COMM, e->rs_cols);
-    if (!e->rs_send || !e->rs_recv || (e->qgz && !e->rs_f32))
-        return oom(e, err, "reduce-scatter staging", -1, 2 * e->rs_bytes);
+    if (!e->rs_send || (receives && !e->rs_recv) || (e->qgz && !e->rs_f32))
+        return oom(e, err, "reduce-scatter staging", -1, (receives ? 2 : 1) * e->rs_bytes);
     /* every rank learns whether any rank could not set up its disk tier (e.g. a full disk) */
     st = zc_comm_agree(e->comm, offload_setup(e, err), "setting up the NVMe offload", err);
     if (st)
@@ -958,7 +961,7 @@ void zc_engine_destroy(zc_engine *e)
     zc_aio_destroy(e->aio);
     free(e->jobs);
     free_b(e, ZC_MEM_COMM, &e->rs_send, e->rs_bytes, 1);
-    free_b(e, ZC_MEM_COMM, &e->rs_recv, e->rs_bytes, 1);
+    free_b(e, ZC_MEM_COMM, &e->rs_recv, e->rs_bytes, 1); /* NULL on one rank: nothing freed */
     free_f(e, ZC_MEM_COMM, &e->rs_f32, e->rs_cols);
     for (int k = 0; k < e->ncache; k++) {
         ASAN_UNPOISON_MEMORY_REGION(e->cache[k].p, e->cache[k].bytes);

@@ -287,7 +287,10 @@ static int64_t comm_staging(const zc_estimate_in *in, bool *ovf)
     int64_t cols = zc_estimate_rs_cols(in->reduce_bucket_size, in->nranks, max_shard(in, ovf));
     if (in->stage == 3 && in->quantized_gradients) /* segments, and one block in fp32 */
         return add(mul(2 * in->nranks, zc_qwz_segment_bytes(cols), ovf), mul(4, cols, ovf), ovf);
-    return mul(mul(2 * or4(in->comm_elem_bytes), in->nranks, ovf), cols, ovf);
+    /* send and receive staging, N blocks each; one rank receives nothing (its block is summed
+     * where it lies) */
+    const int64_t bufs = in->nranks > 1 ? 2 : 1;
+    return mul(mul(bufs * or4(in->comm_elem_bytes), in->nranks, ovf), cols, ovf);
 }
 
 static int64_t prefetch_elems(const zc_estimate_in *in, bool *ovf)
