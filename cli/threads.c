@@ -56,17 +56,16 @@ static const char *wait_policy(void)
     return p ? p : getenv("GOMP_SPINCOUNT") ? "GOMP_SPINCOUNT" : "default";
 }
 
-int cli_threads_setup(const zc_comm *comm, char *desc, size_t cap)
+/* This rank's compute threads: the environment's count, or its share of the cores (set for
+ * OpenMP and OpenBLAS, FTZ/DAZ on any thread that adds); the count and why into desc. */
+static int choose_threads(const zc_comm *comm, char *desc, size_t cap)
 {
-    flush_denormals();
-#pragma omp parallel
-    flush_denormals();
     if (getenv("OMP_NUM_THREADS") || getenv("OPENBLAS_NUM_THREADS")) {
         int t = omp_get_max_threads();
         snprintf(desc, cap,
                  "%d compute thread%s per rank (OMP_NUM_THREADS / "
-                 "OPENBLAS_NUM_THREADS in the environment), idle OpenMP threads wait: %s",
-                 t, t == 1 ? "" : "s", wait_policy());
+                 "OPENBLAS_NUM_THREADS in the environment)",
+                 t, t == 1 ? "" : "s");
         return t;
     }
     cpu_set_t set;
@@ -84,11 +83,20 @@ int cli_threads_setup(const zc_comm *comm, char *desc, size_t cap)
                  "this host)",
                  t, t == 1 ? "" : "s", mine, local, local == 1 ? "" : "s");
     }
-    size_t n = strlen(desc);
-    snprintf(desc + n, cap - n, ", idle OpenMP threads wait: %s", wait_policy());
     omp_set_num_threads(t);
     openblas_set_num_threads(t);
 #pragma omp parallel
     flush_denormals(); /* threads the new count may have added */
+    return t;
+}
+
+int cli_threads_setup(const zc_comm *comm, char *desc, size_t cap)
+{
+    flush_denormals();
+#pragma omp parallel
+    flush_denormals();
+    int t = choose_threads(comm, desc, cap);
+    size_t n = strlen(desc);
+    snprintf(desc + n, cap - n, ", idle OpenMP threads wait: %s", wait_policy());
     return t;
 }

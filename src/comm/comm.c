@@ -494,6 +494,14 @@ zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, bool *done, zc_err *err)
  * adds) the sum into out, rounding once to out's type: in one vectorised pass (zc_rank_sum) when
  * blocks and out are both fp32 or both bf16, else here through a stack chunk, so 16-bit inputs
  * need no fp32 staging; for fp32 the additions are the same as summing the blocks in place. */
+/* Typed block j of a reduce-scatter: this rank's own where it lies in send, the others in recv. */
+static const char *typed_block(const zc_comm_req *r, int j, int self_j)
+{
+    return j == self_j
+               ? (const char *)r->self
+               : (const char *)r->recv + (size_t)j * r->len * (size_t)zc_dtype_size(r->in_type);
+}
+
 static void rank_order_sum(const zc_comm *c, const zc_comm_req *r, int n)
 {
     const int self_j = r->self ? c->rank : -1; /* typed blocks: ours is still in send */
@@ -513,10 +521,7 @@ static void rank_order_sum(const zc_comm *c, const zc_comm_req *r, int n)
             if (seg)
                 zc_qwz_dequantize_range((const char *)r->recv + (size_t)j * seg, r->len, o, k, x);
             else
-                zc_dtype_widen(r->in_type,
-                               (const char *)(j == self_j ? r->self : r->recv) +
-                                   ((j == self_j ? 0 : (size_t)j * r->len) + o) * in_es,
-                               x, k);
+                zc_dtype_widen(r->in_type, typed_block(r, j, self_j) + o * in_es, x, k);
             for (size_t i = 0; j && i < k; i++)
                 acc[i] += tmp[i];
         }
