@@ -278,6 +278,7 @@ static zc_estimate_in estimate_input(const estimate_flags *f, const zc_config *c
                             .param_bytes = zc_dtype_size(cfg->dtype),
                             .grad_bytes = zc_dtype_size(zc_config_grad_dtype(cfg)),
                             .comm_elem_bytes = zc_dtype_size(zc_config_comm_dtype(cfg)),
+                            .grads_sent_as_stored = zc_config_grads_sent_as_stored(cfg),
                             .reduce_bucket_size = cfg->reduce_bucket_size,
                             .prefetch_bucket_size = cfg->prefetch_bucket_size,
                             .max_live_parameters = cfg->max_live_parameters,

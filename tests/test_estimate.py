@@ -95,6 +95,15 @@ def test_estimate_matches_mixed():
     agree("gpt2-fp16", ["--model", "gpt2", "--data", data, "--config", cfg, *tiny],
           ["--model", "gpt2", "--dtype", "fp16", "--grad-accum-dtype", "fp32", "--comm-dtype",
            "bf16", *tiny], (2, 3), range(4))
+    # fp16 with fp32 gradients sent in fp32: stages 0–1 still stage the send (the loss scale
+    # comes off on the way); bf16 sent as stored has none (both in the MLP rows above)
+    cfg32 = H_.path("fp16-fp32.json")
+    with open(cfg32, "w") as f:
+        json.dump({"fp16": {"enabled": True}, "data_types": {"grad_accum_dtype": "fp32"},
+                   "communication_data_type": "fp32"}, f)
+    agree("mlp-fp16", ["--model", "mlp", "--config", cfg32, *shape],
+          ["--model", "mlp", "--dtype", "fp16", "--grad-accum-dtype", "fp32", "--comm-dtype",
+           "fp32", *shape], (1, 2), (0, 1))
 
 
 def test_estimate_matches_gpt2_124m():

@@ -181,5 +181,10 @@ ZC_API const char *zc_optim_name(zc_optim_type t);
 /* The effective communication / gradient-accumulation types (DEFAULT resolved to cfg->dtype). */
 ZC_API zc_dtype zc_config_comm_dtype(const zc_config *cfg);
 ZC_API zc_dtype zc_config_grad_dtype(const zc_config *cfg);
+/* Whether stages 0–1 send the stored gradients as they are in their reduce-scatter: the
+ * communication type is the stored gradients' and no fp16 loss scale has to be taken off fp32
+ * gradients on the way. Then the ranks' blocks go from the gradients in place, and no send
+ * staging is allocated. */
+ZC_API bool zc_config_grads_sent_as_stored(const zc_config *cfg);
 
 #endif

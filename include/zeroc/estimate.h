@@ -35,13 +35,15 @@ typedef struct {
 typedef struct {
     const size_t *unit_numel; /* Ψ_u per unit, unpadded */
     int nunits, nranks, stage;
-    int moment_floats;   /* optimizer state floats per parameter: 2 Adam(W), 1 SGD with
-                            momentum, 0 plain SGD */
-    int param_bytes;     /* bytes of a stored parameter: 4 fp32, 2 bf16/fp16 (adds an fp32
-                            master copy to the optimizer state); 0 means 4 */
-    int grad_bytes;      /* bytes of a stored gradient (grad_accum_dtype); 0 means 4 */
-    int comm_elem_bytes; /* bytes of a reduce-scatter element (communication_data_type);
-                            0 means 4 */
+    int moment_floats;         /* optimizer state floats per parameter: 2 Adam(W), 1 SGD with
+                                  momentum, 0 plain SGD */
+    int param_bytes;           /* bytes of a stored parameter: 4 fp32, 2 bf16/fp16 (adds an fp32
+                                  master copy to the optimizer state); 0 means 4 */
+    int grad_bytes;            /* bytes of a stored gradient (grad_accum_dtype); 0 means 4 */
+    int comm_elem_bytes;       /* bytes of a reduce-scatter element (communication_data_type);
+                                  0 means 4 */
+    bool grads_sent_as_stored; /* stages 0–1 send the gradients from where they lie, with no
+                                  send staging (zc_config_grads_sent_as_stored) */
     int64_t reduce_bucket_size, prefetch_bucket_size, max_live_parameters; /* elements;
                                     prefetch_bucket_size may be ZC_AUTO (-1: one unit ahead) */
     /* stage 3: units of fewer elements than persistence_threshold (ZC_AUTO, -1:

@@ -491,6 +491,13 @@ zc_dtype zc_config_grad_dtype(const zc_config *cfg)
     return cfg->grad_accum_dtype == ZC_DTYPE_DEFAULT ? cfg->dtype : cfg->grad_accum_dtype;
 }
 
+bool zc_config_grads_sent_as_stored(const zc_config *cfg)
+{
+    const zc_dtype g = zc_config_grad_dtype(cfg);
+    /* fp16 with fp32 gradients: the model writes them scaled by the loss scale */
+    return zc_config_comm_dtype(cfg) == g && !(cfg->dtype == ZC_FP16 && g == ZC_FP32);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Messages
  * ------------------------------------------------------------------------------------------- */

@@ -872,20 +872,24 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
         if (ui->shard > max_shard)
             max_shard = ui->shard;
     }
+    /* Stages 0–1 whose gradients travel as stored send every block from the gradients where
+     * they lie (rs_unit): no send staging, unless a unit's blocks lie past MPI's int
+     * displacements. On one rank nothing is received: the sum reads the rank's own block where
+     * it lies (comm.c); qgZ's segments are still copied. */
+    const bool sends = e->grads_sharded || e->qgz || !zc_config_grads_sent_as_stored(&e->cfg) ||
+                       max_shard * n > (size_t)INT_MAX;
+    const bool receives = n > 1 || e->qgz;
     if ((st = decide_persistent(e, err)))
         return st;
     e->rs_cols = zc_estimate_rs_cols(e->cfg.reduce_bucket_size, (int64_t)n, (int64_t)max_shard);
     e->rs_bytes =
         n * (e->qgz ? (size_t)zc_qwz_segment_bytes((int64_t)e->rs_cols) : e->rs_cols * e->cs);
-    /* On one rank nothing is received: the sum reads the rank's own block where it lies (comm.c);
-     * qgZ's segments are still copied. */
-    const bool receives = n > 1 || e->qgz;
-    e->rs_send = alloc_b(e, ZC_MEM_COMM, e->rs_bytes, 1);
+    e->rs_send = sends ? alloc_b(e, ZC_MEM_COMM, e->rs_bytes, 1) : NULL;
     e->rs_recv = receives ? alloc_b(e, ZC_MEM_COMM, e->rs_bytes, 1) : NULL;
     if (e->qgz)
         e->rs_f32 = alloc_f(e, ZC_MEM_COMM, e->rs_cols);
-    if (!e->rs_send || (receives && !e->rs_recv) || (e->qgz && !e->rs_f32))
-        return oom(e, err, "reduce-scatter staging", -1, (receives ? 2 : 1) * e->rs_bytes);
+    if ((sends && !e->rs_send) || (receives && !e->rs_recv) || (e->qgz && !e->rs_f32))
+        return oom(e, err, "reduce-scatter staging", -1, (sends + receives) * e->rs_bytes);
     /* every rank learns whether any rank could not set up its disk tier (e.g. a full disk) */
     st = zc_comm_agree(e->comm, offload_setup(e, err), "setting up the NVMe offload", err);
     if (st)
@@ -960,8 +964,8 @@ void zc_engine_destroy(zc_engine *e)
     zc_mem_release(e->mem, ZC_MEM_NVME, e->nvme_charged);
     zc_aio_destroy(e->aio);
     free(e->jobs);
-    free_b(e, ZC_MEM_COMM, &e->rs_send, e->rs_bytes, 1);
-    free_b(e, ZC_MEM_COMM, &e->rs_recv, e->rs_bytes, 1); /* NULL on one rank: nothing freed */
+    free_b(e, ZC_MEM_COMM, &e->rs_send, e->rs_bytes, 1); /* NULL: nothing freed */
+    free_b(e, ZC_MEM_COMM, &e->rs_recv, e->rs_bytes, 1);
     free_f(e, ZC_MEM_COMM, &e->rs_f32, e->rs_cols);
     for (int k = 0; k < e->ncache; k++) {
         ASAN_UNPOISON_MEMORY_REGION(e->cache[k].p, e->cache[k].bytes);
@@ -1073,6 +1077,7 @@ zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *nume
                          .param_bytes = (int)e->ps,
                          .grad_bytes = (int)e->gs,
                          .comm_elem_bytes = (int)e->cs,
+                         .grads_sent_as_stored = zc_config_grads_sent_as_stored(&e->cfg),
                          .reduce_bucket_size = e->cfg.reduce_bucket_size,
                          .prefetch_bucket_size = e->cfg.prefetch_bucket_size,
                          .max_live_parameters = e->cfg.max_live_parameters,
@@ -1255,6 +1260,7 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
         return ZC_OK;
     /* MPI's displacements are ints: the blocks of a unit past INT_MAX elements are packed. */
     const bool strided = in_place && u->info.padded <= (size_t)INT_MAX;
+    ZC_ASSERT(strided || e->rs_send); /* zc_engine_finalize's rule: no send staging, in place */
     zc_status st = lockstep_check(e, OP_REDUCE_SCATTER, i, err);
     if (!st && u->disk.grads)
         st = grad_staging(e, i, err);

@@ -5,6 +5,7 @@
  * Every sum and product is checked: the sizes come from flags and config files, and a wrapped
  * count would print a negative size or recommend a stage that cannot fit. The public functions
  * return INT64_MAX for a count that does not fit; zc_estimate_check says which and why. */
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -287,9 +288,12 @@ static int64_t comm_staging(const zc_estimate_in *in, bool *ovf)
     int64_t cols = zc_estimate_rs_cols(in->reduce_bucket_size, in->nranks, max_shard(in, ovf));
     if (in->stage == 3 && in->quantized_gradients) /* segments, and one block in fp32 */
         return add(mul(2 * in->nranks, zc_qwz_segment_bytes(cols), ovf), mul(4, cols, ovf), ovf);
-    /* send and receive staging, N blocks each; one rank receives nothing (its block is summed
-     * where it lies) */
-    const int64_t bufs = in->nranks > 1 ? 2 : 1;
+    /* send and receive staging, N blocks each. Stages 0–1 with gradients sent as stored send
+     * from where they lie (unless a unit's blocks pass MPI's int displacements); one rank
+     * receives nothing (its block is summed where it lies). */
+    const bool sends = in->stage >= 2 || !in->grads_sent_as_stored ||
+                       mul(max_shard(in, ovf), in->nranks, ovf) > INT_MAX;
+    const int64_t bufs = sends + (in->nranks > 1);
     return mul(mul(bufs * or4(in->comm_elem_bytes), in->nranks, ovf), cols, ovf);
 }
 
