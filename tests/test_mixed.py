@@ -236,6 +236,22 @@ def test_fp16_overflow_skips_step():
           f"hysteresis 2: scales {rep['loss_scale'][:3]}")
 
 
+def test_loss_scale_only_fp16():
+    """fp16's loss scaling is fp16's alone: a bf16 or fp32 run keeps scale 1 whatever the fp16
+    block says (it doubled every loss_scale_window steps, which made every gradient inf after
+    128 windows), and trains to the same bits as without the block."""
+    cfg = config("fp16-off", fp16={"enabled": False, "loss_scale_window": 1})
+    for dt in ("fp32", "bf16"):
+        for stage in (0, 2):
+            tag = f"{dt}-s{stage}"
+            plain, _ = mlp(1, f"plain-{tag}", "--dtype", dt, "--stage", stage, steps=4)
+            rep, _ = mlp(1, f"win1-{tag}", "--dtype", dt, "--stage", stage, "--config", cfg,
+                         steps=4)
+            check(rep["loss_scale"] == [1.0] * 4, f"{tag}: loss scales {rep['loss_scale']}")
+            check(rep["weights_sha256"] == plain["weights_sha256"] and
+                  rep["loss"] == plain["loss"], f"{tag}: the fp16 block changed the run")
+
+
 def test_fp16_min_scale_stops():
     """An overflow at fp16.min_loss_scale, or with a static loss scale, stops training with an
     error naming the key; no weights file is written. Without fp16 (no scaler to lower), inf/NaN
@@ -311,7 +327,8 @@ def test_mixed_bad_config():
 TESTS = [test_mlp_stages_bitwise_memory_comm, test_gpt2_stages_bitwise,
          test_gpt2_bf16_attention_workspace,
          test_bf16_compute_tracks_fp32, test_simd_levels, test_master_weights_round_into_params,
-         test_fp16_overflow_skips_step, test_fp16_min_scale_stops, test_mixed_resume_exact,
+         test_fp16_overflow_skips_step, test_fp16_min_scale_stops, test_loss_scale_only_fp16,
+         test_mixed_resume_exact,
          test_mixed_bad_config]
 
 if __name__ == "__main__":

@@ -18,7 +18,10 @@ void zc_loss_scaler_init(zc_loss_scaler *s, const zc_config *cfg)
 zc_status zc_loss_scaler_update(zc_loss_scaler *s, const zc_config *cfg, bool overflow,
                                 long long step, zc_err *err)
 {
-    bool dynamic = cfg->loss_scale == 0;
+    /* the scaler's own flag, set only for fp16: loss_scale is 0 by default in every run, and
+     * a bf16 or fp32 run's scale must stay 1 (it doubled every loss_scale_window steps, until
+     * 2^128 made every gradient inf at step 128000) */
+    const bool dynamic = s->dynamic;
     if (overflow) {
         s->skipped++;
         if (!dynamic)
