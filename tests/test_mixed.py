@@ -236,6 +236,21 @@ def test_fp16_overflow_skips_step():
           f"hysteresis 2: scales {rep['loss_scale'][:3]}")
 
 
+def test_model_copy_overflow_stops():
+    """An update that leaves the fp32 master finite but the 16-bit copy the model computes with
+    inf (fp16 past ±65504, bf16 past 3.3961e38 where it rounds up to inf) stops the run at that
+    step, naming unit and tensor, and writes no weights — it exited 0 with inf weights saved."""
+    for dt, lr, more in (("fp16", "1e5", "in fp16 (at most"), ("bf16", "3.397e38", "inf or NaN")):
+        for stage in (0, 3):
+            w = H_.path(f"ovf-{dt}-{stage}.safetensors")
+            _, p = mlp(1, f"copy-ovf-{dt}-{stage}", "--dtype", dt, "--lr", lr, "--stage", stage,
+                       "--save-weights", w, steps=2, ok=False)
+            check(p.returncode != 0 and "step 1:" in p.stderr and "unit 'fc" in p.stderr and
+                  "(first in 'fc" in p.stderr and more in p.stderr,
+                  f"{dt} stage {stage}: exit {p.returncode}, {p.stderr[-400:]!r}")
+            check(not os.path.exists(w), f"{dt} stage {stage}: weights written")
+
+
 def test_loss_scale_only_fp16():
     """fp16's loss scaling is fp16's alone: a bf16 or fp32 run keeps scale 1 whatever the fp16
     block says (it doubled every loss_scale_window steps, which made every gradient inf after
@@ -327,7 +342,8 @@ def test_mixed_bad_config():
 TESTS = [test_mlp_stages_bitwise_memory_comm, test_gpt2_stages_bitwise,
          test_gpt2_bf16_attention_workspace,
          test_bf16_compute_tracks_fp32, test_simd_levels, test_master_weights_round_into_params,
-         test_fp16_overflow_skips_step, test_fp16_min_scale_stops, test_loss_scale_only_fp16,
+         test_fp16_overflow_skips_step, test_fp16_min_scale_stops, test_model_copy_overflow_stops,
+         test_loss_scale_only_fp16,
          test_mixed_resume_exact,
          test_mixed_bad_config]
 

@@ -41,14 +41,15 @@ typedef struct {
  * (mixed precision's 16-bit model copy of the fp32 master p): the same bits as
  * zc_dtype_narrow(ot, p, out, n) afterwards, written block by block while the block is still in
  * cache instead of in a second sweep over p. Returns how many updated weights are not finite
- * (inf or NaN): 0 in a healthy run. */
+ * (inf or NaN) — in out when it is 16-bit, where a finite weight past the type's range (fp16:
+ * ±65504) is inf, else in p: 0 in a healthy run. */
 ZC_API int64_t zc_adam_update(float *p, const void *g, zc_dtype gt, float *m, float *v, size_t n,
                               float gscale, const zc_adam_hparams *h, zc_dtype ot, void *out);
 ZC_API void zc_adam_update_ref(float *p, const float *g, float *m, float *v, size_t n, float gscale,
                                const zc_adam_hparams *h);
 
 /* PyTorch SGD with momentum (dampening 0, no Nesterov); buf may be NULL when momentum is 0.
- * g, ot and out as for zc_adam_update. */
+ * g, ot, out and the count returned as for zc_adam_update. */
 ZC_API int64_t zc_sgd_update(float *p, const void *g, zc_dtype gt, float *buf, size_t n,
                              float gscale, const zc_sgd_hparams *h, zc_dtype ot, void *out);
 ZC_API void zc_sgd_update_ref(float *p, const float *g, float *buf, size_t n, float gscale,

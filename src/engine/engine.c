@@ -1729,14 +1729,17 @@ static int64_t update_span(const zc_engine *e, float *w, const void *g, float *m
     return bad;
 }
 
-/* The first parameter of unit u holding a non-finite weight, if its weights are in RAM. */
+/* The first parameter of unit u holding a non-finite weight, if its weights are in RAM: in
+ * mixed precision, in the 16-bit copy the model computes with (as zc_adam_update counts). */
 static const char *nonfinite_param(const zc_engine *e, const unit_t *u)
 {
-    const float *w = e->mixed ? u->master : (const float *)owned_params(e, u);
+    const void *w = owned_params(e, u);
     if (!w) /* on disk */
         return NULL;
     for (size_t i = 0; i < u->opt_n; i++) {
-        if (isfinite(w[i]))
+        float x;
+        zc_dtype_widen(e->pdt, at((void *)w, i, e->ps), &x, 1);
+        if (isfinite(x))
             continue;
         size_t at = opt_lo(e, u) + i; /* logical element of the unit */
         for (int p = u->info.first_param; p < u->info.first_param + u->info.nparams; p++) {
@@ -1956,10 +1959,13 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
             continue;
         const char *param = nonfinite_param(e, u);
         bad = zc_err_set(err, ZC_ESTATE,
-                         "step %lld: the update left %lld weights of unit '%s'%s%s%s inf or NaN; "
+                         "step %lld: the update left %lld weights of unit '%s'%s%s%s inf or NaN%s; "
                          "training stopped (a lower learning rate or gradient_clipping may help)",
                          (long long)e->step + 1, (long long)u->nonfinite, u->info.name,
-                         param ? " (first in '" : "", param ? param : "", param ? "')" : "");
+                         param ? " (first in '" : "", param ? param : "", param ? "')" : "",
+                         e->pdt == ZC_FP16 ? " in fp16 (at most ±65504)"
+                         : e->mixed        ? " in bf16"
+                                           : "");
     }
     if (!st) { /* every rank stops, with the message of the one that found it */
         char what[64];

@@ -71,6 +71,25 @@ static void narrow_block(const float *p, zc_dtype ot, void *out, size_t lo, size
         zc_dtype_narrow(ot, p + lo, (char *)out + lo * (size_t)zc_dtype_size(ot), hi - lo);
 }
 
+/* Elements [lo, hi) of a 16-bit model copy (bf16/fp16) that are inf or NaN: every exponent bit
+ * set. A finite fp32 weight past the type's range (fp16: 65504) rounds to inf there. */
+static int64_t nonfinite_16(zc_dtype t, const uint16_t *h, size_t lo, size_t hi)
+{
+    const uint16_t e = t == ZC_BF16 ? 0x7f80u : 0x7c00u;
+    int64_t bad = 0;
+#pragma omp simd reduction(+ : bad)
+    for (size_t i = lo; i < hi; i++)
+        bad += (h[i] & e) == e;
+    return bad;
+}
+
+/* How many of block [lo, hi)'s updated weights are not finite: in the 16-bit copy out when
+ * there is one (it is what the model computes with), else the fp32 count the kernel gave. */
+static int64_t block_nonfinite(int64_t fp32_bad, zc_dtype ot, const void *out, size_t lo, size_t hi)
+{
+    return out && zc_dtype_size(ot) == 2 ? nonfinite_16(ot, out, lo, hi) : fp32_bad;
+}
+
 typedef struct {
     float lr, mom, wd;
 } sgd_consts;
@@ -115,8 +134,9 @@ int64_t zc_adam_update(float *restrict p, const void *restrict g, zc_dtype gt, f
             continue;
         }
         float buf[BLOCK];
-        bad += block(p, grad_block(g, gt, lo, hi, buf) - lo, m, v, lo, hi, gscale, &k);
+        int64_t b = block(p, grad_block(g, gt, lo, hi, buf) - lo, m, v, lo, hi, gscale, &k);
         narrow_block(p, ot, out, lo, hi);
+        bad += block_nonfinite(b, ot, out, lo, hi);
     }
     return bad;
 }
@@ -146,8 +166,9 @@ int64_t zc_sgd_update(float *restrict p, const void *restrict g, zc_dtype gt, fl
     for (long b = 0; b < nblocks; b++) {
         size_t lo = (size_t)b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
         float wide[BLOCK];
-        bad += block(p, grad_block(g, gt, lo, hi, wide) - lo, buf, lo, hi, gscale, &k);
+        int64_t b = block(p, grad_block(g, gt, lo, hi, wide) - lo, buf, lo, hi, gscale, &k);
         narrow_block(p, ot, out, lo, hi);
+        bad += block_nonfinite(b, ot, out, lo, hi);
     }
     return bad;
 }
