@@ -294,6 +294,14 @@ def test_nonfinite_stops():
     p = run(1, "--hidden", 32, "--layers", 2, "--steps", 1, "--init", bad, ok=False)
     check(p.returncode != 0 and "fc1.bias" in p.stderr and "element 5" in p.stderr
           and "finite" in p.stderr, f"--init with a NaN: {p.stderr!r}")
+    # after a resume the message names the step as the run counts it (it named the loss
+    # scaler's count, which only fp16 carries over: "step 2" here)
+    ck = os.path.join(TMP, "ck-nonfinite")
+    sgd = ["--hidden", 16, "--layers", 2, "--micro-batch", 2, "--optimizer", "SGD"]
+    run(1, *sgd, "--steps", 3, "--save-dir", ck)
+    p = run(1, *sgd, "--steps", 8, "--resume", ck, "--lr", "3e38", ok=False)
+    check(p.returncode != 0 and "step 5: the gradients contain inf or NaN" in p.stderr,
+          f"resumed, inf gradients at step 5: {p.stderr!r}")
 
 
 def test_refused_flags():

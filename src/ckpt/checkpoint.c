@@ -658,8 +658,13 @@ zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *
         /* The scaler continues only where it means the same thing: a dynamic fp16 run resumed
          * as one (its scale was tuned to these weights); any other run starts its own (a static
          * fp16.loss_scale is the configuration's, whatever the checkpoint used). */
-        if (zc_engine_loss_scaler(e)->dynamic && m.scaler.dynamic)
+        if (zc_engine_loss_scaler(e)->dynamic && m.scaler.dynamic) {
             zc_engine_set_loss_scaler(e, &m.scaler);
+        } else { /* the steps it skipped still count: the trainer's steps, the lr schedule */
+            zc_loss_scaler s = *zc_engine_loss_scaler(e);
+            s.skipped = m.scaler.skipped;
+            zc_engine_set_loss_scaler(e, &s);
+        }
         if (client_json) {
             const cJSON *c = cJSON_GetObjectItemCaseSensitive(m.root, "client");
             *client_json = c ? cJSON_PrintUnformatted(c) : NULL;

@@ -218,14 +218,20 @@ static const char *unit_name(const zc_engine *e, int u)
     return u >= 0 && u < e->nunits ? e->units[u].info.name : "(none)";
 }
 
+/* The step being taken as the trainer numbers it: the optimizer's steps plus the boundaries
+ * fp16 skipped (the scaler's count, carried over on resume; no other run skips a step). */
+static long long step_number(const zc_engine *e)
+{
+    return (long long)e->step + (long long)e->scaler.skipped + 1;
+}
+
 static const char *label(zc_engine *e, int u)
 {
     if (u < 0) /* the end of a micro-batch's lockstep check: no unit to name */
-        snprintf(e->label, sizeof e->label, "end of micro-batch, step %lld",
-                 (long long)e->step + 1);
+        snprintf(e->label, sizeof e->label, "end of micro-batch, step %lld", step_number(e));
     else
         snprintf(e->label, sizeof e->label, "unit '%s', step %lld", unit_name(e, u),
-                 (long long)e->step + 1);
+                 step_number(e));
     return e->label;
 }
 
@@ -1827,7 +1833,7 @@ static zc_status end_micro_batch(zc_engine *e, zc_err *err)
         st = zc_err_set(err, ZC_ESTATE,
                         "step %lld: unit '%s' was not handed back with zc_engine_grads_ready "
                         "before zc_engine_step",
-                        (long long)e->step + 1, unit_name(e, e->nunits - 1 - e->rs_next));
+                        step_number(e), unit_name(e, e->nunits - 1 - e->rs_next));
     if (!st)
         st = rs_finish(e, err);
     if (!st) /* the next micro-batch may add to them; the step reads them */
@@ -1836,7 +1842,7 @@ static zc_status end_micro_batch(zc_engine *e, zc_err *err)
         unit_t *u = &e->units[i];
         if (u->acquired)
             st = zc_err_set(err, ZC_ESTATE, "step %lld: unit '%s' is still acquired at step",
-                            (long long)e->step + 1, u->info.name);
+                            step_number(e), u->info.name);
         u->ready = false;
     }
     e->rs_next = 0;
@@ -1894,7 +1900,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
         local += u->disk.grads ? u->sumsq : unit_sum_squares(e, u);
     }
     char what[48]; /* a collective's error names its step */
-    snprintf(what, sizeof what, "gradient norm, step %lld", (long long)e->step + 1);
+    snprintf(what, sizeof what, "gradient norm, step %lld", step_number(e));
     if (!st)
         st = zc_comm_sum_f64(e->comm, local, &total, what, err);
     if (st)
@@ -1906,10 +1912,9 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
         return zc_err_set(err, ZC_ESTATE,
                           "step %lld: the gradients contain inf or NaN; the weights were not "
                           "updated (a lower learning rate or gradient_clipping may help)",
-                          (long long)e->scaler.iter + 1);
+                          step_number(e));
     /* fp16: a dynamic scale is lowered (or gives up at its minimum), a static one gives up */
-    if ((st = zc_loss_scaler_update(&e->scaler, &e->cfg, overflow, (long long)e->scaler.iter + 1,
-                                    err)))
+    if ((st = zc_loss_scaler_update(&e->scaler, &e->cfg, overflow, step_number(e), err)))
         return st;
     if (overflow) {
         zero_grads(e);
@@ -1961,7 +1966,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
         bad = zc_err_set(err, ZC_ESTATE,
                          "step %lld: the update left %lld weights of unit '%s'%s%s%s inf or NaN%s; "
                          "training stopped (a lower learning rate or gradient_clipping may help)",
-                         (long long)e->step + 1, (long long)u->nonfinite, u->info.name,
+                         step_number(e), (long long)u->nonfinite, u->info.name,
                          param ? " (first in '" : "", param ? param : "", param ? "')" : "",
                          e->pdt == ZC_FP16 ? " in fp16 (at most ±65504)"
                          : e->mixed        ? " in bf16"
@@ -1969,8 +1974,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     }
     if (!st) { /* every rank stops, with the message of the one that found it */
         char what[64];
-        snprintf(what, sizeof what, "checking the updated weights, step %lld",
-                 (long long)e->step + 1);
+        snprintf(what, sizeof what, "checking the updated weights, step %lld", step_number(e));
         st = zc_comm_agree(e->comm, bad, what, err);
     }
     if (e->aio) { /* the update phase's share of the disk traffic */
