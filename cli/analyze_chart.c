@@ -73,7 +73,7 @@ zc_status analyze_write_svg(const char *path, const char *title, const analyze_s
         ymax = fmax(ymax, fmax(sum, est));
     }
     ymax = mib_d(ymax);
-    double step = svg_nice_step(ymax > 0 ? ymax : 1), yt = ceil(ymax / step) * step;
+    double step = svg_nice_step(0, ymax > 0 ? ymax : 1), yt = ceil(ymax / step) * step;
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);

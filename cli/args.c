@@ -40,6 +40,9 @@ static zc_status parse_value(arg_spec *s, const char *v, zc_err *err)
 
 zc_status args_parse(arg_spec *specs, int nspecs, int argc, char **argv, int first, zc_err *err)
 {
+    enum { MAX_SPECS = 128 };
+    bool seen[MAX_SPECS] = {false};
+    ZC_ASSERT(nspecs <= MAX_SPECS);
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         const char *eq = strchr(a, '=');
@@ -50,6 +53,9 @@ zc_status args_parse(arg_spec *specs, int nspecs, int argc, char **argv, int fir
                 s = &specs[k];
         if (!s)
             return zc_err_set(err, ZC_EINVAL, "unknown flag '%.*s' (see --help)", (int)flen, a);
+        if (seen[s - specs]) /* the last would win in silence: the run is not what was typed */
+            return zc_err_set(err, ZC_EINVAL, "%s is given twice; give it once", s->flag);
+        seen[s - specs] = true;
         const char *v = NULL;
         if (s->kind == ARG_BOOL) {
             if (eq)

@@ -21,8 +21,8 @@ typedef struct {
     const char *value; /* ARG_CONFIG: the raw value seen (NULL if not given) */
 } arg_spec;
 
-/* Parses argv[first..argc) against specs; unknown flags, missing values and unparsable numbers
- * are errors naming the flag. */
+/* Parses argv[first..argc) against specs (at most 128); unknown flags, a flag given twice,
+ * missing values and unparsable numbers are errors naming the flag. */
 zc_status args_parse(arg_spec *specs, int nspecs, int argc, char **argv, int first, zc_err *err);
 /* Applies the ARG_CONFIG flags that were given, in table order. */
 zc_status args_apply_config(const arg_spec *specs, int nspecs, zc_config *cfg, zc_err *err);

@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/fail.h"
+#include "cli/output_paths.h"
 #include "models/gpt2/ckpt_shape.h"
 #include "models/gpt2/hf_files.h"
 #include "models/gpt2/llmc_files.h"
@@ -15,6 +16,26 @@
 /* A GPT-2 checkpoint into llm.c's format: its parameters are llm.c's tensors (h.<l>.<name>
  * is layer l's slab of tensor <name>); the shape the weights do not tell (heads, the real
  * vocabulary) comes from what the trainer stored in the manifest. */
+/* The export may not overwrite the checkpoint it reads: neither the save directory given (its
+ * `latest` and step directories) nor the checkpoint it resolved to; an hf export's --out is a
+ * directory, whose two files are checked. */
+static zc_status export_not_over_checkpoint(const char *out, bool hf, const char *given,
+                                            const char *dir, zc_err *err)
+{
+    char files[2][4200];
+    int n = 1;
+    snprintf(files[0], sizeof files[0], hf ? "%s/model.safetensors" : "%s", out);
+    if (hf)
+        snprintf(files[n++], sizeof files[1], "%s/config.json", out);
+    zc_status st = ZC_OK;
+    for (int i = 0; !st && i < n; i++) {
+        st = cli_output_outside_checkpoint("--out", files[i], "checkpoint", given, err);
+        if (!st)
+            st = cli_output_outside_checkpoint("--out", files[i], "checkpoint", dir, err);
+    }
+    return st;
+}
+
 static zc_status export_llmc(const char *dir, const char *out, zc_err *err)
 {
     zc_ckpt_reader *r;
@@ -133,6 +154,8 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
     char dir[4096];
     if (!st)
         st = zc_ckpt_resolve(path, dir, sizeof dir, &err);
+    if (!st && !strcmp(verb, "export"))
+        st = export_not_over_checkpoint(out, !strcmp(format, "hf"), path, dir, &err);
     if (!st && zc_comm_rank(comm) == 0) {
         char *summary = NULL;
         if (!strcmp(verb, "inspect"))

@@ -5,7 +5,15 @@
  *
  * No MPI and no library beyond cJSON: the SVG is written by hand. Every panel's <g> carries its
  * data range and plot area (data-x0, data-x1, data-y0, data-y1; data-px, data-py, data-pw,
- * data-ph) so a reader — the test — can map any point back to the value it shows. */
+ * data-ph) so a reader — the test — can map any point back to the value it shows.
+ *
+ * Any finite numbers draw: an axis is rounded out to round steps from half its span and stops at
+ * ±DBL_MAX, and a point is placed from halves when the axis spans more than a double holds, so a
+ * loss of 1.7e308 beside one of -1e308 neither overflows to inf/NaN nor loops over ticks. A flat
+ * range (max - min within 1e-12 of its largest magnitude, or under 1e-300) is widened to ± half
+ * that magnitude around its middle (±0.5 when the magnitude too is under 1e-300: 0, -0,
+ * denormals). A step_ms that is not positive, or so small that the rate overflows, is refused. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli/commands.h"
+#include "cli/output_paths.h"
 #include "cli/svg.h"
 #include "cli/units.h"
 #include "zeroc/durable.h"
@@ -69,19 +78,24 @@ static zc_status series(const cJSON *root, const char *path, const char *key, in
         else if (cJSON_IsNull(v) && nullable)
             (*out)[i] = NAN;
         else
-            return zc_err_set(err, ZC_EINVAL, "%s: \"%s\"[%d] is not a finite number", path, key,
-                              i);
+            return cJSON_IsNumber(v)
+                       ? zc_err_set(err, ZC_EINVAL, "%s: \"%s\"[%d] is %g, not a finite number",
+                                    path, key, i, v->valuedouble)
+                       : zc_err_set(err, ZC_EINVAL, "%s: \"%s\"[%d] is not a finite number", path,
+                                    key, i);
     }
     return ZC_OK;
 }
 
+/* o[key], a number in [lo, hi] (whole: a whole number). */
 static zc_status number(const cJSON *o, const char *path, const char *key, double lo, double hi,
-                        double *out, zc_err *err)
+                        bool whole, double *out, zc_err *err)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi))
-        return zc_err_set(err, ZC_EINVAL, "%s: \"%s\" must be a number in [%g, %g]", path, key, lo,
-                          hi);
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
+        (whole && v->valuedouble != floor(v->valuedouble)))
+        return zc_err_set(err, ZC_EINVAL, "%s: \"%s\" must be a %s in [%g, %g]", path, key,
+                          whole ? "whole number" : "number", lo, hi);
     *out = v->valuedouble;
     return ZC_OK;
 }
@@ -113,16 +127,22 @@ static zc_status read_run(const char *path, run *r, zc_err *err)
                                                      path);
     double steps = 0, first = 0, tps = 0;
     if (!st)
-        st = number(root, path, "steps", 1, 1e8, &steps, err);
+        st = number(root, path, "steps", 1, 1e8, true, &steps, err);
     if (!st)
-        st = number(root, path, "first_step", 0, 1e9, &first, err);
+        st = number(root, path, "first_step", 0, 1e9, true, &first, err);
     if (!st && cJSON_GetObjectItemCaseSensitive(root, "tokens_per_step")) /* language models */
-        st = number(root, path, "tokens_per_step", 0, 1e18, &tps, err);
+        st = number(root, path, "tokens_per_step", 0, 1e18, false, &tps, err);
     r->steps = (int)steps, r->first = (int)first, r->tokens_per_step = tps;
     if (!st)
         st = series(root, path, "loss", r->steps, false, &r->loss, err);
     if (!st)
         st = series(root, path, "step_ms", r->steps, false, &r->ms, err);
+    for (int i = 0; !st && i < r->steps; i++) /* the rate divides by it */
+        if (!(r->ms[i] > 0))
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: \"step_ms\"[%d] is %g: expected a positive number of "
+                            "milliseconds",
+                            path, i, r->ms[i]);
     if (!st)
         st = series(root, path, "grad_norm", r->steps, true, &r->gnorm, err);
     if (!st)
@@ -139,8 +159,8 @@ static zc_status read_run(const char *path, run *r, zc_err *err)
         char where[4200];
         snprintf(where, sizeof where, "%s: memory.ranks[%d]", path, k);
         for (int c = 0; !st && c <= MEM_NCAT; c++)
-            st = number(o, where, c < MEM_NCAT ? mem_keys[c] : "peak_rss", 0, 1e18, &r->mem[k][c],
-                        err);
+            st = number(o, where, c < MEM_NCAT ? mem_keys[c] : "peak_rss", 0, 1e18, false,
+                        &r->mem[k][c], err);
     }
     cJSON_Delete(root);
     if (st)
@@ -153,37 +173,66 @@ typedef struct {
     double x0, x1, y0, y1; /* data range */
 } panel;
 
+/* (v - a) / (b - a) for a <= v <= b, a < b: from halves when b - a is beyond a double. */
+static double frac(double v, double a, double b)
+{
+    return isfinite(b - a) ? (v - a) / (b - a) : (v / 2 - a / 2) / (b / 2 - a / 2);
+}
 static double sx(const panel *p, double x)
 {
-    return p->px + (x - p->x0) / (p->x1 - p->x0) * p->pw;
+    return p->px + frac(x, p->x0, p->x1) * p->pw;
 }
 static double sy(const panel *p, double y)
 {
-    return p->py + p->ph - (y - p->y0) / (p->y1 - p->y0) * p->ph;
+    return p->py + p->ph - frac(y, p->y0, p->y1) * p->ph;
+}
+
+/* The y axis over the finite values [*lo, *hi]: a flat range widened (the file's comment), then
+ * rounded out to whole steps, stopping at ±DBL_MAX. */
+static double y_axis(double *lo, double *hi)
+{
+    double m = fmax(fabs(*lo), fabs(*hi)), span = *hi - *lo; /* inf: huge, opposite signs */
+    if (span <= 1e-12 * m || span < 1e-300) {
+        double mid = *lo / 2 + *hi / 2, pad = m >= 1e-300 ? m / 2 : 0.5;
+        *lo = fmax(mid - pad, -DBL_MAX), *hi = fmin(mid + pad, DBL_MAX);
+    }
+    double step = svg_nice_step(*lo, *hi);
+    *lo = fmax(floor(*lo / step) * step, -DBL_MAX), *hi = fmin(ceil(*hi / step) * step, DBL_MAX);
+    return step;
+}
+
+/* The multiples of step in [lo, hi] (step from svg_nice_step: at most about ten), into t. */
+static int ticks(double lo, double hi, double step, double t[static 32])
+{
+    double k0 = ceil(lo / step - 1e-6), k1 = floor(hi / step + 1e-6);
+    int n = 0;
+    for (int i = 0; i <= k1 - k0 && n < 32; i++) {
+        double v = (k0 + i) * step + 0.0; /* + 0.0: never a "-0" label */
+        if (isfinite(v))
+            t[n++] = v;
+    }
+    return n;
 }
 
 /* Opens a panel: its group with the mapping, frame, grid, tick labels and title. */
 static void panel_open(FILE *f, const char *id, const char *title, const char *xlabel, panel *p)
 {
-    double ys = svg_nice_step(p->y1 - p->y0), xs = svg_nice_step(p->x1 - p->x0);
-    p->y0 = floor(p->y0 / ys) * ys, p->y1 = ceil(p->y1 / ys) * ys;
-    if (p->y1 <= p->y0)
-        p->y1 = p->y0 + ys;
+    double ys = y_axis(&p->y0, &p->y1), xs = svg_nice_step(p->x0, p->x1), t[32];
     fprintf(f,
-            "<g id=\"%s\" data-x0=\"%.9g\" data-x1=\"%.9g\" data-y0=\"%.9g\" data-y1=\"%.9g\" "
+            "<g id=\"%s\" data-x0=\"%.17g\" data-x1=\"%.17g\" data-y0=\"%.17g\" data-y1=\"%.17g\" "
             "data-px=\"%.2f\" data-py=\"%.2f\" data-pw=\"%.2f\" data-ph=\"%.2f\">\n"
             "<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" text-anchor=\"middle\">%s</text>\n",
             id, p->x0, p->x1, p->y0, p->y1, p->px, p->py, p->pw, p->ph, p->px + p->pw / 2,
             p->py - 10, title);
-    for (double y = p->y0; y <= p->y1 + ys * 1e-6; y += ys)
+    for (int i = 0, n = ticks(p->y0, p->y1, ys, t); i < n; i++)
         fprintf(f,
                 "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#ddd\"/>"
                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" font-size=\"11\">%g</text>\n",
-                p->px, sy(p, y), p->px + p->pw, sy(p, y), p->px - 6, sy(p, y) + 4, y);
-    for (double x = ceil(p->x0 / xs) * xs; xlabel && x <= p->x1 + xs * 1e-6; x += xs)
+                p->px, sy(p, t[i]), p->px + p->pw, sy(p, t[i]), p->px - 6, sy(p, t[i]) + 4, t[i]);
+    for (int i = 0, n = xlabel ? ticks(p->x0, p->x1, xs, t) : 0; i < n; i++)
         fprintf(f,
                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"11\">%g</text>\n",
-                sx(p, x), p->py + p->ph + 16, x);
+                sx(p, t[i]), p->py + p->ph + 16, t[i]);
     fprintf(f,
             "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" "
             "stroke=\"black\"/>\n",
@@ -226,8 +275,6 @@ static void range(const run *runs, int nruns, double *const *v, double *lo, doub
                 *lo = fmin(*lo, v[k][i]), *hi = fmax(*hi, v[k][i]);
     if (!isfinite(*lo))
         *lo = 0, *hi = 1;
-    if (*hi - *lo < 1e-12 * fmax(1, fabs(*hi)))
-        *lo -= 0.5, *hi += 0.5;
 }
 
 static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *err)
@@ -257,12 +304,20 @@ static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *
             rate[k][i] =
                 (lm_tokens == nruns ? runs[k].tokens_per_step : 1.0) / (runs[k].ms[i] / 1e3);
     }
-    if (oom) {
+    zc_status st = oom ? zc_err_set(err, ZC_ENOMEM, "out of memory drawing %s", out) : ZC_OK;
+    for (int k = 0; !st && k < nruns; k++)
+        for (int i = 0; !st && i < runs[k].steps; i++)
+            if (!isfinite(rate[k][i]))
+                st = zc_err_set(err, ZC_EINVAL,
+                                "%s: \"step_ms\"[%d] is %g: too small, the rate it gives "
+                                "is beyond a double",
+                                runs[k].path, i, runs[k].ms[i]);
+    if (st) {
         for (int k = 0; k < nruns; k++)
             free(rate[k]);
         fclose(f);
         free(text);
-        return zc_err_set(err, ZC_ENOMEM, "out of memory drawing %s", out);
+        return st;
     }
     fprintf(f,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
@@ -352,9 +407,8 @@ static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *
     fprintf(f, "</g>\n</svg>\n");
     for (int k = 0; k < nruns; k++)
         free(rate[k]);
-    zc_status st = ferror(f) | (fclose(f) != 0)
-                       ? zc_err_set(err, ZC_ENOMEM, "out of memory drawing %s", out)
-                       : zc_durable_write_file(out, text, len, err);
+    st = ferror(f) | (fclose(f) != 0) ? zc_err_set(err, ZC_ENOMEM, "out of memory drawing %s", out)
+                                      : zc_durable_write_file(out, text, len, err);
     free(text);
     return st;
 }
@@ -375,7 +429,9 @@ int cmd_plot(int argc, char **argv)
                    MAX_RUNS);
             return 0;
         } else if (!strcmp(argv[i], "--out")) {
-            if (i + 1 >= argc)
+            if (out)
+                st = zc_err_set(&err, ZC_EINVAL, "--out is given twice; give it once");
+            else if (i + 1 >= argc)
                 st = zc_err_set(&err, ZC_EINVAL, "--out needs a file name");
             else
                 out = argv[++i];
@@ -398,6 +454,8 @@ int cmd_plot(int argc, char **argv)
         snprintf(def, sizeof def, "%.*s.svg", keep, paths[0]);
         out = def;
     }
+    for (int k = 0; !st && k < n; k++)
+        st = cli_output_not_input("--out", out, "report", paths[k], &err);
     run runs[MAX_RUNS];
     int loaded = 0;
     for (; !st && loaded < n; loaded++)

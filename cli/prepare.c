@@ -21,6 +21,7 @@
 #include "cli/bpe_text.h"
 #include "cli/commands.h"
 #include "cli/fail.h"
+#include "cli/output_paths.h"
 #include "models/gpt2/llmc_files.h"
 
 #define SYNOPSIS                                                                                   \
@@ -187,6 +188,20 @@ static zc_status prepare_gpt2(const char **files, int nfiles, const char *prefix
     return st;
 }
 
+/* Neither PREFIX_train.bin nor PREFIX_val.bin may be one of the --text files it reads. */
+static zc_status outputs_not_inputs(const char **files, int nfiles, const char *prefix, zc_err *err)
+{
+    static const char *const suffix[] = {"_train.bin", "_val.bin"};
+    char path[4200];
+    zc_status st = ZC_OK;
+    for (int k = 0; !st && k < 2; k++) {
+        snprintf(path, sizeof path, "%s%s", prefix, suffix[k]);
+        for (int i = 0; !st && i < nfiles; i++)
+            st = cli_output_not_input("--out", path, "--text", files[i], err);
+    }
+    return st;
+}
+
 int cmd_prepare(zc_comm *comm, int argc, char **argv)
 {
     const int rank = zc_comm_rank(comm);
@@ -255,6 +270,8 @@ int cmd_prepare(zc_comm *comm, int argc, char **argv)
         st = zc_err_set(&err, ZC_EINVAL, "--vocab is for --tokenizer gpt2");
     if (!st && threads < 0)
         st = zc_err_set(&err, ZC_EINVAL, "--threads must be >= 1, got %d", threads);
+    if (!st)
+        st = outputs_not_inputs(files, nfiles, out, &err);
     if (!st && rank == 0)
         st = gpt2 ? prepare_gpt2(files, nfiles, out, frac, vocab, threads, &err)
                   : prepare(files, nfiles, out, frac, &err);

@@ -3,9 +3,9 @@
 
 #include "cli/svg.h"
 
-double svg_nice_step(double range)
+double svg_nice_step(double lo, double hi)
 {
-    double raw = range / 6, mag = pow(10, floor(log10(raw))), r = raw / mag;
+    double raw = (hi / 2 - lo / 2) / 3, mag = pow(10, floor(log10(raw))), r = raw / mag;
     return (r <= 1 ? 1 : r <= 2 ? 2 : r <= 5 ? 5 : 10) * mag;
 }
 

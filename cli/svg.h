@@ -4,8 +4,9 @@
 
 #include <stdio.h>
 
-/* A round tick step (1, 2 or 5 × 10^k) giving about six ticks over range (> 0). */
-double svg_nice_step(double range);
+/* A round tick step (1, 2 or 5 × 10^k) giving about six ticks over [lo, hi] (finite, hi - lo
+ * at least 1e-300), computed from half the span, which a double always holds. */
+double svg_nice_step(double lo, double hi);
 /* Writes s to f with &, <, >, " escaped. */
 void svg_text(FILE *f, const char *s);
 

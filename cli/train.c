@@ -116,9 +116,10 @@ static zc_status resume(train_run *r, zc_err *err)
     if (!st) /* the same on every rank: every rank read the same manifest */
         st = train_ckpt_same_model(dir, client, &r->o, &r->model, err);
     free(client);
-    if (!st && r->rank == 0)
-        printf("resumed from %s at step %lld in %.2f s\n", dir, (long long)r->first_step,
-               (now_ms() - t_load) / 1e3);
+    if (!st && r->rank == 0) /* --init beside --resume (Hugging Face's Trainer pattern): said */
+        printf("resumed from %s at step %lld in %.2f s%s%s%s\n", dir, (long long)r->first_step,
+               (now_ms() - t_load) / 1e3, r->o.init ? "; the weights of --init " : "",
+               r->o.init ? r->o.init : "", r->o.init ? " were replaced by the checkpoint's" : "");
     if (!st && r->first_step >= r->o.steps)
         st = zc_err_set(err, ZC_EINVAL,
                         "--resume: the checkpoint is at step %lld, not before "

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/output_paths.h"
 #include "cli/train_args.h"
 #include "models/gpt2/init_files.h"
 #include "models/mlp/mlp.h"
@@ -51,7 +52,7 @@ static zc_status probe_dir(const char *flag, const char *dir, zc_err *err)
 }
 
 /* Every output the run will write at its end, checked before its first step (rank 0 writes
- * them; every rank learns the outcome). */
+ * them; every rank learns the outcome): writable, and not over an input or a checkpoint. */
 static zc_status check_outputs(zc_comm *comm, const train_opts *o, zc_err *err)
 {
     zc_status st = ZC_OK;
@@ -61,6 +62,23 @@ static zc_status check_outputs(zc_comm *comm, const train_opts *o, zc_err *err)
                         "--save-weights)",
                         o->model);
     if (zc_comm_rank(comm) == 0) {
+        const char *const outs[][2] = {{"--report", o->report},
+                                       {"--save-weights", o->save_weights},
+                                       {"--save-final", o->save_final}};
+        const char *const ins[][2] = {{"--config", o->config},
+                                      {"--init", o->init},
+                                      {"--data", o->data},
+                                      {"--val-data", o->val_data}};
+        for (size_t i = 0; !st && i < sizeof outs / sizeof *outs; i++) {
+            for (size_t j = 0; !st && j < sizeof ins / sizeof *ins; j++)
+                st = cli_output_not_input(outs[i][0], outs[i][1], ins[j][0], ins[j][1], err);
+            if (!st)
+                st = cli_output_outside_checkpoint(outs[i][0], outs[i][1], "--resume", o->resume,
+                                                   err);
+            if (!st)
+                st = cli_output_outside_checkpoint(outs[i][0], outs[i][1], "--save-dir",
+                                                   o->save_dir, err);
+        }
         if (!st && o->report)
             st = probe_file("--report", o->report, err);
         if (!st && o->save_weights)
@@ -117,6 +135,24 @@ static zc_status refuse_unused(int argc, char **argv, train_opts *o, zc_err *err
         return zc_err_set(err, ZC_EINVAL, "--val-every and --val-batches need --val-data");
     if (!o->sample_every && args_given(argc, argv, 2, "--sample-length"))
         return zc_err_set(err, ZC_EINVAL, "--sample-length needs --sample-every");
+    if (!o->save_dir && args_given(argc, argv, 2, "--keep"))
+        return zc_err_set(err, ZC_EINVAL, "--keep needs --save-dir (it prunes its checkpoints)");
+    return ZC_OK;
+}
+
+/* The offload flags do nothing unless something is offloaded to NVMe: refused then, like any
+ * flag that would be ignored (the config file's keys stay accepted, as DeepSpeed's are). */
+static zc_status refuse_unused_offload(int argc, char **argv, const zc_config *cfg, zc_err *err)
+{
+    static const char *const nvme_only[] = {"--nvme-path", "--sub-group-size", "--aio-engine"};
+    if (cfg->offload_optimizer == ZC_OFFLOAD_NVME || cfg->offload_param == ZC_OFFLOAD_NVME)
+        return ZC_OK;
+    for (size_t i = 0; i < sizeof nvme_only / sizeof *nvme_only; i++)
+        if (args_given(argc, argv, 2, nvme_only[i]))
+            return zc_err_set(err, ZC_EINVAL,
+                              "%s applies only to an offload to NVMe (--offload-optimizer nvme or "
+                              "--offload-param nvme); nothing is offloaded there",
+                              nvme_only[i]);
     return ZC_OK;
 }
 
@@ -307,6 +343,8 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
         st = check_flags(o, err);
     if (!st)
         st = refuse_unused(argc, argv, o, err);
+    if (!st)
+        st = refuse_unused_offload(argc, argv, cfg, err);
     if (!st)
         st = resolve_schedule(argc, argv, o, cfg, err);
     if (!st)

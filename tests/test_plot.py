@@ -7,6 +7,7 @@ Usage: test_plot.py ZEROC_BINARY MPIRUN_SH [test-name ...]"""
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -18,9 +19,9 @@ check = H_.check
 NS = "{http://www.w3.org/2000/svg}"
 
 
-def plot(*args, ok=True):
+def plot(*args, ok=True, timeout=60):
     p = subprocess.run([H_.zeroc, "plot", *map(str, args)], capture_output=True, text=True,
-                       timeout=60)
+                       timeout=timeout)
     H_.check_sanitizers(["zeroc", "plot", *map(str, args)], p)
     if ok and p.returncode != 0:
         raise AssertionError(f"plot {args} failed: {p.stderr}")
@@ -112,8 +113,9 @@ def test_plot_matches_reports():
 
 
 def test_plot_bad_input():
-    """Missing, non-JSON and incomplete reports, a bad flag and no report: exit 1, one message
-    naming the file and key; nothing written."""
+    """Missing, non-JSON and incomplete reports, a bad flag, no report, --out twice: exit 1,
+    one message naming the file and key; nothing written. An --out that is one of the reports is
+    refused and the report left as it was."""
     bad = H_.path("bad.json")
     with open(bad, "w") as f:
         json.dump({"steps": 2, "first_step": 0, "tokens_per_step": 0, "loss": [1.0]}, f)
@@ -125,14 +127,119 @@ def test_plot_bad_input():
                          ([junk], "not JSON"),
                          ([bad], '"loss" must be an array of 2 numbers'),
                          (["--frob"], "unknown flag '--frob'"),
-                         ([], "give one or more report files")):
+                         ([], "give one or more report files"),
+                         ([bad, "--out", out], "--out is given twice")):
         p = plot(*args, "--out", out, ok=False)
         check(p.returncode == 1 and needle in p.stderr and p.stderr.count("zeroc: error") == 1,
               f"{args}: {p.returncode} {p.stderr!r}")
     check(not os.path.exists(out) and not os.path.exists(out + ".tmp"), "a file was written")
+    before = open(bad).read()
+    p = plot(bad, "--out", bad, ok=False)
+    check(p.returncode == 1 and "is the same file as report" in p.stderr and
+          open(bad).read() == before, f"--out over its report: {p.returncode} {p.stderr!r}")
 
 
-TESTS = [test_plot_matches_reports, test_plot_bad_input]
+def test_plot_extreme_values():
+    """Finite but extreme losses and gradient norms draw: values up to ±DBL_MAX, ranges wider
+    than a double (1e308 beside -1e308), flat series (huge, 2.5, -0), denormals, one step. Each
+    plot exits 0 within seconds (a 1.7e308 loss used to loop over ticks forever), no coordinate
+    or label is nan/inf, every point maps back to its value through the recorded axes, and the
+    y ticks are evenly spaced round values inside the axis (the 1.7e308 loss: 0 to 1.5e+308 in
+    steps of 5e+307 on [0, DBL_MAX]). A step_ms of 0, or so small the rate overflows, and a
+    fractional step count are refused by name, nothing written."""
+    m = H_.path("base.json")
+    H_.run(1, "train", "--hidden", 16, "--layers", 2, "--micro-batch", 2, "--steps", 3,
+           "--report", m)
+    base = json.load(open(m))
+    big = sys.float_info.max
+    one = {"steps": 1, "loss": [2.5], "grad_norm": [7e-310], "step_ms": [4.0],
+           "val_loss": [None]}
+    cases = [  # report changes, then the loss panel's tick labels when pinned
+        ({"loss": [1e308, -1e308, 1]}, ["-1e+308", "-5e+307", "0", "5e+307", "1e+308"]),
+        ({"loss": [1.7e308, 1, 1]}, ["0", "5e+307", "1e+308", "1.5e+308"]),
+        ({"grad_norm": [1.7e308, 1, 1]}, None),
+        ({"loss": [big, -big, 0], "grad_norm": [-big, big, 1]}, ["-1e+308", "0", "1e+308"]),
+        ({"loss": [big] * 3}, ["8e+307", "1e+308", "1.2e+308", "1.4e+308", "1.6e+308"]),
+        ({"loss": [-big] * 3, "grad_norm": [big] * 3}, None),
+        ({"loss": [1e300] * 3}, None),
+        ({"loss": [5e-324, 1e-323, 1.5e-323], "grad_norm": [5e-324] * 3}, None),
+        ({"loss": [-0.0] * 3, "grad_norm": [-0.0] * 3}, None),
+        ({"loss": [1e-20, 2e-20, 3e-20]}, None),
+        ({"loss": [2.5] * 3}, ["1", "1.5", "2", "2.5", "3", "3.5", "4"]),
+        (one, ["1", "1.5", "2", "2.5", "3", "3.5", "4"]),
+    ]
+    for n, (change, want_ticks) in enumerate(cases):
+        rep = dict(base, **change)
+        path, svg = H_.path(f"extreme{n}.json"), H_.path(f"extreme{n}.svg")
+        with open(path, "w") as f:
+            json.dump(rep, f)
+        try:
+            p = plot(path, "--out", svg, ok=False, timeout=10)
+        except subprocess.TimeoutExpired:
+            check(False, f"{change}: still running after 10 s")
+            continue
+        check(p.returncode == 0, f"{change}: exit {p.returncode} {p.stderr!r}")
+        if p.returncode != 0:
+            continue
+        text = open(svg).read()
+        body = "\n".join(line for line in text.splitlines() if 'class="legend"' not in line)
+        bad = re.findall(r"(?i)\b(?:nan|inf|infinity)\b", body)
+        check(not bad, f"{change}: {bad[:3]} in the SVG")
+        if bad:
+            continue
+        _, ps = panels(svg)
+        for pid, key in (("loss", "loss"), ("grad_norm", "grad_norm")):
+            g, a = ps[pid]
+            check(all(math.isfinite(v) for v in a.values()) and a["y0"] < a["y1"],
+                  f"{change}: {pid} axes {a}")
+            far_curve(g, a, key, rep, change)
+            labels = [t for t in g.iter(NS + "text") if t.get("text-anchor") == "end"]
+            ticks = [float(t.text) for t in labels]
+            half = a["y1"] / 2 - a["y0"] / 2
+            steps = [t1 / 2 - t0 / 2 for t0, t1 in zip(ticks, ticks[1:])]
+            check(2 <= len(ticks) <= 12 and all(a["y0"] <= t <= a["y1"] for t in ticks) and
+                  "-0" not in [t.text for t in labels] and
+                  all(s > 0 and abs(s - steps[0]) <= 1e-9 * half for s in steps),
+                  f"{change}: {pid} ticks {[t.text for t in labels]} on [{a['y0']}, {a['y1']}]")
+            for t in labels:  # each label sits where its value maps
+                y = far_half(a, float(t.get("y")) - 4)
+                check(abs(y - float(t.text) / 2) <= 0.06 / a["ph"] * half,
+                      f"{change}: {pid} tick {t.text} drawn at 2 x {y:g}")
+            if pid == "loss" and want_ticks:
+                check([t.text for t in labels] == want_ticks,
+                      f"{change}: loss ticks {[t.text for t in labels]}, want {want_ticks}")
+    out = H_.path("never.svg")
+    for change, needle in (({"step_ms": [0, 1, 1]},
+                            '"step_ms"[0] is 0: expected a positive number of milliseconds'),
+                           ({"step_ms": [1, 5e-324, 1]}, '"step_ms"[1] is 4.94066e-324: too small'),
+                           ({"steps": 2.5}, '"steps" must be a whole number in [1, 1e+08]')):
+        path = H_.path("refused.json")
+        with open(path, "w") as f:
+            json.dump(dict(base, **change), f)
+        p = plot(path, "--out", out, ok=False, timeout=10)
+        check(p.returncode == 1 and f"{path}: {needle}" in p.stderr and
+              p.stderr.count("zeroc: error") == 1, f"{change}: {p.returncode} {p.stderr!r}")
+    check(not os.path.exists(out) and not os.path.exists(out + ".tmp"), "a file was written")
+
+
+def far_half(a, py):
+    """Pixel → half the data value: the axis may span more than a double holds."""
+    return a["y0"] / 2 + (a["py"] + a["ph"] - py) / a["ph"] * (a["y1"] / 2 - a["y0"] / 2)
+
+
+def far_curve(g, a, key, rep, change):
+    """The key's polyline: one point per step, each mapping back to the report's value."""
+    pts = [tuple(map(float, p.split(","))) for e in g.iter(NS + "polyline")
+           if e.get("class") == key for p in e.get("points").split()]
+    check(len(pts) == rep["steps"], f"{change}: {key} has {len(pts)} points")
+    half = a["y1"] / 2 - a["y0"] / 2
+    for (px, py), v, i in zip(pts, rep[key], range(rep["steps"])):
+        y = far_half(a, py)
+        check(a["y0"] <= v <= a["y1"] and abs(y - v / 2) <= 0.006 / a["ph"] * half,
+              f"{change}: {key}[{i}] = {v:g} plotted as 2 x {y:g} on [{a['y0']}, {a['y1']}]")
+
+
+TESTS = [test_plot_matches_reports, test_plot_bad_input, test_plot_extreme_values]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

@@ -307,8 +307,10 @@ def test_nonfinite_stops():
 def test_refused_flags():
     """Flags that would be ignored or silently replaced are refused by name before anything
     runs: a gpt2 flag with the MLP and the reverse, --layers 0, --seq-len longer than
-    --max-seq-len, validation or sample settings without what they need. (Shape flags beside an
-    llm.c --init must agree with the file: tests/test_gpt2.py.)"""
+    --max-seq-len, validation or sample settings without what they need, a flag given twice
+    (the last won in silence), --keep without --save-dir, offload-to-NVMe flags with nothing
+    offloaded there. (Shape flags beside an llm.c --init must agree with the file:
+    tests/test_gpt2.py.)"""
     cases = [(["--model", "mlp", "--channels", 64], "--channels is a gpt2 flag"),
              (["--model", "mlp", "--seq-len", 32], "--seq-len is a gpt2 flag"),
              (["--model", "gpt2", "--hidden", 64], "--hidden is an mlp flag"),
@@ -316,11 +318,63 @@ def test_refused_flags():
 
              (["--model", "gpt2", "--seq-len", 64, "--max-seq-len", 32], "longer than --max-seq-len"),
              (["--model", "gpt2", "--val-every", 5], "need --val-data"),
-             (["--model", "gpt2", "--sample-length", 9], "needs --sample-every")]
+             (["--model", "gpt2", "--sample-length", 9], "needs --sample-every"),
+             (["--stage", 3, "--stage", 1], "--stage is given twice"),
+             (["--shuffle", "--model", "gpt2", "--shuffle"], "--shuffle is given twice"),
+             (["--keep", 2], "--keep needs --save-dir"),
+             (["--nvme-path", TMP], "--nvme-path applies only to an offload to NVMe"),
+             (["--sub-group-size", 5, "--offload-optimizer", "cpu"],
+              "--sub-group-size applies only to an offload to NVMe"),
+             (["--aio-engine", "threads"], "--aio-engine applies only")]
     for args, needle in cases:
         p = run(1, *args, "--steps", 1, ok=False)
         check(p.returncode != 0 and needle in p.stderr, f"{args}: {p.stderr!r}")
         check("step " not in p.stdout, f"{args}: training started")
+
+
+def test_outputs_not_over_inputs():
+    """An output that would overwrite what the run reads is refused before step 1, naming both
+    flags, and the input is left as it was: an input file itself (through another spelling or a
+    link), a checkpoint's files (--resume's, --save-dir's `latest` and step directories; `ckpt
+    export` of its own checkpoint), `prepare`'s own --text. A file of its own beside the step
+    directories is fine."""
+    import hashlib
+    import shutil
+    digest = lambda p: hashlib.sha256(open(p, "rb").read()).hexdigest()
+    data = os.path.join(TMP, "own.bin")
+    shutil.copy(H_.text_tokens()[0], data)
+    os.symlink(data, os.path.join(TMP, "own-link.bin"))
+    ck = os.path.join(TMP, "ck-own")
+    os.mkdir(ck)  # the report beside the step directories needs its directory now
+    g = ["--model", "gpt2", "--layers", 1, "--channels", 32, "--heads", 2, "--seq-len", 16,
+         "--micro-batch", 2, "--data", data]
+    run(1, *g, "--steps", 2, "--save-dir", ck, "--report", os.path.join(ck, "report.json"))
+    step2 = os.path.join(ck, "step-000002")
+    before = (digest(data), {f: digest(os.path.join(step2, f)) for f in os.listdir(step2)},
+              open(os.path.join(ck, "latest")).read())
+    cases = [(["--report", os.path.join(TMP, ".", "own.bin")], "--report", "is the same file as --data"),
+             (["--save-final", os.path.join(TMP, "own-link.bin")], "--save-final", "--data"),
+             (["--resume", ck, "--save-weights", os.path.join(step2, "rank-00000.bin")],
+              "--save-weights", "checkpoint files of --resume"),
+             (["--save-dir", ck, "--report", os.path.join(ck, "latest")], "--report",
+              "checkpoint files of --save-dir")]
+    for args, flag, needle in cases:
+        p = run(1, *g, "--steps", 3, *args, ok=False)
+        check(p.returncode == 1 and flag in p.stderr and needle in p.stderr and
+              "step " not in p.stdout, f"{args}: {p.returncode} {p.stderr!r}")
+    for out in (os.path.join(ck, "latest"), os.path.join(step2, "x.safetensors")):
+        p = H_.run(1, "ckpt", "export", ck, "--out", out, ok=False)
+        check(p.returncode == 1 and "checkpoint files of checkpoint" in p.stderr,
+              f"ckpt export --out {out}: {p.returncode} {p.stderr!r}")
+    after = (digest(data), {f: digest(os.path.join(step2, f)) for f in os.listdir(step2)},
+             open(os.path.join(ck, "latest")).read())
+    check(after == before, "an input or the checkpoint changed")
+    text = os.path.join(TMP, "own_train.bin")
+    with open(text, "w") as f:
+        f.write("the text to tokenize\n" * 50)
+    p = H_.run(1, "prepare", "--text", text, "--out", os.path.join(TMP, "own"), ok=False)
+    check(p.returncode == 1 and "the same file as --text" in p.stderr and
+          open(text).read().startswith("the text"), f"prepare over its --text: {p.stderr!r}")
 
 
 def test_one_message_per_error():
@@ -926,6 +980,7 @@ TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_ranks_read_other_data,
          test_stage3_default_prefetch_rss, test_outputs_checked_first,
          test_save_dir_saves_last_step, test_nonfinite_stops, test_refused_flags,
+         test_outputs_not_over_inputs,
          test_one_message_per_error, test_batch_mismatch_sources,
          test_refused_before_allocating, test_stage3_persistence, test_hf_style_config,
          test_ds_scheduler, test_ds_engine_knobs, test_ds_config_corpus, test_zero_pp,

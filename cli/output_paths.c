@@ -1,0 +1,92 @@
+/* output_paths.c — an output may not overwrite the command's own inputs or a checkpoint's files
+ * (see output_paths.h). Paths are compared resolved (realpath: links, "..", relative
+ * spellings), files by device and inode. */
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/output_paths.h"
+
+/* path made absolute and free of links: whole when it exists, else its directory resolved plus
+ * its last component. False when not even the directory exists (nothing can be overwritten). */
+static bool resolve(const char *path, char out[PATH_MAX])
+{
+    if (realpath(path, out))
+        return true;
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    char rdir[PATH_MAX];
+    if (!*base || !realpath(dir, rdir))
+        return false;
+    size_t n = strlen(rdir);
+    return snprintf(out, PATH_MAX, "%s%s%s", rdir, n && rdir[n - 1] == '/' ? "" : "/", base) <
+           PATH_MAX;
+}
+
+/* Does existing file o (resolved) lie under directory d (resolved)? */
+static bool under(const char *o, const char *d)
+{
+    size_t n = strlen(d);
+    return n == 1 || (!strncmp(o, d, n) && o[n] == '/');
+}
+
+zc_status cli_output_not_input(const char *oflag, const char *out, const char *iflag,
+                               const char *in, zc_err *err)
+{
+    struct stat so, si;
+    char o[PATH_MAX], d[PATH_MAX];
+    if (!out || !in || stat(out, &so) || stat(in, &si))
+        return ZC_OK;
+    if (so.st_dev == si.st_dev && so.st_ino == si.st_ino)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s %s is the same file as %s %s, which the run reads; write it "
+                          "elsewhere",
+                          oflag, out, iflag, in);
+    if (S_ISDIR(si.st_mode) && realpath(out, o) && realpath(in, d) && under(o, d))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s %s would overwrite a file of %s %s, which the run reads; write it "
+                          "elsewhere",
+                          oflag, out, iflag, in);
+    return ZC_OK;
+}
+
+/* A name zeroc's saves create directly in a save directory. */
+static bool save_dir_name(const char *name)
+{
+    static const char *const prefixes[] = {"latest", ".lock", "step-", ".tmp-step-"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+        if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
+            return true;
+    return false;
+}
+
+zc_status cli_output_outside_checkpoint(const char *oflag, const char *out, const char *cflag,
+                                        const char *ckdir, zc_err *err)
+{
+    char o[PATH_MAX], c[PATH_MAX], manifest[PATH_MAX + 16];
+    if (!out || !ckdir || !resolve(out, o) || !realpath(ckdir, c))
+        return ZC_OK;
+    const size_t n = strlen(c);
+    if (strcmp(o, c) && !under(o, c))
+        return ZC_OK; /* elsewhere */
+    const char *rest = !strcmp(o, c) ? "" : o + n + (n > 1); /* past "c/" ("/": past "/") */
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", c);
+    struct stat st;
+    const bool one_checkpoint = stat(manifest, &st) == 0;
+    if (*rest && !strchr(rest, '/') && !one_checkpoint && !save_dir_name(rest))
+        return ZC_OK; /* a file of its own beside the step directories */
+    return zc_err_set(err, ZC_EINVAL,
+                      "%s %s lies among the checkpoint files of %s %s (it could overwrite them); write it "
+                      "elsewhere",
+                      oflag, out, cflag, ckdir);
+}
