@@ -17,6 +17,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/fail.h"
+#include "cli/output_paths.h"
 #include "cli/units.h"
 #include "models/gpt2/gpt2.h"
 #include "models/mlp/mlp.h"
@@ -244,6 +245,23 @@ int cmd_analyze(zc_comm *comm, int argc, char **argv)
         st = zc_err_set(&err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)", o.model);
     if (!st && strcmp(o.dtype, "fp32") && strcmp(o.dtype, "bf16") && strcmp(o.dtype, "fp16"))
         st = zc_err_set(&err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'", o.dtype);
+    static const char *const gpt2_only[] = {"--channels", "--heads", "--vocab", "--seq-len"};
+    for (size_t i = 0; !st && is_mlp && i < sizeof gpt2_only / sizeof *gpt2_only; i++)
+        if (args_given(argc, argv, 2, gpt2_only[i]))
+            st = zc_err_set(&err, ZC_EINVAL, "%s is a gpt2 flag; --model mlp does not use it",
+                            gpt2_only[i]);
+    if (!st && !is_mlp && args_given(argc, argv, 2, "--hidden"))
+        st = zc_err_set(&err, ZC_EINVAL, "--hidden is an mlp flag; --model gpt2 takes --channels");
+    /* the files it writes at the end, checked before the four stages run */
+    char csv[4096], svg[4096];
+    snprintf(csv, sizeof csv, "%s.csv", o.out);
+    snprintf(svg, sizeof svg, "%s.svg", o.out);
+    if (!st) {
+        zc_status mine = ZC_OK; /* rank 0 writes them */
+        if (zc_comm_rank(comm) == 0 && !(mine = cli_output_writable("--out", csv, &err)))
+            mine = cli_output_writable("--out", svg, &err);
+        st = zc_comm_agree(comm, mine, "checking --out", &err);
+    }
     if (!st && (o.hidden < 1 || o.layers < 1 || o.micro < 1 || o.steps < 1 || o.ranks < 1 ||
                 o.channels < 1 || o.heads < 1 || o.vocab < 1 || o.seq_len < 1))
         st = zc_err_set(&err, ZC_EINVAL,
@@ -265,9 +283,7 @@ int cmd_analyze(zc_comm *comm, int argc, char **argv)
             print_stage(&stages[s], n, &stages[0]);
     }
     if (!st && rank == 0) {
-        char csv[4096], svg[4096], title[256];
-        snprintf(csv, sizeof csv, "%s.csv", o.out);
-        snprintf(svg, sizeof svg, "%s.svg", o.out);
+        char title[256];
         if (is_mlp)
             snprintf(title, sizeof title, "MLP %d x Linear(%d), batch %d/rank, %s Adam, %d ranks",
                      o.layers, o.hidden, o.micro, o.dtype, n);

@@ -76,6 +76,7 @@ typedef struct {
     const char *dtype, *grad_dtype, *comm_dtype, *optim;
     const char *off_opt, *off_par, *max_in_cpu, *sub_group, *prefetch, *persist;
     bool ckpt, json, qwz, qgz;
+    bool ranks_per_node_given, micro_given; /* 0 means the default unless given */
 } estimate_flags;
 
 /* The model estimated: its units' sizes and one micro-batch's activations. */
@@ -133,8 +134,12 @@ static zc_status flags_to_config(const estimate_flags *f, zc_config *cfg, double
                           f->optim);
     if (f->ranks < 1)
         return zc_err_set(err, ZC_EINVAL, "--ranks must be >= 1, got %d", f->ranks);
-    if (f->ranks_per_node < 0 || f->micro < 0)
-        return zc_err_set(err, ZC_EINVAL, "--ranks-per-node and --micro-batch must be >= 1");
+    if (f->ranks_per_node_given && !(f->ranks_per_node >= 1 && f->ranks_per_node <= f->ranks))
+        return zc_err_set(err, ZC_EINVAL,
+                          "--ranks-per-node must be between 1 and --ranks (%d), got %d", f->ranks,
+                          f->ranks_per_node);
+    if (f->micro < 0 || (f->micro_given && f->micro < 1))
+        return zc_err_set(err, ZC_EINVAL, "--micro-batch must be >= 1, got %d", f->micro);
     if (strcmp(f->dtype, "fp32") && strcmp(f->dtype, "bf16") && strcmp(f->dtype, "fp16"))
         return zc_err_set(err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'",
                           f->dtype);
@@ -571,6 +576,8 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         return 0;
     if (zc_comm_rank(comm) != 0)
         return st ? 1 : 0;
+    f.ranks_per_node_given = args_given(argc, argv, 2, "--ranks-per-node");
+    f.micro_given = args_given(argc, argv, 2, "--micro-batch");
     zc_config cfg;
     double limit = 0;
     estimate_model m = {.activations = -1};

@@ -1,12 +1,15 @@
-/* output_paths.c — an output may not overwrite the command's own inputs or a checkpoint's files
- * (see output_paths.h). Paths are compared resolved (realpath: links, "..", relative
- * spellings), files by device and inode. */
+/* output_paths.c — an output must be writable, and may not overwrite the command's own inputs or a
+ * checkpoint's files (see output_paths.h). Paths are compared resolved (realpath: links, "..",
+ * relative spellings), files by device and inode. */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/output_paths.h"
 
@@ -31,6 +34,23 @@ static bool resolve(const char *path, char out[PATH_MAX])
     size_t n = strlen(rdir);
     return snprintf(out, PATH_MAX, "%s%s%s", rdir, n && rdir[n - 1] == '/' ? "" : "/", base) <
            PATH_MAX;
+}
+
+zc_status cli_output_writable(const char *flag, const char *path, zc_err *err)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    bool created = false;
+    if (fd < 0 && errno == ENOENT) {
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        created = fd >= 0;
+    }
+    if (fd < 0)
+        return zc_err_set(err, ZC_EINVAL, "%s %s: cannot write there: %s", flag, path,
+                          strerror(errno));
+    close(fd);
+    if (created)
+        unlink(path);
+    return ZC_OK;
 }
 
 /* Does existing file o (resolved) lie under directory d (resolved)? */
@@ -78,15 +98,16 @@ zc_status cli_output_outside_checkpoint(const char *oflag, const char *out, cons
         return ZC_OK;
     const size_t n = strlen(c);
     if (strcmp(o, c) && !under(o, c))
-        return ZC_OK; /* elsewhere */
+        return ZC_OK;                                        /* elsewhere */
     const char *rest = !strcmp(o, c) ? "" : o + n + (n > 1); /* past "c/" ("/": past "/") */
     snprintf(manifest, sizeof manifest, "%s/manifest.json", c);
     struct stat st;
     const bool one_checkpoint = stat(manifest, &st) == 0;
     if (*rest && !strchr(rest, '/') && !one_checkpoint && !save_dir_name(rest))
         return ZC_OK; /* a file of its own beside the step directories */
-    return zc_err_set(err, ZC_EINVAL,
-                      "%s %s lies among the checkpoint files of %s %s (it could overwrite them); write it "
-                      "elsewhere",
-                      oflag, out, cflag, ckdir);
+    return zc_err_set(
+        err, ZC_EINVAL,
+        "%s %s lies among the checkpoint files of %s %s (it could overwrite them); write it "
+        "elsewhere",
+        oflag, out, cflag, ckdir);
 }

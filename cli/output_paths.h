@@ -1,10 +1,16 @@
-/* output_paths.h — refusing an output path that would overwrite what the same command reads:
+/* output_paths.h — checking an output path before anything runs: that it can be written, and
+ * refusing one that would overwrite what the same command reads:
  * one of its input files (the same file through any spelling or link), or the files of a
  * checkpoint it reads or writes. Checked before anything runs, naming both flags. */
 #ifndef ZEROC_CLI_OUTPUT_PATHS_H
 #define ZEROC_CLI_OUTPUT_PATHS_H
 
 #include "zeroc/status.h"
+
+/* Can `path` (of flag) be written when the command ends? Probed now, so that a typo costs
+ * nothing: an existing file must open for writing (it is not changed), a new one is created and
+ * removed again. */
+zc_status cli_output_writable(const char *flag, const char *path, zc_err *err);
 
 /* Refuses output `out` (of flag oflag) when it is the same file as input `in` (of flag iflag),
  * or an existing file inside `in` when that is a directory (a Hugging Face model's). NULL

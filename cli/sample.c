@@ -3,6 +3,8 @@
  * Byte-level models (vocabulary 256) read and print text; BPE models read and print text with
  * --vocab (GPT-2's tokenizer: encoder.json + vocab.bpe, or llm.c's gpt2_tokenizer.bin for
  * printing only), token ids without. */
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,10 +54,16 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
         st = zc_err_set(
             &err, ZC_EINVAL,
             "zeroc sample needs --init FILE (an llm.c checkpoint or a Hugging Face GPT-2)");
-    if (!st && (length < 1 || top_k < 0 || !(temperature > 0) || seed < 0))
+    if (!st && (length < 1 || length > GPT2_MAX_GENERATE))
+        st = zc_err_set(&err, ZC_EINVAL, "--length must be in [1, %d], got %d", GPT2_MAX_GENERATE,
+                        length);
+    /* the model samples in float: a temperature must be one */
+    if (!st && !((float)temperature > 0 && isfinite((float)temperature)))
         st = zc_err_set(&err, ZC_EINVAL,
-                        "--length must be >= 1, --top-k >= 0, --temperature > 0 "
-                        "and --seed >= 0");
+                        "--temperature must be > 0 and within float's range (%g to %g), got %g",
+                        (double)FLT_TRUE_MIN, (double)FLT_MAX, temperature);
+    if (!st && (top_k < 0 || seed < 0))
+        st = zc_err_set(&err, ZC_EINVAL, "--top-k and --seed must be >= 0");
     if (!st && zc_comm_size(comm) != 1)
         st = zc_err_set(&err, ZC_EINVAL, "zeroc sample runs on one rank (got %d)",
                         zc_comm_size(comm));
@@ -111,7 +119,7 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     zc_engine *e = NULL;
     gpt2_model *m = NULL;
     gpt2_config gc = h;
-    int T = np + length < h.max_seq_len ? np + length : h.max_seq_len;
+    int T = length < h.max_seq_len - np ? np + length : h.max_seq_len; /* no int overflow */
     int *out = malloc((size_t)length * sizeof(int));
     if (!out)
         st = zc_err_set(&err, ZC_ENOMEM, "out of memory");

@@ -11,27 +11,9 @@
 #include "cli/args.h"
 #include "cli/output_paths.h"
 #include "cli/train_args.h"
+#include "models/gpt2/gpt2_sample.h"
 #include "models/gpt2/init_files.h"
 #include "models/mlp/mlp.h"
-
-/* Can the run write `path` when it ends? Probed now, so that a typo costs nothing: an existing
- * file must open for writing (it is not changed), a new one is created and removed again. */
-static zc_status probe_file(const char *flag, const char *path, zc_err *err)
-{
-    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
-    bool created = false;
-    if (fd < 0 && errno == ENOENT) {
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        created = fd >= 0;
-    }
-    if (fd < 0)
-        return zc_err_set(err, ZC_EINVAL, "%s %s: cannot write there: %s", flag, path,
-                          strerror(errno));
-    close(fd);
-    if (created)
-        unlink(path);
-    return ZC_OK;
-}
 
 /* The save directory: an existing one must be a directory the run can create files in; a new
  * one is made and removed again (saving makes it). */
@@ -43,7 +25,7 @@ static zc_status probe_dir(const char *flag, const char *dir, zc_err *err)
         return zc_err_set(err, ZC_EINVAL, "%s %s: cannot create it: %s", flag, dir,
                           strerror(errno));
     snprintf(probe, sizeof probe, "%s/.zeroc-probe-%d", dir, (int)getpid());
-    zc_status st = probe_file(flag, probe, err);
+    zc_status st = cli_output_writable(flag, probe, err);
     if (st)
         snprintf(err->msg, sizeof err->msg, "%s %s: not a directory zeroc can write in", flag, dir);
     if (made)
@@ -80,11 +62,11 @@ static zc_status check_outputs(zc_comm *comm, const train_opts *o, zc_err *err)
                                                    o->save_dir, err);
         }
         if (!st && o->report)
-            st = probe_file("--report", o->report, err);
+            st = cli_output_writable("--report", o->report, err);
         if (!st && o->save_weights)
-            st = probe_file("--save-weights", o->save_weights, err);
+            st = cli_output_writable("--save-weights", o->save_weights, err);
         if (!st && o->save_final)
-            st = probe_file("--save-final", o->save_final, err);
+            st = cli_output_writable("--save-final", o->save_final, err);
         if (!st && o->save_dir)
             st = probe_dir("--save-dir", o->save_dir, err);
     }
@@ -238,6 +220,9 @@ static zc_status check_flags(const train_opts *o, zc_err *err)
         st = zc_err_set(err, ZC_EINVAL,
                         "--val-every and --sample-every must be >= 0, "
                         "--val-batches and --sample-length >= 1");
+    if (!st && o->sample_length > GPT2_MAX_GENERATE)
+        st = zc_err_set(err, ZC_EINVAL, "--sample-length must be at most %d, got %d",
+                        GPT2_MAX_GENERATE, o->sample_length);
     return st;
 }
 

@@ -187,11 +187,31 @@ def test_estimate_bad_input():
                          (["--init", H_.path("nothere.bin")], "nothere.bin"),
                          (["--params", "lots"], "--params"), ([], "exactly one of"),
                          (["--params", "1M", "--ranks", 4, "--hpz", 3], "--hpz 3 must divide"),
-                         (["--params", "1M", "--hpz", 0], "zero_hpz_partition_size")):
+                         (["--params", "1M", "--hpz", 0], "zero_hpz_partition_size"),
+                         (["--params", "1M", "--ranks", 2, "--ranks-per-node", 3],
+                          "--ranks-per-node must be between 1 and --ranks (2), got 3"),
+                         (["--params", "1M", "--ranks-per-node", 0], "--ranks-per-node must be"),
+                         (["--model", "mlp", "--micro-batch", 0], "--micro-batch must be >= 1"),
+                         (["--params", "1M", "--ranks", 2, "--ranks", 3], "--ranks is given twice")):
         p = subprocess.run([H_.zeroc, "estimate", *map(str, args)], capture_output=True, text=True,
                            timeout=60)
         check(p.returncode != 0 and needle in p.stderr, f"estimate {args}: {p.returncode} "
               f"{p.stderr!r}")
+
+
+def test_analyze_bad_input():
+    """analyze refuses the other model's shape flags and an --out it cannot write before any
+    stage runs (it ran all four, then failed writing)."""
+    nodir = H_.path("no-such-dir/an")
+    for args, needle in ((["--hidden", 16, "--layers", 2, "--channels", 8],
+                          "--channels is a gpt2 flag"),
+                         (["--model", "gpt2", "--hidden", 16], "--hidden is an mlp flag"),
+                         (["--hidden", 16, "--layers", 2, "--out", nodir],
+                          f"--out {nodir}.csv: cannot write there")):
+        p = subprocess.run([H_.zeroc, "analyze", "--ranks", "1", *map(str, args)],
+                           capture_output=True, text=True, timeout=120)
+        check(p.returncode == 1 and needle in p.stderr and "stage" not in p.stdout,
+              f"analyze {args}: {p.returncode} {p.stderr!r}")
 
 
 def test_estimate_huge_sizes():
@@ -255,7 +275,7 @@ def test_estimate_huge_sizes():
 
 
 TESTS = [test_estimate_matches_mlp, test_estimate_matches_persistence, test_estimate_matches_gpt2_tiny, test_estimate_matches_mixed,
-         test_estimate_matches_gpt2_124m, test_analyze_experiment, test_estimate_bad_input,
+         test_estimate_matches_gpt2_124m, test_analyze_experiment, test_estimate_bad_input, test_analyze_bad_input,
          test_estimate_huge_sizes, test_estimate_matches_zero_pp_hosts]
 
 if __name__ == "__main__":

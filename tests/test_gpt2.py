@@ -178,6 +178,17 @@ def test_prepare_train_sample():
                "--init", final, *heads4, ok=False)
     check(p.returncode != 0 and "--heads 4" in p.stderr and "has 2" in p.stderr,
           f"--heads 4 beside a 2-head --init: {p.stderr!r}")
+    # lengths past int (prompt + length overflowed) and temperatures beyond a float: refused by
+    # flag, before anything runs
+    for args, needle in ((["--length", 2147483647], "--length must be in [1, 1048576]"),
+                         (["--temperature", "1e-300"], "--temperature must be > 0 and within"),
+                         (["--temperature", "1e300"], "--temperature must be > 0 and within")):
+        p = H_.run(1, "sample", "--init", final, *args, ok=False)
+        check(p.returncode == 1 and needle in p.stderr, f"sample {args}: {p.stderr!r}")
+    p = H_.run(1, "train", "--model", "gpt2", "--data", data, *TINY, "--steps", 2,
+               "--sample-every", 1, "--sample-length", 2147483647, ok=False)
+    check(p.returncode == 1 and "--sample-length must be at most 1048576" in p.stderr and
+          "step " not in p.stdout, f"--sample-length 2^31-1: {p.stderr!r}")
 
 
 TESTS = [test_gpt2_stages_bitwise_memory_comm, test_gpt2_124m_checkpoint, test_gpt2_bad_files,

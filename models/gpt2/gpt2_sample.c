@@ -2,6 +2,7 @@
  * ordinary (B,T) forward over the last T tokens (every batch row the same; causal attention
  * makes positions past the context irrelevant) and samples from position t−1's logits over the
  * real vocabulary. Simple rather than fast: no key/value cache. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,10 +56,12 @@ zc_status gpt2_generate(gpt2_model *m, const int *prompt, int nprompt, int lengt
     const gpt2_config *c = gpt2_get_config(m);
     int B, T;
     gpt2_batch_shape(m, &B, &T);
-    if (nprompt < 1 || length < 0 || !(s->temperature > 0.0f) || s->top_k < 0)
+    if (nprompt < 1 || length < 0 || length > GPT2_MAX_GENERATE || nprompt > INT_MAX - length ||
+        !(s->temperature > 0.0f) || !isfinite(s->temperature) || s->top_k < 0)
         return zc_err_set(err, ZC_EINVAL,
-                          "sample: need a prompt of >= 1 token, length >= 0, "
-                          "temperature > 0 and top-k >= 0");
+                          "sample: need a prompt of >= 1 token, length in [0, %d], a finite "
+                          "temperature > 0 and top-k >= 0",
+                          GPT2_MAX_GENERATE);
     int total = nprompt + length;
     int *seq = malloc((size_t)total * sizeof(int)), *batch = calloc((size_t)B * T, sizeof(int));
     double *scratch = malloc((size_t)c->vocab_size * sizeof(double));

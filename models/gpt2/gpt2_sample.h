@@ -14,8 +14,12 @@ typedef struct {
     uint64_t seed;
 } gpt2_sampling;
 
-/* Generates `length` tokens after the `nprompt` prompt tokens (nprompt ≥ 1) into out[0..length).
- * The context is the last T tokens (the model's sequence length). */
+/* The most tokens one generation makes (each is a forward pass: a million passes of GPT-2 124M
+ * take about a day on two cores); the prompt and what is generated are then held as ints. */
+enum { GPT2_MAX_GENERATE = 1 << 20 };
+
+/* Generates `length` (at most GPT2_MAX_GENERATE) tokens after the `nprompt` prompt tokens (nprompt
+ * ≥ 1) into out[0..length). The context is the last T tokens (the model's sequence length). */
 zc_status gpt2_generate(gpt2_model *m, const int *prompt, int nprompt, int length,
                         const gpt2_sampling *s, int *out, zc_err *err);
 
