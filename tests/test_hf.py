@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test_hf.py — Hugging Face GPT-2 weights: `zeroc train|sample|estimate --init` reading
 transformers' layout (model.safetensors + config.json) and `zeroc ckpt export --format hf`
-writing it (python3 stdlib only; prints "N passed, N failed").
+writing it, and both safetensors readers (zeroc's own `--init FILE.safetensors` too) held to
+the format's data layout (python3 stdlib only; prints "N passed, N failed").
 
 Usage: test_hf.py ZEROC_BINARY MPIRUN_SH [test-name ...]
 
@@ -337,8 +338,141 @@ def test_hf_bad_inputs():
     check(p.returncode != 0 and "--layers" in p.stderr, f"--layers: {p.stderr[-300:]}")
 
 
+def relayout(src, dst, edit):
+    """src copied to dst with edit(header, data) -> (header, or its JSON text; data; what the
+    error must say) applied, the header padded to a multiple of 8 again (its length follows)."""
+    with open(src, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header, data, want = edit(json.loads(raw[8:8 + n]), raw[8 + n:])
+    text = header if isinstance(header, bytes) else json.dumps(header,
+                                                                separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(dst, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+    return want
+
+
+def data_order(h):
+    """The tensor names of header h in the order of their bytes."""
+    return sorted((k for k in h if k != "__metadata__"), key=lambda k: h[k]["data_offsets"])
+
+
+def overlap(h, d):  # the second tensor on the first one's bytes, the right length for its shape
+    a, b = data_order(h)[:2]
+    size = h[b]["data_offsets"][1] - h[b]["data_offsets"][0]
+    h[b]["data_offsets"] = [0, size]
+    return h, d, [f"tensor '{b}' has data_offsets [0, {size}]", f"overlaps tensor '{a}'"]
+
+
+def gap(h, d):  # 4 bytes no tensor holds after the first
+    ts = data_order(h)
+    cut = h[ts[0]]["data_offsets"][1]
+    for k in ts[1:]:
+        h[k]["data_offsets"] = [x + 4 for x in h[k]["data_offsets"]]
+    return h, d[:cut] + bytes(4) + d[cut:], [
+        f"tensor '{ts[1]}' has data_offsets [{cut + 4}, ", f"expected a begin of {cut}",
+        f"a gap of 4 bytes after tensor '{ts[0]}'"]
+
+
+def trailing(h, d):
+    return h, d + bytes(8), [f"8 bytes of trailing data after the last tensor "
+                             f"('{data_order(h)[-1]}')"]
+
+
+def reversed_offsets(h, d):  # [end, begin]
+    k = data_order(h)[1]
+    b, e = h[k]["data_offsets"]
+    h[k]["data_offsets"] = [e, b]
+    return h, d, [f"tensor '{k}' has data_offsets [{e}, {b}], expected begin <= end"]
+
+
+def past_end(h, d):
+    k = data_order(h)[-1]
+    return h, d[:-4], [f"tensor '{k}' has data_offsets", "(truncated?)"]
+
+
+def twice(h, d):  # the last tensor again, on bytes of its own: which one would a reader take?
+    k = data_order(h)[-1]
+    b, e = h[k]["data_offsets"]
+    again = {**h[k], "data_offsets": [len(d), len(d) + e - b]}
+    text = json.dumps(h, separators=(",", ":"))[:-1] + f',"{k}":' + json.dumps(again) + "}"
+    return text.encode(), d + d[b:e], [f"tensor '{k}' appears twice in the header"]
+
+
+def permuted(h, d):  # the bytes in reverse order, the header in its own: still a valid file
+    at, parts = 0, []
+    for k in reversed(data_order(h)):
+        b, e = h[k]["data_offsets"]
+        parts.append(d[b:e])
+        h[k]["data_offsets"] = [at, at + e - b]
+        at += e - b
+    return h, b"".join(parts), []
+
+
+LAYOUTS = [overlap, gap, trailing, reversed_offsets, past_end, twice]
+
+
+def mlp(*args, ok=True):
+    return H_.run(1, "train", "--model", "mlp", "--hidden", 16, "--layers", 2, "--micro-batch", 2,
+                  "--steps", 1, *args, ok=ok)
+
+
+def test_init_data_layout():
+    """zeroc's own weights files (`train --init FILE.safetensors`) are held to the format's
+    rule that the tensors' data_offsets tile the data after the header: two tensors on the
+    same bytes, a gap, trailing bytes, an end before its begin, a tensor past the end of the
+    file or a name given twice is refused naming the file, the tensor and its offsets, before a
+    step and without writing weights. Tensors stored in another order than the header lists
+    them are a valid file (older writers sorted names) and load the same weights."""
+    w = H_.path("mlp.safetensors")
+    mlp("--save-weights", w, "--report", H_.path("mlp.json"))
+    for edit in LAYOUTS:
+        bad, out = H_.path(f"mlp-{edit.__name__}.safetensors"), H_.path("mlp-out.safetensors")
+        want = relayout(w, bad, edit)
+        p = mlp("--init", bad, "--save-weights", out, ok=False)
+        check(p.returncode != 0 and all(x in p.stderr for x in [bad + ":"] + want) and
+              "step " not in p.stdout and not os.path.exists(out),
+              f"{edit.__name__}: want {want} in the error, got {p.returncode}: {p.stderr[-400:]}")
+    ok = H_.path("mlp-permuted.safetensors")
+    relayout(w, ok, permuted)
+    mlp("--init", ok, "--report", H_.path("mlp-permuted.json"))
+    mlp("--init", w, "--report", H_.path("mlp-plain.json"))
+    a, b = H_.report("mlp-permuted.json"), H_.report("mlp-plain.json")
+    check(a["initial_weights_sha256"] == b["initial_weights_sha256"],
+          "the permuted file did not load the same weights")
+
+
+def test_hf_data_layout():
+    """The same rule for transformers' model.safetensors, over every tensor of the file (the
+    mask buffers zeroc ignores too): each bad layout is refused by name before a step; a file
+    whose bytes lie in another order than its header loads the same weights."""
+    src = make_hf("hf-lay", buffers=True)
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = f.read()
+
+    def copy(name, edit):
+        d = H_.path(name)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            f.write(cfg)
+        path = os.path.join(d, "model.safetensors")
+        return d, path, relayout(os.path.join(src, "model.safetensors"), path, edit)
+
+    for edit in LAYOUTS:
+        d, path, want = copy(f"hf-lay-{edit.__name__}", edit)
+        p = train(d, f"hf-lay-{edit.__name__}", ok=False)
+        check(p.returncode != 0 and all(x in p.stderr for x in [path + ":"] + want) and
+              "step " not in p.stdout,
+              f"{edit.__name__}: want {want} in the error, got {p.returncode}: {p.stderr[-400:]}")
+    d, _, _ = copy("hf-lay-permuted", permuted)
+    a, b = train(d, "hf-lay-permuted"), train(src, "hf-lay-plain")
+    check(a["initial_weights_sha256"] == b["initial_weights_sha256"],
+          "the permuted file did not load the same weights")
+
+
 TESTS = [test_hf_init_matches_llmc, test_hf_export_byte_identical, test_hf_sample_and_estimate,
-         test_hf_bad_inputs]
+         test_hf_bad_inputs, test_init_data_layout, test_hf_data_layout]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

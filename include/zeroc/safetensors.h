@@ -30,6 +30,11 @@ ZC_API zc_status zc_safetensors_save(zc_engine *e, const char *path, zc_err *err
  * names and shapes are the model's parameters; any other tensor, or a missing one, is an
  * error). Each rank reads only the elements it holds. Not collective. */
 ZC_API zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err);
+/* Whether the tensors' data_offsets in a safetensors file tile the data after its header, as
+ * the format requires (in any header order): two tensors on the same bytes, a gap, trailing
+ * bytes, offsets past the end or a name given twice are errors naming the file and tensor.
+ * zc_safetensors_load checks it itself; for readers of other layouts (Hugging Face's). */
+ZC_API zc_status zc_safetensors_check_layout(const char *path, zc_err *err);
 /* Whether a path names a safetensors file (by its extension). */
 ZC_API bool zc_safetensors_is_path(const char *path);
 

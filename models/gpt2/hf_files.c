@@ -1,5 +1,6 @@
 /* hf_files.c — GPT-2 weights in Hugging Face transformers' layout: config.json's shape, loading
- * model.safetensors into the engine, and exporting a checkpoint to it (hf_files.h). */
+ * model.safetensors into the engine (its tensors' bytes held to the format's layout first: no
+ * overlap, gap or trailing data), and exporting a checkpoint to it (hf_files.h). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include "zeroc/checkpoint.h"
 #include "zeroc/dtype.h"
 #include "zeroc/durable.h"
+#include "zeroc/safetensors.h"
 
 enum { PATH_CAP = 4096, NAME_CAP = 160 };
 
@@ -503,7 +505,7 @@ zc_status hf_load(zc_engine *e, const char *path, const gpt2_config *cfg, zc_err
     zc_status st = find_paths(path, &p, err);
     if (st || (st = st_open(&f, p.st, err)))
         return st;
-    if (!(st = check_names(&f, e, err)))
+    if (!(st = check_names(&f, e, err)) && !(st = zc_safetensors_check_layout(f.path, err)))
         st = check_tied(&f, err);
     for (int q = 0; !st && q < zc_engine_num_params(e); q++)
         st = load_param(&f, e, q, cfg->vocab_size, err);

@@ -18,7 +18,9 @@
  *   lm_head.weight [V, C]          tied to wte: accepted when equal to wte.weight, else refused
  *   h.<l>.attn.bias, .masked_bias  the causal-mask buffers older files carry: ignored
  *
- * Any other tensor is refused by name. Tensors may be F32, BF16 or F16 (widened to fp32).
+ * Any other tensor is refused by name. Tensors may be F32, BF16 or F16 (widened to fp32). Their
+ * data_offsets, in any header order, must tile the data after the header as the format requires:
+ * two tensors on the same bytes, a gap, trailing bytes or a name given twice are refused.
  * config.json gives n_layer, n_head, n_embd, n_positions (or n_ctx) and vocab_size; keys that
  * would make a different model (an activation other than GPT-2's tanh GELU, another LayerNorm
  * epsilon, n_inner ≠ 4·n_embd, untied embeddings, per-layer attention scaling) are refused by

@@ -1,7 +1,9 @@
 /* safetensors.c — writes the engine's fp32 weights as safetensors (format table in
  * zeroc/safetensors.h). Collective; rank 0 writes. The header is built first from the parameter
  * table (shapes and offsets are known without touching data), then each unit is gathered and
- * its parameters appended, so memory stays at one unit. */
+ * its parameters appended, so memory stays at one unit. Reading holds a file to the format's
+ * layout (the tensors' bytes tile the data: no overlap, gap or trailing bytes) before it sets
+ * any value. */
 #include <math.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -122,9 +124,116 @@ static bool json_offset(const cJSON *it, uint64_t *out)
     return true;
 }
 
-zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err)
+/* One tensor's bytes in the data after the header; i: its place in the header. */
+typedef struct {
+    const char *name;
+    uint64_t b, e;
+    int i;
+} st_span;
+
+/* By begin; at one begin the empty tensors first, then header order (so of two tensors on the
+ * same bytes, the one listed later is named). */
+static int span_order(const void *pa, const void *pb)
 {
-    FILE *f = fopen(path, "rb");
+    const st_span *a = pa, *b = pb;
+    if (a->b != b->b)
+        return a->b < b->b ? -1 : 1;
+    if ((a->e > a->b) != (b->e > b->b))
+        return a->e > a->b ? 1 : -1;
+    return a->i - b->i;
+}
+
+static int span_name(const void *pa, const void *pb)
+{
+    return strcmp(((const st_span *)pa)->name, ((const st_span *)pb)->name);
+}
+
+/* The format's rule for the `bytes` bytes after the header: the tensors' data_offsets, in order
+ * of begin, tile them exactly — the first begins at 0, each where the one before ends, the last
+ * at the end of the file — so no two tensors share bytes and none is left over (a gap, trailing
+ * data). Names are unique too: cJSON would read a repeated one's first entry, other readers may
+ * take its last. (zc_safetensors_check_layout gives models/gpt2/hf_files.c the same rule for
+ * transformers' files.) */
+static zc_status check_layout(const char *path, const cJSON *h, uint64_t bytes, zc_err *err)
+{
+    int n = 0;
+    for (const cJSON *t = h->child; t; t = t->next)
+        n += strcmp(t->string, "__metadata__") != 0;
+    st_span *s = malloc((size_t)n * sizeof *s + 1);
+    if (!s)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", path);
+    zc_status st = ZC_OK;
+    int k = 0;
+    for (const cJSON *t = h->child; t && !st; t = t->next) {
+        if (!strcmp(t->string, "__metadata__"))
+            continue;
+        const cJSON *offs = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
+        st_span *x = &s[k];
+        *x = (st_span){.name = t->string, .i = k++};
+        if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 ||
+            !json_offset(cJSON_GetArrayItem(offs, 0), &x->b) ||
+            !json_offset(cJSON_GetArrayItem(offs, 1), &x->e))
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: tensor '%s' has no data_offsets [begin, end] of byte offsets",
+                            path, x->name);
+        else if (x->e < x->b)
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: tensor '%s' has data_offsets [%llu, %llu], expected begin <= end",
+                            path, x->name, (unsigned long long)x->b, (unsigned long long)x->e);
+        else if (x->e > bytes)
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: tensor '%s' has data_offsets [%llu, %llu] past the end of the "
+                            "file's %llu bytes of tensor data (truncated?)",
+                            path, x->name, (unsigned long long)x->b, (unsigned long long)x->e,
+                            (unsigned long long)bytes);
+    }
+    if (!st && n > 1)
+        qsort(s, (size_t)n, sizeof *s, span_name);
+    for (int j = 1; !st && j < n; j++)
+        if (!strcmp(s[j - 1].name, s[j].name))
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: tensor '%s' appears twice in the header, expected once", path,
+                            s[j].name);
+    if (!st && n > 1)
+        qsort(s, (size_t)n, sizeof *s, span_order);
+    uint64_t at = 0;
+    for (int j = 0; !st && j < n; at = s[j++].e) {
+        const st_span *x = &s[j], *prev = j ? &s[j - 1] : NULL;
+        if (x->b < at)
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: tensor '%s' has data_offsets [%llu, %llu], expected a begin of "
+                            "%llu: it overlaps tensor '%s' [%llu, %llu]",
+                            path, x->name, (unsigned long long)x->b, (unsigned long long)x->e,
+                            (unsigned long long)at, prev->name, (unsigned long long)prev->b,
+                            (unsigned long long)prev->e);
+        else if (x->b > at)
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: tensor '%s' has data_offsets [%llu, %llu], expected a begin of "
+                            "%llu: it leaves a gap of %llu bytes after %s%s%s that no tensor holds",
+                            path, x->name, (unsigned long long)x->b, (unsigned long long)x->e,
+                            (unsigned long long)at, (unsigned long long)(x->b - at),
+                            prev ? "tensor '" : "the header", prev ? prev->name : "",
+                            prev ? "'" : "");
+    }
+    if (!st && at != bytes)
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: the tensors end at byte %llu of the file's %llu bytes of tensor "
+                        "data: %llu bytes of trailing data after the last tensor%s%s%s",
+                        path, (unsigned long long)at, (unsigned long long)bytes,
+                        (unsigned long long)(bytes - at), n ? " ('" : "", n ? s[n - 1].name : "",
+                        n ? "')" : "");
+    free(s);
+    return st;
+}
+
+/* Opens a safetensors file and parses its header: *h the JSON object (NULL on error), *data0
+ * where the tensor data begins, *size the file's size. The caller closes *fp (when not NULL)
+ * and deletes *h. */
+static zc_status read_header(const char *path, FILE **fp, cJSON **h, uint64_t *data0,
+                             uint64_t *size, zc_err *err)
+{
+    *h = NULL;
+    FILE *f = *fp = fopen(path, "rb");
     if (!f)
         return zc_err_set(err, ZC_EIO, "cannot open %s: %m", path);
     unsigned char le[8];
@@ -144,14 +253,40 @@ zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err)
         st = zc_err_set(err, ZC_EINVAL, "%s: truncated header", path);
     if (text)
         text[st ? 0 : hlen] = 0;
-    cJSON *h = st ? NULL : cJSON_Parse(text);
+    *h = st ? NULL : cJSON_Parse(text);
     free(text);
-    if (!st && !cJSON_IsObject(h))
+    if (!st && !cJSON_IsObject(*h))
         st = zc_err_set(err, ZC_EINVAL, "%s: the header is not JSON", path);
-    int fd = fileno(f);
     struct stat sb;
-    fstat(fd, &sb);
-    const uint64_t data0 = 8 + hlen;
+    if (!st && fstat(fileno(f), &sb))
+        st = zc_err_set(err, ZC_EIO, "%s: %m", path);
+    *data0 = 8 + hlen, *size = st ? 0 : (uint64_t)sb.st_size;
+    return st;
+}
+
+zc_status zc_safetensors_check_layout(const char *path, zc_err *err)
+{
+    FILE *f;
+    cJSON *h;
+    uint64_t data0, size;
+    zc_status st = read_header(path, &f, &h, &data0, &size, err);
+    if (!st)
+        st = check_layout(path, h, size - data0, err);
+    cJSON_Delete(h);
+    if (f)
+        fclose(f);
+    return st;
+}
+
+zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err)
+{
+    FILE *f;
+    cJSON *h;
+    uint64_t data0, file_size;
+    zc_status st = read_header(path, &f, &h, &data0, &file_size, err);
+    if (!f)
+        return st;
+    const int fd = fileno(f);
     /* every tensor must be a parameter of the model, with its shape */
     for (const cJSON *t = h ? h->child : NULL; !st && t; t = t->next) {
         if (!strcmp(t->string, "__metadata__"))
@@ -164,6 +299,9 @@ zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err)
             st = zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' is not a parameter of the model", path,
                             t->string);
     }
+    /* before any value is set: how the tensors share out the data */
+    if (!st)
+        st = check_layout(path, h, file_size - data0, err);
     for (int p = 0; !st && p < zc_engine_num_params(e); p++) {
         const zc_param_info *pi = zc_engine_param_info(e, p);
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(h, pi->name);
@@ -190,7 +328,7 @@ zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err)
         uint64_t b = 0, e2 = 0;
         bool offs_ok = json_offset(cJSON_GetArrayItem(offs, 0), &b) &&
                        json_offset(cJSON_GetArrayItem(offs, 1), &e2) && b <= e2;
-        if (!offs_ok || e2 - b != pi->numel * (uint64_t)es || data0 + e2 > (uint64_t)sb.st_size) {
+        if (!offs_ok || e2 - b != pi->numel * (uint64_t)es || data0 + e2 > file_size) {
             st = zc_err_set(err, ZC_EINVAL,
                             "%s: tensor '%s' has data_offsets [%llu, %llu] that "
                             "do not fit its shape or the file (truncated?)",
