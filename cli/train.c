@@ -105,12 +105,14 @@ static void announce_config(const train_run *r)
 }
 
 /* Continues from --resume: the checkpoint's states, its step, and a check that it was written
- * for this model. */
+ * for this model. Every rank returns the same status and message (each step agrees, or decides
+ * from the manifest every rank read), so one rank prints it. */
 static zc_status resume(train_run *r, zc_err *err)
 {
     char dir[4096], *client = NULL;
     double t_load = now_ms();
-    zc_status st = zc_ckpt_resolve(r->o.resume, dir, sizeof dir, err);
+    zc_status st = zc_comm_agree(r->comm, zc_ckpt_resolve(r->o.resume, dir, sizeof dir, err),
+                                 "finding the checkpoint", err);
     if (!st)
         st = zc_ckpt_load(r->e, r->comm, dir, &r->first_step, &client, err);
     if (!st) /* the same on every rank: every rank read the same manifest */
@@ -163,11 +165,12 @@ static zc_status build(train_run *r, zc_err *err)
                         "file",
                         o->init, o->model);
     /* each rank read its own elements: a bad value found by one must stop them all */
+    bool agreed = false; /* every rank has st, and its message */
     if (o->init)
-        st = zc_comm_agree(r->comm, st, "loading --init", err);
+        st = zc_comm_agree(r->comm, st, "loading --init", err), agreed = true;
     if (!st && o->resume)
-        st = resume(r, err);
-    r->shared_error = st == ZC_EINVAL;
+        st = resume(r, err), agreed = true;
+    r->shared_error = st && (agreed || st == ZC_EINVAL);
     return st;
 }
 
