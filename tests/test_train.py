@@ -64,7 +64,7 @@ def test_stages_bitwise_memory_comm():
         shard = unit_p // n
         psi_p = L * unit_p
         prefetch = unit_p  # allowance: one unit prefetched ahead
-        cfg = config(os.path.join(TMP, f"prefetch{n}.json"), stage3_prefetch_bucket_size=prefetch)
+        cfg = config(os.path.join(TMP, f"prefetch{n}.cfg.json"), stage3_prefetch_bucket_size=prefetch)
         finals = {}
         for stage in range(4):
             rep, _ = train(n, stage, f"bit-n{n}-s{stage}", "--config", cfg)
@@ -429,7 +429,7 @@ def test_stage3_persistence():
     shard = unit_p // n
     base, _ = train(n, 0, "persist-s0")
     for model_cap, kept in ((10**15, L), (2 * UNIT, 2), (2 * UNIT - 1, 1), (0, 0)):
-        cfg = config(os.path.join(TMP, f"persist{kept}.json"),
+        cfg = config(os.path.join(TMP, f"persist{kept}.cfg.json"),
                      stage3_param_persistence_threshold=UNIT + 1,
                      stage3_model_persistence_threshold=model_cap)
         rep, _ = train(n, 3, f"persist-{kept}", "--config", cfg)
@@ -443,12 +443,12 @@ def test_stage3_persistence():
         got = rep["comm"]["bytes_per_step"]["total"]
         check(got == want_comm, f"{kept} persistent: comm/step {got} != {want_comm}")
     b0, _ = train(n, 0, "persist-bf16-s0", "--dtype", "bf16")
-    cfg = config(os.path.join(TMP, "persist-bf16.json"),
+    cfg = config(os.path.join(TMP, "persist-bf16.cfg.json"),
                  stage3_param_persistence_threshold=UNIT + 1)
     rep, _ = train(n, 3, "persist-bf16", "--dtype", "bf16", "--config", cfg)
     check(rep["weights_sha256"] == b0["weights_sha256"], "bf16: weights differ from stage 0's")
     check(rep["memory"]["ranks"][0]["params"] == 2 * L * unit_p, "bf16: params not whole")
-    cfg = config(os.path.join(TMP, "persist-nvme.json"),
+    cfg = config(os.path.join(TMP, "persist-nvme.cfg.json"),
                  stage3_param_persistence_threshold=UNIT + 1,
                  stage3_model_persistence_threshold=2 * UNIT,
                  offload_param={"device": "nvme", "nvme_path": TMP, "max_in_cpu": 0})
@@ -459,7 +459,7 @@ def test_stage3_persistence():
         check(r["nvme"] == on_disk and r["params"] == 4 * 2 * unit_p,
               f"offloaded: rank {r['rank']} nvme {r['nvme']} != {on_disk}, params {r['params']}")
     # a checkpoint of a run with persistent and sharded units resumes bit for bit
-    cfg = config(os.path.join(TMP, "persist-ck.json"), stage3_param_persistence_threshold=UNIT + 1,
+    cfg = config(os.path.join(TMP, "persist-ck.cfg.json"), stage3_param_persistence_threshold=UNIT + 1,
                  stage3_model_persistence_threshold=2 * UNIT)
     ck = os.path.join(TMP, "persist-ck")
     run(n, "--hidden", H, "--layers", L, "--micro-batch", 4, "--stage", 3, "--config", cfg,
@@ -468,7 +468,7 @@ def test_stage3_persistence():
     straight, _ = train(n, 3, "persist-straight", "--config", cfg)
     check(rep["weights_sha256"] == straight["weights_sha256"],
           "resumed from a checkpoint with persistent units: weights differ")
-    cfg = config(os.path.join(TMP, "persist-none.json"), stage3_param_persistence_threshold=UNIT)
+    cfg = config(os.path.join(TMP, "persist-none.cfg.json"), stage3_param_persistence_threshold=UNIT)
     rep, _ = train(n, 3, "persist-none", "--config", cfg)
     check(rep["memory"]["ranks"][0]["params"] == 4 * L * shard,
           "a unit of exactly the threshold's size was kept whole (DeepSpeed: smaller than)")
@@ -606,7 +606,7 @@ def test_ds_engine_knobs():
         sha = []
         for name, zero in (("plain", {}), ("knobs", {"overlap_comm": False,
                                                       "reduce_bucket_size": 0})):
-            cfg = config(os.path.join(TMP, f"{name}.json"), stage=stage, **zero)
+            cfg = config(os.path.join(TMP, f"{name}.cfg.json"), stage=stage, **zero)
             rep = os.path.join(TMP, f"{name}-s{stage}.json")
             run(2, "--hidden", 64, "--layers", 3, "--steps", 4, "--config", cfg, "--report", rep)
             sha.append(H_.report(f"{name}-s{stage}.json")["weights_sha256"])
@@ -761,7 +761,7 @@ def test_zero_pp():
     sha = {}
     for name, (zero, rs, ag) in cases.items():
         for rep in ("a", "b"):
-            cfg = config(os.path.join(TMP, f"zpp-{name}.json"), stage=3, **zero)
+            cfg = config(os.path.join(TMP, f"zpp-{name}.cfg.json"), stage=3, **zero)
             run(n, "--hidden", h, "--layers", layers, "--steps", 5, "--config", cfg, "--report",
                 os.path.join(TMP, f"zpp-{name}-{rep}.json"))
         a, b = (H_.report(f"zpp-{name}-{r}.json") for r in ("a", "b"))
@@ -773,7 +773,7 @@ def test_zero_pp():
     check(len(set(sha.values())) == 4, f"quantized runs equal an unquantized one: {sha}")
     for key in ("zero_quantized_weights", "zero_quantized_gradients"):
         p = run(1, "--hidden", h, "--layers", layers, "--steps", 1, "--config",
-                config(os.path.join(TMP, "zpp-s2.json"), stage=2, **{key: True}), ok=False)
+                config(os.path.join(TMP, "zpp-s2.cfg.json"), stage=2, **{key: True}), ok=False)
         check(p.returncode != 0 and key in p.stderr and "stage 3" in p.stderr,
               f"{key} at stage 2: {p.stderr}")
 
@@ -790,7 +790,7 @@ def test_zero_pp():
     seeds = range(1, 7)
     for seed in seeds:
         for name, (zero, _, _) in cases.items():
-            cfg = config(os.path.join(TMP, f"g-{name}.json"), stage=3, **zero)
+            cfg = config(os.path.join(TMP, f"g-{name}.cfg.json"), stage=3, **zero)
             run(n, "--model", "gpt2", "--data", train_bin, "--layers", 2, "--channels", 32,
                 "--heads", 2, "--seq-len", 32, "--micro-batch", 4, "--steps", 200, "--lr", "1e-3",
                 "--seed", seed, "--config", cfg, "--report", os.path.join(TMP, f"g-{name}.json"))
@@ -829,7 +829,7 @@ def test_zero_hpz():
     }
     sha = {}
     for name, (zero, ga, ag, params) in cases.items():
-        cfg = config(os.path.join(TMP, f"hpz-{name}.json"), stage=3, **zero)
+        cfg = config(os.path.join(TMP, f"hpz-{name}.cfg.json"), stage=3, **zero)
         run(n, "--hidden", h, "--layers", layers, "--steps", 5, "--grad-accum", ga, "--config",
             cfg, "--report", os.path.join(TMP, f"hpz-{name}.json.r"))
         rep = H_.report(f"hpz-{name}.json.r")
@@ -845,7 +845,7 @@ def test_zero_hpz():
     for ranks, size, stage, want in ((4, 3, 3, "must divide the number of ranks, 4"),
                                      (2, 2, 2, "stage 3")):
         p = run(ranks, "--hidden", h, "--layers", layers, "--steps", 1, "--config",
-                config(os.path.join(TMP, "hpz-bad.json"), stage=stage,
+                config(os.path.join(TMP, "hpz-bad.cfg.json"), stage=stage,
                        zero_hpz_partition_size=size), ok=False)
         check(p.returncode != 0 and "zero_hpz_partition_size" in p.stderr and want in p.stderr,
               f"hpz {size} on {ranks} ranks at stage {stage}: {p.stderr}")
@@ -880,7 +880,7 @@ def test_zero_pp_hosts():
     sha = {}
     for name, (zero, total, inter) in cases.items():
         for rep in ("a", "b"):
-            cfg = config(os.path.join(TMP, f"zh-{name}.json"), stage=3, **zero)
+            cfg = config(os.path.join(TMP, f"zh-{name}.cfg.json"), stage=3, **zero)
             H_.run(n, "train", "--hidden", h, "--layers", layers, "--steps", 5, "--config", cfg,
                    "--report", os.path.join(TMP, f"zh-{name}-{rep}.json"), env=env)
         a, b = (H_.report(f"zh-{name}-{r}.json") for r in ("a", "b"))
@@ -909,7 +909,7 @@ def test_zero_pp_hosts():
     seeds = range(1, 7)
     for seed in seeds:
         for name in losses:
-            cfg = config(os.path.join(TMP, f"zhg-{name}.json"), stage=3, **cases[name][0])
+            cfg = config(os.path.join(TMP, f"zhg-{name}.cfg.json"), stage=3, **cases[name][0])
             H_.run(n, "train", "--model", "gpt2", "--data", train_bin, "--layers", 2,
                    "--channels", 32, "--heads", 2, "--seq-len", 32, "--micro-batch", 2,
                    "--steps", 200, "--lr", "1e-3", "--seed", seed, "--config", cfg, "--report",
