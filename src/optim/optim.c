@@ -198,8 +198,6 @@ double zc_sum_squares_16(const void *g, zc_dtype t, size_t n)
     enum { K = ZC_SUM_SQUARES_CHUNK, BATCH = 512, PAR_MIN_CHUNKS = 16 };
     const size_t es = (size_t)zc_dtype_size(t);
     const long nchunks = (long)((n + K - 1) / K);
-    double (*const bf16)(const uint16_t *, size_t) =
-        t == ZC_BF16 ? ZC_SIMD_SELECT(sum_squares_bf16) : NULL;
     double sum = 0.0;
     for (long c0 = 0; c0 < nchunks; c0 += BATCH) {
         const long m = nchunks - c0 < BATCH ? nchunks - c0 : BATCH;
@@ -207,10 +205,6 @@ double zc_sum_squares_16(const void *g, zc_dtype t, size_t n)
 #pragma omp parallel for schedule(static) if (m >= PAR_MIN_CHUNKS)
         for (long j = 0; j < m; j++) {
             size_t lo = (size_t)(c0 + j) * K, k = n - lo < K ? n - lo : K;
-            if (bf16) {
-                part[j] = bf16((const uint16_t *)g + lo, k);
-                continue;
-            }
             float x[K];
             zc_dtype_widen(t, (const char *)g + lo * es, x, k);
             part[j] = zc_sum_squares(x, k);
