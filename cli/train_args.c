@@ -2,7 +2,6 @@
  * make (file first, then flags), and every check that can refuse the run before anything is
  * built — flags that would be ignored, the schedule, and the outputs it will write. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
