@@ -7,6 +7,7 @@
  * sum the loss over the ranks. The loop knows models only through train_model
  * (cli/train_model.h); everything about ZeRO is the engine's; this file measures and reports. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/fail.h"
 #include "cli/memory_check.h"
+#include "cli/stop_signal.h"
 #include "cli/train_args.h"
 #include "cli/train_ckpt.h"
 #include "cli/train_model.h"
@@ -60,6 +62,8 @@ typedef struct {
      * is this rank's alone, and with other ranks the job is aborted (they may be waiting in a
      * collective this rank will never join). */
     bool shared_error;
+    int stopped_by; /* the signal that stopped the run after a save (stop_signal.h), or 0 */
+    int64_t stopped_at;
 } train_run;
 
 /* ---------- setup ---------- */
@@ -352,13 +356,16 @@ static void log_step(const train_run *r, int s, const zc_step_info *info, double
     fflush(stdout);
 }
 
-/* A checkpoint after step s when --save-every says so, and always after the last step. A failed
- * save is every rank's error. */
+/* Whether --save-every or the last step asks for a checkpoint after step s. */
+static bool save_due(const train_opts *o, int s)
+{
+    return o->save_dir && ((o->save_every && (s + 1) % o->save_every == 0) || s == o->steps - 1);
+}
+
+/* A checkpoint after step s (with --save-dir). A failed save is every rank's error. */
 static zc_status save_checkpoint(train_run *r, int s, const char *config_json, zc_err *err)
 {
     const train_opts *o = &r->o;
-    if (!o->save_dir || !((o->save_every && (s + 1) % o->save_every == 0) || s == o->steps - 1))
-        return ZC_OK;
     const zc_config *cfg = &r->cfg;
     const char *schedule = cfg->sched == ZC_SCHED_WARMUP_LR         ? "WarmupLR"
                            : cfg->sched == ZC_SCHED_WARMUP_DECAY_LR ? "WarmupDecayLR"
@@ -377,8 +384,30 @@ static zc_status save_checkpoint(train_run *r, int s, const char *config_json, z
     return st;
 }
 
+/* After step s: if any rank was asked to stop (SIGTERM, SIGINT), every rank saves step s (unless
+ * it just did) and the run ends there (r->stopped_by). One small collective a step, with
+ * --save-dir only. */
+static zc_status stop_if_asked(train_run *r, int s, const char *config_json, zc_err *err)
+{
+    int mine = cli_stop_signal_received(), sig = 0;
+    int *all = calloc((size_t)r->nranks, sizeof *all);
+    zc_status st = all ? zc_comm_control_gather(r->comm, &mine, all, sizeof mine,
+                                                "the ranks' stop requests", err)
+                       : zc_err_set(err, ZC_ENOMEM, "out of memory");
+    for (int k = 0; !st && k < r->nranks && !sig; k++)
+        sig = all[k];
+    free(all);
+    if (st || !sig)
+        return st;
+    if (!save_due(&r->o, s))
+        st = save_checkpoint(r, s, config_json, err);
+    if (!st)
+        r->stopped_by = sig, r->stopped_at = s + 1;
+    return st;
+}
+
 /* Steps first_step … steps − 1, each followed by its record, line, validation, sample and
- * checkpoint as the flags ask. */
+ * checkpoint as the flags ask; with --save-dir, a stop signal ends them early after a save. */
 static zc_status train_loop(train_run *r, double tokens_per_step, zc_err *err)
 {
     const train_opts *o = &r->o;
@@ -408,8 +437,13 @@ static zc_status train_loop(train_run *r, double tokens_per_step, zc_err *err)
             r->shared_error = every_ranks(st);
             break;
         }
-        st = save_checkpoint(r, s, config_json, err);
+        if (save_due(o, s))
+            st = save_checkpoint(r, s, config_json, err);
+        if (!st && o->save_dir && !last)
+            st = stop_if_asked(r, s, config_json, err);
         r->prev = *zc_comm_get_counters(r->comm); /* validation, sampling, saving: not the step's */
+        if (r->stopped_by)
+            break;
     }
     free(config_json);
     return st;
@@ -561,8 +595,21 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     zc_mem_reset_peaks(r.mem); /* the digest's buffer is not training's working memory */
     if ((st = series_alloc(&r.series, r.o.steps, &err)))
         goto out;
+    if (r.o.save_dir) /* a stop signal then saves the run's work first (train_loop) */
+        cli_stop_signal_install();
     if ((st = train_loop(&r, rep.tokens_per_step, &err)))
         goto out;
+    if (r.stopped_by) {
+        if (r.rank == 0)
+            printf("stopped by %s after step %lld (checkpoint saved); continue with --resume "
+                   "%s\n",
+                   r.stopped_by == SIGTERM  ? "SIGTERM"
+                   : r.stopped_by == SIGINT ? "SIGINT"
+                                            : "SIGUSR1",
+                   (long long)r.stopped_at, r.o.save_dir);
+        train_free(&r, ZC_OK);
+        return 128 + r.stopped_by; /* the shell's code for a process ended by that signal */
+    }
     st = finish(&r, &rep, &err);
 out:
     train_free(&r, st);

@@ -507,10 +507,53 @@ def test_manifest_edits():
           f"a renamed copy with another step: {v.stderr!r}")
 
 
+def test_stop_signal_saves():
+    """A run with --save-dir told to stop (SIGTERM to its one process; SIGUSR1, which mpirun
+    passes on, to one rank of two) finishes its step, saves it on every rank and exits with
+    128 + the signal; the checkpoint verifies, and resuming it gives the bits of a run that was
+    never stopped."""
+    import re
+    import time
+    for n, sig, to in ((1, signal.SIGTERM, 0), (2, signal.SIGUSR1, 1)):
+        d = H_.path(f"ck-stop-{n}")
+        a = subprocess.Popen([H_.mpirun, str(n), H_.zeroc, "train", *map(str, MLP), "--stage",
+                              str(n + 1), "--steps", str(10**8), "--save-dir", d],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            for line in a.stdout:  # training has begun: the handler is in place
+                if line.startswith("step "):
+                    break
+            ranks = []
+            for _ in range(100):  # its ranks (any one of them is signalled)
+                ranks = sorted(descendants(a.pid, "zeroc"))
+                if len(ranks) == n:
+                    break
+                time.sleep(0.05)
+            os.kill(ranks[to], sig)
+            out, err = a.communicate(timeout=120)
+        finally:
+            if a.poll() is None:
+                a.kill()
+        m = re.search(r"stopped by (\w+) after step (\d+) \(checkpoint saved\)", out)
+        check(a.returncode == 128 + sig and m and m.group(1) == sig.name,
+              f"{n} ranks, {sig.name}: exit {a.returncode}, {out[-300:]!r} {err[-300:]!r}")
+        if not m:
+            continue
+        step = int(m.group(2))
+        v = subprocess.run([H_.zeroc, "ckpt", "verify", d], capture_output=True, text=True)
+        check(v.returncode == 0 and f"step {step}, written by {n} ranks" in v.stdout,
+              f"{n} ranks: verify {v.stdout!r} {v.stderr!r}")
+        resumed, _ = train(n, f"stop-resumed-{n}", *MLP, "--stage", n + 1, "--steps", step + 2,
+                           "--resume", d)
+        straight, _ = train(n, f"stop-straight-{n}", *MLP, "--stage", n + 1, "--steps", step + 2)
+        check(resumed["weights_sha256"] == straight["weights_sha256"],
+              f"{n} ranks: resumed after the stop at step {step} differs from a straight run")
+
+
 TESTS = [test_exact_resume, test_crash_during_save, test_reshard, test_export_safetensors,
          test_export_formats_and_init, test_export_memory_124m, test_corruption, test_full_disk,
          test_resume_other_shape, test_save_dir_locked,
-         test_save_verified_before_saved, test_manifest_edits]
+         test_save_verified_before_saved, test_manifest_edits, test_stop_signal_saves]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])
