@@ -90,6 +90,17 @@ static zc_status write_split(const uint16_t *tok, size_t n, double frac, size_t 
     return st;
 }
 
+/* The error for --text files that hold no bytes at all, naming them. */
+static zc_status empty_input(const char **files, int nfiles, zc_err *err)
+{
+    if (nfiles == 1)
+        return zc_err_set(err, ZC_EINVAL, "--text %s: the file is empty; nothing to prepare",
+                          files[0]);
+    return zc_err_set(err, ZC_EINVAL,
+                      "--text %s ... %s: all %d files are empty; nothing to prepare", files[0],
+                      files[nfiles - 1], nfiles);
+}
+
 static zc_status prepare(const char **files, int nfiles, const char *prefix, double frac,
                          zc_err *err)
 {
@@ -108,8 +119,7 @@ static zc_status prepare(const char **files, int nfiles, const char *prefix, dou
             st = append_file(&v, files[i], &bytes, err);
     }
     if (!st && bytes == 0)
-        st = zc_err_set(err, ZC_EINVAL, "empty input: the --text file%s contain%s no bytes",
-                        nfiles > 1 ? "s" : "", nfiles > 1 ? "" : "s");
+        st = empty_input(files, nfiles, err);
     size_t nval = 0, ntrain = 0;
     if (!st)
         st = write_split(v.tok, v.n, frac, &ntrain, &nval, train_path, val_path, err);
@@ -155,8 +165,7 @@ static zc_status prepare_gpt2(const char **files, int nfiles, const char *prefix
         bytes += docs[i].n;
     }
     if (!st && bytes == 0)
-        st = zc_err_set(err, ZC_EINVAL, "empty input: the --text file%s contain%s no bytes",
-                        nfiles > 1 ? "s" : "", nfiles > 1 ? "" : "s");
+        st = empty_input(files, nfiles, err);
     bpe_ids ids = {0};
     double secs = 0;
     int nthreads = bpe_text_threads(threads);
@@ -268,6 +277,9 @@ int cmd_prepare(zc_comm *comm, int argc, char **argv)
                         "vocab.bpe)");
     if (!st && !gpt2 && vocab)
         st = zc_err_set(&err, ZC_EINVAL, "--vocab is for --tokenizer gpt2");
+    if (!st && !gpt2 && args_given(nrest, rest, 0, "--threads"))
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--threads is for --tokenizer gpt2 (the byte tokenizer is one pass)");
     if (!st && threads < 0)
         st = zc_err_set(&err, ZC_EINVAL, "--threads must be >= 1, got %d", threads);
     if (!st)

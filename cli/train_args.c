@@ -2,6 +2,7 @@
  * make (file first, then flags), and every check that can refuse the run before anything is
  * built — flags that would be ignored, the schedule, and the outputs it will write. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -158,6 +159,14 @@ static zc_status resolve_schedule(int argc, char **argv, train_opts *o, zc_confi
                           "or the other",
                           o->lr_schedule, o->config,
                           cfg->sched == ZC_SCHED_WARMUP_LR ? "WarmupLR" : "WarmupDecayLR");
+    /* the scheduler's own peak replaces the optimizer's lr (DeepSpeed's rule): --lr beside it
+     * would do nothing */
+    if (args_given(argc, argv, 2, "--lr") && !isnan(cfg->warmup_max_lr) &&
+        cfg->warmup_max_lr != ZC_AUTO)
+        return zc_err_set(err, ZC_EINVAL,
+                          "--lr: %s's scheduler sets warmup_max_lr %g, the peak the run follows; "
+                          "give one or the other (or warmup_max_lr \"auto\")",
+                          o->config, cfg->warmup_max_lr);
     zc_status st = ZC_OK;
     if (args_given(argc, argv, 2, "--warmup")) {
         snprintf(n, sizeof n, "%d", o->warmup);
@@ -219,6 +228,11 @@ static zc_status check_flags(const train_opts *o, zc_err *err)
         st = zc_err_set(err, ZC_EINVAL,
                         "--val-every and --sample-every must be >= 0, "
                         "--val-batches and --sample-length >= 1");
+    if (!st && !strcmp(o->lr_schedule, "cosine") && o->steps <= o->warmup + 1)
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--lr-schedule cosine decays over the steps after --warmup, and --steps %d "
+                        "leaves none (--warmup %d): needs --steps > --warmup + 1",
+                        o->steps, o->warmup);
     if (!st && o->sample_length > GPT2_MAX_GENERATE)
         st = zc_err_set(err, ZC_EINVAL, "--sample-length must be at most %d, got %d",
                         GPT2_MAX_GENERATE, o->sample_length);

@@ -465,9 +465,15 @@ def test_tokenizer_bad_input():
     for args, needle in ((["--tokenizer", "gpt3"], "--tokenizer must be byte or gpt2"),
                          (["--tokenizer", "gpt2"], "needs --vocab"),
                          (["--vocab", VOCAB], "--vocab is for --tokenizer gpt2"),
-                         (["--tokenizer", "gpt2", "--vocab", os.path.join(bad, "dup")], "id 0")):
+                         (["--tokenizer", "gpt2", "--vocab", os.path.join(bad, "dup")], "id 0"),
+                         (["--threads", 4], "--threads is for --tokenizer gpt2")):
         p = H_.run(1, "prepare", "--text", doc, "--out", H_.path("x"), *args, ok=False)
         check(p.returncode != 0 and needle in p.stderr, f"prepare {args}: {p.stderr!r}")
+    empty = H_.path("empty.txt")
+    open(empty, "w").close()
+    p = H_.run(1, "prepare", "--text", empty, "--out", H_.path("x"), ok=False)
+    check(p.returncode != 0 and f"--text {empty}: the file is empty" in p.stderr,
+          f"prepare of an empty file: {p.stderr!r}")
     # a token file holding an id beyond the vocabulary
     toks = H_.path("big_ids.bin")
     with open(toks, "wb") as f:

@@ -311,6 +311,9 @@ def test_refused_flags():
     (the last won in silence), --keep without --save-dir, offload-to-NVMe flags with nothing
     offloaded there. (Shape flags beside an llm.c --init must agree with the file:
     tests/test_gpt2.py.)"""
+    sched = os.path.join(TMP, "sched.cfg.json")
+    with open(sched, "w") as f:
+        json.dump({"scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": 0.001}}}, f)
     cases = [(["--model", "mlp", "--channels", 64], "--channels is a gpt2 flag"),
              (["--model", "mlp", "--seq-len", 32], "--seq-len is a gpt2 flag"),
              (["--model", "gpt2", "--hidden", 64], "--hidden is an mlp flag"),
@@ -325,9 +328,12 @@ def test_refused_flags():
              (["--nvme-path", TMP], "--nvme-path applies only to an offload to NVMe"),
              (["--sub-group-size", 5, "--offload-optimizer", "cpu"],
               "--sub-group-size applies only to an offload to NVMe"),
-             (["--aio-engine", "threads"], "--aio-engine applies only")]
+             (["--aio-engine", "threads"], "--aio-engine applies only"),
+             (["--lr-schedule", "cosine", "--warmup", 3, "--steps", 4],
+              "--lr-schedule cosine decays over the steps after --warmup"),
+             (["--lr", 0.5, "--config", sched], "sets warmup_max_lr 0.001, the peak the run")]
     for args, needle in cases:
-        p = run(1, *args, "--steps", 1, ok=False)
+        p = run(1, *args, *([] if "--steps" in args else ["--steps", 1]), ok=False)
         check(p.returncode != 0 and needle in p.stderr, f"{args}: {p.stderr!r}")
         check("step " not in p.stdout, f"{args}: training started")
 
