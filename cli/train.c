@@ -63,6 +63,10 @@ typedef struct {
      * collective this rank will never join). */
     bool shared_error;
     int stopped_by; /* the signal that stopped the run after a save (stop_signal.h), or 0 */
+    /* the training tokens read after step data_step (a resume that continues where another
+     * global batch left off; 0, 0 otherwise): what checkpoints record */
+    uint64_t data_tokens;
+    int64_t data_step;
     int64_t stopped_at;
 } train_run;
 
@@ -108,6 +112,12 @@ static void announce_config(const train_run *r)
                "so nothing moves (device nvme puts them on disk)\n");
 }
 
+/* Training tokens one optimizer step reads over all ranks (0 for generated data). */
+static double tokens_per_step(const train_run *r)
+{
+    return r->model.tokens_per_micro_step * r->nranks * r->cfg.grad_accum;
+}
+
 /* Continues from --resume: the checkpoint's states, its step, and a check that it was written
  * for this model. Every rank returns the same status and message (each step agrees, or decides
  * from the manifest every rank read), so one rank prints it. */
@@ -121,7 +131,18 @@ static zc_status resume(train_run *r, zc_err *err)
         st = zc_ckpt_load(r->e, r->comm, dir, &r->first_step, &client, err);
     if (!st) /* the same on every rank: every rank read the same manifest */
         st = train_ckpt_same_model(dir, client, &r->o, &r->model, err);
+    uint64_t tokens = 0;
+    if (!st)
+        st = train_ckpt_resume_data(dir, client, &r->o, (uint64_t)r->cfg.seed, tokens_per_step(r),
+                                    r->first_step, &r->model, &tokens, err);
     free(client);
+    if (!st && tokens) {
+        r->data_tokens = tokens, r->data_step = r->first_step;
+        if (r->rank == 0)
+            printf("data: the checkpoint's run had read %llu tokens of --data; this run reads "
+                   "%.0f a step and goes on from there\n",
+                   (unsigned long long)tokens, tokens_per_step(r));
+    }
     if (!st && r->rank == 0) /* --init beside --resume (Hugging Face's Trainer pattern): said */
         printf("resumed from %s at step %lld in %.2f s%s%s%s\n", dir, (long long)r->first_step,
                (now_ms() - t_load) / 1e3, r->o.init ? "; the weights of --init " : "",
@@ -371,8 +392,11 @@ static zc_status save_checkpoint(train_run *r, int s, const char *config_json, z
                            : cfg->sched == ZC_SCHED_WARMUP_DECAY_LR ? "WarmupDecayLR"
                                                                     : o->lr_schedule;
     int64_t warmup = cfg->sched == ZC_SCHED_NONE ? o->warmup : cfg->warmup_num_steps;
-    char *client = train_ckpt_client(o, &r->model, schedule, warmup, s + 1, lr_at(r, s + 1),
-                                     (int64_t)(s + 1) * cfg->grad_accum);
+    const uint64_t tokens =
+        r->data_tokens + (uint64_t)((double)(s + 1 - r->data_step) * tokens_per_step(r));
+    char *client =
+        train_ckpt_client(o, &r->model, schedule, warmup, s + 1, lr_at(r, s + 1),
+                          (int64_t)(s + 1) * cfg->grad_accum, tokens, (uint64_t)cfg->seed);
     double t_save = now_ms();
     zc_status st =
         client ? zc_ckpt_save(r->e, r->comm, o->save_dir, s + 1, config_json, client, o->keep, err)

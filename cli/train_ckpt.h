@@ -11,16 +11,27 @@
 
 /* Where the trainer stands after `steps_done` optimizer steps, as a JSON object: the model and
  * its shape (train_model's describe), the planned steps, the learning-rate schedule (its name,
- * warmup steps, position and the next step's rate) and the micro-batches consumed. The schedule
- * and the data order are pure functions of the step (and the config's seed), so these are for
- * readers and for train_ckpt_same_model. malloc'd; NULL when out of memory. */
+ * warmup steps, position and the next step's rate) and the data read: micro-batches, tokens of
+ * the training file (the position a resume continues from), its order and the seed of a
+ * shuffled one. malloc'd; NULL when out of memory. */
 char *train_ckpt_client(const train_opts *o, const train_model *m, const char *schedule,
-                        int64_t warmup, int64_t steps_done, double next_lr, int64_t micro_steps);
+                        int64_t warmup, int64_t steps_done, double next_lr, int64_t micro_steps,
+                        uint64_t tokens, uint64_t seed);
 
 /* The checkpoint in dir (its client object `client`, may be NULL) was written for the model
  * this run builds: every field the model describes itself by must match, since some shapes
  * (GPT-2's head count) change no size the loader could check. The same verdict on every rank. */
 zc_status train_ckpt_same_model(const char *dir, const char *client, const train_opts *o,
                                 const train_model *m, zc_err *err);
+
+/* Where a resumed run's data continues: the checkpoint's run read `tokens` (its client object's
+ * data) after step `step`; this run reads tokens_per_step a step. The same order and, shuffled,
+ * the same seed and position are required (a shuffled order cannot continue under another
+ * batch); in order, a run with another global batch continues at the checkpoint's token
+ * (m->resume_data) and *tokens says where (0: where its own steps put it). Checkpoints
+ * without the record are taken as they are. The same verdict on every rank. */
+zc_status train_ckpt_resume_data(const char *dir, const char *client, const train_opts *o,
+                                 uint64_t seed, double tokens_per_step, int64_t step,
+                                 train_model *m, uint64_t *tokens, zc_err *err);
 
 #endif

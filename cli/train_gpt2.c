@@ -29,6 +29,7 @@ typedef struct {
     int *window; /* B·T + 1 tokens */
     int rank, nranks, B, T, accum, vocab;
     uint64_t seed;
+    uint64_t skip; /* tokens added to every training window's start (mod the file): a resume */
 } gpt2_state;
 
 static uint64_t gcd(uint64_t a, uint64_t b)
@@ -41,12 +42,13 @@ static uint64_t gcd(uint64_t a, uint64_t b)
     return a;
 }
 
-/* Window `index` (global over ranks) of a training (shuffle) or validation (sequential) pass. */
+/* Window `index` (global over ranks) of a training (shuffle) or validation (sequential) pass;
+ * a sequential one starts `skip` tokens later. */
 static zc_status read_window(gpt2_state *st, const llmc_tokens *t, uint64_t index, bool shuffle,
-                             zc_err *err)
+                             uint64_t skip, zc_err *err)
 {
     uint64_t BT = (uint64_t)st->B * st->T, j = index * (uint64_t)st->nranks + (uint64_t)st->rank;
-    uint64_t first = j * BT % t->ntok;
+    uint64_t first = (j * BT % t->ntok + skip % t->ntok) % t->ntok;
     uint64_t W = (t->ntok - 1) / BT; /* whole windows (each needs BT + 1 tokens) */
     if (shuffle && W > 1) {
         uint64_t epoch = j / W,
@@ -83,9 +85,19 @@ static zc_status scan_tokens(const llmc_tokens *t, int vocab, uint64_t *digest, 
 static zc_status gpt2_micro_step(train_model *m, int64_t s, int k, double *loss, zc_err *err)
 {
     gpt2_state *st = m->state;
-    zc_status rc =
-        read_window(st, &st->train, (uint64_t)s * st->accum + (uint64_t)k, st->o.shuffle, err);
+    zc_status rc = read_window(st, &st->train, (uint64_t)s * st->accum + (uint64_t)k, st->o.shuffle,
+                               st->skip, err);
     return rc ? rc : gpt2_forward_backward(st->gpt, st->window, st->window + 1, loss, err);
+}
+
+/* From step `step` on, global micro-step g's windows start at tokens + (g − step·accum)·N·B·T:
+ * the skip that moves this run's own position there (mod the file). */
+static void gpt2_resume_data(train_model *m, uint64_t tokens, int64_t step)
+{
+    gpt2_state *st = m->state;
+    const uint64_t n = st->train.ntok,
+                   own = (uint64_t)step * st->accum % n * st->nranks % n * st->B % n * st->T % n;
+    st->skip = (tokens % n + n - own) % n;
 }
 
 static zc_status gpt2_validate(train_model *m, int64_t step, double *loss, zc_err *err)
@@ -95,7 +107,7 @@ static zc_status gpt2_validate(train_model *m, int64_t step, double *loss, zc_er
     zc_status rc = ZC_OK;
     for (int j = 0; j < st->o.val_batches && !rc; j++) {
         double l = 0.0;
-        if (!(rc = read_window(st, &st->val, (uint64_t)j, false, err)))
+        if (!(rc = read_window(st, &st->val, (uint64_t)j, false, 0, err)))
             rc = gpt2_forward(st->gpt, st->window, st->window + 1, &l, err);
         local += l;
     }
@@ -165,6 +177,7 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
     m->state = st;
     m->load = gpt2_load;
     m->micro_step = gpt2_micro_step;
+    m->resume_data = gpt2_resume_data;
     m->validate = gpt2_validate;
     m->sample = gpt2_sample;
     m->save_final = gpt2_save_final;

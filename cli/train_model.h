@@ -24,6 +24,10 @@ struct train_model {
     zc_status (*load)(train_model *m, zc_err *err);
     bool owns_init; /* load reads --init itself (its own formats); else --init is zeroc's
                      * .safetensors, which the trainer loads for any model */
+    /* May be NULL (generated data): from optimizer step `step` on, read the training file in
+     * order from token `tokens` (mod its length) instead of where `step` falls — a resumed run
+     * whose global batch differs from the checkpoint's continues where that run stopped. */
+    void (*resume_data)(train_model *m, uint64_t tokens, int64_t step);
     /* Forward + backward of micro-step k of optimizer step s on this rank; *loss = its mean. */
     zc_status (*micro_step)(train_model *m, int64_t s, int k, double *loss, zc_err *err);
     /* Collective, may be NULL: mean validation loss over all ranks after optimizer step `step`

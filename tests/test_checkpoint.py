@@ -550,10 +550,65 @@ def test_stop_signal_saves():
               f"{n} ranks: resumed after the stop at step {step} differs from a straight run")
 
 
+def test_resume_data_position():
+    """A resume under another global batch reads the training file on from where the
+    checkpoint's run stopped (it restarted at step x its own batch, skipping or repeating
+    windows): 3 steps of 32 tokens, then 2 of 64 read exactly tokens 96..224 — a change there
+    changes the weights, one before or after does not — and the next checkpoint records 224. A
+    shuffled order is resumed only as it was (same order, seed and batch)."""
+    base = H_.text_tokens()[0]
+    raw = open(base, "rb").read()
+
+    def altered(name, lo, hi):  # tokens [lo, hi) replaced by 'x'
+        b = bytearray(raw)
+        for i in range(lo, hi):
+            struct.pack_into("<H", b, 1024 + 2 * i, ord("x"))
+        path = H_.path(name)
+        open(path, "wb").write(bytes(b))
+        return path
+
+    g = ["--model", "gpt2", "--layers", 1, "--channels", 32, "--heads", 2, "--seq-len", 16]
+    ck = H_.path("ck-data")
+    train(1, "data-a", *g, "--micro-batch", 2, "--data", base, "--steps", 3, "--save-dir", ck)
+    shas = {}
+    for name, data in (("same", base), ("inside", altered("in.bin", 220, 225)),
+                       ("before", altered("before.bin", 0, 96)),
+                       ("after", altered("after.bin", 225, 260))):
+        d2 = H_.path(f"ck-data-{name}")
+        shutil.copytree(ck, d2)
+        rep, p = train(1, f"data-b-{name}", *g, "--micro-batch", 4, "--data", data, "--steps", 5,
+                       "--resume", d2, "--save-dir", d2)
+        shas[name] = rep["weights_sha256"]
+        if name == "same":
+            check("had read 96 tokens of --data; this run reads 64 a step" in p.stdout,
+                  f"no word of where the data goes on: {p.stdout[-400:]!r}")
+            m = json.load(open(os.path.join(d2, "step-000005", "manifest.json")))
+            check(m["client"]["data"]["tokens_consumed"] == 224,
+                  f"tokens recorded after the resume: {m['client']['data']}")
+    check(shas["inside"] != shas["same"], "a change at token 220 did not reach the resumed run")
+    check(shas["before"] == shas["same"] == shas["after"],
+          f"the resumed run read tokens outside 96..224: {shas}")
+    sck = H_.path("ck-data-shuffled")
+    train(1, "data-s", *g, "--micro-batch", 2, "--data", base, "--steps", 3, "--save-dir", sck,
+          "--shuffle")
+    for args, needle in ((["--micro-batch", 2], "its run read the data shuffled"),
+                         (["--micro-batch", 4, "--shuffle"], "a shuffled order cannot continue"),
+                         (["--micro-batch", 2, "--shuffle", "--seed", 7], "with seed 42")):
+        _, p = train(1, "data-refused", *g, "--data", base, "--steps", 5, "--resume", sck, *args,
+                     ok=False)
+        check(p.returncode == 1 and needle in p.stderr, f"{args}: {p.stderr!r}")
+    rep, _ = train(1, "data-s-ok", *g, "--micro-batch", 2, "--data", base, "--steps", 5,
+                   "--resume", sck, "--shuffle")
+    straight, _ = train(1, "data-s-straight", *g, "--micro-batch", 2, "--data", base, "--steps", 5,
+                        "--shuffle")
+    check(rep["weights_sha256"] == straight["weights_sha256"], "shuffled resume differs")
+
+
 TESTS = [test_exact_resume, test_crash_during_save, test_reshard, test_export_safetensors,
          test_export_formats_and_init, test_export_memory_124m, test_corruption, test_full_disk,
          test_resume_other_shape, test_save_dir_locked,
-         test_save_verified_before_saved, test_manifest_edits, test_stop_signal_saves]
+         test_save_verified_before_saved, test_manifest_edits, test_stop_signal_saves,
+         test_resume_data_position]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])
