@@ -100,6 +100,29 @@ static void gpt2_resume_data(train_model *m, uint64_t tokens, int64_t step)
     st->skip = (tokens % n + n - own) % n;
 }
 
+/* A validation reads each window of the file once at most: --val-batches per rank is cut to
+ * what the file holds (said on rank 0), so it never wraps onto the file's start and repeats
+ * windows; a file with fewer windows than ranks is refused. */
+static zc_status fit_val_batches(gpt2_state *st, const char *path, zc_err *err)
+{
+    const uint64_t BT = (uint64_t)st->B * st->T, W = (st->val.ntok - 1) / BT,
+                   per = W / (uint64_t)st->nranks;
+    if (per == 0)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: %llu windows of %d × %d + 1 tokens, fewer than the %d ranks that "
+                          "validate on it",
+                          path, (unsigned long long)W, st->B, st->T, st->nranks);
+    if ((uint64_t)st->o.val_batches <= per)
+        return ZC_OK;
+    if (st->rank == 0)
+        printf("validation: %s holds %llu windows of %d × %d + 1 tokens: %llu a rank, not the "
+               "%d of --val-batches\n",
+               path, (unsigned long long)W, st->B, st->T, (unsigned long long)per,
+               st->o.val_batches);
+    st->o.val_batches = (int)per;
+    return ZC_OK;
+}
+
 static zc_status gpt2_validate(train_model *m, int64_t step, double *loss, zc_err *err)
 {
     gpt2_state *st = m->state;
@@ -269,6 +292,8 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
                         o->val_data, st->val.ntok, st->B, st->T, need);
         goto fail;
     }
+    if (st->val_open && (rc = fit_val_batches(st, o->val_data, err)))
+        goto fail;
     if (!(st->window = malloc(need * sizeof(int)))) {
         rc = zc_err_set(err, ZC_ENOMEM, "out of memory");
         goto fail;

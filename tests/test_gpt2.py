@@ -191,8 +191,36 @@ def test_prepare_train_sample():
           "step " not in p.stdout, f"--sample-length 2^31-1: {p.stderr!r}")
 
 
+def test_validation_reads_each_window_once():
+    """--val-batches is cut to the windows --val-data holds (said once), so a validation never
+    wraps onto the file's start: on a file of exactly one window of 2 × 16 + 1 tokens, 8
+    batches give the loss of 1 (they gave the mean of that window and 7 wrapped, stitched ones);
+    a file with fewer windows than ranks is refused."""
+    import struct
+    _, val = prepared()
+    raw = open(val, "rb").read()
+    one = H_.path("val-one-window.bin")
+    header = bytearray(raw[:1024])
+    struct.pack_into("<i", header, 8, 33)
+    open(one, "wb").write(bytes(header) + raw[1024:1024 + 66])
+    losses = {}
+    for vb in (1, 8):
+        rep = train(1, f"val-once-{vb}", *TINY, "--val-data", one, "--val-every", 1,
+                    "--val-batches", vb, steps=2)
+        losses[vb] = rep["val_loss"]
+    check(losses[1] == losses[8], f"8 batches over one window: {losses}")
+    data, _ = prepared()
+    p = H_.run(1, "train", "--model", "gpt2", "--data", data, *TINY, "--steps", 1,
+               "--val-data", one, "--val-every", 1)
+    check("holds 1 windows of 2 × 16 + 1 tokens: 1 a rank, not the 8 of --val-batches" in p.stdout,
+          f"the cut is not said: {p.stdout[-300:]!r}")
+    p = H_.run(2, "train", "--model", "gpt2", "--data", data, *TINY, "--steps", 1,
+               "--val-data", one, "--val-every", 1, ok=False)
+    check(p.returncode == 1 and "fewer than the 2 ranks" in p.stderr, f"2 ranks: {p.stderr!r}")
+
+
 TESTS = [test_gpt2_stages_bitwise_memory_comm, test_gpt2_124m_checkpoint, test_gpt2_bad_files,
-         test_prepare_train_sample]
+         test_prepare_train_sample, test_validation_reads_each_window_once]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])
