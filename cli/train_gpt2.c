@@ -7,7 +7,9 @@
  * shifted by one. The global batch of a step therefore does not depend on N. With --shuffle the
  * file is cut into whole windows and each epoch visits them in a seeded order (an affine
  * permutation j → (a·j + c) mod W with gcd(a, W) = 1, c drawn per epoch): still a pure function
- * of (seed, global window index), so still independent of N. */
+ * of (seed, global window index), so still independent of N. A run resumed under another global
+ * batch reads in order from where the checkpoint's run stopped: a fixed token skip on every
+ * training window (gpt2_resume_data). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
