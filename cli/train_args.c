@@ -16,20 +16,19 @@
 #include "models/mlp/mlp.h"
 
 /* The save directory: an existing one must be a directory the run can create files in; a new
- * one is made and removed again (saving makes it). */
-static zc_status probe_dir(const char *flag, const char *dir, zc_err *err)
+ * one is made (*made), so that outputs placed in it (--report DIR/report.json) can be probed
+ * too. The caller removes a made one when the run is refused. */
+static zc_status probe_dir(const char *flag, const char *dir, bool *made, zc_err *err)
 {
     char probe[4200];
-    bool made = mkdir(dir, 0755) == 0;
-    if (!made && errno != EEXIST)
+    *made = mkdir(dir, 0755) == 0;
+    if (!*made && errno != EEXIST)
         return zc_err_set(err, ZC_EINVAL, "%s %s: cannot create it: %s", flag, dir,
                           strerror(errno));
     snprintf(probe, sizeof probe, "%s/.zeroc-probe-%d", dir, (int)getpid());
     zc_status st = cli_output_writable(flag, probe, err);
     if (st)
         snprintf(err->msg, sizeof err->msg, "%s %s: not a directory zeroc can write in", flag, dir);
-    if (made)
-        rmdir(dir);
     return st;
 }
 
@@ -44,6 +43,9 @@ static zc_status check_outputs(zc_comm *comm, const train_opts *o, zc_err *err)
                         "--save-weights)",
                         o->model);
     if (zc_comm_rank(comm) == 0) {
+        bool made = false; /* the save directory, first: outputs may lie in it */
+        if (!st && o->save_dir)
+            st = probe_dir("--save-dir", o->save_dir, &made, err);
         const char *const outs[][2] = {{"--report", o->report},
                                        {"--save-weights", o->save_weights},
                                        {"--save-final", o->save_final}};
@@ -67,8 +69,8 @@ static zc_status check_outputs(zc_comm *comm, const train_opts *o, zc_err *err)
             st = cli_output_writable("--save-weights", o->save_weights, err);
         if (!st && o->save_final)
             st = cli_output_writable("--save-final", o->save_final, err);
-        if (!st && o->save_dir)
-            st = probe_dir("--save-dir", o->save_dir, err);
+        if (st && made) /* refused: nothing left behind */
+            rmdir(o->save_dir);
     }
     return zc_comm_agree(comm, st, "checking the output paths", err);
 }

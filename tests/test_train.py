@@ -252,6 +252,14 @@ def test_outputs_checked_first():
             check(all(x in p.stderr for x in needles), f"{extra} N={n}: {p.stderr!r}")
             check("step " not in p.stdout, f"{extra} N={n}: training started")
     check(sorted(os.listdir(TMP)).count("x.bin") == 0, "a probe left x.bin behind")
+    # a refused run leaves no save directory it made; a first run may report into a new one
+    made = os.path.join(TMP, "ck-new")
+    p = run(1, "--hidden", 32, "--layers", 2, "--steps", 2, "--save-dir", made, "--report",
+            missing + ".json", ok=False)
+    check(p.returncode != 0 and not os.path.exists(made), "a refused run left its --save-dir")
+    run(1, "--hidden", 32, "--layers", 2, "--steps", 2, "--save-dir", made, "--report",
+        os.path.join(made, "report.json"))
+    check(os.path.getsize(os.path.join(made, "report.json")) > 0, "no report in the new --save-dir")
     ok_report = os.path.join(TMP, "probe-ok.json")
     run(1, "--hidden", 32, "--layers", 2, "--steps", 1, "--report", ok_report)
     check(os.path.getsize(ok_report) > 0, "the report was not written after the probe")
@@ -351,7 +359,6 @@ def test_outputs_not_over_inputs():
     shutil.copy(H_.text_tokens()[0], data)
     os.symlink(data, os.path.join(TMP, "own-link.bin"))
     ck = os.path.join(TMP, "ck-own")
-    os.mkdir(ck)  # the report beside the step directories needs its directory now
     g = ["--model", "gpt2", "--layers", 1, "--channels", 32, "--heads", 2, "--seq-len", 16,
          "--micro-batch", 2, "--data", data]
     run(1, *g, "--steps", 2, "--save-dir", ck, "--report", os.path.join(ck, "report.json"))
