@@ -13,9 +13,6 @@
 #include "models/gpt2/llmc_files.h"
 #include "zeroc/checkpoint.h"
 
-/* A GPT-2 checkpoint into llm.c's format: its parameters are llm.c's tensors (h.<l>.<name>
- * is layer l's slab of tensor <name>); the shape the weights do not tell (heads, the real
- * vocabulary) comes from what the trainer stored in the manifest. */
 /* The export may not overwrite the checkpoint it reads: neither the save directory given (its
  * `latest` and step directories) nor the checkpoint it resolved to; an hf export's --out is a
  * directory, whose two files are checked. */
@@ -36,6 +33,9 @@ static zc_status export_not_over_checkpoint(const char *out, bool hf, const char
     return st;
 }
 
+/* A GPT-2 checkpoint into llm.c's format: its parameters are llm.c's tensors (h.<l>.<name>
+ * is layer l's slab of tensor <name>); the shape the weights do not tell (heads, the real
+ * vocabulary) comes from what the trainer stored in the manifest. */
 static zc_status export_llmc(const char *dir, const char *out, zc_err *err)
 {
     zc_ckpt_reader *r;

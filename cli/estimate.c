@@ -138,7 +138,7 @@ static zc_status flags_to_config(const estimate_flags *f, zc_config *cfg, double
         return zc_err_set(err, ZC_EINVAL,
                           "--ranks-per-node must be between 1 and --ranks (%d), got %d", f->ranks,
                           f->ranks_per_node);
-    if (f->micro < 0 || (f->micro_given && f->micro < 1))
+    if (f->micro_given && f->micro < 1)
         return zc_err_set(err, ZC_EINVAL, "--micro-batch must be >= 1, got %d", f->micro);
     if (strcmp(f->dtype, "fp32") && strcmp(f->dtype, "bf16") && strcmp(f->dtype, "fp16"))
         return zc_err_set(err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'",

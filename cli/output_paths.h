@@ -1,7 +1,7 @@
 /* output_paths.h — checking an output path before anything runs: that it can be written, and
- * refusing one that would overwrite what the same command reads:
- * one of its input files (the same file through any spelling or link), or the files of a
- * checkpoint it reads or writes. Checked before anything runs, naming both flags. */
+ * refusing, naming both flags, one that would overwrite what the same command reads: one of its
+ * input files (the same file through any spelling or link), or the files of a checkpoint it
+ * reads or writes. */
 #ifndef ZEROC_CLI_OUTPUT_PATHS_H
 #define ZEROC_CLI_OUTPUT_PATHS_H
 

@@ -62,12 +62,12 @@ typedef struct {
      * is this rank's alone, and with other ranks the job is aborted (they may be waiting in a
      * collective this rank will never join). */
     bool shared_error;
-    int stopped_by; /* the signal that stopped the run after a save (stop_signal.h), or 0 */
+    int stopped_by;     /* the signal that stopped the run after a save (stop_signal.h), or 0 */
+    int64_t stopped_at; /* the step it saved */
     /* the training tokens read after step data_step (a resume that continues where another
      * global batch left off; 0, 0 otherwise): what checkpoints record */
     uint64_t data_tokens;
     int64_t data_step;
-    int64_t stopped_at;
 } train_run;
 
 /* ---------- setup ---------- */
@@ -261,8 +261,9 @@ static double lr_at(const train_run *r, int s)
     const double peak = cfg->lr;
     if (s < o->warmup)
         return peak * (double)(s + 1) / (double)o->warmup;
-    if (!strcmp(o->lr_schedule, "constant") || o->steps <= o->warmup + 1)
+    if (!strcmp(o->lr_schedule, "constant"))
         return peak;
+    ZC_ASSERT(o->steps > o->warmup + 1); /* train_args refuses a cosine with nothing to decay */
     double t = (double)(s - o->warmup) / (double)(o->steps - o->warmup - 1);
     return peak * (0.1 + 0.9 * 0.5 * (1.0 + cos(3.141592653589793 * t)));
 }
@@ -408,8 +409,8 @@ static zc_status save_checkpoint(train_run *r, int s, const char *config_json, z
     return st;
 }
 
-/* After step s: if any rank was asked to stop (SIGTERM, SIGINT), every rank saves step s (unless
- * it just did) and the run ends there (r->stopped_by). One small collective a step, with
+/* After step s: if any rank was asked to stop (SIGTERM, SIGINT, SIGUSR1), every rank saves step s
+ * (unless it just did) and the run ends there (r->stopped_by). One small collective a step, with
  * --save-dir only. */
 static zc_status stop_if_asked(train_run *r, int s, const char *config_json, zc_err *err)
 {
