@@ -8,14 +8,16 @@
  *   engine will hold (model states, reduce-scatter staging, the working and offload-buffer
  *   bounds); the model's activations are its ledger's (reserved at creation, not yet touched).
  * - What the host can give is the smaller of MemAvailable (/proc/meminfo) and the memory left
- *   under this process's cgroup limit (v2 memory.max − memory.current, or v1
- *   memory.limit_in_bytes − memory.usage_in_bytes), divided among the ranks on the host. Swap
- *   is not counted: a run that lives in swap does not train.
+ *   under the limit of this process's memory cgroup and of each cgroup above it (v2
+ *   memory.max − memory.current, or v1 memory.limit_in_bytes − memory.usage_in_bytes; the
+ *   inactive file cache counted as free, as the kernel reclaims it first), divided among the
+ *   ranks on the host. Swap is not counted: a run that lives in swap does not train.
  * - The estimate covers the engine and the model, not the runtime around them (MPI, BLAS,
  *   oneDNN, the binary), so a run that passes can still be too large by that much; the check
  *   refuses only what certainly cannot fit.
  * - `--no-memory-check` skips it (a machine whose swap or overcommit the user trusts). */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,40 +45,83 @@ static int64_t read_number(const char *path)
     return v;
 }
 
-/* Bytes the memory cgroup of this process may still charge, or -1 if it has no limit. v2:
- * the line "0::PATH" of /proc/self/cgroup; v1: the line "N:memory:PATH". A v1 "no limit" is a
- * huge number, which min() below ignores. */
+/* A key's value in a memory.stat file, or -1. */
+static int64_t stat_value(const char *path, const char *key)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char line[256];
+    int64_t v = -1;
+    const size_t k = strlen(key);
+    while (v < 0 && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, k) && line[k] == ' ')
+            v = strtoll(line + k + 1, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+/* Bytes one cgroup (directory dir) may still charge before its limit, or -1 if it has none: the
+ * limit less what is in use, not counting the inactive file cache (clean pages of files read or
+ * written, which the kernel reclaims before it kills anything — a `prepare` just before `train`
+ * leaves hundreds of MB of them). v1's "no limit" is a huge number, which min() ignores. */
+static int64_t level_room(const char *dir, bool v2, char *where, size_t cap)
+{
+    char limit[4300], usage[4300], stat[4300];
+    snprintf(limit, sizeof limit, "%s/%s", dir, v2 ? "memory.max" : "memory.limit_in_bytes");
+    snprintf(usage, sizeof usage, "%s/%s", dir, v2 ? "memory.current" : "memory.usage_in_bytes");
+    snprintf(stat, sizeof stat, "%s/memory.stat", dir);
+    const int64_t l = read_number(limit), u = read_number(usage);
+    if (l < 0 || u < 0)
+        return -1;
+    int64_t cache = stat_value(stat, v2 ? "inactive_file" : "total_inactive_file");
+    cache = cache > 0 && cache <= u ? cache : 0;
+    snprintf(where, cap,
+             "the memory cgroup's limit %.2f GiB less %.2f GiB in use, not counting %.2f GiB "
+             "of reclaimable file cache (%s)",
+             gib(l), gib(u - cache), gib(cache), limit);
+    return l > u - cache ? l - (u - cache) : 0;
+}
+
+/* Bytes this process may still charge under its memory cgroup and every cgroup above it (a
+ * limit is often set on a parent: a systemd slice, a Slurm job whose steps are its children),
+ * the tightest of them; -1 if none has a limit. v2: the line "0::PATH" of /proc/self/cgroup;
+ * v1: the line "N:memory:PATH". */
 static int64_t cgroup_room(char *where, size_t cap)
 {
     FILE *f = fopen("/proc/self/cgroup", "r");
     if (!f)
         return -1;
-    char line[4096];
+    char line[4096], dir[4200];
     int64_t room = -1;
-    while (room < 0 && fgets(line, sizeof line, f)) {
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;
         char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
         if (!c2)
             continue;
         *c2 = 0;
         const char *controllers = c1 + 1, *path = c2 + 1;
-        char limit[4400], usage[4400];
-        if (!controllers[0] && !strcmp(line, "0")) { /* v2 */
-            snprintf(limit, sizeof limit, "/sys/fs/cgroup%s/memory.max", path);
-            snprintf(usage, sizeof usage, "/sys/fs/cgroup%s/memory.current", path);
-        } else if (strstr(controllers, "memory")) { /* v1 */
-            snprintf(limit, sizeof limit, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", path);
-            snprintf(usage, sizeof usage, "/sys/fs/cgroup/memory%s/memory.usage_in_bytes", path);
-        } else {
+        const bool v2 = !controllers[0] && !strcmp(line, "0");
+        if (!v2 && !strstr(controllers, "memory"))
             continue;
-        }
-        int64_t l = read_number(limit), u = read_number(usage);
-        if (l >= 0 && u >= 0) {
-            room = l > u ? l - u : 0;
-            snprintf(where, cap,
-                     "the memory cgroup's limit %.2f GiB less %.2f GiB in use "
-                     "(%s)",
-                     gib(l), gib(u), limit);
+        found = true;
+        int n = snprintf(dir, sizeof dir, "%s%s", v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory",
+                         strcmp(path, "/") ? path : "");
+        if (n < 0 || (size_t)n >= sizeof dir)
+            break;
+        const size_t base = strlen(v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory");
+        for (;;) { /* this cgroup, then each parent up to the hierarchy's root */
+            char here[4600];
+            const int64_t r = level_room(dir, v2, here, sizeof here);
+            if (r >= 0 && (room < 0 || r < room)) {
+                room = r;
+                snprintf(where, cap, "%s", here);
+            }
+            char *slash = strrchr(dir, '/');
+            if (strlen(dir) <= base || !slash || (size_t)(slash - dir) < base)
+                break;
+            *slash = 0;
         }
     }
     fclose(f);

@@ -13,6 +13,7 @@ the offload documents (every swap region a whole number of 4 KiB blocks), never 
 earlier output. The swap directory lives beside the binary (the build tree: a real disk)."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -302,21 +303,24 @@ def mount_tmpfs(path, opts):
 
 
 def test_bad_nvme_path():
-    """A missing nvme_path, a regular file, a read-only file system and one too small for the
-    swap files are refused at start (before step 1) with the path and the reason, on every rank
-    count; nothing is left behind. nvme without a path, and parameter offload below stage 3, are
+    """A missing nvme_path, a regular file, a read-only file system, one too small for the
+    swap files and a RAM file system (tmpfs, which takes O_DIRECT since Linux 6.6: the states
+    would stay in RAM) are refused at start (before step 1) with the path and the reason, on
+    every rank count; nothing is left behind. nvme without a path, and parameter offload below stage 3, are
     refused by key."""
     args = ["--hidden", 256, "--layers", 4, "--micro-batch", 4, "--steps", 2, "--stage", 3]
     plain = H_.path("not-a-dir")
     open(plain, "w").close()
-    small, ro = H_.path("small-fs"), H_.path("ro-fs")
+    small, ro, ram = H_.path("small-fs"), H_.path("ro-fs"), H_.path("ram-fs")
     mount_tmpfs(small, "size=256k")
     mount_tmpfs(ro, "ro,size=1m")
+    mount_tmpfs(ram, "size=64m")
     try:
         for path, words in ((H_.path("missing"), ["missing", "does not exist"]),
                             (plain, ["not-a-dir", "not a directory"]),
                             (ro, ["ro-fs", "Read-only"]),
-                            (small, ["small-fs", "needs", "free"])):
+                            (small, ["small-fs", "needs", "free"]),
+                            (ram, ["ram-fs", "tmpfs"])):
             for n in (1, 2):
                 _, p = train(n, "bad", *args, "--offload-optimizer", "nvme", "--offload-param",
                              "nvme", "--nvme-path", path, ok=False)
@@ -324,10 +328,11 @@ def test_bad_nvme_path():
                 check(p.returncode != 0, f"{path} N={n}: exit 0")
                 check(all(w in err for w in words), f"{path} N={n}: message lacks {words}: {err}")
                 check("step " not in p.stdout, f"{path} N={n}: training started")
-        check(os.listdir(small) == [], f"files left on the small file system: {os.listdir(small)}")
+        check(os.listdir(small) == [] and os.listdir(ram) == [],
+              f"files left: {os.listdir(small)} {os.listdir(ram)}")
     finally:
-        subprocess.run(["umount", small])
-        subprocess.run(["umount", ro])
+        for mnt in (small, ro, ram):
+            subprocess.run(["umount", mnt])
     _, p = train(1, "bad", *args, "--offload-optimizer", "nvme", ok=False)
     check(p.returncode != 0 and "zero_optimization.offload_optimizer.nvme_path" in p.stderr,
           f"nvme without a path: {p.stderr}")
@@ -470,6 +475,40 @@ def test_trains_beyond_memory_cap():
         check(rss < cap, f"the ranks' peak RSS ({rss}) is not below the cap")
 
 
+def test_memory_check_cgroups():
+    """The memory check reads every cgroup above the process, and counts reclaimable file cache
+    as free. A limit on a parent cgroup (a systemd slice, a Slurm job over its steps) refuses an
+    in-RAM run that cannot fit under it, naming the parent's limit file; 300 MB of a file just
+    read inside a 450 MB cgroup — clean cache the kernel reclaims before it kills anything — does
+    not refuse an offloaded run that needs 0.18 GiB (it was refused: 450 − 300 MB in use)."""
+    capped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "memcap.sh")
+    cap = 450 << 20
+    args = ["--hidden", 2048, "--layers", 16, "--micro-batch", 4, "--steps", 2, "--stage", 3,
+            "--dtype", "bf16"]
+    p = subprocess.run([capped, "--parent", str(cap), H_.zeroc, "train", *map(str, args)],
+                       capture_output=True, text=True, timeout=300, env={**os.environ, **LEAN})
+    errs = [l for l in p.stderr.splitlines() if "zeroc: error" in l]
+    check(p.returncode == 1 and len(errs) == 1 and "memory cgroup's limit" in errs[0]
+          and re.search(r"zeroc-memcap-\d+/memory\.(max|limit_in_bytes)", errs[0])
+          and "step " not in p.stdout,
+          f"a parent cgroup's limit was not seen: {p.returncode} {errs}")
+    big = H_.path("file-cache.bin")
+    with open(big, "wb") as f:
+        f.write(bytes(300 << 20))
+        f.flush()
+        os.fsync(f.fileno())
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)  # read again: charged here
+    cfg = config("cache", opt=True, par=True, sub_group=262144, prefetch=2048 * 2048 + 2048)
+    try:
+        p = subprocess.run([capped, str(cap), "bash", "-c", 'cat "$0" > /dev/null && exec "$@"',
+                            big, H_.zeroc, "train", *map(str, args), "--config", cfg],
+                           capture_output=True, text=True, timeout=300,
+                           env={**os.environ, **LEAN})
+    finally:
+        os.remove(big)
+    check(p.returncode == 0, f"refused or failed beside 300 MB of file cache: {p.stderr[-800:]}")
+
+
 def test_cpu_device():
     """device "cpu" trains exactly as without offload and says once that nothing moves."""
     args = ["--hidden", 64, "--layers", 3, "--micro-batch", 4, "--steps", 3, "--stage", 2]
@@ -487,6 +526,7 @@ if __name__ == "__main__":
                  test_gpt2_bitwise, test_resume_with_offload,
                  test_ram_flat_in_model_size, test_estimate_matches, test_bad_nvme_path,
                  test_io_errors, test_truncated_swap_file, test_killed_rank_frees_disk,
-                 test_trains_beyond_memory_cap, test_cpu_device], sys.argv[3:])
+                 test_trains_beyond_memory_cap, test_memory_check_cgroups, test_cpu_device],
+                sys.argv[3:])
     finally:
         shutil.rmtree(NVME, ignore_errors=True)

@@ -9,6 +9,9 @@
  *   than is free would fill the disk for every other process for a moment. The check counts
  *   the space unprivileged users may take (f_bavail): a swap file does not eat root's reserve.
  *   fallocate's own ENOSPC gets the same message.
+ * - A RAM file system (tmpfs, which takes O_DIRECT since Linux 6.6) is refused: its "disk" is
+ *   the RAM that offload is there to free, and a memory cgroup is charged for it. The space
+ *   check comes first, so a tmpfs too small still says how much is needed.
  * - Once preallocated the name is unlinked: the space lives as long as the descriptor, so no
  *   way of ending the process leaves anything behind. Every failure after the create unlinks
  *   and closes, in one cleanup path.
@@ -24,7 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -142,6 +147,15 @@ zc_status zc_swap_create(zc_swap **out, const char *dir, int rank, int64_t bytes
     const uint64_t avail = known ? (uint64_t)vf.f_bavail * vf.f_frsize : 0;
     if (known && (uint64_t)bytes > avail) {
         rc = no_space(err, dir, rank, bytes, true, avail);
+        goto fail;
+    }
+    struct statfs fs; /* tmpfs takes O_DIRECT since Linux 6.6, and keeps its files in RAM */
+    if (!fstatfs(s->fd, &fs) && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC)) {
+        rc = zc_err_set(err, ZC_EIO,
+                        "nvme_path '%s' is on a RAM file system (tmpfs): the states offloaded "
+                        "there would stay in RAM, taking what offload is meant to free (and "
+                        "counted as disk by the memory check); use a directory on a disk",
+                        dir);
         goto fail;
     }
     if (fallocate(s->fd, 0, 0, (off_t)bytes)) {
