@@ -297,6 +297,19 @@ def test_estimate_matches():
               f"{tag}: offload peak {r0['offload_peak']} > bound {e['offload_buffers_bound']}")
 
 
+def test_buffer_count_bounded():
+    """offload_optimizer.buffer_count beyond the step's sub-groups allocates no slot that would
+    never be used: buffer_count 200 and 10^9 hold the same RAM buffers (the ledger's peak) and
+    train to the same weights (10^9 was refused as needing 572204 GiB, and 200 made 200 slots)."""
+    args = ["--hidden", 64, "--layers", 3, "--micro-batch", 4, "--steps", 2, "--stage", 2,
+            "--dtype", "bf16"]
+    a, _ = train(1, "bc-200", *args, "--config", config("bc-200", opt=True, buffers=200))
+    b, _ = train(1, "bc-1e9", *args, "--config", config("bc-1e9", opt=True, buffers=10**9))
+    pa, pb = a["memory"]["ranks"][0]["offload_peak"], b["memory"]["ranks"][0]["offload_peak"]
+    check(pa == pb and 0 < pa < 64 << 20, f"offload buffers: {pa} (200) vs {pb} (10^9)")
+    check(a["weights_sha256"] == b["weights_sha256"], "buffer_count changed the weights")
+
+
 def mount_tmpfs(path, opts):
     os.makedirs(path, exist_ok=True)
     subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", path], check=True)
@@ -524,7 +537,8 @@ if __name__ == "__main__":
     try:
         H_.main([test_mlp_bitwise, test_fp16_overflow_with_offload, test_partial_offload,
                  test_gpt2_bitwise, test_resume_with_offload,
-                 test_ram_flat_in_model_size, test_estimate_matches, test_bad_nvme_path,
+                 test_ram_flat_in_model_size, test_estimate_matches, test_buffer_count_bounded,
+                 test_bad_nvme_path,
                  test_io_errors, test_truncated_swap_file, test_killed_rank_frees_disk,
                  test_trains_beyond_memory_cap, test_memory_check_cgroups, test_cpu_device],
                 sys.argv[3:])

@@ -111,9 +111,10 @@ typedef struct {
     int64_t optimizer_file, param_file; /* bytes of this rank's swap files (0: none) */
     int64_t sub_group;                  /* elements per sub-group (a multiple of 2048) */
     int64_t slot_bytes[ZC_NSTREAMS];    /* one slot's buffer per array (0: not streamed) */
-    int64_t slots;                      /* bytes of all buffer_count slots */
-    int64_t param_reads;                /* bound of the parameter-read buffers */
-    int64_t grad_staging;               /* bound of gradient shards on their way to disk */
+    int64_t nslots; /* RAM slots: offload_optimizer.buffer_count, at most the step's sub-groups */
+    int64_t slots;  /* bytes of all nslots slots */
+    int64_t param_reads;  /* bound of the parameter-read buffers */
+    int64_t grad_staging; /* bound of gradient shards on their way to disk */
 } zc_offload_plan;
 
 /* Refuses (ZC_EINVAL, naming the quantity and what to lower) a model or configuration whose

@@ -912,9 +912,10 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
     zc_mem_free(e->mem, ZC_MEM_WORKING, init_buf, init_bytes);
     if (!st && e->offload)
         st = build_jobs(e, err);
+    ZC_ASSERT(st || !e->njobs || (e->plan.nslots >= 1 && e->plan.nslots <= e->njobs));
     if (!st && e->njobs)
-        st = zc_stream_create(&e->stream, e->mem, e->aio, e->cfg.optimizer_buffer_count,
-                              e->plan.slot_bytes, e->cfg.pipeline_read, e->cfg.pipeline_write,
+        st = zc_stream_create(&e->stream, e->mem, e->aio, (int)e->plan.nslots, e->plan.slot_bytes,
+                              e->cfg.pipeline_read, e->cfg.pipeline_write,
                               e->cfg.optimizer_pin_memory, err);
     if ((st = zc_comm_agree(e->comm, st, "initialising the model states", err)))
         return st;

@@ -102,6 +102,8 @@ static zc_offload_plan offload_plan(const zc_estimate_in *in, zc_unit_offload *u
     const double ratio = in->offload_ratio > 0 ? in->offload_ratio : 1.0;
     zc_offload_plan plan = {0};
     int64_t total = 0, cum_opt = 0, cum_par = 0, max_streamed = 0, max_read = 0, max_grad = 0;
+    int64_t jobs = 0; /* the step's sub-groups: a unit's shard in pieces of at most sg */
+    const int64_t sg = sub_group_request(in, ovf);
     bool par_spilled = false, streamed[ZC_NSTREAMS] = {false};
     bool *kept = persistent_units(in); /* whole on every rank: never on disk */
     for (int u = 0; u < in->nunits; u++)
@@ -148,20 +150,23 @@ static zc_offload_plan offload_plan(const zc_estimate_in *in, zc_unit_offload *u
         if (x.optimizer || x.params) {
             int64_t r = round_up(S, SUB_GROUP_ALIGN, ovf);
             max_streamed = r > max_streamed ? r : max_streamed;
+            jobs = add(jobs, S / sg + (S % sg != 0), ovf);
         }
         if (units)
             units[u] = x;
     }
     free(kept);
     const int64_t es[ZC_NSTREAMS] = {4, G, 4, 4, P};
-    int64_t sg = sub_group_request(in, ovf);
-    plan.sub_group = sg < max_streamed ? sg : max_streamed;
+    plan.sub_group = sg < max_streamed ? sg : max_streamed; /* the same pieces as sg's */
     int64_t slot = 0;
     for (int a = 0; a < ZC_NSTREAMS; a++) {
         plan.slot_bytes[a] = streamed[a] ? region(mul(plan.sub_group, es[a], ovf), ovf) : 0;
         slot = add(slot, plan.slot_bytes[a], ovf);
     }
-    plan.slots = mul(in->buffer_count > 1 ? in->buffer_count : 1, slot, ovf);
+    /* a slot beyond the step's sub-groups would never be used */
+    plan.nslots = in->buffer_count > 1 ? in->buffer_count : 1;
+    plan.nslots = plan.nslots < jobs ? plan.nslots : jobs;
+    plan.slots = mul(plan.nslots, slot, ovf);
     if (max_read) { /* reads ahead (at most buffer_count, buffer_size elements unless one) plus
                      * one read on demand */
         int64_t r = region(mul(max_read, P, ovf), ovf),
