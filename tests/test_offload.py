@@ -310,6 +310,41 @@ def test_buffer_count_bounded():
     check(a["weights_sha256"] == b["weights_sha256"], "buffer_count changed the weights")
 
 
+def test_pin_memory_limit():
+    """pin_memory's locked buffers are compared with RLIMIT_MEMLOCK before step 1 (for a process
+    without CAP_IPC_LOCK, dropped here with setpriv): below the bound the run is refused, naming
+    pin_memory, the limit and the `ulimit -l` that fits — it failed mid-step as "out of memory"
+    — and at that ulimit it trains to the weights of the unpinned run."""
+    args = ["--hidden", 256, "--layers", 3, "--micro-batch", 4, "--steps", 2, "--stage", 3,
+            "--dtype", "bf16"]
+    plain, _ = train(1, "pin-off", *args, "--config", config("pin-off", opt=True, par=True))
+    with open(config("pin", opt=True, par=True)) as f:
+        cfg = json.load(f)
+    for key in ("offload_optimizer", "offload_param"):
+        cfg["zero_optimization"][key]["pin_memory"] = True
+    pinned = H_.path("pin.cfg.json")
+    with open(pinned, "w") as f:
+        json.dump(cfg, f)
+
+    def run(kib):
+        rep = H_.path(f"pin-{kib}.json")
+        cmd = ["setpriv", "--bounding-set", "-ipc_lock", "bash", "-c",
+               f'ulimit -l {kib} && exec "$@"', "zeroc", H_.zeroc, "train", *map(str, args),
+               "--config", pinned, "--report", rep]
+        return rep, subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+    _, p = run(64)
+    m = re.search(r"RLIMIT_MEMLOCK allows 65536 bytes: raise it \(ulimit -l (\d+)", p.stderr)
+    check(p.returncode == 1 and "pin_memory" in p.stderr and m and "step " not in p.stdout,
+          f"ulimit -l 64: not refused before step 1: {p.returncode} {p.stderr[-600:]}")
+    if m:
+        rep, p = run(int(m.group(1)))
+        check(p.returncode == 0, f"ulimit -l {m.group(1)} (the one suggested): {p.stderr[-600:]}")
+        if p.returncode == 0:
+            got = json.load(open(rep))["weights_sha256"]
+            check(got == plain["weights_sha256"], "pinned buffers changed the weights")
+
+
 def mount_tmpfs(path, opts):
     os.makedirs(path, exist_ok=True)
     subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", path], check=True)
@@ -538,7 +573,7 @@ if __name__ == "__main__":
         H_.main([test_mlp_bitwise, test_fp16_overflow_with_offload, test_partial_offload,
                  test_gpt2_bitwise, test_resume_with_offload,
                  test_ram_flat_in_model_size, test_estimate_matches, test_buffer_count_bounded,
-                 test_bad_nvme_path,
+                 test_pin_memory_limit, test_bad_nvme_path,
                  test_io_errors, test_truncated_swap_file, test_killed_rank_frees_disk,
                  test_trains_beyond_memory_cap, test_memory_check_cgroups, test_cpu_device],
                 sys.argv[3:])

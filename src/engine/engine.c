@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "engine/engine_state.h"
@@ -316,16 +317,59 @@ static size_t blocks(size_t n, size_t es)
     return (n * es + ZC_AIO_ALIGN - 1) / ZC_AIO_ALIGN * ZC_AIO_ALIGN;
 }
 
+static zc_status oom(zc_engine *e, zc_err *err, const char *what, int u, size_t bytes);
+
 /* A buffer for disk I/O (page-aligned: a whole number of pages is mmap'd by the ledger), in
- * the offload category, locked in RAM with pin (offload_*.pin_memory). */
-static void *io_alloc(zc_engine *e, size_t bytes, bool pin)
+ * the offload category, locked in RAM when pin_key (offload_*.pin_memory) names the key that
+ * asked for it. A lock refused names that key and the limit (pin_check has compared the bound
+ * with RLIMIT_MEMLOCK before step 1, so only what else the process locked can bring this). */
+static zc_status io_alloc(zc_engine *e, void **out, size_t bytes, const char *pin_key,
+                          const char *what, int u, zc_err *err)
 {
     void *p = zc_mem_alloc(e->mem, ZC_MEM_OFFLOAD, bytes);
-    if (p && pin && mlock(p, bytes)) {
+    if (!p)
+        return oom(e, err, what, u, bytes);
+    if (pin_key && mlock(p, bytes)) {
+        zc_status st = zc_err_set(err, ZC_ENOMEM,
+                                  "rank %d: %s: cannot lock %s for unit '%s' (%zu bytes) in RAM: "
+                                  "%m (raise RLIMIT_MEMLOCK, ulimit -l, or set pin_memory false)",
+                                  e->rank, pin_key, what, unit_name(e, u), bytes);
         zc_mem_free(e->mem, ZC_MEM_OFFLOAD, p, bytes);
-        return NULL;
+        return st;
     }
-    return p;
+    *out = p;
+    return ZC_OK;
+}
+
+/* The bytes pin_memory locks at most (the plan's bounds of the buffers each key pins) against
+ * RLIMIT_MEMLOCK, before step 1: a lock refused mid-step would stop the run there. Without
+ * CAP_IPC_LOCK (root has it) the kernel holds a process to the limit. */
+static zc_status pin_check(const zc_engine *e, zc_err *err)
+{
+    const zc_config *c = &e->cfg;
+    const int64_t opt = c->optimizer_pin_memory ? e->plan.slots + e->plan.grad_staging : 0;
+    const int64_t par = c->param_pin_memory ? e->plan.param_reads : 0;
+    struct rlimit rl;
+    if (opt + par == 0 || getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+        (uint64_t)(opt + par) <= (uint64_t)rl.rlim_cur)
+        return ZC_OK;
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long long caps = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "CapEff: %llx", &caps) == 1)
+            break;
+    if (f)
+        fclose(f);
+    if (caps & (1ull << 14)) /* CAP_IPC_LOCK */
+        return ZC_OK;
+    return zc_err_set(err, ZC_ENOMEM,
+                      "rank %d: pin_memory locks up to %lld bytes of offload buffers in RAM "
+                      "(offload_optimizer.pin_memory %lld, offload_param.pin_memory %lld), but "
+                      "RLIMIT_MEMLOCK allows %llu bytes: raise it (ulimit -l %lld, in KiB) or "
+                      "set pin_memory false",
+                      e->rank, (long long)(opt + par), (long long)opt, (long long)par,
+                      (unsigned long long)rl.rlim_cur, (long long)((opt + par + 1023) / 1024));
 }
 
 static void io_free(zc_engine *e, void *pp, size_t bytes, bool pin)
@@ -811,7 +855,9 @@ static zc_status offload_setup(zc_engine *e, zc_err *err)
                         .thread_count = c->aio_thread_count,
                         .single_submit = c->aio_single_submit,
                         .overlap_events = c->aio_overlap_events};
-    zc_status st = zc_aio_create(&e->aio, &ac, err);
+    zc_status st = pin_check(e, err);
+    if (!st)
+        st = zc_aio_create(&e->aio, &ac, err);
     if (!st && e->plan.optimizer_file)
         st = zc_swap_create(&e->swap_opt, c->optimizer_nvme_path, e->rank, e->plan.optimizer_file,
                             e->aio, err);
@@ -1183,8 +1229,11 @@ static zc_status grad_staging(zc_engine *e, int i, zc_err *err)
         st = grad_writes_wait(e, true, err);
     if (st)
         return st;
-    if (!(u->grad_shard = io_alloc(e, bytes, e->cfg.optimizer_pin_memory)))
-        return oom(e, err, "a gradient shard's staging buffer", i, bytes);
+    st = io_alloc(e, &u->grad_shard, bytes,
+                  e->cfg.optimizer_pin_memory ? "offload_optimizer.pin_memory" : NULL,
+                  "a gradient shard's staging buffer", i, err);
+    if (st)
+        return st;
     if (e->micro == 0)
         return ZC_OK;
     zc_swap_read(e->swap_opt, &u->gwrite, u->grad_shard, bytes, u->disk.grads_off);
@@ -1340,8 +1389,11 @@ static zc_status param_read_start(zc_engine *e, int i, zc_err *err)
 {
     unit_t *u = &e->units[i];
     size_t bytes = blocks(u->info.shard, e->ps);
-    if (!(u->pread_buf = io_alloc(e, bytes, e->cfg.param_pin_memory)))
-        return oom(e, err, "a parameter shard's read buffer", i, bytes);
+    zc_status st = io_alloc(e, &u->pread_buf, bytes,
+                            e->cfg.param_pin_memory ? "offload_param.pin_memory" : NULL,
+                            "a parameter shard's read buffer", i, err);
+    if (st)
+        return st;
     zc_swap_read(e->swap_par, &u->pread, u->pread_buf, bytes, u->disk.params_off);
     e->reads_out++;
     e->read_elems_out += (int64_t)u->info.shard;
