@@ -216,6 +216,10 @@ static void announce_model(const train_run *r, const train_report *rep)
                disk->optimizer_swap ? disk->optimizer_swap : "",
                disk->optimizer_swap && disk->param_swap ? " and " : "",
                disk->param_swap ? disk->param_swap : "");
+    if (r->cfg.offload_optimizer == ZC_OFFLOAD_NVME && !disk->optimizer_swap)
+        printf("offload_optimizer: rank 0 puts none of its optimizer state on disk (%s)\n",
+               r->cfg.optimizer_ratio < 1 ? "offload_optimizer.ratio covers no whole unit"
+                                          : "the optimizer keeps no state here");
     if (r->cfg.offload_param == ZC_OFFLOAD_NVME)
         printf("offload_param: rank 0 keeps %lld parameter elements on disk and %lld in RAM "
                "(offload_param.max_in_cpu %lld)\n",

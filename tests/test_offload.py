@@ -354,7 +354,8 @@ def test_bad_nvme_path():
     """A missing nvme_path, a regular file, a read-only file system, one too small for the
     swap files and a RAM file system (tmpfs, which takes O_DIRECT since Linux 6.6: the states
     would stay in RAM) are refused at start (before step 1) with the path and the reason, on
-    every rank count; nothing is left behind. nvme without a path, and parameter offload below stage 3, are
+    every rank count; nothing is left behind — also when the configuration puts nothing there.
+    nvme without a path, and parameter offload below stage 3, are
     refused by key."""
     args = ["--hidden", 256, "--layers", 4, "--micro-batch", 4, "--steps", 2, "--stage", 3]
     plain = H_.path("not-a-dir")
@@ -381,6 +382,11 @@ def test_bad_nvme_path():
     finally:
         for mnt in (small, ro, ram):
             subprocess.run(["umount", mnt])
+    # configured, but nothing goes there (max_in_cpu keeps this model in RAM): still checked
+    _, p = train(1, "bad", *args, "--offload-param", "nvme", "--nvme-path", H_.path("missing"),
+                 ok=False)
+    check(p.returncode != 0 and "does not exist" in p.stderr and "step " not in p.stdout,
+          f"an unused nvme_path that does not exist: {p.returncode} {p.stderr[-300:]}")
     _, p = train(1, "bad", *args, "--offload-optimizer", "nvme", ok=False)
     check(p.returncode != 0 and "zero_optimization.offload_optimizer.nvme_path" in p.stderr,
           f"nvme without a path: {p.stderr}")

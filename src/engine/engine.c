@@ -846,9 +846,15 @@ static zc_status offload_setup(zc_engine *e, zc_err *err)
     free(numel);
     free(where);
     e->offload = e->plan.optimizer_file + e->plan.param_file > 0;
-    if (!e->offload)
-        return ZC_OK;
     const zc_config *c = &e->cfg;
+    if (!e->offload) { /* nothing to hold here (yet): the configured directories must still do */
+        zc_status st = ZC_OK;
+        if (c->offload_optimizer == ZC_OFFLOAD_NVME && e->stage >= 1)
+            st = zc_swap_check_dir(c->optimizer_nvme_path, err);
+        if (!st && c->offload_param == ZC_OFFLOAD_NVME && e->stage == 3)
+            st = zc_swap_check_dir(c->param_nvme_path, err);
+        return st;
+    }
     zc_aio_config ac = {.engine = c->aio_engine,
                         .block_size = c->aio_block_size,
                         .queue_depth = c->aio_queue_depth,

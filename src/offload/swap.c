@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,18 +87,54 @@ static zc_status no_space(zc_err *err, const char *dir, int rank, int64_t bytes,
                       gib((double)avail));
 }
 
-zc_status zc_swap_create(zc_swap **out, const char *dir, int rank, int64_t bytes, zc_aio *aio,
-                         zc_err *err)
+static zc_status dir_exists(const char *dir, zc_err *err)
 {
-    ZC_ASSERT(out != NULL && dir != NULL && aio != NULL && rank >= 0);
-    ZC_ASSERT(bytes > 0 && bytes % ZC_AIO_ALIGN == 0);
-    *out = NULL;
     struct stat st;
     if (stat(dir, &st))
         return errno == ENOENT ? zc_err_set(err, ZC_EIO, "nvme_path '%s' does not exist", dir)
                                : zc_err_set(err, ZC_EIO, "nvme_path '%s': %m", dir);
     if (!S_ISDIR(st.st_mode))
         return zc_err_set(err, ZC_EIO, "nvme_path '%s' is not a directory", dir);
+    return ZC_OK;
+}
+
+static zc_status on_ram(const char *dir, zc_err *err)
+{
+    return zc_err_set(err, ZC_EIO,
+                      "nvme_path '%s' is on a RAM file system (tmpfs): the states offloaded "
+                      "there would stay in RAM, taking what offload is meant to free (and "
+                      "counted as disk by the memory check); use a directory on a disk",
+                      dir);
+}
+
+static bool ram_fs(const struct statfs *fs)
+{
+    return fs->f_type == TMPFS_MAGIC || fs->f_type == RAMFS_MAGIC;
+}
+
+zc_status zc_swap_check_dir(const char *dir, zc_err *err)
+{
+    ZC_ASSERT(dir != NULL);
+    zc_status st = dir_exists(dir, err);
+    if (st)
+        return st;
+    if (access(dir, W_OK | X_OK))
+        return zc_err_set(err, ZC_EIO, "nvme_path '%s': cannot create files in it: %m", dir);
+    struct statfs fs;
+    if (!statfs(dir, &fs) && ram_fs(&fs))
+        return on_ram(dir, err);
+    return ZC_OK;
+}
+
+zc_status zc_swap_create(zc_swap **out, const char *dir, int rank, int64_t bytes, zc_aio *aio,
+                         zc_err *err)
+{
+    ZC_ASSERT(out != NULL && dir != NULL && aio != NULL && rank >= 0);
+    ZC_ASSERT(bytes > 0 && bytes % ZC_AIO_ALIGN == 0);
+    *out = NULL;
+    zc_status rc = dir_exists(dir, err);
+    if (rc)
+        return rc;
     zc_swap *s = calloc(1, sizeof *s);
     if (!s)
         return zc_err_set(err, ZC_ENOMEM, "out of memory creating a swap file in '%s'", dir);
@@ -105,7 +142,6 @@ zc_status zc_swap_create(zc_swap **out, const char *dir, int rank, int64_t bytes
     s->fd = -1;
     s->bytes = bytes;
     bool named = false; /* the name in dir is ours and still there */
-    zc_status rc;
     char host[64];
     if (gethostname(host, sizeof host))
         strcpy(host, "host");
@@ -150,12 +186,8 @@ zc_status zc_swap_create(zc_swap **out, const char *dir, int rank, int64_t bytes
         goto fail;
     }
     struct statfs fs; /* tmpfs takes O_DIRECT since Linux 6.6, and keeps its files in RAM */
-    if (!fstatfs(s->fd, &fs) && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC)) {
-        rc = zc_err_set(err, ZC_EIO,
-                        "nvme_path '%s' is on a RAM file system (tmpfs): the states offloaded "
-                        "there would stay in RAM, taking what offload is meant to free (and "
-                        "counted as disk by the memory check); use a directory on a disk",
-                        dir);
+    if (!fstatfs(s->fd, &fs) && ram_fs(&fs)) {
+        rc = on_ram(dir, err);
         goto fail;
     }
     if (fallocate(s->fd, 0, 0, (off_t)bytes)) {

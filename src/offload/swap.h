@@ -38,6 +38,10 @@ typedef struct zc_swap zc_swap;
  * in dir whatever happens. The aio must outlive the swap. */
 zc_status zc_swap_create(zc_swap **out, const char *dir, int rank, int64_t bytes, zc_aio *aio,
                          zc_err *err);
+/* What zc_swap_create checks of dir without making a file (exists, a directory, writable, not
+ * tmpfs): for an nvme_path configured but given nothing to hold, so that a wrong path is not
+ * found only when the model grows. */
+zc_status zc_swap_check_dir(const char *dir, zc_err *err);
 /* Waits for nothing: the caller waits for its transfers first. Closes (and so frees) the file. */
 void zc_swap_destroy(zc_swap *s);
 
