@@ -163,6 +163,18 @@ static zc_status flags_to_config(const estimate_flags *f, zc_config *cfg, double
     for (size_t k = 0; !st && k < sizeof keys / sizeof *keys; k++)
         if (keys[k].value)
             st = zc_config_set(cfg, keys[k].key, keys[k].value, err);
+    /* as train refuses them: flags of an offload that nothing asks for would change nothing */
+    if (!st && f->max_in_cpu && cfg->offload_param != ZC_OFFLOAD_NVME)
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--max-in-cpu %s: it places parameters between RAM and disk, and "
+                        "--offload-param is not nvme",
+                        f->max_in_cpu);
+    if (!st && f->sub_group && cfg->offload_param != ZC_OFFLOAD_NVME &&
+        cfg->offload_optimizer != ZC_OFFLOAD_NVME)
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--sub-group-size %s: it sizes the NVMe offload's RAM slots, and neither "
+                        "--offload-optimizer nor --offload-param is nvme",
+                        f->sub_group);
     char hpz_text[16];
     snprintf(hpz_text, sizeof hpz_text, "%d", f->hpz);
     if (!st && f->hpz != 1)

@@ -550,12 +550,15 @@ static zc_status finish(train_run *r, train_report *rep, zc_err *err)
         st = zc_comm_control_gather(r->comm, &mine, all, sizeof mine, "memory report", err);
     if (!st && r->rank == 0) {
         int64_t states = mine.params + mine.grads + mine.optimizer;
+        char ratio[32] = "none in RAM"; /* everything offloaded */
+        if (states > 0)
+            snprintf(ratio, sizeof ratio, "%.2fx", (double)rep->stage0_states / (double)states);
         printf("memory per rank (rank 0): model states %.1f MiB (params %.1f, grads %.1f, "
-               "optimizer %.1f); stage 0 would hold %.1f MiB (%.2fx); working peak %.1f MiB, "
+               "optimizer %.1f); stage 0 would hold %.1f MiB (%s); working peak %.1f MiB, "
                "activations peak %.1f MiB, peak RSS %.1f MiB\n",
                mib(states), mib(mine.params), mib(mine.grads), mib(mine.optimizer),
-               mib(rep->stage0_states), (double)rep->stage0_states / (double)states,
-               mib(mine.working_peak), mib(mine.activations_peak), mib(mine.peak_rss));
+               mib(rep->stage0_states), ratio, mib(mine.working_peak), mib(mine.activations_peak),
+               mib(mine.peak_rss));
         if (mine.nvme)
             printf("offload (rank 0): %.1f MiB of model states on disk (nvme), streamed through "
                    "%.1f MiB of RAM buffers (peak)\n",

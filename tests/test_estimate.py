@@ -192,9 +192,17 @@ def test_estimate_bad_input():
                           "--ranks-per-node must be between 1 and --ranks (2), got 3"),
                          (["--params", "1M", "--ranks-per-node", 0], "--ranks-per-node must be"),
                          (["--model", "mlp", "--micro-batch", 0], "--micro-batch must be >= 1"),
-                         (["--params", "1M", "--ranks", 2, "--ranks", 3], "--ranks is given twice")):
+                         (["--params", "1M", "--ranks", 2, "--ranks", 3], "--ranks is given twice"),
+                         (["--params", "1M", "--max-in-cpu", 0], "--offload-param is not nvme"),
+                         (["--params", "1M", "--offload-param", "nvme", "--sub-group-size",
+                           4096], None),
+                         (["--params", "1M", "--sub-group-size", 4096],
+                          "neither --offload-optimizer nor --offload-param is nvme")):
         p = subprocess.run([H_.zeroc, "estimate", *map(str, args)], capture_output=True, text=True,
                            timeout=60)
+        if needle is None:  # the same flag where it does something
+            check(p.returncode == 0, f"estimate {args}: {p.returncode} {p.stderr!r}")
+            continue
         check(p.returncode != 0 and needle in p.stderr, f"estimate {args}: {p.returncode} "
               f"{p.stderr!r}")
 

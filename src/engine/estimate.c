@@ -410,7 +410,8 @@ zc_status zc_estimate_check(const zc_estimate_in *in, zc_err *err)
                           "zeroc holds at most %lld (2^49)",
                           ovf ? "more than " : "", (long long)padded, in->nranks,
                           (long long)ZC_MAX_NUMEL);
-    for (int stage = 0; stage <= 3; stage++) {
+    for (int k = 0; k <= 3; k++) { /* in's own stage first: the one a run names */
+        const int stage = k == 0 ? in->stage : k - 1 < in->stage ? k - 1 : k;
         zc_estimate_in s = *in;
         s.stage = stage;
         bool o[4] = {false, false, false, false};
@@ -425,7 +426,8 @@ zc_status zc_estimate_check(const zc_estimate_in *in, zc_err *err)
         /* a model within ZC_MAX_NUMEL fits: what overflows is a configured size */
         if (o[0] || o[1] || o[2] || o[3])
             return zc_err_set(
-                err, ZC_EINVAL, "stage %d: the bytes of %s do not fit in 64 bits; lower %s", stage,
+                err, ZC_EINVAL, "at ZeRO stage %d, the bytes of %s do not fit in 64 bits; lower %s",
+                stage,
                 o[1]   ? "the reduce-scatter staging"
                 : o[2] ? "the gathered parameters (stage3_prefetch_bucket_size "
                          "and stage3_max_live_parameters)"

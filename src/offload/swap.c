@@ -67,24 +67,33 @@ static int64_t fault_at(const char *kind, int rank)
     return 0;
 }
 
-static double gib(double bytes)
+/* bytes for a message: "1.50 GiB", "3.2 MiB" or "264 KiB" */
+static const char *human(double bytes, char *buf, size_t cap)
 {
-    return bytes / (1024.0 * 1024.0 * 1024.0);
+    if (bytes >= 1 << 30)
+        snprintf(buf, cap, "%.2f GiB", bytes / (1 << 30));
+    else if (bytes >= 1 << 20)
+        snprintf(buf, cap, "%.1f MiB", bytes / (1 << 20));
+    else
+        snprintf(buf, cap, "%.0f KiB", bytes / 1024);
+    return buf;
 }
 
 static zc_status no_space(zc_err *err, const char *dir, int rank, int64_t bytes, bool known,
                           uint64_t avail)
 {
+    char need[32], have[32];
+    human((double)bytes, need, sizeof need);
     if (!known)
         return zc_err_set(err, ZC_EIO,
                           "nvme_path '%s': not enough space for rank %d's swap file: needs %lld "
-                          "bytes (%.2f GiB), the file system's free space is unknown",
-                          dir, rank, (long long)bytes, gib((double)bytes));
+                          "bytes (%s), the file system's free space is unknown",
+                          dir, rank, (long long)bytes, need);
     return zc_err_set(err, ZC_EIO,
                       "nvme_path '%s': not enough space for rank %d's swap file: needs %lld "
-                      "bytes (%.2f GiB), the file system has %llu bytes (%.2f GiB) free",
-                      dir, rank, (long long)bytes, gib((double)bytes), (unsigned long long)avail,
-                      gib((double)avail));
+                      "bytes (%s), the file system has %llu bytes (%s) free",
+                      dir, rank, (long long)bytes, need, (unsigned long long)avail,
+                      human((double)avail, have, sizeof have));
 }
 
 static zc_status dir_exists(const char *dir, zc_err *err)
