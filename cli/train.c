@@ -16,6 +16,7 @@
 #include "cli/fail.h"
 #include "cli/memory_check.h"
 #include "cli/stop_signal.h"
+#include "cli/train_agree.h"
 #include "cli/train_args.h"
 #include "cli/train_ckpt.h"
 #include "cli/train_model.h"
@@ -598,6 +599,8 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     zc_status st = train_args_read(comm, argc, argv, &r.o, &r.cfg, &helped, &err);
     if (helped)
         return 0;
+    if (!st) /* before the first collective one rank could make alone */
+        st = train_agree_opts(comm, &r.o, &err);
     /* the save directory is this job's until it ends: a second job is refused here */
     if (!st && r.o.save_dir)
         st = zc_ckpt_lock_dir(comm, r.o.save_dir, &r.save_lock, &err);
