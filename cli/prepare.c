@@ -80,10 +80,11 @@ static zc_status write_split(const uint16_t *tok, size_t n, double frac, size_t 
     *nval = (size_t)floor(frac * (double)n + 0.5);
     *ntrain = n - (*nval < n ? *nval : n);
     if (*nval < 1 || *ntrain < 1)
-        return zc_err_set(err, ZC_EINVAL,
-                          "--val-fraction %g of %zu tokens leaves the %s split empty (each split "
-                          "needs at least 1 token: give more text or change the fraction)",
-                          frac, n, *nval < 1 ? "validation" : "training");
+        return zc_err_set(
+            err, ZC_EINVAL,
+            "--val-fraction %.10g of %zu tokens leaves the %s split empty (each split "
+            "needs at least 1 token: give more text or change the fraction)",
+            frac, n, *nval < 1 ? "validation" : "training");
     zc_status st = llmc_tokens_write(train_path, tok, *ntrain, err);
     if (!st)
         st = llmc_tokens_write(val_path, tok + *ntrain, *nval, err);
@@ -266,7 +267,7 @@ int cmd_prepare(zc_comm *comm, int argc, char **argv)
     if (!st && !(frac > 0.0 && frac < 1.0))
         st = zc_err_set(&err, ZC_EINVAL,
                         "--val-fraction must be between 0 and 1 (exclusive), "
-                        "got %g",
+                        "got %.10g",
                         frac);
     bool gpt2 = !st && !strcmp(tokenizer, "gpt2");
     if (!st && !gpt2 && strcmp(tokenizer, "byte") != 0)

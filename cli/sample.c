@@ -57,11 +57,11 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     if (!st && (length < 1 || length > GPT2_MAX_GENERATE))
         st = zc_err_set(&err, ZC_EINVAL, "--length must be in [1, %d], got %d", GPT2_MAX_GENERATE,
                         length);
-    /* the model samples in float: a temperature must be one */
-    if (!st && !((float)temperature > 0 && isfinite((float)temperature)))
-        st = zc_err_set(&err, ZC_EINVAL,
-                        "--temperature must be > 0 and within float's range (%g to %g), got %g",
-                        (double)FLT_TRUE_MIN, (double)FLT_MAX, temperature);
+    /* the model samples in float with denormals flushed to zero: a temperature must be a
+     * normal float */
+    if (!st && !(temperature >= (double)FLT_MIN && temperature <= (double)FLT_MAX))
+        st = zc_err_set(&err, ZC_EINVAL, "--temperature must be a normal float, %g to %g, got %g",
+                        (double)FLT_MIN, (double)FLT_MAX, temperature);
     if (!st && (top_k < 0 || seed < 0))
         st = zc_err_set(&err, ZC_EINVAL, "--top-k and --seed must be >= 0");
     if (!st && zc_comm_size(comm) != 1)

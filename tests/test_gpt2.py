@@ -181,8 +181,9 @@ def test_prepare_train_sample():
     # lengths past int (prompt + length overflowed) and temperatures beyond a float: refused by
     # flag, before anything runs
     for args, needle in ((["--length", 2147483647], "--length must be in [1, 1048576]"),
-                         (["--temperature", "1e-300"], "--temperature must be > 0 and within"),
-                         (["--temperature", "1e300"], "--temperature must be > 0 and within")):
+                         (["--temperature", "1e-300"], "--temperature must be a normal float"),
+                         (["--temperature", "1e-40"], "--temperature must be a normal float"),
+                         (["--temperature", "1e300"], "--temperature must be a normal float")):
         p = H_.run(1, "sample", "--init", final, *args, ok=False)
         check(p.returncode == 1 and needle in p.stderr, f"sample {args}: {p.stderr!r}")
     p = H_.run(1, "train", "--model", "gpt2", "--data", data, *TINY, "--steps", 2,
