@@ -13,27 +13,59 @@
 
 #include "cli/output_paths.h"
 
-/* path made absolute and free of links: whole when it exists, else its directory resolved plus
- * its last component. False when not even the directory exists (nothing can be overwritten). */
+/* path made absolute and free of links: whole when it exists, else its deepest existing
+ * ancestor resolved plus the components below it that do not exist yet ("." dropped, ".."
+ * taking one back), so that directories a writer would create are placed where they would be.
+ * False only when the path is empty or too long. */
 static bool resolve(const char *path, char out[PATH_MAX])
 {
     if (realpath(path, out))
         return true;
-    char dir[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    char rdir[PATH_MAX];
-    if (!*base || !realpath(dir, rdir))
+    const size_t n = strlen(path);
+    if (!n || n >= PATH_MAX)
         return false;
-    size_t n = strlen(rdir);
-    return snprintf(out, PATH_MAX, "%s%s%s", rdir, n && rdir[n - 1] == '/' ? "" : "/", base) <
-           PATH_MAX;
+    char head[PATH_MAX];
+    size_t tail = n; /* path[tail..n) is what does not exist */
+    for (;;) {
+        while (tail > 0 && path[tail - 1] == '/')
+            tail--;
+        while (tail > 0 && path[tail - 1] != '/')
+            tail--;
+        size_t a = tail; /* the ancestor: path[0..a), its trailing slashes off */
+        while (a > 1 && path[a - 1] == '/')
+            a--;
+        if (a == 0 && path[0] == '/')
+            return false;
+        snprintf(head, sizeof head, "%.*s", a ? (int)a : 1, a ? path : ".");
+        if (realpath(head, out))
+            break;
+        if (tail == 0)
+            return false;
+    }
+    size_t len = strlen(out);
+    for (size_t i = tail; i < n;) {
+        size_t j = i;
+        while (j < n && path[j] != '/')
+            j++;
+        const size_t k = j - i;
+        if (k == 2 && path[i] == '.' && path[i + 1] == '.') {
+            while (len > 1 && out[len - 1] != '/')
+                len--;
+            if (len > 1)
+                len--;
+            out[len] = 0;
+        } else if (k && !(k == 1 && path[i] == '.')) {
+            const bool root = len == 1 && out[0] == '/';
+            if (len + !root + k >= PATH_MAX)
+                return false;
+            if (!root)
+                out[len++] = '/';
+            memcpy(out + len, path + i, k);
+            out[len += k] = 0;
+        }
+        i = j + 1;
+    }
+    return true;
 }
 
 zc_status cli_output_writable(const char *flag, const char *path, zc_err *err)

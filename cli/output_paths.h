@@ -22,7 +22,8 @@ zc_status cli_output_not_input(const char *oflag, const char *out, const char *i
  * cflag): out lies inside a checkpoint directory (one holding manifest.json), inside any
  * directory under ckdir, or directly in ckdir under a name zeroc's saves use (latest, .lock,
  * step-*, .tmp-step-*, latest.tmp-*). A file of another name beside the step directories
- * (ck/report.json) passes. NULL paths pass. */
+ * (ck/report.json) passes. Directories in out that do not exist yet count as where they would
+ * be made (ck/step-000001/new/x and ck/step-000009/x are refused too). NULL paths pass. */
 zc_status cli_output_outside_checkpoint(const char *oflag, const char *out, const char *cflag,
                                         const char *ckdir, zc_err *err);
 

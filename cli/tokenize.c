@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/args.h"
 #include "cli/bpe_text.h"
 #include "cli/commands.h"
+#include "cli/output_paths.h"
 #include "models/gpt2/llmc_files.h"
 
 static int fail(const zc_err *err)
@@ -42,6 +44,31 @@ static zc_status close_out(const char *path, FILE *f, zc_err *err)
         return zc_err_set(err, ZC_EIO, "%s: write error: %s", path ? path : "standard output",
                           strerror(errno));
     return ZC_OK;
+}
+
+/* --out may not overwrite what the command reads (checked before anything runs, so the input
+ * stays as it was): its inputs ins[0..nins) of flag iflag ("-", standard input, aside), nor the
+ * vocabulary, the file given or the files bpe_vocab_load reads from the directory given. */
+static zc_status out_not_input(const char *out, const char *iflag, const char *const *ins, int nins,
+                               const char *vocab, zc_err *err)
+{
+    static const char *const vocab_files[] = {"encoder.json", "vocab.bpe", "vocab.json",
+                                              "merges.txt", "gpt2_tokenizer.bin"};
+    zc_status st = ZC_OK;
+    for (int i = 0; !st && i < nins; i++)
+        if (ins[i] && strcmp(ins[i], "-"))
+            st = cli_output_not_input("--out", out, iflag, ins[i], err);
+    struct stat sb;
+    if (st || !out || !vocab || stat(vocab, &sb))
+        return st;
+    if (!S_ISDIR(sb.st_mode))
+        return cli_output_not_input("--out", out, "--vocab", vocab, err);
+    char path[4200];
+    for (size_t i = 0; !st && i < sizeof vocab_files / sizeof *vocab_files; i++) {
+        snprintf(path, sizeof path, "%s/%s", vocab, vocab_files[i]);
+        st = cli_output_not_input("--out", out, "--vocab", path, err);
+    }
+    return st;
 }
 
 /* Writes ids[0..n) as decimals separated by spaces, then a newline. */
@@ -104,6 +131,8 @@ int cmd_tokenize(int argc, char **argv)
         files[0] = std_in[0];
         nfiles = 1;
     }
+    if (!st)
+        st = out_not_input(out, "--text", files, nfiles, vocab, &err);
     bpe_vocab v;
     bool have_vocab = false;
     if (!st)
@@ -210,6 +239,9 @@ int cmd_detokenize(int argc, char **argv)
         st = zc_err_set(&err, ZC_EINVAL, "--vocab DIR|FILE is required (see --help)");
     if (!st && in && tokens)
         st = zc_err_set(&err, ZC_EINVAL, "give --in or --tokens, not both");
+    if (!st)
+        st = out_not_input(out, tokens ? "--tokens" : "--in", tokens ? &tokens : &in, 1, vocab,
+                           &err);
     bpe_vocab v;
     bool have_vocab = false;
     if (!st)

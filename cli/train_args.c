@@ -12,6 +12,7 @@
 #include "cli/output_paths.h"
 #include "cli/train_args.h"
 #include "models/gpt2/gpt2_sample.h"
+#include "models/gpt2/hf_files.h"
 #include "models/gpt2/init_files.h"
 #include "models/mlp/mlp.h"
 
@@ -32,6 +33,21 @@ static zc_status probe_dir(const char *flag, const char *dir, bool *made, zc_err
     return st;
 }
 
+/* The config.json a gpt2 --init FILE.safetensors of Hugging Face's layout is read with: the one
+ * beside the file (as models/gpt2/hf_files.c finds it), into path; NULL for any other --init
+ * (a directory's config.json is already one of --init's files). */
+static const char *init_config(const train_opts *o, char *path, size_t cap)
+{
+    struct stat sb;
+    if (!o->init || strcmp(o->model, "gpt2") || stat(o->init, &sb) || S_ISDIR(sb.st_mode) ||
+        !hf_is_checkpoint(o->init))
+        return NULL;
+    const char *slash = strrchr(o->init, '/');
+    int dir = slash ? (int)(slash - o->init) : 1;
+    snprintf(path, cap, "%.*s/config.json", dir, slash ? o->init : ".");
+    return path;
+}
+
 /* Every output the run will write at its end, checked before its first step (rank 0 writes
  * them; every rank learns the outcome): writable, and not over an input or a checkpoint. */
 static zc_status check_outputs(zc_comm *comm, const train_opts *o, zc_err *err)
@@ -49,8 +65,10 @@ static zc_status check_outputs(zc_comm *comm, const train_opts *o, zc_err *err)
         const char *const outs[][2] = {{"--report", o->report},
                                        {"--save-weights", o->save_weights},
                                        {"--save-final", o->save_final}};
+        char beside[4200];
         const char *const ins[][2] = {{"--config", o->config},
                                       {"--init", o->init},
+                                      {"--init", init_config(o, beside, sizeof beside)},
                                       {"--data", o->data},
                                       {"--val-data", o->val_data}};
         for (size_t i = 0; !st && i < sizeof outs / sizeof *outs; i++) {
@@ -114,6 +132,16 @@ static zc_status refuse_unused(int argc, char **argv, train_opts *o, zc_err *err
     if (gpt2 && !shape_from_init && o->max_seq_len && o->seq_len > o->max_seq_len)
         return zc_err_set(err, ZC_EINVAL, "--seq-len %d is longer than --max-seq-len %d",
                           o->seq_len, o->max_seq_len);
+    /* a --seq-len given beside such a file must fit its positions (the default takes the
+     * file's when it has fewer); a file that cannot be read is named when the model is built */
+    gpt2_config file;
+    zc_err unread;
+    if (shape_from_init && args_given(argc, argv, 2, "--seq-len") &&
+        !gpt2_init_shape(o->init, &file, &unread) && o->seq_len > file.max_seq_len)
+        return zc_err_set(err, ZC_EINVAL,
+                          "--seq-len %d is longer than the %d positions of --init %s (the shape "
+                          "comes from the file)",
+                          o->seq_len, file.max_seq_len, o->init);
     if (!o->val_data &&
         (args_given(argc, argv, 2, "--val-every") || args_given(argc, argv, 2, "--val-batches")))
         return zc_err_set(err, ZC_EINVAL, "--val-every and --val-batches need --val-data");
@@ -269,8 +297,8 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
          "mlp: Linear+ReLU layers (default 12); gpt2: blocks (default 4)", NULL},
         {"--channels", ARG_INT, &o->channels, NULL, "gpt2: channels C (default 128)", NULL},
         {"--heads", ARG_INT, &o->heads, NULL, "gpt2: attention heads (default 4)", NULL},
-        {"--seq-len", ARG_INT, &o->seq_len, NULL, "gpt2: tokens per sequence T (default 128)",
-         NULL},
+        {"--seq-len", ARG_INT, &o->seq_len, NULL,
+         "gpt2: tokens per sequence T (default 128, or fewer: an --init file's positions)", NULL},
         {"--max-seq-len", ARG_INT, &o->max_seq_len, NULL,
          "gpt2: position embeddings (default: --seq-len)", NULL},
         {"--vocab", ARG_INT, &o->vocab, NULL, "gpt2: vocabulary (default 256, byte-level)", NULL},

@@ -253,6 +253,8 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
              "\"num_layers\": %d, \"num_heads\": %d, \"channels\": %d",
              gc.max_seq_len, gc.vocab_size, gc.padded_vocab_size, gc.num_layers, gc.num_heads,
              gc.channels);
+    /* the default --seq-len takes an --init file's positions when it has fewer; a --seq-len
+     * given longer than them was refused (cli/train_args.c) */
     st->T = o->seq_len < gc.max_seq_len ? o->seq_len : gc.max_seq_len;
     st->vocab = gc.vocab_size;
     /* the model first: it validates the shape before any file is scanned against it */

