@@ -473,6 +473,32 @@ static void test_load_errors(void)
     }
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"cpu_offload\": true}}",
                     "not supported yet: zero_optimization.cpu_offload", NULL, NULL);
+    /* real DeepSpeed keys, not typos: refused when they would change what runs */
+    EXPECT_LOAD_ERR("{\"load_universal_checkpoint\": true}",
+                    "not supported yet: load_universal_checkpoint = true", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"zeropp_loco_param\": {\"err_beta\": 0.8, "
+                    "\"reset_T\": 1024}}}",
+                    "not supported yet: zero_optimization.zeropp_loco_param", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"timers\": {\"throughput\": {\"enabled\": 1}}}",
+                    "timers.throughput.enabled: expected true or false", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"timers\": {\"throughput\": {\"enable\": true}}}",
+                    "unknown key: timers.throughput.enable", NULL, NULL);
+    {
+        zc_config c2;
+        zc_err e2 = {0};
+        CHECK_MSG(load(&c2,
+                       "{\"load_universal_checkpoint\": false, \"timers\": {\"throughput\": "
+                       "{\"enabled\": true, \"synchronized\": false}}}",
+                       &e2) == ZC_OK,
+                  e2.msg);
+        CHECK_MSG(strstr(c2.no_effect, "timers.throughput.enabled (") &&
+                      strstr(c2.no_effect, "timers.throughput.synchronized ("),
+                  c2.no_effect);
+        EXPECT_SET_ERR("load_universal_checkpoint", "true",
+                       "not supported yet: load_universal_checkpoint = true", NULL);
+        EXPECT_SET_ERR("zero_optimization.zeropp_loco_param", "1",
+                       "not supported yet: zero_optimization.zeropp_loco_param", NULL);
+    }
     /* DeepSpeed knobs that change nothing here: accepted, validated, listed for the log */
     {
         zc_config c2;
@@ -645,6 +671,27 @@ static void test_load_errors(void)
                     NULL);
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": [1]}}", "optimizer.params: expected an object",
                     "got an array", NULL);
+
+    /* \u0000 in a key or string: cJSON's C string would end there ("seed", "SGD") */
+    EXPECT_LOAD_ERR("{\"seed\\u0000x\": 5}", "ds.json: seed\\u0000x: a key", "\\u0000", NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"type\": \"SGD\\u0000 junk\", \"params\": {\"lr\": 0.1}}}",
+                    "ds.json: optimizer.type: a string", "\\u0000", NULL);
+    EXPECT_LOAD_ERR(
+        "{\"zero_optimization\": {\"offload_param\": {\"nvme_path\": \"/a\\u0000/b\"}}}",
+        "zero_optimization.offload_param.nvme_path: a string", "\\u0000", NULL);
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"st\\u0000age\": 3}}",
+                    "zero_optimization.st\\u0000age: a key", "\\u0000", NULL);
+    {
+        zc_config c2;
+        zc_err e2 = {0};
+        /* an escaped backslash before u0000 is no NUL */
+        CHECK_MSG(load(&c2,
+                       "{\"zero_optimization\": {\"offload_param\": {\"nvme_path\": "
+                       "\"/a\\\\u0000\"}}}",
+                       &e2) == ZC_OK &&
+                      strcmp(c2.param_nvme_path, "/a\\u0000") == 0,
+                  e2.msg);
+    }
 
     /* duplicates */
     EXPECT_LOAD_ERR("{\"seed\": 1, \"seed\": 2}", "duplicate key: seed", NULL, NULL);
@@ -2162,6 +2209,11 @@ static void test_scheduler(void)
 
     EXPECT_LOAD_ERR("{\"scheduler\": {\"params\": {\"warmup_num_steps\": 5}}}",
                     "scheduler.type: required", NULL, NULL);
+    /* "auto" would keep the type's current value, no schedule at all: refused, not dropped */
+    EXPECT_LOAD_ERR("{\"scheduler\": {\"type\": \"auto\", \"params\": {\"warmup_min_lr\": "
+                    "\"auto\", \"warmup_max_lr\": \"auto\", \"warmup_num_steps\": \"auto\"}}}",
+                    "scheduler.type: \"auto\" is not supported", "WarmupLR or WarmupDecayLR", NULL);
+    EXPECT_SET_ERR("scheduler.type", "auto", "scheduler.type", "WarmupLR, WarmupDecayLR");
     EXPECT_LOAD_ERR("{\"scheduler\": {\"type\": \"Cosine\"}}", "scheduler.type",
                     "one of WarmupLR, WarmupDecayLR", "got string \"Cosine\"");
     EXPECT_LOAD_ERR("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_type\": "

@@ -263,7 +263,10 @@ def test_hf_sample_and_estimate():
 
 def test_hf_bad_inputs():
     """Every bad file is refused with its name and what was expected, before a step, and a
-    file's shape must agree with the shape flags."""
+    file's shape must agree with the shape flags. A tensor's wrong shape is shown as declared
+    and as expected, 1-D and 2-D alike; config.json is read as Python's json reads it: a key
+    given twice, anything but white space after the object, or \\u0000 in a string is refused
+    naming the file (and the key, or the byte's offset)."""
     hdr, _ = read_llmc(FIXTURE)
 
     def drop(name):
@@ -294,6 +297,9 @@ def test_hf_bad_inputs():
     def int_dtype(ts):
         return [(n, s, bytes(4 * len(v)) if n == "ln_f.weight" else v) for n, s, v in ts]
 
+    def reshaped(name, shape):  # the same bytes declared with another shape
+        return lambda ts: [(n, shape if n == name else s, v) for n, s, v in ts]
+
     cfg = config_json(hdr)
     cases = [
         (dict(edit=drop("h.1.ln_2.bias")), "no tensor 'h.1.ln_2.bias'"),
@@ -306,6 +312,11 @@ def test_hf_bad_inputs():
         (dict(config={**cfg, "layer_norm_epsilon": 1e-6}), "layer_norm_epsilon"),
         (dict(config={**cfg, "n_inner": 7}), "n_inner"),
         (dict(config={**cfg, "tie_word_embeddings": False}), "tie_word_embeddings"),
+        # shapes in the message as declared, 1-D and 2-D alike
+        (dict(edit=reshaped("ln_f.bias", (hdr["C"] // 2, 2))),
+         f"'ln_f.bias' has shape [{hdr['C'] // 2}, 2], expected [{hdr['C']}] (from config.json)"),
+        (dict(edit=reshaped("wpe.weight", (hdr["T"] * hdr["C"],))),
+         f"'wpe.weight' has shape [{hdr['T'] * hdr['C']}], expected [{hdr['T']}, {hdr['C']}]"),
     ]
     for i, (kw, want) in enumerate(cases):
         d = make_hf(f"hf-bad{i}", **kw)
@@ -336,6 +347,27 @@ def test_hf_bad_inputs():
     check(p.returncode != 0 and "config.json" in p.stderr, f"no config: {p.stderr[-300:]}")
     p = train(make_hf("hf-flag"), "hf-flag", "--layers", hdr["L"] + 1, ok=False)
     check(p.returncode != 0 and "--layers" in p.stderr, f"--layers: {p.stderr[-300:]}")
+    # config.json as Python's json reads it: a key given twice (cJSON would keep the first value,
+    # Python keeps the last) and anything but white space after the object are refused by name
+    good = json.dumps(cfg)
+    texts = [
+        (good[:-1] + ', "scale_attn_weights": true, "scale_attn_weights": false}',
+         ["config.json: duplicate key: scale_attn_weights"]),
+        (good + " garbage {", ["config.json: byte 0x67 at offset", f"ends at offset {len(good)}"]),
+        (good + "\n\0junk", [f"config.json: byte 0x00 at offset {len(good) + 1}"]),
+        (good[:-1] + ', "model_type": "gpt2\\u0000x"}', ["config.json: not JSON", "\\u0000"]),
+    ]
+    for i, (text, want) in enumerate(texts):
+        d = make_hf(f"hf-cfgtext{i}")
+        with open(os.path.join(d, "config.json"), "w") as f:
+            f.write(text)
+        p = train(d, f"hf-cfgtext{i}", ok=False)
+        check(p.returncode != 0 and all(w in p.stderr for w in want) and "step " not in p.stdout,
+              f"config text {i}: want {want} in the error, got {p.returncode}: {p.stderr[-400:]}")
+    d = make_hf("hf-cfgspace")  # trailing white space is JSON
+    with open(os.path.join(d, "config.json"), "w") as f:
+        f.write(" \n" + good + " \t\r\n ")
+    train(d, "hf-cfgspace")
 
 
 def relayout(src, dst, edit):
@@ -410,7 +442,26 @@ def permuted(h, d):  # the bytes in reverse order, the header in its own: still 
     return h, b"".join(parts), []
 
 
-LAYOUTS = [overlap, gap, trailing, reversed_offsets, past_end, twice]
+def header_text(h):
+    return json.dumps(h, separators=(",", ":")).encode()
+
+
+def header_garbage(h, d):  # bytes after the header's JSON, within its length: spaces only
+    text = header_text(h)
+    return text + b"   xx", d, [f"bad header: byte 0x78 at offset {8 + len(text) + 3}",
+                                 "only spaces may follow"]
+
+
+def header_nul(h, d):  # NUL padding instead of spaces
+    text = header_text(h)
+    return text + bytes(3), d, [f"bad header: byte 0x00 at offset {8 + len(text)}"]
+
+
+def header_spaced(h, d):  # more spaces than the alignment needs: still a valid file
+    return header_text(h) + b" " * 21, d, []
+
+
+LAYOUTS = [overlap, gap, trailing, reversed_offsets, past_end, twice, header_garbage, header_nul]
 
 
 def mlp(*args, ok=True):
@@ -423,8 +474,10 @@ def test_init_data_layout():
     rule that the tensors' data_offsets tile the data after the header: two tensors on the
     same bytes, a gap, trailing bytes, an end before its begin, a tensor past the end of the
     file or a name given twice is refused naming the file, the tensor and its offsets, before a
-    step and without writing weights. Tensors stored in another order than the header lists
-    them are a valid file (older writers sorted names) and load the same weights."""
+    step and without writing weights; so is anything but spaces between the header's JSON and
+    the header's declared end (the format pads with spaces), named by its offset. Tensors
+    stored in another order than the header lists them are a valid file (older writers sorted
+    names) and load the same weights, as does a header padded with more spaces than needed."""
     w = H_.path("mlp.safetensors")
     mlp("--save-weights", w, "--report", H_.path("mlp.json"))
     for edit in LAYOUTS:
@@ -434,13 +487,15 @@ def test_init_data_layout():
         check(p.returncode != 0 and all(x in p.stderr for x in [bad + ":"] + want) and
               "step " not in p.stdout and not os.path.exists(out),
               f"{edit.__name__}: want {want} in the error, got {p.returncode}: {p.stderr[-400:]}")
-    ok = H_.path("mlp-permuted.safetensors")
-    relayout(w, ok, permuted)
-    mlp("--init", ok, "--report", H_.path("mlp-permuted.json"))
     mlp("--init", w, "--report", H_.path("mlp-plain.json"))
-    a, b = H_.report("mlp-permuted.json"), H_.report("mlp-plain.json")
-    check(a["initial_weights_sha256"] == b["initial_weights_sha256"],
-          "the permuted file did not load the same weights")
+    b = H_.report("mlp-plain.json")
+    for edit in (permuted, header_spaced):
+        ok = H_.path(f"mlp-{edit.__name__}.safetensors")
+        relayout(w, ok, edit)
+        mlp("--init", ok, "--report", H_.path(f"mlp-{edit.__name__}.json"))
+        a = H_.report(f"mlp-{edit.__name__}.json")
+        check(a["initial_weights_sha256"] == b["initial_weights_sha256"],
+              f"the {edit.__name__} file did not load the same weights")
 
 
 def test_hf_data_layout():
@@ -465,10 +520,12 @@ def test_hf_data_layout():
         check(p.returncode != 0 and all(x in p.stderr for x in [path + ":"] + want) and
               "step " not in p.stdout,
               f"{edit.__name__}: want {want} in the error, got {p.returncode}: {p.stderr[-400:]}")
-    d, _, _ = copy("hf-lay-permuted", permuted)
-    a, b = train(d, "hf-lay-permuted"), train(src, "hf-lay-plain")
-    check(a["initial_weights_sha256"] == b["initial_weights_sha256"],
-          "the permuted file did not load the same weights")
+    b = train(src, "hf-lay-plain")
+    for edit in (permuted, header_spaced):
+        d, _, _ = copy(f"hf-lay-{edit.__name__}", edit)
+        a = train(d, f"hf-lay-{edit.__name__}")
+        check(a["initial_weights_sha256"] == b["initial_weights_sha256"],
+              f"the {edit.__name__} file did not load the same weights")
 
 
 TESTS = [test_hf_init_matches_llmc, test_hf_export_byte_identical, test_hf_sample_and_estimate,

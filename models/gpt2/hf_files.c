@@ -15,6 +15,7 @@
 
 #include "models/gpt2/ckpt_shape.h"
 #include "models/gpt2/hf_files.h"
+#include "src/util/json_strict.h"
 #include "zeroc/checkpoint.h"
 #include "zeroc/dtype.h"
 #include "zeroc/durable.h"
@@ -138,10 +139,18 @@ static zc_status st_open(st_file *f, const char *path, zc_err *err)
         st = zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", path);
     if (!st && pread(f->fd, text, hlen, 8) != (ssize_t)hlen)
         st = zc_err_set(err, ZC_EIO, "%s: cannot read the header: %m", path);
-    if (!st) {
+    if (!st) { /* the format's rule: '{' first, spaces (only) after the JSON, to hlen */
+        char why[320];
         text[hlen] = 0;
-        f->h = cJSON_Parse(text);
-        if (!cJSON_IsObject(f->h))
+        if (text[0] != '{')
+            snprintf(why, sizeof why,
+                     "expected '{' at offset 8 (the header is a JSON object), got byte 0x%02x",
+                     (unsigned char)text[0]);
+        else
+            f->h = zc_json_parse_strict(text, hlen, 8, " ", "spaces", 2, why, sizeof why);
+        if (!f->h)
+            st = zc_err_set(err, ZC_EINVAL, "%s: bad header: %s", path, why);
+        else if (!cJSON_IsObject(f->h))
             st = zc_err_set(err, ZC_EINVAL, "%s: the header is not a JSON object", path);
     }
     free(text);
@@ -190,6 +199,7 @@ static zc_status st_tensor_get(const st_file *f, const char *name, st_tensor *t,
         return zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' is %s, expected F32, BF16 or F16",
                           f->path, name, d);
     t->ndim = cJSON_IsArray(shape) ? cJSON_GetArraySize(shape) : -1;
+    t->shape[0] = t->shape[1] = 0;
     uint64_t numel = 1, dim = 0, b, e;
     bool ok = t->ndim >= 1 && t->ndim <= 2;
     for (int k = 0; ok && k < t->ndim; k++) {
@@ -277,10 +287,17 @@ static zc_status read_json(const char *path, cJSON **out, zc_err *err)
     if (!text)
         return zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", path);
     text[n] = 0;
-    *out = more ? NULL : cJSON_Parse(text);
+    /* as Python's json reads it (transformers does): one value, then white space only; no key
+     * twice (cJSON would keep the first value, Python keeps the last) */
+    char why[320] = "";
+    *out = more ? NULL
+                : zc_json_parse_strict(text, n, 0, " \t\n\r", "white space", 1, why, sizeof why);
     free(text);
     if (!cJSON_IsObject(*out)) {
         cJSON_Delete(*out);
+        *out = NULL;
+        if (why[0])
+            return zc_err_set(err, ZC_EINVAL, "%s: %s", path, why);
         return zc_err_set(err, ZC_EINVAL, "%s: not a JSON object%s", path,
                           more ? " of at most 1 MiB" : "");
     }
@@ -441,6 +458,16 @@ static zc_status check_tied(const st_file *f, zc_err *err)
     return st;
 }
 
+/* "[a]" or "[a, b]": a shape of 1 or 2 dimensions. */
+static const char *shape_text(char *buf, size_t cap, int ndim, const int64_t shape[2])
+{
+    if (ndim > 1)
+        snprintf(buf, cap, "[%lld, %lld]", (long long)shape[0], (long long)shape[1]);
+    else
+        snprintf(buf, cap, "[%lld]", (long long)shape[0]);
+    return buf;
+}
+
 /* Parameter p's elements this rank holds, from its transformers tensor. */
 static zc_status load_param(const st_file *f, zc_engine *e, int p, int vocab, zc_err *err)
 {
@@ -455,13 +482,13 @@ static zc_status load_param(const st_file *f, zc_engine *e, int p, int vocab, zc
     hf_shape(pi, tr, vocab, want);
     zc_status st = st_tensor_get(f, name, &t, err);
     if (!st &&
-        (t.ndim != pi->ndim || t.shape[0] != want[0] || (pi->ndim > 1 && t.shape[1] != want[1])))
+        (t.ndim != pi->ndim || t.shape[0] != want[0] || (pi->ndim > 1 && t.shape[1] != want[1]))) {
+        char have_s[48], want_s[48];
         return zc_err_set(err, ZC_EINVAL,
-                          "%s: tensor '%s' has shape [%lld%s%lld], expected "
-                          "[%lld%s%lld] (from config.json)",
-                          f->path, name, (long long)t.shape[0], t.ndim > 1 ? ", " : "",
-                          t.ndim > 1 ? (long long)t.shape[1] : 0LL, (long long)want[0],
-                          pi->ndim > 1 ? ", " : "", pi->ndim > 1 ? (long long)want[1] : 0LL);
+                          "%s: tensor '%s' has shape %s, expected %s (from config.json)", f->path,
+                          name, shape_text(have_s, sizeof have_s, t.ndim, t.shape),
+                          shape_text(want_s, sizeof want_s, pi->ndim, want));
+    }
     if (st)
         return st;
     size_t first, n;

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "ckpt/safetensors_header.h"
+#include "util/json_strict.h"
 #include "zeroc/durable.h"
 #include "zeroc/safetensors.h"
 
@@ -253,9 +254,20 @@ static zc_status read_header(const char *path, FILE **fp, cJSON **h, uint64_t *d
         st = zc_err_set(err, ZC_EINVAL, "%s: truncated header", path);
     if (text)
         text[st ? 0 : hlen] = 0;
-    *h = st ? NULL : cJSON_Parse(text);
+    /* the format's rule: the JSON object first, then spaces (only) to the declared length;
+     * python's safetensors (serde_json) refuses anything else there, and what cJSON lets
+     * through (control bytes, \u0000, a tensor's field given twice) too */
+    char why[320];
+    if (!st && text[0] != '{')
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: bad header: expected '{' at offset 8 (the header is a JSON object), "
+                        "got byte 0x%02x",
+                        path, (unsigned char)text[0]);
+    *h = st ? NULL : zc_json_parse_strict(text, hlen, 8, " ", "spaces", 2, why, sizeof why);
     free(text);
-    if (!st && !cJSON_IsObject(*h))
+    if (!st && !*h)
+        st = zc_err_set(err, ZC_EINVAL, "%s: bad header: %s", path, why);
+    else if (!st && !cJSON_IsObject(*h))
         st = zc_err_set(err, ZC_EINVAL, "%s: the header is not JSON", path);
     struct stat sb;
     if (!st && fstat(fileno(f), &sb))

@@ -28,6 +28,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "util/json_strict.h"
 #include "zeroc/config.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -229,6 +230,8 @@ static const key_spec KEYS[] = {
     REFUSED("zero_optimization.legacy_stage1"),
     REFUSED("zero_optimization.memory_efficient_linear"),
     REFUSED("zero_optimization.use_multi_rank_bucket_allreduce"),
+    /* ZeRO++'s LoCo: error feedback on the quantized gradients (qgZ), which zeroc does not do */
+    REFUSED("zero_optimization.zeropp_loco_param"),
 
     /* precision: the stored type (dtype) is fp32 unless fp16 or bf16 is enabled; both enabled
      * is refused by zc_config_validate, so flags may switch one off after the other on */
@@ -316,6 +319,17 @@ static const key_spec KEYS[] = {
     REFUSED("gradient_predivide_factor"), REFUSED("sparse_gradients"),
     {.path = "wall_clock_breakdown", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
      .why = "zeroc has no per-phase timing breakdown yet"},
+    /* DeepSpeed's throughput timer: it logs samples/s, synchronising the GPU first; timing
+     * changes nothing of the math, and zeroc's log gives tok/s and the report ms/step anyway */
+    {.path = "timers", .kind = K_SECTION},
+    {.path = "timers.throughput", .kind = K_SECTION},
+    {.path = "timers.throughput.enabled", .kind = K_BOOL, .flags = R_NOEFFECT,
+     .why = "zeroc's log and report give the throughput either way"},
+    {.path = "timers.throughput.synchronized", .kind = K_BOOL, .flags = R_NOEFFECT,
+     .why = "a CUDA synchronisation"},
+    /* true would resume from DeepSpeed's universal (reshardable) checkpoint format */
+    {.path = "load_universal_checkpoint", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
+     .why = "zeroc resumes from its own checkpoints only"},
     REFUSED("memory_breakdown"), REFUSED("flops_profiler"),
     REFUSED("tensorboard"), REFUSED("wandb"), REFUSED("csv_monitor"), REFUSED("comms_logger"),
     REFUSED("checkpoint"), REFUSED("elasticity"), REFUSED("autotuning"),
@@ -977,6 +991,13 @@ static void note(char *list, size_t cap, const char *item)
 
 static zc_status apply(const ctx *c, const key_spec *k, const value *v)
 {
+    /* scheduler.type's current value is no schedule at all: "auto" would silently keep the lr
+     * constant, and which schedule the Trainer would pick is not in the file */
+    if (v->kind == V_STRING && !v->cli && strcmp(v->text, "auto") == 0 && k->kind == K_SCHED)
+        return fail(c, ZC_EINVAL,
+                    "%s: \"auto\" is not supported: zeroc cannot know which schedule the Hugging "
+                    "Face Trainer would choose; name it: %s or %s",
+                    k->path, SCHED_NAMES[1], SCHED_NAMES[2]);
     /* "auto" in a file (the Hugging Face Trainer's placeholder) resolves as the Trainer does:
      * the command line's value if a flag sets the key after the file, else zeroc's default —
      * so the key keeps its current value. Keys whose own "auto" means something (R_AUTO) and
@@ -1289,6 +1310,120 @@ static zc_status index_numbers(ctx *c, const char *json, const cJSON *root)
     return ZC_OK;
 }
 
+/* A string of the text, a key or a value, as written, and whether it holds a \u0000 escape. */
+typedef struct {
+    const char *text;
+    size_t len;
+    bool nul;
+} str_text;
+
+/* The string tokens of (already valid) JSON text, in document order; fills out if not NULL. */
+static size_t scan_strings(const char *s, str_text *out)
+{
+    size_t n = 0, i = 0;
+    while (s[i]) {
+        if (s[i] != '"') {
+            i++;
+            continue;
+        }
+        size_t b = ++i;
+        bool nul = false;
+        for (; s[i] && s[i] != '"'; i++)
+            if (s[i] == '\\' && s[i + 1]) {
+                size_t r = 0;
+                while (r < 6 && s[i + r])
+                    r++;
+                nul = nul || zc_json_is_nul_escape(s + i, r);
+                i++;
+            }
+        if (out)
+            out[n] = (str_text){.text = s + b, .len = i - b, .nul = nul};
+        n++;
+        if (s[i])
+            i++;
+    }
+    return n;
+}
+
+/* The walk of find_nul: the tokens, the next one's index, and what was found. */
+typedef struct {
+    const str_text *strs;
+    size_t n, k;
+    char path[256];
+    bool key; /* the token found is a key (else a string value) */
+} nul_walk;
+
+/* cJSON keeps members in document order, so a pre-order walk meets each key, then its value,
+ * as the text does. 1: w->path names the first key or string holding \u0000 (its own text as
+ * written, for a key); 0: none; -1: the tokens did not pair with the nodes. */
+static int find_nul(const cJSON *node, nul_walk *w)
+{
+    const size_t at = strlen(w->path);
+    int i = 0;
+    for (const cJSON *m = node->child; m; m = m->next, i++) {
+        char ex[EXCERPT_BUF];
+        w->path[at] = '\0';
+        if (cJSON_IsObject(node)) {
+            if (w->k >= w->n)
+                return -1;
+            const str_text *t = &w->strs[w->k++];
+            excerpt(ex, t->nul ? t->text : m->string, t->nul ? t->len : strlen(m->string));
+            snprintf(w->path + at, sizeof w->path - at, "%s%s", at ? "." : "", ex);
+            if (t->nul) {
+                w->key = true;
+                return 1;
+            }
+        } else {
+            snprintf(w->path + at, sizeof w->path - at, "[%d]", i);
+        }
+        if (cJSON_IsString(m)) {
+            if (w->k >= w->n)
+                return -1;
+            if (w->strs[w->k++].nul) {
+                w->key = false;
+                return 1;
+            }
+        }
+        int r = m->child ? find_nul(m, w) : 0;
+        if (r)
+            return r;
+    }
+    w->path[at] = '\0';
+    return 0;
+}
+
+/* cJSON decodes \u0000 into its C string, which then ends there: {"seed\u0000x": 5} would set
+ * the seed and "SGD\u0000 junk" would be SGD. A key or string holding it is refused by path. */
+static zc_status check_nul_escapes(const ctx *c, const char *json, const cJSON *root)
+{
+    if (!strstr(json, "\\u0000")) /* a filter only: an escaped backslash before u0000 passes */
+        return ZC_OK;
+    nul_walk w = {.n = scan_strings(json, NULL)};
+    str_text *strs = malloc(w.n * sizeof *strs + 1);
+    if (!strs)
+        return fail(c, ZC_ENOMEM, "out of memory");
+    scan_strings(json, strs);
+    w.strs = strs;
+    bool any = false;
+    for (size_t i = 0; i < w.n; i++)
+        any = any || strs[i].nul;
+    int r = any ? find_nul(root, &w) : 0;
+    free(strs);
+    if (r == 0 && !any)
+        return ZC_OK;
+    if (r <= 0) /* cannot happen for text cJSON accepted */
+        return fail(c, ZC_EINVAL, "a key or string holds \\u0000 (a NUL character): not supported");
+    if (w.key)
+        return fail(c, ZC_EINVAL,
+                    "%s: a key holding \\u0000 (a NUL character) is not supported (it would be "
+                    "read as the text before it)",
+                    w.path);
+    return fail(c, ZC_EINVAL,
+                "%s: a string holding \\u0000 (a NUL character) is not supported (it would be "
+                "read as the text before it)",
+                w.path);
+}
+
 /* cJSON reports where it gave up, which is sometimes the end of the text even when the mistake
  * is earlier (a trailing comma); then the end of the last non-blank line is shown instead. */
 static zc_status parse_error(const ctx *c, const char *json, const char *at)
@@ -1366,7 +1501,9 @@ zc_status zc_config_load_string(zc_config *cfg, const char *json, const char *or
     refused[0] = '\0';
     c.refused = refused;
     c.refused_cap = sizeof refused;
-    rc = index_numbers(&c, json, root);
+    rc = check_nul_escapes(&c, json, root);
+    if (rc == ZC_OK)
+        rc = index_numbers(&c, json, root);
     if (rc == ZC_OK)
         rc = load_object(&c, root, "");
     if (rc == ZC_OK && refused[0]) {
