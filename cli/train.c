@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/fail.h"
@@ -605,8 +606,12 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     /* the save directory is this job's until it ends: a second job is refused here */
     if (!st && r.o.save_dir)
         st = zc_ckpt_lock_dir(comm, r.o.save_dir, &r.save_lock, &err);
-    if (st)
+    if (st) {
+        zc_ckpt_unlock_dir(r.save_lock);
+        if (r.o.save_dir_made) /* refused before it held anything: nothing left behind */
+            rmdir(r.o.save_dir);
         return cli_fail(comm, &err, true);
+    }
     announce_config(&r);
 
     train_report rep = {.model = r.o.model, .world_size = r.nranks, .stage = r.cfg.stage};
@@ -649,5 +654,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     st = finish(&r, &rep, &err);
 out:
     train_free(&r, st);
+    if (st && r.o.save_dir_made) /* removed only if empty: a save before the failure stays */
+        rmdir(r.o.save_dir);
     return st ? cli_fail(comm, &err, r.shared_error) : 0;
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -50,7 +51,7 @@ static const char *init_config(const train_opts *o, char *path, size_t cap)
 
 /* Every output the run will write at its end, checked before its first step (rank 0 writes
  * them; every rank learns the outcome): writable, and not over an input or a checkpoint. */
-static zc_status check_outputs(zc_comm *comm, const train_opts *o, zc_err *err)
+static zc_status check_outputs(zc_comm *comm, train_opts *o, zc_err *err)
 {
     zc_status st = ZC_OK;
     if (o->save_final && strcmp(o->model, "gpt2"))
@@ -89,6 +90,7 @@ static zc_status check_outputs(zc_comm *comm, const train_opts *o, zc_err *err)
             st = cli_output_writable("--save-final", o->save_final, err);
         if (st && made) /* refused: nothing left behind */
             rmdir(o->save_dir);
+        o->save_dir_made = made && !st; /* a later refusal removes it too (cmd_train) */
     }
     return zc_comm_agree(comm, st, "checking the output paths", err);
 }
@@ -269,6 +271,33 @@ static zc_status check_flags(const train_opts *o, zc_err *err)
     return st;
 }
 
+/* Every rank meets here, also one whose flags were refused (ranks launched with other command
+ * lines), so that none waits for another in a collective it will never make. Refused on every
+ * rank (the same command line): each keeps its own message, printed once as it is; on some: the
+ * others learn the first refusal, naming its rank. */
+static zc_status command_line_agree(zc_comm *comm, zc_status st, zc_err *err)
+{
+    const int n = zc_comm_size(comm);
+    if (n == 1)
+        return st;
+    int mine = st != ZC_OK, *all = malloc(sizeof(int) * (size_t)n);
+    if (!all) /* the others then meet a failed collective, or their timeout */
+        return st ? st : zc_err_set(err, ZC_ENOMEM, "out of memory reading the command line");
+    zc_err gather_err = {0};
+    zc_status g =
+        zc_comm_control_gather(comm, &mine, all, sizeof mine, "the command line", &gather_err);
+    int refused = 0;
+    for (int r = 0; !g && r < n; r++)
+        refused += all[r];
+    free(all);
+    if (g) {
+        *err = gather_err;
+        return g;
+    }
+    return refused == 0 || refused == n ? st
+                                        : zc_comm_agree(comm, st, "reading the command line", err);
+}
+
 zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, zc_config *cfg,
                           bool *helped, zc_err *err)
 {
@@ -367,6 +396,8 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
         return ZC_OK;
     if (!st)
         st = apply_flags(specs, nspecs, zc_comm_size(comm), o, cfg, err);
+    if (!st) /* the collectives from here on, before the engine, wait as long as it will */
+        zc_comm_set_timeout(comm, cfg->comm_timeout_s);
     if (!st)
         st = check_flags(o, err);
     if (!st)
@@ -375,6 +406,7 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
         st = refuse_unused_offload(argc, argv, cfg, err);
     if (!st)
         st = resolve_schedule(argc, argv, o, cfg, err);
+    st = command_line_agree(comm, st, err);
     if (!st)
         st = check_outputs(comm, o, err);
     return st;

@@ -17,7 +17,8 @@ typedef struct {
     int save_every, keep;
     int val_every, val_batches, warmup, sample_every, sample_length;
     bool activation_checkpointing, shuffle, no_memory_check;
-    struct { /* gpt2 shape flags given on the command line (not defaulted) */
+    bool save_dir_made; /* rank 0 made --save-dir for this run: a refused run removes it */
+    struct {            /* gpt2 shape flags given on the command line (not defaulted) */
         bool layers, channels, heads, vocab, max_seq_len;
     } given;
 } train_opts;

@@ -207,6 +207,22 @@ def test_ranks_disagree():
               f"{a} vs {b}: {p.stderr[-600:]!r}")
 
 
+def test_rank_leaves_early():
+    """A rank that leaves before the engine exists (here: given --help by an MPMD launch) ends
+    the job after --comm-timeout, naming the wait, instead of the others spinning on for the
+    built-in 600 s (the timeout was applied only when the engine was made)."""
+    import subprocess
+    import time
+    t0 = time.time()
+    cmd = [H_.mpirun, "1", H_.zeroc, "train", "--hidden", "16", "--layers", "2", "--steps", "3",
+           "--comm-timeout", "5", ":", "-np", "1", H_.zeroc, "train", "--help"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    took = time.time() - t0
+    check(p.returncode != 0 and "comm_timeout_s = 5 s" in p.stderr and "step " not in p.stdout,
+          f"a rank given --help: {p.returncode} {p.stderr[-400:]!r}")
+    check(took < 60, f"took {took:.0f} s with --comm-timeout 5")
+
+
 def test_ranks_read_other_data():
     """Ranks given different --data (or --val-data), or --shuffle on one of them, are refused
     before step 1, every rank naming the first rank that differs, instead of training on data
@@ -288,6 +304,11 @@ def test_outputs_checked_first():
     p = run(1, "--hidden", 32, "--layers", 2, "--steps", 2, "--save-dir", made, "--report",
             missing + ".json", ok=False)
     check(p.returncode != 0 and not os.path.exists(made), "a refused run left its --save-dir")
+    for n in (1, 2):  # refused later, when the model is built (a missing --init): the same
+        p = run(n, "--hidden", 32, "--layers", 2, "--steps", 2, "--save-dir", made, "--init",
+                os.path.join(TMP, "no-such-init.safetensors"), ok=False)
+        check(p.returncode != 0 and not os.path.exists(made),
+              f"N={n}: a run refused at --init left its --save-dir: {os.path.exists(made)}")
     run(1, "--hidden", 32, "--layers", 2, "--steps", 2, "--save-dir", made, "--report",
         os.path.join(made, "report.json"))
     check(os.path.getsize(os.path.join(made, "report.json")) > 0, "no report in the new --save-dir")
@@ -1111,7 +1132,7 @@ def test_idle_thread_wait_policy():
 
 
 TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
-         test_gradient_accumulation, test_bad_input, test_ranks_disagree,
+         test_gradient_accumulation, test_bad_input, test_ranks_disagree, test_rank_leaves_early,
          test_ranks_read_other_data,
          test_stage3_default_prefetch_rss, test_outputs_checked_first,
          test_save_dir_saves_last_step, test_nonfinite_stops, test_refused_flags,
