@@ -1601,7 +1601,7 @@ static void test_offload(void)
                     "zero_optimization.sub_group_size: expected an integer >= 1",
                     "got string \"1e9\"", NULL);
     EXPECT_LOAD_ERR("{\"aio\": {\"block_size\": 4096.5}}",
-                    "aio.block_size: expected an integer >= 4096 and a multiple of 4096",
+                    "aio.block_size: expected an integer 4096..1073741824 and a multiple of 4096",
                     "got 4096.5", NULL);
     EXPECT_LOAD_ERR("{\"aio\": {\"engine\": 1}}",
                     "aio.engine: expected one of auto, io_uring, threads (case-insensitive)",
@@ -1621,7 +1621,7 @@ static void test_offload(void)
                    "got \"1\"");
     EXPECT_SET_ERR("zero_optimization.offload_param.buffer_size", "1e8 ",
                    "zero_optimization.offload_param.buffer_size", "got \"1e8 \"");
-    EXPECT_SET_ERR("aio.block_size", "1M", "aio.block_size: expected an integer >= 4096",
+    EXPECT_SET_ERR("aio.block_size", "1M", "aio.block_size: expected an integer 4096..1073741824",
                    "got \"1M\"");
     EXPECT_SET_ERR("aio.overlap_events", "yes", "aio.overlap_events: expected true or false",
                    "got \"yes\"");
@@ -1654,22 +1654,33 @@ static void test_offload(void)
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"sub_group_size\": 0}}",
                     "zero_optimization.sub_group_size must be >= 1, got 0", NULL, NULL);
     EXPECT_LOAD_ERR("{\"aio\": {\"block_size\": 1000}}",
-                    "ds.json: aio.block_size: expected an integer >= 4096 and a multiple of "
-                    "4096, got 1000",
+                    "ds.json: aio.block_size: expected an integer 4096..1073741824 and a "
+                    "multiple of 4096, got 1000",
                     NULL, NULL);
     EXPECT_LOAD_ERR("{\"aio\": {\"block_size\": 6000}}",
-                    "ds.json: aio.block_size: expected an integer >= 4096 and a multiple of "
-                    "4096, got 6000",
+                    "ds.json: aio.block_size: expected an integer 4096..1073741824 and a "
+                    "multiple of 4096, got 6000",
                     NULL, NULL);
     EXPECT_LOAD_ERR("{\"aio\": {\"block_size\": 0}}", "aio.block_size", "got 0", NULL);
+    /* the aio layer's limits, refused by key when the file is read (they were refused by the
+     * aio layer, without the key, and only once something was offloaded) */
+    EXPECT_LOAD_ERR("{\"aio\": {\"block_size\": 2147483648}}",
+                    "ds.json: aio.block_size: expected an integer 4096..1073741824", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"queue_depth\": 1000000000}}",
+                    "ds.json: aio.queue_depth: expected an integer 1..32767, got 1000000000", NULL,
+                    NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"thread_count\": 1025}}",
+                    "ds.json: aio.thread_count: expected an integer 1..1024, got 1025", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"intra_op_parallelism\": 1025}}",
+                    "aio.intra_op_parallelism: expected an integer 1..1024", NULL, NULL);
     EXPECT_LOAD_ERR("{\"aio\": {\"block_size\": -4096}}", "aio.block_size", "got -4096", NULL);
     EXPECT_LOAD_ERR("{\"aio\": {\"block_size\": 1e30}}", "aio.block_size", "got 1e30", NULL);
-    EXPECT_LOAD_ERR("{\"aio\": {\"queue_depth\": 0}}", "aio.queue_depth must be >= 1, got 0", NULL,
-                    NULL);
-    EXPECT_LOAD_ERR("{\"aio\": {\"thread_count\": 0}}", "aio.thread_count must be >= 1, got 0",
-                    NULL, NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"queue_depth\": 0}}",
+                    "aio.queue_depth: expected an integer 1..32767, got 0", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"aio\": {\"thread_count\": 0}}",
+                    "aio.thread_count: expected an integer 1..1024, got 0", NULL, NULL);
     EXPECT_LOAD_ERR("{\"aio\": {\"intra_op_parallelism\": -2}}",
-                    "aio.intra_op_parallelism must be >= 1, got -2", NULL, NULL);
+                    "aio.intra_op_parallelism: expected an integer 1..1024, got -2", NULL, NULL);
     EXPECT_SET_ERR("zero_optimization.offload_optimizer.buffer_count", "0",
                    "command line: zero_optimization.offload_optimizer.buffer_count must be >= 1",
                    "got 0");
@@ -1683,12 +1694,14 @@ static void test_offload(void)
     EXPECT_SET_ERR("zero_optimization.sub_group_size", "0",
                    "zero_optimization.sub_group_size must be >= 1", "got 0");
     EXPECT_SET_ERR("aio.block_size", "1000",
-                   "command line: aio.block_size: expected an integer >= 4096 and a multiple of "
-                   "4096",
+                   "command line: aio.block_size: expected an integer 4096..1073741824 and a "
+                   "multiple of 4096",
                    "got 1000");
     EXPECT_SET_ERR("aio.block_size", "6000", "aio.block_size", "a multiple of 4096, got 6000");
-    EXPECT_SET_ERR("aio.queue_depth", "0", "aio.queue_depth must be >= 1", "got 0");
-    EXPECT_SET_ERR("aio.thread_count", "0", "aio.thread_count must be >= 1", "got 0");
+    EXPECT_SET_ERR("aio.queue_depth", "0", "aio.queue_depth: expected an integer 1..32767",
+                   "got 0");
+    EXPECT_SET_ERR("aio.thread_count", "0", "aio.thread_count: expected an integer 1..1024",
+                   "got 0");
 
     /* choices */
     EXPECT_LOAD_ERR("{\"zero_optimization\": {\"offload_optimizer\": {\"device\": \"disk\"}}}",
@@ -1887,8 +1900,8 @@ static void test_offload(void)
     zc_config_defaults(&c);
     c.aio_block_size = 5000;
     CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
-    CHECK_MSG(strcmp(err.msg, "aio.block_size: expected an integer >= 4096 and a multiple of "
-                              "4096, got 5000") == 0,
+    CHECK_MSG(strcmp(err.msg, "aio.block_size: expected an integer 4096..1073741824 and a "
+                              "multiple of 4096, got 5000") == 0,
               err.msg);
     zc_config_defaults(&c);
     c.optimizer_ratio = 0;
@@ -2011,8 +2024,8 @@ static void test_to_json(void)
     c.param_buffer_size = INT64_MAX;
     c.max_in_cpu = 0;
     c.sub_group_size = 9007199254740993;
-    c.aio_block_size = INT64_MAX - INT64_MAX % 4096;
-    c.aio_queue_depth = INT_MAX;
+    c.aio_block_size = 1 << 30;
+    c.aio_queue_depth = 32767;
     c.aio_thread_count = 2;
     c.aio_single_submit = true;
     c.aio_overlap_events = false;

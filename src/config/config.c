@@ -268,15 +268,16 @@ static const key_spec KEYS[] = {
 
     /* the swap files' I/O (O_DIRECT: requests are whole 4 KiB blocks) */
     {.path = "aio", .kind = K_SECTION},
+    /* the limits are the aio layer's (src/offload/aio.c), checked here to name the key */
     {.path = "aio.block_size", .kind = K_I64, FIELD(aio_block_size, int64_t), .imin = 4096,
-     .imax = INT64_MAX, .multiple = 4096},
+     .imax = 1 << 30, .multiple = 4096},
     {.path = "aio.queue_depth", .kind = K_INT, FIELD(aio_queue_depth, int), .imin = 1,
-     .imax = INT_MAX},
+     .imax = 32767, .flags = R_INTERVAL},
     {.path = "aio.thread_count", .kind = K_INT, FIELD(aio_thread_count, int), .imin = 1,
-     .imax = INT_MAX},
+     .imax = 1024, .flags = R_INTERVAL},
     /* DeepSpeed's newer name for thread_count */
     {.path = "aio.intra_op_parallelism", .kind = K_INT, FIELD(aio_thread_count, int), .imin = 1,
-     .imax = INT_MAX, .alias_of = "aio.thread_count"},
+     .imax = 1024, .flags = R_INTERVAL, .alias_of = "aio.thread_count"},
     {.path = "aio.single_submit", .kind = K_BOOL, FIELD(aio_single_submit, bool)},
     {.path = "aio.overlap_events", .kind = K_BOOL, FIELD(aio_overlap_events, bool)},
     {.path = "aio.use_gds", .kind = K_FIXED, .fixed = false, .why = "zeroc has no GPU"},
@@ -689,7 +690,10 @@ static const char *expect(char *buf, size_t cap, const key_spec *k)
     switch (k->kind) {
     case K_INT:
     case K_I64:
-        if (k->multiple)
+        if (k->multiple && k->imax < INT64_MAX)
+            snprintf(buf, cap, "an integer %" PRId64 "..%" PRId64 " and a multiple of %" PRId64,
+                     k->imin, k->imax, k->multiple);
+        else if (k->multiple)
             snprintf(buf, cap, "an integer >= %" PRId64 " and a multiple of %" PRId64, k->imin,
                      k->multiple);
         else if (k->flags & R_INTERVAL)
