@@ -574,7 +574,12 @@ static void test_load_errors(void)
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"lr\": 1e999}}}", "optimizer.params.lr",
                     "finite", "1e999");
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"eps\": 0}}}",
-                    "optimizer.params.eps must be > 0, got 0", NULL, NULL);
+                    "optimizer.params.eps must be >= 1.17549e-38, got 0", NULL, NULL);
+    /* a double denormal, and a float one: both would be 0 in the update (denormals flushed) */
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"eps\": 1e-320}}}",
+                    "optimizer.params.eps must be >= 1.17549e-38, got 1e-320", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"eps\": 1e-40}}}",
+                    "optimizer.params.eps must be >= 1.17549e-38, got 1e-40", NULL, NULL);
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"weight_decay\": -1}}}",
                     "optimizer.params.weight_decay must be >= 0, got -1", NULL, NULL);
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"momentum\": 1}}}",
@@ -1966,7 +1971,7 @@ static void test_to_json(void)
     c.lr = 0.1 + 0.2;
     c.beta1 = 1.0 / 3.0;
     c.beta2 = 0.9999999999999999;
-    c.eps = 5e-324;
+    c.eps = 1.1754943508222875e-38; /* FLT_MIN: the smallest eps the update can add */
     c.weight_decay = 1e300;
     c.grad_clip = 0.7;
     c.comm_timeout_s = 1e-9;

@@ -474,9 +474,9 @@ zc_status bpe_vocab_load(bpe_vocab *v, const char *path, bool need_encode, zc_er
     if (!S_ISDIR(sb.st_mode)) {
         if (need_encode)
             return zc_err_set(err, ZC_EINVAL,
-                              "--vocab %s: an llm.c tokenizer file decodes only "
-                              "(it has no merges); encoding needs a directory "
-                              "with encoder.json and vocab.bpe",
+                              "--vocab %s is a file: encoding needs a directory with "
+                              "encoder.json and vocab.bpe (or vocab.json and merges.txt); a "
+                              "file (llm.c's gpt2_tokenizer.bin) only decodes",
                               path);
         snprintf(v->source, sizeof v->source, "%s", path);
         st = load_llmc(v, path, err);

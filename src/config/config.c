@@ -121,8 +121,9 @@ static const key_spec KEYS[] = {
     {.path = "optimizer.params", .kind = K_SECTION},
     {.path = "optimizer.params.lr", .kind = K_NUM, FIELD(lr, double), .lo = 0, .hi = INFINITY},
     {.path = "optimizer.params.betas", .kind = K_BETAS},
-    {.path = "optimizer.params.eps", .kind = K_NUM, FIELD(eps, double), .lo = 0, .hi = INFINITY,
-     .flags = R_LO_OPEN},
+    /* the update adds it in float, with denormals flushed to zero: a smaller eps would be 0 */
+    {.path = "optimizer.params.eps", .kind = K_NUM, FIELD(eps, double), .lo = FLT_MIN,
+     .hi = INFINITY},
     {.path = "optimizer.params.weight_decay", .kind = K_NUM, FIELD(weight_decay, double), .lo = 0,
      .hi = INFINITY},
     {.path = "optimizer.params.momentum", .kind = K_NUM, FIELD(momentum, double), .lo = 0, .hi = 1,
