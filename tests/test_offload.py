@@ -385,7 +385,8 @@ def test_bad_nvme_path():
     # configured, but nothing goes there (max_in_cpu keeps this model in RAM): still checked
     _, p = train(1, "bad", *args, "--offload-param", "nvme", "--nvme-path", H_.path("missing"),
                  ok=False)
-    check(p.returncode != 0 and "does not exist" in p.stderr and "step " not in p.stdout,
+    check(p.returncode != 0 and "zero_optimization.offload_param.nvme_path '" in p.stderr
+          and "does not exist" in p.stderr and "step " not in p.stdout,
           f"an unused nvme_path that does not exist: {p.returncode} {p.stderr[-300:]}")
     _, p = train(1, "bad", *args, "--offload-optimizer", "nvme", ok=False)
     check(p.returncode != 0 and "zero_optimization.offload_optimizer.nvme_path" in p.stderr,
