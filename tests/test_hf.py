@@ -315,8 +315,19 @@ def test_hf_bad_inputs():
         # shapes in the message as declared, 1-D and 2-D alike
         (dict(edit=reshaped("ln_f.bias", (hdr["C"] // 2, 2))),
          f"'ln_f.bias' has shape [{hdr['C'] // 2}, 2], expected [{hdr['C']}] (from config.json)"),
+        (dict(edit=reshaped("h.0.attn.c_proj.weight", (hdr["C"] * hdr["C"],))),
+         f"'h.0.attn.c_proj.weight' has shape [{hdr['C'] * hdr['C']}], expected "
+         f"[{hdr['C']}, {hdr['C']}]"),
+        # config.json's dimensions against the file's tensors, before the model is sized (a
+        # longer context or more blocks than the file holds reached the memory check as a model
+        # of 97 GiB, or the first missing tensor)
+        (dict(config={**cfg, "n_positions": 10 ** 8, "n_ctx": 10 ** 8}),
+         f"n_positions and n_embd say [100000000, {hdr['C']}], but"),
+        (dict(config={**cfg, "n_layer": 100000}), "n_layer 100000, but"),
+        (dict(config={**cfg, "n_layer": hdr["L"] - 1}),
+         f"n_layer {hdr['L'] - 1}, but"),
         (dict(edit=reshaped("wpe.weight", (hdr["T"] * hdr["C"],))),
-         f"'wpe.weight' has shape [{hdr['T'] * hdr['C']}], expected [{hdr['T']}, {hdr['C']}]"),
+         f"wpe.weight has shape [{hdr['T'] * hdr['C']}]"),
     ]
     for i, (kw, want) in enumerate(cases):
         d = make_hf(f"hf-bad{i}", **kw)

@@ -361,6 +361,53 @@ static zc_status config_same_model(const cJSON *c, const char *path, int C, zc_e
     return ZC_OK;
 }
 
+/* "[a]" or "[a, b]": a shape of 1 or 2 dimensions. */
+static const char *shape_text(char *buf, size_t cap, int ndim, const int64_t shape[2])
+{
+    if (ndim > 1)
+        snprintf(buf, cap, "[%lld, %lld]", (long long)shape[0], (long long)shape[1]);
+    else
+        snprintf(buf, cap, "[%lld]", (long long)shape[0]);
+    return buf;
+}
+
+/* config.json's dimensions against the file's own tensors, before anything is sized from them:
+ * a config.json that claims a longer context or more blocks than the file holds was refused
+ * only by the memory check (as a model of 97 GiB) or by the first missing tensor. */
+static zc_status config_matches_file(const char *cfgpath, const char *stpath, int L, int C, int T,
+                                     int V, zc_err *err)
+{
+    st_file f;
+    zc_status st = st_open(&f, stpath, err);
+    if (st)
+        return st;
+    char name[96], got[64];
+    st_tensor t;
+    const struct {
+        const char *tensor, *keys;
+        int64_t rows;
+    } two[] = {{"wte.weight", "vocab_size and n_embd", V},
+               {"wpe.weight", "n_positions and n_embd", T}};
+    for (size_t k = 0; !st && k < sizeof two / sizeof *two; k++) {
+        snprintf(name, sizeof name, "%s%s", f.prefix, two[k].tensor);
+        st = st_tensor_get(&f, name, &t, err);
+        if (!st && (t.ndim != 2 || t.shape[0] != two[k].rows || t.shape[1] != C))
+            st = zc_err_set(err, ZC_EINVAL, "%s: %s say [%lld, %d], but %s's %s has shape %s",
+                            cfgpath, two[k].keys, (long long)two[k].rows, C, stpath, name,
+                            shape_text(got, sizeof got, t.ndim, t.shape));
+    }
+    snprintf(name, sizeof name, "%sh.%d.ln_1.weight", f.prefix, L - 1);
+    if (!st && !cJSON_GetObjectItemCaseSensitive(f.h, name))
+        st = zc_err_set(err, ZC_EINVAL, "%s: n_layer %d, but %s has no tensor '%s'", cfgpath, L,
+                        stpath, name);
+    snprintf(name, sizeof name, "%sh.%d.ln_1.weight", f.prefix, L);
+    if (!st && cJSON_GetObjectItemCaseSensitive(f.h, name))
+        st = zc_err_set(err, ZC_EINVAL, "%s: n_layer %d, but %s has a block more ('%s')", cfgpath,
+                        L, stpath, name);
+    st_close(&f);
+    return st;
+}
+
 zc_status hf_read_config(const char *path, gpt2_config *cfg, zc_err *err)
 {
     hf_paths p;
@@ -382,6 +429,8 @@ zc_status hf_read_config(const char *path, gpt2_config *cfg, zc_err *err)
     if (!st)
         st = config_same_model(c, p.cfg, C, err);
     cJSON_Delete(c);
+    if (!st && L > 0 && C > 0 && T > 0 && V > 0) /* (gpt2_check names values below 1) */
+        st = config_matches_file(p.cfg, p.st, L, C, T, V, err);
     if (!st)
         *cfg = (gpt2_config){.max_seq_len = T,
                              .vocab_size = V,
@@ -456,16 +505,6 @@ static zc_status check_tied(const st_file *f, zc_err *err)
     }
     free(x);
     return st;
-}
-
-/* "[a]" or "[a, b]": a shape of 1 or 2 dimensions. */
-static const char *shape_text(char *buf, size_t cap, int ndim, const int64_t shape[2])
-{
-    if (ndim > 1)
-        snprintf(buf, cap, "[%lld, %lld]", (long long)shape[0], (long long)shape[1]);
-    else
-        snprintf(buf, cap, "[%lld]", (long long)shape[0]);
-    return buf;
 }
 
 /* Parameter p's elements this rank holds, from its transformers tensor. */
