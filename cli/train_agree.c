@@ -140,7 +140,8 @@ static int fields_of(const train_opts *o, field *f)
         o->given.channels ? "--channels " : "", o->given.heads ? "--heads " : "",
         o->given.vocab ? "--vocab " : "", o->given.max_seq_len ? "--max-seq-len " : "");
     set(&f[n++], "--dtype", "%s", text(o->dtype));
-    set(&f[n++], "--data", "%s", given(o->data)); /* contents: train_model_agree_data */
+    /* --data's contents, and --shuffle: train_model_agree_data, which names the data */
+    set(&f[n++], "--data", "%s", given(o->data));
     set(&f[n++], "--val-data", "%s", given(o->val_data));
     set(&f[n++], "--report", "%s", given(o->report));
     set(&f[n++], "--save-weights", "%s", given(o->save_weights));
@@ -155,7 +156,6 @@ static int fields_of(const train_opts *o, field *f)
     set(&f[n++], "--sample-every", "%d", o->sample_every);
     set(&f[n++], "--sample-length", "%d", o->sample_length);
     set(&f[n++], "--activation-checkpointing", "%s", o->activation_checkpointing ? "on" : "off");
-    set(&f[n++], "--shuffle", "%s", o->shuffle ? "on" : "off");
     set(&f[n++], "--no-memory-check", "%s", o->no_memory_check ? "on" : "off");
     set(&f[n], "--init", "%s", o->init ? o->init : "(not given)");
     if (o->init) /* by content: the same file may lie at another path on another host */
