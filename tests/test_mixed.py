@@ -345,8 +345,30 @@ def test_mixed_bad_config():
           f"--dtype fp8: {p.stderr!r}")
 
 
+def test_mlp_bf16_batch_wider_than_layers():
+    """bf16 MLP whose micro-batch (64) exceeds its width (16): the weight gradient's product
+    (H×H×B) needs more workspace than the forward's (B×H×H), and the model reserves it — it
+    asserted and aborted (exit 134) at any micro-batch above --hidden. Stages 0 and 3 on 2 ranks
+    agree bit for bit, and `zeroc estimate` counts the same activation bytes."""
+    wide = ["--hidden", 16, "--layers", 2, "--micro-batch", 64, "--steps", 2, "--dtype", "bf16"]
+    got = {}
+    for stage in (0, 3):
+        rep = H_.path(f"wide-s{stage}.json")
+        p = H_.run(2, "train", *wide, "--stage", stage, "--report", rep, ok=False)
+        check(p.returncode == 0, f"stage {stage}: {p.returncode} {p.stderr[-400:]}")
+        if p.returncode == 0:
+            got[stage] = H_.report(f"wide-s{stage}.json")
+    if len(got) == 2:
+        check(got[0]["weights_sha256"] == got[3]["weights_sha256"], "stages 0 and 3 differ")
+        est = H_.estimate("--model", "mlp", "--hidden", 16, "--layers", 2, "--micro-batch", 64,
+                          "--dtype", "bf16", "--ranks", 2)
+        act = got[0]["memory"]["ranks"][0]["activations_peak"]
+        want = est["rows"][0]["activations"]
+        check(act == want, f"activations {act} vs estimate {want}")
+
+
 TESTS = [test_mlp_stages_bitwise_memory_comm, test_gpt2_stages_bitwise,
-         test_gpt2_bf16_attention_workspace,
+         test_gpt2_bf16_attention_workspace, test_mlp_bf16_batch_wider_than_layers,
          test_bf16_compute_tracks_fp32, test_simd_levels, test_master_weights_round_into_params,
          test_fp16_overflow_skips_step, test_fp16_min_scale_stops, test_model_copy_overflow_stops,
          test_loss_scale_only_fp16,

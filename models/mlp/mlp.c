@@ -32,13 +32,15 @@ static size_t bh(const mlp_model *m)
 
 /* The activation bytes, counted without wrapping (INT64_MAX and *ovf if they do not fit):
  * (layers + 1) layer inputs/outputs plus the two gradient buffers, batch × hidden floats each;
- * in bf16 the products' workspace (zc_gemm_workspace_bytes, 4·(M·K + K·N): forward and dX are
- * B×H×H, dW is H×H×B — the same bytes). */
+ * in bf16 the products' workspace (zc_gemm_workspace_bytes, 4·(M·K + K·N): forward and dX
+ * (M×N×K = B×H×H, B×H×H) take 4·(B·H + H·H), dW (H×H×B) takes 4·(H·B + B·H) — more when the
+ * batch exceeds the width). */
 static int64_t activation_bytes(const mlp_config *cfg, bool *ovf)
 {
     const int64_t B = cfg->batch, H = cfg->hidden;
     const int64_t BH = zc_mul_i64(B, H, ovf), HH = zc_mul_i64(H, H, ovf);
-    int64_t ws = cfg->compute == ZC_GEMM_BF16 ? zc_mul_i64(4, zc_add_i64(BH, HH, ovf), ovf) : 0;
+    const int64_t wide = HH > BH ? HH : BH;
+    int64_t ws = cfg->compute == ZC_GEMM_BF16 ? zc_mul_i64(4, zc_add_i64(BH, wide, ovf), ovf) : 0;
     int64_t act = zc_mul_i64(zc_mul_i64((int64_t)cfg->layers + 3, BH, ovf), 4, ovf);
     return zc_add_i64(act, ws, ovf);
 }
