@@ -575,6 +575,24 @@ static void test_load_errors(void)
                     "finite", "1e999");
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"eps\": 0}}}",
                     "optimizer.params.eps must be >= 1.17549e-38, got 0", NULL, NULL);
+    /* above a range: the message states the upper bound (it said ">= 0" of 3.5e38) */
+    EXPECT_LOAD_ERR("{\"fp16\": {\"loss_scale\": 3.5e38}}",
+                    "fp16.loss_scale must be <= 3.40282e+38, got 3.5e38", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"fp16\": {\"min_loss_scale\": 1e39}}",
+                    "fp16.min_loss_scale must be <= 3.40282e+38, got 1e39", NULL, NULL);
+    /* every refused key of a file in the one message, however long the list (it was cut at
+     * 511 bytes, mid-word) */
+    EXPECT_LOAD_ERR("{\"zero_optimization\": {\"cpu_offload\": false, \"cpu_offload_params\": "
+                    "false, \"cpu_offload_use_pin_memory\": false, \"round_robin_gradients\": "
+                    "false, \"elastic_checkpoint\": false, \"load_from_fp32_weights\": false, "
+                    "\"ignore_unused_parameters\": false, \"mics_shard_size\": -1, "
+                    "\"mics_hierarchical_params_gather\": false, "
+                    "\"zero_quantized_nontrainable_weights\": false, \"legacy_stage1\": false, "
+                    "\"memory_efficient_linear\": false, "
+                    "\"use_multi_rank_bucket_allreduce\": false, \"zeropp_loco_param\": null}}",
+                    "not supported yet: zero_optimization.cpu_offload",
+                    "zero_optimization.use_multi_rank_bucket_allreduce",
+                    "zero_optimization.zeropp_loco_param");
     /* a double denormal, and a float one: both would be 0 in the update (denormals flushed) */
     EXPECT_LOAD_ERR("{\"optimizer\": {\"params\": {\"eps\": 1e-320}}}",
                     "optimizer.params.eps must be >= 1.17549e-38, got 1e-320", NULL, NULL);

@@ -752,9 +752,12 @@ static zc_status range_error(const ctx *c, const key_spec *k, const char *path, 
     char e[96];
     if ((k->flags & R_INTERVAL) || k->multiple)
         return fail(c, ZC_EINVAL, "%s: expected %s, got %s", path, expect(e, sizeof e, k), text);
-    if (k->kind == K_NUM)
+    if (k->kind == K_NUM && low)
         return fail(c, ZC_EINVAL, "%s must be %s %g, got %s", path,
                     (k->flags & R_LO_OPEN) ? ">" : ">=", k->lo, text);
+    if (k->kind == K_NUM)
+        return fail(c, ZC_EINVAL, "%s must be %s %g, got %s", path,
+                    (k->flags & R_HI_OPEN) ? "<" : "<=", k->hi, text);
     if (low)
         return fail(c, ZC_EINVAL, "%s must be >= %" PRId64 ", got %s", path, k->imin, text);
     return fail(c, ZC_EINVAL, "%s must be <= %" PRId64 ", got %s", path, k->imax, text);
@@ -1511,10 +1514,8 @@ zc_status zc_config_load_string(zc_config *cfg, const char *json, const char *or
         rc = index_numbers(&c, json, root);
     if (rc == ZC_OK)
         rc = load_object(&c, root, "");
-    if (rc == ZC_OK && refused[0]) {
-        c.refused = NULL;
-        rc = refuse(&c, "%s", refused);
-    }
+    if (rc == ZC_OK && refused[0]) /* the whole list (refuse's item buffer would cut it) */
+        rc = fail(&c, ZC_EINVAL, "not supported yet: %s", refused);
     if (rc == ZC_OK)
         rc = check_file(&c, root);
     if (rc == ZC_OK)
