@@ -107,6 +107,8 @@ void args_usage(const char *synopsis, const arg_spec *specs, int nspecs)
 {
     printf("usage: %s\n\n", synopsis);
     for (int k = 0; k < nspecs; k++) {
+        if (!strcmp(specs[k].flag, "--help")) /* a command's own --help spec: said once, below */
+            continue;
         const char *meta = specs[k].kind == ARG_BOOL ? "" : specs[k].kind == ARG_STR ? " S" : " N";
         char left[64];
         snprintf(left, sizeof left, "%s%s", specs[k].flag, meta);

@@ -555,9 +555,11 @@ def test_one_message_per_error():
                        timeout=30, env=env)
     check(p.returncode == 0 and p.stdout.startswith("usage: zeroc analyze") and
           "running on" not in p.stderr, f"analyze --help: {p.returncode} {p.stderr!r}")
-    p = subprocess.run([H_.zeroc, "prepare", "--help"], capture_output=True, text=True, timeout=30)
-    check(p.returncode == 0 and p.stdout.count("--help") == 1,
-          f"prepare --help lists --help {p.stdout.count('--help')} times")
+    for cmd in ("prepare", "ckpt", "train", "sample", "tokenize", "detokenize", "estimate"):
+        p = subprocess.run([H_.zeroc, cmd, "--help"], capture_output=True, text=True, timeout=30)
+        lines = [l for l in p.stdout.splitlines() if l.strip().startswith("--help ")]
+        check(p.returncode == 0 and len(lines) == 1,
+              f"{cmd} --help lists --help {len(lines)} times")
 
 
 def test_batch_mismatch_sources():
