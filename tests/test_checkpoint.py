@@ -87,6 +87,55 @@ def test_crash_during_save():
               f"{fault}: resumed run differs from the uninterrupted one")
 
 
+def test_crash_resaving_a_step():
+    """A step saved again (a resume from an earlier step into the same --save-dir, while `latest`
+    names that step) and killed between replacing the old copy and rewriting `latest` — with
+    RENAME_EXCHANGE, and on the path of a file system without it — never leaves `latest` naming a
+    missing checkpoint for the next run: it goes on, and ends where an uninterrupted run does (it
+    refused: `latest` named a step-6 that had been moved aside, and the new copy was swept). A
+    crash while --keep removes an old checkpoint leaves nothing the next run does not remove
+    (a step-N whose manifest went first was never deleted). A symbolic link planted as the
+    save directory's .lock is refused, not followed."""
+    full, _ = train(1, "resave-full", *MLP, "--steps", 8)
+    base = H_.path("ck-resave")
+    train(1, "resave-base", *MLP, "--steps", 6, "--save-dir", base, "--save-every", 1,
+          "--keep", 2)
+    for mode, env in (("exchange", {}), ("aside", {"ZEROC_FAULT_NO_RENAME_EXCHANGE": "1"})):
+        d = H_.path(f"ck-resave-{mode}")
+        shutil.copytree(base, d)
+        _, p = train(1, f"resave-kill-{mode}", *MLP, "--steps", 6, "--save-every", 1,
+                     "--resume", os.path.join(d, "step-000005"), "--save-dir", d, ok=False,
+                     env={"ZEROC_FAULT_KILL_IN_SAVE": "swap@6", **env})
+        check(p.returncode != 0, f"{mode}: the job was not killed")
+        r, p = train(1, f"resave-resume-{mode}", *MLP, "--steps", 8, "--resume", d,
+                     "--save-dir", d, ok=False)
+        check(p.returncode == 0 and r and r["first_step"] == 6 and
+              r["weights_sha256"] == full["weights_sha256"],
+              f"{mode}: the next run after the crash: {p.returncode} {p.stderr[-400:]}")
+        left = sorted(x for x in os.listdir(d) if x.startswith("."))
+        check(left == [], f"{mode}: left behind: {left}")
+    # a symbolic link planted as the lock file is refused, its target untouched (it was
+    # followed and overwritten with the holder's pid)
+    d = H_.path("ck-lock-link")
+    os.makedirs(d)
+    victim = H_.path("lock-victim.txt")
+    with open(victim, "w") as f:
+        f.write("important data\n")
+    os.symlink(victim, os.path.join(d, ".lock"))
+    _, p = train(1, "lock-link", *MLP, "--steps", 1, "--save-dir", d, ok=False)
+    check(p.returncode != 0 and "is a symbolic link" in p.stderr,
+          f"a .lock symlink: {p.returncode} {p.stderr[-300:]}")
+    check(open(victim).read() == "important data\n", "the lock link's target was overwritten")
+    d = H_.path("ck-prune-kill")
+    _, p = train(1, "prune-kill", *MLP, "--steps", 4, "--save-every", 1, "--keep", 1,
+                 "--save-dir", d, ok=False, env={"ZEROC_FAULT_KILL_IN_SAVE": "prune@3"})
+    check(p.returncode != 0, "prune: the job was not killed")
+    train(1, "prune-next", *MLP, "--steps", 6, "--save-every", 1, "--keep", 1, "--resume", d,
+          "--save-dir", d)
+    names = sorted(x for x in os.listdir(d) if x != ".lock")
+    check(names == ["latest", "step-000006"], f"prune: the directory holds {names}")
+
+
 def test_reshard():
     """Saved on 4 ranks at stage 3; resumed on 1, 2 and 3 ranks at every stage: the loaded
     weights are exactly the saved ones, and the losses of the next steps are within 1e-5
@@ -604,7 +653,7 @@ def test_resume_data_position():
     check(rep["weights_sha256"] == straight["weights_sha256"], "shuffled resume differs")
 
 
-TESTS = [test_exact_resume, test_crash_during_save, test_reshard, test_export_safetensors,
+TESTS = [test_exact_resume, test_crash_during_save, test_crash_resaving_a_step, test_reshard, test_export_safetensors,
          test_export_formats_and_init, test_export_memory_124m, test_corruption, test_full_disk,
          test_resume_other_shape, test_save_dir_locked,
          test_save_verified_before_saved, test_manifest_edits, test_stop_signal_saves,

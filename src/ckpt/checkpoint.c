@@ -111,7 +111,11 @@ static char *read_text(const char *path, size_t max)
 
 /* Test hook: ZEROC_FAULT_KILL_IN_SAVE=shard:R@S makes rank R kill itself (SIGKILL) right after
  * writing its shard of the step-S save; =publish@S makes rank 0 do so after writing the
- * manifest, before the rename — the moments a crash must not be able to damage anything. */
+ * manifest, before the rename; =swap@S when step S is saved again, once the old copy is out of
+ * step-S's name (exchanged, or moved aside) and before `latest` is rewritten; =prune@S once a
+ * checkpoint --keep drops is renamed for removal — the moments a crash must not be able to
+ * damage anything. ZEROC_FAULT_NO_RENAME_EXCHANGE=1 takes the path of a file system without
+ * RENAME_EXCHANGE. */
 static void fault_point(const char *where, int rank, int64_t step)
 {
     const char *f = getenv("ZEROC_FAULT_KILL_IN_SAVE");
@@ -359,15 +363,29 @@ static zc_status publish(zc_engine *e, const char *dir, const char *tmp, int64_t
     fault_point("publish", 0, step);
     pathf(final, sizeof final, "%s/step-%06lld", dir, (long long)step);
     pathf(old, sizeof old, "%s/.old-step-%06lld", dir, (long long)step);
-    bool replaced = false;
-    if (!access(final, F_OK)) { /* the same step saved again: move the old one aside first */
-        rm_rf(old);
-        if (rename(final, old))
+    /* The same step saved again (a resume from an earlier step into the same directory):
+     * `latest` may already name step-N, so there must be no moment without a complete step-N.
+     * RENAME_EXCHANGE swaps the two directories in one step; the old one, now under tmp's
+     * name, is removed below (or, after a crash, by the next lock's sweep). A file system
+     * without it (EINVAL) moves the old one aside first; a crash between the two renames
+     * leaves .old-step-N, which the next lock's sweep puts back (zc_ckpt_lock_dir). */
+    const char *gone = NULL; /* where the replaced checkpoint now lies, to remove */
+    if (!access(final, F_OK)) {
+        const bool exchange = !getenv("ZEROC_FAULT_NO_RENAME_EXCHANGE");
+        if (exchange && !renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_EXCHANGE)) {
+            gone = tmp;
+        } else if (!exchange || errno == EINVAL || errno == ENOSYS) {
+            rm_rf(old);
+            if (rename(final, old))
+                return zc_err_set(err, ZC_EIO, "cannot replace '%s': %m", final);
+            gone = old;
+        } else {
             return zc_err_set(err, ZC_EIO, "cannot replace '%s': %m", final);
-        replaced = true;
+        }
+        fault_point("swap", 0, step);
     }
-    if (rename(tmp, final) || fsync_dir(dir)) {
-        if (replaced)
+    if ((gone != tmp && rename(tmp, final)) || fsync_dir(dir)) {
+        if (gone == old)
             rename(old, final);
         return zc_err_set(err, ZC_EIO, "cannot publish '%s': %m", final);
     }
@@ -376,17 +394,25 @@ static zc_status publish(zc_engine *e, const char *dir, const char *tmp, int64_t
     pathf(name, sizeof name, "step-%06lld\n", (long long)step);
     if (write_file_atomic(latest, name) || fsync_dir(dir))
         return zc_err_set(err, ZC_EIO, "cannot update '%s': %m", latest);
-    if (replaced)
-        rm_rf(old);
+    if (gone)
+        rm_rf(gone);
     if (keep > 0) {
         long long *steps = NULL;
         int n = list_steps(dir, &steps);
         for (int i = 0; i + keep < n; i++) {
             if (steps[i] == step)
                 continue;
-            char victim[4200];
+            /* renamed out of the step-* names first: a crash while it is being removed (its
+             * manifest may go first) leaves .del-step-N, which the next lock's sweep removes,
+             * not a step-N that no listing counts and nothing ever deletes */
+            char victim[4200], doomed[4200];
             pathf(victim, sizeof victim, "%s/step-%06lld", dir, steps[i]);
-            rm_rf(victim);
+            pathf(doomed, sizeof doomed, "%s/.del-step-%06lld", dir, steps[i]);
+            rm_rf(doomed);
+            if (!rename(victim, doomed)) {
+                fault_point("prune", 0, step);
+                rm_rf(doomed);
+            }
         }
         free(steps);
     }

@@ -11,8 +11,9 @@
  * - The holder unlinks the file while still holding the lock. A newcomer may have opened the
  *   old file just before: after its flock succeeds it checks that the path still names the
  *   inode it locked, and starts over if not — otherwise two jobs could each hold "the" lock.
- * - Taking the lock sweeps what crashed saves left (temporary directories and files): with the
- *   lock held, no other job can be writing them.
+ * - Taking the lock sweeps what crashed saves left (temporary directories and files, partly
+ *   removed checkpoints, the old copy of a step saved again): with the lock held, no other job
+ *   can be writing them.
  * Only rank 0 holds the lock; every rank learns the outcome, so a refused job stops as one. */
 #include <dirent.h>
 #include <errno.h>
@@ -38,7 +39,16 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
     return remove(p);
 }
 
-/* What crashed saves leave: .tmp-step-* directories, latest.tmp-* files. */
+static void rm_tree(const char *p)
+{
+    nftw(p, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* What crashed saves leave (src/ckpt/checkpoint.c's publish): .tmp-step-* directories (a save
+ * not yet published, or the old copy a same-step swap put there), latest.tmp-* files,
+ * .del-step-* (a pruned checkpoint partly removed) — all removed; and .old-step-N, the previous
+ * copy of a step saved again on a file system without RENAME_EXCHANGE: removed if step-N was
+ * published, put back as step-N if the crash came before (`latest` may name it). */
 static void sweep_temporaries(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -46,11 +56,18 @@ static void sweep_temporaries(const char *dir)
         return;
     struct dirent *de;
     while ((de = readdir(d))) {
-        if (strncmp(de->d_name, ".tmp-step-", 10) && strncmp(de->d_name, "latest.tmp-", 11))
-            continue;
-        char p[4400];
-        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-        nftw(p, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        const char *n = de->d_name;
+        char p[4400], final[4400];
+        snprintf(p, sizeof p, "%s/%s", dir, n);
+        if (!strncmp(n, ".old-step-", 10)) {
+            snprintf(final, sizeof final, "%s/%s", dir, n + 5);
+            if (access(final, F_OK) && errno == ENOENT && !rename(p, final))
+                continue;
+            rm_tree(p);
+        } else if (!strncmp(n, ".tmp-step-", 10) || !strncmp(n, ".del-step-", 10) ||
+                   !strncmp(n, "latest.tmp-", 11)) {
+            rm_tree(p);
+        }
     }
     closedir(d);
 }
@@ -61,7 +78,13 @@ static zc_status take(const char *dir, zc_ckpt_lock *l, zc_err *err)
         return zc_err_set(err, ZC_EIO, "cannot create save directory '%s': %m", dir);
     snprintf(l->path, sizeof l->path, "%s/.lock", dir);
     for (int attempt = 0; attempt < 16; attempt++) {
-        int fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        /* O_NOFOLLOW: a symlink planted as .lock would have its target overwritten */
+        int fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0 && errno == ELOOP)
+            return zc_err_set(err, ZC_EIO,
+                              "the lock file %s is a symbolic link: zeroc writes its own lock "
+                              "there; remove the link",
+                              l->path);
         if (fd < 0)
             return zc_err_set(err, ZC_EIO, "cannot create the lock file %s: %m", l->path);
         if (flock(fd, LOCK_EX | LOCK_NB)) {
