@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -104,18 +105,29 @@ static zc_status read_run(const char *path, run *r, zc_err *err)
 {
     memset(r, 0, sizeof *r);
     r->path = path;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* a regular file only, opened without blocking: a FIFO hung the plot, and a directory opens
+     * (and "measured" LONG_MAX bytes) */
+    zc_err why = {0};
+    int fd;
+    int64_t size;
+    zc_status ost = zc_open_regular(path, &fd, &size, &why);
+    if (ost == ZC_EIO)
         return zc_err_set(err, ZC_EIO, "cannot read report '%s': %m", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *text = n >= 0 && n < (64l << 20) ? malloc((size_t)n + 1) : NULL;
-    size_t got = text ? fread(text, 1, (size_t)n, f) : 0;
+    if (ost)
+        return zc_err_set(err, ZC_EINVAL, "cannot read report: %s", why.msg);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return zc_err_set(err, ZC_EIO, "cannot read report '%s': %m", path);
+    }
+    size_t n = (size_t)size;
+    char *text = size < (64l << 20) ? malloc(n + 1) : NULL;
+    size_t got = text ? fread(text, 1, n, f) : 0;
     fclose(f);
-    if (!text || got != (size_t)n) {
+    if (!text || got != n) {
         free(text);
-        return zc_err_set(err, ZC_EINVAL, "%s: not a readable report (%ld bytes)", path, n);
+        return zc_err_set(err, ZC_EINVAL, "%s: not a readable report (%lld bytes)", path,
+                          (long long)size);
     }
     text[n] = 0;
     cJSON *root = cJSON_Parse(text);

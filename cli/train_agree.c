@@ -27,6 +27,7 @@
 
 #include "cli/train_agree.h"
 #include "zeroc/checkpoint.h"
+#include "zeroc/durable.h"
 
 enum { HEAD = 64 << 10, BLOCK = 4096, BLOCKS = 256 };
 
@@ -44,15 +45,12 @@ static const uint64_t FNV0 = 0xcbf29ce484222325ULL;
  * (the load names it later). */
 static uint64_t sample_file(uint64_t h, const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st)) {
-        if (fd >= 0)
-            close(fd);
+    int fd = -1;
+    int64_t size = 0;
+    zc_err e = {0};
+    if (zc_open_regular(path, &fd, &size, &e)) /* not a FIFO's wait: the load names it */
         return fnv(h, "unreadable", 10);
-    }
     char *buf = malloc(HEAD);
-    const int64_t size = st.st_size;
     h = fnv(h, &size, sizeof size);
     if (buf) {
         ssize_t n = pread(fd, buf, HEAD, 0);
@@ -188,16 +186,24 @@ zc_status train_agree_opts(zc_comm *comm, const train_opts *o, zc_err *err)
     for (int k = 0; k < n; k++)
         mine[k] = f[k].hash;
     zc_status st = zc_comm_control_gather(comm, mine, all, sizeof mine, "the ranks' flags", err);
-    for (int k = 0; !st && k < n; k++)
-        if (all[k] != mine[k])
+    for (int k = 0; !st && k < n; k++) {
+        if (all[k] == mine[k])
+            continue;
+        if (!strcmp(f[k].flag, "--init") || !strcmp(f[k].flag, "--resume"))
             st = zc_err_set(err, ZC_EINVAL,
-                            "rank %d was given %s %s, rank 0 %s: every rank of a job must be "
-                            "given the same flags (and the same --init file and --resume "
-                            "checkpoint)",
+                            "rank %d's %s %s %s than rank 0's: every rank of a job must start "
+                            "from the same %s",
                             rank, f[k].flag, f[k].value,
-                            !strcmp(f[k].flag, "--init")     ? "another file"
-                            : !strcmp(f[k].flag, "--resume") ? "another checkpoint"
-                                                             : "another value");
+                            f[k].flag[2] == 'i' ? "is another file (by content)"
+                                                : "resolves to another checkpoint (another copy, "
+                                                  "or a save in between)",
+                            f[k].flag[2] == 'i' ? "weights" : "checkpoint");
+        else
+            st = zc_err_set(err, ZC_EINVAL,
+                            "rank %d was given %s %s, rank 0 another value: every rank of a job "
+                            "must be given the same flags",
+                            rank, f[k].flag, f[k].value);
+    }
     free(f);
     free(all);
     return zc_comm_agree(comm, st, "comparing the ranks' flags", err);

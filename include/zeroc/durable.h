@@ -10,7 +10,17 @@
  *     zc_durable_commit(f, &err);                      // fsync, rename, fsync the directory
  *
  * On any failure (and zc_durable_abort) the temporary file is removed and the target is left as
- * it was; commit and abort free the handle. */
+ * it was; commit and abort free the handle.
+ *
+ * A target that is a symbolic link is written through: the new file replaces the file the link
+ * resolves to (a dangling link's target is created when its directory exists), so the link stays
+ * a link. A target (or link target) that exists but is not a regular file — a device, a FIFO, a
+ * socket, a directory — is refused with a message naming it and what it is: renaming over it
+ * would replace, say, /dev/stdout.
+ *
+ * The reading side of the same rule: zc_open_regular opens an input without blocking (a FIFO
+ * standing in for a file would otherwise hang the reader forever) and refuses anything but a
+ * regular file, naming what it is. */
 #ifndef ZEROC_DURABLE_H
 #define ZEROC_DURABLE_H
 
@@ -18,6 +28,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "zeroc/status.h"
 
@@ -38,5 +49,15 @@ ZC_API zc_status zc_durable_commit(zc_durable *f, zc_err *err);
 ZC_API void zc_durable_abort(zc_durable *f);
 /* The whole of buf as the file at path, durably. */
 ZC_API zc_status zc_durable_write_file(const char *path, const void *buf, size_t n, zc_err *err);
+
+/* What a file of st_mode mode is, for a message: "a directory", "a FIFO (named pipe)", ... */
+ZC_API const char *zc_file_kind(unsigned mode);
+/* Opens path read-only (close-on-exec) if it is a regular file; *size (if not NULL) gets its
+ * size. Failing to open gives ZC_EIO, "cannot open PATH: REASON", with errno kept for callers
+ * that word it their own way; anything but a regular file gives ZC_EINVAL, "PATH is a KIND, not
+ * a regular file". Nothing is left open on failure. */
+ZC_API zc_status zc_open_regular(const char *path, int *fd, int64_t *size, zc_err *err);
+/* zc_open_regular as a stdio stream ("rb"); NULL on failure (err may be NULL). */
+ZC_API FILE *zc_fopen_regular(const char *path, zc_err *err);
 
 #endif

@@ -117,18 +117,19 @@ static void st_close(st_file *f)
 
 static zc_status st_open(st_file *f, const char *path, zc_err *err)
 {
-    *f = (st_file){.path = path, .fd = open(path, O_RDONLY | O_CLOEXEC), .prefix = ""};
-    if (f->fd < 0)
-        return zc_err_set(err, ZC_EIO, "cannot open %s: %m", path);
-    struct stat sb;
+    *f = (st_file){.path = path, .fd = -1, .prefix = ""};
+    int64_t size;
+    /* a regular file only, opened without blocking: a FIFO given to --init hung the run */
+    zc_status st = zc_open_regular(path, &f->fd, &size, err);
+    if (st)
+        return st;
     unsigned char le[8];
     uint64_t hlen = 0;
-    zc_status st = ZC_OK;
-    if (fstat(f->fd, &sb) || pread(f->fd, le, 8, 0) != 8)
+    if (pread(f->fd, le, 8, 0) != 8)
         st = zc_err_set(err, ZC_EINVAL, "%s: too short for a safetensors file", path);
     for (int i = 0; i < 8; i++)
         hlen |= (uint64_t)le[i] << (8 * i);
-    f->size = (uint64_t)sb.st_size;
+    f->size = (uint64_t)size;
     if (!st && (hlen < 2 || hlen > (100u << 20) || 8 + hlen > f->size))
         st = zc_err_set(err, ZC_EINVAL,
                         "%s: header length %llu does not fit the file (not a "
@@ -274,12 +275,15 @@ bool hf_is_checkpoint(const char *path)
 
 static zc_status read_json(const char *path, cJSON **out, zc_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    zc_err oerr = {0};
+    FILE *f = zc_fopen_regular(path, &oerr); /* not blocking on a FIFO */
+    if (!f && oerr.code == ZC_EIO)
         return zc_err_set(err, ZC_EIO,
                           "cannot open %s: %m (a Hugging Face GPT-2 needs its "
                           "config.json beside model.safetensors)",
                           path);
+    if (!f)
+        return zc_err_set(err, oerr.code, "%s", oerr.msg);
     char *text = malloc((1 << 20) + 1);
     size_t n = text ? fread(text, 1, 1 << 20, f) : 0;
     bool more = text && fgetc(f) != EOF;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "models/gpt2/llmc_files.h"
+#include "zeroc/durable.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "llm.c files are little-endian; this module reads and writes them as host-order words"
@@ -154,23 +155,18 @@ static zc_status pread_full(int fd, void *buf, size_t len, off_t off, const char
     return ZC_OK;
 }
 
+/* zc_open_regular: the type is checked on a descriptor opened without blocking — a plain open
+ * of a FIFO (standing in for --init, --data or --val-data) waited forever for a writer. */
 static zc_status open_regular(const char *path, int *fd_out, off_t *size, zc_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    int64_t n;
+    zc_err why = {0};
+    zc_status st = zc_open_regular(path, fd_out, &n, &why);
+    if (st == ZC_EIO)
         return zc_err_set(err, ZC_EIO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return zc_err_set(err, ZC_EIO, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return zc_err_set(err, ZC_EIO, "%s: not a regular file", path);
-    }
-    *fd_out = fd;
-    *size = sb.st_size;
+    if (st)
+        return zc_err_set(err, ZC_EIO, "%s", why.msg);
+    *size = (off_t)n;
     return ZC_OK;
 }
 
@@ -265,11 +261,12 @@ zc_status llmc_ckpt_read(const char *path, const llmc_header *h, int tensor, siz
     const int w = h->version == LLMC_CKPT_FP32 ? 4 : 2;
     char what[96];
     snprintf(what, sizeof what, "%s[%zu..%zu)", tensor_names[tensor], first, first + n);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return zc_err_set(err, ZC_EIO, "%s: cannot open: %s", path, strerror(errno));
+    int fd; /* the file was checked when its header was read; checked again, as it may change */
+    off_t fsize;
+    zc_status st = open_regular(path, &fd, &fsize, err);
+    if (st)
+        return st;
     off_t off = (off_t)(LLMC_HEADER_BYTES + (start + first) * (uint64_t)w);
-    zc_status st = ZC_OK;
     if (w == 4) {
         st = pread_full(fd, dst, n * sizeof(float), off, path, what, err);
     } else {

@@ -96,7 +96,7 @@ static int write_file_atomic(const char *path, const char *text)
 
 static char *read_text(const char *path, size_t max)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = zc_fopen_regular(path, NULL); /* a regular file only: a FIFO would block */
     if (!f)
         return NULL;
     char *buf = malloc(max + 1);

@@ -21,10 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "ckpt/manifest.h"
 #include "util/sha256.h"
+#include "zeroc/durable.h"
 
 /* Largest element count of a unit, a tensor or a whole model: 2^44 (64 TiB of fp32 each), far
  * beyond any model and small enough that no size computed from it overflows. */
@@ -55,18 +57,31 @@ void zc_manifest_sha256_line(const char *text, char line[96])
 }
 
 /* The whole file, NUL-terminated, if it is a regular file of at most max bytes (longer than
- * any manifest zeroc writes); the buffer is the file's size, not max. */
-static char *read_all(const char *path, size_t max, size_t *len)
+ * any manifest zeroc writes); the buffer is the file's size, not max. On failure NULL, with why
+ * set: ZC_EIO (errno kept) when it cannot be opened, ZC_EINVAL naming what is wrong otherwise.
+ * The type is checked on the open descriptor, opened without blocking (zc_open_regular): a FIFO
+ * in the manifest's place used to hang every reader. */
+static char *read_all(const char *path, size_t max, size_t *len, zc_err *why)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd;
+    int64_t size;
+    if (zc_open_regular(path, &fd, &size, why))
         return NULL;
-    struct stat sb;
+    FILE *f = fdopen(fd, "rb");
     char *buf = NULL;
-    if (!fstat(fileno(f), &sb) && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size <= max &&
-        (buf = malloc((size_t)sb.st_size + 2))) {
-        size_t n = fread(buf, 1, (size_t)sb.st_size + 1, f); /* + 1: it grew meanwhile */
-        if (n > (size_t)sb.st_size) {
+    if (!f) {
+        zc_err_set(why, ZC_ENOMEM, "out of memory reading %s", path);
+        close(fd);
+        return NULL;
+    }
+    if ((uint64_t)size > max)
+        zc_err_set(why, ZC_EINVAL, "%s is larger than %zu bytes", path, max);
+    else if (!(buf = malloc((size_t)size + 2)))
+        zc_err_set(why, ZC_ENOMEM, "out of memory reading %s", path);
+    else {
+        size_t n = fread(buf, 1, (size_t)size + 1, f); /* + 1: it grew meanwhile */
+        if (n > (size_t)size) {
+            zc_err_set(why, ZC_EINVAL, "%s changed while it was read", path);
             free(buf);
             buf = NULL;
         } else {
@@ -115,25 +130,63 @@ static const char *get_string(const cJSON *o, const char *key)
     return cJSON_IsString(it) ? it->valuestring : NULL;
 }
 
-/* manifest.sha256 must hold the SHA-256 of the manifest's bytes. */
+/* s as a message shows it: at most 160 bytes, anything unprintable as \xNN. */
+static const char *printable(const char *s, size_t n, char out[700])
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n && i < 160; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 32 && c < 127 && c != '\\')
+            out[o++] = (char)c;
+        else
+            o += (size_t)snprintf(out + o, 700 - o, "\\x%02x", c);
+    }
+    snprintf(out + o, 700 - o, "%s", n > 160 ? "..." : ""); /* also terminates out */
+    return out;
+}
+
+/* manifest.sha256 must hold the SHA-256 of the manifest's bytes, as any sha256sum writes it: 64
+ * hex digits (either case), then optionally "  manifest.json" (text mode) or " *manifest.json"
+ * (binary mode, -b), then optionally one newline. Anything else is refused showing what is
+ * there, rather than compared and reported as a mismatch with the very same digest. */
 static zc_status check_digest(const char *ckdir, const char *path, const char *text, zc_err *err)
 {
-    char spath[4200], want[96];
+    char spath[4200], want[96], shown_[700];
     snprintf(spath, sizeof spath, "%s/manifest.sha256", ckdir);
     size_t n;
-    char *have = read_all(spath, 256, &n);
-    if (!have)
+    zc_err why = {0};
+    char *have = read_all(spath, 256, &n, &why);
+    if (!have && why.code == ZC_EIO)
         return zc_err_set(err, ZC_EINVAL,
                           "%s: missing or unreadable (%m): a format-%d manifest "
                           "comes with its SHA-256, without which %s cannot be trusted",
                           spath, ZC_MANIFEST_VERSION, path);
+    if (!have)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: a format-%d manifest comes with its SHA-256 (manifest.sha256), "
+                          "without which it cannot be trusted",
+                          why.msg, ZC_MANIFEST_VERSION);
     zc_manifest_sha256_line(text, want);
+    size_t hex = 0;
+    while (hex < n && isxdigit((unsigned char)have[hex]))
+        hex++;
+    const char *rest = have + hex;
+    size_t rlen = strlen(rest); /* a NUL inside the file ends it early: then n differs */
+    if (rlen && rest[rlen - 1] == '\n')
+        rlen--;
+    bool named = (rlen == 15 &&
+                  (!strncmp(rest, "  manifest.json", 15) || !strncmp(rest, " *manifest.json", 15)));
     zc_status st = ZC_OK;
-    if (strcmp(have, want)) {
-        have[strcspn(have, " \n")] = 0;
+    if (hex != 64 || hex + strlen(rest) != n || (rlen && !named))
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: expected the manifest's SHA-256 as sha256sum writes it (64 hex "
+                        "digits, then optionally '  manifest.json'), found \"%s\"",
+                        spath, printable(have, n, shown_));
+    else if (strncasecmp(have, want, 64)) {
+        have[64] = 0;
         want[64] = 0;
         st = zc_err_set(err, ZC_EINVAL,
-                        "%s: its SHA-256 is %s, but manifest.sha256 says %.64s "
+                        "%s: its SHA-256 is %s, but manifest.sha256 says %s "
                         "(the manifest was edited or is corrupt)",
                         path, want, have);
     }
@@ -266,6 +319,42 @@ static zc_status read_units(const char *path, zc_manifest *m, zc_err *err)
     return ZC_OK;
 }
 
+typedef struct {
+    const char *name;
+    int index;
+} name_at;
+
+static int by_name(const void *a, const void *b)
+{
+    const name_at *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+/* No two parameters may share a name: every reader keys tensors by name (a safetensors export
+ * wrote the name twice, which no reader accepts). Sorted, not compared pairwise: there may be
+ * 2^24 parameters. Reports the first repeated name with its two lowest indices. */
+static zc_status unique_names(const char *path, const zc_manifest *m, zc_err *err)
+{
+    name_at *v = malloc((size_t)m->nparams * sizeof *v);
+    if (!v)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", path);
+    for (int p = 0; p < m->nparams; p++)
+        v[p] = (name_at){m->params[p].name, p};
+    qsort(v, (size_t)m->nparams, sizeof *v, by_name);
+    int a = -1, b = -1;
+    for (int i = 1; i < m->nparams; i++)
+        if (!strcmp(v[i - 1].name, v[i].name) && (a < 0 || v[i - 1].index < a))
+            a = v[i - 1].index, b = v[i].index;
+    free(v);
+    if (a < 0)
+        return ZC_OK;
+    return zc_err_set(err, ZC_EINVAL,
+                      "%s: params[%d] and params[%d] are both named '%s' (parameter names must "
+                      "be unique)",
+                      path, a, b, m->params[a].name);
+}
+
 /* The parameter table: each parameter's shape gives its element count, and within a unit the
  * parameters follow each other from offset 0 with no gap or overlap and fill it exactly. */
 static zc_status read_params(const char *path, zc_manifest *m, zc_err *err)
@@ -335,7 +424,7 @@ static zc_status read_params(const char *path, zc_manifest *m, zc_err *err)
                             "elements",
                             path, u, filled[u], m->numel[u]);
     free(filled);
-    return st;
+    return st ? st : unique_names(path, m, err);
 }
 
 static zc_status read_files(const char *path, zc_manifest *m, zc_err *err)
@@ -379,9 +468,12 @@ zc_status zc_manifest_read(const char *ckdir, zc_manifest *m, zc_err *err)
     char path[4200];
     snprintf(path, sizeof path, "%s/manifest.json", ckdir);
     size_t len;
-    char *text = read_all(path, 64u << 20, &len);
-    if (!text)
+    zc_err why = {0};
+    char *text = read_all(path, 64u << 20, &len, &why);
+    if (!text && why.code == ZC_EIO)
         return zc_err_set(err, ZC_EIO, "'%s' is not a checkpoint: cannot read %s: %m", ckdir, path);
+    if (!text)
+        return zc_err_set(err, ZC_EINVAL, "'%s' is not a checkpoint: %s", ckdir, why.msg);
     zc_status st = ZC_OK;
     int64_t v = 0;
     m->root = strlen(text) == len ? cJSON_Parse(text) : NULL;

@@ -234,9 +234,10 @@ static zc_status read_header(const char *path, FILE **fp, cJSON **h, uint64_t *d
                              uint64_t *size, zc_err *err)
 {
     *h = NULL;
-    FILE *f = *fp = fopen(path, "rb");
+    /* only a regular file, opened without blocking: a FIFO given to --init hung the run */
+    FILE *f = *fp = zc_fopen_regular(path, err);
     if (!f)
-        return zc_err_set(err, ZC_EIO, "cannot open %s: %m", path);
+        return err ? err->code : ZC_EIO;
     unsigned char le[8];
     uint64_t hlen = 0;
     zc_status st = ZC_OK;

@@ -4,7 +4,16 @@
  * Why it is shaped this way: the temporary name carries the pid and a per-process counter, so
  * two jobs (or two writers in one job) never share one; the directory fsync makes the rename
  * itself survive a power loss (file systems that refuse fsync on a directory are accepted: the
- * rename is still atomic). Writes retry on EINTR and short counts. */
+ * rename is still atomic). Writes retry on EINTR and short counts.
+ * - A rename replaces whatever has the target's name: a symbolic link would become a regular file
+ *   (a link to /proc/self/fd/1, or /dev/stdout itself as root) and a device or FIFO would be
+ *   replaced. So a link is followed to the file it ends at, which is replaced instead (the link
+ *   stays), and an existing target that is not a regular file is refused before anything is
+ *   created. Links are followed by hand (readlink) rather than realpath so that a dangling link
+ *   still yields the name it points at.
+ * - zc_open_regular opens with O_NONBLOCK and checks the type on the descriptor (no window
+ *   between a check by name and the open): a FIFO then opens at once and is refused, where a
+ *   plain open would wait forever for a writer. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -12,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "zeroc/durable.h"
@@ -24,17 +34,138 @@ struct zc_durable {
 
 static atomic_uint counter;
 
+const char *zc_file_kind(unsigned mode)
+{
+    mode_t m = (mode_t)mode;
+    return S_ISREG(m)    ? "a regular file"
+           : S_ISDIR(m)  ? "a directory"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISFIFO(m) ? "a FIFO (named pipe)"
+           : S_ISSOCK(m) ? "a socket"
+           : S_ISLNK(m)  ? "a symbolic link"
+                         : "an unknown kind of file";
+}
+
+/* The directory part of path into out (cap bytes); "." when there is none. */
+static void dir_of(const char *path, char *out, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(out, cap, ".");
+    else if (slash == path)
+        snprintf(out, cap, "/");
+    else
+        snprintf(out, cap, "%.*s", (int)(slash - path), path);
+}
+
+/* The name a write of path must rename onto, into out: path itself unless it is a symbolic
+ * link, else the end of its chain of links. Refused: an existing target that is not a regular
+ * file, a dangling link whose target's directory does not exist, a link loop, and a link that
+ * can be opened but names nothing (a /proc/self/fd link to a pipe or a deleted file). */
+static zc_status write_target(const char *path, char out[4096], zc_err *err)
+{
+    struct stat sb;
+    int exists = !stat(path, &sb); /* through any links */
+    if (exists && !S_ISREG(sb.st_mode)) {
+        const char *kind = zc_file_kind(sb.st_mode);
+        int link = !lstat(path, &sb) && S_ISLNK(sb.st_mode);
+        return zc_err_set(err, ZC_EINVAL,
+                          "cannot write '%s': it is %s%s, not a regular file (zeroc writes its "
+                          "outputs to a new file renamed over the old one, which would replace it)",
+                          path, link ? "a link to " : "", kind);
+    }
+    if (snprintf(out, 4096, "%s", path) >= 4096)
+        return zc_err_set(err, ZC_EINVAL, "path too long: %.200s...", path);
+    int hops = 0;
+    while (!lstat(out, &sb) && S_ISLNK(sb.st_mode)) {
+        char link[4096], dir[4096];
+        ssize_t n = ++hops > 40 ? -1 : readlink(out, link, sizeof link - 1);
+        if (n < 0)
+            return zc_err_set(err, ZC_EINVAL, "cannot write '%s': cannot follow its link%s: %s",
+                              path, hops > 1 ? "s" : "",
+                              hops > 40 ? strerror(ELOOP) : strerror(errno));
+        link[n] = 0;
+        dir_of(out, dir, sizeof dir);
+        int w = link[0] == '/' ? snprintf(out, 4096, "%s", link)
+                               : snprintf(out, 4096, "%s/%s", dir, link);
+        if (w >= 4096)
+            return zc_err_set(err, ZC_EINVAL, "cannot write '%s': its link target is too long",
+                              path);
+    }
+    if (!hops || !lstat(out, &sb))
+        return ZC_OK; /* not a link (created if missing), or a link to an existing regular file */
+    char dir[4096];
+    dir_of(out, dir, sizeof dir);
+    if (exists) /* it opens, yet its name leads nowhere: a magic link of /proc */
+        return zc_err_set(err, ZC_EINVAL,
+                          "cannot write '%s': it is a link to '%s', which is no file that can be "
+                          "replaced",
+                          path, out);
+    if (stat(dir, &sb) || !S_ISDIR(sb.st_mode))
+        return zc_err_set(err, ZC_EINVAL,
+                          "cannot write '%s': it is a dangling link to '%s', whose directory "
+                          "does not exist",
+                          path, out);
+    return ZC_OK; /* a dangling link: its target is created */
+}
+
+zc_status zc_open_regular(const char *path, int *fd, int64_t *size, zc_err *err)
+{
+    *fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (*fd < 0) {
+        int e = errno;
+        zc_err_set(err, ZC_EIO, "cannot open %s: %s", path, strerror(e));
+        errno = e;
+        return ZC_EIO;
+    }
+    struct stat sb;
+    int failed = fstat(*fd, &sb), e = errno;
+    if (failed || !S_ISREG(sb.st_mode)) {
+        close(*fd);
+        *fd = -1;
+        if (!failed)
+            return zc_err_set(err, ZC_EINVAL, "%s is %s, not a regular file", path,
+                              zc_file_kind(sb.st_mode));
+        zc_err_set(err, ZC_EIO, "cannot open %s: %s", path, strerror(e));
+        errno = e;
+        return ZC_EIO;
+    }
+    /* a regular file ignores O_NONBLOCK; cleared all the same so the descriptor is ordinary */
+    (void)fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) & ~O_NONBLOCK);
+    if (size)
+        *size = (int64_t)sb.st_size;
+    return ZC_OK;
+}
+
+FILE *zc_fopen_regular(const char *path, zc_err *err)
+{
+    int fd;
+    if (zc_open_regular(path, &fd, NULL, err))
+        return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        zc_err_set(err, ZC_ENOMEM, "cannot open %s: %s", path, strerror(e));
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
+
 zc_status zc_durable_open(zc_durable **out, const char *path, zc_err *err)
 {
     *out = NULL;
     zc_durable *f = calloc(1, sizeof *f);
     if (!f)
         return zc_err_set(err, ZC_ENOMEM, "out of memory opening %s", path);
-    if (snprintf(f->path, sizeof f->path, "%s", path) >= (int)sizeof f->path) {
+    zc_status st = write_target(path, f->path, err);
+    if (st) {
         free(f);
-        return zc_err_set(err, ZC_EINVAL, "path too long: %.200s...", path);
+        return st;
     }
-    snprintf(f->tmp, sizeof f->tmp, "%s.tmp-%ld-%u", path, (long)getpid(),
+    /* beside the file renamed onto (a link's target), so the rename stays in one directory */
+    snprintf(f->tmp, sizeof f->tmp, "%s.tmp-%ld-%u", f->path, (long)getpid(),
              atomic_fetch_add(&counter, 1));
     f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (f->fd < 0) {

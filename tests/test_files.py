@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""test_files.py — what zeroc does with files that are not plain files (python3 stdlib): inputs
+that are FIFOs (a checkpoint's latest, manifest.json or manifest.sha256, a plot report, --init
+safetensors or llm.c files, --data) are refused at once, naming the path and what it is, instead
+of blocking forever; outputs through a symbolic link replace the file it points at and leave the
+link a link; outputs onto a device or a FIFO are refused with nothing written; a manifest with a
+parameter name twice is refused; manifest.sha256 as any sha256sum writes it is accepted; `zeroc
+plot DIR` says DIR is a directory. Prints "N passed, N failed".
+
+Usage: test_files.py ZEROC_BINARY MPIRUN_SH [test-name ...]"""
+import hashlib
+import json
+import os
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import sys
+
+from harness import Harness
+
+H_ = Harness(sys.argv[1], sys.argv[2])
+check = H_.check
+M = ["--model", "mlp", "--hidden", 64, "--layers", 3]
+QUICK = 15  # seconds: a refusal is immediate; a reader blocked on a FIFO never returns
+
+
+class Result:
+    def __init__(self, cmd, returncode, stdout, stderr):
+        self.cmd, self.returncode, self.stdout, self.stderr = cmd, returncode, stdout, stderr
+        self.hung = returncode is None
+
+
+def run(*args, n=None, timeout=QUICK):
+    """`zeroc ARGS` (under mpirun on n ranks when n is given) in its own session: on a timeout
+    the whole tree is killed (a reader blocked in open() on a FIFO would outlive its parent) and
+    the result has hung set and returncode None."""
+    cmd = ([H_.mpirun, str(n)] if n else []) + [H_.zeroc, *map(str, args)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+        r = Result(cmd, p.returncode, out, err)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGTERM)  # mpirun passes it on to its ranks
+        try:
+            out, err = p.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+        r = Result(cmd, None, out, err)
+    H_.check_sanitizers(cmd, r)
+    return r
+
+
+def refused(r, *needles):
+    """r exited non-zero in time, and its message holds every needle."""
+    what = " ".join(map(str, r.cmd[-6:]))
+    if r.hung:
+        check(False, f"{what}: still running after {QUICK} s (blocked on a FIFO?)")
+        return
+    check(r.returncode not in (0, None), f"{what}: exit {r.returncode}, expected a refusal")
+    for s in needles:
+        check(s in r.stderr, f"{what}: message lacks {s!r}: {r.stderr!r}")
+
+
+def fifo(path):
+    if os.path.lexists(path):
+        os.remove(path)
+    os.mkfifo(path)
+    return path
+
+
+def save_dir():
+    """A save directory of 2 MLP steps (latest -> step-000002), made once."""
+    d = H_.path("ck")
+    if not os.path.exists(d):
+        H_.run(1, "train", *M, "--steps", 2, "--save-dir", d)
+    return d
+
+
+def copy_step(name):
+    """A copy of the saved checkpoint directory, under a step-N name as the original."""
+    dst = H_.path(name)
+    shutil.rmtree(dst, ignore_errors=True)
+    os.makedirs(dst)
+    dst = os.path.join(dst, "step-000002")
+    shutil.copytree(os.path.join(save_dir(), "step-000002"), dst)
+    return dst
+
+
+def write_digest(ck, line):
+    with open(os.path.join(ck, "manifest.sha256"), "w") as f:
+        f.write(line)
+
+
+def digest(ck):
+    return hashlib.sha256(open(os.path.join(ck, "manifest.json"), "rb").read()).hexdigest()
+
+
+def gpt2_tokens():
+    """A small llm.c token file (the harness's pangram text)."""
+    return H_.text_tokens()[0]
+
+
+def gpt2_args(data):
+    return ["--model", "gpt2", "--data", data, "--layers", 1, "--channels", 32, "--heads", 2,
+            "--seq-len", 16, "--micro-batch", 2, "--steps", 1]
+
+
+def test_fifo_manifest_files():
+    """A FIFO as a checkpoint's manifest.json or manifest.sha256: inspect, verify, export and
+    --resume exit non-zero at once, naming the file and that it is a FIFO."""
+    for name in ("manifest.json", "manifest.sha256"):
+        ck = copy_step("fifo-" + name)
+        path = fifo(os.path.join(ck, name))
+        for args in (["ckpt", "inspect", ck], ["ckpt", "verify", ck],
+                     ["ckpt", "export", ck, "--out", H_.path("never.safetensors")]):
+            refused(run(*args), path, "FIFO")
+        refused(run("train", *M, "--steps", 3, "--resume", ck, n=1), path, "FIFO")
+        check(not os.path.exists(H_.path("never.safetensors")), "an export was written")
+
+
+def test_fifo_latest():
+    """A FIFO as a save directory's `latest`: inspect, verify and --resume exit non-zero at once,
+    naming the directory."""
+    d = H_.path("fifo-latest")
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(save_dir(), d)
+    fifo(os.path.join(d, "latest"))
+    refused(run("ckpt", "inspect", d), d)
+    refused(run("ckpt", "verify", d), d)
+    refused(run("train", *M, "--steps", 3, "--resume", d, n=1), d)
+
+
+def test_fifo_plot_report():
+    """`zeroc plot FIFO.json` exits non-zero at once, naming the file and that it is a FIFO."""
+    path = fifo(H_.path("report-fifo.json"))
+    refused(run("plot", path, "--out", H_.path("never.svg")), path, "FIFO")
+    check(not os.path.exists(H_.path("never.svg")), "a plot was written")
+
+
+def test_fifo_init_and_data():
+    """A FIFO as --init (a .safetensors for the MLP and for GPT-2, an llm.c .bin for GPT-2), as
+    --data or --val-data: the run exits non-zero at once, naming the file."""
+    st = fifo(H_.path("init-fifo.safetensors"))
+    refused(run("train", *M, "--steps", 1, "--init", st, n=1), st, "FIFO")
+    data = gpt2_tokens()
+    refused(run("train", *gpt2_args(data), "--init", st, n=1), st, "FIFO")
+    binf = fifo(H_.path("init-fifo.bin"))
+    refused(run("train", *gpt2_args(data), "--init", binf, n=1), binf, "FIFO")
+    tok = fifo(H_.path("data-fifo.bin"))
+    refused(run("train", *gpt2_args(tok), n=1), tok, "FIFO")
+    refused(run("train", *gpt2_args(data), "--val-data", tok, "--val-every", 1, n=1), tok,
+            "FIFO")
+
+
+def test_output_through_symlink():
+    """An export, a --report and a --save-weights written to a symbolic link replace the file the
+    link points at (relative or absolute, through a chain of links) and leave the link a link; a
+    dangling link gets its target created; one whose target's directory is missing is refused."""
+    d = save_dir()
+    plain = H_.path("plain.safetensors")
+    run("ckpt", "export", d, "--out", plain)
+    want = open(plain, "rb").read()
+    os.makedirs(H_.path("targets"), exist_ok=True)
+    cases = (("rel", "targets/rel.safetensors", True),      # relative, existing
+             ("abs", H_.path("targets/abs.safetensors"), True),  # absolute, existing
+             ("dangling", "targets/new.safetensors", False))  # created
+    for tag, target, existing in cases:
+        tpath = target if os.path.isabs(target) else H_.path(target)
+        if existing:
+            with open(tpath, "w") as f:
+                f.write("old")
+        link = H_.path(f"link-{tag}.safetensors")
+        os.symlink(target, link)
+        r = run("ckpt", "export", d, "--out", link)
+        check(r.returncode == 0, f"{tag}: export through a link failed: {r.stderr!r}")
+        check(os.path.islink(link) and os.readlink(link) == target,
+              f"{tag}: the link was replaced")
+        check(os.path.isfile(tpath) and open(tpath, "rb").read() == want,
+              f"{tag}: the link's target does not hold the export")
+    chain = H_.path("link-chain.safetensors")
+    os.symlink("link-rel.safetensors", chain)
+    r = run("ckpt", "export", d, "--out", chain)
+    check(r.returncode == 0 and os.path.islink(chain) and
+          os.path.islink(H_.path("link-rel.safetensors")) and
+          open(H_.path("targets/rel.safetensors"), "rb").read() == want,
+          f"a chain of links: {r.stderr!r}")
+    nodir = H_.path("link-nodir.safetensors")
+    os.symlink("no-such-dir/x.safetensors", nodir)
+    refused(run("ckpt", "export", d, "--out", nodir), nodir, "no-such-dir")
+    check(os.path.islink(nodir) and not os.path.exists(H_.path("no-such-dir")),
+          "a link into a missing directory was written")
+    # train's outputs go through the same writer
+    for flag in ("--report", "--save-weights"):
+        target = H_.path(f"targets/train{flag}")
+        link = H_.path(f"link{flag}")
+        with open(target, "w") as f:
+            f.write("old")
+        os.symlink(target, link)
+        r = run("train", *M, "--steps", 1, flag, link, n=1, timeout=300)
+        check(r.returncode == 0, f"train {flag} through a link: {r.stderr!r}")
+        check(os.path.islink(link) and os.path.getsize(target) > 3,
+              f"train {flag}: the link was replaced or its target not written")
+    check(not [f for f in os.listdir(H_.path("targets")) if ".tmp-" in f],
+          f"temporary files left: {os.listdir(H_.path('targets'))}")
+
+
+def test_output_not_regular_refused():
+    """An export or a plot onto a character device (mknod, as /dev/null), a FIFO, or a link to
+    either, and train's --report and --save-weights onto each, are refused naming the path
+    and what it is; the node stays as it was and no temporary file is left beside it."""
+    d = save_dir()
+    odir = H_.path("nodes")
+    shutil.rmtree(odir, ignore_errors=True)
+    os.makedirs(odir)
+    nodes = [(fifo(os.path.join(odir, "out-fifo")), "FIFO", stat.S_ISFIFO)]
+    dev = os.path.join(odir, "out-dev")
+    try:
+        os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        nodes.append((dev, "character device", stat.S_ISCHR))
+    except PermissionError:  # not root: the FIFO alone
+        pass
+    for node, kind, is_kind in list(nodes):
+        link = node + "-link"
+        os.symlink(os.path.basename(node), link)
+        nodes.append((link, kind, is_kind))
+    H_.run(1, "train", *M, "--steps", 2, "--report", H_.path("rep.json"))
+    for node, kind, is_kind in nodes:
+        refused(run("ckpt", "export", d, "--out", node), node, kind)
+        refused(run("plot", H_.path("rep.json"), "--out", node), node, kind)
+        check(is_kind(os.stat(node).st_mode), f"{node} was replaced")
+    # train's outputs too (its writability probe opened a FIFO for writing before the run and
+    # waited for a reader forever: cli/output_paths.c)
+    for node, kind, is_kind in nodes:
+        for flag in ("--report", "--save-weights"):
+            refused(run("train", *M, "--steps", 1, flag, node, n=1, timeout=300), node, kind)
+            check(is_kind(os.stat(node).st_mode), f"train {flag}: {node} was replaced")
+    for node, _, _ in nodes:
+        if os.path.islink(node):
+            check(os.path.islink(node), f"{node}: the link was replaced")
+    check(sorted(os.listdir(odir)) == sorted(os.path.basename(n) for n, _, _ in nodes),
+          f"files left beside the nodes: {os.listdir(odir)}")
+
+
+def test_duplicate_param_name():
+    """A re-hashed manifest naming one parameter twice is refused by verify and export, naming
+    the file, the name and both indices; nothing is exported."""
+    ck = copy_step("dup")
+    mpath = os.path.join(ck, "manifest.json")
+    m = json.load(open(mpath))
+    name = m["params"][0]["name"]
+    m["params"][1]["name"] = name
+    json.dump(m, open(mpath, "w"), indent=1)
+    write_digest(ck, f"{digest(ck)}  manifest.json\n")
+    out = H_.path("dup.safetensors")
+    for args in (["ckpt", "verify", ck], ["ckpt", "export", ck, "--out", out]):
+        refused(run(*args), mpath, f"'{name}'", "params[0]", "params[1]")
+    check(not os.path.exists(out), "an export with a repeated name was written")
+
+
+def test_sha256sum_formats():
+    """manifest.sha256 as sha256sum writes it — text mode, binary mode (-b: ' *'), the digest in
+    capitals, without the trailing newline, the digest alone — verifies; a line that is not a
+    digest is refused showing what is there."""
+    ck = copy_step("sums")
+    h = digest(ck)
+    for line in (f"{h}  manifest.json\n", f"{h} *manifest.json\n", f"{h}  manifest.json",
+                 f"{h} *manifest.json", f"{h.upper()}  manifest.json\n", f"{h}\n", h):
+        write_digest(ck, line)
+        r = run("ckpt", "verify", ck)
+        check(r.returncode == 0, f"{line!r} refused: {r.stderr!r}")
+    if shutil.which("sha256sum"):
+        for flag in ("-b", "-t"):
+            p = subprocess.run(["sha256sum", flag, "manifest.json"], cwd=ck, capture_output=True,
+                               text=True, check=True)
+            write_digest(ck, p.stdout)
+            r = run("ckpt", "verify", ck)
+            check(r.returncode == 0, f"sha256sum {flag}: {p.stdout!r} refused: {r.stderr!r}")
+    for line, shown in (("hello world\n", "hello world"),
+                        (f"{h}  other.json\n", "other.json"),
+                        (f"{h}  manifest.json\nextra\n", "extra"),
+                        (f"{h[:-1]}  manifest.json\n", h[:-1])):
+        write_digest(ck, line)
+        refused(run("ckpt", "verify", ck), "manifest.sha256", shown)
+    write_digest(ck, f"{'0' * 64}  manifest.json\n")
+    refused(run("ckpt", "verify", ck), "edited or is corrupt", "0" * 64, h)
+
+
+def test_plot_directory():
+    """`zeroc plot DIR` says DIR is a directory."""
+    d = H_.path("a-dir.json")
+    os.makedirs(d, exist_ok=True)
+    r = run("plot", d, "--out", H_.path("never.svg"))
+    refused(r, d, "is a directory")
+    check("9223372036854775807" not in r.stderr, f"message: {r.stderr!r}")
+
+
+TESTS = [test_fifo_manifest_files, test_fifo_latest, test_fifo_plot_report,
+         test_fifo_init_and_data, test_output_through_symlink, test_output_not_regular_refused,
+         test_duplicate_param_name, test_sha256sum_formats, test_plot_directory]
+
+if __name__ == "__main__":
+    H_.main(TESTS, sys.argv[3:])
