@@ -256,9 +256,13 @@ int cmd_analyze(zc_comm *comm, int argc, char **argv)
     char csv[4096], svg[4096];
     snprintf(csv, sizeof csv, "%s.csv", o.out);
     snprintf(svg, sizeof svg, "%s.svg", o.out);
+    if (!st) /* "" would write the hidden files .csv and .svg */
+        st = cli_output_named("--out", o.out, sizeof csv - 8, &err);
     if (!st) {
         zc_status mine = ZC_OK; /* rank 0 writes them */
-        if (zc_comm_rank(comm) == 0 && !(mine = cli_output_writable("--out", csv, &err)))
+        if (zc_comm_rank(comm) == 0 && !(mine = cli_output_not_checkpoint("--out", csv, &err)) &&
+            !(mine = cli_output_not_checkpoint("--out", svg, &err)) &&
+            !(mine = cli_output_writable("--out", csv, &err)))
             mine = cli_output_writable("--out", svg, &err);
         st = zc_comm_agree(comm, mine, "checking --out", &err);
     }

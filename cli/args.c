@@ -18,8 +18,12 @@ static zc_status parse_value(arg_spec *s, const char *v, zc_err *err)
     case ARG_INT:
     case ARG_I64: {
         long long x = strtoll(v, &end, 10);
-        if (!*v || *end || errno || (s->kind == ARG_INT && (x < INT_MIN || x > INT_MAX)))
+        if (!*v || *end || (errno && errno != ERANGE))
             return zc_err_set(err, ZC_EINVAL, "%s: expected an integer, got '%s'", s->flag, v);
+        if (errno == ERANGE || (s->kind == ARG_INT && (x < INT_MIN || x > INT_MAX)))
+            return zc_err_set(err, ZC_EINVAL, "%s: %s is out of range (%lld to %lld)", s->flag, v,
+                              s->kind == ARG_INT ? (long long)INT_MIN : LLONG_MIN,
+                              s->kind == ARG_INT ? (long long)INT_MAX : LLONG_MAX);
         if (s->kind == ARG_INT)
             *(int *)s->dst = (int)x;
         else

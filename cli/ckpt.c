@@ -14,8 +14,9 @@
 #include "zeroc/checkpoint.h"
 
 /* The export may not overwrite the checkpoint it reads: neither the save directory given (its
- * `latest` and step directories) nor the checkpoint it resolved to; an hf export's --out is a
- * directory, whose two files are checked. */
+ * `latest` and step directories) nor the checkpoint it resolved to (nor, that being a step
+ * directory, the other checkpoints beside it), nor any other checkpoint's files; an hf
+ * export's --out is a directory, whose two files are checked. */
 static zc_status export_not_over_checkpoint(const char *out, bool hf, const char *given,
                                             const char *dir, zc_err *err)
 {
@@ -29,6 +30,8 @@ static zc_status export_not_over_checkpoint(const char *out, bool hf, const char
         st = cli_output_outside_checkpoint("--out", files[i], "checkpoint", given, err);
         if (!st)
             st = cli_output_outside_checkpoint("--out", files[i], "checkpoint", dir, err);
+        if (!st) /* any other checkpoint's files too */
+            st = cli_output_not_checkpoint("--out", files[i], err);
     }
     return st;
 }
@@ -124,7 +127,10 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
     zc_err err = {0};
     const char *verb = argc > 2 ? argv[2] : "", *path = argc > 3 ? argv[3] : NULL;
     zc_status st = ZC_OK;
-    if (!strcmp(verb, "--help") || !strcmp(verb, "-h")) {
+    bool helped = false; /* `ckpt --help`, and `ckpt VERB ... --help` */
+    for (int i = 2; i < argc; i++)
+        helped |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+    if (helped) {
         args_usage("zeroc ckpt inspect DIR | verify DIR | export DIR --out FILE [--format "
                    "safetensors|llmc|hf] [--dtype fp32|bf16]",
                    specs, nspecs);
@@ -142,8 +148,16 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
                         verb);
     if (!st)
         st = args_parse(specs, nspecs, argc, argv, 4, &err);
+    static const char *const export_only[] = {"--out", "--format", "--dtype"};
+    for (size_t i = 0;
+         !st && strcmp(verb, "export") && i < sizeof export_only / sizeof *export_only; i++)
+        if (args_given(argc, argv, 4, export_only[i]))
+            st = zc_err_set(&err, ZC_EINVAL, "%s is for ckpt export; zeroc ckpt %s does not use it",
+                            export_only[i], verb);
     if (!st && !strcmp(verb, "export") && !out)
         st = zc_err_set(&err, ZC_EINVAL, "zeroc ckpt export needs --out FILE");
+    if (!st && !strcmp(verb, "export"))
+        st = cli_output_named("--out", out, 4000, &err);
     if (!st && strcmp(format, "safetensors") && strcmp(format, "llmc") && strcmp(format, "hf"))
         st = zc_err_set(&err, ZC_EINVAL, "--format: expected safetensors, llmc or hf, got '%s'",
                         format);

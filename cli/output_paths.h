@@ -13,8 +13,9 @@
 zc_status cli_output_writable(const char *flag, const char *path, zc_err *err);
 
 /* Refuses output `out` (of flag oflag) when it is the same file as input `in` (of flag iflag),
- * or an existing file inside `in` when that is a directory (a Hugging Face model's). NULL
- * paths, and an out that does not exist yet, pass. */
+ * or an existing file inside `in` when that is a directory (a Hugging Face model's), or when
+ * it lies among any checkpoint's files (cli_output_not_checkpoint). NULL paths, and an out
+ * that does not exist yet, pass the first two. */
 zc_status cli_output_not_input(const char *oflag, const char *out, const char *iflag,
                                const char *in, zc_err *err);
 
@@ -23,8 +24,34 @@ zc_status cli_output_not_input(const char *oflag, const char *out, const char *i
  * directory under ckdir, or directly in ckdir under a name zeroc's saves use (latest, .lock,
  * step-*, .tmp-step-*, latest.tmp-*). A file of another name beside the step directories
  * (ck/report.json) passes. Directories in out that do not exist yet count as where they would
- * be made (ck/step-000001/new/x and ck/step-000009/x are refused too). NULL paths pass. */
+ * be made (ck/step-000001/new/x and ck/step-000009/x are refused too). When ckdir is a step
+ * directory of a save directory (its parent has `latest` or other step-* checkpoints), the
+ * save directory's files are protected the same way. NULL paths pass. */
 zc_status cli_output_outside_checkpoint(const char *oflag, const char *out, const char *cflag,
                                         const char *ckdir, zc_err *err);
+
+/* Refuses an empty path of flag, or one longer than max characters (saying so, before
+ * anything is tried: a message about it would be cut off). NULL passes. */
+zc_status cli_output_named(const char *flag, const char *path, size_t max, zc_err *err);
+
+/* Refuses output `out` (of flag oflag) lying among any checkpoint's files, whatever the
+ * command reads: inside a checkpoint (a directory holding manifest.json and manifest.sha256,
+ * or a step-* directory holding manifest.json), or named as saves name their entries (latest,
+ * .lock, step-*, .tmp-step-*) in a save directory (one with `latest` or step-* checkpoints).
+ * cli_output_not_input checks this too. NULL passes. */
+zc_status cli_output_not_checkpoint(const char *oflag, const char *out, zc_err *err);
+
+/* Refuses two outputs of one command that are the same file (any spelling or link; compared
+ * resolved when either does not exist yet). NULL paths pass. */
+zc_status cli_outputs_distinct(const char *aflag, const char *a, const char *bflag, const char *b,
+                               zc_err *err);
+
+/* Refuses a save directory that is, or lies inside, a checkpoint (as above), or a step-* /
+ * .tmp-step-* directory of a save directory, existing or not. NULL passes. */
+zc_status cli_save_dir_not_in_checkpoint(const char *flag, const char *dir, zc_err *err);
+
+/* Refuses a save directory that already holds checkpoints (a `latest` file or a step-*
+ * directory with manifest.json): a fresh run would replace or prune them. NULL passes. */
+zc_status cli_save_dir_unused(const char *flag, const char *dir, zc_err *err);
 
 #endif

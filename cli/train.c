@@ -535,16 +535,18 @@ static void fill_report(const train_run *r, train_report *rep)
 }
 
 /* The final weights (digest, --save-weights, --save-final), every rank's memory gathered to rank
- * 0, its summary lines and the report. An error here is this rank's. */
-static zc_status finish(train_run *r, train_report *rep, zc_err *err)
+ * 0, its summary lines and the report. A run stopped by a signal writes its report of the steps
+ * it ran, not the final files (its checkpoint holds its work). An error here is this rank's. */
+static zc_status finish(train_run *r, train_report *rep, bool stopped, zc_err *err)
 {
     const train_opts *o = &r->o;
     fill_report(r, rep);
     rank_memory mine = my_memory(r->mem); /* before the digest and exports borrow memory */
     zc_status st = zc_engine_weights_sha256(r->e, rep->final_sha, err);
-    if (!st && o->save_weights)
+    if (!st && o->save_weights && !stopped)
         st = zc_safetensors_save(r->e, o->save_weights, err);
-    if (!st && o->save_final) /* train_args refused models without a format of their own */
+    if (!st && o->save_final && !stopped) /* train_args refused models without a format of their
+                                           * own */
         st = r->model.save_final(&r->model, o->save_final, err);
     rank_memory *all = calloc((size_t)r->nranks, sizeof *all);
     if (!st && !all)
@@ -641,6 +643,9 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     if ((st = train_loop(&r, rep.tokens_per_step, &err)))
         goto out;
     if (r.stopped_by) {
+        rep.steps = (int)(r.stopped_at - r.first_step);
+        if ((st = finish(&r, &rep, true, &err)))
+            goto out;
         if (r.rank == 0)
             printf("stopped by %s after step %lld (checkpoint saved); continue with --resume "
                    "%s\n",
@@ -651,7 +656,7 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
         train_free(&r, ZC_OK);
         return 128 + r.stopped_by; /* the shell's code for a process ended by that signal */
     }
-    st = finish(&r, &rep, &err);
+    st = finish(&r, &rep, false, &err);
 out:
     train_free(&r, st);
     if (st && r.o.save_dir_made) /* removed only if empty: a save before the failure stays */

@@ -2,6 +2,7 @@
  * make (file first, then flags), and every check that can refuse the run before anything is
  * built — flags that would be ignored, the schedule, and the outputs it will write. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,28 +61,42 @@ static zc_status check_outputs(zc_comm *comm, train_opts *o, zc_err *err)
                         "--save-weights)",
                         o->model);
     if (zc_comm_rank(comm) == 0) {
-        bool made = false; /* the save directory, first: outputs may lie in it */
-        if (!st && o->save_dir)
-            st = probe_dir("--save-dir", o->save_dir, &made, err);
         const char *const outs[][2] = {{"--report", o->report},
                                        {"--save-weights", o->save_weights},
                                        {"--save-final", o->save_final}};
+        const size_t nouts = sizeof outs / sizeof *outs;
+        /* the save directory's files are made below it (DIR/.tmp-step-N-PID-HOST/rank-N.bin) */
+        if (!st)
+            st = cli_output_named("--save-dir", o->save_dir, PATH_MAX - 256, err);
+        for (size_t i = 0; !st && i < nouts; i++)
+            st = cli_output_named(outs[i][0], outs[i][1], PATH_MAX - 64, err);
+        if (!st)
+            st = cli_save_dir_not_in_checkpoint("--save-dir", o->save_dir, err);
+        bool made = false; /* the save directory, first: outputs may lie in it */
+        if (!st && o->save_dir)
+            st = probe_dir("--save-dir", o->save_dir, &made, err);
+        for (size_t i = 0; !st && i < nouts; i++)
+            for (size_t j = i + 1; !st && j < nouts; j++)
+                st = cli_outputs_distinct(outs[i][0], outs[i][1], outs[j][0], outs[j][1], err);
         char beside[4200];
         const char *const ins[][2] = {{"--config", o->config},
                                       {"--init", o->init},
                                       {"--init", init_config(o, beside, sizeof beside)},
                                       {"--data", o->data},
                                       {"--val-data", o->val_data}};
-        for (size_t i = 0; !st && i < sizeof outs / sizeof *outs; i++) {
-            for (size_t j = 0; !st && j < sizeof ins / sizeof *ins; j++)
-                st = cli_output_not_input(outs[i][0], outs[i][1], ins[j][0], ins[j][1], err);
-            if (!st)
-                st = cli_output_outside_checkpoint(outs[i][0], outs[i][1], "--resume", o->resume,
-                                                   err);
+        for (size_t i = 0; !st && i < nouts; i++) {
+            st = cli_output_outside_checkpoint(outs[i][0], outs[i][1], "--resume", o->resume, err);
             if (!st)
                 st = cli_output_outside_checkpoint(outs[i][0], outs[i][1], "--save-dir",
                                                    o->save_dir, err);
+            for (size_t j = 0; !st && j < sizeof ins / sizeof *ins; j++)
+                st = cli_output_not_input(outs[i][0], outs[i][1], ins[j][0], ins[j][1], err);
+            if (!st) /* also when no input is given */
+                st = cli_output_not_checkpoint(outs[i][0], outs[i][1], err);
         }
+        /* a fresh run would replace (or, with --keep, prune) another run's checkpoints */
+        if (!st && !o->resume)
+            st = cli_save_dir_unused("--save-dir", o->save_dir, err);
         if (!st && o->report)
             st = cli_output_writable("--report", o->report, err);
         if (!st && o->save_weights)
@@ -251,10 +266,12 @@ static zc_status check_flags(const train_opts *o, zc_err *err)
     if (!st && strcmp(o->lr_schedule, "constant") && strcmp(o->lr_schedule, "cosine"))
         st = zc_err_set(err, ZC_EINVAL, "--lr-schedule: expected constant or cosine, got '%s'",
                         o->lr_schedule);
-    if (!st && (o->save_every < 0 || o->keep < 0 || (o->save_every > 0 && !o->save_dir)))
-        st = zc_err_set(err, ZC_EINVAL,
-                        "--save-every needs --save-dir; --save-every and --keep "
-                        "must be >= 0");
+    if (!st && o->save_every < 0)
+        st = zc_err_set(err, ZC_EINVAL, "--save-every must be >= 0, got %d", o->save_every);
+    if (!st && o->keep < 0)
+        st = zc_err_set(err, ZC_EINVAL, "--keep must be >= 0 (0 keeps all), got %d", o->keep);
+    if (!st && o->save_every > 0 && !o->save_dir)
+        st = zc_err_set(err, ZC_EINVAL, "--save-every needs --save-dir");
     if (!st &&
         (o->val_every < 0 || o->sample_every < 0 || o->val_batches < 1 || o->sample_length < 1))
         st = zc_err_set(err, ZC_EINVAL,

@@ -559,14 +559,15 @@ def test_manifest_edits():
 def test_stop_signal_saves():
     """A run with --save-dir told to stop (SIGTERM to its one process; SIGUSR1, which mpirun
     passes on, to one rank of two) finishes its step, saves it on every rank and exits with
-    128 + the signal; the checkpoint verifies, and resuming it gives the bits of a run that was
-    never stopped."""
+    128 + the signal; its --report holds the steps it ran (none was written); the checkpoint
+    verifies, and resuming it gives the bits of a run that was never stopped."""
     import re
     import time
     for n, sig, to in ((1, signal.SIGTERM, 0), (2, signal.SIGUSR1, 1)):
         d = H_.path(f"ck-stop-{n}")
+        rep = H_.path(f"stop-{n}.json")
         a = subprocess.Popen([H_.mpirun, str(n), H_.zeroc, "train", *map(str, MLP), "--stage",
-                              str(n + 1), "--steps", str(10**8), "--save-dir", d],
+                              str(n + 1), "--steps", str(10**8), "--save-dir", d, "--report", rep],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             for line in a.stdout:  # training has begun: the handler is in place
@@ -589,6 +590,9 @@ def test_stop_signal_saves():
         if not m:
             continue
         step = int(m.group(2))
+        r = json.load(open(rep)) if os.path.exists(rep) else {}
+        check(len(r.get("loss", [])) == step and r.get("steps") == step,
+              f"{n} ranks: the stopped run's report: {str(r)[:200]}")
         v = subprocess.run([H_.zeroc, "ckpt", "verify", d], capture_output=True, text=True)
         check(v.returncode == 0 and f"step {step}, written by {n} ranks" in v.stdout,
               f"{n} ranks: verify {v.stdout!r} {v.stderr!r}")

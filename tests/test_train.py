@@ -1133,6 +1133,174 @@ def test_idle_thread_wait_policy():
           f"re-executed run's losses {losses.get('reexec')} != {losses.get('passive')}")
 
 
+MLP_SMALL = ["--model", "mlp", "--hidden", 64, "--layers", 3]
+
+
+def saved_run(name, steps=6, keep=2):
+    """A save directory of a 6-step MLP run saved every 2 steps, keeping 2: step-000004 and
+    step-000006, `latest` on the last."""
+    d = os.path.join(TMP, name)
+    run(1, *MLP_SMALL, "--steps", steps, "--save-dir", d, "--save-every", 2, "--keep", keep)
+    return d
+
+
+def test_save_dir_of_another_run():
+    """A run without --resume into a --save-dir that already holds checkpoints (`latest` or a
+    step-* checkpoint) is refused before step 1, naming the directory, `latest`'s step and
+    --resume, and changes nothing (it replaced step-000004 and moved `latest` back, or with
+    --keep 1 deleted the other run's steps); with --resume (its latest, or a step of it to roll
+    back to) it saves there."""
+    import shutil
+    base = saved_run("sd-base")
+    for keep in ([], ["--keep", 1]):
+        fresh = os.path.join(TMP, f"sd-fresh{len(keep)}")
+        shutil.copytree(base, fresh)
+        before = tree_digest(fresh)
+        p = run(1, *MLP_SMALL, "--steps", 4, "--seed", 7, "--save-dir", fresh, "--save-every", 2,
+                *keep, ok=False)
+        check(p.returncode == 1 and f"--save-dir {fresh} already holds checkpoints" in p.stderr
+              and "latest: step-000006" in p.stderr and f"--resume {fresh}" in p.stderr
+              and "step " not in p.stdout, f"{keep}: {p.returncode} {p.stderr!r}")
+        check(tree_digest(fresh) == before, f"{keep}: the other run's checkpoints changed")
+    # no `latest` (removed by hand), a step checkpoint alone: the same
+    lone = os.path.join(TMP, "sd-lone")
+    shutil.copytree(base, lone)
+    os.remove(os.path.join(lone, "latest"))
+    p = run(1, *MLP_SMALL, "--steps", 2, "--save-dir", lone, ok=False)
+    check(p.returncode == 1 and "already holds checkpoints" in p.stderr and "step-000006" in
+          p.stderr, f"a step directory without latest: {p.stderr!r}")
+    # continuing, and rolling back, with --resume saves there
+    cont = os.path.join(TMP, "sd-cont")
+    shutil.copytree(base, cont)
+    run(1, *MLP_SMALL, "--steps", 8, "--resume", cont, "--save-dir", cont, "--save-every", 2)
+    check(open(os.path.join(cont, "latest")).read().strip() == "step-000008", "--resume DIR")
+    run(1, *MLP_SMALL, "--steps", 8, "--resume", os.path.join(cont, "step-000004"), "--save-dir",
+        cont, "--save-every", 2)
+    check(open(os.path.join(cont, "latest")).read().strip() == "step-000008", "roll-back")
+    # an empty existing directory is not another run's
+    empty = os.path.join(TMP, "sd-empty")
+    os.mkdir(empty)
+    run(1, *MLP_SMALL, "--steps", 2, "--save-dir", empty)
+
+
+def test_save_dir_not_in_checkpoint():
+    """A --save-dir that is a checkpoint, lies inside one, or is a step directory's name of a
+    save directory (where a save would put a checkpoint) is refused naming it, and nothing is
+    written there (nested checkpoints in a step directory were dropped by a later --resume)."""
+    base = saved_run("nest")
+    step4 = os.path.join(base, "step-000004")
+    before = tree_digest(base)
+    for sd, needle in ((step4, "is the checkpoint"),
+                       (os.path.join(step4, "sub"), "lies inside the checkpoint"),
+                       (os.path.join(base, "step-000010"), "a step directory's name"),
+                       (os.path.join(base, "step-000010", "x"), "a step directory's name")):
+        p = run(1, *MLP_SMALL, "--steps", 8, "--resume", step4, "--save-dir", sd, "--save-every",
+                2, ok=False)
+        check(p.returncode == 1 and f"--save-dir {sd}" in p.stderr and needle in p.stderr and
+              "step " not in p.stdout, f"--save-dir {sd}: {p.returncode} {p.stderr!r}")
+    check(tree_digest(base) == before, f"the checkpoints changed: {sorted(tree_digest(base))}")
+
+
+def test_outputs_not_over_sibling_checkpoints():
+    """Given a step directory (ckpt export base/step-000006, --resume base/step-000004), the other
+    checkpoints of its save directory are protected too; and an output of a command that reads
+    no checkpoint (train --save-weights, plot --out) may not land among any checkpoint's files
+    (inside a step directory, or `latest` of a save directory). Nothing changes."""
+    base = saved_run("sib")
+    s4, s6 = (os.path.join(base, f"step-00000{k}") for k in (4, 6))
+    before = tree_digest(base)
+    for out in (os.path.join(s4, "rank-00000.bin"), os.path.join(base, "latest")):
+        p = H_.run(1, "ckpt", "export", s6, "--out", out, ok=False)
+        check(p.returncode == 1 and "lies among the checkpoint files" in p.stderr,
+              f"ckpt export {s6} --out {out}: {p.returncode} {p.stderr!r}")
+    p = run(1, *MLP_SMALL, "--steps", 8, "--resume", s4, "--report",
+            os.path.join(s6, "manifest.json"), ok=False)
+    check(p.returncode == 1 and "--report" in p.stderr and "lies among the checkpoint files" in
+          p.stderr and "step " not in p.stdout, f"--resume {s4} --report: {p.stderr!r}")
+    p = run(1, *MLP_SMALL, "--steps", 1, "--save-weights", os.path.join(s6, "manifest.json"),
+            ok=False)
+    check(p.returncode == 1 and "--save-weights" in p.stderr and "lies among" in p.stderr,
+          f"--save-weights into a checkpoint: {p.stderr!r}")
+    report = os.path.join(TMP, "sib-report.json")
+    run(1, *MLP_SMALL, "--steps", 1, "--report", report)
+    for out in (os.path.join(base, "latest"), os.path.join(s4, "plot.svg")):
+        p = H_.run(1, "plot", report, "--out", out, ok=False)
+        check(p.returncode == 1 and "lies among the checkpoint files" in p.stderr,
+              f"plot --out {out}: {p.returncode} {p.stderr!r}")
+    check(tree_digest(base) == before, f"the checkpoints changed: {sorted(tree_digest(base))}")
+    H_.run(1, "ckpt", "export", s6, "--out", os.path.join(base, "w.safetensors"))
+
+
+def test_outputs_distinct():
+    """Two outputs of one run that are the same file (the same spelling, another spelling, a
+    link) are refused before step 1 naming both flags; nothing is written."""
+    o = os.path.join(TMP, "dup-o.bin")
+    o3 = os.path.join(TMP, "dup-o3.safetensors")
+    link = os.path.join(TMP, "dup-link.json")
+    target = os.path.join(TMP, "dup-target.json")
+    os.symlink(target, link)  # the target does not exist yet
+    for a, b in ((["--save-weights", o], ["--report", o]),
+                 (["--save-weights", o3], ["--report", os.path.join(TMP, ".", "dup-o3.safetensors")]),
+                 (["--save-weights", link], ["--report", target])):
+        p = run(1, *MLP_SMALL, "--steps", 1, *a, *b, ok=False)
+        check(p.returncode == 1 and "are the same file" in p.stderr and a[0] in p.stderr and
+              b[0] in p.stderr and "step " not in p.stdout, f"{a} {b}: {p.returncode} {p.stderr!r}")
+    check(not any(os.path.exists(x) for x in (o, o3, target)), "an output was written")
+    p = run(1, *TINY_GPT2, "--seq-len", 16, "--data", H_.text_tokens()[0], "--steps", 1,
+            "--save-weights", o, "--save-final", o, ok=False)
+    check(p.returncode == 1 and "--save-final" in p.stderr and "are the same file" in p.stderr,
+          f"--save-weights and --save-final: {p.stderr!r}")
+
+
+def test_ckpt_verbs_flags():
+    """`ckpt inspect` and `ckpt verify` refuse the export flags by name (they were ignored);
+    `ckpt VERB --help` prints the help."""
+    d = saved_run("verbs")
+    for verb in ("inspect", "verify"):
+        for flag, value in (("--out", os.path.join(TMP, "verbs.safetensors")),
+                            ("--format", "hf"), ("--dtype", "bf16")):
+            p = H_.run(1, "ckpt", verb, d, flag, value, ok=False)
+            check(p.returncode == 1 and f"{flag} is for ckpt export" in p.stderr,
+                  f"ckpt {verb} {flag}: {p.returncode} {p.stderr!r}")
+        for args in ([verb, "--help"], [verb, d, "--help"]):
+            p = H_.run(1, "ckpt", *args, ok=False)
+            check(p.returncode == 0 and "usage: zeroc ckpt" in p.stdout and not p.stderr.strip(),
+                  f"ckpt {args}: {p.returncode} {p.stderr!r}")
+    check(not os.path.exists(os.path.join(TMP, "verbs.safetensors")), "inspect/verify wrote --out")
+
+
+def test_output_flag_messages():
+    """Messages name the flag and the reason: --keep -1 names --keep; an int out of range says
+    the range; an empty output path is refused up front (ckpt export --out, train's --report,
+    --save-weights, --save-dir, analyze --out, which wrote hidden .csv/.svg files); a --save-dir
+    too long to save into says so, whole."""
+    cases = [(["--save-dir", os.path.join(TMP, "msg-k"), "--keep", -1],
+              "--keep must be >= 0 (0 keeps all), got -1"),
+             (["--save-dir", os.path.join(TMP, "msg-k"), "--keep", 2147483648],
+              "--keep: 2147483648 is out of range"),
+             (["--report", ""], "--report: the path is empty"),
+             (["--save-weights", ""], "--save-weights: the path is empty"),
+             (["--save-dir", ""], "--save-dir: the path is empty"),
+             (["--save-dir", os.path.join(TMP, "x" * 4050)], "--save-dir: the path is too long")]
+    for args, needle in cases:
+        p = run(1, *MLP_SMALL, "--steps", 1, *args, ok=False)
+        check(p.returncode == 1 and needle in p.stderr and "step " not in p.stdout,
+              f"{args[:2]}: {p.returncode} {p.stderr[:300]!r}")
+    check(not os.path.exists(os.path.join(TMP, "msg-k")), "a refused run left its --save-dir")
+    d = saved_run("msg-ck")
+    p = H_.run(1, "ckpt", "export", d, "--out", "", ok=False)
+    check(p.returncode == 1 and "--out: the path is empty" in p.stderr, f"export: {p.stderr!r}")
+    cwd = os.getcwd()
+    os.chdir(TMP)
+    try:
+        p = H_.run(1, "analyze", "--ranks", 1, "--hidden", 16, "--layers", 1, "--steps", 1,
+                   "--out", "", ok=False)
+    finally:
+        os.chdir(cwd)
+    check(p.returncode == 1 and "--out: the path is empty" in p.stderr and
+          not os.path.exists(os.path.join(TMP, ".csv")), f"analyze --out '': {p.stderr!r}")
+
+
 TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_gradient_accumulation, test_bad_input, test_ranks_disagree, test_rank_leaves_early,
          test_ranks_read_other_data,
@@ -1143,7 +1311,10 @@ TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_one_message_per_error, test_batch_mismatch_sources,
          test_refused_before_allocating, test_stage3_persistence, test_hf_style_config,
          test_ds_scheduler, test_ds_engine_knobs, test_ds_config_corpus, test_zero_pp,
-         test_zero_hpz, test_zero_pp_hosts, test_idle_thread_wait_policy]
+         test_zero_hpz, test_zero_pp_hosts, test_idle_thread_wait_policy,
+         test_save_dir_of_another_run, test_save_dir_not_in_checkpoint,
+         test_outputs_not_over_sibling_checkpoints, test_outputs_distinct, test_ckpt_verbs_flags,
+         test_output_flag_messages]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])
