@@ -16,6 +16,7 @@
  *   multiply a large model's load by the ranks; its size, its first 64 KiB (a safetensors or
  *   llm.c header) and 256 blocks of 4 KiB spread over it tell two trainings apart. --resume is
  *   compared by the SHA-256 of the manifest it resolves to, which records every shard's CRC. */
+#include <ctype.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -41,8 +42,8 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 
 static const uint64_t FNV0 = 0xcbf29ce484222325ULL;
 
-/* Size, header and BLOCKS blocks of one file, added to h; an unreadable file adds its errno
- * (the load names it later). */
+/* Size, header and BLOCKS blocks of one file, added to h; a file that cannot be opened as a
+ * regular file adds a fixed mark (the load names it later). */
 static uint64_t sample_file(uint64_t h, const char *path)
 {
     int fd = -1;
@@ -78,18 +79,21 @@ static uint64_t init_digest(const char *path)
     return sample_file(h, p);
 }
 
-/* --resume: the checkpoint it resolves to, by its manifest's SHA-256. */
+/* --resume: the checkpoint it resolves to, by its manifest's SHA-256 — the 64 hex digits,
+ * case-folded, whatever else the line holds (sha256sum's forms are all accepted). */
 static uint64_t resume_digest(const char *path)
 {
-    char dir[4096], p[4200], sha[80] = "";
+    char dir[4096], p[4200], sha[64] = "";
     zc_err e = {0};
     if (zc_ckpt_resolve(path, dir, sizeof dir, &e))
         return fnv(FNV0, "unresolved", 10); /* the resume names why, on every rank */
     snprintf(p, sizeof p, "%s/manifest.sha256", dir);
-    FILE *f = fopen(p, "r");
-    size_t n = f ? fread(sha, 1, sizeof sha - 1, f) : 0;
+    FILE *f = zc_fopen_regular(p, NULL); /* a FIFO would block; the load names it */
+    size_t n = f ? fread(sha, 1, sizeof sha, f) : 0;
     if (f)
         fclose(f);
+    for (size_t i = 0; i < n; i++)
+        sha[i] = (char)tolower((unsigned char)sha[i]);
     return fnv(FNV0, sha, n);
 }
 
@@ -120,6 +124,15 @@ static const char *given(const char *s)
 static const char *text(const char *s)
 {
     return s ? s : "(not given)";
+}
+
+/* A flag shown by its text and compared by digest(value) when given. */
+static void by_content(field *f, const char *flag, const char *value,
+                       uint64_t (*digest)(const char *))
+{
+    set(f, flag, "%s", text(value));
+    if (value)
+        f->hash = digest(value);
 }
 
 static int fields_of(const train_opts *o, field *f)
@@ -155,14 +168,9 @@ static int fields_of(const train_opts *o, field *f)
     set(&f[n++], "--sample-length", "%d", o->sample_length);
     set(&f[n++], "--activation-checkpointing", "%s", o->activation_checkpointing ? "on" : "off");
     set(&f[n++], "--no-memory-check", "%s", o->no_memory_check ? "on" : "off");
-    set(&f[n], "--init", "%s", o->init ? o->init : "(not given)");
-    if (o->init) /* by content: the same file may lie at another path on another host */
-        f[n].hash = init_digest(o->init);
-    n++;
-    set(&f[n], "--resume", "%s", o->resume ? o->resume : "(not given)");
-    if (o->resume)
-        f[n].hash = resume_digest(o->resume);
-    n++;
+    /* by content: the same file may lie at another path on another host */
+    by_content(&f[n++], "--init", o->init, init_digest);
+    by_content(&f[n++], "--resume", o->resume, resume_digest);
     return n;
 }
 
