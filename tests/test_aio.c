@@ -128,7 +128,8 @@ static zc_swap *make_swap(int rank, int64_t bytes, zc_aio *a)
 {
     zc_swap *s = NULL;
     zc_err err = {0};
-    CHECK(!zc_swap_create(&s, dir, rank, bytes, a, &err), "zc_swap_create: %s", err.msg);
+    CHECK(!zc_swap_create(&s, "nvme_path", dir, rank, bytes, a, &err), "zc_swap_create: %s",
+          err.msg);
     if (!s) {
         fprintf(stderr, "cannot go on without a swap file\n");
         exit(1);
@@ -352,7 +353,7 @@ static void creation(zc_aio *a)
     char p[PATH_MAX + 32];
 
     snprintf(p, sizeof p, "%s/missing", dir);
-    CHECK(zc_swap_create(&s, p, 0, MIB, a, &err) == ZC_EIO && !s && has(err.msg, p) &&
+    CHECK(zc_swap_create(&s, "nvme_path", p, 0, MIB, a, &err) == ZC_EIO && !s && has(err.msg, p) &&
               has(err.msg, "does not exist"),
           "missing dir: %s", err.msg);
     snprintf(p, sizeof p, "%s/plain", dir);
@@ -360,15 +361,16 @@ static void creation(zc_aio *a)
     CHECK(f != NULL, "cannot create %s", p);
     if (f)
         fclose(f);
-    CHECK(zc_swap_create(&s, p, 0, MIB, a, &err) == ZC_EIO && !s && has(err.msg, p) &&
+    CHECK(zc_swap_create(&s, "nvme_path", p, 0, MIB, a, &err) == ZC_EIO && !s && has(err.msg, p) &&
               has(err.msg, "is not a directory"),
           "dir is a file: %s", err.msg);
     unlink(p);
     if (geteuid() != 0) { /* root writes anywhere */
         snprintf(p, sizeof p, "%s/readonly", dir);
         CHECK(!mkdir(p, 0500), "mkdir %s", p);
-        CHECK(zc_swap_create(&s, p, 0, MIB, a, &err) == ZC_EIO && !s && has(err.msg, p) &&
-                  has(err.msg, "cannot create swap file") && has(err.msg, "Permission denied"),
+        CHECK(zc_swap_create(&s, "nvme_path", p, 0, MIB, a, &err) == ZC_EIO && !s &&
+                  has(err.msg, p) && has(err.msg, "cannot create swap file") &&
+                  has(err.msg, "Permission denied"),
               "read-only dir: %s", err.msg);
         rmdir(p);
     }
@@ -377,7 +379,7 @@ static void creation(zc_aio *a)
     const uint64_t avail = free_bytes();
     if (avail < (1ull << 50)) {
         const int64_t want = (int64_t)((avail + (1ull << 30)) & ~(uint64_t)(A - 1));
-        CHECK(zc_swap_create(&s, dir, 5, want, a, &err) == ZC_EIO && !s &&
+        CHECK(zc_swap_create(&s, "nvme_path", dir, 5, want, a, &err) == ZC_EIO && !s &&
                   has(err.msg, "not enough space for rank 5's swap file") &&
                   has(err.msg, "needs") && has(err.msg, "free") && has(err.msg, dir),
               "no space: %s", err.msg);

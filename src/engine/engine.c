@@ -836,19 +836,6 @@ static zc_status build_jobs(zc_engine *e, zc_err *err)
 #define OPT_PATH_KEY "zero_optimization.offload_optimizer.nvme_path"
 #define PAR_PATH_KEY "zero_optimization.offload_param.nvme_path"
 
-/* The swap layer's messages name the directory as "nvme_path '…'": a failure names the whole key
- * instead (the flag --nvme-path sets both), so a config with two paths says which. */
-static zc_status nvme_key(zc_status st, const char *key, zc_err *err)
-{
-    static const char leaf[] = "nvme_path ";
-    if (st && !strncmp(err->msg, leaf, sizeof leaf - 1)) {
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s %s", key, err->msg + sizeof leaf - 1);
-        memcpy(err->msg, msg, sizeof msg);
-    }
-    return st;
-}
-
 static zc_status offload_setup(zc_engine *e, zc_err *err)
 {
     size_t *numel = malloc((size_t)e->nunits * sizeof(size_t));
@@ -869,9 +856,9 @@ static zc_status offload_setup(zc_engine *e, zc_err *err)
     if (!e->offload) { /* nothing to hold here (yet): the configured directories must still do */
         zc_status st = ZC_OK;
         if (c->offload_optimizer == ZC_OFFLOAD_NVME && e->stage >= 1)
-            st = nvme_key(zc_swap_check_dir(c->optimizer_nvme_path, err), OPT_PATH_KEY, err);
+            st = zc_swap_check_dir(OPT_PATH_KEY, c->optimizer_nvme_path, err);
         if (!st && c->offload_param == ZC_OFFLOAD_NVME && e->stage == 3)
-            st = nvme_key(zc_swap_check_dir(c->param_nvme_path, err), PAR_PATH_KEY, err);
+            st = zc_swap_check_dir(PAR_PATH_KEY, c->param_nvme_path, err);
         return st;
     }
     zc_aio_config ac = {.engine = c->aio_engine,
@@ -884,13 +871,11 @@ static zc_status offload_setup(zc_engine *e, zc_err *err)
     if (!st)
         st = zc_aio_create(&e->aio, &ac, err);
     if (!st && e->plan.optimizer_file)
-        st = nvme_key(zc_swap_create(&e->swap_opt, c->optimizer_nvme_path, e->rank,
-                                     e->plan.optimizer_file, e->aio, err),
-                      OPT_PATH_KEY, err);
+        st = zc_swap_create(&e->swap_opt, OPT_PATH_KEY, c->optimizer_nvme_path, e->rank,
+                            e->plan.optimizer_file, e->aio, err);
     if (!st && e->plan.param_file)
-        st = nvme_key(zc_swap_create(&e->swap_par, c->param_nvme_path, e->rank, e->plan.param_file,
-                                     e->aio, err),
-                      PAR_PATH_KEY, err);
+        st = zc_swap_create(&e->swap_par, PAR_PATH_KEY, c->param_nvme_path, e->rank,
+                            e->plan.param_file, e->aio, err);
     if (!st) {
         e->nvme_charged = e->plan.optimizer_file + e->plan.param_file;
         zc_mem_charge(e->mem, ZC_MEM_NVME, e->nvme_charged);

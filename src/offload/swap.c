@@ -79,41 +79,41 @@ static const char *human(double bytes, char *buf, size_t cap)
     return buf;
 }
 
-static zc_status no_space(zc_err *err, const char *dir, int rank, int64_t bytes, bool known,
-                          uint64_t avail)
+static zc_status no_space(zc_err *err, const char *key, const char *dir, int rank, int64_t bytes,
+                          bool known, uint64_t avail)
 {
     char need[32], have[32];
     human((double)bytes, need, sizeof need);
     if (!known)
         return zc_err_set(err, ZC_EIO,
-                          "nvme_path '%s': not enough space for rank %d's swap file: needs %lld "
+                          "%s '%s': not enough space for rank %d's swap file: needs %lld "
                           "bytes (%s), the file system's free space is unknown",
-                          dir, rank, (long long)bytes, need);
+                          key, dir, rank, (long long)bytes, need);
     return zc_err_set(err, ZC_EIO,
-                      "nvme_path '%s': not enough space for rank %d's swap file: needs %lld "
+                      "%s '%s': not enough space for rank %d's swap file: needs %lld "
                       "bytes (%s), the file system has %llu bytes (%s) free",
-                      dir, rank, (long long)bytes, need, (unsigned long long)avail,
+                      key, dir, rank, (long long)bytes, need, (unsigned long long)avail,
                       human((double)avail, have, sizeof have));
 }
 
-static zc_status dir_exists(const char *dir, zc_err *err)
+static zc_status dir_exists(const char *key, const char *dir, zc_err *err)
 {
     struct stat st;
     if (stat(dir, &st))
-        return errno == ENOENT ? zc_err_set(err, ZC_EIO, "nvme_path '%s' does not exist", dir)
-                               : zc_err_set(err, ZC_EIO, "nvme_path '%s': %m", dir);
+        return errno == ENOENT ? zc_err_set(err, ZC_EIO, "%s '%s' does not exist", key, dir)
+                               : zc_err_set(err, ZC_EIO, "%s '%s': %m", key, dir);
     if (!S_ISDIR(st.st_mode))
-        return zc_err_set(err, ZC_EIO, "nvme_path '%s' is not a directory", dir);
+        return zc_err_set(err, ZC_EIO, "%s '%s' is not a directory", key, dir);
     return ZC_OK;
 }
 
-static zc_status on_ram(const char *dir, zc_err *err)
+static zc_status on_ram(const char *key, const char *dir, zc_err *err)
 {
     return zc_err_set(err, ZC_EIO,
-                      "nvme_path '%s' is on a RAM file system (tmpfs): the states offloaded "
+                      "%s '%s' is on a RAM file system (tmpfs): the states offloaded "
                       "there would stay in RAM, taking what offload is meant to free (and "
                       "counted as disk by the memory check); use a directory on a disk",
-                      dir);
+                      key, dir);
 }
 
 static bool ram_fs(const struct statfs *fs)
@@ -121,27 +121,27 @@ static bool ram_fs(const struct statfs *fs)
     return fs->f_type == TMPFS_MAGIC || fs->f_type == RAMFS_MAGIC;
 }
 
-zc_status zc_swap_check_dir(const char *dir, zc_err *err)
+zc_status zc_swap_check_dir(const char *key, const char *dir, zc_err *err)
 {
     ZC_ASSERT(dir != NULL);
-    zc_status st = dir_exists(dir, err);
+    zc_status st = dir_exists(key, dir, err);
     if (st)
         return st;
     if (access(dir, W_OK | X_OK))
-        return zc_err_set(err, ZC_EIO, "nvme_path '%s': cannot create files in it: %m", dir);
+        return zc_err_set(err, ZC_EIO, "%s '%s': cannot create files in it: %m", key, dir);
     struct statfs fs;
     if (!statfs(dir, &fs) && ram_fs(&fs))
-        return on_ram(dir, err);
+        return on_ram(key, dir, err);
     return ZC_OK;
 }
 
-zc_status zc_swap_create(zc_swap **out, const char *dir, int rank, int64_t bytes, zc_aio *aio,
-                         zc_err *err)
+zc_status zc_swap_create(zc_swap **out, const char *key, const char *dir, int rank, int64_t bytes,
+                         zc_aio *aio, zc_err *err)
 {
     ZC_ASSERT(out != NULL && dir != NULL && aio != NULL && rank >= 0);
     ZC_ASSERT(bytes > 0 && bytes % ZC_AIO_ALIGN == 0);
     *out = NULL;
-    zc_status rc = dir_exists(dir, err);
+    zc_status rc = dir_exists(key, dir, err);
     if (rc)
         return rc;
     zc_swap *s = calloc(1, sizeof *s);
@@ -164,7 +164,7 @@ zc_status zc_swap_create(zc_swap **out, const char *dir, int rank, int64_t bytes
         int len = snprintf(s->path, sizeof s->path, "%s/zeroc-%s-%ld-rank%d-%lu.swap", dir, host,
                            (long)getpid(), rank, n);
         if (len < 0 || (size_t)len >= sizeof s->path) {
-            rc = zc_err_set(err, ZC_EIO, "nvme_path '%s': path too long for a swap file", dir);
+            rc = zc_err_set(err, ZC_EIO, "%s '%s': path too long for a swap file", key, dir);
             goto fail;
         }
         s->fd = open(s->path, O_CREAT | O_EXCL | O_RDWR | O_DIRECT | O_CLOEXEC, 0600);
@@ -175,12 +175,12 @@ zc_status zc_swap_create(zc_swap **out, const char *dir, int rank, int64_t bytes
         if (errno == EINVAL) { /* the create may have happened before O_DIRECT was refused */
             unlink(s->path);
             rc = zc_err_set(err, ZC_EIO,
-                            "nvme_path '%s': the file system does not support O_DIRECT (e.g. "
+                            "%s '%s': the file system does not support O_DIRECT (e.g. "
                             "tmpfs before Linux 6.6), so swap file '%s' cannot be opened; use a "
                             "directory on a disk file system",
-                            dir, s->path);
+                            key, dir, s->path);
         } else {
-            rc = zc_err_set(err, ZC_EIO, "nvme_path '%s': cannot create swap file '%s': %m", dir,
+            rc = zc_err_set(err, ZC_EIO, "%s '%s': cannot create swap file '%s': %m", key, dir,
                             s->path);
         }
         goto fail;
@@ -191,27 +191,27 @@ zc_status zc_swap_create(zc_swap **out, const char *dir, int rank, int64_t bytes
     const bool known = fstatvfs(s->fd, &vf) == 0 && vf.f_blocks > 0;
     const uint64_t avail = known ? (uint64_t)vf.f_bavail * vf.f_frsize : 0;
     if (known && (uint64_t)bytes > avail) {
-        rc = no_space(err, dir, rank, bytes, true, avail);
+        rc = no_space(err, key, dir, rank, bytes, true, avail);
         goto fail;
     }
     struct statfs fs; /* tmpfs takes O_DIRECT since Linux 6.6, and keeps its files in RAM */
     if (!fstatfs(s->fd, &fs) && ram_fs(&fs)) {
-        rc = on_ram(dir, err);
+        rc = on_ram(key, dir, err);
         goto fail;
     }
     if (fallocate(s->fd, 0, 0, (off_t)bytes)) {
         if (errno == ENOSPC)
-            rc = no_space(err, dir, rank, bytes, known, avail);
+            rc = no_space(err, key, dir, rank, bytes, known, avail);
         else
             rc = zc_err_set(err, ZC_EIO,
-                            "nvme_path '%s': cannot preallocate %lld bytes for swap file '%s' "
+                            "%s '%s': cannot preallocate %lld bytes for swap file '%s' "
                             "(fallocate: %m)",
-                            dir, (long long)bytes, s->path);
+                            key, dir, (long long)bytes, s->path);
         goto fail;
     }
     if (unlink(s->path)) {
-        rc = zc_err_set(err, ZC_EIO, "nvme_path '%s': cannot unlink swap file '%s': %m", dir,
-                        s->path);
+        rc =
+            zc_err_set(err, ZC_EIO, "%s '%s': cannot unlink swap file '%s': %m", key, dir, s->path);
         goto fail;
     }
     named = false;

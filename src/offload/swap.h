@@ -30,18 +30,20 @@
 
 typedef struct zc_swap zc_swap;
 
-/* bytes > 0 and a multiple of ZC_AIO_ALIGN. Errors (ZC_EIO unless said), each naming dir:
+/* bytes > 0 and a multiple of ZC_AIO_ALIGN. key is the setting dir came from (e.g. the config
+ * key "zero_optimization.offload_param.nvme_path"); each error names it and dir, as "KEY 'DIR' …"
+ * (ZC_EIO unless said):
  * dir missing, not a directory, not writable, on a file system without O_DIRECT (e.g. tmpfs
  * before Linux 6.6: named in the message), on tmpfs (RAM), no space ("needs N bytes (X GiB), the
  * file system has M bytes (Y GiB) free" — checked with fstatvfs before fallocate, so a request that
  * cannot fit never fills the disk for a moment), fallocate unsupported; ZC_ENOMEM. Nothing is left
  * in dir whatever happens. The aio must outlive the swap. */
-zc_status zc_swap_create(zc_swap **out, const char *dir, int rank, int64_t bytes, zc_aio *aio,
-                         zc_err *err);
+zc_status zc_swap_create(zc_swap **out, const char *key, const char *dir, int rank, int64_t bytes,
+                         zc_aio *aio, zc_err *err);
 /* What zc_swap_create checks of dir without making a file (exists, a directory, writable, not
  * tmpfs): for an nvme_path configured but given nothing to hold, so that a wrong path is not
  * found only when the model grows. */
-zc_status zc_swap_check_dir(const char *dir, zc_err *err);
+zc_status zc_swap_check_dir(const char *key, const char *dir, zc_err *err);
 /* Waits for nothing: the caller waits for its transfers first. Closes (and so frees) the file. */
 void zc_swap_destroy(zc_swap *s);
 
