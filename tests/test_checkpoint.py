@@ -366,9 +366,10 @@ def test_save_dir_locked():
     directory and the holder (pid, host) from the lock file; the first job's checkpoints are
     untouched and verify; once it ends the directory is free again."""
     d = H_.path("ck-locked")
+    steps = H_.trim(8000, 1000)  # long enough to be running when the second job starts
     a = subprocess.Popen([H_.mpirun, "1", H_.zeroc, "train", "--hidden", "256", "--layers", "4",
-                          "--micro-batch", "4", "--steps", "8000", "--save-dir", d,
-                          "--save-every", "2000"],
+                          "--micro-batch", "4", "--steps", str(steps), "--save-dir", d,
+                          "--save-every", str(steps // 4)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stopped = []
     try:
@@ -393,11 +394,11 @@ def test_save_dir_locked():
     check("step " not in b.stdout, "the second job trained")
     check(a.returncode == 0, f"the first job failed: {err!r}")
     v = subprocess.run([H_.zeroc, "ckpt", "verify", d], capture_output=True, text=True)
-    check(v.returncode == 0 and "step 8000" in v.stdout, f"verify: {v.stdout}{v.stderr}")
+    check(v.returncode == 0 and f"step {steps}" in v.stdout, f"verify: {v.stdout}{v.stderr}")
     check(not [f for f in os.listdir(d) if f.startswith(".")],
           f"lock or temporary files left behind: {os.listdir(d)}")
     _, c = train(1, "locked-c", "--hidden", 256, "--layers", 4, "--micro-batch", 4,
-                 "--steps", 8001, "--save-dir", d, "--resume", d, ok=False)
+                 "--steps", steps + 1, "--save-dir", d, "--resume", d, ok=False)
     check(c.returncode == 0, f"the directory stayed locked after the job: {c.stderr!r}")
 
 

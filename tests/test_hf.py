@@ -207,10 +207,14 @@ def test_hf_init_matches_llmc():
     and F16 — loads the very weights of the llm.c file it came from (initial and final digests,
     every loss, bit for bit, on 2 ranks of stage 3 where each rank reads its shard of every
     transposed matrix), so it computes what PyTorch computed for that file."""
-    want = {dt: train(reference_llmc(dt), f"ref-{dt}") for dt in ("F32", "BF16", "F16")}
     cases = {"dir": dict(), "prefix": dict(prefix="transformer."),
              "lm_head": dict(lm_head=True), "buffers": dict(buffers=True, prefix="transformer."),
              "bf16": dict(dtype="BF16"), "f16": dict(dtype="F16")}
+    # the sanitizer pass: one layout of each reader path (file with prefix, buffers, a 16-bit
+    # dtype); the others differ in names only, not in code that touches memory differently
+    cases = {k: cases[k] for k in H_.trim(cases, ("prefix", "buffers", "bf16"))}
+    dtypes = {kw.get("dtype", "F32") for kw in cases.values()}
+    want = {dt: train(reference_llmc(dt), f"ref-{dt}") for dt in dtypes}
     for name, kw in cases.items():
         d = make_hf("hf-" + name, **kw)
         init = d if name != "prefix" else os.path.join(d, "model.safetensors")
