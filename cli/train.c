@@ -254,16 +254,18 @@ static void series_free(step_series *s)
 
 /* ---------- one step ---------- */
 
-/* Learning rate of optimizer step s (0-based). With the config's scheduler: DeepSpeed's, which
- * advances only on applied steps (an fp16 step skipped for overflow does not count). Else the
- * trainer's own: linear warmup over --warmup steps, then constant or a cosine decay to 10% of
- * the peak at the last step. */
+/* Learning rate of optimizer step s (0-based). Either schedule advances only on applied steps,
+ * as DeepSpeed's (and the HF Trainer's) do: an fp16 step skipped for overflow does not count, so
+ * a warmup is not spent on steps that changed nothing. With the config's scheduler: DeepSpeed's.
+ * Else the trainer's own: linear warmup over --warmup steps, then constant or a cosine decay to
+ * 10% of the peak at the last step. */
 static double lr_at(const train_run *r, int s)
 {
     const train_opts *o = &r->o;
     const zc_config *cfg = &r->cfg;
+    s -= (int)zc_engine_loss_scaler(r->e)->skipped;
     if (cfg->sched != ZC_SCHED_NONE)
-        return zc_lr_schedule_at(cfg, s - zc_engine_loss_scaler(r->e)->skipped);
+        return zc_lr_schedule_at(cfg, s);
     const double peak = cfg->lr;
     if (s < o->warmup)
         return peak * (double)(s + 1) / (double)o->warmup;

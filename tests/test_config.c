@@ -891,6 +891,25 @@ static void test_validate(void)
     c.beta2 = 1.0;
     CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
     CHECK(strstr(err.msg, "optimizer.params.betas[1]") && strstr(err.msg, "got 1"));
+    /* Adam's settings under SGD, which would ignore them: refused by name; defaults pass */
+    zc_config_defaults(&c);
+    c.optim = ZC_OPTIM_SGD;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_OK);
+    c.beta1 = 0.5;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);
+    CHECK_MSG(strstr(err.msg, "optimizer.params.betas is set for Adam, but optimizer.type is SGD"),
+              err.msg);
+    c.beta1 = 0.9;
+    c.eps = 0.3;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL && strstr(err.msg, "params.eps is set"));
+    c.eps = 1e-8;
+    c.bias_correction = false;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL &&
+          strstr(err.msg, "params.bias_correction is set"));
+    c.bias_correction = true;
+    c.adam_w_mode = false;
+    CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL &&
+          strstr(err.msg, "params.adam_w_mode is set"));
     zc_config_defaults(&c);
     c.micro_batch = 0;
     CHECK(zc_config_validate(&c, 1, &err) == ZC_EINVAL);

@@ -242,6 +242,52 @@ def test_fp16_overflow_skips_step():
           f"hysteresis 2: scales {rep['loss_scale'][:3]}")
 
 
+def test_fp16_accumulation_scale():
+    """fp16 with gradient accumulation scales each micro-step's gradients by scale /
+    gradient_accumulation_steps, as DeepSpeed divides the loss by the accumulation count before
+    scaling it: the accumulated gradients hold scale × their mean at any count. So one global
+    batch of 32 as 1 × 32, 8 × 4 and 32 × 1 micro-batches goes through the same dynamic scales and
+    skips, and a static scale that trains at 1 × 32 trains at 8 × 4 (it overflowed at 8× the
+    range). Losses of the 3 static steps agree to 1e-5 relative (the same mean, summed in another
+    order and rounded to fp16, 2^-11, per micro-step); over the 12 dynamic steps Adam's division
+    by sqrt(v) grows that noise on near-zero gradients (measured 4e-5), so those get 1e-3."""
+    dyn = config("acc-dyn", fp16={"enabled": True, "initial_scale_power": 24, "hysteresis": 1})
+    static = config("acc-static", fp16={"enabled": True, "loss_scale": 2.0 ** 19})
+    shape = ("--hidden", 16, "--layers", 3)
+    runs = {}
+    for micro, accum in ((32, 1), (4, 8), (1, 32)):
+        for name, cfg, steps in (("dyn", dyn, 12), ("static", static, 3)):
+            rep = H_.path(f"acc-{name}-{accum}.json")
+            H_.run(1, "train", *shape, "--micro-batch", micro, "--grad-accum", accum, "--steps",
+                   steps, "--config", cfg, "--report", rep)
+            runs[name, accum] = H_.report(rep)
+    ref = runs["dyn", 1]
+    check(ref["skipped_steps"] > 0, "the dynamic run never overflowed: the test proves nothing")
+    for accum in (8, 32):
+        d, s = runs["dyn", accum], runs["static", accum]
+        check(d["loss_scale"] == ref["loss_scale"],
+              f"accumulation {accum}: scales {d['loss_scale']} != {ref['loss_scale']}")
+        for a, b, tol in ((d, ref, 1e-3), (s, runs["static", 1], 1e-5)):
+            close = all(abs(x - y) <= tol * abs(y) for x, y in zip(a["loss"], b["loss"]))
+            check(close, f"accumulation {accum}: losses {a['loss']} vs {b['loss']}")
+
+
+def test_fp16_skip_holds_warmup():
+    """The trainer's own --warmup advances on applied steps only, as DeepSpeed's schedulers (and
+    the config's) do: steps skipped for fp16 overflow leave the first applied step at the first
+    warmup value, not at the peak."""
+    cfg = config("warm", fp16={"enabled": True, "initial_scale_power": 24})
+    rep, _ = mlp(1, "warm", "--config", cfg, "--lr", "1e-2", "--warmup", 8, steps=12)
+    skipped = [g is None for g in rep["grad_norm"]]
+    first = skipped.index(False)
+    check(first >= 2, f"only {first} steps skipped: the test proves nothing")
+    want = [1e-2 * min(i + 1, 8) / 8 for i in range(12 - first)]
+    got = rep["lr"][first:]
+    check(all(abs(g - w) <= 1e-12 for g, w in zip(got, want)),
+          f"lr from the first applied step {got} != warmup {want}")
+    check(rep["lr"][:first] == [1e-2 / 8] * first, f"lr while skipping: {rep['lr'][:first]}")
+
+
 def test_model_copy_overflow_stops():
     """An update that leaves the fp32 master finite but the 16-bit copy the model computes with
     inf (fp16 past ±65504, bf16 past 3.3961e38 where it rounds up to inf) stops the run at that
@@ -371,7 +417,7 @@ TESTS = [test_mlp_stages_bitwise_memory_comm, test_gpt2_stages_bitwise,
          test_gpt2_bf16_attention_workspace, test_mlp_bf16_batch_wider_than_layers,
          test_bf16_compute_tracks_fp32, test_simd_levels, test_master_weights_round_into_params,
          test_fp16_overflow_skips_step, test_fp16_min_scale_stops, test_model_copy_overflow_stops,
-         test_loss_scale_only_fp16,
+         test_loss_scale_only_fp16, test_fp16_accumulation_scale, test_fp16_skip_holds_warmup,
          test_mixed_resume_exact,
          test_mixed_bad_config]
 

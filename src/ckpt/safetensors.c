@@ -291,6 +291,33 @@ zc_status zc_safetensors_check_layout(const char *path, zc_err *err)
     return st;
 }
 
+/* "[a, b]" of a header's shape array (numbers as they are; "(none)" when it is not an array),
+ * and of a parameter's shape, for messages. */
+static const char *shape_text(const cJSON *shape, char *buf, size_t cap)
+{
+    if (!cJSON_IsArray(shape)) {
+        snprintf(buf, cap, "(none)");
+        return buf;
+    }
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (const cJSON *d = shape->child; d && n < cap; d = d->next)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%.17g", d == shape->child ? "" : ", ",
+                              cJSON_IsNumber(d) ? d->valuedouble : NAN);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
+static const char *param_shape_text(const zc_param_info *pi, char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < pi->ndim && n < cap; d++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", d ? ", " : "", (long long)pi->shape[d]);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
 zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err)
 {
     FILE *f;
@@ -331,11 +358,23 @@ zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err)
         bool shape_ok = cJSON_IsArray(shape) && cJSON_GetArraySize(shape) == pi->ndim;
         for (int d = 0; shape_ok && d < pi->ndim; d++)
             shape_ok = cJSON_GetArrayItem(shape, d)->valuedouble == (double)pi->shape[d];
-        if (!es || !shape_ok || !cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2) {
+        if (!es) {
+            st = zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' has dtype %s, expected F32 or BF16",
+                            path, pi->name, cJSON_IsString(dt) ? dt->valuestring : "(none)");
+            break;
+        }
+        if (!shape_ok) {
+            char got[96], want[96];
             st = zc_err_set(err, ZC_EINVAL,
-                            "%s: tensor '%s' must be F32 or BF16 with the "
-                            "model's shape",
-                            path, pi->name);
+                            "%s: tensor '%s' has shape %s, the model's is %s (the file holds "
+                            "a model of another shape)",
+                            path, pi->name, shape_text(shape, got, sizeof got),
+                            param_shape_text(pi, want, sizeof want));
+            break;
+        }
+        if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2) {
+            st = zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' has no data_offsets pair", path,
+                            pi->name);
             break;
         }
         uint64_t b = 0, e2 = 0;

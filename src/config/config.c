@@ -1868,6 +1868,28 @@ static zc_status check_offload(const ctx *c, const zc_config *cfg)
     return ZC_OK;
 }
 
+/* Adam's settings away from their defaults under SGD, which would not use them: refused, as
+ * torch.optim.SGD (which DeepSpeed hands the params to) refuses the keywords. Defaults pass, so
+ * a config written out whole (a checkpoint's) reads back. */
+static zc_status sgd_without_adam_params(const ctx *c, const zc_config *cfg)
+{
+    if (cfg->optim != ZC_OPTIM_SGD)
+        return ZC_OK;
+    zc_config d;
+    zc_config_defaults(&d);
+    const char *key = cfg->beta1 != d.beta1 || cfg->beta2 != d.beta2 ? "betas"
+                      : cfg->eps != d.eps                            ? "eps"
+                      : cfg->bias_correction != d.bias_correction    ? "bias_correction"
+                      : cfg->adam_w_mode != d.adam_w_mode            ? "adam_w_mode"
+                                                                     : NULL;
+    if (!key)
+        return ZC_OK;
+    return fail(c, ZC_EINVAL,
+                "optimizer.params.%s is set for Adam, but optimizer.type is SGD, which does not "
+                "use it (torch.optim.SGD refuses it too); remove it or choose Adam or AdamW",
+                key);
+}
+
 zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
 {
     ctx c = {.origin = NULL, .err = err};
@@ -1885,6 +1907,8 @@ zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
         return fail(&c, ZC_EINVAL,
                     "optimizer.params.adam_w_mode is false but optimizer.type is AdamW, whose "
                     "weight decay is always decoupled; use type Adam for L2 weight decay");
+    if ((rc = sgd_without_adam_params(&c, cfg)))
+        return rc;
     if ((cfg->quantized_weights || cfg->quantized_gradients || cfg->hpz_partition_size > 1) &&
         cfg->stage != 3)
         return fail(&c, ZC_EINVAL,

@@ -1260,10 +1260,15 @@ static zc_status progress(zc_engine *e, zc_err *err)
     return ZC_OK;
 }
 
-/* The loss scale the model's fp32 gradients are multiplied by before they are rounded. */
+/* What the model's fp32 gradients are multiplied by before they are rounded: fp16's loss scale
+ * over the accumulation steps, as DeepSpeed divides the loss by gradient_accumulation_steps before
+ * scaling it, so the summed fp16 gradients hold scale × their mean, in range at any accumulation
+ * count (and a loss scale means what it means in DeepSpeed). 1 for fp32 and bf16. */
 static float grad_scale(const zc_engine *e)
 {
-    return (float)e->scaler.scale;
+    if (e->cfg.dtype != ZC_FP16)
+        return 1.0f;
+    return (float)(e->scaler.scale / e->cfg.grad_accum);
 }
 
 /* n ≤ CHUNK of the model's fp32 gradients as the stored gradient type would hold them: scaled
@@ -1970,7 +1975,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
         st = zc_comm_sum_f64(e->comm, local, &total, what, err);
     if (st)
         return st;
-    float carried = grad_scale(e); /* the scale this step's gradients were multiplied by */
+    float carried = grad_scale(e); /* what this step's gradients were multiplied by */
     /* inf/nan anywhere makes every rank's total (the same bits everywhere) non-finite */
     bool overflow = !isfinite(total);
     if (overflow && e->cfg.dtype != ZC_FP16)
