@@ -333,7 +333,7 @@ def test_nonfinite_stops():
     """A learning rate that overflows the weights stops training at the step that did it, on
     every rank, naming the step, the unit and the tensor, and writes no weights (a ReLU network
     would otherwise report finite losses over NaN weights); a NaN in an --init file is refused
-    naming the tensor and the element."""
+    naming the tensor and the element, and one of another shape naming both shapes."""
     w = os.path.join(TMP, "nan.safetensors")
     for n in (1, 2):
         p = run(n, "--hidden", 32, "--layers", 2, "--steps", 3, "--lr", "1e300", "--stage", 1,
@@ -354,6 +354,10 @@ def test_nonfinite_stops():
     p = run(1, "--hidden", 32, "--layers", 2, "--steps", 1, "--init", bad, ok=False)
     check(p.returncode != 0 and "fc1.bias" in p.stderr and "element 5" in p.stderr
           and "finite" in p.stderr, f"--init with a NaN: {p.stderr!r}")
+    # an --init file of another model's shape names the tensor and both shapes
+    p = run(1, "--hidden", 64, "--layers", 2, "--steps", 1, "--init", good, ok=False)
+    check(p.returncode == 1 and "tensor 'fc0.weight' has shape [32, 32], the model's is [64, 64]"
+          in p.stderr, f"--init of another shape: {p.stderr!r}")
     # after a resume the message names the step as the run counts it (it named the loss
     # scaler's count, which only fp16 carries over: "step 2" here)
     ck = os.path.join(TMP, "ck-nonfinite")
