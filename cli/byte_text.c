@@ -17,6 +17,28 @@ void byte_text_print(FILE *f, const int *tok, int n, int vocab)
     }
 }
 
+void byte_text_escape(const char *s, char *buf, size_t cap)
+{
+    size_t k = 0;
+    for (; *s && k + 8 < cap; s++) { /* room for the longest escape, "..." and the NUL */
+        unsigned char c = (unsigned char)*s;
+        const char *named = c == '\n'   ? "\\n"
+                            : c == '\t' ? "\\t"
+                            : c == '\r' ? "\\r"
+                            : c == '\\' ? "\\\\"
+                                        : NULL;
+        if (named)
+            k += (size_t)snprintf(buf + k, cap - k, "%s", named);
+        else if (c < 32 || c == 127)
+            k += (size_t)snprintf(buf + k, cap - k, "\\x%02x", c);
+        else
+            buf[k++] = (char)c;
+    }
+    if (*s)
+        k += (size_t)snprintf(buf + k, cap - k, "...");
+    buf[k] = 0;
+}
+
 zc_status byte_text_parse_prompt(const char *prompt, int vocab, int **out, int *n, zc_err *err)
 {
     size_t len = strlen(prompt);
@@ -34,11 +56,13 @@ zc_status byte_text_parse_prompt(const char *prompt, int vocab, int **out, int *
             errno = 0;
             long v = strtol(p, &end, 10);
             if (end == p || errno || v < 0 || v >= vocab || (*end && *end != ',')) {
+                char shown[256];
+                byte_text_escape(prompt, shown, sizeof shown);
                 free(t);
                 return zc_err_set(err, ZC_EINVAL,
                                   "--prompt: with vocabulary %d the prompt is "
                                   "comma-separated token ids in [0, %d); got '%s'",
-                                  vocab, vocab, prompt);
+                                  vocab, vocab, shown);
             }
             t[k++] = (int)v;
             p = *end ? end + 1 : end;

@@ -14,6 +14,10 @@
  * vocab == 256, else space-separated ids. */
 void byte_text_print(FILE *f, const int *tok, int n, int vocab);
 
+/* Writes s into buf (cap bytes, NUL-terminated) as it may be quoted in a message: control
+ * characters, DEL and backslash escaped (\n, \t, \r, \\, \xNN); cut with "..." when too long. */
+void byte_text_escape(const char *s, char *buf, size_t cap);
+
 /* Parses a prompt into tokens: its bytes when vocab == 256, else comma-separated ids < vocab.
  * *out is malloc'd. */
 zc_status byte_text_parse_prompt(const char *prompt, int vocab, int **out, int *n, zc_err *err);

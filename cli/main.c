@@ -34,6 +34,8 @@ int main(int argc, char **argv)
     cli_threads_wait_policy(argv);
     if (!strcmp(argv[1], "plot")) /* reads reports, writes an SVG: no MPI */
         return cmd_plot(argc, argv);
+    if (!strcmp(argv[1], "prepare")) /* one process: no MPI (thousands of file names) */
+        return cmd_prepare(argc, argv);
     if (!strcmp(argv[1], "tokenize")) /* scripts' tools: no MPI */
         return cmd_tokenize(argc, argv);
     if (!strcmp(argv[1], "detokenize"))
@@ -53,8 +55,6 @@ int main(int argc, char **argv)
     int rc;
     if (!strcmp(argv[1], "train")) {
         rc = cmd_train(comm, argc, argv);
-    } else if (!strcmp(argv[1], "prepare")) {
-        rc = cmd_prepare(comm, argc, argv);
     } else if (!strcmp(argv[1], "sample")) {
         rc = cmd_sample(comm, argc, argv);
     } else if (!strcmp(argv[1], "estimate")) {

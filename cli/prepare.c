@@ -8,24 +8,31 @@
  * GPT-2's BPE (models/gpt2/bpe_encode.h) on --threads threads, with <|endoftext|> before each
  * document as llm.c's data scripts do. The last val-fraction of the tokens goes to
  * PREFIX_val.bin, the rest to PREFIX_train.bin, both in llm.c's token format
- * (models/gpt2/llmc_files.h), each written to a temporary file and renamed into place. Only rank
- * 0 works; every rank parses the flags, so a flag error is reported once and all ranks stop. */
+ * (models/gpt2/llmc_files.h), each written to a temporary file and renamed into place. A --text
+ * directory stands for its regular files, recursively, sorted by path, hidden ones skipped.
+ *
+ * One process does it all, without MPI (main() runs it before MPI starts: a singleton MPI_Init
+ * forks a helper whose argument list, thousands of file names, the kernel refused). Started by
+ * mpirun on several ranks, only the launcher's rank 0 prepares; the others say so and exit 0, so
+ * no two processes write the same files. */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/args.h"
 #include "cli/bpe_text.h"
 #include "cli/commands.h"
-#include "cli/fail.h"
 #include "cli/output_paths.h"
 #include "models/gpt2/llmc_files.h"
 
 #define SYNOPSIS                                                                                   \
-    "zeroc prepare --text FILE... --out PREFIX [--val-fraction F] [--tokenizer gpt2 --vocab DIR]"
+    "zeroc prepare --text FILE|DIR... --out PREFIX [--val-fraction F] [--tokenizer gpt2 --vocab "  \
+    "DIR]"
 
 typedef struct {
     uint16_t *tok;
@@ -198,6 +205,119 @@ static zc_status prepare_gpt2(const char **files, int nfiles, const char *prefix
     return st;
 }
 
+/* The input files, in order: --text's files as given, each directory replaced by its files. */
+typedef struct {
+    char **path;
+    int n, cap;
+} file_list;
+
+/* Appends a copy of path to the list. */
+static zc_status list_push(file_list *l, const char *path, zc_err *err)
+{
+    if (l->n == l->cap) {
+        if (l->cap >= INT32_MAX / 2)
+            return zc_err_set(err, ZC_EINVAL, "--text: more than %d files", l->cap);
+        int cap = l->cap ? 2 * l->cap : 64;
+        char **p = realloc(l->path, (size_t)cap * sizeof *p);
+        if (!p)
+            return zc_err_set(err, ZC_ENOMEM, "out of memory listing %d input files", l->n);
+        l->path = p;
+        l->cap = cap;
+    }
+    if (!(l->path[l->n] = strdup(path)))
+        return zc_err_set(err, ZC_ENOMEM, "out of memory listing %d input files", l->n);
+    l->n++;
+    return ZC_OK;
+}
+
+static void list_free(file_list *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->path[i]);
+    free(l->path);
+    *l = (file_list){0};
+}
+
+/* Appends the regular files under directory `dir` (of --text `top`), recursively, unsorted:
+ * entries whose names start with '.' are skipped, symbolic links to directories not followed
+ * (a link may loop), other kinds of file (FIFOs, devices) left out. */
+static zc_status list_directory(file_list *l, const char *top, const char *dir, zc_err *err)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return zc_err_set(err, ZC_EIO, "--text %s: cannot read the directory %s: %s", top, dir,
+                          strerror(errno));
+    zc_status st = ZC_OK;
+    char path[4200];
+    for (struct dirent *e; !st && (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) {
+            st = zc_err_set(err, ZC_EINVAL, "--text %s: a path under it is too long: %s/%s", top,
+                            dir, e->d_name);
+            break;
+        }
+        struct stat lsb, sb;
+        if (lstat(path, &lsb) || stat(path, &sb))
+            continue; /* gone since readdir, or a dangling link: not a file to read */
+        if (S_ISDIR(lsb.st_mode))
+            st = list_directory(l, top, path, err);
+        else if (S_ISREG(sb.st_mode))
+            st = list_push(l, path, err);
+    }
+    closedir(d);
+    return st;
+}
+
+static int path_order(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The input files of --text's arguments: a directory's regular files (list_directory) sorted
+ * by path in byte order, in place of it; anything else as given (a missing file is named when
+ * it is read). A directory without one regular file is an error. */
+static zc_status list_inputs(const char **args, int nargs, file_list *l, zc_err *err)
+{
+    zc_status st = ZC_OK;
+    for (int i = 0; !st && i < nargs; i++) {
+        struct stat sb;
+        if (stat(args[i], &sb) || !S_ISDIR(sb.st_mode)) {
+            st = list_push(l, args[i], err);
+            continue;
+        }
+        int first = l->n;
+        char dir[4096];
+        size_t len = strlen(args[i]);
+        while (len > 1 && args[i][len - 1] == '/') /* dir/ lists as dir/a, not dir//a */
+            len--;
+        snprintf(dir, sizeof dir, "%.*s", (int)len, args[i]);
+        st = list_directory(l, args[i], dir, err);
+        if (!st && l->n == first)
+            st = zc_err_set(err, ZC_EINVAL,
+                            "--text %s: the directory holds no regular file to read (names "
+                            "starting with '.' are skipped)",
+                            args[i]);
+        if (!st)
+            qsort(l->path + first, (size_t)(l->n - first), sizeof *l->path, path_order);
+    }
+    return st;
+}
+
+/* The rank an MPI launcher gave this process (Open MPI, PMIx, MPICH/Hydra), 0 when none did. */
+static int launcher_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        long r = v && *v ? strtol(v, &end, 10) : -1;
+        if (v && *v && !*end && r >= 0 && r <= INT32_MAX)
+            return (int)r;
+    }
+    return 0;
+}
+
 /* Neither PREFIX_train.bin nor PREFIX_val.bin may be one of the --text files it reads. */
 static zc_status outputs_not_inputs(const char **files, int nfiles, const char *prefix, zc_err *err)
 {
@@ -212,15 +332,27 @@ static zc_status outputs_not_inputs(const char **files, int nfiles, const char *
     return st;
 }
 
-int cmd_prepare(zc_comm *comm, int argc, char **argv)
+static int fail(const zc_err *err)
 {
-    const int rank = zc_comm_rank(comm);
+    fprintf(stderr, "zeroc: error: %s\n", err->msg);
+    return 1;
+}
+
+int cmd_prepare(int argc, char **argv)
+{
+    const int rank = launcher_rank();
+    if (rank != 0) {
+        printf("zeroc prepare: rank %d of an MPI launch; rank 0 prepares the files, this process "
+               "does nothing (prepare needs one process: run it without mpirun)\n",
+               rank);
+        return 0;
+    }
     const char *out = NULL, *text_unused = NULL, *tokenizer = "byte", *vocab = NULL;
     int threads = 0;
     double frac = 0.1;
     bool help = false;
     arg_spec specs[] = {
-        {"--text", ARG_STR, &text_unused, NULL, "input text file(s), see below", NULL},
+        {"--text", ARG_STR, &text_unused, NULL, "input text files or directories, see below", NULL},
         {"--out", ARG_STR, &out, NULL, "output prefix: writes PREFIX_train.bin and PREFIX_val.bin",
          NULL},
         {"--val-fraction", ARG_DOUBLE, &frac, NULL,
@@ -244,16 +376,18 @@ int cmd_prepare(zc_comm *comm, int argc, char **argv)
     if (!st && !help)
         st = args_parse(specs, nspecs, nrest, rest, 0, &err);
     if (!st && help) {
-        if (rank == 0) {
-            args_usage(SYNOPSIS, specs, nspecs);
-            printf("\n--text takes every following argument up to the next --flag (--text a.txt "
-                   "b.txt), and may be\ngiven several times; --text=FILE takes one file.\n"
-                   "byte: the files' bytes are joined with a newline between files, token = byte "
-                   "value,\nvocabulary 256. gpt2: each file is a document, encoded with GPT-2's "
-                   "BPE (as tiktoken's\n\"gpt2\"), <|endoftext|> before each; bytes that are not "
-                   "valid UTF-8 become their byte's\ntoken. The outputs are llm.c token files "
-                   "(magic 20240520, version 1, uint16 tokens).\n");
-        }
+        args_usage(SYNOPSIS, specs, nspecs);
+        printf("\n--text takes every following argument up to the next --flag (--text a.txt "
+               "b.txt), and may be\ngiven several times; --text=FILE takes one file. A "
+               "directory stands for its regular files,\nrecursively, sorted by path (byte "
+               "order), names starting with '.' skipped and links to\ndirectories not "
+               "followed: --text corpus/ needs no shell glob however many files it holds.\n"
+               "byte: the files' bytes are joined with a newline between files, token = byte "
+               "value,\nvocabulary 256. gpt2: each file is a document, encoded with GPT-2's "
+               "BPE (as tiktoken's\n\"gpt2\"), <|endoftext|> before each; bytes that are not "
+               "valid UTF-8 become their byte's\ntoken. The outputs are llm.c token files "
+               "(magic 20240520, version 1, uint16 tokens).\nOne process, no MPI; under mpirun "
+               "only rank 0 prepares, the other ranks exit at once.\n");
         free(files);
         free(rest);
         return 0;
@@ -283,14 +417,17 @@ int cmd_prepare(zc_comm *comm, int argc, char **argv)
                         "--threads is for --tokenizer gpt2 (the byte tokenizer is one pass)");
     if (!st && threads < 0)
         st = zc_err_set(&err, ZC_EINVAL, "--threads must be >= 1, got %d", threads);
+    file_list inputs = {0};
     if (!st)
-        st = outputs_not_inputs(files, nfiles, out, &err);
-    if (!st && rank == 0)
-        st = gpt2 ? prepare_gpt2(files, nfiles, out, frac, vocab, threads, &err)
-                  : prepare(files, nfiles, out, frac, &err);
+        st = list_inputs(files, nfiles, &inputs, &err);
+    const char **in = (const char **)inputs.path;
+    if (!st)
+        st = outputs_not_inputs(in, inputs.n, out, &err);
+    if (!st)
+        st = gpt2 ? prepare_gpt2(in, inputs.n, out, frac, vocab, threads, &err)
+                  : prepare(in, inputs.n, out, frac, &err);
+    list_free(&inputs);
     free(files);
     free(rest);
-    if (st)
-        return cli_fail(comm, &err, true);
-    return 0;
+    return st ? fail(&err) : 0;
 }

@@ -2,7 +2,9 @@
  * GPT-2) on one rank (stage 0) and generates text: temperature, top-k, seed, prompt, length.
  * Byte-level models (vocabulary 256) read and print text; BPE models read and print text with
  * --vocab (GPT-2's tokenizer: encoder.json + vocab.bpe, or llm.c's gpt2_tokenizer.bin for
- * printing only), token ids without. */
+ * printing only), token ids without; they start from <|endoftext|> when no --prompt is given.
+ * zeroc's own checkpoints and weights files are refused saying how to export them
+ * (gpt2_init_not_zeroc_output). */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,18 +20,35 @@
 #include "models/gpt2/init_files.h"
 #include "zeroc/engine.h"
 
+#define GPT2_EOT 50256 /* GPT-2's <|endoftext|> */
+
+/* The prompt of a BPE model (vocabulary > 256) when --prompt is not given: <|endoftext|>, as
+ * `train --sample-every` samples — the tokenizer's (eot ≥ 0, from --vocab), else GPT-2's 50256
+ * when the vocabulary holds it, else token 0. *out is malloc'd. */
+static zc_status default_bpe_prompt(int vocab, int eot, int **out, int *n, zc_err *err)
+{
+    if (!(*out = malloc(sizeof **out)))
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    **out = eot >= 0 ? eot : vocab > GPT2_EOT ? GPT2_EOT : 0;
+    *n = 1;
+    return ZC_OK;
+}
+
 int cmd_sample(zc_comm *comm, int argc, char **argv)
 {
-    const char *init = NULL, *prompt = "\n", *vocab_path = NULL;
+    const char *init = NULL, *prompt = NULL, *vocab_path = NULL;
     int length = 256, top_k = 40;
     double temperature = 1.0;
     int64_t seed = 42;
     arg_spec specs[] = {
         {"--init", ARG_STR, &init, NULL,
-         "llm.c GPT-2 checkpoint or Hugging Face GPT-2 directory (required)", NULL},
+         "llm.c GPT-2 checkpoint or Hugging Face GPT-2 directory (required); a zeroc checkpoint "
+         "is exported first: zeroc ckpt export DIR --format llmc --out FILE",
+         NULL},
         {"--prompt", ARG_STR, &prompt, NULL,
          "text to continue (byte-level models, BPE with --vocab DIR) or comma-separated token ids "
-         "(default: newline)",
+         "(default: a newline for byte-level models; <|endoftext|> for BPE models, 50256 or "
+         "--vocab's, as train's samples)",
          NULL},
         {"--vocab", ARG_STR, &vocab_path, NULL,
          "BPE models: GPT-2 tokenizer directory (encoder.json + vocab.bpe) to read the prompt as "
@@ -68,6 +87,8 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
         st = zc_err_set(&err, ZC_EINVAL, "zeroc sample runs on one rank (got %d)",
                         zc_comm_size(comm));
     gpt2_config h = {0};
+    if (!st)
+        st = gpt2_init_not_zeroc_output(init, &err);
     if (!st && !gpt2_is_init_file(init))
         st = zc_err_set(&err, ZC_EINVAL,
                         "--init %s: expected an llm.c GPT-2 checkpoint or a "
@@ -90,7 +111,9 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
                         "vocabulary of %d",
                         vocab.source, vocab.n, init, h.vocab_size);
     int *ptok = NULL, np = 0;
-    if (!st && have_vocab && vocab.can_encode) {
+    if (!st && !prompt && h.vocab_size != BYTE_VOCAB) {
+        st = default_bpe_prompt(h.vocab_size, have_vocab ? vocab.eot : -1, &ptok, &np, &err);
+    } else if (!st && have_vocab && vocab.can_encode) {
         bpe_encoder *enc = NULL;
         bpe_ids ids = {0};
         st = bpe_encoder_create(&enc, &vocab, &err);
@@ -106,7 +129,7 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
         bpe_ids_free(&ids);
         bpe_encoder_destroy(enc);
     } else if (!st) {
-        st = byte_text_parse_prompt(prompt, h.vocab_size, &ptok, &np, &err);
+        st = byte_text_parse_prompt(prompt ? prompt : "\n", h.vocab_size, &ptok, &np, &err);
     }
     if (st && have_vocab)
         bpe_vocab_free(&vocab);

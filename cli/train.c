@@ -134,6 +134,11 @@ static zc_status resume(train_run *r, zc_err *err)
     if (!st) /* the same on every rank: every rank read the same manifest */
         st = train_ckpt_same_model(dir, client, &r->o, &r->model, err);
     uint64_t tokens = 0;
+    if (!st && r->rank == 0 && r->o.shuffle && train_ckpt_earlier_shuffle(client))
+        printf("data: %s was shuffled in an earlier zeroc's window order; this run continues "
+               "from its position in this version's order, so this epoch may repeat or miss "
+               "windows its run read\n",
+               dir);
     if (!st)
         st = train_ckpt_resume_data(dir, client, &r->o, (uint64_t)r->cfg.seed, tokens_per_step(r),
                                     r->first_step, &r->model, &tokens, err);

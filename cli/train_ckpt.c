@@ -42,6 +42,7 @@ char *train_ckpt_client(const train_opts *o, const train_model *m, const char *s
               cJSON_AddNumberToObject(data, "micro_steps_consumed", (double)micro_steps) &&
               cJSON_AddNumberToObject(data, "tokens_consumed", (double)tokens) &&
               cJSON_AddBoolToObject(data, "shuffle", o->shuffle) &&
+              cJSON_AddNumberToObject(data, "shuffle_order", SHUFFLE_ORDER) &&
               cJSON_AddNumberToObject(data, "seed", (double)seed);
     char *text = ok ? cJSON_PrintUnformatted(rec) : NULL;
     cJSON_Delete(rec);
@@ -67,6 +68,17 @@ zc_status train_ckpt_same_model(const char *dir, const char *client, const train
     cJSON_Delete(have);
     cJSON_Delete(want);
     return st;
+}
+
+bool train_ckpt_earlier_shuffle(const char *client)
+{
+    cJSON *have = client ? cJSON_Parse(client) : NULL;
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(have, "data"),
+                *order = cJSON_GetObjectItemCaseSensitive(data, "shuffle_order");
+    bool earlier = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(data, "shuffle")) &&
+                   !(cJSON_IsNumber(order) && order->valuedouble == SHUFFLE_ORDER);
+    cJSON_Delete(have);
+    return earlier;
 }
 
 zc_status train_ckpt_resume_data(const char *dir, const char *client, const train_opts *o,

@@ -30,6 +30,13 @@ zc_status train_ckpt_same_model(const char *dir, const char *client, const train
  * batch); in order, a run with another global batch continues at the checkpoint's token
  * (m->resume_data) and *tokens says where (0: where its own steps put it). Checkpoints
  * without the record are taken as they are. The same verdict on every rank. */
+/* The version of --shuffle's window order a checkpoint's client record names: 2 is the keyed
+ * Feistel permutation, a new order every epoch; records without it come from the first version
+ * (one affine cycle, rotated each epoch). */
+#define SHUFFLE_ORDER 2
+/* True when the record's run shuffled in an order other than this version's. */
+bool train_ckpt_earlier_shuffle(const char *client);
+
 zc_status train_ckpt_resume_data(const char *dir, const char *client, const train_opts *o,
                                  uint64_t seed, double tokens_per_step, int64_t step,
                                  train_model *m, uint64_t *tokens, zc_err *err);

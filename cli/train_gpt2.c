@@ -5,9 +5,11 @@
  * micro-step g (= step·accumulation + k) on rank r of N takes the B·T + 1 tokens starting at
  * (g·N + r)·B·T, wrapping at the end of the file; inputs are the first B·T, targets the same
  * shifted by one. The global batch of a step therefore does not depend on N. With --shuffle the
- * file is cut into whole windows and each epoch visits them in a seeded order (an affine
- * permutation j → (a·j + c) mod W with gcd(a, W) = 1, c drawn per epoch): still a pure function
- * of (seed, global window index), so still independent of N. A run resumed under another global
+ * file is cut into its W whole windows and epoch e (global windows e·W .. e·W + W − 1) visits
+ * each once, in the order of a keyed pseudo-random permutation of [0, W) drawn afresh for every
+ * (seed, epoch): a Feistel network over the smallest power of four ≥ W, cycle-walked into
+ * [0, W) (shuffle_window). It is a pure function of (seed, global window index) in O(1) memory,
+ * so still independent of N. A run resumed under another global
  * batch reads in order from where the checkpoint's run stopped: a fixed token skip on every
  * training window (gpt2_resume_data). */
 #include <stdio.h>
@@ -20,7 +22,6 @@
 #include "models/gpt2/gpt2_sample.h"
 #include "models/gpt2/init_files.h"
 #include "models/gpt2/llmc_files.h"
-#include "zeroc/rng.h"
 
 typedef struct {
     gpt2_model *gpt;
@@ -34,14 +35,50 @@ typedef struct {
     uint64_t skip; /* tokens added to every training window's start (mod the file): a resume */
 } gpt2_state;
 
-static uint64_t gcd(uint64_t a, uint64_t b)
+/* splitmix64's finalizer: a bijective 64-bit mixer whose every output bit depends on every input
+ * bit; the shuffle's keys and round functions. */
+static uint64_t mix64(uint64_t x)
 {
-    while (b) {
-        uint64_t r = a % b;
-        a = b;
-        b = r;
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+enum { SHUFFLE_ROUNDS = 6 };
+#define SHUFFLE_STREAM 0x5348554646ULL /* "SHUFF": the shuffle's keys apart from other draws */
+
+/* One permutation of [0, 2^(2·half)) (half in 1..32): a balanced Feistel network of
+ * SHUFFLE_ROUNDS rounds over two half-bit halves, round k's function mix64 keyed by key[k]. */
+static uint64_t feistel(uint64_t x, unsigned half, const uint64_t key[SHUFFLE_ROUNDS])
+{
+    const uint64_t mask = (1ULL << half) - 1;
+    uint64_t l = x >> half & mask, r = x & mask;
+    for (int k = 0; k < SHUFFLE_ROUNDS; k++) {
+        uint64_t t = l ^ (mix64(key[k] ^ r) & mask);
+        l = r;
+        r = t;
     }
-    return a;
+    return l << half | r;
+}
+
+/* The window epoch `epoch` of a shuffled pass visits at position i (< W, W ≥ 2): the keyed
+ * Feistel permutation of the smallest even-bit domain ≥ W, walked along its cycle until it
+ * lands in [0, W): a permutation of [0, W) (the domain is < 4·W, so fewer than 4 passes on
+ * average), a pure function of (seed, epoch, i). */
+static uint64_t shuffle_window(uint64_t seed, uint64_t epoch, uint64_t i, uint64_t W)
+{
+    unsigned half = 1;
+    while (half < 32 && (1ULL << 2 * half) < W)
+        half++;
+    uint64_t key[SHUFFLE_ROUNDS], base = mix64(mix64(seed ^ SHUFFLE_STREAM) + epoch);
+    for (int k = 0; k < SHUFFLE_ROUNDS; k++)
+        key[k] = mix64(base + (uint64_t)k);
+    uint64_t x = i;
+    do
+        x = feistel(x, half, key);
+    while (x >= W);
+    return x;
 }
 
 /* Window `index` (global over ranks) of a training (shuffle) or validation (sequential) pass;
@@ -52,14 +89,8 @@ static zc_status read_window(gpt2_state *st, const llmc_tokens *t, uint64_t inde
     uint64_t BT = (uint64_t)st->B * st->T, j = index * (uint64_t)st->nranks + (uint64_t)st->rank;
     uint64_t first = (j * BT % t->ntok + skip % t->ntok) % t->ntok;
     uint64_t W = (t->ntok - 1) / BT; /* whole windows (each needs BT + 1 tokens) */
-    if (shuffle && W > 1) {
-        uint64_t epoch = j / W,
-                 a = 1 + (uint64_t)(zc_rng_uniform(st->seed, 0x5348554646ULL, 0) * (double)W);
-        while (gcd(a, W) != 1)
-            a++;
-        uint64_t c = (uint64_t)(zc_rng_uniform(st->seed, 0x5348554646ULL, epoch + 1) * (double)W);
-        first = (a % W * (j % W) + c) % W * BT;
-    }
+    if (shuffle && W > 1)
+        first = shuffle_window(st->seed, j / W, j % W, W) * BT;
     return llmc_tokens_read(t, (size_t)first, (size_t)BT + 1, st->window, st->vocab, err);
 }
 
@@ -158,6 +189,8 @@ static zc_status gpt2_sample(train_model *m, int64_t step, zc_err *err)
     if (!rc && st->rank == 0) {
         printf("---- sample after step %lld ----\n", (long long)step);
         byte_text_print(stdout, prompt, np, st->vocab);
+        if (st->vocab != BYTE_VOCAB) /* ids: the prompt's last and the first generated apart */
+            fputc(' ', stdout);
         byte_text_print(stdout, out, n, st->vocab);
         printf("\n----\n");
         fflush(stdout);

@@ -656,6 +656,22 @@ def test_resume_data_position():
     straight, _ = train(1, "data-s-straight", *g, "--micro-batch", 2, "--data", base, "--steps", 5,
                         "--shuffle")
     check(rep["weights_sha256"] == straight["weights_sha256"], "shuffled resume differs")
+    # the record names the shuffle's order; a checkpoint of the first order (no shuffle_order)
+    # resumes with a note that this version's order continues from its position
+    m = json.load(open(os.path.join(sck, "step-000003", "manifest.json")))
+    check(m["client"]["data"].get("shuffle_order") == 2, f"record: {m['client']['data']}")
+    old = H_.path("ck-data-shuffled-v1")
+    shutil.copytree(sck, old)
+    del m["client"]["data"]["shuffle_order"]
+    json.dump(m, open(os.path.join(old, "step-000003", "manifest.json"), "w"), indent=1)
+    rehash(os.path.join(old, "step-000003"))
+    _, p = train(1, "data-s-v1", *g, "--micro-batch", 2, "--data", base, "--steps", 5,
+                 "--resume", old, "--shuffle")
+    note = "shuffled in an earlier zeroc's window order"
+    check(note in p.stdout, f"resume of a first-order checkpoint: no note: {p.stdout!r}")
+    _, p = train(1, "data-s-v2", *g, "--micro-batch", 2, "--data", base, "--steps", 5,
+                 "--resume", sck, "--shuffle")
+    check(note not in p.stdout, "the note appears for a checkpoint of this order")
 
 
 TESTS = [test_exact_resume, test_crash_during_save, test_crash_resaving_a_step, test_reshard, test_export_safetensors,

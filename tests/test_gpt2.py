@@ -220,8 +220,177 @@ def test_validation_reads_each_window_once():
     check(p.returncode == 1 and "fewer than the 2 ranks" in p.stderr, f"2 ranks: {p.stderr!r}")
 
 
+def window_losses(n, name, data, *extra, steps):
+    """--lr 0 losses of `steps` steps on n ranks of a 1-layer model of TINY's width (B = 2,
+    T = 16) reading `data`: the weights never change, so each step's loss names the windows it
+    read."""
+    H_.run(n, "train", "--model", "gpt2", "--data", data, "--layers", 1, "--channels", 32,
+           "--heads", 2, "--seq-len", 16, "--micro-batch", 2, "--lr", 0, "--steps", steps,
+           "--report", H_.path(name + ".json"), *extra)
+    return H_.report(name + ".json")["loss"]
+
+
+def test_shuffle_permutes_windows():
+    """--shuffle on a file of exactly W = 10 windows (10·32 + 1 tokens), 8 seeds × 3 epochs,
+    windows told apart by their --lr 0 losses: each epoch visits every window once, and the
+    epochs are unrelated orders. The old order, (a·j + c_epoch) mod W, passed the first check but
+    every epoch had one constant step a between consecutive windows, later epochs were the first
+    rotated by a constant, and some seeds read in order. For a uniform random permutation of 10
+    the chance of any of these is at most 40/10! ≈ 1e-5 per epoch (4 steps a coprime to 10 × 10
+    offsets), so over 24 epochs one such epoch is allowed as a margin, not expected; the
+    permutation is fixed by (seed, epoch), so the counts are deterministic. 2 ranks read the
+    same global windows as 1 rank accumulating 2 micro-steps."""
+    import random
+    W, rng = 10, random.Random(20240520)
+    data = H_.path("w10.bin")
+    write_tokens(data, [rng.randrange(256) for _ in range(W * 32 + 1)])
+    orders = {}
+    for seed in range(1, 9):
+        seq = window_losses(1, f"w10-s{seed}", data, "--seed", seed, steps=W)
+        check(len(set(seq)) == W, f"seed {seed}: losses do not tell the windows apart: {seq}")
+        shuf = window_losses(1, f"w10-shuf-s{seed}", data, "--seed", seed, "--shuffle",
+                             steps=3 * W)
+        ids = [seq.index(x) if x in seq else -1 for x in shuf]
+        for e in range(3):
+            orders[seed, e] = ids[e * W:(e + 1) * W]
+            check(sorted(orders[seed, e]) == list(range(W)),
+                  f"seed {seed} epoch {e}: not a permutation of the {W} windows: {orders[seed, e]}")
+
+    def steps(o):  # the steps between consecutive windows, mod W
+        return {(b - a) % W for a, b in zip(o, o[1:])}
+
+    def shifts(o, p):  # the offsets between two orders, place by place, mod W
+        return {(b - a) % W for a, b in zip(o, p)}
+
+    sequential = sum(o == list(range(W)) for o in orders.values())
+    affine = sum(len(steps(o)) == 1 for o in orders.values())
+    rotated = sum(len(shifts(orders[s, e], orders[s, f])) == 1
+                  for s in range(1, 9) for e in range(3) for f in range(e + 1, 3))
+    distinct = len({tuple(o) for o in orders.values()})
+    check(sequential <= 1, f"{sequential} of 24 epochs read the windows in order: {orders}")
+    check(affine <= 1, f"{affine} of 24 epochs step by one constant: {orders}")
+    check(rotated <= 1, f"{rotated} of 24 epoch pairs are rotations of each other: {orders}")
+    check(distinct >= 23, f"only {distinct} distinct orders in 24 epochs: {orders}")
+    two = window_losses(2, "w10-n2", data, "--seed", 3, "--shuffle", steps=W)
+    one = window_losses(1, "w10-a2", data, "--seed", 3, "--shuffle", "--grad-accum", 2, steps=W)
+    check(all(abs(a - b) <= 1e-6 * abs(b) for a, b in zip(two, one)),
+          f"2 ranks read other windows than 1 rank accumulating 2: {two} vs {one}")
+
+
+def test_prepare_many_files():
+    """prepare takes a directory for --text: its regular files, recursively, sorted by path
+    (byte order: a-b.txt before a/…), hidden ones skipped; 9000 files through a directory and
+    through 9000 arguments (more than 128 KiB of names: MPI's singleton start failed on them)
+    give the very files one file of the same text, joined by newlines, gives. prepare runs
+    without MPI; under mpirun on 2 ranks rank 0 alone writes, rank 1 says it does nothing."""
+    import subprocess
+    top = H_.path("many")
+    os.makedirs(os.path.join(top, "a"))
+    os.makedirs(os.path.join(top, ".git"))
+    texts = {}
+    for i in range(9000):
+        texts[os.path.join(top, f"f{i}.txt")] = f"doc {i}: " + "xyz"[:i % 3 + 1]
+    texts[os.path.join(top, "a-b.txt")] = "dash file"
+    texts[os.path.join(top, "a", "x.txt")] = "file in a subdirectory"
+    for path, text in texts.items():
+        open(path, "w").write(text)
+    for hidden in (os.path.join(top, ".hidden.txt"), os.path.join(top, ".git", "x.txt")):
+        open(hidden, "w").write("HIDDEN")
+    order = sorted(texts)
+    check(order.index(os.path.join(top, "a-b.txt")) < order.index(os.path.join(top, "a", "x.txt")),
+          "the test's order is not byte order")
+    one = H_.path("many-one.txt")
+    open(one, "w").write("\n".join(texts[p] for p in order))
+
+    def outputs(prefix):
+        return [open(prefix + s, "rb").read() for s in ("_train.bin", "_val.bin")]
+
+    def prepare(prefix, *text, mpi=0):
+        args = ["prepare", "--text", *text, "--out", H_.path(prefix)]
+        if mpi:
+            return H_.run(mpi, *args, ok=False)
+        return subprocess.run([H_.zeroc, *args], capture_output=True, text=True, timeout=300)
+
+    p = prepare("one", one)
+    check(p.returncode == 0, f"prepare of one file: {p.stderr!r}")
+    want = outputs(H_.path("one"))
+    check(struct.unpack("<i", want[0][8:12])[0] + struct.unpack("<i", want[1][8:12])[0] ==
+          os.path.getsize(one), "one file's tokens are not its bytes")
+    check(sum(map(len, order)) > 128 << 10, "the file names total less than 128 KiB")
+    cases = [("args", order, 0), ("dir", [top], 0), ("dir-slash", [top + "/"], 0),
+             ("dir-np1", [top], 1), ("dir-np2", [top], 2)]
+    for name, text, mpi in cases:
+        p = prepare(name, *text, mpi=mpi)
+        check(p.returncode == 0, f"{name}: exit {p.returncode}: {p.stderr[-600:]!r}")
+        check(p.stdout.count("prepared 9002 files") == 1, f"{name}: {p.stdout[-400:]!r}")
+        if p.returncode == 0:
+            check(outputs(H_.path(name)) == want, f"{name}: other token files than one file's")
+    check("rank 1 of an MPI launch; rank 0 prepares the files, this process does nothing" in
+          p.stdout, f"2 ranks: rank 1 said {p.stdout!r}")
+    os.makedirs(H_.path("empty/.dot"))
+    open(H_.path("empty/.dot/x.txt"), "w").write("hidden")
+    p = prepare("empty", H_.path("empty"))
+    check(p.returncode == 1 and f"--text {H_.path('empty')}: the directory holds no regular file"
+          in p.stderr, f"a directory of hidden files only: {p.stderr!r}")
+
+
+def test_bpe_sample_ids():
+    """A BPE model's samples (vocabulary 50257) print token ids apart: train --sample-every
+    prints <|endoftext|> (50256) and then the generated ids (they were glued: 5025635784), and
+    sample without --prompt or --vocab starts from 50256 too (its default newline was refused
+    as a malformed id list); a prompt quoted in an error shows its control characters
+    escaped."""
+    data, final = H_.path("bpe-ids.bin"), H_.path("bpe-final.bin")
+    write_tokens(data, [(i * 7919) % 50257 for i in range(600)])
+    p = H_.run(1, "train", "--model", "gpt2", "--vocab", 50257, "--layers", 1, "--channels", 32,
+               "--heads", 2, "--seq-len", 16, "--micro-batch", 2, "--data", data, "--steps", 1,
+               "--sample-every", 1, "--sample-length", 5, "--save-final", final)
+    head = "---- sample after step 1 ----\n"
+    block = p.stdout.split(head, 1)[1].split("\n----", 1)[0] if head in p.stdout else ""
+    ids = [int(x) for x in block.split()]
+    check(len(ids) == 6 and ids[0] == 50256 and all(0 <= x < 50257 for x in ids),
+          f"train's sample: {block!r}")
+    p = H_.run(1, "sample", "--init", final, "--length", 5, ok=False)
+    ids = [int(x) for x in p.stdout.split()] if p.returncode == 0 else []
+    check(p.returncode == 0 and len(ids) == 6 and ids[0] == 50256 and
+          all(0 <= x < 50257 for x in ids), f"sample's default prompt: {p.stdout!r} {p.stderr!r}")
+    p = H_.run(1, "sample", "--init", final, "--prompt", "1,x\n\x01", ok=False)
+    check(p.returncode == 1 and "got '1,x\\n\\x01'" in p.stderr, f"a bad prompt: {p.stderr!r}")
+
+
+def test_sample_zeroc_outputs():
+    """sample --init given zeroc's own outputs — a save directory, a step checkpoint, the
+    save directory's latest file, a --save-weights file — says what it is and the export that
+    makes it samplable; that very command, run, gives a file sample reads."""
+    import subprocess
+    data, _ = prepared()
+    ck, weights = H_.path("ck-own"), H_.path("own.safetensors")
+    H_.run(1, "train", "--model", "gpt2", "--data", data, "--layers", 1, "--channels", 32,
+           "--heads", 2, "--seq-len", 16, "--micro-batch", 2, "--steps", 2, "--save-dir", ck,
+           "--save-every", 2, "--save-weights", weights)
+    step = os.path.join(ck, "step-000002")
+    cases = ((ck, "a save directory of zeroc train", ck),
+             (step, "a checkpoint of zeroc train (it holds manifest.json)", step),
+             (os.path.join(ck, "latest"), "the file that names the newest checkpoint of zeroc "
+              f"train's save directory {ck}", ck),
+             (weights, "a weights file of zeroc (train --save-weights", "CKPT_DIR"))
+    for k, (init, what, export) in enumerate(cases):
+        p = H_.run(1, "sample", "--init", init, "--length", 4, ok=False)
+        hint = f"`zeroc ckpt export {export} --format llmc --out FILE.bin`, then --init FILE.bin"
+        check(p.returncode == 1 and f"--init {init}: {what}" in p.stderr and hint in p.stderr,
+              f"--init {init}: {p.stderr!r}")
+        out = H_.path(f"exported-{k}.bin")
+        H_.run(1, *hint.split("`")[1].replace("CKPT_DIR", ck).replace("FILE.bin", out)
+               .split()[1:])
+        q = subprocess.run([H_.zeroc, "sample", "--init", out, "--length", "4"],
+                           capture_output=True, timeout=120)  # bytes: any may come out
+        check(q.returncode == 0 and len(q.stdout) >= 5, f"sample of the export: {q.stderr!r}")
+
+
 TESTS = [test_gpt2_stages_bitwise_memory_comm, test_gpt2_124m_checkpoint, test_gpt2_bad_files,
-         test_prepare_train_sample, test_validation_reads_each_window_once]
+         test_prepare_train_sample, test_validation_reads_each_window_once,
+         test_shuffle_permutes_windows, test_prepare_many_files, test_bpe_sample_ids,
+         test_sample_zeroc_outputs]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

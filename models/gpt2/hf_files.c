@@ -271,6 +271,23 @@ bool hf_is_checkpoint(const char *path)
     return hf;
 }
 
+bool hf_is_zeroc_weights(const char *path)
+{
+    size_t n = strlen(path);
+    st_file f;
+    zc_err ignored;
+    if (n < 12 || strcmp(path + n - 12, ".safetensors") || st_open(&f, path, &ignored))
+        return false;
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(f.h, "__metadata__"),
+                *producer = cJSON_GetObjectItemCaseSensitive(meta, "producer");
+    bool zeroc = ((cJSON_IsString(producer) && !strcmp(producer->valuestring, "zeroc")) ||
+                  cJSON_GetObjectItemCaseSensitive(f.h, "wte")) &&
+                 !cJSON_GetObjectItemCaseSensitive(f.h, "wte.weight") &&
+                 !cJSON_GetObjectItemCaseSensitive(f.h, "transformer.wte.weight");
+    st_close(&f);
+    return zeroc;
+}
+
 /* ---------- config.json ---------- */
 
 static zc_status read_json(const char *path, cJSON **out, zc_err *err)

@@ -43,6 +43,10 @@
 /* Whether path is a Hugging Face GPT-2: a directory (with config.json), or a .safetensors file
  * whose tensors carry transformers' names (wte.weight or transformer.wte.weight). */
 bool hf_is_checkpoint(const char *path);
+/* Whether path is a .safetensors file of zeroc's own naming (zeroc train --save-weights, zeroc
+ * ckpt export: producer "zeroc" in its metadata, or a tensor named wte) and not of transformers'
+ * (no wte.weight): weights without the model's shape. */
+bool hf_is_zeroc_weights(const char *path);
 /* The shape from config.json (the directory's, or the one beside the .safetensors file), with
  * zeroc's padded vocabulary. */
 zc_status hf_read_config(const char *path, gpt2_config *cfg, zc_err *err);

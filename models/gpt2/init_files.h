@@ -11,7 +11,13 @@
 /* Whether path is a GPT-2 file of these formats (an llm.c checkpoint: anything that is not a
  * .safetensors file; a Hugging Face GPT-2: hf_is_checkpoint). */
 bool gpt2_is_init_file(const char *path);
-/* The shape the file holds (an llm.c header, or config.json). */
+/* ZC_EINVAL, saying what it is and how to export it to an llm.c checkpoint, when path is one of
+ * zeroc's own outputs given where a GPT-2 init file is expected: a checkpoint directory (it has
+ * manifest.json), a save directory (latest or step-N entries), its `latest` file, a checkpoint's
+ * own file, or a zeroc .safetensors weights file (hf_is_zeroc_weights); ZC_OK otherwise. */
+zc_status gpt2_init_not_zeroc_output(const char *path, zc_err *err);
+/* The shape the file holds (an llm.c header, or config.json); zeroc's own outputs are refused
+ * by gpt2_init_not_zeroc_output first. */
 zc_status gpt2_init_shape(const char *path, gpt2_config *cfg, zc_err *err);
 /* After zc_engine_finalize: the weights from the file (each rank what it holds). */
 zc_status gpt2_load_init(gpt2_model *m, const char *path, zc_err *err);
