@@ -1,9 +1,9 @@
 /* test_quantize.c — ZeRO++'s block-wise int8 form (src/kernels/quantize.c): the segment's byte
  * layout and size, each value back within half its block's step (max |x| / 127 / 2, plus float
- * rounding), a bf16 shard as its fp32 values, a block with inf or NaN back as NaN, zeros and a
- * block's maximum exact, the same bits whatever the thread count, and qgZ's requantized sum;
- * every segment and dequantized value equal to the scalar definition's, bit for bit, at each
- * vector level (ctest runs it under ZEROC_SIMD=portable and avx2 too). */
+ * rounding; blocks of tiny values too), a bf16 shard as its fp32 values, a block with inf or NaN
+ * back as NaN, zeros and a block's maximum exact, the same bits whatever the thread count, and
+ * qgZ's requantized sum; every segment and dequantized value equal to the scalar definition's, bit
+ * for bit, at each vector level (ctest runs it under ZEROC_SIMD=portable and avx2 too). */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -17,7 +17,7 @@
 
 /* The scalar definition: per block, max |x|; a block with a NaN, an inf or a magnitude above
  * 3.4e38 gets a NaN scale and zeros; else scale max/127 and rint(x · (127/max)) clamped to
- * ±127; the int8 values padded with zeros to 4 bytes. */
+ * ±127 (both times 2^64 below max 2^-60); the int8 values padded with zeros to 4 bytes. */
 static void reference_quantize(const float *x, size_t S, unsigned char *seg)
 {
     const size_t nb = (S + ZC_QWZ_BLOCK - 1) / ZC_QWZ_BLOCK;
@@ -36,10 +36,11 @@ static void reference_quantize(const float *x, size_t S, unsigned char *seg)
             scales[b] = NAN;
             continue;
         }
-        float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        const float pre = amax < 0x1p-60f ? 0x1p64f : 1.0f; /* 127 / max finite */
+        float inv = amax > 0.0f ? 127.0f / (amax * pre) : 0.0f;
         scales[b] = amax / 127.0f;
         for (size_t i = lo; i < hi; i++)
-            q[i] = (int8_t)fmaxf(-127.0f, fminf(127.0f, rintf(x[i] * inv)));
+            q[i] = (int8_t)fmaxf(-127.0f, fminf(127.0f, rintf(x[i] * pre * inv)));
     }
 }
 
@@ -153,6 +154,31 @@ int main(void)
         zc_dtype_narrow(ZC_BF16, y, h, S);
         CHECK(!memcmp(h, h2, S * 2), "S %zu: bf16 output is the fp32 dequantization rounded", S);
         free(x), free(y), free(a), free(b), free(h), free(h2), free(xh), free(yh);
+    }
+    /* a block whose largest value is tiny (127 / max overflowed to inf below 3.7e-37: 0 · inf
+     * gave NaN, every other value ±127): each value back within half a step, zero exact, at
+     * every size down to the smallest denormal (the test thread does not flush denormals).
+     * Below max 127 · FLT_MIN the scale is itself denormal, rounded to a multiple of 2^-149:
+     * its error, at most 2^-150, times |q| <= 127 adds to the bound. */
+    {
+        const float tiny[][4] = {{2e-37f, 5e-38f, 0.0f, -1e-37f},
+                                 {1e-30f, -3e-31f, 0.0f, 7e-32f},
+                                 {1e-40f, 3e-41f, 0.0f, -5e-41f},
+                                 {1e-45f, 0.0f, -1e-45f, 0.0f}};
+        for (size_t t = 0; t < sizeof tiny / sizeof *tiny; t++) {
+            unsigned char seg[4 + 4];
+            float y[4];
+            check_reference(tiny[t], 4, "a tiny block");
+            zc_qwz_quantize(tiny[t], ZC_FP32, 4, seg);
+            zc_qwz_dequantize(seg, 4, ZC_FP32, y);
+            float s;
+            memcpy(&s, seg, 4);
+            for (int i = 0; i < 4; i++)
+                CHECK(fabs((double)y[i] - tiny[t][i]) <= s * (0.5 + 1e-4) + 127 * 0x1p-150 &&
+                          (tiny[t][i] != 0.0f || y[i] == 0.0f),
+                      "tiny block %zu element %d: %g came back as %g (step %g)", t, i, tiny[t][i],
+                      y[i], s);
+        }
     }
     /* a block with inf or NaN (an fp16 overflow in a gradient) comes back as NaN, whole; the
      * other blocks are untouched by it */

@@ -13,7 +13,9 @@
 /* A segment of S values: ceil(S / ZC_QWZ_BLOCK) fp32 scales, then S int8 values padded to a
  * multiple of 4 bytes (zc_qwz_segment_bytes(S) in all). Block b's values are round(x / s) with
  * s = max |x| / 127 over the block (0 for an all-zero block), so a value comes back within s / 2
- * of what it was. A block holding inf or NaN gets scale NaN, so it comes back as NaN (an fp16
+ * of what it was (below max 127 · FLT_MIN = 1.5e-36, s is a denormal float, rounded: add 127 ·
+ * 2^-150; a thread that flushes denormals, as the engine's compute threads do, gets such a
+ * block back as zeros). A block holding inf or NaN gets scale NaN, so it comes back as NaN (an fp16
  * overflow stays visible). Deterministic: every rank dequantizes a segment to the same numbers,
  * whatever the thread count. src holds S values of type t (fp32, bf16 or fp16). */
 void zc_qwz_quantize(const void *src, zc_dtype t, size_t S, void *segment);
