@@ -402,6 +402,29 @@ def test_save_dir_locked():
     check(c.returncode == 0, f"the directory stayed locked after the job: {c.stderr!r}")
 
 
+def test_save_dir_not_shared():
+    """A --save-dir that is another directory on some rank (hosts without a shared file system;
+    here rank 1 runs in its own mount namespace with a private directory bound over the path) is
+    refused before step 1, naming the rank, its host and the reason; neither directory gets a
+    file. It trained until the first save, then failed on a shard path."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        print("  (skipped: needs root and unshare for a private mount)")
+        return
+    d, priv = H_.path("ck-shared"), H_.path("ck-private")
+    os.makedirs(d), os.makedirs(priv)
+    args = [H_.zeroc, "train", *map(str, MLP), "--steps", "2", "--save-dir", d]
+    private = ["unshare", "-m", "sh", "-c", f'mount --bind "{priv}" "{d}" && exec "$0" "$@"']
+    p = subprocess.run([H_.mpirun, "1", *args, ":", "-np", "1", *private, *args],
+                       capture_output=True, text=True, timeout=120)
+    H_.check_sanitizers(args, p)
+    check(p.returncode == 1 and f"--save-dir '{d}' is not the same directory on every host: "
+          f"rank 1 (host {socket.gethostname()}) reads no lock file" in p.stderr,
+          f"exit {p.returncode}: {p.stderr[-600:]!r}")
+    check("step " not in p.stdout, "the job trained")
+    check(os.listdir(d) == [] and os.listdir(priv) == [],
+          f"files left: {os.listdir(d)} {os.listdir(priv)}")
+
+
 def test_save_verified_before_saved():
     """A shard damaged on the disk after it was written (a fault hook flips a byte of rank 1's
     step-4 shard once it has landed, before it is read back) fails the save naming the file and
@@ -676,7 +699,7 @@ def test_resume_data_position():
 
 TESTS = [test_exact_resume, test_crash_during_save, test_crash_resaving_a_step, test_reshard, test_export_safetensors,
          test_export_formats_and_init, test_export_memory_124m, test_corruption, test_full_disk,
-         test_resume_other_shape, test_save_dir_locked,
+         test_resume_other_shape, test_save_dir_locked, test_save_dir_not_shared,
          test_save_verified_before_saved, test_manifest_edits, test_stop_signal_saves,
          test_resume_data_position]
 

@@ -126,6 +126,42 @@ static zc_status take(const char *dir, zc_ckpt_lock *l, zc_err *err)
     return zc_err_set(err, ZC_EIO, "cannot lock %s: it keeps being replaced", l->path);
 }
 
+/* Every rank reads the lock file rank 0 just wrote ("pid P on host H"): a rank that reads
+ * something else, or nothing, has another directory at that path (hosts without a shared file
+ * system), where its shards would land apart from the manifest — found now, not at the first
+ * save hours later. One control gather of a fixed record per rank. */
+static zc_status same_dir_everywhere(zc_comm *comm, const char *dir, zc_err *err)
+{
+    enum { REC = 160 };
+    const int n = zc_comm_size(comm), me = zc_comm_rank(comm);
+    if (n == 1)
+        return ZC_OK;
+    char mine[REC] = "", path[4200], host[64] = "?";
+    snprintf(path, sizeof path, "%s/.lock", dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    ssize_t got = fd >= 0 ? pread(fd, mine, REC - 1, 0) : -1;
+    if (fd >= 0)
+        close(fd);
+    mine[got > 0 ? got : 0] = '\0';
+    mine[strcspn(mine, "\n")] = '\0';
+    char *all = malloc((size_t)n * REC);
+    if (!all)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    zc_status st = zc_comm_control_gather(comm, mine, all, REC, "checking the save directory", err);
+    if (!st && strcmp(mine, all)) {
+        gethostname(host, sizeof host - 1);
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--save-dir '%s' is not the same directory on every host: rank %d (host "
+                        "%s) reads %s%s%s where rank 0 wrote its lock (\"%s\"); the ranks of a "
+                        "job must save into one shared directory (a network file system mounted "
+                        "at the same path on every host)",
+                        dir, me, host, mine[0] ? "\"" : "no lock file", mine, mine[0] ? "\"" : "",
+                        all);
+    }
+    free(all);
+    return zc_comm_agree(comm, st, "checking the save directory", err);
+}
+
 zc_status zc_ckpt_lock_dir(zc_comm *comm, const char *dir, zc_ckpt_lock **out, zc_err *err)
 {
     *out = NULL;
@@ -139,7 +175,9 @@ zc_status zc_ckpt_lock_dir(zc_comm *comm, const char *dir, zc_ckpt_lock **out, z
             l = NULL;
         }
     }
-    if ((st = zc_comm_agree(comm, st, "locking the save directory", err))) {
+    if (!(st = zc_comm_agree(comm, st, "locking the save directory", err)))
+        st = same_dir_everywhere(comm, dir, err);
+    if (st) {
         zc_ckpt_unlock_dir(l);
         return st;
     }
