@@ -23,8 +23,8 @@ int main(int argc, char **argv)
     cfg.optim = ZC_OPTIM_SGD;
     cfg.lr = 0.5;
     zc_mem *mem = zc_mem_create();
-    zc_engine *e;
-    int w, b;
+    zc_engine *e = NULL; /* NULL if zc_engine_create fails: zc_engine_destroy takes NULL */
+    int w = -1, b = -1;
     zc_status st = zc_engine_create(&e, &cfg, comm, mem, &err);
     if (!st) {
         int u = zc_engine_add_unit(e, "linear");

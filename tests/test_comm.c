@@ -1,11 +1,15 @@
 /* test_comm.c — the communicator on N ranks (run with 1–4): the reduce-scatter result equals
  * the rank-order sum computed here from every rank's (regenerated) input, bit for bit; the
  * all-gather and all-reduce deliver every rank's data; the byte counters follow the ring
- * convention exactly; control sums are identical on every rank. */
+ * convention exactly; control sums are identical on every rank. The program initialises MPI
+ * itself, as a host program would: zc_comm_finalize must give MPI_COMM_WORLD its error handler
+ * back, and a failed zc_comm_init must leave *out NULL. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <mpi.h>
 
 #include "check.h"
 #include "zeroc/comm.h"
@@ -18,8 +22,41 @@ static float input(int j, size_t i)
     return zc_rng_normal(3, (uint64_t)j, i);
 }
 
+/* Whether MPI_COMM_WORLD's error handler is h. */
+static bool world_handler_is(MPI_Errhandler h)
+{
+    MPI_Errhandler now;
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &now);
+    bool same = now == h;
+    MPI_Errhandler_free(&now);
+    return same;
+}
+
+/* A zc_comm_init that fails (here: a ZEROC_RANKS_PER_HOST it refuses) leaves *out NULL, and a
+ * second communicator's finalize leaves MPI_COMM_WORLD returning errors while the first lives. */
+static void test_second_comm(void)
+{
+    zc_err err = {0};
+    zc_comm *c2 = (zc_comm *)&err; /* anything but NULL */
+    setenv("ZEROC_RANKS_PER_HOST", "x", 1);
+    CHECK(zc_comm_init(&c2, NULL, NULL, &err) == ZC_EINVAL && c2 == NULL &&
+              strstr(err.msg, "ZEROC_RANKS_PER_HOST=x"),
+          "a failed zc_comm_init left *out %p (%s)", (void *)c2, err.msg);
+    unsetenv("ZEROC_RANKS_PER_HOST");
+    zc_comm_finalize(c2); /* NULL: nothing */
+    CHECK(zc_comm_init(NULL, NULL, NULL, &err) == ZC_EINVAL && strstr(err.msg, "out is NULL"),
+          "zc_comm_init(NULL): %s", err.msg);
+    CHECK(!zc_comm_init(&c2, NULL, NULL, &err), "a second communicator: %s", err.msg);
+    zc_comm_finalize(c2);
+    CHECK(world_handler_is(MPI_ERRORS_RETURN),
+          "MPI_COMM_WORLD must return errors while a zc_comm lives");
+}
+
 int main(int argc, char **argv)
 {
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL); /* the program's choice */
     zc_comm *c;
     zc_err err = {0};
     if (zc_comm_init(&c, &argc, &argv, &err)) {
@@ -200,7 +237,11 @@ int main(int argc, char **argv)
         CHECK(k->inter_host_bytes[op] == 0, "%s: %lld bytes to other hosts on one machine",
               zc_comm_op_name(op), (long long)k->inter_host_bytes[op]);
     free(send), free(recv), free(out), free(buf);
-    int rc = check_summary();
+    test_second_comm();
     zc_comm_finalize(c);
+    CHECK(world_handler_is(MPI_ERRORS_ARE_FATAL),
+          "zc_comm_finalize did not give MPI_COMM_WORLD its error handler back");
+    int rc = check_summary();
+    MPI_Finalize();
     return rc;
 }

@@ -14,6 +14,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* a + b; on overflow sets *ovf and returns INT64_MAX (sizes are non-negative) */
 static inline int64_t zc_add_i64(int64_t a, int64_t b, bool *ovf)
 {
@@ -35,5 +39,9 @@ static inline int64_t zc_mul_i64(int64_t a, int64_t b, bool *ovf)
     }
     return r;
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

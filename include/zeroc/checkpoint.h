@@ -54,10 +54,11 @@
  * holds "pid P on host H") for the job's life; a second job is refused naming the holder. The
  * kernel releases the lock when the holder dies, so a crash never leaves DIR locked.
  *
- *     zc_ckpt_save(engine, comm, "ckpt", step, config_json, client_json, keep, &err);   // all
- * ranks char dir[4096]; zc_ckpt_resolve("ckpt", dir, sizeof dir, &err);                  // →
- * ckpt/step-… zc_ckpt_load(engine, comm, dir, &step, &client_json, &err);                       //
- * all ranks
+ *     // every rank: config_json = zc_config_to_json(&cfg), client_json your own object
+ *     zc_ckpt_save(engine, comm, "ckpt", step, config_json, client_json, keep, &err);
+ *     char dir[4096];
+ *     zc_ckpt_resolve("ckpt", dir, sizeof dir, &err);              // → ckpt/step-NNNNNN
+ *     zc_ckpt_load(engine, comm, dir, &step, &client_json, &err);  // every rank
  */
 #ifndef ZEROC_CHECKPOINT_H
 #define ZEROC_CHECKPOINT_H
@@ -71,10 +72,18 @@
 #include "zeroc/comm.h"
 #include "zeroc/engine.h"
 
-/* Collective. step: optimizer steps done; config_json / client_json: JSON object texts stored
- * in the manifest (client_json may be NULL). keep > 0: afterwards delete the oldest complete
- * checkpoints beyond the newest `keep` (the one just written is never deleted). On error no
- * checkpoint is half-written and the previous ones are untouched; every rank gets an error. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Collective, on a finalized engine. step: optimizer steps done (0 to 2^31 − 1); config_json /
+ * client_json: the text of one JSON object each (nothing after it but whitespace), stored in the
+ * manifest; client_json may be NULL (an empty object). keep > 0: afterwards delete the oldest
+ * complete checkpoints beyond the newest `keep` (the one just written is never deleted). The
+ * arguments are checked on every rank before anything is written (ZC_EINVAL naming the argument
+ * — "config_json", "client_json", "step", "dir" — or ZC_ESTATE for an engine not finalized). On
+ * error no checkpoint is half-written and the previous ones are untouched; every rank gets an
+ * error. */
 ZC_API zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t step,
                               const char *config_json, const char *client_json, int keep,
                               zc_err *err);
@@ -94,9 +103,11 @@ ZC_API void zc_ckpt_unlock_dir(zc_ckpt_lock *lock);
 ZC_API zc_status zc_ckpt_resolve(const char *path, char *out, size_t outlen, zc_err *err);
 
 /* Collective. Loads the checkpoint in `ckdir` into a finalized engine of any world size and any
- * stage: each rank reads only the byte ranges it needs, after checking the CRC of each file it
- * reads. The model must have the same parameters (names, shapes) in the same units. *step gets
- * the optimizer steps done; *client_json (malloc'd, may be NULL) the trainer's state. */
+ * stage (an engine not finalized: ZC_ESTATE on every rank; zc_engine_skip_init before finalize
+ * saves drawing initial values the load replaces): each rank reads only the byte ranges it
+ * needs, after checking the CRC of each file it reads. The model must have the same parameters
+ * (names, shapes) in the same units. *step gets the optimizer steps done; *client_json
+ * (malloc'd; client_json may be NULL) the trainer's state, NULL on failure. */
 ZC_API zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *step,
                               char **client_json, zc_err *err);
 
@@ -113,7 +124,8 @@ ZC_API zc_status zc_ckpt_inspect(const char *ckdir, char **summary, zc_err *err)
 ZC_API zc_status zc_ckpt_export_safetensors(const char *ckdir, const char *out, bool bf16,
                                             zc_err *err);
 
-/* Reading a checkpoint's parameters without an engine (exports, conversions). */
+/* Reading a checkpoint's parameters without an engine (exports, conversions). *r is NULL on
+ * failure; zc_ckpt_reader_close accepts NULL. */
 typedef struct zc_ckpt_reader zc_ckpt_reader;
 ZC_API zc_status zc_ckpt_reader_open(const char *ckdir, zc_ckpt_reader **r, zc_err *err);
 ZC_API int zc_ckpt_reader_num_params(const zc_ckpt_reader *r);
@@ -125,5 +137,9 @@ ZC_API const zc_param_info *zc_ckpt_reader_param(const zc_ckpt_reader *r, int p)
 ZC_API zc_status zc_ckpt_reader_read(zc_ckpt_reader *r, int p, size_t first, size_t n, float *dst,
                                      zc_err *err);
 ZC_API void zc_ckpt_reader_close(zc_ckpt_reader *r);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

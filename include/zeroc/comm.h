@@ -28,6 +28,17 @@
  *     int r = zc_comm_rank(c), n = zc_comm_size(c);
  *     zc_comm_all_gather(c, ZC_FP32, buf, S, "unit 'fc1'", &err); // N·S floats, block r ours
  *     zc_comm_finalize(c);
+ *
+ * Threads: zc_comm_init initialises MPI with MPI_THREAD_FUNNELED when it initialises it; a
+ * zc_comm (and every engine and checkpoint call on it) is used from the thread that created it,
+ * one call at a time. Two engines sharing one zc_comm from two threads at once are unsupported.
+ *
+ * Errors: zeroc's communicators (its duplicate of MPI_COMM_WORLD, the host and group splits)
+ * return MPI errors (MPI_ERRORS_RETURN) as ZC_ECOMM. OpenMPI 4 reports the completion errors of
+ * non-blocking collectives on MPI_COMM_WORLD whatever their communicator, so while any zc_comm
+ * lives MPI_COMM_WORLD returns errors too: a program that relies on its own MPI calls aborting
+ * must check their return codes meanwhile. The last zc_comm_finalize puts back the handler
+ * MPI_COMM_WORLD had at the first zc_comm_init.
  */
 #ifndef ZEROC_COMM_H
 #define ZEROC_COMM_H
@@ -40,6 +51,10 @@
 
 #include "zeroc/dtype.h"
 #include "zeroc/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef enum {
     ZC_COMM_REDUCE_SCATTER = 0,
@@ -60,9 +75,13 @@ typedef struct {
 typedef struct zc_comm zc_comm;
 typedef struct zc_comm_req zc_comm_req;
 
-/* Initialises MPI if needed (a singleton run without mpirun is a world of 1). */
+/* Initialises MPI if needed (MPI_Init_thread with MPI_THREAD_FUNNELED; a singleton run without
+ * mpirun is a world of 1). Collective over MPI_COMM_WORLD. *out is NULL on failure. */
 ZC_API zc_status zc_comm_init(zc_comm **out, int *argc, char ***argv, zc_err *err);
-/* Finalises MPI if zc_comm_init initialised it. */
+/* Frees the communicator (NULL: nothing), restores MPI_COMM_WORLD's error handler when it is the
+ * last zc_comm, and finalises MPI if zc_comm_init initialised it — so it comes last: after
+ * zc_engine_destroy of every engine using it (zc_mem_destroy may come before or after).
+ * Collective (MPI_Comm_free). */
 ZC_API void zc_comm_finalize(zc_comm *c);
 /* Stops every rank now with the given exit code (after the caller printed why). */
 ZC_API void zc_comm_abort(zc_comm *c, int code) __attribute__((noreturn));
@@ -156,5 +175,9 @@ ZC_API zc_status zc_comm_agree(zc_comm *c, zc_status mine, const char *what, zc_
 /* Sum of one double per rank, added in rank order (same bits on every rank). */
 ZC_API zc_status zc_comm_sum_f64(zc_comm *c, double in, double *out, const char *label,
                                  zc_err *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -25,6 +25,10 @@
 #include "zeroc/dtype.h"
 #include "zeroc/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum { ZC_OPTIM_ADAMW = 0, ZC_OPTIM_ADAM, ZC_OPTIM_SGD } zc_optim_type;
 
 /* offload_optimizer.device / offload_param.device. On a CPU machine the states already live in
@@ -186,5 +190,9 @@ ZC_API zc_dtype zc_config_grad_dtype(const zc_config *cfg);
  * gradients on the way. Then the ranks' blocks go from the gradients in place, and no send
  * staging is allocated. */
 ZC_API bool zc_config_grads_sent_as_stored(const zc_config *cfg);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -18,6 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Element types of stored parameters, gradients and communication. ZC_DTYPE_DEFAULT (only in a
  * configuration's comm_dtype and grad_accum_dtype) means "the parameters' type". */
 typedef enum { ZC_DTYPE_DEFAULT = -1, ZC_FP32 = 0, ZC_BF16, ZC_FP16, ZC_NDTYPES } zc_dtype;
@@ -40,5 +44,9 @@ ZC_API void zc_f16_to_f32(const uint16_t *src, float *dst, size_t n);
 ZC_API uint16_t zc_f32_to_bf16_ref(float x);
 ZC_API uint16_t zc_f32_to_f16_ref(float x);
 ZC_API float zc_f16_to_f32_ref(uint16_t h);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -32,6 +32,10 @@
 
 #include "zeroc/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct zc_durable zc_durable;
 
 /* Creates the temporary file PATH.tmp-PID-N (mode 0644 less umask). */
@@ -59,5 +63,9 @@ ZC_API const char *zc_file_kind(unsigned mode);
 ZC_API zc_status zc_open_regular(const char *path, int *fd, int64_t *size, zc_err *err);
 /* zc_open_regular as a stdio stream ("rb"); NULL on failure (err may be NULL). */
 ZC_API FILE *zc_fopen_regular(const char *path, zc_err *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

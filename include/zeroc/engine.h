@@ -18,9 +18,22 @@
  *
  * Mixed precision, see zc_engine_loss_scaler below.
  *
- * Errors: after any error from acquire, release, grads_ready, step or end_pass the engine's state
- * is unspecified: destroy it. ZC_ETIMEOUT is fatal for the whole job (a collective is still in
- * flight): the caller should report it and call zc_comm_abort.
+ * Errors: a call made in the wrong state (acquire before finalize, a unit acquired twice, released
+ * without acquire, handed back twice in a micro-batch; finalize twice) returns ZC_ESTATE, and one
+ * naming a unit or parameter that does not exist ZC_EINVAL, each naming the call, the unit and
+ * the state; such a refusal changes nothing. (They are refused on the calling rank without any
+ * communication: if only some ranks make the mistake, the others meet a lockstep violation or a
+ * timeout at their next collective.) After any other error from acquire, release, grads_ready,
+ * step or end_pass the engine's state is unspecified: destroy it. ZC_ETIMEOUT is fatal for the
+ * whole job (a collective is still in flight): the caller should report it and call
+ * zc_comm_abort. Calls that return a pointer return NULL instead of an error, and
+ * zc_engine_add_unit / zc_engine_add_param return −1 (see there).
+ *
+ * Threads: an engine, and the zc_comm it borrows, are driven from one thread — the one that
+ * called zc_comm_init (MPI is initialised with MPI_THREAD_FUNNELED). Two engines on one zc_comm
+ * used from two threads at once are not supported (their collectives would interleave on one
+ * communicator); two engines used in turn from the same thread are. The engine's own helper
+ * threads (OpenMP kernels, the disk tier's I/O) never call MPI.
  *
  * A training step, for a model of units u = 0..U−1 (forward in order, backward in reverse):
  *
@@ -58,6 +71,10 @@
 #include "zeroc/estimate.h"
 #include "zeroc/mem.h"
 #include "zeroc/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* How a parameter's elements are initialised. Every element's value is a pure function of
  * (seed, parameter index, element index), so a rank can initialise only what it owns. */
@@ -117,44 +134,72 @@ typedef struct {
 
 typedef struct zc_engine zc_engine;
 
-/* The engine borrows comm and mem; they must outlive it. cfg is copied. */
+/* The engine borrows comm and mem; they must outlive it (destroy the engine first, then
+ * zc_mem_destroy and zc_comm_finalize, in either order). cfg is copied, and checked
+ * (zc_config_validate); NULL arguments are ZC_EINVAL. Sets *out to NULL on every failure. Not
+ * collective, but it sets comm's timeout and hpZ groups (zc_comm_set_group_size, collective at
+ * stage 3 with zero_hpz_partition_size > 1). */
 ZC_API zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm, zc_mem *mem,
                                   zc_err *err);
+/* Frees the engine (NULL: nothing), on every rank and after any error too, once per engine.
+ * Starts no communication, but first waits for the collectives still in flight (a reduce-scatter,
+ * stage-3 prefetches: up to comm_timeout_s each) and the disk transfers to land in the buffers it
+ * frees. */
 ZC_API void zc_engine_destroy(zc_engine *e);
 
-/* Registration, before zc_engine_finalize. Returns the new unit's / parameter's id. */
+/* Registration, before zc_engine_finalize: units in model order, each unit's parameters right
+ * after it (a parameter goes into the newest unit). Returns the new unit's / parameter's id, or
+ * −1 when the registration is refused: after zc_engine_finalize, a NULL or over-long name (at
+ * most ZC_MAX_NAME − 1 bytes), a unit other than the newest, ndim outside 1..ZC_MAX_DIMS, a NULL
+ * shape, a size below 1, more than ZC_MAX_NUMEL elements (in the parameter, its unit or the
+ * model), an unknown init kind, or out of memory. The first refusal's reason (naming the call,
+ * the parameter and its shape) is kept: zc_engine_finalize then fails with it, on every rank. */
 ZC_API int zc_engine_add_unit(zc_engine *e, const char *name);
 ZC_API int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim,
                                const int64_t *shape, zc_init init);
 /* Allocates this rank's states and initialises the parameters. Collective: fails on every rank
- * (ZC_EINVAL) if any rank has another configuration or registered another model. */
+ * if any rank refused a registration, has no unit or a unit without parameters (ZC_EINVAL, or the
+ * refusal's status), has another configuration (ZC_EINVAL naming the first key that differs and
+ * both values) or registered another model (naming the first unit and parameter that differ,
+ * with their sizes). Once per engine: a second call is ZC_ESTATE (after a failed one, destroy the
+ * engine). */
 ZC_API zc_status zc_engine_finalize(zc_engine *e, zc_err *err);
 /* Before zc_engine_finalize, when every state is about to be loaded (a checkpoint: zc_ckpt_load):
  * finalize leaves the parameters zero instead of drawing their initial values, which the load
- * would overwrite (about a quarter of a GPT-2 124M resume's CPU time; it grows with the model). */
+ * would overwrite (about a quarter of a GPT-2 124M resume's CPU time; it grows with the model).
+ * No effect once finalize has run. */
 ZC_API void zc_engine_skip_init(zc_engine *e);
 
 ZC_API int zc_engine_num_units(const zc_engine *e);
 ZC_API int zc_engine_num_params(const zc_engine *e);
+/* A unit's / parameter's description; NULL for an id that does not exist. The pointer is valid
+ * until the next zc_engine_add_unit / zc_engine_add_param (registration may move the records:
+ * copy what you need) and, once finalized, until zc_engine_destroy. */
 ZC_API const zc_unit_info *zc_engine_unit_info(const zc_engine *e, int unit);
 ZC_API const zc_param_info *zc_engine_param_info(const zc_engine *e, int param);
 ZC_API size_t zc_engine_total_numel(const zc_engine *e);  /* Ψ, unpadded */
-ZC_API size_t zc_engine_total_padded(const zc_engine *e); /* Σ padded unit sizes */
+ZC_API size_t zc_engine_total_padded(const zc_engine *e); /* Σ padded unit sizes; 0 before
+                                                           * finalize */
 ZC_API int zc_engine_stage(const zc_engine *e);
 ZC_API zc_dtype zc_engine_dtype(const zc_engine *e); /* of the stored parameters */
 ZC_API int zc_engine_rank(const zc_engine *e);
 ZC_API int zc_engine_world_size(const zc_engine *e);
 
-/* Makes the unit's full parameters usable until release. */
+/* Makes the unit's full parameters usable until release. After finalize; ZC_ESTATE if the unit
+ * is already acquired (acquire) or not acquired (release), ZC_EINVAL for a unit that does not
+ * exist. */
 ZC_API zc_status zc_engine_acquire(zc_engine *e, int unit, zc_err *err);
 ZC_API zc_status zc_engine_release(zc_engine *e, int unit, zc_err *err);
-/* Full parameters of an acquired unit's parameter (numel floats). */
+/* Full parameters of an acquired unit's parameter (numel floats), valid until release. NULL for
+ * a parameter that does not exist or whose unit is not acquired. */
 ZC_API float *zc_engine_param(zc_engine *e, int param);
 /* The same elements as stored (zc_engine_dtype: fp32, or bf16/fp16 bits), without a conversion:
- * for a product that takes 16-bit operands. Valid until release. */
+ * for a product that takes 16-bit operands. Valid until release; NULL as zc_engine_param. */
 ZC_API const void *zc_engine_param_stored(zc_engine *e, int param);
 /* The parameter's gradient buffer for this micro-batch; accumulate into it. NULL if out of
- * memory. */
+ * memory, before finalize, for a parameter that does not exist, after its unit's grads_ready in
+ * this micro-batch, or after zc_engine_grad16 handed out its 16-bit gradient. The same holds for
+ * zc_engine_grad_fresh (fresh must not be NULL) and zc_engine_grad16. */
 ZC_API float *zc_engine_grad(zc_engine *e, int param);
 /* The same buffer, for a model whose first write to this gradient can set every element (a
  * product with beta 0) instead of adding. *fresh says which it must do: true — the buffer is this
@@ -170,17 +215,18 @@ ZC_API float *zc_engine_grad_fresh(zc_engine *e, int param, bool *fresh);
  * when the parameter's fp32 buffer was handed out this micro-batch): then use zc_engine_grad or
  * zc_engine_grad_fresh. Not both for one parameter in one micro-batch. */
 ZC_API uint16_t *zc_engine_grad16(zc_engine *e, int param);
-/* Backward has finished with the unit for this micro-batch. */
+/* Backward has finished with the unit for this micro-batch: once per unit and micro-batch
+ * (ZC_ESTATE the second time). */
 ZC_API zc_status zc_engine_grads_ready(zc_engine *e, int unit, zc_err *err);
 /* Ends a micro-batch; at the accumulation boundary reduces, clips and updates. Gradients holding
  * inf/NaN skip the step under dynamic fp16 loss scaling (info->skipped); otherwise (fp32, bf16,
  * a static fp16 scale, or the scale at its minimum) they fail with ZC_ESTATE before any weight
- * is touched. */
+ * is touched. A unit still acquired, or not handed back, is ZC_ESTATE. info may be NULL. */
 ZC_API zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err);
 
 /* Ends a forward-only pass (evaluation, sampling): stage 3 lets the gathers it prefetched for
  * units the pass will not use land and frees them, so the next training micro-batch starts
- * clean. No unit may be acquired or handed back. */
+ * clean. No unit may be acquired or handed back (ZC_ESTATE naming it). */
 ZC_API zc_status zc_engine_end_pass(zc_engine *e, zc_err *err);
 
 /* Mixed precision (bf16.enabled / fp16.enabled): parameters and gradients are stored in 16 bits,
@@ -199,8 +245,11 @@ ZC_API void zc_engine_set_lr(zc_engine *e, double lr);
 ZC_API int64_t zc_engine_steps_done(const zc_engine *e);
 
 /* Offload (ZeRO-Infinity): with offload_optimizer / offload_param on device "nvme", the states
- * zc_estimate_offload places on disk live in this rank's swap files (see src/offload/swap.h:
- * created in nvme_path, preallocated, unlinked at once so they vanish with the process). The
+ * zc_estimate_offload places on disk live in this rank's swap files: one per setting, created by
+ * zc_engine_finalize in its nvme_path (zeroc-<host>-<pid>-rank<r>-<n>.swap, O_DIRECT), fully
+ * preallocated there — so a disk too small fails at finalize, naming the key, the bytes needed
+ * and the bytes free — and unlinked at once, so the space returns to the file system when the
+ * process ends, however it ends, and nothing is left behind. The
  * optimizer step streams them through RAM in sub-groups; stage 3 reads parameter shards from
  * disk ahead of their gather, along the recorded acquire order, and writes reduced gradient
  * shards to disk as they land. Values are the same bits as in RAM. A disk failure during
@@ -224,18 +273,22 @@ ZC_API void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out);
 
 /* Loading values (e.g. from a file), after finalize: the elements of `param` this rank stores
  * are [*first, *first + *n) (all of them in stages 0–2, the part inside this rank's shard in
- * stage 3); zc_engine_set_param_values writes elements [first, first + n) of the parameter,
- * which must lie within that range (ZC_EIO only when the values live in a swap file that
- * failed). Not collective: every rank loads what it stores. */
+ * stage 3; 0, 0 before finalize or for a parameter that does not exist);
+ * zc_engine_set_param_values writes elements [first, first + n) of the parameter, which must lie
+ * within that range (ZC_EINVAL naming both ranges otherwise; ZC_ESTATE before finalize; ZC_EIO
+ * only when the values live in a swap file that failed). Not collective: every rank loads what
+ * it stores. */
 ZC_API void zc_engine_param_owned(const zc_engine *e, int param, size_t *first, size_t *n);
 ZC_API zc_status zc_engine_set_param_values(zc_engine *e, int param, size_t first, size_t n,
                                             const float *src, zc_err *err);
 
 /* Collective: the unit's full parameters (padded numel floats) into dst on every rank: the fp32
- * master values in mixed precision. */
+ * master values in mixed precision. Before finalize ZC_ESTATE, a unit that does not exist or a
+ * NULL dst ZC_EINVAL (refused on the calling rank, before any communication). */
 ZC_API zc_status zc_engine_gather_unit(zc_engine *e, int unit, float *dst, zc_err *err);
 /* Collective: SHA-256 of the full fp32 weights (unpadded, units in registration order,
- * little-endian) as 64 hex digits, on every rank; ZC_ESTATE if the ranks' replicas differ. */
+ * little-endian) as 64 hex digits, on every rank; ZC_ESTATE if the ranks' replicas differ, or
+ * before finalize. */
 ZC_API zc_status zc_engine_weights_sha256(zc_engine *e, char hex[65], zc_err *err);
 
 /* The estimator's input describing this engine's model and configuration at `stage`; numel
@@ -243,5 +296,9 @@ ZC_API zc_status zc_engine_weights_sha256(zc_engine *e, char hex[65], zc_err *er
 ZC_API zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *numel);
 /* The ZeRO paper's per-rank model-state bytes for `stage` at this engine's world size and dtype. */
 ZC_API zc_state_bytes zc_engine_state_bytes_for_stage(const zc_engine *e, int stage);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

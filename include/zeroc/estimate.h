@@ -20,6 +20,10 @@
 
 #include "zeroc/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The largest model zeroc holds: 2^49 parameters (padded). Checkpoint manifests and reports
  * record sizes as JSON numbers, exact to 2^53, and a rank's checkpoint holds up to 16 bytes per
  * parameter. Within it, every per-rank byte count fits in 64 bits. */
@@ -160,5 +164,9 @@ ZC_API int64_t zc_estimate_working_bound(const zc_estimate_in *in);
 ZC_API int64_t zc_estimate_prefetch_elems(const zc_estimate_in *in);
 /* Σ padded unit sizes. */
 ZC_API int64_t zc_estimate_padded_numel(const zc_estimate_in *in);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

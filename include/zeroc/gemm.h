@@ -31,6 +31,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum { ZC_GEMM_F32 = 0, ZC_GEMM_BF16 } zc_gemm_type;
 
 /* Bytes of workspace a bf16 product of this shape needs (0 for fp32). */
@@ -94,5 +98,9 @@ ZC_API const char *zc_gemm_path(zc_gemm_type t);
  * accumulated in double, then alpha·(that) + beta·C rounded to fp32. Slow. */
 ZC_API void zc_gemm_bf16_ref(bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
                              int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

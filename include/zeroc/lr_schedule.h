@@ -16,6 +16,10 @@
 
 #include "zeroc/config.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The learning rate of the optimizer step that follows `applied` applied steps (0: the first
  * step), under cfg's scheduler (cfg->sched not ZC_SCHED_NONE; total_num_steps resolved, i.e. not
  * 0, for WarmupDecayLR). Warmup over W = max(2, warmup_num_steps) iterations: iteration
@@ -23,5 +27,9 @@
  * (WarmupLR) or max(0, (T − it) / max(1, T − W)) (WarmupDecayLR, T = total_num_steps);
  * lr = min + (max − min) · gamma. */
 ZC_API double zc_lr_schedule_at(const zc_config *cfg, int64_t applied);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -24,6 +24,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     ZC_MEM_PARAMS = 0,  /* parameters this rank keeps between steps */
     ZC_MEM_GRADS,       /* gradients this rank keeps between micro-steps */
@@ -44,7 +48,9 @@ typedef struct {
 
 typedef struct zc_mem zc_mem;
 
+/* NULL if out of memory. */
 ZC_API zc_mem *zc_mem_create(void);
+/* Frees the ledger (NULL: nothing). An engine borrows it: destroy the engines first. */
 ZC_API void zc_mem_destroy(zc_mem *mem);
 
 /* 64-byte aligned, zero-filled; NULL on failure (bytes == 0 returns NULL too). */
@@ -67,5 +73,9 @@ ZC_API const char *zc_mem_category_name(zc_mem_category cat);
  */
 ZC_API int64_t zc_mem_peak_rss(void);
 ZC_API int64_t zc_mem_current_rss(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -24,6 +24,10 @@
 
 #include "zeroc/dtype.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     double lr, beta1, beta2, eps, weight_decay;
     bool decoupled;   /* true: AdamW (decay applied to the weights); false: L2 added to the grad */
@@ -62,5 +66,9 @@ ZC_API double zc_sum_squares(const float *g, size_t n);
  * take whole chunks, so the result depends only on the data. */
 enum { ZC_SUM_SQUARES_CHUNK = 2048 };
 ZC_API double zc_sum_squares_16(const void *g, zc_dtype t, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

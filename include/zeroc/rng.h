@@ -15,7 +15,15 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 ZC_API double zc_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index);
 ZC_API float zc_rng_normal(uint64_t seed, uint64_t stream, uint64_t index);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -24,6 +24,10 @@
 
 #include "zeroc/engine.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 ZC_API zc_status zc_safetensors_save(zc_engine *e, const char *path, zc_err *err);
 
 /* After zc_engine_finalize: sets the weights from a safetensors file (F32 or BF16 tensors whose
@@ -37,5 +41,9 @@ ZC_API zc_status zc_safetensors_load(zc_engine *e, const char *path, zc_err *err
 ZC_API zc_status zc_safetensors_check_layout(const char *path, zc_err *err);
 /* Whether a path names a safetensors file (by its extension). */
 ZC_API bool zc_safetensors_is_path(const char *path);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

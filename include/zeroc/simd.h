@@ -30,6 +30,10 @@
 
 #include "zeroc/api.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum { ZC_SIMD_PORTABLE = 0, ZC_SIMD_AVX2, ZC_SIMD_AVX512 } zc_simd;
 
 /* The level the kernels run at: the widest the CPU supports, capped by ZEROC_SIMD (read once). */
@@ -73,6 +77,10 @@ ZC_API const char *zc_simd_name(zc_simd level);
 #define ZC_SIMD_SELECT(f) f##_portable
 #define ZC_SIMD_DISPATCH(f, ...) f##_portable(__VA_ARGS__)
 #define ZC_SIMD_DISPATCH_RET(r, f, ...) (r = f##_portable(__VA_ARGS__))
+#endif
+
+#ifdef __cplusplus
+}
 #endif
 
 #endif

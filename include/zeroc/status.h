@@ -3,8 +3,10 @@
  * Runtime failures the user or the system can cause (bad config, bad file, MPI timeout, a rank
  * out of lockstep) come back as a non-zero status plus a message in a zc_err the caller owns.
  * The library never prints and never exits; the caller (the zeroc CLI, or your program) decides.
- * Programmer errors (a NULL where the contract forbids it, an out-of-range unit id) are not
- * statuses: ZC_ASSERT prints file:line and aborts every rank.
+ * Calls made in the wrong order (ZC_ESTATE) or with an id that does not exist (ZC_EINVAL) are
+ * statuses too, naming the call and what was expected. ZC_ASSERT, which prints file:line and
+ * aborts every rank, guards the library's internal invariants only — a state no call sequence
+ * should reach.
  *
  *     zc_err err = {0};
  *     if (zc_config_load_file(&cfg, "ds_config.json", &err) != ZC_OK) {
@@ -18,6 +20,10 @@
 #include "zeroc/api.h"
 
 #include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef enum {
     ZC_OK = 0,
@@ -42,8 +48,12 @@ ZC_API zc_status zc_err_set(zc_err *err, zc_status code, const char *fmt, ...)
 /* Name of a status, e.g. "ZC_ETIMEOUT". */
 ZC_API const char *zc_status_name(zc_status s);
 
-/* Always-on assertion for programmer errors: prints file:line and aborts all ranks. */
+/* Always-on assertion for internal invariants: prints file:line and aborts all ranks. */
 ZC_API void zc_assert_fail(const char *expr, const char *file, int line) __attribute__((noreturn));
 #define ZC_ASSERT(e) ((e) ? (void)0 : zc_assert_fail(#e, __FILE__, __LINE__))
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

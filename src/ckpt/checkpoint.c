@@ -283,8 +283,8 @@ static char *manifest_text(zc_engine *e, int64_t step, const char *config_json,
         cJSON_AddStringToObject(o, "crc32c", crc);
         cJSON_AddItemToArray(files, o);
     }
-    cJSON *cfg = config_json ? cJSON_Parse(config_json) : NULL;
-    cJSON_AddItemToObject(m, "config", cfg ? cfg : cJSON_CreateObject());
+    /* both checked by check_save_args: objects (client_json may be NULL) */
+    cJSON_AddItemToObject(m, "config", cJSON_Parse(config_json));
     cJSON *client = client_json ? cJSON_Parse(client_json) : NULL;
     cJSON_AddItemToObject(m, "client", client ? client : cJSON_CreateObject());
     char *text = cJSON_Print(m);
@@ -419,9 +419,60 @@ static zc_status publish(zc_engine *e, const char *dir, const char *tmp, int64_t
     return ZC_OK;
 }
 
+/* A JSON text given to zc_ckpt_save (`arg` names the argument): one JSON object and nothing
+ * after it (whitespace aside). */
+static zc_status check_object_text(const char *arg, const char *text, zc_err *err)
+{
+    const char *end = NULL;
+    cJSON *v = cJSON_ParseWithOpts(text, &end, true);
+    if (!v) {
+        size_t at = end && end >= text ? (size_t)(end - text) : 0;
+        return zc_err_set(err, ZC_EINVAL,
+                          "zc_ckpt_save: %s is not valid JSON (at byte %zu: '%.24s'); expected "
+                          "one JSON object",
+                          arg, at, text + (at <= strlen(text) ? at : 0));
+    }
+    const char *kind = cJSON_IsObject(v)   ? NULL
+                       : cJSON_IsArray(v)  ? "an array"
+                       : cJSON_IsString(v) ? "a string"
+                       : cJSON_IsNumber(v) ? "a number"
+                       : cJSON_IsBool(v)   ? "a boolean"
+                                           : "null";
+    cJSON_Delete(v);
+    if (kind)
+        return zc_err_set(err, ZC_EINVAL, "zc_ckpt_save: %s is %s; expected a JSON object", arg,
+                          kind);
+    return ZC_OK;
+}
+
+/* zc_ckpt_save's arguments, before anything is written: a finalized engine, a directory, a step
+ * the manifest can hold, and JSON objects. */
+static zc_status check_save_args(zc_engine *e, const char *dir, int64_t step,
+                                 const char *config_json, const char *client_json, zc_err *err)
+{
+    if (!dir)
+        return zc_err_set(err, ZC_EINVAL, "zc_ckpt_save: dir is NULL");
+    if (!zc_engine_finalized(e))
+        return zc_err_set(err, e ? ZC_ESTATE : ZC_EINVAL, "zc_ckpt_save: the engine is %s",
+                          e ? "not finalized (call zc_engine_finalize first)" : "NULL");
+    if (step < 0 || step > INT32_MAX)
+        return zc_err_set(err, ZC_EINVAL, "zc_ckpt_save: step %lld; expected 0 to %d",
+                          (long long)step, INT32_MAX);
+    if (!config_json)
+        return zc_err_set(err, ZC_EINVAL,
+                          "zc_ckpt_save: config_json is NULL; expected the effective "
+                          "configuration as a JSON object (zc_config_to_json)");
+    zc_status st = check_object_text("config_json", config_json, err);
+    if (!st && client_json)
+        st = check_object_text("client_json", client_json, err);
+    return st;
+}
+
 zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t step,
                        const char *config_json, const char *client_json, int keep, zc_err *err)
 {
+    if (!comm)
+        return zc_err_set(err, ZC_EINVAL, "zc_ckpt_save: comm is NULL");
     const int rank = zc_comm_rank(comm), n = zc_comm_size(comm);
     char tmp[4200], path[4300];
     /* the temporary directory is this job's alone: rank 0's pid and host in its name */
@@ -433,7 +484,10 @@ zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t ste
     gethostname(host, sizeof host - 1);
     host[strcspn(host, "/")] = 0;
     pathf(me.s, sizeof me.s, "%d-%s", (int)getpid(), host);
-    zc_status st = tokens ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
+    /* every rank checks its arguments: a rank refusing them fails every rank, before a write */
+    zc_status st = check_save_args(e, dir, step, config_json, client_json, err);
+    if (!st && !tokens)
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory");
     if ((st = zc_comm_agree(comm, st, "starting the checkpoint", err)) ||
         (st = zc_comm_control_gather(comm, &me, tokens, sizeof me, "checkpoint name", err))) {
         free(tokens);
@@ -676,7 +730,21 @@ zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *
                        char **client_json, zc_err *err)
 {
     zc_manifest m;
-    zc_status st = load_local(e, ckdir, &m, err);
+    memset(&m, 0, sizeof m);
+    if (client_json)
+        *client_json = NULL;
+    if (!comm)
+        return zc_err_set(err, ZC_EINVAL, "zc_ckpt_load: comm is NULL");
+    /* refused on a rank, the load fails on every rank (no rank waits in the agreement) */
+    zc_status st =
+        !ckdir || !step
+            ? zc_err_set(err, ZC_EINVAL, "zc_ckpt_load: %s is NULL", !ckdir ? "ckdir" : "step")
+        : !zc_engine_finalized(e)
+            ? zc_err_set(err, e ? ZC_ESTATE : ZC_EINVAL, "zc_ckpt_load: the engine is %s",
+                         e ? "not finalized (register the model, call "
+                             "zc_engine_skip_init and zc_engine_finalize, then load)"
+                           : "NULL")
+            : load_local(e, ckdir, &m, err);
     st = zc_comm_agree(comm, st, "loading the checkpoint", err);
     if (!st) {
         *step = m.step;
@@ -776,6 +844,11 @@ void zc_ckpt_reader_close(zc_ckpt_reader *r)
 
 zc_status zc_ckpt_reader_open(const char *ckdir, zc_ckpt_reader **out, zc_err *err)
 {
+    if (out)
+        *out = NULL;
+    if (!ckdir || !out)
+        return zc_err_set(err, ZC_EINVAL, "zc_ckpt_reader_open: %s is NULL",
+                          !ckdir ? "ckdir" : "out");
     zc_ckpt_reader *r = calloc(1, sizeof *r);
     if (!r)
         return zc_err_set(err, ZC_ENOMEM, "out of memory");

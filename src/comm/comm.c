@@ -9,7 +9,9 @@
  *   choice (so every ZeRO stage gets the same bits), and far faster than OpenMPI 4.1's
  *   MPI_Reduce_scatter_block on shared memory.
  * - Errors are returned (MPI_ERRORS_RETURN on our duplicate of MPI_COMM_WORLD); only the caller
- *   decides to abort. */
+ *   decides to abort. OpenMPI 4 reports the completion errors of non-blocking collectives on
+ *   MPI_COMM_WORLD whatever their communicator, so MPI_COMM_WORLD returns errors too while a
+ *   zc_comm lives; the last zc_comm_finalize gives it back the handler the program had. */
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -62,6 +64,11 @@ struct zc_comm_req {
 };
 
 static int second_hop(zc_comm *c, zc_comm_req *r);
+
+/* MPI_COMM_WORLD's error handler before the first live zc_comm set MPI_ERRORS_RETURN on it, and
+ * the zc_comms alive (MPI calls come from one thread: MPI_THREAD_FUNNELED). */
+static MPI_Errhandler world_handler = MPI_ERRHANDLER_NULL;
+static int live_comms;
 
 /* MPI_Abort asks the runtime to stop every rank; when this rank's host has lost the network
  * (the very failure that brings us here, often), the runtime may never answer: the process
@@ -157,6 +164,9 @@ static zc_status topology(zc_comm *c, zc_err *err)
 
 zc_status zc_comm_init(zc_comm **out, int *argc, char ***argv, zc_err *err)
 {
+    if (!out)
+        return zc_err_set(err, ZC_EINVAL, "zc_comm_init: out is NULL");
+    *out = NULL;
     zc_comm *c = calloc(1, sizeof *c);
     if (!c)
         return zc_err_set(err, ZC_ENOMEM, "out of memory creating the communicator");
@@ -171,7 +181,10 @@ zc_status zc_comm_init(zc_comm **out, int *argc, char ***argv, zc_err *err)
         c->we_initialised = 1;
     }
     /* OpenMPI reports completion errors of non-blocking collectives on MPI_COMM_WORLD, so both
-     * communicators return errors instead of aborting. */
+     * communicators return errors instead of aborting; the world's own handler is kept for
+     * zc_comm_finalize to put back. */
+    if (live_comms++ == 0)
+        MPI_Comm_get_errhandler(MPI_COMM_WORLD, &world_handler);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_dup(MPI_COMM_WORLD, &c->world);
     MPI_Comm_set_errhandler(c->world, MPI_ERRORS_RETURN);
@@ -201,7 +214,12 @@ void zc_comm_finalize(zc_comm *c)
     free(c->host_of);
     free(c->slot_of);
     MPI_Comm_free(&c->world);
-    zc_set_abort_hook(NULL);
+    if (--live_comms == 0 && world_handler != MPI_ERRHANDLER_NULL) {
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, world_handler);
+        MPI_Errhandler_free(&world_handler); /* our reference; the world keeps its own */
+    }
+    if (live_comms == 0) /* another zc_comm still aborts through MPI */
+        zc_set_abort_hook(NULL);
     if (c->we_initialised)
         MPI_Finalize();
     free(c);

@@ -35,12 +35,15 @@
  * stages still agree bitwise. */
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
+
+#include <cjson/cJSON.h>
 
 #include "engine/engine_state.h"
 #include "util/clock.h"
@@ -51,6 +54,7 @@
 #include "offload/stream.h"
 #include "offload/swap.h"
 #include "util/sha256.h"
+#include "zeroc/checked.h"
 #include "zeroc/engine.h"
 #include "zeroc/optim.h"
 
@@ -142,7 +146,12 @@ struct zc_engine {
     param_t *params;
     int nparams, cap_params;
     bool finalized;
-    bool skip_init; /* the states will be loaded whole: finalize leaves them zero */
+    bool finalize_called; /* finalize ran (it may have failed: then the engine is only destroyed) */
+    bool skip_init;       /* the states will be loaded whole: finalize leaves them zero */
+    /* the first registration zc_engine_add_unit / add_param refused (they return −1), which
+     * zc_engine_finalize then reports on every rank */
+    zc_err reg_err;    /* code ZC_OK: none */
+    int64_t reg_numel; /* Σ Ψ_u registered so far (each add checked against ZC_MAX_NUMEL) */
     double lr;
     int64_t step; /* optimizer steps completed */
     int micro;    /* micro-batches completed in the current step */
@@ -434,6 +443,14 @@ static zc_status lockstep_check(zc_engine *e, int op, int u, zc_err *err)
 zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm, zc_mem *mem,
                            zc_err *err)
 {
+    if (out)
+        *out = NULL;
+    if (!out || !cfg || !comm || !mem)
+        return zc_err_set(err, ZC_EINVAL, "zc_engine_create: %s is NULL",
+                          !out    ? "out"
+                          : !cfg  ? "cfg"
+                          : !comm ? "comm"
+                                  : "mem");
     zc_status st = zc_config_validate(cfg, zc_comm_size(comm), err);
     if (st)
         return st;
@@ -474,21 +491,73 @@ zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm,
     return ZC_OK;
 }
 
-/* Makes room for one more element in a growing array (registration is rare: doubling). */
+/* Makes room for one more element in a growing array (registration is rare: doubling); NULL if
+ * out of memory (the array is then unchanged). */
 static void *grow(void *array, int count, int *cap, size_t elem)
 {
     if (count < *cap)
         return array;
-    *cap = *cap ? 2 * *cap : 16;
-    void *bigger = realloc(array, (size_t)*cap * elem);
-    ZC_ASSERT(bigger);
+    int bigger_cap = *cap ? 2 * *cap : 16;
+    void *bigger = realloc(array, (size_t)bigger_cap * elem);
+    if (bigger)
+        *cap = bigger_cap;
     return bigger;
+}
+
+/* A registration refused: keeps the first reason for zc_engine_finalize to report on every rank
+ * (add_unit and add_param return −1, and have no error channel of their own). */
+static int refuse_registration(zc_engine *e, zc_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int refuse_registration(zc_engine *e, zc_status code, const char *fmt, ...)
+{
+    if (e->reg_err.code == ZC_OK) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->reg_err.msg, sizeof e->reg_err.msg, fmt, ap);
+        va_end(ap);
+        e->reg_err.code = code;
+    }
+    return -1;
+}
+
+/* A registration after zc_engine_finalize (or a failed one), or with a bad name: why, or NULL. */
+static const char *registration_closed(const zc_engine *e)
+{
+    return e->finalized         ? "the engine is already finalized; register before "
+                                  "zc_engine_finalize"
+           : e->finalize_called ? "zc_engine_finalize failed on this engine; destroy it"
+                                : NULL;
+}
+
+/* "[d0, d1, …]" of a shape, into buf. */
+static const char *shape_text(char *buf, size_t cap, int ndim, const int64_t *shape)
+{
+    size_t k = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < ndim && k < cap; d++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (k < cap)
+        snprintf(buf + k, cap - k, "]");
+    return buf;
 }
 
 int zc_engine_add_unit(zc_engine *e, const char *name)
 {
-    ZC_ASSERT(!e->finalized && name && strlen(name) < ZC_MAX_NAME);
-    e->units = grow(e->units, e->nunits, &e->cap_units, sizeof *e->units);
+    if (!e)
+        return -1;
+    const char *closed = registration_closed(e);
+    if (closed)
+        return refuse_registration(e, ZC_ESTATE, "zc_engine_add_unit('%s'): %s",
+                                   name ? name : "(NULL)", closed);
+    if (!name || strlen(name) >= ZC_MAX_NAME)
+        return refuse_registration(e, ZC_EINVAL,
+                                   "zc_engine_add_unit: the name %s%.40s%s is %s; expected a "
+                                   "string of at most %d bytes",
+                                   name ? "'" : "", name ? name : "NULL", name ? "…'" : "",
+                                   name ? "too long" : "missing", ZC_MAX_NAME - 1);
+    unit_t *units = grow(e->units, e->nunits, &e->cap_units, sizeof *e->units);
+    if (!units)
+        return refuse_registration(e, ZC_ENOMEM, "zc_engine_add_unit('%s'): out of memory", name);
+    e->units = units;
     unit_t *u = &e->units[e->nunits];
     memset(u, 0, sizeof *u);
     snprintf(u->info.name, sizeof u->info.name, "%s", name);
@@ -499,26 +568,87 @@ int zc_engine_add_unit(zc_engine *e, const char *name)
 int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim, const int64_t *shape,
                         zc_init init)
 {
-    ZC_ASSERT(!e->finalized && unit == e->nunits - 1); /* parameters go into the newest unit */
-    ZC_ASSERT(name && strlen(name) < ZC_MAX_NAME && ndim >= 1 && ndim <= ZC_MAX_DIMS);
-    e->params = grow(e->params, e->nparams, &e->cap_params, sizeof *e->params);
+    if (!e)
+        return -1;
+    const char *pname = name ? name : "(NULL)", *closed = registration_closed(e);
+    if (closed)
+        return refuse_registration(e, ZC_ESTATE, "zc_engine_add_param('%s'): %s", pname, closed);
+    if (!name || strlen(name) >= ZC_MAX_NAME)
+        return refuse_registration(e, ZC_EINVAL,
+                                   "zc_engine_add_param: the name %s%.40s%s is %s; expected a "
+                                   "string of at most %d bytes",
+                                   name ? "'" : "", name ? name : "NULL", name ? "…'" : "",
+                                   name ? "too long" : "missing", ZC_MAX_NAME - 1);
+    if (e->nunits == 0)
+        return refuse_registration(e, ZC_ESTATE,
+                                   "zc_engine_add_param('%s'): no unit is registered yet; call "
+                                   "zc_engine_add_unit first",
+                                   name);
+    if (unit != e->nunits - 1) /* parameters go into the newest unit */
+        return refuse_registration(e, ZC_EINVAL,
+                                   "zc_engine_add_param('%s'): unit %d is not the newest unit "
+                                   "(unit %d '%s'); a parameter goes into the unit registered last",
+                                   name, unit, e->nunits - 1, e->units[e->nunits - 1].info.name);
+    const char *uname = e->units[unit].info.name;
+    if (ndim < 1 || ndim > ZC_MAX_DIMS)
+        return refuse_registration(e, ZC_EINVAL,
+                                   "zc_engine_add_param('%s' of unit '%s'): ndim %d; expected 1 "
+                                   "to %d dimensions",
+                                   name, uname, ndim, ZC_MAX_DIMS);
+    if (!shape)
+        return refuse_registration(e, ZC_EINVAL,
+                                   "zc_engine_add_param('%s' of unit '%s'): shape is NULL; "
+                                   "expected %d sizes",
+                                   name, uname, ndim);
+    char text[160];
+    bool ovf = false;
+    int64_t numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 1)
+            return refuse_registration(e, ZC_EINVAL,
+                                       "zc_engine_add_param('%s' of unit '%s'): shape %s has "
+                                       "size %lld in dimension %d; expected positive sizes",
+                                       name, uname, shape_text(text, sizeof text, ndim, shape),
+                                       (long long)shape[d], d);
+        numel = zc_mul_i64(numel, shape[d], &ovf);
+    }
+    const int64_t unit_numel = (int64_t)e->units[unit].info.numel;
+    if (ovf || numel > ZC_MAX_NUMEL || unit_numel + numel > ZC_MAX_NUMEL ||
+        e->reg_numel + numel > ZC_MAX_NUMEL) {
+        char count[48];
+        snprintf(count, sizeof count, ovf ? "more than 2^63" : "%lld", (long long)numel);
+        return refuse_registration(
+            e, ZC_EINVAL,
+            "zc_engine_add_param('%s' of unit '%s'): shape %s has %s elements, which takes the "
+            "%s past %lld (2^49), the most zeroc holds",
+            name, uname, shape_text(text, sizeof text, ndim, shape), count,
+            ovf || numel > ZC_MAX_NUMEL         ? "parameter"
+            : unit_numel + numel > ZC_MAX_NUMEL ? "unit"
+                                                : "model",
+            (long long)ZC_MAX_NUMEL);
+    }
+    if ((unsigned)init.kind > ZC_INIT_NORMAL)
+        return refuse_registration(e, ZC_EINVAL,
+                                   "zc_engine_add_param('%s' of unit '%s'): init.kind %d; "
+                                   "expected ZC_INIT_CONST, ZC_INIT_UNIFORM or ZC_INIT_NORMAL",
+                                   name, uname, (int)init.kind);
+    param_t *params = grow(e->params, e->nparams, &e->cap_params, sizeof *e->params);
+    if (!params)
+        return refuse_registration(e, ZC_ENOMEM, "zc_engine_add_param('%s'): out of memory", name);
+    e->params = params;
     param_t *p = &e->params[e->nparams];
     memset(p, 0, sizeof *p);
     snprintf(p->info.name, sizeof p->info.name, "%s", name);
     p->info.unit = unit;
     p->info.ndim = ndim;
-    size_t numel = 1;
-    for (int d = 0; d < ndim; d++) {
-        ZC_ASSERT(shape[d] > 0);
-        p->info.shape[d] = shape[d];
-        numel *= (size_t)shape[d];
-    }
-    p->info.numel = numel;
+    memcpy(p->info.shape, shape, (size_t)ndim * sizeof *shape);
+    p->info.numel = (size_t)numel;
     unit_t *u = &e->units[unit];
     p->info.offset = u->info.numel;
     p->init = init;
-    u->info.numel += numel;
+    u->info.numel += (size_t)numel;
     u->info.nparams++;
+    e->reg_numel += numel;
     return e->nparams++;
 }
 
@@ -528,6 +658,227 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
     for (size_t i = 0; i < n; i++)
         h = (h ^ b[i]) * 0x100000001b3ULL;
     return h;
+}
+
+/* ---------- naming what differs between ranks (a failure path: every rank runs it) ---------- */
+
+enum { DIFF_TEXT = 512 }; /* bytes of the account of one difference */
+
+/* The effective configuration (config keys) of this rank as JSON text, NUL-padded to a multiple
+ * of 4 bytes (*bytes) for zc_comm_broadcast; NULL if out of memory. */
+static char *config_text(const zc_engine *e, size_t *bytes)
+{
+    char *json = zc_config_to_json(&e->cfg);
+    if (!json)
+        return NULL;
+    size_t n = (strlen(json) + 4) / 4 * 4;
+    char *out = calloc(1, n);
+    if (out)
+        memcpy(out, json, strlen(json));
+    free(json);
+    *bytes = n;
+    return out;
+}
+
+/* This rank's model as registered: int64 unit and parameter counts, then the zc_unit_info and
+ * zc_param_info records (a multiple of 4 bytes, *bytes); NULL if out of memory. */
+static char *model_blob(const zc_engine *e, size_t *bytes)
+{
+    const int64_t counts[2] = {e->nunits, e->nparams};
+    const size_t ub = (size_t)e->nunits * sizeof(zc_unit_info),
+                 pb = (size_t)e->nparams * sizeof(zc_param_info);
+    *bytes = (sizeof counts + ub + pb + 3) / 4 * 4;
+    char *out = calloc(1, *bytes);
+    if (!out)
+        return NULL;
+    memcpy(out, counts, sizeof counts);
+    for (int u = 0; u < e->nunits; u++)
+        memcpy(out + sizeof counts + (size_t)u * sizeof(zc_unit_info), &e->units[u].info,
+               sizeof(zc_unit_info));
+    for (int p = 0; p < e->nparams; p++)
+        memcpy(out + sizeof counts + ub + (size_t)p * sizeof(zc_param_info), &e->params[p].info,
+               sizeof(zc_param_info));
+    return out;
+}
+
+/* Unit u / parameter p of a model blob (model_blob's layout), copied out. */
+static zc_unit_info blob_unit(const char *blob, int u)
+{
+    zc_unit_info ui;
+    memcpy(&ui, blob + 2 * sizeof(int64_t) + (size_t)u * sizeof ui, sizeof ui);
+    return ui;
+}
+
+static zc_param_info blob_param(const char *blob, int p)
+{
+    int64_t counts[2];
+    zc_param_info pi;
+    memcpy(counts, blob, sizeof counts);
+    memcpy(&pi,
+           blob + sizeof counts + (size_t)counts[0] * sizeof(zc_unit_info) + (size_t)p * sizeof pi,
+           sizeof pi);
+    return pi;
+}
+
+/* Keys every rank may set its own way: each host's nvme_path (its local disk); and
+ * train_batch_size, which is either derived or checked against the keys it derives from. */
+static bool rank_local_key(const char *key)
+{
+    return !strcmp(key, "nvme_path") || !strcmp(key, "train_batch_size");
+}
+
+/* Where rank r's configuration object `mine` first differs from rank 0's `zero`, as "KEY is X on
+ * rank r, Y on rank 0", into out; false if they agree (rank_local_key excepted). */
+static bool json_diff(const cJSON *zero, const cJSON *mine, const char *prefix, int r, char *out,
+                      size_t cap)
+{
+    char path[256];
+    for (const cJSON *a = zero->child; a; a = a->next) {
+        if (!a->string || rank_local_key(a->string))
+            continue;
+        snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", a->string);
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(mine, a->string);
+        if (cJSON_IsObject(a) && cJSON_IsObject(b)) {
+            if (json_diff(a, b, path, r, out, cap))
+                return true;
+            continue;
+        }
+        char *va = cJSON_PrintUnformatted(a), *vb = b ? cJSON_PrintUnformatted(b) : NULL;
+        const bool differ = !b || !va || !vb || strcmp(va, vb);
+        if (differ)
+            snprintf(out, cap, "%s is %s on rank %d, %s on rank 0", path, vb ? vb : "not set", r,
+                     va ? va : "?");
+        free(va);
+        free(vb);
+        if (differ)
+            return true;
+    }
+    for (const cJSON *b = mine->child; b; b = b->next)
+        if (b->string && !rank_local_key(b->string) &&
+            !cJSON_GetObjectItemCaseSensitive(zero, b->string)) {
+            snprintf(out, cap, "%s%s%s is set on rank %d, not on rank 0", prefix,
+                     *prefix ? "." : "", b->string, r);
+            return true;
+        }
+    return false;
+}
+
+/* Where this rank's (rank r's) model first differs from rank 0's blob, in the sizes the
+ * agreement hash covers: a unit's element count (naming its first parameter that differs), then
+ * the numbers of units and parameters. */
+static void model_diff(const zc_engine *e, const char *zero, int r, char *out, size_t cap)
+{
+    int64_t c0[2];
+    memcpy(c0, zero, sizeof c0);
+    const int nu = e->nunits < (int)c0[0] ? e->nunits : (int)c0[0];
+    for (int u = 0; u < nu; u++) {
+        const zc_unit_info a = blob_unit(zero, u), *b = &e->units[u].info;
+        if (a.numel == b->numel)
+            continue;
+        int k = 0; /* the unit's first parameter whose name or shape differs */
+        char da[ZC_MAX_NAME + 180] = "absent", db[ZC_MAX_NAME + 180] = "absent", shape[160];
+        for (; k < a.nparams || k < b->nparams; k++) {
+            zc_param_info pa = {0};
+            const zc_param_info *pb = k < b->nparams ? &e->params[b->first_param + k].info : NULL;
+            if (k < a.nparams)
+                pa = blob_param(zero, a.first_param + k);
+            bool same = k < a.nparams && pb && !strcmp(pa.name, pb->name) && pa.ndim == pb->ndim;
+            for (int d = 0; same && d < pa.ndim; d++)
+                same = pa.shape[d] == pb->shape[d];
+            if (same)
+                continue;
+            if (k < a.nparams)
+                snprintf(da, sizeof da, "'%s' %s", pa.name,
+                         shape_text(shape, sizeof shape, pa.ndim, pa.shape));
+            if (pb)
+                snprintf(db, sizeof db, "'%s' %s", pb->name,
+                         shape_text(shape, sizeof shape, pb->ndim, pb->shape));
+            break;
+        }
+        snprintf(out, cap,
+                 "unit %d '%s' has %zu elements on rank %d, %zu on rank 0 (its parameter %d is "
+                 "%s on rank %d, %s on rank 0)",
+                 u, b->name, b->numel, r, a.numel, k, db, r, da);
+        return;
+    }
+    if (e->nunits != (int)c0[0]) {
+        const bool more = e->nunits > (int)c0[0];
+        const zc_unit_info extra = more ? e->units[nu].info : blob_unit(zero, nu);
+        snprintf(out, cap,
+                 "rank %d registered %d units, rank 0 %lld (the first unit only rank %d has is "
+                 "unit %d '%s' of %zu elements)",
+                 r, e->nunits, (long long)c0[0], more ? r : 0, nu, extra.name, extra.numel);
+        return;
+    }
+    for (int u = 0; u < nu; u++) {
+        const zc_unit_info a = blob_unit(zero, u), *b = &e->units[u].info;
+        if (a.nparams != b->nparams) {
+            snprintf(out, cap,
+                     "unit %d '%s' holds %d parameters on rank %d, %d on rank 0 (%zu elements "
+                     "on both)",
+                     u, b->name, b->nparams, r, a.nparams, b->numel);
+            return;
+        }
+    }
+    snprintf(out, cap, "rank %d registered %d parameters, rank 0 %lld", r, e->nparams,
+             (long long)c0[1]);
+}
+
+/* zc_comm_broadcast moves floats, copied bit for bit: bytes (a multiple of 4) at buf from root. */
+static zc_status broadcast_bytes(zc_engine *e, void *buf, size_t bytes, int root, const char *label,
+                                 zc_err *err)
+{
+    return zc_comm_broadcast(e->comm, buf, bytes / 4, root, label, err);
+}
+
+/* Rank r's configuration (config) or model differs from rank 0's: every rank fails with one
+ * message that names the first key (and both values) or the first unit and parameter (names,
+ * sizes) that differ. Rank 0's description is broadcast, rank r compares and broadcasts its
+ * account. Collective. */
+static zc_status explain_mismatch(zc_engine *e, int r, bool config, zc_err *err)
+{
+    size_t bytes = 0;
+    char *mine = config ? config_text(e, &bytes) : model_blob(e, &bytes), *zero = NULL;
+    int64_t len = (int64_t)bytes, *lens = calloc((size_t)e->nranks, sizeof *lens);
+    float diff[DIFF_TEXT / 4] = {0};
+    char *text = (char *)diff;
+    zc_status st = mine && lens ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
+    if (!(st = zc_comm_agree(e->comm, st, "comparing the ranks' configurations", err)))
+        st = zc_comm_control_gather(e->comm, &len, lens, sizeof len, "configuration check", err);
+    if (!st) {
+        zero = e->rank == 0 ? mine : calloc(1, (size_t)lens[0]);
+        st = zc_comm_agree(e->comm, zero ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory"),
+                           "comparing the ranks' configurations", err);
+    }
+    if (!st)
+        st = broadcast_bytes(e, zero, (size_t)lens[0], 0, "configuration check", err);
+    if (!st && e->rank == r) {
+        cJSON *a = config ? cJSON_Parse(zero) : NULL, *b = config ? cJSON_Parse(mine) : NULL;
+        if (!config)
+            model_diff(e, zero, r, text, sizeof diff);
+        else if (!a || !b || !json_diff(a, b, "", r, text, sizeof diff))
+            snprintf(text, sizeof diff, "%s",
+                     "they differ in a value the effective configuration does not print");
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+        text[sizeof diff - 1] = '\0';
+    }
+    if (!st)
+        st = broadcast_bytes(e, diff, sizeof diff, r, "configuration check", err);
+    if (zero != mine)
+        free(zero);
+    free(mine);
+    free(lens);
+    if (st)
+        return st;
+    text[sizeof diff - 1] = '\0';
+    if (config)
+        return zc_err_set(err, ZC_EINVAL,
+                          "rank %d runs a different configuration than rank 0: %s (was the same "
+                          "config file and were the same flags given to every rank?)",
+                          r, text);
+    return zc_err_set(err, ZC_EINVAL, "rank %d registered a different model than rank 0: %s", r,
+                      text);
 }
 
 /* Every rank must run the same configuration on the same model: a rank that read another
@@ -607,22 +958,15 @@ static zc_status agreement_check(zc_engine *e, zc_err *err)
     if (!all)
         return zc_err_set(err, ZC_ENOMEM, "out of memory in the agreement check");
     zc_status st = zc_comm_control_gather(e->comm, h, all, sizeof h, "configuration check", err);
-    for (int r = 1; !st && r < e->nranks; r++) {
-        if (all[2 * r] != all[0])
-            st = zc_err_set(err, ZC_EINVAL,
-                            "rank %d runs a different configuration than rank 0 "
-                            "(was the same config file and were the same flags given to every "
-                            "rank?)",
-                            r);
-        else if (all[2 * r + 1] != all[1])
-            st = zc_err_set(err, ZC_EINVAL,
-                            "rank %d registered a different model (units or "
-                            "sizes) than rank 0",
-                            r);
-    }
+    int r = 1; /* the first rank that differs from rank 0, in its configuration or its model */
+    while (!st && r < e->nranks && all[2 * r] == all[0] && all[2 * r + 1] == all[1])
+        r++;
+    const bool config = !st && r < e->nranks && all[2 * r] != all[0];
     if (all != stack)
         free(all);
-    return st;
+    if (st || r == e->nranks)
+        return st;
+    return explain_mismatch(e, r, config, err); /* every rank takes this path alike */
 }
 
 static size_t opt_moments(const zc_config *cfg)
@@ -917,20 +1261,45 @@ static zc_status decide_persistent(zc_engine *e, zc_err *err)
 
 void zc_engine_skip_init(zc_engine *e)
 {
-    ZC_ASSERT(!e->finalized);
-    e->skip_init = true;
+    if (e && !e->finalize_called) /* afterwards the values are drawn already: no effect */
+        e->skip_init = true;
+}
+
+/* The registered model as finalize takes it: the first registration refused, or no unit, or a
+ * unit without parameters. */
+static zc_status check_registration(const zc_engine *e, zc_err *err)
+{
+    if (e->reg_err.code)
+        return zc_err_set(err, e->reg_err.code, "%s", e->reg_err.msg);
+    if (e->nunits == 0)
+        return zc_err_set(err, ZC_EINVAL,
+                          "zc_engine_finalize: no unit is registered (zc_engine_add_unit, then "
+                          "zc_engine_add_param)");
+    for (int i = 0; i < e->nunits; i++)
+        if (e->units[i].info.numel == 0)
+            return zc_err_set(err, ZC_EINVAL,
+                              "zc_engine_finalize: unit %d '%s' has no parameters (every unit "
+                              "needs at least one zc_engine_add_param)",
+                              i, e->units[i].info.name);
+    return check_sizes(e, err);
 }
 
 zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
 {
-    ZC_ASSERT(!e->finalized && e->nunits > 0);
-    zc_status st = zc_comm_agree(e->comm, check_sizes(e, err), "checking the model's sizes", err);
+    if (!e)
+        return zc_err_set(err, ZC_EINVAL, "zc_engine_finalize: the engine is NULL");
+    if (e->finalize_called)
+        return zc_err_set(err, ZC_ESTATE, "zc_engine_finalize: %s",
+                          e->finalized ? "the engine is already finalized (once per engine)"
+                                       : "an earlier zc_engine_finalize failed; destroy the "
+                                         "engine");
+    e->finalize_called = true;
+    zc_status st = zc_comm_agree(e->comm, check_registration(e, err), "registering the model", err);
     if (st)
         return st;
     size_t n = (size_t)e->nranks, max_shard = 0;
     for (int i = 0; i < e->nunits; i++) {
         zc_unit_info *ui = &e->units[i].info;
-        ZC_ASSERT(ui->numel > 0);
         ui->shard = (ui->numel + n - 1) / n;
         ui->padded = ui->shard * n;
         if (ui->shard > max_shard)
@@ -986,7 +1355,9 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
     e->prefetch_elems = zc_estimate_prefetch_elems(&in);
     free(numel);
     zc_mem_reset_peaks(e->mem);
-    return agreement_check(e, err);
+    if ((st = agreement_check(e, err))) /* the ranks disagree: nothing may run on it */
+        e->finalized = false;
+    return st;
 }
 
 void zc_engine_destroy(zc_engine *e)
@@ -1103,14 +1474,12 @@ void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out)
 
 const zc_unit_info *zc_engine_unit_info(const zc_engine *e, int unit)
 {
-    ZC_ASSERT(unit >= 0 && unit < e->nunits);
-    return &e->units[unit].info;
+    return e && unit >= 0 && unit < e->nunits ? &e->units[unit].info : NULL;
 }
 
 const zc_param_info *zc_engine_param_info(const zc_engine *e, int param)
 {
-    ZC_ASSERT(param >= 0 && param < e->nparams);
-    return &e->params[param].info;
+    return e && param >= 0 && param < e->nparams ? &e->params[param].info : NULL;
 }
 
 size_t zc_engine_total_numel(const zc_engine *e)
@@ -1123,7 +1492,8 @@ size_t zc_engine_total_numel(const zc_engine *e)
 
 size_t zc_engine_total_padded(const zc_engine *e)
 {
-    ZC_ASSERT(e->finalized); /* finalize computed each unit's padded size */
+    if (!e->finalized) /* finalize computes each unit's padded size */
+        return 0;
     size_t s = 0;
     for (int i = 0; i < e->nunits; i++)
         s += e->units[i].info.padded;
@@ -1552,12 +1922,41 @@ static zc_status make_view(zc_engine *e, int i, zc_err *err)
     return ZC_OK;
 }
 
+/* Refuses a call on unit i of an engine that is not finalized (ZC_ESTATE) or a unit that does
+ * not exist (ZC_EINVAL), naming the call; ZC_OK otherwise. */
+static zc_status unit_call(const zc_engine *e, const char *call, int i, zc_err *err)
+{
+    if (!e)
+        return zc_err_set(err, ZC_EINVAL, "%s(unit %d): the engine is NULL", call, i);
+    if (!e->finalized)
+        return zc_err_set(err, ZC_ESTATE, "%s(unit %d): the engine is not finalized (%s)", call, i,
+                          e->finalize_called ? "zc_engine_finalize failed: destroy it"
+                                             : "call zc_engine_finalize first");
+    if (i < 0 || i >= e->nunits)
+        return zc_err_set(err, ZC_EINVAL, "%s(unit %d): no such unit; the model has units 0 to %d",
+                          call, i, e->nunits - 1);
+    return ZC_OK;
+}
+
+/* Refuses a call on unit i in the wrong state: ZC_ESTATE naming the call, the unit, the step and
+ * what is wrong (a printf format of no arguments). */
+static zc_status wrong_state(zc_engine *e, const char *call, int i, const char *why, zc_err *err)
+{
+    return zc_err_set(err, ZC_ESTATE, "%s(unit %d '%s'), step %lld: %s", call, i, unit_name(e, i),
+                      step_number(e), why);
+}
+
 zc_status zc_engine_acquire(zc_engine *e, int i, zc_err *err)
 {
-    ZC_ASSERT(e->finalized && i >= 0 && i < e->nunits && !e->units[i].acquired);
+    zc_status st = unit_call(e, "zc_engine_acquire", i, err);
+    if (st)
+        return st;
+    if (e->units[i].acquired)
+        return wrong_state(e, "zc_engine_acquire", i,
+                           "the unit is already acquired (release it before acquiring it again)",
+                           err);
     unit_t *u = &e->units[i];
-    record(e, EV_ACQUIRE, i);
-    zc_status st = progress(e, err);
+    st = progress(e, err);
     if (st || !sharded_params(e, u)) {
         if (!st && e->mixed)
             st = make_view(e, i, err);
@@ -1565,7 +1964,11 @@ zc_status zc_engine_acquire(zc_engine *e, int i, zc_err *err)
         return st;
     }
     if (!e->trace_done) { /* first micro-batch: record the order */
-        e->trace = grow(e->trace, e->trace_len, &e->trace_cap, sizeof *e->trace);
+        int *trace = grow(e->trace, e->trace_len, &e->trace_cap, sizeof *e->trace);
+        if (!trace)
+            return zc_err_set(err, ZC_ENOMEM, "rank %d: out of memory recording the acquires",
+                              e->rank);
+        e->trace = trace;
         e->trace[e->trace_len++] = i;
     } else if (e->trace_pos >= 0) {
         /* Follow the recorded order; a model that leaves it gets no prefetch until the next
@@ -1589,7 +1992,12 @@ zc_status zc_engine_acquire(zc_engine *e, int i, zc_err *err)
 
 zc_status zc_engine_release(zc_engine *e, int i, zc_err *err)
 {
-    ZC_ASSERT(e->finalized && i >= 0 && i < e->nunits && e->units[i].acquired);
+    zc_status st = unit_call(e, "zc_engine_release", i, err);
+    if (st)
+        return st;
+    if (!e->units[i].acquired)
+        return wrong_state(e, "zc_engine_release", i,
+                           "the unit is not acquired (zc_engine_acquire it first)", err);
     unit_t *u = &e->units[i];
     record(e, EV_RELEASE, i);
     u->acquired = false;
@@ -1603,13 +2011,21 @@ zc_status zc_engine_release(zc_engine *e, int i, zc_err *err)
     return progress(e, err);
 }
 
+/* Parameter `param` of an acquired unit, or NULL (no such parameter, its unit not acquired). */
+static param_t *acquired_param(zc_engine *e, int param)
+{
+    if (!e || param < 0 || param >= e->nparams || !e->units[e->params[param].info.unit].acquired)
+        return NULL;
+    return &e->params[param];
+}
+
 float *zc_engine_param(zc_engine *e, int param)
 {
-    ZC_ASSERT(param >= 0 && param < e->nparams);
-    param_t *pp = &e->params[param];
+    param_t *pp = acquired_param(e, param);
+    if (!pp)
+        return NULL;
     const zc_param_info *p = &pp->info;
     const unit_t *u = &e->units[p->unit];
-    ZC_ASSERT(u->acquired);
     if (!e->mixed)
         return (float *)u->full + p->offset;
     if (!pp->widened) {
@@ -1621,10 +2037,11 @@ float *zc_engine_param(zc_engine *e, int param)
 
 const void *zc_engine_param_stored(zc_engine *e, int param)
 {
-    ZC_ASSERT(param >= 0 && param < e->nparams);
-    const zc_param_info *p = &e->params[param].info;
+    const param_t *pp = acquired_param(e, param);
+    if (!pp)
+        return NULL;
+    const zc_param_info *p = &pp->info;
     const unit_t *u = &e->units[p->unit];
-    ZC_ASSERT(u->acquired);
     return at(u->full, p->offset, e->ps);
 }
 
@@ -1662,15 +2079,26 @@ static void zero_grads_not_given(zc_engine *e, unit_t *u)
     }
 }
 
+/* Parameter `param` while its gradients may be written: the engine finalized and the unit not
+ * handed back in this micro-batch (grads_ready); NULL otherwise. */
+static param_t *writable_param(zc_engine *e, int param)
+{
+    if (!e || !e->finalized || param < 0 || param >= e->nparams ||
+        e->units[e->params[param].info.unit].ready)
+        return NULL;
+    return &e->params[param];
+}
+
 static float *grad_buffer(zc_engine *e, int param, bool overwrite, bool *fresh)
 {
-    ZC_ASSERT(e->finalized && param >= 0 && param < e->nparams);
-    param_t *pp = &e->params[param];
+    if (fresh)
+        *fresh = false;
+    param_t *pp = writable_param(e, param);
+    /* written in 16 bits this micro-batch (grad16): no fp32 buffer to add to */
+    if (!pp || !fresh || pp->grad16)
+        return NULL;
     const zc_param_info *p = &pp->info;
     unit_t *u = &e->units[p->unit];
-    ZC_ASSERT(!u->ready);   /* no gradients after grads_ready in the same micro-batch */
-    ZC_ASSERT(!pp->grad16); /* written in 16 bits this micro-batch: no fp32 buffer to add to */
-    *fresh = false;
     if (e->direct_grads) /* the stored gradients, accumulating over micro-batches */
         return (float *)u->grad_full + p->offset;
     if (!u->grad_work && !grad_work_alloc(e, u))
@@ -1689,10 +2117,10 @@ static float *grad_buffer(zc_engine *e, int param, bool overwrite, bool *fresh)
  * anyway, for the model to write rounded itself (a product with a bf16 output). */
 uint16_t *zc_engine_grad16(zc_engine *e, int param)
 {
-    ZC_ASSERT(e->finalized && param >= 0 && param < e->nparams);
-    param_t *pp = &e->params[param];
+    param_t *pp = writable_param(e, param);
+    if (!pp)
+        return NULL;
     unit_t *u = &e->units[pp->info.unit];
-    ZC_ASSERT(!u->ready);
     if (e->grads_sharded || e->direct_grads || e->gdt != ZC_BF16 || e->micro != 0 ||
         grad_scale(e) != 1.0f || pp->grad16 || (u->grad_work && pp->grad_given))
         return NULL;
@@ -1763,7 +2191,14 @@ static void fold_grads(zc_engine *e, unit_t *u)
 
 zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
 {
-    ZC_ASSERT(e->finalized && i >= 0 && i < e->nunits && !e->units[i].ready);
+    zc_status st = unit_call(e, "zc_engine_grads_ready", i, err);
+    if (st)
+        return st;
+    if (e->units[i].ready)
+        return wrong_state(e, "zc_engine_grads_ready", i,
+                           "the unit's gradients were already handed back in this micro-batch "
+                           "(once per unit; zc_engine_step ends the micro-batch)",
+                           err);
     record(e, EV_GRADS_READY, i);
     unit_t *u = &e->units[i];
     u->ready = true;
@@ -1886,12 +2321,30 @@ static zc_status drop_prefetches(zc_engine *e, zc_err *err)
     return st;
 }
 
+/* Refuses a call that needs a finalized engine: ZC_EINVAL (NULL) or ZC_ESTATE naming it. */
+static zc_status engine_call(const zc_engine *e, const char *call, zc_err *err)
+{
+    if (!e)
+        return zc_err_set(err, ZC_EINVAL, "%s: the engine is NULL", call);
+    if (!e->finalized)
+        return zc_err_set(err, ZC_ESTATE, "%s: the engine is not finalized (%s)", call,
+                          e->finalize_called ? "zc_engine_finalize failed: destroy it"
+                                             : "call zc_engine_finalize first");
+    return ZC_OK;
+}
+
 zc_status zc_engine_end_pass(zc_engine *e, zc_err *err)
 {
-    ZC_ASSERT(e->finalized);
-    for (int i = 0; i < e->nunits; i++)
-        ZC_ASSERT(!e->units[i].acquired && !e->units[i].ready);
-    return drop_prefetches(e, err);
+    zc_status st = engine_call(e, "zc_engine_end_pass", err);
+    for (int i = 0; !st && i < e->nunits; i++)
+        if (e->units[i].acquired || e->units[i].ready)
+            st = wrong_state(e, "zc_engine_end_pass", i,
+                             e->units[i].acquired
+                                 ? "the unit is still acquired (release every unit first)"
+                                 : "the unit's gradients were handed back: a training "
+                                   "micro-batch ends with zc_engine_step, not end_pass",
+                             err);
+    return st ? st : drop_prefetches(e, err);
 }
 
 static zc_status end_micro_batch(zc_engine *e, zc_err *err)
@@ -1935,9 +2388,14 @@ static void zero_grads(zc_engine *e)
 
 zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
 {
-    ZC_ASSERT(e->finalized);
+    zc_status st = engine_call(e, "zc_engine_step", err);
+    if (st)
+        return st;
+    zc_step_info scratch; /* info is optional */
+    if (!info)
+        info = &scratch;
     bool boundary = at_boundary(e);
-    zc_status st = end_micro_batch(e, err);
+    st = end_micro_batch(e, err);
     memset(info, 0, sizeof *info);
     info->step = e->step;
     info->prefetch_hits = e->prefetch_hits;
@@ -2067,6 +2525,11 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
 }
 
 /* ---------- checkpoint state ---------- */
+
+bool zc_engine_finalized(const zc_engine *e)
+{
+    return e && e->finalized;
+}
 
 void zc_engine_owned_range(const zc_engine *e, int unit, size_t *first, size_t *n)
 {
@@ -2224,7 +2687,9 @@ void zc_engine_set_steps_done(zc_engine *e, int64_t steps)
 
 void zc_engine_param_owned(const zc_engine *e, int param, size_t *first, size_t *n)
 {
-    ZC_ASSERT(e->finalized && param >= 0 && param < e->nparams);
+    *first = *n = 0;
+    if (!e || !e->finalized || param < 0 || param >= e->nparams)
+        return;
     const zc_param_info *p = &e->params[param].info;
     if (!sharded_params(e, &e->units[p->unit])) {
         *first = 0;
@@ -2241,16 +2706,36 @@ void zc_engine_param_owned(const zc_engine *e, int param, size_t *first, size_t 
 zc_status zc_engine_set_param_values(zc_engine *e, int param, size_t first, size_t n,
                                      const float *src, zc_err *err)
 {
+    zc_status st = engine_call(e, "zc_engine_set_param_values", err);
+    if (st)
+        return st;
+    if (param < 0 || param >= e->nparams)
+        return zc_err_set(err, ZC_EINVAL,
+                          "zc_engine_set_param_values(parameter %d): no such parameter; the model "
+                          "has parameters 0 to %d",
+                          param, e->nparams - 1);
     size_t of, on;
     zc_engine_param_owned(e, param, &of, &on);
-    ZC_ASSERT(first >= of && first + n <= of + on);
     const zc_param_info *p = &e->params[param].info;
+    if (first < of || first > of + on || n > of + on - first || (n && !src))
+        return zc_err_set(err, ZC_EINVAL,
+                          "zc_engine_set_param_values(parameter %d '%s', elements [%zu, %zu)): "
+                          "%s; rank %d stores elements [%zu, %zu) of its %zu "
+                          "(zc_engine_param_owned)",
+                          param, p->name, first, first + n,
+                          n && !src ? "src is NULL" : "outside what this rank stores", e->rank, of,
+                          of + on, p->numel);
     return set_params(e, &e->units[p->unit], p->offset + first, n, src, err);
 }
 
 zc_status zc_engine_gather_unit(zc_engine *e, int i, float *dst, zc_err *err)
 {
-    ZC_ASSERT(e->finalized && i >= 0 && i < e->nunits);
+    zc_status st = unit_call(e, "zc_engine_gather_unit", i, err);
+    if (!st && !dst)
+        st = zc_err_set(err, ZC_EINVAL, "zc_engine_gather_unit(unit %d '%s'): dst is NULL", i,
+                        unit_name(e, i));
+    if (st)
+        return st;
     unit_t *u = &e->units[i];
     size_t S = u->info.shard;
     /* a gathered unit's values are the shards' own, unless qwZ quantized them on the way */
@@ -2258,7 +2743,7 @@ zc_status zc_engine_gather_unit(zc_engine *e, int i, float *dst, zc_err *err)
         memcpy(dst, e->mixed ? u->master : u->full, u->info.padded * sizeof(float));
         return ZC_OK;
     }
-    zc_status st = lockstep_check(e, OP_EXPORT, i, err);
+    st = lockstep_check(e, OP_EXPORT, i, err);
     if (st)
         return st;
     float *mine = dst + (size_t)e->rank * S;
@@ -2271,6 +2756,9 @@ zc_status zc_engine_gather_unit(zc_engine *e, int i, float *dst, zc_err *err)
 
 zc_status zc_engine_weights_sha256(zc_engine *e, char hex[65], zc_err *err)
 {
+    zc_status st = engine_call(e, "zc_engine_weights_sha256", err);
+    if (st)
+        return st;
     size_t max_padded = 0;
     for (int i = 0; i < e->nunits; i++)
         if (e->units[i].info.padded > max_padded)
@@ -2280,7 +2768,6 @@ zc_status zc_engine_weights_sha256(zc_engine *e, char hex[65], zc_err *err)
         return oom(e, err, "the weight digest buffer", -1, max_padded);
     zc_sha256 s;
     zc_sha256_init(&s);
-    zc_status st = ZC_OK;
     for (int i = 0; !st && i < e->nunits; i++)
         if (!(st = zc_engine_gather_unit(e, i, buf, err)))
             zc_sha256_update(&s, buf, e->units[i].info.numel * sizeof(float));

@@ -7,6 +7,7 @@
 #ifndef ZEROC_ENGINE_STATE_H
 #define ZEROC_ENGINE_STATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,8 @@ typedef enum {
     ZC_STATE_V,           /* Adam's second moment */
 } zc_state_kind;
 
+/* Whether zc_engine_finalize succeeded: the calls below need a finalized engine. */
+bool zc_engine_finalized(const zc_engine *e);
 /* This rank owns [*first, *first + *n) of the unit's logical elements (r·S_u …, clipped to
  * Ψ_u; n may be 0). */
 void zc_engine_owned_range(const zc_engine *e, int unit, size_t *first, size_t *n);

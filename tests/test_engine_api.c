@@ -1,0 +1,427 @@
+/* test_engine_api.c — the engine's and the checkpoint's calling contract, as a program using the
+ * installed library meets it (run on 1 and 2 ranks):
+ * - a shape whose element count overflows, or any refused registration, comes back from
+ *   zc_engine_finalize on every rank naming the parameter and its shape;
+ * - calls in the wrong state return ZC_ESTATE, ids that do not exist ZC_EINVAL or NULL, each
+ *   naming the call and the unit, and leave the engine usable (no MPI_Abort);
+ * - a failed zc_engine_create / zc_ckpt_reader_open leaves *out NULL;
+ * - zc_ckpt_save refuses config/client texts that are not one JSON object before writing;
+ * - (2 ranks) a configuration or model that differs between ranks is named: the key and both
+ *   values, the unit and parameter with both sizes — and every rank fails alike. */
+#include <ftw.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "zeroc/checkpoint.h"
+#include "zeroc/engine.h"
+
+static zc_comm *comm;
+static zc_mem *mem;
+static int rank, nranks;
+
+static zc_engine *make(int stage, zc_err *err)
+{
+    zc_config cfg;
+    zc_config_defaults(&cfg);
+    cfg.stage = stage;
+    cfg.comm_timeout_s = 30;
+    zc_engine *e = NULL;
+    CHECK(!zc_engine_create(&e, &cfg, comm, mem, err) && e, "create: %s", err->msg);
+    return e;
+}
+
+/* Two units: 'u0' holds w [3, 5], 'u1' holds v [7]. */
+static zc_engine *make_model(int stage, bool finalize, int *w, int *v, zc_err *err)
+{
+    zc_engine *e = make(stage, err);
+    zc_engine_add_unit(e, "u0");
+    *w = zc_engine_add_param(e, 0, "w", 2, (int64_t[]){3, 5}, (zc_init){ZC_INIT_NORMAL, 0.1f});
+    zc_engine_add_unit(e, "u1");
+    *v = zc_engine_add_param(e, 1, "v", 1, (int64_t[]){7}, (zc_init){ZC_INIT_NORMAL, 0.1f});
+    if (finalize)
+        CHECK(!zc_engine_finalize(e, err), "finalize: %s", err->msg);
+    return e;
+}
+
+/* One parameter registered as given must be refused (−1), and finalize must fail on every rank
+ * with `status` and a message holding each of the needles. */
+static void refused_param(const char *what, int ndim, const int64_t *shape, zc_status status,
+                          const char *needle1, const char *needle2)
+{
+    zc_err err = {0};
+    zc_engine *e = make(3, &err);
+    CHECK(zc_engine_add_unit(e, "u") == 0, "%s: add_unit", what);
+    int id = zc_engine_add_param(e, 0, "w", ndim, shape, (zc_init){ZC_INIT_CONST, 1.0f});
+    CHECK(id == -1, "%s: add_param returned %d, expected -1", what, id);
+    CHECK(zc_engine_num_params(e) == 0 && zc_engine_param_info(e, 0) == NULL,
+          "%s: a refused parameter was registered", what);
+    zc_status st = zc_engine_finalize(e, &err);
+    CHECK(st == status, "%s: finalize returned %s, expected %s (%s)", what, zc_status_name(st),
+          zc_status_name(status), err.msg);
+    CHECK(strstr(err.msg, needle1) && strstr(err.msg, needle2), "%s: message '%s' lacks '%s'/'%s'",
+          what, err.msg, needle1, needle2);
+    CHECK(zc_engine_total_padded(e) == 0, "%s: padded size of an unfinalized engine", what);
+    zc_engine_destroy(e);
+}
+
+static void test_shapes_refused(void)
+{
+    /* 4611686018427387907 · 4 wraps to 12 in 64 bits */
+    refused_param("overflow", 2, (int64_t[]){4611686018427387907LL, 4}, ZC_EINVAL,
+                  "'w' of unit 'u'", "[4611686018427387907, 4]");
+    refused_param("2^90", 3, (int64_t[]){1 << 30, 1 << 30, 1 << 30}, ZC_EINVAL, "more than 2^63",
+                  "[1073741824, 1073741824, 1073741824]");
+    refused_param("over 2^49", 2, (int64_t[]){(int64_t)1 << 25, (int64_t)1 << 25}, ZC_EINVAL,
+                  "562949953421312 (2^49)", "[33554432, 33554432]");
+    refused_param("negative", 2, (int64_t[]){3, -4}, ZC_EINVAL, "[3, -4]",
+                  "size -4 in dimension 1");
+    refused_param("zero", 1, (int64_t[]){0}, ZC_EINVAL, "[0]", "expected positive sizes");
+    refused_param("shape NULL", 1, NULL, ZC_EINVAL, "'w' of unit 'u'", "shape is NULL");
+    refused_param("ndim 5", 5, (int64_t[]){1, 1, 1, 1, 1}, ZC_EINVAL, "ndim 5", "1 to 4");
+
+    /* three parameters of 2^48 elements: the unit's third goes past 2^49 */
+    zc_err err = {0};
+    zc_engine *e = make(0, &err);
+    zc_engine_add_unit(e, "big");
+    int ids[3];
+    for (int k = 0; k < 3; k++)
+        ids[k] = zc_engine_add_param(e, 0, k == 2 ? "third" : "p", 1, (int64_t[]){(int64_t)1 << 48},
+                                     (zc_init){ZC_INIT_CONST, 0});
+    CHECK(ids[0] == 0 && ids[1] == 1 && ids[2] == -1, "2^48 params: ids %d %d %d", ids[0], ids[1],
+          ids[2]);
+    CHECK(zc_engine_finalize(e, &err) == ZC_EINVAL && strstr(err.msg, "'third' of unit 'big'") &&
+              strstr(err.msg, "the unit past"),
+          "unit past 2^49: %s", err.msg);
+    zc_engine_destroy(e);
+
+    /* only rank 1 refuses: every rank's finalize fails with rank 1's reason */
+    e = make(3, &err);
+    zc_engine_add_unit(e, "u");
+    zc_engine_add_param(e, 0, "w", 1, (int64_t[]){rank == 1 ? -1 : 4}, (zc_init){ZC_INIT_CONST, 0});
+    zc_status st = zc_engine_finalize(e, &err);
+    if (nranks > 1)
+        CHECK(st == ZC_EINVAL && strstr(err.msg, "failed on rank 1") && strstr(err.msg, "[-1]"),
+              "rank %d: one rank's refused registration: %s %s", rank, zc_status_name(st), err.msg);
+    else
+        CHECK(st == ZC_OK, "one rank: %s", err.msg);
+    zc_engine_destroy(e);
+
+    /* the other registrations refused */
+    e = make(3, &err);
+    CHECK(zc_engine_add_param(e, 0, "w", 1, (int64_t[]){4}, (zc_init){ZC_INIT_CONST, 0}) == -1,
+          "a parameter before any unit");
+    CHECK(zc_engine_finalize(e, &err) == ZC_ESTATE && strstr(err.msg, "no unit is registered yet"),
+          "param before unit: %s", err.msg);
+    zc_engine_destroy(e);
+    e = make(3, &err);
+    zc_engine_add_unit(e, "a");
+    zc_engine_add_unit(e, "b");
+    CHECK(zc_engine_add_param(e, 0, "w", 1, (int64_t[]){4}, (zc_init){ZC_INIT_CONST, 0}) == -1,
+          "a parameter into an older unit");
+    CHECK(zc_engine_finalize(e, &err) == ZC_EINVAL &&
+              strstr(err.msg, "unit 0 is not the newest unit (unit 1 'b')"),
+          "older unit: %s", err.msg);
+    zc_engine_destroy(e);
+    e = make(3, &err);
+    CHECK(zc_engine_add_unit(e, NULL) == -1, "a unit named NULL");
+    CHECK(zc_engine_finalize(e, &err) == ZC_EINVAL && strstr(err.msg, "zc_engine_add_unit"),
+          "NULL name: %s", err.msg);
+    zc_engine_destroy(e);
+    e = make(3, &err);
+    zc_engine_add_unit(e, "empty");
+    CHECK(zc_engine_finalize(e, &err) == ZC_EINVAL && strstr(err.msg, "'empty' has no parameters"),
+          "empty unit: %s", err.msg);
+    zc_engine_destroy(e);
+    e = make(3, &err);
+    CHECK(zc_engine_finalize(e, &err) == ZC_EINVAL && strstr(err.msg, "no unit is registered"),
+          "no unit: %s", err.msg);
+    zc_engine_destroy(e);
+}
+
+/* Expects status `want` from a call and a message holding both needles. */
+#define EXPECT(call, want, needle1, needle2)                                                       \
+    do {                                                                                           \
+        memset(&err, 0, sizeof err);                                                               \
+        zc_status st_ = (call);                                                                    \
+        CHECK(st_ == (want) && strstr(err.msg, needle1) && strstr(err.msg, needle2),               \
+              "stage %d: %s returned %s '%s', expected %s with '%s', '%s'", stage, #call,          \
+              zc_status_name(st_), err.msg, zc_status_name(want), needle1, needle2);               \
+    } while (0)
+
+static void test_wrong_state(int stage)
+{
+    zc_err err = {0};
+    int w, v;
+    zc_engine *e = make_model(stage, false, &w, &v, &err);
+    char hex[65];
+    EXPECT(zc_engine_acquire(e, 0, &err), ZC_ESTATE, "zc_engine_acquire(unit 0)", "not finalized");
+    EXPECT(zc_engine_step(e, NULL, &err), ZC_ESTATE, "zc_engine_step", "not finalized");
+    EXPECT(zc_engine_weights_sha256(e, hex, &err), ZC_ESTATE, "zc_engine_weights_sha256",
+           "not finalized");
+    float buf[64] = {0};
+    EXPECT(zc_engine_set_param_values(e, w, 0, 1, buf, &err), ZC_ESTATE,
+           "zc_engine_set_param_values", "not finalized");
+    CHECK(zc_engine_grad(e, w) == NULL, "stage %d: a gradient before finalize", stage);
+    CHECK(!zc_engine_finalize(e, &err), "finalize: %s", err.msg);
+
+    EXPECT(zc_engine_finalize(e, &err), ZC_ESTATE, "zc_engine_finalize", "already finalized");
+    CHECK(zc_engine_add_unit(e, "late") == -1 && zc_engine_num_units(e) == 2,
+          "stage %d: a unit added after finalize", stage);
+    CHECK(zc_engine_add_param(e, 1, "late", 1, (int64_t[]){2}, (zc_init){ZC_INIT_CONST, 0}) == -1 &&
+              zc_engine_num_params(e) == 2,
+          "stage %d: a parameter added after finalize", stage);
+    CHECK(zc_engine_unit_info(e, 9) == NULL && zc_engine_unit_info(e, -1) == NULL &&
+              zc_engine_param_info(e, 2) == NULL && zc_engine_unit_info(e, 1) != NULL,
+          "stage %d: infos of ids that do not exist", stage);
+
+    EXPECT(zc_engine_release(e, 1, &err), ZC_ESTATE, "zc_engine_release(unit 1 'u1')",
+           "not acquired");
+    EXPECT(zc_engine_acquire(e, 7, &err), ZC_EINVAL, "zc_engine_acquire(unit 7)", "units 0 to 1");
+    EXPECT(zc_engine_release(e, -1, &err), ZC_EINVAL, "zc_engine_release(unit -1)", "no such unit");
+    EXPECT(zc_engine_grads_ready(e, 2, &err), ZC_EINVAL, "zc_engine_grads_ready(unit 2)",
+           "no such unit");
+    CHECK(zc_engine_param(e, w) == NULL && zc_engine_param_stored(e, w) == NULL,
+          "stage %d: the parameters of a unit not acquired", stage);
+    CHECK(!zc_engine_acquire(e, 0, &err), "acquire: %s", err.msg);
+    EXPECT(zc_engine_acquire(e, 0, &err), ZC_ESTATE, "zc_engine_acquire(unit 0 'u0'), step 1",
+           "already acquired");
+    EXPECT(zc_engine_end_pass(e, &err), ZC_ESTATE, "zc_engine_end_pass(unit 0 'u0')",
+           "still acquired");
+    CHECK(zc_engine_param(e, w) != NULL && zc_engine_param(e, 99) == NULL &&
+              zc_engine_param(e, -1) == NULL && zc_engine_param(e, v) == NULL,
+          "stage %d: zc_engine_param of ids that do not exist / not acquired", stage);
+    CHECK(zc_engine_param(e, w)[0] == zc_engine_param(e, w)[0], "the acquired values");
+    CHECK(zc_engine_release(e, 0, &err) == ZC_OK, "release: %s", err.msg);
+
+    /* a training micro-batch around the refused calls: the refusals changed nothing */
+    for (int u = 0; u < 2; u++) {
+        CHECK(!zc_engine_acquire(e, u, &err), "forward acquire %d: %s", u, err.msg);
+        CHECK(!zc_engine_release(e, u, &err), "forward release %d: %s", u, err.msg);
+    }
+    for (int u = 1; u >= 0; u--) {
+        CHECK(!zc_engine_acquire(e, u, &err), "backward acquire %d: %s", u, err.msg);
+        float *g = zc_engine_grad(e, u == 0 ? w : v);
+        CHECK(g != NULL, "stage %d: grad of unit %d", stage, u);
+        if (g)
+            g[0] += 1.0f;
+        CHECK(!zc_engine_grads_ready(e, u, &err), "grads_ready %d: %s", u, err.msg);
+        EXPECT(zc_engine_grads_ready(e, u, &err), ZC_ESTATE, "zc_engine_grads_ready(unit",
+               "already handed back");
+        CHECK(zc_engine_grad(e, u == 0 ? w : v) == NULL,
+              "stage %d: a gradient after grads_ready in the same micro-batch", stage);
+        CHECK(!zc_engine_release(e, u, &err), "backward release %d: %s", u, err.msg);
+    }
+    CHECK(zc_engine_step(e, NULL, &err) == ZC_OK, "stage %d: step with info NULL: %s", stage,
+          err.msg);
+    CHECK(zc_engine_steps_done(e) == 1, "stage %d: the step was not taken", stage);
+
+    /* loading values and gathering, out of range */
+    size_t first, n;
+    zc_engine_param_owned(e, w, &first, &n);
+    CHECK(n > 0 || stage == 3, "owned range of w");
+    EXPECT(zc_engine_set_param_values(e, w, first, n + 5, buf, &err), ZC_EINVAL,
+           "zc_engine_set_param_values(parameter 0 'w'", "outside what this rank stores");
+    EXPECT(zc_engine_set_param_values(e, 5, 0, 1, buf, &err), ZC_EINVAL,
+           "zc_engine_set_param_values(parameter 5)", "no such parameter");
+    zc_engine_param_owned(e, 5, &first, &n);
+    CHECK(first == 0 && n == 0, "owned range of a parameter that does not exist");
+    EXPECT(zc_engine_gather_unit(e, 5, buf, &err), ZC_EINVAL, "zc_engine_gather_unit(unit 5)",
+           "no such unit");
+    EXPECT(zc_engine_gather_unit(e, 0, NULL, &err), ZC_EINVAL, "zc_engine_gather_unit(unit 0",
+           "dst is NULL");
+    CHECK(!zc_engine_gather_unit(e, 0, buf, &err), "gather after the refusals: %s", err.msg);
+    CHECK(!zc_engine_weights_sha256(e, hex, &err), "digest: %s", err.msg);
+    zc_engine_destroy(e);
+    zc_engine_destroy(NULL);
+}
+
+static void test_create_failure_leaves_null(void)
+{
+    zc_err err = {0};
+    zc_config cfg;
+    zc_config_defaults(&cfg);
+    cfg.lr = -0.5;                    /* refused by zc_config_validate */
+    zc_engine *e = (zc_engine *)&cfg; /* anything but NULL */
+    CHECK(zc_engine_create(&e, &cfg, comm, mem, &err) == ZC_EINVAL && e == NULL,
+          "a refused create left *out %p (%s)", (void *)e, err.msg);
+    e = (zc_engine *)&cfg;
+    CHECK(zc_engine_create(&e, NULL, comm, mem, &err) == ZC_EINVAL && e == NULL &&
+              strstr(err.msg, "cfg is NULL"),
+          "create with cfg NULL: %s", err.msg);
+    zc_engine_destroy(e); /* what the example does on that path */
+    zc_ckpt_reader *r = (zc_ckpt_reader *)&cfg;
+    CHECK(zc_ckpt_reader_open("/nonexistent/zeroc-ck", &r, &err) != ZC_OK && r == NULL,
+          "a failed zc_ckpt_reader_open left *out %p", (void *)r);
+    zc_ckpt_reader_close(r);
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+/* A directory every rank names alike: rank 0's mkdtemp, gathered. */
+static void shared_tmpdir(char out[64])
+{
+    char mine[64] = "/tmp/zeroc-api-XXXXXX", all[64 * 16];
+    zc_err err = {0};
+    if (rank == 0 && !mkdtemp(mine))
+        mine[0] = '\0';
+    CHECK(nranks <= 16 && !zc_comm_control_gather(comm, mine, all, 64, "tmpdir", &err),
+          "sharing the directory: %s", err.msg);
+    memcpy(out, all, 64);
+}
+
+static void test_ckpt_json_refused(void)
+{
+    zc_err err = {0};
+    int w, v;
+    char base[64], dir[128];
+    shared_tmpdir(base);
+    snprintf(dir, sizeof dir, "%s/ck", base);
+    zc_engine *e = make_model(2, true, &w, &v, &err);
+    const struct {
+        const char *config, *client, *arg, *why;
+    } bad[] = {
+        {"not json", "{}", "config_json", "not valid JSON"},
+        {"{\"a\": 1} trailing", "{}", "config_json", "not valid JSON (at byte 9"},
+        {"[1, 2]", "{}", "config_json", "is an array"},
+        {NULL, "{}", "config_json", "is NULL"},
+        {"{}", "[not json", "client_json", "not valid JSON"},
+        {"{}", "[1,2,3]", "client_json", "is an array"},
+        {"{}", "\"a string\"", "client_json", "is a string"},
+        {"{}", "{\"epoch\": 3} trailing", "client_json", "at byte 13: 'trailing'"},
+        {"{}", "7", "client_json", "is a number"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        memset(&err, 0, sizeof err);
+        zc_status st = zc_ckpt_save(e, comm, dir, 1, bad[k].config, bad[k].client, 0, &err);
+        CHECK(st == ZC_EINVAL && strstr(err.msg, bad[k].arg) && strstr(err.msg, bad[k].why),
+              "save config=%s client=%s: %s '%s', expected ZC_EINVAL naming %s (%s)",
+              bad[k].config ? bad[k].config : "NULL", bad[k].client, zc_status_name(st), err.msg,
+              bad[k].arg, bad[k].why);
+        CHECK(access(dir, F_OK) != 0, "save config=%s client=%s: '%s' was written",
+              bad[k].config ? bad[k].config : "NULL", bad[k].client, dir);
+    }
+    zc_status st = zc_ckpt_save(e, comm, dir, -5, "{}", NULL, 0, &err);
+    CHECK(st == ZC_EINVAL && strstr(err.msg, "step -5") && access(dir, F_OK) != 0,
+          "save at step -5: %s", err.msg);
+
+    /* the texts allowed: one object each, whitespace around it */
+    st = zc_ckpt_save(e, comm, dir, 1, " {\"k\": 1}\n", "{\"epoch\": 3}  ", 0, &err);
+    CHECK(st == ZC_OK, "a valid save: %s", err.msg);
+    char ck[256];
+    int64_t step = -1;
+    char *client = NULL;
+    CHECK(!zc_ckpt_resolve(dir, ck, sizeof ck, &err), "resolve: %s", err.msg);
+
+    /* into an engine not finalized: refused on every rank, not an abort */
+    zc_engine *raw = make_model(2, false, &w, &v, &err);
+    st = zc_ckpt_load(raw, comm, ck, &step, &client, &err);
+    CHECK(st == ZC_ESTATE && strstr(err.msg, "zc_ckpt_load") && strstr(err.msg, "not finalized") &&
+              client == NULL,
+          "load into an unfinalized engine: %s %s", zc_status_name(st), err.msg);
+    zc_engine_destroy(raw);
+    st = zc_ckpt_load(e, comm, ck, &step, &client, &err);
+    CHECK(st == ZC_OK && step == 1 && client && !strcmp(client, "{\"epoch\":3}"),
+          "load: %s, step %lld, client %s", err.msg, (long long)step, client ? client : "NULL");
+    free(client);
+    zc_engine_destroy(e);
+    zc_err scratch;
+    zc_comm_agree(comm, ZC_OK, "test barrier", &scratch); /* every rank is done with it */
+    if (rank == 0)
+        nftw(base, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* (2 ranks and more) finalize on every rank must fail with a message holding both needles; then
+ * the ranks are still in step: a matching engine finalizes. */
+static void mismatch(const char *what, zc_engine *e, const char *needle1, const char *needle2)
+{
+    zc_err err = {0};
+    zc_status st = zc_engine_finalize(e, &err);
+    CHECK(st == ZC_EINVAL && strstr(err.msg, needle1) && strstr(err.msg, needle2),
+          "rank %d, %s: finalize returned %s '%s', expected '%s' and '%s'", rank, what,
+          zc_status_name(st), err.msg, needle1, needle2);
+    if (rank == 0)
+        printf("%s: %s\n", what, err.msg);
+    CHECK(zc_engine_acquire(e, 0, &err) == ZC_ESTATE && strstr(err.msg, "finalize failed"),
+          "rank %d, %s: an engine whose ranks disagree still runs: %s", rank, what, err.msg);
+    zc_engine_destroy(e);
+    int w, v;
+    e = make_model(3, true, &w, &v, &err); /* checks finalize succeeds */
+    zc_engine_destroy(e);
+}
+
+static void test_ranks_disagree(void)
+{
+    if (nranks < 2)
+        return;
+    zc_err err = {0};
+    zc_config cfg;
+    zc_config_defaults(&cfg);
+    cfg.comm_timeout_s = 30;
+    cfg.lr = rank == 1 ? 1e-3 : 2e-3;
+    zc_engine *e = NULL;
+    CHECK(!zc_engine_create(&e, &cfg, comm, mem, &err), "create: %s", err.msg);
+    zc_engine_add_unit(e, "u");
+    zc_engine_add_param(e, 0, "w", 1, (int64_t[]){5}, (zc_init){ZC_INIT_CONST, 0});
+    mismatch("lr", e, "rank 1 runs a different configuration than rank 0",
+             "optimizer.params.lr is 0.001 on rank 1, 0.002 on rank 0");
+
+    zc_config_defaults(&cfg);
+    cfg.comm_timeout_s = 30;
+    cfg.stage = 3;
+    cfg.seed = rank == 1 ? 7 : 1234;
+    cfg.param_persistence_threshold = rank == 1 ? 100 : ZC_AUTO;
+    CHECK(!zc_engine_create(&e, &cfg, comm, mem, &err), "create: %s", err.msg);
+    zc_engine_add_unit(e, "u");
+    zc_engine_add_param(e, 0, "w", 1, (int64_t[]){5}, (zc_init){ZC_INIT_CONST, 0});
+    mismatch("seed", e, "seed is 7 on rank 1, 1234 on rank 0", "(was the same config file");
+
+    e = make(3, &err); /* rank 1's w is [3, 6] */
+    zc_engine_add_unit(e, "u0");
+    zc_engine_add_param(e, 0, "b", 1, (int64_t[]){4}, (zc_init){ZC_INIT_CONST, 0});
+    zc_engine_add_param(e, 0, "w", 2, (int64_t[]){3, rank == 1 ? 6 : 5},
+                        (zc_init){ZC_INIT_CONST, 0});
+    mismatch("shape", e, "rank 1 registered a different model than rank 0",
+             "unit 0 'u0' has 22 elements on rank 1, 19 on rank 0 (its parameter 1 is 'w' [3, 6] "
+             "on rank 1, 'w' [3, 5] on rank 0)");
+
+    e = make(3, &err); /* rank 1 has a third unit */
+    zc_engine_add_unit(e, "u0");
+    zc_engine_add_param(e, 0, "w", 1, (int64_t[]){4}, (zc_init){ZC_INIT_CONST, 0});
+    zc_engine_add_unit(e, "u1");
+    zc_engine_add_param(e, 1, "v", 1, (int64_t[]){4}, (zc_init){ZC_INIT_CONST, 0});
+    if (rank == 1) {
+        zc_engine_add_unit(e, "extra");
+        zc_engine_add_param(e, 2, "x", 1, (int64_t[]){9}, (zc_init){ZC_INIT_CONST, 0});
+    }
+    mismatch("units", e, "rank 1 registered 3 units, rank 0 2", "unit 2 'extra' of 9 elements");
+}
+
+int main(int argc, char **argv)
+{
+    zc_err err = {0};
+    if (zc_comm_init(&comm, &argc, &argv, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    rank = zc_comm_rank(comm);
+    nranks = zc_comm_size(comm);
+    mem = zc_mem_create();
+    test_shapes_refused();
+    for (int stage = 0; stage <= 3; stage++)
+        test_wrong_state(stage);
+    test_create_failure_leaves_null();
+    test_ckpt_json_refused();
+    test_ranks_disagree();
+    int rc = check_summary();
+    zc_mem_destroy(mem);
+    zc_comm_finalize(comm);
+    return rc;
+}
