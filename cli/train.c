@@ -223,6 +223,14 @@ static void announce_model(const train_run *r, const train_report *rep)
                disk->optimizer_swap ? disk->optimizer_swap : "",
                disk->optimizer_swap && disk->param_swap ? " and " : "",
                disk->param_swap ? disk->param_swap : "");
+    int across = zc_comm_groups_across_hosts(r->comm);
+    if (r->cfg.hpz_partition_size > 1 && across > 0)
+        printf("warning: %d of the %d hpZ groups (zero_hpz_partition_size %d, consecutive ranks) "
+               "hold ranks of more than one host, so their secondary gathers cross the network; "
+               "place ranks by slot (mpirun --map-by slot) with zero_hpz_partition_size at most "
+               "the ranks per host%s\n",
+               across, r->nranks / r->cfg.hpz_partition_size, r->cfg.hpz_partition_size,
+               zc_comm_host_ranks(r->comm) ? "" : " (these hosts hold unequal rank counts)");
     if (r->cfg.offload_optimizer == ZC_OFFLOAD_NVME && !disk->optimizer_swap)
         printf("offload_optimizer: rank 0 puts none of its optimizer state on disk (%s)\n",
                r->cfg.optimizer_ratio < 1 ? "offload_optimizer.ratio covers no whole unit"

@@ -974,7 +974,8 @@ def test_zero_hpz():
     all-gather bytes drop to the formula's (forward: 4·S·(N−1) per unit; every later gather:
     4·(P/g)·(g−1)), params grow by P/g per unit, exactly; with gradient accumulation the later
     micro-batches' forward gathers stay in the group too. On one machine no byte leaves the
-    host (inter-host bytes 0; across hosts: tests/test_hosts.py). Bad sizes are refused."""
+    host (inter-host bytes 0; across hosts: tests/test_hosts.py); groups that span hosts are
+    warned about. Bad sizes are refused."""
     h, layers, n, g = 64, 3, 4, 2
     S = -(-(h * h + h) // n)
     P = S * n
@@ -1004,6 +1005,15 @@ def test_zero_hpz():
         sha[name] = rep["weights_sha256"]
     for a, b in (("plain", "hpz"), ("plain-ga", "hpz-ga"), ("qwz", "hpz-qwz")):
         check(sha[a] == sha[b], f"hpZ changed the weights: {a} {sha[a]} vs {b} {sha[b]}")
+    # groups within a host are said nothing; groups across hosts (4 "hosts" of one rank) are
+    # warned about: their secondary gathers cross the network
+    cfg = os.path.join(TMP, "hpz-hpz.cfg.json")
+    for per_host, want in (("2", None), ("1", "warning: 2 of the 2 hpZ groups")):
+        p = H_.run(n, "train", "--hidden", h, "--layers", layers, "--steps", 1, "--config", cfg,
+                   env={"ZEROC_RANKS_PER_HOST": per_host})
+        said = "hpZ groups" in p.stdout
+        check(said == bool(want) and (not want or want in p.stdout),
+              f"{per_host} rank(s) per host: hpZ warning {said}, stdout {p.stdout[:600]!r}")
     for ranks, size, stage, want in ((4, 3, 3, "must divide the number of ranks, 4"),
                                      (2, 2, 2, "stage 3")):
         p = run(ranks, "--hidden", h, "--layers", layers, "--steps", 1, "--config",

@@ -95,6 +95,9 @@ ZC_API void zc_comm_set_timeout(zc_comm *c, double seconds);
  * zc_comm_group_all_gather_start; g = 1, the default, makes every rank its own group. */
 ZC_API zc_status zc_comm_set_group_size(zc_comm *c, int g, zc_err *err);
 ZC_API int zc_comm_group_size(const zc_comm *c);
+/* How many of the groups (consecutive ranks, zc_comm_set_group_size) hold ranks of more than one
+ * host: their group gathers cross the network (0 when every group lies within a host). */
+ZC_API int zc_comm_groups_across_hosts(const zc_comm *c);
 /* Hosts (the ranks that share memory; ZEROC_RANKS_PER_HOST=R, a testing aid, makes every R
  * consecutive ranks a host instead), and the ranks per host when every host has as many (else
  * 0). */

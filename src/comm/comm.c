@@ -294,6 +294,18 @@ zc_status zc_comm_set_group_size(zc_comm *c, int g, zc_err *err)
         c->group_remote += c->host_of[w] != c->host_of[c->rank];
     return ZC_OK;
 }
+int zc_comm_groups_across_hosts(const zc_comm *c)
+{
+    int across = 0;
+    for (int first = 0; first < c->size; first += c->group_size)
+        for (int w = first + 1; w < first + c->group_size; w++)
+            if (c->host_of[w] != c->host_of[first]) {
+                across++;
+                break;
+            }
+    return across;
+}
+
 const zc_comm_counters *zc_comm_get_counters(const zc_comm *c)
 {
     return &c->ctr;
@@ -598,7 +610,9 @@ zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err)
                 zc_status st = zc_err_set(
                     err, ZC_ETIMEOUT,
                     "rank %d: %s (%s) waited more than comm_timeout_s = %g s: another rank is "
-                    "not taking part (it crashed, is stuck, or is out of lockstep)",
+                    "not taking part (it crashed, is stuck, or is out of lockstep), or the "
+                    "network moves this collective's data more slowly than that (a slow or "
+                    "congested link: raise comm_timeout_s, --comm-timeout)",
                     c->rank, zc_comm_op_name(req->op), req->label, c->timeout_s);
                 /* The request cannot be cancelled; it is leaked on purpose (we abort next). */
                 return st;
