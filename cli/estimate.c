@@ -71,12 +71,13 @@ static int parse_bytes(const char *s, double *out)
 
 /* The command's flags, as given. */
 typedef struct {
-    const char *params, *model, *init, *mem_per_rank;
-    int ranks, ranks_per_node, micro, hidden, layers, channels, heads, vocab, seq_len, hpz;
-    const char *dtype, *grad_dtype, *comm_dtype, *optim;
-    const char *off_opt, *off_par, *max_in_cpu, *sub_group, *prefetch, *persist;
+    const char *params, *model, *init, *mem_per_rank, *config;
+    int ranks, ranks_per_node, micro, grad_accum, hidden, layers, channels, heads, vocab, seq_len,
+        hpz;
+    const char *dtype, *grad_dtype, *comm_dtype, *optim; /* NULL: the config's (or default) */
+    const char *off_opt, *off_par, *max_in_cpu, *sub_group, *prefetch, *persist, *bucket, *ratio;
     bool ckpt, json, qwz, qgz;
-    bool ranks_per_node_given, micro_given; /* 0 means the default unless given */
+    bool ranks_per_node_given, micro_given, grad_accum_given, hpz_given; /* set by the flag */
 } estimate_flags;
 
 /* The model estimated: its units' sizes and one micro-batch's activations. */
@@ -119,50 +120,132 @@ typedef struct {
     int64_t best_comm;
 } estimate_result;
 
-/* Checks the flags and turns them into the config keys a config file would set, so the names
- * and checks are the trainer's; `limit` gets --mem-per-rank in bytes (0: none). */
-static zc_status flags_to_config(const estimate_flags *f, zc_config *cfg, double *limit,
-                                 zc_err *err)
+/* zc_config_set for a flag: a refused value is named by the flag, then the key's message
+ * (which gives the value), as train's config flags are (args_apply_config). */
+static zc_status set_flag(zc_config *cfg, const char *flag, const char *key, const char *value,
+                          zc_err *err)
 {
-    zc_config_defaults(cfg);
-    zc_status st = ZC_OK;
-    if (strcasecmp(f->optim, "adamw") && strcasecmp(f->optim, "adam") &&
-        strcasecmp(f->optim, "sgd") && strcasecmp(f->optim, "sgd-momentum"))
-        return zc_err_set(err, ZC_EINVAL,
-                          "--optimizer: expected adamw, adam, sgd or "
-                          "sgd-momentum, got '%s'",
-                          f->optim);
+    zc_status st = zc_config_set(cfg, key, value, err);
+    if (st) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        zc_err_set(err, st, "%s: %s", flag, msg);
+    }
+    return st;
+}
+
+/* The ranks' flags: their ranges, and hosts of equal rank counts. */
+static zc_status check_ranks(const estimate_flags *f, zc_err *err)
+{
     if (f->ranks < 1)
         return zc_err_set(err, ZC_EINVAL, "--ranks must be >= 1, got %d", f->ranks);
     if (f->ranks_per_node_given && !(f->ranks_per_node >= 1 && f->ranks_per_node <= f->ranks))
         return zc_err_set(err, ZC_EINVAL,
                           "--ranks-per-node must be between 1 and --ranks (%d), got %d", f->ranks,
                           f->ranks_per_node);
+    /* ranks fill hosts of R in order: with a smaller last host the ranks would send different
+     * bytes off their hosts (the last host's all of them), and qgZ would take one hop */
+    if (f->ranks_per_node_given && f->ranks % f->ranks_per_node) {
+        int fits = f->ranks_per_node; /* the most ranks per host below it that divide --ranks */
+        while (f->ranks % fits)
+            fits--;
+        return zc_err_set(err, ZC_EINVAL,
+                          "--ranks-per-node %d does not divide --ranks %d: the estimate needs "
+                          "hosts that hold equal numbers of ranks (e.g. --ranks-per-node %d)",
+                          f->ranks_per_node, f->ranks, fits);
+    }
+    if (f->hpz_given && f->hpz >= 1 && f->ranks % f->hpz)
+        return zc_err_set(err, ZC_EINVAL, "--hpz %d must divide --ranks %d", f->hpz, f->ranks);
     if (f->micro_given && f->micro < 1)
         return zc_err_set(err, ZC_EINVAL, "--micro-batch must be >= 1, got %d", f->micro);
-    if (strcmp(f->dtype, "fp32") && strcmp(f->dtype, "bf16") && strcmp(f->dtype, "fp16"))
+    if (f->grad_accum_given && f->grad_accum < 1)
+        return zc_err_set(err, ZC_EINVAL, "--grad-accum must be >= 1, got %d", f->grad_accum);
+    return ZC_OK;
+}
+
+/* The batch triple as train resolves it on --ranks ranks (the model's micro-batch unless the
+ * file or a flag gives one), with the cross-key checks train makes. Every stage is estimated,
+ * so they are made as at stage 3, which allows every setting; the swap files' directory does
+ * not change a size. */
+static zc_status resolve_batch(const estimate_flags *f, zc_config *cfg, zc_err *err)
+{
+    if (!cfg->micro_batch_set && cfg->train_batch_size == 0 && !f->params)
+        cfg->micro_batch = f->model && !strcmp(f->model, "mlp") ? 32 : 4; /* gpt2, --init */
+    zc_config v = *cfg;
+    v.stage = 3;
+    if (!v.optimizer_nvme_path[0])
+        snprintf(v.optimizer_nvme_path, sizeof v.optimizer_nvme_path, ".");
+    if (!v.param_nvme_path[0])
+        snprintf(v.param_nvme_path, sizeof v.param_nvme_path, ".");
+    zc_status st = zc_config_resolve_batch(&v, f->ranks, err);
+    if (!st) {
+        cfg->micro_batch = v.micro_batch;
+        cfg->grad_accum = v.grad_accum;
+        cfg->train_batch_size = v.train_batch_size;
+    }
+    return st;
+}
+
+/* The configuration: --config's file, then the flags over it with the trainer's key names and
+ * checks; `limit` gets --mem-per-rank in bytes (0: none). */
+static zc_status flags_to_config(const estimate_flags *f, zc_config *cfg, double *limit,
+                                 zc_err *err)
+{
+    zc_config_defaults(cfg);
+    zc_status st = ZC_OK;
+    if (f->optim && strcasecmp(f->optim, "adamw") && strcasecmp(f->optim, "adam") &&
+        strcasecmp(f->optim, "sgd") && strcasecmp(f->optim, "sgd-momentum"))
+        return zc_err_set(err, ZC_EINVAL,
+                          "--optimizer: expected adamw, adam, sgd or "
+                          "sgd-momentum, got '%s'",
+                          f->optim);
+    if ((st = check_ranks(f, err)))
+        return st;
+    if (f->dtype && strcmp(f->dtype, "fp32") && strcmp(f->dtype, "bf16") &&
+        strcmp(f->dtype, "fp16"))
         return zc_err_set(err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'",
                           f->dtype);
-    if (strcmp(f->dtype, "fp32"))
-        st = zc_config_set(cfg, !strcmp(f->dtype, "bf16") ? "bf16.enabled" : "fp16.enabled", "true",
-                           err);
+    if (f->config && (st = zc_config_load_file(cfg, f->config, err)))
+        return st;
+    char micro[16], accum[16], hpz[16];
+    snprintf(micro, sizeof micro, "%d", f->micro);
+    snprintf(accum, sizeof accum, "%d", f->grad_accum);
+    snprintf(hpz, sizeof hpz, "%d", f->hpz);
     const struct {
-        const char *key, *value;
+        const char *flag, *key, *value;
     } keys[] = {
-        {"data_types.grad_accum_dtype", f->grad_dtype},
-        {"communication_data_type", f->comm_dtype},
-        {"zero_optimization.offload_optimizer.device", f->off_opt},
-        {"zero_optimization.offload_param.device", f->off_par},
-        {"zero_optimization.offload_param.max_in_cpu", f->max_in_cpu},
-        {"zero_optimization.sub_group_size", f->sub_group},
-        {"zero_optimization.stage3_prefetch_bucket_size", f->prefetch},
-        {"zero_optimization.stage3_param_persistence_threshold", f->persist},
-        {"zero_optimization.zero_quantized_weights", f->qwz ? "true" : NULL},
-        {"zero_optimization.zero_quantized_gradients", f->qgz ? "true" : NULL},
+        /* over the file's bf16/fp16 blocks, as train's --dtype */
+        {"--dtype", "fp16.enabled",
+         !f->dtype                   ? NULL
+         : !strcmp(f->dtype, "fp16") ? "true"
+                                     : "false"},
+        {"--dtype", "bf16.enabled",
+         !f->dtype                   ? NULL
+         : !strcmp(f->dtype, "bf16") ? "true"
+                                     : "false"},
+        {"--micro-batch", "train_micro_batch_size_per_gpu", f->micro_given ? micro : NULL},
+        {"--grad-accum", "gradient_accumulation_steps", f->grad_accum_given ? accum : NULL},
+        {"--grad-accum-dtype", "data_types.grad_accum_dtype", f->grad_dtype},
+        {"--comm-dtype", "communication_data_type", f->comm_dtype},
+        {"--reduce-bucket-size", "zero_optimization.reduce_bucket_size", f->bucket},
+        {"--offload-optimizer", "zero_optimization.offload_optimizer.device", f->off_opt},
+        {"--offload-ratio", "zero_optimization.offload_optimizer.ratio", f->ratio},
+        {"--offload-param", "zero_optimization.offload_param.device", f->off_par},
+        {"--max-in-cpu", "zero_optimization.offload_param.max_in_cpu", f->max_in_cpu},
+        {"--sub-group-size", "zero_optimization.sub_group_size", f->sub_group},
+        {"--prefetch-bucket-size", "zero_optimization.stage3_prefetch_bucket_size", f->prefetch},
+        {"--persistence-threshold", "zero_optimization.stage3_param_persistence_threshold",
+         f->persist},
+        {"--quantized-weights", "zero_optimization.zero_quantized_weights", f->qwz ? "true" : NULL},
+        {"--quantized-gradients", "zero_optimization.zero_quantized_gradients",
+         f->qgz ? "true" : NULL},
+        {"--hpz", "zero_optimization.zero_hpz_partition_size", f->hpz_given ? hpz : NULL},
     };
     for (size_t k = 0; !st && k < sizeof keys / sizeof *keys; k++)
         if (keys[k].value)
-            st = zc_config_set(cfg, keys[k].key, keys[k].value, err);
+            st = set_flag(cfg, keys[k].flag, keys[k].key, keys[k].value, err);
+    if (!st)
+        st = resolve_batch(f, cfg, err);
     /* as train refuses them: flags of an offload that nothing asks for would change nothing */
     if (!st && f->max_in_cpu && cfg->offload_param != ZC_OFFLOAD_NVME)
         st = zc_err_set(err, ZC_EINVAL,
@@ -175,12 +258,11 @@ static zc_status flags_to_config(const estimate_flags *f, zc_config *cfg, double
                         "--sub-group-size %s: it sizes the NVMe offload's RAM slots, and neither "
                         "--offload-optimizer nor --offload-param is nvme",
                         f->sub_group);
-    char hpz_text[16];
-    snprintf(hpz_text, sizeof hpz_text, "%d", f->hpz);
-    if (!st && f->hpz != 1)
-        st = zc_config_set(cfg, "zero_optimization.zero_hpz_partition_size", hpz_text, err);
-    if (!st && f->ranks % f->hpz)
-        st = zc_err_set(err, ZC_EINVAL, "--hpz %d must divide --ranks %d", f->hpz, f->ranks);
+    if (!st && f->ratio && cfg->offload_optimizer != ZC_OFFLOAD_NVME)
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--offload-ratio %s: it splits the optimizer state between RAM and disk, "
+                        "and --offload-optimizer is not nvme",
+                        f->ratio);
     if (!st && f->mem_per_rank && parse_bytes(f->mem_per_rank, limit))
         st = zc_err_set(err, ZC_EINVAL,
                         "--mem-per-rank: expected a size like 24G or 512M, got "
@@ -209,10 +291,10 @@ static zc_status bare_model(const estimate_flags *f, estimate_model *m, zc_err *
     return ZC_OK;
 }
 
-static zc_status mlp_units(const estimate_flags *f, zc_gemm_type compute, estimate_model *m,
+static zc_status mlp_units(const estimate_flags *f, int B, zc_gemm_type compute, estimate_model *m,
                            zc_err *err)
 {
-    int L = f->layers ? f->layers : MLP_DEFAULT_LAYERS, B = f->micro ? f->micro : 32;
+    int L = f->layers ? f->layers : MLP_DEFAULT_LAYERS;
     mlp_config mc = {.hidden = f->hidden, .layers = L, .batch = B, .compute = compute};
     if (f->hidden < 1 || L < 1)
         return zc_err_set(err, ZC_EINVAL, "mlp: --hidden and --layers must be >= 1");
@@ -227,7 +309,7 @@ static zc_status mlp_units(const estimate_flags *f, zc_gemm_type compute, estima
 }
 
 /* GPT-2 from the shape flags, or from --init's file. */
-static zc_status gpt2_units(const estimate_flags *f, zc_gemm_type compute, estimate_model *m,
+static zc_status gpt2_units(const estimate_flags *f, int B, zc_gemm_type compute, estimate_model *m,
                             zc_err *err)
 {
     gpt2_config gc = {f->seq_len, f->vocab,   gpt2_pad_vocab(f->vocab), f->layers ? f->layers : 12,
@@ -235,7 +317,7 @@ static zc_status gpt2_units(const estimate_flags *f, zc_gemm_type compute, estim
     zc_status st = f->init ? gpt2_init_shape(f->init, &gc, err) : ZC_OK;
     if (st)
         return st;
-    int T = f->seq_len < gc.max_seq_len ? f->seq_len : gc.max_seq_len, B = f->micro ? f->micro : 4;
+    int T = f->seq_len < gc.max_seq_len ? f->seq_len : gc.max_seq_len;
     if (gc.num_layers < 1 || gc.channels < 1 || gc.num_heads < 1 || gc.vocab_size < 1 || T < 1 ||
         gc.channels % gc.num_heads)
         return zc_err_set(err, ZC_EINVAL,
@@ -264,9 +346,9 @@ static zc_status model_units(const estimate_flags *f, const zc_config *cfg, esti
     if (f->params)
         st = bare_model(f, m, err);
     else if (f->init || !strcmp(f->model, "gpt2"))
-        st = gpt2_units(f, compute, m, err);
+        st = gpt2_units(f, cfg->micro_batch, compute, m, err);
     else if (!strcmp(f->model, "mlp"))
-        st = mlp_units(f, compute, m, err);
+        st = mlp_units(f, cfg->micro_batch, compute, m, err);
     else
         st = zc_err_set(err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)", f->model);
     for (int u = 0; !st && u < m->nunits; u++)
@@ -274,8 +356,12 @@ static zc_status model_units(const estimate_flags *f, const zc_config *cfg, esti
     return st;
 }
 
-static int optimizer_moments(const char *optim)
+/* Optimizer state floats per parameter: --optimizer's, else the config's optimizer (as the
+ * engine counts them: SGD keeps a momentum buffer unless its momentum is 0). */
+static int optimizer_moments(const char *optim, const zc_config *cfg)
 {
+    if (!optim)
+        return cfg->optim != ZC_OPTIM_SGD ? 2 : cfg->momentum != 0.0;
     return !strcasecmp(optim, "sgd") ? 0 : !strcasecmp(optim, "sgd-momentum") ? 1 : 2;
 }
 
@@ -291,7 +377,7 @@ static zc_estimate_in estimate_input(const estimate_flags *f, const zc_config *c
     return (zc_estimate_in){.unit_numel = m->units,
                             .nunits = m->nunits,
                             .nranks = f->ranks,
-                            .moment_floats = optimizer_moments(f->optim),
+                            .moment_floats = optimizer_moments(f->optim, cfg),
                             .param_bytes = zc_dtype_size(cfg->dtype),
                             .grad_bytes = zc_dtype_size(zc_config_grad_dtype(cfg)),
                             .comm_elem_bytes = zc_dtype_size(zc_config_comm_dtype(cfg)),
@@ -312,7 +398,8 @@ static zc_estimate_in estimate_input(const estimate_flags *f, const zc_config *c
                             .quantized_weights = cfg->quantized_weights,
                             .quantized_gradients = cfg->quantized_gradients,
                             .hpz_partition_size = cfg->hpz_partition_size,
-                            .ranks_per_host = ranks_per_node(f)};
+                            .ranks_per_host = ranks_per_node(f),
+                            .grad_accum = cfg->grad_accum};
 }
 
 /* One stage: model states in RAM and on disk, the buffers, the total, the bytes sent. */
@@ -389,7 +476,10 @@ static void print_json(const estimate_flags *f, const zc_config *cfg, const esti
     cJSON_AddNumberToObject(root, "units", m->nunits);
     cJSON_AddNumberToObject(root, "ranks", f->ranks);
     cJSON_AddNumberToObject(root, "ranks_per_node", per_node);
-    cJSON_AddStringToObject(root, "dtype", f->dtype);
+    cJSON_AddStringToObject(root, "dtype", zc_dtype_name(cfg->dtype));
+    if (!f->params) /* a bare --params has no activations to size */
+        cJSON_AddNumberToObject(root, "micro_batch", cfg->micro_batch);
+    cJSON_AddNumberToObject(root, "gradient_accumulation_steps", cfg->grad_accum);
     cJSON_AddStringToObject(root, "grad_accum_dtype", zc_dtype_name(zc_config_grad_dtype(cfg)));
     cJSON_AddStringToObject(root, "communication_data_type",
                             zc_dtype_name(zc_config_comm_dtype(cfg)));
@@ -441,7 +531,7 @@ static void print_json(const estimate_flags *f, const zc_config *cfg, const esti
     cJSON_Delete(root);
 }
 
-static void print_table(const estimate_flags *f, const zc_estimate_in *base,
+static void print_table(const estimate_flags *f, const zc_config *cfg, const zc_estimate_in *base,
                         const estimate_model *m, const estimate_result *res, double limit)
 {
     const int per_node = ranks_per_node(f);
@@ -449,9 +539,12 @@ static void print_table(const estimate_flags *f, const zc_estimate_in *base,
     const bool nvme_opt = base->offload_optimizer, nvme_par = base->offload_params;
     const bool offload = nvme_opt || nvme_par;
     const int pbytes = base->param_bytes, gbytes = base->grad_bytes;
-    printf("%zu parameters in %d units, %d ranks (%d per node), %s%s, %s%s%s\n"
+    char accum[64] = "";
+    if (cfg->grad_accum > 1)
+        snprintf(accum, sizeof accum, ", %d micro-batches per step", cfg->grad_accum);
+    printf("%zu parameters in %d units, %d ranks (%d per node)%s, %s%s, %s%s%s\n"
            "%5s %10s %10s %10s %10s %12s %8s %12s%s %12s %12s %12s%s%s\n",
-           m->psi, m->nunits, f->ranks, per_node, f->dtype,
+           m->psi, m->nunits, f->ranks, per_node, accum, zc_dtype_name(cfg->dtype),
            pbytes == 4   ? ""
            : gbytes == 2 ? " (P = G = 2, K = 12 with Adam)"
                          : " (P = 2, fp32 gradients)",
@@ -519,9 +612,7 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
                         .heads = 12,
                         .vocab = 50257,
                         .seq_len = 1024,
-                        .hpz = 1,
-                        .dtype = "fp32",
-                        .optim = "adamw"};
+                        .hpz = 1};
     arg_spec specs[] = {
         {"--params", ARG_STR, &f.params, NULL, "parameter count: 1.5e9, 1.5B, 350M (one unit)",
          NULL},
@@ -535,13 +626,17 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         {"--heads", ARG_INT, &f.heads, NULL, "gpt2: heads (default 12)", NULL},
         {"--vocab", ARG_INT, &f.vocab, NULL, "gpt2: vocabulary (default 50257)", NULL},
         {"--seq-len", ARG_INT, &f.seq_len, NULL, "gpt2: sequence length (default 1024)", NULL},
-        {"--micro-batch", ARG_INT, &f.micro, NULL, "per rank (mlp default 32, gpt2 default 4)",
+        {"--config", ARG_STR, &f.config, NULL,
+         "DeepSpeed JSON config as train reads it, flags over it (its stage unused: all shown)",
          NULL},
+        {"--micro-batch", ARG_INT, &f.micro, NULL,
+         "train_micro_batch_size_per_gpu: per rank (mlp default 32, gpt2 default 4)", NULL},
+        {"--grad-accum", ARG_INT, &f.grad_accum, NULL,
+         "gradient_accumulation_steps: micro-batches per step (stages 2-3 reduce each)", NULL},
         {"--activation-checkpointing", ARG_BOOL, &f.ckpt, NULL, "gpt2: recompute blocks", NULL},
         {"--ranks", ARG_INT, &f.ranks, NULL, "data-parallel ranks N (default 1)", NULL},
         {"--ranks-per-node", ARG_INT, &f.ranks_per_node, NULL,
-         "ranks sharing a host: per-node totals, and the bytes that leave the host (default N)",
-         NULL},
+         "ranks per host, dividing N: per-node totals, bytes leaving the host (default N)", NULL},
         {"--quantized-weights", ARG_BOOL, &f.qwz, NULL,
          "stage 3, ZeRO++ qwZ: int8 parameter all-gathers (zero_quantized_weights)", NULL},
         {"--quantized-gradients", ARG_BOOL, &f.qgz, NULL,
@@ -558,10 +653,15 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
          "stored gradients: fp32, bf16 or fp16 (default: --dtype)", NULL},
         {"--comm-dtype", ARG_STR, &f.comm_dtype, NULL,
          "reduce-scatter elements: fp32, bf16 or fp16 (default: --dtype)", NULL},
-        {"--optimizer", ARG_STR, &f.optim, NULL, "adamw (default), adam, sgd, sgd-momentum", NULL},
+        {"--optimizer", ARG_STR, &f.optim, NULL,
+         "adamw, adam, sgd, sgd-momentum (default: the config's optimizer, AdamW)", NULL},
+        {"--reduce-bucket-size", ARG_STR, &f.bucket, NULL,
+         "reduce_bucket_size: elements per reduce-scatter chunk (default 5e8)", NULL},
         {"--offload-optimizer", ARG_STR, &f.off_opt, NULL,
          "nvme: optimizer state (and stage-3 gradients) on disk, stages 1-3 (none, cpu: in RAM)",
          NULL},
+        {"--offload-ratio", ARG_STR, &f.ratio, NULL,
+         "offload_optimizer.ratio: share of the optimizer state on disk (default 1)", NULL},
         {"--offload-param", ARG_STR, &f.off_par, NULL,
          "nvme: stage-3 parameter shards on disk (none, cpu: in RAM)", NULL},
         {"--max-in-cpu", ARG_STR, &f.max_in_cpu, NULL,
@@ -590,6 +690,8 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         return st ? 1 : 0;
     f.ranks_per_node_given = args_given(argc, argv, 2, "--ranks-per-node");
     f.micro_given = args_given(argc, argv, 2, "--micro-batch");
+    f.grad_accum_given = args_given(argc, argv, 2, "--grad-accum");
+    f.hpz_given = args_given(argc, argv, 2, "--hpz");
     zc_config cfg;
     double limit = 0;
     estimate_model m = {.activations = -1};
@@ -608,7 +710,7 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     if (!st && f.json)
         print_json(&f, &cfg, &m, &res, limit);
     else if (!st)
-        print_table(&f, &base, &m, &res, limit);
+        print_table(&f, &cfg, &base, &m, &res, limit);
     free(m.units);
     return st ? cli_fail(comm, &err, true) : 0;
 }

@@ -28,30 +28,41 @@ def tokens(path, n, vocab):
     return path
 
 
-def agree(name, shape_train, shape_est, ranks, stages, steps=2):
+def agree(name, shape_train, shape_est, ranks, stages, steps=2, env=None):
+    """Runs `zeroc train` on each n of ranks at each stage and checks its report against
+    `zeroc estimate --json --ranks n`: model states in RAM and on disk, comm staging and comm
+    bytes per step (also those leaving the host: env may set ZEROC_RANKS_PER_HOST, then
+    shape_est gives --ranks-per-node) to the byte, activations exactly, working within the
+    bound. Returns {(n, stage): estimate row}."""
+    rows = {}
     for n in ranks:
         est = {r["stage"]: r for r in estimate(*shape_est, "--ranks", n)["rows"]}
         for stage in stages:
             rep_path = H_.path(f"{name}-{n}-{stage}.json")
             H_.run(n, "train", *shape_train, "--stage", stage, "--steps", steps,
-                   "--report", rep_path, timeout=600)
+                   "--report", rep_path, timeout=600, env=env)
             with open(rep_path) as f:
                 rep = json.load(f)
             r0 = rep["memory"]["ranks"][0]
-            e = est[stage]
-            got = (r0["params"], r0["grads"], r0["optimizer"], r0["comm"])
-            want = (e["params"], e["grads"], e["optimizer"], e["comm_staging"])
+            e = rows[n, stage] = est[stage]
+            got = (r0["params"], r0["grads"], r0["optimizer"], r0["nvme"], r0["comm"])
+            want = (e["params"], e["grads"], e["optimizer"], e["nvme"], e["comm_staging"])
             check(got == want, f"{name} N={n} stage {stage}: measured {got} != estimate {want}")
             if steps > 1:
                 check(rep["comm"]["bytes_per_step"]["total"] == e["comm_bytes_per_step"],
                       f"{name} N={n} stage {stage}: comm {rep['comm']['bytes_per_step']['total']}"
                       f" != estimate {e['comm_bytes_per_step']}")
+                inter = rep["comm"]["inter_host_bytes_per_step"]["total"]
+                check(inter == e["inter_node_comm_bytes_per_step"],
+                      f"{name} N={n} stage {stage}: inter-host comm {inter} != estimate "
+                      f"{e['inter_node_comm_bytes_per_step']}")
             check(r0["working_peak"] <= e["working_bound"],
                   f"{name} N={n} stage {stage}: working {r0['working_peak']} > bound "
                   f"{e['working_bound']}")
             check(r0["activations_peak"] == e["activations"],
                   f"{name} N={n} stage {stage}: activations {r0['activations_peak']} != "
                   f"{e['activations']}")
+    return rows
 
 
 def test_estimate_matches_mlp():
@@ -145,6 +156,95 @@ def test_analyze_experiment():
     check(len(bars) == 4 * 6, f"svg has {len(bars)} bar segments, want 24")
 
 
+def write_config(name, cfg):
+    path = H_.path(name)
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    return path
+
+
+def test_estimate_matches_grad_accum():
+    """gradient_accumulation_steps A: stages 0–1 reduce once per step, stages 2–3 reduce-scatter
+    every micro-batch and stage 3 gathers for each micro-batch's forward and backward (hpZ: the
+    first gather of a step the world's, the later ones the group's; persistent units gathered once
+    after the update). `zeroc estimate --grad-accum A`, or --config with the file train reads,
+    equals the runs' reports to the byte."""
+    shape = ["--model", "mlp", "--hidden", 65, "--layers", 3, "--micro-batch", 4]
+    rows = agree("mlp-accum", [*shape, "--grad-accum", 2], [*shape, "--grad-accum", 2],
+                 H_.trim((2, 3), (3,)), range(4))
+    # Ψp = 3 × 4290 = 12870 floats, (N−1)/N = 1/2 of them sent per byte of element size: stage 2
+    # reduce-scatters twice (2 × 4 bytes) and gathers once, stage 3 twice as much as at A = 1
+    want = {0: 8 * 6435, 1: 8 * 6435, 2: 12 * 6435, 3: 24 * 6435}
+    if (2, 0) in rows:
+        got = {s: rows[2, s]["comm_bytes_per_step"] for s in range(4)}
+        check(got == want, f"N=2, A=2: comm bytes per step {got}, want {want}")
+    # the file's batch triple resolved as train resolves it: A = 24 / (4 × 2) = 3
+    batch = write_config("accum-batch.json", {"train_batch_size": 24,
+                                               "train_micro_batch_size_per_gpu": 4})
+    e = estimate("--model", "mlp", "--hidden", 65, "--layers", 3, "--ranks", 2, "--config", batch)
+    check((e["gradient_accumulation_steps"], e["micro_batch"]) == (3, 4),
+          f"accumulation, micro-batch {e['gradient_accumulation_steps'], e['micro_batch']}")
+    agree("mlp-accum-file", ["--model", "mlp", "--hidden", 65, "--layers", 3, "--config", batch],
+          ["--model", "mlp", "--hidden", 65, "--layers", 3, "--config", batch], (2,), (2, 3))
+    # stage 3's persistent units and GPT-2 (whose tied embedding unit is used at both ends)
+    persist = write_config("accum-persist.json", {
+        "gradient_accumulation_steps": 2,
+        "zero_optimization": {"stage3_param_persistence_threshold": 5000}})
+    agree("mlp-accum-persist", [*shape, "--config", persist], [*shape, "--config", persist],
+          (2,), (3,))
+    data = tokens(H_.path("tok-accum.bin"), 5000, 256)
+    tiny = ["--model", "gpt2", "--layers", 2, "--channels", 32, "--heads", 2, "--vocab", 256,
+            "--seq-len", 16, "--micro-batch", 2, "--grad-accum", 3]
+    agree("gpt2-accum", [*tiny, "--data", data], tiny, (2,), H_.trim((2, 3), (3,)))
+    # hosts of 2 (4 ranks): hpZ's group gathers, qgZ's two hops, qwZ
+    for name, zero, flags in (
+            ("qwz", {"zero_quantized_weights": True}, ["--quantized-weights"]),
+            ("hpz", {"zero_hpz_partition_size": 2}, ["--hpz", 2]),
+            ("all", {"zero_quantized_weights": True, "zero_quantized_gradients": True,
+                     "zero_hpz_partition_size": 2},
+             ["--quantized-weights", "--quantized-gradients", "--hpz", 2])):
+        cfg = write_config(f"accum-{name}.json", {"zero_optimization": {"stage": 3, **zero}})
+        agree(f"mlp-accum-hosts-{name}", [*shape, "--grad-accum", 2, "--config", cfg],
+              [*shape, "--grad-accum", 2, "--ranks-per-node", 2, *flags], (4,), (3,),
+              env={"ZEROC_RANKS_PER_HOST": "2"})
+
+
+def test_estimate_matches_reduce_bucket():
+    """zero_optimization.reduce_bucket_size sizes the reduce-scatter chunks: the comm staging
+    (and with qgZ the bytes sent, one scale per chunk's block) follow it. `--reduce-bucket-size`
+    and the same key in --config equal the runs'."""
+    shape = ["--model", "mlp", "--hidden", 65, "--layers", 3, "--micro-batch", 4]
+    rows = agree("mlp-bucket", [*shape, "--config",
+                                write_config("bucket.json",
+                                             {"zero_optimization": {"reduce_bucket_size": 100}})],
+                 [*shape, "--reduce-bucket-size", 100], H_.trim((2, 3), (3,)), range(4))
+    if (2, 2) in rows:  # 50 columns per rank, send + receive, N blocks of fp32
+        check(rows[2, 2]["comm_staging"] == 2 * 2 * 50 * 4,
+              f"N=2 stage 2: comm staging {rows[2, 2]['comm_staging']}, want 800")
+    qgz = write_config("bucket-qgz.json", {"zero_optimization": {
+        "reduce_bucket_size": 1000, "zero_quantized_gradients": True}})
+    agree("mlp-bucket-qgz", [*shape, "--config", qgz], [*shape, "--config", qgz], (2, 3), (3,))
+
+
+def test_estimate_matches_offload_ratio():
+    """offload_optimizer.ratio puts that share of the optimizer state (the first units') on disk
+    and keeps the rest in RAM: `--offload-ratio` and the same key in --config equal the runs'
+    RAM and disk bytes."""
+    nvme = H_.path("nvme-ratio")
+    os.makedirs(nvme, exist_ok=True)
+    cfg = write_config("ratio.json", {"zero_optimization": {"offload_optimizer": {
+        "device": "nvme", "nvme_path": nvme, "ratio": 0.4}}})
+    shape = ["--model", "mlp", "--hidden", 65, "--layers", 3, "--micro-batch", 4]
+    rows = agree("mlp-ratio", [*shape, "--config", cfg],
+                 [*shape, "--offload-optimizer", "nvme", "--offload-ratio", 0.4], (2,), (1, 2, 3))
+    # the first of three equal units' shards (2145 floats: 8580 bytes each of Adam's m and v) on
+    # disk, each in whole 4 KiB blocks; the other two units' in RAM
+    want = (2 * 2 * 8580, 2 * 12288)
+    got = (rows[2, 2]["optimizer"], rows[2, 2]["nvme"])
+    check(got == want, f"N=2 stage 2: optimizer in RAM, on disk {got}, want {want}")
+    agree("mlp-ratio-file", [*shape, "--config", cfg], [*shape, "--config", cfg], (3,), (2,))
+
+
 def test_estimate_matches_zero_pp_hosts():
     """`zeroc estimate --ranks-per-node R` with the ZeRO++ flags predicts, to the byte, what a
     stage-3 run on hosts of R ranks measures (ZEROC_RANKS_PER_HOST makes 4 ranks 2 hosts of 2 on
@@ -182,6 +282,8 @@ def test_estimate_matches_zero_pp_hosts():
 
 
 def test_estimate_bad_input():
+    bad_batch = write_config("bad-batch.json", {"train_batch_size": 10,
+                                                "train_micro_batch_size_per_gpu": 4})
     for args, needle in ((["--params", "-1"], "--params"), (["--params", "1M", "--ranks", "0"],
                          "--ranks"), (["--model", "resnet"], "unknown model 'resnet'"),
                          (["--init", H_.path("nothere.bin")], "nothere.bin"),
@@ -191,6 +293,25 @@ def test_estimate_bad_input():
                          (["--params", "1M", "--ranks", 2, "--ranks-per-node", 3],
                           "--ranks-per-node must be between 1 and --ranks (2), got 3"),
                          (["--params", "1M", "--ranks-per-node", 0], "--ranks-per-node must be"),
+                         (["--params", "1M", "--ranks", 4, "--ranks-per-node", 3],
+                          "--ranks-per-node 3 does not divide --ranks 4: the estimate needs hosts "
+                          "that hold equal numbers of ranks (e.g. --ranks-per-node 2)"),
+                         (["--model", "gpt2", "--ranks", 6, "--ranks-per-node", 4],
+                          "--ranks-per-node 4 does not divide --ranks 6"),
+                         (["--params", "1M", "--grad-accum", 0], "--grad-accum must be >= 1, got 0"),
+                         (["--params", "1M", "--reduce-bucket-size", -1],
+                          "--reduce-bucket-size: command line: zero_optimization.reduce_bucket_size "
+                          "must be >= 0, got -1"),
+                         (["--params", "1M", "--offload-ratio", 0.5],
+                          "--offload-ratio 0.5: it splits the optimizer state between RAM and "
+                          "disk, and --offload-optimizer is not nvme"),
+                         (["--params", "1M", "--offload-optimizer", "nvme", "--offload-ratio", 2],
+                          "--offload-ratio: command line: zero_optimization.offload_optimizer.ratio: "
+                          "expected a number in (0, 1], got 2"),
+                         (["--params", "1M", "--config", H_.path("nothere.json")],
+                          "nothere.json"),
+                         (["--params", "1M", "--ranks", 2, "--config", bad_batch],
+                          "train_batch_size 10"),
                          (["--model", "mlp", "--micro-batch", 0], "--micro-batch must be >= 1"),
                          (["--params", "1M", "--ranks", 2, "--ranks", 3], "--ranks is given twice"),
                          (["--params", "1M", "--max-in-cpu", 0], "--offload-param is not nvme"),
@@ -284,7 +405,9 @@ def test_estimate_huge_sizes():
 
 TESTS = [test_estimate_matches_mlp, test_estimate_matches_persistence, test_estimate_matches_gpt2_tiny, test_estimate_matches_mixed,
          test_estimate_matches_gpt2_124m, test_analyze_experiment, test_estimate_bad_input, test_analyze_bad_input,
-         test_estimate_huge_sizes, test_estimate_matches_zero_pp_hosts]
+         test_estimate_huge_sizes, test_estimate_matches_zero_pp_hosts,
+         test_estimate_matches_grad_accum, test_estimate_matches_reduce_bucket,
+         test_estimate_matches_offload_ratio]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

@@ -67,10 +67,13 @@ typedef struct {
     bool quantized_gradients;  /* stage 3, ZeRO++ qgZ: gradient reduce-scatters carry int8 blocks */
     int hpz_partition_size;    /* stage 3, ZeRO++ hpZ: ranks per group keeping a secondary copy of
                                   the parameters (padded / hpz elements of each sharded unit, in
-                                  params); the step's second gather of a unit stays in the group.
-                                  0 or 1: off */
+                                  params); a unit's gathers after the step's first stay in
+                                  the group. 0 or 1: off */
     int ranks_per_host;        /* ranks fill hosts of this many in order (0: all on one host);
-                                  with several hosts of more than one rank, qgZ takes two hops */
+                                  with several hosts of more than one rank, qgZ takes two hops.
+                                  It must divide nranks (zc_estimate_check) */
+    int grad_accum;            /* gradient_accumulation_steps: micro-batches per optimizer step
+                                  (counts only in zc_estimate_comm_bytes); 0 means 1 */
 } zc_estimate_in;
 
 /* ZeRO++ qwZ (zero_optimization.zero_quantized_weights): a stage-3 parameter all-gather sends
@@ -140,8 +143,11 @@ ZC_API zc_state_bytes zc_estimate_states(const zc_estimate_in *in);
  * (C + P)·Ψp·(N−1)/N for stages 1–2 (reduce-scatter of gradients, all-gather of parameters),
  * (C + G)·Ψp·(N−1)/N for stage 0 (it all-gathers the reduced gradients), (C + 2P)·Ψp·(N−1)/N for
  * stage 3 (parameters gathered for forward and for backward); C, G, P the element sizes above:
- * 8·Ψp·(N−1)/N and 12·Ψp·(N−1)/N in fp32. With hpZ the backward gather moves P·Ψp·(g−1)/g,
- * within groups of g. */
+ * 8·Ψp·(N−1)/N and 12·Ψp·(N−1)/N in fp32. With A = grad_accum micro-batches per step, stages
+ * 0–1 still reduce once; stage 2 sends (A·C + P)·Ψp·(N−1)/N and stage 3 A·(C + 2P)·Ψp·(N−1)/N
+ * (each micro-batch reduce-scatters, and at stage 3 gathers twice). With hpZ only the first
+ * gather after an update is the world's; the 2A − 1 others move P·Ψp·(g−1)/g each, within
+ * groups of g. */
 ZC_API int64_t zc_estimate_comm_bytes(const zc_estimate_in *in);
 /* Of those, the bytes rank 0 sends to ranks on other hosts (in->ranks_per_host): B/N of a
  * B-byte collective to each of the N − R ranks elsewhere, for hpZ's group gathers to each member

@@ -1529,7 +1529,8 @@ zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *nume
                          .quantized_weights = e->qwz,
                          .quantized_gradients = e->qgz,
                          .hpz_partition_size = e->hpz,
-                         .ranks_per_host = zc_comm_host_ranks(e->comm)};
+                         .ranks_per_host = zc_comm_host_ranks(e->comm),
+                         .grad_accum = e->cfg.grad_accum};
     return in;
 }
 

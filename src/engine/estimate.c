@@ -227,13 +227,23 @@ static int64_t comm_bytes(const zc_estimate_in *in, bool inter, bool *ovf)
     const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
     const int64_t C = or4(in->comm_elem_bytes);
     const int64_t N = in->nranks;
+    /* hosts of R ranks each (zc_estimate_check refuses an R that does not divide N) */
     const int64_t R = in->ranks_per_host > 0 && in->ranks_per_host < N &&
                               N % in->ranks_per_host == 0
                           ? in->ranks_per_host
                           : N,
                   H = N / R;
     const int64_t world_peers = inter ? N - R : N - 1;
-    int64_t per = C + (in->stage == 0 ? G : in->stage == 3 ? 2 * P : P);
+    /* stages 0–1 sum the micro-batches' gradients locally and reduce once per step; stages 2–3
+     * reduce-scatter each micro-batch's, and stage 3 gathers the parameters for each
+     * micro-batch's forward and backward */
+    const int64_t A = in->grad_accum > 1 ? in->grad_accum : 1;
+    const int64_t rs_times = in->stage >= 2 ? A : 1;
+    int64_t per = add(mul(C, rs_times, ovf),
+                      in->stage == 0   ? G
+                      : in->stage == 3 ? mul(2 * P, A, ovf)
+                                       : P,
+                      ovf);
     const bool qwz = in->stage == 3 && in->quantized_weights;
     const bool qgz = in->stage == 3 && in->quantized_gradients;
     const bool two_hops = qgz && H > 1 && R > 1;
@@ -243,9 +253,10 @@ static int64_t comm_bytes(const zc_estimate_in *in, bool inter, bool *ovf)
     if (!kept && !qwz && !qgz && g == 1)
         return mul(mul(per, padded_numel(in, ovf) / N, ovf), world_peers, ovf);
     /* a persistent unit is all-gathered once, after its update, as at stages 1–2; with qwZ the
-     * two gathers of a step (forward, backward) carry the quantized segment, with qgZ each
-     * reduce-scatter chunk's block (in two hops: H segments to each other rank of the host,
-     * then one to each other host); with hpZ the backward gather is the group's, unquantized */
+     * two gathers of each micro-batch (forward, backward) carry the quantized segment, with qgZ
+     * each reduce-scatter chunk's block (in two hops: H segments to each other rank of the host,
+     * then one to each other host); with hpZ only the first gather after an update is the
+     * world's, every later one (2A − 1 a step) the group's, unquantized */
     const int64_t cols = zc_estimate_rs_cols(in->reduce_bucket_size, N, max_shard(in, ovf));
     const int64_t seg_peers = two_hops ? (inter ? 0 : H * (R - 1)) : world_peers;
     const int64_t hop2_peers = two_hops ? H - 1 : 0;
@@ -260,11 +271,14 @@ static int64_t comm_bytes(const zc_estimate_in *in, bool inter, bool *ovf)
         } else {
             rs = mul(mul(C, S, ovf), world_peers, ovf);
         }
+        rs = mul(rs, A, ovf); /* stage 3: every micro-batch */
         int64_t one = qwz ? zc_qwz_segment_bytes(S) : mul(P, S, ovf); /* one gather */
-        int64_t ag = kept && kept[u] ? mul(P, S, ovf) : g > 1 ? one : mul(2, one, ovf);
+        int64_t ag = kept && kept[u] ? mul(P, S, ovf) : g > 1 ? one : mul(2 * A, one, ovf);
         sum = add(sum, add(rs, mul(ag, world_peers, ovf), ovf), ovf);
         if (g > 1 && !(kept && kept[u]))
-            sum = add(sum, mul(mul(P, mul(S, N, ovf) / g, ovf), group_peers, ovf), ovf);
+            sum = add(sum,
+                      mul(mul(mul(P, mul(S, N, ovf) / g, ovf), group_peers, ovf), 2 * A - 1, ovf),
+                      ovf);
     }
     free(kept);
     return sum;
@@ -402,6 +416,19 @@ zc_status zc_estimate_check(const zc_estimate_in *in, zc_err *err)
                           "a model of %d units on %d ranks: need 1 to %d units "
                           "and at least 1 rank",
                           in->nunits, in->nranks, ZC_MAX_UNITS);
+    if (in->ranks_per_host < 0 || (in->ranks_per_host > 0 && in->nranks % in->ranks_per_host))
+        return zc_err_set(err, ZC_EINVAL,
+                          "hosts of %d ranks for %d ranks: the estimate needs hosts that hold "
+                          "equal numbers of ranks (a number that divides the ranks)",
+                          in->ranks_per_host, in->nranks);
+    if (in->hpz_partition_size < 0 ||
+        (in->hpz_partition_size > 1 && in->nranks % in->hpz_partition_size))
+        return zc_err_set(err, ZC_EINVAL,
+                          "zero_hpz_partition_size %d must divide the number of ranks, %d",
+                          in->hpz_partition_size, in->nranks);
+    if (in->grad_accum < 0)
+        return zc_err_set(err, ZC_EINVAL, "gradient_accumulation_steps must be >= 1, got %d",
+                          in->grad_accum);
     bool ovf = false;
     int64_t padded = padded_numel(in, &ovf);
     if (ovf || padded > ZC_MAX_NUMEL)
@@ -414,17 +441,17 @@ zc_status zc_estimate_check(const zc_estimate_in *in, zc_err *err)
         const int stage = k == 0 ? in->stage : k - 1 < in->stage ? k - 1 : k;
         zc_estimate_in s = *in;
         s.stage = stage;
-        bool o[4] = {false, false, false, false};
+        bool o[5] = {false, false, false, false, false};
         zc_state_bytes b = states(&s, &o[0]);
         add(add(b.params, b.grads, &o[0]), b.optimizer, &o[0]);
-        comm_bytes(&s, false, &o[0]);
+        comm_bytes(&s, false, &o[4]);
         comm_staging(&s, &o[1]);
         working_bound(&s, &o[2]);
         zc_offload_plan p = offload_plan(&s, NULL, &o[3]);
         add(p.optimizer_file, p.param_file, &o[3]);
         add(add(p.slots, p.param_reads, &o[3]), p.grad_staging, &o[3]);
         /* a model within ZC_MAX_NUMEL fits: what overflows is a configured size */
-        if (o[0] || o[1] || o[2] || o[3])
+        if (o[0] || o[1] || o[2] || o[3] || o[4])
             return zc_err_set(
                 err, ZC_EINVAL, "at ZeRO stage %d, the bytes of %s do not fit in 64 bits; lower %s",
                 stage,
@@ -432,12 +459,14 @@ zc_status zc_estimate_check(const zc_estimate_in *in, zc_err *err)
                 : o[2] ? "the gathered parameters (stage3_prefetch_bucket_size "
                          "and stage3_max_live_parameters)"
                 : o[3] ? "the NVMe offload buffers"
-                       : "the model states",
+                : o[0] ? "the model states"
+                       : "the communication of a step",
                 o[1]   ? "zero_optimization.reduce_bucket_size"
                 : o[2] ? "zero_optimization.stage3_prefetch_bucket_size"
                 : o[3] ? "zero_optimization.sub_group_size, offload_optimizer.buffer_count, "
                          "offload_param.buffer_size or offload_param.buffer_count"
-                       : "the model size");
+                : o[0] ? "the model size"
+                       : "gradient_accumulation_steps or the model size");
     }
     return ZC_OK;
 }
