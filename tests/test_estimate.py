@@ -66,9 +66,20 @@ def agree(name, shape_train, shape_est, ranks, stages, steps=2, env=None):
 
 
 def test_estimate_matches_mlp():
+    """The ledger equals the estimate (agree); and the working bound is never below the buffer
+    the final weight digest gathers each unit into, 4 bytes × the largest padded unit — at stage
+    0 in fp32 that buffer is all the working memory there is (the memory check admitted runs
+    that were then killed after their last step for want of it)."""
     shape = ["--hidden", 65, "--layers", 3, "--micro-batch", 4]
     agree("mlp", ["--model", "mlp", *shape], ["--model", "mlp", *shape],
           H_.trim((1, 2, 3, 4), (2, 3)), range(4))
+    for n in (1, 3):
+        rows = {r["stage"]: r for r in estimate("--model", "mlp", *shape, "--ranks", n)["rows"]}
+        unit = -(-(65 * 65 + 65) // n) * n
+        check(rows[0]["working_bound"] == 4 * unit,
+              f"N={n} stage 0: working bound {rows[0]['working_bound']}, want {4 * unit}")
+        check(all(r["working_bound"] >= 4 * unit for r in rows.values()),
+              f"N={n}: a working bound below the digest's buffer: {rows}")
 
 
 def test_estimate_matches_persistence():

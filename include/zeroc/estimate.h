@@ -163,7 +163,9 @@ ZC_API int64_t zc_estimate_rs_cols(int64_t reduce_bucket_size, int64_t nranks, i
 /* An upper bound of the ledger's "working" peak: full-unit fp32 gradient buffers (stages 2–3,
  * and stages 0–1 with 16-bit gradients), gathered parameters of stage 3 (three units — the tied
  * embedding of a language model can be held across a pass — plus the prefetch allowance, capped
- * by max_live_parameters) and, with 16-bit parameters, the fp32 views of three acquired units. */
+ * by max_live_parameters) and, with 16-bit parameters, the fp32 views of three acquired units;
+ * at least the largest unit in fp32, which the weight digest and the exports gather after the
+ * last step. */
 ZC_API int64_t zc_estimate_working_bound(const zc_estimate_in *in);
 /* Elements stage 3 gathers ahead (stage3_prefetch_bucket_size; "auto", ZC_AUTO: the largest
  * unit's padded size — one unit ahead). */

@@ -332,8 +332,13 @@ static int64_t working_bound(const zc_estimate_in *in, bool *ovf)
     int64_t views = P == 4 ? 0 : mul(4 * 3, unit, ovf);
     /* the fp32 gradients being produced + a tied unit's, kept across backward */
     int64_t grads = in->stage >= 2 || G != 4 ? mul(4 * 2, unit, ovf) : 0;
-    if (in->stage < 3)
-        return add(views, grads, ovf);
+    /* after the last step the weight digest (and the exports) gather one unit at a time in fp32,
+     * in place of all of the above */
+    const int64_t end_of_run = mul(4, unit, ovf);
+    if (in->stage < 3) {
+        int64_t during = add(views, grads, ovf);
+        return during > end_of_run ? during : end_of_run;
+    }
     /* 3 units + the prefetch allowance, capped by max_live_parameters: the sum may pass
      * INT64_MAX only when the cap is below it, so it saturates instead of overflowing */
     int64_t three = mul(3, unit, ovf), prefetch = prefetch_elems(in, ovf), live;
