@@ -154,11 +154,13 @@ static zc_status resume(train_run *r, zc_err *err)
         printf("resumed from %s at step %lld in %.2f s%s%s%s\n", dir, (long long)r->first_step,
                (now_ms() - t_load) / 1e3, r->o.init ? "; the weights of --init " : "",
                r->o.init ? r->o.init : "", r->o.init ? " were replaced by the checkpoint's" : "");
-    if (!st && r->first_step >= r->o.steps)
-        st = zc_err_set(err, ZC_EINVAL,
-                        "--resume: the checkpoint is at step %lld, not before "
-                        "--steps %d",
+    if (!st && r->first_step > r->o.steps)
+        st = zc_err_set(err, ZC_EINVAL, "--resume: the checkpoint is at step %lld, past --steps %d",
                         (long long)r->first_step, r->o.steps);
+    else if (!st && r->first_step == r->o.steps && r->rank == 0)
+        printf("the checkpoint is at step %lld = --steps: no step to run; the final weights and "
+               "the report come from it\n",
+               (long long)r->first_step);
     return st;
 }
 
@@ -663,11 +665,11 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
             goto out;
         if (r.rank == 0)
             printf("stopped by %s after step %lld (checkpoint saved); continue with --resume "
-                   "%s\n",
+                   "%s --save-dir %s (without --save-dir the continued run saves nothing)\n",
                    r.stopped_by == SIGTERM  ? "SIGTERM"
                    : r.stopped_by == SIGINT ? "SIGINT"
                                             : "SIGUSR1",
-                   (long long)r.stopped_at, r.o.save_dir);
+                   (long long)r.stopped_at, r.o.save_dir, r.o.save_dir);
         train_free(&r, ZC_OK);
         return 128 + r.stopped_by; /* the shell's code for a process ended by that signal */
     }

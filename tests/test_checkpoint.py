@@ -425,6 +425,34 @@ def test_save_dir_not_shared():
           f"files left: {os.listdir(d)} {os.listdir(priv)}")
 
 
+def test_resume_without_latest():
+    """A first save killed (or out of space) after it published step-N and before it wrote
+    `latest` leaves a complete checkpoint and no `latest`: verify, inspect and --resume take the
+    save directory's newest step-N (they refused it as 'not a save directory', while a fresh run
+    was told to --resume it: a circle), and the continued run has the bits of one never stopped.
+    A run resumed at exactly --steps (killed after its last save, run again by a requeue) has no
+    step to run: it exits 0 and writes its report and weights from the checkpoint."""
+    d = H_.path("ck-no-latest")
+    train(1, "nl-first", *MLP, "--steps", 3, "--save-dir", d)
+    os.remove(os.path.join(d, "latest"))
+    v = subprocess.run([H_.zeroc, "ckpt", "verify", d], capture_output=True, text=True)
+    check(v.returncode == 0 and "step-000003: step 3" in v.stdout, f"verify: {v.stdout}{v.stderr}")
+    _, p = train(1, "nl-fresh", *MLP, "--steps", 6, "--save-dir", d, ok=False)
+    check(p.returncode == 1 and f"--resume {d}" in p.stderr, f"fresh run: {p.stderr!r}")
+    rep, p = train(1, "nl-resumed", *MLP, "--steps", 6, "--save-dir", d, "--resume", d)
+    check(f"resumed from {d}/step-000003 at step 3" in p.stdout, f"resume: {p.stdout[-400:]!r}")
+    straight, _ = train(1, "nl-straight", *MLP, "--steps", 6)
+    check(rep["weights_sha256"] == straight["weights_sha256"], "the continued run differs")
+    w = H_.path("nl-again.safetensors")
+    again, p = train(1, "nl-again", *MLP, "--steps", 6, "--save-dir", d, "--resume", d,
+                     "--save-weights", w)
+    check(p.returncode == 0 and "no step to run" in p.stdout and again["loss"] == [] and
+          again["weights_sha256"] == straight["weights_sha256"] and os.path.exists(w),
+          f"resumed at --steps: exit {p.returncode}, {p.stdout[-300:]!r} {p.stderr[-300:]!r}")
+    _, p = train(1, "nl-past", *MLP, "--steps", 5, "--resume", d, ok=False)
+    check(p.returncode == 1 and "at step 6, past --steps 5" in p.stderr, f"past: {p.stderr!r}")
+
+
 def test_save_verified_before_saved():
     """A shard damaged on the disk after it was written (a fault hook flips a byte of rank 1's
     step-4 shard once it has landed, before it is read back) fails the save naming the file and
@@ -608,8 +636,10 @@ def test_stop_signal_saves():
         finally:
             if a.poll() is None:
                 a.kill()
-        m = re.search(r"stopped by (\w+) after step (\d+) \(checkpoint saved\)", out)
-        check(a.returncode == 128 + sig and m and m.group(1) == sig.name,
+        m = re.search(r"stopped by (\w+) after step (\d+) \(checkpoint saved\); continue with "
+                      r"--resume (\S+) --save-dir (\S+) ", out)
+        check(a.returncode == 128 + sig and m and m.group(1) == sig.name and
+              m.group(3) == m.group(4) == d,
               f"{n} ranks, {sig.name}: exit {a.returncode}, {out[-300:]!r} {err[-300:]!r}")
         if not m:
             continue
@@ -700,6 +730,7 @@ def test_resume_data_position():
 TESTS = [test_exact_resume, test_crash_during_save, test_crash_resaving_a_step, test_reshard, test_export_safetensors,
          test_export_formats_and_init, test_export_memory_124m, test_corruption, test_full_disk,
          test_resume_other_shape, test_save_dir_locked, test_save_dir_not_shared,
+         test_resume_without_latest,
          test_save_verified_before_saved, test_manifest_edits, test_stop_signal_saves,
          test_resume_data_position]
 

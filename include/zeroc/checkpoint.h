@@ -99,7 +99,8 @@ ZC_API zc_status zc_ckpt_lock_dir(zc_comm *comm, const char *dir, zc_ckpt_lock *
 ZC_API void zc_ckpt_unlock_dir(zc_ckpt_lock *lock);
 
 /* path is a checkpoint directory (DIR/step-N, has manifest.json) or a save directory (uses
- * DIR/latest). Writes the checkpoint directory into out. Not collective. */
+ * DIR/latest; without latest — a first save killed or out of space before writing it — its
+ * newest step-N holding a manifest). Writes the checkpoint directory into out. Not collective. */
 ZC_API zc_status zc_ckpt_resolve(const char *path, char *out, size_t outlen, zc_err *err);
 
 /* Collective. Loads the checkpoint in `ckdir` into a finalized engine of any world size and any

@@ -580,6 +580,31 @@ static zc_status check_file(const char *ckdir, const zc_manifest *m, int r, zc_e
     return ZC_OK;
 }
 
+/* A save directory without `latest`: its newest published step-N (a save publishes the
+ * directory whole, by rename, then writes `latest`; a first save killed, or out of space,
+ * between the two leaves a complete step-N and no `latest`). False when it holds none. */
+static bool newest_step(const char *dir, char *out, size_t outlen)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    long long best = -1;
+    char probe[4400];
+    for (struct dirent *de; (de = readdir(d));) {
+        long long s;
+        char tail;
+        if (sscanf(de->d_name, "step-%lld%c", &s, &tail) != 1 || s <= best)
+            continue;
+        pathf(probe, sizeof probe, "%s/%s/manifest.json", dir, de->d_name);
+        if (!access(probe, F_OK)) {
+            best = s;
+            pathf(out, outlen, "%s/%s", dir, de->d_name);
+        }
+    }
+    closedir(d);
+    return best >= 0;
+}
+
 zc_status zc_ckpt_resolve(const char *path, char *out, size_t outlen, zc_err *err)
 {
     char probe[4200];
@@ -589,6 +614,8 @@ zc_status zc_ckpt_resolve(const char *path, char *out, size_t outlen, zc_err *er
         return ZC_OK;
     }
     pathf(probe, sizeof probe, "%s/latest", path);
+    if (access(probe, F_OK) && errno == ENOENT && newest_step(path, out, outlen))
+        return ZC_OK; /* a first save that failed or was killed before `latest` */
     char *name = read_text(probe, 256);
     if (!name)
         return zc_err_set(err, ZC_EINVAL,
