@@ -116,7 +116,8 @@ typedef struct {
     double grad_norm;  /* global L2 norm of the mean unscaled gradient, before clipping */
     double clip_coef;  /* factor applied to the gradient (1 when not clipped) */
     double lr;         /* learning rate used by this step */
-    double loss_scale; /* fp16: the scale this step's gradients carried (1 otherwise) */
+    double loss_scale; /* fp16: the scaler's scale for this step (1 otherwise); each micro-step's
+                          gradients carried it / gradient_accumulation_steps, as in DeepSpeed */
     int64_t prefetch_hits, prefetch_misses; /* stage 3, since the last optimizer step (after
                                              * the first micro-batch): acquires whose all-gather
                                              * had been started ahead / had to start then */
@@ -124,7 +125,8 @@ typedef struct {
 
 /* fp16 dynamic loss scaling state (DeepSpeed's DynamicLossScaler counters). */
 typedef struct {
-    double scale;               /* the gradients of the next step are multiplied by it */
+    double scale;               /* the loss scale: each micro-step's gradients of the next step
+                                   are multiplied by it / gradient_accumulation_steps */
     int hysteresis_left;        /* overflows still tolerated before the scale is halved */
     int64_t iter;               /* boundaries seen */
     int64_t last_overflow_iter; /* iter of the last overflow, −1 if none */
@@ -234,9 +236,10 @@ ZC_API zc_status zc_engine_end_pass(zc_engine *e, zc_err *err);
  * fp32: zc_engine_param is an fp32 copy of the unit's 16-bit parameters made at acquire (working
  * memory; each parameter widened on its first zc_engine_param), zc_engine_grad an fp32 buffer
  * that is rounded to the gradient type when the unit is handed back. With fp16 those gradients are
- * multiplied by the loss scale first (a power of two while dynamic: the same bits as scaling the
- * loss, since the model computes in fp32); the step divides it out, so norms and clipping see
- * unscaled values. */
+ * multiplied by the loss scale over gradient_accumulation_steps A first (as DeepSpeed scales the
+ * loss divided by A: the sum over the micro-steps holds scale × mean; with a dynamic scale and A
+ * a power of two, the same bits as scaling the loss, since the model computes in fp32); the step
+ * divides it out, so norms and clipping see unscaled values. */
 ZC_API const zc_loss_scaler *zc_engine_loss_scaler(const zc_engine *e);
 ZC_API void zc_engine_set_loss_scaler(zc_engine *e, const zc_loss_scaler *s);
 

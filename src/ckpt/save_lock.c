@@ -112,7 +112,9 @@ static zc_status take(const char *dir, zc_ckpt_lock *l, zc_err *err)
         char host[256] = "?", text[400];
         gethostname(host, sizeof host - 1);
         int len = snprintf(text, sizeof text, "pid %d on host %s\n", (int)getpid(), host);
-        if (ftruncate(fd, 0) || pwrite(fd, text, (size_t)len, 0) != len) {
+        /* fsync: on NFS the bytes would sit in this client's cache while the other hosts'
+         * ranks read the file back (same_dir_everywhere) and find it empty */
+        if (ftruncate(fd, 0) || pwrite(fd, text, (size_t)len, 0) != len || fsync(fd)) {
             int e = errno;
             unlink(l->path);
             close(fd);

@@ -1957,6 +1957,7 @@ zc_status zc_engine_acquire(zc_engine *e, int i, zc_err *err)
                            "the unit is already acquired (release it before acquiring it again)",
                            err);
     unit_t *u = &e->units[i];
+    record(e, EV_ACQUIRE, i); /* after the checks: a refused call changes nothing */
     st = progress(e, err);
     if (st || !sharded_params(e, u)) {
         if (!st && e->mixed)
