@@ -245,7 +245,8 @@ def test_shuffle_permutes_windows():
     data = H_.path("w10.bin")
     write_tokens(data, [rng.randrange(256) for _ in range(W * 32 + 1)])
     orders = {}
-    for seed in range(1, 9):
+    seeds = H_.trim(range(1, 9), range(1, 3))  # the sanitizer pass: the same code, 2 seeds
+    for seed in seeds:
         seq = window_losses(1, f"w10-s{seed}", data, "--seed", seed, steps=W)
         check(len(set(seq)) == W, f"seed {seed}: losses do not tell the windows apart: {seq}")
         shuf = window_losses(1, f"w10-shuf-s{seed}", data, "--seed", seed, "--shuffle",
@@ -265,12 +266,12 @@ def test_shuffle_permutes_windows():
     sequential = sum(o == list(range(W)) for o in orders.values())
     affine = sum(len(steps(o)) == 1 for o in orders.values())
     rotated = sum(len(shifts(orders[s, e], orders[s, f])) == 1
-                  for s in range(1, 9) for e in range(3) for f in range(e + 1, 3))
-    distinct = len({tuple(o) for o in orders.values()})
-    check(sequential <= 1, f"{sequential} of 24 epochs read the windows in order: {orders}")
-    check(affine <= 1, f"{affine} of 24 epochs step by one constant: {orders}")
-    check(rotated <= 1, f"{rotated} of 24 epoch pairs are rotations of each other: {orders}")
-    check(distinct >= 23, f"only {distinct} distinct orders in 24 epochs: {orders}")
+                  for s in seeds for e in range(3) for f in range(e + 1, 3))
+    distinct, n = len({tuple(o) for o in orders.values()}), len(orders)
+    check(sequential <= 1, f"{sequential} of {n} epochs read the windows in order: {orders}")
+    check(affine <= 1, f"{affine} of {n} epochs step by one constant: {orders}")
+    check(rotated <= 1, f"{rotated} of {n} epoch pairs are rotations of each other: {orders}")
+    check(distinct >= n - 1, f"only {distinct} distinct orders in {n} epochs: {orders}")
     two = window_losses(2, "w10-n2", data, "--seed", 3, "--shuffle", steps=W)
     one = window_losses(1, "w10-a2", data, "--seed", 3, "--shuffle", "--grad-accum", 2, steps=W)
     check(all(abs(a - b) <= 1e-6 * abs(b) for a, b in zip(two, one)),
