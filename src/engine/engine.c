@@ -540,6 +540,16 @@ static const char *shape_text(char *buf, size_t cap, int ndim, const int64_t *sh
     return buf;
 }
 
+/* A registration's name that is missing or too long: refused, naming the call. */
+static int refuse_name(zc_engine *e, const char *call, const char *name)
+{
+    return refuse_registration(e, ZC_EINVAL,
+                               "%s: the name %s%.40s%s is %s; expected a string of at most %d "
+                               "bytes",
+                               call, name ? "'" : "", name ? name : "NULL", name ? "…'" : "",
+                               name ? "too long" : "missing", ZC_MAX_NAME - 1);
+}
+
 int zc_engine_add_unit(zc_engine *e, const char *name)
 {
     if (!e)
@@ -549,11 +559,7 @@ int zc_engine_add_unit(zc_engine *e, const char *name)
         return refuse_registration(e, ZC_ESTATE, "zc_engine_add_unit('%s'): %s",
                                    name ? name : "(NULL)", closed);
     if (!name || strlen(name) >= ZC_MAX_NAME)
-        return refuse_registration(e, ZC_EINVAL,
-                                   "zc_engine_add_unit: the name %s%.40s%s is %s; expected a "
-                                   "string of at most %d bytes",
-                                   name ? "'" : "", name ? name : "NULL", name ? "…'" : "",
-                                   name ? "too long" : "missing", ZC_MAX_NAME - 1);
+        return refuse_name(e, "zc_engine_add_unit", name);
     unit_t *units = grow(e->units, e->nunits, &e->cap_units, sizeof *e->units);
     if (!units)
         return refuse_registration(e, ZC_ENOMEM, "zc_engine_add_unit('%s'): out of memory", name);
@@ -574,11 +580,7 @@ int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim, cons
     if (closed)
         return refuse_registration(e, ZC_ESTATE, "zc_engine_add_param('%s'): %s", pname, closed);
     if (!name || strlen(name) >= ZC_MAX_NAME)
-        return refuse_registration(e, ZC_EINVAL,
-                                   "zc_engine_add_param: the name %s%.40s%s is %s; expected a "
-                                   "string of at most %d bytes",
-                                   name ? "'" : "", name ? name : "NULL", name ? "…'" : "",
-                                   name ? "too long" : "missing", ZC_MAX_NAME - 1);
+        return refuse_name(e, "zc_engine_add_param", name);
     if (e->nunits == 0)
         return refuse_registration(e, ZC_ESTATE,
                                    "zc_engine_add_param('%s'): no unit is registered yet; call "
