@@ -58,7 +58,7 @@ def nvme_bytes(units, n, stage, dtype, opt, par, moments=2):
 
 
 def config(name, stage=None, opt=False, par=False, engine="auto", sub_group=2048, buffers=3,
-           prefetch=None, **extra):
+           prefetch=None, par_buffers=2, **extra):
     zo = {"sub_group_size": sub_group}
     if stage is not None:
         zo["stage"] = stage
@@ -68,7 +68,7 @@ def config(name, stage=None, opt=False, par=False, engine="auto", sub_group=2048
         zo["offload_optimizer"] = {"device": "nvme", "nvme_path": NVME, "buffer_count": buffers}
     if par:
         zo["offload_param"] = {"device": "nvme", "nvme_path": NVME, "max_in_cpu": 0,
-                               "buffer_count": 2, "buffer_size": 100000}
+                               "buffer_count": par_buffers, "buffer_size": 100000}
     cfg = {"zero_optimization": zo, "aio": {"engine": engine}, **extra}
     path = H_.path(name + ".cfg.json")
     with open(path, "w") as f:
@@ -300,7 +300,8 @@ def test_estimate_matches():
 def test_buffer_count_bounded():
     """offload_optimizer.buffer_count beyond the step's sub-groups allocates no slot that would
     never be used: buffer_count 200 and 10^9 hold the same RAM buffers (the ledger's peak) and
-    train to the same weights (10^9 was refused as needing 572204 GiB, and 200 made 200 slots)."""
+    train to the same weights (10^9 was refused as needing 572204 GiB, and 200 made 200 slots);
+    offload_param.buffer_count 10^9 is bounded by the parameter file."""
     args = ["--hidden", 64, "--layers", 3, "--micro-batch", 4, "--steps", 2, "--stage", 2,
             "--dtype", "bf16"]
     a, _ = train(1, "bc-200", *args, "--config", config("bc-200", opt=True, buffers=200))
@@ -308,6 +309,19 @@ def test_buffer_count_bounded():
     pa, pb = a["memory"]["ranks"][0]["offload_peak"], b["memory"]["ranks"][0]["offload_peak"]
     check(pa == pb and 0 < pa < 64 << 20, f"offload buffers: {pa} (200) vs {pb} (10^9)")
     check(a["weights_sha256"] == b["weights_sha256"], "buffer_count changed the weights")
+    # offload_param.buffer_count: reads ahead are of distinct units' shards, so the bound is at
+    # most the parameter file (10^9 was refused as needing 3814 GiB for a 3 KiB model)
+    args[args.index("--stage") + 1] = 3
+    c, _ = train(1, "pbc-2", *args, "--config", config("pbc-2", opt=True, par=True))
+    d, _ = train(1, "pbc-1e9", *args, "--config",
+                 config("pbc-1e9", opt=True, par=True, par_buffers=10**9))
+    pc, pd = c["memory"]["ranks"][0]["offload_peak"], d["memory"]["ranks"][0]["offload_peak"]
+    check(c["weights_sha256"] == d["weights_sha256"], "param buffer_count changed the weights")
+    bound = {r["stage"]: r for r in H_.estimate(
+        "--model", "mlp", "--hidden", 64, "--layers", 3, "--micro-batch", 4, "--ranks", 1,
+        "--dtype", "bf16", "--config", config("pbc-1e9", opt=True, par=True, par_buffers=10**9)
+    )["rows"]}[3]["offload_buffers_bound"]
+    check(pd <= bound < 64 << 20, f"param buffer_count 10^9: peak {pd} (2: {pc}), bound {bound}")
 
 
 def test_pin_memory_limit():

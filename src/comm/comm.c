@@ -612,7 +612,9 @@ zc_status zc_comm_wait(zc_comm *c, zc_comm_req *req, zc_err *err)
                     "rank %d: %s (%s) waited more than comm_timeout_s = %g s: another rank is "
                     "not taking part (it crashed, is stuck, or is out of lockstep), or the "
                     "network moves this collective's data more slowly than that (a slow or "
-                    "congested link: raise comm_timeout_s, --comm-timeout)",
+                    "congested link), or another rank is still reading or writing its offloaded "
+                    "states (a slow disk; the step line's disk figures show it): if so, raise "
+                    "comm_timeout_s, --comm-timeout",
                     c->rank, zc_comm_op_name(req->op), req->label, c->timeout_s);
                 /* The request cannot be cancelled; it is leaked on purpose (we abort next). */
                 return st;

@@ -175,6 +175,8 @@ static zc_offload_plan offload_plan(const zc_estimate_in *in, zc_unit_offload *u
             add(region(mul(in->param_buffer_size, P, ovf), ovf), mul(count, SWAP_ALIGN, ovf), ovf);
         int64_t cap = by_size > r ? by_size : r, all = mul(count, r, ovf);
         plan.param_reads = add(r, all < cap ? all : cap, ovf);
+        /* the reads are of distinct units' shards: never more than the parameter file */
+        plan.param_reads = plan.param_reads < plan.param_file ? plan.param_reads : plan.param_file;
     }
     /* the shard being reduced, the one written */
     plan.grad_staging = mul(2, region(mul(max_grad, G, ovf), ovf), ovf);
