@@ -147,6 +147,59 @@ static void test_batch(void)
     }
 }
 
+/* zc_gemm_workspace_need: the documented bytes for the path this run takes (oneDNN: copies of
+ * the fp32 operands only; portable: fp32 copies of both, + 4·M·N for a bf16 C), and each bf16
+ * entry point given exactly that many bytes (a heap block of that size, so AddressSanitizer sees
+ * a write past it), or none at all (the heap makes up the difference), gives the bits it gives
+ * with the any-path workspace. */
+static void test_workspace_need(void)
+{
+    const int M = 33, N = 17, K = 65;
+    const bool native = !strncmp(zc_gemm_path(ZC_GEMM_BF16), "oneDNN", 6);
+    const size_t MK = (size_t)M * K, KN = (size_t)K * N, MN = (size_t)M * N,
+                 any = zc_gemm_workspace_bytes(M, N, K);
+    const size_t want[4] = {native ? 2 * (MK + KN) : any, native ? 2 * MK : any, native ? 0 : any,
+                            native ? 0 : any + 4 * MN};
+    for (int o = 0; o < 4; o++)
+        CHECK(zc_gemm_workspace_need((zc_gemm_operands)o, M, N, K) == want[o],
+              "workspace need of operand form %d: %zu, want %zu (%s path)", o,
+              zc_gemm_workspace_need((zc_gemm_operands)o, M, N, K), want[o],
+              native ? "oneDNN" : "portable");
+    float *A = malloc(MK * 4), *B = malloc(KN * 4), *C[3];
+    uint16_t *A16 = malloc(MK * 2), *B16 = malloc(KN * 2), *C16[3];
+    fill(A, MK, 40), fill(B, KN, 41);
+    zc_dtype_narrow(ZC_BF16, A, A16, MK), zc_dtype_narrow(ZC_BF16, B, B16, KN);
+    void *big = malloc(any + 4 * MN);
+    for (int o = 0; o < 4; o++) {
+        const size_t need = zc_gemm_workspace_need((zc_gemm_operands)o, M, N, K);
+        for (int v = 0; v < 3; v++) { /* any-path workspace, exactly `need`, none */
+            void *ws = v == 0 ? big : v == 1 ? malloc(need ? need : 1) : NULL;
+            size_t wsb = v == 0 ? any + 4 * MN : v == 1 ? need : 0;
+            C[v] = calloc(MN, 4), C16[v] = calloc(MN, 2);
+            if (o == ZC_GEMM_OPS_F32)
+                zc_gemm(ZC_GEMM_BF16, false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C[v], N, ws,
+                        wsb);
+            else if (o == ZC_GEMM_OPS_B16)
+                zc_gemm_bf16_b16(false, false, M, N, K, 1.0f, A, K, B16, N, 0.0f, C[v], N, ws, wsb);
+            else if (o == ZC_GEMM_OPS_AB16)
+                zc_gemm_bf16_ab16(false, false, M, N, K, 1.0f, A16, K, B16, N, 0.0f, C[v], N, ws,
+                                  wsb);
+            else
+                zc_gemm_bf16_ab16_c16(false, false, M, N, K, 1.0f, A16, K, B16, N, C16[v], N, ws,
+                                      wsb);
+            if (v == 1)
+                free(ws);
+        }
+        for (int v = 1; v < 3; v++)
+            CHECK(!memcmp(C[v], C[0], MN * 4) && !memcmp(C16[v], C16[0], MN * 2),
+                  "operand form %d with %s workspace: other bits than with the any-path one", o,
+                  v == 1 ? "exactly the needed" : "no");
+        for (int v = 0; v < 3; v++)
+            free(C[v]), free(C16[v]);
+    }
+    free(big), free(A), free(B), free(A16), free(B16);
+}
+
 int main(void)
 {
     printf("fp32 path: %s; bf16 path: %s\n", zc_gemm_path(ZC_GEMM_F32), zc_gemm_path(ZC_GEMM_BF16));
@@ -278,5 +331,6 @@ int main(void)
     }
     free(ws);
     test_batch();
+    test_workspace_need();
     return check_summary();
 }

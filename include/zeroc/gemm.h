@@ -12,8 +12,8 @@
  * path rounds the operands into fp32 copies and calls sgemm: the same rounding, another
  * accumulation order (ZEROC_GEMM=portable also sends fp32 products to sgemm).
  * ZEROC_GEMM_ISA=avx2|avx512_core|avx512_core_bf16|avx512_core_amx caps the instructions oneDNN may
- * use (to test each path a CPU offers). The bf16 forms need a caller-owned workspace of
- * zc_gemm_workspace_bytes.
+ * use (to test each path a CPU offers). The bf16 forms take a caller-owned workspace of
+ * zc_gemm_workspace_need bytes (zc_gemm_workspace_bytes: enough on any path).
  *
  * Results are deterministic for a given shape, path and thread count (no atomics in either
  * library's fp32 accumulation). Not thread-safe: call from one thread (each call may use all of
@@ -37,8 +37,24 @@ extern "C" {
 
 typedef enum { ZC_GEMM_F32 = 0, ZC_GEMM_BF16 } zc_gemm_type;
 
-/* Bytes of workspace a bf16 product of this shape needs (0 for fp32). */
+/* Bytes of workspace a bf16 product of this shape may need on any path (the portable path's
+ * fp32 copies of both operands; 0 for fp32). zc_gemm_bf16_ab16_c16 needs 4·M·N more. */
 ZC_API size_t zc_gemm_workspace_bytes(int M, int N, int K);
+
+/* The bf16 entry points' operand forms. */
+typedef enum {
+    ZC_GEMM_OPS_F32 = 0,  /* zc_gemm: A and B fp32 */
+    ZC_GEMM_OPS_B16,      /* zc_gemm_bf16_b16: B bf16 */
+    ZC_GEMM_OPS_AB16,     /* zc_gemm_bf16_ab16, zc_gemm_batch: A and B bf16 */
+    ZC_GEMM_OPS_AB16_C16, /* zc_gemm_bf16_ab16_c16: A, B and C bf16 */
+} zc_gemm_operands;
+
+/* Bytes of workspace a bf16 product of this shape and operand form needs on the path products
+ * take in this process: with oneDNN, the bf16 copies of the fp32 operands only (2·M·K + 2·K·N
+ * for zc_gemm, 2·M·K for zc_gemm_bf16_b16, none for bf16 operands); on the portable path,
+ * zc_gemm_workspace_bytes (+ 4·M·N for C16). A call given less (a shape oneDNN declines after
+ * serving others) takes the difference from the heap for that call. */
+ZC_API size_t zc_gemm_workspace_need(zc_gemm_operands ops, int M, int N, int K);
 
 ZC_API void zc_gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float alpha,
                     const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,

@@ -59,7 +59,8 @@ void gpt2_destroy(gpt2_model *m);
 int gpt2_unit_numel(const gpt2_config *cfg, size_t *numel);
 /* Bytes of activations gpt2_create allocates for this shape (the ledger's "activations"):
  * with compute ZC_GEMM_BF16 (the engine stores bf16 parameters) they include the workspace of
- * the bf16 products. SIZE_MAX for a shape gpt2_check refuses. */
+ * the bf16 products on the path this process's products take (zc_gemm_workspace_need: oneDNN
+ * needs less than the portable path). SIZE_MAX for a shape gpt2_check refuses. */
 size_t gpt2_activation_bytes(const gpt2_config *cfg, int B, int T, bool activation_checkpointing,
                              zc_gemm_type compute);
 const gpt2_config *gpt2_get_config(const gpt2_model *m);

@@ -189,8 +189,10 @@ static size_t staged_bytes(int N, int C, int OC)
 
 size_t gpt2_matmul_workspace_bytes(int N, int C, int OC)
 {
-    size_t f = zc_gemm_workspace_bytes(N, OC, C), dx = zc_gemm_workspace_bytes(N, C, OC),
-           dw = zc_gemm_workspace_bytes(OC, C, N) + 4 * (size_t)OC * (size_t)C; /* bf16 out */
+    /* forward: the bf16 weights as they are; backward: dout and inp staged in bf16 */
+    size_t f = zc_gemm_workspace_need(ZC_GEMM_OPS_B16, N, OC, C),
+           dx = zc_gemm_workspace_need(ZC_GEMM_OPS_AB16, N, C, OC),
+           dw = zc_gemm_workspace_need(ZC_GEMM_OPS_AB16_C16, OC, C, N);
     size_t back = staged_bytes(N, C, OC) + (dx > dw ? dx : dw);
     return f > back ? f : back;
 }
@@ -285,7 +287,8 @@ static void att16_sizes(int B, int T, int C, int NH, size_t bytes[3])
 size_t gpt2_attention_workspace_bytes(int B, int T, int C, int NH)
 {
     const int hs = C / NH;
-    size_t n[3], qk = zc_gemm_workspace_bytes(T, T, hs), av = zc_gemm_workspace_bytes(T, hs, T);
+    size_t n[3], qk = zc_gemm_workspace_need(ZC_GEMM_OPS_AB16, T, T, hs),
+                 av = zc_gemm_workspace_need(ZC_GEMM_OPS_AB16, T, hs, T);
     att16_sizes(B, T, C, NH, n);
     return n[0] + n[1] + n[2] + (qk > av ? qk : av);
 }

@@ -14,6 +14,12 @@
  *   computes the same bits whichever process or rank runs it.
  * - A primitive oneDNN cannot create (an ISA without any bf16 matmul) sends that shape to the
  *   portable path for good; ZEROC_GEMM=portable sends every shape there (tests, comparisons).
+ * - The workspace a caller reserves is what the path this process takes needs
+ *   (zc_gemm_workspace_need): oneDNN reads bf16 operands where they are, the portable path
+ *   needs fp32 copies of both — for GPT-2's head on long sequences the difference is most of a
+ *   GiB, which the memory check would otherwise count against the run. A call whose workspace
+ *   falls short (oneDNN declining one shape after serving the probe) takes the rest from the
+ *   heap for that call, so the sizes are accounting, never a condition of correctness.
  * - Many small products of one shape (attention's per-head products) are one batched oneDNN
  *   call: its 4-D memory descriptors carry the strides between the matrices, so the operands
  *   are read where they are and the call spreads over all threads.
@@ -97,6 +103,54 @@ size_t zc_gemm_workspace_bytes(int M, int N, int K)
 {
     /* fp32 copies for the portable path; oneDNN's bf16 copies take half */
     return 4 * ((size_t)M * (size_t)K + (size_t)K * (size_t)N);
+}
+
+static dnnl_primitive_t primitive(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, int lda,
+                                  int ldb, float alpha, float beta, int ldc);
+
+/* Whether bf16 products run on oneDNN here: a typical linear layer's primitive can be made. */
+static bool bf16_native(void)
+{
+    init();
+    return !G.portable &&
+           primitive(ZC_GEMM_BF16, false, true, 64, 256, 256, 256, 256, 1.0f, 0.0f, 256) != NULL;
+}
+
+size_t zc_gemm_workspace_need(zc_gemm_operands ops, int M, int N, int K)
+{
+    const size_t MK = (size_t)M * (size_t)K, KN = (size_t)K * (size_t)N, MN = (size_t)M * N;
+    if (!bf16_native())
+        return zc_gemm_workspace_bytes(M, N, K) + (ops == ZC_GEMM_OPS_AB16_C16 ? 4 * MN : 0);
+    switch (ops) {
+    case ZC_GEMM_OPS_F32: return 2 * (MK + KN); /* both operands' bf16 copies */
+    case ZC_GEMM_OPS_B16: return 2 * MK;        /* A's */
+    default: return 0;                          /* read where they are; C16 is written by oneDNN */
+    }
+}
+
+/* The operands' copies: the caller's workspace when it holds `need` bytes, else a heap block
+ * for this call, freed by scratch_done. A caller sizes its workspace by zc_gemm_workspace_need,
+ * so the heap serves only a shape oneDNN declined after serving the probe (or a caller that
+ * sized by another operand form). */
+static void *scratch(void *workspace, size_t workspace_bytes, size_t need)
+{
+    if (workspace && workspace_bytes >= need)
+        return workspace;
+    void *p = malloc(need);
+    if (!p) {
+        fprintf(stderr,
+                "zeroc: out of memory for a portable bf16 product's copies (%zu bytes): oneDNN "
+                "declined this shape\n",
+                need);
+        abort();
+    }
+    return p;
+}
+
+static void scratch_done(void *p, const void *workspace)
+{
+    if (p != workspace)
+        free(p);
 }
 
 /* rows × cols of a row-major matrix with leading dimension ld, rounded to bf16 (compact) or to
@@ -280,46 +334,51 @@ static void gemm(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, float al
             sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    ZC_ASSERT(workspace && workspace_bytes >= zc_gemm_workspace_bytes(M, N, K));
     const int arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
     if (!prim) { /* round into fp32 copies, then sgemm */
-        float *a = workspace, *b = a + (size_t)M * (size_t)K;
+        float *a = scratch(workspace, workspace_bytes, zc_gemm_workspace_bytes(M, N, K)),
+              *b = a + (size_t)M * (size_t)K;
         round_rows(A, arows, acols, lda, a, true);
         round_rows(B, brows, bcols, ldb, b, true);
         sgemm(ta, tb, M, N, K, alpha, a, acols, b, bcols, beta, C, ldc);
+        scratch_done(a, workspace);
         return;
     }
-    uint16_t *a = workspace, *b = a + (size_t)M * (size_t)K;
+    uint16_t *a = scratch(workspace, workspace_bytes,
+                          2 * ((size_t)M * (size_t)K + (size_t)K * (size_t)N)),
+             *b = a + (size_t)M * (size_t)K;
     round_rows(A, arows, acols, lda, a, false);
     round_rows(B, brows, bcols, ldb, b, false);
     execute(prim, a, b, C);
+    scratch_done(a, workspace);
 }
 
 static void gemm_b16(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const uint16_t *B, int ldb, float beta, float *C, int ldc, void *workspace,
                      size_t workspace_bytes)
 {
-    ZC_ASSERT(workspace && workspace_bytes >= zc_gemm_workspace_bytes(M, N, K));
     const int arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
     dnnl_primitive_t prim =
         G.portable ? NULL : primitive(ZC_GEMM_BF16, ta, tb, M, N, K, acols, ldb, alpha, beta, ldc);
     if (!prim) { /* A rounded, B widened (exactly), then sgemm */
-        float *a = workspace, *b = a + (size_t)M * (size_t)K;
+        float *a = scratch(workspace, workspace_bytes, zc_gemm_workspace_bytes(M, N, K)),
+              *b = a + (size_t)M * (size_t)K;
         round_rows(A, arows, acols, lda, a, true);
         widen_rows(B, brows, bcols, ldb, b);
         sgemm(ta, tb, M, N, K, alpha, a, acols, b, bcols, beta, C, ldc);
+        scratch_done(a, workspace);
         return;
     }
-    uint16_t *a = workspace;
+    uint16_t *a = scratch(workspace, workspace_bytes, 2 * (size_t)M * (size_t)K);
     round_rows(A, arows, acols, lda, a, false);
     execute(prim, a, B, C);
+    scratch_done(a, workspace);
 }
 
 static void gemm_ab16(bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A,
                       int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc,
                       void *workspace, size_t workspace_bytes)
 {
-    ZC_ASSERT(workspace && workspace_bytes >= zc_gemm_workspace_bytes(M, N, K));
     const int arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
     dnnl_primitive_t prim =
         G.portable ? NULL : primitive(ZC_GEMM_BF16, ta, tb, M, N, K, lda, ldb, alpha, beta, ldc);
@@ -327,10 +386,13 @@ static void gemm_ab16(bool ta, bool tb, int M, int N, int K, float alpha, const 
         execute(prim, A, B, C);
         return;
     }
-    float *a = workspace, *b = a + (size_t)M * (size_t)K; /* both widened (exactly), then sgemm */
+    /* both widened (exactly), then sgemm */
+    float *a = scratch(workspace, workspace_bytes, zc_gemm_workspace_bytes(M, N, K)),
+          *b = a + (size_t)M * (size_t)K;
     widen_rows(A, arows, acols, lda, a);
     widen_rows(B, brows, bcols, ldb, b);
     sgemm(ta, tb, M, N, K, alpha, a, acols, b, bcols, beta, C, ldc);
+    scratch_done(a, workspace);
 }
 
 /* ---- batches of small products (attention's per-head products) ------------------------- */
@@ -350,9 +412,10 @@ static void gemm_batch(zc_gemm_type t, batch_dims d, bool ta, bool tb, int M, in
         return;
     }
     const int arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
-    float *a = workspace, *b = a + (size_t)M * (size_t)K;
-    ZC_ASSERT(t == ZC_GEMM_F32 ||
-              (workspace && workspace_bytes >= zc_gemm_workspace_bytes(M, N, K)));
+    float *a = t == ZC_GEMM_F32
+                   ? NULL
+                   : scratch(workspace, workspace_bytes, zc_gemm_workspace_bytes(M, N, K)),
+          *b = a ? a + (size_t)M * (size_t)K : NULL;
     for (int i = 0; i < d.nb0; i++)
         for (int j = 0; j < d.nb1; j++) {
             float *c = C + i * d.sc0 + j * d.sc1;
@@ -365,6 +428,8 @@ static void gemm_batch(zc_gemm_type t, batch_dims d, bool ta, bool tb, int M, in
             widen_rows((const uint16_t *)B + i * d.sb0 + j * d.sb1, brows, bcols, ldb, b);
             sgemm(ta, tb, M, N, K, alpha, a, acols, b, bcols, beta, c, ldc);
         }
+    if (a)
+        scratch_done(a, workspace);
 }
 
 /* The public entries: checks, lazy set-up, and the counters (time includes the rounding). */
@@ -422,8 +487,6 @@ static void gemm_ab16_c16(bool ta, bool tb, int M, int N, int K, float alpha, co
                           int lda, const uint16_t *B, int ldb, uint16_t *C, int ldc,
                           void *workspace, size_t workspace_bytes)
 {
-    const size_t ws = zc_gemm_workspace_bytes(M, N, K);
-    ZC_ASSERT(workspace && workspace_bytes >= ws + 4 * (size_t)M * (size_t)N);
     dnnl_primitive_t prim =
         G.portable ? NULL
                    : primitive_out(ZC_GEMM_BF16, ta, tb, M, N, K, lda, ldb, alpha, 0.0f, ldc, true);
@@ -431,10 +494,13 @@ static void gemm_ab16_c16(bool ta, bool tb, int M, int N, int K, float alpha, co
         execute(prim, A, B, C);
         return;
     }
-    float *c = (float *)((char *)workspace + ws);
-    gemm_ab16(ta, tb, M, N, K, alpha, A, lda, B, ldb, 0.0f, c, N, workspace, ws);
+    const size_t ws = zc_gemm_workspace_bytes(M, N, K);
+    void *w = scratch(workspace, workspace_bytes, ws + 4 * (size_t)M * (size_t)N);
+    float *c = (float *)((char *)w + ws);
+    gemm_ab16(ta, tb, M, N, K, alpha, A, lda, B, ldb, 0.0f, c, N, w, ws);
     for (int r = 0; r < M; r++)
         zc_f32_to_bf16(c + (size_t)r * N, C + (size_t)r * ldc, (size_t)N);
+    scratch_done(w, workspace);
 }
 
 void zc_gemm_bf16_ab16(bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A,
