@@ -1,6 +1,7 @@
 /* train_args.c — `zeroc train`'s flags and config file: the flag table, the configuration they
- * make (file first, then flags), and every check that can refuse the run before anything is
- * built — flags that would be ignored, the schedule, and the outputs it will write. */
+ * make (file first, then flags), every check that can refuse the run before anything is built —
+ * flags that would be ignored, the schedule, and the outputs it will write — and the lines the
+ * log gives about a config file that runs otherwise than DeepSpeed would run it. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -186,9 +187,10 @@ static zc_status refuse_unused_offload(int argc, char **argv, const zc_config *c
 }
 
 /* The config's scheduler section and the schedule flags: --warmup fills its warmup_num_steps
- * (over the file, like every flag), --steps a WarmupDecayLR's total_num_steps the file left out
- * or gave as "auto"; --lr-schedule names the trainer's own schedule and cannot join it. The
- * activation_checkpointing section turns on the flag of that name. */
+ * (over the file, like every flag; a file's "auto" is --warmup's default, 0), --steps a
+ * WarmupDecayLR's total_num_steps the file left out or gave as "auto"; --lr-schedule names the
+ * trainer's own schedule and cannot join it, and --lr does nothing unless warmup_max_lr is
+ * "auto". The activation_checkpointing section turns on the flag of that name. */
 static zc_status resolve_schedule(int argc, char **argv, train_opts *o, zc_config *cfg, zc_err *err)
 {
     char n[32];
@@ -206,10 +208,15 @@ static zc_status resolve_schedule(int argc, char **argv, train_opts *o, zc_confi
                           "or the other",
                           o->lr_schedule, o->config,
                           cfg->sched == ZC_SCHED_WARMUP_LR ? "WarmupLR" : "WarmupDecayLR");
-    /* the scheduler's own peak replaces the optimizer's lr (DeepSpeed's rule): --lr beside it
-     * would do nothing */
-    if (args_given(argc, argv, 2, "--lr") && !isnan(cfg->warmup_max_lr) &&
-        cfg->warmup_max_lr != ZC_AUTO)
+    /* the scheduler's own peak replaces the optimizer's lr (DeepSpeed's rule), given or not:
+     * --lr beside it would do nothing */
+    if (args_given(argc, argv, 2, "--lr") && isnan(cfg->warmup_max_lr))
+        return zc_err_set(err, ZC_EINVAL,
+                          "--lr: %s's scheduler gives no warmup_max_lr, so it peaks at "
+                          "DeepSpeed's default %g and the optimizer's lr is not used; set "
+                          "warmup_max_lr in the file (\"auto\" takes --lr)",
+                          o->config, ZC_WARMUP_MAX_LR);
+    if (args_given(argc, argv, 2, "--lr") && cfg->warmup_max_lr != ZC_AUTO)
         return zc_err_set(err, ZC_EINVAL,
                           "--lr: %s's scheduler sets warmup_max_lr %g, the peak the run follows; "
                           "give one or the other (or warmup_max_lr \"auto\")",
@@ -224,6 +231,28 @@ static zc_status resolve_schedule(int argc, char **argv, train_opts *o, zc_confi
         st = zc_config_set(cfg, "scheduler.params.total_num_steps", n, err);
     }
     return st;
+}
+
+/* Rank 0 says where a config file's run differs from DeepSpeed's run of it, and warns as
+ * DeepSpeed warns; nothing is refused here. */
+static void announce_differences(const train_opts *o, const zc_config *cfg)
+{
+    /* DeepSpeed's WarmupDecayLR compares with its warmup of max(2, warmup_num_steps) */
+    const int64_t w = cfg->warmup_num_steps < 2 ? 2 : cfg->warmup_num_steps;
+    if (cfg->sched == ZC_SCHED_WARMUP_DECAY_LR && cfg->total_num_steps < w)
+        printf("warning: scheduler.params.total_num_steps %lld is less than warmup_num_steps "
+               "%lld%s (DeepSpeed's WarmupDecayLR warns too): the rate rises through the whole "
+               "warmup, then drops at once to warmup_min_lr\n",
+               (long long)cfg->total_num_steps, (long long)cfg->warmup_num_steps,
+               cfg->warmup_num_steps < 2 ? ", taken as 2 as DeepSpeed takes it" : "");
+    /* DeepSpeed's engine (get_data_types) accumulates bf16 gradients in fp32 without ZeRO;
+     * zeroc keeps one rule at every stage, so that the stages stay bitwise equal */
+    if (o->config && cfg->dtype == ZC_BF16 && cfg->stage == 0 &&
+        cfg->grad_accum_dtype == ZC_DTYPE_DEFAULT)
+        printf("bf16 at stage 0: zeroc accumulates the gradients in bf16, where DeepSpeed's "
+               "stage-0 bf16 optimizer uses fp32; \"data_types\": {\"grad_accum_dtype\": "
+               "\"fp32\"} in %s gives DeepSpeed's behaviour\n",
+               o->config);
 }
 
 /* The configuration: the file, then the flags over it (--nvme-path and --dtype set two keys
@@ -426,5 +455,7 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
     st = command_line_agree(comm, st, err);
     if (!st)
         st = check_outputs(comm, o, err);
+    if (!st && zc_comm_rank(comm) == 0)
+        announce_differences(o, cfg);
     return st;
 }

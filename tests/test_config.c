@@ -723,9 +723,104 @@ static void test_load_errors(void)
     EXPECT_LOAD_ERR("{\"optimizer\": {}, \"optimizer\": {}}", "duplicate key: optimizer", NULL,
                     NULL);
 
-    /* the first error in document order wins; nothing before it is committed (checked inside) */
+    /* every refusal of a file in one message: the problems in document order, then what zeroc
+     * lacks, so that one edit makes the file run; nothing is committed (checked inside) */
     EXPECT_LOAD_ERR("{\"seed\": 3, \"zero_optimization\": {\"stage\": 9}, \"amp\": {}}",
-                    "zero_optimization.stage", "got 9", NULL);
+                    "ds.json: zero_optimization.stage: expected an integer 0..3, got 9; "
+                    "not supported yet: amp",
+                    NULL, NULL);
+    {
+        static const struct {
+            const char *json, *msg;
+        } all[] = {
+            /* it named only zero_optimization.stagee */
+            {"{\"zero_optimization\":{\"stage\":2,\"stagee\":1,\"foo\":2},\"bar\":1,"
+             "\"amp\":{\"enabled\":true}}",
+             "ds.json: unknown key: zero_optimization.stagee; unknown key: zero_optimization.foo; "
+             "unknown key: bar; not supported yet: amp"},
+            /* DeepSpeedExamples' training/cifar/ds_config.json with bf16: it named only
+             * bf16.loss_scale, a key DeepSpeed ignores (accepted now) */
+            {"{\"train_batch_size\": 16, \"steps_per_print\": 250, \"optimizer\": {\"type\": "
+             "\"Adam\", \"params\": {\"lr\": 0.001, \"betas\": [0.8, 0.999], \"eps\": 1e-8, "
+             "\"weight_decay\": 3e-7}}, \"scheduler\": {\"type\": \"WarmupLR\", \"params\": "
+             "{\"warmup_min_lr\": 0, \"warmup_max_lr\": 0.001, \"warmup_num_steps\": 1000}}, "
+             "\"gradient_clipping\": 1.0, \"prescale_gradients\": false, \"bf16\": "
+             "{\"enabled\": true, \"bf16_master_weights_and_grads\": false, \"loss_scale\": 0, "
+             "\"loss_scale_window\": 500, \"hysteresis\": 2, \"min_loss_scale\": 1, "
+             "\"initial_scale_power\": 15}, \"fp16\": {\"enabled\": false, "
+             "\"fp16_master_weights_and_grads\": false, \"loss_scale\": 0, "
+             "\"loss_scale_window\": 500, \"hysteresis\": 2, \"min_loss_scale\": 1, "
+             "\"initial_scale_power\": 15}, \"wall_clock_breakdown\": false, "
+             "\"zero_optimization\": {\"stage\": 0, \"allgather_partitions\": true, "
+             "\"reduce_scatter\": true, \"allgather_bucket_size\": 50000000, "
+             "\"reduce_bucket_size\": 50000000, \"overlap_comm\": true, "
+             "\"contiguous_gradients\": true, \"cpu_offload\": false}}",
+             "ds.json: not supported yet: bf16.bf16_master_weights_and_grads; "
+             "fp16.fp16_master_weights_and_grads; zero_optimization.cpu_offload"},
+            /* bad values, a duplicate, a section of the wrong type and a rule between keys, each
+             * named; the members of a refused section are not read */
+            {"{\"seed\": -1, \"optimizer\": 5, \"zero_optimization\": {\"stage\": \"x\", "
+             "\"stage\": 1}, \"scheduler\": {\"params\": {\"warmup_num_steps\": -2}}, "
+             "\"fp16\": {\"enabled\": 1, \"foo\": 1}, \"tensorboard\": {}}",
+             "ds.json: seed: expected an integer 0..18446744073709551615, got -1; "
+             "optimizer: expected an object, got 5; "
+             "zero_optimization.stage: expected an integer 0..3, got string \"x\"; "
+             "duplicate key: zero_optimization.stage; scheduler.params.warmup_num_steps must be "
+             ">= 0, got -2; fp16.enabled: expected true or false, got 1; unknown key: fp16.foo; "
+             "scheduler.type: required (WarmupLR or WarmupDecayLR); not supported yet: "
+             "tensorboard"},
+        };
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+            zc_config c, before;
+            zc_err err = {0};
+            zc_config_defaults(&c);
+            before = c;
+            CHECK_MSG(zc_config_load_string(&c, all[i].json, "ds.json", &err) == ZC_EINVAL &&
+                          strcmp(err.msg, all[i].msg) == 0,
+                      err.msg);
+            CHECK(same_config(&c, &before));
+        }
+        /* the cifar file once its three keys are removed: runs, naming what changes nothing */
+        zc_config c;
+        zc_err err = {0};
+        CHECK_MSG(load(&c,
+                       "{\"bf16\": {\"enabled\": true, \"loss_scale\": 0, "
+                       "\"loss_scale_window\": 500, \"hysteresis\": 2, \"min_loss_scale\": 1, "
+                       "\"initial_scale_power\": 15}, \"zero_optimization\": {\"stage\": 0, "
+                       "\"allgather_bucket_size\": 50000000}}",
+                       &err) == ZC_OK,
+                  err.msg);
+        CHECK_MSG(strstr(c.no_effect, "bf16.loss_scale (") &&
+                      strstr(c.no_effect, "bf16.initial_scale_power (") &&
+                      strstr(c.no_effect, "zero_optimization.allgather_bucket_size ("),
+                  c.no_effect);
+    }
+    /* more refusals than a message holds: whole ones, then how many more */
+    {
+        char json[8192];
+        size_t n = (size_t)snprintf(json, sizeof json, "{");
+        for (int i = 0; i < 200; i++)
+            n += (size_t)snprintf(json + n, sizeof json - n, "%s\"unknown_%03d\": 1", i ? ", " : "",
+                                  i);
+        snprintf(json + n, sizeof json - n, ", \"amp\": {}}");
+        zc_config c;
+        zc_err err = {0};
+        CHECK(load(&c, json, &err) == ZC_EINVAL);
+        int named = 0, more = -1;
+        for (const char *p = err.msg; (p = strstr(p, "unknown key: unknown_")); p++)
+            named++;
+        const char *tail = strstr(err.msg, "; and ");
+        CHECK_MSG(tail && sscanf(tail, "; and %d more", &more) == 1 &&
+                      strcmp(tail + strlen(tail) - 5, " more") == 0,
+                  err.msg);
+        CHECK_MSG(named > 10 && named + more == 201 && !strstr(err.msg, "amp") &&
+                      strlen(err.msg) < sizeof err.msg - 1 &&
+                      strncmp(err.msg,
+                              "ds.json: unknown key: unknown_000; unknown key: "
+                              "unknown_001; ",
+                              48) == 0,
+                  err.msg);
+    }
 
     /* very long keys and values are cut in messages */
     {
@@ -1352,6 +1447,74 @@ static void test_precision(void)
                     "not supported yet: bf16.bf16_optimizer_states", NULL, NULL);
     EXPECT_LOAD_ERR("{\"bf16\": {\"foo\": 1}}", "unknown key: bf16.foo", NULL, NULL);
     EXPECT_LOAD_ERR("{\"fp16\": {\"Enabled\": true}}", "unknown key: fp16.Enabled", NULL, NULL);
+    /* fp16's loss-scale keys copied into bf16 (DeepSpeedExamples' cifar bf16 config): DeepSpeed
+     * reads only bf16.enabled, so they are accepted, change nothing and are named in the log */
+    {
+        static const char *const sections[] = {"bf16", "bfloat16"};
+        for (int i = 0; i < 2; i++) {
+            char json[512];
+            snprintf(json, sizeof json,
+                     "{\"%s\": {\"enabled\": true, \"loss_scale\": 0, "
+                     "\"loss_scale_window\": 500, \"hysteresis\": 2, \"min_loss_scale\": 1, "
+                     "\"initial_scale_power\": 15, \"consecutive_hysteresis\": false}}",
+                     sections[i]);
+            zc_config b;
+            CHECK_MSG(load(&b, json, &err) == ZC_OK, err.msg);
+            zc_config d;
+            zc_config_defaults(&d);
+            CHECK(b.dtype == ZC_BF16 && b.loss_scale == d.loss_scale &&
+                  b.loss_scale_window == d.loss_scale_window && b.hysteresis == d.hysteresis &&
+                  b.initial_scale_power == d.initial_scale_power &&
+                  b.min_loss_scale == d.min_loss_scale);
+            static const char *const keys[] = {"loss_scale",          "loss_scale_window",
+                                               "hysteresis",          "min_loss_scale",
+                                               "initial_scale_power", "consecutive_hysteresis"};
+            for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+                char item[128];
+                snprintf(item, sizeof item, "%s.%s (bf16 has fp32's range and uses no loss scale)",
+                         sections[i], keys[k]);
+                CHECK_MSG(strstr(b.no_effect, item) != NULL, b.no_effect);
+            }
+        }
+        EXPECT_LOAD_ERR("{\"bf16\": {\"loss_scale\": \"x\"}}", "bf16.loss_scale: expected a number",
+                        "got string \"x\"", NULL);
+        EXPECT_LOAD_ERR("{\"bf16\": {\"hysteresis\": -1}}", "bf16.hysteresis must be >= 0",
+                        "got -1", NULL);
+    }
+
+    /* grad_accum_dtype is read through DeepSpeed's DtypeEnum: its other names are accepted
+     * (any letter case, as zeroc's own); communication_data_type keeps DeepSpeed's three */
+    {
+        static const struct {
+            const char *name;
+            zc_dtype dt;
+        } names[] = {{"float32", ZC_FP32},  {"FLOAT", ZC_FP32},          {"torch.float32", ZC_FP32},
+                     {"float16", ZC_FP16},  {"Half", ZC_FP16},           {"torch.float16", ZC_FP16},
+                     {"bfloat16", ZC_BF16}, {"torch.bfloat16", ZC_BF16}, {"bf16", ZC_BF16},
+                     {"fp32", ZC_FP32}};
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+            char json[128];
+            snprintf(json, sizeof json, "{\"data_types\": {\"grad_accum_dtype\": \"%s\"}}",
+                     names[i].name);
+            zc_config g;
+            CHECK_MSG(load(&g, json, &err) == ZC_OK && g.grad_accum_dtype == names[i].dt,
+                      names[i].name);
+            zc_config_defaults(&g);
+            CHECK_MSG(zc_config_set(&g, "data_types.grad_accum_dtype", names[i].name, &err) ==
+                              ZC_OK &&
+                          g.grad_accum_dtype == names[i].dt,
+                      err.msg);
+        }
+        EXPECT_LOAD_ERR("{\"data_types\": {\"grad_accum_dtype\": \"float64\"}}",
+                        "data_types.grad_accum_dtype: expected one of fp32, bf16, fp16 (or "
+                        "float32, float, torch.float32, float16, half, torch.float16, bfloat16, "
+                        "torch.bfloat16; case-insensitive) or null",
+                        "got string \"float64\"", NULL);
+        EXPECT_LOAD_ERR("{\"communication_data_type\": \"float32\"}",
+                        "communication_data_type: expected one of fp32, bf16, fp16 "
+                        "(case-insensitive) or null",
+                        "got string \"float32\"", NULL);
+    }
 
     /* validate: with dynamic fp16 the minimum cannot exceed the starting scale */
     CHECK(load(&c,
@@ -1529,6 +1692,56 @@ static void test_offload(void)
     CHECK_MSG(zc_config_validate(&c, 1, &err) == ZC_OK, err.msg);
     CHECK_MSG(zc_config_validate(&c, 8, &err) == ZC_OK, err.msg);
     CHECK_ROUND_TRIP(&c);
+    /* with an nvme device every knob acts: none is named as changing nothing */
+    CHECK_MSG(zc_config_resolve_batch(&c, 1, &err) == ZC_OK, err.msg);
+    CHECK_MSG(!strstr(c.no_effect, "sub_group_size") && !strstr(c.no_effect, "aio") &&
+                  !strstr(c.no_effect, "buffer_count"),
+              c.no_effect);
+
+    /* the same knobs with nothing offloaded to nvme (device cpu or none) act on nothing: the
+     * log names them, once the configuration is final (a flag may still choose nvme) */
+    {
+        static const char *const idle =
+            "{\"zero_optimization\": {\"stage\": 3, \"sub_group_size\": 1e9, "
+            "\"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true, "
+            "\"buffer_count\": 4, \"pipeline_read\": false, \"pipeline_write\": false, "
+            "\"fast_init\": false}, \"offload_param\": {\"device\": \"none\", "
+            "\"max_in_cpu\": 1e9}}, \"aio\": {\"block_size\": 1048576, \"queue_depth\": 8}}";
+        const char *want = "zero_optimization.sub_group_size, "
+                           "zero_optimization.offload_optimizer.pin_memory, "
+                           "zero_optimization.offload_optimizer.buffer_count, "
+                           "zero_optimization.offload_optimizer.pipeline_read, "
+                           "zero_optimization.offload_optimizer.pipeline_write, "
+                           "zero_optimization.offload_param.max_in_cpu, aio (they act only with "
+                           "an offload to nvme, and neither device is)";
+        zc_config d;
+        CHECK_MSG(load(&d, idle, &err) == ZC_OK, err.msg);
+        CHECK_MSG(!strstr(d.no_effect, "sub_group_size"), d.no_effect); /* not final yet */
+        zc_config e = d;
+        CHECK_MSG(zc_config_resolve_batch(&d, 1, &err) == ZC_OK, err.msg);
+        CHECK_MSG(strstr(d.no_effect, want) != NULL, d.no_effect);
+        CHECK_MSG(strstr(d.no_effect, "zero_optimization.offload_optimizer.fast_init (it skips a "
+                                      "slower initialisation in DeepSpeed; zeroc has only one)"),
+                  d.no_effect);
+        const char *once = strstr(d.no_effect, "sub_group_size");
+        CHECK_MSG(zc_config_resolve_batch(&d, 1, &err) == ZC_OK && once &&
+                      !strstr(once + 1, "sub_group_size"),
+                  d.no_effect); /* resolved again: listed once */
+        EXPECT_SET_OK(&e, "zero_optimization.offload_param.device", "nvme"); /* a flag */
+        EXPECT_SET_OK(&e, "zero_optimization.offload_param.nvme_path", tmpdir);
+        CHECK_MSG(zc_config_resolve_batch(&e, 1, &err) == ZC_OK, err.msg);
+        CHECK_MSG(!strstr(e.no_effect, "sub_group_size"), e.no_effect);
+        CHECK_MSG(load(&d, "{\"zero_optimization\": {\"sub_group_size\": 1e6}}", &err) == ZC_OK &&
+                      zc_config_resolve_batch(&d, 1, &err) == ZC_OK &&
+                      strcmp(d.no_effect, "zero_optimization.sub_group_size (it acts only with "
+                                          "an offload to nvme, and neither device is)") == 0,
+                  d.no_effect);
+        CHECK_MSG(load(&d, "{\"optimizer\": {\"params\": {\"torch_adam\": true}}}", &err) ==
+                          ZC_OK &&
+                      strcmp(d.no_effect, "optimizer.params.torch_adam (it picks DeepSpeed's "
+                                          "Adam kernel; zeroc has its own)") == 0,
+                  d.no_effect);
+    }
 
     /* ...and every key from the command line, strings unquoted */
     zc_config_defaults(&c);
@@ -2221,12 +2434,42 @@ static void test_scheduler(void)
                "{\"type\": \"WarmupLR\", \"params\": {\"warmup_num_steps\": 10}}}",
                &err) == ZC_OK &&
           c.sched == ZC_SCHED_WARMUP_LR);
-    CHECK(zc_config_warmup_max_lr(&c) == 0.02); /* WarmupLR's default: the optimizer's lr */
+    /* DeepSpeed's default for both types, 0.001: its engine builds the scheduler from the
+     * scheduler's params alone, so the optimizer's lr plays no part (it was the peak here) */
+    CHECK(zc_config_warmup_max_lr(&c) == 0.001);
     CHECK_ROUND_TRIP(&c);
     CHECK(zc_lr_schedule_at(&c, 0) == 0.0 && zc_lr_schedule_at(&c, 1) == 0.0);
-    CHECK(fabs(zc_lr_schedule_at(&c, 5) - 0.02 * log(5.0) / log(10.0)) < 1e-17);
-    CHECK(zc_lr_schedule_at(&c, 10) < 0.02 && zc_lr_schedule_at(&c, 11) == 0.02 &&
-          zc_lr_schedule_at(&c, 1000000) == 0.02);
+    CHECK(fabs(zc_lr_schedule_at(&c, 5) - 0.001 * log(5.0) / log(10.0)) < 1e-18);
+    CHECK(zc_lr_schedule_at(&c, 10) < 0.001 && zc_lr_schedule_at(&c, 11) == 0.001 &&
+          zc_lr_schedule_at(&c, 1000000) == 0.001);
+    /* the log says so once the configuration is final, when the optimizer's lr differs */
+    CHECK_MSG(c.no_effect[0] == 0, c.no_effect);
+    CHECK_MSG(zc_config_resolve_batch(&c, 1, &err) == ZC_OK, err.msg);
+    CHECK_MSG(strstr(c.no_effect, "optimizer.params.lr (the scheduler has no warmup_max_lr, so it "
+                                  "peaks at DeepSpeed's default 0.001 and the optimizer's lr is "
+                                  "not used)") != NULL,
+              c.no_effect);
+    {
+        static const char *const quiet[] = {
+            /* the optimizer's lr is the default peak anyway */
+            "{\"optimizer\": {\"params\": {\"lr\": 0.001}}, \"scheduler\": "
+            "{\"type\": \"WarmupLR\"}}",
+            /* warmup_max_lr given, or "auto" (the optimizer's lr is the peak) */
+            "{\"optimizer\": {\"params\": {\"lr\": 0.02}}, \"scheduler\": "
+            "{\"type\": \"WarmupDecayLR\", \"params\": {\"warmup_max_lr\": 0.03}}}",
+            "{\"optimizer\": {\"params\": {\"lr\": 0.02}}, \"scheduler\": "
+            "{\"type\": \"WarmupLR\", \"params\": {\"warmup_max_lr\": \"auto\"}}}",
+            /* no scheduler: the optimizer's lr is the rate */
+            "{\"optimizer\": {\"params\": {\"lr\": 0.02}}}"};
+        for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++) {
+            zc_config q;
+            zc_config_defaults(&q);
+            CHECK_MSG(zc_config_load_string(&q, quiet[i], "ds.json", &err) == ZC_OK &&
+                          zc_config_resolve_batch(&q, 1, &err) == ZC_OK,
+                      err.msg);
+            CHECK_MSG(!strstr(q.no_effect, "optimizer.params.lr"), q.no_effect);
+        }
+    }
 
     CHECK(load(&c,
                "{\"scheduler\": {\"type\": \"warmupdecaylr\", \"params\": "
@@ -2253,11 +2496,34 @@ static void test_scheduler(void)
                "\"warmup_max_lr\": \"auto\", \"warmup_num_steps\": \"auto\", "
                "\"total_num_steps\": \"auto\"}}}",
                &err) == ZC_OK);
-    CHECK(zc_config_warmup_max_lr(&c) == 0.5 && c.warmup_min_lr == 0 &&
-          c.warmup_num_steps == 1000 && c.total_num_steps == 0);
+    /* warmup_num_steps: the Trainer fills it with its warmup steps, 0 unless set, and the
+     * flag's default here is --warmup's 0 (it was the struct's 1000, DeepSpeed's default for a
+     * key left out) */
+    CHECK(zc_config_warmup_max_lr(&c) == 0.5 && c.warmup_min_lr == 0 && c.warmup_num_steps == 0 &&
+          c.total_num_steps == 0);
     CHECK_MSG(strstr(c.auto_keys, "scheduler.params.warmup_max_lr") &&
-                  strstr(c.auto_keys, "scheduler.params.total_num_steps"),
+                  strstr(c.auto_keys, "scheduler.params.total_num_steps") &&
+                  strstr(c.auto_keys, "scheduler.params.warmup_num_steps"),
               c.auto_keys);
+    CHECK_ROUND_TRIP(&c);
+    {
+        zc_config w;
+        zc_config_defaults(&w);
+        CHECK(load(&w,
+                   "{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": "
+                   "{\"warmup_num_steps\": 30}}}",
+                   &err) == ZC_OK &&
+              w.warmup_num_steps == 30);
+        CHECK(zc_config_load_string(&w,
+                                    "{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": "
+                                    "{\"warmup_num_steps\": \"auto\"}}}",
+                                    "ds.json", &err) == ZC_OK &&
+              w.warmup_num_steps == 0);
+        EXPECT_SET_OK(&w, "scheduler.params.warmup_num_steps", "7"); /* --warmup 7 */
+        CHECK(w.warmup_num_steps == 7);
+        EXPECT_SET_ERR("scheduler.params.warmup_num_steps", "auto",
+                       "scheduler.params.warmup_num_steps", "got \"auto\"");
+    }
     EXPECT_SET_OK(&c, "scheduler.params.total_num_steps", "40");
     EXPECT_SET_OK(&c, "scheduler.params.warmup_max_lr", "auto");
     CHECK(c.total_num_steps == 40 && zc_config_warmup_max_lr(&c) == 0.5);
@@ -2283,6 +2549,31 @@ static void test_scheduler(void)
                     "{\"warmup_max_lr\": -1}}}",
                     "scheduler.params.warmup_max_lr must be >= 0", "got -1", NULL);
     EXPECT_SET_ERR("scheduler.type", "OneCycle", "not supported yet: scheduler.type = OneCycle",
+                   NULL);
+
+    /* last_batch_iteration: DeepSpeed's -1 is a fresh start; any other is a resumed schedule,
+     * which goes through zeroc's checkpoints */
+    CHECK_MSG(load(&c,
+                   "{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": "
+                   "{\"last_batch_iteration\": -1, \"warmup_num_steps\": 10}}}",
+                   &err) == ZC_OK,
+              err.msg);
+    CHECK(zc_lr_schedule_at(&c, 0) == 0.0 && zc_lr_schedule_at(&c, 11) == 0.001);
+    CHECK_MSG(load(&c,
+                   "{\"scheduler\": {\"type\": \"WarmupDecayLR\", \"params\": "
+                   "{\"last_batch_iteration\": -1.0}}}",
+                   &err) == ZC_OK,
+              err.msg);
+    EXPECT_LOAD_ERR("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": "
+                    "{\"last_batch_iteration\": 5}}}",
+                    "ds.json: not supported yet: scheduler.params.last_batch_iteration = 5 (",
+                    "--resume", NULL);
+    EXPECT_LOAD_ERR("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": "
+                    "{\"last_batch_iteration\": \"x\"}}}",
+                    "scheduler.params.last_batch_iteration: expected a number", "got string \"x\"",
+                    NULL);
+    EXPECT_SET_ERR("scheduler.params.last_batch_iteration", "0",
+                   "command line: not supported yet: scheduler.params.last_batch_iteration = \"0\"",
                    NULL);
 }
 

@@ -373,11 +373,16 @@ def test_refused_flags():
     runs: a gpt2 flag with the MLP and the reverse, --layers 0, --seq-len longer than
     --max-seq-len, validation or sample settings without what they need, a flag given twice
     (the last won in silence), --keep without --save-dir, offload-to-NVMe flags with nothing
-    offloaded there. (Shape flags beside an llm.c --init must agree with the file:
+    offloaded there, --lr beside a scheduler whose warmup_max_lr is given or left out (its
+    default, 0.001, is the peak). (Shape flags beside an llm.c --init must agree with the file:
     tests/test_gpt2.py.)"""
     sched = os.path.join(TMP, "sched.cfg.json")
     with open(sched, "w") as f:
         json.dump({"scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": 0.001}}}, f)
+    # without warmup_max_lr the peak is DeepSpeed's default, not the lr: --lr was ignored
+    sched_default = os.path.join(TMP, "sched-default.cfg.json")
+    with open(sched_default, "w") as f:
+        json.dump({"scheduler": {"type": "WarmupDecayLR", "params": {"warmup_num_steps": 5}}}, f)
     cases = [(["--model", "mlp", "--channels", 64], "--channels is a gpt2 flag"),
              (["--model", "mlp", "--seq-len", 32], "--seq-len is a gpt2 flag"),
              (["--model", "gpt2", "--hidden", 64], "--hidden is an mlp flag"),
@@ -395,7 +400,10 @@ def test_refused_flags():
              (["--aio-engine", "threads"], "--aio-engine applies only"),
              (["--lr-schedule", "cosine", "--warmup", 3, "--steps", 4],
               "--lr-schedule cosine decays over the steps after --warmup"),
-             (["--lr", 0.5, "--config", sched], "sets warmup_max_lr 0.001, the peak the run")]
+             (["--lr", 0.5, "--config", sched], "sets warmup_max_lr 0.001, the peak the run"),
+             (["--lr", 0.5, "--config", sched_default],
+              "scheduler gives no warmup_max_lr, so it peaks at DeepSpeed's default 0.001 and the "
+              "optimizer's lr is not used")]
     for args, needle in cases:
         p = run(1, *args, *([] if "--steps" in args else ["--steps", 1]), ok=False)
         check(p.returncode != 0 and needle in p.stderr, f"{args}: {p.stderr!r}")
@@ -676,7 +684,9 @@ def test_hf_style_config():
           "train_micro_batch_size_per_gpu" in autos[0], f"auto line: {autos}")
     noeff = [l for l in p.stdout.splitlines() if l.startswith("accepted, changes nothing here")]
     check(len(noeff) == 1 and "stage3_max_reuse_distance" in noeff[0] and
-          "stage3_gather_16bit_weights_on_model_save" in noeff[0], f"no-effect line: {noeff}")
+          "stage3_gather_16bit_weights_on_model_save" in noeff[0] and
+          "zero_optimization.sub_group_size (it acts only with an offload to nvme, and neither "
+          "device is)" in noeff[0], f"no-effect line: {noeff}")
     plain = os.path.join(TMP, "plain.json")
     with open(plain, "w") as f:
         json.dump({"zero_optimization": {"stage": 3, "sub_group_size": 1e9}}, f)
@@ -711,7 +721,9 @@ def effective_config(p):
 def test_ds_scheduler():
     """A config's scheduler (DeepSpeed's WarmupDecayLR, WarmupLR) sets every step's learning rate
     as DeepSpeed's formulas give it (the report's lr, to 1e-15 relative: the same double
-    arithmetic, printed and parsed); "auto" takes --lr and --steps, --warmup overrides the file,
+    arithmetic, printed and parsed); "auto" takes --lr and --steps, and --warmup or its default
+    0, --warmup overrides the file, a warmup_max_lr left out is DeepSpeed's 0.001 whatever the
+    optimizer's lr (named in the log), a total_num_steps below the warmup is warned about,
     --lr-schedule beside a scheduler is refused, and a run resumed (at another stage) continues the
     schedule and ends on the same weights, bit for bit."""
     path = os.path.join(TMP, "decay.json")
@@ -731,15 +743,41 @@ def test_ds_scheduler():
     check(len(got) == 12 and all(abs(g - w) <= 1e-15 * w for g, w in zip(got, want)),
           f"WarmupDecayLR rates {got}, DeepSpeed's {want}")
 
+    # without warmup_max_lr the peak is DeepSpeed's default 0.001, not the optimizer's lr
+    # (which it was), and the log says the lr is not used
     with open(path, "w") as f:
         json.dump({"optimizer": {"type": "Adam", "params": {"lr": 0.01}},
                    "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 100}}}, f)
-    run(1, "--hidden", 64, "--layers", 3, "--steps", 8, "--config", path, "--warmup", 5,
-        "--report", rep)
+    p = run(1, "--hidden", 64, "--layers", 3, "--steps", 8, "--config", path, "--warmup", 5,
+            "--report", rep)
     got = H_.report("decay-run.json")["lr"]
-    want = [ds_lr("WarmupLR", k, 0.0, 0.01, 5, 0, "log") for k in range(8)]
-    check(all(abs(g - w) <= 1e-15 * w for g, w in zip(got, want)) and got[-1] == 0.01,
+    want = [ds_lr("WarmupLR", k, 0.0, 0.001, 5, 0, "log") for k in range(8)]
+    check(all(abs(g - w) <= 1e-15 * w for g, w in zip(got, want)) and got[-1] == 0.001,
           f"WarmupLR with --warmup 5: {got}, DeepSpeed's {want}")
+    noeff = [l for l in p.stdout.splitlines() if l.startswith("accepted, changes nothing here")]
+    check(len(noeff) == 1 and "optimizer.params.lr (the scheduler has no warmup_max_lr, so it "
+          "peaks at DeepSpeed's default 0.001 and the optimizer's lr is not used)" in noeff[0],
+          f"no-effect line: {noeff}")
+
+    # warmup_num_steps "auto" is --warmup's value, else its default 0 (it was 1000); a
+    # total_num_steps below the warmup is warned about, as DeepSpeed warns
+    auto = os.path.join(TMP, "decay-auto.json")
+    with open(auto, "w") as f:
+        json.dump({"scheduler": {"type": "WarmupDecayLR", "params": {
+            "warmup_num_steps": "auto", "total_num_steps": "auto"}}}, f)
+    p = run(1, "--hidden", 64, "--layers", 3, "--steps", 4, "--config", auto, "--report", rep)
+    params = effective_config(p)["scheduler"]["params"]
+    got = H_.report("decay-run.json")["lr"]
+    want = [ds_lr("WarmupDecayLR", k, 0.0, 0.001, 0, 4, "log") for k in range(4)]
+    check(params["warmup_num_steps"] == 0 and params["total_num_steps"] == 4 and
+          all(abs(g - w) <= 1e-15 * w for g, w in zip(got, want)) and
+          "warning:" not in p.stdout, f"warmup \"auto\": {params} {got}, DeepSpeed's {want}")
+    p = run(1, "--hidden", 64, "--layers", 3, "--steps", 4, "--config", auto, "--warmup", 6)
+    warn = [l for l in p.stdout.splitlines() if l.startswith("warning: ")]
+    check(effective_config(p)["scheduler"]["params"]["warmup_num_steps"] == 6 and
+          warn == ["warning: scheduler.params.total_num_steps 4 is less than warmup_num_steps 6 "
+                   "(DeepSpeed's WarmupDecayLR warns too): the rate rises through the whole "
+                   "warmup, then drops at once to warmup_min_lr"], f"warning: {warn}")
 
     p = run(1, "--hidden", 64, "--layers", 3, "--steps", 8, "--config", path, "--lr-schedule",
             "cosine", ok=False)
@@ -854,7 +892,10 @@ DOC_CONFIGS = [
 def test_ds_config_corpus():
     """Each documentation-shaped config trains as written (1 step) and its printed effective
     configuration holds the values DeepSpeed's meaning gives; a config with several features
-    zeroc lacks is refused once, naming every one of them."""
+    zeroc lacks, or with unknown keys beside them, is refused once, naming every one of them;
+    bf16 at stage 0 without grad_accum_dtype says where zeroc differs from DeepSpeed
+    (grad_accum_dtype "float32" is DeepSpeed's fp32), and fp16's keys under bf16 and offload
+    knobs without an nvme device are named as changing nothing."""
     train_bin, _ = H_.text_tokens()
     for i, (name, cfg, flags, want) in enumerate(DOC_CONFIGS):
         path = os.path.join(TMP, f"doc{i}.json")
@@ -882,6 +923,48 @@ def test_ds_config_corpus():
     check(p.returncode != 0 and len(errs) == 1 and
           all(k in errs[0] for k in ("amp", "scheduler.type = OneCycle", "flops_profiler",
                                      "tensorboard")), f"one refusal naming all: {p.stderr}")
+    # unknown keys too, with the rest, in one message (it named the first unknown key alone)
+    with open(path, "w") as f:
+        json.dump({"zero_optimization": {"stage": 2, "stagee": 1, "foo": 2}, "bar": 1,
+                   "amp": {"enabled": True}}, f)
+    p = run(1, "--hidden", 32, "--layers", 2, "--config", path, ok=False)
+    errs = [l for l in p.stderr.splitlines() if "zeroc: error" in l]
+    check(p.returncode == 1 and errs == [
+        f"zeroc: error: {path}: unknown key: zero_optimization.stagee; unknown key: "
+        f"zero_optimization.foo; unknown key: bar; not supported yet: amp"], f"{p.stderr!r}")
+
+    # bf16 at stage 0 without grad_accum_dtype: zeroc accumulates in bf16 where DeepSpeed's
+    # engine would use fp32, and the log says so (DeepSpeed's "float32" for fp32 is accepted);
+    # fp16's keys in bf16 and the offload knobs without an nvme device are named as changing
+    # nothing
+    for stage, dtype, said in ((0, None, True), (0, "float32", False), (1, None, False)):
+        cfg = {"bf16": {"enabled": True, "loss_scale": 0, "initial_scale_power": 15},
+               "zero_optimization": {"stage": stage, "sub_group_size": 1e6,
+                                     "offload_optimizer": {"device": "cpu", "pin_memory": True,
+                                                           "buffer_count": 4,
+                                                           "pipeline_read": False}},
+               "aio": {"block_size": 1048576}}
+        if dtype:
+            cfg["data_types"] = {"grad_accum_dtype": dtype}
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        p = run(1, "--hidden", 32, "--layers", 2, "--steps", 1, "--config", path)
+        lines = p.stdout.splitlines()
+        note = [l for l in lines if l.startswith("bf16 at stage 0: ")]
+        want = [f"bf16 at stage 0: zeroc accumulates the gradients in bf16, where DeepSpeed's "
+                f"stage-0 bf16 optimizer uses fp32; \"data_types\": {{\"grad_accum_dtype\": "
+                f"\"fp32\"}} in {path} gives DeepSpeed's behaviour"] if said else []
+        check(note == want, f"stage {stage}, grad_accum_dtype {dtype}: {note}")
+        eff = effective_config(p)
+        check(eff["data_types"]["grad_accum_dtype"] == ("fp32" if dtype else None),
+              f"grad_accum_dtype {dtype}: {eff['data_types']}")
+        noeff = [l for l in lines if l.startswith("accepted, changes nothing here")]
+        check(len(noeff) == 1 and "bf16.loss_scale (" in noeff[0] and
+              "bf16.initial_scale_power (" in noeff[0] and
+              "zero_optimization.sub_group_size, zero_optimization.offload_optimizer.pin_memory, "
+              "zero_optimization.offload_optimizer.buffer_count, "
+              "zero_optimization.offload_optimizer.pipeline_read, aio (they act only with an "
+              "offload to nvme, and neither device is)" in noeff[0], f"no-effect line: {noeff}")
 
 
 def qwz_segment(shard):

@@ -3,9 +3,9 @@
  * One struct holds every setting; zc_config_defaults() is the single place defaults live.
  * A DeepSpeed ds_config.json either loads or is refused with the offending key's JSON path:
  * keys DeepSpeed knows that zeroc does not implement yet are refused as "not supported yet: KEY",
- * unknown keys as "unknown key: PATH". Command-line flags are applied after the file with
- * zc_config_set(), which takes the same dotted paths the file uses. Every key, default and range
- * is listed in docs/CONFIG.md.
+ * unknown keys as "unknown key: PATH" — all of a file's refusals in one message. Command-line flags
+ * are applied after the file with zc_config_set(), which takes the same dotted paths the file uses.
+ * Every key, default and range is listed in docs/CONFIG.md.
  *
  *     zc_config cfg;
  *     zc_config_defaults(&cfg);
@@ -49,6 +49,7 @@ typedef enum { ZC_WARMUP_LOG = 0, ZC_WARMUP_LINEAR } zc_warmup_type;
 #define ZC_MAX_PATH 1024  /* bytes of a path in the configuration, with its NUL */
 #define ZC_ORIGIN_LEN 160 /* bytes of a value's origin (a file name, cut) with its NUL */
 #define ZC_AUTO (-1)      /* an integer key given as "auto": zeroc chooses (documented per key) */
+#define ZC_WARMUP_MAX_LR 0.001 /* DeepSpeed's scheduler.params.warmup_max_lr when not given */
 
 typedef struct {
     /* batch */
@@ -70,9 +71,10 @@ typedef struct {
     /* scheduler: DeepSpeed's WarmupLR / WarmupDecayLR, with DeepSpeed's defaults */
     zc_sched_type sched;        /* scheduler.type */
     double warmup_min_lr;       /* scheduler.params.warmup_min_lr */
-    double warmup_max_lr;       /* .warmup_max_lr; NAN: not given (DeepSpeed's default
-                                 * for the type), ZC_AUTO: optimizer.params.lr */
-    int64_t warmup_num_steps;   /* .warmup_num_steps */
+    double warmup_max_lr;       /* .warmup_max_lr; NAN: not given (DeepSpeed's default,
+                                 * ZC_WARMUP_MAX_LR, whatever optimizer.params.lr is),
+                                 * ZC_AUTO: optimizer.params.lr */
+    int64_t warmup_num_steps;   /* .warmup_num_steps; a file's "auto": 0 (--warmup's default) */
     int64_t total_num_steps;    /* .total_num_steps (WarmupDecayLR); 0: the run's steps */
     zc_warmup_type warmup_type; /* .warmup_type */
     /* ZeRO */
@@ -139,7 +141,11 @@ typedef struct {
     bool activation_checkpointing;
     /* DeepSpeed keys the file gave that change nothing here (GPU-memory knobs and the like),
      * "path (why)" joined by "; ", for the log; not part of the effective configuration */
-    char no_effect[1024];
+    char no_effect[2048];
+    /* keys the file gave that act only on an offload to NVMe (sub_group_size, the offload
+     * sections' knobs, the aio section), joined by ", ": zc_config_resolve_batch lists them in
+     * no_effect when neither device is nvme */
+    char nvme_only[1024];
     /* keys the file gave as "auto" (the Hugging Face Trainer's placeholder), joined by "; ":
      * each keeps zeroc's default unless a command-line flag sets it */
     char auto_keys[1024];
@@ -167,7 +173,9 @@ ZC_API zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err
 /* Completes the batch triple the way DeepSpeed does, then validates. With train_batch_size set,
  * whichever of micro_batch / grad_accum was not given is derived from it (micro first, as
  * DeepSpeed); with train_batch_size 0 it becomes micro × accum × world_size. The derivation must
- * divide exactly. On error cfg is unchanged. */
+ * divide exactly. On error cfg is unchanged. Call it last, once the flags are applied: it also
+ * lists in no_effect what changes nothing in the final configuration (cfg->nvme_only when no
+ * device is nvme; optimizer.params.lr beside a scheduler without warmup_max_lr). */
 ZC_API zc_status zc_config_resolve_batch(zc_config *cfg, int world_size, zc_err *err);
 
 /* The effective configuration as DeepSpeed-style JSON that zc_config_load_string reads back to
@@ -176,7 +184,8 @@ ZC_API zc_status zc_config_resolve_batch(zc_config *cfg, int world_size, zc_err 
 ZC_API char *zc_config_to_json(const zc_config *cfg);
 
 /* scheduler.params.warmup_max_lr as it applies: the number given, optimizer.params.lr for
- * "auto" or for WarmupLR without it, 0.001 for WarmupDecayLR without it (DeepSpeed's defaults). */
+ * "auto", and DeepSpeed's default ZC_WARMUP_MAX_LR (0.001) when not given, for both types:
+ * DeepSpeed builds the scheduler from its params alone, so optimizer.params.lr plays no part. */
 ZC_API double zc_config_warmup_max_lr(const zc_config *cfg);
 
 /* "AdamW", "Adam", "SGD". */

@@ -12,8 +12,12 @@
  * integers exactly from that text (5e8 is the integer 500000000, 2.5 is not an integer), and
  * quotes that text in messages: "got -0.001" shows what is in the file, not a reprinted double.
  *
- * Loads and sets work on a copy that is committed only on success, so a refused file or flag
- * leaves the caller's configuration as it was. Nothing here prints.
+ * A file is read to its end even when something in it is refused: every unknown or duplicate
+ * key, bad value and key for what zeroc lacks is collected, and the one message names them all,
+ * so that one edit makes the file run (a flag is refused at once: it is one value). Loads and sets
+ * work on a copy that is committed only on success, so a refused file or flag leaves the caller's
+ * configuration as it was. Nothing here prints: what the log should say (keys that change nothing
+ * here, "auto" keys) is left in the configuration's no_effect and auto_keys.
  */
 #include <errno.h>
 #include <float.h>
@@ -44,11 +48,12 @@ typedef enum {
     K_NUM,       /* finite number in the range lo/hi, into a double field */
     K_BOOL,      /* true/false, into a bool field (or accepted and ignored: has_field false) */
     K_FIXED,     /* true/false, accepted only when it equals `fixed`: what zeroc always does */
-    K_ZERO,      /* number, accepted only when 0: what zeroc always does */
+    K_EQUAL,     /* number, accepted only when it equals `only`: what zeroc always does */
     K_OPTIM,     /* optimizer.type */
     K_BETAS,     /* optimizer.params.betas: two numbers in [0, 1) */
     K_PRECISION, /* true/false into a bool field, and dtype follows: true = `dt`, false undoes */
-    K_DTYPE,     /* "fp32" | "bf16" | "fp16" (any letter case) or null (ZC_DTYPE_DEFAULT) */
+    K_DTYPE,     /* "fp32" | "bf16" | "fp16" (any letter case; R_DTNAMES: DeepSpeed's other
+                  * names too) or null (ZC_DTYPE_DEFAULT) */
     K_STR,       /* a string (null: "") into a char[ZC_MAX_PATH] field; empty means unset */
     K_DEVICE,    /* "none" | "cpu" | "nvme" (any letter case), into a zc_offload_device field */
     K_ENGINE,    /* "auto" | "io_uring" | "threads" (any letter case), into a zc_aio_engine field */
@@ -60,7 +65,7 @@ enum {
     R_INTERVAL = 1u << 0, /* range messages read "expected an integer 0..3, got 4" */
     R_LO_OPEN = 1u << 1,  /* K_NUM: value > lo instead of >= lo */
     R_HI_OPEN = 1u << 2,  /* K_NUM: value < hi instead of <= hi */
-    R_LATER = 1u << 3,    /* K_FIXED/K_ZERO: other values are "not supported yet" (not "never") */
+    R_LATER = 1u << 3,    /* K_FIXED: other values are "not supported yet" (not "never") */
     R_MICRO = 1u << 4,    /* setting it records micro_batch_set */
     R_ACCUM = 1u << 5,    /* setting it records grad_accum_set */
     R_UNSET0 = 1u << 6,   /* 0 in the struct means "derive"; a file or flag cannot say 0 */
@@ -71,6 +76,12 @@ enum {
     R_PRESENT = 1u << 9,  /* K_SECTION with a bool field: giving the section sets it true */
     R_LEGACY = 1u << 10,  /* K_SECTION zero_optimization: DeepSpeed's legacy `true` / `false`
                            * (stage 1 / stage 0) */
+    R_NVME = 1u << 11,    /* acts only on an offload to NVMe: giving it lists it in
+                           * cfg->nvme_only (zc_config_resolve_batch names it in no_effect when
+                           * neither device is nvme); for a section, the whole section */
+    R_AUTO0 = 1u << 12,   /* K_I64: a file's "auto" is 0, the default of the flag that sets
+                           * the key (warmup_num_steps: --warmup) */
+    R_DTNAMES = 1u << 13, /* K_DTYPE: DeepSpeed's DtypeEnum names are accepted too */
 };
 
 typedef struct {
@@ -83,7 +94,9 @@ typedef struct {
     double lo, hi;
     unsigned flags;
     bool fixed;           /* K_FIXED: the one accepted value */
-    const char *why;      /* K_FIXED/K_ZERO: what zeroc does instead */
+    double only;          /* K_EQUAL: the one accepted value */
+    const char *why;      /* K_FIXED/K_EQUAL: what zeroc does instead; R_NOEFFECT: why it
+                           * changes nothing */
     zc_dtype dt;          /* K_PRECISION: the type `true` selects */
     const char *alias_of; /* this path is another name for that one; giving both is a duplicate
                            * ("bfloat16" is DeepSpeed's old name for "bf16") */
@@ -99,6 +112,21 @@ typedef struct {
     .has_field = true,                                                                       \
     .off = _Generic(&((zc_config *)0)->f, char(*)[ZC_MAX_PATH]: offsetof(zc_config, f))
 #define REFUSED(p) {.path = p, .kind = K_REFUSED}
+/* fp16's loss-scale keys under a bf16 section: accepted, and listed as changing nothing */
+#define BF16_NOSCALE "bf16 has fp32's range and uses no loss scale"
+#define BF16_SCALE_KEYS(s)                                                                     \
+    {.path = s ".loss_scale", .kind = K_NUM, .lo = 0, .hi = INFINITY, .flags = R_NOEFFECT,      \
+     .why = BF16_NOSCALE},                                                                     \
+    {.path = s ".initial_scale_power", .kind = K_I64, .imin = 0, .imax = INT64_MAX,            \
+     .flags = R_NOEFFECT, .why = BF16_NOSCALE},                                                \
+    {.path = s ".loss_scale_window", .kind = K_I64, .imin = 0, .imax = INT64_MAX,              \
+     .flags = R_NOEFFECT, .why = BF16_NOSCALE},                                                \
+    {.path = s ".hysteresis", .kind = K_I64, .imin = 0, .imax = INT64_MAX, .flags = R_NOEFFECT, \
+     .why = BF16_NOSCALE},                                                                     \
+    {.path = s ".consecutive_hysteresis", .kind = K_BOOL, .flags = R_NOEFFECT,                 \
+     .why = BF16_NOSCALE},                                                                     \
+    {.path = s ".min_loss_scale", .kind = K_NUM, .lo = 0, .hi = INFINITY, .flags = R_NOEFFECT,  \
+     .why = BF16_NOSCALE}
 
 static const key_spec KEYS[] = {
     /* batch and run */
@@ -129,7 +157,8 @@ static const key_spec KEYS[] = {
     {.path = "optimizer.params.momentum", .kind = K_NUM, FIELD(momentum, double), .lo = 0, .hi = 1,
      .flags = R_INTERVAL | R_HI_OPEN},
     {.path = "optimizer.params.adam_w_mode", .kind = K_BOOL, FIELD(adam_w_mode, bool)},
-    {.path = "optimizer.params.torch_adam", .kind = K_BOOL}, /* which kernel: no meaning here */
+    {.path = "optimizer.params.torch_adam", .kind = K_BOOL, .flags = R_NOEFFECT,
+     .why = "it picks DeepSpeed's Adam kernel; zeroc has its own"},
     /* older DeepSpeed configs clip in the optimizer's params (apex FusedAdam / Lamb): the same
      * global-norm clipping as gradient_clipping (both given: they must agree, see load) */
     {.path = "optimizer.params.max_grad_norm", .kind = K_NUM, FIELD(grad_clip, double), .lo = 0,
@@ -139,7 +168,7 @@ static const key_spec KEYS[] = {
     {.path = "optimizer.params.bias_correction", .kind = K_BOOL, FIELD(bias_correction, bool)},
     {.path = "optimizer.params.nesterov", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
      .why = "zeroc's SGD uses plain momentum"},
-    {.path = "optimizer.params.dampening", .kind = K_ZERO, .flags = R_LATER,
+    {.path = "optimizer.params.dampening", .kind = K_EQUAL, .only = 0,
      .why = "zeroc's SGD applies no dampening"},
     REFUSED("optimizer.legacy_fusion"),
 
@@ -163,39 +192,41 @@ static const key_spec KEYS[] = {
      .why = "zeroc always keeps gradients in contiguous per-unit buffers"},
     /* ZeRO-Infinity: model states in swap files on a local disk. "cpu" is accepted and changes
      * nothing (they are in RAM already on a CPU machine); the stage rules are in validate. */
+    /* The knobs beside `device` (R_NVME) tune the swap files and the RAM slots they stream
+     * through, which exist only with an nvme device. */
     {.path = "zero_optimization.offload_optimizer", .kind = K_SECTION},
     {.path = "zero_optimization.offload_optimizer.device", .kind = K_DEVICE,
      FIELD(offload_optimizer, zc_offload_device)},
     {.path = "zero_optimization.offload_optimizer.nvme_path", .kind = K_STR,
-     FIELD_STR(optimizer_nvme_path)},
+     FIELD_STR(optimizer_nvme_path), .flags = R_NVME},
     {.path = "zero_optimization.offload_optimizer.buffer_count", .kind = K_INT,
-     FIELD(optimizer_buffer_count, int), .imin = 1, .imax = INT_MAX},
+     FIELD(optimizer_buffer_count, int), .imin = 1, .imax = INT_MAX, .flags = R_NVME},
     {.path = "zero_optimization.offload_optimizer.pin_memory", .kind = K_BOOL,
-     FIELD(optimizer_pin_memory, bool)},
+     FIELD(optimizer_pin_memory, bool), .flags = R_NVME},
     {.path = "zero_optimization.offload_optimizer.ratio", .kind = K_NUM,
-     FIELD(optimizer_ratio, double), .lo = 0, .hi = 1, .flags = R_INTERVAL | R_LO_OPEN},
+     FIELD(optimizer_ratio, double), .lo = 0, .hi = 1, .flags = R_INTERVAL | R_LO_OPEN | R_NVME},
     {.path = "zero_optimization.offload_optimizer.pipeline_read", .kind = K_BOOL,
-     FIELD(pipeline_read, bool)},
+     FIELD(pipeline_read, bool), .flags = R_NVME},
     {.path = "zero_optimization.offload_optimizer.pipeline_write", .kind = K_BOOL,
-     FIELD(pipeline_write, bool)},
-    /* DeepSpeed's fast_init skips a slower initialisation path; zeroc has only one, which
-     * initialises each state once either way */
-    {.path = "zero_optimization.offload_optimizer.fast_init", .kind = K_BOOL},
+     FIELD(pipeline_write, bool), .flags = R_NVME},
+    {.path = "zero_optimization.offload_optimizer.fast_init", .kind = K_BOOL, .flags = R_NOEFFECT,
+     .why = "it skips a slower initialisation in DeepSpeed; zeroc has only one"},
     {.path = "zero_optimization.offload_param", .kind = K_SECTION},
     {.path = "zero_optimization.offload_param.device", .kind = K_DEVICE,
      FIELD(offload_param, zc_offload_device)},
     {.path = "zero_optimization.offload_param.nvme_path", .kind = K_STR,
-     FIELD_STR(param_nvme_path)},
+     FIELD_STR(param_nvme_path), .flags = R_NVME},
     {.path = "zero_optimization.offload_param.buffer_count", .kind = K_INT,
-     FIELD(param_buffer_count, int), .imin = 1, .imax = INT_MAX},
+     FIELD(param_buffer_count, int), .imin = 1, .imax = INT_MAX, .flags = R_NVME},
     {.path = "zero_optimization.offload_param.buffer_size", .kind = K_I64,
-     FIELD(param_buffer_size, int64_t), .imin = 1, .imax = INT64_MAX},
+     FIELD(param_buffer_size, int64_t), .imin = 1, .imax = INT64_MAX, .flags = R_NVME},
     {.path = "zero_optimization.offload_param.max_in_cpu", .kind = K_I64,
-     FIELD(max_in_cpu, int64_t), .imin = 0, .imax = INT64_MAX},
+     FIELD(max_in_cpu, int64_t), .imin = 0, .imax = INT64_MAX, .flags = R_NVME},
     {.path = "zero_optimization.offload_param.pin_memory", .kind = K_BOOL,
-     FIELD(param_pin_memory, bool)},
+     FIELD(param_pin_memory, bool), .flags = R_NVME},
+    /* sizes the pieces the offloaded states stream through RAM in; nothing else uses it */
     {.path = "zero_optimization.sub_group_size", .kind = K_I64, FIELD(sub_group_size, int64_t),
-     .imin = 1, .imax = INT64_MAX},
+     .imin = 1, .imax = INT64_MAX, .flags = R_NVME},
     REFUSED("zero_optimization.cpu_offload"),
     REFUSED("zero_optimization.cpu_offload_params"),
     REFUSED("zero_optimization.cpu_offload_use_pin_memory"),
@@ -258,17 +289,25 @@ static const key_spec KEYS[] = {
     {.path = "bf16.enabled", .kind = K_PRECISION, FIELD(bf16_enabled, bool), .dt = ZC_BF16},
     REFUSED("bf16.immediate_grad_update"), REFUSED("bf16.check_grad_overflow"),
     REFUSED("bf16.bf16_master_weights_and_grads"), REFUSED("bf16.bf16_optimizer_states"),
+    /* fp16's loss-scale keys, as configs copied from an fp16 block write them into bf16's:
+     * DeepSpeed reads nothing of bf16 but `enabled` (get_bfloat16_enabled) */
+    BF16_SCALE_KEYS("bf16"),
     {.path = "bfloat16", .kind = K_SECTION, .alias_of = "bf16"},
     {.path = "bfloat16.enabled", .kind = K_PRECISION, FIELD(bf16_enabled, bool), .dt = ZC_BF16},
     REFUSED("bfloat16.immediate_grad_update"), REFUSED("bfloat16.check_grad_overflow"),
     REFUSED("bfloat16.bf16_master_weights_and_grads"), REFUSED("bfloat16.bf16_optimizer_states"),
+    BF16_SCALE_KEYS("bfloat16"),
+    /* DeepSpeed limits communication_data_type to fp32, fp16, bf16; grad_accum_dtype is read
+     * through its DtypeEnum, which has more names */
     {.path = "communication_data_type", .kind = K_DTYPE, FIELD(comm_dtype, zc_dtype)},
     {.path = "data_types", .kind = K_SECTION},
-    {.path = "data_types.grad_accum_dtype", .kind = K_DTYPE, FIELD(grad_accum_dtype, zc_dtype)},
+    {.path = "data_types.grad_accum_dtype", .kind = K_DTYPE, FIELD(grad_accum_dtype, zc_dtype),
+     .flags = R_DTNAMES},
     REFUSED("data_types.param_dtype"), REFUSED("data_types.buffer_dtype"),
 
-    /* the swap files' I/O (O_DIRECT: requests are whole 4 KiB blocks) */
-    {.path = "aio", .kind = K_SECTION},
+    /* the swap files' I/O (O_DIRECT: requests are whole 4 KiB blocks); without an nvme device
+     * there are none */
+    {.path = "aio", .kind = K_SECTION, .flags = R_NVME},
     /* the limits are the aio layer's (src/offload/aio.c), checked here to name the key */
     {.path = "aio.block_size", .kind = K_I64, FIELD(aio_block_size, int64_t), .imin = 4096,
      .imax = 1 << 30, .multiple = 4096},
@@ -294,10 +333,13 @@ static const key_spec KEYS[] = {
     {.path = "scheduler.params.warmup_max_lr", .kind = K_NUM, FIELD(warmup_max_lr, double),
      .lo = 0, .hi = INFINITY, .flags = R_AUTO},
     {.path = "scheduler.params.warmup_num_steps", .kind = K_I64, FIELD(warmup_num_steps, int64_t),
-     .imin = 0, .imax = INT64_MAX},
+     .imin = 0, .imax = INT64_MAX, .flags = R_AUTO0},
     {.path = "scheduler.params.total_num_steps", .kind = K_I64, FIELD(total_num_steps, int64_t),
      .imin = 1, .imax = INT64_MAX, .flags = R_UNSET0},
     {.path = "scheduler.params.warmup_type", .kind = K_WARMUP, FIELD(warmup_type, zc_warmup_type)},
+    /* where the schedule starts; DeepSpeed's -1 is a fresh start */
+    {.path = "scheduler.params.last_batch_iteration", .kind = K_EQUAL, .only = -1,
+     .why = "a schedule continues from zeroc's checkpoints, with --resume"},
     /* the section turns on the model's activation checkpointing; its knobs place or partition
      * the checkpoints on GPUs and across model-parallel ranks, which a CPU run does not have */
     {.path = "activation_checkpointing", .kind = K_SECTION, FIELD(activation_checkpointing, bool),
@@ -356,6 +398,13 @@ static const char *const DEVICE_NAMES[] = {"none", "cpu", "nvme"}; /* by zc_offl
 static const char *const ENGINE_NAMES[] = {"auto", "io_uring", "threads"}; /* by zc_aio_engine */
 static const char *const SCHED_NAMES[] = {"none", "WarmupLR", "WarmupDecayLR"}; /* zc_sched_type */
 static const char *const WARMUP_NAMES[] = {"log", "linear"}; /* by zc_warmup_type */
+/* DeepSpeed's DtypeEnum names (runtime/config.py) besides zeroc's fp32, bf16, fp16 */
+static const struct {
+    const char *name;
+    zc_dtype dt;
+} DTYPE_NAMES[] = {{"float32", ZC_FP32},  {"float", ZC_FP32},         {"torch.float32", ZC_FP32},
+                   {"float16", ZC_FP16},  {"half", ZC_FP16},          {"torch.float16", ZC_FP16},
+                   {"bfloat16", ZC_BF16}, {"torch.bfloat16", ZC_BF16}};
 /* DeepSpeed's other schedules: refused by name, their params unread */
 static const char *const SCHED_LATER[] = {"LRRangeTest", "OneCycle", "WarmupCosineLR"};
 #define NNAMES(a) (sizeof a / sizeof a[0])
@@ -381,7 +430,7 @@ void zc_config_defaults(zc_config *cfg)
         .momentum = 0.0,
         .adam_w_mode = true,
         .bias_correction = true,
-        /* DeepSpeed's lr_schedules.py defaults */
+        /* DeepSpeed's lr_schedules.py defaults (warmup_max_lr's: ZC_WARMUP_MAX_LR) */
         .sched = ZC_SCHED_NONE,
         .warmup_min_lr = 0.0,
         .warmup_max_lr = NAN,
@@ -490,8 +539,8 @@ double zc_config_warmup_max_lr(const zc_config *cfg)
     ZC_ASSERT(cfg);
     if (cfg->warmup_max_lr == ZC_AUTO) /* the Hugging Face Trainer's "auto": the peak lr */
         return cfg->lr;
-    if (isnan(cfg->warmup_max_lr)) /* not given: DeepSpeed's default for the type */
-        return cfg->sched == ZC_SCHED_WARMUP_DECAY_LR ? 0.001 : cfg->lr;
+    if (isnan(cfg->warmup_max_lr)) /* not given: DeepSpeed's default (lr_schedules.py); the */
+        return ZC_WARMUP_MAX_LR;   /* engine passes only the scheduler's params, not the lr */
     return cfg->warmup_max_lr;
 }
 
@@ -524,17 +573,37 @@ typedef struct {
     size_t len;
 } num_text;
 
+/* A file's refusals of one kind, "; "-joined, refused together once the whole file is read. */
+typedef struct {
+    char text[sizeof(((zc_err *)0)->msg)];
+    int n;   /* items in text */
+    int cut; /* items that did not fit */
+} refusals;
+
 typedef struct {
     const char *origin; /* message prefix: the file name, "command line", or NULL (validate) */
     zc_err *err;
     zc_config *cfg; /* the working copy */
     num_text *nums; /* the file's numbers as written, in document order */
     size_t n_nums;
-    /* a file's keys for what zeroc lacks, "; "-joined, refused together once the whole file is
-     * read (NULL: refuse at once, as the command line does) */
-    char *refused;
-    size_t refused_cap;
+    /* NULL on the command line, where the first refusal is the message. A file's keys for what
+     * zeroc lacks (lacking), and its other refusals (unknown keys, bad values: problems), are
+     * collected instead, so that one message names every one of them. */
+    refusals *lacking, *problems;
 } ctx;
+
+static void add_refusal(refusals *r, const char *item)
+{
+    size_t n = strlen(r->text), need = (n ? 2 : 0) + strlen(item);
+    if (n + need >= sizeof r->text) {
+        r->cut++;
+        return;
+    }
+    if (n)
+        memcpy(r->text + n, "; ", 2);
+    memcpy(r->text + n + (n ? 2 : 0), item, strlen(item) + 1);
+    r->n++;
+}
 
 static zc_status fail(const ctx *c, zc_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -562,10 +631,24 @@ static zc_status refuse(const ctx *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(item, sizeof item, fmt, ap);
     va_end(ap);
-    if (!c->refused)
+    if (!c->lacking)
         return fail(c, ZC_EINVAL, "not supported yet: %s", item);
-    size_t n = strlen(c->refused);
-    snprintf(c->refused + n, c->refused_cap - n, "%s%s", n ? "; " : "", item);
+    add_refusal(c->lacking, item);
+    return ZC_OK;
+}
+
+/* A refusal of a file's key or value (rc, its message in c->err): collected with the others
+ * while the file is read, and the reading goes on (ZC_OK); a status that is no refusal (out of
+ * memory), and any on the command line, is returned as it is. */
+static zc_status collect(const ctx *c, zc_status rc)
+{
+    if (rc == ZC_OK || rc != ZC_EINVAL || !c->problems)
+        return rc;
+    const char *msg = c->err->msg;
+    size_t n = strlen(c->origin);
+    if (strncmp(msg, c->origin, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+        msg += n + 2; /* the origin starts the whole message, once */
+    add_refusal(c->problems, msg);
     return ZC_OK;
 }
 
@@ -711,12 +794,21 @@ static const char *expect(char *buf, size_t cap, const key_spec *k)
         else
             snprintf(buf, cap, "a number %s %g", (k->flags & R_LO_OPEN) ? ">" : ">=", k->lo);
         break;
-    case K_ZERO: snprintf(buf, cap, "a number"); break;
+    case K_EQUAL: snprintf(buf, cap, "a number"); break;
     case K_BOOL:
     case K_FIXED:
     case K_PRECISION: snprintf(buf, cap, "true or false"); break;
     case K_OPTIM: snprintf(buf, cap, "one of AdamW, Adam, SGD (case-insensitive)"); break;
-    case K_DTYPE: snprintf(buf, cap, "one of fp32, bf16, fp16 (case-insensitive) or null"); break;
+    case K_DTYPE:
+        if (k->flags & R_DTNAMES) {
+            size_t o = (size_t)snprintf(buf, cap, "one of fp32, bf16, fp16 (or");
+            for (size_t j = 0; j < NNAMES(DTYPE_NAMES) && o < cap; j++)
+                o += (size_t)snprintf(buf + o, cap - o, "%s %s", j ? "," : "", DTYPE_NAMES[j].name);
+            if (o < cap)
+                snprintf(buf + o, cap - o, "; case-insensitive) or null");
+        } else
+            snprintf(buf, cap, "one of fp32, bf16, fp16 (case-insensitive) or null");
+        break;
     case K_STR: snprintf(buf, cap, "a string (a directory path) or null"); break;
     case K_DEVICE:
     case K_ENGINE:
@@ -740,7 +832,7 @@ static const char *expect(char *buf, size_t cap, const key_spec *k)
 
 static zc_status type_error(const ctx *c, const key_spec *k, const char *path, const value *v)
 {
-    char e[96], d[96];
+    char e[256], d[96];
     return fail(c, ZC_EINVAL, "%s: expected %s, got %s", path, expect(e, sizeof e, k),
                 describe(d, sizeof d, v));
 }
@@ -988,13 +1080,39 @@ static zc_status refuse_schedule(const ctx *c, const char *name)
     return refuse(c, "scheduler.type = %s (zeroc implements WarmupLR and WarmupDecayLR)", name);
 }
 
+/* Whether the sep-joined list holds item (whole, not as a part of another item). */
+static bool listed(const char *list, const char *item, const char *sep)
+{
+    const size_t n = strlen(item), sl = strlen(sep);
+    for (const char *p = list; *p;) {
+        const char *end = strstr(p, sep);
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, item, n) == 0)
+            return true;
+        if (!end)
+            break;
+        p = end + sl;
+    }
+    return false;
+}
+
+/* Appends item to a sep-joined list held in a fixed buffer, once. An item that does not fit is
+ * left out, and the list ends with "..." (never an item cut in the middle). */
+static void note_sep(char *list, size_t cap, const char *item, const char *sep)
+{
+    size_t n = strlen(list), need = (n ? strlen(sep) : 0) + strlen(item);
+    if (listed(list, item, sep) || (n >= 3 && strcmp(list + n - 3, "...") == 0))
+        return;
+    if (n + need < cap - 4 - strlen(sep)) /* room for the item and a later sep "..." */
+        snprintf(list + n, cap - n, "%s%s", n ? sep : "", item);
+    else
+        snprintf(list + n, cap - n, "%s...", n ? sep : "");
+}
+
 /* A key applied; one that changes nothing here is listed in cfg->no_effect ("path (why)"). */
-/* Appends "item" to a "; "-joined list held in a fixed buffer (once). */
 static void note(char *list, size_t cap, const char *item)
 {
-    size_t n = strlen(list);
-    if (!strstr(list, item))
-        snprintf(list + n, cap - n, "%s%s", n ? "; " : "", item);
+    note_sep(list, cap, item, "; ");
 }
 
 static zc_status apply(const ctx *c, const key_spec *k, const value *v)
@@ -1013,6 +1131,8 @@ static zc_status apply(const ctx *c, const key_spec *k, const value *v)
     if (v->kind == V_STRING && !v->cli && strcmp(v->text, "auto") == 0 && !(k->flags & R_AUTO) &&
         k->kind != K_REFUSED && k->kind != K_SECTION) {
         note(c->cfg->auto_keys, sizeof c->cfg->auto_keys, k->path);
+        if (k->flags & R_AUTO0) /* the flag's default, which the flag may still replace */
+            *(int64_t *)field_of(c->cfg, k) = 0;
         return ZC_OK;
     }
     zc_status rc = apply_value(c, k, v);
@@ -1021,6 +1141,8 @@ static zc_status apply(const ctx *c, const key_spec *k, const value *v)
         snprintf(item, sizeof item, "%s (%s)", k->path, k->why);
         note(c->cfg->no_effect, sizeof c->cfg->no_effect, item);
     }
+    if (rc == ZC_OK && (k->flags & R_NVME))
+        note_sep(c->cfg->nvme_only, sizeof c->cfg->nvme_only, k->path, ", ");
     return rc;
 }
 
@@ -1075,7 +1197,7 @@ static zc_status apply_value(const ctx *c, const key_spec *k, const value *v)
             note(cfg->auto_keys, sizeof cfg->auto_keys, k->path);
         } else
             rc = read_num(c, k, k->path, v, &x);
-        if (rc == ZC_OK)
+        if (rc == ZC_OK && k->has_field)
             *(double *)field_of(cfg, k) = x;
         break;
     }
@@ -1094,10 +1216,10 @@ static zc_status apply_value(const ctx *c, const key_spec *k, const value *v)
             return refuse(c, "%s = %s (%s)", k->path, v->b ? "true" : "false", k->why);
         return fail(c, ZC_EINVAL, "%s: %s is not supported: %s", k->path, v->b ? "true" : "false",
                     k->why);
-    case K_ZERO:
+    case K_EQUAL:
         if (v->kind != V_NUMBER)
             return type_error(c, k, k->path, v);
-        if (v->num != 0)
+        if (v->num != k->only)
             return refuse(c, "%s = %s (%s)", k->path, describe(d, sizeof d, v), k->why);
         break;
     case K_OPTIM: {
@@ -1130,6 +1252,10 @@ static zc_status apply_value(const ctx *c, const key_spec *k, const value *v)
             return type_error(c, k, k->path, v);
         for (i = ZC_FP32; i < ZC_NDTYPES && !ascii_ieq(v->text, zc_dtype_name((zc_dtype)i)); i++)
             ;
+        if (i == ZC_NDTYPES && (k->flags & R_DTNAMES))
+            for (size_t j = 0; j < NNAMES(DTYPE_NAMES) && i == ZC_NDTYPES; j++)
+                if (ascii_ieq(v->text, DTYPE_NAMES[j].name))
+                    i = (size_t)DTYPE_NAMES[j].dt;
         if (i == ZC_NDTYPES)
             return type_error(c, k, k->path, v);
         *(zc_dtype *)field_of(cfg, k) = (zc_dtype)i;
@@ -1227,29 +1353,36 @@ static const char *canonical_path(const key_spec *k)
     return k->alias_of ? k->alias_of : k->path;
 }
 
+/* Duplicate, unknown or refused members are collected (collect) and skipped, with the members of
+ * a section whose own value was refused; the walk goes on to name every one of them. */
 static zc_status load_object(const ctx *c, const cJSON *obj, const char *section)
 {
     for (const cJSON *m = obj->child; m; m = m->next) {
         char path[160], ex[EXCERPT_BUF];
         const key_spec *k;
         value v;
-        zc_status rc;
+        zc_status rc = ZC_OK;
 
         excerpt(ex, m->string, strlen(m->string));
         snprintf(path, sizeof path, "%s%s%s", section, *section ? "." : "", ex);
         k = key_child(section, m->string);
-        for (const cJSON *p = obj->child; p != m; p = p->next) {
+        for (const cJSON *p = obj->child; p != m && rc == ZC_OK; p = p->next) {
             const key_spec *q;
             if (strcmp(p->string, m->string) == 0)
-                return fail(c, ZC_EINVAL, "duplicate key: %s", path);
-            /* every member before m is a known key, so this is at most a section's rows */
-            q = k ? key_child(section, p->string) : NULL;
+                rc = fail(c, ZC_EINVAL, "duplicate key: %s", path);
+            /* the rows of a known key's section; an unknown member before m has none */
+            q = k && rc == ZC_OK ? key_child(section, p->string) : NULL;
             if (q && strcmp(canonical_path(q), canonical_path(k)) == 0)
-                return fail(c, ZC_EINVAL, "duplicate key: %s (%s is another name for %s)", path,
-                            (k->alias_of ? k : q)->path, canonical_path(k));
+                rc = fail(c, ZC_EINVAL, "duplicate key: %s (%s is another name for %s)", path,
+                          (k->alias_of ? k : q)->path, canonical_path(k));
         }
-        if (!k)
-            return fail(c, ZC_EINVAL, "unknown key: %s", path);
+        if (rc == ZC_OK && !k)
+            rc = fail(c, ZC_EINVAL, "unknown key: %s", path);
+        if (rc) {
+            if ((rc = collect(c, rc)))
+                return rc;
+            continue;
+        }
         value_from_json(c, m, &v);
         rc = apply(c, k, &v);
         /* a schedule zeroc lacks is refused as a whole: its params are DeepSpeed's, not unknown */
@@ -1259,9 +1392,9 @@ static zc_status load_object(const ctx *c, const cJSON *obj, const char *section
                                 : NULL;
         if (rc == ZC_OK && later)
             rc = refuse_schedule(c, later);
-        else if (rc == ZC_OK && k->kind == K_SECTION)
+        else if (rc == ZC_OK && k->kind == K_SECTION && cJSON_IsObject(m))
             rc = load_object(c, m, k->path);
-        if (rc)
+        if ((rc = collect(c, rc)))
             return rc;
     }
     return ZC_OK;
@@ -1458,22 +1591,46 @@ static zc_status parse_error(const ctx *c, const char *json, const char *at)
 }
 
 /* What holds between a file's keys: a scheduler names its type; gradient_clipping and the older
- * optimizer.params.max_grad_norm (the same clipping) agree when both are given. */
-static zc_status check_file(const ctx *c, const cJSON *root)
+ * optimizer.params.max_grad_norm (the same clipping) agree when both are given. Refusals are
+ * collected with the file's others. */
+static void check_file(const ctx *c, const cJSON *root)
 {
     const cJSON *sched = cJSON_GetObjectItemCaseSensitive(root, "scheduler");
     if (cJSON_IsObject(sched) && !cJSON_GetObjectItemCaseSensitive(sched, "type"))
-        return fail(c, ZC_EINVAL, "scheduler.type: required (WarmupLR or WarmupDecayLR)");
+        collect(c, fail(c, ZC_EINVAL, "scheduler.type: required (WarmupLR or WarmupDecayLR)"));
     const cJSON *clip = cJSON_GetObjectItemCaseSensitive(root, "gradient_clipping");
     const cJSON *opt = cJSON_GetObjectItemCaseSensitive(root, "optimizer");
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(opt, "params");
     const cJSON *mgn = cJSON_GetObjectItemCaseSensitive(params, "max_grad_norm");
     if (cJSON_IsNumber(clip) && cJSON_IsNumber(mgn) && clip->valuedouble != mgn->valuedouble)
-        return fail(c, ZC_EINVAL,
-                    "optimizer.params.max_grad_norm %g and gradient_clipping %g "
-                    "disagree (both set the global gradient-norm clipping; give one)",
-                    mgn->valuedouble, clip->valuedouble);
-    return ZC_OK;
+        collect(c, fail(c, ZC_EINVAL,
+                        "optimizer.params.max_grad_norm %g and gradient_clipping %g "
+                        "disagree (both set the global gradient-norm clipping; give one)",
+                        mgn->valuedouble, clip->valuedouble));
+}
+
+/* The one message for all of a file's refusals: the problems in document order, then the keys
+ * for what zeroc lacks. When they do not fit, whole items are left out from the end and counted. */
+static zc_status refuse_file(const ctx *c, zc_err *err, const refusals *problems,
+                             const refusals *lacking)
+{
+    char msg[2 * sizeof err->msg + 32];
+    int n = snprintf(msg, sizeof msg, "%s", problems->text), left = problems->cut + lacking->cut;
+    if (lacking->n)
+        snprintf(msg + n, sizeof msg - (size_t)n, "%snot supported yet: %s", n ? "; " : "",
+                 lacking->text);
+    size_t fits = sizeof err->msg - 1 - strlen(c->origin) - 2; /* after "ORIGIN: " */
+    char *last;
+    if (left || strlen(msg) > fits) {
+        fits -= 24; /* "; and N more" */
+        while (strlen(msg) > fits && (last = strrchr(msg, ';'))) {
+            *last = '\0';
+            left++;
+        }
+    }
+    if (left)
+        return zc_err_set(err, ZC_EINVAL, "%s: %s; and %d more", c->origin, msg, left);
+    return zc_err_set(err, ZC_EINVAL, "%s: %s", c->origin, msg);
 }
 
 zc_status zc_config_load_string(zc_config *cfg, const char *json, const char *origin, zc_err *err)
@@ -1505,19 +1662,30 @@ zc_status zc_config_load_string(zc_config *cfg, const char *json, const char *or
                   describe(d, sizeof d, &v));
         goto out;
     }
-    char refused[sizeof err->msg];
-    refused[0] = '\0';
-    c.refused = refused;
-    c.refused_cap = sizeof refused;
     rc = check_nul_escapes(&c, json, root);
     if (rc == ZC_OK)
         rc = index_numbers(&c, json, root);
-    if (rc == ZC_OK)
+    if (rc == ZC_OK) {
+        /* each refusal's message is made here, then collected; the caller's err gets one */
+        refusals *lists = calloc(2, sizeof *lists);
+        zc_err one = {0};
+        if (!lists) {
+            rc = fail(&c, ZC_ENOMEM, "out of memory");
+            goto out;
+        }
+        c.problems = &lists[0];
+        c.lacking = &lists[1];
+        c.err = &one;
         rc = load_object(&c, root, "");
-    if (rc == ZC_OK && refused[0]) /* the whole list (refuse's item buffer would cut it) */
-        rc = fail(&c, ZC_EINVAL, "not supported yet: %s", refused);
-    if (rc == ZC_OK)
-        rc = check_file(&c, root);
+        if (rc == ZC_OK)
+            check_file(&c, root);
+        c.err = err;
+        if (rc) /* not a refusal: out of memory */
+            zc_err_set(err, rc, "%s", one.msg);
+        else if (lists[0].n + lists[0].cut + lists[1].n + lists[1].cut)
+            rc = refuse_file(&c, err, &lists[0], &lists[1]);
+        free(lists);
+    }
     if (rc == ZC_OK)
         *cfg = work;
 out:
@@ -1648,7 +1816,7 @@ static zc_status set_value(const ctx *c, const key_spec *k, const char *s)
     case K_I64:
     case K_U64:
     case K_NUM:
-    case K_ZERO:
+    case K_EQUAL:
         if ((k->flags & R_AUTO) && strcmp(s, "auto") == 0) {
             v.kind = V_STRING;
             break;
@@ -1967,6 +2135,24 @@ zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
     return ZC_OK;
 }
 
+/* What the log should say about the final configuration (the file's and the flags' values):
+ * an optimizer lr the scheduler does not use, and the keys the file gave that act only on an
+ * offload to NVMe when nothing is offloaded there. */
+static void note_final(zc_config *cfg)
+{
+    if (cfg->sched != ZC_SCHED_NONE && isnan(cfg->warmup_max_lr) && cfg->lr != ZC_WARMUP_MAX_LR)
+        note(cfg->no_effect, sizeof cfg->no_effect,
+             "optimizer.params.lr (the scheduler has no warmup_max_lr, so it peaks at DeepSpeed's "
+             "default 0.001 and the optimizer's lr is not used)");
+    if (cfg->nvme_only[0] && cfg->offload_optimizer != ZC_OFFLOAD_NVME &&
+        cfg->offload_param != ZC_OFFLOAD_NVME) {
+        char item[sizeof cfg->nvme_only + 96];
+        snprintf(item, sizeof item, "%s (%s only with an offload to nvme, and neither device is)",
+                 cfg->nvme_only, strchr(cfg->nvme_only, ',') ? "they act" : "it acts");
+        note(cfg->no_effect, sizeof cfg->no_effect, item);
+    }
+}
+
 zc_status zc_config_resolve_batch(zc_config *cfg, int world_size, zc_err *err)
 {
     ctx c = {.origin = NULL, .err = err};
@@ -2017,8 +2203,10 @@ zc_status zc_config_resolve_batch(zc_config *cfg, int world_size, zc_err *err)
         snprintf(work.origin_grad_accum, ZC_ORIGIN_LEN, "derived");
     }
     rc = zc_config_validate(&work, world_size, err);
-    if (rc == ZC_OK)
+    if (rc == ZC_OK) {
+        note_final(&work);
         *cfg = work;
+    }
     return rc;
 }
 
