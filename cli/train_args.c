@@ -25,7 +25,7 @@
 static zc_status probe_dir(const char *flag, const char *dir, bool *made, zc_err *err)
 {
     char probe[4200];
-    *made = mkdir(dir, 0755) == 0;
+    *made = mkdir(dir, 0777) == 0; /* the umask decides, as for mkdir(1) */
     if (!*made && errno != EEXIST)
         return zc_err_set(err, ZC_EINVAL, "%s %s: cannot create it: %s", flag, dir,
                           strerror(errno));
@@ -363,7 +363,9 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
         {"--dtype", ARG_STR, &o->dtype, NULL,
          "fp32, bf16 or fp16: stored parameters and gradients (sets bf16/fp16.enabled)", NULL},
         {"--config", ARG_STR, &o->config, NULL, "DeepSpeed-style JSON config file", NULL},
-        {"--steps", ARG_INT, &o->steps, NULL, "optimizer steps to run (default 10)", NULL},
+        {"--steps", ARG_INT, &o->steps, NULL,
+         "the optimizer step to train to, counting a resumed checkpoint's steps (default 10)",
+         NULL},
         {"--report", ARG_STR, &o->report, NULL, "write the run's JSON report here (rank 0)", NULL},
         {"--save-weights", ARG_STR, &o->save_weights, NULL,
          "write the final weights as safetensors (fp32)", NULL},
@@ -386,7 +388,7 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
          "gpt2: visit whole windows in a seeded order each epoch (default: sequential)", NULL},
         {"--val-data", ARG_STR, &o->val_data, NULL, "gpt2: llm.c token file for validation", NULL},
         {"--val-every", ARG_INT, &o->val_every, NULL,
-         "gpt2: validate every K steps (and at the end)", NULL},
+         "gpt2: validate every N steps and at the end (default 0: none)", NULL},
         {"--val-batches", ARG_INT, &o->val_batches, NULL,
          "gpt2: micro-batches per rank in a validation (default 8)", NULL},
         {"--activation-checkpointing", ARG_BOOL, &o->activation_checkpointing, NULL,
@@ -394,7 +396,7 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
         {"--no-memory-check", ARG_BOOL, &o->no_memory_check, NULL,
          "run even if the estimated memory per rank exceeds what the host can give", NULL},
         {"--sample-every", ARG_INT, &o->sample_every, NULL,
-         "gpt2: print a generated sample every K steps (and at the end)", NULL},
+         "gpt2: print a generated sample every N steps and at the end (default 0: none)", NULL},
         {"--sample-length", ARG_INT, &o->sample_length, NULL,
          "gpt2: tokens per sample (default 128)", NULL},
         {"--save-final", ARG_STR, &o->save_final, NULL,
@@ -405,8 +407,8 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
          "constant (default) or cosine (to 10% of --lr at the last step)", NULL},
         {"--save-dir", ARG_STR, &o->save_dir, NULL, "write sharded checkpoints under DIR", NULL},
         {"--save-every", ARG_INT, &o->save_every, NULL,
-         "checkpoint every K steps (with --save-dir)", NULL},
-        {"--keep", ARG_INT, &o->keep, NULL, "keep only the newest M checkpoints (default: all)",
+         "checkpoint every N steps (with --save-dir)", NULL},
+        {"--keep", ARG_INT, &o->keep, NULL, "keep only the newest N checkpoints (default: all)",
          NULL},
         {"--resume", ARG_STR, &o->resume, NULL,
          "continue from DIR (its latest checkpoint) or DIR/step-N, on any ranks and stage", NULL},
