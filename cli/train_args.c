@@ -388,7 +388,7 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
          "gpt2: visit whole windows in a seeded order each epoch (default: sequential)", NULL},
         {"--val-data", ARG_STR, &o->val_data, NULL, "gpt2: llm.c token file for validation", NULL},
         {"--val-every", ARG_INT, &o->val_every, NULL,
-         "gpt2: validate every N steps and at the end (default 0: none)", NULL},
+         "gpt2: validate every N steps and at the end (default 0: at the end only)", NULL},
         {"--val-batches", ARG_INT, &o->val_batches, NULL,
          "gpt2: micro-batches per rank in a validation (default 8)", NULL},
         {"--activation-checkpointing", ARG_BOOL, &o->activation_checkpointing, NULL,
