@@ -15,7 +15,18 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 zeroc=${ZEROC:-$root/build/zeroc}
 dir=${1:-$root/build/bench-beyond-ram}
 steps=${2:-6}
-[[ -x $zeroc ]] || { echo "beyond_ram.sh: no zeroc at $zeroc (build it, or set ZEROC)" >&2; exit 2; }
+if ! [[ $steps =~ ^[0-9]+$ ]] || ((steps < 2)); then
+  echo "beyond_ram.sh: STEPS must be an integer >= 2 (the first is not timed), got '$steps'" >&2
+  exit 2
+fi
+[[ -f $zeroc && -x $zeroc ]] || { echo "beyond_ram.sh: no zeroc at $zeroc (build it, or set ZEROC)" >&2; exit 2; }
+has_torch=0
+if /usr/bin/python3 -c 'import torch, numpy' 2> /dev/null; then
+  has_torch=1
+else
+  echo "beyond_ram.sh: /usr/bin/python3 cannot import torch and numpy (Debian's python3-torch and" \
+    "python3-numpy): the PyTorch run at the end is skipped" >&2
+fi
 rm -rf "$dir"; mkdir -p "$dir"
 trap 'rm -rf "$dir"' EXIT
 shape=(--model gpt2 --layers 48 --channels 1920 --heads 30 --vocab 50257 --seq-len 64)
@@ -72,12 +83,12 @@ print(f"rank 0 disk: read {rd:.0f} MB/s, write {wr:.0f} MB/s, blocked on disk "
       f"{statistics.median(o['wait_ms'][1:]) / 1e3:.1f} s/step ({o['aio_engine']})")
 PY
 
-if /usr/bin/python3 -c 'import torch' 2> /dev/null; then
+if ((has_torch)); then
   mem=$(awk '/MemTotal/ {printf "%d", $2 * 1024}' /proc/meminfo)
   /usr/bin/python3 "$root/bench/random_tokens.py" "$dir/tok.bin" 65536
   set +e
   "$root/tests/memcap.sh" $((mem - (1 << 30))) /usr/bin/python3 "$root/bench/pytorch_gpt2.py" \
-    "$dir/tok.bin" 48 1920 30 50257 64 1 2 > "$dir/torch.log" 2>&1
+    "$dir/tok.bin" 48 1920 30 50257 64 1 3 > "$dir/torch.log" 2>&1
   rc=$?
   set -e
   echo "PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)') fp32 AdamW, same shape," \

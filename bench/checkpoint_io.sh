@@ -7,10 +7,16 @@
 # the freed blocks are trimmed then, not in the middle of the next measurement) and the page
 # cache dropped, so every read comes from the disk. Prints each round and the medians, with
 # each measure's share of dd's speed taken round by round. Run by hand; not a test.
+# ZEROC=/path/to/zeroc overrides "$root/build/zeroc".
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+zeroc=${ZEROC:-$root/build/zeroc}
 dir=${1:-$root/build/bench-ckpt}
 rounds=${2:-5}
+if ! [[ $rounds =~ ^[1-9][0-9]*$ ]]; then
+  echo "checkpoint_io.sh: ROUNDS must be a positive integer, got '$rounds'" >&2; exit 2
+fi
+[[ -f $zeroc && -x $zeroc ]] || { echo "checkpoint_io.sh: no zeroc at $zeroc (build it, or set ZEROC)" >&2; exit 2; }
 rm -rf "$dir"; mkdir -p "$dir"
 python3 - "$dir/tok.bin" <<'PY'
 import struct, sys
@@ -27,7 +33,7 @@ since() { python3 -c "import sys, time; print(f'{time.time() - float(sys.argv[1]
 random_half=""
 for r in $(seq 1 "$rounds"); do
   rm -rf "$dir/ck" "$dir"/dd?; settle
-  save=$("$root/tests/mpirun.sh" 2 "$root/build/zeroc" train "${args[@]}" --steps 1 \
+  save=$("$root/tests/mpirun.sh" 2 "$zeroc" train "${args[@]}" --steps 1 \
     --save-dir "$dir/ck" --save-every 1 | secs)
   bytes=$(du -sb "$dir/ck/step-000001" | cut -f1)
   half=$((bytes / 2 / 1048576))
@@ -40,7 +46,7 @@ for r in $(seq 1 "$rounds"); do
   done
   wait; ddw=$(since "$t")
   settle
-  load=$("$root/tests/mpirun.sh" 2 "$root/build/zeroc" train "${args[@]}" --steps 2 \
+  load=$("$root/tests/mpirun.sh" 2 "$zeroc" train "${args[@]}" --steps 2 \
     --resume "$dir/ck" | secs)
   settle; t=$(date +%s.%N)
   for i in 0 1; do dd if="$dir/dd$i" of=/dev/null bs=1M status=none & done

@@ -1,19 +1,47 @@
 #!/usr/bin/env bash
 # gpt2_vs_pytorch.sh [STEPS] — zeroc against PyTorch (Debian's python3-torch) on the same GPT-2,
-# the same initialisation, the same random-token file and the same data order, AdamW, for
+# the same initial weights, the same random-token file and the same data order, AdamW, for
 #   (a) L=4 C=256 H=4 V=50304 T=128 B=4   and   (b) GPT-2 124M (L=12 C=768 H=12 V=50257) T=64 B=4,
 # each as 1 process × 2 threads and as 2 processes × 1 thread (zeroc: mpirun, stage 0;
 # PyTorch: gloo DistributedDataParallel), in fp32 and in bf16 (zeroc --dtype bf16; PyTorch
-# torch.autocast bf16). One row each: median ms/step after two warm-up steps, the speed ratio,
-# zeroc's model GFLOP/s against this machine's measured peak (bench_peak: FMA for fp32, the best
-# bf16 unit for bf16), the share of zeroc's step outside the models' matrix products (rank 0),
-# and both first and last losses (a peer slowed by bad numerics shows in
-# them). STEPS defaults to 8. About 10 minutes on 2 cores. Run by hand; not a test.
+# torch.autocast bf16). Before each shape, zeroc writes its initial weights (one step at --lr 0,
+# --save-weights) and the peer loads them (bench/pytorch_gpt2.py --init), so the first losses
+# agree to rounding in fp32 and any gap there is a numerical difference, not another draw.
+# One row each: median ms/step after two warm-up steps, the speed ratio, zeroc's model GFLOP/s
+# against this machine's measured peak (bench_peak: FMA for fp32, the best bf16 unit for bf16),
+# the share of zeroc's step outside the models' matrix products (rank 0), both first and last
+# losses (2 processes: the mean over the ranks, for both; a peer slowed by bad numerics shows in
+# them) and the gap between the first losses (fp32: ~1e-7; bf16: ~1e-4, the two round
+# differently). STEPS (at least 3) defaults to 8. About 10 minutes on 2 cores. Run by hand;
+# not a test.
+# ZEROC=/path/to/zeroc overrides "$root/build/zeroc"; BENCH_PEAK=/path/to/bench_peak overrides
+# bench_peak beside it. SHAPES="name L C H V T B;..." replaces the two shapes (e.g.
+# SHAPES="tiny 2 64 4 50304 32 2" to try the script in seconds).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/deps.sh" python3-torch python3-numpy
 steps=${1:-8}
+if ! [[ $steps =~ ^[0-9]+$ ]] || ((steps < 3)); then
+  echo "gpt2_vs_pytorch.sh: STEPS must be an integer >= 3 (the first 2 are not timed), got '$steps'" >&2
+  exit 2
+fi
 zeroc=${ZEROC:-$root/build/zeroc}
+peak=${BENCH_PEAK:-$(dirname "$zeroc")/bench_peak}
+shapes=${SHAPES:-"a 4 256 4 50304 128 4;b 12 768 12 50257 64 4"}
+IFS=';' read -r -a shape_list <<< "$shapes"
+for sh in "${shape_list[@]}"; do
+  if ! [[ $sh =~ ^\ *[A-Za-z0-9_]+(\ +[1-9][0-9]*){6}\ *$ ]]; then
+    echo "gpt2_vs_pytorch.sh: SHAPES entry '$sh' is not 'name L C H V T B' (positive integers)" >&2
+    exit 2
+  fi
+done
+[[ -f $zeroc && -x $zeroc ]] || { echo "gpt2_vs_pytorch.sh: no zeroc at $zeroc (build it, or set ZEROC)" >&2; exit 2; }
+[[ -f $peak && -x $peak ]] || { echo "gpt2_vs_pytorch.sh: no bench_peak at $peak (built with zeroc; or set BENCH_PEAK)" >&2; exit 2; }
+"$root/scripts/deps.sh" python3-torch python3-numpy
+if ! /usr/bin/python3 -c 'import torch, numpy' 2> /dev/null; then
+  echo "gpt2_vs_pytorch.sh: /usr/bin/python3 cannot import torch and numpy, which the PyTorch peer" \
+    "needs: install Debian's python3-torch and python3-numpy (apt-get install python3-torch python3-numpy)" >&2
+  exit 2
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # Each program runs with the OpenMP wait policy it is fastest with (GPT-2 124M, 1 process x 2
@@ -28,18 +56,19 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # >= 2.35) is the peer's counterpart of zeroc's MADV_HUGEPAGE blocks and buffer reuse.
 torch_env=(GLIBC_TUNABLES=glibc.malloc.hugetlb=1)
 /usr/bin/python3 "$root/bench/random_tokens.py" "$tmp/tok.bin"
-"$root/build/bench_peak" > "$tmp/peak.txt"
+"$peak" > "$tmp/peak.txt"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-); peaks (GFLOP/s, 2 threads):" \
   "$(awk '$3 == 2 {printf "%s %s  ", $2, $4}' "$tmp/peak.txt")"
-printf '%-5s %-5s %-5s | %9s %9s %7s | %22s | %8s | %-33s\n' shape procs dtype "zeroc ms" \
-  "torch ms" "speed" "zeroc GFLOP/s (% peak)" "no-GEMM" "loss first→last zeroc / torch"
+printf '%-5s %-5s %-5s | %9s %9s %7s | %22s | %8s | %-33s | %s\n' shape procs dtype "zeroc ms" \
+  "torch ms" "speed" "zeroc GFLOP/s (% peak)" "no-GEMM" "loss first→last zeroc / torch" \
+  "|first loss zeroc - torch|"
 
 run() { # name L C H V T B procs dtype
-  local name=$1 L=$2 C=$3 H=$4 V=$5 T=$6 B=$7 procs=$8 dtype=$9 zl pl
+  local name=$1 L=$2 C=$3 H=$4 V=$5 T=$6 B=$7 procs=$8 dtype=$9 pl
   local zargs=(train --model gpt2 --data "$tmp/tok.bin" --layers "$L" --channels "$C" --heads "$H"
                --vocab "$V" --seq-len "$T" --micro-batch "$B" --steps "$steps" --lr 1e-4
                --dtype "$dtype" --report "$tmp/z.json")
-  local pargs=("$tmp/tok.bin" "$L" "$C" "$H" "$V" "$T" "$B" "$steps")
+  local pargs=("$tmp/tok.bin" "$L" "$C" "$H" "$V" "$T" "$B" "$steps" --init "$tmp/$name-init.safetensors")
   local penv=("${torch_env[@]}" "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}")
   [[ $dtype == bf16 ]] && pargs+=(--autocast) && penv=("${torch_env[@]}")
   if [[ $procs == 1x2 ]]; then
@@ -71,14 +100,29 @@ g = flops / zms / 1e6
 outside = 1 - statistics.median(r["gemm"]["ms"][2:]) / zms  # rank 0's share outside products
 print(f"{name:<5} {procs:<5} {dtype:<5} | {zms:9.1f} {pms:9.1f} {pms / zms:6.2f}x | "
       f"{g:7.1f} ({g / peaks[unit]:4.0%} {unit}) | {outside:8.0%} | "
-      f"{r['loss'][0]:.3f}→{r['loss'][-1]:.3f} / {tl[0]:.3f}→{tl[-1]:.3f}", flush=True)
+      f"{r['loss'][0]:.3f}→{r['loss'][-1]:.3f} / {tl[0]:.3f}→{tl[-1]:.3f} | "
+      f"{abs(r['loss'][0] - tl[0]):.1e}", flush=True)
 PY
 }
 
-for shape in "a 4 256 4 50304 128 4" "b 12 768 12 50257 64 4"; do
+init() { # name L C H V T B: zeroc's initial weights, as every run below draws them (a step at
+  # learning rate 0 changes no weight; the seed, not the ranks or the dtype, sets them)
+  local name=$1 L=$2 C=$3 H=$4 V=$5 T=$6 B=$7
+  if ! env OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 "$zeroc" train --model gpt2 --data "$tmp/tok.bin" \
+      --layers "$L" --channels "$C" --heads "$H" --vocab "$V" --seq-len "$T" --micro-batch "$B" \
+      --steps 1 --lr 0 --save-weights "$tmp/$name-init.safetensors" > "$tmp/init.log" 2>&1; then
+    echo "gpt2_vs_pytorch.sh: zeroc could not write the initial weights of shape $name; its output:" >&2
+    tail -n 30 "$tmp/init.log" >&2
+    exit 1
+  fi
+}
+
+for shape in "${shape_list[@]}"; do
+  read -r -a sh <<< "$shape"
+  init "${sh[@]}"
   for procs in 1x2 2x1; do
     for dtype in fp32 bf16; do
-      run $shape "$procs" "$dtype"
+      run "${sh[@]}" "$procs" "$dtype"
     done
   done
 done

@@ -36,7 +36,7 @@ if ! [[ $slots =~ ^[1-4]$ ]]; then
   echo "hosts_tcp.sh: --slots must be 1 to 4, not '$slots'" >&2
   exit 2
 fi
-[[ -x $zeroc ]] || { echo "hosts_tcp.sh: no zeroc at $zeroc (build it, or set ZEROC)" >&2; exit 2; }
+[[ -f $zeroc && -x $zeroc ]] || { echo "hosts_tcp.sh: no zeroc at $zeroc (build it, or set ZEROC)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 /usr/bin/python3 "$root/bench/random_tokens.py" "$tmp/tok.bin"

@@ -20,7 +20,7 @@ for s in "$steps_a" "$steps_b"; do
     exit 2
   fi
 done
-[[ -x $zeroc ]] || { echo "mixed_precision.sh: no zeroc at $zeroc (build it, or set ZEROC)" >&2; exit 2; }
+[[ -f $zeroc && -x $zeroc ]] || { echo "mixed_precision.sh: no zeroc at $zeroc (build it, or set ZEROC)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 start=$(date +%s)

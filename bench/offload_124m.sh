@@ -17,7 +17,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 zeroc=${ZEROC:-$root/build/zeroc}
 dir=${1:-$root/build/bench-offload}
 steps=${2:-6}
-[[ -x $zeroc ]] || { echo "offload_124m.sh: no zeroc at $zeroc (build it, or set ZEROC)" >&2; exit 2; }
+if ! [[ $steps =~ ^[0-9]+$ ]] || ((steps < 3)); then
+  echo "offload_124m.sh: STEPS must be an integer >= 3 (the first 2 are not timed), got '$steps'" >&2
+  exit 2
+fi
+[[ -f $zeroc && -x $zeroc ]] || { echo "offload_124m.sh: no zeroc at $zeroc (build it, or set ZEROC)" >&2; exit 2; }
 rm -rf "$dir"; mkdir -p "$dir"
 trap 'rm -rf "$dir"' EXIT
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores; disk: $(df -h "$dir" | awk 'NR==2 {print $1, $2}')"

@@ -3,16 +3,25 @@
 # batch 32 per rank, Adam lr 1e-3, on N ranks (default 4) for stages 0–3. Prints, per stage,
 # rank 0's model-state bytes (ledger), the expected value (the ZeRO paper's formula), peak RSS per rank, comm
 # per step, and the median ms per step (steps after the first). Run by hand; not a test.
+# ZEROC=/path/to/zeroc overrides "$root/build/zeroc".
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+zeroc=${ZEROC:-$root/build/zeroc}
 n=${1:-4}; steps=${2:-10}
+if ! [[ $n =~ ^[1-9][0-9]*$ ]]; then
+  echo "seed_mlp.sh: N must be a positive integer (ranks), got '$n'" >&2; exit 2
+fi
+if ! [[ $steps =~ ^[1-9][0-9]*$ ]]; then
+  echo "seed_mlp.sh: STEPS must be a positive integer, got '$steps'" >&2; exit 2
+fi
+[[ -f $zeroc && -x $zeroc ]] || { echo "seed_mlp.sh: no zeroc at $zeroc (build it, or set ZEROC)" >&2; exit 2; }
 out=$(mktemp -d)
 cfg=$out/ds.json
 # Prefetch one unit (4,196,352 elements) ahead: DeepSpeed's default 5e7 would prefetch the
 # whole 50 M-parameter model and hide stage 3's saving in working memory.
 echo '{"zero_optimization": {"stage3_prefetch_bucket_size": 4200000}}' > "$cfg"
 for s in 0 1 2 3; do
-  "$root/tests/mpirun.sh" "$n" "$root/build/zeroc" train --model mlp --stage "$s" --steps "$steps" \
+  "$root/tests/mpirun.sh" "$n" "$zeroc" train --model mlp --stage "$s" --steps "$steps" \
     --config "$cfg" --report "$out/s$s.json" > "$out/s$s.log"
 done
 python3 - "$out" "$n" <<'PY'
