@@ -1682,6 +1682,23 @@ static void test_offload(void)
     zc_err err = {0};
     char path[128];
 
+    /* a path goes into checkpoints' manifest.json: bytes that are not UTF-8 (a Latin-1 name)
+     * are refused, from a flag or a file, naming the byte; UTF-8 names are taken as they are */
+    EXPECT_SET_ERR("zero_optimization.offload_optimizer.nvme_path", "nv\xe4", "not UTF-8",
+                   "byte 0xE4 at offset 2");
+    EXPECT_LOAD_ERR(
+        "{\"zero_optimization\": {\"offload_param\": {\"nvme_path\": \"/d\xed\xa0\x80\"}}}",
+        "offload_param.nvme_path", "not UTF-8", "0xED at offset 2");
+    const char *bad_utf8[] = {"\xc0\x80", "\xe0\x80\x80", "\xf4\x90\x80\x80",
+                              "\xf8",     "\xe2\x82",     "\x80"};
+    for (size_t i = 0; i < sizeof bad_utf8 / sizeof *bad_utf8; i++)
+        EXPECT_SET_ERR("zero_optimization.offload_param.nvme_path", bad_utf8[i], "not UTF-8",
+                       "at offset 0");
+    zc_config_defaults(&c);
+    EXPECT_SET_OK(&c, "zero_optimization.offload_param.nvme_path",
+                  "/mnt/n\xc3\xa4 \xe2\x82\xac \xf0\x9f\x98\x80"); /* ä € 😀 */
+    CHECK(!strcmp(c.param_nvme_path, "/mnt/n\xc3\xa4 \xe2\x82\xac \xf0\x9f\x98\x80"));
+
     /* every key from a file */
     snprintf(path, sizeof path, "%s/offload.json", tmpdir);
     write_file(path, OFFLOAD_FULL, strlen(OFFLOAD_FULL));

@@ -1272,6 +1272,14 @@ static zc_status apply_value(const ctx *c, const key_spec *k, const value *v)
         if (v->len > ZC_MAX_PATH - 1)
             return fail(c, ZC_EINVAL, "%s: longer than the limit of %d bytes, got %zu bytes",
                         k->path, ZC_MAX_PATH - 1, v->len);
+        /* the value goes into checkpoints' manifest.json, which must stay UTF-8 JSON */
+        size_t bad = zc_utf8_fault(v->text, v->len);
+        if (bad < v->len)
+            return fail(c, ZC_EINVAL,
+                        "%s: not UTF-8 (byte 0x%02X at offset %zu): a path in another encoding "
+                        "would make checkpoints' JSON unreadable elsewhere; use a UTF-8 name or a "
+                        "symbolic link with one",
+                        k->path, (unsigned char)v->text[bad], bad);
         memcpy(dst, v->text, v->len);
         dst[v->len] = '\0';
         break;

@@ -48,6 +48,36 @@ static inline size_t zc_json_text_fault(const char *text, size_t len, const char
     return len;
 }
 
+/* The offset of the first byte of s[0, n) that does not start or continue a well-formed UTF-8
+ * sequence (RFC 3629: no overlong forms, surrogates or code points past U+10FFFF); n if none.
+ * JSON text is UTF-8: a string with other bytes makes a file other readers refuse. */
+static inline size_t zc_utf8_fault(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        const unsigned char b = u[i];
+        size_t len = b < 0x80                 ? 1
+                     : b >= 0xC2 && b <= 0xDF ? 2
+                     : b >= 0xE0 && b <= 0xEF ? 3
+                     : b >= 0xF0 && b <= 0xF4 ? 4
+                                              : 0;
+        if (!len || i + len > n)
+            return i;
+        /* the second byte's range narrows for E0 (no overlong), ED (no surrogates), F0, F4 */
+        const unsigned char lo = b == 0xE0   ? 0xA0
+                                 : b == 0xF0 ? 0x90
+                                             : 0x80,
+                            hi = b == 0xED   ? 0x9F
+                                 : b == 0xF4 ? 0x8F
+                                             : 0xBF;
+        for (size_t k = 1; k < len; k++)
+            if (u[i + k] < (k == 1 ? lo : 0x80) || u[i + k] > (k == 1 ? hi : 0xBF))
+                return i;
+        i += len;
+    }
+    return n;
+}
+
 /* The offset of the first byte of text[from, len) that is not one of `allowed`; len if none. */
 static inline size_t zc_json_trailing(const char *text, size_t len, size_t from,
                                       const char *allowed)
