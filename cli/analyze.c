@@ -7,7 +7,9 @@
  * zeroc allocates the optimizer state together with the parameters (zc_engine_finalize), so
  * "after optimizer creation" equals "after model creation". The peak RSS of each stage is
  * measured alone: VmHWM is reset (/proc/self/clear_refs) before each stage. Started without
- * mpirun, main.c relaunches the command under mpirun with --ranks processes. */
+ * mpirun, main.c checks the flags (cli_analyze_check) and relaunches the command under mpirun
+ * with --ranks processes. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,7 @@ typedef struct {
     const char *model, *out, *dtype;
     int hidden, layers, channels, heads, vocab, seq_len, micro, steps, ranks;
     double lr;
+    char csv[4096], svg[4096]; /* OUT.csv, OUT.svg */
 } analyze_opts;
 
 static void snapshot(const zc_mem *mem, int64_t out[ANALYZE_NCAT])
@@ -191,88 +194,129 @@ static void print_stage(const analyze_stage *s, int nranks, const analyze_stage 
     for (int r = 0; r < nranks; r++)
         printf(" %.1f", mib(s->ranks[r].peak_rss));
     printf(" MiB; %.1f ms/step", s->ms_per_step);
-    if (s0 != s)
-        printf("; vs stage 0: model states %.1f%% less, peak RSS %.1f%% less",
-               100.0 * (1.0 - (double)r0->states_peak / (double)s0->ranks[0].states_peak),
-               100.0 * (1.0 - (double)r0->peak_rss / (double)s0->ranks[0].peak_rss));
+    if (s0 != s) {
+        /* a stage can hold more than stage 0 (its RSS, say): "x% more", never "-x% less" */
+        double states = 100.0 * (1.0 - (double)r0->states_peak / (double)s0->ranks[0].states_peak);
+        double rss = 100.0 * (1.0 - (double)r0->peak_rss / (double)s0->ranks[0].peak_rss);
+        printf("; vs stage 0: model states %.1f%% %s, peak RSS %.1f%% %s", fabs(states),
+               states <= -0.05 ? "more" : "less", fabs(rss), rss <= -0.05 ? "more" : "less");
+    }
     printf("\n");
+}
+
+/* Reads and checks the flags (cmd_analyze, and the process that relaunches it under mpirun
+ * first: cli_analyze_check); with --help, prints the usage when `print`. */
+static zc_status read_opts(int argc, char **argv, analyze_opts *o, bool print, bool *helped,
+                           zc_err *err)
+{
+    *o = (analyze_opts){.model = "mlp",
+                        .out = "analyze",
+                        .dtype = "fp32",
+                        .hidden = MLP_DEFAULT_HIDDEN,
+                        .channels = 256,
+                        .heads = 4,
+                        .vocab = 50257,
+                        .seq_len = 128,
+                        .steps = 3,
+                        .ranks = 4,
+                        .lr = 1e-3};
+    arg_spec specs[] = {
+        {"--model", ARG_STR, &o->model, NULL, "mlp (default) or gpt2 (synthetic tokens)", NULL},
+        {"--ranks", ARG_INT, &o->ranks, NULL,
+         "ranks to run on when started without mpirun "
+         "(default 4)",
+         NULL},
+        {"--hidden", ARG_INT, &o->hidden, NULL, "mlp: hidden size (default 2048)", NULL},
+        {"--layers", ARG_INT, &o->layers, NULL, "mlp: layers (default 12); gpt2: blocks (4)", NULL},
+        {"--channels", ARG_INT, &o->channels, NULL, "gpt2: channels (default 256)", NULL},
+        {"--heads", ARG_INT, &o->heads, NULL, "gpt2: heads (default 4)", NULL},
+        {"--vocab", ARG_INT, &o->vocab, NULL, "gpt2: vocabulary (default 50257)", NULL},
+        {"--seq-len", ARG_INT, &o->seq_len, NULL, "gpt2: sequence length (default 128)", NULL},
+        {"--micro-batch", ARG_INT, &o->micro, NULL, "per rank (mlp 32, gpt2 4)", NULL},
+        {"--steps", ARG_INT, &o->steps, NULL, "steps per stage (default 3)", NULL},
+        {"--dtype", ARG_STR, &o->dtype, NULL, "fp32 (default), bf16 or fp16", NULL},
+        {"--out", ARG_STR, &o->out, NULL, "writes OUT.csv and OUT.svg (default analyze)", NULL},
+    };
+    const int nspecs = (int)(sizeof specs / sizeof specs[0]);
+    zc_status st = args_parse_command(specs, nspecs, argc, argv, 2,
+                                      "zeroc analyze [--model mlp|gpt2] [--ranks N] [flags]", print,
+                                      helped, err);
+    if (st || *helped)
+        return st;
+    bool is_mlp = !strcmp(o->model, "mlp");
+    if (!args_given(argc, argv, 2, "--layers")) /* the model's defaults; a 0 given is refused */
+        o->layers = is_mlp ? MLP_DEFAULT_LAYERS : 4;
+    if (!args_given(argc, argv, 2, "--micro-batch"))
+        o->micro = is_mlp ? 32 : 4;
+    if (strcmp(o->model, "mlp") && strcmp(o->model, "gpt2"))
+        return zc_err_set(err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)",
+                          o->model);
+    if (strcmp(o->dtype, "fp32") && strcmp(o->dtype, "bf16") && strcmp(o->dtype, "fp16"))
+        return zc_err_set(err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'",
+                          o->dtype);
+    static const char *const gpt2_only[] = {"--channels", "--heads", "--vocab", "--seq-len"};
+    for (size_t i = 0; is_mlp && i < sizeof gpt2_only / sizeof *gpt2_only; i++)
+        if (args_given(argc, argv, 2, gpt2_only[i]))
+            return zc_err_set(err, ZC_EINVAL, "%s is a gpt2 flag; --model mlp does not use it",
+                              gpt2_only[i]);
+    if (!is_mlp && args_given(argc, argv, 2, "--hidden"))
+        return zc_err_set(err, ZC_EINVAL, "--hidden is an mlp flag; --model gpt2 takes --channels");
+    const struct {
+        const char *flag;
+        int value;
+    } counts[] = {{"--hidden", o->hidden}, {"--layers", o->layers}, {"--micro-batch", o->micro},
+                  {"--steps", o->steps},   {"--ranks", o->ranks},   {"--channels", o->channels},
+                  {"--heads", o->heads},   {"--vocab", o->vocab},   {"--seq-len", o->seq_len}};
+    for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
+        if (counts[i].value < 1)
+            return zc_err_set(err, ZC_EINVAL, "%s must be >= 1, got %d", counts[i].flag,
+                              counts[i].value);
+    /* "" would write the hidden files .csv and .svg */
+    if ((st = cli_output_named("--out", o->out, sizeof o->csv - 8, err)))
+        return st;
+    snprintf(o->csv, sizeof o->csv, "%s.csv", o->out);
+    snprintf(o->svg, sizeof o->svg, "%s.svg", o->out);
+    return ZC_OK;
+}
+
+/* The files it writes at the end, checked before the four stages run: not among a
+ * checkpoint's files, and writable. */
+static zc_status check_files(const analyze_opts *o, zc_err *err)
+{
+    zc_status st;
+    if (!(st = cli_output_not_checkpoint("--out", o->csv, err)) &&
+        !(st = cli_output_not_checkpoint("--out", o->svg, err)) &&
+        !(st = cli_output_writable("--out", o->csv, err)))
+        st = cli_output_writable("--out", o->svg, err);
+    return st;
+}
+
+zc_status cli_analyze_check(int argc, char **argv, int *ranks, zc_err *err)
+{
+    analyze_opts o;
+    bool helped;
+    zc_status st = read_opts(argc, argv, &o, false, &helped, err);
+    if (!st)
+        st = check_files(&o, err);
+    *ranks = o.ranks;
+    return st;
 }
 
 int cmd_analyze(zc_comm *comm, int argc, char **argv)
 {
-    analyze_opts o = {.model = "mlp",
-                      .out = "analyze",
-                      .dtype = "fp32",
-                      .hidden = MLP_DEFAULT_HIDDEN,
-                      .channels = 256,
-                      .heads = 4,
-                      .vocab = 50257,
-                      .seq_len = 128,
-                      .steps = 3,
-                      .ranks = 4,
-                      .lr = 1e-3};
-    arg_spec specs[] = {
-        {"--model", ARG_STR, &o.model, NULL, "mlp (default) or gpt2 (synthetic tokens)", NULL},
-        {"--ranks", ARG_INT, &o.ranks, NULL,
-         "ranks to run on when started without mpirun "
-         "(default 4)",
-         NULL},
-        {"--hidden", ARG_INT, &o.hidden, NULL, "mlp: hidden size (default 2048)", NULL},
-        {"--layers", ARG_INT, &o.layers, NULL, "mlp: layers (default 12); gpt2: blocks (4)", NULL},
-        {"--channels", ARG_INT, &o.channels, NULL, "gpt2: channels (default 256)", NULL},
-        {"--heads", ARG_INT, &o.heads, NULL, "gpt2: heads (default 4)", NULL},
-        {"--vocab", ARG_INT, &o.vocab, NULL, "gpt2: vocabulary (default 50257)", NULL},
-        {"--seq-len", ARG_INT, &o.seq_len, NULL, "gpt2: sequence length (default 128)", NULL},
-        {"--micro-batch", ARG_INT, &o.micro, NULL, "per rank (mlp 32, gpt2 4)", NULL},
-        {"--steps", ARG_INT, &o.steps, NULL, "steps per stage (default 3)", NULL},
-        {"--dtype", ARG_STR, &o.dtype, NULL, "fp32 (default), bf16 or fp16", NULL},
-        {"--out", ARG_STR, &o.out, NULL, "writes OUT.csv and OUT.svg (default analyze)", NULL},
-    };
-    const int nspecs = (int)(sizeof specs / sizeof specs[0]);
+    analyze_opts o;
     zc_err err = {0};
     bool helped;
-    zc_status st = args_parse_command(specs, nspecs, argc, argv, 2,
-                                      "zeroc analyze [--model mlp|gpt2] [--ranks N] [flags]",
-                                      zc_comm_rank(comm) == 0, &helped, &err);
+    const bool rank0 = zc_comm_rank(comm) == 0; /* rank 0 prints the help, writes the files */
+    zc_status st = read_opts(argc, argv, &o, rank0, &helped, &err);
     if (helped)
         return 0;
-    bool is_mlp = !strcmp(o.model, "mlp");
-    if (!o.layers)
-        o.layers = is_mlp ? MLP_DEFAULT_LAYERS : 4;
-    if (!o.micro)
-        o.micro = is_mlp ? 32 : 4;
-    if (!st && strcmp(o.model, "mlp") && strcmp(o.model, "gpt2"))
-        st = zc_err_set(&err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)", o.model);
-    if (!st && strcmp(o.dtype, "fp32") && strcmp(o.dtype, "bf16") && strcmp(o.dtype, "fp16"))
-        st = zc_err_set(&err, ZC_EINVAL, "--dtype: expected fp32, bf16 or fp16, got '%s'", o.dtype);
-    static const char *const gpt2_only[] = {"--channels", "--heads", "--vocab", "--seq-len"};
-    for (size_t i = 0; !st && is_mlp && i < sizeof gpt2_only / sizeof *gpt2_only; i++)
-        if (args_given(argc, argv, 2, gpt2_only[i]))
-            st = zc_err_set(&err, ZC_EINVAL, "%s is a gpt2 flag; --model mlp does not use it",
-                            gpt2_only[i]);
-    if (!st && !is_mlp && args_given(argc, argv, 2, "--hidden"))
-        st = zc_err_set(&err, ZC_EINVAL, "--hidden is an mlp flag; --model gpt2 takes --channels");
-    /* the files it writes at the end, checked before the four stages run */
-    char csv[4096], svg[4096];
-    snprintf(csv, sizeof csv, "%s.csv", o.out);
-    snprintf(svg, sizeof svg, "%s.svg", o.out);
-    if (!st) /* "" would write the hidden files .csv and .svg */
-        st = cli_output_named("--out", o.out, sizeof csv - 8, &err);
-    if (!st) {
-        zc_status mine = ZC_OK; /* rank 0 writes them */
-        if (zc_comm_rank(comm) == 0 && !(mine = cli_output_not_checkpoint("--out", csv, &err)) &&
-            !(mine = cli_output_not_checkpoint("--out", svg, &err)) &&
-            !(mine = cli_output_writable("--out", csv, &err)))
-            mine = cli_output_writable("--out", svg, &err);
-        st = zc_comm_agree(comm, mine, "checking --out", &err);
-    }
-    if (!st && (o.hidden < 1 || o.layers < 1 || o.micro < 1 || o.steps < 1 || o.ranks < 1 ||
-                o.channels < 1 || o.heads < 1 || o.vocab < 1 || o.seq_len < 1))
-        st = zc_err_set(&err, ZC_EINVAL,
-                        "--hidden, --layers, --micro-batch, --steps, --ranks "
-                        "and the gpt2 shape must be >= 1");
+    if (st) /* the same flags on every rank: the same error */
+        return cli_fail(comm, &err, true);
+    st = zc_comm_agree(comm, rank0 ? check_files(&o, &err) : ZC_OK, "checking --out", &err);
     if (st)
         return cli_fail(comm, &err, true);
+    const bool is_mlp = !strcmp(o.model, "mlp");
     const int rank = zc_comm_rank(comm), n = zc_comm_size(comm);
     analyze_rank *all = calloc(4 * (size_t)n, sizeof *all);
     analyze_stage stages[4];
@@ -294,11 +338,11 @@ int cmd_analyze(zc_comm *comm, int argc, char **argv)
         else
             snprintf(title, sizeof title, "GPT-2 L=%d C=%d V=%d T=%d, batch %d/rank, %s, %d ranks",
                      o.layers, o.channels, o.vocab, o.seq_len, o.micro, o.dtype, n);
-        st = analyze_write_csv(csv, stages, 4, n, &err);
+        st = analyze_write_csv(o.csv, stages, 4, n, &err);
         if (!st)
-            st = analyze_write_svg(svg, title, stages, 4, &err);
+            st = analyze_write_svg(o.svg, title, stages, 4, &err);
         if (!st)
-            printf("\nwrote %s and %s\n", csv, svg);
+            printf("\nwrote %s and %s\n", o.csv, o.svg);
     }
     free(all);
     return st ? cli_fail(comm, &err, st == ZC_EINVAL || st == ZC_ELOCKSTEP) : 0;

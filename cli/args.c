@@ -1,5 +1,7 @@
-/* args.c — table-driven flag parsing for the zeroc subcommands (see args.h). Strict: a number
- * must be a whole number with nothing after it; every error names the flag and the value. */
+/* args.c — table-driven flag parsing for the zeroc subcommands (see args.h). Strict: an integer
+ * is decimal digits with an optional '-' and nothing before or after them (no white space, no
+ * '+'), a number has no white space around it; every error names the flag and the value. */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -17,8 +19,9 @@ static zc_status parse_value(arg_spec *s, const char *v, zc_err *err)
     case ARG_CONFIG: s->value = v; return ZC_OK;
     case ARG_INT:
     case ARG_I64: {
+        /* strtoll would skip white space and take a '+': "-3" or "12" only */
         long long x = strtoll(v, &end, 10);
-        if (!*v || *end || (errno && errno != ERANGE))
+        if (!(*v == '-' || (*v >= '0' && *v <= '9')) || *end || (errno && errno != ERANGE))
             return zc_err_set(err, ZC_EINVAL, "%s: expected an integer, got '%s'", s->flag, v);
         if (errno == ERANGE || (s->kind == ARG_INT && (x < INT_MIN || x > INT_MAX)))
             return zc_err_set(err, ZC_EINVAL, "%s: %s is out of range (%lld to %lld)", s->flag, v,
@@ -31,8 +34,8 @@ static zc_status parse_value(arg_spec *s, const char *v, zc_err *err)
         return ZC_OK;
     }
     case ARG_DOUBLE: {
-        double x = strtod(v, &end);
-        if (!*v || *end || errno)
+        double x = strtod(v, &end); /* white space before the number, as after it, is refused */
+        if (!*v || isspace((unsigned char)*v) || *end || errno)
             return zc_err_set(err, ZC_EINVAL, "%s: expected a number, got '%s'", s->flag, v);
         *(double *)s->dst = x;
         return ZC_OK;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -109,6 +110,57 @@ static zc_status export_llmc(const char *dir, const char *out, zc_err *err)
     return st;
 }
 
+/* The checkpoint argument DIR among argv[3..argc) (NULL when none), wherever it stands among
+ * the flags, which go to flags[0..*nflags): the one argument that is neither a flag nor a
+ * flag's value. */
+static zc_status split_dir(int argc, char **argv, const arg_spec *specs, int nspecs,
+                           const char **dir, char **flags, int *nflags, zc_err *err)
+{
+    *dir = NULL;
+    for (int i = 3; i < argc; i++) {
+        if (argv[i][0] == '-' && argv[i][1]) {
+            flags[(*nflags)++] = argv[i];
+            bool takes_value = false; /* "--out FILE": FILE is the flag's */
+            for (int k = 0; k < nspecs; k++)
+                takes_value |= specs[k].kind != ARG_BOOL && !strcmp(specs[k].flag, argv[i]);
+            if (takes_value && i + 1 < argc)
+                flags[(*nflags)++] = argv[++i];
+        } else if (*dir) {
+            return zc_err_set(err, ZC_EINVAL,
+                              "zeroc ckpt takes one checkpoint, got '%s' and '%s' (flags take "
+                              "one value each)",
+                              *dir, argv[i]);
+        } else {
+            *dir = argv[i];
+        }
+    }
+    return ZC_OK;
+}
+
+/* zc_ckpt_resolve; a step directory named without the zeros saves write (DIR/step-4 for
+ * DIR/step-000004) is told the name that exists. */
+static zc_status resolve(const char *path, char *dir, size_t len, zc_err *err)
+{
+    zc_status st = zc_ckpt_resolve(path, dir, len, err);
+    if (!st)
+        return st;
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    long long step;
+    char tail, padded[4200], probe[4300];
+    struct stat sb;
+    if (sscanf(base, "step-%lld%c", &step, &tail) != 1 || step < 0)
+        return st;
+    snprintf(padded, sizeof padded, "%.*sstep-%06lld", (int)(base - path), path, step);
+    snprintf(probe, sizeof probe, "%s/manifest.json", padded);
+    if (strcmp(padded, path) && !stat(probe, &sb)) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        zc_err_set(err, st, "%s; did you mean %s? (step directories are named with 6 digits)", msg,
+                   padded);
+    }
+    return st;
+}
+
 int cmd_ckpt(zc_comm *comm, int argc, char **argv)
 {
     const char *out = NULL, *format = "safetensors", *dtype = "fp32";
@@ -125,7 +177,7 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
-    const char *verb = argc > 2 ? argv[2] : "", *path = argc > 3 ? argv[3] : NULL;
+    const char *verb = argc > 2 ? argv[2] : "", *path = NULL;
     zc_status st = ZC_OK;
     bool helped = false; /* `ckpt --help`, and `ckpt VERB ... --help` */
     for (int i = 2; i < argc; i++)
@@ -141,17 +193,24 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
                         "zeroc ckpt: expected inspect, verify or export, got "
                         "'%s'",
                         verb);
-    else if (!path || path[0] == '-')
+    /* the flags, before or after DIR */
+    char **flags = calloc((size_t)argc + 1, sizeof *flags);
+    int nflags = 0;
+    if (!st && !flags)
+        st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
+    if (!st)
+        st = split_dir(argc, argv, specs, nspecs, &path, flags, &nflags, &err);
+    if (!st && !path)
         st = zc_err_set(&err, ZC_EINVAL,
                         "zeroc ckpt %s: which checkpoint? (a DIR given to "
                         "--save-dir, or DIR/step-N)",
                         verb);
     if (!st)
-        st = args_parse(specs, nspecs, argc, argv, 4, &err);
+        st = args_parse(specs, nspecs, nflags, flags, 0, &err);
     static const char *const export_only[] = {"--out", "--format", "--dtype"};
     for (size_t i = 0;
          !st && strcmp(verb, "export") && i < sizeof export_only / sizeof *export_only; i++)
-        if (args_given(argc, argv, 4, export_only[i]))
+        if (args_given(nflags, flags, 0, export_only[i]))
             st = zc_err_set(&err, ZC_EINVAL, "%s is for ckpt export; zeroc ckpt %s does not use it",
                             export_only[i], verb);
     if (!st && !strcmp(verb, "export") && !out)
@@ -167,7 +226,7 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
         st = zc_err_set(&err, ZC_EINVAL, "--format %s writes fp32 only", format);
     char dir[4096];
     if (!st)
-        st = zc_ckpt_resolve(path, dir, sizeof dir, &err);
+        st = resolve(path, dir, sizeof dir, &err);
     if (!st && !strcmp(verb, "export"))
         st = export_not_over_checkpoint(out, !strcmp(format, "hf"), path, dir, &err);
     if (!st && zc_comm_rank(comm) == 0) {
@@ -185,5 +244,6 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
             printf("%s\n", summary);
         free(summary);
     }
+    free(flags);
     return st ? cli_fail(comm, &err, true) : 0;
 }

@@ -23,26 +23,75 @@
 #include "zeroc/checked.h"
 #include "zeroc/estimate.h"
 
-/* "1.5e9", "1.5B", "350M", "124m", "12K", "2T" → count (decimal suffixes). */
-static int parse_count(const char *s, double *out)
+/* "1.5e9", "1.5B", "350M", "124m", "12K", "2T", "124439808" → count (decimal suffixes), read as
+ * the decimal it is written as (no rounding through a double): 0 when it is, with the suffix,
+ * a whole number from 1 to max; -1 when it is not a decimal number with an optional suffix
+ * (hexadecimal, white space and signs too); -2 when it is not a whole number ("0.4", "1.5");
+ * -3 when it is 0; -4 when it is above max. */
+static int parse_count(const char *s, int64_t max, int64_t *out)
 {
-    char *end;
-    double v = strtod(s, &end);
-    double mul = 1;
-    if (*end) {
-        switch (toupper((unsigned char)*end)) {
-        case 'K': mul = 1e3; break;
-        case 'M': mul = 1e6; break;
-        case 'B':
-        case 'G': mul = 1e9; break;
-        case 'T': mul = 1e12; break;
-        default: return -1;
+    char digits[64]; /* the significant digits, integer and fraction parts together */
+    int nd = 0, exp10 = 0;
+    bool any = false, dot = false;
+    const char *p = s;
+    for (;; p++) {
+        if (*p >= '0' && *p <= '9') {
+            any = true;
+            if (nd == 0 && *p == '0') { /* a leading zero adds no digit */
+                exp10 -= dot;
+                continue;
+            }
+            if (nd == (int)sizeof digits) /* past any count zeroc holds */
+                return -4;
+            digits[nd++] = *p;
+            exp10 -= dot;
+        } else if (*p == '.' && !dot) {
+            dot = true;
+        } else {
+            break;
         }
-        end++;
     }
-    if (end == s || *end || !(v > 0) || !isfinite(v))
+    if (!any)
         return -1;
-    *out = v * mul;
+    if (*p == 'e' || *p == 'E') {
+        char *end;
+        long e = strtol(p + 1, &end, 10);
+        if (end == p + 1 || !(p[1] == '-' || p[1] == '+' || (p[1] >= '0' && p[1] <= '9')) ||
+            e < -1000 || e > 1000)
+            return -1;
+        exp10 += (int)e;
+        p = end;
+    }
+    static const struct {
+        char suffix;
+        int exp10;
+    } suffixes[] = {{'K', 3}, {'M', 6}, {'B', 9}, {'G', 9}, {'T', 12}};
+    if (*p) {
+        size_t k = 0;
+        while (k < sizeof suffixes / sizeof *suffixes &&
+               suffixes[k].suffix != toupper((unsigned char)*p))
+            k++;
+        if (k == sizeof suffixes / sizeof *suffixes || p[1])
+            return -1;
+        exp10 += suffixes[k].exp10;
+    }
+    /* digits × 10^exp10: a whole number when the digits below 10^0 are zeros */
+    while (nd > 0 && exp10 < 0 && digits[nd - 1] == '0')
+        nd--, exp10++;
+    if (nd == 0)
+        return -3; /* zero */
+    if (exp10 < 0)
+        return -2;
+    if (nd + exp10 > 18) /* >= 10^18 */
+        return -4;
+    int64_t v = 0;
+    for (int i = 0; i < nd; i++)
+        v = v * 10 + (digits[i] - '0');
+    for (int i = 0; i < exp10; i++)
+        v *= 10;
+    if (v > max)
+        return -4;
+    *out = v;
     return 0;
 }
 
@@ -69,6 +118,25 @@ static int parse_bytes(const char *s, double *out)
     return 0;
 }
 
+/* The model shape flags (their defaults do not say whether they were given). */
+enum {
+    SHAPE_HIDDEN,
+    SHAPE_LAYERS,
+    SHAPE_CHANNELS,
+    SHAPE_HEADS,
+    SHAPE_VOCAB,
+    SHAPE_SEQ_LEN,
+    SHAPE_CKPT,
+    NSHAPE
+};
+static const char *const shape_flags[NSHAPE] = {"--hidden",
+                                                "--layers",
+                                                "--channels",
+                                                "--heads",
+                                                "--vocab",
+                                                "--seq-len",
+                                                "--activation-checkpointing"};
+
 /* The command's flags, as given. */
 typedef struct {
     const char *params, *model, *init, *mem_per_rank, *config;
@@ -78,6 +146,7 @@ typedef struct {
     const char *off_opt, *off_par, *max_in_cpu, *sub_group, *prefetch, *persist, *bucket, *ratio;
     bool ckpt, json, qwz, qgz;
     bool ranks_per_node_given, micro_given, grad_accum_given, hpz_given; /* set by the flag */
+    bool given[NSHAPE]; /* which shape flags were given */
 } estimate_flags;
 
 /* The model estimated: its units' sizes and one micro-batch's activations. */
@@ -193,12 +262,6 @@ static zc_status flags_to_config(const estimate_flags *f, zc_config *cfg, double
 {
     zc_config_defaults(cfg);
     zc_status st = ZC_OK;
-    if (f->optim && strcasecmp(f->optim, "adamw") && strcasecmp(f->optim, "adam") &&
-        strcasecmp(f->optim, "sgd") && strcasecmp(f->optim, "sgd-momentum"))
-        return zc_err_set(err, ZC_EINVAL,
-                          "--optimizer: expected adamw, adam, sgd or "
-                          "sgd-momentum, got '%s'",
-                          f->optim);
     if ((st = check_ranks(f, err)))
         return st;
     if (f->dtype && strcmp(f->dtype, "fp32") && strcmp(f->dtype, "bf16") &&
@@ -223,6 +286,8 @@ static zc_status flags_to_config(const estimate_flags *f, zc_config *cfg, double
          !f->dtype                   ? NULL
          : !strcmp(f->dtype, "bf16") ? "true"
                                      : "false"},
+        /* as train's: the type alone, over the file's (its SGD momentum stays) */
+        {"--optimizer", "optimizer.type", f->optim},
         {"--micro-batch", "train_micro_batch_size_per_gpu", f->micro_given ? micro : NULL},
         {"--grad-accum", "gradient_accumulation_steps", f->grad_accum_given ? accum : NULL},
         {"--grad-accum-dtype", "data_types.grad_accum_dtype", f->grad_dtype},
@@ -274,30 +339,67 @@ static zc_status flags_to_config(const estimate_flags *f, zc_config *cfg, double
 /* --params N: one unit of N parameters, activations unknown. */
 static zc_status bare_model(const estimate_flags *f, estimate_model *m, zc_err *err)
 {
-    double count = 0;
-    if (parse_count(f->params, &count))
+    int64_t count = 0;
+    switch (parse_count(f->params, ZC_MAX_NUMEL, &count)) {
+    case 0: break;
+    case -2:
         return zc_err_set(err, ZC_EINVAL,
-                          "--params: expected a positive count like 1.5e9, "
-                          "1.5B or 350M, got '%s'",
+                          "--params %s: not a whole number of parameters; give a count like "
+                          "1.5e9, 1.5B, 350M or 124439808",
                           f->params);
-    if (count > (double)ZC_MAX_NUMEL)
-        return zc_err_set(err, ZC_EINVAL,
-                          "--params %s: zeroc holds at most %lld parameters "
-                          "(2^49)",
+    case -3:
+        return zc_err_set(err, ZC_EINVAL, "--params %s: expected a count of at least 1", f->params);
+    case -4:
+        return zc_err_set(err, ZC_EINVAL, "--params %s: zeroc holds at most %lld parameters (2^49)",
                           f->params, (long long)ZC_MAX_NUMEL);
+    default:
+        return zc_err_set(err, ZC_EINVAL,
+                          "--params %s: expected a decimal count like 1.5e9, 1.5B, 350M or "
+                          "124439808 (suffixes K, M, B or G, T)",
+                          f->params);
+    }
     if (!(m->units = malloc(sizeof *m->units)))
         return zc_err_set(err, ZC_ENOMEM, "out of memory");
-    m->units[m->nunits++] = (size_t)llround(count);
+    m->units[m->nunits++] = (size_t)count;
+    return ZC_OK;
+}
+
+/* Shape flags that would be ignored are refused, as train and analyze refuse them: the estimate
+ * would be of another model than the command line says. */
+static zc_status refuse_unused_shape(const estimate_flags *f, zc_err *err)
+{
+    for (int k = 0; k < NSHAPE; k++) {
+        if (!f->given[k])
+            continue;
+        if (f->params)
+            return zc_err_set(err, ZC_EINVAL,
+                              "%s is a model shape flag; --params N counts the parameters "
+                              "alone (give --model mlp|gpt2 and its shape instead)",
+                              shape_flags[k]);
+        if (f->model && !strcmp(f->model, "mlp") && k != SHAPE_HIDDEN && k != SHAPE_LAYERS)
+            return zc_err_set(err, ZC_EINVAL, "%s is a gpt2 flag; --model mlp does not use it",
+                              shape_flags[k]);
+        if (k == SHAPE_HIDDEN && f->init)
+            return zc_err_set(err, ZC_EINVAL,
+                              "--hidden is an mlp flag; --init %s is a GPT-2 (its shape comes "
+                              "from the file)",
+                              f->init);
+        if (k == SHAPE_HIDDEN && f->model && !strcmp(f->model, "gpt2"))
+            return zc_err_set(err, ZC_EINVAL,
+                              "--hidden is an mlp flag; --model gpt2 takes --channels");
+    }
     return ZC_OK;
 }
 
 static zc_status mlp_units(const estimate_flags *f, int B, zc_gemm_type compute, estimate_model *m,
                            zc_err *err)
 {
-    int L = f->layers ? f->layers : MLP_DEFAULT_LAYERS;
+    int L = f->given[SHAPE_LAYERS] ? f->layers : MLP_DEFAULT_LAYERS;
     mlp_config mc = {.hidden = f->hidden, .layers = L, .batch = B, .compute = compute};
-    if (f->hidden < 1 || L < 1)
-        return zc_err_set(err, ZC_EINVAL, "mlp: --hidden and --layers must be >= 1");
+    if (f->hidden < 1)
+        return zc_err_set(err, ZC_EINVAL, "--hidden must be >= 1, got %d", f->hidden);
+    if (L < 1)
+        return zc_err_set(err, ZC_EINVAL, "--layers must be >= 1, got %d", L);
     zc_status st = mlp_check(&mc, err);
     if (st)
         return st;
@@ -308,21 +410,59 @@ static zc_status mlp_units(const estimate_flags *f, int B, zc_gemm_type compute,
     return ZC_OK;
 }
 
+/* The shape of --init's file: shape flags beside it must say what the file says (they cannot
+ * change it), and --seq-len fit its positions, as train refuses them. */
+static zc_status init_shape(const estimate_flags *f, gpt2_config *gc, zc_err *err)
+{
+    zc_status st = cli_err_flag(gpt2_init_shape(f->init, gc, err), "--init", err);
+    if (st)
+        return st;
+    const struct {
+        int flag, want, file;
+    } shape[] = {{SHAPE_LAYERS, f->layers, gc->num_layers},
+                 {SHAPE_CHANNELS, f->channels, gc->channels},
+                 {SHAPE_HEADS, f->heads, gc->num_heads},
+                 {SHAPE_VOCAB, f->vocab, gc->vocab_size}};
+    for (size_t i = 0; i < sizeof shape / sizeof *shape; i++)
+        if (f->given[shape[i].flag] && shape[i].want != shape[i].file)
+            return zc_err_set(err, ZC_EINVAL,
+                              "%s %d: --init %s has %d (the shape comes from the file)",
+                              shape_flags[shape[i].flag], shape[i].want, f->init, shape[i].file);
+    if (f->given[SHAPE_SEQ_LEN] && f->seq_len > gc->max_seq_len)
+        return zc_err_set(err, ZC_EINVAL,
+                          "--seq-len %d is longer than the %d positions of --init %s (the shape "
+                          "comes from the file)",
+                          f->seq_len, gc->max_seq_len, f->init);
+    return ZC_OK;
+}
+
 /* GPT-2 from the shape flags, or from --init's file. */
 static zc_status gpt2_units(const estimate_flags *f, int B, zc_gemm_type compute, estimate_model *m,
                             zc_err *err)
 {
-    gpt2_config gc = {f->seq_len, f->vocab,   gpt2_pad_vocab(f->vocab), f->layers ? f->layers : 12,
-                      f->heads,   f->channels};
-    zc_status st = f->init ? gpt2_init_shape(f->init, &gc, err) : ZC_OK;
+    gpt2_config gc = {
+        f->seq_len, f->vocab,   gpt2_pad_vocab(f->vocab), f->given[SHAPE_LAYERS] ? f->layers : 12,
+        f->heads,   f->channels};
+    zc_status st = f->init ? init_shape(f, &gc, err) : ZC_OK;
     if (st)
         return st;
+    /* the default --seq-len takes the file's positions when it has fewer */
     int T = f->seq_len < gc.max_seq_len ? f->seq_len : gc.max_seq_len;
-    if (gc.num_layers < 1 || gc.channels < 1 || gc.num_heads < 1 || gc.vocab_size < 1 || T < 1 ||
-        gc.channels % gc.num_heads)
-        return zc_err_set(err, ZC_EINVAL,
-                          "gpt2: layers, channels, heads, vocab and sequence "
-                          "length must be >= 1, channels divisible by heads");
+    const struct {
+        const char *flag;
+        int value;
+    } counts[] = {{"--layers", gc.num_layers},
+                  {"--channels", gc.channels},
+                  {"--heads", gc.num_heads},
+                  {"--vocab", gc.vocab_size},
+                  {"--seq-len", T}};
+    for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) /* a file's are > 0 (its reader) */
+        if (counts[i].value < 1)
+            return zc_err_set(err, ZC_EINVAL, "%s must be >= 1, got %d", counts[i].flag,
+                              counts[i].value);
+    if (!f->init && gc.channels % gc.num_heads)
+        return zc_err_set(err, ZC_EINVAL, "--channels %d must be divisible by --heads %d",
+                          gc.channels, gc.num_heads);
     if ((st = gpt2_check(&gc, B, T, f->ckpt, compute, err)))
         return st;
     if (!(m->units = malloc(((size_t)gc.num_layers + 2) * sizeof *m->units)))
@@ -340,29 +480,30 @@ static zc_status model_units(const estimate_flags *f, const zc_config *cfg, esti
         return zc_err_set(err, ZC_EINVAL,
                           "give exactly one of --params N, --model mlp|gpt2, "
                           "--init FILE");
+    if (f->model && strcmp(f->model, "mlp") && strcmp(f->model, "gpt2"))
+        return zc_err_set(err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)",
+                          f->model);
+    zc_status st = refuse_unused_shape(f, err);
+    if (st)
+        return st;
     /* the models' products run in bf16 when the parameters are stored in bf16 */
     const zc_gemm_type compute = cfg->dtype == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
-    zc_status st;
     if (f->params)
         st = bare_model(f, m, err);
     else if (f->init || !strcmp(f->model, "gpt2"))
         st = gpt2_units(f, cfg->micro_batch, compute, m, err);
-    else if (!strcmp(f->model, "mlp"))
-        st = mlp_units(f, cfg->micro_batch, compute, m, err);
     else
-        st = zc_err_set(err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)", f->model);
+        st = mlp_units(f, cfg->micro_batch, compute, m, err);
     for (int u = 0; !st && u < m->nunits; u++)
         m->psi += m->units[u];
     return st;
 }
 
-/* Optimizer state floats per parameter: --optimizer's, else the config's optimizer (as the
- * engine counts them: SGD keeps a momentum buffer unless its momentum is 0). */
-static int optimizer_moments(const char *optim, const zc_config *cfg)
+/* Optimizer state floats per parameter, as the engine counts them: Adam's two moments; SGD's
+ * momentum buffer unless its momentum is 0. */
+static int optimizer_moments(const zc_config *cfg)
 {
-    if (!optim)
-        return cfg->optim != ZC_OPTIM_SGD ? 2 : cfg->momentum != 0.0;
-    return !strcasecmp(optim, "sgd") ? 0 : !strcasecmp(optim, "sgd-momentum") ? 1 : 2;
+    return cfg->optim != ZC_OPTIM_SGD ? 2 : cfg->momentum != 0.0;
 }
 
 static int ranks_per_node(const estimate_flags *f)
@@ -377,7 +518,7 @@ static zc_estimate_in estimate_input(const estimate_flags *f, const zc_config *c
     return (zc_estimate_in){.unit_numel = m->units,
                             .nunits = m->nunits,
                             .nranks = f->ranks,
-                            .moment_floats = optimizer_moments(f->optim, cfg),
+                            .moment_floats = optimizer_moments(cfg),
                             .param_bytes = zc_dtype_size(cfg->dtype),
                             .grad_bytes = zc_dtype_size(zc_config_grad_dtype(cfg)),
                             .comm_elem_bytes = zc_dtype_size(zc_config_comm_dtype(cfg)),
@@ -548,7 +689,9 @@ static void print_table(const estimate_flags *f, const zc_config *cfg, const zc_
            pbytes == 4   ? ""
            : gbytes == 2 ? " (P = G = 2, K = 12 with Adam)"
                          : " (P = 2, fp32 gradients)",
-           base->moment_floats == 2 ? "Adam" : "SGD",
+           base->moment_floats == 2   ? "Adam"
+           : base->moment_floats == 1 ? "SGD with momentum"
+                                      : "SGD",
            f->params ? "; activations and per-unit buffers need a model shape (--model)" : "",
            !offload               ? ""
            : nvme_opt && nvme_par ? "; optimizer (stages 1-3) and parameters "
@@ -654,7 +797,9 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
         {"--comm-dtype", ARG_STR, &f.comm_dtype, NULL,
          "reduce-scatter elements: fp32, bf16 or fp16 (default: --dtype)", NULL},
         {"--optimizer", ARG_STR, &f.optim, NULL,
-         "adamw, adam, sgd, sgd-momentum (default: the config's optimizer, AdamW)", NULL},
+         "AdamW, Adam or SGD, as train's: the config's optimizer.type (default AdamW; SGD keeps "
+         "a momentum buffer when the config's momentum is not 0)",
+         NULL},
         {"--reduce-bucket-size", ARG_STR, &f.bucket, NULL,
          "reduce_bucket_size: elements per reduce-scatter chunk (default 5e8)", NULL},
         {"--offload-optimizer", ARG_STR, &f.off_opt, NULL,
@@ -692,6 +837,8 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     f.micro_given = args_given(argc, argv, 2, "--micro-batch");
     f.grad_accum_given = args_given(argc, argv, 2, "--grad-accum");
     f.hpz_given = args_given(argc, argv, 2, "--hpz");
+    for (int k = 0; k < NSHAPE; k++)
+        f.given[k] = args_given(argc, argv, 2, shape_flags[k]);
     zc_config cfg;
     double limit = 0;
     estimate_model m = {.activations = -1};

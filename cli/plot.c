@@ -440,9 +440,11 @@ int cmd_plot(int argc, char **argv)
                    "(default: the first report's name with .svg)\n",
                    MAX_RUNS);
             return 0;
-        } else if (!strcmp(argv[i], "--out")) {
+        } else if (!strcmp(argv[i], "--out") || !strncmp(argv[i], "--out=", 6)) {
             if (out)
                 st = zc_err_set(&err, ZC_EINVAL, "--out is given twice; give it once");
+            else if (argv[i][5] == '=')
+                out = argv[i] + 6;
             else if (i + 1 >= argc)
                 st = zc_err_set(&err, ZC_EINVAL, "--out needs a file name");
             else
@@ -466,9 +468,12 @@ int cmd_plot(int argc, char **argv)
         snprintf(def, sizeof def, "%.*s.svg", keep, paths[0]);
         out = def;
     }
+    if (!st)
+        st = cli_output_named("--out", out, 4000, &err);
     for (int k = 0; !st && k < n; k++)
         st = cli_output_not_input("--out", out, "report", paths[k], &err);
-    run runs[MAX_RUNS];
+    run runs[MAX_RUNS] = {
+        0}; /* zeroed: GCC cannot see that write_svg runs only when all are read */
     int loaded = 0;
     for (; !st && loaded < n; loaded++)
         if ((st = read_run(paths[loaded], &runs[loaded], &err)))

@@ -415,8 +415,10 @@ int cmd_prepare(int argc, char **argv)
     if (!st && !gpt2 && args_given(nrest, rest, 0, "--threads"))
         st = zc_err_set(&err, ZC_EINVAL,
                         "--threads is for --tokenizer gpt2 (the byte tokenizer is one pass)");
-    if (!st && threads < 0)
-        st = zc_err_set(&err, ZC_EINVAL, "--threads must be >= 1, got %d", threads);
+    if (!st && args_given(nrest, rest, 0, "--threads") && threads < 1) /* 0 is the default's */
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--threads must be >= 1, got %d (leave it out to use all processors)",
+                        threads);
     file_list inputs = {0};
     if (!st)
         st = list_inputs(files, nfiles, &inputs, &err);

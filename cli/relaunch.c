@@ -1,5 +1,5 @@
 /* relaunch.c — re-executes a command under mpirun when it was started without an MPI launcher
- * (`zeroc analyze` runs on several ranks by default). */
+ * (`zeroc analyze` runs on several ranks by default), after checking its flags here. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,13 +22,16 @@ static bool already_launched_or_help(int argc, char **argv)
     return false;
 }
 
-void cli_relaunch_under_mpirun(int argc, char **argv, int ranks)
+void cli_relaunch_under_mpirun(int argc, char **argv, cli_relaunch_check check)
 {
     if (already_launched_or_help(argc, argv))
         return;
-    for (int i = 2; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--ranks"))
-            ranks = atoi(argv[i + 1]);
+    int ranks = 0;
+    zc_err err = {0};
+    if (check(argc, argv, &ranks, &err)) { /* one message, before any rank starts */
+        fprintf(stderr, "zeroc: error: %s\n", err.msg);
+        exit(1);
+    }
     if (ranks <= 1)
         return;
     char np[16];

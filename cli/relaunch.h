@@ -1,9 +1,23 @@
-/* relaunch.h — a command started without an MPI launcher re-executes itself under mpirun. */
+/* relaunch.h — a command started without an MPI launcher checks its flags, then re-executes
+ * itself under mpirun. */
 #ifndef ZEROC_CLI_RELAUNCH_H
 #define ZEROC_CLI_RELAUNCH_H
 
-/* Started without an MPI launcher, re-executes this command under mpirun with the --ranks
- * value of argv (default `ranks`); returns only if it does not (already launched, or 1 rank). */
-void cli_relaunch_under_mpirun(int argc, char **argv, int ranks);
+#include "zeroc/status.h"
+
+/* Reads and checks a command's flags (argv as main has it) before any rank starts, giving the
+ * ranks to run on; ZC_EINVAL (or the error of a file its flags name) when one is refused. */
+typedef zc_status (*cli_relaunch_check)(int argc, char **argv, int *ranks, zc_err *err);
+
+/* Started without an MPI launcher and without --help: checks the flags with `check` — a refusal
+ * is printed once and the process exits 1, before mpirun starts ranks that would each refuse
+ * them under its abort banner — then re-executes this command under mpirun on the ranks the
+ * check gives. Returns when already launched, for --help, or on 1 rank (the command then runs
+ * in this process, a world of 1). */
+void cli_relaunch_under_mpirun(int argc, char **argv, cli_relaunch_check check);
+
+/* zeroc analyze's check (cli/analyze.c): its flags as cmd_analyze reads them, the files --out
+ * names, and --ranks (default 4). */
+zc_status cli_analyze_check(int argc, char **argv, int *ranks, zc_err *err);
 
 #endif

@@ -94,8 +94,8 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
                         "--init %s: expected an llm.c GPT-2 checkpoint or a "
                         "Hugging Face GPT-2 (a directory with config.json and model.safetensors)",
                         init);
-    if (!st)
-        st = gpt2_init_shape(init, &h, &err);
+    if (!st) /* a file that cannot be read is named with its flag */
+        st = cli_err_flag(gpt2_init_shape(init, &h, &err), "--init", &err);
     bpe_vocab vocab;
     bool have_vocab = false;
     if (!st && vocab_path && h.vocab_size == BYTE_VOCAB)
@@ -153,7 +153,7 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     if (!st)
         st = zc_engine_finalize(e, &err);
     if (!st)
-        st = gpt2_load_init(m, init, &err);
+        st = cli_err_flag(gpt2_load_init(m, init, &err), "--init", &err);
     gpt2_sampling how = {.temperature = (float)temperature, .top_k = top_k, .seed = (uint64_t)seed};
     if (!st)
         st = gpt2_generate(m, ptok, np, length, &how, out, &err);

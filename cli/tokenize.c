@@ -16,6 +16,7 @@
 #include "cli/args.h"
 #include "cli/bpe_text.h"
 #include "cli/commands.h"
+#include "cli/fail.h"
 #include "cli/output_paths.h"
 #include "models/gpt2/llmc_files.h"
 
@@ -35,14 +36,12 @@ static zc_status open_out(const char *path, FILE **f, zc_err *err)
 
 static zc_status close_out(const char *path, FILE *f, zc_err *err)
 {
+    if (f == stdout) /* the check main makes after every command, made here to say it first */
+        return cli_stdout_flush(errno, err);
     bool bad = ferror(f) != 0;
-    if (f != stdout)
-        bad = fclose(f) != 0 || bad;
-    else
-        bad = fflush(f) != 0 || bad;
+    bad = fclose(f) != 0 || bad;
     if (bad)
-        return zc_err_set(err, ZC_EIO, "%s: write error: %s", path ? path : "standard output",
-                          strerror(errno));
+        return zc_err_set(err, ZC_EIO, "%s: write error: %s", path, strerror(errno));
     return ZC_OK;
 }
 
@@ -124,8 +123,10 @@ int cmd_tokenize(int argc, char **argv)
         st = args_parse(specs, nspecs, nrest, rest, 0, &err);
     if (!st && !vocab)
         st = zc_err_set(&err, ZC_EINVAL, "--vocab DIR is required (see --help)");
-    if (!st && threads < 0)
-        st = zc_err_set(&err, ZC_EINVAL, "--threads must be >= 1, got %d", threads);
+    if (!st && args_given(nrest, rest, 0, "--threads") && threads < 1) /* 0 is the default's */
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--threads must be >= 1, got %d (leave it out to use all processors)",
+                        threads);
     static const char *std_in[] = {"-"};
     if (!st && nfiles == 0) {
         files[0] = std_in[0];
@@ -180,9 +181,10 @@ int cmd_tokenize(int argc, char **argv)
     return st ? fail(&err) : 0;
 }
 
-/* Parses ids separated by white space or commas from text[0..n). */
-static zc_status parse_ids(const char *what, const uint8_t *text, size_t n, bpe_ids *ids,
-                           zc_err *err)
+/* Parses ids separated by white space or commas from text[0..n) (of input `what`), each below
+ * the vocabulary's size; an error gives the item's position, counted from 0. */
+static zc_status parse_ids(const char *what, const uint8_t *text, size_t n, const bpe_vocab *v,
+                           bpe_ids *ids, zc_err *err)
 {
     size_t i = 0, item = 0;
     while (i < n) {
@@ -200,9 +202,16 @@ static zc_status parse_ids(const char *what, const uint8_t *text, size_t n, bpe_
             size_t e = i;
             while (e < n && e - i < 20 && text[e] != ',' && text[e] != ' ' && text[e] != '\n')
                 e++;
-            return zc_err_set(err, ZC_EINVAL, "%s: item %zu ('%.*s') is not a token id", what, item,
-                              (int)(e - i), (const char *)text + i);
+            return zc_err_set(err, ZC_EINVAL,
+                              "%s: item %zu ('%.*s') is not a token id (items are numbered from "
+                              "0)",
+                              what, item, (int)(e - i), (const char *)text + i);
         }
+        if (val >= (uint64_t)v->n)
+            return zc_err_set(err, ZC_EINVAL,
+                              "%s: token %zu is %llu, outside the vocabulary of %s (ids 0..%d; "
+                              "tokens are numbered from 0)",
+                              what, item, (unsigned long long)val, v->source, v->n - 1);
         zc_status st = bpe_ids_reserve(ids, 1, err);
         if (st)
             return st;
@@ -268,7 +277,7 @@ int cmd_detokenize(int argc, char **argv)
         size_t n = 0;
         st = bpe_text_read("--in", in ? in : "-", &text, &n, &err);
         if (!st)
-            st = parse_ids(in ? in : "standard input", text, n, &ids, &err);
+            st = parse_ids(in ? in : "standard input", text, n, &v, &ids, &err);
         free(text);
     }
     uint8_t *bytes = NULL;

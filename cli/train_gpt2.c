@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli/byte_text.h"
+#include "cli/fail.h"
 #include "cli/train_model.h"
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/gpt2_sample.h"
@@ -203,12 +204,17 @@ static zc_status gpt2_load(train_model *m, zc_err *err)
 {
     gpt2_state *st = m->state;
     /* zeroc's safetensors files are loaded by the trainer for every model */
-    return m->owns_init ? gpt2_load_init(st->gpt, st->o.init, err) : ZC_OK;
+    return m->owns_init ? cli_err_flag(gpt2_load_init(st->gpt, st->o.init, err), "--init", err)
+                        : ZC_OK;
 }
 
 static zc_status gpt2_save_final(train_model *m, const char *path, zc_err *err)
 {
-    return gpt2_save_llmc(((gpt2_state *)m->state)->gpt, path, err);
+    gpt2_state *st = m->state;
+    zc_status rc = gpt2_save_llmc(st->gpt, path, err);
+    if (!rc && st->rank == 0) /* rank 0 wrote it */
+        printf("wrote %s (an llm.c GPT-2 checkpoint: zeroc sample --init %s)\n", path, path);
+    return rc;
 }
 
 static void train_gpt2_destroy(train_model *m)
@@ -252,7 +258,7 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
     zc_status rc = ZC_OK;
     m->owns_init = o->init && gpt2_is_init_file(o->init);
     if (m->owns_init) {
-        if ((rc = gpt2_init_shape(o->init, &gc, err)))
+        if ((rc = cli_err_flag(gpt2_init_shape(o->init, &gc, err), "--init", err)))
             goto fail;
         /* shape flags beside the file must say what the file says (they cannot change it) */
         const struct {
@@ -299,7 +305,7 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
                         "make one with zeroc prepare)");
         goto fail;
     }
-    if ((rc = llmc_tokens_open(o->data, &st->train, err)))
+    if ((rc = cli_err_flag(llmc_tokens_open(o->data, &st->train, err), "--data", err)))
         goto fail;
     st->train_open = true;
     m->data[0] = st->train.ntok;
@@ -307,7 +313,7 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
     if ((rc = scan_tokens(&st->train, st->vocab, &m->data[1], err)))
         goto fail;
     if (o->val_data) {
-        if ((rc = llmc_tokens_open(o->val_data, &st->val, err)))
+        if ((rc = cli_err_flag(llmc_tokens_open(o->val_data, &st->val, err), "--val-data", err)))
             goto fail;
         st->val_open = true;
         m->data[2] = st->val.ntok;

@@ -82,6 +82,9 @@ static void train_mlp_destroy(train_model *m)
 zc_status train_model_mlp(train_model *m, const train_opts *o, zc_engine *e, zc_mem *mem,
                           zc_comm *comm, const zc_config *cfg, zc_err *err)
 {
+    /* named by flag here: the model's own check knows no flags (--layers: cli/train_args.c) */
+    if (o->hidden < 1)
+        return zc_err_set(err, ZC_EINVAL, "--hidden must be >= 1, got %d", o->hidden);
     mlp_state *st = calloc(1, sizeof *st);
     if (!st)
         return zc_err_set(err, ZC_ENOMEM, "out of memory");

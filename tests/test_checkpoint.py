@@ -157,11 +157,20 @@ def test_reshard():
 
 
 def test_export_safetensors():
-    """`zeroc ckpt export` gives the model's weights (digest), readable by hand and by numpy."""
+    """`zeroc ckpt export` gives the model's weights (digest), readable by hand and by numpy; its
+    flags may stand before the checkpoint; DIR/step-3 for DIR/step-000003 is told the name."""
     d = H_.path("ck-export")
     a, _ = train(3, "ex", *MLP, "--stage", 2, "--steps", 3, "--save-dir", d, "--save-every", 3)
     out = H_.path("ex.safetensors")
     H_.run(1, "ckpt", "export", d, "--out", out)
+    # the flags may come before the checkpoint: the same export
+    out2 = H_.path("ex2.safetensors")
+    H_.run(1, "ckpt", "export", "--out", out2, d)
+    check(open(out2, "rb").read() == open(out, "rb").read(), "export --out FILE DIR differs")
+    # a step directory named without the zeros of its name is told the name that exists
+    p = H_.run(1, "ckpt", "verify", os.path.join(d, "step-3"), ok=False)
+    check(p.returncode == 1 and f"did you mean {os.path.join(d, 'step-000003')}?" in p.stderr,
+          f"ckpt verify DIR/step-3: {p.returncode} {p.stderr!r}")
     t = read_safetensors(out)
     h = hashlib.sha256()
     for k in t:
@@ -183,13 +192,16 @@ print(a.shape, float(a.sum()))"""], capture_output=True, text=True)
 
 
 def test_export_formats_and_init():
-    """GPT-2: `export --format llmc` is byte-identical to `train --save-final`; `--dtype bf16`
+    """GPT-2: `export --format llmc` is byte-identical to `train --save-final` (which says what it
+    wrote); `--dtype bf16`
     halves the data with round-to-nearest-even; `train --init FILE.safetensors` starts from
     exactly the exported weights (on other ranks and another stage); --keep keeps the newest."""
     d = H_.path("ck-g")
     final = H_.path("g-final.bin")
-    g, _ = train(2, "g", *gpt2_args(), "--stage", 3, "--steps", 6, "--save-dir", d,
-                 "--save-every", 2, "--keep", 2, "--save-final", final)
+    g, gp = train(2, "g", *gpt2_args(), "--stage", 3, "--steps", 6, "--save-dir", d,
+                  "--save-every", 2, "--keep", 2, "--save-final", final)
+    check(f"wrote {final} (an llm.c GPT-2 checkpoint" in gp.stdout,
+          f"--save-final says nothing of what it wrote: {gp.stdout[-500:]!r}")
     check(sorted(f for f in os.listdir(d) if f.startswith("step-")) ==
           ["step-000004", "step-000006"], f"--keep 2 left {os.listdir(d)}")
     H_.run(1, "ckpt", "export", d, "--format", "llmc", "--out", H_.path("g-exp.bin"))

@@ -7,7 +7,9 @@
  * - a failed zc_engine_create / zc_ckpt_reader_open leaves *out NULL;
  * - zc_ckpt_save refuses config/client texts that are not one JSON object before writing;
  * - (2 ranks) a configuration or model that differs between ranks is named: the key and both
- *   values, the unit and parameter with both sizes — and every rank fails alike. */
+ *   values, the unit and parameter with both sizes — and every rank fails alike;
+ * - the memory ledger (zeroc/mem.h) given a NULL ledger or a category out of range does
+ *   nothing, or returns NULL / 0, instead of aborting. */
 #include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include "check.h"
 #include "zeroc/checkpoint.h"
 #include "zeroc/engine.h"
+#include "zeroc/mem.h"
 
 static zc_comm *comm;
 static zc_mem *mem;
@@ -404,6 +407,49 @@ static void test_ranks_disagree(void)
     mismatch("units", e, "rank 1 registered 3 units, rank 0 2", "unit 2 'extra' of 9 elements");
 }
 
+/* The memory ledger's calls without a status do nothing (or give NULL / 0) for a NULL ledger or
+ * a category out of range — they aborted — and leave the ledger's counts as they were. */
+static void test_mem_arguments(void)
+{
+    zc_mem *m = zc_mem_create();
+    CHECK(m != NULL, "zc_mem_create");
+    const zc_mem_category bad[] = {(zc_mem_category)-1, ZC_MEM_NCATEGORIES, (zc_mem_category)99};
+    CHECK(zc_mem_alloc(NULL, ZC_MEM_PARAMS, 64) == NULL, "alloc with a NULL ledger");
+    CHECK(zc_mem_alloc(m, ZC_MEM_NVME, 64) == NULL, "alloc in ZC_MEM_NVME (not RAM)");
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        CHECK(zc_mem_alloc(m, bad[i], 64) == NULL, "alloc in category %d", (int)bad[i]);
+        zc_mem_stats s = zc_mem_get(m, bad[i]);
+        CHECK(s.current == 0 && s.peak == 0, "get of category %d", (int)bad[i]);
+        zc_mem_charge(m, bad[i], 10);
+        zc_mem_release(m, bad[i], 10);
+    }
+    zc_mem_stats none = zc_mem_get(NULL, ZC_MEM_PARAMS);
+    CHECK(none.current == 0 && none.peak == 0, "get with a NULL ledger");
+    CHECK(zc_mem_model_states_peak(NULL) == 0, "states peak of a NULL ledger");
+    zc_mem_reset_peaks(NULL);
+    zc_mem_charge(NULL, ZC_MEM_NVME, 10);
+    zc_mem_release(NULL, ZC_MEM_NVME, 10);
+    zc_mem_charge(m, ZC_MEM_NVME, -5); /* negative bytes: nothing counted */
+    CHECK(zc_mem_get(m, ZC_MEM_NVME).current == 0, "a negative charge was counted");
+
+    float *p = zc_mem_alloc(m, ZC_MEM_PARAMS, 100 * sizeof(float));
+    CHECK(p != NULL && zc_mem_get(m, ZC_MEM_PARAMS).current == 100 * sizeof(float),
+          "alloc of 400 bytes");
+    zc_mem_free(NULL, ZC_MEM_PARAMS, p, 100 * sizeof(float));    /* ignored */
+    zc_mem_free(m, (zc_mem_category)99, p, 100 * sizeof(float)); /* ignored */
+    zc_mem_free(m, ZC_MEM_NVME, p, 100 * sizeof(float));         /* not RAM: ignored */
+    CHECK(zc_mem_get(m, ZC_MEM_PARAMS).current == 100 * sizeof(float),
+          "an ignored free changed the ledger");
+    p[99] = 1.0f; /* still the caller's */
+    zc_mem_free(m, ZC_MEM_PARAMS, p, 100 * sizeof(float));
+    zc_mem_stats params = zc_mem_get(m, ZC_MEM_PARAMS);
+    CHECK(params.current == 0 && params.peak == 100 * sizeof(float), "after the free: %lld, %lld",
+          (long long)params.current, (long long)params.peak);
+    CHECK(zc_mem_model_states_peak(m) == 100 * sizeof(float), "states peak");
+    zc_mem_destroy(m);
+    zc_mem_destroy(NULL);
+}
+
 int main(int argc, char **argv)
 {
     zc_err err = {0};
@@ -414,6 +460,7 @@ int main(int argc, char **argv)
     rank = zc_comm_rank(comm);
     nranks = zc_comm_size(comm);
     mem = zc_mem_create();
+    test_mem_arguments();
     test_shapes_refused();
     for (int stage = 0; stage <= 3; stage++)
         test_wrong_state(stage);

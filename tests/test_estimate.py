@@ -28,6 +28,16 @@ def tokens(path, n, vocab):
     return path
 
 
+def llmc_checkpoint(path, L, C, NH, V, maxT):
+    """An llm.c fp32 checkpoint of this shape (zero weights: the estimate reads the header)."""
+    Vp = (V + 127) // 128 * 128
+    n = Vp * C + maxT * C + L * (12 * C * C + 13 * C) + 2 * C
+    with open(path, "wb") as f:
+        f.write(struct.pack("<256i", 20240326, 3, maxT, V, L, NH, C, Vp, *([0] * 248)))
+        f.write(bytes(4 * n))
+    return path
+
+
 def agree(name, shape_train, shape_est, ranks, stages, steps=2, env=None):
     """Runs `zeroc train` on each n of ranks at each stage and checks its report against
     `zeroc estimate --json --ranks n`: model states in RAM and on disk, comm staging and comm
@@ -137,13 +147,19 @@ def test_estimate_matches_gpt2_124m():
 
 
 def test_analyze_experiment():
-    """The experiment on 2 ranks, launched without mpirun (zeroc relaunches itself)."""
+    """The experiment on 2 ranks (--ranks=2), launched without mpirun (zeroc relaunches
+    itself)."""
     out = H_.path("an")
     env = dict(os.environ)
     p = subprocess.run([H_.zeroc, "analyze", "--hidden", "64", "--layers", "3", "--micro-batch",
-                        "4", "--steps", "2", "--ranks", "2", "--out", out],
+                        "4", "--steps", "2", "--ranks=2", "--out", out],
                        capture_output=True, text=True, timeout=300, env=env)
     check(p.returncode == 0, f"analyze failed: {p.stderr[-2000:]}")
+    # --ranks=2 is --ranks 2 (it ran on 4); a stage above stage 0 is "x% more", not "-x% less"
+    rss = [line for line in p.stdout.splitlines() if line.startswith("peak RSS per rank:")]
+    check(len(rss) == 4 and all(len(line.split(";")[0].split()) == 7 for line in rss),
+          f"analyze --ranks=2: {rss}")
+    check("-" not in "".join(line.split(";", 1)[-1] for line in rss), f"negative share: {rss}")
     check(p.stdout.count("equal to the byte") == 4, "analyze: estimate differs from measurement")
     rows = list(csv.DictReader(open(out + ".csv")))
     peak = {}
@@ -297,6 +313,7 @@ def test_estimate_matches_zero_pp_hosts():
 def test_estimate_bad_input():
     bad_batch = write_config("bad-batch.json", {"train_batch_size": 10,
                                                 "train_micro_batch_size_per_gpu": 4})
+    ck = llmc_checkpoint(H_.path("shape.bin"), L=2, C=32, NH=2, V=256, maxT=32)
     for args, needle in ((["--params", "-1"], "--params"), (["--params", "1M", "--ranks", "0"],
                          "--ranks"), (["--model", "resnet"], "unknown model 'resnet'"),
                          (["--init", H_.path("nothere.bin")], "nothere.bin"),
@@ -331,7 +348,50 @@ def test_estimate_bad_input():
                          (["--params", "1M", "--offload-param", "nvme", "--sub-group-size",
                            4096], None),
                          (["--params", "1M", "--sub-group-size", 4096],
-                          "neither --offload-optimizer nor --offload-param is nvme")):
+                          "neither --offload-optimizer nor --offload-param is nvme"),
+                         # shape flags the model would not use, refused as train refuses them
+                         (["--model", "gpt2", "--hidden", 16],
+                          "--hidden is an mlp flag; --model gpt2 takes --channels"),
+                         *((["--model", "mlp", flag, *value], f"{flag} is a gpt2 flag; --model "
+                           "mlp does not use it")
+                           for flag, value in (("--channels", [8]), ("--heads", [2]),
+                                               ("--vocab", [256]), ("--seq-len", [16]),
+                                               ("--activation-checkpointing", []))),
+                         (["--params", "1M", "--hidden", 16], "--hidden is a model shape flag; "
+                          "--params N counts the parameters alone"),
+                         (["--params", "1M", "--layers", 2], "--layers is a model shape flag"),
+                         (["--params", "1M", "--activation-checkpointing"],
+                          "--activation-checkpointing is a model shape flag"),
+                         (["--init", ck, "--channels", 16],
+                          f"--channels 16: --init {ck} has 32 (the shape comes from the file)"),
+                         (["--init", ck, "--layers", 3], f"--layers 3: --init {ck} has 2"),
+                         (["--init", ck, "--vocab", 300], f"--vocab 300: --init {ck} has 256"),
+                         (["--init", ck, "--seq-len", 64],
+                          f"--seq-len 64 is longer than the 32 positions of --init {ck}"),
+                         (["--init", ck, "--hidden", 16], f"--hidden is an mlp flag; --init {ck}"),
+                         (["--init", ck, "--channels", 32, "--layers", 2, "--seq-len", 16], None),
+                         (["--model", "mlp", "--layers", 0], "--layers must be >= 1, got 0"),
+                         (["--model", "mlp", "--hidden", 0], "--hidden must be >= 1, got 0"),
+                         (["--model", "gpt2", "--heads", 5],
+                          "--channels 768 must be divisible by --heads 5"),
+                         # train's --optimizer: no sgd-momentum (a config's momentum says it)
+                         (["--params", "1M", "--optimizer", "sgd-momentum"],
+                          "--optimizer: command line: optimizer.type: expected one of AdamW, "
+                          "Adam, SGD"),
+                         # a whole count of at least 1, decimal, named
+                         (["--params", "0.4"], "--params 0.4: not a whole number of parameters"),
+                         (["--params", "1.5"], "--params 1.5: not a whole number of parameters"),
+                         (["--params", "0x10"], "--params 0x10: expected a decimal count"),
+                         (["--params", "0"], "--params 0: expected a count of at least 1"),
+                         (["--params", "0.0e3K"], "--params 0.0e3K: expected a count of at least"),
+                         (["--params", " 12"], "--params  12: expected a decimal count"),
+                         # an integer flag is digits: no white space before it, no '+'
+                         (["--params", "1M", "--ranks", " 2"],
+                          "--ranks: expected an integer, got ' 2'"),
+                         (["--params", "1M", "--ranks", "+2"],
+                          "--ranks: expected an integer, got '+2'"),
+                         (["--init", H_.path("nothere.bin")],
+                          f"--init: {H_.path('nothere.bin')}: cannot open")):
         p = subprocess.run([H_.zeroc, "estimate", *map(str, args)], capture_output=True, text=True,
                            timeout=60)
         if needle is None:  # the same flag where it does something
@@ -343,7 +403,8 @@ def test_estimate_bad_input():
 
 def test_analyze_bad_input():
     """analyze refuses the other model's shape flags and an --out it cannot write before any
-    stage runs (it ran all four, then failed writing)."""
+    stage runs (it ran all four, then failed writing); started without mpirun, before it
+    relaunches itself, each refusal one line naming the flag and value."""
     nodir = H_.path("no-such-dir/an")
     for args, needle in ((["--hidden", 16, "--layers", 2, "--channels", 8],
                           "--channels is a gpt2 flag"),
@@ -353,6 +414,21 @@ def test_analyze_bad_input():
         p = subprocess.run([H_.zeroc, "analyze", "--ranks", "1", *map(str, args)],
                            capture_output=True, text=True, timeout=120)
         check(p.returncode == 1 and needle in p.stderr and "stage" not in p.stdout,
+              f"analyze {args}: {p.returncode} {p.stderr!r}")
+    # started without mpirun (4 ranks by default) a refused flag is one line from the process
+    # that would relaunch itself: no ranks start, no mpirun abort banner buries it
+    for args, needle in ((["--bogus"], "unknown flag '--bogus'"),
+                         (["--ranks", "2abc"], "--ranks: expected an integer, got '2abc'"),
+                         (["--ranks=0"], "--ranks must be >= 1, got 0"),
+                         (["--steps", 0], "--steps must be >= 1, got 0"),
+                         (["--layers", 0], "--layers must be >= 1, got 0"),
+                         (["--model", "gpt2", "--heads", 0], "--heads must be >= 1, got 0"),
+                         (["--hidden", 16, "--out", nodir], f"--out {nodir}.csv: cannot write")):
+        p = subprocess.run([H_.zeroc, "analyze", *map(str, args)], capture_output=True,
+                           text=True, timeout=120, cwd=H_.tmp)  # a run that is not refused
+        # writes analyze.csv and .svg there
+        check(p.returncode == 1 and p.stderr == f"zeroc: error: {p.stderr[14:]}" and
+              needle in p.stderr and p.stderr.count("\n") == 1 and p.stdout == "",
               f"analyze {args}: {p.returncode} {p.stderr!r}")
 
 
@@ -416,11 +492,65 @@ def test_estimate_huge_sizes():
           f"gpt2 huge batch: activations {acts}, recommended {e['recommended_stage']}")
 
 
+def test_estimate_optimizer_as_train():
+    """--optimizer sets the config's optimizer.type as train's does: an SGD config's momentum keeps
+    its buffer (4 bytes a parameter; the estimate dropped it), equal to what train measures."""
+    sgdm = write_config("sgd-momentum.json", {"optimizer": {"type": "SGD",
+                                                            "params": {"momentum": 0.9}}})
+    shape = ["--model", "mlp", "--hidden", 32, "--layers", 2, "--micro-batch", 4]
+    rows = agree("mlp-sgd-momentum", [*shape, "--optimizer", "SGD", "--config", sgdm],
+                 [*shape, "--optimizer", "sgd", "--config", sgdm], (1,), (0,))
+    psi = 2 * (32 * 32 + 32)
+    check(rows[1, 0]["optimizer"] == 4 * psi, f"SGD momentum: optimizer {rows[1, 0]['optimizer']}, "
+          f"want {4 * psi}")
+    plain = estimate(*shape, "--optimizer", "SGD")["rows"][0]
+    check(plain["optimizer"] == 0, f"SGD without momentum: optimizer {plain['optimizer']}")
+
+
+def test_cli_flags_named():
+    """Errors name the flag and its value: train's --hidden 0, a missing --init (train, estimate,
+    sample) or --data, --threads 0 (which meant all processors while the message said >= 1),
+    detokenize's item positions (counted from 0, said so)."""
+    data = tokens(H_.path("tok-named.bin"), 2000, 256)
+    gpt2 = ["--model", "gpt2", "--layers", 1, "--channels", 32, "--heads", 2, "--vocab", 256,
+            "--seq-len", 16, "--steps", 1]
+    missing = H_.path("missing.bin")
+    text = H_.path("named.txt")
+    with open(text, "w") as f:
+        f.write("some text\n")
+    vocab = H_.path("tok3.bin")  # llm.c's tokenizer file: 3 tokens, a b c
+    with open(vocab, "wb") as f:
+        f.write(struct.pack("<4i", 20240328, 2, 3, 2) + bytes(1008) + b"\x01a\x01b\x01c")
+    for cmd, needle, stdin in (
+            (["train", "--model", "mlp", "--hidden", 0, "--steps", 1],
+             "--hidden must be >= 1, got 0", None),
+            (["train", *gpt2, "--data", data, "--init", missing], f"--init: {missing}", None),
+            (["train", *gpt2, "--data", missing], f"--data: {missing}", None),
+            (["sample", "--init", missing], f"--init: {missing}", None),
+            (["estimate", "--init", missing], f"--init: {missing}", None),
+            (["tokenize", "--vocab", H_.path("no-vocab"), "--threads", 0],
+             "--threads must be >= 1, got 0 (leave it out to use all processors)", None),
+            (["prepare", "--tokenizer", "gpt2", "--vocab", H_.path("no-vocab"), "--text", text,
+              "--out", H_.path("named"), "--threads", 0],
+             "--threads must be >= 1, got 0 (leave it out to use all processors)", None),
+            (["detokenize", "--vocab", vocab], "standard input: item 1 ('x') is not a token id "
+             "(items are numbered from 0)", b"0 x"),
+            (["detokenize", "--vocab", vocab], "standard input: token 2 is 7, outside the "
+             "vocabulary of", b"0 1 7")):
+        p = subprocess.run([H_.zeroc, *map(str, cmd)], capture_output=True, timeout=120,
+                           input=stdin or b"")
+        err = p.stderr.decode(errors="replace")
+        H_.check_sanitizers(cmd, subprocess.CompletedProcess(cmd, p.returncode, "", err))
+        check(p.returncode == 1 and needle in err and err.count("zeroc: error") == 1,
+              f"{cmd}: {p.returncode} {err!r}")
+
+
 TESTS = [test_estimate_matches_mlp, test_estimate_matches_persistence, test_estimate_matches_gpt2_tiny, test_estimate_matches_mixed,
          test_estimate_matches_gpt2_124m, test_analyze_experiment, test_estimate_bad_input, test_analyze_bad_input,
          test_estimate_huge_sizes, test_estimate_matches_zero_pp_hosts,
          test_estimate_matches_grad_accum, test_estimate_matches_reduce_bucket,
-         test_estimate_matches_offload_ratio]
+         test_estimate_matches_offload_ratio, test_estimate_optimizer_as_train,
+         test_cli_flags_named]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

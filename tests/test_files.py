@@ -5,12 +5,14 @@ safetensors or llm.c files, --data) are refused at once, naming the path and wha
 of blocking forever; outputs through a symbolic link replace the file it points at and leave the
 link a link; outputs onto a device or a FIFO are refused with nothing written; a manifest with a
 parameter name twice is refused; manifest.sha256 as any sha256sum writes it is accepted; `zeroc
-plot DIR` says DIR is a directory. Prints "N passed, N failed".
+plot DIR` says DIR is a directory; standard output that cannot be written fails the command, and
+the exit codes of a usage error. Prints "N passed, N failed".
 
 Usage: test_files.py ZEROC_BINARY MPIRUN_SH [test-name ...]"""
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import stat
@@ -298,9 +300,50 @@ def test_plot_directory():
     check("9223372036854775807" not in r.stderr, f"message: {r.stderr!r}")
 
 
+def test_standard_streams():
+    """Standard output is a file too: when it cannot be written (/dev/full, a closed descriptor)
+    a command that printed exits 1 saying so (they exited 0), an MPI command and one without MPI
+    alike; `zeroc` alone prints its usage to standard error and exits 2, an unknown command 2;
+    the top-level help lists every command aligned, each with its --help; `train --help` starts
+    with its usage (the threads line came first)."""
+    ck = save_dir()
+    report = H_.path("streams.json")
+    H_.run(1, "train", *M, "--steps", 2, "--report", report)
+    for args in (["estimate", "--json", "--params", "1M"], ["ckpt", "inspect", ck],
+                 ["plot", report, "--out", H_.path("streams.svg")], ["--help"]):
+        for redirect, reason in ((">/dev/full", "No space left on device"),
+                                 (">&-", "Bad file descriptor")):
+            cmd = " ".join(map(shlex.quote, [H_.zeroc, *map(str, args)])) + " " + redirect
+            p = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=QUICK)
+            H_.check_sanitizers(cmd.split(), p)
+            check(p.returncode == 1 and p.stderr.endswith(
+                f"zeroc: error: standard output: write error: {reason}\n"),
+                f"{cmd}: {p.returncode} {p.stderr!r}")
+    p = subprocess.run([H_.zeroc], capture_output=True, text=True, timeout=QUICK)
+    check(p.returncode == 2 and p.stdout == "" and p.stderr.startswith("usage: zeroc <command>"),
+          f"zeroc alone: {p.returncode} {p.stdout!r} {p.stderr[:80]!r}")
+    p = subprocess.run([H_.zeroc, "frobnicate"], capture_output=True, text=True, timeout=QUICK)
+    check(p.returncode == 2 and "unknown command 'frobnicate'" in p.stderr,
+          f"zeroc frobnicate: {p.returncode} {p.stderr!r}")
+    p = subprocess.run([H_.zeroc, "--help"], capture_output=True, text=True, timeout=QUICK)
+    rows = [line for line in p.stdout.splitlines() if line.startswith("  ")]
+    names = [line.split()[0] for line in rows]
+    check(names == ["train", "prepare", "sample", "estimate", "analyze", "ckpt", "plot",
+                    "tokenize", "detokenize"], f"--help lists {names}")
+    starts = {len(line) - len(line[2:].split(None, 1)[1]) for line in rows}
+    check(len(starts) == 1, f"--help descriptions start at columns {sorted(starts)}")
+    for line in rows:
+        check(line.endswith(f"(zeroc {line.split()[0]} --help)"), f"--help row {line!r}")
+    p = subprocess.run([H_.zeroc, "train", "--help"], capture_output=True, text=True,
+                       timeout=QUICK)
+    check(p.returncode == 0 and p.stdout.startswith("usage: zeroc train"),
+          f"train --help begins {p.stdout[:120]!r}")
+
+
 TESTS = [test_fifo_manifest_files, test_fifo_latest, test_fifo_plot_report,
          test_fifo_init_and_data, test_output_through_symlink, test_output_not_regular_refused,
-         test_duplicate_param_name, test_sha256sum_formats, test_plot_directory]
+         test_duplicate_param_name, test_sha256sum_formats, test_plot_directory,
+         test_standard_streams]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

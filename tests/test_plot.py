@@ -67,7 +67,7 @@ def curve(g, a, cls, run, report, key, first):
 def test_plot_matches_reports():
     """A 2-rank GPT-2 run with validation every 4 steps beside a 1-rank MLP run: the curves'
     points and the memory bars equal the reports' numbers; steps per second (the MLP has no
-    tokens) is 1000 / step_ms."""
+    tokens) is 1000 / step_ms. --out=FILE is --out FILE."""
     train_tok, val_tok = H_.text_tokens()
     g = H_.path("gpt2.json")
     H_.run(2, "train", "--model", "gpt2", "--data", train_tok, "--val-data", val_tok,
@@ -76,7 +76,7 @@ def test_plot_matches_reports():
     m = H_.path("mlp.json")
     H_.run(1, "train", "--hidden", 32, "--layers", 2, "--steps", 6, "--report", m)
     svg = H_.path("both.svg")
-    p = plot(g, m, "--out", svg)
+    p = plot(g, m, f"--out={svg}")  # --out=FILE as every command takes it
     check(p.stdout.strip() == f"wrote {svg} (2 runs)", p.stdout)
     reps = [json.load(open(g)), json.load(open(m))]
     check(sum(v is not None for v in reps[0]["val_loss"]) == 3,
@@ -113,9 +113,9 @@ def test_plot_matches_reports():
 
 
 def test_plot_bad_input():
-    """Missing, non-JSON and incomplete reports, a bad flag, no report, --out twice: exit 1,
-    one message naming the file and key; nothing written. An --out that is one of the reports is
-    refused and the report left as it was."""
+    """Missing, non-JSON and incomplete reports, a bad flag, no report, --out twice, an empty
+    --out: exit 1, one message naming the file and key; nothing written. An --out that is one of
+    the reports is refused and the report left as it was."""
     bad = H_.path("bad.json")
     with open(bad, "w") as f:
         json.dump({"steps": 2, "first_step": 0, "tokens_per_step": 0, "loss": [1.0]}, f)
@@ -133,6 +133,11 @@ def test_plot_bad_input():
         check(p.returncode == 1 and needle in p.stderr and p.stderr.count("zeroc: error") == 1,
               f"{args}: {p.returncode} {p.stderr!r}")
     check(not os.path.exists(out) and not os.path.exists(out + ".tmp"), "a file was written")
+    # an empty --out is named (it was a rename error), as --out= is
+    for args in (["--out", ""], ["--out="]):
+        p = plot(bad, *args, ok=False)
+        check(p.returncode == 1 and "--out: the path is empty; give a name" in p.stderr,
+              f"{args}: {p.returncode} {p.stderr!r}")
     before = open(bad).read()
     p = plot(bad, "--out", bad, ok=False)
     check(p.returncode == 1 and "is the same file as report" in p.stderr and

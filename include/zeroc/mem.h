@@ -1,4 +1,6 @@
 /* zeroc/mem.h — the memory ledger: every byte the engine (and a model) allocates, by category.
+ * Like every zeroc call these never exit on a bad argument (a NULL ledger, a category out of
+ * range: see each call); the one abort is a free or release of more than a category holds.
  *
  * Each allocation is charged to one category; the ledger keeps current and peak bytes per
  * category and the peak of the model states (params + grads + optimizer) together. Large blocks
@@ -53,18 +55,26 @@ ZC_API zc_mem *zc_mem_create(void);
 /* Frees the ledger (NULL: nothing). An engine borrows it: destroy the engines first. */
 ZC_API void zc_mem_destroy(zc_mem *mem);
 
-/* 64-byte aligned, zero-filled; NULL on failure (bytes == 0 returns NULL too). */
+/* 64-byte aligned, zero-filled; NULL on failure, and for bytes == 0, a NULL ledger or a category
+ * that is not a RAM one (below ZC_MEM_NRAM). */
 ZC_API void *zc_mem_alloc(zc_mem *mem, zc_mem_category cat, size_t bytes);
-/* bytes must be what was passed to zc_mem_alloc. NULL is a no-op. */
+/* Precondition: p came from zc_mem_alloc on this ledger with this category and these bytes. The
+ * ledger keeps no list of blocks, so another size or category is not detected when it happens
+ * (the block's pages are returned wrongly, the categories' counts go wrong) — only when it
+ * would leave a category holding less than nothing, which aborts (ZC_ASSERT, see zeroc/api.h).
+ * p NULL, a NULL ledger or a category that is not a RAM one: nothing is done. */
 ZC_API void zc_mem_free(zc_mem *mem, zc_mem_category cat, void *p, size_t bytes);
-/* Counts bytes held outside RAM (ZC_MEM_NVME) without allocating; release what was charged. */
+/* Counts bytes held outside RAM (ZC_MEM_NVME) without allocating; release what was charged
+ * (precondition: no more than was charged to the category; more aborts, as zc_mem_free). A
+ * NULL ledger, a category out of range or negative bytes: nothing is counted. */
 ZC_API void zc_mem_charge(zc_mem *mem, zc_mem_category cat, int64_t bytes);
 ZC_API void zc_mem_release(zc_mem *mem, zc_mem_category cat, int64_t bytes);
 
+/* Current and peak bytes of a category; {0, 0} for a NULL ledger or a category out of range. */
 ZC_API zc_mem_stats zc_mem_get(const zc_mem *mem, zc_mem_category cat);
-/* Peak of params + grads + optimizer held in RAM at the same moment. */
+/* Peak of params + grads + optimizer held in RAM at the same moment (0 for a NULL ledger). */
 ZC_API int64_t zc_mem_model_states_peak(const zc_mem *mem);
-/* Forgets the peaks (sets them to the current values), e.g. after set-up. */
+/* Forgets the peaks (sets them to the current values), e.g. after set-up. NULL: nothing. */
 ZC_API void zc_mem_reset_peaks(zc_mem *mem);
 
 ZC_API const char *zc_mem_category_name(zc_mem_category cat);

@@ -59,10 +59,16 @@ static int64_t states_now(const zc_mem *m)
            m->cat[ZC_MEM_OPTIMIZER].current;
 }
 
+/* A ledger and a category below `end` (ZC_MEM_NRAM or ZC_MEM_NCATEGORIES): a call without them
+ * does nothing (zeroc/mem.h), an allocation returns NULL. */
+static bool valid(const zc_mem *mem, zc_mem_category cat, int end)
+{
+    return mem && (unsigned)cat < (unsigned)end;
+}
+
 void *zc_mem_alloc(zc_mem *mem, zc_mem_category cat, size_t bytes)
 {
-    ZC_ASSERT(mem && (unsigned)cat < ZC_MEM_NRAM);
-    if (bytes == 0)
+    if (!valid(mem, cat, ZC_MEM_NRAM) || bytes == 0)
         return NULL;
     void *p;
     if (mapped(bytes)) {
@@ -84,7 +90,8 @@ void *zc_mem_alloc(zc_mem *mem, zc_mem_category cat, size_t bytes)
 
 void zc_mem_charge(zc_mem *mem, zc_mem_category cat, int64_t bytes)
 {
-    ZC_ASSERT(mem && (unsigned)cat < ZC_MEM_NCATEGORIES && bytes >= 0);
+    if (!valid(mem, cat, ZC_MEM_NCATEGORIES) || bytes < 0)
+        return;
     zc_mem_stats *s = &mem->cat[cat];
     s->current += bytes;
     if (s->current > s->peak)
@@ -96,15 +103,17 @@ void zc_mem_charge(zc_mem *mem, zc_mem_category cat, int64_t bytes)
 
 void zc_mem_release(zc_mem *mem, zc_mem_category cat, int64_t bytes)
 {
-    ZC_ASSERT(mem && (unsigned)cat < ZC_MEM_NCATEGORIES && bytes >= 0);
+    if (!valid(mem, cat, ZC_MEM_NCATEGORIES) || bytes < 0)
+        return;
+    /* more than the category holds: a free of another size or category than the allocation's
+     * (a broken precondition, zeroc/mem.h) — the ledger no longer says what is held */
+    ZC_ASSERT(mem->cat[cat].current >= bytes);
     mem->cat[cat].current -= bytes;
-    ZC_ASSERT(mem->cat[cat].current >= 0);
 }
 
 void zc_mem_free(zc_mem *mem, zc_mem_category cat, void *p, size_t bytes)
 {
-    ZC_ASSERT(mem && (unsigned)cat < ZC_MEM_NRAM);
-    if (!p)
+    if (!p || !valid(mem, cat, ZC_MEM_NRAM))
         return;
     if (mapped(bytes))
         munmap(p, bytes);
@@ -115,17 +124,18 @@ void zc_mem_free(zc_mem *mem, zc_mem_category cat, void *p, size_t bytes)
 
 zc_mem_stats zc_mem_get(const zc_mem *mem, zc_mem_category cat)
 {
-    ZC_ASSERT((unsigned)cat < ZC_MEM_NCATEGORIES);
-    return mem->cat[cat];
+    return valid(mem, cat, ZC_MEM_NCATEGORIES) ? mem->cat[cat] : (zc_mem_stats){0, 0};
 }
 
 int64_t zc_mem_model_states_peak(const zc_mem *mem)
 {
-    return mem->states_peak;
+    return mem ? mem->states_peak : 0;
 }
 
 void zc_mem_reset_peaks(zc_mem *mem)
 {
+    if (!mem)
+        return;
     for (int c = 0; c < ZC_MEM_NCATEGORIES; c++)
         mem->cat[c].peak = mem->cat[c].current;
     mem->states_peak = states_now(mem);
