@@ -1195,6 +1195,21 @@ def test_refused_before_allocating():
               "but this host can give" in errs[0] and "Settings that fit:" in errs[0] and
               "step " not in p.stdout,
               f"{n} ranks, stage {stage}: {p.returncode} {errs} {p.stdout[-300:]!r}")
+    # activations past any machine (6 TiB: T = 262144 holds 2 × 4 heads × T² attention scores):
+    # the arena is mapped before the check reads it, and the kernel's overcommit heuristic
+    # refused it outright — "gpt2: out of memory for activations", without the check's message
+    text = os.path.join(TMP, "long.txt")
+    with open(text, "w") as f:
+        f.write("the quick brown fox jumps over the lazy dog. " * 7000)  # 283500 to train
+    H_.run(1, "prepare", "--text", text, "--out", os.path.join(TMP, "long"))
+    p = run(1, "--model", "gpt2", "--data", os.path.join(TMP, "long_train.bin"), "--layers", 2,
+            "--channels", 64,
+            "--heads", 4, "--seq-len", 262144, "--micro-batch", 1, "--steps", 1, ok=False,
+            timeout=120)
+    errs = [l for l in p.stderr.splitlines() if "zeroc: error" in l]
+    check(p.returncode == 1 and len(errs) == 1 and "activations 6148." in errs[0] and
+          "but this host can give" in errs[0] and "--activation-checkpointing" in errs[0],
+          f"activations past the host: {p.returncode} {errs}")
 
 
 def test_idle_thread_wait_policy():

@@ -72,7 +72,13 @@ void *zc_mem_alloc(zc_mem *mem, zc_mem_category cat, size_t bytes)
         return NULL;
     void *p;
     if (mapped(bytes)) {
-        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        /* activations are mapped before the memory check compares them with what the host can
+         * give (cli/memory_check.c): without MAP_NORESERVE the kernel's overcommit heuristic
+         * refuses an arena larger than RAM outright, and the run ends on a bare "out of
+         * memory" instead of the check's message with the settings that would fit */
+        const int noreserve = cat == ZC_MEM_ACTIVATIONS ? MAP_NORESERVE : 0;
+        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | noreserve, -1,
+                 0);
         if (p == MAP_FAILED)
             return NULL;
         if (bytes >= HUGE && huge_pages())
