@@ -486,12 +486,20 @@ static zc_status model_units(const estimate_flags *f, const zc_config *cfg, esti
     zc_status st = refuse_unused_shape(f, err);
     if (st)
         return st;
+    /* --config's activation_checkpointing section turns the flag on, as in train */
+    if (cfg->activation_checkpointing && !f->init && (f->params || strcmp(f->model, "gpt2")))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: activation_checkpointing: %s keeps no activations to recompute "
+                          "(gpt2 does)",
+                          f->config, f->params ? "--params" : "--model mlp");
+    estimate_flags g = *f;
+    g.ckpt |= cfg->activation_checkpointing;
     /* the models' products run in bf16 when the parameters are stored in bf16 */
     const zc_gemm_type compute = cfg->dtype == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
     if (f->params)
         st = bare_model(f, m, err);
     else if (f->init || !strcmp(f->model, "gpt2"))
-        st = gpt2_units(f, cfg->micro_batch, compute, m, err);
+        st = gpt2_units(&g, cfg->micro_batch, compute, m, err);
     else
         st = mlp_units(f, cfg->micro_batch, compute, m, err);
     for (int u = 0; !st && u < m->nunits; u++)

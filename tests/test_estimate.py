@@ -109,6 +109,20 @@ def test_estimate_matches_gpt2_tiny():
              "--micro-batch", 2]
     agree("gpt2", ["--model", "gpt2", "--data", data, *shape], ["--model", "gpt2", *shape],
           H_.trim((1, 2, 3, 4), (3,)), range(4))
+    # a config's activation_checkpointing section turns checkpointing on in the estimate as in
+    # train (the estimate counted every block's activations), and is refused for an mlp
+    ac = H_.path("ac.json")
+    with open(ac, "w") as f:
+        json.dump({"activation_checkpointing": {}}, f)
+    agree("gpt2-ac", ["--model", "gpt2", "--data", data, "--config", ac, *shape],
+          ["--model", "gpt2", "--config", ac, *shape], (1,), (0,))
+    act = {k: estimate("--model", "gpt2", *shape, "--ranks", 1, *extra)["rows"][0]["activations"]
+           for k, extra in (("config", ("--config", ac)), ("flag", ("--activation-checkpointing",)),
+                            ("none", ()))}
+    check(act["config"] == act["flag"] < act["none"], f"activations {act}")
+    p = H_.run(1, "estimate", "--model", "mlp", "--config", ac, ok=False)
+    check(p.returncode == 1 and "activation_checkpointing" in p.stderr and "mlp" in p.stderr,
+          f"mlp with activation_checkpointing: {p.returncode} {p.stderr!r}")
 
 
 def test_estimate_matches_mixed():
