@@ -192,7 +192,7 @@ static zc_status build(train_run *r, zc_err *err)
     if (r->model.load)
         st = r->model.load(&r->model, err);
     if (!st && o->init && !r->model.owns_init && zc_safetensors_is_path(o->init))
-        st = zc_safetensors_load(r->e, o->init, err);
+        st = cli_err_flag(zc_safetensors_load(r->e, o->init, err), "--init", err);
     else if (!st && o->init && !r->model.owns_init)
         st = zc_err_set(err, ZC_EINVAL,
                         "--init %s: the %s model starts from a .safetensors "
@@ -560,8 +560,9 @@ static zc_status finish(train_run *r, train_report *rep, bool stopped, zc_err *e
     fill_report(r, rep);
     rank_memory mine = my_memory(r->mem); /* before the digest and exports borrow memory */
     zc_status st = zc_engine_weights_sha256(r->e, rep->final_sha, err);
-    if (!st && o->save_weights && !stopped)
-        st = zc_safetensors_save(r->e, o->save_weights, err);
+    if (!st && o->save_weights && !stopped &&
+        !(st = zc_safetensors_save(r->e, o->save_weights, err)) && r->rank == 0)
+        printf("wrote %s (the fp32 weights, safetensors)\n", o->save_weights);
     if (!st && o->save_final && !stopped) /* train_args refused models without a format of their
                                            * own */
         st = r->model.save_final(&r->model, o->save_final, err);

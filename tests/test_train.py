@@ -38,8 +38,9 @@ def config(path, **zero):
 def train(n, stage, name, *extra, steps=10, batch=4):
     report = os.path.join(TMP, f"{name}.json")
     weights = os.path.join(TMP, f"{name}.safetensors")
-    run(n, "--hidden", H, "--layers", L, "--steps", steps, "--micro-batch", batch,
-        "--stage", stage, "--report", report, "--save-weights", weights, *extra)
+    p = run(n, "--hidden", H, "--layers", L, "--steps", steps, "--micro-batch", batch,
+            "--stage", stage, "--report", report, "--save-weights", weights, *extra)
+    check(p.stdout.count(f"wrote {weights} ") == 1, f"{name}: no 'wrote' line: {p.stdout[-300:]!r}")
     with open(report) as f:
         return json.load(f), weights
 
@@ -152,7 +153,7 @@ def test_bad_input():
         (["--model", "resnet"], "unknown model 'resnet'"),
         (["--steps", "0"], "--steps"),
         (["--init", "weights.bin"], "starts from a .safetensors file"),
-        (["--init", os.path.join(TMP, "missing.safetensors")], "missing.safetensors"),
+        (["--init", os.path.join(TMP, "missing.safetensors")], "--init: cannot open"),
     ]
     for n in (1, 2):
         for args, needle in cases:
