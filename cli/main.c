@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/fail.h"
 #include "cli/relaunch.h"
+#include "cli/stop_signal.h"
 #include "cli/threads.h"
 #include "zeroc/simd.h"
 
@@ -71,7 +72,7 @@ static int run(int argc, char **argv)
         fprintf(stderr, "zeroc: error: %s\n", err.msg);
         return 1;
     }
-    char threads[160];
+    char threads[512];
     cli_threads_setup(comm, threads, sizeof threads);
     if (zc_comm_rank(comm) == 0 && !strcmp(argv[1], "train") && !wants_help(argc, argv))
         printf("threads: %s; elementwise kernels: %s\n", threads, zc_simd_name(zc_simd_level()));
@@ -86,8 +87,9 @@ static int run(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    cli_std_streams_guard(); /* before anything opens a file */
-    if (argc < 2) {          /* a usage error: the usage goes where errors go */
+    cli_std_streams_guard();        /* before anything opens a file */
+    cli_signals_ignore_file_size(); /* a write past `ulimit -f` fails with EFBIG, not a kill */
+    if (argc < 2) {                 /* a usage error: the usage goes where errors go */
         usage(stderr);
         return 2;
     }

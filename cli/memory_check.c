@@ -15,16 +15,41 @@
  * - The estimate covers the engine and the model, not the runtime around them (MPI, BLAS,
  *   oneDNN, the binary), so a run that passes can still be too large by that much; the check
  *   refuses only what certainly cannot fit.
+ * - A limit on the process's own mappings is a budget too, not divided among the ranks (each
+ *   has its own): `ulimit -v` (RLIMIT_AS; SGE's h_vmem sets it) and `ulimit -d` (RLIMIT_DATA,
+ *   which counts private writable mappings since Linux 4.7). A run over one otherwise passes
+ *   the check and segfaults inside oneDNN (its JIT's mmap fails), hangs inside OpenBLAS (on the
+ *   portable path its threads retry a failed buffer allocation forever) or fails its save after
+ *   training. What is left is the limit less what the process maps already (VmSize or VmData in
+ *   /proc/self/status, less the estimate's bytes already allocated: the activations) less a
+ *   margin for what a run maps beyond the estimate. Measured on GPT-2 8 × 512, bf16, with a
+ *   save, as the smallest limit at which it still runs, less the mapped bytes and the estimate:
+ *   under `ulimit -v`, 24 MiB at 1 compute thread, 74 at 2 and 222 at 4 (oneDNN's generated
+ *   code, the save's buffers, MPI; and from the second thread on glibc's malloc arena of each
+ *   thread that allocates, 64 MiB of address space reserved at once); on the portable path
+ *   (OpenBLAS) 132 MiB at 1 thread and 190 at 2 (OpenBLAS maps a 128 MiB buffer for each of
+ *   its threads a product runs on; that model's products ran on one); under `ulimit -d`, 27 and
+ *   30 MiB at 1 and 4 threads (arenas count only as they are used). So the margin is 32 MiB,
+ *   plus under RLIMIT_AS 64 MiB per compute thread beyond the first, plus where OpenBLAS
+ *   computes the products 128 MiB per OpenBLAS thread (a large product runs on all of them).
+ *   Near the limit the margin decides, and it errs high: it can refuse a run that would just
+ *   have fit (by 8-23 MiB on the oneDNN path at 1-2 threads, by up to 128 MiB per OpenBLAS
+ *   thread a small model's products leave idle), where a run it passes could otherwise crash.
  * - `--no-memory-check` skips it (a machine whose swap or overcommit the user trusts). */
 #include <inttypes.h>
+#include <omp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+
+#include <cblas.h>
 
 #include "cli/memory_check.h"
 #include "zeroc/checked.h"
 #include "zeroc/estimate.h"
+#include "zeroc/gemm.h"
 
 static double gib(int64_t b)
 {
@@ -157,6 +182,76 @@ int64_t memory_check_host_budget(char *where, size_t cap)
     return avail;
 }
 
+/* A "Vm...:" field of /proc/self/status in bytes, or -1. */
+static int64_t status_bytes(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long long kib = -1;
+    const size_t k = strlen(key);
+    while (kib < 0 && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, k) && line[k] == ':')
+            sscanf(line + k + 1, "%lld", &kib);
+    fclose(f);
+    return kib < 0 ? -1 : (int64_t)kib * 1024;
+}
+
+/* Bytes this process may still map for what the estimate counts under its address-space and
+ * data limits, the tighter: the limit less what is mapped already (`counted` bytes of it being
+ * the estimate's, allocated already) less the margin for `threads` OpenMP threads and, when
+ * OpenBLAS computes products, `blas` OpenBLAS threads (else 0); -1 with neither limit set. The
+ * limit and the arithmetic into `where`. */
+static int64_t limit_room(int64_t counted, int threads, int blas, char *where, size_t cap)
+{
+    static const struct {
+        int resource;
+        const char *name, *ulimit, *field, *what;
+    } limits[] = {
+        {RLIMIT_AS, "RLIMIT_AS; SGE's h_vmem sets it", "ulimit -v", "VmSize", "address-space"},
+        {RLIMIT_DATA, "RLIMIT_DATA", "ulimit -d", "VmData", "data-segment"},
+    };
+    const int64_t MiB = 1 << 20, arenas = threads > 1 ? threads - 1 : 0;
+    int64_t room = -1;
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        struct rlimit rl;
+        if (getrlimit(limits[i].resource, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+            rl.rlim_cur > (rlim_t)INT64_MAX)
+            continue;
+        const int64_t used = status_bytes(limits[i].field);
+        if (used < 0)
+            continue;
+        const int64_t limit = (int64_t)rl.rlim_cur, before = used > counted ? used - counted : 0;
+        const bool as = limits[i].resource == RLIMIT_AS;
+        const int64_t margin = 32 * MiB + (as ? 64 * MiB * arenas : 0) + 128 * MiB * blas;
+        const int64_t r = limit > before + margin ? limit - before - margin : 0;
+        if (room >= 0 && r >= room)
+            continue;
+        room = r;
+        char kept[300] = "", *k = kept;
+        k += snprintf(k, sizeof kept,
+                      "32 MiB for oneDNN's generated code, MPI and the save's "
+                      "buffers");
+        if (as && arenas)
+            k += snprintf(k, sizeof kept - (size_t)(k - kept),
+                          ", 64 MiB for the malloc arena of each compute thread after the first "
+                          "(%d)",
+                          (int)arenas);
+        if (blas)
+            snprintf(k, sizeof kept - (size_t)(k - kept),
+                     ", 128 MiB for the buffer of each OpenBLAS thread (%d)", blas);
+        snprintf(where, cap,
+                 "the %s limit (`%s`, %s) of %.2f GiB, less %.2f GiB mapped before the model "
+                 "states (%s in /proc/self/status%s) and %.2f GiB kept for what a run maps "
+                 "beyond the estimate: %s",
+                 limits[i].what, limits[i].ulimit, limits[i].name, gib(limit), gib(before),
+                 limits[i].field, counted ? ", less the activations already allocated" : "",
+                 gib(margin), kept);
+    }
+    return room;
+}
+
 /* What one rank needs in RAM at `in`'s settings: the estimator's exact states and staging, its
  * bounds of working memory and offload buffers, and the model's activations. */
 static int64_t need_per_rank(const zc_estimate_in *in, int64_t activations)
@@ -230,28 +325,50 @@ zc_status memory_check(zc_comm *comm, const zc_engine *e, const zc_mem *mem, zc_
     zc_estimate_in in = zc_engine_estimate_in(e, zc_engine_stage(e), numel);
     const int64_t activations = zc_mem_get(mem, ZC_MEM_ACTIVATIONS).current;
     const int64_t need = need_per_rank(&in, activations);
-    char where[4700] = "";
+    char where[4700] = "", limit_where[1200] = "";
     const int64_t host = memory_check_host_budget(where, sizeof where);
     const int local = zc_comm_local_size(comm);
-    const int64_t budget = host < 0 ? -1 : host / local;
+    /* OpenBLAS computes the products on the portable path (before VmSize is read: naming the
+     * path may create a oneDNN primitive, which the run would create anyway) */
+    const bool portable = strncmp(zc_gemm_path(ZC_GEMM_F32), "oneDNN", 6) ||
+                          (in.param_bytes == 2 && strncmp(zc_gemm_path(ZC_GEMM_BF16), "oneDNN", 6));
+    const int threads = omp_get_max_threads(), blas = portable ? openblas_get_num_threads() : 0;
+    /* what the estimate counts that is mapped already: the ledger's RAM categories */
+    int64_t counted = 0;
+    for (int c = 0; c < ZC_MEM_NRAM; c++)
+        counted += zc_mem_get(mem, (zc_mem_category)c).current;
+    const int64_t room = limit_room(counted, threads, blas, limit_where, sizeof limit_where);
+    const int64_t share = host < 0 ? -1 : host / local;
+    const bool limited = room >= 0 && (share < 0 || room < share);
+    const int64_t budget = limited ? room : share;
     zc_status st = ZC_OK;
     if (budget >= 0 && need > budget) {
         zc_state_bytes b = zc_estimate_states(&in);
-        char fits[600] = "";
+        char fits[600] = "", over[5000];
         fitting(&in, activations, budget, fits, sizeof fits);
+        if (limited)
+            snprintf(over, sizeof over,
+                     "but this process may map only %.2f GiB more (%s), so it would run out "
+                     "partway (a segfault inside oneDNN, a hang inside OpenBLAS, or a save that "
+                     "fails after training). Raise or remove the limit, or use settings that "
+                     "fit: %s.",
+                     gib(room), limit_where, fits);
+        else
+            snprintf(over, sizeof over,
+                     "but this host can give %.2f GiB to each of its %d rank%s (%.2f GiB: %s), so "
+                     "it would be killed or thrash. Settings that fit: %s.",
+                     gib(budget), local, local == 1 ? "" : "s", gib(host), where, fits);
         st = zc_err_set(err, ZC_ENOMEM,
                         "this run needs an estimated %.2f GiB per rank (model states %.2f, "
                         "activations %.2f, working memory and buffers up to %.2f) at ZeRO stage "
-                        "%d%s, but this host can give %.2f GiB to each of its %d rank%s (%.2f GiB: "
-                        "%s), so it would be killed or thrash. Settings that fit: %s. "
-                        "(--no-memory-check runs it anyway.)",
+                        "%d%s, %s (--no-memory-check runs it anyway.)",
                         gib(need), gib(b.params + b.grads + b.optimizer), gib(activations),
                         gib(need - (b.params + b.grads + b.optimizer) - activations), in.stage,
                         in.offload_optimizer && in.offload_params ? " with both offloads"
                         : in.offload_optimizer                    ? " with the optimizer offloaded"
                         : in.offload_params                       ? " with the parameters offloaded"
                                                                   : "",
-                        gib(budget), local, local == 1 ? "" : "s", gib(host), where, fits);
+                        over);
     }
     free(numel);
     return st;

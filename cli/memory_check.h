@@ -1,5 +1,6 @@
 /* memory_check.h — refusing, before the model states are allocated, a training run whose
- * estimated memory per rank exceeds what the host (or the process's memory cgroup) can give. */
+ * estimated memory per rank exceeds what the host (or the process's memory cgroup) can give, or
+ * what the process may still map under its `ulimit -v` / `ulimit -d`. */
 #ifndef ZEROC_CLI_MEMORY_CHECK_H
 #define ZEROC_CLI_MEMORY_CHECK_H
 
@@ -16,7 +17,8 @@ int64_t memory_check_host_budget(char *where, size_t cap);
 
 /* After the model registered its units (activations reserved, states not yet allocated):
  * ZC_ENOMEM naming the estimate, the budget and the settings that would fit, if this rank's
- * estimate exceeds its share of the host. Not collective: agree on the result. */
+ * estimate exceeds its share of the host or what its limits let it map. Not collective: agree on
+ * the result. */
 zc_status memory_check(zc_comm *comm, const zc_engine *e, const zc_mem *mem, zc_err *err);
 
 #endif

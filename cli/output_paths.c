@@ -98,7 +98,7 @@ zc_status cli_output_writable(const char *flag, const char *path, zc_err *err)
     int fd = open(path, O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC);
     bool created = false;
     if (fd < 0 && errno == ENOENT) {
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         created = fd >= 0;
     }
     if (fd < 0)

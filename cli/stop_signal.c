@@ -1,5 +1,5 @@
-/* stop_signal.c — SIGTERM / SIGINT / SIGUSR1 as a request to stop at the next step boundary (see
- * stop_signal.h). */
+/* stop_signal.c — SIGTERM / SIGINT / SIGUSR1 as a request to stop at the next step boundary, and
+ * SIGXFSZ ignored so that a write past `ulimit -f` fails with EFBIG (see stop_signal.h). */
 #include <signal.h>
 #include <string.h>
 
@@ -23,6 +23,11 @@ void cli_stop_signal_install(void)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
+}
+
+void cli_signals_ignore_file_size(void)
+{
+    signal(SIGXFSZ, SIG_IGN);
 }
 
 int cli_stop_signal_received(void)

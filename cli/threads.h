@@ -11,8 +11,10 @@
  * (threads.c says why); otherwise returns at once. */
 void cli_threads_wait_policy(char **argv);
 
-/* Sets this rank's OpenMP and OpenBLAS thread counts (unless the environment does) and FTZ/DAZ
- * on the compute threads; describes the choice into desc; returns the thread count. */
+/* Sets this rank's OpenMP and OpenBLAS thread counts — each library's to its variable when that
+ * holds a valid count, else to the rank's share of its CPUs — and FTZ/DAZ on the compute
+ * threads; describes where each count came from (and any value ignored) into desc; returns
+ * OpenMP's count. Collective over MPI_COMM_WORLD (the host's ranks gather their CPU masks). */
 int cli_threads_setup(const zc_comm *comm, char *desc, size_t cap);
 
 #endif

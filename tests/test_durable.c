@@ -1,12 +1,14 @@
 /* test_durable.c — zeroc/durable.h: a writer killed at any moment (half-way through the bytes,
  * or with every byte written but before the commit) leaves the old file intact; a commit
  * replaces it whole; abort and failures leave it alone; writes at offsets land where asked; two
- * writers of one path never share a temporary file. */
+ * writers of one path never share a temporary file; a new file's mode is 0666 less the umask,
+ * and a replaced file keeps its own mode (0600 stays 0600, 0664 keeps its group write). */
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -114,6 +116,25 @@ int main(void)
     zc_durable_write(b, "second", 6, &err);
     CHECK(!zc_durable_commit(a, &err) && holds("first"), "first commit");
     CHECK(!zc_durable_commit(b, &err) && holds("second"), "second commit");
+
+    /* modes: a new file 0666 less the umask; a replaced file keeps its mode whatever the umask */
+    char fresh[600];
+    snprintf(fresh, sizeof fresh, "%s/fresh.json", dir);
+    mode_t old_mask = umask(002);
+    struct stat sb;
+    CHECK(!zc_durable_write_file(fresh, "{}", 2, &err) && !stat(fresh, &sb) &&
+              (sb.st_mode & 07777) == 0664,
+          "new file under umask 002: mode %o, want 664 (%s)", (unsigned)(sb.st_mode & 07777),
+          err.msg);
+    umask(022);
+    CHECK(!chmod(target, 0600) && !zc_durable_write_file(target, "private", 7, &err) &&
+              !stat(target, &sb) && (sb.st_mode & 07777) == 0600 && holds("private"),
+          "a 0600 file replaced: mode %o, want 600 (%s)", (unsigned)(sb.st_mode & 07777), err.msg);
+    CHECK(!chmod(target, 0664) && !zc_durable_write_file(target, "shared", 6, &err) &&
+              !stat(target, &sb) && (sb.st_mode & 07777) == 0664,
+          "a 0664 file replaced under umask 022: mode %o, want 664 (%s)",
+          (unsigned)(sb.st_mode & 07777), err.msg);
+    umask(old_mask);
 
     /* failures name the file and leave nothing */
     char missing[600];

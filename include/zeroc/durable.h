@@ -38,7 +38,8 @@ extern "C" {
 
 typedef struct zc_durable zc_durable;
 
-/* Creates the temporary file PATH.tmp-PID-N (mode 0644 less umask). */
+/* Creates the temporary file PATH.tmp-PID-N: mode 0666 less the umask, or the mode of the regular
+ * file it will replace. */
 ZC_API zc_status zc_durable_open(zc_durable **out, const char *path, zc_err *err);
 /* Appends n bytes. */
 ZC_API zc_status zc_durable_write(zc_durable *f, const void *buf, size_t n, zc_err *err);

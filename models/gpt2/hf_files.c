@@ -721,7 +721,7 @@ zc_status hf_export_checkpoint(const char *ckdir, const char *outdir, zc_err *er
         return st;
     gpt2_config gc;
     st = gpt2_checkpoint_shape(r, ckdir, &gc, err);
-    if (!st && mkdir(outdir, 0755) && errno != EEXIST)
+    if (!st && mkdir(outdir, 0777) && errno != EEXIST)
         st = zc_err_set(err, ZC_EIO, "cannot create %s: %m", outdir);
     char path[PATH_CAP];
     if (!st && (size_t)snprintf(path, sizeof path, "%s/model.safetensors", outdir) >= sizeof path)

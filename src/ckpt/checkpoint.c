@@ -495,10 +495,10 @@ zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t ste
     }
     pathf(tmp, sizeof tmp, "%s/.tmp-step-%06lld-%s", dir, (long long)step, tokens[0].s);
     free(tokens);
-    if (rank == 0) {
-        if (mkdir(dir, 0755) && errno != EEXIST)
+    if (rank == 0) { /* 0777 less the umask: a group-writable umask lets the group continue */
+        if (mkdir(dir, 0777) && errno != EEXIST)
             st = zc_err_set(err, ZC_EIO, "cannot create save directory '%s': %m", dir);
-        else if (mkdir(tmp, 0755))
+        else if (mkdir(tmp, 0777))
             st = zc_err_set(err, ZC_EIO, "cannot create '%s': %m", tmp);
     }
     if ((st = zc_comm_agree(comm, st, "creating the checkpoint directory", err)))

@@ -74,12 +74,13 @@ static void sweep_temporaries(const char *dir)
 
 static zc_status take(const char *dir, zc_ckpt_lock *l, zc_err *err)
 {
-    if (mkdir(dir, 0755) && errno != EEXIST)
+    /* modes 0777 and 0666 less the umask: a team's umask 002 keeps the directory theirs */
+    if (mkdir(dir, 0777) && errno != EEXIST)
         return zc_err_set(err, ZC_EIO, "cannot create save directory '%s': %m", dir);
     snprintf(l->path, sizeof l->path, "%s/.lock", dir);
     for (int attempt = 0; attempt < 16; attempt++) {
         /* O_NOFOLLOW: a symlink planted as .lock would have its target overwritten */
-        int fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        int fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
         if (fd < 0 && errno == ELOOP)
             return zc_err_set(err, ZC_EIO,
                               "the lock file %s is a symbolic link: zeroc writes its own lock "

@@ -72,10 +72,11 @@ static zc_status open_file(zc_direct_file **out, const char *path, bool try_dire
         return zc_err_set(err, ZC_ENOMEM, "out of memory writing '%s'", path);
     snprintf(f->path, sizeof f->path, "%s", path);
     f->flip_at = -1;
-    f->fd = try_direct ? open(path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644) : -1;
+    /* 0666 less the umask, as any program's new file */
+    f->fd = try_direct ? open(path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0666) : -1;
     f->direct = f->fd >= 0;
     if (f->fd < 0 && (!try_direct || errno == EINVAL)) /* EINVAL: no O_DIRECT on this fs */
-        f->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        f->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (f->fd < 0) {
         zc_status st = zc_err_set(err, ZC_EIO, "cannot create '%s': %s", path, strerror(errno));
         release(f);

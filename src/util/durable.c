@@ -11,6 +11,10 @@
  *   stays), and an existing target that is not a regular file is refused before anything is
  *   created. Links are followed by hand (readlink) rather than realpath so that a dangling link
  *   still yields the name it points at.
+ * - The new file gets the mode of the file it replaces (a report kept 0600 stays private, a
+ *   group-writable one stays so), else 0666 less the umask as any program's new file. It is
+ *   created with the old mode, which the umask can only narrow, then given it exactly: the
+ *   bytes are never readable by more than could read the old file.
  * - zc_open_regular opens with O_NONBLOCK and checks the type on the descriptor (no window
  *   between a check by name and the open): a FIFO then opens at once and is refused, where a
  *   plain open would wait forever for a writer. */
@@ -18,6 +22,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,12 +172,18 @@ zc_status zc_durable_open(zc_durable **out, const char *path, zc_err *err)
     /* beside the file renamed onto (a link's target), so the rename stays in one directory */
     snprintf(f->tmp, sizeof f->tmp, "%s.tmp-%ld-%u", f->path, (long)getpid(),
              atomic_fetch_add(&counter, 1));
-    f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    struct stat old;
+    const bool replaces = !stat(f->path, &old) && S_ISREG(old.st_mode);
+    const mode_t mode = replaces ? old.st_mode & 0777 : 0666;
+    f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (f->fd < 0) {
         zc_status st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", path);
         free(f);
         return st;
     }
+    /* best effort: a file system without modes (vfat) refuses, and its files have none */
+    if (replaces)
+        (void)fchmod(f->fd, mode);
     *out = f;
     return ZC_OK;
 }
