@@ -163,7 +163,7 @@ static int fields_of(const train_opts *o, field *f)
     set(&f[n++], "--lr-schedule", "%s", text(o->lr_schedule));
     set(&f[n++], "--warmup", "%d", o->warmup);
     set(&f[n++], "--val-every", "%d", o->val_every);
-    set(&f[n++], "--val-batches", "%d", o->val_batches);
+    set(&f[n++], "--val-windows", "%d", o->val_windows);
     set(&f[n++], "--sample-every", "%d", o->sample_every);
     set(&f[n++], "--sample-length", "%d", o->sample_length);
     set(&f[n++], "--activation-checkpointing", "%s", o->activation_checkpointing ? "on" : "off");

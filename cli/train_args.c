@@ -130,7 +130,7 @@ static zc_status refuse_unused(int argc, char **argv, train_opts *o, zc_err *err
                                             "--shuffle",
                                             "--val-data",
                                             "--val-every",
-                                            "--val-batches",
+                                            "--val-windows",
                                             "--activation-checkpointing",
                                             "--sample-every",
                                             "--sample-length",
@@ -161,8 +161,8 @@ static zc_status refuse_unused(int argc, char **argv, train_opts *o, zc_err *err
                           "comes from the file)",
                           o->seq_len, file.max_seq_len, o->init);
     if (!o->val_data &&
-        (args_given(argc, argv, 2, "--val-every") || args_given(argc, argv, 2, "--val-batches")))
-        return zc_err_set(err, ZC_EINVAL, "--val-every and --val-batches need --val-data");
+        (args_given(argc, argv, 2, "--val-every") || args_given(argc, argv, 2, "--val-windows")))
+        return zc_err_set(err, ZC_EINVAL, "--val-every and --val-windows need --val-data");
     if (!o->sample_every && args_given(argc, argv, 2, "--sample-length"))
         return zc_err_set(err, ZC_EINVAL, "--sample-length needs --sample-every");
     if (!o->save_dir && args_given(argc, argv, 2, "--keep"))
@@ -301,11 +301,14 @@ static zc_status check_flags(const train_opts *o, zc_err *err)
         st = zc_err_set(err, ZC_EINVAL, "--keep must be >= 0 (0 keeps all), got %d", o->keep);
     if (!st && o->save_every > 0 && !o->save_dir)
         st = zc_err_set(err, ZC_EINVAL, "--save-every needs --save-dir");
-    if (!st &&
-        (o->val_every < 0 || o->sample_every < 0 || o->val_batches < 1 || o->sample_length < 1))
+    if (!st && (o->val_every < 0 || o->sample_every < 0 || o->sample_length < 1))
         st = zc_err_set(err, ZC_EINVAL,
                         "--val-every and --sample-every must be >= 0, "
-                        "--val-batches and --sample-length >= 1");
+                        "--sample-length >= 1");
+    if (!st && o->val_windows < 0)
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--val-windows must be >= 0 (0: every window of --val-data), got %d",
+                        o->val_windows);
     if (!st && !strcmp(o->lr_schedule, "cosine") && o->steps <= o->warmup + 1)
         st = zc_err_set(err, ZC_EINVAL,
                         "--lr-schedule cosine decays over the steps after --warmup, and --steps %d "
@@ -355,7 +358,6 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
                       .seq_len = 128,
                       .vocab = 256,
                       .lr_schedule = "constant",
-                      .val_batches = 8,
                       .sample_length = 128};
     zc_config_defaults(cfg);
     arg_spec specs[] = {
@@ -389,8 +391,10 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
         {"--val-data", ARG_STR, &o->val_data, NULL, "gpt2: llm.c token file for validation", NULL},
         {"--val-every", ARG_INT, &o->val_every, NULL,
          "gpt2: validate every N steps and at the end (default 0: at the end only)", NULL},
-        {"--val-batches", ARG_INT, &o->val_batches, NULL,
-         "gpt2: micro-batches per rank in a validation (default 8)", NULL},
+        {"--val-windows", ARG_INT, &o->val_windows, NULL,
+         "gpt2: validate on the first N windows of --seq-len + 1 tokens of --val-data (default "
+         "0: all of them), the same for any --micro-batch, --grad-accum and ranks",
+         NULL},
         {"--activation-checkpointing", ARG_BOOL, &o->activation_checkpointing, NULL,
          "gpt2: keep only block inputs, recompute blocks in backward", NULL},
         {"--no-memory-check", ARG_BOOL, &o->no_memory_check, NULL,
@@ -442,6 +446,11 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
                            zc_comm_rank(comm) == 0, helped, err);
     if (*helped)
         return ZC_OK;
+    if (args_given(argc, argv, 2, "--val-batches")) /* refused before any other complaint */
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--val-batches is gone: it counted micro-batches per rank, so what was "
+                        "validated changed with --micro-batch and the ranks; use --val-windows N "
+                        "(the first N windows of --val-data; default: all of them)");
     if (!st)
         st = apply_flags(specs, nspecs, zc_comm_size(comm), o, cfg, err);
     if (!st) /* the collectives from here on, before the engine, wait as long as it will */

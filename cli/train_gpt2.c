@@ -9,9 +9,10 @@
  * each once, in the order of a keyed pseudo-random permutation of [0, W) drawn afresh for every
  * (seed, epoch): a Feistel network over the smallest power of four ≥ W, cycle-walked into
  * [0, W) (shuffle_window). It is a pure function of (seed, global window index) in O(1) memory,
- * so still independent of N. A run resumed under another global
- * batch reads in order from where the checkpoint's run stopped: a fixed token skip on every
- * training window (gpt2_resume_data). */
+ * so still independent of N. A run resumed under another global batch reads in order from where
+ * the checkpoint's run stopped: a fixed token skip on every training window (gpt2_resume_data).
+ * A validation covers the first --val-windows windows of T + 1 tokens of its file (default:
+ * all), the same set and the same loss whatever B, N and the accumulation (plan_validation). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "cli/fail.h"
 #include "cli/train_model.h"
 #include "models/gpt2/gpt2.h"
+#include "models/gpt2/gpt2_layers.h"
 #include "models/gpt2/gpt2_sample.h"
 #include "models/gpt2/init_files.h"
 #include "models/gpt2/llmc_files.h"
@@ -34,7 +36,18 @@ typedef struct {
     int rank, nranks, B, T, accum, vocab;
     uint64_t seed;
     uint64_t skip; /* tokens added to every training window's start (mod the file): a resume */
+    /* validation (plan_validation): K windows in val_rounds rounds, gathered every val_flush */
+    uint64_t val_windows, val_rounds;
+    int val_flush, val_chunk;   /* val_chunk: positions per loss call (val_probs holds them) */
+    int *val_targets;           /* B·T */
+    float *val_tok_loss;        /* B·T per-token losses */
+    float *val_probs;           /* val_chunk × Vp */
+    double *val_mine, *val_all; /* val_flush·B window sums; N times that, gathered */
 } gpt2_state;
+
+/* Windows a validation gathers at a time (8 bytes each, times the ranks), and the floats of
+ * probabilities its loss takes at a time: bounded scratch, however large --val-data is. */
+enum { VAL_FLUSH_WINDOWS = 1 << 16, VAL_PROBS_FLOATS = 1 << 20 };
 
 /* splitmix64's finalizer: a bijective 64-bit mixer whose every output bit depends on every input
  * bit; the shuffle's keys and round functions. */
@@ -82,8 +95,8 @@ static uint64_t shuffle_window(uint64_t seed, uint64_t epoch, uint64_t i, uint64
     return x;
 }
 
-/* Window `index` (global over ranks) of a training (shuffle) or validation (sequential) pass;
- * a sequential one starts `skip` tokens later. */
+/* Training window `index` (global over ranks), shuffled or sequential; a sequential one starts
+ * `skip` tokens later. (Validation reads its windows itself: validate_batch.) */
 static zc_status read_window(gpt2_state *st, const llmc_tokens *t, uint64_t index, bool shuffle,
                              uint64_t skip, zc_err *err)
 {
@@ -134,45 +147,117 @@ static void gpt2_resume_data(train_model *m, uint64_t tokens, int64_t step)
     st->skip = (tokens % n + n - own) % n;
 }
 
-/* A validation reads each window of the file once at most: --val-batches per rank is cut to
- * what the file holds (said on rank 0), so it never wraps onto the file's start and repeats
- * windows; a file with fewer windows than ranks is refused. */
-static zc_status fit_val_batches(gpt2_state *st, const char *path, zc_err *err)
+/* The validation set: the first K windows of --val-data (all W = (ntok − 1)/T unless
+ * --val-windows cuts them), window w the T + 1 tokens from w·T — the training's rows cut the
+ * file the same way. K and the loss do not depend on B, N or the accumulation: round i's
+ * micro-batch on rank r holds windows (i·N + r)·B .. + B − 1 (those ≥ K are padding rows: their
+ * inputs are token 0 and they are not counted), each window's loss is the double sum of its T
+ * per-token losses (the model's own kernel, per position), the ranks' sums are gathered every
+ * `flush` rounds, and every rank adds them in window order into one double. Rows are
+ * independent in the forward, so where the products give a row the same bits whatever rows sit
+ * beside it (oneDNN, the default path) the mean — that sum over K·T — has the same bits for any
+ * split; OpenBLAS's portable path (ZEROC_GEMM=portable) blocks its products by their row count,
+ * and there the splits agree to about 1e-9. Every rank runs the same number of forwards
+ * (stage 3 gathers in them), padding only when K is not a multiple of N·B. Said once on rank 0,
+ * with what a validation costs. */
+static zc_status plan_validation(gpt2_state *st, const char *path, zc_err *err)
 {
-    const uint64_t BT = (uint64_t)st->B * st->T, W = (st->val.ntok - 1) / BT,
-                   per = W / (uint64_t)st->nranks;
-    if (per == 0)
+    const uint64_t W = (st->val.ntok - 1) / (uint64_t)st->T, NB = (uint64_t)st->nranks * st->B;
+    if (W == 0)
         return zc_err_set(err, ZC_EINVAL,
-                          "%s: %llu windows of %d × %d + 1 tokens, fewer than the %d ranks that "
-                          "validate on it",
-                          path, (unsigned long long)W, st->B, st->T, st->nranks);
-    if ((uint64_t)st->o.val_batches <= per)
-        return ZC_OK;
-    if (st->rank == 0)
-        printf("validation: %s holds %llu windows of %d × %d + 1 tokens: %llu a rank, not the "
-               "%d of --val-batches\n",
-               path, (unsigned long long)W, st->B, st->T, (unsigned long long)per,
-               st->o.val_batches);
-    st->o.val_batches = (int)per;
+                          "%s: %zu tokens is shorter than one validation window (%d + 1 tokens)",
+                          path, st->val.ntok, st->T);
+    const uint64_t want = (uint64_t)st->o.val_windows, K = want && want < W ? want : W;
+    st->val_windows = K;
+    st->val_rounds = (K + NB - 1) / NB;
+    st->val_flush = (int)(VAL_FLUSH_WINDOWS / NB > 0 ? VAL_FLUSH_WINDOWS / NB : 1);
+    if ((uint64_t)st->val_flush > st->val_rounds)
+        st->val_flush = (int)st->val_rounds;
+    const int Vp = gpt2_get_config(st->gpt)->padded_vocab_size;
+    const size_t BT = (size_t)st->B * st->T, fl = (size_t)st->val_flush * st->B;
+    st->val_chunk = VAL_PROBS_FLOATS / Vp > 0 ? (int)(VAL_PROBS_FLOATS / Vp) : 1;
+    if ((size_t)st->val_chunk > BT)
+        st->val_chunk = (int)BT;
+    st->val_targets = malloc(BT * sizeof(int));
+    st->val_tok_loss = malloc(BT * sizeof(float));
+    st->val_probs = malloc((size_t)st->val_chunk * Vp * sizeof(float));
+    st->val_mine = malloc(fl * sizeof(double));
+    st->val_all = malloc(fl * (size_t)st->nranks * sizeof(double));
+    if (!st->val_targets || !st->val_tok_loss || !st->val_probs || !st->val_mine || !st->val_all)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory for validation buffers");
+    if (st->rank == 0) {
+        if (want > W)
+            printf("validation: %s holds %llu windows of %d + 1 tokens, fewer than the %llu of "
+                   "--val-windows: all of them\n",
+                   path, (unsigned long long)W, st->T, (unsigned long long)want);
+        printf("validation: %llu %s of %d + 1 tokens (%llu tokens predicted) of %s%s; each "
+               "validation runs %llu forward micro-batches of %d per rank\n",
+               (unsigned long long)K, K == 1 ? "window" : "windows", st->T,
+               (unsigned long long)(K * (uint64_t)st->T), path,
+               K < W ? " (the first, --val-windows)" : " (the whole file)",
+               (unsigned long long)st->val_rounds, st->B);
+    }
     return ZC_OK;
+}
+
+/* One validation micro-batch: windows first .. first + nb − 1 (nb ≤ B, may be 0) in its first
+ * rows, padding after; sums[b] = window b's summed token losses (0 for padding rows). */
+static zc_status validate_batch(gpt2_state *st, uint64_t first, int nb, double *sums, zc_err *err)
+{
+    const size_t BT = (size_t)st->B * st->T, real = (size_t)nb * st->T;
+    const gpt2_config *gc = gpt2_get_config(st->gpt);
+    zc_status rc = ZC_OK;
+    if (nb > 0) { /* nb·T + 1 tokens: consecutive windows share their boundary token */
+        rc = llmc_tokens_read(&st->val, (size_t)(first * (uint64_t)st->T), real + 1, st->window,
+                              st->vocab, err);
+        if (!rc)
+            memcpy(st->val_targets, st->window + 1, real * sizeof(int));
+    }
+    memset(st->window + real, 0, (BT - real) * sizeof(int));
+    if (!rc)
+        rc = gpt2_forward(st->gpt, st->window, NULL, NULL, err);
+    const float *logits = rc ? NULL : gpt2_logits(st->gpt);
+    for (size_t p = 0; !rc && p < real; p += (size_t)st->val_chunk) {
+        const size_t n = real - p < (size_t)st->val_chunk ? real - p : (size_t)st->val_chunk;
+        gpt2_softmax_crossentropy_forward(
+            st->val_tok_loss + p, st->val_probs, logits + p * (size_t)gc->padded_vocab_size,
+            st->val_targets + p, (int)n, gc->vocab_size, gc->padded_vocab_size);
+    }
+    for (int b = 0; b < st->B; b++) {
+        double s = 0.0;
+        for (int t = 0; !rc && b < nb && t < st->T; t++)
+            s += st->val_tok_loss[(size_t)b * st->T + (size_t)t];
+        sums[b] = s;
+    }
+    return rc;
 }
 
 static zc_status gpt2_validate(train_model *m, int64_t step, double *loss, zc_err *err)
 {
     gpt2_state *st = m->state;
-    double local = 0.0, total = 0.0;
+    const uint64_t K = st->val_windows, B = (uint64_t)st->B, N = (uint64_t)st->nranks;
+    double total = 0.0; /* window sums, added in window order */
+    char what[64];      /* a collective's error names its step */
+    snprintf(what, sizeof what, "validation losses, step %lld", (long long)step);
     zc_status rc = ZC_OK;
-    for (int j = 0; j < st->o.val_batches && !rc; j++) {
-        double l = 0.0;
-        if (!(rc = read_window(st, &st->val, (uint64_t)j, false, 0, err)))
-            rc = gpt2_forward(st->gpt, st->window, st->window + 1, &l, err);
-        local += l;
+    for (uint64_t i0 = 0; i0 < st->val_rounds && !rc; i0 += (uint64_t)st->val_flush) {
+        const uint64_t rounds = st->val_rounds - i0 < (uint64_t)st->val_flush
+                                    ? st->val_rounds - i0
+                                    : (uint64_t)st->val_flush;
+        for (uint64_t q = 0; q < rounds && !rc; q++) {
+            const uint64_t first = ((i0 + q) * N + (uint64_t)st->rank) * B;
+            const int nb = first >= K ? 0 : K - first < B ? (int)(K - first) : (int)B;
+            rc = validate_batch(st, first, nb, st->val_mine + q * B, err);
+        }
+        if (!rc)
+            rc = zc_comm_control_gather(st->comm, st->val_mine, st->val_all,
+                                        rounds * B * sizeof(double), what, err);
+        for (uint64_t q = 0; !rc && q < rounds; q++) /* rank j's block: its rounds of B */
+            for (uint64_t j = 0; j < N; j++)
+                for (uint64_t b = 0; b < B && ((i0 + q) * N + j) * B + b < K; b++)
+                    total += st->val_all[(j * rounds + q) * B + b];
     }
-    char what[48]; /* a collective's error names its step */
-    snprintf(what, sizeof what, "validation loss, step %lld", (long long)step);
-    if (!rc)
-        rc = zc_comm_sum_f64(st->comm, local, &total, what, err);
-    *loss = total / ((double)st->nranks * st->o.val_batches);
+    *loss = total / ((double)K * st->T);
     return rc;
 }
 
@@ -228,6 +313,11 @@ static void train_gpt2_destroy(train_model *m)
     if (st->val_open)
         llmc_tokens_close(&st->val);
     free(st->window);
+    free(st->val_targets);
+    free(st->val_tok_loss);
+    free(st->val_probs);
+    free(st->val_mine);
+    free(st->val_all);
     free(st);
     m->state = NULL;
 }
@@ -328,14 +418,7 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
                         o->data, st->train.ntok, st->B, st->T, need);
         goto fail;
     }
-    if (st->val_open && st->val.ntok < need) {
-        rc = zc_err_set(err, ZC_EINVAL,
-                        "%s: %zu tokens is shorter than one batch (%d × %d + 1 = "
-                        "%zu tokens)",
-                        o->val_data, st->val.ntok, st->B, st->T, need);
-        goto fail;
-    }
-    if (st->val_open && (rc = fit_val_batches(st, o->val_data, err)))
+    if (st->val_open && (rc = plan_validation(st, o->val_data, err)))
         goto fail;
     if (!(st->window = malloc(need * sizeof(int)))) {
         rc = zc_err_set(err, ZC_ENOMEM, "out of memory");

@@ -15,7 +15,7 @@ typedef struct {
     const char *init, *data, *val_data, *save_final, *lr_schedule;
     const char *save_dir, *resume, *nvme_path;
     int save_every, keep;
-    int val_every, val_batches, warmup, sample_every, sample_length;
+    int val_every, val_windows, warmup, sample_every, sample_length; /* val_windows 0: all */
     bool activation_checkpointing, shuffle, no_memory_check;
     bool save_dir_made; /* rank 0 made --save-dir for this run: a refused run removes it */
     struct {            /* gpt2 shape flags given on the command line (not defaulted) */

@@ -193,31 +193,80 @@ def test_prepare_train_sample():
 
 
 def test_validation_reads_each_window_once():
-    """--val-batches is cut to the windows --val-data holds (said once), so a validation never
-    wraps onto the file's start: on a file of exactly one window of 2 × 16 + 1 tokens, 8
-    batches give the loss of 1 (they gave the mean of that window and 7 wrapped, stitched ones);
-    a file with fewer windows than ranks is refused."""
-    import struct
-    _, val = prepared()
+    """A validation covers every window of T + 1 tokens of --val-data (or the first
+    --val-windows K), whatever the split: with the same --init weights (--lr 0) the validation
+    loss has the same bits for --micro-batch 16, 8, 5 and 4, 8 × --grad-accum 2, and 2 or 3
+    ranks (stage 3, a rank with only padding rows) — the file's 42 windows fill no micro-batch
+    evenly, and padding rows are not counted. It equals the mean of the training losses of a
+    --micro-batch 1 run over the same file, which reads those windows one per step (the old
+    validation read 8 micro-batches per rank from the file's start: another prefix for every
+    micro-batch and rank count). --val-windows K takes the first K, more than the file holds is
+    cut (said once), a file of one window validates on 2 ranks; --val-batches is refused, naming
+    --val-windows; a file shorter than one window is refused."""
+    data, val = prepared()
+    init = H_.path("val-init.bin")
+    write_llmc_checkpoint(init, 2, 32, 2, 256, 16)
+    ntok = struct.unpack("<i", open(val, "rb").read()[8:12])[0]
+    K = (ntok - 1) // 16
+    check(K == 42, f"the test's validation file holds {K} windows, not 42")
+    shape = ["--init", init, "--seq-len", 16, "--lr", 0]
+
+    def val_loss(n, name, *extra):
+        rep = train(n, name, *shape, "--val-data", val, *extra, steps=1)
+        return rep["val_loss"][0]
+
+    splits = H_.trim([(1, "--micro-batch", 16), (1, "--micro-batch", 8), (1, "--micro-batch", 5),
+                      (1, "--micro-batch", 4), (1, "--micro-batch", 8, "--grad-accum", 2),
+                      (2, "--micro-batch", 8), (3, "--micro-batch", 4, "--stage", 3)],
+                     [(1, "--micro-batch", 16), (3, "--micro-batch", 4, "--stage", 3)])
+    got = {s: val_loss(s[0], f"val-split-{k}", *s[1:]) for k, s in enumerate(splits)}
+    check(len(set(got.values())) == 1, f"validation losses differ with the split: {got}")
+    # the same windows one per training step: micro-batch 1 reads window g at step g
+    H_.run(1, "train", "--model", "gpt2", "--data", val, *shape, "--micro-batch", 1, "--steps", K,
+           "--report", H_.path("val-as-train.json"))
+    per_window = H_.report("val-as-train.json")["loss"]
+    whole = sum(per_window) / K
+    first = got[splits[0]]
+    check(abs(first - whole) <= 1e-9 * whole,
+          f"validation {first!r} is not the mean of the {K} windows' losses {whole!r}")
+    part = val_loss(1, "val-first-10", "--micro-batch", 4, "--val-windows", 10)
+    check(abs(part - sum(per_window[:10]) / 10) <= 1e-9 * part,
+          f"--val-windows 10: {part!r}, the first 10 windows' mean {sum(per_window[:10]) / 10!r}")
+    p = H_.run(1, "train", "--model", "gpt2", "--data", data, *shape, "--micro-batch", 16,
+               "--steps", 1, "--val-data", val, "--val-windows", 100,
+               "--report", H_.path("val-cut.json"))
+    check(H_.report("val-cut.json")["val_loss"][0] == first, "--val-windows 100 of 42 differs")
+    check(f"{val} holds 42 windows of 16 + 1 tokens, fewer than the 100 of --val-windows: all "
+          f"of them" in p.stdout and
+          f"validation: 42 windows of 16 + 1 tokens (672 tokens predicted) of {val} (the whole "
+          f"file); each validation runs 3 forward micro-batches of 16 per rank" in p.stdout,
+          f"the validation set is not said: {p.stdout[-500:]!r}")
     raw = open(val, "rb").read()
     one = H_.path("val-one-window.bin")
     header = bytearray(raw[:1024])
-    struct.pack_into("<i", header, 8, 33)
-    open(one, "wb").write(bytes(header) + raw[1024:1024 + 66])
-    losses = {}
-    for vb in (1, 8):
-        rep = train(1, f"val-once-{vb}", *TINY, "--val-data", one, "--val-every", 1,
-                    "--val-batches", vb, steps=2)
-        losses[vb] = rep["val_loss"]
-    check(losses[1] == losses[8], f"8 batches over one window: {losses}")
-    data, _ = prepared()
-    p = H_.run(1, "train", "--model", "gpt2", "--data", data, *TINY, "--steps", 1,
-               "--val-data", one, "--val-every", 1)
-    check("holds 1 windows of 2 × 16 + 1 tokens: 1 a rank, not the 8 of --val-batches" in p.stdout,
-          f"the cut is not said: {p.stdout[-300:]!r}")
-    p = H_.run(2, "train", "--model", "gpt2", "--data", data, *TINY, "--steps", 1,
-               "--val-data", one, "--val-every", 1, ok=False)
-    check(p.returncode == 1 and "fewer than the 2 ranks" in p.stderr, f"2 ranks: {p.stderr!r}")
+    struct.pack_into("<i", header, 8, 17)
+    open(one, "wb").write(bytes(header) + raw[1024:1024 + 34])
+    ones = [train(n, f"val-one-{n}", *shape, "--micro-batch", 2, "--val-data", one,
+                  steps=1)["val_loss"][0] for n in (1, 2)]
+    check(ones[0] == ones[1] and abs(ones[0] - per_window[0]) <= 1e-9 * ones[0],
+          f"one window on 1 and 2 ranks: {ones}, its training loss {per_window[0]!r}")
+    short = H_.path("val-short.bin")
+    struct.pack_into("<i", header, 8, 16)
+    open(short, "wb").write(bytes(header) + raw[1024:1024 + 32])
+    for extra, needle in ((["--val-data", val, "--val-batches", 8],
+                           "--val-batches is gone: it counted micro-batches per rank"),
+                          (["--val-data", val, "--val-windows", -1],
+                           "--val-windows must be >= 0"),
+                          (["--val-windows", 5], "--val-every and --val-windows need --val-data"),
+                          (["--val-data", short],
+                           "val-short.bin: 16 tokens is shorter than one validation window "
+                           "(16 + 1 tokens)")):
+        p = H_.run(1, "train", "--model", "gpt2", "--data", data, *shape, "--steps", 1, *extra,
+                   ok=False)
+        check(p.returncode == 1 and needle in p.stderr, f"{extra}: {p.stderr!r}")
+    p = H_.run(1, "train", "--val-batches", 8, ok=False)  # before any other complaint
+    check(p.returncode == 1 and "use --val-windows N (the first N windows of --val-data" in
+          p.stderr, f"--val-batches alone: {p.stderr!r}")
 
 
 def window_losses(n, name, data, *extra, steps):

@@ -71,7 +71,7 @@ def test_plot_matches_reports():
     train_tok, val_tok = H_.text_tokens()
     g = H_.path("gpt2.json")
     H_.run(2, "train", "--model", "gpt2", "--data", train_tok, "--val-data", val_tok,
-           "--val-every", 4, "--val-batches", 2, "--layers", 2, "--channels", 32, "--heads", 2,
+           "--val-every", 4, "--val-windows", 8, "--layers", 2, "--channels", 32, "--heads", 2,
            "--seq-len", 16, "--micro-batch", 2, "--steps", 10, "--stage", 3, "--report", g)
     m = H_.path("mlp.json")
     H_.run(1, "train", "--hidden", 32, "--layers", 2, "--steps", 6, "--report", m)
