@@ -21,4 +21,10 @@ int64_t memory_check_host_budget(char *where, size_t cap);
  * the result. */
 zc_status memory_check(zc_comm *comm, const zc_engine *e, const zc_mem *mem, zc_err *err);
 
+/* After building the model failed with ZC_ENOMEM: appends to err's message the address-space or
+ * data limit (`ulimit -v` / `ulimit -d`) the process runs under, if any — an allocation refused by
+ * such a limit says nothing of it, and the memory check, which names it, runs after the model is
+ * built. */
+void memory_check_explain_enomem(zc_status st, zc_err *err);
+
 #endif

@@ -172,7 +172,8 @@ static zc_status build(train_run *r, zc_err *err)
     r->mem = zc_mem_create();
     zc_status st = zc_engine_create(&r->e, &r->cfg, r->comm, r->mem, err);
     if (!st)
-        st = train_model_create(&r->model, o, r->e, r->mem, r->comm, &r->cfg, err);
+        memory_check_explain_enomem(
+            st = train_model_create(&r->model, o, r->e, r->mem, r->comm, &r->cfg, err), err);
     /* a rank that could not build the model (memory, a file it cannot read) tells the others,
      * which would otherwise wait for it in the engine's first collective: one message */
     st = zc_comm_agree(r->comm, st, "building the model", err);
