@@ -822,6 +822,27 @@ static void test_load_errors(void)
                   err.msg);
     }
 
+    /* keys that hold "; " themselves: the count of the ones left out is still exact, and no
+     * key is cut in the middle (the cut was at the message's last ';') */
+    {
+        char json[8192];
+        size_t n = (size_t)snprintf(json, sizeof json, "{");
+        for (int i = 0; i < 200; i++)
+            n += (size_t)snprintf(json + n, sizeof json - n, "%s\"k%03d; tail\": 1", i ? ", " : "",
+                                  i);
+        snprintf(json + n, sizeof json - n, "}");
+        zc_config c;
+        zc_err err = {0};
+        CHECK(load(&c, json, &err) == ZC_EINVAL);
+        int named = 0, more = -1;
+        for (const char *p = err.msg; (p = strstr(p, "unknown key: k")); p++)
+            named++;
+        const char *tail = strstr(err.msg, "; and ");
+        CHECK_MSG(tail && sscanf(tail, "; and %d more", &more) == 1 && named + more == 200 &&
+                      !strncmp(tail - 5, " tail", 5),
+                  err.msg);
+    }
+
     /* very long keys and values are cut in messages */
     {
         char json[1200], key[1001];

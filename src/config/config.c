@@ -573,11 +573,13 @@ typedef struct {
     size_t len;
 } num_text;
 
-/* A file's refusals of one kind, "; "-joined, refused together once the whole file is read. */
+/* A file's refusals of one kind, "; "-joined, refused together once the whole file is read;
+ * where each item starts (a key or a value's text may hold "; " itself). */
 typedef struct {
     char text[sizeof(((zc_err *)0)->msg)];
     int n;   /* items in text */
     int cut; /* items that did not fit */
+    unsigned short start[sizeof(((zc_err *)0)->msg) / 2];
 } refusals;
 
 typedef struct {
@@ -595,14 +597,14 @@ typedef struct {
 static void add_refusal(refusals *r, const char *item)
 {
     size_t n = strlen(r->text), need = (n ? 2 : 0) + strlen(item);
-    if (n + need >= sizeof r->text) {
+    if (n + need >= sizeof r->text || r->n == (int)(sizeof r->start / sizeof *r->start)) {
         r->cut++;
         return;
     }
     if (n)
         memcpy(r->text + n, "; ", 2);
+    r->start[r->n++] = (unsigned short)(n + (n ? 2 : 0));
     memcpy(r->text + n + (n ? 2 : 0), item, strlen(item) + 1);
-    r->n++;
 }
 
 static zc_status fail(const ctx *c, zc_status code, const char *fmt, ...)
@@ -1622,20 +1624,31 @@ static void check_file(const ctx *c, const cJSON *root)
 static zc_status refuse_file(const ctx *c, zc_err *err, const refusals *problems,
                              const refusals *lacking)
 {
-    char msg[2 * sizeof err->msg + 32];
-    int n = snprintf(msg, sizeof msg, "%s", problems->text), left = problems->cut + lacking->cut;
-    if (lacking->n)
-        snprintf(msg + n, sizeof msg - (size_t)n, "%snot supported yet: %s", n ? "; " : "",
-                 lacking->text);
-    size_t fits = sizeof err->msg - 1 - strlen(c->origin) - 2; /* after "ORIGIN: " */
-    char *last;
-    if (left || strlen(msg) > fits) {
-        fits -= 24; /* "; and N more" */
-        while (strlen(msg) > fits && (last = strrchr(msg, ';'))) {
-            *last = '\0';
-            left++;
+    const refusals *lists[2] = {problems, lacking};
+    const size_t fits = sizeof err->msg - 1 - strlen(c->origin) - 2; /* after "ORIGIN: " */
+    char msg[sizeof err->msg];
+    size_t len = 0;
+    int left = problems->cut + lacking->cut, total = problems->n + lacking->n, shown = 0;
+    size_t all = strlen(problems->text) + strlen(lacking->text) + 24;
+    /* whole items while they fit, room kept for "; and N more" unless every one fits */
+    const size_t room = left || all > fits ? fits - 24 : fits;
+    for (int l = 0; l < 2; l++)
+        for (int i = 0; i < lists[l]->n; i++) {
+            const refusals *r = lists[l];
+            const char *item = r->text + r->start[i];
+            size_t ilen = i + 1 < r->n ? (size_t)(r->start[i + 1] - 2 - r->start[i]) : strlen(item);
+            const char *pre = l == 1 && i == 0 ? "not supported yet: " : "";
+            size_t add = (len ? 2 : 0) + strlen(pre) + ilen;
+            if (shown < total && len + add > room) {
+                left += total - shown;
+                goto done;
+            }
+            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s%.*s", len ? "; " : "", pre,
+                                    (int)ilen, item);
+            shown++;
         }
-    }
+done:
+    msg[len < sizeof msg ? len : sizeof msg - 1] = '\0';
     if (left)
         return zc_err_set(err, ZC_EINVAL, "%s: %s; and %d more", c->origin, msg, left);
     return zc_err_set(err, ZC_EINVAL, "%s: %s", c->origin, msg);
