@@ -198,6 +198,15 @@ static int64_t status_bytes(const char *key)
     return kib < 0 ? -1 : (int64_t)kib * 1024;
 }
 
+/* The limits on what a process may map, and how /proc/self/status counts what it has mapped. */
+static const struct {
+    int resource;
+    const char *name, *ulimit, *field, *what;
+} limits[] = {
+    {RLIMIT_AS, "RLIMIT_AS; SGE's h_vmem sets it", "ulimit -v", "VmSize", "address-space"},
+    {RLIMIT_DATA, "RLIMIT_DATA", "ulimit -d", "VmData", "data-segment"},
+};
+
 /* Bytes this process may still map for what the estimate counts under its address-space and
  * data limits, the tighter: the limit less what is mapped already (`counted` bytes of it being
  * the estimate's, allocated already) less the margin for `threads` compute threads' malloc
@@ -205,13 +214,6 @@ static int64_t status_bytes(const char *key)
  * limit and the arithmetic into `where`. */
 static int64_t limit_room(int64_t counted, int threads, int blas, char *where, size_t cap)
 {
-    static const struct {
-        int resource;
-        const char *name, *ulimit, *field, *what;
-    } limits[] = {
-        {RLIMIT_AS, "RLIMIT_AS; SGE's h_vmem sets it", "ulimit -v", "VmSize", "address-space"},
-        {RLIMIT_DATA, "RLIMIT_DATA", "ulimit -d", "VmData", "data-segment"},
-    };
     const int64_t MiB = 1 << 20, arenas = threads > 1 ? threads - 1 : 0;
     int64_t room = -1;
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
@@ -384,10 +386,6 @@ zc_status memory_check(zc_comm *comm, const zc_engine *e, const zc_mem *mem, zc_
 
 void memory_check_explain_enomem(zc_status st, zc_err *err)
 {
-    static const struct {
-        int resource;
-        const char *ulimit;
-    } limits[] = {{RLIMIT_AS, "ulimit -v"}, {RLIMIT_DATA, "ulimit -d"}};
     if (st != ZC_ENOMEM)
         return;
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {

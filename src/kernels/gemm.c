@@ -108,12 +108,18 @@ size_t zc_gemm_workspace_bytes(int M, int N, int K)
 static dnnl_primitive_t primitive(zc_gemm_type t, bool ta, bool tb, int M, int N, int K, int lda,
                                   int ldb, float alpha, float beta, int ldc);
 
-/* Whether bf16 products run on oneDNN here: a typical linear layer's primitive can be made. */
-static bool bf16_native(void)
+/* A typical linear layer's primitive of type t (NULL: products of type t take the portable
+ * path here); making it names the implementation in G.path / G.path32. */
+static dnnl_primitive_t probe(zc_gemm_type t)
 {
     init();
-    return !G.portable &&
-           primitive(ZC_GEMM_BF16, false, true, 64, 256, 256, 256, 256, 1.0f, 0.0f, 256) != NULL;
+    return G.portable ? NULL : primitive(t, false, true, 64, 256, 256, 256, 256, 1.0f, 0.0f, 256);
+}
+
+/* Whether bf16 products run on oneDNN here. */
+static bool bf16_native(void)
+{
+    return probe(ZC_GEMM_BF16) != NULL;
 }
 
 size_t zc_gemm_workspace_need(zc_gemm_operands ops, int M, int N, int K)
@@ -527,9 +533,7 @@ void zc_gemm_bf16_ab16_c16(bool ta, bool tb, int M, int N, int K, float alpha, c
 
 const char *zc_gemm_path(zc_gemm_type t)
 {
-    init();
-    if (!G.portable) /* a typical linear layer's primitive names the implementation */
-        primitive(t, false, true, 64, 256, 256, 256, 256, 1.0f, 0.0f, 256);
+    probe(t);
     return t == ZC_GEMM_BF16 ? G.path : G.path32;
 }
 
