@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/fail.h"
 #include "cli/output_paths.h"
+#include "cli/relaunch.h"
 #include "models/gpt2/ckpt_shape.h"
 #include "models/gpt2/hf_files.h"
 #include "models/gpt2/llmc_files.h"
@@ -161,7 +162,7 @@ static zc_status resolve(const char *path, char *dir, size_t len, zc_err *err)
     return st;
 }
 
-int cmd_ckpt(zc_comm *comm, int argc, char **argv)
+int cmd_ckpt(int argc, char **argv)
 {
     const char *out = NULL, *format = "safetensors", *dtype = "fp32";
     bool help = false;
@@ -229,7 +230,7 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
         st = resolve(path, dir, sizeof dir, &err);
     if (!st && !strcmp(verb, "export"))
         st = export_not_over_checkpoint(out, !strcmp(format, "hf"), path, dir, &err);
-    if (!st && zc_comm_rank(comm) == 0) {
+    if (!st && cli_launcher_rank() == 0) { /* one process: no MPI; under mpirun, rank 0 */
         char *summary = NULL;
         if (!strcmp(verb, "inspect"))
             st = zc_ckpt_inspect(dir, &summary, &err);
@@ -245,5 +246,5 @@ int cmd_ckpt(zc_comm *comm, int argc, char **argv)
         free(summary);
     }
     free(flags);
-    return st ? cli_fail(comm, &err, true) : 0;
+    return st ? cli_fail_alone(&err) : 0;
 }

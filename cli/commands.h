@@ -6,11 +6,12 @@
 
 int cmd_train(zc_comm *comm, int argc, char **argv);
 int cmd_sample(zc_comm *comm, int argc, char **argv);
-int cmd_estimate(zc_comm *comm, int argc, char **argv);
 int cmd_analyze(zc_comm *comm, int argc, char **argv);
-int cmd_ckpt(zc_comm *comm, int argc, char **argv);
-int cmd_plot(int argc, char **argv); /* no MPI: reads reports, writes an SVG */
-/* Without MPI: prepare (cli/prepare.c), the tokenizer commands (cli/tokenize.c). */
+/* Without MPI, in one process: plot (reads reports, writes an SVG), the estimator, the
+ * checkpoint tools, prepare (cli/prepare.c), the tokenizer commands (cli/tokenize.c). */
+int cmd_plot(int argc, char **argv);
+int cmd_estimate(int argc, char **argv);
+int cmd_ckpt(int argc, char **argv);
 int cmd_prepare(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);

@@ -16,6 +16,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/fail.h"
+#include "cli/relaunch.h"
 #include "cli/units.h"
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/init_files.h"
@@ -755,7 +756,7 @@ static void print_table(const estimate_flags *f, const zc_config *cfg, const zc_
                f->mem_per_rank);
 }
 
-int cmd_estimate(zc_comm *comm, int argc, char **argv)
+int cmd_estimate(int argc, char **argv)
 {
     estimate_flags f = {.ranks = 1,
                         .hidden = MLP_DEFAULT_HIDDEN,
@@ -832,14 +833,15 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
     bool helped;
+    const bool printer = cli_launcher_rank() == 0; /* one process: no MPI; under mpirun, rank 0 */
     zc_status st =
         args_parse_command(specs, nspecs, argc, argv, 2,
                            "zeroc estimate (--params N | --model mlp|gpt2 [shape] | --init FILE) "
                            "--ranks N [flags]",
-                           zc_comm_rank(comm) == 0, &helped, &err);
+                           printer, &helped, &err);
     if (helped)
         return 0;
-    if (zc_comm_rank(comm) != 0)
+    if (!printer)
         return st ? 1 : 0;
     f.ranks_per_node_given = args_given(argc, argv, 2, "--ranks-per-node");
     f.micro_given = args_given(argc, argv, 2, "--micro-batch");
@@ -867,5 +869,5 @@ int cmd_estimate(zc_comm *comm, int argc, char **argv)
     else if (!st)
         print_table(&f, &cfg, &base, &m, &res, limit);
     free(m.units);
-    return st ? cli_fail(comm, &err, true) : 0;
+    return st ? cli_fail_alone(&err) : 0;
 }

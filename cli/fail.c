@@ -27,6 +27,12 @@ int cli_fail(zc_comm *comm, const zc_err *err, bool collective)
     return 1;
 }
 
+int cli_fail_alone(const zc_err *err)
+{
+    fprintf(stderr, "zeroc: error: %s\n", err->msg);
+    return 1;
+}
+
 zc_status cli_stdout_flush(int written, zc_err *err)
 {
     if (fflush(stdout) != 0) /* what was buffered: the reason is this errno */

@@ -13,6 +13,9 @@
  * otherwise the other ranks may be waiting in a collective and the job is aborted. */
 int cli_fail(zc_comm *comm, const zc_err *err, bool collective);
 
+/* The same for a command that runs in one process, without MPI: prints err, returns 1. */
+int cli_fail_alone(const zc_err *err);
+
 /* Flushes standard output: ZC_EIO, "standard output: write error: <reason>", when that fails
  * (a full disk, /dev/full, a closed descriptor) or a write before it did. `written`: the errno
  * right after the caller's last write (its reason if that write failed), or 0 when it is not

@@ -50,13 +50,17 @@ static int run(int argc, char **argv)
     cli_threads_wait_policy(argv);
     if (!strcmp(argv[1], "plot")) /* reads reports, writes an SVG: no MPI */
         return cmd_plot(argc, argv);
+    if (!strcmp(argv[1], "estimate")) /* a calculation: no MPI (its start-up is most of the time) */
+        return cmd_estimate(argc, argv);
+    if (!strcmp(argv[1], "ckpt")) /* reads and writes files: no MPI */
+        return cmd_ckpt(argc, argv);
     if (!strcmp(argv[1], "prepare")) /* one process: no MPI (thousands of file names) */
         return cmd_prepare(argc, argv);
     if (!strcmp(argv[1], "tokenize")) /* scripts' tools: no MPI */
         return cmd_tokenize(argc, argv);
     if (!strcmp(argv[1], "detokenize"))
         return cmd_detokenize(argc, argv);
-    static const char *const mpi_commands[] = {"train", "sample", "estimate", "analyze", "ckpt"};
+    static const char *const mpi_commands[] = {"train", "sample", "analyze"};
     bool known = false;
     for (size_t i = 0; i < sizeof mpi_commands / sizeof *mpi_commands; i++)
         known |= !strcmp(argv[1], mpi_commands[i]);
@@ -76,11 +80,9 @@ static int run(int argc, char **argv)
     cli_threads_setup(comm, threads, sizeof threads);
     if (zc_comm_rank(comm) == 0 && !strcmp(argv[1], "train") && !wants_help(argc, argv))
         printf("threads: %s; elementwise kernels: %s\n", threads, zc_simd_name(zc_simd_level()));
-    int rc = !strcmp(argv[1], "train")      ? cmd_train(comm, argc, argv)
-             : !strcmp(argv[1], "sample")   ? cmd_sample(comm, argc, argv)
-             : !strcmp(argv[1], "estimate") ? cmd_estimate(comm, argc, argv)
-             : !strcmp(argv[1], "analyze")  ? cmd_analyze(comm, argc, argv)
-                                            : cmd_ckpt(comm, argc, argv);
+    int rc = !strcmp(argv[1], "train")    ? cmd_train(comm, argc, argv)
+             : !strcmp(argv[1], "sample") ? cmd_sample(comm, argc, argv)
+                                          : cmd_analyze(comm, argc, argv);
     zc_comm_finalize(comm);
     return rc;
 }

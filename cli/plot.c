@@ -23,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli/commands.h"
+#include "cli/fail.h"
 #include "cli/output_paths.h"
 #include "cli/svg.h"
 #include "cli/units.h"
@@ -482,10 +483,8 @@ int cmd_plot(int argc, char **argv)
         st = write_svg(out, runs, n, &err);
     for (int k = 0; k < loaded; k++)
         run_free(&runs[k]);
-    if (st) {
-        fprintf(stderr, "zeroc: error: %s\n", err.msg);
-        return 1;
-    }
+    if (st)
+        return cli_fail_alone(&err);
     printf("wrote %s (%d run%s)\n", out, n, n == 1 ? "" : "s");
     return 0;
 }

@@ -27,7 +27,9 @@
 #include "cli/args.h"
 #include "cli/bpe_text.h"
 #include "cli/commands.h"
+#include "cli/fail.h"
 #include "cli/output_paths.h"
+#include "cli/relaunch.h"
 #include "models/gpt2/llmc_files.h"
 
 #define SYNOPSIS                                                                                   \
@@ -304,20 +306,6 @@ static zc_status list_inputs(const char **args, int nargs, file_list *l, zc_err 
     return st;
 }
 
-/* The rank an MPI launcher gave this process (Open MPI, PMIx, MPICH/Hydra), 0 when none did. */
-static int launcher_rank(void)
-{
-    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
-    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
-        const char *v = getenv(vars[i]);
-        char *end;
-        long r = v && *v ? strtol(v, &end, 10) : -1;
-        if (v && *v && !*end && r >= 0 && r <= INT32_MAX)
-            return (int)r;
-    }
-    return 0;
-}
-
 /* Neither PREFIX_train.bin nor PREFIX_val.bin may be one of the --text files it reads. */
 static zc_status outputs_not_inputs(const char **files, int nfiles, const char *prefix, zc_err *err)
 {
@@ -332,15 +320,9 @@ static zc_status outputs_not_inputs(const char **files, int nfiles, const char *
     return st;
 }
 
-static int fail(const zc_err *err)
-{
-    fprintf(stderr, "zeroc: error: %s\n", err->msg);
-    return 1;
-}
-
 int cmd_prepare(int argc, char **argv)
 {
-    const int rank = launcher_rank();
+    const int rank = cli_launcher_rank();
     if (rank != 0) {
         printf("zeroc prepare: rank %d of an MPI launch; rank 0 prepares the files, this process "
                "does nothing (prepare needs one process: run it without mpirun)\n",
@@ -431,5 +413,5 @@ int cmd_prepare(int argc, char **argv)
     list_free(&inputs);
     free(files);
     free(rest);
-    return st ? fail(&err) : 0;
+    return st ? cli_fail_alone(&err) : 0;
 }

@@ -1,12 +1,27 @@
-/* relaunch.c — re-executes a command under mpirun when it was started without an MPI launcher
- * (`zeroc analyze` runs on several ranks by default), after checking its flags here. */
+/* relaunch.c — what an MPI launcher told this process: whether one started it and the rank it
+ * gave; and re-executing a command under mpirun when none did (`zeroc analyze` runs on several
+ * ranks by default), after checking its flags here. */
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/relaunch.h"
+
+int cli_launcher_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        long r = v && *v ? strtol(v, &end, 10) : -1;
+        if (v && *v && !*end && r >= 0 && r <= INT32_MAX)
+            return (int)r;
+    }
+    return 0;
+}
 
 /* true when an MPI launcher started this process, or the user asked only for help */
 static bool already_launched_or_help(int argc, char **argv)

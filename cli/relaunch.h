@@ -1,5 +1,5 @@
-/* relaunch.h — a command started without an MPI launcher checks its flags, then re-executes
- * itself under mpirun. */
+/* relaunch.h — what an MPI launcher told this process (the rank it gave), and a command started
+ * without one that checks its flags, then re-executes itself under mpirun. */
 #ifndef ZEROC_CLI_RELAUNCH_H
 #define ZEROC_CLI_RELAUNCH_H
 
@@ -15,6 +15,11 @@ typedef zc_status (*cli_relaunch_check)(int argc, char **argv, int *ranks, zc_er
  * check gives. Returns when already launched, for --help, or on 1 rank (the command then runs
  * in this process, a world of 1). */
 void cli_relaunch_under_mpirun(int argc, char **argv, cli_relaunch_check check);
+
+/* The rank an MPI launcher (Open MPI, PMIx, MPICH/Hydra) gave this process, 0 when none did:
+ * the one-process commands (prepare, estimate, ckpt) run without MPI, and under `mpirun -np N`
+ * only launcher rank 0 acts. */
+int cli_launcher_rank(void);
 
 /* zeroc analyze's check (cli/analyze.c): its flags as cmd_analyze reads them, the files --out
  * names, and --ranks (default 4). */

@@ -20,12 +20,6 @@
 #include "cli/output_paths.h"
 #include "models/gpt2/llmc_files.h"
 
-static int fail(const zc_err *err)
-{
-    fprintf(stderr, "zeroc: error: %s\n", err->msg);
-    return 1;
-}
-
 static zc_status open_out(const char *path, FILE **f, zc_err *err)
 {
     *f = path ? fopen(path, "wb") : stdout;
@@ -178,7 +172,7 @@ int cmd_tokenize(int argc, char **argv)
     free(rest);
     if (have_vocab)
         bpe_vocab_free(&v);
-    return st ? fail(&err) : 0;
+    return st ? cli_fail_alone(&err) : 0;
 }
 
 /* Parses ids separated by white space or commas from text[0..n) (of input `what`), each below
@@ -296,5 +290,5 @@ int cmd_detokenize(int argc, char **argv)
     bpe_ids_free(&ids);
     if (have_vocab)
         bpe_vocab_free(&v);
-    return st ? fail(&err) : 0;
+    return st ? cli_fail_alone(&err) : 0;
 }

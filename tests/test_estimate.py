@@ -559,12 +559,38 @@ def test_cli_flags_named():
               f"{cmd}: {p.returncode} {err!r}")
 
 
+def test_one_process_commands():
+    """estimate and ckpt run in one process without MPI (they did MPI_Init, whose start was most
+    of their time): they work where MPI cannot start (an unknown transport named in the
+    environment), and under `mpirun -np 2` only the launcher's rank 0 prints or writes."""
+    ck = H_.path("one-process-ck")
+    H_.run(1, "train", "--model", "mlp", "--hidden", 16, "--layers", 2, "--steps", 1,
+           "--save-dir", ck)
+    no_mpi = {**os.environ, "OMPI_MCA_pml": "no_such_transport"}
+    out = H_.path("one-process.safetensors")
+    for args, needle in ((["estimate", "--params", "1M", "--ranks", 2], "stage"),
+                         (["ckpt", "inspect", ck], "step 1"),
+                         (["ckpt", "export", ck, "--out", out], f"wrote {out}")):
+        p = subprocess.run([H_.zeroc, *map(str, args)], capture_output=True, text=True,
+                           timeout=60, env=no_mpi)
+        H_.check_sanitizers(args, p)
+        check(p.returncode == 0 and needle in p.stdout, f"{args} without MPI: {p.returncode} "
+              f"{p.stdout[-300:]!r} {p.stderr[-600:]!r}")
+    if os.path.exists(out):
+        os.unlink(out)
+    for args, needle in ((["estimate", "--params", "1M", "--ranks", 2], "(MiB = 2^20 bytes"),
+                         (["ckpt", "export", ck, "--out", out], f"wrote {out}")):
+        p = H_.run(2, *args)
+        check(p.stdout.count(needle) == 1, f"mpirun -np 2 zeroc {args}: {p.stdout!r}")
+    check(os.path.getsize(out) > 0, f"{out} not written")
+
+
 TESTS = [test_estimate_matches_mlp, test_estimate_matches_persistence, test_estimate_matches_gpt2_tiny, test_estimate_matches_mixed,
          test_estimate_matches_gpt2_124m, test_analyze_experiment, test_estimate_bad_input, test_analyze_bad_input,
          test_estimate_huge_sizes, test_estimate_matches_zero_pp_hosts,
          test_estimate_matches_grad_accum, test_estimate_matches_reduce_bucket,
          test_estimate_matches_offload_ratio, test_estimate_optimizer_as_train,
-         test_cli_flags_named]
+         test_cli_flags_named, test_one_process_commands]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])
