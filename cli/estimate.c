@@ -477,10 +477,12 @@ static zc_status gpt2_units(const estimate_flags *f, int B, zc_gemm_type compute
 static zc_status model_units(const estimate_flags *f, const zc_config *cfg, estimate_model *m,
                              zc_err *err)
 {
-    if (!!f->params + !!f->model + !!f->init != 1)
+    /* --init FILE is a GPT-2 (train's `--model gpt2 --init FILE`, the model named or not) */
+    const bool gpt2_init = f->init && f->model && !strcmp(f->model, "gpt2");
+    if (!!f->params + !!f->model + !!f->init != 1 + gpt2_init)
         return zc_err_set(err, ZC_EINVAL,
                           "give exactly one of --params N, --model mlp|gpt2, "
-                          "--init FILE");
+                          "--init FILE (a GPT-2: with or without --model gpt2)");
     if (f->model && strcmp(f->model, "mlp") && strcmp(f->model, "gpt2"))
         return zc_err_set(err, ZC_EINVAL, "--model: unknown model '%s' (known: mlp, gpt2)",
                           f->model);

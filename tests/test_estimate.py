@@ -384,6 +384,10 @@ def test_estimate_bad_input():
                           f"--seq-len 64 is longer than the 32 positions of --init {ck}"),
                          (["--init", ck, "--hidden", 16], f"--hidden is an mlp flag; --init {ck}"),
                          (["--init", ck, "--channels", 32, "--layers", 2, "--seq-len", 16], None),
+                         # train's `--model gpt2 --init FILE` is taken as it is by train
+                         (["--model", "gpt2", "--init", ck], None),
+                         (["--model", "mlp", "--init", ck], "--init FILE (a GPT-2: with or without "
+                          "--model gpt2)"),
                          (["--model", "mlp", "--layers", 0], "--layers must be >= 1, got 0"),
                          (["--model", "mlp", "--hidden", 0], "--hidden must be >= 1, got 0"),
                          (["--model", "gpt2", "--heads", 5],
@@ -413,6 +417,11 @@ def test_estimate_bad_input():
             continue
         check(p.returncode != 0 and needle in p.stderr, f"estimate {args}: {p.returncode} "
               f"{p.stderr!r}")
+
+
+    # the model named or not, the same estimate
+    check(estimate("--model", "gpt2", "--init", ck) == estimate("--init", ck),
+          "estimate --model gpt2 --init differs from --init alone")
 
 
 def test_analyze_bad_input():
