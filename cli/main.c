@@ -1,8 +1,9 @@
 /* main.c — the `zeroc` command: sets up MPI through the communicator, dispatches the
- * subcommand, and turns errors into messages and exit codes (the library never prints): 0 on
- * success, 1 on any error (a refused flag or value included, and standard output that could not
- * be written), 2 when no command or an unknown one is given; a training run stopped by a signal
- * after its checkpoint exits with 128 + the signal (cli/train.c). */
+ * subcommand (or prints the usage, or the version with `--version`), and turns errors into
+ * messages and exit codes (the library never prints): 0 on success, 1 on any error (a refused
+ * flag or value included, and standard output that could not be written), 2 when no command or
+ * an unknown one is given; a training run stopped by a signal after its checkpoint exits with
+ * 128 + the signal (cli/train.c). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "cli/relaunch.h"
 #include "cli/stop_signal.h"
 #include "cli/threads.h"
+#include "zeroc/checkpoint.h"
 #include "zeroc/simd.h"
 
 static void usage(FILE *f)
@@ -32,6 +34,8 @@ static void usage(FILE *f)
                "  tokenize   text to GPT-2 BPE token ids (zeroc tokenize --help)\n"
                "  detokenize GPT-2 BPE token ids to text (zeroc detokenize --help)\n\n"
                "Run on N ranks with: mpirun -np N zeroc train ...\n"
+               "zeroc --version prints the version (checkpoints record the one that wrote "
+               "them).\n"
                "Exit codes: 0 success, 1 any error (a refused flag or value too), 2 no or an "
                "unknown command.\n");
 }
@@ -97,6 +101,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(stdout);
+        return cli_stdout_exit(0);
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("zeroc %s\n", zc_version());
         return cli_stdout_exit(0);
     }
     return cli_stdout_exit(run(argc, argv));

@@ -70,6 +70,10 @@ typedef struct {
      * global batch left off; 0, 0 otherwise): what checkpoints record */
     uint64_t data_tokens;
     int64_t data_step;
+    /* the learning-rate schedule's position at step s is s − skipped steps + lr_shift: 0, or
+     * where a resumed checkpoint's schedule stood less where this run's count puts it (an
+     * earlier zeroc's --warmup/--lr-schedule advanced on fp16-skipped steps) */
+    int64_t lr_shift;
 } train_run;
 
 /* ---------- setup ---------- */
@@ -120,40 +124,147 @@ static double tokens_per_step(const train_run *r)
     return r->model.tokens_per_micro_step * r->nranks * r->cfg.grad_accum;
 }
 
-/* Continues from --resume: the checkpoint's states, its step, and a check that it was written
- * for this model. Every rank returns the same status and message (each step agrees, or decides
- * from the manifest every rank read), so one rank prints it. */
+/* Learning rate of the optimizer step at schedule position s: the steps the schedule advanced
+ * over before it. With the config's scheduler: DeepSpeed's. Else the trainer's own: linear
+ * warmup over --warmup steps, then constant or a cosine decay to 10% of the peak at the last
+ * step. */
+static double lr_at_position(const train_run *r, int s)
+{
+    const train_opts *o = &r->o;
+    const zc_config *cfg = &r->cfg;
+    if (cfg->sched != ZC_SCHED_NONE)
+        return zc_lr_schedule_at(cfg, s);
+    const double peak = cfg->lr;
+    if (s < o->warmup)
+        return peak * (double)(s + 1) / (double)o->warmup;
+    if (!strcmp(o->lr_schedule, "constant"))
+        return peak;
+    ZC_ASSERT(o->steps > o->warmup + 1); /* train_args refuses a cosine with nothing to decay */
+    double t = (double)(s - o->warmup) / (double)(o->steps - o->warmup - 1);
+    return peak * (0.1 + 0.9 * 0.5 * (1.0 + cos(3.141592653589793 * t)));
+}
+
+/* Learning rate of optimizer step s (0-based). Either schedule advances only on applied steps,
+ * as DeepSpeed's (and the HF Trainer's) do: an fp16 step skipped for overflow does not count, so
+ * a warmup is not spent on steps that changed nothing. A resumed run continues from the
+ * position its checkpoint recorded (r->lr_shift). */
+static double lr_at(const train_run *r, int s)
+{
+    return lr_at_position(r, s - (int)zc_engine_loss_scaler(r->e)->skipped + (int)r->lr_shift);
+}
+
+/* The schedule's name and warmup steps, as checkpoints record them. */
+static const char *schedule_name(const train_run *r)
+{
+    return r->cfg.sched == ZC_SCHED_WARMUP_LR         ? "WarmupLR"
+           : r->cfg.sched == ZC_SCHED_WARMUP_DECAY_LR ? "WarmupDecayLR"
+                                                      : r->o.lr_schedule;
+}
+
+static int64_t schedule_warmup(const train_run *r)
+{
+    return r->cfg.sched == ZC_SCHED_NONE ? r->o.warmup : r->cfg.warmup_num_steps;
+}
+
+/* Two learning rates equal but for rounding (a manifest prints 17 digits, an earlier zeroc's
+ * arithmetic may differ in the last ones). */
+static bool same_lr(double a, double b)
+{
+    return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b));
+}
+
+/* Where the resumed learning-rate schedule stands (r->lr_shift): at the position the checkpoint
+ * recorded, as DeepSpeed restores its scheduler's last_batch_iteration, with this run's
+ * settings; rank 0 says so when that is not where this run's count of applied steps puts it,
+ * and when the rate of the first step differs from the one the checkpoint's run would have
+ * used, naming the settings that differ. */
+static zc_status resume_lr(train_run *r, const char *dir, const char *manifest, zc_err *err)
+{
+    train_ckpt_lr rec;
+    zc_status st = train_ckpt_lr_record(dir, manifest, &rec, err);
+    if (st || !rec.recorded)
+        return st;
+    const int64_t counted = r->first_step - zc_engine_loss_scaler(r->e)->skipped;
+    int64_t pos = rec.position;
+    if (rec.other >= 0 && !isnan(rec.next_lr) && /* the one reading that gives its next rate */
+        !same_lr(lr_at_position(r, (int)pos), rec.next_lr) &&
+        same_lr(lr_at_position(r, (int)rec.other), rec.next_lr))
+        pos = rec.other;
+    r->lr_shift = pos - counted;
+    if (r->rank != 0)
+        return ZC_OK;
+    if (rec.counted_skipped && pos == rec.position)
+        printf("lr: the checkpoint's --warmup/--lr-schedule had also advanced over its %lld fp16 "
+               "steps skipped for overflow (an earlier zeroc counted them): the schedule goes on "
+               "from its position %lld, and from here advances on applied steps only\n",
+               (long long)rec.skipped, (long long)pos);
+    const double lr = lr_at(r, (int)r->first_step);
+    if (isnan(rec.next_lr) || same_lr(lr, rec.next_lr) || r->first_step >= r->o.steps)
+        return ZC_OK;
+    char *config_json = zc_config_to_json(&r->cfg), changes[1536] = "";
+    if (config_json)
+        train_ckpt_lr_changes(manifest, config_json, &r->o, schedule_name(r), schedule_warmup(r),
+                              changes, sizeof changes);
+    free(config_json);
+    printf("lr: step %lld runs at %.9g where the checkpoint's run would have gone on at %.9g (its "
+           "lr_schedule.next_lr): %s%s; the schedule continues from its position %lld with this "
+           "run's settings\n",
+           (long long)r->first_step + 1, lr, rec.next_lr,
+           changes[0] ? "the schedule's settings differ from the checkpoint's: "
+                      : "no recorded setting of the schedule differs (the zeroc that wrote it "
+                        "computed the schedule otherwise)",
+           changes, (long long)pos);
+    return ZC_OK;
+}
+
+/* Continues from --resume: the checkpoint's states, its step, a check that it was written for
+ * this model, where its data and learning-rate schedule continue. Every rank returns the same
+ * status and message (each step agrees, or decides from the manifest every rank read), so one
+ * rank prints it. */
 static zc_status resume(train_run *r, zc_err *err)
 {
-    char dir[4096], *client = NULL;
+    char dir[4096], *client = NULL, *manifest = NULL;
     double t_load = now_ms();
     zc_status st = zc_comm_agree(r->comm, zc_ckpt_resolve(r->o.resume, dir, sizeof dir, err),
                                  "finding the checkpoint", err);
     if (!st)
         st = zc_ckpt_load(r->e, r->comm, dir, &r->first_step, &client, err);
+    if (!st) /* what the load did not give: its format, config and producer (each rank reads) */
+        st = zc_comm_agree(r->comm, zc_ckpt_manifest_json(dir, &manifest, err),
+                           "reading the checkpoint's manifest", err);
     if (!st) /* the same on every rank: every rank read the same manifest */
         st = train_ckpt_same_model(dir, client, &r->o, &r->model, err);
     uint64_t tokens = 0;
-    if (!st && r->rank == 0 && r->o.shuffle && train_ckpt_earlier_shuffle(client))
-        printf("data: %s was shuffled in an earlier zeroc's window order; this run continues "
-               "from its position in this version's order, so this epoch may repeat or miss "
-               "windows its run read\n",
-               dir);
-    if (!st)
-        st = train_ckpt_resume_data(dir, client, &r->o, (uint64_t)r->cfg.seed, tokens_per_step(r),
-                                    r->first_step, &r->model, &tokens, err);
-    free(client);
-    if (!st && tokens) {
-        r->data_tokens = tokens, r->data_step = r->first_step;
-        if (r->rank == 0)
-            printf("data: the checkpoint's run had read %llu tokens of --data; this run reads "
-                   "%.0f a step and goes on from there\n",
-                   (unsigned long long)tokens, tokens_per_step(r));
+    char note[1024] = "", producer[256] = "";
+    if (!st) {
+        const int B = r->cfg.micro_batch;
+        const int T = B > 0 ? (int)(r->model.tokens_per_micro_step / B) : 0;
+        const train_ckpt_data d = {
+            .shuffle = r->o.shuffle,
+            .seed = (uint64_t)r->cfg.seed,
+            .micro_batch = B,
+            .accum = r->cfg.grad_accum,
+            .ranks = r->nranks,
+            .seq_len = T,
+            .epoch_windows = r->model.tokens_per_micro_step > 0
+                                 ? (r->model.data[0] - 1) / (uint64_t)r->model.tokens_per_micro_step
+                                 : 0};
+        st = train_ckpt_resume_data(dir, manifest, &d, r->first_step, &r->model, &tokens, note,
+                                    sizeof note, err);
     }
+    if (!st)
+        st = resume_lr(r, dir, manifest, err);
+    if (!st)
+        train_ckpt_producer(manifest, producer, sizeof producer);
+    free(client);
+    free(manifest);
+    if (!st && tokens)
+        r->data_tokens = tokens, r->data_step = r->first_step;
     if (!st && r->rank == 0) /* --init beside --resume (Hugging Face's Trainer pattern): said */
-        printf("resumed from %s at step %lld in %.2f s%s%s%s\n", dir, (long long)r->first_step,
-               (now_ms() - t_load) / 1e3, r->o.init ? "; the weights of --init " : "",
-               r->o.init ? r->o.init : "", r->o.init ? " were replaced by the checkpoint's" : "");
+        printf("%sresumed from %s at step %lld in %.2f s%s%s%s%s\n", note, dir,
+               (long long)r->first_step, (now_ms() - t_load) / 1e3, producer,
+               r->o.init ? "; the weights of --init " : "", r->o.init ? r->o.init : "",
+               r->o.init ? " were replaced by the checkpoint's" : "");
     if (!st && r->first_step > r->o.steps)
         st = zc_err_set(err, ZC_EINVAL, "--resume: the checkpoint is at step %lld, past --steps %d",
                         (long long)r->first_step, r->o.steps);
@@ -269,28 +380,6 @@ static void series_free(step_series *s)
 }
 
 /* ---------- one step ---------- */
-
-/* Learning rate of optimizer step s (0-based). Either schedule advances only on applied steps,
- * as DeepSpeed's (and the HF Trainer's) do: an fp16 step skipped for overflow does not count, so
- * a warmup is not spent on steps that changed nothing. With the config's scheduler: DeepSpeed's.
- * Else the trainer's own: linear warmup over --warmup steps, then constant or a cosine decay to
- * 10% of the peak at the last step. */
-static double lr_at(const train_run *r, int s)
-{
-    const train_opts *o = &r->o;
-    const zc_config *cfg = &r->cfg;
-    s -= (int)zc_engine_loss_scaler(r->e)->skipped;
-    if (cfg->sched != ZC_SCHED_NONE)
-        return zc_lr_schedule_at(cfg, s);
-    const double peak = cfg->lr;
-    if (s < o->warmup)
-        return peak * (double)(s + 1) / (double)o->warmup;
-    if (!strcmp(o->lr_schedule, "constant"))
-        return peak;
-    ZC_ASSERT(o->steps > o->warmup + 1); /* train_args refuses a cosine with nothing to decay */
-    double t = (double)(s - o->warmup) / (double)(o->steps - o->warmup - 1);
-    return peak * (0.1 + 0.9 * 0.5 * (1.0 + cos(3.141592653589793 * t)));
-}
 
 /* Errors of a step that every rank has: the lockstep check, a non-finite loss or state, a
  * refused input. An I/O error of the engine (its swap files) is its own rank's. */
@@ -414,15 +503,14 @@ static zc_status save_checkpoint(train_run *r, int s, const char *config_json, z
 {
     const train_opts *o = &r->o;
     const zc_config *cfg = &r->cfg;
-    const char *schedule = cfg->sched == ZC_SCHED_WARMUP_LR         ? "WarmupLR"
-                           : cfg->sched == ZC_SCHED_WARMUP_DECAY_LR ? "WarmupDecayLR"
-                                                                    : o->lr_schedule;
-    int64_t warmup = cfg->sched == ZC_SCHED_NONE ? o->warmup : cfg->warmup_num_steps;
     const uint64_t tokens =
         r->data_tokens + (uint64_t)((double)(s + 1 - r->data_step) * tokens_per_step(r));
-    char *client =
-        train_ckpt_client(o, &r->model, schedule, warmup, s + 1, lr_at(r, s + 1),
-                          (int64_t)(s + 1) * cfg->grad_accum, tokens, (uint64_t)cfg->seed);
+    const int64_t position = s + 1 - zc_engine_loss_scaler(r->e)->skipped + r->lr_shift;
+    const int seq_len =
+        cfg->micro_batch > 0 ? (int)(r->model.tokens_per_micro_step / cfg->micro_batch) : 0;
+    char *client = train_ckpt_client(o, &r->model, schedule_name(r), schedule_warmup(r), position,
+                                     lr_at(r, s + 1), (int64_t)(s + 1) * cfg->grad_accum, tokens,
+                                     seq_len, (uint64_t)cfg->seed);
     double t_save = now_ms();
     zc_status st =
         client ? zc_ckpt_save(r->e, r->comm, o->save_dir, s + 1, config_json, client, o->keep, err)

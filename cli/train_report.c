@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli/train_report.h"
+#include "zeroc/checkpoint.h" /* zc_version */
 #include "zeroc/durable.h"
 
 static cJSON *num_array(const double *v, int n)
@@ -22,6 +23,7 @@ zc_status train_report_write(const train_report *r, const char *path, zc_err *er
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model", r->model);
+    cJSON_AddStringToObject(root, "zeroc_version", zc_version());
     cJSON_AddNumberToObject(root, "world_size", r->world_size);
     cJSON_AddNumberToObject(root, "stage", r->stage);
     cJSON_AddStringToObject(root, "dtype", r->dtype);

@@ -674,7 +674,8 @@ def test_resume_data_position():
     checkpoint's run stopped (it restarted at step x its own batch, skipping or repeating
     windows): 3 steps of 32 tokens, then 2 of 64 read exactly tokens 96..224 — a change there
     changes the weights, one before or after does not — and the next checkpoint records 224. A
-    shuffled order is resumed only as it was (same order, seed and batch)."""
+    shuffled order is resumed only as it was (same order, seed and batch); a checkpoint of the
+    first shuffle order is refused."""
     base = H_.text_tokens()[0]
     raw = open(base, "rb").read()
 
@@ -722,7 +723,8 @@ def test_resume_data_position():
                         "--shuffle")
     check(rep["weights_sha256"] == straight["weights_sha256"], "shuffled resume differs")
     # the record names the shuffle's order; a checkpoint of the first order (no shuffle_order)
-    # resumes with a note that this version's order continues from its position
+    # is refused (it went on in this version's order with a note, exit 0), naming the order and
+    # the step where the zeroc that wrote it ends its epoch
     m = json.load(open(os.path.join(sck, "step-000003", "manifest.json")))
     check(m["client"]["data"].get("shuffle_order") == 2, f"record: {m['client']['data']}")
     old = H_.path("ck-data-shuffled-v1")
@@ -730,13 +732,186 @@ def test_resume_data_position():
     del m["client"]["data"]["shuffle_order"]
     json.dump(m, open(os.path.join(old, "step-000003", "manifest.json"), "w"), indent=1)
     rehash(os.path.join(old, "step-000003"))
-    _, p = train(1, "data-s-v1", *g, "--micro-batch", 2, "--data", base, "--steps", 5,
-                 "--resume", old, "--shuffle")
-    note = "shuffled in an earlier zeroc's window order"
-    check(note in p.stdout, f"resume of a first-order checkpoint: no note: {p.stdout!r}")
-    _, p = train(1, "data-s-v2", *g, "--micro-batch", 2, "--data", base, "--steps", 5,
-                 "--resume", sck, "--shuffle")
-    check(note not in p.stdout, "the note appears for a checkpoint of this order")
+    p = H_.run(1, "train", *g, "--micro-batch", 2, "--data", base, "--steps", 5, "--resume", old,
+               "--shuffle", ok=False)
+    check(p.returncode == 1 and "in an earlier zeroc's window order" in p.stderr and
+          "finish that epoch with the zeroc that wrote it" in p.stderr and "--steps " in p.stderr,
+          f"resume of a first-order checkpoint: {p.returncode} {p.stderr!r}")
+
+def earlier_zeroc(ck, *edits, drop=("tokens_consumed", "seq_len", "shuffle_order", "seed")):
+    """One of this zeroc's checkpoints made into what an earlier zeroc wrote: manifest format 2
+    without producer_version, its data record without `drop` (format 2 before 299564d had none of
+    them), lr_schedule.position the step (every earlier zeroc wrote the step there), then `edits`
+    (functions of the manifest); re-hashed, as that zeroc hashed it."""
+    path = os.path.join(ck, "manifest.json")
+    m = json.load(open(path))
+    m["format_version"] = 2
+    m.pop("producer_version", None)
+    for k in drop:
+        m["client"]["data"].pop(k, None)
+    m["client"]["lr_schedule"]["position"] = m["step"]
+    for fn in edits:
+        fn(m)
+    json.dump(m, open(path, "w"), indent=1)
+    rehash(ck)
+    return m
+
+
+def test_resume_earlier_format():
+    """Checkpoints are format 3 and name the zeroc that wrote them (`zeroc --version`, the
+    manifest's producer_version, inspect, the report); format 2 — what earlier zerocs wrote, made
+    here by editing format-3 checkpoints — is read as they wrote it:
+    - no data.tokens_consumed: a resume under another global batch goes on where the run stopped
+      (derived: step x train_batch_size x max_seq_len; it went on at step x the new batch), the
+      same bits as from the format-3 original; with --seq-len shorter than max_seq_len it cannot
+      be derived and is refused naming both batches;
+    - no shuffle_order (the first shuffle): refused naming the step that ends its epoch (it went
+      on in this zeroc's order, exit 0); taken at the end of an epoch; no data.seed: the
+      config's seed is checked; a shuffled run under another micro-batch x accumulation of as
+      many tokens a step is refused (another order);
+    - the learning rate goes on from the recorded position: an earlier zeroc's --warmup counted
+      fp16-skipped steps, so step 7 of a checkpoint at 6 with k skipped runs at warmup 7/8 (it ran
+      at (7 - k)/8), unless next_lr says its writer did not count them;
+    - a schedule whose settings differ from the checkpoint's (warmup_max_lr left out: 0.001, not
+      the recorded 0.003; another --lr) says so naming both values, and trains;
+    - verify, inspect and export read format 2; format 4 is refused naming its producer."""
+    v = subprocess.run([H_.zeroc, "--version"], capture_output=True, text=True)
+    check(v.returncode == 0 and v.stdout.startswith("zeroc ") and v.stdout.count("\n") == 1,
+          f"--version: {v.returncode} {v.stdout!r}")
+    version = v.stdout.strip()[len("zeroc "):]
+    g = ["--model", "gpt2", "--layers", 1, "--channels", 32, "--heads", 2, "--seq-len", 16,
+         "--data", H_.text_tokens()[0]]
+    ck = H_.path("ck-f2")
+    rep, _ = train(1, "f2-a", *g, "--micro-batch", 2, "--steps", 3, "--save-dir", ck)
+    check(rep.get("zeroc_version") == version, f"report: zeroc_version {rep.get('zeroc_version')}")
+    c3 = os.path.join(ck, "step-000003")
+    m = json.load(open(os.path.join(c3, "manifest.json")))
+    check(m["format_version"] == 3 and m["producer_version"] == version,
+          f"manifest: format {m['format_version']}, producer {m.get('producer_version')}")
+    p = H_.run(1, "ckpt", "inspect", c3)
+    check(f"manifest format 3, written by zeroc {version}" in p.stdout, f"inspect: {p.stdout!r}")
+
+    # the data position of a format-2 checkpoint under another global batch
+    old = H_.path("ck-f2-old")
+    shutil.copytree(ck, old)
+    earlier_zeroc(os.path.join(old, "step-000003"))
+    for what, args in (("verify", ["verify", old]), ("inspect", ["inspect", old]),
+                       ("export", ["export", old, "--out", H_.path("f2.safetensors")])):
+        p = H_.run(1, "ckpt", *args, ok=False)
+        check(p.returncode == 0, f"{what} of format 2: {p.stderr!r}")
+    p = H_.run(1, "ckpt", "inspect", old)
+    check("manifest format 2, written by an earlier zeroc" in p.stdout, f"inspect: {p.stdout!r}")
+    mine, _ = train(1, "f2-b3", *g, "--micro-batch", 4, "--steps", 5, "--resume", ck)
+    theirs, p = train(1, "f2-b2", *g, "--micro-batch", 4, "--steps", 5, "--resume", old)
+    check(theirs["weights_sha256"] == mine["weights_sha256"] and theirs["loss"] == mine["loss"],
+          f"format 2 under another batch: losses {theirs['loss']} != {mine['loss']}")
+    check("had read 96 tokens of --data (its manifest, of an earlier zeroc, records no "
+          "data.tokens_consumed: 3 steps x train_batch_size 2 sequences x 16 tokens" in p.stdout and
+          "(written by an earlier zeroc: manifest format 2)" in p.stdout and "lr: " not in p.stdout,
+          f"format 2 resume says: {p.stdout[-700:]!r}")
+    short = H_.path("ck-f2-short")
+    train(1, "f2-short", *g, "--max-seq-len", 32, "--micro-batch", 2, "--steps", 1,
+          "--save-dir", short)
+    earlier_zeroc(os.path.join(short, "step-000001"))
+    p = H_.run(1, "train", *g, "--max-seq-len", 32, "--micro-batch", 4, "--steps", 2, "--resume",
+               short, ok=False)
+    check(p.returncode == 1 and "does not record how many tokens of --data" in p.stderr and
+          "--seq-len 16 shorter than the model's max_seq_len 32" in p.stderr and
+          "its run read 2 sequences a step (micro-batch 2 x accumulation 1 x 1 rank), this one "
+          "reads 4 (micro-batch 4 x accumulation 1 x 1 rank)" in p.stderr,
+          f"format 2, --seq-len < max_seq_len, another batch: {p.returncode} {p.stderr!r}")
+
+    # the first shuffle order; seeds and windows of a shuffled resume
+    data = H_.path("epoch6.bin")  # 6 windows of 2 x 16 tokens (+ 1): an epoch is 6 steps
+    with open(data, "wb") as f:
+        f.write(struct.pack("<256i", 20240520, 1, 193, *([0] * 253)))
+        f.write(struct.pack("<193H", *((i * 7919 + i // 7) % 256 for i in range(193))))
+    s = [*g[:-1], data, "--shuffle"]
+    sck = H_.path("ck-f2-shuf")
+    train(1, "f2-s", *s, "--micro-batch", 2, "--steps", 6, "--save-every", 3, "--save-dir", sck)
+    for step in ("step-000003", "step-000006"):
+        earlier_zeroc(os.path.join(sck, step))
+    for extra in (["--shuffle"], []):
+        p = H_.run(1, "train", *s[:-1], *extra, "--micro-batch", 2, "--steps", 8, "--resume",
+                   os.path.join(sck, "step-000003"), ok=False)
+        check(p.returncode == 1 and "in an earlier zeroc's window order" in p.stderr and
+              "it stopped 3 windows into an epoch of 6" in p.stderr and
+              "train it on to --steps 6, the first step that ends an epoch" in p.stderr,
+              f"first order, {extra}: {p.returncode} {p.stderr!r}")
+    _, p = train(1, "f2-s-end", *s, "--micro-batch", 2, "--steps", 7, "--resume",
+                 os.path.join(sck, "step-000006"))
+    check("stopped at the end of an epoch; this run shuffles the next epochs in this zeroc's "
+          "order" in p.stdout, f"first order at an epoch's end: {p.stdout[-500:]!r}")
+    seeded = H_.path("ck-f2-seed")
+    shutil.copytree(sck, seeded)
+    earlier_zeroc(os.path.join(seeded, "step-000003"),
+                  lambda m: m["client"]["data"].update(shuffle_order=2), drop=("seed",))
+    p = H_.run(1, "train", *s, "--micro-batch", 2, "--seed", 7, "--steps", 8, "--resume",
+               os.path.join(seeded, "step-000003"), ok=False)
+    check(p.returncode == 1 and "shuffled the data with seed 42, this one has seed 7" in p.stderr,
+          f"format 2 without data.seed: {p.returncode} {p.stderr!r}")
+    acc = H_.path("ck-f2-accum")
+    train(1, "f2-acc", *s, "--micro-batch", 2, "--grad-accum", 2, "--steps", 1, "--save-dir", acc)
+    p = H_.run(1, "train", *s, "--micro-batch", 4, "--steps", 2, "--resume", acc, ok=False)
+    check(p.returncode == 1 and "a shuffled order cannot continue under another micro-batch" in
+          p.stderr and "micro-batch 2 x accumulation 2 x 1 rank" in p.stderr,
+          f"shuffled, 1 x 4 after 2 x 2 (as many tokens): {p.returncode} {p.stderr!r}")
+
+    # the learning rate: fp16 steps skipped under an earlier zeroc's --warmup
+    fp16 = H_.path("f2-fp16-config.json")
+    json.dump({"fp16": {"enabled": True, "initial_scale_power": 24}}, open(fp16, "w"))
+    sched = ["--config", fp16, "--lr", "1e-2", "--warmup", 8]
+    fck = H_.path("ck-f2-fp16")
+    a, _ = train(1, "f2-fp16", *MLP, *sched, "--steps", 6, "--save-dir", fck)
+    k = a["skipped_steps"]
+    check(k >= 2, f"only {k} steps skipped: the test proves nothing")
+    m = json.load(open(os.path.join(fck, "step-000006", "manifest.json")))
+    check(m["client"]["lr_schedule"]["position"] == 6 - k, f"format 3 position: {m['client']}")
+    # (the sanitizer pass runs the reading that differs from format 3's)
+    for name, next_lr in H_.trim((("counted", 1e-2 * 7 / 8), ("not-counted", 1e-2 * (7 - k) / 8)),
+                                 (("counted", 1e-2 * 7 / 8),)):
+        d = H_.path(f"ck-f2-fp16-{name}")
+        shutil.copytree(fck, d)
+        earlier_zeroc(os.path.join(d, "step-000006"),
+                      lambda m: m["client"]["lr_schedule"].update(next_lr=next_lr))
+        r, p = train(1, f"f2-fp16-{name}", *MLP, *sched, "--steps", 7, "--resume", d)
+        check(abs(r["lr"][0] - next_lr) <= 1e-15, f"{name}: step 7's lr {r['lr'][0]} != {next_lr}")
+        check(("had also advanced over its" in p.stdout) == (name == "counted") and
+              "lr: step" not in p.stdout, f"{name}: {p.stdout[-500:]!r}")
+
+    # the schedule's settings changed: said, naming both values, and trained
+    wl = {"type": "WarmupLR", "params": {"warmup_num_steps": 4}}
+    then, now = H_.path("f2-then-config.json"), H_.path("f2-now-config.json")
+    json.dump({"scheduler": {**wl, "params": {**wl["params"], "warmup_max_lr": 0.003}}},
+              open(then, "w"))
+    json.dump({"scheduler": wl}, open(now, "w"))
+    wck = H_.path("ck-f2-wl")
+    train(1, "f2-wl", *MLP, "--config", then, "--steps", 2, "--save-dir", wck)
+    r, p = train(1, "f2-wl-now", *MLP, "--config", now, "--steps", 3, "--resume", wck)
+    check("scheduler.params.warmup_max_lr 0.003 there, 0.001 here (to keep the checkpoint's, set "
+          "scheduler.params.warmup_max_lr to 0.003 in the config" in p.stdout and
+          "step 3 runs at 0.0005 where the checkpoint's run would have gone on at 0.0015 " in
+          p.stdout, f"warmup_max_lr left out: {p.stdout[-700:]!r}")
+    if not H_.sanitized:  # the same code as warmup_max_lr's, for the trainer's schedule
+        r, p = train(1, "f2-lr", *g, "--micro-batch", 2, "--lr", "2e-3", "--steps", 4, "--resume",
+                     ck)
+        check("--lr 0.001 there, 0.002 here (to keep the checkpoint's, give --lr 0.001)" in
+              p.stdout, f"another --lr: {p.stdout[-600:]!r}")
+
+    # a newer format names the zeroc that wrote it; format 3 must name one
+    for name, edit, needles in (
+            ("f4", lambda m: m.update(format_version=4, producer_version="9.9.9+gfeed"),
+             ["format version 4 is newer", "written by zeroc 9.9.9+gfeed"]),
+            ("f3-anon", lambda m: m.pop("producer_version"), ["producer_version is missing"])):
+        d = H_.path(f"ck-{name}")
+        shutil.copytree(ck, d)
+        path = os.path.join(d, "step-000003", "manifest.json")
+        mm = json.load(open(path))
+        edit(mm)
+        json.dump(mm, open(path, "w"), indent=1)
+        rehash(os.path.join(d, "step-000003"))
+        p = H_.run(1, "ckpt", "verify", d, ok=False)
+        check(p.returncode == 1 and all(n in p.stderr for n in needles), f"{name}: {p.stderr!r}")
 
 
 TESTS = [test_exact_resume, test_crash_during_save, test_crash_resaving_a_step, test_reshard, test_export_safetensors,
@@ -744,7 +919,7 @@ TESTS = [test_exact_resume, test_crash_during_save, test_crash_resaving_a_step, 
          test_resume_other_shape, test_save_dir_locked, test_save_dir_not_shared,
          test_resume_without_latest,
          test_save_verified_before_saved, test_manifest_edits, test_stop_signal_saves,
-         test_resume_data_position]
+         test_resume_data_position, test_resume_earlier_format]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

@@ -19,8 +19,11 @@
  *
  * manifest.json (rank 0), a JSON object; every reader checks every field (src/ckpt/manifest.c):
  *   KEY                 TYPE     DESCRIPTION
- *   format_version      int      2 (format 1, without manifest.sha256, is refused by name)
+ *   format_version      int      3; format 2 is read too (format 1, without manifest.sha256, and
+ *                                any newer format are refused by name)
  *   producer            string   "zeroc"
+ *   producer_version    string   the version of the zeroc that wrote it (zc_version; format 3,
+ *                                1 to 127 printable ASCII characters)
  *   world_size          int      N, ranks that wrote it, 1..2^20; one shard file per rank
  *   stage               int      ZeRO stage of the writer, 0..3 (informational: any stage loads)
  *   dtype               string   fp32, bf16 or fp16 (the shards are fp32 in every case)
@@ -39,6 +42,13 @@
  *   config              object   the effective DeepSpeed-style configuration
  *   client              object   the trainer's own state (GPT-2: its shape, for exports)
  * Sizes are at most 2^44 elements per tensor, unit and model.
+ *
+ * Format 3 has the fields of format 2 plus producer_version; it was raised because what `zeroc
+ * train` keeps in `client` changed meaning (the --shuffle window order, the data position in
+ * tokens, the learning-rate schedule's position counting only applied steps, fp16 gradients
+ * carrying scale / gradient_accumulation_steps): a zeroc reading format 2 only refuses it by
+ * name rather than continuing it otherwise. zeroc train reads a format-2 client record as the
+ * earlier zeroc wrote it (cli/train_ckpt.c).
  *
  * manifest.sha256: "<SHA-256 of manifest.json's bytes, 64 hex digits>  manifest.json\n" (the
  * format of sha256sum, so `sha256sum -c manifest.sha256` checks it too). An edited or corrupt
@@ -118,6 +128,17 @@ ZC_API zc_status zc_ckpt_verify(const char *ckdir, char **summary, zc_err *err);
 
 /* The manifest's summary without reading the shards. Not collective. */
 ZC_API zc_status zc_ckpt_inspect(const char *ckdir, char **summary, zc_err *err);
+
+/* The checkpoint's manifest.json, checked as every reader checks it (its SHA-256 and every
+ * field), as JSON text in *json (malloc'd; NULL on failure): for a program that reads what the
+ * manifest records beyond the loaded state (format_version, producer_version, config, client).
+ * Not collective. */
+ZC_API zc_status zc_ckpt_manifest_json(const char *ckdir, char **json, zc_err *err);
+
+/* The version of this zeroc: the project's version, plus "+g<commit>" when it was built from a
+ * git checkout (".dirty" when the tree differed from that commit); what checkpoints record as
+ * producer_version and `zeroc --version` prints. A static string. */
+ZC_API const char *zc_version(void);
 
 /* Writes the checkpoint's weights as safetensors (tensor names = parameter names; F32, or BF16
  * rounded to nearest even), streamed in chunks (memory: a few MiB whatever the model's size),

@@ -9,7 +9,8 @@
  *   is fsync'd; `latest` moves by an atomic rename after that.
  * - Every rank reports its own outcome into one gather, so a failure anywhere fails everywhere
  *   (no rank left waiting, no checkpoint half-published).
- * The manifest is JSON (cJSON): this module and src/config are the library's JSON readers. */
+ * The manifest is JSON (cJSON): this module and src/config are the library's JSON readers.
+ * It also holds zc_version, the build's version that every manifest records as its producer. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -34,9 +35,15 @@
 #include "engine/engine_state.h"
 #include "offload/direct_file.h"
 #include "zeroc/checkpoint.h"
+#include "zeroc_version.h" /* generated at build time (cmake/zeroc_version.cmake) */
 
 enum { HEADER_BYTES = ZC_SHARD_HEADER_BYTES };
 static const char MAGIC[8] = "ZCSHARD";
+
+const char *zc_version(void)
+{
+    return ZEROC_VERSION;
+}
 
 /* ---------- small file helpers ---------- */
 
@@ -234,6 +241,7 @@ static char *manifest_text(zc_engine *e, int64_t step, const char *config_json,
     cJSON *m = cJSON_CreateObject();
     cJSON_AddNumberToObject(m, "format_version", ZC_MANIFEST_VERSION);
     cJSON_AddStringToObject(m, "producer", "zeroc");
+    cJSON_AddStringToObject(m, "producer_version", zc_version());
     cJSON_AddNumberToObject(m, "world_size", n);
     cJSON_AddNumberToObject(m, "stage", zc_engine_stage(e));
     /* the shards hold fp32 (the master copy in mixed precision): any dtype can resume them */
@@ -833,15 +841,39 @@ zc_status zc_ckpt_inspect(const char *ckdir, char **summary, zc_err *err)
             psi += m.numel[u];
         for (int r = 0; r < m.world; r++)
             total += (int64_t)zc_ckpt_file_bytes(m.numel, m.shard, m.nunits, r, m.K);
-        char *s = malloc(512);
+        char producer[ZC_PRODUCER_VERSION_MAX + 64];
+        if (m.producer_version)
+            pathf(producer, sizeof producer, "zeroc %s", m.producer_version);
+        else /* format 2 recorded no version */
+            pathf(producer, sizeof producer, "an earlier zeroc (which recorded no version)");
+        const size_t n = strlen(ckdir) + sizeof producer + 512;
+        char *s = malloc(n);
         if (s)
-            pathf(s, 512,
+            pathf(s, n,
                   "%s: step %lld, written by %d ranks at ZeRO stage %d, %zu parameters "
-                  "in %d units (%d tensors), optimizer %s, %lld bytes in %d shards",
+                  "in %d units (%d tensors), optimizer %s, %lld bytes in %d shards; manifest "
+                  "format %d, written by %s",
                   ckdir, (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams,
-                  zc_ckpt_optim_name(m.K), (long long)total, m.world);
+                  zc_ckpt_optim_name(m.K), (long long)total, m.world, m.format, producer);
         *summary = s;
     }
+    zc_manifest_free(&m);
+    return st;
+}
+
+zc_status zc_ckpt_manifest_json(const char *ckdir, char **json, zc_err *err)
+{
+    if (!json)
+        return zc_err_set(err, ZC_EINVAL, "zc_ckpt_manifest_json: json is NULL");
+    *json = NULL;
+    if (!ckdir)
+        return zc_err_set(err, ZC_EINVAL, "zc_ckpt_manifest_json: ckdir is NULL");
+    zc_manifest m;
+    zc_status st = zc_manifest_read(ckdir, &m, err); /* on error, m is freed already */
+    if (st)
+        return st;
+    if (!(*json = cJSON_PrintUnformatted(m.root)))
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory reading %s/manifest.json", ckdir);
     zc_manifest_free(&m);
     return st;
 }

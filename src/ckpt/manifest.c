@@ -11,7 +11,10 @@
  *   parameters lie contiguously inside their unit (no overlap, no gap, covering it), files are
  *   the names the layout gives, the step is the directory's. Readers then index and size by it
  *   without further checks, and nothing in a file can reach an assertion.
- * - Format 1 (no manifest.sha256) is refused by name rather than read as "probably fine".
+ * - Format 1 (no manifest.sha256) is refused by name rather than read as "probably fine"; a
+ *   newer format than this zeroc's too, naming the zeroc that wrote it (producer_version). Formats
+ *   2 and 3 share every field read here; what differs is the trainer's record (cli/train_ckpt.c),
+ *   so a reader gets the format (zc_manifest.format).
  * It reads; it does not look into the shards (checkpoint.c checks their headers and CRCs). */
 #include <ctype.h>
 #include <float.h>
@@ -149,7 +152,8 @@ static const char *printable(const char *s, size_t n, char out[700])
  * hex digits (either case), then optionally "  manifest.json" (text mode) or " *manifest.json"
  * (binary mode, -b), then optionally one newline. Anything else is refused showing what is
  * there, rather than compared and reported as a mismatch with the very same digest. */
-static zc_status check_digest(const char *ckdir, const char *path, const char *text, zc_err *err)
+static zc_status check_digest(const char *ckdir, const char *path, const char *text, int format,
+                              zc_err *err)
 {
     char spath[4200], want[96], shown_[700];
     snprintf(spath, sizeof spath, "%s/manifest.sha256", ckdir);
@@ -160,12 +164,12 @@ static zc_status check_digest(const char *ckdir, const char *path, const char *t
         return zc_err_set(err, ZC_EINVAL,
                           "%s: missing or unreadable (%m): a format-%d manifest "
                           "comes with its SHA-256, without which %s cannot be trusted",
-                          spath, ZC_MANIFEST_VERSION, path);
+                          spath, format, path);
     if (!have)
         return zc_err_set(err, ZC_EINVAL,
                           "%s: a format-%d manifest comes with its SHA-256 (manifest.sha256), "
                           "without which it cannot be trusted",
-                          why.msg, ZC_MANIFEST_VERSION);
+                          why.msg, format);
     zc_manifest_sha256_line(text, want);
     size_t hex = 0;
     while (hex < n && isxdigit((unsigned char)have[hex]))
@@ -248,6 +252,18 @@ static zc_status read_top(const char *ckdir, const char *path, zc_manifest *m, z
                           "%s: step %" PRId64 ", but the directory's name says "
                           "step-%06" PRId64 " (an edited manifest or a renamed directory)",
                           path, step, named);
+    const cJSON *pv = cJSON_GetObjectItemCaseSensitive(r, "producer_version");
+    bool pv_ok = cJSON_IsString(pv) && pv->valuestring[0] &&
+                 strlen(pv->valuestring) < ZC_PRODUCER_VERSION_MAX;
+    for (const char *c = pv_ok ? pv->valuestring : ""; *c; c++)
+        pv_ok &= *c >= 32 && *c < 127;
+    char b[48];
+    if (!pv_ok && (pv || m->format >= 3))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: producer_version is %s, expected the version of the zeroc that "
+                          "wrote it (1 to %d printable ASCII characters)",
+                          path, shown(pv, b), ZC_PRODUCER_VERSION_MAX - 1);
+    m->producer_version = pv ? pv->valuestring : NULL;
     m->world = (int)w, m->stage = (int)s, m->K = (int)k, m->step = step;
     m->optimizer_steps = opt;
     return ZC_OK;
@@ -487,15 +503,21 @@ zc_status zc_manifest_read(const char *ckdir, zc_manifest *m, zc_err *err)
         st = zc_err_set(err, ZC_EINVAL,
                         "%s: format version 1 has no manifest checksum "
                         "(manifest.sha256), so what it says cannot be trusted; this zeroc reads "
-                        "format %d only (use the zeroc that wrote it to resume or export it)",
-                        path, ZC_MANIFEST_VERSION);
-    else if (v != ZC_MANIFEST_VERSION)
+                        "formats %d to %d (use the zeroc that wrote it to resume or export it)",
+                        path, ZC_MANIFEST_OLDEST, ZC_MANIFEST_VERSION);
+    else if (v > ZC_MANIFEST_VERSION) {
+        const char *pv = get_string(m->root, "producer_version");
+        char shown_[700];
         st = zc_err_set(err, ZC_EINVAL,
-                        "%s: format version %" PRId64 " is %s than this zeroc's "
-                        "(%d)",
-                        path, v, v > ZC_MANIFEST_VERSION ? "newer" : "other", ZC_MANIFEST_VERSION);
-    else
-        st = check_digest(ckdir, path, text, err);
+                        "%s: format version %" PRId64 " is newer than this zeroc's (it reads "
+                        "formats %d to %d); it was written by zeroc %s: resume or export it with "
+                        "that zeroc or a newer one",
+                        path, v, ZC_MANIFEST_OLDEST, ZC_MANIFEST_VERSION,
+                        pv ? printable(pv, strlen(pv), shown_) : "(version not recorded)");
+    } else {
+        m->format = (int)v;
+        st = check_digest(ckdir, path, text, m->format, err);
+    }
     free(text);
     if (!st)
         st = read_top(ckdir, path, m, err);

@@ -11,14 +11,26 @@
 
 #include "zeroc/engine.h"
 
-/* Manifest format 2 has manifest.sha256 beside it; format 1 (without) is refused. The shard
- * files' own header version is separate and still 1. */
-enum { ZC_MANIFEST_VERSION = 2, ZC_SHARD_VERSION = 1, ZC_SHARD_HEADER_BYTES = 32 };
+/* The manifest format this zeroc writes, 3, and the oldest it reads, 2. Format 2 has
+ * manifest.sha256 beside it (format 1, without, is refused); format 3 adds producer_version and
+ * marks what the trainer's saved state means (zeroc/checkpoint.h): an older zeroc, reading format
+ * 2 only, refuses it by name instead of continuing it otherwise. The shard files' own header
+ * version is separate and still 1. */
+enum {
+    ZC_MANIFEST_VERSION = 3,
+    ZC_MANIFEST_OLDEST = 2,
+    ZC_SHARD_VERSION = 1,
+    ZC_SHARD_HEADER_BYTES = 32
+};
+/* Longest producer_version a manifest may hold (bytes, printable ASCII). */
+#define ZC_PRODUCER_VERSION_MAX 128
 
 /* Everything a reader uses, validated: no field of it can make a reader read outside a file,
  * mix up tensors, or assert. */
 typedef struct {
-    cJSON *root; /* the whole manifest (config and client are objects) */
+    cJSON *root;                  /* the whole manifest (config and client are objects) */
+    int format;                   /* format_version: ZC_MANIFEST_OLDEST..ZC_MANIFEST_VERSION */
+    const char *producer_version; /* in root; NULL when not recorded (format 2) */
     int world, stage, K, nunits, nparams;
     int64_t step, optimizer_steps;
     size_t *numel, *shard; /* per unit */
