@@ -10,8 +10,9 @@ The files are made here from tests/fixtures/gpt2_tiny.bin — the llm.c checkpoi
 loss and gradients tests/test_gpt2_reference.c holds to the from-scratch PyTorch GPT-2 that
 wrote it (tests/gpt2_reference.py) — by laying its tensors out as transformers does: Conv1D
 weights [in, out] (llm.c's transposed), the vocabulary unpadded, optional "transformer." prefix,
-lm_head and mask buffers. A model loaded from them must hold exactly the llm.c file's weights
-(its padded embedding rows zeroed, as HF files have none), so it computes PyTorch's logits."""
+lm_head and mask buffers, or the embedding as lm_head.weight alone (safetensors' save_model). A
+model loaded from them must hold exactly the llm.c file's weights (its padded embedding rows
+zeroed, as HF files have none), so it computes PyTorch's logits."""
 import json
 import os
 import struct
@@ -113,9 +114,9 @@ def from_bytes(b, dtype):
     return array("f", array("I", (x << 16 for x in array("H", b))).tobytes())
 
 
-def write_safetensors(path, tensors, dtype="F32", dtypes=None):
+def write_safetensors(path, tensors, dtype="F32", dtypes=None, meta=None):
     """tensors: [(name, shape, floats or raw bytes)] — the header as zeroc writes it (compact
-    JSON, tensor order, metadata last, spaces to a multiple of 8)."""
+    JSON, tensor order, metadata last with meta's entries added, spaces to a multiple of 8)."""
     header, blobs, off = {}, [], 0
     for name, shape, v in tensors:
         dt = (dtypes or {}).get(name, dtype)
@@ -123,7 +124,7 @@ def write_safetensors(path, tensors, dtype="F32", dtypes=None):
         header[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + len(b)]}
         blobs.append(b)
         off += len(b)
-    header["__metadata__"] = {"format": "pt"}
+    header["__metadata__"] = {"format": "pt", **(meta or {})}
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
     with open(path, "wb") as f:
@@ -141,7 +142,7 @@ def config_json(hdr, **over):
 
 
 def make_hf(name, prefix="", dtype="F32", lm_head=False, buffers=False, edit=None,
-            config=None):
+            config=None, meta=None):
     """A transformers-style directory from the fixture; edit(list of tensors) may change it."""
     hdr, llmc = read_llmc(FIXTURE)
     d = H_.path(name)
@@ -158,10 +159,31 @@ def make_hf(name, prefix="", dtype="F32", lm_head=False, buffers=False, edit=Non
             tensors.append((f"{prefix}h.{l}.attn.masked_bias", (1,), array("f", [-1e4])))
     if edit:
         tensors = edit(tensors)
-    write_safetensors(os.path.join(d, "model.safetensors"), tensors, dtype)
+    write_safetensors(os.path.join(d, "model.safetensors"), tensors, dtype, meta=meta)
     with open(os.path.join(d, "config.json"), "w") as f:
         json.dump(config if config is not None else config_json(hdr), f)
     return d
+
+
+def save_model_layout(ts):
+    """A GPT2LMHeadModel as safetensors.torch.save_model writes it: of the tied pair it keeps
+    the name that sorts first, lm_head.weight, and no transformer.wte.weight (its metadata
+    records the dropped name); the tensors in name order."""
+    return sorted((("lm_head.weight" if n == "transformer.wte.weight" else n, s, v)
+                   for n, s, v in ts), key=lambda t: t[0])
+
+
+SAVE_MODEL = dict(prefix="transformer.", edit=save_model_layout,
+                  meta={"transformer.wte.weight": "lm_head.weight"})
+
+
+def alias_config(hdr, **over):
+    """config.json with GPT2Config's other names of the dimensions (its attribute_map), n_head
+    given under both names with one value; over as config_json's."""
+    return config_json(hdr, **{**dict(n_layer=None, n_embd=None, n_positions=None, n_ctx=None,
+                                      num_hidden_layers=hdr["L"], num_attention_heads=hdr["NH"],
+                                      hidden_size=hdr["C"], max_position_embeddings=hdr["T"]),
+                               **over})
 
 
 def reference_llmc(dtype="F32"):
@@ -204,12 +226,16 @@ def train(init, name, *extra, n=2, ok=True):
 def test_hf_init_matches_llmc():
     """Each layout transformers writes — a directory or the .safetensors file, names with and
     without "transformer.", lm_head.weight tied, the mask buffers older files carry, F32, BF16
-    and F16 — loads the very weights of the llm.c file it came from (initial and final digests,
-    every loss, bit for bit, on 2 ranks of stage 3 where each rank reads its shard of every
+    and F16, safetensors.torch.save_model's file of a GPT2LMHeadModel (the embedding as
+    lm_head.weight only), a config.json giving the dimensions under GPT2Config's other names —
+    loads the very weights of the llm.c file it came from (initial and final digests, every
+    loss, bit for bit, on 2 ranks of stage 3 where each rank reads its shard of every
     transposed matrix), so it computes what PyTorch computed for that file."""
+    hdr, _ = read_llmc(FIXTURE)
     cases = {"dir": dict(), "prefix": dict(prefix="transformer."),
              "lm_head": dict(lm_head=True), "buffers": dict(buffers=True, prefix="transformer."),
-             "bf16": dict(dtype="BF16"), "f16": dict(dtype="F16")}
+             "bf16": dict(dtype="BF16"), "f16": dict(dtype="F16"), "save_model": SAVE_MODEL,
+             "aliases": dict(config=alias_config(hdr))}
     # the sanitizer pass: one layout of each reader path (file with prefix, buffers, a 16-bit
     # dtype); the others differ in names only, not in code that touches memory differently
     cases = {k: cases[k] for k in H_.trim(cases, ("prefix", "buffers", "bf16"))}
@@ -217,7 +243,7 @@ def test_hf_init_matches_llmc():
     want = {dt: train(reference_llmc(dt), f"ref-{dt}") for dt in dtypes}
     for name, kw in cases.items():
         d = make_hf("hf-" + name, **kw)
-        init = d if name != "prefix" else os.path.join(d, "model.safetensors")
+        init = os.path.join(d, "model.safetensors") if name in ("prefix", "save_model") else d
         got = train(init, "hf-" + name)
         ref = want[kw.get("dtype", "F32")]
         for key in ("initial_weights_sha256", "weights_sha256", "loss"):
@@ -255,22 +281,25 @@ def test_hf_export_byte_identical():
 
 def test_hf_sample_and_estimate():
     """`zeroc sample` and `zeroc estimate` take the same --init: the sample equals the llm.c
-    file's token for token, the estimate reads the shape from config.json."""
+    file's token for token (from safetensors.torch.save_model's layout too), the estimate reads
+    the shape from config.json."""
     d = make_hf("hf-s")
     ref = reference_llmc()
     outs = [H_.run(1, "sample", "--init", i, "--length", 12, "--seed", 5, "--prompt",
-                   "1,2,3").stdout for i in (d, ref)]
-    check(outs[0] == outs[1] and outs[0].strip(), f"samples differ: {outs}")
+                   "1,2,3").stdout for i in (d, ref, make_hf("hf-s-save-model", **SAVE_MODEL))]
+    check(outs[0] == outs[1] == outs[2] and outs[0].strip(), f"samples differ: {outs}")
     a, b = H_.estimate("--init", d, "--ranks", 2), H_.estimate("--init", ref, "--ranks", 2)
     check(a == b, f"estimates differ:\n{a}\n{b}")
 
 
 def test_hf_bad_inputs():
     """Every bad file is refused with its name and what was expected, before a step, and a
-    file's shape must agree with the shape flags. A tensor's wrong shape is shown as declared
-    and as expected, 1-D and 2-D alike; config.json is read as Python's json reads it: a key
-    given twice, anything but white space after the object, or \\u0000 in a string is refused
-    naming the file (and the key, or the byte's offset)."""
+    file's shape must agree with the shape flags; a dimension given under both of GPT2Config's
+    names with two values, or heads that do not divide the width, are refused naming the keys.
+    A tensor's wrong shape is shown as declared and as expected, 1-D and 2-D alike; config.json
+    is read as Python's json reads it: a key given twice, anything but white space after the
+    object, or \\u0000 in a string is refused naming the file (and the key, or the byte's
+    offset)."""
     hdr, _ = read_llmc(FIXTURE)
 
     def drop(name):
@@ -333,9 +362,32 @@ def test_hf_bad_inputs():
         (dict(edit=reshaped("wpe.weight", (hdr["T"] * hdr["C"],))),
          f"wpe.weight has shape [{hdr['T'] * hdr['C']}]"),
     ]
-    for i, (kw, want) in enumerate(cases):
+    # refused as config.json or the file's names are read, the same on any number of ranks: on
+    # one (which the sanitizer pass starts without mpirun)
+    one_rank = [
+        # no token embedding under either name (save_model's layout keeps lm_head.weight)
+        (dict(prefix="transformer.", edit=drop("transformer.wte.weight")),
+         "no tensor 'transformer.wte.weight' nor lm_head.weight"),
+        # a dimension under both of GPT2Config's names, with two values: transformers would take
+        # the other name's silently (PretrainedConfig sets it last)
+        (dict(config={**cfg, "num_attention_heads": 2 * hdr["NH"]}),
+         f"config.json: n_head {hdr['NH']} and num_attention_heads {2 * hdr['NH']} disagree"),
+        (dict(config={**cfg, "hidden_size": 2 * hdr["C"]}),
+         f"config.json: n_embd {hdr['C']} and hidden_size {2 * hdr['C']} disagree"),
+        (dict(config={**cfg, "num_hidden_layers": hdr["L"] + 1}),
+         f"config.json: n_layer {hdr['L']} and num_hidden_layers {hdr['L'] + 1} disagree"),
+        (dict(config={**cfg, "max_position_embeddings": 2 * hdr["T"]}),
+         f"config.json: n_positions {hdr['T']} and max_position_embeddings {2 * hdr['T']} "
+         "disagree"),
+        # heads that do not divide the width, named by the key read
+        (dict(config={**cfg, "n_head": 5}), f"config.json: n_head 5 does not divide n_embd "
+                                            f"{hdr['C']}"),
+        (dict(config=alias_config(hdr, n_head=None, num_attention_heads=3)),
+         f"config.json: num_attention_heads 3 does not divide hidden_size {hdr['C']}"),
+    ]
+    for i, (kw, want) in enumerate(cases + one_rank):
         d = make_hf(f"hf-bad{i}", **kw)
-        p = train(d, f"hf-bad{i}", ok=False)
+        p = train(d, f"hf-bad{i}", n=1 if i >= len(cases) else 2, ok=False)
         check(p.returncode != 0 and want in p.stderr and "step " not in p.stdout,
               f"case {i}: want '{want}' in the error, got {p.returncode}: {p.stderr[-400:]}")
     # an I32 tensor, a truncated file, no config.json, a shape flag against the file

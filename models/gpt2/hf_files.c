@@ -104,7 +104,25 @@ typedef struct {
     cJSON *h;
     uint64_t data0, size;
     const char *prefix; /* "transformer." or "" */
+    char wte[NAME_CAP]; /* the token embedding's tensor: <prefix>wte.weight, or lm_head.weight */
 } st_file;
+
+/* Whether header h holds transformers' GPT-2 names under prefix: an embedding, the final
+ * LayerNorm or the first block. Not wte.weight alone: safetensors.torch.save_model keeps one name
+ * of a tied pair (the one that sorts first), so a GPT2LMHeadModel saved by it holds
+ * lm_head.weight and transformer.wpe.weight, transformer.h.*, … but no transformer.wte.weight. */
+static bool has_gpt2_names(const cJSON *h, const char *prefix)
+{
+    static const char *const names[] = {"wte.weight", "wpe.weight", "ln_f.weight",
+                                        "h.0.ln_1.weight"};
+    char name[NAME_CAP];
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        snprintf(name, sizeof name, "%s%s", prefix, names[i]);
+        if (cJSON_GetObjectItemCaseSensitive(h, name))
+            return true;
+    }
+    return false;
+}
 
 static void st_close(st_file *f)
 {
@@ -156,8 +174,14 @@ static zc_status st_open(st_file *f, const char *path, zc_err *err)
     }
     free(text);
     f->data0 = 8 + hlen;
-    if (!st && cJSON_GetObjectItemCaseSensitive(f->h, "transformer.wte.weight"))
+    if (!st && has_gpt2_names(f->h, "transformer."))
         f->prefix = "transformer.";
+    /* GPT-2 ties the output layer to the token embedding (config_same_model holds
+     * tie_word_embeddings to it): a file with lm_head.weight only holds the embedding there */
+    snprintf(f->wte, sizeof f->wte, "%swte.weight", f->prefix);
+    if (!st && !cJSON_GetObjectItemCaseSensitive(f->h, f->wte) &&
+        cJSON_GetObjectItemCaseSensitive(f->h, "lm_head.weight"))
+        snprintf(f->wte, sizeof f->wte, "lm_head.weight");
     if (st)
         st_close(f);
     return st;
@@ -265,8 +289,7 @@ bool hf_is_checkpoint(const char *path)
     zc_err ignored;
     if (st_open(&f, path, &ignored))
         return false;
-    bool hf = cJSON_GetObjectItemCaseSensitive(f.h, "wte.weight") ||
-              cJSON_GetObjectItemCaseSensitive(f.h, "transformer.wte.weight");
+    bool hf = has_gpt2_names(f.h, f.prefix);
     st_close(&f);
     return hf;
 }
@@ -282,8 +305,7 @@ bool hf_is_zeroc_weights(const char *path)
                 *producer = cJSON_GetObjectItemCaseSensitive(meta, "producer");
     bool zeroc = ((cJSON_IsString(producer) && !strcmp(producer->valuestring, "zeroc")) ||
                   cJSON_GetObjectItemCaseSensitive(f.h, "wte")) &&
-                 !cJSON_GetObjectItemCaseSensitive(f.h, "wte.weight") &&
-                 !cJSON_GetObjectItemCaseSensitive(f.h, "transformer.wte.weight");
+                 !has_gpt2_names(f.h, f.prefix);
     st_close(&f);
     return zeroc;
 }
@@ -325,17 +347,47 @@ static zc_status read_json(const char *path, cJSON **out, zc_err *err)
     return ZC_OK;
 }
 
-static zc_status config_int(const cJSON *c, const char *path, const char *key, const char *alt,
-                            int *out, zc_err *err)
+/* v as a dimension: an integer from 1 to INT_MAX. */
+static bool json_dim(const cJSON *v, int *out)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, key);
-    if (!v && alt)
-        v = cJSON_GetObjectItemCaseSensitive(c, alt);
     uint64_t u;
     if (!json_u64(v, &u) || u < 1 || u > INT_MAX)
-        return zc_err_set(err, ZC_EINVAL, "%s: %s must be an integer from 1 to %d%s", path, key,
-                          INT_MAX, v ? "" : " (missing)");
+        return false;
     *out = (int)u;
+    return true;
+}
+
+/* A dimension of config.json: key, or its other name (GPT2Config's attribute_map:
+ * num_hidden_layers for n_layer, …), or fallback (n_ctx for n_positions) when neither is given;
+ * *used: the name read. transformers sets the other name after key, so it would win: both given
+ * with different values are refused, naming both, rather than one taken silently. */
+static zc_status config_int(const cJSON *c, const char *path, const char *key, const char *alias,
+                            const char *fallback, int *out, const char **used, zc_err *err)
+{
+    const char *names[] = {key, alias, fallback};
+    const cJSON *v[3] = {NULL, NULL, NULL};
+    int got[3] = {0, 0, 0};
+    for (int i = 0; i < 3; i++) {
+        if (!names[i] || (i == 2 && (v[0] || v[1])))
+            continue; /* the fallback only when neither name is given */
+        v[i] = cJSON_GetObjectItemCaseSensitive(c, names[i]);
+        if (v[i] && !json_dim(v[i], &got[i]))
+            return zc_err_set(err, ZC_EINVAL, "%s: %s must be an integer from 1 to %d", path,
+                              names[i], INT_MAX);
+    }
+    if (v[0] && v[1] && got[0] != got[1])
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: %s %d and %s %d disagree: two names of one dimension "
+                          "(transformers would take %s's value); give one of them",
+                          path, key, got[0], alias, got[1], alias);
+    const int i = v[1] ? 1 : v[0] ? 0 : 2; /* transformers' winner */
+    if (!v[i])
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: %s%s%s%s%s%s must be an integer from 1 to %d (missing)", path, key,
+                          alias ? " (or " : "", alias ? alias : "", fallback ? ", or " : "",
+                          fallback ? fallback : "", alias ? ")" : "", INT_MAX);
+    *out = got[i];
+    *used = names[i];
     return ZC_OK;
 }
 
@@ -402,14 +454,13 @@ static zc_status config_matches_file(const char *cfgpath, const char *stpath, in
     zc_status st = st_open(&f, stpath, err);
     if (st)
         return st;
-    char name[96], got[64];
+    char name[NAME_CAP], got[64];
     const struct {
         const char *tensor, *keys;
         int64_t rows;
-    } two[] = {{"wte.weight", "vocab_size and n_embd", V},
-               {"wpe.weight", "n_positions and n_embd", T}};
+    } two[] = {{f.wte, "vocab_size and n_embd", V}, {"wpe.weight", "n_positions and n_embd", T}};
     for (size_t k = 0; !st && k < sizeof two / sizeof *two; k++) {
-        snprintf(name, sizeof name, "%s%s", f.prefix, two[k].tensor);
+        snprintf(name, sizeof name, "%s%s", k ? f.prefix : "", two[k].tensor);
         /* the shape only: a missing tensor, or a bad shape or offsets, is named by the load */
         const cJSON *o = cJSON_GetObjectItemCaseSensitive(f.h, name);
         const cJSON *sh = o ? cJSON_GetObjectItemCaseSensitive(o, "shape") : NULL;
@@ -444,16 +495,20 @@ zc_status hf_read_config(const char *path, gpt2_config *cfg, zc_err *err)
     if (!st)
         st = read_json(p.cfg, &c, err);
     int L = 0, H = 0, C = 0, T = 0, V = 0;
+    const char *hkey = "", *ckey = "", *unused;
     if (!st)
-        st = config_int(c, p.cfg, "n_layer", NULL, &L, err);
+        st = config_int(c, p.cfg, "n_layer", "num_hidden_layers", NULL, &L, &unused, err);
     if (!st)
-        st = config_int(c, p.cfg, "n_head", NULL, &H, err);
+        st = config_int(c, p.cfg, "n_head", "num_attention_heads", NULL, &H, &hkey, err);
     if (!st)
-        st = config_int(c, p.cfg, "n_embd", NULL, &C, err);
+        st = config_int(c, p.cfg, "n_embd", "hidden_size", NULL, &C, &ckey, err);
     if (!st)
-        st = config_int(c, p.cfg, "n_positions", "n_ctx", &T, err);
+        st = config_int(c, p.cfg, "n_positions", "max_position_embeddings", "n_ctx", &T, &unused,
+                        err);
     if (!st)
-        st = config_int(c, p.cfg, "vocab_size", NULL, &V, err);
+        st = config_int(c, p.cfg, "vocab_size", NULL, NULL, &V, &unused, err);
+    if (!st && C % H) /* each head attends over an equal share of the channels */
+        st = zc_err_set(err, ZC_EINVAL, "%s: %s %d does not divide %s %d", p.cfg, hkey, H, ckey, C);
     if (!st)
         st = config_same_model(c, p.cfg, C, err);
     cJSON_Delete(c);
@@ -500,13 +555,14 @@ static zc_status check_names(const st_file *f, zc_engine *e, zc_err *err)
     return ZC_OK;
 }
 
-/* lm_head.weight, if the file has it, must be the token embedding (GPT-2 ties them). */
+/* lm_head.weight, if the file has it beside wte.weight, must be the token embedding (GPT-2 ties
+ * them); without wte.weight it is the embedding (st_open). */
 static zc_status check_tied(const st_file *f, zc_err *err)
 {
-    if (!cJSON_GetObjectItemCaseSensitive(f->h, "lm_head.weight"))
+    if (!cJSON_GetObjectItemCaseSensitive(f->h, "lm_head.weight") ||
+        !strcmp(f->wte, "lm_head.weight"))
         return ZC_OK;
-    char wte[NAME_CAP];
-    snprintf(wte, sizeof wte, "%swte.weight", f->prefix);
+    const char *wte = f->wte;
     st_tensor a, b;
     zc_status st = st_tensor_get(f, "lm_head.weight", &a, err);
     if (!st)
@@ -543,10 +599,16 @@ static zc_status load_param(const st_file *f, zc_engine *e, int p, int vocab, zc
     bool tr;
     if (!hf_name(pi->name, bare, sizeof bare, &tr))
         return zc_err_set(err, ZC_EINVAL, "parameter '%s' is not a GPT-2's", pi->name);
-    snprintf(name, sizeof name, "%s%s", f->prefix, bare);
+    const bool wte = !strcmp(pi->name, "wte");
+    snprintf(name, sizeof name, "%s%s", wte ? "" : f->prefix, wte ? f->wte : bare);
     st_tensor t;
     int64_t want[2];
     hf_shape(pi, tr, vocab, want);
+    if (wte && !cJSON_GetObjectItemCaseSensitive(f->h, name))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: no tensor '%s' nor lm_head.weight: no token embedding (a GPT-2 "
+                          "in transformers' layout has one of them; GPT-2 ties the two)",
+                          f->path, name);
     zc_status st = st_tensor_get(f, name, &t, err);
     if (!st &&
         (t.ndim != pi->ndim || t.shape[0] != want[0] || (pi->ndim > 1 && t.shape[1] != want[1]))) {

@@ -15,16 +15,22 @@
  *   h.<l>.mlp.c_fc.weight [C, 4C] / .bias        h.<l>.fcw (T) / fcb
  *   h.<l>.mlp.c_proj.weight [4C, C] / .bias      h.<l>.fcprojw (T) / fcprojb
  *   ln_f.weight / .bias            lnfw / lnfb
- *   lm_head.weight [V, C]          tied to wte: accepted when equal to wte.weight, else refused
+ *   lm_head.weight [V, C]          tied to wte: accepted when equal to wte.weight, else refused;
+ *                                  without wte.weight, the embedding itself (safetensors.torch.
+ *                                  save_model keeps one name of a tied pair: a GPT2LMHeadModel's
+ *                                  file holds lm_head.weight and no transformer.wte.weight)
  *   h.<l>.attn.bias, .masked_bias  the causal-mask buffers older files carry: ignored
  *
  * Any other tensor is refused by name. Tensors may be F32, BF16 or F16 (widened to fp32). Their
  * data_offsets, in any header order, must tile the data after the header as the format requires:
  * two tensors on the same bytes, a gap, trailing bytes or a name given twice are refused.
- * config.json gives n_layer, n_head, n_embd, n_positions (or n_ctx) and vocab_size; keys that
- * would make a different model (an activation other than GPT-2's tanh GELU, another LayerNorm
- * epsilon, n_inner ≠ 4·n_embd, untied embeddings, per-layer attention scaling) are refused by
- * name; dropout rates are ignored (zeroc trains without dropout).
+ * config.json gives n_layer, n_head, n_embd, n_positions (or n_ctx) and vocab_size, the first
+ * four also under GPT2Config's other names (num_hidden_layers, num_attention_heads, hidden_size,
+ * max_position_embeddings: transformers takes those when both are given, so both with different
+ * values are refused by name); n_head must divide n_embd. Keys that would make a different
+ * model (an activation other than GPT-2's tanh GELU, another LayerNorm epsilon, n_inner ≠
+ * 4·n_embd, untied embeddings, per-layer attention scaling) are refused by name; dropout rates
+ * are ignored (zeroc trains without dropout).
  *
  *     gpt2_config cfg;
  *     if (hf_read_config("gpt2/", &cfg, &err)) ...          // the shape
@@ -41,11 +47,12 @@
 #include "zeroc/engine.h"
 
 /* Whether path is a Hugging Face GPT-2: a directory (with config.json), or a .safetensors file
- * whose tensors carry transformers' names (wte.weight or transformer.wte.weight). */
+ * whose tensors carry transformers' names (wte.weight, wpe.weight, ln_f.weight or
+ * h.0.ln_1.weight, with or without the prefix). */
 bool hf_is_checkpoint(const char *path);
 /* Whether path is a .safetensors file of zeroc's own naming (zeroc train --save-weights, zeroc
  * ckpt export: producer "zeroc" in its metadata, or a tensor named wte) and not of transformers'
- * (no wte.weight): weights without the model's shape. */
+ * (none of the names above): weights without the model's shape. */
 bool hf_is_zeroc_weights(const char *path);
 /* The shape from config.json (the directory's, or the one beside the .safetensors file), with
  * zeroc's padded vocabulary. */
