@@ -4,8 +4,10 @@
 # scripts/demo.sh, scripts/test.sh and the benchmarks; safe to run again (installs nothing that
 # is already there).
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libopenblas-dev libcjson-dev
-      liburing-dev libdnnl-dev libutf8proc-dev python3 "$@")
+# git: scripts/format.sh lists the tracked sources, the build records the commit in the version;
+# iproute2: the multi-host tests make network namespaces (ip, tc)
+pkgs=(build-essential cmake pkg-config git openmpi-bin libopenmpi-dev libopenblas-dev
+      libcjson-dev liburing-dev libdnnl-dev libutf8proc-dev python3 iproute2 "$@")
 # node + npm run the tokenizer tests' reference (npm's tiktoken); a node that brings its own npm
 # (e.g. from another repository) is kept, Debian's are installed only when there is none
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
@@ -16,7 +18,14 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "zeroc: installing ${missing[*]}" >&2
   sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+      echo "zeroc: missing packages, and no sudo to install them as $(id -un); as root, run:" >&2
+      echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
+      exit 1
+    fi
+    sudo="sudo"
+  fi
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi

@@ -7,7 +7,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 command -v clang-format >/dev/null || "$root/scripts/deps.sh" clang-format
-mapfile -t files < <(git ls-files '*.c' '*.h' '*.inc')
+command -v git >/dev/null || "$root/scripts/deps.sh"
+# the tracked sources: a failing git (no checkout: a tarball) must fail here, not check nothing
+listed=$(git ls-files '*.c' '*.h' '*.inc') || {
+  echo "format: cannot list the tracked sources with git ls-files in $root (a git checkout?)" >&2
+  exit 1
+}
+mapfile -t files <<<"$listed"
+[ -n "$listed" ] || { echo "format: git ls-files lists no C sources in $root" >&2; exit 1; }
 if [[ ${1:-} == --check ]]; then
   bad=()
   for f in "${files[@]}"; do

@@ -13,6 +13,7 @@ with an error naming the collective, never a hang; and the test bed leaves nothi
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -175,6 +176,9 @@ TESTS = [hosts_test_stages_bitwise_and_bytes, hosts_test_save_resume_reshard,
 
 if __name__ == "__main__":
     probe = f"zc-probe-{os.getpid()}"
+    if not shutil.which("ip"):
+        print("skipped: the ip command (Debian's iproute2; scripts/deps.sh installs it) is missing")
+        sys.exit(77)
     if os.geteuid() != 0 or subprocess.run(["ip", "netns", "add", probe],
                                            capture_output=True).returncode != 0:
         print("skipped: network namespaces cannot be made here (needs root and CAP_NET_ADMIN)")

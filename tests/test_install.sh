@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_install.sh BUILD_DIR [EXTRA_CFLAGS] — `cmake --install` into a temporary prefix, then builds
 # examples/linear_regression.c with nothing but the installed pkg-config file and runs it on
-# 2 ranks: it must fit y = 3x − 1 (w and b within 1e-3; SGD on a convex problem).
+# 2 ranks: it must fit y = 3x − 1 (w and b within 1e-3; SGD on a convex problem). The installed
+# zeroc and the example run without LD_LIBRARY_PATH or ldconfig (their rpath finds the library).
 set -euo pipefail
 build=$1
 extra=${2:-}
@@ -20,7 +21,14 @@ PKG_CONFIG_PATH=$(dirname "$pc")
 # shellcheck disable=SC2086
 cc -std=c11 -Wall -Wextra -Werror $extra "$root/examples/linear_regression.c" \
   $(pkg-config --cflags --libs zeroc) -o "$prefix/linreg"
-out=$(LD_LIBRARY_PATH="$lib" "$root/tests/mpirun.sh" 2 -x LD_LIBRARY_PATH "$prefix/linreg")
+unset LD_LIBRARY_PATH
+version=$("$prefix/bin/zeroc" --version) || { echo "installed bin/zeroc does not run"; exit 1; }
+echo "$version"
+[ "$(ldd "$prefix/bin/zeroc" | awk '/libzeroc/ {print $3}')" -ef "$lib/libzeroc.so.0" ] ||
+  { echo "installed bin/zeroc does not load $lib/libzeroc.so.0"; exit 1; }
+[ "$(ldd "$prefix/linreg" | awk '/libzeroc/ {print $3}')" -ef "$lib/libzeroc.so.0" ] ||
+  { echo "the example built with pkg-config's flags does not load $lib/libzeroc.so.0"; exit 1; }
+out=$("$root/tests/mpirun.sh" 2 "$prefix/linreg")
 echo "$out"
 echo "$out" | python3 -c '
 import re, sys

