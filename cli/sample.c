@@ -54,10 +54,16 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
          "BPE models: GPT-2 tokenizer directory (encoder.json + vocab.bpe) to read the prompt as "
          "text and print text; or gpt2_tokenizer.bin (prints text, the prompt is ids)",
          NULL},
-        {"--length", ARG_INT, &length, NULL, "tokens to generate (default 256)", NULL},
+        {"--length", ARG_INT, &length, NULL,
+         "tokens to generate (default 256). The context is the last max_seq_len tokens (the "
+         "model's positions): up to there each token costs one position over a key/value cache; "
+         "past it the window slides and each token re-runs its whole context (GPT-2 124M on one "
+         "core: ~30 ms a token within the context, 1.1-1.5 s past 1024)",
+         NULL},
         {"--temperature", ARG_DOUBLE, &temperature, NULL, "softmax temperature > 0 (default 1)",
          NULL},
-        {"--top-k", ARG_INT, &top_k, NULL, "sample among the k most likely, 0 = all (default 40)",
+        {"--top-k", ARG_INT, &top_k, NULL,
+         "sample among the k most likely (ties with the k-th included), 0 = all (default 40)",
          NULL},
         {"--seed", ARG_I64, &seed, NULL, "sampling seed (default 42)", NULL},
     };

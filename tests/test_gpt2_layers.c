@@ -19,7 +19,13 @@
  * the gradients), causality of attention, attention at T = 130 against a naive
  * double-precision forward and backward, bf16 attention within bounds derived from its rounding,
  * and that the padded vocabulary entries get probability and gradient exactly 0 and are never read;
- * and, at wide shapes, the threaded and column-chunked paths against double references. */
+ * and, at wide shapes, the threaded and column-chunked paths against double references.
+ *
+ * Incremental decoding (gpt2_decode.c, gpt2_sample.c): the cached attention against the
+ * forward's rows, and on small models on the engine (fp32, bf16, fp16 storage) the decoder's
+ * logits against gpt2_forward's for every context up to and past T, generation against the
+ * previous algorithm (a full forward per token, the O(k·V) top-k; kept here as the reference),
+ * top-k ties, and the products' FLOPs of a cached generation. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,10 +33,15 @@
 #include <string.h>
 
 #include "check.h"
+#include "models/gpt2/gpt2.h"
+#include "models/gpt2/gpt2_decode.h"
 #include "models/gpt2/gpt2_layers.h"
+#include "models/gpt2/gpt2_sample.h"
 #include "zeroc/dtype.h"
+#include "zeroc/rng.h"
 
 static int verbose;
+static zc_comm *g_comm; /* for the tests on the engine */
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
@@ -687,6 +698,326 @@ static void test_attention_long(void)
         free(rdqkv), free(dqkv), free(dpre), free(datt), free(d2), free(out1);
 }
 
+/* ---- incremental decoding ------------------------------------------------------------- */
+
+/* gpt2_attention_cached over M rows from position p0 against gpt2_attention_forward's rows
+ * p0 … p0+M−1 (B = 1, T = 37). fp32: the same products and softmax on other shapes, so only the
+ * summation order differs; both are held to the double reference within the T = 130 test's
+ * bound (1e-4 relative + 1e-5) and to each other within the same. bf16: k and v cached as bf16
+ * bits, q and att rounded inside, as the forward rounds qkv and att: att differs from the
+ * forward's only by fp32 summation order before its rounding, so an element may round to the
+ * neighbouring bf16 value (2⁻⁸ relative), moving out by at most 2⁻⁸·max|v| (att rows sum to 1). */
+static void test_attention_cached(void)
+{
+    if (verbose)
+        printf("attention over a key/value cache\n");
+    enum { KT = 37, KC = 32, KNH = 4 };
+    const size_t nqkv = (size_t)KT * 3 * KC, nout = (size_t)KT * KC, natt = (size_t)KNH * KT * KT;
+    float *qkv = falloc(nqkv), *fwd = falloc(nout), *pre = falloc(natt), *att = falloc(natt);
+    float *k = falloc(nout), *v = falloc(nout), *out = falloc(nout), *sc = falloc(natt);
+    uint16_t *k16 = malloc(nout * 2), *v16 = malloc(nout * 2), *q16 = malloc(nout * 2),
+             *a16 = malloc(natt * 2);
+    fill(qkv, nqkv, 1.5f, 0.0f);
+    for (int t = 0; t < KT; t++) {
+        memcpy(k + (size_t)t * KC, qkv + (size_t)t * 3 * KC + KC, KC * sizeof(float));
+        memcpy(v + (size_t)t * KC, qkv + (size_t)t * 3 * KC + 2 * KC, KC * sizeof(float));
+    }
+    zc_f32_to_bf16(k, k16, nout), zc_f32_to_bf16(v, v16, nout);
+    double *rout = dalloc(nout), *ratt = dalloc(natt), *rfwd = dalloc(nout);
+    att_reference(rout, ratt, NULL, qkv, NULL, 1, KT, KC, KNH);
+    const int spans[][2] = {{0, KT}, {0, 1}, {5, 1}, {20, 17}, {36, 1}, {3, 9}}; /* p0, M */
+    for (int bf = 0; bf < 2; bf++) {
+        gpt2_gemm g = {.type = bf ? ZC_GEMM_BF16 : ZC_GEMM_F32};
+        if (bf) {
+            g.ws_bytes = gpt2_attention_workspace_bytes(1, KT, KC, KNH);
+            size_t c = gpt2_attention_cached_workspace_bytes(KT, KT, KC, KNH);
+            g.ws_bytes = c > g.ws_bytes ? c : g.ws_bytes;
+            g.ws = malloc(g.ws_bytes);
+        }
+        gpt2_attention_forward(fwd, pre, att, qkv, 1, KT, KC, KNH, &g);
+        for (size_t i = 0; i < nout; i++)
+            rfwd[i] = fwd[i];
+        double vmax = 0.0;
+        zc_bf16_to_f32(v16, out, nout); /* v as the bf16 products see it */
+        for (size_t i = 0; i < nout; i++)
+            vmax = fmax(vmax, fabs(bf ? out[i] : v[i]));
+        for (size_t s = 0; s < sizeof spans / sizeof *spans; s++) {
+            const int p0 = spans[s][0], M = spans[s][1];
+            for (size_t i = 0; i < nout; i++)
+                out[i] = NAN;
+            for (size_t i = 0; i < natt; i++)
+                sc[i] = NAN; /* scratch: every entry read is written first */
+            gpt2_attention_cached(out, sc, bf ? q16 : NULL, bf ? a16 : NULL,
+                                  qkv + (size_t)p0 * 3 * KC, 3 * KC, bf ? (void *)k16 : k,
+                                  bf ? (void *)v16 : v, p0, M, KC, KNH, &g);
+            char what[96];
+            snprintf(what, sizeof what, "cached attention %s p0=%d M=%d", bf ? "bf16" : "fp32", p0,
+                     M);
+            if (bf) {
+                check_close(what, out, rfwd + (size_t)p0 * KC, (size_t)M * KC, 0.0,
+                            ldexp(vmax, -8) + 1e-5);
+            } else {
+                check_close(what, out, rout + (size_t)p0 * KC, (size_t)M * KC, 1e-4, 1e-5);
+                check_close(what, out, rfwd + (size_t)p0 * KC, (size_t)M * KC, 1e-4, 1e-5);
+            }
+        }
+        free(g.ws);
+    }
+    free(qkv), free(fwd), free(pre), free(att), free(k), free(v), free(out), free(sc), free(k16),
+        free(v16), free(q16), free(a16), free(rout), free(ratt), free(rfwd);
+}
+
+/* The previous generation's draw, verbatim: the k-th largest logit by k passes of selection
+ * (O(k·V)), then the same draw. The reference for gpt2_generate's top-k (ties at the k-th value
+ * included) and for its tokens. */
+static int old_draw(const float *logits, int V, const gpt2_sampling *s, uint64_t index,
+                    double *scratch)
+{
+    double maxv = -INFINITY;
+    for (int i = 0; i < V; i++)
+        maxv = fmax(maxv, logits[i]);
+    double cutoff = -INFINITY;
+    if (s->top_k > 0 && s->top_k < V) {
+        for (int i = 0; i < V; i++)
+            scratch[i] = logits[i];
+        for (int k = 0; k < s->top_k; k++) {
+            int best = k;
+            for (int i = k + 1; i < V; i++)
+                if (scratch[i] > scratch[best])
+                    best = i;
+            double t = scratch[k];
+            scratch[k] = scratch[best];
+            scratch[best] = t;
+        }
+        cutoff = scratch[s->top_k - 1];
+    }
+    double sum = 0.0;
+    for (int i = 0; i < V; i++) {
+        scratch[i] = logits[i] >= cutoff ? exp((logits[i] - maxv) / s->temperature) : 0.0;
+        sum += scratch[i];
+    }
+    double u = zc_rng_uniform(s->seed, 0x53414d504c45ULL, index) * sum, acc = 0.0;
+    int last = 0;
+    for (int i = 0; i < V; i++) {
+        if (scratch[i] == 0.0)
+            continue;
+        last = i;
+        acc += scratch[i];
+        if (u < acc)
+            return i;
+    }
+    return last;
+}
+
+/* The ordinary forward's logits of the token after seq[0..t): the context seq[max(0,t−T)..t)
+ * in every one of the B rows (zero-padded), row 0's position n−1 — the previous generation. */
+static const float *forward_logits(gpt2_model *m, const int *seq, int t, int *batch, zc_err *err)
+{
+    int B, T;
+    gpt2_batch_shape(m, &B, &T);
+    const int start = t > T ? t - T : 0, n = t - start;
+    for (int b = 0; b < B; b++) {
+        memcpy(batch + (size_t)b * T, seq + start, (size_t)n * sizeof(int));
+        memset(batch + (size_t)b * T + n, 0, (size_t)(T - n) * sizeof(int));
+    }
+    CHECK(!gpt2_forward(m, batch, NULL, NULL, err), "%s", err->msg);
+    return gpt2_logits(m) + (size_t)(n - 1) * gpt2_get_config(m)->padded_vocab_size;
+}
+
+/* Small GPT-2s on the engine (T = 12 of maxT = 16, B = 2; stored fp32, bf16 — products in
+ * bf16 —, fp16 — widened to fp32), random weights scaled up so the logits spread:
+ *
+ * - the decoder's logits for every context t = 1 … 29 (the cache up to T = 12, the window
+ *   sliding after) against gpt2_forward's. Bound: fp32 (and fp16, computed in fp32) differ only
+ *   in summation order — products of M = 1 or n rows against M = B·T, and the attention's shapes;
+ *   each product is accurate to K·u·Σ|a·b| (K ≤ 4C = 128 terms, u = 2⁻²⁴: 8e-6 of the sum of
+ *   magnitudes), and the two blocks, the LayerNorms (dividing by a std ~1) and the head add a
+ *   few such steps: 1e-4·max|logit| + 1e-5 is ~10× that. bf16: both paths round the same fp32
+ *   values to bf16 before each product; where those values differ by fp32 noise a rounding may
+ *   land on the neighbouring bf16 value (2⁻⁸ relative) — held to 2⁻⁶·max|logit|.
+ * - gpt2_generate's tokens (greedy --top-k 1, top-k 5, all) from a 3-token prompt past the
+ *   context against the previous algorithm (forward_logits + old_draw): identical.
+ * - ties: with wte zero every logit is exactly 0, so a top-k of 3 admits all V tokens (ties at
+ *   the k-th value included): tokens as the old draw's, and not only the first three.
+ * - work: a cached generation within T runs each position through the blocks once and the head
+ *   once per generated token: the products' FLOPs are at most P·(24·C²·L + 4·T·C·L) +
+ *   n·2·C·Vp for P positions and n tokens (the previous algorithm: B·T rows every token, ~20×). */
+static void test_decode_model(void)
+{
+    if (verbose)
+        printf("incremental decoding on the engine\n");
+    enum { MT = 12, MAXT = 16, MV = 67, ML = 2, MNH = 2, MC = 32, MB = 2, NSEQ = 30 };
+    const char *dtypes[] = {"fp32", "bf16", "fp16"};
+    for (int di = 0; di < 3; di++) {
+        zc_err err = {0};
+        zc_config cfg;
+        zc_config_defaults(&cfg);
+        if (di == 1)
+            CHECK(!zc_config_set(&cfg, "bf16.enabled", "true", &err), "%s", err.msg);
+        if (di == 2)
+            CHECK(!zc_config_set(&cfg, "fp16.enabled", "true", &err), "%s", err.msg);
+        zc_mem *mem = zc_mem_create();
+        zc_engine *e = NULL;
+        gpt2_model *m = NULL;
+        gpt2_config gc = {MAXT, MV, gpt2_pad_vocab(MV), ML, MNH, MC};
+        CHECK(!zc_engine_create(&e, &cfg, g_comm, mem, &err), "%s", err.msg);
+        CHECK(!gpt2_create(&m, e, mem, &gc, MB, MT, false, &err), "%s", err.msg);
+        CHECK(!zc_engine_finalize(e, &err), "%s", err.msg);
+        /* weights ×8 (LayerNorm weights stay 1): logits spread over several units */
+        for (int p = 0; p < zc_engine_num_params(e); p++) {
+            const zc_param_info *pi = zc_engine_param_info(e, p);
+            if (strstr(pi->name, "ln"))
+                continue;
+            float *w = falloc(pi->numel);
+            fill(w, pi->numel, 0.16f, 0.0f);
+            CHECK(!zc_engine_set_param_values(e, p, 0, pi->numel, w, &err), "%s", err.msg);
+            free(w);
+        }
+        const int V = MV, Vp = gc.padded_vocab_size;
+        int seq[NSEQ], *batch = calloc((size_t)MB * MT, sizeof(int));
+        for (int i = 0; i < NSEQ; i++)
+            seq[i] = irand(V);
+        /* the decoder works in the model's activation memory (no forward in between): all of
+         * its logits first, then the forward's */
+        size_t have;
+        gpt2_activation_scratch(m, &have);
+        CHECK(gpt2_decoder_bytes(&gc, MT, gpt2_compute_type(m)) <= have,
+              "%s: the decoder does not fit in the model's activations", dtypes[di]);
+        float *dec = falloc((size_t)NSEQ * Vp);
+        gpt2_decoder *d = NULL;
+        CHECK(!gpt2_decoder_create(&d, m, &err), "%s", err.msg);
+        for (int t = 1; t < NSEQ; t++) {
+            const float *dl;
+            CHECK(!gpt2_decoder_logits(d, seq, t, &dl, &err), "%s", err.msg);
+            memcpy(dec + (size_t)t * Vp, dl, (size_t)Vp * sizeof(float));
+        }
+        gpt2_decoder_destroy(d);
+        double worst = 0.0;
+        for (int t = 1; t < NSEQ; t++) {
+            const float *got = dec + (size_t)t * Vp;
+            const float *ref = forward_logits(m, seq, t, batch, &err);
+            double mx = 0.0, diff = 0.0;
+            for (int i = 0; i < V; i++) {
+                mx = fmax(mx, fabs(ref[i]));
+                diff = fmax(diff, fabs((double)got[i] - ref[i]));
+            }
+            const double tol = di == 1 ? ldexp(mx, -6) : 1e-4 * mx + 1e-5;
+            worst = fmax(worst, diff / tol);
+            CHECK(diff <= tol, "%s decoder logits at t=%d: max |Δ| %.3g > %.3g (max |logit| %.3g)",
+                  dtypes[di], t, diff, tol, mx);
+        }
+        free(dec);
+        if (verbose)
+            printf("  %s decoder logits worst |Δ|/tol %.3g\n", dtypes[di], worst);
+
+        /* generation against the previous algorithm */
+        const int np = 3, len = NSEQ - np;
+        const int topks[] = {1, 5, 0};
+        double *scratch = dalloc((size_t)V);
+        for (int ki = 0; ki < 3; ki++) {
+            gpt2_sampling s = {.temperature = 1.0f, .top_k = topks[ki], .seed = 11 + (uint64_t)ki};
+            int out[NSEQ], ref[NSEQ];
+            memcpy(ref, seq, np * sizeof(int));
+            CHECK(!gpt2_generate(m, seq, np, len, &s, out, &err), "%s", err.msg);
+            for (int t = np; t < NSEQ; t++)
+                ref[t] =
+                    old_draw(forward_logits(m, ref, t, batch, &err), V, &s, (uint64_t)t, scratch);
+            CHECK(!memcmp(out, ref + np, (size_t)len * sizeof(int)),
+                  "%s generate top-k %d: tokens differ from the full-forward path", dtypes[di],
+                  topks[ki]);
+        }
+
+        /* the work of a cached generation within the context */
+        {
+            gpt2_sampling s = {.temperature = 1.0f, .top_k = 1, .seed = 1};
+            int out[MT];
+            const int n = MT - np;
+            zc_gemm_counters c0 = zc_gemm_get_counters();
+            CHECK(!gpt2_generate(m, seq, np, n, &s, out, &err), "%s", err.msg);
+            zc_gemm_counters c1 = zc_gemm_get_counters();
+            const double P = np + n - 1, C = MC, L = ML;
+            const double bound = P * (24 * C * C * L + 4.0 * MT * C * L) + n * 2 * C * Vp;
+            CHECK(c1.flops - c0.flops <= bound,
+                  "%s generate: %.0f FLOPs for %d tokens, more than a cached decoding's %.0f",
+                  dtypes[di], c1.flops - c0.flops, n, bound);
+        }
+
+        /* ties at the k-th logit: wte zero, every logit exactly 0 */
+        {
+            const zc_param_info *pi = zc_engine_param_info(e, 0);
+            CHECK(!strcmp(pi->name, "wte"), "parameter 0 is %s, not wte", pi->name);
+            float *z = falloc(pi->numel);
+            CHECK(!zc_engine_set_param_values(e, 0, 0, pi->numel, z, &err), "%s", err.msg);
+            free(z);
+            gpt2_sampling s = {.temperature = 1.0f, .top_k = 3, .seed = 5};
+            int out[NSEQ], ref[NSEQ], past3 = 0;
+            memcpy(ref, seq, np * sizeof(int));
+            CHECK(!gpt2_generate(m, seq, np, len, &s, out, &err), "%s", err.msg);
+            for (int t = np; t < NSEQ; t++) {
+                ref[t] =
+                    old_draw(forward_logits(m, ref, t, batch, &err), V, &s, (uint64_t)t, scratch);
+                past3 += out[t - np] >= 3;
+            }
+            CHECK(!memcmp(out, ref + np, (size_t)len * sizeof(int)) && past3 > 0,
+                  "%s top-k with ties: tokens differ from the old draw's, or only the first 3 "
+                  "(%d past them)",
+                  dtypes[di], past3);
+        }
+        free(scratch);
+        free(batch);
+        gpt2_destroy(m);
+        zc_engine_destroy(e);
+        zc_mem_destroy(mem);
+    }
+
+    /* A deep, narrow model with activation checkpointing keeps too few activations for the
+     * cache (80 blocks of 8 channels, T = 4): the decoder allocates its own, charged to the
+     * ledger's activations while it lives, with the same logits. */
+    {
+        enum { DL = 80, DC = 8, DT = 4, DN = 7 };
+        zc_err err = {0};
+        zc_config cfg;
+        zc_config_defaults(&cfg);
+        zc_mem *mem = zc_mem_create();
+        zc_engine *e = NULL;
+        gpt2_model *m = NULL;
+        gpt2_config gc = {DT, MV, gpt2_pad_vocab(MV), DL, 2, DC};
+        CHECK(!zc_engine_create(&e, &cfg, g_comm, mem, &err), "%s", err.msg);
+        CHECK(!gpt2_create(&m, e, mem, &gc, 1, DT, true, &err), "%s", err.msg);
+        CHECK(!zc_engine_finalize(e, &err), "%s", err.msg);
+        size_t have, need = gpt2_decoder_bytes(&gc, DT, ZC_GEMM_F32);
+        gpt2_activation_scratch(m, &have);
+        CHECK(need > have, "deep model: the decoder (%zu bytes) fits in %zu", need, have);
+        const int64_t before = zc_mem_get(mem, ZC_MEM_ACTIVATIONS).current;
+        int seq[DN], batch[DT];
+        for (int i = 0; i < DN; i++)
+            seq[i] = irand(MV);
+        gpt2_decoder *d = NULL;
+        CHECK(!gpt2_decoder_create(&d, m, &err), "%s", err.msg);
+        CHECK(zc_mem_get(mem, ZC_MEM_ACTIVATIONS).current == before + (int64_t)need,
+              "deep model: the decoder's %zu bytes are not on the ledger", need);
+        for (int t = 1; t < DN; t++) { /* its own memory: a forward in between is harmless */
+            const float *dl;
+            CHECK(!gpt2_decoder_logits(d, seq, t, &dl, &err), "%s", err.msg);
+            float *got = fdup(dl, (size_t)gc.padded_vocab_size);
+            const float *ref = forward_logits(m, seq, t, batch, &err);
+            double mx = 0.0, diff = 0.0;
+            for (int i = 0; i < MV; i++) {
+                mx = fmax(mx, fabs(ref[i]));
+                diff = fmax(diff, fabs((double)got[i] - ref[i]));
+            }
+            CHECK(diff <= 1e-4 * mx + 1e-5, "deep model logits at t=%d: max |Δ| %.3g", t, diff);
+            free(got);
+        }
+        gpt2_decoder_destroy(d);
+        CHECK(zc_mem_get(mem, ZC_MEM_ACTIVATIONS).current == before,
+              "deep model: the decoder's memory is not given back");
+        gpt2_destroy(m);
+        zc_engine_destroy(e);
+        zc_mem_destroy(mem);
+    }
+}
+
 /* ---- wide shapes: the threaded, column-chunked reductions ------------------------------- */
 
 /* The small tests above stay under the kernels' threading threshold and within one 64-column
@@ -1002,6 +1333,11 @@ static void test_crossentropy(void)
 int main(int argc, char **argv)
 {
     verbose = argc > 1 && !strcmp(argv[1], "-v");
+    zc_err err = {0};
+    if (zc_comm_init(&g_comm, &argc, &argv, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
     test_encoder();
     test_layernorm();
     test_matmul(1);
@@ -1013,5 +1349,8 @@ int main(int argc, char **argv)
     test_gelu();
     test_residual();
     test_crossentropy();
+    test_attention_cached();
+    test_decode_model();
+    zc_comm_finalize(g_comm);
     return check_summary();
 }

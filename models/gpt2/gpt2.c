@@ -12,7 +12,10 @@
  * - The tied wte: the "embeddings" unit is acquired once for the whole forward (encoder ...
  *   head), acquired again for the head's backward, and handed back after the encoder backward,
  *   its last use. Every unit is therefore gathered once for forward and once for backward in
- *   stage 3, which keeps the 3·Ψ communication formula exact. */
+ *   stage 3, which keeps the 3·Ψ communication formula exact.
+ * - Inference outside this file (gpt2_decode.c's key/value-cached decoding) gets the unit ids,
+ *   the parameters as the forward hands them to the kernels, and the activation memory as
+ *   scratch between passes, through the accessors at the end of the forward section. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -522,6 +525,61 @@ zc_status gpt2_forward(gpt2_model *m, const int *inputs, const int *targets, dou
 {
     zc_status st = forward(m, inputs, targets, loss, err);
     return st ? st : zc_engine_end_pass(m->e, err); /* no backward follows */
+}
+
+/* ---------- for inference outside this file (gpt2.h) ---------- */
+
+int gpt2_unit(const gpt2_model *m, int l)
+{
+    return l < 0 ? m->u_emb : l >= m->cfg.num_layers ? m->u_lnf : m->u_block[l];
+}
+
+static gpt2_weight weight_of(gpt2_model *m, int param)
+{
+    return (gpt2_weight){mat32(m, param), mat16(m, param)};
+}
+
+void gpt2_get_block_weights(gpt2_model *m, int l, gpt2_block_weights *out)
+{
+    const int *p = m->p_block + (size_t)l * P_NBLOCK;
+    *out = (gpt2_block_weights){.ln1w = W(m, l, P_LN1W),
+                                .ln1b = W(m, l, P_LN1B),
+                                .qkvb = W(m, l, P_QKVB),
+                                .attprojb = W(m, l, P_ATTPROJB),
+                                .ln2w = W(m, l, P_LN2W),
+                                .ln2b = W(m, l, P_LN2B),
+                                .fcb = W(m, l, P_FCB),
+                                .fcprojb = W(m, l, P_FCPROJB),
+                                .qkvw = weight_of(m, p[P_QKVW]),
+                                .attprojw = weight_of(m, p[P_ATTPROJW]),
+                                .fcw = weight_of(m, p[P_FCW]),
+                                .fcprojw = weight_of(m, p[P_FCPROJW])};
+}
+
+void gpt2_get_embeddings(gpt2_model *m, gpt2_weight *wte, const float **wpe)
+{
+    *wte = weight_of(m, m->p_wte);
+    *wpe = zc_engine_param(m->e, m->p_wpe);
+}
+
+void gpt2_get_lnf(gpt2_model *m, const float **lnfw, const float **lnfb)
+{
+    *lnfw = zc_engine_param(m->e, m->p_lnfw);
+    *lnfb = zc_engine_param(m->e, m->p_lnfb);
+}
+
+zc_gemm_type gpt2_compute_type(const gpt2_model *m)
+{
+    return m->gemm.type;
+}
+zc_mem *gpt2_mem(const gpt2_model *m)
+{
+    return m->mem;
+}
+void *gpt2_activation_scratch(gpt2_model *m, size_t *bytes)
+{
+    *bytes = m->arena_floats * sizeof(float);
+    return m->arena;
 }
 
 /* ---------- backward ---------- */

@@ -22,6 +22,7 @@
 
 #include <stdbool.h>
 
+#include "models/gpt2/gpt2_layers.h"
 #include "zeroc/engine.h"
 #include "zeroc/gemm.h"
 
@@ -87,5 +88,36 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
 /* Both: forward and backward over the full (B,T) batch; mean cross-entropy into *loss. */
 zc_status gpt2_forward_backward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
                                 zc_err *err);
+
+/* ---- For inference outside this file (gpt2_decode.c): the units in the order the forward
+ * acquires them, and each unit's parameters as the forward hands them to the layer kernels.
+ * Pointers are valid while the unit is acquired (zc_engine_acquire on gpt2_unit). ---- */
+
+/* A weight matrix as the products take it: fp32 values (w), or, when the products are bf16,
+ * the engine's stored bf16 bits (w16; w is then NULL). */
+typedef struct {
+    const float *w;
+    const uint16_t *w16;
+} gpt2_weight;
+typedef struct {
+    const float *ln1w, *ln1b, *qkvb, *attprojb, *ln2w, *ln2b, *fcb, *fcprojb;
+    gpt2_weight qkvw, attprojw, fcw, fcprojw;
+} gpt2_block_weights;
+/* The unit of block l (0 ≤ l < L); l = −1 is "embeddings" (wte, wpe), l = L is "ln_f". */
+int gpt2_unit(const gpt2_model *m, int l);
+/* Block l's parameters; its unit must be acquired. */
+void gpt2_get_block_weights(gpt2_model *m, int l, gpt2_block_weights *out);
+/* wte (as a product takes it) and wpe; the "embeddings" unit must be acquired. */
+void gpt2_get_embeddings(gpt2_model *m, gpt2_weight *wte, const float **wpe);
+/* lnfw and lnfb; the "ln_f" unit must be acquired. */
+void gpt2_get_lnf(gpt2_model *m, const float **lnfw, const float **lnfb);
+/* The products' precision (workspace not included: the caller brings its own) and the ledger
+ * the model charges its activations to. */
+zc_gemm_type gpt2_compute_type(const gpt2_model *m);
+zc_mem *gpt2_mem(const gpt2_model *m);
+/* The model's activation memory (gpt2_activation_bytes, 64-byte aligned), free between passes,
+ * as scratch for inference that runs no forward meanwhile (gpt2_decode.c): a forward or
+ * backward overwrites what it holds, and its use overwrites what they left (gpt2_logits). */
+void *gpt2_activation_scratch(gpt2_model *m, size_t *bytes);
 
 #endif

@@ -374,6 +374,66 @@ void gpt2_attention_backward(float *restrict dqkv, float *restrict dpreatt, floa
                   dqkv + C, C3, TC3, hs, w.ws, w.ws_bytes);
 }
 
+/* Incremental decoding: M query rows against n = p0 + M cached rows, one zc_gemm_batch over the
+ * heads for each product (k and v read in place with leading dimension C). */
+size_t gpt2_attention_cached_workspace_bytes(int M, int n, int C, int NH)
+{
+    const int hs = C / NH;
+    size_t qk = zc_gemm_workspace_need(ZC_GEMM_OPS_AB16, M, n, hs),
+           av = zc_gemm_workspace_need(ZC_GEMM_OPS_AB16, M, hs, n);
+    return qk > av ? qk : av;
+}
+
+void gpt2_attention_cached(float *restrict out, float *restrict att, uint16_t *restrict q16,
+                           uint16_t *restrict att16, const float *restrict q, int ldq,
+                           const void *k, const void *v, int p0, int M, int C, int NH,
+                           const gpt2_gemm *g)
+{
+    if (!g)
+        g = &fp32_products;
+    const int hs = C / NH, n = p0 + M;
+    const int64_t Mn = (int64_t)M * n;
+    const zc_gemm_type t = g->type;
+    const void *x = q, *a = att;
+    int ldx = ldq;
+    if (t == ZC_GEMM_BF16) {
+        for (int i = 0; i < M; i++)
+            zc_f32_to_bf16(q + (size_t)i * ldq, q16 + (size_t)i * C, (size_t)C);
+        x = q16, ldx = C, a = att16;
+    }
+    /* the batch's first dimension has one entry; its strides are still those of an outermost
+     * dimension (with 0 oneDNN falls back to its reference matmul, ~50× slower) */
+    const int64_t sq = (int64_t)M * ldx, skv = (int64_t)n * C, satt = NH * Mn;
+    zc_gemm_batch(t, 1, NH, false, true, M, n, hs, 1.0f / sqrtf((float)hs), x, ldx, sq, hs, k, C,
+                  skv, hs, 0.0f, att, n, satt, Mn, g->ws, g->ws_bytes);
+    /* the causal softmax of each (head, row), as attention_softmax_forward's row p0 + i */
+    const int64_t rows = (int64_t)NH * M;
+#pragma omp parallel for schedule(static) if (rows * n >= PAR_MIN)
+    for (int64_t hi = 0; hi < rows; hi++) {
+        const int i = (int)(hi % M);
+        float *r = att + hi * n;
+        const int len = p0 + i + 1;
+        const float mx = row_max(r, len);
+        float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+        for (int j = 0; j < len; j++) {
+            const float e = exp_approx(r[j] - mx);
+            r[j] = e;
+            sum += e;
+        }
+        const float inv = 1.0f / sum;
+#pragma omp simd
+        for (int j = 0; j < len; j++)
+            r[j] *= inv;
+        for (int j = len; j < n; j++)
+            r[j] = 0.0f;
+    }
+    if (t == ZC_GEMM_BF16)
+        zc_f32_to_bf16(att, att16, (size_t)NH * (size_t)Mn);
+    zc_gemm_batch(t, 1, NH, false, false, M, hs, n, 1.0f, a, n, satt, Mn, v, C, skv, hs, 0.0f, out,
+                  C, (int64_t)M * C, hs, g->ws, g->ws_bytes);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* gelu (tanh approximation)                                                                   */
 

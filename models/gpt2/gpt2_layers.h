@@ -121,6 +121,27 @@ void gpt2_attention_backward(float *restrict dqkv,       // (B,T,3C) accumulated
                              const float *restrict att,  // (B,NH,T,T) from the forward
                              int B, int T, int C, int NH, const gpt2_gemm *g);
 
+/* Attention of M new rows over a key/value cache (incremental decoding). Row i is position
+ * p0 + i; q holds the M queries (row i at q + i·ldq, head h at columns h·hs), k and v the keys and
+ * values of positions 0 … p0+M−1 (n = p0 + M rows of C, the new rows' included, head h at
+ * columns h·hs). out row i is gpt2_attention_forward's row p0 + i over those positions:
+ * att = causal softmax(q·kᵀ/√hs), out = att·v — the same products and softmax on other shapes
+ * (M × n instead of T × T), so equal up to summation order. fp32 (g NULL or fp32): k and v are
+ * fp32. bf16: k and v are bf16 bits (qkv rounded once, as the forward rounds it), q is rounded
+ * here into q16 and att into att16, and g's workspace holds at least
+ * gpt2_attention_cached_workspace_bytes. att (NH·M·n) is scratch; so are q16 (M·C) and att16
+ * (NH·M·n), NULL in fp32. */
+void gpt2_attention_cached(float *restrict out,      // (M,C)
+                           float *restrict att,      // (NH,M,n) scratch
+                           uint16_t *restrict q16,   // (M,C) bf16 scratch, or NULL
+                           uint16_t *restrict att16, // (NH,M,n) bf16 scratch, or NULL
+                           const float *restrict q,  // (M, ldq ≥ C)
+                           int ldq,
+                           const void *k, // (n,C) fp32, or bf16 bits
+                           const void *v, // (n,C) fp32, or bf16 bits
+                           int p0, int M, int C, int NH, const gpt2_gemm *g);
+size_t gpt2_attention_cached_workspace_bytes(int M, int n, int C, int NH);
+
 /* out = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), elementwise. */
 void gpt2_gelu_forward(float *restrict out,       // (N)
                        const float *restrict inp, // (N)

@@ -1,16 +1,51 @@
-/* gpt2_sample.c — autoregressive sampling (gpt2_sample.h). Each new token runs the model's
- * ordinary (B,T) forward over the last T tokens (every batch row the same; causal attention
- * makes positions past the context irrelevant) and samples from position t−1's logits over the
- * real vocabulary. Simple rather than fast: no key/value cache. */
+/* gpt2_sample.c — autoregressive sampling (gpt2_sample.h). The logits of each new token come
+ * from the key/value-cached decoder (gpt2_decode.h: the context is the last T tokens, as the
+ * ordinary forward sees them, on one row); the token is drawn from them over the real
+ * vocabulary, with the top-k cutoff found by a selection in O(V). */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/gpt2/gpt2_decode.h"
 #include "models/gpt2/gpt2_sample.h"
 #include "zeroc/rng.h"
 
-/* Draws from softmax(logits[0..V) / temperature), restricted to the top_k largest. */
+/* The k-th largest of a[0..n) (1 ≤ k ≤ n; duplicates counted: the value at index k−1 of a sorted
+ * in descending order), reordering a: quickselect with a three-way partition around a median of
+ * three, expected O(n). a holds no NaN. */
+static double kth_largest(double *a, int n, int k)
+{
+    int lo = 0, hi = n - 1;
+    const int want = k - 1;
+    while (lo < hi) {
+        double x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi];
+        double p = x < y ? (y < z ? y : x < z ? z : x) : (x < z ? x : y < z ? z : y);
+        int lt = lo, i = lo, gt = hi; /* [lo,lt) > p, [lt,i) == p, (gt,hi] < p */
+        while (i <= gt) {
+            double v = a[i];
+            if (v > p) {
+                a[i++] = a[lt];
+                a[lt++] = v;
+            } else if (v < p) {
+                a[i] = a[gt];
+                a[gt--] = v;
+            } else {
+                i++;
+            }
+        }
+        if (want < lt)
+            hi = lt - 1;
+        else if (want > gt)
+            lo = gt + 1;
+        else
+            return p;
+    }
+    return a[want];
+}
+
+/* Draws from softmax(logits[0..V) / temperature), restricted to the logits ≥ the k-th largest
+ * (top_k; ties with it included). */
 static int draw(const float *logits, int V, const gpt2_sampling *s, uint64_t index, double *scratch)
 {
     double maxv = -INFINITY;
@@ -18,19 +53,11 @@ static int draw(const float *logits, int V, const gpt2_sampling *s, uint64_t ind
         maxv = fmax(maxv, logits[i]);
     double cutoff = -INFINITY;
     if (s->top_k > 0 && s->top_k < V) {
-        /* the k-th largest logit: partial selection over a copy */
+        /* the k-th largest logit: a selection over a copy (a NaN logit, which no cutoff
+         * admits, counts as the smallest) */
         for (int i = 0; i < V; i++)
-            scratch[i] = logits[i];
-        for (int k = 0; k < s->top_k; k++) {
-            int best = k;
-            for (int i = k + 1; i < V; i++)
-                if (scratch[i] > scratch[best])
-                    best = i;
-            double t = scratch[k];
-            scratch[k] = scratch[best];
-            scratch[best] = t;
-        }
-        cutoff = scratch[s->top_k - 1];
+            scratch[i] = isnan(logits[i]) ? -INFINITY : logits[i];
+        cutoff = kth_largest(scratch, V, s->top_k);
     }
     double sum = 0.0;
     for (int i = 0; i < V; i++) {
@@ -54,8 +81,6 @@ zc_status gpt2_generate(gpt2_model *m, const int *prompt, int nprompt, int lengt
                         const gpt2_sampling *s, int *out, zc_err *err)
 {
     const gpt2_config *c = gpt2_get_config(m);
-    int B, T;
-    gpt2_batch_shape(m, &B, &T);
     if (nprompt < 1 || length < 0 || length > GPT2_MAX_GENERATE || nprompt > INT_MAX - length ||
         !(s->temperature > 0.0f) || !isfinite(s->temperature) || s->top_k < 0)
         return zc_err_set(err, ZC_EINVAL,
@@ -63,10 +88,11 @@ zc_status gpt2_generate(gpt2_model *m, const int *prompt, int nprompt, int lengt
                           "temperature > 0 and top-k >= 0",
                           GPT2_MAX_GENERATE);
     int total = nprompt + length;
-    int *seq = malloc((size_t)total * sizeof(int)), *batch = calloc((size_t)B * T, sizeof(int));
+    int *seq = malloc((size_t)total * sizeof(int));
     double *scratch = malloc((size_t)c->vocab_size * sizeof(double));
+    gpt2_decoder *d = NULL;
     zc_status st = ZC_OK;
-    if (!seq || !batch || !scratch)
+    if (!seq || !scratch)
         st = zc_err_set(err, ZC_ENOMEM, "sample: out of memory");
     for (int i = 0; i < nprompt && !st; i++)
         if (prompt[i] < 0 || prompt[i] >= c->vocab_size)
@@ -76,20 +102,17 @@ zc_status gpt2_generate(gpt2_model *m, const int *prompt, int nprompt, int lengt
                             prompt[i], i, c->vocab_size);
     if (!st)
         memcpy(seq, prompt, (size_t)nprompt * sizeof(int));
+    if (!st && length > 0)
+        st = gpt2_decoder_create(&d, m, err);
     for (int t = nprompt; t < total && !st; t++) {
-        int start = t > T ? t - T : 0, n = t - start;
-        for (int b = 0; b < B; b++) {
-            memcpy(batch + (size_t)b * T, seq + start, (size_t)n * sizeof(int));
-            memset(batch + (size_t)b * T + n, 0, (size_t)(T - n) * sizeof(int));
-        }
-        if ((st = gpt2_forward(m, batch, NULL, NULL, err)))
+        const float *logits;
+        if ((st = gpt2_decoder_logits(d, seq, t, &logits, err)))
             break;
-        const float *logits = gpt2_logits(m) + (size_t)(n - 1) * c->padded_vocab_size;
         seq[t] = draw(logits, c->vocab_size, s, (uint64_t)t, scratch);
         out[t - nprompt] = seq[t];
     }
+    gpt2_decoder_destroy(d);
     free(seq);
-    free(batch);
     free(scratch);
     return st;
 }

@@ -1,0 +1,273 @@
+/* gpt2_decode.c — incremental decoding with a key/value cache (gpt2_decode.h).
+ *
+ * One pass (run) takes M tokens at positions p0 … p0+M−1 through the model on one row: the
+ * prefill (p0 = 0, M = the context) or one decoding step (M = 1 at the next position). Each
+ * block's keys and values of those positions go into the cache, stored as the attention's
+ * products take them (fp32, or bf16 bits where the products are bf16 — the forward rounds qkv to
+ * bf16 the same way), and the block's attention reads positions 0 … p0+M−1 from there
+ * (gpt2_attention_cached). Only the last position goes through ln_f and the LM head. The layer
+ * kernels and the parameters are the ordinary forward's (gpt2_layers.h; gpt2.h hands out the
+ * parameters as gpt2_forward uses them: fp32, bf16 bits for the products, fp16 widened), and the
+ * units are acquired in its order — embeddings (held to the head), h.0 … h.L−1, ln_f — so every
+ * rank of a stage-3 run gathers the same units in the same order.
+ *
+ * Memory: the cache, 2·L·T·C values; working rows for M ≤ T positions (18·C floats each, as
+ * one block of the ordinary forward on one row); the attention scores, NH·T·T floats; the
+ * logits, Vp floats; in bf16 the rounded queries and scores and the products' workspace. They
+ * are carved from the model's own activation memory, unused between passes, whenever it is
+ * large enough (gpt2_activation_scratch: without activation checkpointing the model keeps every
+ * block's activations of B·T rows, ~9× one row's cache plus one block's working rows, so it
+ * is large enough but for toy shapes; with checkpointing, unless the model is very deep for its
+ * width and vocabulary, e.g. beyond ~200 blocks for GPT-2 124M's): sampling then needs no memory
+ * beyond what the model, and its estimate, already count. Otherwise they are one more allocation on
+ * the ledger's "activations". */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/gpt2/gpt2_decode.h"
+#include "zeroc/checked.h"
+#include "zeroc/dtype.h"
+
+/* The pieces of a decoder's allocation, each rounded up to 64 bytes. */
+enum {
+    S_K,       /* (L,T,C) keys */
+    S_V,       /* (L,T,C) values */
+    S_X0,      /* (T,C) residual stream */
+    S_X1,      /* (T,C) */
+    S_LN,      /* (T,C) a LayerNorm's output */
+    S_QKV,     /* (T,3C) */
+    S_ATTY,    /* (T,C) */
+    S_ATTPROJ, /* (T,C) */
+    S_RES2,    /* (T,C) */
+    S_FCH,     /* (T,4C) */
+    S_GELU,    /* (T,4C) */
+    S_FCPROJ,  /* (T,C) */
+    S_MEAN,    /* (T) */
+    S_RSTD,    /* (T) */
+    S_ATT,     /* (NH,T,T) scores */
+    S_LNF,     /* (C) the last position after ln_f */
+    S_LOGITS,  /* (Vp) */
+    S_Q16,     /* (T,C) bf16 queries (bf16 only) */
+    S_ATT16,   /* (NH,T,T) bf16 scores (bf16 only) */
+    S_WS,      /* the products' workspace (bf16 only) */
+    S_N
+};
+
+struct gpt2_decoder {
+    gpt2_model *m;
+    zc_mem *mem;
+    gpt2_config cfg;
+    int T;
+    gpt2_gemm g;
+    size_t es; /* bytes of a cached key or value: 4 (fp32) or 2 (bf16 bits) */
+    char *arena;
+    size_t bytes;
+    bool owned; /* arena is this decoder's allocation (else the model's activation memory) */
+    void *piece[S_N];
+    int cached; /* positions 0 … cached−1 of the context seq[0 .. cached) are in the cache */
+};
+
+/* Each piece's bytes, without wrapping (*ovf past 64 bits). */
+static void piece_bytes(const gpt2_config *c, int T, zc_gemm_type compute, int64_t out[S_N],
+                        bool *ovf)
+{
+    const int64_t C = c->channels, TC = zc_mul_i64(T, C, ovf), f = sizeof(float);
+    const bool bf16 = compute == ZC_GEMM_BF16;
+    const int64_t es = bf16 ? 2 : 4, TT = zc_mul_i64(zc_mul_i64(T, T, ovf), c->num_heads, ovf);
+    const int64_t cache = zc_mul_i64(zc_mul_i64(c->num_layers, TC, ovf), es, ovf);
+    int64_t ws = 0;
+    if (bf16 && !*ovf && TC <= INT32_MAX && 4 * C <= INT32_MAX && c->padded_vocab_size > 0) {
+        const int N = T, IC[] = {(int)C, (int)C, (int)C, 4 * (int)C},
+                  OC[] = {3 * (int)C, (int)C, 4 * (int)C, (int)C};
+        size_t w = gpt2_attention_cached_workspace_bytes(T, T, (int)C, c->num_heads),
+               head = zc_gemm_workspace_need(ZC_GEMM_OPS_B16, 1, c->padded_vocab_size, (int)C);
+        w = head > w ? head : w;
+        for (int i = 0; i < 4; i++) {
+            size_t l = zc_gemm_workspace_need(ZC_GEMM_OPS_B16, N, OC[i], IC[i]);
+            w = l > w ? l : w;
+        }
+        ws = w > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)w;
+    }
+    const int64_t sz[S_N] = {cache,
+                             cache,
+                             zc_mul_i64(TC, f, ovf),
+                             zc_mul_i64(TC, f, ovf),
+                             zc_mul_i64(TC, f, ovf),
+                             zc_mul_i64(TC, 3 * f, ovf),
+                             zc_mul_i64(TC, f, ovf),
+                             zc_mul_i64(TC, f, ovf),
+                             zc_mul_i64(TC, f, ovf),
+                             zc_mul_i64(TC, 4 * f, ovf),
+                             zc_mul_i64(TC, 4 * f, ovf),
+                             zc_mul_i64(TC, f, ovf),
+                             (int64_t)T * f,
+                             (int64_t)T * f,
+                             zc_mul_i64(TT, f, ovf),
+                             C * f,
+                             (int64_t)c->padded_vocab_size * f,
+                             bf16 ? zc_mul_i64(TC, 2, ovf) : 0,
+                             bf16 ? zc_mul_i64(TT, 2, ovf) : 0,
+                             ws};
+    for (int i = 0; i < S_N; i++)
+        out[i] = zc_mul_i64(zc_add_i64(sz[i], 63, ovf) / 64, 64, ovf);
+}
+
+size_t gpt2_decoder_bytes(const gpt2_config *c, int T, zc_gemm_type compute)
+{
+    bool ovf = false;
+    int64_t sz[S_N], total = 0;
+    piece_bytes(c, T, compute, sz, &ovf);
+    for (int i = 0; i < S_N; i++)
+        total = zc_add_i64(total, sz[i], &ovf);
+    return ovf || (uint64_t)total > SIZE_MAX ? SIZE_MAX : (size_t)total;
+}
+
+zc_status gpt2_decoder_create(gpt2_decoder **out, gpt2_model *m, zc_err *err)
+{
+    gpt2_decoder *d = calloc(1, sizeof *d);
+    if (!d)
+        return zc_err_set(err, ZC_ENOMEM, "sample: out of memory");
+    int B;
+    d->m = m, d->mem = gpt2_mem(m), d->cfg = *gpt2_get_config(m);
+    gpt2_batch_shape(m, &B, &d->T);
+    const zc_gemm_type compute = gpt2_compute_type(m);
+    d->es = compute == ZC_GEMM_BF16 ? 2 : 4;
+    d->bytes = gpt2_decoder_bytes(&d->cfg, d->T, compute);
+    size_t have;
+    d->arena = gpt2_activation_scratch(m, &have);
+    if (d->bytes > have) {
+        d->owned = true;
+        d->arena = d->bytes == SIZE_MAX ? NULL : zc_mem_alloc(d->mem, ZC_MEM_ACTIVATIONS, d->bytes);
+    }
+    if (!d->arena) {
+        zc_status st = zc_err_set(err, ZC_ENOMEM,
+                                  "sample: out of memory for the key/value cache and working "
+                                  "rows of context %d (%zu bytes)",
+                                  d->T, d->bytes);
+        free(d);
+        return st;
+    }
+    bool ovf = false; /* gpt2_check passed for (B, T): the sizes fit */
+    int64_t sz[S_N];
+    piece_bytes(&d->cfg, d->T, compute, sz, &ovf);
+    char *p = d->arena;
+    for (int i = 0; i < S_N; i++) {
+        d->piece[i] = sz[i] ? p : NULL;
+        p += sz[i];
+    }
+    ZC_ASSERT(!ovf && p == d->arena + d->bytes && (uintptr_t)d->arena % 64 == 0);
+    d->g = (gpt2_gemm){.type = compute, .ws = d->piece[S_WS], .ws_bytes = (size_t)sz[S_WS]};
+    *out = d;
+    return ZC_OK;
+}
+
+void gpt2_decoder_destroy(gpt2_decoder *d)
+{
+    if (!d)
+        return;
+    if (d->owned)
+        zc_mem_free(d->mem, ZC_MEM_ACTIVATIONS, d->arena, d->bytes);
+    free(d);
+}
+
+static float *F(gpt2_decoder *d, int piece)
+{
+    return d->piece[piece];
+}
+
+/* The keys (kv 0) or values (kv 1) of block l from position pos on. */
+static void *cache_at(gpt2_decoder *d, int kv, int l, int pos)
+{
+    const size_t C = (size_t)d->cfg.channels;
+    return (char *)d->piece[kv ? S_V : S_K] + (((size_t)l * d->T + pos) * C) * d->es;
+}
+
+/* Block l over positions p0 … p0+M−1 from the residual stream x into y; its unit is acquired. */
+static void block(gpt2_decoder *d, int l, const float *x, float *y, int p0, int M)
+{
+    const int C = d->cfg.channels, NH = d->cfg.num_heads;
+    gpt2_block_weights w;
+    gpt2_get_block_weights(d->m, l, &w);
+    float *ln = F(d, S_LN), *qkv = F(d, S_QKV), *atty = F(d, S_ATTY), *res2 = F(d, S_RES2);
+    float *mean = F(d, S_MEAN), *rstd = F(d, S_RSTD);
+    gpt2_layernorm_forward(ln, mean, rstd, x, w.ln1w, w.ln1b, M, C);
+    gpt2_matmul_forward(qkv, ln, w.qkvw.w, w.qkvw.w16, w.qkvb, M, C, 3 * C, &d->g);
+    for (int i = 0; i < M; i++) /* the new positions' keys and values into the cache */
+        for (int kv = 0; kv < 2; kv++) {
+            const float *src = qkv + (size_t)i * 3 * C + (size_t)(kv + 1) * C;
+            void *dst = cache_at(d, kv, l, p0 + i);
+            if (d->es == 2)
+                zc_f32_to_bf16(src, dst, (size_t)C);
+            else
+                memcpy(dst, src, (size_t)C * sizeof(float));
+        }
+    gpt2_attention_cached(atty, F(d, S_ATT), d->piece[S_Q16], d->piece[S_ATT16], qkv, 3 * C,
+                          cache_at(d, 0, l, 0), cache_at(d, 1, l, 0), p0, M, C, NH, &d->g);
+    gpt2_matmul_forward(F(d, S_ATTPROJ), atty, w.attprojw.w, w.attprojw.w16, w.attprojb, M, C, C,
+                        &d->g);
+    gpt2_residual_forward(res2, x, F(d, S_ATTPROJ), (size_t)M * C);
+    gpt2_layernorm_forward(ln, mean, rstd, res2, w.ln2w, w.ln2b, M, C);
+    gpt2_matmul_forward(F(d, S_FCH), ln, w.fcw.w, w.fcw.w16, w.fcb, M, C, 4 * C, &d->g);
+    gpt2_gelu_forward(F(d, S_GELU), F(d, S_FCH), (size_t)M * 4 * C);
+    gpt2_matmul_forward(F(d, S_FCPROJ), F(d, S_GELU), w.fcprojw.w, w.fcprojw.w16, w.fcprojb, M,
+                        4 * C, C, &d->g);
+    gpt2_residual_forward(y, res2, F(d, S_FCPROJ), (size_t)M * C);
+}
+
+/* One pass over tokens tok[0..M) at positions p0 … p0+M−1 (the cache holding positions below
+ * p0 of the same context): the cache gets their keys and values, S_LOGITS the logits after the
+ * last of them. Acquires the units in gpt2_forward's order and ends the pass. */
+static zc_status run(gpt2_decoder *d, const int *tok, int p0, int M, zc_err *err)
+{
+    gpt2_model *m = d->m;
+    zc_engine *e = gpt2_engine(m);
+    const int C = d->cfg.channels, L = d->cfg.num_layers, Vp = d->cfg.padded_vocab_size;
+    zc_status st = zc_engine_acquire(e, gpt2_unit(m, -1), err); /* held until the head is done */
+    if (st)
+        return st;
+    gpt2_weight wte;
+    const float *wpe, *lnfw, *lnfb;
+    gpt2_get_embeddings(m, &wte, &wpe);
+    float *x = F(d, S_X0), *y = F(d, S_X1);
+    gpt2_encoder_forward(x, tok, wte.w, wte.w16, wpe + (size_t)p0 * C, 1, M, C);
+    for (int l = 0; l < L; l++) {
+        if ((st = zc_engine_acquire(e, gpt2_unit(m, l), err)))
+            return st;
+        block(d, l, x, y, p0, M);
+        float *t = x;
+        x = y, y = t;
+        if ((st = zc_engine_release(e, gpt2_unit(m, l), err)))
+            return st;
+    }
+    if ((st = zc_engine_acquire(e, gpt2_unit(m, L), err)))
+        return st;
+    gpt2_get_lnf(m, &lnfw, &lnfb);
+    gpt2_layernorm_forward(F(d, S_LNF), F(d, S_MEAN), F(d, S_RSTD), x + (size_t)(M - 1) * C, lnfw,
+                           lnfb, 1, C);
+    if ((st = zc_engine_release(e, gpt2_unit(m, L), err)))
+        return st;
+    gpt2_matmul_forward(F(d, S_LOGITS), F(d, S_LNF), wte.w, wte.w16, NULL, 1, C, Vp, &d->g);
+    if ((st = zc_engine_release(e, gpt2_unit(m, -1), err)))
+        return st;
+    return zc_engine_end_pass(e, err);
+}
+
+zc_status gpt2_decoder_logits(gpt2_decoder *d, const int *seq, int t, const float **logits,
+                              zc_err *err)
+{
+    ZC_ASSERT(t >= 1);
+    const int start = t > d->T ? t - d->T : 0, n = t - start;
+    zc_status st;
+    if (start == 0 && d->cached == n - 1 && n > 1) {
+        st = run(d, seq + n - 1, n - 1, 1, err); /* one new position over the cache */
+    } else {
+        /* the prefill; past T tokens the window slides, every position of the context changes,
+         * and each token re-runs its whole context (positions restart at 0 as in the ordinary
+         * forward over the last T tokens) */
+        st = run(d, seq + start, 0, n, err);
+    }
+    d->cached = !st && start == 0 ? n : 0;
+    *logits = F(d, S_LOGITS);
+    return st;
+}
