@@ -618,6 +618,28 @@ def test_manifest_edits():
     v = subprocess.run([H_.zeroc, "ckpt", "verify", other], capture_output=True, text=True)
     check(v.returncode == 1 and "rank-00000.bin" in v.stderr and "step 3" in v.stderr,
           f"a renamed copy with another step: {v.stderr!r}")
+    # the largest model the engine registers (2^49 parameters) is one a manifest may describe:
+    # a unit of 2^45 elements reads (its shards are not read by inspect); 2^50 is refused
+    big = H_.path("ck-edit-big")
+    train(1, "edit-big", "--model", "mlp", "--hidden", 4, "--layers", 1, "--steps", 1,
+          "--save-dir", big)
+    for numel, ok in ((1 << 45, True), (1 << 50, False)):
+        c = os.path.join(big, "step-000001")
+
+        def grow(m, numel=numel):
+            m["units"][0].update(numel=numel + 4, shard=numel + 4)
+            m["params"][0]["shape"] = [numel // 4, 4]
+            m["params"][1]["offset"] = numel
+            m["files"][0]["bytes"] += 12 * numel - 12 * 16  # 32 + 12 bytes an element (Adam)
+        edit(grow)(c)
+        v = subprocess.run([H_.zeroc, "ckpt", "inspect", c], capture_output=True, text=True)
+        check((v.returncode == 0 and f"{numel + 4} parameters" in v.stdout) if ok else
+              (v.returncode == 1 and "numel" in v.stderr),
+              f"a unit of {numel + 4} elements: {v.returncode} {v.stdout!r} {v.stderr!r}")
+        shutil.rmtree(big)
+        if ok:
+            train(1, "edit-big", "--model", "mlp", "--hidden", 4, "--layers", 1, "--steps", 1,
+                  "--save-dir", big)
 
 
 def test_stop_signal_saves():

@@ -41,7 +41,8 @@
  *                                crc32c (8 lowercase hex digits, the whole file)
  *   config              object   the effective DeepSpeed-style configuration
  *   client              object   the trainer's own state (GPT-2: its shape, for exports)
- * Sizes are at most 2^44 elements per tensor, unit and model.
+ * Sizes are at most 2^49 elements per tensor, unit and model (ZC_MAX_NUMEL, zeroc/estimate.h: the
+ * largest model the engine registers, so that whatever trains can be read back).
  *
  * Format 3 has the fields of format 2 plus producer_version; it was raised because what `zeroc
  * train` keeps in `client` changed meaning (the --shuffle window order, the data position in

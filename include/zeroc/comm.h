@@ -19,8 +19,9 @@
  * ranks (a host's, when ranks are placed by slot); a group all-gather runs within this rank's
  * group only.
  *
- * Reduce-scatter is built on MPI_Ialltoall (each rank sends block j to rank j, then adds the
- * N received blocks in rank order): it moves the same bytes as a ring, its sum order is fixed,
+ * Reduce-scatter is built on MPI_Ialltoallv (each rank sends block j to rank j, its own block
+ * read where it lies, then adds the N blocks in rank order; ZeRO++'s int8 qgZ uses
+ * MPI_Ialltoall): it moves the same bytes as a ring, its sum order is fixed,
  * and OpenMPI 4.1's MPI_Reduce_scatter_block is several times slower on one machine.
  *
  *     zc_comm *c;

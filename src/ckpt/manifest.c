@@ -30,10 +30,12 @@
 #include "ckpt/manifest.h"
 #include "util/sha256.h"
 #include "zeroc/durable.h"
+#include "zeroc/estimate.h" /* ZC_MAX_NUMEL */
 
-/* Largest element count of a unit, a tensor or a whole model: 2^44 (64 TiB of fp32 each), far
- * beyond any model and small enough that no size computed from it overflows. */
-#define MAX_ELEMS ((int64_t)1 << 44)
+/* Largest element count of a unit, a tensor or a whole model: the largest model the engine
+ * registers (ZC_MAX_NUMEL, 2^49), so that every model zeroc trains can be read back; 16 bytes
+ * a parameter stay exact in a JSON number (2^53) and no size computed from it overflows. */
+#define MAX_ELEMS ZC_MAX_NUMEL
 #define MAX_INT ((int64_t)2147483647)
 #define MAX_COUNT ((int64_t)1 << 53) /* counters: exact in a double */
 
