@@ -10,6 +10,9 @@
  * PREFIX_val.bin, the rest to PREFIX_train.bin, both in llm.c's token format
  * (models/gpt2/llmc_files.h), each written to a temporary file and renamed into place. A --text
  * directory stands for its regular files, recursively, sorted by path, hidden ones skipped.
+ * Input and output are held in memory. A split of more than a token file's int32 count is
+ * refused, saying to prepare the corpus in parts and train on a glob of them; byte-level
+ * refuses it from the files' sizes, before reading anything.
  *
  * One process does it all, without MPI (main() runs it before MPI starts: a singleton MPI_Init
  * forks a helper whose argument list, thousands of file names, the kernel refused). Started by
@@ -80,14 +83,63 @@ static zc_status append_file(tok_vec *v, const char *path, size_t *bytes, zc_err
     return st;
 }
 
+/* The sizes of the two splits of n tokens: the last val-fraction (rounded) is validation. */
+static void split_sizes(uint64_t n, double frac, uint64_t *ntrain, uint64_t *nval)
+{
+    *nval = (uint64_t)floor(frac * (double)n + 0.5);
+    *ntrain = n - (*nval < n ? *nval : n);
+}
+
+/* The refusal of a split larger than a token file's int32 count, with the way out. `what`
+ * says where the count comes from. */
+static zc_status too_many_tokens(const char *what, uint64_t ntrain, uint64_t nval, zc_err *err)
+{
+    return zc_err_set(err, ZC_EINVAL,
+                      "%s: %llu training and %llu validation tokens; a split of more than an "
+                      "llm.c token file's int32 count (%d) cannot be written: prepare the corpus "
+                      "in parts of fewer tokens each (several runs, each with part of the --text "
+                      "files and its own --out prefix, e.g. data/part01, data/part02, ...), then "
+                      "train on them as one stream with a glob (--data 'data/part*_train.bin')",
+                      what, (unsigned long long)ntrain, (unsigned long long)nval, INT32_MAX);
+}
+
+/* Byte-level: one token per byte and one per newline between files, so regular files' sizes
+ * give the split sizes before anything is read: a corpus too large is refused at once. Files
+ * that are not regular (a pipe) or cannot be stat'ed are left to the read. */
+static zc_status check_byte_sizes(const char **files, int nfiles, double frac, zc_err *err)
+{
+    uint64_t n = (uint64_t)nfiles - 1;
+    for (int i = 0; i < nfiles; i++) {
+        struct stat sb;
+        if (stat(files[i], &sb) || !S_ISREG(sb.st_mode))
+            return ZC_OK;
+        n += (uint64_t)sb.st_size;
+    }
+    uint64_t ntrain, nval;
+    split_sizes(n, frac, &ntrain, &nval);
+    if (ntrain <= INT32_MAX && nval <= INT32_MAX)
+        return ZC_OK;
+    char what[160];
+    snprintf(what, sizeof what, "--text: %d file%s of %llu bytes (byte-level: one token a byte)",
+             nfiles, nfiles > 1 ? "s" : "", (unsigned long long)(n - ((uint64_t)nfiles - 1)));
+    return too_many_tokens(what, ntrain, nval, err);
+}
+
 /* Splits tok[0..n) into the last val-fraction (validation) and the rest (training) and writes
  * both files; *ntrain and *nval get the counts. */
 static zc_status write_split(const uint16_t *tok, size_t n, double frac, size_t *ntrain,
                              size_t *nval, const char *train_path, const char *val_path,
                              zc_err *err)
 {
-    *nval = (size_t)floor(frac * (double)n + 0.5);
-    *ntrain = n - (*nval < n ? *nval : n);
+    uint64_t nt, nv;
+    split_sizes(n, frac, &nt, &nv);
+    *ntrain = (size_t)nt;
+    *nval = (size_t)nv;
+    if (nt > INT32_MAX || nv > INT32_MAX) {
+        char what[64];
+        snprintf(what, sizeof what, "--text: %zu tokens", n);
+        return too_many_tokens(what, nt, nv, err);
+    }
     if (*nval < 1 || *ntrain < 1)
         return zc_err_set(
             err, ZC_EINVAL,
@@ -121,7 +173,7 @@ static zc_status prepare(const char **files, int nfiles, const char *prefix, dou
 
     tok_vec v = {0};
     size_t bytes = 0;
-    zc_status st = ZC_OK;
+    zc_status st = check_byte_sizes(files, nfiles, frac, err);
     for (int i = 0; i < nfiles && !st; i++) {
         if (i > 0 && !(st = tok_reserve(&v, 1, err)))
             v.tok[v.n++] = '\n';

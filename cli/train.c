@@ -40,6 +40,7 @@ typedef struct {
     double *gemm_ms;       /* rank 0's time in the models' products */
     double *hits, *misses; /* stage-3 prefetch */
     double *val_loss;      /* NaN: no validation at that step */
+    double *val_ms;        /* this rank's wall time in that validation (NaN: none), not in ms */
     disk_step *disk;
 } step_series;
 
@@ -358,14 +359,14 @@ static void announce_model(const train_run *r, const train_report *rep)
 
 static zc_status series_alloc(step_series *s, int steps, zc_err *err)
 {
-    double **cols[] = {&s->loss,    &s->gnorm, &s->lr,     &s->ms,      &s->scale,
-                       &s->gemm_ms, &s->hits,  &s->misses, &s->val_loss};
+    double **cols[] = {&s->loss,    &s->gnorm, &s->lr,     &s->ms,       &s->scale,
+                       &s->gemm_ms, &s->hits,  &s->misses, &s->val_loss, &s->val_ms};
     bool ok = true;
     for (size_t i = 0; i < sizeof cols / sizeof *cols; i++)
         ok &= (*cols[i] = calloc((size_t)steps, sizeof(double))) != NULL;
     ok &= (s->disk = calloc((size_t)steps, sizeof *s->disk)) != NULL;
     for (int i = 0; ok && i < steps; i++)
-        s->val_loss[i] = NAN;
+        s->val_loss[i] = s->val_ms[i] = NAN;
     return ok ? ZC_OK
               : zc_err_set(err, ZC_ENOMEM,
                            "out of memory for the per-step series of %d "
@@ -376,7 +377,8 @@ static zc_status series_alloc(step_series *s, int steps, zc_err *err)
 static void series_free(step_series *s)
 {
     free(s->loss), free(s->gnorm), free(s->lr), free(s->ms), free(s->scale);
-    free(s->gemm_ms), free(s->hits), free(s->misses), free(s->val_loss), free(s->disk);
+    free(s->gemm_ms), free(s->hits), free(s->misses), free(s->val_loss), free(s->val_ms);
+    free(s->disk);
 }
 
 /* ---------- one step ---------- */
@@ -474,7 +476,8 @@ static void log_step(const train_run *r, int s, const zc_step_info *info, double
         n += (size_t)snprintf(extra + n, sizeof extra - n, " | %7.0f tok/s",
                               tokens_per_step / (ser->ms[s] / 1e3));
     if (!isnan(val) && n < sizeof extra)
-        n += (size_t)snprintf(extra + n, sizeof extra - n, " | val %.4f", val);
+        n += (size_t)snprintf(extra + n, sizeof extra - n, " | val %.4f (%.2f s)", val,
+                              ser->val_ms[s] / 1e3);
     if (r->disk.active && n < sizeof extra) /* MB/s over the whole step; wait: on the disk */
         n += (size_t)snprintf(extra + n, sizeof extra - n,
                               " | disk r %.0f w %.0f MB/s, wait "
@@ -562,8 +565,11 @@ static zc_status train_loop(train_run *r, double tokens_per_step, zc_err *err)
             break;
         double comm_bytes = record_step(r, s, &info, t0, &d0, gemm0);
         if (r->model.validate && o->val_data &&
-            ((o->val_every && (s + 1) % o->val_every == 0) || last))
+            ((o->val_every && (s + 1) % o->val_every == 0) || last)) {
+            const double tv = now_ms(); /* the validation's own time: step_ms has none of it */
             st = r->model.validate(&r->model, s + 1, &r->series.val_loss[s], err);
+            r->series.val_ms[s] = now_ms() - tv;
+        }
         if (st) {
             r->shared_error = every_ranks(st);
             break;
@@ -626,6 +632,7 @@ static void fill_report(const train_run *r, train_report *rep)
     rep->loss_scale = ser->scale + f;
     rep->gemm_ms = ser->gemm_ms + f;
     rep->val_loss = ser->val_loss + f;
+    rep->val_ms = ser->val_ms + f;
     rep->gemm_path_fp32 = zc_gemm_path(ZC_GEMM_F32);
     rep->gemm_path_bf16 = zc_gemm_path(ZC_GEMM_BF16);
     rep->simd = zc_simd_name(zc_simd_level());

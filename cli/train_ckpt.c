@@ -14,11 +14,17 @@
  * - no data.shuffle_order: the first shuffle (an affine cycle), which this zeroc cannot
  *   continue except from the end of an epoch;
  * - no data.seed: the config's seed (the shuffle's seed was always it);
+ * - data.seed (or the config's seed) a JSON number: a double, which cJSON prints to 15 digits
+ *   when those read back within its epsilon, so exact below 2^52 only (this zeroc writes the
+ *   decimal text, a string); a larger one is known only to a double's precision;
  * - lr_schedule.position is the step; the schedule's position is the step less the fp16 steps
  *   skipped for DeepSpeed's scheduler, and for the trainer's --warmup/--lr-schedule the step
  *   itself before e24c65d (it advanced on skipped steps) and the step less the skipped ones
  *   after. Records with shuffle_order (32f63be on) are after; of those without, the ones of the
  *   commits between e24c65d and 32f63be are told apart by next_lr (train.c, resume_lr). */
+#include <errno.h>
+#include <float.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -83,6 +89,8 @@ char *train_ckpt_client(const train_opts *o, const train_model *m, const char *s
                         uint64_t tokens, int seq_len, uint64_t seed)
 {
     cJSON *rec = model_record(o, m), *lr = NULL, *data = NULL;
+    char seed_text[24]; /* decimal text: cJSON rounds a number (a double) from 2^52 on */
+    snprintf(seed_text, sizeof seed_text, "%" PRIu64, seed);
     bool ok = rec && cJSON_AddNumberToObject(rec, "steps_planned", o->steps) &&
               (lr = cJSON_AddObjectToObject(rec, "lr_schedule")) &&
               cJSON_AddStringToObject(lr, "type", schedule) &&
@@ -95,7 +103,7 @@ char *train_ckpt_client(const train_opts *o, const train_model *m, const char *s
               cJSON_AddNumberToObject(data, "seq_len", seq_len) &&
               cJSON_AddBoolToObject(data, "shuffle", o->shuffle) &&
               cJSON_AddNumberToObject(data, "shuffle_order", SHUFFLE_ORDER) &&
-              cJSON_AddNumberToObject(data, "seed", (double)seed);
+              cJSON_AddStringToObject(data, "seed", seed_text);
     char *text = ok ? cJSON_PrintUnformatted(rec) : NULL;
     cJSON_Delete(rec);
     return text;
@@ -214,21 +222,80 @@ static zc_status refuse_earlier_order(const char *dir, bool shuffle, uint64_t wi
                       where);
 }
 
+/* The shuffle's seed a record holds (data.seed, else the config's seed; *have false when
+ * neither), in *exact when it is known exactly: this zeroc writes it as decimal text; earlier ones
+ * as a JSON number, which cJSON reads into a double and prints to 15 digits when they read back
+ * within |v| x DBL_EPSILON (else 17), so a number of 2^52 on (where that is 1 or more) is the seed
+ * only to a double's precision (*is_exact false, *approx the number). A data.seed neither text of
+ * a seed nor a number is refused naming it. */
+static zc_status recorded_seed(const char *dir, const cJSON *root, bool *have, uint64_t *exact,
+                               bool *is_exact, double *approx, zc_err *err)
+{
+    *have = true;
+    const cJSON *seed = item(item(item(root, "client"), "data"), "seed");
+    if (cJSON_IsString(seed)) {
+        const char *t = seed->valuestring;
+        size_t n = strspn(t, "0123456789");
+        errno = 0;
+        unsigned long long v = n > 0 && n <= 20 && t[n] == 0 ? strtoull(t, NULL, 10) : 0;
+        if (n == 0 || n > 20 || t[n] != 0 || errno == ERANGE)
+            return zc_err_set(err, ZC_EINVAL,
+                              "--resume %s: its manifest's client.data.seed is \"%.40s\", not "
+                              "the decimal text of a seed in [0, 18446744073709551615]",
+                              dir, t);
+        *exact = (uint64_t)v;
+        *is_exact = true;
+        return ZC_OK;
+    }
+    if (!cJSON_IsNumber(seed)) /* an earlier zeroc's: the config's seed is the shuffle's */
+        seed = item(item(root, "config"), "seed");
+    if (!cJSON_IsNumber(seed)) {
+        *have = false;
+        return ZC_OK;
+    }
+    *approx = seed->valuedouble;
+    *is_exact = *approx >= 0 && *approx < MAX_EXACT / 2 && *approx == floor(*approx);
+    *exact = *is_exact ? (uint64_t)*approx : 0;
+    return ZC_OK;
+}
+
 /* A shuffled resume: the same seed and the same micro-batch, sequence length and windows a step,
  * on which the order depends (the global batch in tokens is not enough: 2 × 2 windows of 2
- * sequences and 1 × 4 of 4 read as many tokens in other orders). */
+ * sequences and 1 × 4 of 4 read as many tokens in other orders). A seed recorded only to a
+ * double's precision is taken when this one agrees with it to that precision, with a note
+ * (note_len bytes) saying so. */
 static zc_status check_shuffled(const char *dir, const cJSON *root, const train_ckpt_data *d,
-                                const ck_layout *L, int64_t step, zc_err *err)
+                                const ck_layout *L, int64_t step, char *note, size_t note_len,
+                                zc_err *err)
 {
-    const cJSON *data = item(item(root, "client"), "data"), *cfg = item(root, "config");
-    const cJSON *seed = item(data, "seed"), *used = item(data, "tokens_consumed");
-    if (!cJSON_IsNumber(seed)) /* an earlier zeroc's: the config's seed is the shuffle's */
-        seed = item(cfg, "seed");
-    if (cJSON_IsNumber(seed) && seed->valuedouble != (double)d->seed)
+    const cJSON *data = item(item(root, "client"), "data");
+    const cJSON *used = item(data, "tokens_consumed");
+    uint64_t seed = 0;
+    bool have = false, exact = false;
+    double approx = NAN;
+    zc_status st = recorded_seed(dir, root, &have, &seed, &exact, &approx, err);
+    if (st)
+        return st;
+    /* the seed was rounded to a double (half an ulp: up to |v| x DBL_EPSILON), then printed to 15
+     * digits within |v| x DBL_EPSILON, and a reader may have printed it so again: 3 epsilons */
+    const double mine_d = (double)d->seed;
+    if (have && exact && seed != d->seed)
         return zc_err_set(err, ZC_EINVAL,
-                          "--resume %s: its run shuffled the data with seed %.0f, this one has "
-                          "seed %llu (resume with the same seed)",
-                          dir, seed->valuedouble, (unsigned long long)d->seed);
+                          "--resume %s: its run shuffled the data with seed %" PRIu64
+                          ", this one has seed %" PRIu64 " (resume with the same seed)",
+                          dir, seed, d->seed);
+    if (have && !exact && !(fabs(approx - mine_d) <= 3 * DBL_EPSILON * fabs(approx)))
+        return zc_err_set(err, ZC_EINVAL,
+                          "--resume %s: its run shuffled the data with seed %.17g (its manifest, "
+                          "of an earlier zeroc, holds the seed as a double, exact only below "
+                          "2^52), this one has seed %" PRIu64 " (resume with the same seed)",
+                          dir, approx, d->seed);
+    if (have && !exact)
+        snprintf(note, note_len,
+                 "data: %s records the shuffle's seed as a double (%.17g, an earlier zeroc's "
+                 "manifest), exact only below 2^52; this run's seed %" PRIu64 " agrees with it "
+                 "to a double's precision, all it can be checked to\n",
+                 dir, approx, d->seed);
     if (d->seq_len <= 0)
         return ZC_OK;
     const int64_t AN = (int64_t)d->accum * d->ranks;
@@ -301,15 +368,15 @@ zc_status train_ckpt_resume_data(const char *dir, const char *manifest, const tr
                         dir, d->shuffle ? "in order" : "shuffled",
                         d->shuffle ? "shuffled" : "in order", d->shuffle ? "without" : "with");
     else if (d->shuffle) {
-        st = check_shuffled(dir, root, d, &L, step, err);
+        st = check_shuffled(dir, root, d, &L, step, note, note_len, err);
         if (!st && earlier && !epoch_end)
             st = refuse_earlier_order(dir, true, read, ck_per_step, W, step, err);
         else if (!st && earlier && W >= 2)
-            snprintf(note, note_len,
-                     "data: %s was shuffled in an earlier zeroc's window order and stopped at the "
-                     "end of an epoch; this run shuffles the next epochs in this zeroc's order "
-                     "(shuffle_order %d)\n",
-                     dir, SHUFFLE_ORDER);
+            appendf(note, note_len,
+                    "data: %s was shuffled in an earlier zeroc's window order and stopped at the "
+                    "end of an epoch; this run shuffles the next epochs in this zeroc's order "
+                    "(shuffle_order %d)\n",
+                    dir, SHUFFLE_ORDER);
     } else if (d->seq_len > 0) { /* in order, from a file */
         double have = NAN;
         char how[320] = "";

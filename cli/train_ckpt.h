@@ -23,8 +23,8 @@
  * warmup steps, its position — the steps it has advanced over, fp16 steps skipped for overflow
  * not counted — and the next step's rate) and the data read: micro-batches, tokens of the
  * training file (the position a resume continues from), the tokens of one sequence (0:
- * generated data), its order and the seed of a shuffled one. malloc'd; NULL when out of
- * memory. */
+ * generated data), its order and the seed of a shuffled one (as decimal text, a string: a JSON
+ * number is a double to cJSON). malloc'd; NULL when out of memory. */
 char *train_ckpt_client(const train_opts *o, const train_model *m, const char *schedule,
                         int64_t warmup, int64_t position, double next_lr, int64_t micro_steps,
                         uint64_t tokens, int seq_len, uint64_t seed);
@@ -51,7 +51,8 @@ typedef struct {
 
 /* Where a resumed run's data continues, from the checkpoint's manifest (its JSON text, as
  * zc_ckpt_manifest_json gives it; dir names it in messages) after step `step`. The same order
- * is required; shuffled, the same seed, micro-batch, sequence length and windows a step (the
+ * is required; shuffled, the same seed (exactly; one an earlier zeroc recorded as a double, to
+ * its precision, with a note), micro-batch, sequence length and windows a step (the
  * order depends on them) and this zeroc's window order — an earlier zeroc's is continued only
  * from the end of an epoch (the refusal says at which step its epoch ends). In order, a run with
  * another global batch continues at the token where the checkpoint's run stopped

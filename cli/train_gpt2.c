@@ -1,9 +1,11 @@
 /* train_gpt2.c — the GPT-2 adaptor of `zeroc train`: shape from flags or an llm.c checkpoint,
- * data from llm.c token files, validation, samples, and the llm.c export.
+ * data from llm.c token files (one, or a glob of shards read as one stream: llmc_tokens),
+ * validation, samples, and the llm.c export.
  *
  * Data order follows llm.c's loader so runs compare with other implementations: global
  * micro-step g (= step·accumulation + k) on rank r of N takes the B·T + 1 tokens starting at
- * (g·N + r)·B·T, wrapping at the end of the file; inputs are the first B·T, targets the same
+ * (g·N + r)·B·T, wrapping at the end of the file (of the last shard: a window may span two
+ * shards, where llm.c drops each shard's remainder); inputs are the first B·T, targets the same
  * shifted by one. The global batch of a step therefore does not depend on N. With --shuffle the
  * file is cut into its W whole windows and epoch e (global windows e·W .. e·W + W − 1) visits
  * each once, in the order of a keyed pseudo-random permutation of [0, W) drawn afresh for every
@@ -48,6 +50,10 @@ typedef struct {
 /* Windows a validation gathers at a time (8 bytes each, times the ranks), and the floats of
  * probabilities its loss takes at a time: bounded scratch, however large --val-data is. */
 enum { VAL_FLUSH_WINDOWS = 1 << 16, VAL_PROBS_FLOATS = 1 << 20 };
+/* A whole-file validation predicting more tokens than VAL_LARGE_TOKENS is said to be large, with
+ * --val-windows for about VAL_SUGGEST_TOKENS (plan_validation). */
+#define VAL_LARGE_TOKENS 10000000ULL
+#define VAL_SUGGEST_TOKENS 1000000ULL
 
 /* splitmix64's finalizer: a bijective 64-bit mixer whose every output bit depends on every input
  * bit; the shuffle's keys and round functions. */
@@ -190,12 +196,28 @@ static zc_status plan_validation(gpt2_state *st, const char *path, zc_err *err)
             printf("validation: %s holds %llu windows of %d + 1 tokens, fewer than the %llu of "
                    "--val-windows: all of them\n",
                    path, (unsigned long long)W, st->T, (unsigned long long)want);
+        /* a whole file by default may be far more than the user meant to pay each --val-every:
+         * said when it predicts over VAL_LARGE_TOKENS (tokens, not micro-batches: the forward's
+         * work is per token, while the micro-batches per rank move with --micro-batch and the
+         * ranks; 10M tokens at 2 x params FLOPs each is 2.5 PFLOP for GPT-2 124M, hours on a
+         * CPU node, every validation; prepare's files from text are far smaller) */
+        const uint64_t predicted = K * (uint64_t)st->T,
+                       few = VAL_SUGGEST_TOKENS / (uint64_t)st->T
+                                 ? VAL_SUGGEST_TOKENS / (uint64_t)st->T
+                                 : 1;
+        char large[256] = "";
+        if (want == 0 && predicted > VAL_LARGE_TOKENS)
+            snprintf(large, sizeof large,
+                     "; note: the whole file is a large validation, run at every --val-every and "
+                     "the last step: limit it with --val-windows N (the first N windows; "
+                     "--val-windows %llu predicts %llu tokens)",
+                     (unsigned long long)few, (unsigned long long)(few * (uint64_t)st->T));
         printf("validation: %llu %s of %d + 1 tokens (%llu tokens predicted) of %s%s; each "
-               "validation runs %llu forward micro-batches of %d per rank\n",
+               "validation runs %llu forward micro-batches of %d per rank%s\n",
                (unsigned long long)K, K == 1 ? "window" : "windows", st->T,
-               (unsigned long long)(K * (uint64_t)st->T), path,
+               (unsigned long long)predicted, path,
                K < W ? " (the first, --val-windows)" : " (the whole file)",
-               (unsigned long long)st->val_rounds, st->B);
+               (unsigned long long)st->val_rounds, st->B, large);
     }
     return ZC_OK;
 }
@@ -391,13 +413,17 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
         goto fail;
     if (!o->data) {
         rc = zc_err_set(err, ZC_EINVAL,
-                        "--model gpt2 needs --data FILE (an llm.c token file; "
-                        "make one with zeroc prepare)");
+                        "--model gpt2 needs --data FILE (an llm.c token file, or a quoted "
+                        "glob of them such as 'fineweb_train_*.bin'; make one with zeroc "
+                        "prepare)");
         goto fail;
     }
     if ((rc = cli_err_flag(llmc_tokens_open(o->data, &st->train, err), "--data", err)))
         goto fail;
     st->train_open = true;
+    if (st->rank == 0 && st->train.nshards > 1)
+        printf("data: %s: %d files, %zu tokens, read as one stream in name order\n", o->data,
+               st->train.nshards, st->train.ntok);
     m->data[0] = st->train.ntok;
     m->data[4] = o->shuffle;
     if ((rc = scan_tokens(&st->train, st->vocab, &m->data[1], err)))
@@ -406,6 +432,10 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
         if ((rc = cli_err_flag(llmc_tokens_open(o->val_data, &st->val, err), "--val-data", err)))
             goto fail;
         st->val_open = true;
+        if (st->rank == 0 && st->val.nshards > 1)
+            printf("validation data: %s: %d files, %zu tokens, read as one stream in name "
+                   "order\n",
+                   o->val_data, st->val.nshards, st->val.ntok);
         m->data[2] = st->val.ntok;
         if ((rc = scan_tokens(&st->val, st->vocab, &m->data[3], err)))
             goto fail;

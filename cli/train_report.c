@@ -35,6 +35,7 @@ zc_status train_report_write(const train_report *r, const char *path, zc_err *er
     cJSON_AddNumberToObject(root, "steps", r->steps);
     cJSON_AddItemToObject(root, "loss", num_array(r->loss, r->steps));
     cJSON_AddItemToObject(root, "val_loss", num_array(r->val_loss, r->steps)); /* NaN: null */
+    cJSON_AddItemToObject(root, "val_ms", num_array(r->val_ms, r->steps));     /* NaN: null */
     cJSON_AddItemToObject(root, "grad_norm", num_array(r->grad_norm, r->steps));
     cJSON_AddItemToObject(root, "lr", num_array(r->lr, r->steps));
     cJSON_AddItemToObject(root, "step_ms", num_array(r->step_ms, r->steps));

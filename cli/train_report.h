@@ -32,6 +32,7 @@ typedef struct {
     const double *prefetch_hits, *prefetch_misses; /* stage 3 (else NULL), per step */
     const double *gemm_ms;  /* per step: rank 0's time in the models' matrix products */
     const double *val_loss; /* per step: the validation loss, NaN where none ran */
+    const double *val_ms;   /* per step: rank 0's wall time in it, NaN where none ran */
     const char *gemm_path_fp32, *gemm_path_bf16;
     const char *simd; /* the elementwise kernels' vector level (zeroc/simd.h) */
     const char *dtype, *grad_dtype, *comm_dtype; /* "fp32", "bf16", "fp16" */

@@ -696,8 +696,9 @@ def test_resume_data_position():
     checkpoint's run stopped (it restarted at step x its own batch, skipping or repeating
     windows): 3 steps of 32 tokens, then 2 of 64 read exactly tokens 96..224 — a change there
     changes the weights, one before or after does not — and the next checkpoint records 224. A
-    shuffled order is resumed only as it was (same order, seed and batch); a checkpoint of the
-    first shuffle order is refused."""
+    shuffled order is resumed only as it was (same order, seed and batch; the seed recorded as
+    text and compared exactly from 2^52 on); a checkpoint of the first shuffle order is
+    refused."""
     base = H_.text_tokens()[0]
     raw = open(base, "rb").read()
 
@@ -744,6 +745,38 @@ def test_resume_data_position():
     straight, _ = train(1, "data-s-straight", *g, "--micro-batch", 2, "--data", base, "--steps", 5,
                         "--shuffle")
     check(rep["weights_sha256"] == straight["weights_sha256"], "shuffled resume differs")
+    # a seed of 2^53 on is recorded as its decimal text and compared exactly: a double's record
+    # (9.00719925474099e+15) refused the seed against itself and took 9007199254740990 for it
+    big, seed = H_.path("ck-data-bigseed"), 9007199254740993
+    sb = [*g, "--micro-batch", 2, "--data", base, "--shuffle"]
+    train(1, "data-big", *sb, "--steps", 2, "--seed", seed, "--save-dir", big)
+    m = json.load(open(os.path.join(big, "step-000002", "manifest.json")))
+    check(m["client"]["data"]["seed"] == str(seed), f"seed record: {m['client']['data']}")
+    rep, _ = train(1, "data-big-ok", *sb, "--steps", 3, "--seed", seed, "--resume", big)
+    straight, _ = train(1, "data-big-straight", *sb, "--steps", 3, "--seed", seed)
+    check(rep["weights_sha256"] == straight["weights_sha256"], "resume at seed 2^53 + 1 differs")
+    _, p = train(1, "data-big-near", *sb, "--steps", 3, "--seed", seed - 3, "--resume", big,
+                 ok=False)
+    check(p.returncode == 1 and f"with seed {seed}, this one has seed {seed - 3}" in p.stderr,
+          f"a seed 3 below: {p.returncode} {p.stderr!r}")
+    # an earlier zeroc's record, a JSON number: exact below 2^52 (seed 42 above); from there on
+    # (cJSON prints it to 15 digits: 9.00719925474099e+15) taken to a double's precision, with a
+    # note; a text that is no seed is refused naming it
+    for name, value, s_arg, needle in (
+            ("num", seed, seed, "agrees with it to a double's precision"),
+            ("num-far", seed, 7, "seed 9007199254740990 (its manifest, of an earlier zeroc, "
+             "holds the seed as a double"),
+            ("text", "12x", seed, 'client.data.seed is "12x", not the decimal text of a seed')):
+        d2 = H_.path(f"ck-data-bigseed-{name}")
+        shutil.copytree(big, d2)
+        c2 = os.path.join(d2, "step-000002")
+        m["client"]["data"]["seed"] = value
+        json.dump(m, open(os.path.join(c2, "manifest.json"), "w"), indent=1)
+        rehash(c2)
+        _, p = train(1, f"data-big-{name}", *sb, "--steps", 3, "--seed", s_arg, "--resume", d2,
+                     ok=name == "num")
+        check(p.returncode == (0 if name == "num" else 1) and needle in p.stdout + p.stderr,
+              f"{name}: {p.returncode} {p.stderr!r}")
     # the record names the shuffle's order; a checkpoint of the first order (no shuffle_order)
     # is refused (it went on in this version's order with a note, exit 0), naming the order and
     # the step where the zeroc that wrote it ends its epoch

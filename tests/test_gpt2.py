@@ -9,7 +9,9 @@ sizes GPT-2 registers, SHA-256 of weights laid out by hand from an llm.c file, b
 import hashlib
 import os
 import struct
+import subprocess
 import sys
+import time
 
 from harness import Harness
 
@@ -202,7 +204,9 @@ def test_validation_reads_each_window_once():
     validation read 8 micro-batches per rank from the file's start: another prefix for every
     micro-batch and rank count). --val-windows K takes the first K, more than the file holds is
     cut (said once), a file of one window validates on 2 ranks; --val-batches is refused, naming
-    --val-windows; a file shorter than one window is refused."""
+    --val-windows; a file shorter than one window is refused. Each validation's wall time is on
+    its step line and in the report's val_ms (step_ms has none of it); a whole file of more than
+    10M tokens predicted is said to be large at the start, naming --val-windows."""
     data, val = prepared()
     init = H_.path("val-init.bin")
     write_llmc_checkpoint(init, 2, 32, 2, 256, 16)
@@ -232,10 +236,22 @@ def test_validation_reads_each_window_once():
     part = val_loss(1, "val-first-10", "--micro-batch", 4, "--val-windows", 10)
     check(abs(part - sum(per_window[:10]) / 10) <= 1e-9 * part,
           f"--val-windows 10: {part!r}, the first 10 windows' mean {sum(per_window[:10]) / 10!r}")
+    t0 = time.monotonic()
     p = H_.run(1, "train", "--model", "gpt2", "--data", data, *shape, "--micro-batch", 16,
-               "--steps", 1, "--val-data", val, "--val-windows", 100,
+               "--steps", 3, "--val-every", 2, "--val-data", val, "--val-windows", 100,
                "--report", H_.path("val-cut.json"))
-    check(H_.report("val-cut.json")["val_loss"][0] == first, "--val-windows 100 of 42 differs")
+    wall_ms = (time.monotonic() - t0) * 1e3
+    cut = H_.report("val-cut.json")
+    check(cut["val_loss"][1] == first, "--val-windows 100 of 42 differs")
+    # each validation's wall time: in the report beside val_loss (null where none ran), on the
+    # step line, and not in step_ms
+    vms = cut.get("val_ms")
+    check(isinstance(vms, list) and vms[0] is None and all(0 < v < wall_ms for v in vms[1:]),
+          f"val_ms {vms} (the run took {wall_ms:.0f} ms)")
+    for k in (1, 2):
+        line = [x for x in p.stdout.splitlines() if x.startswith(f"step {k + 1:5d}/3 ")]
+        check(len(line) == 1 and f"| val {cut['val_loss'][k]:.4f} ({vms[k] / 1e3:.2f} s) |"
+              in line[0], f"step {k + 1}'s line: {line}")
     check(f"{val} holds 42 windows of 16 + 1 tokens, fewer than the 100 of --val-windows: all "
           f"of them" in p.stdout and
           f"validation: 42 windows of 16 + 1 tokens (672 tokens predicted) of {val} (the whole "
@@ -246,6 +262,23 @@ def test_validation_reads_each_window_once():
     header = bytearray(raw[:1024])
     struct.pack_into("<i", header, 8, 17)
     open(one, "wb").write(bytes(header) + raw[1024:1024 + 34])
+    # a whole file predicting more than 10M tokens is said to be large at the start, naming
+    # --val-windows (a sparse file of 10000017 zeros: the refused --resume stops the run before
+    # any validation); not when --val-windows chose it
+    big = H_.path("val-big.bin")
+    with open(big, "wb") as f:
+        f.write(struct.pack("<256I", 20240520, 1, 10000017, *([0] * 253)))
+        f.truncate(1024 + 2 * 10000017)
+    for extra in ([], ["--val-windows", 625001]):
+        p = H_.run(1, "train", "--model", "gpt2", "--data", data, *shape, "--micro-batch", 16,
+                   "--steps", 1, "--val-data", big, *extra, "--resume", H_.path("no-ck"),
+                   ok=False)
+        said = ("(10000016 tokens predicted) of " + big) in p.stdout and (
+            "; note: the whole file is a large validation, run at every --val-every and the last "
+            "step: limit it with --val-windows N (the first N windows; --val-windows 62500 "
+            "predicts 1000000 tokens)") in p.stdout
+        check(p.returncode == 1 and said == (not extra), f"{extra}: {p.stdout[-600:]!r}")
+    os.remove(big)
     ones = [train(n, f"val-one-{n}", *shape, "--micro-batch", 2, "--val-data", one,
                   steps=1)["val_loss"][0] for n in (1, 2)]
     check(ones[0] == ones[1] and abs(ones[0] - per_window[0]) <= 1e-9 * ones[0],
@@ -437,10 +470,102 @@ def test_sample_zeroc_outputs():
         check(q.returncode == 0 and len(q.stdout) >= 5, f"sample of the export: {q.stderr!r}")
 
 
+def split_tokens(src, prefix, cuts):
+    """Cuts the token file src at the token positions `cuts` into shard files prefix_000.bin,
+    prefix_001.bin, ... (written last first, so directory order is not name order); returns the
+    glob that names them."""
+    with open(src, "rb") as f:
+        f.seek(1024)
+        raw = f.read()
+    tok = list(struct.unpack(f"<{len(raw) // 2}H", raw))
+    bounds = [0, *cuts, len(tok)]
+    for i in reversed(range(len(bounds) - 1)):
+        write_tokens(f"{prefix}_{i:03d}.bin", tok[bounds[i]:bounds[i + 1]])
+    return prefix + "_*.bin"
+
+
+def test_gpt2_shards():
+    """--data and --val-data take a glob of llm.c token files (shards) read as one stream, their
+    concatenation in name order: the training file and the validation file cut at arbitrary
+    tokens (a window spans each cut; one shard is a single token) give bit-identical losses,
+    validation losses and final weights to the files they were cut from, in order and with
+    --shuffle, on 1 and 2 ranks; a run resumed across a shard boundary ends where an
+    uninterrupted one does; no match and a file too large for an int32 count are refused saying
+    what to do, and so is a byte-level prepare of too much text, before it reads any."""
+    data, val = prepared()
+    # step 6 of one rank reads tokens 192..224 (B·T = 32), across the cut at 200
+    glob = split_tokens(data, H_.path("tr"), [200, 1237, 1238, 3001])
+    vglob = split_tokens(val, H_.path("va"), [17, 50])
+    common = [*TINY, "--val-every", 5]
+    runs = H_.trim([(1, ()), (1, ("--shuffle",)), (2, ()), (2, ("--shuffle",))],
+                   [(1, ()), (2, ("--shuffle",))])
+    for n, extra in runs:
+        tag = f"n{n}{'-shuf' if extra else ''}"
+        one = train(n, f"sh-one-{tag}", *common, "--val-data", val, *extra)
+        H_.run(n, "train", "--model", "gpt2", "--data", glob, "--val-data", vglob, "--steps", 10,
+               *common, *extra, "--report", H_.path(f"sh-glob-{tag}.json"))
+        sh = H_.report(f"sh-glob-{tag}.json")
+        for key in ("loss", "val_loss", "weights_sha256"):
+            check(sh[key] == one[key], f"{tag}: {key} of the shards differs from the file's: "
+                  f"{sh[key]} vs {one[key]}")
+    # resume at step 5 with the glob, across the boundary at token 200 (step 6)
+    d = H_.path("sh-ck")
+    H_.run(1, "train", "--model", "gpt2", "--data", glob, *TINY, "--steps", 5, "--save-dir", d,
+           "--save-every", 5)
+    H_.run(1, "train", "--model", "gpt2", "--data", glob, *TINY, "--steps", 10, "--resume", d,
+           "--report", H_.path("sh-resumed.json"))
+    full = train(1, "sh-full", *TINY)
+    got = H_.report("sh-resumed.json")
+    check(got["weights_sha256"] == full["weights_sha256"],
+          "a resume across a shard boundary ends elsewhere than an uninterrupted run")
+    p = H_.run(1, "train", "--model", "gpt2", "--data", H_.path("nope_*.bin"), *TINY, ok=False)
+    check(p.returncode != 0 and "nope_*.bin: no file matches this pattern" in p.stderr,
+          f"no match: {p.stderr!r}")
+    # an output that is one of the shards a glob reads is refused, as for a single --data file
+    shard = H_.path("tr_002.bin")
+    before = open(shard, "rb").read()
+    p = H_.run(1, "train", "--model", "gpt2", "--data", glob, *TINY, "--save-final", shard,
+               ok=False)
+    check(p.returncode == 1 and f"--save-final {shard} is the same file as --data {shard}, "
+          "which the run reads" in p.stderr and open(shard, "rb").read() == before,
+          f"--save-final over a shard: {p.returncode} {p.stderr!r}")
+    for name, n in (("neg.bin", 2**31 + 5), ("wrap.bin", 2**32 + 100)):  # sparse: no disk cost
+        with open(H_.path(name), "wb") as f:
+            f.write(struct.pack("<256I", 20240520, 1, n & 0xffffffff, *([0] * 253)))
+            f.truncate(1024 + 2 * n)
+        p = H_.run(1, "train", "--model", "gpt2", "--data", H_.path(name), *TINY, ok=False)
+        check(p.returncode != 0 and f"{name}: {n} tokens by its size: more than an llm.c token "
+              "file's int32 count (2147483647) can hold; split it into shards (train --data "
+              "takes a glob of shards)" in p.stderr, f"{name}: {p.stderr!r}")
+        os.remove(H_.path(name))
+    # prepare refuses a byte-level corpus too large from its size, before reading it (reading
+    # 2.4 GB took 6.5 s and 4.7 GB of memory before the refusal): a sparse file, no disk cost,
+    # and 1 GiB of address space, in which reading it first fails otherwise (not under the
+    # sanitizers, whose shadow memory needs more)
+    big = H_.path("big.txt")
+    with open(big, "wb") as f:
+        f.truncate(2_400_000_000)
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+    p = subprocess.run([H_.zeroc, "prepare", "--text", big, "--out", H_.path("big")],
+                       capture_output=True, text=True, timeout=120,
+                       preexec_fn=None if H_.sanitized else cap)
+    H_.check_sanitizers(["prepare"], p)
+    os.remove(big)
+    check(p.returncode == 1 and "--text: 1 file of 2400000000 bytes (byte-level: one token a "
+          "byte): 2160000000 training and 240000000 validation tokens; a split of more than an "
+          "llm.c token file's int32 count (2147483647) cannot be written: prepare the corpus in "
+          "parts" in p.stderr and "--data 'data/part*_train.bin'" in p.stderr,
+          f"prepare of 2.4 GB: {p.stderr!r}")
+    check(not os.path.exists(H_.path("big_train.bin")), "prepare wrote a split of 2.4 GB")
+
+
 TESTS = [test_gpt2_stages_bitwise_memory_comm, test_gpt2_124m_checkpoint, test_gpt2_bad_files,
          test_prepare_train_sample, test_validation_reads_each_window_once,
          test_shuffle_permutes_windows, test_prepare_many_files, test_bpe_sample_ids,
-         test_sample_zeroc_outputs]
+         test_sample_zeroc_outputs, test_gpt2_shards]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

@@ -1,7 +1,8 @@
 /* test_llmc_files.c — the llm.c checkpoint and token file module (models/gpt2/llmc_files.h):
  * tensor sizes against llm.c's GPT-2 124M parameter count, fp32 write → ranged read round trips,
  * bf16 (version 5) reading from a file written by hand, the temp-file + rename guarantee, token
- * reads with wrap-around, and the error for every kind of bad file. Files live in a mkdtemp
+ * reads with wrap-around, a glob of shard files read as one stream (boundaries, wrap, errors
+ * naming the shard), and the error for every kind of bad file. Files live in a mkdtemp
  * directory that is removed at the end. */
 #include <dirent.h>
 #include <stdbool.h>
@@ -439,7 +440,7 @@ static void test_tokens(void)
     }
     llmc_tokens_close(&t);
     llmc_tokens_close(&t);
-    CHECK(t.fd == -1, "close is idempotent");
+    CHECK(t.nshards == 0 && !t.shard, "close is idempotent");
 
     /* an out-of-vocabulary token is refused with its position, also when reached by wrapping */
     tok[17] = 300;
@@ -466,7 +467,7 @@ static void test_tokens(void)
     spit(p, good, len - 1);
     st = llmc_tokens_open(p, &t, &err);
     CHECK_ERR(st, err, ZC_EINVAL, "badtok.bin: truncated: 41023 bytes, expected 41024 for 20000");
-    CHECK(t.fd == -1, "no descriptor after a failed open");
+    CHECK(t.nshards == 0 && !t.shard, "no descriptor after a failed open");
     int32_t hdr0[256] = {20240520, 1, 0};
     write_raw(p, hdr0, NULL, 0);
     st = llmc_tokens_open(p, &t, &err);
@@ -495,6 +496,103 @@ static void test_tokens(void)
     free(tok);
 }
 
+/* A glob of shards reads as one stream: their concatenation in byte order of the names, crossing
+ * from file to file and wrapping from the last to the first, as the single file it was cut from;
+ * errors name the shard file and the position in it. */
+static void test_token_shards(void)
+{
+    zc_err err = {0};
+    enum { N = 20000 };
+    uint16_t *tok = malloc(N * sizeof *tok);
+    for (size_t i = 0; i < N; i++)
+        tok[i] = (uint16_t)((i * 13 + i / 300) % 256);
+    /* cut at arbitrary tokens, one shard of a single token; written last-first so the directory
+     * order is not the name order; "sh_B" sorts before "sh_a" in byte order */
+    const size_t cut[] = {0, 7001, 7002, 16555, N};
+    const char *names[] = {"sh_B.bin", "sh_a.bin", "sh_b.bin", "sh_c.bin"};
+    zc_status st = ZC_OK;
+    for (int i = 3; i >= 0 && !st; i--)
+        st = llmc_tokens_write(in_dir(names[i]), tok + cut[i], cut[i + 1] - cut[i], &err);
+    CHECK(st == ZC_OK, "write shards: %s", err.msg);
+    llmc_tokens t;
+    st = llmc_tokens_open(in_dir("sh_*.bin"), &t, &err);
+    CHECK(st == ZC_OK && t.ntok == N && t.nshards == 4, "open the glob: %s (%zu tokens, %d files)",
+          err.msg, st ? 0 : t.ntok, st ? 0 : t.nshards);
+    CHECK(!st && strstr(t.path, "sh_*.bin") && strstr(t.shard[0].path, "sh_B.bin") &&
+              strstr(t.shard[3].path, "sh_c.bin") && t.shard[2].first == 7002,
+          "shards in byte order of their names, with their stream offsets");
+    int *got = malloc(3 * N * sizeof *got);
+    struct {
+        size_t first, n;
+    } cases[] = {{0, N},        {6990, 20},     {7001, 1},
+                 {7000, 3},     {7002, 9553},   {16550, 3460},
+                 {N - 5, 7010}, {N + 7001, 2},  {2 * N + 500, 2 * N + 100},
+                 {N - 1, 1},    {3 * N - 1, 3}, {16554, 2}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0] && !st; c++) {
+        zc_status r = llmc_tokens_read(&t, cases[c].first, cases[c].n, got, 256, &err);
+        bool ok = r == ZC_OK;
+        for (size_t i = 0; i < cases[c].n && ok; i++)
+            ok = got[i] == tok[(cases[c].first + i) % N];
+        CHECK(ok, "shard read first=%zu n=%zu (across files, wrapping): %s", cases[c].first,
+              cases[c].n, err.msg);
+    }
+    llmc_tokens_close(&t);
+    llmc_tokens_close(&t);
+    CHECK(t.nshards == 0 && !t.shard, "close is idempotent");
+
+    /* an out-of-vocabulary token: named by its shard and its position in that shard */
+    tok[16555 + 42] = 999;
+    st = llmc_tokens_write(in_dir("sh_c.bin"), tok + 16555, N - 16555, &err);
+    if (!st)
+        st = llmc_tokens_open(in_dir("sh_*.bin"), &t, &err);
+    CHECK(st == ZC_OK, "rewrite a shard: %s", err.msg);
+    if (!st) {
+        st = llmc_tokens_read(&t, 16000, 1000, got, 256, &err);
+        CHECK_ERR(st, err, ZC_EINVAL, "sh_c.bin: token id 999 at position 42 is out of range");
+        llmc_tokens_close(&t);
+    }
+
+    /* one bad shard fails the whole set, naming it; nothing stays open */
+    int32_t hdr0[256] = {20240520, 1, 0};
+    write_raw(in_dir("sh_b.bin"), hdr0, NULL, 0);
+    st = llmc_tokens_open(in_dir("sh_*.bin"), &t, &err);
+    CHECK_ERR(st, err, ZC_EINVAL, "sh_b.bin: header claims 0 tokens");
+    CHECK(t.nshards == 0 && !t.shard, "no descriptor after a failed glob open");
+    st = llmc_tokens_open(in_dir("none_*.bin"), &t, &err);
+    CHECK_ERR(st, err, ZC_EINVAL, "none_*.bin: no file matches this pattern");
+    /* a plain path with a glob character that exists is that file */
+    st = llmc_tokens_write(in_dir("odd[1].bin"), tok, 5, &err);
+    if (!st)
+        st = llmc_tokens_open(in_dir("odd[1].bin"), &t, &err);
+    CHECK(st == ZC_OK && t.nshards == 1 && t.ntok == 5, "an existing odd[1].bin opens: %s",
+          err.msg);
+    if (!st)
+        llmc_tokens_close(&t);
+
+    /* more tokens than an int32 count holds (sparse files: no disk cost): say so, and the way out
+     */
+    const struct {
+        const char *name;
+        uint64_t n;
+        const char *want;
+    } big[] = {{"neg.bin", (1ULL << 31) + 5, "neg.bin: 2147483653 tokens by its size"},
+               {"wrap.bin", (1ULL << 32) + 100, "wrap.bin: 4294967396 tokens by its size"}};
+    for (size_t i = 0; i < 2; i++) {
+        int32_t h[256] = {20240520, 1, (int32_t)(uint32_t)big[i].n};
+        write_raw(in_dir(big[i].name), h, NULL, 0);
+        CHECK(truncate(in_dir(big[i].name), (off_t)(1024 + 2 * big[i].n)) == 0, "truncate %s",
+              big[i].name);
+        st = llmc_tokens_open(in_dir(big[i].name), &t, &err);
+        CHECK_ERR(st, err, ZC_EINVAL, big[i].want);
+        CHECK(strstr(err.msg, "more than an llm.c token file's int32 count (2147483647) can hold; "
+                              "split it into shards (train --data takes a glob of shards)"),
+              "the way out: %s", err.msg);
+        unlink(in_dir(big[i].name));
+    }
+    free(got);
+    free(tok);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/zc_llmc_XXXXXX");
@@ -508,6 +606,7 @@ int main(void)
     test_bf16();
     test_bad_checkpoints();
     test_tokens();
+    test_token_shards();
     remove_dir();
     return check_summary();
 }

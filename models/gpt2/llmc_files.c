@@ -1,12 +1,16 @@
 /* llmc_files.c — llm.c's GPT-2 checkpoint and token file formats (layouts in llmc_files.h):
  * header validation with messages that name the file and the problem, ranged pread/pwrite of
- * tensor elements (bf16 widened to fp32 on read), and temp-file + fsync + rename writing so an
- * existing file is only replaced by a complete one. POSIX + libc only. */
+ * tensor elements (bf16 widened to fp32 on read), token streams over one file or a glob of
+ * shard files, and temp-file + fsync + rename writing so an existing file is only replaced by a
+ * complete one. POSIX + libc only. */
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -364,18 +368,17 @@ void llmc_ckpt_abort(llmc_ckpt_writer *w)
 /* ------------------------------------------------------------------------------------------ */
 /* token files */
 
-zc_status llmc_tokens_open(const char *path, llmc_tokens *t, zc_err *err)
+/* Opens and validates one token file. */
+static zc_status open_shard(const char *path, llmc_token_shard *sh, zc_err *err)
 {
-    ZC_ASSERT(path && t);
-    t->fd = -1;
-    t->ntok = 0;
-    snprintf(t->path, sizeof t->path, "%s", path);
     int fd = -1;
     off_t size = 0;
     int32_t hdr[HDR_INTS];
     zc_status st = open_with_header(path, &fd, &size, hdr, err);
     if (st)
         return st;
+    /* tokens the size holds (rounded down): more than an int32 count is a file to split */
+    const int64_t by_size = size > LLMC_HEADER_BYTES ? (int64_t)(size - LLMC_HEADER_BYTES) / 2 : 0;
     if (size >= 4 && hdr[0] != LLMC_TOKENS_MAGIC)
         st = zc_err_set(err, ZC_EINVAL, "%s: bad magic %d (expected %d: not an llm.c token file%s)",
                         path, hdr[0], LLMC_TOKENS_MAGIC,
@@ -388,6 +391,12 @@ zc_status llmc_tokens_open(const char *path, llmc_tokens *t, zc_err *err)
         st = zc_err_set(err, ZC_EINVAL,
                         "%s: unsupported version %d (expected 1 = uint16 GPT-2 tokens)", path,
                         hdr[1]);
+    else if (by_size > INT32_MAX)
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: %lld tokens by its size: more than an llm.c token file's int32 "
+                        "count (%d) can hold; split it into shards (train --data takes a glob "
+                        "of shards)",
+                        path, (long long)by_size, INT32_MAX);
     else if (hdr[2] <= 0)
         st =
             zc_err_set(err, ZC_EINVAL,
@@ -411,25 +420,92 @@ zc_status llmc_tokens_open(const char *path, llmc_tokens *t, zc_err *err)
         close(fd);
         return st;
     }
-    t->fd = fd;
-    t->ntok = (size_t)ntok;
+    if (!(sh->path = strdup(path))) {
+        close(fd);
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    }
+    sh->fd = fd;
+    sh->ntok = (size_t)ntok;
     return ZC_OK;
+}
+
+static int name_order(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+zc_status llmc_tokens_open(const char *path, llmc_tokens *t, zc_err *err)
+{
+    ZC_ASSERT(path && t);
+    *t = (llmc_tokens){0};
+    snprintf(t->path, sizeof t->path, "%s", path);
+    struct stat sb;
+    glob_t g = {0};
+    bool pattern = strpbrk(path, "*?[") && stat(path, &sb) != 0, globbed = false;
+    size_t n = 1;
+    if (pattern) {
+        int rc = glob(path, GLOB_NOSORT, NULL, &g);
+        if (rc == GLOB_NOMATCH)
+            return zc_err_set(err, ZC_EINVAL,
+                              "%s: no file matches this pattern (a glob of llm.c token files, "
+                              "e.g. 'fineweb_train_*.bin', quoted so the shell passes it as is)",
+                              path);
+        if (rc != 0)
+            return zc_err_set(err, rc == GLOB_NOSPACE ? ZC_ENOMEM : ZC_EIO,
+                              "%s: cannot expand the pattern (glob: %s)", path,
+                              rc == GLOB_NOSPACE ? "out of memory" : "read error");
+        globbed = true;
+        n = g.gl_pathc;
+        qsort(g.gl_pathv, n, sizeof *g.gl_pathv, name_order);
+        if (n > INT_MAX) {
+            globfree(&g);
+            return zc_err_set(err, ZC_EINVAL, "%s: %zu files match: too many", path, n);
+        }
+    }
+    zc_status st = ZC_OK;
+    if (!(t->shard = calloc(n, sizeof *t->shard)))
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory");
+    for (size_t i = 0; !st && i < n; i++) {
+        st = open_shard(globbed ? g.gl_pathv[i] : path, &t->shard[i], err);
+        if (!st) {
+            t->shard[i].first = t->ntok;
+            t->ntok += t->shard[i].ntok;
+            t->nshards = (int)i + 1;
+        }
+    }
+    if (globbed)
+        globfree(&g);
+    if (st)
+        llmc_tokens_close(t);
+    return st;
 }
 
 zc_status llmc_tokens_read(const llmc_tokens *t, size_t first, size_t n, int *dst, int vocab_size,
                            zc_err *err)
 {
-    ZC_ASSERT(t && t->fd >= 0 && t->ntok > 0 && (dst || n == 0) && vocab_size > 0);
+    ZC_ASSERT(t && t->nshards > 0 && t->ntok > 0 && (dst || n == 0) && vocab_size > 0);
     uint16_t buf[CHUNK];
     size_t pos = first % t->ntok;
+    int s = 0; /* the shard holding pos: the last whose first is <= pos */
+    for (int lo = 0, hi = t->nshards - 1; lo <= hi;) {
+        int mid = lo + (hi - lo) / 2;
+        if (t->shard[mid].first <= pos) {
+            s = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    size_t at = pos - t->shard[s].first; /* position in shard s */
     for (size_t done = 0; done < n;) {
+        const llmc_token_shard *sh = &t->shard[s];
         size_t k = n - done;
-        if (k > t->ntok - pos)
-            k = t->ntok - pos;
+        if (k > sh->ntok - at)
+            k = sh->ntok - at;
         if (k > CHUNK)
             k = CHUNK;
-        zc_status st = pread_full(t->fd, buf, k * 2, (off_t)(LLMC_HEADER_BYTES + 2 * (uint64_t)pos),
-                                  t->path, "tokens", err);
+        zc_status st = pread_full(sh->fd, buf, k * 2, (off_t)(LLMC_HEADER_BYTES + 2 * (uint64_t)at),
+                                  sh->path, "tokens", err);
         if (st)
             return st;
         for (size_t i = 0; i < k; i++) {
@@ -437,23 +513,30 @@ zc_status llmc_tokens_read(const llmc_tokens *t, size_t first, size_t n, int *ds
                 return zc_err_set(err, ZC_EINVAL,
                                   "%s: token id %u at position %zu is out of range for "
                                   "vocab_size %d",
-                                  t->path, (unsigned)buf[i], pos + i, vocab_size);
+                                  sh->path, (unsigned)buf[i], at + i, vocab_size);
             dst[done + i] = buf[i];
         }
         done += k;
-        pos += k;
-        if (pos == t->ntok)
-            pos = 0;
+        at += k;
+        if (at == sh->ntok) {
+            at = 0;
+            s = s + 1 == t->nshards ? 0 : s + 1;
+        }
     }
     return ZC_OK;
 }
 
 void llmc_tokens_close(llmc_tokens *t)
 {
-    if (t && t->fd >= 0) {
-        close(t->fd);
-        t->fd = -1;
+    if (!t || !t->shard)
+        return;
+    for (int i = 0; i < t->nshards; i++) {
+        close(t->shard[i].fd);
+        free(t->shard[i].path);
     }
+    free(t->shard);
+    t->shard = NULL;
+    t->nshards = 0;
 }
 
 zc_status llmc_tokens_write(const char *path, const uint16_t *tok, size_t n, zc_err *err)

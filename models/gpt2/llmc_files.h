@@ -1,9 +1,10 @@
 /* llmc_files.h — the two binary file formats of llm.c (github.com/karpathy/llm.c), so zeroc can
- * start from, and hand back, llm.c GPT-2 checkpoints and train on llm.c token files. Owns: the
- * header layouts, their validation (every failure is a message naming the file and the problem),
- * the tensor order and sizes, ranged reads (a rank reads only the elements it holds), and writing
- * through a temporary file that is fsync'd and renamed into place, so an existing file is only
- * ever replaced by a complete one. POSIX + libc only; never prints.
+ * start from, and hand back, llm.c GPT-2 checkpoints and train on llm.c token files (one, or a
+ * glob of shards read as one stream). Owns: the header layouts, their validation (every failure
+ * is a message naming the file and the problem), the tensor order and sizes, ranged reads (a rank
+ * reads only the elements it holds), and writing through a temporary file that is fsync'd and
+ * renamed into place, so an existing file is only ever replaced by a complete one. POSIX + libc
+ * only; never prints.
  *
  * Both formats are little-endian and begin with a header of 256 int32 (1024 bytes); unused
  * header slots are 0. Checked against llm.c's train_gpt2.c (gpt2_build_from_checkpoint,
@@ -128,20 +129,36 @@ void llmc_ckpt_abort(llmc_ckpt_writer *w);
 
 /* --- token files --- */
 
+/* One file of a token stream: its tokens are the stream's [first, first + ntok). */
 typedef struct {
     int fd;
-    size_t ntok;
-    char path[512]; /* for messages (truncated if longer) */
+    size_t first, ntok;
+    char *path; /* for messages */
+} llmc_token_shard;
+
+/* A token stream: one token file, or the files a glob pattern matches read as one stream, their
+ * concatenation in byte order of their names. A window may span two files (llm.c's loader
+ * instead drops each shard's remainder); the stream wraps from the last file's end to the
+ * first's start. Every file stays open (one descriptor each) until llmc_tokens_close. */
+typedef struct {
+    size_t ntok;             /* tokens of all the files */
+    int nshards;             /* 0 when closed */
+    llmc_token_shard *shard; /* nshards, in stream order */
+    char path[512];          /* the path or pattern as given, for messages (truncated) */
 } llmc_tokens;
 
-/* Opens a token file and validates magic, version, ntok >= 1 and the file size
- * (1024 + 2·ntok bytes). The file stays open until llmc_tokens_close. */
+/* Opens a token file, or every file a glob(3) pattern matches (a path with *, ? or [ that is not
+ * itself an existing file), sorted by name in byte order; no match is a ZC_EINVAL naming the
+ * pattern. Each file is validated: magic, version, 1 <= ntok <= INT32_MAX (a larger size is
+ * refused saying to split it into shards) and the file size (1024 + 2·ntok bytes). On failure
+ * nothing stays open. */
 zc_status llmc_tokens_open(const char *path, llmc_tokens *t, zc_err *err);
-/* Reads n tokens starting at token `first` modulo ntok, wrapping to the start of the file when it
- * runs out (n may exceed ntok). Any token id >= vocab_size (> 0) is a ZC_EINVAL naming the file
- * and the token's position in it. */
+/* Reads n tokens starting at token `first` modulo ntok of the stream, crossing from one file to
+ * the next and wrapping to the start of the first when it runs out (n may exceed ntok). Any
+ * token id >= vocab_size (> 0) is a ZC_EINVAL naming the file and the token's position in it. */
 zc_status llmc_tokens_read(const llmc_tokens *t, size_t first, size_t n, int *dst, int vocab_size,
                            zc_err *err);
+/* Closes every file and frees the list; safe to call twice. */
 void llmc_tokens_close(llmc_tokens *t);
 /* Writes tok[0..n) as a token file (1 <= n <= INT32_MAX) through a temporary file, fsync'd and
  * renamed to path. */
