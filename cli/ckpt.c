@@ -178,6 +178,8 @@ int cmd_ckpt(int argc, char **argv)
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
+    if (cli_launcher_rank() != 0) /* one process: no MPI; under mpirun, rank 0 alone acts */
+        return 0;
     const char *verb = argc > 2 ? argv[2] : "", *path = NULL;
     zc_status st = ZC_OK;
     bool helped = false; /* `ckpt --help`, and `ckpt VERB ... --help` */
@@ -230,7 +232,7 @@ int cmd_ckpt(int argc, char **argv)
         st = resolve(path, dir, sizeof dir, &err);
     if (!st && !strcmp(verb, "export"))
         st = export_not_over_checkpoint(out, !strcmp(format, "hf"), path, dir, &err);
-    if (!st && cli_launcher_rank() == 0) { /* one process: no MPI; under mpirun, rank 0 */
+    if (!st) {
         char *summary = NULL;
         if (!strcmp(verb, "inspect"))
             st = zc_ckpt_inspect(dir, &summary, &err);

@@ -422,7 +422,16 @@ zc_status train_ckpt_resume_data(const char *dir, const char *manifest, const tr
                             "wrote it)",
                             dir, why, had, (long long)G,
                             batch_words(d->micro_batch, d->accum, d->ranks, has));
-        }
+        } else if (isnan(have) && L.T <= 0 && L.max_seq_len > 0)
+            /* the same sequences a step, their length unknown: the step's own position is
+             * right only if the checkpoint's run used this run's --seq-len */
+            snprintf(note, note_len,
+                     "data: %s (an earlier zeroc's) records neither the tokens its run read nor "
+                     "its sequence length (max_seq_len %lld); this run goes on from step %lld x "
+                     "%lld sequences x its --seq-len %d, which is where that run stopped only if "
+                     "it used --seq-len %d too\n",
+                     dir, (long long)L.max_seq_len, (long long)step, (long long)G, d->seq_len,
+                     d->seq_len);
     }
     cJSON_Delete(root);
     return st;

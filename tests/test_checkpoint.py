@@ -875,6 +875,12 @@ def test_resume_earlier_format():
           "its run read 2 sequences a step (micro-batch 2 x accumulation 1 x 1 rank), this one "
           "reads 4 (micro-batch 4 x accumulation 1 x 1 rank)" in p.stderr,
           f"format 2, --seq-len < max_seq_len, another batch: {p.returncode} {p.stderr!r}")
+    # the same sequences a step, their length unknown: it goes on, saying what it assumes
+    _, p = train(1, "f2-short-same", *g, "--max-seq-len", 32, "--micro-batch", 2, "--steps", 2,
+                 "--resume", short)
+    check("records neither the tokens its run read nor its sequence length (max_seq_len 32); "
+          "this run goes on from step 1 x 2 sequences x its --seq-len 16" in p.stdout,
+          f"format 2, --seq-len < max_seq_len, the same batch: {p.stdout[-600:]!r}")
 
     # the first shuffle order; seeds and windows of a shuffled resume
     data = H_.path("epoch6.bin")  # 6 windows of 2 x 16 tokens (+ 1): an epoch is 6 steps

@@ -592,6 +592,12 @@ def test_one_process_commands():
         p = H_.run(2, *args)
         check(p.stdout.count(needle) == 1, f"mpirun -np 2 zeroc {args}: {p.stdout!r}")
     check(os.path.getsize(out) > 0, f"{out} not written")
+    # an error (or --help) under mpirun: said once, by rank 0
+    p = H_.run(2, "ckpt", "inspect", H_.path("no-such-ck"), ok=False)
+    check(p.returncode != 0 and p.stderr.count("zeroc: error:") == 1,
+          f"mpirun -np 2 zeroc ckpt inspect of nothing: {p.stderr!r}")
+    p = H_.run(2, "ckpt", "--help")
+    check(p.stdout.count("zeroc ckpt inspect DIR") == 1, f"ckpt --help on 2 ranks: {p.stdout!r}")
 
 
 TESTS = [test_estimate_matches_mlp, test_estimate_matches_persistence, test_estimate_matches_gpt2_tiny, test_estimate_matches_mixed,

@@ -40,7 +40,8 @@ def npm_modules():
     """Installs the reference packages into BUILD/npm once (a lock keeps parallel tests from
     installing at the same time). A failed install leaves its message in BUILD/npm/.failed: the
     suite's other tokenizer tests fail at once with it rather than each spend minutes in npm's
-    retries (an offline machine, a proxy npm does not trust); a later run tries again."""
+    retries (an offline machine, a proxy npm does not trust); a run 15 minutes later or more
+    (NPM_FAILED_FRESH_S) tries again."""
     os.makedirs(NPM_DIR, exist_ok=True)
     failed = os.path.join(NPM_DIR, ".failed")
     with open(os.path.join(NPM_DIR, ".lock"), "w") as lock:

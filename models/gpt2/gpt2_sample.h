@@ -26,8 +26,9 @@ enum { GPT2_MAX_GENERATE = 1 << 20 };
 /* Generates `length` (at most GPT2_MAX_GENERATE) tokens after the `nprompt` prompt tokens (nprompt
  * ≥ 1) into out[0..length). The context is the last T tokens (the model's sequence length) at
  * positions 0 … T−1, as the ordinary forward over them; top-k keeps every logit ≥ the k-th
- * largest (ties included). Allocates the decoder (gpt2_decoder_bytes, the ledger's
- * "activations") for the call. */
+ * largest (ties included). The decoder works in the model's activation memory, or, when that
+ * is too small (gpt2_decoder_bytes), in an allocation charged to the ledger's "activations"
+ * for the call. */
 zc_status gpt2_generate(gpt2_model *m, const int *prompt, int nprompt, int length,
                         const gpt2_sampling *s, int *out, zc_err *err);
 
