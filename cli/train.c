@@ -457,15 +457,15 @@ static double record_step(train_run *r, int s, const zc_step_info *info, double 
 }
 
 /* Rank 0's line for step s, 0-based (steps steps_per_print, 2·steps_per_print, … counted from 1
- * as DeepSpeed prints them, the first three, the last, and any step that validated or
- * skipped). */
+ * as DeepSpeed prints them, the first three this run trains — after a resume too, so that it
+ * shows it is training —, the last, and any step that validated or skipped). */
 static void log_step(const train_run *r, int s, const zc_step_info *info, double comm_bytes,
                      double tokens_per_step)
 {
     const step_series *ser = &r->series;
     const double val = ser->val_loss[s];
-    if (r->rank != 0 || !((s + 1) % r->cfg.steps_per_print == 0 || s == r->o.steps - 1 || s < 3 ||
-                          !isnan(val) || info->skipped))
+    if (r->rank != 0 || !((s + 1) % r->cfg.steps_per_print == 0 || s == r->o.steps - 1 ||
+                          s < r->first_step + 3 || !isnan(val) || info->skipped))
         return;
     int64_t states = zc_mem_get(r->mem, ZC_MEM_PARAMS).current +
                      zc_mem_get(r->mem, ZC_MEM_GRADS).current +

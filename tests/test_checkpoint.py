@@ -856,7 +856,10 @@ def test_resume_earlier_format():
         check(p.returncode == 0, f"{what} of format 2: {p.stderr!r}")
     p = H_.run(1, "ckpt", "inspect", old)
     check("manifest format 2, written by an earlier zeroc" in p.stdout, f"inspect: {p.stdout!r}")
-    mine, _ = train(1, "f2-b3", *g, "--micro-batch", 4, "--steps", 5, "--resume", ck)
+    mine, p = train(1, "f2-b3", *g, "--micro-batch", 4, "--steps", 5, "--resume", ck)
+    # a resumed run prints its first steps, as a fresh one does (it printed none until the next
+    # multiple of steps_per_print)
+    check("step     4/5 |" in p.stdout, f"resumed at step 3: {p.stdout[-400:]!r}")
     theirs, p = train(1, "f2-b2", *g, "--micro-batch", 4, "--steps", 5, "--resume", old)
     check(theirs["weights_sha256"] == mine["weights_sha256"] and theirs["loss"] == mine["loss"],
           f"format 2 under another batch: losses {theirs['loss']} != {mine['loss']}")
