@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/output_paths.h"
+#include "models/gpt2/llmc_files.h"
 #include "zeroc/durable.h"
 
 /* path made absolute and free of links: whole when it exists, else its deepest existing
@@ -136,6 +137,20 @@ zc_status cli_output_not_input(const char *oflag, const char *out, const char *i
                           "elsewhere",
                           oflag, out, iflag, in);
     return ZC_OK;
+}
+
+zc_status cli_output_not_token_files(const char *oflag, const char *out, const char *iflag,
+                                     const char *in, zc_err *err)
+{
+    llmc_tokens t;
+    zc_err ignored;
+    if (!out || !in || llmc_tokens_open(in, &t, &ignored))
+        return ZC_OK;
+    zc_status st = ZC_OK;
+    for (int k = 0; !st && k < t.nshards; k++)
+        st = cli_output_not_input(oflag, out, iflag, t.shard[k].path, err);
+    llmc_tokens_close(&t);
+    return st;
 }
 
 /* A name zeroc's saves create directly in a save directory. */

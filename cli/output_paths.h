@@ -19,6 +19,12 @@ zc_status cli_output_writable(const char *flag, const char *path, zc_err *err);
 zc_status cli_output_not_input(const char *oflag, const char *out, const char *iflag,
                                const char *in, zc_err *err);
 
+/* The same for an llm.c token stream `in` (--data, --val-data, --tokens: a file or a glob of
+ * shards): out is none of the files it reads. A stream that does not open passes, left to the
+ * command's own open, which names what is wrong with it. */
+zc_status cli_output_not_token_files(const char *oflag, const char *out, const char *iflag,
+                                     const char *in, zc_err *err);
+
 /* Refuses output `out` when writing it could overwrite a checkpoint under `ckdir` (of flag
  * cflag): out lies inside a checkpoint directory (one holding manifest.json), inside any
  * directory under ckdir, or directly in ckdir under a name zeroc's saves use (latest, .lock,

@@ -226,7 +226,9 @@ int cmd_detokenize(int argc, char **argv)
          NULL},
         {"--in", ARG_STR, &in, NULL, "ids separated by white space or commas (default: stdin)",
          NULL},
-        {"--tokens", ARG_STR, &tokens, NULL, "an llm.c token file instead of --in", NULL},
+        {"--tokens", ARG_STR, &tokens, NULL,
+         "an llm.c token file (or a quoted glob of shards, read in name order) instead of --in",
+         NULL},
         {"--out", ARG_STR, &out, NULL, "write the bytes here (default: stdout)", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
@@ -245,6 +247,8 @@ int cmd_detokenize(int argc, char **argv)
     if (!st)
         st = out_not_input(out, tokens ? "--tokens" : "--in", tokens ? &tokens : &in, 1, vocab,
                            &err);
+    if (!st && tokens) /* each file a glob of shards reads */
+        st = cli_output_not_token_files("--out", out, "--tokens", tokens, &err);
     bpe_vocab v;
     bool have_vocab = false;
     if (!st)

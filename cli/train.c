@@ -40,7 +40,7 @@ typedef struct {
     double *gemm_ms;       /* rank 0's time in the models' products */
     double *hits, *misses; /* stage-3 prefetch */
     double *val_loss;      /* NaN: no validation at that step */
-    double *val_ms;        /* this rank's wall time in that validation (NaN: none), not in ms */
+    double *val_ms;        /* this rank's wall time in that validation (NaN: none), not in ms[] */
     disk_step *disk;
 } step_series;
 

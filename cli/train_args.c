@@ -17,25 +17,7 @@
 #include "models/gpt2/gpt2_sample.h"
 #include "models/gpt2/hf_files.h"
 #include "models/gpt2/init_files.h"
-#include "models/gpt2/llmc_files.h"
 #include "models/mlp/mlp.h"
-
-/* out (given to oflag) is none of the files the token stream `in` (--data, --val-data: a file
- * or a glob of shards) reads; a stream that does not open is left to the model's own open, which
- * names what is wrong with it. */
-static zc_status output_not_shard(const char *oflag, const char *out, const char *iflag,
-                                  const char *in, zc_err *err)
-{
-    llmc_tokens t;
-    zc_err ignored;
-    if (!out || !in || llmc_tokens_open(in, &t, &ignored))
-        return ZC_OK;
-    zc_status st = ZC_OK;
-    for (int k = 0; !st && k < t.nshards; k++)
-        st = cli_output_not_input(oflag, out, iflag, t.shard[k].path, err);
-    llmc_tokens_close(&t);
-    return st;
-}
 
 /* The save directory: an existing one must be a directory the run can create files in; a new
  * one is made (*made), so that outputs placed in it (--report DIR/report.json) can be probed
@@ -111,9 +93,10 @@ static zc_status check_outputs(zc_comm *comm, train_opts *o, zc_err *err)
             for (size_t j = 0; !st && j < sizeof ins / sizeof *ins; j++)
                 st = cli_output_not_input(outs[i][0], outs[i][1], ins[j][0], ins[j][1], err);
             if (!st) /* each file a glob of shards reads */
-                st = output_not_shard(outs[i][0], outs[i][1], "--data", o->data, err);
+                st = cli_output_not_token_files(outs[i][0], outs[i][1], "--data", o->data, err);
             if (!st)
-                st = output_not_shard(outs[i][0], outs[i][1], "--val-data", o->val_data, err);
+                st = cli_output_not_token_files(outs[i][0], outs[i][1], "--val-data", o->val_data,
+                                                err);
             if (!st) /* also when no input is given */
                 st = cli_output_not_checkpoint(outs[i][0], outs[i][1], err);
         }

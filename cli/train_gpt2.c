@@ -4,7 +4,7 @@
  *
  * Data order follows llm.c's loader so runs compare with other implementations: global
  * micro-step g (= step·accumulation + k) on rank r of N takes the B·T + 1 tokens starting at
- * (g·N + r)·B·T, wrapping at the end of the file (of the last shard: a window may span two
+ * (g·N + r)·B·T, wrapping at the end of the file (of the last shard: a window may span several
  * shards, where llm.c drops each shard's remainder); inputs are the first B·T, targets the same
  * shifted by one. The global batch of a step therefore does not depend on N. With --shuffle the
  * file is cut into its W whole windows and epoch e (global windows e·W .. e·W + W − 1) visits

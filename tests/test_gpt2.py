@@ -8,6 +8,7 @@ Expected values are computed here from first principles: the ZeRO paper's formul
 sizes GPT-2 registers, SHA-256 of weights laid out by hand from an llm.c file, byte counts."""
 import hashlib
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -529,6 +530,28 @@ def test_gpt2_shards():
     check(p.returncode == 1 and f"--save-final {shard} is the same file as --data {shard}, "
           "which the run reads" in p.stderr and open(shard, "rb").read() == before,
           f"--save-final over a shard: {p.returncode} {p.stderr!r}")
+    p = H_.run(1, "detokenize", "--vocab", H_.path("no-vocab"), "--tokens", glob, "--out", shard,
+               ok=False)
+    check(p.returncode == 1 and f"--out {shard} is the same file as --tokens {shard}" in p.stderr
+          and open(shard, "rb").read() == before, f"detokenize over a shard: {p.stderr!r}")
+    # every shard stays open: 1100 of them under a soft limit of 1024 open files (a common
+    # default, FineWeb-100B has ~1000 shards) train, the soft limit raised toward the hard one
+    many = H_.path("many")
+    os.makedirs(many)
+    for i in range(1100):
+        write_tokens(os.path.join(many, f"s_{i:04d}.bin"), [(i * 7 + j) % 256 for j in range(40)])
+    import resource
+
+    def nofile():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 8192))
+    p = subprocess.run([H_.zeroc, "train", "--model", "gpt2", "--data",
+                        os.path.join(many, "s_*.bin"), *map(str, TINY), "--steps", "1"],
+                       capture_output=True, text=True, timeout=300, preexec_fn=nofile,
+                       env={**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
+    H_.check_sanitizers(["train", "1100 shards"], p)
+    check(p.returncode == 0 and "1100 files, 44000 tokens" in p.stdout,
+          f"1100 shards under ulimit -n 1024: {p.returncode} {p.stderr[-500:]!r}")
+    shutil.rmtree(many)
     for name, n in (("neg.bin", 2**31 + 5), ("wrap.bin", 2**32 + 100)):  # sparse: no disk cost
         with open(H_.path(name), "wb") as f:
             f.write(struct.pack("<256I", 20240520, 1, n & 0xffffffff, *([0] * 253)))

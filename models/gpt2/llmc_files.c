@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -167,7 +168,10 @@ static zc_status open_regular(const char *path, int *fd_out, off_t *size, zc_err
     zc_err why = {0};
     zc_status st = zc_open_regular(path, fd_out, &n, &why);
     if (st == ZC_EIO)
-        return zc_err_set(err, ZC_EIO, "%s: cannot open: %s", path, strerror(errno));
+        return zc_err_set(err, ZC_EIO, "%s: cannot open: %s%s", path, strerror(errno),
+                          errno == EMFILE ? " (every shard of a glob stays open: raise the "
+                                            "process's limit, ulimit -n)"
+                                          : "");
     if (st)
         return zc_err_set(err, ZC_EIO, "%s", why.msg);
     *size = (off_t)n;
@@ -434,6 +438,21 @@ static int name_order(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Every shard stays open: the soft limit on open files (often 1024, while the hard one is far
+ * higher) rises to leave room for n more beside what the process has open (MPI's own, the
+ * other stream's); as far as the hard limit allows. */
+static void raise_open_files(size_t n)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl))
+        return;
+    const rlim_t want = (rlim_t)n + 1024;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 zc_status llmc_tokens_open(const char *path, llmc_tokens *t, zc_err *err)
 {
     ZC_ASSERT(path && t);
@@ -456,6 +475,7 @@ zc_status llmc_tokens_open(const char *path, llmc_tokens *t, zc_err *err)
                               rc == GLOB_NOSPACE ? "out of memory" : "read error");
         globbed = true;
         n = g.gl_pathc;
+        raise_open_files(n);
         qsort(g.gl_pathv, n, sizeof *g.gl_pathv, name_order);
         if (n > INT_MAX) {
             globfree(&g);

@@ -137,7 +137,7 @@ typedef struct {
 } llmc_token_shard;
 
 /* A token stream: one token file, or the files a glob pattern matches read as one stream, their
- * concatenation in byte order of their names. A window may span two files (llm.c's loader
+ * concatenation in byte order of their names. A window may span several files (llm.c's loader
  * instead drops each shard's remainder); the stream wraps from the last file's end to the
  * first's start. Every file stays open (one descriptor each) until llmc_tokens_close. */
 typedef struct {
