@@ -58,6 +58,14 @@ zc_status args_parse(arg_spec *specs, int nspecs, int argc, char **argv, int fir
         for (int k = 0; k < nspecs && !s; k++)
             if (strlen(specs[k].flag) == flen && strncmp(specs[k].flag, a, flen) == 0)
                 s = &specs[k];
+        if (!s && a[0] != '-' && i > first && argv[i - 1][0] != '-')
+            /* a value where a flag should be, after another value: what the shell leaves when
+             * it expands an unquoted glob of shards (the flag takes the first file) */
+            return zc_err_set(err, ZC_EINVAL,
+                              "unexpected argument '%s' after %s %s: a flag takes one value (a "
+                              "glob of files must be quoted, --data 'data/*.bin', or the shell "
+                              "expands it into several arguments)",
+                              a, i >= first + 2 ? argv[i - 2] : "", argv[i - 1]);
         if (!s)
             return zc_err_set(err, ZC_EINVAL, "unknown flag '%.*s' (see --help)", (int)flen, a);
         if (seen[s - specs]) /* the last would win in silence: the run is not what was typed */

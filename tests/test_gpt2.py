@@ -522,6 +522,12 @@ def test_gpt2_shards():
     p = H_.run(1, "train", "--model", "gpt2", "--data", H_.path("nope_*.bin"), *TINY, ok=False)
     check(p.returncode != 0 and "nope_*.bin: no file matches this pattern" in p.stderr,
           f"no match: {p.stderr!r}")
+    # the glob unquoted: the shell gives --data the first shard and leaves the others
+    p = H_.run(1, "train", "--model", "gpt2", "--data", H_.path("tr_000.bin"),
+               H_.path("tr_001.bin"), *TINY, ok=False)
+    check(p.returncode == 1 and f"unexpected argument '{H_.path('tr_001.bin')}' after --data "
+          f"{H_.path('tr_000.bin')}: a flag takes one value (a glob of files must be quoted"
+          in p.stderr, f"an unquoted glob: {p.stderr!r}")
     # an output that is one of the shards a glob reads is refused, as for a single --data file
     shard = H_.path("tr_002.bin")
     before = open(shard, "rb").read()
