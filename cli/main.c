@@ -1,9 +1,10 @@
-/* main.c — the `zeroc` command: sets up MPI through the communicator, dispatches the
- * subcommand (or prints the usage, or the version with `--version`), and turns errors into
- * messages and exit codes (the library never prints): 0 on success, 1 on any error (a refused
- * flag or value included, and standard output that could not be written), 2 when no command or
- * an unknown one is given; a training run stopped by a signal after its checkpoint exits with
- * 128 + the signal (cli/train.c). */
+/* main.c — the `zeroc` command: dispatches the subcommand (or prints the usage, or the version
+ * with `--version`), setting up MPI through the communicator for those that run on ranks (train,
+ * sample, analyze; the others run in one process), and turns errors into messages and exit
+ * codes (the library never prints): 0 on success, 1 on any error (a refused flag or value
+ * included, and standard output that could not be written), 2 when no command or an unknown one
+ * is given; a training run stopped by a signal after its checkpoint exits with 128 + the signal
+ * (cli/train.c). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
