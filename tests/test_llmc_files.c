@@ -412,6 +412,25 @@ static void test_bad_checkpoints(void)
     unlink(p);
 }
 
+/* Reads of a token stream: n tokens from `first`, each read in one call into got. */
+typedef struct {
+    size_t first, n;
+} read_case;
+
+/* Each case read from t must be tok[(first + i) mod N], the stream's tokens wrapping. */
+static void check_reads(const llmc_tokens *t, const uint16_t *tok, size_t N, const read_case *cases,
+                        size_t ncases, int *got, const char *what)
+{
+    for (size_t c = 0; c < ncases; c++) {
+        zc_err err = {0};
+        zc_status r = llmc_tokens_read(t, cases[c].first, cases[c].n, got, 256, &err);
+        bool ok = r == ZC_OK;
+        for (size_t i = 0; i < cases[c].n && ok; i++)
+            ok = got[i] == tok[(cases[c].first + i) % N];
+        CHECK(ok, "%s first=%zu n=%zu: %s", what, cases[c].first, cases[c].n, err.msg);
+    }
+}
+
 static void test_tokens(void)
 {
     zc_err err = {0};
@@ -427,17 +446,10 @@ static void test_tokens(void)
     st = llmc_tokens_open(path, &t, &err);
     CHECK(st == ZC_OK && t.ntok == N, "open tokens: %s", err.msg);
     int *got = malloc(3 * N * sizeof *got);
-    struct {
-        size_t first, n;
-    } cases[] = {{0, N}, {N - 3, 10}, {5, 1}, {2 * N + 500, 2 * N + 100}, {N - 1, 1}};
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0] && !st; c++) {
-        zc_status r = llmc_tokens_read(&t, cases[c].first, cases[c].n, got, 256, &err);
-        bool ok = r == ZC_OK;
-        for (size_t i = 0; i < cases[c].n && ok; i++)
-            ok = got[i] == tok[(cases[c].first + i) % N];
-        CHECK(ok, "token read first=%zu n=%zu (wrapping modulo ntok): %s", cases[c].first,
-              cases[c].n, err.msg);
-    }
+    const read_case cases[] = {{0, N}, {N - 3, 10}, {5, 1}, {2 * N + 500, 2 * N + 100}, {N - 1, 1}};
+    if (!st)
+        check_reads(&t, tok, N, cases, sizeof cases / sizeof cases[0], got,
+                    "token read (wrapping modulo ntok)");
     llmc_tokens_close(&t);
     llmc_tokens_close(&t);
     CHECK(t.nshards == 0 && !t.shard, "close is idempotent");
@@ -522,20 +534,13 @@ static void test_token_shards(void)
               strstr(t.shard[3].path, "sh_c.bin") && t.shard[2].first == 7002,
           "shards in byte order of their names, with their stream offsets");
     int *got = malloc(3 * N * sizeof *got);
-    struct {
-        size_t first, n;
-    } cases[] = {{0, N},        {6990, 20},     {7001, 1},
-                 {7000, 3},     {7002, 9553},   {16550, 3460},
-                 {N - 5, 7010}, {N + 7001, 2},  {2 * N + 500, 2 * N + 100},
-                 {N - 1, 1},    {3 * N - 1, 3}, {16554, 2}};
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0] && !st; c++) {
-        zc_status r = llmc_tokens_read(&t, cases[c].first, cases[c].n, got, 256, &err);
-        bool ok = r == ZC_OK;
-        for (size_t i = 0; i < cases[c].n && ok; i++)
-            ok = got[i] == tok[(cases[c].first + i) % N];
-        CHECK(ok, "shard read first=%zu n=%zu (across files, wrapping): %s", cases[c].first,
-              cases[c].n, err.msg);
-    }
+    const read_case cases[] = {{0, N},        {6990, 20},     {7001, 1},
+                               {7000, 3},     {7002, 9553},   {16550, 3460},
+                               {N - 5, 7010}, {N + 7001, 2},  {2 * N + 500, 2 * N + 100},
+                               {N - 1, 1},    {3 * N - 1, 3}, {16554, 2}};
+    if (!st)
+        check_reads(&t, tok, N, cases, sizeof cases / sizeof cases[0], got,
+                    "shard read (across files, wrapping)");
     llmc_tokens_close(&t);
     llmc_tokens_close(&t);
     CHECK(t.nshards == 0 && !t.shard, "close is idempotent");
