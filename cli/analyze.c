@@ -87,8 +87,12 @@ static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, anal
     int *tok = NULL;
     size_t data_bytes = 0;
     bool is_mlp = !strcmp(o->model, "mlp");
-    gpt2_config gc = {o->seq_len, o->vocab, gpt2_pad_vocab(o->vocab),
-                      o->layers,  o->heads, o->channels};
+    gpt2_config gc = {.max_seq_len = o->seq_len,
+                      .vocab_size = o->vocab,
+                      .padded_vocab_size = gpt2_pad_vocab(o->vocab),
+                      .num_layers = o->layers,
+                      .num_heads = o->heads,
+                      .channels = o->channels};
     /* stage 3 prefetches one (the largest) unit ahead: the default ("auto") */
     const mlp_config mc = {.hidden = o->hidden,
                            .layers = o->layers,

@@ -441,9 +441,12 @@ static zc_status init_shape(const estimate_flags *f, gpt2_config *gc, zc_err *er
 static zc_status gpt2_units(const estimate_flags *f, int B, zc_gemm_type compute, estimate_model *m,
                             zc_err *err)
 {
-    gpt2_config gc = {
-        f->seq_len, f->vocab,   gpt2_pad_vocab(f->vocab), f->given[SHAPE_LAYERS] ? f->layers : 12,
-        f->heads,   f->channels};
+    gpt2_config gc = {.max_seq_len = f->seq_len,
+                      .vocab_size = f->vocab,
+                      .padded_vocab_size = gpt2_pad_vocab(f->vocab),
+                      .num_layers = f->given[SHAPE_LAYERS] ? f->layers : 12,
+                      .num_heads = f->heads,
+                      .channels = f->channels};
     zc_status st = f->init ? init_shape(f, &gc, err) : ZC_OK;
     if (st)
         return st;

@@ -392,12 +392,12 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
             }
     } else {
         int V = o->vocab;
-        gc = (gpt2_config){o->max_seq_len ? o->max_seq_len : o->seq_len,
-                           V,
-                           gpt2_pad_vocab(V),
-                           o->layers ? o->layers : 4,
-                           o->heads,
-                           o->channels};
+        gc = (gpt2_config){.max_seq_len = o->max_seq_len ? o->max_seq_len : o->seq_len,
+                           .vocab_size = V,
+                           .padded_vocab_size = gpt2_pad_vocab(V),
+                           .num_layers = o->layers ? o->layers : 4,
+                           .num_heads = o->heads,
+                           .channels = o->channels};
     }
     snprintf(m->describe, sizeof m->describe,
              "\"max_seq_len\": %d, \"vocab_size\": %d, \"padded_vocab_size\": %d, "

@@ -859,7 +859,12 @@ static void test_decode_model(void)
         zc_mem *mem = zc_mem_create();
         zc_engine *e = NULL;
         gpt2_model *m = NULL;
-        gpt2_config gc = {MAXT, MV, gpt2_pad_vocab(MV), ML, MNH, MC};
+        gpt2_config gc = {.max_seq_len = MAXT,
+                          .vocab_size = MV,
+                          .padded_vocab_size = gpt2_pad_vocab(MV),
+                          .num_layers = ML,
+                          .num_heads = MNH,
+                          .channels = MC};
         CHECK(!zc_engine_create(&e, &cfg, g_comm, mem, &err), "%s", err.msg);
         CHECK(!gpt2_create(&m, e, mem, &gc, MB, MT, false, &err), "%s", err.msg);
         CHECK(!zc_engine_finalize(e, &err), "%s", err.msg);
@@ -981,7 +986,12 @@ static void test_decode_model(void)
         zc_mem *mem = zc_mem_create();
         zc_engine *e = NULL;
         gpt2_model *m = NULL;
-        gpt2_config gc = {DT, MV, gpt2_pad_vocab(MV), DL, 2, DC};
+        gpt2_config gc = {.max_seq_len = DT,
+                          .vocab_size = MV,
+                          .padded_vocab_size = gpt2_pad_vocab(MV),
+                          .num_layers = DL,
+                          .num_heads = 2,
+                          .channels = DC};
         CHECK(!zc_engine_create(&e, &cfg, g_comm, mem, &err), "%s", err.msg);
         CHECK(!gpt2_create(&m, e, mem, &gc, 1, DT, true, &err), "%s", err.msg);
         CHECK(!zc_engine_finalize(e, &err), "%s", err.msg);

@@ -58,7 +58,12 @@ int main(int argc, char **argv)
     zc_mem *mem = zc_mem_create();
     zc_engine *e;
     gpt2_model *m;
-    gpt2_config gc = {maxT, V, Vp, L, NH, C};
+    gpt2_config gc = {.max_seq_len = maxT,
+                      .vocab_size = V,
+                      .padded_vocab_size = Vp,
+                      .num_layers = L,
+                      .num_heads = NH,
+                      .channels = C};
     CHECK(!zc_engine_create(&e, &cfg, comm, mem, &err), "%s", err.msg);
     CHECK(!gpt2_create(&m, e, mem, &gc, B, T, false, &err), "%s", err.msg);
     CHECK(!zc_engine_finalize(e, &err), "%s", err.msg);

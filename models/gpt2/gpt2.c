@@ -83,17 +83,74 @@ enum {
     D_NBLOCK
 };
 
+/* The architecture's resolved widths (gpt2_config's zeros made explicit). */
+typedef struct {
+    int64_t C, NH, KV, hd;
+    int64_t QD; /* attention's output: NH·hd */
+    int64_t W;  /* a qkv row: (NH + 2·KV)·hd */
+    int64_t I;  /* the MLP's width */
+    int64_t F;  /* the MLP's first product: I (GELU), 2·I (SwiGLU: gate | up) */
+} dims;
+
+int gpt2_kv_heads(const gpt2_config *c)
+{
+    return c->kv_heads ? c->kv_heads : c->num_heads;
+}
+int gpt2_head_dim(const gpt2_config *c)
+{
+    return c->head_dim ? c->head_dim : c->num_heads ? c->channels / c->num_heads : 0;
+}
+int gpt2_hidden(const gpt2_config *c)
+{
+    return c->hidden ? c->hidden : c->channels > INT_MAX / 4 ? INT_MAX : 4 * c->channels;
+}
+bool gpt2_is_plain(const gpt2_config *c)
+{
+    const gpt2_config g = {.channels = c->channels};
+    return gpt2_kv_heads(c) == c->num_heads && gpt2_head_dim(c) * c->num_heads == c->channels &&
+           gpt2_hidden(c) == gpt2_hidden(&g) && c->norm == g.norm && c->mlp == g.mlp &&
+           c->bias == g.bias && c->untied == g.untied && c->pos == g.pos && !c->family[0];
+}
+
+static dims dims_of(const gpt2_config *c)
+{
+    dims d = {.C = c->channels, .NH = c->num_heads, .KV = gpt2_kv_heads(c), .hd = gpt2_head_dim(c)};
+    d.QD = d.NH * d.hd;
+    d.W = (d.NH + 2 * d.KV) * d.hd;
+    d.I = gpt2_hidden(c);
+    d.F = c->mlp == GPT2_MLP_SWIGLU ? 2 * d.I : d.I;
+    return d;
+}
+
+/* Whether block parameter k exists in this architecture (biases and LayerNorm's shifts may not). */
+static bool has_block_param(const gpt2_config *c, int k)
+{
+    switch (k) {
+    case P_LN1B:
+    case P_LN2B: return c->norm == GPT2_NORM_LAYERNORM;
+    case P_QKVB: return c->bias != GPT2_BIAS_NONE;
+    case P_ATTPROJB:
+    case P_FCB:
+    case P_FCPROJB: return c->bias == GPT2_BIAS_ALL;
+    default: return true;
+    }
+}
+
 struct gpt2_model {
     gpt2_config cfg;
+    dims d;
     zc_engine *e;
     zc_mem *mem;
     int B, T;
     bool checkpointing;
-    int u_emb, u_lnf, *u_block;                 /* unit ids */
-    int p_wte, p_wpe, p_lnfw, p_lnfb, *p_block; /* param ids; p_block[l * P_NBLOCK + k] */
+    int u_emb, u_lnf, *u_block; /* unit ids */
+    /* param ids; p_block[l * P_NBLOCK + k]; −1 where the architecture has no such parameter
+     * (wpe with rotary positions, lnfb with RMSNorm, lm_head when tied, absent biases) */
+    int p_wte, p_wpe, p_lnfw, p_lnfb, p_head, *p_block;
     float *arena;
     size_t arena_floats;
-    float **act; /* act[l * A_NBLOCK + k] */
+    float *rope_cos, *rope_sin; /* (T, hd/2) each, at the arena's end; NULL with wpe */
+    float **act;                /* act[l * A_NBLOCK + k] */
     float *dact[D_NBLOCK];
     float *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses, *dlnf, *dres[2];
     gpt2_gemm gemm; /* the linear layers' products: fp32, or bf16 + workspace */
@@ -103,19 +160,21 @@ struct gpt2_model {
  * without wrapping (INT64_MAX and *ovf past 64 bits): gpt2_check refuses such shapes. */
 static int64_t act_size(const gpt2_config *c, int B, int T, int k, bool *ovf)
 {
-    const int64_t BT = zc_mul_i64(B, T, ovf), C = c->channels;
+    const int64_t BT = zc_mul_i64(B, T, ovf);
+    const dims d = dims_of(c);
     switch (k) {
     case A_LN1_MEAN:
     case A_LN1_RSTD:
     case A_LN2_MEAN:
     case A_LN2_RSTD: return BT;
-    case A_QKV: return zc_mul_i64(BT, zc_mul_i64(3, C, ovf), ovf);
+    case A_QKV: return zc_mul_i64(BT, d.W, ovf);
+    case A_ATTY: return zc_mul_i64(BT, d.QD, ovf);
     case A_PREATT:
     case A_ATT: /* B × heads × T × T */
         return zc_mul_i64(zc_mul_i64(BT, c->num_heads, ovf), T, ovf);
-    case A_FCH:
-    case A_FCH_GELU: return zc_mul_i64(BT, zc_mul_i64(4, C, ovf), ovf);
-    default: return zc_mul_i64(BT, C, ovf);
+    case A_FCH: return zc_mul_i64(BT, d.F, ovf);
+    case A_FCH_GELU: return zc_mul_i64(BT, d.I, ovf);
+    default: return zc_mul_i64(BT, d.C, ovf);
     }
 }
 
@@ -137,25 +196,54 @@ static void top_sizes(const gpt2_config *c, int B, int T, int64_t out[N_TOP], bo
     memcpy(out, sz, sizeof sz);
 }
 
+/* Floats of the rotary tables (cos and sin, T × hd/2 each); 0 with learned positions. */
+static int64_t rope_floats(const gpt2_config *c, int T, bool *ovf)
+{
+    return c->pos == GPT2_POS_ROPE ? zc_mul_i64(T, gpt2_head_dim(c) / 2 * 2, ovf) : 0;
+}
+
+/* The elements of parameter shapes, per unit (without wrapping): the embeddings, one block,
+ * ln_f (with lm_head when untied). */
+static void unit_sizes(const gpt2_config *c, int64_t *emb, int64_t *block, int64_t *lnf, bool *ovf)
+{
+    const dims d = dims_of(c);
+    const int64_t C = d.C, V = c->padded_vocab_size;
+    *emb = zc_mul_i64(V, C, ovf);
+    if (c->pos == GPT2_POS_LEARNED)
+        *emb = zc_add_i64(*emb, zc_mul_i64(c->max_seq_len, C, ovf), ovf);
+    const int64_t norm = c->norm == GPT2_NORM_LAYERNORM ? 2 * C : C;
+    int64_t b = 2 * norm;
+    b = zc_add_i64(b, zc_mul_i64(d.W, C, ovf), ovf);  /* qkvw */
+    b = zc_add_i64(b, zc_mul_i64(C, d.QD, ovf), ovf); /* attprojw */
+    b = zc_add_i64(b, zc_mul_i64(d.F, C, ovf), ovf);  /* fcw */
+    b = zc_add_i64(b, zc_mul_i64(C, d.I, ovf), ovf);  /* fcprojw */
+    if (c->bias != GPT2_BIAS_NONE)
+        b = zc_add_i64(b, d.W, ovf); /* qkvb */
+    if (c->bias == GPT2_BIAS_ALL)
+        b = zc_add_i64(b, zc_add_i64(2 * C, d.F, ovf), ovf); /* attprojb, fcprojb, fcb */
+    *block = b;
+    *lnf = c->untied ? zc_add_i64(norm, zc_mul_i64(V, C, ovf), ovf) : norm;
+}
+
 int gpt2_unit_numel(const gpt2_config *c, size_t *numel)
 {
-    const size_t C = (size_t)c->channels;
+    bool ovf = false; /* gpt2_check passed */
+    int64_t emb, block, lnf;
+    unit_sizes(c, &emb, &block, &lnf, &ovf);
     int k = 0;
-    numel[k++] = (size_t)c->padded_vocab_size * C + (size_t)c->max_seq_len * C; /* wte, wpe */
-    /* a block: ln1 2C, qkv 3C²+3C, attproj C²+C, ln2 2C, fc 4C²+4C, fcproj 4C²+C */
+    numel[k++] = (size_t)emb;
     for (int l = 0; l < c->num_layers; l++)
-        numel[k++] = 12 * C * C + 13 * C;
-    numel[k++] = 2 * C; /* lnfw, lnfb */
+        numel[k++] = (size_t)block;
+    numel[k++] = (size_t)lnf;
     return k;
 }
 
 /* Parameters of the model (the units above, summed), without wrapping. */
 static int64_t total_numel(const gpt2_config *c, bool *ovf)
 {
-    const int64_t C = c->channels;
-    int64_t emb = zc_mul_i64(zc_add_i64(c->padded_vocab_size, c->max_seq_len, ovf), C, ovf);
-    int64_t block = zc_add_i64(zc_mul_i64(12 * C, C, ovf), 13 * C, ovf);
-    return zc_add_i64(zc_add_i64(emb, zc_mul_i64(c->num_layers, block, ovf), ovf), 2 * C, ovf);
+    int64_t emb, block, lnf;
+    unit_sizes(c, &emb, &block, &lnf, ovf);
+    return zc_add_i64(zc_add_i64(emb, zc_mul_i64(c->num_layers, block, ovf), ovf), lnf, ovf);
 }
 
 /* Bytes of workspace the bf16 products need: the largest of the linear layers'
@@ -168,19 +256,23 @@ static int64_t gemm_workspace(const gpt2_config *c, int B, int T, zc_gemm_type c
 {
     if (compute != ZC_GEMM_BF16)
         return 0;
-    const int64_t BT = zc_mul_i64(B, T, ovf), C = c->channels, Vp = c->padded_vocab_size;
-    const int64_t W = 4 * C > Vp ? 4 * C : Vp;
-    (void)zc_mul_i64(32, zc_mul_i64(W, zc_add_i64(BT, 4 * C, ovf), ovf), ovf);
+    const dims d = dims_of(c);
+    const int64_t BT = zc_mul_i64(B, T, ovf), C = d.C, Vp = c->padded_vocab_size;
+    int64_t W = Vp;
+    const int64_t widths[] = {C, d.W, d.QD, d.F, d.I};
+    for (size_t i = 0; i < sizeof widths / sizeof *widths; i++)
+        W = widths[i] > W ? widths[i] : W;
+    (void)zc_mul_i64(32, zc_mul_i64(W, zc_add_i64(BT, W, ovf), ovf), ovf);
     const int64_t nb = zc_mul_i64(B, c->num_heads, ovf);
-    const int64_t span = T > C / c->num_heads ? T : C / c->num_heads;
-    (void)zc_mul_i64(zc_mul_i64(nb, 16, ovf), zc_mul_i64(T, span, ovf), ovf);
+    const int64_t span = T > d.hd ? T : d.hd;
+    (void)zc_mul_i64(zc_mul_i64(nb, 16, ovf), zc_mul_i64(T, zc_add_i64(span, d.W, ovf), ovf), ovf);
     if (BT > INT_MAX || W > INT_MAX || nb > INT_MAX)
         *ovf = true;
     if (*ovf)
         return INT64_MAX;
-    const int N = (int)BT, IC[] = {(int)C, (int)C, (int)C, 4 * (int)C, (int)C},
-              OC[] = {3 * (int)C, (int)C, 4 * (int)C, (int)C, (int)Vp};
-    size_t ws = gpt2_attention_workspace_bytes(B, T, (int)C, c->num_heads);
+    const int N = (int)BT, IC[] = {(int)C, (int)d.QD, (int)C, (int)d.I, (int)C},
+              OC[] = {(int)d.W, (int)C, (int)d.F, (int)C, (int)Vp};
+    size_t ws = gpt2_attention_gqa_workspace_bytes(B, T, c->num_heads, (int)d.KV, (int)d.hd);
     for (size_t i = 0; i < sizeof IC / sizeof *IC; i++) {
         size_t layer = gpt2_matmul_workspace_bytes(N, IC[i], OC[i]);
         ws = layer > ws ? layer : ws;
@@ -202,6 +294,7 @@ static int64_t activation_bytes(const gpt2_config *c, int B, int T, bool activat
     top_sizes(c, B, T, top, ovf);
     for (int i = 0; i < N_TOP; i++)
         total = zc_add_i64(total, top[i], ovf);
+    total = zc_add_i64(total, rope_floats(c, T, ovf), ovf);
     return zc_add_i64(zc_mul_i64(total, sizeof(float), ovf), gemm_workspace(c, B, T, compute, ovf),
                       ovf);
 }
@@ -225,6 +318,18 @@ static size_t block_grad_size(const gpt2_model *m, int k)
     return (size_t)grad_size(&m->cfg, m->B, m->T, k, &ovf);
 }
 
+/* How messages name the model: its family, or gpt2. */
+static const char *family_name(const gpt2_config *c)
+{
+    return c->family[0] ? c->family : "gpt2";
+}
+
+static bool num_heads_kv_bad(const gpt2_config *c)
+{
+    const int kv = gpt2_kv_heads(c);
+    return kv < 1 || c->num_heads % kv || gpt2_head_dim(c) < 1 || gpt2_hidden(c) < 1;
+}
+
 int gpt2_pad_vocab(int vocab)
 {
     int64_t padded = ((int64_t)vocab + 127) / 128 * 128;
@@ -240,9 +345,30 @@ zc_status gpt2_check(const gpt2_config *c, int B, int T, bool activation_checkpo
                           "gpt2: layers, heads, channels, vocab and sequence "
                           "length must be >= 1 (got L=%d H=%d C=%d V=%d maxT=%d)",
                           c->num_layers, c->num_heads, c->channels, c->vocab_size, c->max_seq_len);
-    if (c->channels % c->num_heads)
+    if (!c->head_dim && c->channels % c->num_heads)
         return zc_err_set(err, ZC_EINVAL, "gpt2: channels %d is not divisible by heads %d",
                           c->channels, c->num_heads);
+    if (c->kv_heads < 0 || c->head_dim < 0 || c->hidden < 0 || num_heads_kv_bad(c))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: key/value heads %d must divide the %d attention heads; head_dim "
+                          "%d and the MLP's width %d must be >= 1",
+                          family_name(c), gpt2_kv_heads(c), c->num_heads, gpt2_head_dim(c),
+                          gpt2_hidden(c));
+    if (c->pos == GPT2_POS_ROPE && (gpt2_head_dim(c) % 2 || !(c->rope_theta > 0)))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: rotary positions need an even head_dim (got %d) and rope_theta > 0 "
+                          "(got %g)",
+                          family_name(c), gpt2_head_dim(c), c->rope_theta);
+    if (c->norm == GPT2_NORM_RMSNORM && !(c->norm_eps > 0))
+        return zc_err_set(err, ZC_EINVAL, "%s: rms_norm_eps must be > 0 (got %g)", family_name(c),
+                          (double)c->norm_eps);
+    if ((int64_t)(c->num_heads + 2 * (int64_t)gpt2_kv_heads(c)) * gpt2_head_dim(c) > INT_MAX ||
+        (c->mlp == GPT2_MLP_SWIGLU && gpt2_hidden(c) > INT_MAX / 2))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: the attention's %d + 2 × %d heads of %d, or the MLP's width %d, "
+                          "pass an int",
+                          family_name(c), c->num_heads, gpt2_kv_heads(c), gpt2_head_dim(c),
+                          gpt2_hidden(c));
     if (c->padded_vocab_size == 0)
         return zc_err_set(err, ZC_EINVAL,
                           "gpt2: --vocab %d: at most %d (llm.c pads the "
@@ -290,6 +416,33 @@ zc_status gpt2_check(const gpt2_config *c, int B, int T, bool activation_checkpo
     return ZC_OK;
 }
 
+/* The rotary angles of positions 0 … T−1: θ(t, i) = t · f_i with f_i = theta^(−2i/hd) (i < hd/2),
+ * or Llama 3.1's banded frequencies (rope_scaling "llama3": wavelengths longer than
+ * original_max / low_freq_factor slowed by factor, shorter than original_max / high_freq_factor
+ * kept, those between blended), computed in double and rounded once. */
+static void rope_tables(const gpt2_config *c, int T, float *cosv, float *sinv)
+{
+    const int hd = gpt2_head_dim(c), half = hd / 2;
+    for (int i = 0; i < half; i++) {
+        double f = pow(c->rope_theta, -2.0 * i / hd);
+        if (c->rope_factor > 0) {
+            const double wavelen = 2.0 * M_PI / f, old = c->rope_orig_max;
+            const double low = old / c->rope_low_freq, high = old / c->rope_high_freq;
+            if (wavelen > low)
+                f /= c->rope_factor;
+            else if (wavelen >= high) {
+                const double s =
+                    (old / wavelen - c->rope_low_freq) / (c->rope_high_freq - c->rope_low_freq);
+                f = (1.0 - s) * f / c->rope_factor + s * f;
+            }
+        }
+        for (int t = 0; t < T; t++) {
+            cosv[(size_t)t * half + i] = (float)cos(t * f);
+            sinv[(size_t)t * half + i] = (float)sin(t * f);
+        }
+    }
+}
+
 zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_config *cfg, int B,
                       int T, bool activation_checkpointing, zc_err *err)
 {
@@ -303,6 +456,7 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
         return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory");
     const int L = cfg->num_layers;
     m->cfg = *cfg, m->e = e, m->mem = mem, m->B = B, m->T = T;
+    m->d = dims_of(cfg);
     m->checkpointing = activation_checkpointing;
     m->u_block = calloc((size_t)L, sizeof(int));
     m->p_block = calloc((size_t)L * P_NBLOCK, sizeof(int));
@@ -312,14 +466,21 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
         return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory");
     }
 
-    /* Units and parameters, llm.c's names and layouts. */
-    const int64_t C = cfg->channels, Vp = cfg->padded_vocab_size, maxT = cfg->max_seq_len;
+    /* Units and parameters, llm.c's names and layouts; the architecture's absent parameters
+     * are not registered (their ids −1). */
+    const dims d = m->d;
+    const int64_t C = d.C, Vp = cfg->padded_vocab_size, maxT = cfg->max_seq_len;
+    const bool plain = gpt2_is_plain(cfg);
+    /* GPT-2 scales its residual projections by 1/√(2L); transformers' Llama family draws every
+     * matrix from N(0, initializer_range 0.02) */
     const zc_init w02 = {ZC_INIT_NORMAL, 0.02f}, zero = {ZC_INIT_CONST, 0.0f},
                   one = {ZC_INIT_CONST, 1.0f},
-                  wres = {ZC_INIT_NORMAL, (float)(0.02 / sqrt(2.0 * L))};
+                  wres = plain ? (zc_init){ZC_INIT_NORMAL, (float)(0.02 / sqrt(2.0 * L))} : w02;
     m->u_emb = zc_engine_add_unit(e, "embeddings");
     m->p_wte = zc_engine_add_param(e, m->u_emb, "wte", 2, (int64_t[]){Vp, C}, w02);
-    m->p_wpe = zc_engine_add_param(e, m->u_emb, "wpe", 2, (int64_t[]){maxT, C}, w02);
+    m->p_wpe = cfg->pos == GPT2_POS_LEARNED
+                   ? zc_engine_add_param(e, m->u_emb, "wpe", 2, (int64_t[]){maxT, C}, w02)
+                   : -1;
     for (int l = 0; l < L; l++) {
         char name[ZC_MAX_NAME];
         snprintf(name, sizeof name, "h.%d", l);
@@ -328,11 +489,14 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
             int ndim;
             int64_t d0, d1;
             zc_init init;
-        } shape[P_NBLOCK] = {{1, C, 0, one},      {1, C, 0, zero},     {2, 3 * C, C, w02},
-                             {1, 3 * C, 0, zero}, {2, C, C, wres},     {1, C, 0, zero},
-                             {1, C, 0, one},      {1, C, 0, zero},     {2, 4 * C, C, w02},
-                             {1, 4 * C, 0, zero}, {2, C, 4 * C, wres}, {1, C, 0, zero}};
+        } shape[P_NBLOCK] = {{1, C, 0, one},    {1, C, 0, zero},    {2, d.W, C, w02},
+                             {1, d.W, 0, zero}, {2, C, d.QD, wres}, {1, C, 0, zero},
+                             {1, C, 0, one},    {1, C, 0, zero},    {2, d.F, C, w02},
+                             {1, d.F, 0, zero}, {2, C, d.I, wres},  {1, C, 0, zero}};
         for (int k = 0; k < P_NBLOCK; k++) {
+            m->p_block[l * P_NBLOCK + k] = -1;
+            if (!has_block_param(cfg, k))
+                continue;
             snprintf(name, sizeof name, "h.%d.%s", l, BLOCK_PARAM[k]);
             m->p_block[l * P_NBLOCK + k] =
                 zc_engine_add_param(e, m->u_block[l], name, shape[k].ndim,
@@ -341,7 +505,11 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
     }
     m->u_lnf = zc_engine_add_unit(e, "ln_f");
     m->p_lnfw = zc_engine_add_param(e, m->u_lnf, "lnfw", 1, (int64_t[]){C}, one);
-    m->p_lnfb = zc_engine_add_param(e, m->u_lnf, "lnfb", 1, (int64_t[]){C}, zero);
+    m->p_lnfb = cfg->norm == GPT2_NORM_LAYERNORM
+                    ? zc_engine_add_param(e, m->u_lnf, "lnfb", 1, (int64_t[]){C}, zero)
+                    : -1;
+    m->p_head =
+        cfg->untied ? zc_engine_add_param(e, m->u_lnf, "lm_head", 2, (int64_t[]){Vp, C}, w02) : -1;
 
     /* Activations: one arena, carved by the size table; in bf16 mode the products' workspace
      * at its end. */
@@ -379,6 +547,12 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
         (gpt2_gemm){.type = compute, .ws_bytes = (size_t)gemm_workspace(cfg, B, T, compute, &ovf)};
     m->gemm.ws = m->gemm.ws_bytes ? p : NULL;
     p += m->gemm.ws_bytes / sizeof(float);
+    if (cfg->pos == GPT2_POS_ROPE) {
+        m->rope_cos = p;
+        m->rope_sin = p + (size_t)T * (size_t)(d.hd / 2);
+        p += rope_floats(cfg, T, &ovf);
+        rope_tables(cfg, T, m->rope_cos, m->rope_sin);
+    }
     ZC_ASSERT(p == m->arena + total);
     *out = m;
     return ZC_OK;
@@ -416,9 +590,14 @@ void gpt2_batch_shape(const gpt2_model *m, int *B, int *T)
 
 /* ---------- forward ---------- */
 
+/* A parameter's fp32 values; NULL for one the architecture does not have (id −1). */
+static float *P(gpt2_model *m, int param)
+{
+    return param < 0 ? NULL : zc_engine_param(m->e, param);
+}
 static float *W(gpt2_model *m, int l, int k)
 {
-    return zc_engine_param(m->e, m->p_block[l * P_NBLOCK + k]);
+    return P(m, m->p_block[l * P_NBLOCK + k]);
 }
 
 /* A weight matrix for a product (or the embedding lookup), as the two arguments the matmul and
@@ -443,28 +622,55 @@ static float *block_input(gpt2_model *m, int l)
     return l == 0 ? m->encoded : A(m, l - 1, A_RES3);
 }
 
+/* A norm's forward: LayerNorm (mean, rstd saved) or RMSNorm (rstd saved). */
+static void norm_forward(const gpt2_model *m, float *out, float *mean, float *rstd,
+                         const float *inp, const float *w, const float *b, int N)
+{
+    const int C = m->cfg.channels;
+    if (m->cfg.norm == GPT2_NORM_RMSNORM)
+        gpt2_rmsnorm_forward(out, rstd, inp, w, N, C, m->cfg.norm_eps);
+    else
+        gpt2_layernorm_forward(out, mean, rstd, inp, w, b, N, C);
+}
+static void norm_backward(const gpt2_model *m, float *dinp, float *dw, float *db, const float *dout,
+                          const float *inp, const float *w, const float *mean, const float *rstd,
+                          int N)
+{
+    const int C = m->cfg.channels;
+    if (m->cfg.norm == GPT2_NORM_RMSNORM)
+        gpt2_rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C);
+    else
+        gpt2_layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+}
+
 /* Block l's forward from its input; the unit must be acquired. */
 static void block_forward(gpt2_model *m, int l)
 {
     const int B = m->B, T = m->T, C = m->cfg.channels, NH = m->cfg.num_heads;
-    const int BT = B * T;
+    const int BT = B * T, KV = (int)m->d.KV, hd = (int)m->d.hd, QD = (int)m->d.QD;
+    const int Wd = (int)m->d.W, I = (int)m->d.I, F = (int)m->d.F;
     float *res = block_input(m, l);
-    gpt2_layernorm_forward(A(m, l, A_LN1), A(m, l, A_LN1_MEAN), A(m, l, A_LN1_RSTD), res,
-                           W(m, l, P_LN1W), W(m, l, P_LN1B), BT, C);
+    norm_forward(m, A(m, l, A_LN1), A(m, l, A_LN1_MEAN), A(m, l, A_LN1_RSTD), res, W(m, l, P_LN1W),
+                 W(m, l, P_LN1B), BT);
     gpt2_matmul_forward(A(m, l, A_QKV), A(m, l, A_LN1), BMAT(m, l, P_QKVW), W(m, l, P_QKVB), BT, C,
-                        3 * C, &m->gemm);
-    gpt2_attention_forward(A(m, l, A_ATTY), A(m, l, A_PREATT), A(m, l, A_ATT), A(m, l, A_QKV), B, T,
-                           C, NH, &m->gemm);
+                        Wd, &m->gemm);
+    if (m->rope_cos) /* q and k heads turn; v's do not */
+        gpt2_rope_forward(A(m, l, A_QKV), m->rope_cos, m->rope_sin, B, T, Wd, NH + KV, hd);
+    gpt2_attention_gqa_forward(A(m, l, A_ATTY), A(m, l, A_PREATT), A(m, l, A_ATT), A(m, l, A_QKV),
+                               B, T, NH, KV, hd, &m->gemm);
     gpt2_matmul_forward(A(m, l, A_ATTPROJ), A(m, l, A_ATTY), BMAT(m, l, P_ATTPROJW),
-                        W(m, l, P_ATTPROJB), BT, C, C, &m->gemm);
+                        W(m, l, P_ATTPROJB), BT, QD, C, &m->gemm);
     gpt2_residual_forward(A(m, l, A_RES2), res, A(m, l, A_ATTPROJ), (size_t)BT * C);
-    gpt2_layernorm_forward(A(m, l, A_LN2), A(m, l, A_LN2_MEAN), A(m, l, A_LN2_RSTD),
-                           A(m, l, A_RES2), W(m, l, P_LN2W), W(m, l, P_LN2B), BT, C);
-    gpt2_matmul_forward(A(m, l, A_FCH), A(m, l, A_LN2), BMAT(m, l, P_FCW), W(m, l, P_FCB), BT, C,
-                        4 * C, &m->gemm);
-    gpt2_gelu_forward(A(m, l, A_FCH_GELU), A(m, l, A_FCH), (size_t)BT * 4 * C);
+    norm_forward(m, A(m, l, A_LN2), A(m, l, A_LN2_MEAN), A(m, l, A_LN2_RSTD), A(m, l, A_RES2),
+                 W(m, l, P_LN2W), W(m, l, P_LN2B), BT);
+    gpt2_matmul_forward(A(m, l, A_FCH), A(m, l, A_LN2), BMAT(m, l, P_FCW), W(m, l, P_FCB), BT, C, F,
+                        &m->gemm);
+    if (m->cfg.mlp == GPT2_MLP_SWIGLU)
+        gpt2_swiglu_forward(A(m, l, A_FCH_GELU), A(m, l, A_FCH), BT, I);
+    else
+        gpt2_gelu_forward(A(m, l, A_FCH_GELU), A(m, l, A_FCH), (size_t)BT * I);
     gpt2_matmul_forward(A(m, l, A_FCPROJ), A(m, l, A_FCH_GELU), BMAT(m, l, P_FCPROJW),
-                        W(m, l, P_FCPROJB), BT, 4 * C, C, &m->gemm);
+                        W(m, l, P_FCPROJB), BT, I, C, &m->gemm);
     gpt2_residual_forward(A(m, l, A_RES3), A(m, l, A_RES2), A(m, l, A_FCPROJ), (size_t)BT * C);
 }
 
@@ -487,12 +693,13 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
     zc_status st = check_tokens(m, inputs, "input", err);
     if (!st && targets)
         st = check_tokens(m, targets, "target", err);
-    if (!st)
-        st = zc_engine_acquire(m->e, m->u_emb, err); /* held until the head is done */
+    if (!st) /* tied: held until the head is done */
+        st = zc_engine_acquire(m->e, m->u_emb, err);
     if (st)
         return st;
-    gpt2_encoder_forward(m->encoded, inputs, MAT(m, m->p_wte), zc_engine_param(m->e, m->p_wpe), B,
-                         T, C);
+    gpt2_encoder_forward(m->encoded, inputs, MAT(m, m->p_wte), P(m, m->p_wpe), B, T, C);
+    if (m->cfg.untied && (st = zc_engine_release(m->e, m->u_emb, err)))
+        return st;
     for (int l = 0; l < L; l++) {
         if ((st = zc_engine_acquire(m->e, m->u_block[l], err)))
             return st;
@@ -502,14 +709,19 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
     }
     if ((st = zc_engine_acquire(m->e, m->u_lnf, err)))
         return st;
-    gpt2_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, A(m, L - 1, A_RES3),
-                           zc_engine_param(m->e, m->p_lnfw), zc_engine_param(m->e, m->p_lnfb), BT,
-                           C);
-    if ((st = zc_engine_release(m->e, m->u_lnf, err)))
-        return st;
-    gpt2_matmul_forward(m->logits, m->lnf, MAT(m, m->p_wte), NULL, BT, C, Vp, &m->gemm);
-    if ((st = zc_engine_release(m->e, m->u_emb, err)))
-        return st;
+    norm_forward(m, m->lnf, m->lnf_mean, m->lnf_rstd, A(m, L - 1, A_RES3), P(m, m->p_lnfw),
+                 P(m, m->p_lnfb), BT);
+    if (m->cfg.untied) { /* the head is ln_f's unit's lm_head */
+        gpt2_matmul_forward(m->logits, m->lnf, MAT(m, m->p_head), NULL, BT, C, Vp, &m->gemm);
+        if ((st = zc_engine_release(m->e, m->u_lnf, err)))
+            return st;
+    } else {
+        if ((st = zc_engine_release(m->e, m->u_lnf, err)))
+            return st;
+        gpt2_matmul_forward(m->logits, m->lnf, MAT(m, m->p_wte), NULL, BT, C, Vp, &m->gemm);
+        if ((st = zc_engine_release(m->e, m->u_emb, err)))
+            return st;
+    }
     if (targets && loss) {
         gpt2_softmax_crossentropy_forward(m->losses, m->probs, m->logits, targets, BT, V, Vp);
         double s = 0.0;
@@ -559,13 +771,13 @@ void gpt2_get_block_weights(gpt2_model *m, int l, gpt2_block_weights *out)
 void gpt2_get_embeddings(gpt2_model *m, gpt2_weight *wte, const float **wpe)
 {
     *wte = weight_of(m, m->p_wte);
-    *wpe = zc_engine_param(m->e, m->p_wpe);
+    *wpe = P(m, m->p_wpe);
 }
 
 void gpt2_get_lnf(gpt2_model *m, const float **lnfw, const float **lnfb)
 {
-    *lnfw = zc_engine_param(m->e, m->p_lnfw);
-    *lnfb = zc_engine_param(m->e, m->p_lnfb);
+    *lnfw = P(m, m->p_lnfw);
+    *lnfb = P(m, m->p_lnfb);
 }
 
 zc_gemm_type gpt2_compute_type(const gpt2_model *m)
@@ -578,7 +790,8 @@ zc_mem *gpt2_mem(const gpt2_model *m)
 }
 void *gpt2_activation_scratch(gpt2_model *m, size_t *bytes)
 {
-    *bytes = m->arena_floats * sizeof(float);
+    bool ovf = false; /* the rotary tables at the arena's end are kept */
+    *bytes = (m->arena_floats - (size_t)rope_floats(&m->cfg, m->T, &ovf)) * sizeof(float);
     return m->arena;
 }
 
@@ -594,6 +807,8 @@ static bool G(gpt2_model *m, int l, int k, float **g, uint16_t **g16, bool *fres
     *fresh = false;
     *g16 = NULL;
     *g = NULL;
+    if (param < 0) /* not in this architecture */
+        return true;
     if (k != P_QKVW && k != P_ATTPROJW && k != P_FCW && k != P_FCPROJW)
         return (*g = zc_engine_grad(m->e, param)) != NULL;
     if (m->gemm.type == ZC_GEMM_BF16 && mat16(m, param) && (*g16 = zc_engine_grad16(m->e, param)))
@@ -619,25 +834,32 @@ static zc_status block_backward(gpt2_model *m, int l, const float *dres_out, flo
             memset(m->dact[k], 0, block_grad_size(m, k) * sizeof(float));
     float **d = m->dact;
     float *res = block_input(m, l);
+    const int KV = (int)m->d.KV, hd = (int)m->d.hd, QD = (int)m->d.QD, Wd = (int)m->d.W;
+    const int I = (int)m->d.I, F = (int)m->d.F;
     gpt2_residual_backward(d[D_RES2], d[D_FCPROJ], dres_out, (size_t)BT * C);
     gpt2_matmul_backward(d[D_FCH_GELU], g[P_FCPROJW], g16[P_FCPROJW], g[P_FCPROJB], d[D_FCPROJ],
-                         A(m, l, A_FCH_GELU), BMAT(m, l, P_FCPROJW), BT, 4 * C, C, fresh[P_FCPROJW],
+                         A(m, l, A_FCH_GELU), BMAT(m, l, P_FCPROJW), BT, I, C, fresh[P_FCPROJW],
                          &m->gemm);
-    gpt2_gelu_backward(d[D_FCH], A(m, l, A_FCH), d[D_FCH_GELU], (size_t)BT * 4 * C);
+    if (m->cfg.mlp == GPT2_MLP_SWIGLU)
+        gpt2_swiglu_backward(d[D_FCH], A(m, l, A_FCH), d[D_FCH_GELU], BT, I);
+    else
+        gpt2_gelu_backward(d[D_FCH], A(m, l, A_FCH), d[D_FCH_GELU], (size_t)BT * I);
     gpt2_matmul_backward(d[D_LN2], g[P_FCW], g16[P_FCW], g[P_FCB], d[D_FCH], A(m, l, A_LN2),
-                         BMAT(m, l, P_FCW), BT, C, 4 * C, fresh[P_FCW], &m->gemm);
-    gpt2_layernorm_backward(d[D_RES2], g[P_LN2W], g[P_LN2B], d[D_LN2], A(m, l, A_RES2),
-                            W(m, l, P_LN2W), A(m, l, A_LN2_MEAN), A(m, l, A_LN2_RSTD), BT, C);
+                         BMAT(m, l, P_FCW), BT, C, F, fresh[P_FCW], &m->gemm);
+    norm_backward(m, d[D_RES2], g[P_LN2W], g[P_LN2B], d[D_LN2], A(m, l, A_RES2), W(m, l, P_LN2W),
+                  A(m, l, A_LN2_MEAN), A(m, l, A_LN2_RSTD), BT);
     gpt2_residual_backward(dres_in, d[D_ATTPROJ], d[D_RES2], (size_t)BT * C);
     gpt2_matmul_backward(d[D_ATTY], g[P_ATTPROJW], g16[P_ATTPROJW], g[P_ATTPROJB], d[D_ATTPROJ],
-                         A(m, l, A_ATTY), BMAT(m, l, P_ATTPROJW), BT, C, C, fresh[P_ATTPROJW],
+                         A(m, l, A_ATTY), BMAT(m, l, P_ATTPROJW), BT, QD, C, fresh[P_ATTPROJW],
                          &m->gemm);
-    gpt2_attention_backward(d[D_QKV], d[D_PREATT], d[D_ATT], d[D_ATTY], A(m, l, A_QKV),
-                            A(m, l, A_ATT), B, T, C, NH, &m->gemm);
+    gpt2_attention_gqa_backward(d[D_QKV], d[D_PREATT], d[D_ATT], d[D_ATTY], A(m, l, A_QKV),
+                                A(m, l, A_ATT), B, T, NH, KV, hd, &m->gemm);
+    if (m->rope_cos) /* back through the rotation: the gradient of the unrotated q and k */
+        gpt2_rope_backward(d[D_QKV], m->rope_cos, m->rope_sin, B, T, Wd, NH + KV, hd);
     gpt2_matmul_backward(d[D_LN1], g[P_QKVW], g16[P_QKVW], g[P_QKVB], d[D_QKV], A(m, l, A_LN1),
-                         BMAT(m, l, P_QKVW), BT, C, 3 * C, fresh[P_QKVW], &m->gemm);
-    gpt2_layernorm_backward(dres_in, g[P_LN1W], g[P_LN1B], d[D_LN1], res, W(m, l, P_LN1W),
-                            A(m, l, A_LN1_MEAN), A(m, l, A_LN1_RSTD), BT, C);
+                         BMAT(m, l, P_QKVW), BT, C, Wd, fresh[P_QKVW], &m->gemm);
+    norm_backward(m, dres_in, g[P_LN1W], g[P_LN1B], d[D_LN1], res, W(m, l, P_LN1W),
+                  A(m, l, A_LN1_MEAN), A(m, l, A_LN1_RSTD), BT);
     return ZC_OK;
 }
 
@@ -665,27 +887,44 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
         m->losses[i] = 1.0f / (float)BT; /* ∂mean/∂loss_i, in place of the losses */
     gpt2_softmax_crossentropy_backward(dlogits, m->losses, m->probs, targets, BT, V, Vp);
     memset(m->dlnf, 0, (size_t)BT * C * sizeof(float));
-    if ((st = zc_engine_acquire(m->e, m->u_emb, err)))
-        return st;
-    bool dwte_fresh; /* the head's product writes all of dwte first; the encoder adds later */
-    float *dwte = zc_engine_grad_fresh(m->e, m->p_wte, &dwte_fresh);
-    float *dwpe = zc_engine_grad(m->e, m->p_wpe);
-    if (!dwte || !dwpe)
-        return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the embedding gradients");
-    gpt2_matmul_backward(m->dlnf, dwte, NULL, NULL, dlogits, m->lnf, MAT(m, m->p_wte), BT, C, Vp,
-                         dwte_fresh, &m->gemm);
-    if ((st = zc_engine_release(m->e, m->u_emb, err)))
-        return st;
-    /* Final LayerNorm. */
+    float *dwte = NULL, *dwpe = NULL;
+    if (!m->cfg.untied) { /* the tied head: the product writes all of dwte first, the encoder
+                           * adds later */
+        if ((st = zc_engine_acquire(m->e, m->u_emb, err)))
+            return st;
+        bool dwte_fresh;
+        dwte = zc_engine_grad_fresh(m->e, m->p_wte, &dwte_fresh);
+        dwpe = m->p_wpe < 0 ? NULL : zc_engine_grad(m->e, m->p_wpe);
+        if (!dwte || (m->p_wpe >= 0 && !dwpe))
+            return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the embedding gradients");
+        gpt2_matmul_backward(m->dlnf, dwte, NULL, NULL, dlogits, m->lnf, MAT(m, m->p_wte), BT, C,
+                             Vp, dwte_fresh, &m->gemm);
+        if ((st = zc_engine_release(m->e, m->u_emb, err)))
+            return st;
+    }
+    /* Final norm (and the untied head, in the same unit). */
     float *dres = m->dres[0];
     memset(dres, 0, (size_t)BT * C * sizeof(float));
     if ((st = zc_engine_acquire(m->e, m->u_lnf, err)))
         return st;
-    float *dlnfw = zc_engine_grad(m->e, m->p_lnfw), *dlnfb = zc_engine_grad(m->e, m->p_lnfb);
-    if (!dlnfw || !dlnfb)
+    if (m->cfg.untied) {
+        bool fresh = false;
+        uint16_t *dh16 = m->gemm.type == ZC_GEMM_BF16 && mat16(m, m->p_head)
+                             ? zc_engine_grad16(m->e, m->p_head)
+                             : NULL;
+        float *dh = dh16 ? NULL : zc_engine_grad_fresh(m->e, m->p_head, &fresh);
+        if (!dh16 && !dh)
+            return zc_err_set(err, ZC_ENOMEM, "%s: out of memory for the lm_head gradient",
+                              family_name(&m->cfg));
+        gpt2_matmul_backward(m->dlnf, dh, dh16, NULL, dlogits, m->lnf, MAT(m, m->p_head), BT, C, Vp,
+                             fresh, &m->gemm);
+    }
+    float *dlnfw = zc_engine_grad(m->e, m->p_lnfw),
+          *dlnfb = m->p_lnfb < 0 ? NULL : zc_engine_grad(m->e, m->p_lnfb);
+    if (!dlnfw || (m->p_lnfb >= 0 && !dlnfb))
         return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the ln_f gradients");
-    gpt2_layernorm_backward(dres, dlnfw, dlnfb, m->dlnf, A(m, L - 1, A_RES3),
-                            zc_engine_param(m->e, m->p_lnfw), m->lnf_mean, m->lnf_rstd, BT, C);
+    norm_backward(m, dres, dlnfw, dlnfb, m->dlnf, A(m, L - 1, A_RES3), P(m, m->p_lnfw), m->lnf_mean,
+                  m->lnf_rstd, BT);
     if ((st = zc_engine_grads_ready(m->e, m->u_lnf, err)) ||
         (st = zc_engine_release(m->e, m->u_lnf, err)))
         return st;
@@ -703,9 +942,20 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
             return st;
         dres = dres_in;
     }
-    /* Embeddings: the last use of wte's gradient. */
+    /* Embeddings: the last use of wte's gradient (untied: gathered again, as every unit is for
+     * the backward at stage 3). */
+    if (m->cfg.untied) {
+        if ((st = zc_engine_acquire(m->e, m->u_emb, err)))
+            return st;
+        dwte = zc_engine_grad(m->e, m->p_wte);
+        dwpe = m->p_wpe < 0 ? NULL : zc_engine_grad(m->e, m->p_wpe);
+        if (!dwte || (m->p_wpe >= 0 && !dwpe))
+            return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the embedding gradients");
+    }
     gpt2_encoder_backward(dwte, dwpe, dres, inputs, B, T, C);
-    return zc_engine_grads_ready(m->e, m->u_emb, err);
+    if ((st = zc_engine_grads_ready(m->e, m->u_emb, err)))
+        return st;
+    return m->cfg.untied ? zc_engine_release(m->e, m->u_emb, err) : ZC_OK;
 }
 
 /* ---------- llm.c checkpoints ---------- */
@@ -740,8 +990,22 @@ static void llmc_place(const gpt2_model *m, int param, int *tensor, int *layer)
     ZC_ASSERT(!"parameter not in the model");
 }
 
+/* llm.c's files hold GPT-2 only: ZC_EINVAL for another architecture, naming it. */
+static zc_status llmc_plain(const gpt2_model *m, const char *path, zc_err *err)
+{
+    return gpt2_is_plain(&m->cfg) ? ZC_OK
+                                  : zc_err_set(err, ZC_EINVAL,
+                                               "%s: llm.c's checkpoint format holds GPT-2 only, "
+                                               "not this %s (use --save-weights, or ckpt export "
+                                               "--format hf)",
+                                               path, family_name(&m->cfg));
+}
+
 zc_status gpt2_load_llmc(gpt2_model *m, const char *path, zc_err *err)
 {
+    zc_status pst = llmc_plain(m, path, err);
+    if (pst)
+        return pst;
     llmc_header h;
     zc_status st = llmc_ckpt_read_header(path, &h, err);
     if (st)
@@ -786,6 +1050,9 @@ zc_status gpt2_load_llmc(gpt2_model *m, const char *path, zc_err *err)
 
 zc_status gpt2_save_llmc(gpt2_model *m, const char *path, zc_err *err)
 {
+    zc_status pst = llmc_plain(m, path, err);
+    if (pst)
+        return pst;
     /* Every rank takes part in every gather (stage 3); rank 0 writes. A write error on rank 0
      * does not stop the gathers, so no rank is left waiting in one. */
     const gpt2_config *c = &m->cfg;

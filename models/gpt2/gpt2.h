@@ -26,9 +26,38 @@
 #include "zeroc/engine.h"
 #include "zeroc/gemm.h"
 
+/* The decoder's architecture: GPT-2's six dimensions, then what the Llama family chooses
+ * otherwise. Every later field's zero value is GPT-2's choice, so a config that names only the
+ * six is GPT-2 (models/gpt2/hf_decoder.c fills them from a Llama/Qwen2/Mistral config.json). */
+typedef enum { GPT2_NORM_LAYERNORM = 0, GPT2_NORM_RMSNORM } gpt2_norm;
+typedef enum { GPT2_MLP_GELU = 0, GPT2_MLP_SWIGLU } gpt2_mlp;
+/* Which linear layers carry biases: all of them (GPT-2), q/k/v only (Qwen2), none (Llama). */
+typedef enum { GPT2_BIAS_ALL = 0, GPT2_BIAS_QKV, GPT2_BIAS_NONE } gpt2_bias;
+typedef enum { GPT2_POS_LEARNED = 0, GPT2_POS_ROPE } gpt2_pos;
 typedef struct {
     int max_seq_len, vocab_size, padded_vocab_size, num_layers, num_heads, channels;
+    int kv_heads;   /* key/value heads (grouped-query attention); 0: num_heads */
+    int head_dim;   /* 0: channels / num_heads */
+    int hidden;     /* the MLP's width (intermediate_size); 0: 4 · channels */
+    gpt2_norm norm; /* LayerNorm with bias (eps 1e-5), or RMSNorm without */
+    float norm_eps; /* RMSNorm's eps (rms_norm_eps) */
+    gpt2_mlp mlp;   /* tanh-GELU, or SwiGLU (gate | up rows in fcw, down in fcprojw) */
+    gpt2_bias bias; /* which products carry biases */
+    bool untied;    /* a separate lm_head (in the ln_f unit) instead of wte's transpose */
+    gpt2_pos pos;   /* learned wpe, or rotary positions in transformers' rotate-half layout */
+    double rope_theta;
+    /* rope_scaling of type "llama3" when rope_factor > 0: Llama 3.1's frequency bands */
+    double rope_factor, rope_low_freq, rope_high_freq;
+    int rope_orig_max;
+    char family[16]; /* config.json's model_type ("llama", "qwen2", "mistral"); "" is GPT-2 */
 } gpt2_config;
+
+/* The resolved dimensions of cfg: key/value heads, head width, the MLP's width. */
+int gpt2_kv_heads(const gpt2_config *cfg);
+int gpt2_head_dim(const gpt2_config *cfg);
+int gpt2_hidden(const gpt2_config *cfg);
+/* Whether cfg is GPT-2 itself (every later field at its zero value): llm.c's files hold only it. */
+bool gpt2_is_plain(const gpt2_config *cfg);
 
 typedef struct gpt2_model gpt2_model;
 

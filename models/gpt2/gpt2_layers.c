@@ -267,8 +267,8 @@ void gpt2_matmul_backward(float *restrict dinp, float *restrict dweight, uint16_
  * output is a (T,hs) matrix inside out with leading dimension C; preatt/att are (T,T) blocks:
  * a batch over (b,h) has strides T·3C and hs in qkv, T·C and hs in out, NH·T² and T² in att. */
 
-/* The bf16 products' workspace: qkv (B,T,3C), att or dpreatt (B,NH,T,T) and dout (B,T,C) rounded
- * to bf16 once each (64-byte aligned), then the portable path's fp32 copies. */
+/* The bf16 products' workspace: qkv (B,T,W), att or dpreatt (B,NH,T,T) and dout (B,T,NH·hd)
+ * rounded to bf16 once each (64-byte aligned), then the portable path's fp32 copies. */
 typedef struct {
     uint16_t *qkv, *att, *dout;
     void *ws;
@@ -276,28 +276,32 @@ typedef struct {
 } att16;
 
 /* Bytes of the three bf16 copies, each 64-byte aligned: qkv, att (or dpreatt), dout. */
-static void att16_sizes(int B, int T, int C, int NH, size_t bytes[3])
+static void att16_sizes(int B, int T, int NH, int KV, int hd, size_t bytes[3])
 {
     const size_t BT = (size_t)B * (size_t)T;
-    bytes[0] = align64(BT * 3 * C * 2);
+    bytes[0] = align64(BT * (size_t)(NH + 2 * KV) * hd * 2);
     bytes[1] = align64((size_t)B * NH * T * T * 2);
-    bytes[2] = align64(BT * C * 2);
+    bytes[2] = align64(BT * (size_t)NH * hd * 2);
+}
+
+size_t gpt2_attention_gqa_workspace_bytes(int B, int T, int NH, int KV, int hd)
+{
+    size_t n[3], qk = zc_gemm_workspace_need(ZC_GEMM_OPS_AB16, T, T, hd),
+                 av = zc_gemm_workspace_need(ZC_GEMM_OPS_AB16, T, hd, T);
+    att16_sizes(B, T, NH, KV, hd, n);
+    return n[0] + n[1] + n[2] + (qk > av ? qk : av);
 }
 
 size_t gpt2_attention_workspace_bytes(int B, int T, int C, int NH)
 {
-    const int hs = C / NH;
-    size_t n[3], qk = zc_gemm_workspace_need(ZC_GEMM_OPS_AB16, T, T, hs),
-                 av = zc_gemm_workspace_need(ZC_GEMM_OPS_AB16, T, hs, T);
-    att16_sizes(B, T, C, NH, n);
-    return n[0] + n[1] + n[2] + (qk > av ? qk : av);
+    return gpt2_attention_gqa_workspace_bytes(B, T, NH, NH, C / NH);
 }
 
-static att16 att16_carve(const gpt2_gemm *g, int B, int T, int C, int NH)
+static att16 att16_carve(const gpt2_gemm *g, int B, int T, int NH, int KV, int hd)
 {
-    ZC_ASSERT(g->ws_bytes >= gpt2_attention_workspace_bytes(B, T, C, NH));
+    ZC_ASSERT(g->ws_bytes >= gpt2_attention_gqa_workspace_bytes(B, T, NH, KV, hd));
     size_t n[3];
-    att16_sizes(B, T, C, NH, n);
+    att16_sizes(B, T, NH, KV, hd, n);
     char *p = g->ws;
     return (att16){(uint16_t *)p, (uint16_t *)(p + n[0]), (uint16_t *)(p + n[0] + n[1]),
                    p + n[0] + n[1] + n[2], g->ws_bytes - (n[0] + n[1] + n[2])};
@@ -312,100 +316,136 @@ static const void *at(const void *X, int64_t off, zc_gemm_type t)
 /* fp32 products when the caller passes no gpt2_gemm */
 static const gpt2_gemm fp32_products = {.type = ZC_GEMM_F32};
 
-/* The forward: preatt = scale · q·kᵀ (all of it), the causal softmax, out = att·v — fp32
- * operands read in place, or bf16 copies of qkv and att. */
-void gpt2_attention_forward(float *restrict out, float *restrict preatt, float *restrict att,
-                            const float *restrict qkv, int B, int T, int C, int NH,
-                            const gpt2_gemm *g)
+/* Grouped-query heads: head h reads key/value head h / G (G = NH/KV). One batch per member g of
+ * a group covers heads g, G + g, 2G + g, … (strides G·hd in q and out, G·T² in att) against key
+ * heads 0, 1, … (stride hd): G batches of (B, KV). With G = 1 it is one batch over all heads,
+ * the plain multi-head attention. */
+void gpt2_attention_gqa_forward(float *restrict out, float *restrict preatt, float *restrict att,
+                                const float *restrict qkv, int B, int T, int NH, int KV, int hd,
+                                const gpt2_gemm *g)
 {
     if (!g)
         g = &fp32_products;
-    const int hs = C / NH, C3 = 3 * C;
-    const int64_t TC3 = (int64_t)T * C3, TT = (int64_t)T * T, TC = (int64_t)T * C;
+    const int G = NH / KV, QD = NH * hd, W = (NH + 2 * KV) * hd;
+    const int64_t TW = (int64_t)T * W, TT = (int64_t)T * T, TQ = (int64_t)T * QD;
     const zc_gemm_type t = g->type;
     att16 w = {0};
     const void *x = qkv, *a = att;
     if (t == ZC_GEMM_BF16) {
-        w = att16_carve(g, B, T, C, NH);
-        zc_f32_to_bf16(qkv, w.qkv, (size_t)B * T * C3);
+        w = att16_carve(g, B, T, NH, KV, hd);
+        zc_f32_to_bf16(qkv, w.qkv, (size_t)B * T * W);
         x = w.qkv, a = w.att;
     }
-    zc_gemm_batch(t, B, NH, false, true, T, T, hs, 1.0f / sqrtf((float)hs), x, C3, TC3, hs,
-                  at(x, C, t), C3, TC3, hs, 0.0f, preatt, T, NH * TT, TT, w.ws, w.ws_bytes);
+    for (int j = 0; j < G; j++)
+        zc_gemm_batch(t, B, KV, false, true, T, T, hd, 1.0f / sqrtf((float)hd), at(x, j * hd, t), W,
+                      TW, (int64_t)G * hd, at(x, QD, t), W, TW, hd, 0.0f, preatt + j * TT, T,
+                      NH * TT, G * TT, w.ws, w.ws_bytes);
     ZC_SIMD_DISPATCH(attention_softmax_forward, preatt, att, (size_t)B * NH * T, T);
     if (t == ZC_GEMM_BF16)
         zc_f32_to_bf16(att, w.att, (size_t)B * NH * TT);
-    zc_gemm_batch(t, B, NH, false, false, T, hs, T, 1.0f, a, T, NH * TT, TT, at(x, 2 * C, t), C3,
-                  TC3, hs, 0.0f, out, C, TC, hs, w.ws, w.ws_bytes);
+    for (int j = 0; j < G; j++)
+        zc_gemm_batch(t, B, KV, false, false, T, hd, T, 1.0f, at(a, j * TT, t), T, NH * TT, G * TT,
+                      at(x, QD + KV * hd, t), W, TW, hd, 0.0f, out + j * hd, QD, TQ,
+                      (int64_t)G * hd, w.ws, w.ws_bytes);
+}
+
+void gpt2_attention_forward(float *restrict out, float *restrict preatt, float *restrict att,
+                            const float *restrict qkv, int B, int T, int C, int NH,
+                            const gpt2_gemm *g)
+{
+    gpt2_attention_gqa_forward(out, preatt, att, qkv, B, T, NH, NH, C / NH, g);
 }
 
 /* The backward: datt = dout·vᵀ, dv += attᵀ·dout, the softmax's backward, then
- * dq += scale · dpreatt·k and dk += scale · dpreattᵀ·q. */
+ * dq += scale · dpreatt·k and dk += scale · dpreattᵀ·q (a key/value head's gradients summed
+ * over its group's heads in order g = 0, 1, …). */
+void gpt2_attention_gqa_backward(float *restrict dqkv, float *restrict dpreatt,
+                                 float *restrict datt, const float *restrict dout,
+                                 const float *restrict qkv, const float *restrict att, int B, int T,
+                                 int NH, int KV, int hd, const gpt2_gemm *g)
+{
+    if (!g)
+        g = &fp32_products;
+    const int G = NH / KV, QD = NH * hd, W = (NH + 2 * KV) * hd;
+    const int64_t TW = (int64_t)T * W, TT = (int64_t)T * T, TQ = (int64_t)T * QD;
+    const int64_t Gh = (int64_t)G * hd, GT = G * TT;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const zc_gemm_type t = g->type;
+    att16 w = {0};
+    const void *x = qkv, *dy = dout, *a = att, *dp = dpreatt;
+    if (t == ZC_GEMM_BF16) {
+        w = att16_carve(g, B, T, NH, KV, hd);
+        zc_f32_to_bf16(qkv, w.qkv, (size_t)B * T * W);
+        zc_f32_to_bf16(dout, w.dout, (size_t)B * TQ);
+        zc_f32_to_bf16(att, w.att, (size_t)B * NH * TT);
+        x = w.qkv, dy = w.dout, a = dp = w.att; /* dpreatt's copy replaces att's, used by then */
+    }
+    const int vo = QD + KV * hd;
+    for (int j = 0; j < G; j++) {
+        zc_gemm_batch(t, B, KV, false, true, T, T, hd, 1.0f, at(dy, j * hd, t), QD, TQ, Gh,
+                      at(x, vo, t), W, TW, hd, 0.0f, datt + j * TT, T, NH * TT, GT, w.ws,
+                      w.ws_bytes);
+        zc_gemm_batch(t, B, KV, true, false, T, hd, T, 1.0f, at(a, j * TT, t), T, NH * TT, GT,
+                      at(dy, j * hd, t), QD, TQ, Gh, 1.0f, dqkv + vo, W, TW, hd, w.ws, w.ws_bytes);
+    }
+    ZC_SIMD_DISPATCH(attention_softmax_backward, dpreatt, datt, att, (size_t)B * NH * T, T);
+    if (t == ZC_GEMM_BF16)
+        zc_f32_to_bf16(dpreatt, w.att, (size_t)B * NH * TT);
+    for (int j = 0; j < G; j++)
+        zc_gemm_batch(t, B, KV, false, false, T, hd, T, scale, at(dp, j * TT, t), T, NH * TT, GT,
+                      at(x, QD, t), W, TW, hd, 1.0f, dqkv + j * hd, W, TW, Gh, w.ws, w.ws_bytes);
+    for (int j = 0; j < G; j++)
+        zc_gemm_batch(t, B, KV, true, false, T, hd, T, scale, at(dp, j * TT, t), T, NH * TT, GT,
+                      at(x, j * hd, t), W, TW, Gh, 1.0f, dqkv + QD, W, TW, hd, w.ws, w.ws_bytes);
+}
+
 void gpt2_attention_backward(float *restrict dqkv, float *restrict dpreatt, float *restrict datt,
                              const float *restrict dout, const float *restrict qkv,
                              const float *restrict att, int B, int T, int C, int NH,
                              const gpt2_gemm *g)
 {
-    if (!g)
-        g = &fp32_products;
-    const int hs = C / NH, C3 = 3 * C;
-    const int64_t TC3 = (int64_t)T * C3, TT = (int64_t)T * T, TC = (int64_t)T * C;
-    const float scale = 1.0f / sqrtf((float)hs);
-    const zc_gemm_type t = g->type;
-    att16 w = {0};
-    const void *x = qkv, *dy = dout, *a = att, *dp = dpreatt;
-    if (t == ZC_GEMM_BF16) {
-        w = att16_carve(g, B, T, C, NH);
-        zc_f32_to_bf16(qkv, w.qkv, (size_t)B * T * C3);
-        zc_f32_to_bf16(dout, w.dout, (size_t)B * TC);
-        zc_f32_to_bf16(att, w.att, (size_t)B * NH * TT);
-        x = w.qkv, dy = w.dout, a = dp = w.att; /* dpreatt's copy replaces att's, used by then */
-    }
-    zc_gemm_batch(t, B, NH, false, true, T, T, hs, 1.0f, dy, C, TC, hs, at(x, 2 * C, t), C3, TC3,
-                  hs, 0.0f, datt, T, NH * TT, TT, w.ws, w.ws_bytes);
-    zc_gemm_batch(t, B, NH, true, false, T, hs, T, 1.0f, a, T, NH * TT, TT, dy, C, TC, hs, 1.0f,
-                  dqkv + 2 * C, C3, TC3, hs, w.ws, w.ws_bytes);
-    ZC_SIMD_DISPATCH(attention_softmax_backward, dpreatt, datt, att, (size_t)B * NH * T, T);
-    if (t == ZC_GEMM_BF16)
-        zc_f32_to_bf16(dpreatt, w.att, (size_t)B * NH * TT);
-    zc_gemm_batch(t, B, NH, false, false, T, hs, T, scale, dp, T, NH * TT, TT, at(x, C, t), C3, TC3,
-                  hs, 1.0f, dqkv, C3, TC3, hs, w.ws, w.ws_bytes);
-    zc_gemm_batch(t, B, NH, true, false, T, hs, T, scale, dp, T, NH * TT, TT, x, C3, TC3, hs, 1.0f,
-                  dqkv + C, C3, TC3, hs, w.ws, w.ws_bytes);
+    gpt2_attention_gqa_backward(dqkv, dpreatt, datt, dout, qkv, att, B, T, NH, NH, C / NH, g);
 }
 
 /* Incremental decoding: M query rows against n = p0 + M cached rows, one zc_gemm_batch over the
- * heads for each product (k and v read in place with leading dimension C). */
-size_t gpt2_attention_cached_workspace_bytes(int M, int n, int C, int NH)
+ * heads for each product (k and v read in place with leading dimension KV·hd); grouped-query
+ * heads as in the training forward, G batches over the key/value heads. */
+size_t gpt2_attention_cached_gqa_workspace_bytes(int M, int n, int hd)
 {
-    const int hs = C / NH;
-    size_t qk = zc_gemm_workspace_need(ZC_GEMM_OPS_AB16, M, n, hs),
-           av = zc_gemm_workspace_need(ZC_GEMM_OPS_AB16, M, hs, n);
+    size_t qk = zc_gemm_workspace_need(ZC_GEMM_OPS_AB16, M, n, hd),
+           av = zc_gemm_workspace_need(ZC_GEMM_OPS_AB16, M, hd, n);
     return qk > av ? qk : av;
 }
 
-void gpt2_attention_cached(float *restrict out, float *restrict att, uint16_t *restrict q16,
-                           uint16_t *restrict att16, const float *restrict q, int ldq,
-                           const void *k, const void *v, int p0, int M, int C, int NH,
-                           const gpt2_gemm *g)
+size_t gpt2_attention_cached_workspace_bytes(int M, int n, int C, int NH)
+{
+    return gpt2_attention_cached_gqa_workspace_bytes(M, n, C / NH);
+}
+
+void gpt2_attention_cached_gqa(float *restrict out, float *restrict att, uint16_t *restrict q16,
+                               uint16_t *restrict att16, const float *restrict q, int ldq,
+                               const void *k, const void *v, int p0, int M, int NH, int KV, int hd,
+                               const gpt2_gemm *g)
 {
     if (!g)
         g = &fp32_products;
-    const int hs = C / NH, n = p0 + M;
+    const int n = p0 + M, G = NH / KV, QD = NH * hd, KD = KV * hd;
     const int64_t Mn = (int64_t)M * n;
     const zc_gemm_type t = g->type;
     const void *x = q, *a = att;
     int ldx = ldq;
     if (t == ZC_GEMM_BF16) {
         for (int i = 0; i < M; i++)
-            zc_f32_to_bf16(q + (size_t)i * ldq, q16 + (size_t)i * C, (size_t)C);
-        x = q16, ldx = C, a = att16;
+            zc_f32_to_bf16(q + (size_t)i * ldq, q16 + (size_t)i * QD, (size_t)QD);
+        x = q16, ldx = QD, a = att16;
     }
     /* the batch's first dimension has one entry; its strides are still those of an outermost
      * dimension (with 0 oneDNN falls back to its reference matmul, ~50× slower) */
-    const int64_t sq = (int64_t)M * ldx, skv = (int64_t)n * C, satt = NH * Mn;
-    zc_gemm_batch(t, 1, NH, false, true, M, n, hs, 1.0f / sqrtf((float)hs), x, ldx, sq, hs, k, C,
-                  skv, hs, 0.0f, att, n, satt, Mn, g->ws, g->ws_bytes);
+    const int64_t sq = (int64_t)M * ldx, skv = (int64_t)n * KD, satt = NH * Mn;
+    for (int j = 0; j < G; j++)
+        zc_gemm_batch(t, 1, KV, false, true, M, n, hd, 1.0f / sqrtf((float)hd), at(x, j * hd, t),
+                      ldx, sq, (int64_t)G * hd, k, KD, skv, hd, 0.0f, att + j * Mn, n, satt, G * Mn,
+                      g->ws, g->ws_bytes);
     /* the causal softmax of each (head, row), as attention_softmax_forward's row p0 + i */
     const int64_t rows = (int64_t)NH * M;
 #pragma omp parallel for schedule(static) if (rows * n >= PAR_MIN)
@@ -430,8 +470,57 @@ void gpt2_attention_cached(float *restrict out, float *restrict att, uint16_t *r
     }
     if (t == ZC_GEMM_BF16)
         zc_f32_to_bf16(att, att16, (size_t)NH * (size_t)Mn);
-    zc_gemm_batch(t, 1, NH, false, false, M, hs, n, 1.0f, a, n, satt, Mn, v, C, skv, hs, 0.0f, out,
-                  C, (int64_t)M * C, hs, g->ws, g->ws_bytes);
+    for (int j = 0; j < G; j++)
+        zc_gemm_batch(t, 1, KV, false, false, M, hd, n, 1.0f, at(a, j * Mn, t), n, satt, G * Mn, v,
+                      KD, skv, hd, 0.0f, out + j * hd, QD, (int64_t)M * QD, (int64_t)G * hd, g->ws,
+                      g->ws_bytes);
+}
+
+void gpt2_attention_cached(float *restrict out, float *restrict att, uint16_t *restrict q16,
+                           uint16_t *restrict att16, const float *restrict q, int ldq,
+                           const void *k, const void *v, int p0, int M, int C, int NH,
+                           const gpt2_gemm *g)
+{
+    gpt2_attention_cached_gqa(out, att, q16, att16, q, ldq, k, v, p0, M, NH, NH, C / NH, g);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* RMSNorm, SwiGLU and rotary positions (the Llama family's layers)                           */
+
+void gpt2_rmsnorm_forward(float *restrict out, float *restrict rstd, const float *restrict inp,
+                          const float *restrict weight, int N, int C, float eps)
+{
+    ZC_SIMD_DISPATCH(rmsnorm_forward, out, rstd, inp, weight, N, C, eps);
+}
+
+void gpt2_rmsnorm_backward(float *restrict dinp, float *restrict dweight,
+                           const float *restrict dout, const float *restrict inp,
+                           const float *restrict weight, const float *restrict rstd, int N, int C)
+{
+    ZC_SIMD_DISPATCH(rmsnorm_backward, dinp, dweight, dout, inp, weight, rstd, N, C);
+}
+
+void gpt2_swiglu_forward(float *restrict out, const float *restrict inp, int N, int I)
+{
+    ZC_SIMD_DISPATCH(swiglu_forward, out, inp, N, I);
+}
+
+void gpt2_swiglu_backward(float *restrict dinp, const float *restrict inp,
+                          const float *restrict dout, int N, int I)
+{
+    ZC_SIMD_DISPATCH(swiglu_backward, dinp, inp, dout, N, I);
+}
+
+void gpt2_rope_forward(float *restrict x, const float *restrict cosv, const float *restrict sinv,
+                       int B, int T, int W, int heads, int hd)
+{
+    ZC_SIMD_DISPATCH(rope_apply, x, cosv, sinv, B, T, W, heads, hd, 1.0f);
+}
+
+void gpt2_rope_backward(float *restrict dx, const float *restrict cosv, const float *restrict sinv,
+                        int B, int T, int W, int heads, int hd)
+{
+    ZC_SIMD_DISPATCH(rope_apply, dx, cosv, sinv, B, T, W, heads, hd, -1.0f);
 }
 
 /* ------------------------------------------------------------------------------------------ */

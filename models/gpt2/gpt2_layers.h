@@ -30,16 +30,17 @@
 
 #include "zeroc/gemm.h"
 
-/* out[b,t,:] = wte[inp[b,t],:] + wpe[t,:]. In bf16 mode wte may come as bf16 bits (wte16, the
- * engine's stored parameters: only the B·T rows named are widened, not the whole table; wte is
- * then unused and may be NULL); otherwise wte16 is NULL. */
+/* out[b,t,:] = wte[inp[b,t],:] + wpe[t,:] (wpe NULL: rotary positions, the row alone). In bf16 mode
+ * wte may come as bf16 bits (wte16, the engine's stored parameters: only the B·T rows named are
+ * widened, not the whole table; wte is then unused and may be NULL); otherwise wte16 is NULL. */
 void gpt2_encoder_forward(float *restrict out,            // (B,T,C)
                           const int *restrict inp,        // (B,T) token ids in [0, Vp)
                           const float *restrict wte,      // (Vp,C)
                           const uint16_t *restrict wte16, // (Vp,C) bf16, or NULL
                           const float *restrict wpe,      // (maxT,C)
                           int B, int T, int C);
-/* Scatter-add of dout into the rows of dwte named by inp, and into dwpe (position order). */
+/* Scatter-add of dout into the rows of dwte named by inp, and into dwpe (position order; NULL
+ * when the model has no learned positions). */
 void gpt2_encoder_backward(float *restrict dwte,       // (Vp,C) accumulated
                            float *restrict dwpe,       // (maxT,C) accumulated (rows < T)
                            const float *restrict dout, // (B,T,C)
@@ -141,6 +142,67 @@ void gpt2_attention_cached(float *restrict out,      // (M,C)
                            const void *v, // (n,C) fp32, or bf16 bits
                            int p0, int M, int C, int NH, const gpt2_gemm *g);
 size_t gpt2_attention_cached_workspace_bytes(int M, int n, int C, int NH);
+
+/* Grouped-query attention (the general form of the three above; those are it with KV = NH,
+ * hd = C/NH). Row (b,t) of qkv is [q | k | v]: NH query heads, then KV key heads and KV value
+ * heads, each hd wide (W = (NH + 2·KV)·hd); query head h attends with key/value head h/(NH/KV).
+ * out is (B,T,NH·hd). NH must be a multiple of KV. Same contracts otherwise. */
+void gpt2_attention_gqa_forward(float *restrict out,       // (B,T,NH·hd)
+                                float *restrict preatt,    // (B,NH,T,T)
+                                float *restrict att,       // (B,NH,T,T)
+                                const float *restrict qkv, // (B,T,W)
+                                int B, int T, int NH, int KV, int hd, const gpt2_gemm *g);
+void gpt2_attention_gqa_backward(float *restrict dqkv,       // (B,T,W) accumulated
+                                 float *restrict dpreatt,    // (B,NH,T,T) scratch
+                                 float *restrict datt,       // (B,NH,T,T) scratch
+                                 const float *restrict dout, // (B,T,NH·hd)
+                                 const float *restrict qkv,  // (B,T,W)
+                                 const float *restrict att,  // (B,NH,T,T)
+                                 int B, int T, int NH, int KV, int hd, const gpt2_gemm *g);
+size_t gpt2_attention_gqa_workspace_bytes(int B, int T, int NH, int KV, int hd);
+/* gpt2_attention_cached with grouped-query heads: q (M, ldq ≥ NH·hd), k and v (n, KV·hd) fp32 or
+ * bf16 bits, out (M, NH·hd); q16 (M, NH·hd) and att16 (NH,M,n) bf16 scratch, NULL in fp32. */
+void gpt2_attention_cached_gqa(float *restrict out, float *restrict att, uint16_t *restrict q16,
+                               uint16_t *restrict att16, const float *restrict q, int ldq,
+                               const void *k, const void *v, int p0, int M, int NH, int KV, int hd,
+                               const gpt2_gemm *g);
+size_t gpt2_attention_cached_gqa_workspace_bytes(int M, int n, int hd);
+
+/* RMSNorm (Llama): per row out = x·rstd·weight, rstd = 1/√(mean(x²) + eps) (saved). */
+void gpt2_rmsnorm_forward(float *restrict out,          // (N,C)
+                          float *restrict rstd,         // (N)
+                          const float *restrict inp,    // (N,C)
+                          const float *restrict weight, // (C)
+                          int N, int C, float eps);
+void gpt2_rmsnorm_backward(float *restrict dinp,         // (N,C) accumulated
+                           float *restrict dweight,      // (C) accumulated
+                           const float *restrict dout,   // (N,C)
+                           const float *restrict inp,    // (N,C)
+                           const float *restrict weight, // (C)
+                           const float *restrict rstd,   // (N) from the forward
+                           int N, int C);
+
+/* SwiGLU: row n of inp is [gate | up], out = silu(gate)·up (silu(x) = x·σ(x)). */
+void gpt2_swiglu_forward(float *restrict out,       // (N,I)
+                         const float *restrict inp, // (N,2I)
+                         int N, int I);
+void gpt2_swiglu_backward(float *restrict dinp,       // (N,2I) accumulated
+                          const float *restrict inp,  // (N,2I)
+                          const float *restrict dout, // (N,I)
+                          int N, int I);
+
+/* Rotary positions in place (transformers' rotate-half layout): in each of the first `heads`
+ * heads (hd wide) of row (b,t) (rows W floats apart), x[i] and x[i + hd/2] turn by the angle
+ * whose cos and sin are cosv/sinv[t·hd/2 + i]. The backward turns the gradient back (the
+ * rotation's transpose), in place. */
+void gpt2_rope_forward(float *restrict x,          // (B,T,W) in place
+                       const float *restrict cosv, // (T,hd/2)
+                       const float *restrict sinv, // (T,hd/2)
+                       int B, int T, int W, int heads, int hd);
+void gpt2_rope_backward(float *restrict dx,         // (B,T,W) in place
+                        const float *restrict cosv, // (T,hd/2)
+                        const float *restrict sinv, // (T,hd/2)
+                        int B, int T, int W, int heads, int hd);
 
 /* out = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), elementwise. */
 void gpt2_gelu_forward(float *restrict out,       // (N)
