@@ -15,13 +15,14 @@
 
 #include "models/gpt2/ckpt_shape.h"
 #include "models/gpt2/hf_files.h"
+#include "models/gpt2/hf_safetensors.h"
 #include "src/util/json_strict.h"
 #include "zeroc/checkpoint.h"
 #include "zeroc/dtype.h"
 #include "zeroc/durable.h"
 #include "zeroc/safetensors.h"
 
-enum { PATH_CAP = 4096, NAME_CAP = 160 };
+enum { PATH_CAP = 4096, NAME_CAP = HF_NAME_CAP };
 
 /* zeroc's block parameters and transformers' names; t: the matrix is stored [in, out] there */
 static const struct {
@@ -98,15 +99,6 @@ static zc_status find_paths(const char *path, hf_paths *p, zc_err *err)
     return ZC_OK;
 }
 
-typedef struct {
-    const char *path;
-    int fd;
-    cJSON *h;
-    uint64_t data0, size;
-    const char *prefix; /* "transformer." or "" */
-    char wte[NAME_CAP]; /* the token embedding's tensor: <prefix>wte.weight, or lm_head.weight */
-} st_file;
-
 /* Whether header h holds transformers' GPT-2 names under prefix: an embedding, the final
  * LayerNorm or the first block. Not wte.weight alone: safetensors.torch.save_model keeps one name
  * of a tied pair (the one that sorts first), so a GPT2LMHeadModel saved by it holds
@@ -124,154 +116,21 @@ static bool has_gpt2_names(const cJSON *h, const char *prefix)
     return false;
 }
 
-static void st_close(st_file *f)
+/* A GPT-2's safetensors file: its names' prefix, and which tensor holds the embedding. */
+static zc_status st_open(hf_st_file *f, const char *path, zc_err *err)
 {
-    cJSON_Delete(f->h);
-    if (f->fd >= 0)
-        close(f->fd);
-    f->h = NULL;
-    f->fd = -1;
-}
-
-static zc_status st_open(st_file *f, const char *path, zc_err *err)
-{
-    *f = (st_file){.path = path, .fd = -1, .prefix = ""};
-    int64_t size;
-    /* a regular file only, opened without blocking: a FIFO given to --init hung the run */
-    zc_status st = zc_open_regular(path, &f->fd, &size, err);
+    zc_status st = hf_st_open(f, path, err);
     if (st)
         return st;
-    unsigned char le[8];
-    uint64_t hlen = 0;
-    if (pread(f->fd, le, 8, 0) != 8)
-        st = zc_err_set(err, ZC_EINVAL, "%s: too short for a safetensors file", path);
-    for (int i = 0; i < 8; i++)
-        hlen |= (uint64_t)le[i] << (8 * i);
-    f->size = (uint64_t)size;
-    if (!st && (hlen < 2 || hlen > (100u << 20) || 8 + hlen > f->size))
-        st = zc_err_set(err, ZC_EINVAL,
-                        "%s: header length %llu does not fit the file (not a "
-                        "safetensors file, or truncated)",
-                        path, (unsigned long long)hlen);
-    char *text = st ? NULL : malloc(hlen + 1);
-    if (!st && !text)
-        st = zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", path);
-    if (!st && pread(f->fd, text, hlen, 8) != (ssize_t)hlen)
-        st = zc_err_set(err, ZC_EIO, "%s: cannot read the header: %m", path);
-    if (!st) { /* the format's rule: '{' first, spaces (only) after the JSON, to hlen */
-        char why[320];
-        text[hlen] = 0;
-        if (text[0] != '{')
-            snprintf(why, sizeof why,
-                     "expected '{' at offset 8 (the header is a JSON object), got byte 0x%02x",
-                     (unsigned char)text[0]);
-        else
-            f->h = zc_json_parse_strict(text, hlen, 8, " ", "spaces", 2, why, sizeof why);
-        if (!f->h)
-            st = zc_err_set(err, ZC_EINVAL, "%s: bad header: %s", path, why);
-        else if (!cJSON_IsObject(f->h))
-            st = zc_err_set(err, ZC_EINVAL, "%s: the header is not a JSON object", path);
-    }
-    free(text);
-    f->data0 = 8 + hlen;
-    if (!st && has_gpt2_names(f->h, "transformer."))
+    f->who = "a GPT-2 in transformers' layout";
+    if (has_gpt2_names(f->h, "transformer."))
         f->prefix = "transformer.";
     /* GPT-2 ties the output layer to the token embedding (config_same_model holds
      * tie_word_embeddings to it): a file with lm_head.weight only holds the embedding there */
     snprintf(f->wte, sizeof f->wte, "%swte.weight", f->prefix);
-    if (!st && !cJSON_GetObjectItemCaseSensitive(f->h, f->wte) &&
+    if (!cJSON_GetObjectItemCaseSensitive(f->h, f->wte) &&
         cJSON_GetObjectItemCaseSensitive(f->h, "lm_head.weight"))
         snprintf(f->wte, sizeof f->wte, "lm_head.weight");
-    if (st)
-        st_close(f);
-    return st;
-}
-
-typedef struct {
-    zc_dtype dt;
-    int ndim;
-    int64_t shape[2];
-    uint64_t off; /* from data0 */
-} st_tensor;
-
-static bool json_u64(const cJSON *v, uint64_t *out)
-{
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9007199254740992.0 ||
-        v->valuedouble != floor(v->valuedouble))
-        return false;
-    *out = (uint64_t)v->valuedouble;
-    return true;
-}
-
-/* Tensor `name` (prefixed as the file is); its dtype, shape and bytes checked against the file. */
-static zc_status st_tensor_get(const st_file *f, const char *name, st_tensor *t, zc_err *err)
-{
-    const cJSON *o = cJSON_GetObjectItemCaseSensitive(f->h, name);
-    if (!o)
-        return zc_err_set(err, ZC_EINVAL,
-                          "%s: no tensor '%s' (a GPT-2 in transformers' layout "
-                          "has it)",
-                          f->path, name);
-    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(o, "dtype");
-    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(o, "shape");
-    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(o, "data_offsets");
-    const char *d = cJSON_IsString(dt) ? dt->valuestring : "?";
-    t->dt = !strcmp(d, "F32")    ? ZC_FP32
-            : !strcmp(d, "BF16") ? ZC_BF16
-            : !strcmp(d, "F16")  ? ZC_FP16
-                                 : ZC_NDTYPES;
-    if (t->dt == ZC_NDTYPES)
-        return zc_err_set(err, ZC_EINVAL, "%s: tensor '%s' is %s, expected F32, BF16 or F16",
-                          f->path, name, d);
-    t->ndim = cJSON_IsArray(shape) ? cJSON_GetArraySize(shape) : -1;
-    t->shape[0] = t->shape[1] = 0;
-    uint64_t numel = 1, dim = 0, b, e;
-    bool ok = t->ndim >= 1 && t->ndim <= 2;
-    for (int k = 0; ok && k < t->ndim; k++) {
-        ok = json_u64(cJSON_GetArrayItem(shape, k), &dim) && dim <= INT32_MAX;
-        t->shape[k] = (int64_t)dim;
-        numel *= ok ? dim : 1;
-    }
-    if (!ok)
-        return zc_err_set(err, ZC_EINVAL,
-                          "%s: tensor '%s' has no valid shape of 1 or 2 "
-                          "dimensions",
-                          f->path, name);
-    if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 ||
-        !json_u64(cJSON_GetArrayItem(offs, 0), &b) || !json_u64(cJSON_GetArrayItem(offs, 1), &e) ||
-        e < b || e - b != numel * (uint64_t)zc_dtype_size(t->dt) || f->data0 + e > f->size)
-        return zc_err_set(err, ZC_EINVAL,
-                          "%s: tensor '%s' has data_offsets that do not fit its "
-                          "shape or the file (truncated?)",
-                          f->path, name);
-    t->off = b;
-    return ZC_OK;
-}
-
-/* Elements [first, first + n) of t as fp32 into dst. */
-static zc_status st_read(const st_file *f, const char *name, const st_tensor *t, size_t first,
-                         size_t n, float *dst, zc_err *err)
-{
-    const size_t es = (size_t)zc_dtype_size(t->dt);
-    char *p = (char *)dst;
-    size_t bytes = n * es, got = 0;
-    off_t at = (off_t)(f->data0 + t->off + first * es);
-    while (got < bytes) {
-        ssize_t r = pread(f->fd, p + got, bytes - got, at + (off_t)got);
-        if (r <= 0)
-            return zc_err_set(err, ZC_EIO, "%s: cannot read tensor '%s': %s", f->path, name,
-                              r < 0 ? strerror(errno) : "unexpected end of file");
-        got += (size_t)r;
-    }
-    if (es == 2) /* widen in place, from the end */
-        for (size_t i = n; i-- > 0;) {
-            uint16_t h;
-            memcpy(&h, p + 2 * i, 2);
-            uint32_t u = (uint32_t)h << 16;
-            float x;
-            memcpy(&x, &u, 4);
-            dst[i] = t->dt == ZC_BF16 ? x : zc_f16_to_f32_ref(h);
-        }
     return ZC_OK;
 }
 
@@ -285,19 +144,19 @@ bool hf_is_checkpoint(const char *path)
     size_t n = strlen(path);
     if (n < 12 || strcmp(path + n - 12, ".safetensors"))
         return false;
-    st_file f;
+    hf_st_file f;
     zc_err ignored;
     if (st_open(&f, path, &ignored))
         return false;
     bool hf = has_gpt2_names(f.h, f.prefix);
-    st_close(&f);
+    hf_st_close(&f);
     return hf;
 }
 
 bool hf_is_zeroc_weights(const char *path)
 {
     size_t n = strlen(path);
-    st_file f;
+    hf_st_file f;
     zc_err ignored;
     if (n < 12 || strcmp(path + n - 12, ".safetensors") || st_open(&f, path, &ignored))
         return false;
@@ -306,52 +165,17 @@ bool hf_is_zeroc_weights(const char *path)
     bool zeroc = ((cJSON_IsString(producer) && !strcmp(producer->valuestring, "zeroc")) ||
                   cJSON_GetObjectItemCaseSensitive(f.h, "wte")) &&
                  !has_gpt2_names(f.h, f.prefix);
-    st_close(&f);
+    hf_st_close(&f);
     return zeroc;
 }
 
 /* ---------- config.json ---------- */
 
-static zc_status read_json(const char *path, cJSON **out, zc_err *err)
-{
-    zc_err oerr = {0};
-    FILE *f = zc_fopen_regular(path, &oerr); /* not blocking on a FIFO */
-    if (!f && oerr.code == ZC_EIO)
-        return zc_err_set(err, ZC_EIO,
-                          "cannot open %s: %m (a Hugging Face GPT-2 needs its "
-                          "config.json beside model.safetensors)",
-                          path);
-    if (!f)
-        return zc_err_set(err, oerr.code, "%s", oerr.msg);
-    char *text = malloc((1 << 20) + 1);
-    size_t n = text ? fread(text, 1, 1 << 20, f) : 0;
-    bool more = text && fgetc(f) != EOF;
-    fclose(f);
-    if (!text)
-        return zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", path);
-    text[n] = 0;
-    /* as Python's json reads it (transformers does): one value, then white space only; no key
-     * twice (cJSON would keep the first value, Python keeps the last) */
-    char why[320] = "";
-    *out = more ? NULL
-                : zc_json_parse_strict(text, n, 0, " \t\n\r", "white space", 1, why, sizeof why);
-    free(text);
-    if (!cJSON_IsObject(*out)) {
-        cJSON_Delete(*out);
-        *out = NULL;
-        if (why[0])
-            return zc_err_set(err, ZC_EINVAL, "%s: %s", path, why);
-        return zc_err_set(err, ZC_EINVAL, "%s: not a JSON object%s", path,
-                          more ? " of at most 1 MiB" : "");
-    }
-    return ZC_OK;
-}
-
 /* v as a dimension: an integer from 1 to INT_MAX. */
 static bool json_dim(const cJSON *v, int *out)
 {
     uint64_t u;
-    if (!json_u64(v, &u) || u < 1 || u > INT_MAX)
+    if (!hf_json_u64(v, &u) || u < 1 || u > INT_MAX)
         return false;
     *out = (int)u;
     return true;
@@ -450,7 +274,7 @@ static const char *shape_text(char *buf, size_t cap, int ndim, const int64_t sha
 static zc_status config_matches_file(const char *cfgpath, const char *stpath, int L, int C, int T,
                                      int V, zc_err *err)
 {
-    st_file f;
+    hf_st_file f;
     zc_status st = st_open(&f, stpath, err);
     if (st)
         return st;
@@ -469,7 +293,7 @@ static zc_status config_matches_file(const char *cfgpath, const char *stpath, in
         uint64_t d = 0;
         bool ok = ndim == 1 || ndim == 2;
         for (int i = 0; ok && i < ndim; i++)
-            ok = json_u64(cJSON_GetArrayItem(sh, i), &d) && d <= INT32_MAX, dims[i] = (int64_t)d;
+            ok = hf_json_u64(cJSON_GetArrayItem(sh, i), &d) && d <= INT32_MAX, dims[i] = (int64_t)d;
         if (ok && (ndim != 2 || dims[0] != two[k].rows || dims[1] != C))
             st = zc_err_set(err, ZC_EINVAL, "%s: %s say [%lld, %d], but %s's %s has shape %s",
                             cfgpath, two[k].keys, (long long)two[k].rows, C, stpath, name,
@@ -483,7 +307,7 @@ static zc_status config_matches_file(const char *cfgpath, const char *stpath, in
     if (!st && cJSON_GetObjectItemCaseSensitive(f.h, name))
         st = zc_err_set(err, ZC_EINVAL, "%s: n_layer %d, but %s has a block more ('%s')", cfgpath,
                         L, stpath, name);
-    st_close(&f);
+    hf_st_close(&f);
     return st;
 }
 
@@ -493,7 +317,7 @@ zc_status hf_read_config(const char *path, gpt2_config *cfg, zc_err *err)
     cJSON *c = NULL;
     zc_status st = find_paths(path, &p, err);
     if (!st)
-        st = read_json(p.cfg, &c, err);
+        st = hf_read_json(p.cfg, &c, err);
     int L = 0, H = 0, C = 0, T = 0, V = 0;
     const char *hkey = "", *ckey = "", *unused;
     if (!st)
@@ -527,7 +351,7 @@ zc_status hf_read_config(const char *path, gpt2_config *cfg, zc_err *err)
 /* ---------- loading ---------- */
 
 /* Every tensor of the file must be one the model reads, lm_head.weight or a mask buffer. */
-static zc_status check_names(const st_file *f, zc_engine *e, zc_err *err)
+static zc_status check_names(const hf_st_file *f, zc_engine *e, zc_err *err)
 {
     const size_t pl = strlen(f->prefix);
     for (const cJSON *t = f->h->child; t; t = t->next) {
@@ -557,16 +381,16 @@ static zc_status check_names(const st_file *f, zc_engine *e, zc_err *err)
 
 /* lm_head.weight, if the file has it beside wte.weight, must be the token embedding (GPT-2 ties
  * them); without wte.weight it is the embedding (st_open). */
-static zc_status check_tied(const st_file *f, zc_err *err)
+static zc_status check_tied(const hf_st_file *f, zc_err *err)
 {
     if (!cJSON_GetObjectItemCaseSensitive(f->h, "lm_head.weight") ||
         !strcmp(f->wte, "lm_head.weight"))
         return ZC_OK;
     const char *wte = f->wte;
-    st_tensor a, b;
-    zc_status st = st_tensor_get(f, "lm_head.weight", &a, err);
+    hf_st_tensor a, b;
+    zc_status st = hf_st_tensor_get(f, "lm_head.weight", &a, err);
     if (!st)
-        st = st_tensor_get(f, wte, &b, err);
+        st = hf_st_tensor_get(f, wte, &b, err);
     if (!st && (a.ndim != b.ndim || a.shape[0] != b.shape[0] || a.shape[1] != b.shape[1]))
         return zc_err_set(err, ZC_EINVAL,
                           "%s: lm_head.weight's shape differs from %s's: "
@@ -579,8 +403,8 @@ static zc_status check_tied(const st_file *f, zc_err *err)
         st = zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", f->path);
     for (size_t at = 0; !st && at < n; at += CHUNK) {
         size_t k = n - at < CHUNK ? n - at : CHUNK;
-        if (!(st = st_read(f, "lm_head.weight", &a, at, k, x, err)) &&
-            !(st = st_read(f, wte, &b, at, k, x + CHUNK, err)) &&
+        if (!(st = hf_st_read(f, "lm_head.weight", &a, at, k, x, err)) &&
+            !(st = hf_st_read(f, wte, &b, at, k, x + CHUNK, err)) &&
             memcmp(x, x + CHUNK, k * sizeof(float)))
             st = zc_err_set(err, ZC_EINVAL,
                             "%s: lm_head.weight differs from %s: zeroc's GPT-2 "
@@ -592,7 +416,7 @@ static zc_status check_tied(const st_file *f, zc_err *err)
 }
 
 /* Parameter p's elements this rank holds, from its transformers tensor. */
-static zc_status load_param(const st_file *f, zc_engine *e, int p, int vocab, zc_err *err)
+static zc_status load_param(const hf_st_file *f, zc_engine *e, int p, int vocab, zc_err *err)
 {
     const zc_param_info *pi = zc_engine_param_info(e, p);
     char bare[NAME_CAP], name[NAME_CAP + 16];
@@ -601,7 +425,7 @@ static zc_status load_param(const st_file *f, zc_engine *e, int p, int vocab, zc
         return zc_err_set(err, ZC_EINVAL, "parameter '%s' is not a GPT-2's", pi->name);
     const bool wte = !strcmp(pi->name, "wte");
     snprintf(name, sizeof name, "%s%s", wte ? "" : f->prefix, wte ? f->wte : bare);
-    st_tensor t;
+    hf_st_tensor t;
     int64_t want[2];
     hf_shape(pi, tr, vocab, want);
     if (wte && !cJSON_GetObjectItemCaseSensitive(f->h, name))
@@ -609,7 +433,7 @@ static zc_status load_param(const st_file *f, zc_engine *e, int p, int vocab, zc
                           "%s: no tensor '%s' nor lm_head.weight: no token embedding (a GPT-2 "
                           "in transformers' layout has one of them; GPT-2 ties the two)",
                           f->path, name);
-    zc_status st = st_tensor_get(f, name, &t, err);
+    zc_status st = hf_st_tensor_get(f, name, &t, err);
     if (!st &&
         (t.ndim != pi->ndim || t.shape[0] != want[0] || (pi->ndim > 1 && t.shape[1] != want[1]))) {
         char have_s[48], want_s[48];
@@ -631,14 +455,14 @@ static zc_status load_param(const st_file *f, zc_engine *e, int p, int vocab, zc
         st = zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", f->path);
     if (!st && tr) { /* [in, out] there, [out, in] here */
         const size_t out = (size_t)pi->shape[0], in = (size_t)pi->shape[1];
-        if (!(st = st_read(f, name, &t, 0, pi->numel, whole, err)))
+        if (!(st = hf_st_read(f, name, &t, 0, pi->numel, whole, err)))
             for (size_t k = 0; k < n; k++) {
                 size_t idx = first + k, o = idx / in, i = idx % in;
                 buf[k] = whole[i * out + o];
             }
     } else if (!st) {
         size_t have = first >= real ? 0 : real - first < n ? real - first : n;
-        st = have ? st_read(f, name, &t, first, have, buf, err) : ZC_OK;
+        st = have ? hf_st_read(f, name, &t, first, have, buf, err) : ZC_OK;
         memset(buf + have, 0, (n - have) * sizeof(float)); /* wte's padded rows */
     }
     for (size_t k = 0; !st && k < n; k++) /* a NaN would train on, unseen */
@@ -657,7 +481,7 @@ static zc_status load_param(const st_file *f, zc_engine *e, int p, int vocab, zc
 zc_status hf_load(zc_engine *e, const char *path, const gpt2_config *cfg, zc_err *err)
 {
     hf_paths p;
-    st_file f;
+    hf_st_file f;
     zc_status st = find_paths(path, &p, err);
     if (st || (st = st_open(&f, p.st, err)))
         return st;
@@ -665,7 +489,7 @@ zc_status hf_load(zc_engine *e, const char *path, const gpt2_config *cfg, zc_err
         st = check_tied(&f, err);
     for (int q = 0; !st && q < zc_engine_num_params(e); q++)
         st = load_param(&f, e, q, cfg->vocab_size, err);
-    st_close(&f);
+    hf_st_close(&f);
     return st;
 }
 
