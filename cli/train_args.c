@@ -116,6 +116,36 @@ static zc_status check_outputs(zc_comm *comm, train_opts *o, zc_err *err)
     return zc_comm_agree(comm, st, "checking the output paths", err);
 }
 
+/* The model an --init file holds decides --model: an llm.c checkpoint or a Hugging Face GPT-2
+ * is gpt2, a Hugging Face Llama-family directory is the decoder configured by its config.json
+ * (trained through the gpt2 adaptor: one decoder) — --model may then be left out, or name the
+ * file's family (llama, qwen2, mistral); one that disagrees is refused. A file that cannot be
+ * read is named when the model is built. */
+static zc_status resolve_model(int argc, char **argv, train_opts *o, zc_err *err)
+{
+    const bool given = args_given(argc, argv, 2, "--model");
+    gpt2_config file;
+    zc_err unread;
+    if (!o->init || !gpt2_is_init_file(o->init) || gpt2_init_shape(o->init, &file, &unread)) {
+        if (given && strcmp(o->model, "mlp") && strcmp(o->model, "gpt2"))
+            return zc_err_set(err, ZC_EINVAL,
+                              "--model %s: a Llama-family model comes from its Hugging Face "
+                              "directory (--init DIR with config.json); from flags zeroc builds "
+                              "mlp or gpt2",
+                              o->model);
+        return ZC_OK;
+    }
+    const char *fam = file.family[0] ? file.family : "gpt2";
+    if (given && strcmp(o->model, fam) && strcmp(o->model, "mlp"))
+        return zc_err_set(err, ZC_EINVAL,
+                          "--model %s: --init %s holds a %s (its model_type); leave --model out "
+                          "(the architecture comes from the file)",
+                          o->model, o->init, fam);
+    if (!given || strcmp(o->model, "mlp"))
+        o->model = "gpt2"; /* the decoder's adaptor, whatever the family */
+    return ZC_OK;
+}
+
 /* Flags that would be ignored, or silently replaced, are refused instead: the run would train
  * something else than the command line says. Records which shape flags were given (beside an
  * llm.c --init they must agree with the file: cli/train_gpt2.c). */
@@ -366,7 +396,10 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
                       .sample_length = 128};
     zc_config_defaults(cfg);
     arg_spec specs[] = {
-        {"--model", ARG_STR, &o->model, NULL, "model to train: mlp (default) or gpt2", NULL},
+        {"--model", ARG_STR, &o->model, NULL,
+         "model to train: mlp (default) or gpt2; with a Llama-family --init DIR, the file's "
+         "(leave it out)",
+         NULL},
         {"--dtype", ARG_STR, &o->dtype, NULL,
          "fp32, bf16 or fp16: stored parameters and gradients (sets bf16/fp16.enabled)", NULL},
         {"--config", ARG_STR, &o->config, NULL, "DeepSpeed-style JSON config file", NULL},
@@ -462,6 +495,8 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
         st = apply_flags(specs, nspecs, zc_comm_size(comm), o, cfg, err);
     if (!st) /* the collectives from here on, before the engine, wait as long as it will */
         zc_comm_set_timeout(comm, cfg->comm_timeout_s);
+    if (!st)
+        st = resolve_model(argc, argv, o, err);
     if (!st)
         st = check_flags(o, err);
     if (!st)

@@ -22,6 +22,7 @@
 #include "cli/byte_text.h"
 #include "cli/fail.h"
 #include "cli/train_model.h"
+#include "models/gpt2/ckpt_shape.h"
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/gpt2_layers.h"
 #include "models/gpt2/gpt2_sample.h"
@@ -399,11 +400,8 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
                            .num_heads = o->heads,
                            .channels = o->channels};
     }
-    snprintf(m->describe, sizeof m->describe,
-             "\"max_seq_len\": %d, \"vocab_size\": %d, \"padded_vocab_size\": %d, "
-             "\"num_layers\": %d, \"num_heads\": %d, \"channels\": %d",
-             gc.max_seq_len, gc.vocab_size, gc.padded_vocab_size, gc.num_layers, gc.num_heads,
-             gc.channels);
+    gpt2_describe(&gc, m->describe, sizeof m->describe);
+    snprintf(m->name, sizeof m->name, "%s", gc.family[0] ? gc.family : "gpt2");
     /* the default --seq-len takes an --init file's positions when it has fewer; a --seq-len
      * given longer than them was refused (cli/train_args.c) */
     st->T = o->seq_len < gc.max_seq_len ? o->seq_len : gc.max_seq_len;

@@ -15,7 +15,8 @@ typedef struct train_model train_model;
 struct train_model {
     void *state;
     double tokens_per_micro_step; /* per rank; 0 for models without tokens */
-    char describe[256];           /* JSON members describing the shape, for checkpoints */
+    char describe[1024];          /* JSON members describing the shape, for checkpoints */
+    char name[32];                /* what "model:" says: mlp, gpt2, or the decoder's family */
     /* What the model reads, for the ranks' agreement (train_model_agree_data): the training
      * and validation files' token counts and content digests, and whether the order is
      * shuffled; zeros for generated data. Contents, not paths: hosts may keep their own copies. */

@@ -154,6 +154,11 @@ ZC_API zc_status zc_ckpt_reader_open(const char *ckdir, zc_ckpt_reader **r, zc_e
 ZC_API int zc_ckpt_reader_num_params(const zc_ckpt_reader *r);
 /* A number the trainer stored in the manifest's client object (0, or −1 if absent). */
 ZC_API int zc_ckpt_reader_client_int(const zc_ckpt_reader *r, const char *key, int64_t *out);
+/* A finite number, or a string of fewer than cap bytes, of the client object (0, or −1 if absent
+ * or of another type). */
+ZC_API int zc_ckpt_reader_client_number(const zc_ckpt_reader *r, const char *key, double *out);
+ZC_API int zc_ckpt_reader_client_string(const zc_ckpt_reader *r, const char *key, char *out,
+                                        size_t cap);
 /* name, shape, numel of parameter p (unit and offset as the writer registered them) */
 ZC_API const zc_param_info *zc_ckpt_reader_param(const zc_ckpt_reader *r, int p);
 /* elements [first, first + n) of parameter p, fp32 (the shard's CRC is checked first) */

@@ -1,5 +1,8 @@
-/* ckpt_shape.c — a GPT-2's shape from a zeroc checkpoint's manifest (ckpt_shape.h). */
+/* ckpt_shape.c — a decoder's shape in a zeroc checkpoint's manifest, written and read back
+ * (ckpt_shape.h). */
 #include <limits.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "models/gpt2/ckpt_shape.h"
 
@@ -27,5 +30,67 @@ zc_status gpt2_checkpoint_shape(zc_ckpt_reader *r, const char *dir, gpt2_config 
                               fields[i].key, (long long)v, INT_MAX);
         *fields[i].field = (int)v;
     }
+    /* the architecture beyond GPT-2's, when recorded (checkpoints of GPT-2 have none of it) */
+    char fam[sizeof gc->family];
+    if (zc_ckpt_reader_client_string(r, "family", fam, sizeof fam))
+        return ZC_OK;
+    snprintf(gc->family, sizeof gc->family, "%s", fam);
+    struct {
+        const char *key;
+        int *field;
+        int lo, hi;
+    } arch[] = {{"kv_heads", &gc->kv_heads, 1, INT_MAX},
+                {"head_dim", &gc->head_dim, 1, INT_MAX},
+                {"hidden", &gc->hidden, 1, INT_MAX},
+                {"norm", (int *)&gc->norm, 0, GPT2_NORM_RMSNORM},
+                {"mlp", (int *)&gc->mlp, 0, GPT2_MLP_SWIGLU},
+                {"bias", (int *)&gc->bias, 0, GPT2_BIAS_NONE},
+                {"pos", (int *)&gc->pos, 0, GPT2_POS_ROPE},
+                {"rope_orig_max", &gc->rope_orig_max, 0, INT_MAX}};
+    for (size_t i = 0; i < sizeof arch / sizeof *arch; i++) {
+        int64_t v;
+        if (zc_ckpt_reader_client_int(r, arch[i].key, &v) || v < arch[i].lo || v > arch[i].hi)
+            return zc_err_set(err, ZC_EINVAL,
+                              "%s/manifest.json: client.%s must be an integer from %d to %d", dir,
+                              arch[i].key, arch[i].lo, arch[i].hi);
+        *arch[i].field = (int)v;
+    }
+    int64_t untied;
+    double eps;
+    const struct {
+        const char *key;
+        double *field;
+    } real[] = {{"norm_eps", &eps},
+                {"rope_theta", &gc->rope_theta},
+                {"rope_factor", &gc->rope_factor},
+                {"rope_low_freq", &gc->rope_low_freq},
+                {"rope_high_freq", &gc->rope_high_freq}};
+    for (size_t i = 0; i < sizeof real / sizeof *real; i++)
+        if (zc_ckpt_reader_client_number(r, real[i].key, real[i].field) || *real[i].field < 0)
+            return zc_err_set(err, ZC_EINVAL, "%s/manifest.json: client.%s must be a number >= 0",
+                              dir, real[i].key);
+    if (zc_ckpt_reader_client_int(r, "untied", &untied) || untied < 0 || untied > 1)
+        return zc_err_set(err, ZC_EINVAL, "%s/manifest.json: client.untied must be 0 or 1", dir);
+    gc->norm_eps = (float)eps;
+    gc->untied = untied;
     return ZC_OK;
+}
+
+void gpt2_describe(const gpt2_config *c, char *out, size_t cap)
+{
+    int n = snprintf(out, cap,
+                     "\"max_seq_len\": %d, \"vocab_size\": %d, \"padded_vocab_size\": %d, "
+                     "\"num_layers\": %d, \"num_heads\": %d, \"channels\": %d",
+                     c->max_seq_len, c->vocab_size, c->padded_vocab_size, c->num_layers,
+                     c->num_heads, c->channels);
+    if (!c->family[0] || n < 0 || (size_t)n >= cap)
+        return;
+    snprintf(out + n, cap - (size_t)n,
+             ", \"family\": \"%s\", \"kv_heads\": %d, \"head_dim\": %d, \"hidden\": %d, "
+             "\"norm\": %d, \"mlp\": %d, \"bias\": %d, \"pos\": %d, \"untied\": %d, "
+             "\"norm_eps\": %.9g, \"rope_theta\": %.17g, \"rope_factor\": %.17g, "
+             "\"rope_low_freq\": %.17g, \"rope_high_freq\": %.17g, \"rope_orig_max\": %d",
+             c->family, gpt2_kv_heads(c), gpt2_head_dim(c), gpt2_hidden(c), (int)c->norm,
+             (int)c->mlp, (int)c->bias, (int)c->pos, (int)c->untied, (double)c->norm_eps,
+             c->rope_theta, c->rope_factor, c->rope_low_freq, c->rope_high_freq, c->rope_orig_max);
 }

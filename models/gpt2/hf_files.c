@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "models/gpt2/ckpt_shape.h"
+#include "models/gpt2/hf_decoder.h"
 #include "models/gpt2/hf_files.h"
 #include "models/gpt2/hf_safetensors.h"
 #include "src/util/json_strict.h"
@@ -311,11 +312,23 @@ static zc_status config_matches_file(const char *cfgpath, const char *stpath, in
     return st;
 }
 
+/* The directory a Llama-family config.json at cfgpath stands in. */
+static void config_dir(const char *cfgpath, char *dir, size_t cap)
+{
+    const char *slash = strrchr(cfgpath, '/');
+    snprintf(dir, cap, "%.*s", slash ? (int)(slash - cfgpath) : 1, slash ? cfgpath : ".");
+}
+
 zc_status hf_read_config(const char *path, gpt2_config *cfg, zc_err *err)
 {
     hf_paths p;
     cJSON *c = NULL;
     zc_status st = find_paths(path, &p, err);
+    if (!st && hf_decoder_config_is_family(p.cfg)) { /* Llama, Qwen2, Mistral */
+        char dir[PATH_CAP];
+        config_dir(p.cfg, dir, sizeof dir);
+        return hf_decoder_read_config(dir, cfg, err);
+    }
     if (!st)
         st = hf_read_json(p.cfg, &c, err);
     int L = 0, H = 0, C = 0, T = 0, V = 0;
@@ -483,6 +496,11 @@ zc_status hf_load(zc_engine *e, const char *path, const gpt2_config *cfg, zc_err
     hf_paths p;
     hf_st_file f;
     zc_status st = find_paths(path, &p, err);
+    if (!st && cfg->family[0]) {
+        char dir[PATH_CAP];
+        config_dir(p.cfg, dir, sizeof dir);
+        return hf_decoder_load(e, dir, cfg, err);
+    }
     if (st || (st = st_open(&f, p.st, err)))
         return st;
     if (!(st = check_names(&f, e, err)) && !(st = zc_safetensors_check_layout(f.path, err)))

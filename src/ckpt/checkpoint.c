@@ -944,6 +944,26 @@ int zc_ckpt_reader_client_int(const zc_ckpt_reader *r, const char *key, int64_t 
     *out = (int64_t)v;
     return 0;
 }
+int zc_ckpt_reader_client_number(const zc_ckpt_reader *r, const char *key, double *out)
+{
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(r->m.root, "client");
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(c, key);
+    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+        return -1;
+    *out = it->valuedouble;
+    return 0;
+}
+
+int zc_ckpt_reader_client_string(const zc_ckpt_reader *r, const char *key, char *out, size_t cap)
+{
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(r->m.root, "client");
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(c, key);
+    if (!cJSON_IsString(it) || strlen(it->valuestring) >= cap)
+        return -1;
+    memcpy(out, it->valuestring, strlen(it->valuestring) + 1);
+    return 0;
+}
+
 const zc_param_info *zc_ckpt_reader_param(const zc_ckpt_reader *r, int p)
 {
     ZC_ASSERT(p >= 0 && p < r->m.nparams);

@@ -1,0 +1,570 @@
+/* hf_decoder.c — Llama-family files of Hugging Face transformers (hf_decoder.h): config.json
+ * read into the decoder's architecture record, the safetensors file or shards loaded into the
+ * engine (q|k|v and gate|up fused by rows on the way in), and checkpoints exported back to them.
+ * The safetensors and JSON readers are hf_safetensors.c's; GPT-2's names are hf_files.c's. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "models/gpt2/hf_decoder.h"
+#include "models/gpt2/hf_safetensors.h"
+#include "zeroc/checkpoint.h"
+#include "zeroc/durable.h"
+#include "zeroc/safetensors.h"
+
+enum { PATH_CAP = 4096, MAX_SHARDS = 4096 };
+
+/* ---------- config.json ---------- */
+
+static const char *const FAMILIES[] = {"llama", "qwen2", "mistral"};
+
+static const char *family_of(const cJSON *c)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "model_type");
+    for (size_t i = 0; cJSON_IsString(t) && i < sizeof FAMILIES / sizeof *FAMILIES; i++)
+        if (!strcmp(t->valuestring, FAMILIES[i]))
+            return FAMILIES[i];
+    return NULL;
+}
+
+bool hf_decoder_config_is_family(const char *config_json)
+{
+    cJSON *c = NULL;
+    zc_err ignored;
+    if (hf_read_json(config_json, &c, &ignored))
+        return false;
+    bool yes = family_of(c) != NULL;
+    cJSON_Delete(c);
+    return yes;
+}
+
+/* An integer dimension key (1 .. INT_MAX); `def` when absent or null (0: required). */
+static zc_status dim(const cJSON *c, const char *path, const char *key, int def, int *out,
+                     zc_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, key);
+    uint64_t u;
+    if ((!v || cJSON_IsNull(v)) && def) {
+        *out = def;
+        return ZC_OK;
+    }
+    if (!v)
+        return zc_err_set(err, ZC_EINVAL, "%s: %s is missing (an integer from 1 to %d)", path, key,
+                          INT_MAX);
+    if (!hf_json_u64(v, &u) || u < 1 || u > INT_MAX)
+        return zc_err_set(err, ZC_EINVAL, "%s: %s must be an integer from 1 to %d", path, key,
+                          INT_MAX);
+    *out = (int)u;
+    return ZC_OK;
+}
+
+/* A positive number key; `def` when absent or null. */
+static zc_status num(const cJSON *c, const char *path, const char *key, double def, double *out,
+                     zc_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, key);
+    if (!v || cJSON_IsNull(v)) {
+        *out = def;
+        return ZC_OK;
+    }
+    if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || !isfinite(v->valuedouble))
+        return zc_err_set(err, ZC_EINVAL, "%s: %s must be a positive number", path, key);
+    *out = v->valuedouble;
+    return ZC_OK;
+}
+
+/* A boolean key that must have the value `want` for zeroc to compute what transformers does. */
+static zc_status must_be(const cJSON *c, const char *path, const char *key, bool want,
+                         const char *why, zc_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, key);
+    if (!v || cJSON_IsNull(v) || (cJSON_IsBool(v) && cJSON_IsTrue(v) == want))
+        return ZC_OK;
+    return zc_err_set(err, ZC_EINVAL, "%s: %s must be %s: %s", path, key, want ? "true" : "false",
+                      why);
+}
+
+/* rope_scaling (or the newer rope_parameters): none, "default", or "llama3" with its four keys;
+ * rope_parameters may carry rope_theta itself. */
+static zc_status rope_config(const cJSON *c, const char *path, gpt2_config *g, zc_err *err)
+{
+    const char *key = "rope_scaling";
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(c, key);
+    if (!r || cJSON_IsNull(r)) {
+        key = "rope_parameters";
+        r = cJSON_GetObjectItemCaseSensitive(c, key);
+    }
+    zc_status st = num(c, path, "rope_theta", 10000.0, &g->rope_theta, err);
+    if (st || !r || cJSON_IsNull(r))
+        return st;
+    if (!cJSON_IsObject(r))
+        return zc_err_set(err, ZC_EINVAL, "%s: %s must be an object or null", path, key);
+    if (cJSON_GetObjectItemCaseSensitive(r, "rope_theta") &&
+        (st = num(r, path, "rope_theta", 0, &g->rope_theta, err)))
+        return st;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "rope_type");
+    if (!t)
+        t = cJSON_GetObjectItemCaseSensitive(r, "type");
+    const char *type = cJSON_IsString(t) ? t->valuestring : t ? "(not a string)" : "default";
+    if (!strcmp(type, "default"))
+        return ZC_OK;
+    if (strcmp(type, "llama3"))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: %s.rope_type \"%s\": zeroc computes the default rotary positions "
+                          "and Llama 3's (\"llama3\") only",
+                          path, key, type);
+    double orig;
+    if ((st = num(r, path, "factor", 0, &g->rope_factor, err)) ||
+        (st = num(r, path, "low_freq_factor", 0, &g->rope_low_freq, err)) ||
+        (st = num(r, path, "high_freq_factor", 0, &g->rope_high_freq, err)) ||
+        (st = num(r, path, "original_max_position_embeddings", 0, &orig, err)))
+        return st;
+    if (!(g->rope_factor > 0) || !(g->rope_low_freq > 0) || !(g->rope_high_freq > 0) ||
+        !(orig >= 1) || orig > INT_MAX || orig != floor(orig))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: %s of type llama3 needs factor, low_freq_factor, high_freq_factor "
+                          "(positive numbers) and original_max_position_embeddings (an integer)",
+                          path, key);
+    if (!(g->rope_high_freq > g->rope_low_freq))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: %s.high_freq_factor %g must be above low_freq_factor %g", path, key,
+                          g->rope_high_freq, g->rope_low_freq);
+    g->rope_orig_max = (int)orig;
+    return ZC_OK;
+}
+
+/* The keys that would make transformers compute something else than this decoder. */
+static zc_status config_same_model(const cJSON *c, const char *path, const char *fam, zc_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, "hidden_act");
+    if (v && !(cJSON_IsString(v) && !strcmp(v->valuestring, "silu")))
+        return zc_err_set(
+            err, ZC_EINVAL, "%s: hidden_act %s%s%s: zeroc's %s MLP is SwiGLU with silu", path,
+            cJSON_IsString(v) ? "\"" : "", cJSON_IsString(v) ? v->valuestring : "(not a string)",
+            cJSON_IsString(v) ? "\"" : "", fam);
+    static const char *const moe[] = {"num_local_experts", "num_experts", "num_experts_per_tok",
+                                      "moe_intermediate_size"};
+    for (size_t i = 0; i < sizeof moe / sizeof *moe; i++)
+        if ((v = cJSON_GetObjectItemCaseSensitive(c, moe[i])) && !cJSON_IsNull(v) &&
+            !(cJSON_IsNumber(v) && v->valuedouble == 0))
+            return zc_err_set(err, ZC_EINVAL,
+                              "%s: %s: a mixture of experts, which zeroc's decoder is not", path,
+                              moe[i]);
+    zc_status st;
+    if ((st = must_be(c, path, "attention_bias", false,
+                      "zeroc's Llama has no attention biases (Qwen2's q/k/v biases come with "
+                      "model_type qwen2)",
+                      err)) ||
+        (st = must_be(c, path, "mlp_bias", false, "zeroc's Llama-family MLP has no biases", err)) ||
+        (st = must_be(c, path, "use_sliding_window", false,
+                      "zeroc attends over the whole window (no sliding-window attention)", err)))
+        return st;
+    /* Mistral's sliding_window applies whenever it is set; Qwen2's only with use_sliding_window */
+    v = cJSON_GetObjectItemCaseSensitive(c, "sliding_window");
+    if (!strcmp(fam, "mistral") && v && !cJSON_IsNull(v))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: sliding_window %g: zeroc attends over the whole window (set it to "
+                          "null for a model trained without one)",
+                          path, cJSON_IsNumber(v) ? v->valuedouble : NAN);
+    return ZC_OK;
+}
+
+static zc_status parse_config(const cJSON *c, const char *path, gpt2_config *g, zc_err *err)
+{
+    const char *fam = family_of(c);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "model_type");
+    if (!fam)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: model_type %s%s%s: zeroc's decoder reads gpt2, llama, qwen2 and "
+                          "mistral",
+                          path, cJSON_IsString(t) ? "\"" : "",
+                          cJSON_IsString(t) ? t->valuestring : "(missing)",
+                          cJSON_IsString(t) ? "\"" : "");
+    *g = (gpt2_config){.norm = GPT2_NORM_RMSNORM,
+                       .mlp = GPT2_MLP_SWIGLU,
+                       .pos = GPT2_POS_ROPE,
+                       .bias = strcmp(fam, "qwen2") ? GPT2_BIAS_NONE : GPT2_BIAS_QKV};
+    snprintf(g->family, sizeof g->family, "%s", fam);
+    zc_status st;
+    if ((st = dim(c, path, "hidden_size", 0, &g->channels, err)) ||
+        (st = dim(c, path, "intermediate_size", 0, &g->hidden, err)) ||
+        (st = dim(c, path, "num_hidden_layers", 0, &g->num_layers, err)) ||
+        (st = dim(c, path, "num_attention_heads", 0, &g->num_heads, err)) ||
+        (st = dim(c, path, "num_key_value_heads", g->num_heads, &g->kv_heads, err)) ||
+        (st = dim(c, path, "max_position_embeddings", 0, &g->max_seq_len, err)) ||
+        (st = dim(c, path, "vocab_size", 0, &g->vocab_size, err)))
+        return st;
+    if (g->channels % g->num_heads && !cJSON_GetObjectItemCaseSensitive(c, "head_dim"))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: num_attention_heads %d does not divide hidden_size %d (and no "
+                          "head_dim is given)",
+                          path, g->num_heads, g->channels);
+    if ((st = dim(c, path, "head_dim", g->channels / g->num_heads ? g->channels / g->num_heads : 1,
+                  &g->head_dim, err)))
+        return st;
+    if (g->num_heads % g->kv_heads)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: num_key_value_heads %d does not divide num_attention_heads %d", path,
+                          g->kv_heads, g->num_heads);
+    double eps;
+    if ((st = num(c, path, "rms_norm_eps", 1e-6, &eps, err)) ||
+        (st = rope_config(c, path, g, err)) || (st = config_same_model(c, path, fam, err)))
+        return st;
+    g->norm_eps = (float)eps;
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(c, "tie_word_embeddings");
+    if (tie && !cJSON_IsBool(tie))
+        return zc_err_set(err, ZC_EINVAL, "%s: tie_word_embeddings must be true or false", path);
+    g->untied = !cJSON_IsTrue(tie); /* transformers' default for these families: untied */
+    g->padded_vocab_size = gpt2_pad_vocab(g->vocab_size);
+    return ZC_OK;
+}
+
+/* ---------- the safetensors file, or its shards ---------- */
+
+typedef struct {
+    const char *dir;
+    int n;
+    char (*names)[PATH_CAP]; /* file names inside dir */
+    hf_st_file *files;
+    cJSON *map; /* index.json's weight_map, or NULL (one file) */
+    cJSON *index;
+} st_set;
+
+static void set_close(st_set *s)
+{
+    for (int i = 0; i < s->n; i++)
+        hf_st_close(&s->files[i]);
+    free(s->files);
+    free(s->names);
+    cJSON_Delete(s->index);
+    *s = (st_set){0};
+}
+
+/* A shard's file name from the index: a plain name inside the directory. */
+static bool plain_name(const char *name)
+{
+    return name[0] && name[0] != '.' && !strchr(name, '/') && strlen(name) < 256;
+}
+
+static zc_status set_open(st_set *s, const char *dir, zc_err *err)
+{
+    *s = (st_set){.dir = dir};
+    char path[PATH_CAP];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    zc_status st = ZC_OK;
+    if (!stat(path, &sb)) {
+        if ((st = hf_read_json(path, &s->index, err)))
+            return st;
+        s->map = cJSON_GetObjectItemCaseSensitive(s->index, "weight_map");
+        if (!cJSON_IsObject(s->map) || !s->map->child)
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: weight_map must be an object naming each tensor's file", path);
+        int cap = 0;
+        for (const cJSON *e = st ? NULL : s->map->child; e && !st; e = e->next) {
+            if (!cJSON_IsString(e) || !plain_name(e->valuestring)) {
+                st = zc_err_set(err, ZC_EINVAL, "%s: weight_map[\"%s\"] must be a file name in %s",
+                                path, e->string, dir);
+                break;
+            }
+            int k = 0;
+            while (k < s->n && strcmp(s->names[k], e->valuestring))
+                k++;
+            if (k < s->n)
+                continue;
+            if (s->n == MAX_SHARDS) {
+                st = zc_err_set(err, ZC_EINVAL, "%s: more than %d files", path, MAX_SHARDS);
+                break;
+            }
+            if (s->n == cap) {
+                cap = cap ? 2 * cap : 8;
+                void *nn = realloc(s->names, (size_t)cap * sizeof *s->names);
+                if (!nn) {
+                    st = zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", path);
+                    break;
+                }
+                s->names = nn;
+            }
+            snprintf(s->names[s->n++], PATH_CAP, "%s", e->valuestring);
+        }
+    } else {
+        s->names = malloc(sizeof *s->names);
+        if (!s->names)
+            return zc_err_set(err, ZC_ENOMEM, "out of memory");
+        snprintf(s->names[0], PATH_CAP, "model.safetensors");
+        s->n = 1;
+    }
+    if (!st && !(s->files = calloc((size_t)s->n, sizeof *s->files)))
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory");
+    for (int i = 0; !st && i < s->n; i++)
+        s->files[i].fd = -1;
+    for (int i = 0; !st && i < s->n; i++) {
+        char *p = malloc(PATH_CAP);
+        if (!p) {
+            st = zc_err_set(err, ZC_ENOMEM, "out of memory");
+            break;
+        }
+        snprintf(p, PATH_CAP, "%s/%s", dir, s->names[i]);
+        snprintf(s->names[i], PATH_CAP, "%s", p); /* the path from here on */
+        free(p);
+        if (!(st = hf_st_open(&s->files[i], s->names[i], err))) {
+            s->files[i].path = s->names[i];
+            s->files[i].who = "the model's config.json";
+        }
+    }
+    if (st) {
+        int opened = s->n;
+        s->n = 0;
+        for (int i = 0; i < opened && s->files; i++)
+            if (s->files[i].fd >= 0)
+                hf_st_close(&s->files[i]);
+        free(s->files);
+        free(s->names);
+        cJSON_Delete(s->index);
+        *s = (st_set){0};
+    }
+    return st;
+}
+
+/* The file holding tensor `name`, or NULL (not in the index, or not in that file's header). */
+static const hf_st_file *set_find(const st_set *s, const char *name)
+{
+    if (!s->map)
+        return cJSON_GetObjectItemCaseSensitive(s->files[0].h, name) ? &s->files[0] : NULL;
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(s->map, name);
+    if (!cJSON_IsString(f))
+        return NULL;
+    for (int i = 0; i < s->n; i++) {
+        const char *base = strrchr(s->names[i], '/') + 1;
+        if (!strcmp(base, f->valuestring))
+            return cJSON_GetObjectItemCaseSensitive(s->files[i].h, name) ? &s->files[i] : NULL;
+    }
+    return NULL;
+}
+
+/* ---------- names: zeroc's parameters as transformers' tensors ---------- */
+
+/* A zeroc parameter is up to three transformers tensors stacked by rows. */
+typedef struct {
+    int n;
+    char name[3][HF_NAME_CAP];
+    int64_t rows[3], cols; /* cols 0: a 1-D tensor */
+} pieces;
+
+static bool pieces_of(const gpt2_config *g, const char *zc, pieces *p)
+{
+    const int64_t C = g->channels, hd = gpt2_head_dim(g), H = g->num_heads, KV = gpt2_kv_heads(g),
+                  I = gpt2_hidden(g), V = g->vocab_size;
+    *p = (pieces){.n = 1, .cols = C};
+    int l;
+    char rest[ZC_MAX_NAME];
+    if (!strcmp(zc, "wte")) {
+        snprintf(p->name[0], HF_NAME_CAP, "model.embed_tokens.weight");
+        p->rows[0] = V;
+        return true;
+    }
+    if (!strcmp(zc, "lm_head")) {
+        snprintf(p->name[0], HF_NAME_CAP, "lm_head.weight");
+        p->rows[0] = V;
+        return true;
+    }
+    if (!strcmp(zc, "lnfw")) {
+        snprintf(p->name[0], HF_NAME_CAP, "model.norm.weight");
+        p->rows[0] = C, p->cols = 0;
+        return true;
+    }
+    if (sscanf(zc, "h.%d.%95s", &l, rest) != 2)
+        return false;
+    const char *pre = "model.layers";
+    if (!strcmp(rest, "ln1w") || !strcmp(rest, "ln2w")) {
+        snprintf(p->name[0], HF_NAME_CAP, "%s.%d.%s.weight", pre, l,
+                 rest[2] == '1' ? "input_layernorm" : "post_attention_layernorm");
+        p->rows[0] = C, p->cols = 0;
+        return true;
+    }
+    if (!strcmp(rest, "qkvw") || !strcmp(rest, "qkvb")) {
+        const bool b = rest[3] == 'b';
+        static const char qkv[3] = {'q', 'k', 'v'};
+        p->n = 3;
+        for (int i = 0; i < 3; i++) {
+            snprintf(p->name[i], HF_NAME_CAP, "%s.%d.self_attn.%c_proj.%s", pre, l, qkv[i],
+                     b ? "bias" : "weight");
+            p->rows[i] = (i ? KV : H) * hd;
+        }
+        p->cols = b ? 0 : C;
+        return true;
+    }
+    if (!strcmp(rest, "attprojw")) {
+        snprintf(p->name[0], HF_NAME_CAP, "%s.%d.self_attn.o_proj.weight", pre, l);
+        p->rows[0] = C, p->cols = H * hd;
+        return true;
+    }
+    if (!strcmp(rest, "fcw")) {
+        p->n = 2;
+        snprintf(p->name[0], HF_NAME_CAP, "%s.%d.mlp.gate_proj.weight", pre, l);
+        snprintf(p->name[1], HF_NAME_CAP, "%s.%d.mlp.up_proj.weight", pre, l);
+        p->rows[0] = p->rows[1] = I;
+        return true;
+    }
+    if (!strcmp(rest, "fcprojw")) {
+        snprintf(p->name[0], HF_NAME_CAP, "%s.%d.mlp.down_proj.weight", pre, l);
+        p->rows[0] = C, p->cols = I;
+        return true;
+    }
+    return false;
+}
+
+static const char *shape_text(char *buf, size_t cap, int ndim, int64_t d0, int64_t d1)
+{
+    if (ndim > 1)
+        snprintf(buf, cap, "[%lld, %lld]", (long long)d0, (long long)d1);
+    else
+        snprintf(buf, cap, "[%lld]", (long long)d0);
+    return buf;
+}
+
+/* Tensor `name` of the set with the shape [rows, cols] (cols 0: [rows]). */
+static zc_status tensor_of(const st_set *s, const char *name, int64_t rows, int64_t cols,
+                           const hf_st_file **f, hf_st_tensor *t, zc_err *err)
+{
+    if (!(*f = set_find(s, name)))
+        return zc_err_set(err, ZC_EINVAL, "%s: no tensor '%s' (config.json's model has it)",
+                          s->n > 1 ? s->dir : s->names[0], name);
+    zc_status st = hf_st_tensor_get(*f, name, t, err);
+    const int ndim = cols ? 2 : 1;
+    if (!st && (t->ndim != ndim || t->shape[0] != rows || (cols && t->shape[1] != cols))) {
+        char have[48], want[48];
+        return zc_err_set(
+            err, ZC_EINVAL, "%s: tensor '%s' has shape %s, expected %s (from config.json)",
+            (*f)->path, name, shape_text(have, sizeof have, t->ndim, t->shape[0], t->shape[1]),
+            shape_text(want, sizeof want, ndim, rows, cols));
+    }
+    return st;
+}
+
+/* Every tensor of every file is one the model reads, or one transformers also ignores. */
+static zc_status check_names(const st_set *s, zc_engine *e, const gpt2_config *g, zc_err *err)
+{
+    for (int i = 0; i < s->n; i++)
+        for (const cJSON *t = s->files[i].h->child; t; t = t->next) {
+            const char *name = t->string;
+            const size_t n = strlen(name);
+            if (!strcmp(name, "__metadata__") ||
+                (n > 21 && !strcmp(name + n - 21, ".rotary_emb.inv_freq")) ||
+                (!g->untied && !strcmp(name, "lm_head.weight")))
+                continue;
+            bool found = false;
+            pieces p;
+            for (int q = 0; !found && q < zc_engine_num_params(e); q++)
+                if (pieces_of(g, zc_engine_param_info(e, q)->name, &p))
+                    for (int k = 0; k < p.n && !found; k++)
+                        found = !strcmp(p.name[k], name);
+            if (!found)
+                return zc_err_set(err, ZC_EINVAL,
+                                  "%s: tensor '%s' is not part of this %s (%d layers; "
+                                  "transformers' names)",
+                                  s->files[i].path, name, g->family, g->num_layers);
+            if (s->map && set_find(s, name) != &s->files[i])
+                return zc_err_set(err, ZC_EINVAL,
+                                  "%s: tensor '%s' is not where model.safetensors.index.json "
+                                  "says it is",
+                                  s->files[i].path, name);
+        }
+    return ZC_OK;
+}
+
+/* ---------- loading ---------- */
+
+static zc_status load_param(const st_set *s, zc_engine *e, const gpt2_config *g, int q, zc_err *err)
+{
+    const zc_param_info *pi = zc_engine_param_info(e, q);
+    pieces p;
+    if (!pieces_of(g, pi->name, &p))
+        return zc_err_set(err, ZC_EINVAL, "parameter '%s' is not a %s's", pi->name, g->family);
+    const hf_st_file *f[3];
+    hf_st_tensor t[3];
+    zc_status st = ZC_OK;
+    for (int k = 0; k < p.n && !st; k++)
+        st = tensor_of(s, p.name[k], p.rows[k], p.cols, &f[k], &t[k], err);
+    size_t first, n;
+    zc_engine_param_owned(e, q, &first, &n);
+    if (st || n == 0)
+        return st;
+    float *buf = malloc(n * sizeof(float));
+    if (!buf)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", s->dir);
+    const size_t cols = (size_t)(p.cols ? p.cols : 1);
+    size_t at = 0;                     /* the first element of piece k in the parameter */
+    memset(buf, 0, n * sizeof(float)); /* past the pieces: wte's and lm_head's padded rows */
+    for (int k = 0; k < p.n && !st; k++) {
+        const size_t len = (size_t)p.rows[k] * cols;
+        const size_t lo = first > at ? first : at, hi = first + n < at + len ? first + n : at + len;
+        if (lo < hi)
+            st = hf_st_read(f[k], p.name[k], &t[k], lo - at, hi - lo, buf + (lo - first), err);
+        for (size_t i = lo; !st && i < hi; i++) /* a NaN would train on, unseen */
+            if (!isfinite(buf[i - first]))
+                st = zc_err_set(err, ZC_EINVAL,
+                                "%s: tensor '%s' holds %g: initial weights must be finite",
+                                f[k]->path, p.name[k], (double)buf[i - first]);
+        at += len;
+    }
+    if (!st)
+        st = zc_engine_set_param_values(e, q, first, n, buf, err);
+    free(buf);
+    return st;
+}
+
+zc_status hf_decoder_read_config(const char *dir, gpt2_config *cfg, zc_err *err)
+{
+    char path[PATH_CAP];
+    if ((size_t)snprintf(path, sizeof path, "%s/config.json", dir) >= sizeof path)
+        return zc_err_set(err, ZC_EINVAL, "%s: path too long", dir);
+    cJSON *c = NULL;
+    zc_status st = hf_read_json(path, &c, err);
+    if (!st)
+        st = parse_config(c, path, cfg, err);
+    cJSON_Delete(c);
+    if (st)
+        return st;
+    /* the embedding's shape now, before anything is sized from config.json */
+    st_set s;
+    if ((st = set_open(&s, dir, err)))
+        return st;
+    const hf_st_file *f;
+    hf_st_tensor t;
+    st = tensor_of(&s, "model.embed_tokens.weight", cfg->vocab_size, cfg->channels, &f, &t, err);
+    char name[HF_NAME_CAP];
+    snprintf(name, sizeof name, "model.layers.%d.input_layernorm.weight", cfg->num_layers - 1);
+    if (!st && !set_find(&s, name))
+        st = zc_err_set(err, ZC_EINVAL, "%s: num_hidden_layers %d, but the files have no '%s'",
+                        path, cfg->num_layers, name);
+    snprintf(name, sizeof name, "model.layers.%d.input_layernorm.weight", cfg->num_layers);
+    if (!st && set_find(&s, name))
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: num_hidden_layers %d, but the files have a layer more "
+                        "('%s')",
+                        path, cfg->num_layers, name);
+    set_close(&s);
+    return st;
+}
+
+zc_status hf_decoder_load(zc_engine *e, const char *dir, const gpt2_config *cfg, zc_err *err)
+{
+    st_set s;
+    zc_status st = set_open(&s, dir, err);
+    if (st)
+        return st;
+    if (!(st = check_names(&s, e, cfg, err)))
+        for (int i = 0; !st && i < s.n; i++)
+            st = zc_safetensors_check_layout(s.files[i].path, err);
+    for (int q = 0; !st && q < zc_engine_num_params(e); q++)
+        st = load_param(&s, e, cfg, q, err);
+    set_close(&s);
+    return st;
+}
