@@ -26,6 +26,7 @@
  * logits against gpt2_forward's for every context up to and past T, generation against the
  * previous algorithm (a full forward per token, the O(k·V) top-k; kept here as the reference),
  * top-k ties, and the products' FLOPs of a cached generation. */
+#include <complex.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1340,6 +1341,203 @@ static void test_crossentropy(void)
     free(y.logits), free(y.probs), free(y.losses);
 }
 
+/* ---- the Llama family's layers: RMSNorm, SwiGLU, rotary positions, grouped-query heads ---- */
+
+struct rms {
+    float *x, *w, *out, *rstd, *loss_w;
+};
+
+static double rms_loss(void *p)
+{
+    struct rms *r = p;
+    gpt2_rmsnorm_forward(r->out, r->rstd, r->x, r->w, BT, C, 1e-5f);
+    return wsum(r->loss_w, r->out, (size_t)BT * C);
+}
+
+static void test_rmsnorm(void)
+{
+    if (verbose)
+        printf("rmsnorm\n");
+    struct rms r = {.x = falloc(BT * C),
+                    .w = falloc(C),
+                    .out = falloc(BT * C),
+                    .rstd = falloc(BT),
+                    .loss_w = falloc(BT * C)};
+    fill(r.x, BT * C, 2.0f, 0.5f);
+    fill(r.w, C, 0.5f, 1.0f);
+    fill(r.loss_w, BT * C, 1.0f, 0.0f);
+    rms_loss(&r);
+    double ref[BT * C];
+    for (int n = 0; n < BT; n++) {
+        double ss = 0.0;
+        for (int c = 0; c < C; c++)
+            ss += (double)r.x[n * C + c] * r.x[n * C + c];
+        const double s = 1.0 / sqrt(ss / C + 1e-5);
+        for (int c = 0; c < C; c++)
+            ref[n * C + c] = r.x[n * C + c] * s * r.w[c];
+    }
+    check_close("rmsnorm forward", r.out, ref, BT * C, 1e-5, 1e-6);
+    float *dx = falloc(BT * C), *dw = falloc(C);
+    gpt2_rmsnorm_backward(dx, dw, r.loss_w, r.x, r.w, r.rstd, BT, C);
+    float *gx = fdup(dx, BT * C), *gw = fdup(dw, C);
+    gpt2_rmsnorm_backward(dx, dw, r.loss_w, r.x, r.w, r.rstd, BT, C);
+    check_doubled("rmsnorm dinp", gx, dx, BT * C);
+    check_doubled("rmsnorm dweight", gw, dw, C);
+    grad_check("rmsnorm dinp", rms_loss, &r, r.x, gx, BT * C, SIZE_MAX, H, RTOL, ATOL);
+    grad_check("rmsnorm dweight", rms_loss, &r, r.w, gw, C, SIZE_MAX, H, RTOL, ATOL);
+    free(r.x), free(r.w), free(r.out), free(r.rstd), free(r.loss_w), free(dx), free(dw), free(gx),
+        free(gw);
+}
+
+enum { SI = 12 }; /* SwiGLU's width */
+
+static double swiglu_loss(void *p)
+{
+    struct ew *e = p;
+    gpt2_swiglu_forward(e->out, e->x, BT, SI);
+    return wsum(e->w, e->out, (size_t)BT * SI);
+}
+
+static void test_swiglu(void)
+{
+    if (verbose)
+        printf("swiglu\n");
+    struct ew e = {.x = falloc(BT * 2 * SI), .out = falloc(BT * SI), .w = falloc(BT * SI)};
+    fill(e.x, BT * 2 * SI, 4.0f, 0.0f);
+    fill(e.w, BT * SI, 1.0f, 0.0f);
+    swiglu_loss(&e);
+    double ref[BT * SI];
+    for (int n = 0; n < BT; n++)
+        for (int i = 0; i < SI; i++) {
+            const double g = e.x[n * 2 * SI + i], u = e.x[n * 2 * SI + SI + i];
+            ref[n * SI + i] = g / (1.0 + exp(-g)) * u;
+        }
+    check_close("swiglu forward", e.out, ref, BT * SI, 1e-5, 1e-6);
+    float *d = falloc(BT * 2 * SI);
+    gpt2_swiglu_backward(d, e.x, e.w, BT, SI);
+    float *g = fdup(d, BT * 2 * SI);
+    gpt2_swiglu_backward(d, e.x, e.w, BT, SI);
+    check_doubled("swiglu dinp", g, d, BT * 2 * SI);
+    grad_check("swiglu dinp", swiglu_loss, &e, e.x, g, BT * 2 * SI, SIZE_MAX, H, RTOL, ATOL);
+    free(e.x), free(e.out), free(e.w), free(d), free(g);
+}
+
+/* Rotary positions against a complex rotation: (x[i] + j·x[i + hd/2])·e^(j·θ) per pair; the
+ * backward is the rotation's transpose (finite differences of a weighted sum). */
+enum { RH = 3, RHD = 6, RW = 4 * RHD }; /* 3 rotated heads of 6 in rows of 4 heads */
+
+struct rope {
+    float *x, *y, *cosv, *sinv, *w;
+};
+
+static double rope_loss(void *p)
+{
+    struct rope *r = p;
+    memcpy(r->y, r->x, sizeof(float) * BT * RW);
+    gpt2_rope_forward(r->y, r->cosv, r->sinv, B, T, RW, RH, RHD);
+    return wsum(r->w, r->y, (size_t)BT * RW);
+}
+
+static void test_rope(void)
+{
+    if (verbose)
+        printf("rope\n");
+    const int half = RHD / 2;
+    struct rope r = {.x = falloc(BT * RW),
+                     .y = falloc(BT * RW),
+                     .cosv = falloc(T * half),
+                     .sinv = falloc(T * half),
+                     .w = falloc(BT * RW)};
+    double theta[T * RHD / 2];
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < half; i++) {
+            theta[t * half + i] = t * pow(10000.0, -2.0 * i / RHD);
+            r.cosv[t * half + i] = (float)cos(theta[t * half + i]);
+            r.sinv[t * half + i] = (float)sin(theta[t * half + i]);
+        }
+    fill(r.x, BT * RW, 1.0f, 0.0f);
+    fill(r.w, BT * RW, 1.0f, 0.0f);
+    rope_loss(&r);
+    double ref[BT * RW];
+    for (int bt = 0; bt < BT; bt++)
+        for (int c = 0; c < RW; c++)
+            ref[bt * RW + c] = r.x[bt * RW + c]; /* heads past RH untouched */
+    for (int bt = 0; bt < BT; bt++)
+        for (int h = 0; h < RH; h++)
+            for (int i = 0; i < half; i++) {
+                const double complex z =
+                    (r.x[bt * RW + h * RHD + i] + I * (double)r.x[bt * RW + h * RHD + half + i]) *
+                    cexp(I * theta[(bt % T) * half + i]);
+                ref[bt * RW + h * RHD + i] = creal(z);
+                ref[bt * RW + h * RHD + half + i] = cimag(z);
+            }
+    check_close("rope forward", r.y, ref, BT * RW, 1e-5, 1e-6);
+    float *d = fdup(r.w, BT * RW);
+    gpt2_rope_backward(d, r.cosv, r.sinv, B, T, RW, RH, RHD);
+    grad_check("rope backward", rope_loss, &r, r.x, d, BT * RW, SIZE_MAX, H, RTOL, ATOL);
+    free(r.x), free(r.y), free(r.cosv), free(r.sinv), free(r.w), free(d);
+}
+
+/* Grouped-query attention against the multi-head attention tested above, on each key/value head
+ * repeated for its group (transformers' repeat_kv): the same outputs, the query gradients the
+ * same, and each key/value head's gradient the sum of its group's. fp32, then bf16 against fp32
+ * within bf16's rounding. */
+static void test_attention_gqa(void)
+{
+    if (verbose)
+        printf("attention, grouped-query heads\n");
+    enum { GH = 4, GKV = 2, GHD = 4, GW = (GH + 2 * GKV) * GHD, GQ = GH * GHD, GR = GH / GKV };
+    const size_t nq = (size_t)BT * GW, nfull = (size_t)BT * 3 * GQ, natt = (size_t)B * GH * T * T;
+    float *qkv = falloc(nq), *full = falloc(nfull), *out = falloc(BT * GQ), *outf = falloc(BT * GQ),
+          *pre = falloc(natt), *att = falloc(natt), *attf = falloc(natt), *dy = falloc(BT * GQ),
+          *dq = falloc(nq), *dfull = falloc(nfull), *dpre = falloc(natt), *datt = falloc(natt);
+    fill(qkv, nq, 1.5f, 0.0f);
+    fill(dy, BT * GQ, 1.0f, 0.0f);
+    for (int bt = 0; bt < BT; bt++)
+        for (int h = 0; h < GH; h++)
+            for (int i = 0; i < GHD; i++) {
+                const int kv = h / GR;
+                float *f = full + (size_t)bt * 3 * GQ;
+                const float *g = qkv + (size_t)bt * GW;
+                f[h * GHD + i] = g[h * GHD + i];
+                f[GQ + h * GHD + i] = g[GQ + kv * GHD + i];
+                f[2 * GQ + h * GHD + i] = g[GQ + GKV * GHD + kv * GHD + i];
+            }
+    gpt2_attention_gqa_forward(out, pre, att, qkv, B, T, GH, GKV, GHD, NULL);
+    gpt2_attention_forward(outf, pre, attf, full, B, T, GQ, GH, NULL);
+    double ref[BT * GQ], dref[BT * GW];
+    for (size_t i = 0; i < (size_t)BT * GQ; i++)
+        ref[i] = outf[i];
+    check_close("gqa forward vs repeated heads", out, ref, BT * GQ, 1e-6, 1e-7);
+    gpt2_attention_gqa_backward(dq, dpre, datt, dy, qkv, att, B, T, GH, GKV, GHD, NULL);
+    gpt2_attention_backward(dfull, dpre, datt, dy, full, attf, B, T, GQ, GH, NULL);
+    memset(dref, 0, sizeof dref);
+    for (int bt = 0; bt < BT; bt++)
+        for (int h = 0; h < GH; h++)
+            for (int i = 0; i < GHD; i++) {
+                const int kv = h / GR;
+                const float *f = dfull + (size_t)bt * 3 * GQ;
+                double *g = dref + (size_t)bt * GW;
+                g[h * GHD + i] = f[h * GHD + i];
+                g[GQ + kv * GHD + i] += f[GQ + h * GHD + i];
+                g[GQ + GKV * GHD + kv * GHD + i] += f[2 * GQ + h * GHD + i];
+            }
+    check_close("gqa backward vs repeated heads", dq, dref, nq, 1e-5, 1e-6);
+    /* bf16: the same products on bf16 operands (workspace as the model sizes it) */
+    const size_t ws_bytes = gpt2_attention_gqa_workspace_bytes(B, T, GH, GKV, GHD);
+    void *ws = malloc(ws_bytes);
+    const gpt2_gemm g16 = {.type = ZC_GEMM_BF16, .ws = ws, .ws_bytes = ws_bytes};
+    float *out16 = falloc(BT * GQ), *dq16 = falloc(nq);
+    gpt2_attention_gqa_forward(out16, pre, att, qkv, B, T, GH, GKV, GHD, &g16);
+    gpt2_attention_gqa_backward(dq16, dpre, datt, dy, qkv, att, B, T, GH, GKV, GHD, &g16);
+    for (size_t i = 0; i < nq; i++)
+        dref[i] = dq[i];
+    check_close("gqa bf16 forward vs fp32", out16, ref, BT * GQ, 2e-2, 2e-2);
+    check_close("gqa bf16 backward vs fp32", dq16, dref, nq, 5e-2, 5e-2);
+    free(qkv), free(full), free(out), free(outf), free(pre), free(att), free(attf), free(dy),
+        free(dq), free(dfull), free(dpre), free(datt), free(ws), free(out16), free(dq16);
+}
+
 int main(int argc, char **argv)
 {
     verbose = argc > 1 && !strcmp(argv[1], "-v");
@@ -1358,6 +1556,10 @@ int main(int argc, char **argv)
     test_wide();
     test_gelu();
     test_residual();
+    test_rmsnorm();
+    test_swiglu();
+    test_rope();
+    test_attention_gqa();
     test_crossentropy();
     test_attention_cached();
     test_decode_model();

@@ -182,14 +182,14 @@ void gpt2_rmsnorm_backward(float *restrict dinp,         // (N,C) accumulated
                            const float *restrict rstd,   // (N) from the forward
                            int N, int C);
 
-/* SwiGLU: row n of inp is [gate | up], out = silu(gate)·up (silu(x) = x·σ(x)). */
-void gpt2_swiglu_forward(float *restrict out,       // (N,I)
-                         const float *restrict inp, // (N,2I)
-                         int N, int I);
-void gpt2_swiglu_backward(float *restrict dinp,       // (N,2I) accumulated
-                          const float *restrict inp,  // (N,2I)
-                          const float *restrict dout, // (N,I)
-                          int N, int I);
+/* SwiGLU: row n of inp is [gate | up] (width each), out = silu(gate)·up (silu(x) = x·σ(x)). */
+void gpt2_swiglu_forward(float *restrict out,       // (N,width)
+                         const float *restrict inp, // (N,2·width)
+                         int N, int width);
+void gpt2_swiglu_backward(float *restrict dinp,       // (N,2·width) accumulated
+                          const float *restrict inp,  // (N,2·width)
+                          const float *restrict dout, // (N,width)
+                          int N, int width);
 
 /* Rotary positions in place (transformers' rotate-half layout): in each of the first `heads`
  * heads (hd wide) of row (b,t) (rows W floats apart), x[i] and x[i + hd/2] turn by the angle
