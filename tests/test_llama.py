@@ -144,7 +144,10 @@ def test_rope_spellings():
 
 
 def refused(p, want, what):
-    check(p.returncode != 0 and all(w in p.stderr for w in want) and "step " not in p.stdout,
+    """Refused before a step, the error naming every string of want (in any case: a model type
+    may be spelled as config.json's model_type or its architecture's name)."""
+    err = p.stderr.lower()
+    check(p.returncode != 0 and all(w.lower() in err for w in want) and "step " not in p.stdout,
           f"{what}: want {want} in the error, before a step; got {p.returncode}: "
           f"{p.stderr[-500:]}")
 
