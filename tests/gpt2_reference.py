@@ -356,6 +356,15 @@ def readme_text(ckpt_size, ref_size):
     w("  `p *= 1 - lr*wd; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;")
     w("  p -= (lr / (1-b1^t)) * m / (sqrt(v) / sqrt(1-b2^t) + eps)` (t is 1-based).")
     w("")
+    w("## Llama-family fixtures")
+    w("")
+    w("`llama_tiny/`, `qwen2_tiny/` (Hugging Face directories: config.json + F32 safetensors, the")
+    w("second sharded with its index), `llama_tokens.bin` and `llama_reference.json` (the float64")
+    w("losses of 5 AdamW steps and the `zeroc train` flags that give them) are written by")
+    w("`tests/llama_reference.py`, a from-scratch float64 PyTorch Llama/Qwen2 decoder, and read by")
+    w("`tests/test_llama.py`. `llama_reference.md`, generated beside them, gives their shapes, the")
+    w("expected losses and the data and AdamW semantics the numbers assume.")
+    w("")
     return "\n".join(lines)
 
 

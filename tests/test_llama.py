@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""test_llama.py — `zeroc train --init DIR` on Hugging Face Llama-family directories (config.json
++ safetensors, one file or shards with their index), held to the independent float64 reference
+(python3 stdlib only; prints "N passed, N failed").
+
+Usage: test_llama.py ZEROC_BINARY MPIRUN_SH [test-name ...]
+
+The fixtures and the expected numbers come from tests/llama_reference.py, a from-scratch float64
+PyTorch decoder (no zeroc code, no transformers): tests/fixtures/llama_tiny (a Llama 3 shape:
+grouped-query attention, head_dim != hidden/heads, llama3 RoPE scaling, untied head),
+tests/fixtures/qwen2_tiny (a Qwen2 shape: q/k/v biases, tied embeddings, two shards + index),
+tests/fixtures/llama_tokens.bin and tests/fixtures/llama_reference.json (the 5 AdamW steps' losses
+and the flags that give them; tests/fixtures/llama_reference.md says what they assume). No
+--model: the architecture is config.json's. Every step's loss must be within the reference's
+relative tolerance (1e-5) on 1 rank and on 2 (the same global batch), at stages 0 and 3, and the
+stages must end on the same weights, bit for bit, on the same number of ranks. What zeroc would
+compute differently from transformers (a sliding window in use, another RoPE scaling, another
+activation, experts, biases the family does not have, another architecture) is refused naming
+the config.json key, before a step."""
+import json
+import os
+import shutil
+import sys
+
+from harness import Harness
+
+H_ = Harness(sys.argv[1], sys.argv[2])
+check = H_.check
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+with open(os.path.join(FIXTURES, "llama_reference.json")) as _f:
+    REF = json.load(_f)
+TOKENS = os.path.join(FIXTURES, REF["tokens"])
+TOL = REF["tolerance"]["loss_rel"]
+
+
+def run_args(n):
+    """The reference's flags for n ranks (llama_reference.json "runs"), the token file's path
+    made absolute."""
+    run = [r for r in REF["runs"] if r["ranks"] == n][0]
+    return [TOKENS if a == REF["tokens"] else a for a in run["args"]]
+
+
+def train(init, name, n, stage, *extra, ok=True):
+    """The reference's run of `init` on n ranks at `stage`; its report (or the process when not
+    ok)."""
+    p = H_.run(n, "train", "--init", init, *run_args(n), "--stage", stage, "--report",
+               H_.path(name + ".json"), *extra, ok=ok)
+    return H_.report(name + ".json") if ok else p
+
+
+def check_losses(what, rep, case):
+    want = REF["cases"][case]["loss"]
+    got = rep.get("loss") or []
+    if len(got) != len(want):
+        check(False, f"{what}: {len(got)} losses, want {len(want)}: {got}")
+        return
+    bad = [(i + 1, g, w) for i, (g, w) in enumerate(zip(got, want))
+           if not abs(g - w) <= TOL * abs(w)]
+    worst = max(abs(g - w) / abs(w) for g, w in zip(got, want))
+    print(f"  {what}: max relative loss difference {worst:.2e}", flush=True)
+    check(not bad, f"{what}: steps (step, zeroc, reference) beyond {TOL:g} relative: {bad}")
+    # the gradient norms too, looser: float32 gradients against float64 (for the diagnosis of a
+    # loss mismatch: a wrong gradient shows here from step 1 on)
+    gn, wn = rep.get("grad_norm") or [], REF["cases"][case]["grad_norm"]
+    bad = [(i + 1, g, w) for i, (g, w) in enumerate(zip(gn, wn))
+           if not (g is not None and abs(g - w) <= 1e-4 * abs(w))]
+    check(len(gn) == len(wn) and not bad, f"{what}: grad_norm (step, zeroc, reference) beyond "
+                                          f"1e-4 relative: {bad or gn}")
+    lr = REF["adamw"]["lr"]
+    check(all(x == lr for x in rep.get("lr") or [None]), f"{what}: lr {rep.get('lr')}, want {lr} "
+                                                          "every step")
+
+
+def matches_reference(case):
+    """Every (ranks, stage) of the matrix follows the reference; stage 0 and stage 3 end on the
+    same weights (and start on the same) on the same number of ranks."""
+    d = os.path.join(FIXTURES, REF["cases"][case]["dir"])
+    # the sanitizer pass: 2 ranks (the collectives and the shards' code), both stages
+    runs = H_.trim([(1, 0), (1, 3), (2, 0), (2, 3)], [(2, 0), (2, 3)])
+    reps = {}
+    for n, stage in runs:
+        name = f"{case}-n{n}-s{stage}"
+        reps[n, stage] = rep = train(d, name, n, stage)
+        check(rep.get("world_size") == n and rep.get("stage") == stage,
+              f"{name}: report says world_size {rep.get('world_size')} stage {rep.get('stage')}")
+        check_losses(name, rep, case)
+    for n in sorted({n for n, _ in runs}):
+        a, b = reps.get((n, 0)), reps.get((n, 3))
+        if a and b:
+            for key in ("initial_weights_sha256", "weights_sha256"):
+                check(a[key] == b[key], f"{case} on {n} rank(s): {key} stage 0 {a[key]} != "
+                                        f"stage 3 {b[key]}")
+
+
+def test_llama_matches_reference():
+    """llama_tiny: GQA, explicit head_dim, llama3 RoPE scaling, untied lm_head, one file."""
+    matches_reference("llama_tiny")
+
+
+def test_qwen2_matches_reference():
+    """qwen2_tiny: q/k/v biases, tied embeddings, default RoPE, two shards and their index."""
+    matches_reference("qwen2_tiny")
+
+
+def variant(case, name, **over):
+    """A copy of fixture `case` (its weight files as they are) with config.json's keys replaced
+    by `over` (None: the key removed)."""
+    src = os.path.join(FIXTURES, REF["cases"][case]["dir"])
+    d = H_.path(name)
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(src):
+        if f != "config.json":
+            shutil.copy(os.path.join(src, f), d)
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = json.load(f)
+    for k, v in over.items():
+        if v is None:
+            cfg.pop(k, None)
+        else:
+            cfg[k] = v
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    return d
+
+
+def test_rope_spellings():
+    """The spellings transformers reads for the same RoPE compute the same run as llama_tiny's,
+    bit for bit: the newer `rope_parameters` (rope_theta inside it, no rope_scaling) and the
+    older "type" in place of "rope_type"."""
+    with open(os.path.join(FIXTURES, "llama_tiny", "config.json")) as f:
+        cfg = json.load(f)
+    sc = dict(cfg["rope_scaling"])
+    params = {**sc, "rope_theta": cfg["rope_theta"]}
+    old = {k if k != "rope_type" else "type": v for k, v in sc.items()}
+    cases = {"rope-parameters": dict(rope_parameters=params, rope_theta=None, rope_scaling=None),
+             "rope-type-key": dict(rope_scaling=old)}
+    cases = {k: cases[k] for k in H_.trim(cases, ("rope-parameters",))}
+    base = train(os.path.join(FIXTURES, "llama_tiny"), "spell-base", 1, 0)
+    for name, over in cases.items():
+        rep = train(variant("llama_tiny", name, **over), name, 1, 0)
+        check_losses(name, rep, "llama_tiny")
+        check(rep["weights_sha256"] == base["weights_sha256"] and rep["loss"] == base["loss"],
+              f"{name}: not the same run as config.json's rope_theta + rope_scaling")
+
+
+def refused(p, want, what):
+    """Refused before a step, the error naming every string of want (in any case: a model type
+    may be spelled as config.json's model_type or its architecture's name)."""
+    err = p.stderr.lower()
+    check(p.returncode != 0 and all(w.lower() in err for w in want) and "step " not in p.stdout,
+          f"{what}: want {want} in the error, before a step; got {p.returncode}: "
+          f"{p.stderr[-500:]}")
+
+
+def test_model_flag_refused():
+    """A --model beside a Llama-family directory is refused (the architecture is config.json's),
+    naming the flag and the directory's model type."""
+    cases = [("llama_tiny", "gpt2", "llama"), ("qwen2_tiny", "gpt2", "qwen2"),
+             ("llama_tiny", "mlp", "llama")]
+    for case, model, kind in cases:
+        d = os.path.join(FIXTURES, case)
+        p = train(d, f"flag-{case}-{model}", 1, 0, "--model", model, ok=False)
+        refused(p, ["--model", kind], f"--model {model} --init {case}")
+
+
+def test_unsupported_config_refused():
+    """config.json keys whose model zeroc does not compute are refused naming the key (and the
+    value), before a step: a sliding window in use (Mistral's sliding_window; Qwen2's
+    use_sliding_window with layers at or above max_window_layers), a RoPE scaling other than
+    llama3 (under either spelling), an activation other than silu, experts, Llama's mlp_bias or
+    attention_bias (biases on o_proj / the MLP that Llama-family decoders here do not have), an
+    architecture that is not Llama, Qwen2 or Mistral."""
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
+    cases = [
+        ("qwen2_tiny", dict(use_sliding_window=True, sliding_window=8, max_window_layers=0),
+         ["use_sliding_window"]),
+        ("llama_tiny", dict(architectures=["MistralForCausalLM"], model_type="mistral",
+                            rope_scaling=None, rope_theta=1e6, sliding_window=8),
+         ["sliding_window"]),
+        ("llama_tiny", dict(rope_scaling=yarn), ["rope_scaling", "yarn"]),
+        ("llama_tiny", dict(rope_scaling=None, rope_theta=None,
+                            rope_parameters={**yarn, "rope_theta": 500000.0}),
+         ["rope_parameters", "yarn"]),
+        ("llama_tiny", dict(hidden_act="gelu_pytorch_tanh"), ["hidden_act", "gelu_pytorch_tanh"]),
+        ("llama_tiny", dict(num_local_experts=4, num_experts_per_tok=2), ["num_local_experts"]),
+        ("llama_tiny", dict(mlp_bias=True), ["mlp_bias"]),
+        ("llama_tiny", dict(attention_bias=True), ["attention_bias"]),
+        ("llama_tiny", dict(architectures=["Phi3ForCausalLM"], model_type="phi3"), ["phi3"]),
+    ]
+    for i, (case, over, want) in enumerate(cases):
+        d = variant(case, f"bad{i}", **over)
+        p = train(d, f"bad{i}", 1, 0, ok=False)
+        refused(p, want, f"case {i} ({case} with {over})")
+
+
+TESTS = [test_llama_matches_reference, test_qwen2_matches_reference, test_rope_spellings,
+         test_model_flag_refused, test_unsupported_config_refused]
+
+if __name__ == "__main__":
+    H_.main(TESTS, sys.argv[3:])
