@@ -126,6 +126,12 @@ static zc_status resolve_model(int argc, char **argv, train_opts *o, zc_err *err
     const bool given = args_given(argc, argv, 2, "--model");
     gpt2_config file;
     zc_err unread;
+    if (o->init && hf_is_checkpoint(o->init) && gpt2_init_shape(o->init, &file, &unread)) {
+        if (given && !strcmp(o->model, "mlp"))
+            return ZC_OK;  /* refused as an mlp's --init below */
+        o->model = "gpt2"; /* a Hugging Face model that cannot be built: say why now */
+        return zc_err_set(err, unread.code, "--init %s: %s", o->init, unread.msg);
+    }
     if (!o->init || !gpt2_is_init_file(o->init) || gpt2_init_shape(o->init, &file, &unread)) {
         if (given && strcmp(o->model, "mlp") && strcmp(o->model, "gpt2"))
             return zc_err_set(err, ZC_EINVAL,
@@ -136,7 +142,7 @@ static zc_status resolve_model(int argc, char **argv, train_opts *o, zc_err *err
         return ZC_OK;
     }
     const char *fam = file.family[0] ? file.family : "gpt2";
-    if (given && strcmp(o->model, fam) && strcmp(o->model, "mlp"))
+    if (given && strcmp(o->model, fam) && (strcmp(o->model, "mlp") || file.family[0]))
         return zc_err_set(err, ZC_EINVAL,
                           "--model %s: --init %s holds a %s (its model_type); leave --model out "
                           "(the architecture comes from the file)",

@@ -222,7 +222,12 @@ static zc_status config_same_model(const cJSON *c, const char *path, int C, zc_e
     const cJSON *v;
     if ((v = cJSON_GetObjectItemCaseSensitive(c, "model_type")) &&
         !(cJSON_IsString(v) && !strcmp(v->valuestring, "gpt2")))
-        return zc_err_set(err, ZC_EINVAL, "%s: model_type must be \"gpt2\"", path);
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: model_type %s%s%s: zeroc's decoder reads gpt2, llama, qwen2 and "
+                          "mistral",
+                          path, cJSON_IsString(v) ? "\"" : "",
+                          cJSON_IsString(v) ? v->valuestring : "(not a string)",
+                          cJSON_IsString(v) ? "\"" : "");
     if ((v = cJSON_GetObjectItemCaseSensitive(c, "activation_function")) &&
         !(cJSON_IsString(v) &&
           (!strcmp(v->valuestring, "gelu_new") || !strcmp(v->valuestring, "gelu_pytorch_tanh"))))
