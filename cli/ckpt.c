@@ -49,6 +49,11 @@ static zc_status export_llmc(const char *dir, const char *out, zc_err *err)
         return st;
     gpt2_config gc;
     st = gpt2_checkpoint_shape(r, dir, &gc, err);
+    if (!st && gc.family[0])
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: a %s checkpoint: llm.c's format holds GPT-2 only (use --format hf "
+                        "or safetensors)",
+                        dir, gc.family);
     llmc_header h = {3, 0, 0, 0, 0, 0, 0};
     if (!st)
         h = (llmc_header){3,

@@ -8,6 +8,7 @@
 
 zc_status gpt2_checkpoint_shape(zc_ckpt_reader *r, const char *dir, gpt2_config *gc, zc_err *err)
 {
+    *gc = (gpt2_config){0}; /* GPT-2 unless the record says otherwise */
     struct {
         const char *key;
         int *field;
@@ -71,7 +72,7 @@ zc_status gpt2_checkpoint_shape(zc_ckpt_reader *r, const char *dir, gpt2_config 
                               dir, real[i].key);
     if (zc_ckpt_reader_client_int(r, "untied", &untied) || untied < 0 || untied > 1)
         return zc_err_set(err, ZC_EINVAL, "%s/manifest.json: client.untied must be 0 or 1", dir);
-    gc->norm_eps = (float)eps;
+    gc->norm_eps = eps;
     gc->untied = untied;
     return ZC_OK;
 }
@@ -88,7 +89,7 @@ void gpt2_describe(const gpt2_config *c, char *out, size_t cap)
     snprintf(out + n, cap - (size_t)n,
              ", \"family\": \"%s\", \"kv_heads\": %d, \"head_dim\": %d, \"hidden\": %d, "
              "\"norm\": %d, \"mlp\": %d, \"bias\": %d, \"pos\": %d, \"untied\": %d, "
-             "\"norm_eps\": %.9g, \"rope_theta\": %.17g, \"rope_factor\": %.17g, "
+             "\"norm_eps\": %.17g, \"rope_theta\": %.17g, \"rope_factor\": %.17g, "
              "\"rope_low_freq\": %.17g, \"rope_high_freq\": %.17g, \"rope_orig_max\": %d",
              c->family, gpt2_kv_heads(c), gpt2_head_dim(c), gpt2_hidden(c), (int)c->norm,
              (int)c->mlp, (int)c->bias, (int)c->pos, (int)c->untied, (double)c->norm_eps,

@@ -628,7 +628,7 @@ static void norm_forward(const gpt2_model *m, float *out, float *mean, float *rs
 {
     const int C = m->cfg.channels;
     if (m->cfg.norm == GPT2_NORM_RMSNORM)
-        gpt2_rmsnorm_forward(out, rstd, inp, w, N, C, m->cfg.norm_eps);
+        gpt2_rmsnorm_forward(out, rstd, inp, w, N, C, (float)m->cfg.norm_eps);
     else
         gpt2_layernorm_forward(out, mean, rstd, inp, w, b, N, C);
 }

@@ -36,15 +36,15 @@ typedef enum { GPT2_BIAS_ALL = 0, GPT2_BIAS_QKV, GPT2_BIAS_NONE } gpt2_bias;
 typedef enum { GPT2_POS_LEARNED = 0, GPT2_POS_ROPE } gpt2_pos;
 typedef struct {
     int max_seq_len, vocab_size, padded_vocab_size, num_layers, num_heads, channels;
-    int kv_heads;   /* key/value heads (grouped-query attention); 0: num_heads */
-    int head_dim;   /* 0: channels / num_heads */
-    int hidden;     /* the MLP's width (intermediate_size); 0: 4 · channels */
-    gpt2_norm norm; /* LayerNorm with bias (eps 1e-5), or RMSNorm without */
-    float norm_eps; /* RMSNorm's eps (rms_norm_eps) */
-    gpt2_mlp mlp;   /* tanh-GELU, or SwiGLU (gate | up rows in fcw, down in fcprojw) */
-    gpt2_bias bias; /* which products carry biases */
-    bool untied;    /* a separate lm_head (in the ln_f unit) instead of wte's transpose */
-    gpt2_pos pos;   /* learned wpe, or rotary positions in transformers' rotate-half layout */
+    int kv_heads;    /* key/value heads (grouped-query attention); 0: num_heads */
+    int head_dim;    /* 0: channels / num_heads */
+    int hidden;      /* the MLP's width (intermediate_size); 0: 4 · channels */
+    gpt2_norm norm;  /* LayerNorm with bias (eps 1e-5), or RMSNorm without */
+    double norm_eps; /* RMSNorm's eps (rms_norm_eps) */
+    gpt2_mlp mlp;    /* tanh-GELU, or SwiGLU (gate | up rows in fcw, down in fcprojw) */
+    gpt2_bias bias;  /* which products carry biases */
+    bool untied;     /* a separate lm_head (in the ln_f unit) instead of wte's transpose */
+    gpt2_pos pos;    /* learned wpe, or rotary positions in transformers' rotate-half layout */
     double rope_theta;
     /* rope_scaling of type "llama3" when rope_factor > 0: Llama 3.1's frequency bands */
     double rope_factor, rope_low_freq, rope_high_freq;

@@ -216,7 +216,7 @@ static zc_status parse_config(const cJSON *c, const char *path, gpt2_config *g, 
     if ((st = num(c, path, "rms_norm_eps", 1e-6, &eps, err)) ||
         (st = rope_config(c, path, g, err)) || (st = config_same_model(c, path, fam, err)))
         return st;
-    g->norm_eps = (float)eps;
+    g->norm_eps = eps;
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(c, "tie_word_embeddings");
     if (tie && !cJSON_IsBool(tie))
         return zc_err_set(err, ZC_EINVAL, "%s: tie_word_embeddings must be true or false", path);
@@ -566,5 +566,236 @@ zc_status hf_decoder_load(zc_engine *e, const char *dir, const gpt2_config *cfg,
     for (int q = 0; !st && q < zc_engine_num_params(e); q++)
         st = load_param(&s, e, cfg, q, err);
     set_close(&s);
+    return st;
+}
+
+/* ---------- export ---------- */
+
+/* One transformers tensor of the export: rows [row0, row0 + rows) of checkpoint parameter p. */
+typedef struct {
+    char name[HF_NAME_CAP];
+    int p;
+    int64_t row0, rows, cols; /* cols 0: 1-D */
+    uint64_t bytes;
+} out_tensor;
+
+/* The export's tensors in the checkpoint's parameter order (q, k, v and gate, up split out of
+ * their fused rows; the embedding's and head's padded rows left out). */
+static zc_status plan_tensors(zc_ckpt_reader *r, const gpt2_config *g, out_tensor **out, int *n,
+                              zc_err *err)
+{
+    const int np = zc_ckpt_reader_num_params(r);
+    out_tensor *t = calloc((size_t)np * 3, sizeof *t);
+    if (!t)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    int k = 0;
+    for (int p = 0; p < np; p++) {
+        pieces ps;
+        const zc_param_info *pi = zc_ckpt_reader_param(r, p);
+        if (!pieces_of(g, pi->name, &ps)) {
+            free(t);
+            return zc_err_set(err, ZC_EINVAL, "parameter '%s' is not part of a %s", pi->name,
+                              g->family);
+        }
+        int64_t row = 0;
+        for (int i = 0; i < ps.n; i++, k++) {
+            snprintf(t[k].name, sizeof t[k].name, "%s", ps.name[i]);
+            t[k].p = p, t[k].row0 = row, t[k].rows = ps.rows[i], t[k].cols = ps.cols;
+            t[k].bytes = 4 * (uint64_t)ps.rows[i] * (uint64_t)(ps.cols ? ps.cols : 1);
+            row += ps.rows[i];
+        }
+    }
+    *out = t;
+    *n = k;
+    return ZC_OK;
+}
+
+/* A safetensors header for tensors [a, b): F32, offsets in order, __metadata__ format pt,
+ * padded with spaces to a multiple of 8. */
+static char *shard_header(const out_tensor *t, int a, int b, uint64_t *hlen)
+{
+    cJSON *h = cJSON_CreateObject();
+    uint64_t off = 0;
+    for (int i = a; h && i < b; i++) {
+        cJSON *o = cJSON_AddObjectToObject(h, t[i].name);
+        cJSON_AddStringToObject(o, "dtype", "F32");
+        cJSON *s = cJSON_AddArrayToObject(o, "shape");
+        cJSON_AddItemToArray(s, cJSON_CreateNumber((double)t[i].rows));
+        if (t[i].cols)
+            cJSON_AddItemToArray(s, cJSON_CreateNumber((double)t[i].cols));
+        cJSON *d = cJSON_AddArrayToObject(o, "data_offsets");
+        cJSON_AddItemToArray(d, cJSON_CreateNumber((double)off));
+        cJSON_AddItemToArray(d, cJSON_CreateNumber((double)(off + t[i].bytes)));
+        off += t[i].bytes;
+    }
+    cJSON *meta = cJSON_AddObjectToObject(h, "__metadata__");
+    cJSON_AddStringToObject(meta, "format", "pt");
+    char *text = cJSON_PrintUnformatted(h);
+    cJSON_Delete(h);
+    size_t n = text ? strlen(text) : 0, padded = (n + 7) / 8 * 8;
+    char *out = text ? realloc(text, padded + 1) : NULL;
+    if (!out) {
+        free(text);
+        return NULL;
+    }
+    memset(out + n, ' ', padded - n);
+    out[padded] = 0;
+    *hlen = padded;
+    return out;
+}
+
+/* Tensors [a, b) as one safetensors file at path, streamed a chunk at a time. */
+static zc_status write_shard(zc_ckpt_reader *r, const out_tensor *t, int a, int b, const char *path,
+                             zc_err *err)
+{
+    uint64_t hlen = 0;
+    char *header = shard_header(t, a, b, &hlen);
+    if (!header)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory writing %s", path);
+    zc_durable *f = NULL;
+    zc_status st = zc_durable_open(&f, path, err);
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++)
+        le[i] = (unsigned char)(hlen >> (8 * i));
+    if (!st && !(st = zc_durable_write(f, le, 8, err)))
+        st = zc_durable_write(f, header, hlen, err);
+    enum { CAP = 1 << 20 };
+    float *buf = st ? NULL : malloc(CAP * sizeof(float));
+    if (!st && !buf)
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory writing %s", path);
+    for (int i = a; !st && i < b; i++) {
+        const size_t cols = (size_t)(t[i].cols ? t[i].cols : 1), n = (size_t)t[i].rows * cols;
+        const size_t first = (size_t)t[i].row0 * cols;
+        for (size_t at = 0; !st && at < n; at += CAP) {
+            const size_t k = n - at < CAP ? n - at : CAP;
+            if (!(st = zc_ckpt_reader_read(r, t[i].p, first + at, k, buf, err)))
+                st = zc_durable_write(f, buf, k * sizeof(float), err);
+        }
+    }
+    if (f) {
+        if (st)
+            zc_durable_abort(f);
+        else
+            st = zc_durable_commit(f, err);
+    }
+    free(buf);
+    free(header);
+    return st;
+}
+
+static const char *architecture(const char *fam)
+{
+    return !strcmp(fam, "qwen2")     ? "Qwen2ForCausalLM"
+           : !strcmp(fam, "mistral") ? "MistralForCausalLM"
+                                     : "LlamaForCausalLM";
+}
+
+static zc_status write_config(const char *path, const gpt2_config *g, zc_err *err)
+{
+    cJSON *c = cJSON_CreateObject();
+    cJSON *arch = cJSON_AddArrayToObject(c, "architectures");
+    cJSON_AddItemToArray(arch, cJSON_CreateString(architecture(g->family)));
+    cJSON_AddStringToObject(c, "model_type", g->family);
+    cJSON_AddNumberToObject(c, "hidden_size", g->channels);
+    cJSON_AddNumberToObject(c, "intermediate_size", gpt2_hidden(g));
+    cJSON_AddNumberToObject(c, "num_hidden_layers", g->num_layers);
+    cJSON_AddNumberToObject(c, "num_attention_heads", g->num_heads);
+    cJSON_AddNumberToObject(c, "num_key_value_heads", gpt2_kv_heads(g));
+    cJSON_AddNumberToObject(c, "head_dim", gpt2_head_dim(g));
+    cJSON_AddNumberToObject(c, "max_position_embeddings", g->max_seq_len);
+    cJSON_AddNumberToObject(c, "vocab_size", g->vocab_size);
+    cJSON_AddNumberToObject(c, "rms_norm_eps", g->norm_eps);
+    cJSON_AddNumberToObject(c, "rope_theta", g->rope_theta);
+    if (g->rope_factor > 0) {
+        cJSON *s = cJSON_AddObjectToObject(c, "rope_scaling");
+        cJSON_AddStringToObject(s, "rope_type", "llama3");
+        cJSON_AddNumberToObject(s, "factor", g->rope_factor);
+        cJSON_AddNumberToObject(s, "low_freq_factor", g->rope_low_freq);
+        cJSON_AddNumberToObject(s, "high_freq_factor", g->rope_high_freq);
+        cJSON_AddNumberToObject(s, "original_max_position_embeddings", g->rope_orig_max);
+    } else
+        cJSON_AddNullToObject(c, "rope_scaling");
+    cJSON_AddBoolToObject(c, "tie_word_embeddings", !g->untied);
+    cJSON_AddStringToObject(c, "hidden_act", "silu");
+    if (!strcmp(g->family, "llama")) {
+        cJSON_AddFalseToObject(c, "attention_bias");
+        cJSON_AddFalseToObject(c, "mlp_bias");
+    } else if (!strcmp(g->family, "qwen2"))
+        cJSON_AddFalseToObject(c, "use_sliding_window");
+    else
+        cJSON_AddNullToObject(c, "sliding_window");
+    cJSON_AddStringToObject(c, "torch_dtype", "float32");
+    char *text = cJSON_Print(c);
+    cJSON_Delete(c);
+    if (!text)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory writing %s", path);
+    zc_status st = zc_durable_write_file(path, text, strlen(text), err);
+    free(text);
+    return st;
+}
+
+/* transformers' save_pretrained default: shards of at most 5 GB (10^9 bytes a GB) */
+#define MAX_SHARD_BYTES 5000000000ULL
+
+zc_status hf_decoder_export(const char *ckdir, const gpt2_config *gc, const char *outdir,
+                            zc_err *err)
+{
+    const char *env = getenv("ZEROC_HF_MAX_SHARD_BYTES"); /* tests: sharding on small models */
+    const uint64_t cap =
+        env && strtoull(env, NULL, 10) > 0 ? strtoull(env, NULL, 10) : MAX_SHARD_BYTES;
+    zc_ckpt_reader *r;
+    zc_status st = zc_ckpt_reader_open(ckdir, &r, err);
+    if (st)
+        return st;
+    out_tensor *t = NULL;
+    int n = 0;
+    st = plan_tensors(r, gc, &t, &n, err);
+    if (!st && mkdir(outdir, 0777) && errno != EEXIST)
+        st = zc_err_set(err, ZC_EIO, "cannot create %s: %m", outdir);
+    /* shards: tensors in order, a new file when the next would pass the cap */
+    int *start = st ? NULL : calloc((size_t)n + 2, sizeof *start), nsh = 0;
+    if (!st && !start)
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory");
+    uint64_t in = 0, total = 0;
+    for (int i = 0; !st && i < n; i++) {
+        if (i == 0 || (in + t[i].bytes > cap && in > 0))
+            start[nsh++] = i, in = 0;
+        in += t[i].bytes;
+        total += t[i].bytes;
+    }
+    if (start)
+        start[nsh] = n;
+    char path[PATH_CAP], file[64];
+    cJSON *index = nsh > 1 ? cJSON_CreateObject() : NULL, *map = NULL;
+    if (index) {
+        cJSON *meta = cJSON_AddObjectToObject(index, "metadata");
+        cJSON_AddNumberToObject(meta, "total_size", (double)total);
+        map = cJSON_AddObjectToObject(index, "weight_map");
+    }
+    for (int k = 0; !st && k < nsh; k++) {
+        if (nsh > 1)
+            snprintf(file, sizeof file, "model-%05d-of-%05d.safetensors", k + 1, nsh);
+        else
+            snprintf(file, sizeof file, "model.safetensors");
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", outdir, file) >= sizeof path)
+            st = zc_err_set(err, ZC_EINVAL, "%s: path too long", outdir);
+        if (!st)
+            st = write_shard(r, t, start[k], start[k + 1], path, err);
+        for (int i = start[k]; !st && map && i < start[k + 1]; i++)
+            cJSON_AddStringToObject(map, t[i].name, file);
+    }
+    if (!st && index) {
+        char *text = cJSON_Print(index);
+        snprintf(path, sizeof path, "%s/model.safetensors.index.json", outdir);
+        st = text ? zc_durable_write_file(path, text, strlen(text), err)
+                  : zc_err_set(err, ZC_ENOMEM, "out of memory");
+        free(text);
+    }
+    if (!st && (size_t)snprintf(path, sizeof path, "%s/config.json", outdir) < sizeof path)
+        st = write_config(path, gc, err);
+    cJSON_Delete(index);
+    free(start);
+    free(t);
+    zc_ckpt_reader_close(r);
     return st;
 }

@@ -630,6 +630,10 @@ zc_status hf_export_checkpoint(const char *ckdir, const char *outdir, zc_err *er
         return st;
     gpt2_config gc;
     st = gpt2_checkpoint_shape(r, ckdir, &gc, err);
+    if (!st && gc.family[0]) { /* the Llama family's names and files */
+        zc_ckpt_reader_close(r);
+        return hf_decoder_export(ckdir, &gc, outdir, err);
+    }
     if (!st && mkdir(outdir, 0777) && errno != EEXIST)
         st = zc_err_set(err, ZC_EIO, "cannot create %s: %m", outdir);
     char path[PATH_CAP];
