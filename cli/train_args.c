@@ -497,12 +497,12 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
                         "--val-batches is gone: it counted micro-batches per rank, so what was "
                         "validated changed with --micro-batch and the ranks; use --val-windows N "
                         "(the first N windows of --val-data; default: all of them)");
+    if (!st) /* first: the model decides defaults (the micro-batch) */
+        st = resolve_model(argc, argv, o, err);
     if (!st)
         st = apply_flags(specs, nspecs, zc_comm_size(comm), o, cfg, err);
     if (!st) /* the collectives from here on, before the engine, wait as long as it will */
         zc_comm_set_timeout(comm, cfg->comm_timeout_s);
-    if (!st)
-        st = resolve_model(argc, argv, o, err);
     if (!st)
         st = check_flags(o, err);
     if (!st)

@@ -193,8 +193,93 @@ def test_unsupported_config_refused():
         refused(p, want, f"case {i} ({case} with {over})")
 
 
+def safetensors_tensors(d):
+    """{name: (shape, raw bytes)} over every .safetensors file of directory d."""
+    out = {}
+    for fn in sorted(os.listdir(d)):
+        if not fn.endswith(".safetensors"):
+            continue
+        with open(os.path.join(d, fn), "rb") as f:
+            raw = f.read()
+        n = int.from_bytes(raw[:8], "little")
+        for k, v in json.loads(raw[8:8 + n]).items():
+            if k != "__metadata__":
+                a, b = v["data_offsets"]
+                out[k] = (v["shape"], raw[8 + n + a:8 + n + b])
+    return out
+
+
+def test_engine_features_bitwise():
+    """Every engine feature on the Llama family, in bf16 on 2 ranks: stages 0 and 3, activation
+    checkpointing and NVMe offload of both states end on the same weights bit for bit; a
+    checkpoint saved at step 3 resumes to the same final weights, also resharded to stage 0."""
+    init = os.path.join(FIXTURES, "qwen2_tiny")
+    base = ["--dtype", "bf16"]
+    nvme = H_.path("nvme")
+    os.makedirs(nvme, exist_ok=True)
+    runs = {"s0": (0, []), "s3": (3, []), "ckpt": (3, ["--activation-checkpointing"]),
+            "offload": (3, ["--offload-optimizer", "nvme", "--offload-param", "nvme",
+                            "--nvme-path", nvme]),
+            "saved": (3, ["--save-dir", H_.path("saves"), "--save-every", 3])}
+    runs = {k: runs[k] for k in H_.trim(runs, ("s3", "offload", "saved"))}
+    got = {k: train(init, "feat-" + k, 2, st, *base, *ex)["weights_sha256"]
+           for k, (st, ex) in runs.items()}
+    first = got["s3"]
+    for k, sha in got.items():
+        check(sha == first, f"{k}: weights {sha} != stage 3's {first}")
+    for st in H_.trim([3, 0], [0]):
+        rep = train(init, f"feat-resume{st}", 2, st, *base, "--resume",
+                    os.path.join(H_.path("saves"), "step-000003"))
+        check(rep["weights_sha256"] == first,
+              f"resumed at stage {st}: {rep['weights_sha256']} != {first}")
+
+
+def lr0(init, name, *extra):
+    """One step at learning rate 0 (the weights stay those loaded); its report."""
+    H_.run(1, "train", "--init", init, "--data", TOKENS, "--seq-len", 16, "--micro-batch", 2,
+           "--steps", 1, "--lr", 0,
+           "--report", H_.path(name + ".json"), *extra)
+    return H_.report(name + ".json")
+
+
+def test_export_hf_round_trip():
+    """`zeroc ckpt export --format hf` of a Llama-family checkpoint trained with lr 0 writes the
+    very tensors it was loaded from (transformers' names, q/k/v and gate/up split back out) and
+    a config.json of the same architecture, in one file or, past the shard size, in shards with
+    an index, as save_pretrained does; each loads back to the same weights."""
+    for case in H_.trim(["llama_tiny", "qwen2_tiny"], ["llama_tiny"]):
+        src = os.path.join(FIXTURES, case)
+        ck = H_.path(f"exp-{case}")
+        first = lr0(src, f"exp-{case}", "--save-dir", ck)
+        want = safetensors_tensors(src)
+        with open(os.path.join(src, "config.json")) as f:
+            cfg = json.load(f)
+        for shard in (None, 40000):
+            out = H_.path(f"exp-{case}-{shard}")
+            env = {"ZEROC_HF_MAX_SHARD_BYTES": str(shard)} if shard else None
+            H_.run(1, "ckpt", "export", ck, "--format", "hf", "--out", out, env=env)
+            got = safetensors_tensors(out)
+            names = set(want) - ({"lm_head.weight"} if cfg.get("tie_word_embeddings") else set())
+            check(set(got) == names, f"{case}: exported names {sorted(set(got) ^ names)} differ")
+            check(all(got[k] == want[k] for k in names & set(got)),
+                  f"{case}: exported tensors differ from the imported ones")
+            sharded = os.path.exists(os.path.join(out, "model.safetensors.index.json"))
+            check(sharded == bool(shard), f"{case}: sharded {sharded}, want {bool(shard)}")
+            with open(os.path.join(out, "config.json")) as f:
+                c = json.load(f)
+            for key in ("model_type", "hidden_size", "intermediate_size", "num_hidden_layers",
+                        "num_attention_heads", "num_key_value_heads", "vocab_size",
+                        "rms_norm_eps", "rope_theta", "tie_word_embeddings"):
+                check(c.get(key) == cfg.get(key, c.get(key)),
+                      f"{case}: config.json {key} {c.get(key)} != {cfg.get(key)}")
+            again = lr0(out, f"exp-{case}-{shard}-again")
+            check(again["initial_weights_sha256"] == first["initial_weights_sha256"],
+                  f"{case}: the export does not load back to the same weights")
+
+
 TESTS = [test_llama_matches_reference, test_qwen2_matches_reference, test_rope_spellings,
-         test_model_flag_refused, test_unsupported_config_refused]
+         test_model_flag_refused, test_unsupported_config_refused, test_engine_features_bitwise,
+         test_export_hf_round_trip]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])
