@@ -849,132 +849,161 @@ static void test_decode_model(void)
         printf("incremental decoding on the engine\n");
     enum { MT = 12, MAXT = 16, MV = 67, ML = 2, MNH = 2, MC = 32, MB = 2, NSEQ = 30 };
     const char *dtypes[] = {"fp32", "bf16", "fp16"};
-    for (int di = 0; di < 3; di++) {
-        zc_err err = {0};
-        zc_config cfg;
-        zc_config_defaults(&cfg);
-        if (di == 1)
-            CHECK(!zc_config_set(&cfg, "bf16.enabled", "true", &err), "%s", err.msg);
-        if (di == 2)
-            CHECK(!zc_config_set(&cfg, "fp16.enabled", "true", &err), "%s", err.msg);
-        zc_mem *mem = zc_mem_create();
-        zc_engine *e = NULL;
-        gpt2_model *m = NULL;
-        gpt2_config gc = {.max_seq_len = MAXT,
-                          .vocab_size = MV,
-                          .padded_vocab_size = gpt2_pad_vocab(MV),
-                          .num_layers = ML,
-                          .num_heads = MNH,
-                          .channels = MC};
-        CHECK(!zc_engine_create(&e, &cfg, g_comm, mem, &err), "%s", err.msg);
-        CHECK(!gpt2_create(&m, e, mem, &gc, MB, MT, false, &err), "%s", err.msg);
-        CHECK(!zc_engine_finalize(e, &err), "%s", err.msg);
-        /* weights ×8 (LayerNorm weights stay 1): logits spread over several units */
-        for (int p = 0; p < zc_engine_num_params(e); p++) {
-            const zc_param_info *pi = zc_engine_param_info(e, p);
-            if (strstr(pi->name, "ln"))
-                continue;
-            float *w = falloc(pi->numel);
-            fill(w, pi->numel, 0.16f, 0.0f);
-            CHECK(!zc_engine_set_param_values(e, p, 0, pi->numel, w, &err), "%s", err.msg);
-            free(w);
-        }
-        const int V = MV, Vp = gc.padded_vocab_size;
-        int seq[NSEQ], *batch = calloc((size_t)MB * MT, sizeof(int));
-        for (int i = 0; i < NSEQ; i++)
-            seq[i] = irand(V);
-        /* the decoder works in the model's activation memory (no forward in between): all of
-         * its logits first, then the forward's */
-        size_t have;
-        gpt2_activation_scratch(m, &have);
-        CHECK(gpt2_decoder_bytes(&gc, MT, gpt2_compute_type(m)) <= have,
-              "%s: the decoder does not fit in the model's activations", dtypes[di]);
-        float *dec = falloc((size_t)NSEQ * Vp);
-        gpt2_decoder *d = NULL;
-        CHECK(!gpt2_decoder_create(&d, m, &err), "%s", err.msg);
-        for (int t = 1; t < NSEQ; t++) {
-            const float *dl;
-            CHECK(!gpt2_decoder_logits(d, seq, t, &dl, &err), "%s", err.msg);
-            memcpy(dec + (size_t)t * Vp, dl, (size_t)Vp * sizeof(float));
-        }
-        gpt2_decoder_destroy(d);
-        double worst = 0.0;
-        for (int t = 1; t < NSEQ; t++) {
-            const float *got = dec + (size_t)t * Vp;
-            const float *ref = forward_logits(m, seq, t, batch, &err);
-            double mx = 0.0, diff = 0.0;
-            for (int i = 0; i < V; i++) {
-                mx = fmax(mx, fabs(ref[i]));
-                diff = fmax(diff, fabs((double)got[i] - ref[i]));
+    /* GPT-2, then a Llama-family configuration of the decoder: grouped-query heads of a width
+     * other than C/NH, rotary positions with llama3 bands, RMSNorm, SwiGLU, q/k/v biases, an
+     * untied head */
+    for (int ai = 0; ai < 2; ai++)
+        for (int di = 0; di < 3; di++) {
+            zc_err err = {0};
+            zc_config cfg;
+            zc_config_defaults(&cfg);
+            if (di == 1)
+                CHECK(!zc_config_set(&cfg, "bf16.enabled", "true", &err), "%s", err.msg);
+            if (di == 2)
+                CHECK(!zc_config_set(&cfg, "fp16.enabled", "true", &err), "%s", err.msg);
+            zc_mem *mem = zc_mem_create();
+            zc_engine *e = NULL;
+            gpt2_model *m = NULL;
+            gpt2_config gc = {.max_seq_len = MAXT,
+                              .vocab_size = MV,
+                              .padded_vocab_size = gpt2_pad_vocab(MV),
+                              .num_layers = ML,
+                              .num_heads = MNH,
+                              .channels = MC};
+            if (ai == 1)
+                gc = (gpt2_config){.max_seq_len = MAXT,
+                                   .vocab_size = MV,
+                                   .padded_vocab_size = gpt2_pad_vocab(MV),
+                                   .num_layers = ML,
+                                   .num_heads = 4,
+                                   .channels = MC,
+                                   .kv_heads = 2,
+                                   .head_dim = 6,
+                                   .hidden = 40,
+                                   .norm = GPT2_NORM_RMSNORM,
+                                   .norm_eps = 1e-5,
+                                   .mlp = GPT2_MLP_SWIGLU,
+                                   .bias = GPT2_BIAS_QKV,
+                                   .untied = true,
+                                   .pos = GPT2_POS_ROPE,
+                                   .rope_theta = 10000.0,
+                                   .rope_factor = 8.0,
+                                   .rope_low_freq = 1.0,
+                                   .rope_high_freq = 4.0,
+                                   .rope_orig_max = 4,
+                                   .family = "llama"};
+            CHECK(!zc_engine_create(&e, &cfg, g_comm, mem, &err), "%s", err.msg);
+            CHECK(!gpt2_create(&m, e, mem, &gc, MB, MT, false, &err), "%s", err.msg);
+            CHECK(!zc_engine_finalize(e, &err), "%s", err.msg);
+            /* weights ×8 (LayerNorm weights stay 1): logits spread over several units */
+            for (int p = 0; p < zc_engine_num_params(e); p++) {
+                const zc_param_info *pi = zc_engine_param_info(e, p);
+                if (strstr(pi->name, "ln"))
+                    continue;
+                float *w = falloc(pi->numel);
+                fill(w, pi->numel, 0.16f, 0.0f);
+                CHECK(!zc_engine_set_param_values(e, p, 0, pi->numel, w, &err), "%s", err.msg);
+                free(w);
             }
-            const double tol = di == 1 ? ldexp(mx, -6) : 1e-4 * mx + 1e-5;
-            worst = fmax(worst, diff / tol);
-            CHECK(diff <= tol, "%s decoder logits at t=%d: max |Δ| %.3g > %.3g (max |logit| %.3g)",
-                  dtypes[di], t, diff, tol, mx);
-        }
-        free(dec);
-        if (verbose)
-            printf("  %s decoder logits worst |Δ|/tol %.3g\n", dtypes[di], worst);
-
-        /* generation against the previous algorithm */
-        const int np = 3, len = NSEQ - np;
-        const int topks[] = {1, 5, 0};
-        double *scratch = dalloc((size_t)V);
-        for (int ki = 0; ki < 3; ki++) {
-            gpt2_sampling s = {.temperature = 1.0f, .top_k = topks[ki], .seed = 11 + (uint64_t)ki};
-            int out[NSEQ], ref[NSEQ];
-            memcpy(ref, seq, np * sizeof(int));
-            CHECK(!gpt2_generate(m, seq, np, len, &s, out, &err), "%s", err.msg);
-            for (int t = np; t < NSEQ; t++)
-                ref[t] =
-                    old_draw(forward_logits(m, ref, t, batch, &err), V, &s, (uint64_t)t, scratch);
-            CHECK(!memcmp(out, ref + np, (size_t)len * sizeof(int)),
-                  "%s generate top-k %d: tokens differ from the full-forward path", dtypes[di],
-                  topks[ki]);
-        }
-
-        /* the work of a cached generation within the context */
-        {
-            gpt2_sampling s = {.temperature = 1.0f, .top_k = 1, .seed = 1};
-            int out[MT];
-            const int n = MT - np;
-            zc_gemm_counters c0 = zc_gemm_get_counters();
-            CHECK(!gpt2_generate(m, seq, np, n, &s, out, &err), "%s", err.msg);
-            zc_gemm_counters c1 = zc_gemm_get_counters();
-            const double P = np + n - 1, C = MC, L = ML;
-            const double bound = P * (24 * C * C * L + 4.0 * MT * C * L) + n * 2 * C * Vp;
-            CHECK(c1.flops - c0.flops <= bound,
-                  "%s generate: %.0f FLOPs for %d tokens, more than a cached decoding's %.0f",
-                  dtypes[di], c1.flops - c0.flops, n, bound);
-        }
-
-        /* ties at the k-th logit: wte zero, every logit exactly 0 */
-        {
-            const zc_param_info *pi = zc_engine_param_info(e, 0);
-            CHECK(!strcmp(pi->name, "wte"), "parameter 0 is %s, not wte", pi->name);
-            float *z = falloc(pi->numel);
-            CHECK(!zc_engine_set_param_values(e, 0, 0, pi->numel, z, &err), "%s", err.msg);
-            free(z);
-            gpt2_sampling s = {.temperature = 1.0f, .top_k = 3, .seed = 5};
-            int out[NSEQ], ref[NSEQ], past3 = 0;
-            memcpy(ref, seq, np * sizeof(int));
-            CHECK(!gpt2_generate(m, seq, np, len, &s, out, &err), "%s", err.msg);
-            for (int t = np; t < NSEQ; t++) {
-                ref[t] =
-                    old_draw(forward_logits(m, ref, t, batch, &err), V, &s, (uint64_t)t, scratch);
-                past3 += out[t - np] >= 3;
+            const int V = MV, Vp = gc.padded_vocab_size;
+            int seq[NSEQ], *batch = calloc((size_t)MB * MT, sizeof(int));
+            for (int i = 0; i < NSEQ; i++)
+                seq[i] = irand(V);
+            /* the decoder works in the model's activation memory (no forward in between): all of
+             * its logits first, then the forward's */
+            size_t have;
+            gpt2_activation_scratch(m, &have);
+            CHECK(gpt2_decoder_bytes(&gc, MT, gpt2_compute_type(m)) <= have,
+                  "%s: the decoder does not fit in the model's activations", dtypes[di]);
+            float *dec = falloc((size_t)NSEQ * Vp);
+            gpt2_decoder *d = NULL;
+            CHECK(!gpt2_decoder_create(&d, m, &err), "%s", err.msg);
+            for (int t = 1; t < NSEQ; t++) {
+                const float *dl;
+                CHECK(!gpt2_decoder_logits(d, seq, t, &dl, &err), "%s", err.msg);
+                memcpy(dec + (size_t)t * Vp, dl, (size_t)Vp * sizeof(float));
             }
-            CHECK(!memcmp(out, ref + np, (size_t)len * sizeof(int)) && past3 > 0,
-                  "%s top-k with ties: tokens differ from the old draw's, or only the first 3 "
-                  "(%d past them)",
-                  dtypes[di], past3);
+            gpt2_decoder_destroy(d);
+            double worst = 0.0;
+            for (int t = 1; t < NSEQ; t++) {
+                const float *got = dec + (size_t)t * Vp;
+                const float *ref = forward_logits(m, seq, t, batch, &err);
+                double mx = 0.0, diff = 0.0;
+                for (int i = 0; i < V; i++) {
+                    mx = fmax(mx, fabs(ref[i]));
+                    diff = fmax(diff, fabs((double)got[i] - ref[i]));
+                }
+                const double tol = di == 1 ? ldexp(mx, -6) : 1e-4 * mx + 1e-5;
+                worst = fmax(worst, diff / tol);
+                CHECK(diff <= tol,
+                      "%s decoder logits at t=%d: max |Δ| %.3g > %.3g (max |logit| %.3g)",
+                      dtypes[di], t, diff, tol, mx);
+            }
+            free(dec);
+            if (verbose)
+                printf("  %s%s decoder logits worst |Δ|/tol %.3g\n", ai ? "llama " : "", dtypes[di],
+                       worst);
+
+            /* generation against the previous algorithm */
+            const int np = 3, len = NSEQ - np;
+            const int topks[] = {1, 5, 0};
+            double *scratch = dalloc((size_t)V);
+            for (int ki = 0; ki < 3; ki++) {
+                gpt2_sampling s = {
+                    .temperature = 1.0f, .top_k = topks[ki], .seed = 11 + (uint64_t)ki};
+                int out[NSEQ], ref[NSEQ];
+                memcpy(ref, seq, np * sizeof(int));
+                CHECK(!gpt2_generate(m, seq, np, len, &s, out, &err), "%s", err.msg);
+                for (int t = np; t < NSEQ; t++)
+                    ref[t] = old_draw(forward_logits(m, ref, t, batch, &err), V, &s, (uint64_t)t,
+                                      scratch);
+                CHECK(!memcmp(out, ref + np, (size_t)len * sizeof(int)),
+                      "%s generate top-k %d: tokens differ from the full-forward path", dtypes[di],
+                      topks[ki]);
+            }
+
+            /* the work of a cached generation within the context (GPT-2's FLOPs) */
+            if (ai == 0) {
+                gpt2_sampling s = {.temperature = 1.0f, .top_k = 1, .seed = 1};
+                int out[MT];
+                const int n = MT - np;
+                zc_gemm_counters c0 = zc_gemm_get_counters();
+                CHECK(!gpt2_generate(m, seq, np, n, &s, out, &err), "%s", err.msg);
+                zc_gemm_counters c1 = zc_gemm_get_counters();
+                const double P = np + n - 1, C = MC, L = ML;
+                const double bound = P * (24 * C * C * L + 4.0 * MT * C * L) + n * 2 * C * Vp;
+                CHECK(c1.flops - c0.flops <= bound,
+                      "%s generate: %.0f FLOPs for %d tokens, more than a cached decoding's %.0f",
+                      dtypes[di], c1.flops - c0.flops, n, bound);
+            }
+
+            /* ties at the k-th logit: wte zero (the tied head), every logit exactly 0 */
+            if (ai == 0) {
+                const zc_param_info *pi = zc_engine_param_info(e, 0);
+                CHECK(!strcmp(pi->name, "wte"), "parameter 0 is %s, not wte", pi->name);
+                float *z = falloc(pi->numel);
+                CHECK(!zc_engine_set_param_values(e, 0, 0, pi->numel, z, &err), "%s", err.msg);
+                free(z);
+                gpt2_sampling s = {.temperature = 1.0f, .top_k = 3, .seed = 5};
+                int out[NSEQ], ref[NSEQ], past3 = 0;
+                memcpy(ref, seq, np * sizeof(int));
+                CHECK(!gpt2_generate(m, seq, np, len, &s, out, &err), "%s", err.msg);
+                for (int t = np; t < NSEQ; t++) {
+                    ref[t] = old_draw(forward_logits(m, ref, t, batch, &err), V, &s, (uint64_t)t,
+                                      scratch);
+                    past3 += out[t - np] >= 3;
+                }
+                CHECK(!memcmp(out, ref + np, (size_t)len * sizeof(int)) && past3 > 0,
+                      "%s top-k with ties: tokens differ from the old draw's, or only the first 3 "
+                      "(%d past them)",
+                      dtypes[di], past3);
+            }
+            free(scratch);
+            free(batch);
+            gpt2_destroy(m);
+            zc_engine_destroy(e);
+            zc_mem_destroy(mem);
         }
-        free(scratch);
-        free(batch);
-        gpt2_destroy(m);
-        zc_engine_destroy(e);
-        zc_mem_destroy(mem);
-    }
 
     /* A deep, narrow model with activation checkpointing keeps too few activations for the
      * cache (80 blocks of 8 channels, T = 4): the decoder allocates its own, charged to the

@@ -780,6 +780,18 @@ void gpt2_get_lnf(gpt2_model *m, const float **lnfw, const float **lnfb)
     *lnfb = P(m, m->p_lnfb);
 }
 
+void gpt2_get_head(gpt2_model *m, gpt2_weight *head)
+{
+    *head = weight_of(m, m->p_head);
+}
+
+bool gpt2_rope_tables(const gpt2_model *m, const float **cosv, const float **sinv)
+{
+    *cosv = m->rope_cos;
+    *sinv = m->rope_sin;
+    return m->rope_cos != NULL;
+}
+
 zc_gemm_type gpt2_compute_type(const gpt2_model *m)
 {
     return m->gemm.type;

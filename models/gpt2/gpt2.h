@@ -138,6 +138,11 @@ int gpt2_unit(const gpt2_model *m, int l);
 void gpt2_get_block_weights(gpt2_model *m, int l, gpt2_block_weights *out);
 /* wte (as a product takes it) and wpe; the "embeddings" unit must be acquired. */
 void gpt2_get_embeddings(gpt2_model *m, gpt2_weight *wte, const float **wpe);
+/* The untied lm_head (as a product takes it); the "ln_f" unit must be acquired. */
+void gpt2_get_head(gpt2_model *m, gpt2_weight *head);
+/* The rotary tables (T × head_dim/2 cos and sin, positions 0 … T−1); false with learned
+ * positions. */
+bool gpt2_rope_tables(const gpt2_model *m, const float **cosv, const float **sinv);
 /* lnfw and lnfb; the "ln_f" unit must be acquired. */
 void gpt2_get_lnf(gpt2_model *m, const float **lnfw, const float **lnfb);
 /* The products' precision (workspace not included: the caller brings its own) and the ledger

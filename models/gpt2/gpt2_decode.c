@@ -11,7 +11,11 @@
  * units are acquired in its order — embeddings (held to the head), h.0 … h.L−1, ln_f — so every
  * rank of a stage-3 run gathers the same units in the same order.
  *
- * Memory: the cache, 2·L·T·C values; working rows for M ≤ T positions (18·C floats each, as
+ * The architecture's choices are the ordinary forward's (RMSNorm, rotary positions turned at
+ * each position's angle before the keys enter the cache, SwiGLU, an untied head read from ln_f's
+ * unit); a grouped-query cache holds the key/value heads only, KV·hd values per position.
+ *
+ * Memory: the cache, 2·L·T·KV·hd values; working rows for M ≤ T positions (18·C floats each, as
  * one block of the ordinary forward on one row); the attention scores, NH·T·T floats; the
  * logits, Vp floats; in bf16 the rounded queries and scores and the products' workspace. They
  * are carved from the model's own activation memory, unused between passes, whenever it is
@@ -31,24 +35,24 @@
 
 /* The pieces of a decoder's allocation, each rounded up to 64 bytes. */
 enum {
-    S_K,       /* (L,T,C) keys */
-    S_V,       /* (L,T,C) values */
+    S_K,       /* (L,T,KV·hd) keys */
+    S_V,       /* (L,T,KV·hd) values */
     S_X0,      /* (T,C) residual stream */
     S_X1,      /* (T,C) */
     S_LN,      /* (T,C) a LayerNorm's output */
-    S_QKV,     /* (T,3C) */
-    S_ATTY,    /* (T,C) */
+    S_QKV,     /* (T,W): W = (NH + 2·KV)·hd */
+    S_ATTY,    /* (T,NH·hd) */
     S_ATTPROJ, /* (T,C) */
     S_RES2,    /* (T,C) */
-    S_FCH,     /* (T,4C) */
-    S_GELU,    /* (T,4C) */
+    S_FCH,     /* (T,F): the MLP's first product (F = I, or 2·I for SwiGLU) */
+    S_GELU,    /* (T,I) */
     S_FCPROJ,  /* (T,C) */
     S_MEAN,    /* (T) */
     S_RSTD,    /* (T) */
     S_ATT,     /* (NH,T,T) scores */
     S_LNF,     /* (C) the last position after ln_f */
     S_LOGITS,  /* (Vp) */
-    S_Q16,     /* (T,C) bf16 queries (bf16 only) */
+    S_Q16,     /* (T,NH·hd) bf16 queries (bf16 only) */
     S_ATT16,   /* (NH,T,T) bf16 scores (bf16 only) */
     S_WS,      /* the products' workspace (bf16 only) */
     S_N
@@ -73,14 +77,19 @@ static void piece_bytes(const gpt2_config *c, int T, zc_gemm_type compute, int64
                         bool *ovf)
 {
     const int64_t C = c->channels, TC = zc_mul_i64(T, C, ovf), f = sizeof(float);
+    const int64_t hd = gpt2_head_dim(c), QD = (int64_t)c->num_heads * hd,
+                  KD = (int64_t)gpt2_kv_heads(c) * hd, W = QD + 2 * KD, I = gpt2_hidden(c),
+                  F = c->mlp == GPT2_MLP_SWIGLU ? 2 * I : I;
     const bool bf16 = compute == ZC_GEMM_BF16;
     const int64_t es = bf16 ? 2 : 4, TT = zc_mul_i64(zc_mul_i64(T, T, ovf), c->num_heads, ovf);
-    const int64_t cache = zc_mul_i64(zc_mul_i64(c->num_layers, TC, ovf), es, ovf);
+    const int64_t cache =
+        zc_mul_i64(zc_mul_i64(c->num_layers, zc_mul_i64(T, KD, ovf), ovf), es, ovf);
     int64_t ws = 0;
-    if (bf16 && !*ovf && TC <= INT32_MAX && 4 * C <= INT32_MAX && c->padded_vocab_size > 0) {
-        const int N = T, IC[] = {(int)C, (int)C, (int)C, 4 * (int)C},
-                  OC[] = {3 * (int)C, (int)C, 4 * (int)C, (int)C};
-        size_t w = gpt2_attention_cached_workspace_bytes(T, T, (int)C, c->num_heads),
+    if (bf16 && !*ovf && TC <= INT32_MAX && W <= INT32_MAX && F <= INT32_MAX &&
+        c->padded_vocab_size > 0) {
+        const int N = T, IC[] = {(int)C, (int)QD, (int)C, (int)I},
+                  OC[] = {(int)W, (int)C, (int)F, (int)C};
+        size_t w = gpt2_attention_cached_gqa_workspace_bytes(T, T, (int)hd),
                head = zc_gemm_workspace_need(ZC_GEMM_OPS_B16, 1, c->padded_vocab_size, (int)C);
         w = head > w ? head : w;
         for (int i = 0; i < 4; i++) {
@@ -94,19 +103,19 @@ static void piece_bytes(const gpt2_config *c, int T, zc_gemm_type compute, int64
                              zc_mul_i64(TC, f, ovf),
                              zc_mul_i64(TC, f, ovf),
                              zc_mul_i64(TC, f, ovf),
-                             zc_mul_i64(TC, 3 * f, ovf),
+                             zc_mul_i64(zc_mul_i64(T, W, ovf), f, ovf),
+                             zc_mul_i64(zc_mul_i64(T, QD, ovf), f, ovf),
                              zc_mul_i64(TC, f, ovf),
                              zc_mul_i64(TC, f, ovf),
-                             zc_mul_i64(TC, f, ovf),
-                             zc_mul_i64(TC, 4 * f, ovf),
-                             zc_mul_i64(TC, 4 * f, ovf),
+                             zc_mul_i64(zc_mul_i64(T, F, ovf), f, ovf),
+                             zc_mul_i64(zc_mul_i64(T, I, ovf), f, ovf),
                              zc_mul_i64(TC, f, ovf),
                              (int64_t)T * f,
                              (int64_t)T * f,
                              zc_mul_i64(TT, f, ovf),
                              C * f,
                              (int64_t)c->padded_vocab_size * f,
-                             bf16 ? zc_mul_i64(TC, 2, ovf) : 0,
+                             bf16 ? zc_mul_i64(zc_mul_i64(T, QD, ovf), 2, ovf) : 0,
                              bf16 ? zc_mul_i64(TT, 2, ovf) : 0,
                              ws};
     for (int i = 0; i < S_N; i++)
@@ -176,42 +185,62 @@ static float *F(gpt2_decoder *d, int piece)
     return d->piece[piece];
 }
 
-/* The keys (kv 0) or values (kv 1) of block l from position pos on. */
+/* The keys (kv 0) or values (kv 1) of block l from position pos on: rows of KV·hd. */
 static void *cache_at(gpt2_decoder *d, int kv, int l, int pos)
 {
-    const size_t C = (size_t)d->cfg.channels;
-    return (char *)d->piece[kv ? S_V : S_K] + (((size_t)l * d->T + pos) * C) * d->es;
+    const size_t KD = (size_t)gpt2_kv_heads(&d->cfg) * (size_t)gpt2_head_dim(&d->cfg);
+    return (char *)d->piece[kv ? S_V : S_K] + (((size_t)l * d->T + pos) * KD) * d->es;
+}
+
+/* The block's norm, as the ordinary forward's: LayerNorm, or RMSNorm (mean unused). */
+static void norm(const gpt2_decoder *d, float *out, float *mean, float *rstd, const float *x,
+                 const float *w, const float *b, int M)
+{
+    if (d->cfg.norm == GPT2_NORM_RMSNORM)
+        gpt2_rmsnorm_forward(out, rstd, x, w, M, d->cfg.channels, (float)d->cfg.norm_eps);
+    else
+        gpt2_layernorm_forward(out, mean, rstd, x, w, b, M, d->cfg.channels);
 }
 
 /* Block l over positions p0 … p0+M−1 from the residual stream x into y; its unit is acquired. */
 static void block(gpt2_decoder *d, int l, const float *x, float *y, int p0, int M)
 {
-    const int C = d->cfg.channels, NH = d->cfg.num_heads;
+    const gpt2_config *c = &d->cfg;
+    const int C = c->channels, NH = c->num_heads, KV = gpt2_kv_heads(c), hd = gpt2_head_dim(c);
+    const int QD = NH * hd, KD = KV * hd, W = QD + 2 * KD, I = gpt2_hidden(c);
+    const int FW = c->mlp == GPT2_MLP_SWIGLU ? 2 * I : I;
     gpt2_block_weights w;
     gpt2_get_block_weights(d->m, l, &w);
     float *ln = F(d, S_LN), *qkv = F(d, S_QKV), *atty = F(d, S_ATTY), *res2 = F(d, S_RES2);
     float *mean = F(d, S_MEAN), *rstd = F(d, S_RSTD);
-    gpt2_layernorm_forward(ln, mean, rstd, x, w.ln1w, w.ln1b, M, C);
-    gpt2_matmul_forward(qkv, ln, w.qkvw.w, w.qkvw.w16, w.qkvb, M, C, 3 * C, &d->g);
+    norm(d, ln, mean, rstd, x, w.ln1w, w.ln1b, M);
+    gpt2_matmul_forward(qkv, ln, w.qkvw.w, w.qkvw.w16, w.qkvb, M, C, W, &d->g);
+    const float *cosv, *sinv;
+    if (gpt2_rope_tables(d->m, &cosv, &sinv)) /* positions p0 … p0+M−1 */
+        gpt2_rope_forward(qkv, cosv + (size_t)p0 * (hd / 2), sinv + (size_t)p0 * (hd / 2), 1, M, W,
+                          NH + KV, hd);
     for (int i = 0; i < M; i++) /* the new positions' keys and values into the cache */
         for (int kv = 0; kv < 2; kv++) {
-            const float *src = qkv + (size_t)i * 3 * C + (size_t)(kv + 1) * C;
+            const float *src = qkv + (size_t)i * W + QD + (size_t)kv * KD;
             void *dst = cache_at(d, kv, l, p0 + i);
             if (d->es == 2)
-                zc_f32_to_bf16(src, dst, (size_t)C);
+                zc_f32_to_bf16(src, dst, (size_t)KD);
             else
-                memcpy(dst, src, (size_t)C * sizeof(float));
+                memcpy(dst, src, (size_t)KD * sizeof(float));
         }
-    gpt2_attention_cached(atty, F(d, S_ATT), d->piece[S_Q16], d->piece[S_ATT16], qkv, 3 * C,
-                          cache_at(d, 0, l, 0), cache_at(d, 1, l, 0), p0, M, C, NH, &d->g);
-    gpt2_matmul_forward(F(d, S_ATTPROJ), atty, w.attprojw.w, w.attprojw.w16, w.attprojb, M, C, C,
+    gpt2_attention_cached_gqa(atty, F(d, S_ATT), d->piece[S_Q16], d->piece[S_ATT16], qkv, W,
+                              cache_at(d, 0, l, 0), cache_at(d, 1, l, 0), p0, M, NH, KV, hd, &d->g);
+    gpt2_matmul_forward(F(d, S_ATTPROJ), atty, w.attprojw.w, w.attprojw.w16, w.attprojb, M, QD, C,
                         &d->g);
     gpt2_residual_forward(res2, x, F(d, S_ATTPROJ), (size_t)M * C);
-    gpt2_layernorm_forward(ln, mean, rstd, res2, w.ln2w, w.ln2b, M, C);
-    gpt2_matmul_forward(F(d, S_FCH), ln, w.fcw.w, w.fcw.w16, w.fcb, M, C, 4 * C, &d->g);
-    gpt2_gelu_forward(F(d, S_GELU), F(d, S_FCH), (size_t)M * 4 * C);
-    gpt2_matmul_forward(F(d, S_FCPROJ), F(d, S_GELU), w.fcprojw.w, w.fcprojw.w16, w.fcprojb, M,
-                        4 * C, C, &d->g);
+    norm(d, ln, mean, rstd, res2, w.ln2w, w.ln2b, M);
+    gpt2_matmul_forward(F(d, S_FCH), ln, w.fcw.w, w.fcw.w16, w.fcb, M, C, FW, &d->g);
+    if (c->mlp == GPT2_MLP_SWIGLU)
+        gpt2_swiglu_forward(F(d, S_GELU), F(d, S_FCH), M, I);
+    else
+        gpt2_gelu_forward(F(d, S_GELU), F(d, S_FCH), (size_t)M * I);
+    gpt2_matmul_forward(F(d, S_FCPROJ), F(d, S_GELU), w.fcprojw.w, w.fcprojw.w16, w.fcprojb, M, I,
+                        C, &d->g);
     gpt2_residual_forward(y, res2, F(d, S_FCPROJ), (size_t)M * C);
 }
 
@@ -230,7 +259,10 @@ static zc_status run(gpt2_decoder *d, const int *tok, int p0, int M, zc_err *err
     const float *wpe, *lnfw, *lnfb;
     gpt2_get_embeddings(m, &wte, &wpe);
     float *x = F(d, S_X0), *y = F(d, S_X1);
-    gpt2_encoder_forward(x, tok, wte.w, wte.w16, wpe + (size_t)p0 * C, 1, M, C);
+    gpt2_encoder_forward(x, tok, wte.w, wte.w16, wpe ? wpe + (size_t)p0 * C : NULL, 1, M, C);
+    const bool untied = d->cfg.untied; /* the embeddings are done with: released, as forward */
+    if (untied && (st = zc_engine_release(e, gpt2_unit(m, -1), err)))
+        return st;
     for (int l = 0; l < L; l++) {
         if ((st = zc_engine_acquire(e, gpt2_unit(m, l), err)))
             return st;
@@ -243,12 +275,14 @@ static zc_status run(gpt2_decoder *d, const int *tok, int p0, int M, zc_err *err
     if ((st = zc_engine_acquire(e, gpt2_unit(m, L), err)))
         return st;
     gpt2_get_lnf(m, &lnfw, &lnfb);
-    gpt2_layernorm_forward(F(d, S_LNF), F(d, S_MEAN), F(d, S_RSTD), x + (size_t)(M - 1) * C, lnfw,
-                           lnfb, 1, C);
-    if ((st = zc_engine_release(e, gpt2_unit(m, L), err)))
+    norm(d, F(d, S_LNF), F(d, S_MEAN), F(d, S_RSTD), x + (size_t)(M - 1) * C, lnfw, lnfb, 1);
+    gpt2_weight head = wte;
+    if (untied)
+        gpt2_get_head(m, &head);
+    if (!untied && (st = zc_engine_release(e, gpt2_unit(m, L), err)))
         return st;
-    gpt2_matmul_forward(F(d, S_LOGITS), F(d, S_LNF), wte.w, wte.w16, NULL, 1, C, Vp, &d->g);
-    if ((st = zc_engine_release(e, gpt2_unit(m, -1), err)))
+    gpt2_matmul_forward(F(d, S_LOGITS), F(d, S_LNF), head.w, head.w16, NULL, 1, C, Vp, &d->g);
+    if ((st = zc_engine_release(e, gpt2_unit(m, untied ? L : -1), err)))
         return st;
     return zc_engine_end_pass(e, err);
 }
