@@ -532,7 +532,15 @@ zc_status hf_decoder_read_config(const char *dir, gpt2_config *cfg, zc_err *err)
     cJSON_Delete(c);
     if (st)
         return st;
-    /* the embedding's shape now, before anything is sized from config.json */
+    /* the embedding's shape now, before anything is sized from config.json; a directory of
+     * config.json alone (estimating before a download) has no weights to hold it to: loading
+     * them names the missing file */
+    char weights[PATH_CAP], index[PATH_CAP];
+    struct stat sb;
+    snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
+    snprintf(index, sizeof index, "%s/model.safetensors.index.json", dir);
+    if (stat(weights, &sb) && stat(index, &sb))
+        return ZC_OK;
     st_set s;
     if ((st = set_open(&s, dir, err)))
         return st;

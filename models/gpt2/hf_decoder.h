@@ -44,7 +44,8 @@
  * files this reader takes; false for GPT-2's and for anything unreadable. */
 bool hf_decoder_config_is_family(const char *config_json);
 /* The architecture from dir/config.json (the model_type's family), checked against the
- * tensors' shapes. */
+ * tensors' shapes when the weights are there (a directory of config.json alone is a shape to
+ * estimate). */
 zc_status hf_decoder_read_config(const char *dir, gpt2_config *cfg, zc_err *err);
 /* After zc_engine_finalize on a decoder of cfg's shape: every parameter from the directory's
  * safetensors file(s), each rank the elements it holds. Not collective. */
