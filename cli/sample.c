@@ -93,15 +93,20 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
         st = zc_err_set(&err, ZC_EINVAL, "zeroc sample runs on one rank (got %d)",
                         zc_comm_size(comm));
     gpt2_config h = {0};
+    gpt2_init in;
     if (!st)
-        st = gpt2_init_not_zeroc_output(init, &err);
-    if (!st && !gpt2_is_init_file(init))
+        gpt2_init_resolve(init, &in);
+    if (!st && !in.decoder && in.st) /* one of zeroc's own outputs: said what it is */
+        st = (err = in.err, in.st);
+    if (!st && !in.decoder)
         st = zc_err_set(&err, ZC_EINVAL,
-                        "--init %s: expected an llm.c GPT-2 checkpoint or a "
-                        "Hugging Face GPT-2 (a directory with config.json and model.safetensors)",
+                        "--init %s: expected an llm.c GPT-2 checkpoint or a Hugging Face model (a "
+                        "directory with config.json and model.safetensors)",
                         init);
-    if (!st) /* a file that cannot be read is named with its flag */
-        st = cli_err_flag(gpt2_init_shape(init, &h, &err), "--init", &err);
+    if (!st && in.st) /* a file that cannot be read is named with its flag */
+        st = cli_err_flag((err = in.err, in.st), "--init", &err);
+    if (!st)
+        h = in.cfg;
     bpe_vocab vocab;
     bool have_vocab = false;
     if (!st && vocab_path && h.vocab_size == BYTE_VOCAB)

@@ -124,16 +124,19 @@ static zc_status check_outputs(zc_comm *comm, train_opts *o, zc_err *err)
 static zc_status resolve_model(int argc, char **argv, train_opts *o, zc_err *err)
 {
     const bool given = args_given(argc, argv, 2, "--model");
-    gpt2_config file;
-    zc_err unread;
-    if (o->init && hf_is_checkpoint(o->init) && gpt2_init_shape(o->init, &file, &unread)) {
+    const gpt2_init *in = &o->init_file;
+    if (o->init)
+        gpt2_init_resolve(o->init, &o->init_file);
+    if (o->init && in->hf && in->st) {
         if (given && !strcmp(o->model, "mlp"))
             return ZC_OK;  /* refused as an mlp's --init below */
         o->model = "gpt2"; /* a Hugging Face model that cannot be built: say why now */
-        return zc_err_set(err, unread.code, "--init %s: %s", o->init, unread.msg);
+        return zc_err_set(err, in->err.code, "--init %s: %s", o->init, in->err.msg);
     }
-    if (!o->init || !gpt2_is_init_file(o->init) || gpt2_init_shape(o->init, &file, &unread)) {
-        if (given && strcmp(o->model, "mlp") && strcmp(o->model, "gpt2"))
+    const gpt2_config file = in->cfg;
+    if (!o->init || !in->decoder || in->st) {
+        if (given && (!strcmp(o->model, "llama") || !strcmp(o->model, "qwen2") ||
+                      !strcmp(o->model, "mistral")))
             return zc_err_set(err, ZC_EINVAL,
                               "--model %s: a Llama-family model comes from its Hugging Face "
                               "directory (--init DIR with config.json); from flags zeroc builds "
@@ -187,20 +190,19 @@ static zc_status refuse_unused(int argc, char **argv, train_opts *o, zc_err *err
                           "--channels");
     if (args_given(argc, argv, 2, "--layers") && o->layers < 1)
         return zc_err_set(err, ZC_EINVAL, "--layers must be >= 1, got %d", o->layers);
-    bool shape_from_init = gpt2 && o->init && gpt2_is_init_file(o->init);
+    bool shape_from_init = gpt2 && o->init && o->init_file.decoder;
     if (gpt2 && !shape_from_init && o->max_seq_len && o->seq_len > o->max_seq_len)
         return zc_err_set(err, ZC_EINVAL, "--seq-len %d is longer than --max-seq-len %d",
                           o->seq_len, o->max_seq_len);
     /* a --seq-len given beside such a file must fit its positions (the default takes the
      * file's when it has fewer); a file that cannot be read is named when the model is built */
-    gpt2_config file;
-    zc_err unread;
-    if (shape_from_init && args_given(argc, argv, 2, "--seq-len") &&
-        !gpt2_init_shape(o->init, &file, &unread) && o->seq_len > file.max_seq_len)
+    const gpt2_config *file = &o->init_file.cfg;
+    if (shape_from_init && args_given(argc, argv, 2, "--seq-len") && !o->init_file.st &&
+        o->seq_len > file->max_seq_len)
         return zc_err_set(err, ZC_EINVAL,
                           "--seq-len %d is longer than the %d positions of --init %s (the shape "
                           "comes from the file)",
-                          o->seq_len, file.max_seq_len, o->init);
+                          o->seq_len, file->max_seq_len, o->init);
     if (!o->val_data &&
         (args_given(argc, argv, 2, "--val-every") || args_given(argc, argv, 2, "--val-windows")))
         return zc_err_set(err, ZC_EINVAL, "--val-every and --val-windows need --val-data");

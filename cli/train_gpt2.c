@@ -369,10 +369,14 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
 
     gpt2_config gc;
     zc_status rc = ZC_OK;
-    m->owns_init = o->init && gpt2_is_init_file(o->init);
+    m->owns_init = o->init && o->init_file.decoder; /* resolved by cli/train_args.c */
     if (m->owns_init) {
-        if ((rc = cli_err_flag(gpt2_init_shape(o->init, &gc, err), "--init", err)))
+        if (o->init_file.st) {
+            *err = o->init_file.err;
+            rc = cli_err_flag(o->init_file.st, "--init", err);
             goto fail;
+        }
+        gc = o->init_file.cfg;
         /* shape flags beside the file must say what the file says (they cannot change it) */
         const struct {
             bool given;

@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include "models/gpt2/init_files.h"
+
 typedef struct {
     const char *model, *config, *report, *save_weights, *dtype;
     int steps;
@@ -17,8 +19,9 @@ typedef struct {
     int save_every, keep;
     int val_every, val_windows, warmup, sample_every, sample_length; /* val_windows 0: all */
     bool activation_checkpointing, shuffle, no_memory_check;
-    bool save_dir_made; /* rank 0 made --save-dir for this run: a refused run removes it */
-    struct {            /* gpt2 shape flags given on the command line (not defaulted) */
+    bool save_dir_made;  /* rank 0 made --save-dir for this run: a refused run removes it */
+    gpt2_init init_file; /* what --init is, resolved once (cli/train_args.c) */
+    struct {             /* gpt2 shape flags given on the command line (not defaulted) */
         bool layers, channels, heads, vocab, max_seq_len;
     } given;
 } train_opts;

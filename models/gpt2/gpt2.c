@@ -348,27 +348,6 @@ zc_status gpt2_check(const gpt2_config *c, int B, int T, bool activation_checkpo
     if (!c->head_dim && c->channels % c->num_heads)
         return zc_err_set(err, ZC_EINVAL, "gpt2: channels %d is not divisible by heads %d",
                           c->channels, c->num_heads);
-    if (c->kv_heads < 0 || c->head_dim < 0 || c->hidden < 0 || num_heads_kv_bad(c))
-        return zc_err_set(err, ZC_EINVAL,
-                          "%s: key/value heads %d must divide the %d attention heads; head_dim "
-                          "%d and the MLP's width %d must be >= 1",
-                          family_name(c), gpt2_kv_heads(c), c->num_heads, gpt2_head_dim(c),
-                          gpt2_hidden(c));
-    if (c->pos == GPT2_POS_ROPE && (gpt2_head_dim(c) % 2 || !(c->rope_theta > 0)))
-        return zc_err_set(err, ZC_EINVAL,
-                          "%s: rotary positions need an even head_dim (got %d) and rope_theta > 0 "
-                          "(got %g)",
-                          family_name(c), gpt2_head_dim(c), c->rope_theta);
-    if (c->norm == GPT2_NORM_RMSNORM && !(c->norm_eps > 0))
-        return zc_err_set(err, ZC_EINVAL, "%s: rms_norm_eps must be > 0 (got %g)", family_name(c),
-                          (double)c->norm_eps);
-    if ((int64_t)(c->num_heads + 2 * (int64_t)gpt2_kv_heads(c)) * gpt2_head_dim(c) > INT_MAX ||
-        (c->mlp == GPT2_MLP_SWIGLU && gpt2_hidden(c) > INT_MAX / 2))
-        return zc_err_set(err, ZC_EINVAL,
-                          "%s: the attention's %d + 2 × %d heads of %d, or the MLP's width %d, "
-                          "pass an int",
-                          family_name(c), c->num_heads, gpt2_kv_heads(c), gpt2_head_dim(c),
-                          gpt2_hidden(c));
     if (c->padded_vocab_size == 0)
         return zc_err_set(err, ZC_EINVAL,
                           "gpt2: --vocab %d: at most %d (llm.c pads the "
@@ -391,6 +370,27 @@ zc_status gpt2_check(const gpt2_config *c, int B, int T, bool activation_checkpo
                           "gpt2: --channels %d: at most %d (the MLP's 4·C "
                           "columns must fit in an int)",
                           c->channels, INT_MAX / 4);
+    if (c->kv_heads < 0 || c->head_dim < 0 || c->hidden < 0 || num_heads_kv_bad(c))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: key/value heads %d must divide the %d attention heads; head_dim "
+                          "%d and the MLP's width %d must be >= 1",
+                          family_name(c), gpt2_kv_heads(c), c->num_heads, gpt2_head_dim(c),
+                          gpt2_hidden(c));
+    if (c->pos == GPT2_POS_ROPE && (gpt2_head_dim(c) % 2 || !(c->rope_theta > 0)))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: rotary positions need an even head_dim (got %d) and rope_theta > 0 "
+                          "(got %g)",
+                          family_name(c), gpt2_head_dim(c), c->rope_theta);
+    if (c->norm == GPT2_NORM_RMSNORM && !(c->norm_eps > 0))
+        return zc_err_set(err, ZC_EINVAL, "%s: rms_norm_eps must be > 0 (got %g)", family_name(c),
+                          (double)c->norm_eps);
+    if ((int64_t)(c->num_heads + 2 * (int64_t)gpt2_kv_heads(c)) * gpt2_head_dim(c) > INT_MAX ||
+        (c->mlp == GPT2_MLP_SWIGLU && gpt2_hidden(c) > INT_MAX / 2))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: the attention's %d + 2 × %d heads of %d, or the MLP's width %d, "
+                          "pass an int",
+                          family_name(c), c->num_heads, gpt2_kv_heads(c), gpt2_head_dim(c),
+                          gpt2_hidden(c));
     if ((int64_t)B * T > INT_MAX)
         return zc_err_set(err, ZC_EINVAL,
                           "gpt2: --micro-batch %d × --seq-len %d = %lld tokens "

@@ -136,6 +136,15 @@ zc_status gpt2_init_shape(const char *path, gpt2_config *cfg, zc_err *err)
     return st;
 }
 
+void gpt2_init_resolve(const char *path, gpt2_init *out)
+{
+    *out = (gpt2_init){.err = {0}};
+    out->hf = hf_is_checkpoint(path);
+    out->decoder = out->hf || !zc_safetensors_is_path(path);
+    out->st = out->decoder ? gpt2_init_shape(path, &out->cfg, &out->err)
+                           : gpt2_init_not_zeroc_output(path, &out->err);
+}
+
 zc_status gpt2_load_init(gpt2_model *m, const char *path, zc_err *err)
 {
     return hf_is_checkpoint(path) ? hf_load(gpt2_engine(m), path, gpt2_get_config(m), err)
