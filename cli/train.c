@@ -329,8 +329,9 @@ static void announce_model(const train_run *r, const train_report *rep)
         return;
     printf("model: %s, %lld parameters (%lld padded over %d ranks), %d units; ZeRO stage %d; "
            "%s parameters, %s gradients, %s reduce-scatter\n",
-           r->model.name[0] ? r->model.name : r->o.model, (long long)rep->params, (long long)rep->params_padded, r->nranks,
-           zc_engine_num_units(r->e), r->cfg.stage, rep->dtype, rep->grad_dtype, rep->comm_dtype);
+           r->model.name[0] ? r->model.name : r->o.model, (long long)rep->params,
+           (long long)rep->params_padded, r->nranks, zc_engine_num_units(r->e), r->cfg.stage,
+           rep->dtype, rep->grad_dtype, rep->comm_dtype);
     if (disk->active)
         printf("offload: %s I/O; rank 0 keeps %.2f GiB of model states in %s%s%s (unlinked: the "
                "space returns to the file system when the process ends)\n",
