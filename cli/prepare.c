@@ -125,9 +125,10 @@ static zc_status check_byte_sizes(const char **files, int nfiles, double frac, z
     return too_many_tokens(what, ntrain, nval, err);
 }
 
-/* Splits tok[0..n) into the last val-fraction (validation) and the rest (training) and writes
- * both files; *ntrain and *nval get the counts. */
-static zc_status write_split(const uint16_t *tok, size_t n, double frac, size_t *ntrain,
+/* Splits tok[0..n) (uint16_t or uint32_t as width is 2 or 4, llmc_tokens_write) into the last
+ * val-fraction (validation) and the rest (training) and writes both files; *ntrain and *nval
+ * get the counts. */
+static zc_status write_split(const void *tok, int width, size_t n, double frac, size_t *ntrain,
                              size_t *nval, const char *train_path, const char *val_path,
                              zc_err *err)
 {
@@ -146,9 +147,10 @@ static zc_status write_split(const uint16_t *tok, size_t n, double frac, size_t 
             "--val-fraction %.10g of %zu tokens leaves the %s split empty (each split "
             "needs at least 1 token: give more text or change the fraction)",
             frac, n, *nval < 1 ? "validation" : "training");
-    zc_status st = llmc_tokens_write(train_path, tok, *ntrain, err);
+    zc_status st = llmc_tokens_write(train_path, tok, width, *ntrain, err);
     if (!st)
-        st = llmc_tokens_write(val_path, tok + *ntrain, *nval, err);
+        st = llmc_tokens_write(val_path, (const char *)tok + *ntrain * (size_t)width, width, *nval,
+                               err);
     return st;
 }
 
@@ -184,7 +186,7 @@ static zc_status prepare(const char **files, int nfiles, const char *prefix, dou
         st = empty_input(files, nfiles, err);
     size_t nval = 0, ntrain = 0;
     if (!st)
-        st = write_split(v.tok, v.n, frac, &ntrain, &nval, train_path, val_path, err);
+        st = write_split(v.tok, 2, v.n, frac, &ntrain, &nval, train_path, val_path, err);
     if (!st)
         printf("prepared %d file%s, %zu bytes: %s %zu tokens, %s %zu tokens (byte-level, "
                "vocabulary 256)\n",
@@ -210,11 +212,6 @@ static zc_status prepare_gpt2(const char **files, int nfiles, const char *prefix
                         "--vocab %s: the vocabulary has no <|endoftext|> token "
                         "to put between documents",
                         vocab.source);
-    else if (vocab.n > 65536)
-        st = zc_err_set(err, ZC_EINVAL,
-                        "--vocab %s: %d tokens do not fit llm.c's uint16 token "
-                        "files (65536 at most)",
-                        vocab.source, vocab.n);
     uint8_t **bufs = calloc((size_t)nfiles, sizeof *bufs);
     bpe_doc *docs = calloc((size_t)nfiles, sizeof *docs);
     size_t *start = calloc((size_t)nfiles + 1, sizeof *start);
@@ -234,21 +231,24 @@ static zc_status prepare_gpt2(const char **files, int nfiles, const char *prefix
     if (!st)
         st = bpe_text_encode(&vocab, docs, (size_t)nfiles, nthreads, vocab.eot, &ids, start, &secs,
                              err);
-    uint16_t *tok = NULL;
-    if (!st && !(tok = malloc((ids.n ? ids.n : 1) * sizeof *tok)))
+    /* uint16 tokens while every id fits (GPT-2's 50257: the files llm.c writes), else uint32 */
+    const int width = llmc_tokens_width(vocab.n);
+    uint16_t *tok16 = NULL;
+    if (!st && width == 2 && !(tok16 = malloc((ids.n ? ids.n : 1) * sizeof *tok16)))
         st = zc_err_set(err, ZC_ENOMEM, "out of memory for %zu tokens", ids.n);
-    for (size_t i = 0; !st && i < ids.n; i++)
-        tok[i] = (uint16_t)ids.id[i];
+    for (size_t i = 0; !st && width == 2 && i < ids.n; i++)
+        tok16[i] = (uint16_t)ids.id[i];
     size_t nval = 0, ntrain = 0;
     if (!st)
-        st = write_split(tok, ids.n, frac, &ntrain, &nval, train_path, val_path, err);
+        st = write_split(width == 2 ? (const void *)tok16 : ids.id, width, ids.n, frac, &ntrain,
+                         &nval, train_path, val_path, err);
     if (!st)
         printf("prepared %d file%s, %zu bytes: %s %zu tokens, %s %zu tokens (GPT-2 BPE, "
                "vocabulary %d, <|endoftext|> = %d before each file; %.1f MB/s on %d thread%s)\n",
                nfiles, nfiles > 1 ? "s" : "", bytes, train_path, ntrain, val_path, nval, vocab.n,
                vocab.eot, secs > 0 ? (double)bytes / 1e6 / secs : 0.0, nthreads,
                nthreads > 1 ? "s" : "");
-    free(tok);
+    free(tok16);
     bpe_ids_free(&ids);
     for (int i = 0; bufs && i < nfiles; i++)
         free(bufs[i]);
@@ -419,8 +419,10 @@ int cmd_prepare(int argc, char **argv)
                "byte: the files' bytes are joined with a newline between files, token = byte "
                "value,\nvocabulary 256. gpt2: each file is a document, encoded with GPT-2's "
                "BPE (as tiktoken's\n\"gpt2\"), <|endoftext|> before each; bytes that are not "
-               "valid UTF-8 become their byte's\ntoken. The outputs are llm.c token files "
-               "(magic 20240520, version 1, uint16 tokens).\nOne process, no MPI; under mpirun "
+               "valid UTF-8 become their byte's\ntoken. The outputs are llm.c token files: "
+               "uint16 tokens (magic 20240520, version 1)\nwhile every id fits, uint32 tokens "
+               "(magic 20240801, version 7) for a vocabulary above 65,536.\nOne process, no MPI; "
+               "under mpirun "
                "only rank 0 prepares, the other ranks exit at once.\n");
         free(files);
         free(rest);
