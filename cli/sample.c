@@ -1,10 +1,10 @@
 /* sample.c — `zeroc sample --init FILE`: loads a GPT-2 (an llm.c checkpoint or a Hugging Face
  * GPT-2) on one rank (stage 0) and generates text: temperature, top-k, seed, prompt, length.
  * Byte-level models (vocabulary 256) read and print text; BPE models read and print text with
- * --vocab (GPT-2's tokenizer: encoder.json + vocab.bpe, or llm.c's gpt2_tokenizer.bin for
- * printing only), token ids without; they start from <|endoftext|> when no --prompt is given.
- * zeroc's own checkpoints and weights files are refused saying how to export them
- * (gpt2_init_not_zeroc_output). */
+ * --vocab (GPT-2's tokenizer: encoder.json + vocab.bpe, or a Hugging Face tokenizer.json, or
+ * llm.c's gpt2_tokenizer.bin for printing only), token ids without; they start from <|endoftext|>
+ * when no --prompt is given. zeroc's own checkpoints and weights files are refused saying how to
+ * export them (gpt2_init_not_zeroc_output). */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -51,8 +51,9 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
          "--vocab's, as train's samples)",
          NULL},
         {"--vocab", ARG_STR, &vocab_path, NULL,
-         "BPE models: GPT-2 tokenizer directory (encoder.json + vocab.bpe) to read the prompt as "
-         "text and print text; or gpt2_tokenizer.bin (prints text, the prompt is ids)",
+         "BPE models: tokenizer directory (GPT-2's encoder.json + vocab.bpe, or a Hugging Face "
+         "tokenizer.json) to read the prompt as text and print text; or gpt2_tokenizer.bin "
+         "(prints text, the prompt is ids)",
          NULL},
         {"--length", ARG_INT, &length, NULL,
          "tokens to generate (default 256). The context is the last max_seq_len tokens (the "

@@ -334,6 +334,8 @@ static zc_status encode_valid(bpe_encoder *e, const uint8_t *p, size_t m, bpe_id
 /* Appends q[0..n) to the encoder's normalized-text buffer. */
 static zc_status norm_append(bpe_encoder *e, const uint8_t *q, size_t n, zc_err *err)
 {
+    if (n == 0)
+        return ZC_OK; /* the buffer may not exist yet: memcpy's pointers must be valid */
     if (n > e->norm_cap - e->norm_len) {
         size_t cap = e->norm_cap ? e->norm_cap : 4096;
         while (cap - e->norm_len < n)
