@@ -112,7 +112,9 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
                         init);
     if (!st && vocab_path)
         have_vocab = !(st = bpe_vocab_load(&vocab, vocab_path, false, &err));
-    if (!st && have_vocab && vocab.n != h.vocab_size)
+    /* a Hugging Face model's embedding may have rows past its tokenizer's ids (Qwen2.5:
+     * 151,936 rows, 151,665 tokens): padding, as llm.c's padded vocabulary */
+    if (!st && have_vocab && vocab.n != h.vocab_size && !(vocab.hf.on && vocab.n < h.vocab_size))
         st = zc_err_set(&err, ZC_EINVAL,
                         "--vocab %s has %d tokens but the model %s has a "
                         "vocabulary of %d",
@@ -170,14 +172,25 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
         uint32_t *all = malloc(((size_t)np + (size_t)length) * sizeof *all);
         if (!all)
             st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
-        for (int i = 0; !st && i < np + length; i++)
-            all[i] = (uint32_t)(i < np ? ptok[i] : out[i - np]);
+        size_t nall = 0, padding = 0; /* generated ids past the tokenizer's are left out */
+        for (int i = 0; !st && i < np + length; i++) {
+            uint32_t id = (uint32_t)(i < np ? ptok[i] : out[i - np]);
+            if (id < (uint32_t)vocab.n)
+                all[nall++] = id;
+            else
+                padding++;
+        }
         if (!st)
-            st = bpe_decode(&vocab, all, (size_t)(np + length), &text, &len, &cap, &err);
+            st = bpe_decode(&vocab, all, nall, &text, &len, &cap, &err);
         if (!st) {
             fwrite(text, 1, len, stdout);
             fputc('\n', stdout);
         }
+        if (!st && padding)
+            fprintf(stderr,
+                    "sample: %zu generated id%s past the tokenizer's %d tokens (the model's "
+                    "padding rows) left out of the text\n",
+                    padding, padding > 1 ? "s" : "", vocab.n);
         free(all);
         free(text);
     } else if (!st) {

@@ -4,14 +4,17 @@
  * byte picks the pattern (bit 0: Qwen2's), whether special tokens are matched (bit 1) and NFC
  * (bit 2); the rest is the text. Without NFC the ids must decode to exactly the text; with it,
  * and a text of valid UTF-8 without added tokens (where bytes and tokens cannot regroup),
- * decoding and encoding again gives the same ids and bytes. */
+ * decoding and encoding again gives the same ids and bytes; and NFC by stretches (hf_nfc.h)
+ * equals libutf8proc's NFC of the whole text. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 #include "fuzz/fuzz.h"
 #include "models/gpt2/bpe_encode.h"
 #include "models/gpt2/bpe_pretok.h"
+#include "models/gpt2/hf_nfc.h"
 #include "models/gpt2/hf_tokenizer.h"
 
 static bpe_vocab vocab[2]; /* special tokens as text, matched */
@@ -73,6 +76,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int32_t cp;
         l = text[i] < 0x80 ? 1 : (size_t)bpe_utf8_decode(text + i, n - i, &cp);
         plain = l > 0;
+    }
+    if (plain && n) { /* NFC by stretches (hf_nfc.h) equals libutf8proc's on the whole text */
+        uint8_t *buf = NULL, *whole = NULL;
+        size_t blen = 0, bcap = 0;
+        bool same;
+        zc_err err;
+        utf8proc_ssize_t r =
+            utf8proc_map(text, (utf8proc_ssize_t)n, &whole, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+        if (r < 0 || hf_nfc(text, n, &buf, &blen, &bcap, &same, &err))
+            abort();
+        if (same ? (size_t)r != n || memcmp(whole, text, n)
+                 : (size_t)r != blen || memcmp(whole, buf, blen))
+            abort();
+        free(buf);
+        free(whole);
     }
     if (vocab[k].hf.nfc && plain) {
         round_trip(k, back, len, &again, &back2, &len2);

@@ -317,7 +317,8 @@ def test_hf_prepare():
 def test_hf_sample():
     """The shared path end to end: a GPT-2 of Llama 3's vocabulary (128,256 tokens) trains on
     prepare --tokenizer DIR's uint32 files; sample --vocab DIR reads the prompt as text and prints
-    the text its ids decode to; without a prompt it starts from <|begin_of_text|>."""
+    the text its ids decode to; without a prompt it starts from <|begin_of_text|>; a model whose
+    rows pass its tokenizer's ids (Qwen2.5's padding) samples with it."""
     d = tok_dir(LLAMA3)
     prefix, text = H_.path("l3_sample"), H_.path("l3_sample.txt")
     from harness import PANGRAMS
@@ -343,6 +344,18 @@ def test_hf_sample():
                                                      f"{b!r}")
     c = sample("--vocab", d, "--length", 4, "--seed", 3)
     check(c.startswith(b"<|begin_of_text|>"), f"default prompt: {c!r}")
+    # a tokenizer with more tokens than the model's rows is refused; fewer (Qwen2.5's 151,665
+    # tokens for 151,936 rows: padding) is taken, ids past it left out of the text
+    p = H_.run(1, "sample", "--init", model, "--vocab", tok_dir(QWEN3), ok=False)
+    check(p.returncode != 0 and "has 151669 tokens but the model" in p.stderr, p.stderr)
+    qmodel = H_.path("qw_model.bin")
+    H_.run(1, "prepare", "--tokenizer", tok_dir(QWEN3), "--text", text, "--out", prefix + "_qw")
+    H_.run(1, "train", "--model", "gpt2", "--vocab", 151936, "--layers", 1, "--channels", 16,
+           "--heads", 2, "--seq-len", 16, "--micro-batch", 2, "--data", prefix + "_qw_train.bin",
+           "--steps", 1, "--save-final", qmodel)
+    model = qmodel
+    q = sample("--vocab", tok_dir(QWEN3), "--prompt", "The quick", "--length", 8, "--top-k", 0)
+    check(q.startswith(b"The quick"), f"Qwen's tokenizer on a padded vocabulary: {q!r}")
 
 
 def write_json(directory, obj, name="tokenizer.json"):

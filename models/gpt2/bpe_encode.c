@@ -7,10 +7,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <utf8proc.h>
 
 #include "models/gpt2/bpe_encode.h"
 #include "models/gpt2/bpe_pretok.h"
+#include "models/gpt2/hf_nfc.h"
 
 #define SHORT_PIECE 128 /* array merge up to this many bytes; also the longest piece cached */
 #define CACHE_SLOTS (1u << 16)
@@ -331,86 +331,16 @@ static zc_status encode_valid(bpe_encoder *e, const uint8_t *p, size_t m, bpe_id
     return ZC_OK;
 }
 
-/* Appends q[0..n) to the encoder's normalized-text buffer. */
-static zc_status norm_append(bpe_encoder *e, const uint8_t *q, size_t n, zc_err *err)
-{
-    if (n == 0)
-        return ZC_OK; /* the buffer may not exist yet: memcpy's pointers must be valid */
-    if (n > e->norm_cap - e->norm_len) {
-        size_t cap = e->norm_cap ? e->norm_cap : 4096;
-        while (cap - e->norm_len < n)
-            cap *= 2;
-        uint8_t *b = realloc(e->norm, cap);
-        if (!b)
-            return zc_err_set(err, ZC_ENOMEM, "out of memory normalizing %zu bytes", n);
-        e->norm = b;
-        e->norm_cap = cap;
-    }
-    memcpy(e->norm + e->norm_len, q, n);
-    e->norm_len += n;
-    return ZC_OK;
-}
-
-/* Appends NFC(p[0..m)) to the buffer. */
-static zc_status norm_nfc(bpe_encoder *e, const uint8_t *p, size_t m, zc_err *err)
-{
-    if (m > (size_t)PTRDIFF_MAX)
-        return zc_err_set(err, ZC_EINVAL, "a run of %zu bytes of text is too long to normalize", m);
-    utf8proc_uint8_t *q = NULL;
-    utf8proc_ssize_t r =
-        utf8proc_map(p, (utf8proc_ssize_t)m, &q, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
-    if (r < 0)
-        return zc_err_set(err, r == UTF8PROC_ERROR_NOMEM ? ZC_ENOMEM : ZC_EINVAL,
-                          "NFC normalization of %zu bytes failed: %s", m, utf8proc_errmsg(r));
-    zc_status st = norm_append(e, q, (size_t)r, err);
-    free(q);
-    return st;
-}
-
-/* Valid UTF-8 p[0..m), NFC-normalized first when the vocabulary says so. NFC is the identity
- * on text without a code point from U+0300 up (lead bytes from 0xCC): below U+0300 every
- * character is a starter that nothing before it composes with and that no decomposition
- * changes. And NFC(a b) = NFC(a) NFC(b) when b starts with an ASCII character: a starter that
- * composes with nothing before it and that no mark before it reorders across. So the text is cut
- * before each ASCII character, and only the stretches holding such a lead byte go through
- * libutf8proc (whole, the text often has a few accented words in ASCII). */
+/* Valid UTF-8 p[0..m), NFC-normalized first when the vocabulary says so (hf_nfc.h: only the
+ * stretches that can change go through libutf8proc). */
 static zc_status encode_run(bpe_encoder *e, const uint8_t *p, size_t m, bpe_ids *ids, zc_err *err)
 {
-    size_t first = 0;
-    while (e->v->hf.nfc && first < m && p[first] < 0xCC)
-        first++;
-    if (!e->v->hf.nfc || first == m)
-        return encode_valid(e, p, m, ids, err);
-    e->norm_len = 0;
-    size_t copied = 0; /* p[0..copied) is in the buffer, normalized */
-    for (size_t k = first; k < m;) {
-        /* p[k] is a lead byte from 0xCC: its stretch starts at the ASCII byte before it (or
-         * where the text left to normalize starts) and ends at the next ASCII byte; the
-         * following stretches join while they hold such a byte too */
-        size_t a = k, j = k + 1;
-        while (a > copied && p[a] >= 0x80)
-            a--;
-        while (j < m && p[j] >= 0x80)
-            j++;
-        for (bool more = true; more && j < m;) {
-            size_t t = j + 1;
-            more = false;
-            for (; t < m && p[t] >= 0x80; t++)
-                more = more || p[t] >= 0xCC;
-            if (more)
-                j = t;
-        }
-        zc_status st = norm_append(e, p + copied, a - copied, err);
-        if (!st)
-            st = norm_nfc(e, p + a, j - a, err);
-        if (st)
-            return st;
-        copied = j;
-        for (k = j; k < m && p[k] < 0xCC;)
-            k++;
-    }
-    zc_status st = norm_append(e, p + copied, m - copied, err);
-    return st ? st : encode_valid(e, e->norm, e->norm_len, ids, err);
+    bool same = true;
+    zc_status st =
+        e->v->hf.nfc ? hf_nfc(p, m, &e->norm, &e->norm_len, &e->norm_cap, &same, err) : ZC_OK;
+    if (st)
+        return st;
+    return same ? encode_valid(e, p, m, ids, err) : encode_valid(e, e->norm, e->norm_len, ids, err);
 }
 
 /* p[0..m) cut at each byte that does not begin well-formed UTF-8: the valid runs encoded, each
