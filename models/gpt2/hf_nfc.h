@@ -10,7 +10,7 @@
  *
  *     uint8_t *buf = NULL; size_t len = 0, cap = 0; bool same;
  *     if (hf_nfc(text, n, &buf, &len, &cap, &same, &err)) ...
- *     // same: text is NFC already (buf untouched); else buf[0..len) = NFC(text)
+ *     // same: text is NFC (buf untouched); else buf[0..len) = NFC(text)
  */
 #ifndef ZEROC_MODELS_GPT2_HF_NFC_H
 #define ZEROC_MODELS_GPT2_HF_NFC_H
@@ -21,8 +21,9 @@
 
 #include "zeroc/status.h"
 
-/* p[0..m) must be valid UTF-8. Sets *same when NFC leaves it as it is; else writes NFC(p) over
- * *buf (realloc'd; *len its length, *cap its capacity, both kept across calls). */
+/* p[0..m) must be valid UTF-8. Sets *same when p holds only boundaries (NFC leaves it as it
+ * is, buf untouched); else writes NFC(p), which may still equal p, over *buf (realloc'd; *len
+ * its length, *cap its capacity, both kept across calls). */
 zc_status hf_nfc(const uint8_t *p, size_t m, uint8_t **buf, size_t *len, size_t *cap, bool *same,
                  zc_err *err);
 
