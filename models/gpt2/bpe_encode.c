@@ -1,13 +1,16 @@
 /* bpe_encode.c — the BPE merge loop, the per-encoder piece cache, and decoding (bpe_encode.h).
  * Pieces up to SHORT_PIECE bytes merge in an array scanned for the lowest rank (fast for words);
  * longer ones (long runs of spaces, digits-free symbol strings, ...) in a linked list with a
- * binary heap keyed by (rank, position), so a piece of m bytes costs O(m log m), not O(m²). */
+ * binary heap keyed by (rank, position), so a piece of m bytes costs O(m log m), not O(m²).
+ * A tokenizer.json's vocabulary (hf_tokenizer.h) first has its added tokens matched, its text cut
+ * at invalid UTF-8 and NFC-normalized, then split with its own pattern (encode_hf). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "models/gpt2/bpe_encode.h"
 #include "models/gpt2/bpe_pretok.h"
+#include "models/gpt2/hf_nfc.h"
 
 #define SHORT_PIECE 128 /* array merge up to this many bytes; also the longest piece cached */
 #define CACHE_SLOTS (1u << 16)
@@ -33,6 +36,10 @@ struct bpe_encoder {
     int32_t *rs, *nxt, *prv;
     uint64_t *heap;
     size_t scratch_cap;
+    bool added_first[256]; /* a byte some matchable added token starts with */
+    bool any_added;        /* some added token is matched in the text */
+    uint8_t *norm;         /* the NFC-normalized text of a run (encode_run) */
+    size_t norm_len, norm_cap;
 };
 
 zc_status bpe_ids_reserve(bpe_ids *ids, size_t more, zc_err *err)
@@ -73,6 +80,13 @@ zc_status bpe_encoder_create(bpe_encoder **out, const bpe_vocab *v, zc_err *err)
         bpe_encoder_destroy(e);
         return zc_err_set(err, ZC_ENOMEM, "out of memory creating a BPE encoder");
     }
+    for (int i = 0; i < v->hf.nadded; i++) {
+        const bpe_added *a = &v->hf.added[i];
+        if (!a->special || v->hf.match_special) {
+            e->added_first[v->bytes[a->off]] = true;
+            e->any_added = true;
+        }
+    }
     *out = e;
     return ZC_OK;
 }
@@ -90,6 +104,7 @@ void bpe_encoder_destroy(bpe_encoder *e)
     free(e->nxt);
     free(e->prv);
     free(e->heap);
+    free(e->norm);
     free(e);
 }
 
@@ -234,7 +249,7 @@ static void cache_clear(bpe_encoder *e)
 static zc_status encode_piece(bpe_encoder *e, const uint8_t *p, size_t m, bpe_ids *ids, zc_err *err)
 {
     const bpe_vocab *v = e->v;
-    int whole = bpe_vocab_find(v, p, m);
+    int whole = v->hf.merges_only ? -1 : bpe_vocab_find(v, p, m);
     if (whole >= 0) {
         ids->id[ids->n++] = (uint32_t)whole;
         return ZC_OK;
@@ -287,9 +302,121 @@ static zc_status encode_piece(bpe_encoder *e, const uint8_t *p, size_t m, bpe_id
     return ZC_OK;
 }
 
+/* Appends the tokens of the piece p[0..m). */
+static zc_status push_piece(bpe_encoder *e, const uint8_t *p, size_t m, bpe_ids *ids, zc_err *err)
+{
+    zc_status st = bpe_ids_reserve(ids, m, err); /* a piece of m bytes is at most m tokens */
+    if (st)
+        return st;
+    if (m == 1) {
+        ids->id[ids->n++] = (uint32_t)e->v->byte_tok[p[0]];
+        return ZC_OK;
+    }
+    return encode_piece(e, p, m, ids, err);
+}
+
+/* Valid UTF-8 p[0..m), split with the vocabulary's pattern. */
+static zc_status encode_valid(bpe_encoder *e, const uint8_t *p, size_t m, bpe_ids *ids, zc_err *err)
+{
+    const bpe_pretok_kind kind = e->v->pretok;
+    const int digits = kind == BPE_PRETOK_LLAMA3 ? 3 : 1;
+    for (size_t i = 0, end; i < m; i = end) {
+        bool invalid;
+        end = kind == BPE_PRETOK_GPT2 ? bpe_pretok_next(p, m, i, &invalid)
+                                      : bpe_pretok_llama3_next(p, m, i, digits);
+        zc_status st = push_piece(e, p + i, end - i, ids, err);
+        if (st)
+            return st;
+    }
+    return ZC_OK;
+}
+
+/* Valid UTF-8 p[0..m), NFC-normalized first when the vocabulary says so (hf_nfc.h: only the
+ * stretches that can change go through libutf8proc). */
+static zc_status encode_run(bpe_encoder *e, const uint8_t *p, size_t m, bpe_ids *ids, zc_err *err)
+{
+    bool same = true;
+    zc_status st =
+        e->v->hf.nfc ? hf_nfc(p, m, &e->norm, &e->norm_len, &e->norm_cap, &same, err) : ZC_OK;
+    if (st)
+        return st;
+    return same ? encode_valid(e, p, m, ids, err) : encode_valid(e, e->norm, e->norm_len, ids, err);
+}
+
+/* p[0..m) cut at each byte that does not begin well-formed UTF-8: the valid runs encoded, each
+ * such byte its byte token. */
+static zc_status encode_text(bpe_encoder *e, const uint8_t *p, size_t m, bpe_ids *ids, zc_err *err)
+{
+    for (size_t i = 0; i < m;) {
+        size_t j = i;
+        while (j < m) {
+            if (p[j] < 0x80) {
+                j++;
+                continue;
+            }
+            int32_t cp;
+            int len = bpe_utf8_decode(p + j, m - j, &cp);
+            if (!len)
+                break;
+            j += (size_t)len;
+        }
+        zc_status st = j > i ? encode_run(e, p + i, j - i, ids, err) : ZC_OK;
+        if (!st && j < m)
+            st = push_piece(e, p + j, 1, ids, err);
+        if (st)
+            return st;
+        i = j + 1;
+    }
+    return ZC_OK;
+}
+
+/* The length of the longest matchable added token at p[0..m), its id in *id; 0 if none. */
+static size_t match_added(const bpe_encoder *e, const uint8_t *p, size_t m, int *id)
+{
+    const bpe_vocab *v = e->v;
+    size_t best = 0;
+    for (int i = 0; i < v->hf.nadded; i++) {
+        const bpe_added *a = &v->hf.added[i];
+        if (a->len > best && a->len <= m && (!a->special || v->hf.match_special) &&
+            !memcmp(v->bytes + a->off, p, a->len)) {
+            best = a->len;
+            *id = a->id;
+        }
+    }
+    return best;
+}
+
+/* A tokenizer.json's encoding: the added tokens found leftmost-longest, the text between them
+ * encoded by encode_text. */
+static zc_status encode_hf(bpe_encoder *e, const uint8_t *text, size_t n, bpe_ids *ids, zc_err *err)
+{
+    if (!e->any_added)
+        return encode_text(e, text, n, ids, err);
+    size_t start = 0;
+    for (size_t i = 0; i < n;) {
+        int id = -1;
+        size_t len = e->added_first[text[i]] ? match_added(e, text + i, n - i, &id) : 0;
+        if (!len) {
+            i++;
+            continue;
+        }
+        zc_status st = encode_text(e, text + start, i - start, ids, err);
+        if (!st)
+            st = bpe_ids_reserve(ids, 1, err);
+        if (st)
+            return st;
+        ids->id[ids->n++] = (uint32_t)id;
+        i += len;
+        start = i;
+    }
+    return encode_text(e, text + start, n - start, ids, err);
+}
+
 zc_status bpe_encode(bpe_encoder *e, const uint8_t *text, size_t n, bpe_ids *ids, zc_err *err)
 {
     const bpe_vocab *v = e->v;
+    if (v->hf.on)
+        return encode_hf(e, text, n, ids, err);
     size_t i = 0;
     while (i < n) {
         bool invalid;
@@ -319,6 +446,9 @@ zc_status bpe_decode(const bpe_vocab *v, const uint32_t *ids, size_t n, uint8_t 
                               i, ids[i], v->source, v->n - 1);
         size_t tl;
         const uint8_t *t = bpe_vocab_token(v, (int)ids[i], &tl);
+        if (tl == 0)
+            return zc_err_set(err, ZC_EINVAL, "token %zu is %u, an id no token of %s has", i,
+                              ids[i], v->source);
         if (tl > *cap - *len) {
             size_t c = *cap ? *cap : 4096;
             while (c - *len < tl)

@@ -77,6 +77,13 @@ zc_status bpe_encode_docs(const bpe_vocab *v, const bpe_doc *docs, size_t ndocs,
 {
     if (!chunk_bytes)
         chunk_bytes = (size_t)1 << 20;
+    /* an added token matched in the text (a tokenizer.json's) with a newline in it could span a
+     * cut: then documents are not cut */
+    for (int i = 0; i < v->hf.nadded; i++) {
+        const bpe_added *a = &v->hf.added[i];
+        if ((!a->special || v->hf.match_special) && memchr(v->bytes + a->off, '\n', a->len))
+            chunk_bytes = SIZE_MAX / 2;
+    }
     if (threads < 1)
         threads = 1;
     size_t nchunks = 0, total = 0;

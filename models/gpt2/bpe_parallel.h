@@ -3,7 +3,10 @@
  * about chunk_bytes at places where GPT-2's pre-tokenizer is known to start a piece whatever
  * comes before or after — a newline with a printable ASCII character on each side ("x\ny"): the
  * newline alone is a piece whether or not the text ends after it — so the tokens are the same
- * as encoding the document whole, on any number of threads.
+ * as encoding the document whole, on any number of threads. The same holds for a tokenizer.json's
+ * patterns (Llama 3's, Qwen2's: the newline ends its piece there too) and its NFC normalizer
+ * (which never joins across an ASCII character); a vocabulary whose matched added tokens hold a
+ * newline is not cut at all.
  *
  *     bpe_doc docs[2] = {{a, na}, {b, nb}};
  *     bpe_ids ids = {0};

@@ -40,4 +40,16 @@ int bpe_utf8_decode(const uint8_t *s, size_t n, int32_t *cp);
  * byte of invalid UTF-8. */
 size_t bpe_pretok_next(const uint8_t *s, size_t n, size_t i, bool *invalid);
 
+/* Llama 3's pattern (Hugging Face's tokenizer.json for Llama 3.x; max_digits 3) and Qwen2's (the
+ * same with one digit a piece, max_digits 1; Qwen2.5, Qwen3), in bpe_pretok_llama3.c:
+ *
+ *     (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
+ *     \s*[\r\n]+|\s+(?!\S)|\s+
+ *
+ * with the classes above (\s = White_Space, as Oniguruma under Hugging Face's Rust tokenizers
+ * and its JavaScript port read it) and the contractions' case folded in ASCII only, as both do.
+ * s[0..n) must be valid UTF-8 (the caller cuts out invalid bytes); returns the end (exclusive) of
+ * the piece that starts at s[i] (i < n). */
+size_t bpe_pretok_llama3_next(const uint8_t *s, size_t n, size_t i, int max_digits);
+
 #endif

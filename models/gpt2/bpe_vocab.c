@@ -1,6 +1,7 @@
 /* bpe_vocab.c — loading and validating GPT-2 BPE vocabularies (bpe_vocab.h): encoder.json with
  * cJSON, vocab.bpe line by line, llm.c's gpt2_tokenizer.bin, and the two hash tables (token
- * bytes → id, merge pair → rank and result). */
+ * bytes → id, merge pair → rank and result); a tokenizer.json is handed to hf_tokenizer.c, which
+ * fills the same tables through the helpers exported here. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include "models/gpt2/bpe_pretok.h"
 #include "models/gpt2/bpe_vocab.h"
+#include "models/gpt2/hf_tokenizer.h"
 
 #define MAX_TOKENS (1 << 24)
 
@@ -46,6 +48,8 @@ int bpe_vocab_find(const bpe_vocab *v, const uint8_t *s, size_t n)
 
 void bpe_vocab_free(bpe_vocab *v)
 {
+    free(v->hf.added);
+    free(v->hf.is_added);
     free(v->off);
     free(v->bytes);
     free(v->tok_slot);
@@ -64,7 +68,7 @@ static size_t pow2_at_least(size_t n)
 }
 
 /* Reads a whole file (NUL-terminated, *len without the NUL). */
-static zc_status read_file(const char *path, char **buf, size_t *len, zc_err *err)
+zc_status bpe_read_file(const char *path, char **buf, size_t *len, zc_err *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -94,7 +98,7 @@ static zc_status read_file(const char *path, char **buf, size_t *len, zc_err *er
 }
 
 /* GPT-2's byte-to-unicode map: the code point standing for byte b, and back (-1: none). */
-static void byte_unicode_maps(int32_t to_cp[256], int16_t from_cp[512])
+void bpe_byte_unicode_maps(int32_t to_cp[256], int16_t from_cp[512])
 {
     for (int i = 0; i < 512; i++)
         from_cp[i] = -1;
@@ -108,7 +112,7 @@ static void byte_unicode_maps(int32_t to_cp[256], int16_t from_cp[512])
 
 /* Decodes a token written through the byte-to-unicode map (UTF-8 s[0..n)) into out (n bytes
  * at most); returns the byte count, or -1 if a character is not one of the map's 256. */
-static long unmap_token(const int16_t from_cp[512], const char *s, size_t n, uint8_t *out)
+long bpe_unmap_token(const int16_t from_cp[512], const char *s, size_t n, uint8_t *out)
 {
     size_t i = 0, k = 0;
     while (i < n) {
@@ -123,7 +127,7 @@ static long unmap_token(const int16_t from_cp[512], const char *s, size_t n, uin
 }
 
 /* Prints up to 40 bytes of s for a message (control bytes as '?'). */
-static const char *shown(const char *s, size_t n, char buf[64])
+const char *bpe_shown(const char *s, size_t n, char buf[64])
 {
     size_t k = 0;
     for (size_t i = 0; i < n && k < 40; i++)
@@ -136,8 +140,7 @@ static const char *shown(const char *s, size_t n, char buf[64])
     return buf;
 }
 
-/* Builds the bytes → id table and byte_tok once off/bytes hold every token. */
-static zc_status index_tokens(bpe_vocab *v, const char *file, zc_err *err)
+zc_status bpe_vocab_index(bpe_vocab *v, const char *file, zc_err *err)
 {
     size_t cap = pow2_at_least(2 * (size_t)v->n);
     v->tok_slot = calloc(cap, sizeof *v->tok_slot);
@@ -149,11 +152,13 @@ static zc_status index_tokens(bpe_vocab *v, const char *file, zc_err *err)
     for (int id = 0; id < v->n; id++) {
         size_t len;
         const uint8_t *s = bpe_vocab_token(v, id, &len);
+        if (len == 0 || (v->hf.is_added && v->hf.is_added[id]))
+            continue; /* an id no token has, or an added token: never a BPE result */
         int other = bpe_vocab_find(v, s, len);
         if (other >= 0) {
             char b1[64];
             return zc_err_set(err, ZC_EINVAL, "%s: tokens %d and %d are the same bytes '%s'", file,
-                              other, id, shown((const char *)s, len, b1));
+                              other, id, bpe_shown((const char *)s, len, b1));
         }
         size_t i = bpe_hash(s, len) & v->tok_mask;
         while (v->tok_slot[i])
@@ -175,7 +180,7 @@ static zc_status load_encoder(bpe_vocab *v, const char *path, const int16_t from
 {
     char *text;
     size_t len;
-    zc_status st = read_file(path, &text, &len, err);
+    zc_status st = bpe_read_file(path, &text, &len, err);
     if (st)
         return st;
     cJSON *root = cJSON_ParseWithLength(text, len);
@@ -211,7 +216,7 @@ static zc_status load_encoder(bpe_vocab *v, const char *path, const int16_t from
             st = zc_err_set(err, ZC_EINVAL,
                             "%s: token '%s' has id %s%s; ids must be integers 0..%d (the file "
                             "has %d tokens)",
-                            path, shown(key, strlen(key), b1),
+                            path, bpe_shown(key, strlen(key), b1),
                             cJSON_IsNumber(it) ? "" : "of JSON type ",
                             cJSON_IsNumber(it) ? (snprintf(b2, sizeof b2, "%g", d), b2)
                                                : (cJSON_IsString(it) ? "string" : "non-number"),
@@ -221,8 +226,8 @@ static zc_status load_encoder(bpe_vocab *v, const char *path, const int16_t from
         int id = (int)d;
         if (by_id[id]) {
             st = zc_err_set(err, ZC_EINVAL, "%s: id %d is given to both '%s' and '%s'", path, id,
-                            shown(by_id[id]->string, strlen(by_id[id]->string), b1),
-                            shown(key, strlen(key), b2));
+                            bpe_shown(by_id[id]->string, strlen(by_id[id]->string), b1),
+                            bpe_shown(key, strlen(key), b2));
             goto out;
         }
         by_id[id] = it;
@@ -247,19 +252,19 @@ static zc_status load_encoder(bpe_vocab *v, const char *path, const int16_t from
     for (int id = 0; id < n; id++) {
         v->off[id] = o;
         const char *key = by_id[id]->string;
-        long got = unmap_token(from_cp, key, tlen[id], v->bytes + o);
+        long got = bpe_unmap_token(from_cp, key, tlen[id], v->bytes + o);
         if (got < 0) {
             st =
                 zc_err_set(err, ZC_EINVAL,
                            "%s: token '%s' (id %d) has a character outside GPT-2's byte-to-unicode "
                            "map",
-                           path, shown(key, tlen[id], b1), id);
+                           path, bpe_shown(key, tlen[id], b1), id);
             goto out;
         }
         o += (uint32_t)got;
     }
     v->off[n] = o;
-    st = index_tokens(v, path, err);
+    st = bpe_vocab_index(v, path, err);
     for (int b = 0; !st && b < 256; b++)
         if (v->byte_tok[b] < 0)
             st = zc_err_set(err, ZC_EINVAL,
@@ -275,19 +280,33 @@ out:
 
 /* --- vocab.bpe --- */
 
-static zc_status merge_insert(bpe_vocab *v, uint32_t left, uint32_t right, uint32_t rank,
-                              int32_t res, uint32_t *dup_rank)
+bool bpe_vocab_merge_add(bpe_vocab *v, uint32_t left, uint32_t right, int32_t res,
+                         uint32_t *dup_rank)
 {
     uint64_t key = (uint64_t)left << 32 | right;
     size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & v->merge_mask;
     for (; v->merge_rank[i] != BPE_NO_MERGE; i = (i + 1) & v->merge_mask)
         if (v->merge_key[i] == key) {
             *dup_rank = v->merge_rank[i];
-            return ZC_EINVAL;
+            return false;
         }
     v->merge_key[i] = key;
-    v->merge_rank[i] = rank;
+    v->merge_rank[i] = (uint32_t)v->nmerges++;
     v->merge_res[i] = res;
+    return true;
+}
+
+zc_status bpe_vocab_merges_init(bpe_vocab *v, size_t count, const char *file, zc_err *err)
+{
+    size_t cap = pow2_at_least(2 * count);
+    v->merge_key = malloc(cap * sizeof *v->merge_key);
+    v->merge_rank = malloc(cap * sizeof *v->merge_rank);
+    v->merge_res = malloc(cap * sizeof *v->merge_res);
+    if (!v->merge_key || !v->merge_rank || !v->merge_res)
+        return zc_err_set(err, ZC_ENOMEM, "%s: out of memory for %zu merges", file, count);
+    memset(v->merge_rank, 0xFF, cap * sizeof *v->merge_rank);
+    v->merge_mask = cap - 1;
+    v->nmerges = 0;
     return ZC_OK;
 }
 
@@ -296,26 +315,19 @@ static zc_status load_merges(bpe_vocab *v, const char *path, const int16_t from_
 {
     char *text;
     size_t len;
-    zc_status st = read_file(path, &text, &len, err);
+    zc_status st = bpe_read_file(path, &text, &len, err);
     if (st)
         return st;
     size_t lines = 1;
     for (size_t i = 0; i < len; i++)
         lines += text[i] == '\n';
-    size_t cap = pow2_at_least(2 * lines);
-    v->merge_key = malloc(cap * sizeof *v->merge_key);
-    v->merge_rank = malloc(cap * sizeof *v->merge_rank);
-    v->merge_res = malloc(cap * sizeof *v->merge_res);
     /* a merged token is at most the two sides: tokens are < 4 GiB together */
     uint8_t *buf = malloc(2 * (size_t)(v->off[v->n]) + 2);
-    if (!v->merge_key || !v->merge_rank || !v->merge_res || !buf) {
+    if ((st = bpe_vocab_merges_init(v, lines, path, err)) || !buf) {
         free(text);
         free(buf);
-        return zc_err_set(err, ZC_ENOMEM, "%s: out of memory", path);
+        return st ? st : zc_err_set(err, ZC_ENOMEM, "%s: out of memory", path);
     }
-    memset(v->merge_rank, 0xFF, cap * sizeof *v->merge_rank);
-    v->merge_mask = cap - 1;
-    v->nmerges = 0;
     char b1[64], b2[64];
     size_t lineno = 0;
     for (char *p = text; p < text + len && !st;) {
@@ -336,17 +348,17 @@ static zc_status load_merges(bpe_vocab *v, const char *path, const int16_t from_
             st = zc_err_set(err, ZC_EINVAL,
                             "%s line %zu: expected two tokens separated by one "
                             "space, got '%s'",
-                            path, lineno, shown(p, ll, b1));
+                            path, lineno, bpe_shown(p, ll, b1));
             break;
         }
         size_t l1 = (size_t)(sp - p), l2 = (size_t)(eol - sp - 1);
-        long n1 = unmap_token(from_cp, p, l1, buf);
-        long n2 = n1 < 0 ? -1 : unmap_token(from_cp, sp + 1, l2, buf + n1);
+        long n1 = bpe_unmap_token(from_cp, p, l1, buf);
+        long n2 = n1 < 0 ? -1 : bpe_unmap_token(from_cp, sp + 1, l2, buf + n1);
         if (n1 < 0 || n2 < 0) {
             st = zc_err_set(err, ZC_EINVAL,
                             "%s line %zu: '%s' has a character outside GPT-2's "
                             "byte-to-unicode map",
-                            path, lineno, shown(p, ll, b1));
+                            path, lineno, bpe_shown(p, ll, b1));
             break;
         }
         int left = bpe_vocab_find(v, buf, (size_t)n1);
@@ -357,24 +369,23 @@ static zc_status load_merges(bpe_vocab *v, const char *path, const int16_t from_
             st = zc_err_set(err, ZC_EINVAL,
                             "%s line %zu: merge '%s': '%s' is not a token of the "
                             "vocabulary",
-                            path, lineno, shown(p, ll, b1),
-                            l_bad ? shown(p, l1, b2) : shown(sp + 1, l2, b2));
+                            path, lineno, bpe_shown(p, ll, b1),
+                            l_bad ? bpe_shown(p, l1, b2) : bpe_shown(sp + 1, l2, b2));
             break;
         }
         if (res < 0) {
             st = zc_err_set(err, ZC_EINVAL,
                             "%s line %zu: merge '%s': the joined token is not a "
                             "token of the vocabulary",
-                            path, lineno, shown(p, ll, b1));
+                            path, lineno, bpe_shown(p, ll, b1));
             break;
         }
         uint32_t dup = 0;
-        if (merge_insert(v, (uint32_t)left, (uint32_t)right, (uint32_t)v->nmerges, res, &dup)) {
+        if (!bpe_vocab_merge_add(v, (uint32_t)left, (uint32_t)right, res, &dup)) {
             st = zc_err_set(err, ZC_EINVAL, "%s line %zu: merge '%s' repeats merge number %u", path,
-                            lineno, shown(p, ll, b1), dup + 1);
+                            lineno, bpe_shown(p, ll, b1), dup + 1);
             break;
         }
-        v->nmerges++;
         p = next;
     }
     if (!st && v->nmerges == 0)
@@ -390,7 +401,7 @@ static zc_status load_llmc(bpe_vocab *v, const char *path, zc_err *err)
 {
     char *text;
     size_t len;
-    zc_status st = read_file(path, &text, &len, err);
+    zc_status st = bpe_read_file(path, &text, &len, err);
     if (st)
         return st;
     const uint8_t *b = (const uint8_t *)text;
@@ -449,7 +460,7 @@ static zc_status load_llmc(bpe_vocab *v, const char *path, zc_err *err)
     if (st)
         return st;
     v->off[n] = o;
-    return index_tokens(v, path, err);
+    return bpe_vocab_index(v, path, err);
 }
 
 static bool is_file(const char *dir, const char *name, char *out, size_t cap)
@@ -471,7 +482,11 @@ zc_status bpe_vocab_load(bpe_vocab *v, const char *path, bool need_encode, zc_er
                           path, strerror(errno));
     zc_status st;
     char a[4200], b[4200];
-    if (!S_ISDIR(sb.st_mode)) {
+    size_t plen = strlen(path);
+    bool json_file = !S_ISDIR(sb.st_mode) && plen >= 5 && !strcmp(path + plen - 5, ".json");
+    if (json_file || (S_ISDIR(sb.st_mode) && is_file(path, "tokenizer.json", a, sizeof a))) {
+        st = hf_tokenizer_load(v, json_file ? path : a, err);
+    } else if (!S_ISDIR(sb.st_mode)) {
         if (need_encode)
             return zc_err_set(err, ZC_EINVAL,
                               "--vocab %s is a file: encoding needs a directory with "
@@ -489,7 +504,7 @@ zc_status bpe_vocab_load(bpe_vocab *v, const char *path, bool need_encode, zc_er
         snprintf(v->source, sizeof v->source, "%s + %s", a, merges);
         int16_t from_cp[512];
         int32_t to_cp[256];
-        byte_unicode_maps(to_cp, from_cp);
+        bpe_byte_unicode_maps(to_cp, from_cp);
         st = load_encoder(v, a, from_cp, err);
         if (!st)
             st = load_merges(v, b, from_cp, err);
@@ -506,7 +521,8 @@ zc_status bpe_vocab_load(bpe_vocab *v, const char *path, bool need_encode, zc_er
     } else {
         return zc_err_set(err, ZC_EIO,
                           "--vocab %s: no encoder.json + vocab.bpe, vocab.json + "
-                          "merges.txt or gpt2_tokenizer.bin in this directory",
+                          "merges.txt or gpt2_tokenizer.bin in this directory (nor a Hugging "
+                          "Face tokenizer.json)",
                           path);
     }
     if (st)

@@ -34,6 +34,34 @@
 #define BPE_LLMC_MAGIC 20240328
 #define BPE_NO_MERGE UINT32_MAX
 
+/* The pre-tokenizer a vocabulary's text is split with (bpe_pretok.h): GPT-2's pattern (GPT-2's
+ * files, and a tokenizer.json with GPT-2's regex: SmolLM2), Llama 3's, or Qwen2's (Llama 3's with
+ * one digit a piece instead of up to three). */
+typedef enum { BPE_PRETOK_GPT2, BPE_PRETOK_LLAMA3, BPE_PRETOK_QWEN2 } bpe_pretok_kind;
+
+/* A Hugging Face added token (tokenizer.json's added_tokens): its text is matched in the input
+ * as a whole, before normalization and pre-tokenization, and stands for its id. */
+typedef struct {
+    uint32_t off, len; /* its text: bpe_vocab.bytes[off .. off + len), the id's own bytes */
+    int id;
+    bool special; /* matched only when bpe_hf.match_special is set; the others always */
+} bpe_added;
+
+/* What a tokenizer.json adds to a byte-level BPE vocabulary (hf_tokenizer.h); all zero for
+ * GPT-2's files. */
+typedef struct {
+    bool on;               /* loaded from a tokenizer.json */
+    bool nfc;              /* normalizer NFC: each run of valid text is NFC-normalized first */
+    bool merges_only;      /* !model.ignore_merges: a piece that is a token still merges */
+    bool match_special;    /* special added tokens in the text are those tokens (HF's encode) */
+    int nadded;            /* added tokens, in tokenizer.json's order */
+    bpe_added *added;      /* nadded */
+    uint8_t *is_added;     /* per id: 1 for an added token's id (not a BPE token), n entries */
+    int bos, eos;          /* tokenizer_config.json's bos_token / eos_token ids, -1 if none */
+    bool add_bos, add_eos; /* put around each document by prepare (hf_tokenizer.h's rule) */
+    char json[4200];       /* the tokenizer.json path, for messages */
+} bpe_hf;
+
 typedef struct {
     int n;         /* tokens: ids 0..n-1 */
     uint32_t *off; /* token i is bytes[off[i] .. off[i+1]) */
@@ -49,13 +77,17 @@ typedef struct {
     uint32_t *merge_rank; /* BPE_NO_MERGE marks an empty slot */
     int32_t *merge_res;
     size_t merge_mask, nmerges;
+    bpe_pretok_kind pretok;
+    bpe_hf hf;
     char source[8448]; /* the file(s) loaded, for messages */
 } bpe_vocab;
 
-/* Loads a vocabulary from `path`: a directory holding encoder.json + vocab.bpe, or vocab.json +
- * merges.txt, or (decoding only) gpt2_tokenizer.bin; or the path of an llm.c tokenizer file
- * itself. With need_encode, a vocabulary without merges is refused. ZC_EIO for a missing or
- * unreadable file, ZC_EINVAL for malformed content, ZC_ENOMEM. On failure v holds nothing. */
+/* Loads a vocabulary from `path`: a directory holding a Hugging Face tokenizer.json (with its
+ * tokenizer_config.json, hf_tokenizer.h; preferred when there), or encoder.json + vocab.bpe, or
+ * vocab.json + merges.txt, or (decoding only) gpt2_tokenizer.bin; or the path of a tokenizer.json
+ * or of an llm.c tokenizer file itself. With need_encode, a vocabulary without merges is refused.
+ * ZC_EIO for a missing or unreadable file, ZC_EINVAL for malformed content, ZC_ENOMEM. On failure v
+ * holds nothing. */
 zc_status bpe_vocab_load(bpe_vocab *v, const char *path, bool need_encode, zc_err *err);
 void bpe_vocab_free(bpe_vocab *v);
 
@@ -88,5 +120,27 @@ static inline uint32_t bpe_vocab_merge(const bpe_vocab *v, uint32_t left, uint32
         }
     }
 }
+
+/* --- for the loaders (bpe_vocab.c, hf_tokenizer.c) --- */
+
+/* Reads a whole regular file, NUL-terminated (*len without the NUL). */
+zc_status bpe_read_file(const char *path, char **buf, size_t *len, zc_err *err);
+/* GPT-2's byte-to-unicode map: the code point standing for byte b, and back (-1: none). */
+void bpe_byte_unicode_maps(int32_t to_cp[256], int16_t from_cp[512]);
+/* Decodes a token written through the byte-to-unicode map (UTF-8 s[0..n)) into out (n bytes at
+ * most); returns the byte count, or -1 if a character is not one of the map's 256. */
+long bpe_unmap_token(const int16_t from_cp[512], const char *s, size_t n, uint8_t *out);
+/* Up to 40 bytes of s for a message (control bytes as '?'), in buf. */
+const char *bpe_shown(const char *s, size_t n, char buf[64]);
+/* Builds the bytes → id table and byte_tok once off/bytes hold every token: ids with no bytes
+ * and the added tokens (hf.is_added) are left out; two tokens of the same bytes are an error
+ * naming `file`. Finds <|endoftext|> for eot when it is still -1. */
+zc_status bpe_vocab_index(bpe_vocab *v, const char *file, zc_err *err);
+/* Allocates the merge table for up to `count` merges (nmerges = 0). */
+zc_status bpe_vocab_merges_init(bpe_vocab *v, size_t count, const char *file, zc_err *err);
+/* Adds merge (left, right) → res with the next rank; false if the pair is already a merge (its
+ * rank in *dup_rank). */
+bool bpe_vocab_merge_add(bpe_vocab *v, uint32_t left, uint32_t right, int32_t res,
+                         uint32_t *dup_rank);
 
 #endif

@@ -1,8 +1,8 @@
 /* llmc_files.c — llm.c's GPT-2 checkpoint and token file formats (layouts in llmc_files.h):
  * header validation with messages that name the file and the problem, ranged pread/pwrite of
- * tensor elements (bf16 widened to fp32 on read), token streams over one file or a glob of
- * shard files, and temp-file + fsync + rename writing so an existing file is only replaced by a
- * complete one. POSIX + libc only. */
+ * tensor elements (bf16 widened to fp32 on read), token streams (uint16 or uint32 tokens) over one
+ * file or a glob of shard files, and temp-file + fsync + rename writing so an existing file is only
+ * replaced by a complete one. POSIX + libc only. */
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -213,7 +213,9 @@ zc_status llmc_ckpt_read_header(const char *path, llmc_header *h, zc_err *err)
         return zc_err_set(err, ZC_EINVAL,
                           "%s: bad magic %d (expected %d: not an llm.c GPT-2 checkpoint%s)", path,
                           hdr[0], LLMC_CKPT_MAGIC,
-                          hdr[0] == LLMC_TOKENS_MAGIC ? "; it is an llm.c token file" : "");
+                          hdr[0] == LLMC_TOKENS_MAGIC || hdr[0] == LLMC_TOKENS32_MAGIC
+                              ? "; it is an llm.c token file"
+                              : "");
     if (size < LLMC_HEADER_BYTES)
         return zc_err_set(err, ZC_EINVAL,
                           "%s: truncated: %lld bytes, shorter than the %d-byte llm.c header", path,
@@ -372,6 +374,17 @@ void llmc_ckpt_abort(llmc_ckpt_writer *w)
 /* ------------------------------------------------------------------------------------------ */
 /* token files */
 
+/* The width a token file's magic and version give: 2 or 4 bytes per token, 0 when they are
+ * not one of llm.c's two pairs. */
+static int token_width(int32_t magic, int32_t version)
+{
+    if (magic == LLMC_TOKENS_MAGIC && version == LLMC_TOKENS_VERSION)
+        return 2;
+    if (magic == LLMC_TOKENS32_MAGIC && version == LLMC_TOKENS32_VERSION)
+        return 4;
+    return 0;
+}
+
 /* Opens and validates one token file. */
 static zc_status open_shard(const char *path, llmc_token_shard *sh, zc_err *err)
 {
@@ -381,20 +394,26 @@ static zc_status open_shard(const char *path, llmc_token_shard *sh, zc_err *err)
     zc_status st = open_with_header(path, &fd, &size, hdr, err);
     if (st)
         return st;
+    const bool magic_ok = hdr[0] == LLMC_TOKENS_MAGIC || hdr[0] == LLMC_TOKENS32_MAGIC;
+    const int w = token_width(hdr[0], hdr[1]);
     /* tokens the size holds (rounded down): more than an int32 count is a file to split */
-    const int64_t by_size = size > LLMC_HEADER_BYTES ? (int64_t)(size - LLMC_HEADER_BYTES) / 2 : 0;
-    if (size >= 4 && hdr[0] != LLMC_TOKENS_MAGIC)
-        st = zc_err_set(err, ZC_EINVAL, "%s: bad magic %d (expected %d: not an llm.c token file%s)",
-                        path, hdr[0], LLMC_TOKENS_MAGIC,
+    const int64_t by_size =
+        size > LLMC_HEADER_BYTES && w ? (int64_t)(size - LLMC_HEADER_BYTES) / w : 0;
+    if (size >= 4 && !magic_ok)
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: bad magic %d (expected %d or %d: not an llm.c token file%s)", path,
+                        hdr[0], LLMC_TOKENS_MAGIC, LLMC_TOKENS32_MAGIC,
                         hdr[0] == LLMC_CKPT_MAGIC ? "; it is an llm.c GPT-2 checkpoint" : "");
     else if (size < LLMC_HEADER_BYTES)
         st = zc_err_set(err, ZC_EINVAL,
                         "%s: truncated: %lld bytes, shorter than the %d-byte llm.c header", path,
                         (long long)size, LLMC_HEADER_BYTES);
-    else if (hdr[1] != LLMC_TOKENS_VERSION)
+    else if (!w)
         st = zc_err_set(err, ZC_EINVAL,
-                        "%s: unsupported version %d (expected 1 = uint16 GPT-2 tokens)", path,
-                        hdr[1]);
+                        "%s: unsupported version %d for magic %d (expected %d = %s tokens)", path,
+                        hdr[1], hdr[0],
+                        hdr[0] == LLMC_TOKENS_MAGIC ? LLMC_TOKENS_VERSION : LLMC_TOKENS32_VERSION,
+                        hdr[0] == LLMC_TOKENS_MAGIC ? "uint16" : "uint32");
     else if (by_size > INT32_MAX)
         st = zc_err_set(err, ZC_EINVAL,
                         "%s: %lld tokens by its size: more than an llm.c token file's int32 "
@@ -409,17 +428,17 @@ static zc_status open_shard(const char *path, llmc_token_shard *sh, zc_err *err)
         close(fd);
         return st;
     }
-    const int64_t ntok = hdr[2], expected = LLMC_HEADER_BYTES + 2 * ntok;
+    const int64_t ntok = hdr[2], expected = LLMC_HEADER_BYTES + w * ntok;
     if ((int64_t)size != expected) {
         if ((int64_t)size < expected)
             st = zc_err_set(err, ZC_EINVAL,
-                            "%s: truncated: %lld bytes, expected %lld for %lld tokens", path,
-                            (long long)size, (long long)expected, (long long)ntok);
+                            "%s: truncated: %lld bytes, expected %lld for %lld uint%d tokens", path,
+                            (long long)size, (long long)expected, (long long)ntok, 8 * w);
         else
             st = zc_err_set(err, ZC_EINVAL,
-                            "%s: %lld bytes, expected %lld for %lld tokens: %lld bytes of "
+                            "%s: %lld bytes, expected %lld for %lld uint%d tokens: %lld bytes of "
                             "trailing data",
-                            path, (long long)size, (long long)expected, (long long)ntok,
+                            path, (long long)size, (long long)expected, (long long)ntok, 8 * w,
                             (long long)(size - expected));
         close(fd);
         return st;
@@ -429,6 +448,7 @@ static zc_status open_shard(const char *path, llmc_token_shard *sh, zc_err *err)
         return zc_err_set(err, ZC_ENOMEM, "out of memory");
     }
     sh->fd = fd;
+    sh->width = w;
     sh->ntok = (size_t)ntok;
     return ZC_OK;
 }
@@ -504,7 +524,7 @@ zc_status llmc_tokens_read(const llmc_tokens *t, size_t first, size_t n, int *ds
                            zc_err *err)
 {
     ZC_ASSERT(t && t->nshards > 0 && t->ntok > 0 && (dst || n == 0) && vocab_size > 0);
-    uint16_t buf[CHUNK];
+    uint32_t buf[CHUNK]; /* as uint16_t[CHUNK] for a uint16 file: the first half */
     size_t pos = first % t->ntok;
     int s = 0; /* the shard holding pos: the last whose first is <= pos */
     for (int lo = 0, hi = t->nshards - 1; lo <= hi;) {
@@ -519,22 +539,25 @@ zc_status llmc_tokens_read(const llmc_tokens *t, size_t first, size_t n, int *ds
     size_t at = pos - t->shard[s].first; /* position in shard s */
     for (size_t done = 0; done < n;) {
         const llmc_token_shard *sh = &t->shard[s];
+        const size_t w = (size_t)sh->width;
         size_t k = n - done;
         if (k > sh->ntok - at)
             k = sh->ntok - at;
         if (k > CHUNK)
             k = CHUNK;
-        zc_status st = pread_full(sh->fd, buf, k * 2, (off_t)(LLMC_HEADER_BYTES + 2 * (uint64_t)at),
+        zc_status st = pread_full(sh->fd, buf, k * w, (off_t)(LLMC_HEADER_BYTES + w * (uint64_t)at),
                                   sh->path, "tokens", err);
         if (st)
             return st;
+        const uint16_t *b16 = (const uint16_t *)buf;
         for (size_t i = 0; i < k; i++) {
-            if (buf[i] >= vocab_size)
+            uint32_t id = w == 2 ? b16[i] : buf[i];
+            if (id >= (uint32_t)vocab_size)
                 return zc_err_set(err, ZC_EINVAL,
                                   "%s: token id %u at position %zu is out of range for "
                                   "vocab_size %d",
-                                  sh->path, (unsigned)buf[i], at + i, vocab_size);
-            dst[done + i] = buf[i];
+                                  sh->path, (unsigned)id, at + i, vocab_size);
+            dst[done + i] = (int)id;
         }
         done += k;
         at += k;
@@ -559,9 +582,14 @@ void llmc_tokens_close(llmc_tokens *t)
     t->nshards = 0;
 }
 
-zc_status llmc_tokens_write(const char *path, const uint16_t *tok, size_t n, zc_err *err)
+int llmc_tokens_width(int vocab_size)
 {
-    ZC_ASSERT(path && (tok || n == 0));
+    return vocab_size <= LLMC_TOKENS16_MAX_VOCAB ? 2 : 4;
+}
+
+zc_status llmc_tokens_write(const char *path, const void *tok, int width, size_t n, zc_err *err)
+{
+    ZC_ASSERT(path && (tok || n == 0) && (width == 2 || width == 4));
     if (n < 1 || n > INT32_MAX)
         return zc_err_set(err, ZC_EINVAL, "%s: a token file holds 1 to %d tokens, not %zu", path,
                           INT32_MAX, n);
@@ -570,12 +598,12 @@ zc_status llmc_tokens_write(const char *path, const uint16_t *tok, size_t n, zc_
     if (st)
         return st;
     int32_t hdr[HDR_INTS] = {0};
-    hdr[0] = LLMC_TOKENS_MAGIC;
-    hdr[1] = LLMC_TOKENS_VERSION;
+    hdr[0] = width == 2 ? LLMC_TOKENS_MAGIC : LLMC_TOKENS32_MAGIC;
+    hdr[1] = width == 2 ? LLMC_TOKENS_VERSION : LLMC_TOKENS32_VERSION;
     hdr[2] = (int32_t)n;
     st = zc_durable_write(f, hdr, sizeof hdr, err);
     if (!st)
-        st = zc_durable_write(f, tok, n * sizeof *tok, err);
+        st = zc_durable_write(f, tok, n * (size_t)width, err);
     if (st) {
         zc_durable_abort(f);
         return st;

@@ -39,14 +39,21 @@
  *   then layer 1's, ...: layer l of qkvw is elements [l·3C·C, (l+1)·3C·C). A bf16 value is the
  *   top 16 bits of the fp32 value (read back as those bits followed by 16 zero bits).
  *
- * Token file (data_common.py write_datafile, "gpt-2" flavour; the llm.c DataLoader's input)
+ * Token file (data_common.py write_datafile; the llm.c DataLoader's input), in two widths:
+ * "gpt-2" (uint16 tokens, ids up to 65,535) and "llama-3" (uint32 tokens, for vocabularies
+ * beyond: Llama 3 has 128,256 tokens, Qwen2.5 151,936). The magic and the version go together;
+ * any other pairing is refused.
  *
  *   OFFSET   SIZE            DESCRIPTION
- *   0        4               magic 20240520
- *   4        4               version 1 (uint16 tokens)
+ *   0        4               magic: 20240520 (uint16 tokens) or 20240801 (uint32 tokens)
+ *   4        4               version: 1 with magic 20240520, 7 with magic 20240801
  *   8        4               ntok, the number of tokens (≥ 1)
  *   12       1012            zero (header slots 3..255)
- *   1024     2 · ntok        the tokens, uint16 each
+ *   1024     w · ntok        the tokens, w = 2 (uint16 each) or 4 (uint32 each)
+ *
+ * zeroc writes the uint16 form whenever every id fits it (a vocabulary of at most 65,536
+ * tokens: GPT-2's files are byte for byte as before) and the uint32 form otherwise
+ * (llmc_tokens_width); it reads both, and a glob of shards may mix them.
  *
  *     llmc_header h;
  *     if (llmc_ckpt_read_header("gpt2_124M.bin", &h, &err)) ...
@@ -72,8 +79,11 @@
 #define LLMC_CKPT_MAGIC 20240326
 #define LLMC_CKPT_FP32 3
 #define LLMC_CKPT_BF16 5
-#define LLMC_TOKENS_MAGIC 20240520
+#define LLMC_TOKENS_MAGIC 20240520 /* uint16 tokens ("gpt-2" in llm.c's data_common.py) */
 #define LLMC_TOKENS_VERSION 1
+#define LLMC_TOKENS32_MAGIC 20240801 /* uint32 tokens ("llama-3" in data_common.py) */
+#define LLMC_TOKENS32_VERSION 7
+#define LLMC_TOKENS16_MAX_VOCAB 65536 /* the largest vocabulary whose ids all fit uint16 */
 #define LLMC_NTENSORS 16
 
 typedef struct {
@@ -132,6 +142,7 @@ void llmc_ckpt_abort(llmc_ckpt_writer *w);
 /* One file of a token stream: its tokens are the stream's [first, first + ntok). */
 typedef struct {
     int fd;
+    int width; /* bytes per token: 2 (uint16, version 1) or 4 (uint32, version 7) */
     size_t first, ntok;
     char *path; /* for messages */
 } llmc_token_shard;
@@ -149,9 +160,9 @@ typedef struct {
 
 /* Opens a token file, or every file a glob(3) pattern matches (a path with *, ? or [ that is not
  * itself an existing file), sorted by name in byte order; no match is a ZC_EINVAL naming the
- * pattern. Each file is validated: magic, version, 1 <= ntok <= INT32_MAX (a larger size is
- * refused saying to split it into shards) and the file size (1024 + 2·ntok bytes). On failure
- * nothing stays open. */
+ * pattern. Each file is validated: magic and version (either width), 1 <= ntok <= INT32_MAX (a
+ * larger size is refused saying to split it into shards) and the file size (1024 + w·ntok
+ * bytes). On failure nothing stays open. */
 zc_status llmc_tokens_open(const char *path, llmc_tokens *t, zc_err *err);
 /* Reads n tokens starting at token `first` modulo ntok of the stream, crossing from one file to
  * the next and wrapping to the start of the first when it runs out (n may exceed ntok). Any
@@ -160,8 +171,13 @@ zc_status llmc_tokens_read(const llmc_tokens *t, size_t first, size_t n, int *ds
                            zc_err *err);
 /* Closes every file and frees the list; safe to call twice. */
 void llmc_tokens_close(llmc_tokens *t);
-/* Writes tok[0..n) as a token file (1 <= n <= INT32_MAX) through a temporary file, fsync'd and
- * renamed to path. */
-zc_status llmc_tokens_write(const char *path, const uint16_t *tok, size_t n, zc_err *err);
+/* The bytes per token of the file for a vocabulary of vocab_size tokens: 2 (uint16, version 1)
+ * when every id fits, vocab_size <= LLMC_TOKENS16_MAX_VOCAB; else 4 (uint32, version 7). */
+int llmc_tokens_width(int vocab_size);
+/* Writes tok[0..n) as a token file (1 <= n <= INT32_MAX) of `width` bytes per token through a
+ * temporary file, fsync'd and renamed to path: width 2 takes tok as uint16_t[n] (magic 20240520,
+ * version 1), width 4 as uint32_t[n] (magic 20240801, version 7); another width is a programmer
+ * error. */
+zc_status llmc_tokens_write(const char *path, const void *tok, int width, size_t n, zc_err *err);
 
 #endif
