@@ -636,20 +636,7 @@ static char *shard_header(const out_tensor *t, int a, int b, uint64_t *hlen)
         cJSON_AddItemToArray(d, cJSON_CreateNumber((double)(off + t[i].bytes)));
         off += t[i].bytes;
     }
-    cJSON *meta = cJSON_AddObjectToObject(h, "__metadata__");
-    cJSON_AddStringToObject(meta, "format", "pt");
-    char *text = cJSON_PrintUnformatted(h);
-    cJSON_Delete(h);
-    size_t n = text ? strlen(text) : 0, padded = (n + 7) / 8 * 8;
-    char *out = text ? realloc(text, padded + 1) : NULL;
-    if (!out) {
-        free(text);
-        return NULL;
-    }
-    memset(out + n, ' ', padded - n);
-    out[padded] = 0;
-    *hlen = padded;
-    return out;
+    return h ? hf_st_header_text(h, hlen) : NULL;
 }
 
 /* Tensors [a, b) as one safetensors file at path, streamed a chunk at a time. */
@@ -662,11 +649,8 @@ static zc_status write_shard(zc_ckpt_reader *r, const out_tensor *t, int a, int 
         return zc_err_set(err, ZC_ENOMEM, "out of memory writing %s", path);
     zc_durable *f = NULL;
     zc_status st = zc_durable_open(&f, path, err);
-    unsigned char le[8];
-    for (int i = 0; i < 8; i++)
-        le[i] = (unsigned char)(hlen >> (8 * i));
-    if (!st && !(st = zc_durable_write(f, le, 8, err)))
-        st = zc_durable_write(f, header, hlen, err);
+    if (!st)
+        st = hf_st_write_header(f, header, hlen, err);
     enum { CAP = 1 << 20 };
     float *buf = st ? NULL : malloc(CAP * sizeof(float));
     if (!st && !buf)

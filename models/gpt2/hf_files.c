@@ -571,20 +571,9 @@ static char *export_header(zc_ckpt_reader *r, int vocab, uint64_t *hlen, zc_err 
         cJSON_AddItemToArray(o, cJSON_CreateNumber((double)(off + bytes)));
         off += bytes;
     }
-    cJSON *meta = cJSON_AddObjectToObject(h, "__metadata__");
-    cJSON_AddStringToObject(meta, "format", "pt");
-    char *text = cJSON_PrintUnformatted(h);
-    cJSON_Delete(h);
-    size_t n = text ? strlen(text) : 0, padded = (n + 7) / 8 * 8;
-    char *out = text ? realloc(text, padded + 1) : NULL;
-    if (!out) {
-        free(text);
+    char *out = h ? hf_st_header_text(h, hlen) : NULL;
+    if (!out)
         zc_err_set(err, ZC_ENOMEM, "out of memory writing the header");
-        return NULL;
-    }
-    memset(out + n, ' ', padded - n);
-    out[padded] = 0;
-    *hlen = padded;
     return out;
 }
 
@@ -646,11 +635,8 @@ zc_status hf_export_checkpoint(const char *ckdir, const char *outdir, zc_err *er
     zc_durable *f = NULL;
     if (!st)
         st = zc_durable_open(&f, path, err);
-    unsigned char le[8];
-    for (int i = 0; i < 8; i++)
-        le[i] = (unsigned char)(hlen >> (8 * i));
-    if (!st && !(st = zc_durable_write(f, le, 8, err)))
-        st = zc_durable_write(f, header, hlen, err);
+    if (!st)
+        st = hf_st_write_header(f, header, hlen, err);
     enum { CAP = 1 << 20 };
     float *buf = st ? NULL : malloc(CAP * sizeof(float));
     if (!st && !buf)

@@ -186,3 +186,30 @@ zc_status hf_read_json(const char *path, cJSON **out, zc_err *err)
     }
     return ZC_OK;
 }
+
+char *hf_st_header_text(cJSON *h, uint64_t *hlen)
+{
+    cJSON *meta = cJSON_AddObjectToObject(h, "__metadata__");
+    cJSON_AddStringToObject(meta, "format", "pt");
+    char *text = cJSON_PrintUnformatted(h);
+    cJSON_Delete(h);
+    size_t n = text ? strlen(text) : 0, padded = (n + 7) / 8 * 8;
+    char *out = text ? realloc(text, padded + 1) : NULL;
+    if (!out) {
+        free(text);
+        return NULL;
+    }
+    memset(out + n, ' ', padded - n);
+    out[padded] = 0;
+    *hlen = padded;
+    return out;
+}
+
+zc_status hf_st_write_header(zc_durable *f, const char *text, uint64_t hlen, zc_err *err)
+{
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++)
+        le[i] = (unsigned char)(hlen >> (8 * i));
+    zc_status st = zc_durable_write(f, le, 8, err);
+    return st ? st : zc_durable_write(f, text, hlen, err);
+}

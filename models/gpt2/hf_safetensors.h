@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "zeroc/dtype.h"
+#include "zeroc/durable.h"
 #include "zeroc/status.h"
 
 enum { HF_NAME_CAP = 160 };
@@ -47,5 +48,10 @@ bool hf_json_u64(const cJSON *v, uint64_t *out);
 /* A JSON object of at most 1 MiB, as Python's json reads it (one value, white space after, no
  * key twice); ZC_EIO when it cannot be opened, ZC_EINVAL naming what is wrong. */
 zc_status hf_read_json(const char *path, cJSON **out, zc_err *err);
+/* The header of a file being written: h's tensors plus __metadata__ {"format": "pt"} as one JSON
+ * line padded with spaces to a multiple of 8 (*hlen bytes); takes h. NULL when out of memory. */
+char *hf_st_header_text(cJSON *h, uint64_t *hlen);
+/* The file's first bytes: the header's length, 8 bytes little-endian, then the header. */
+zc_status hf_st_write_header(zc_durable *f, const char *text, uint64_t hlen, zc_err *err);
 
 #endif
