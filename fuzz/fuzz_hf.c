@@ -1,4 +1,5 @@
-/* fuzz_hf.c — fuzz target: a Hugging Face GPT-2 directory, as `--init DIR` reads its shape: the
+/* fuzz_hf.c — fuzz target: a Hugging Face directory (GPT-2's, or a Llama-family model_type's,
+ * read by hf_decoder.c), as `--init DIR` reads its shape: the
  * input is a 2-byte little-endian length n, then n bytes of config.json, then the rest as
  * model.safetensors; hf_is_checkpoint and hf_is_zeroc_weights look at the file's header and
  * names, and hf_read_config reads config.json (dimensions under either name, the refused keys)

@@ -238,7 +238,7 @@ typedef struct {
 
 static void set_close(st_set *s)
 {
-    for (int i = 0; i < s->n; i++)
+    for (int i = 0; s->files && i < s->n; i++)
         hf_st_close(&s->files[i]);
     free(s->files);
     free(s->names);
@@ -305,30 +305,15 @@ static zc_status set_open(st_set *s, const char *dir, zc_err *err)
     for (int i = 0; !st && i < s->n; i++)
         s->files[i].fd = -1;
     for (int i = 0; !st && i < s->n; i++) {
-        char *p = malloc(PATH_CAP);
-        if (!p) {
-            st = zc_err_set(err, ZC_ENOMEM, "out of memory");
-            break;
-        }
-        snprintf(p, PATH_CAP, "%s/%s", dir, s->names[i]);
-        snprintf(s->names[i], PATH_CAP, "%s", p); /* the path from here on */
-        free(p);
-        if (!(st = hf_st_open(&s->files[i], s->names[i], err))) {
-            s->files[i].path = s->names[i];
+        char full[PATH_CAP]; /* the names become the files' paths */
+        if ((size_t)snprintf(full, sizeof full, "%s/%s", dir, s->names[i]) >= sizeof full)
+            st = zc_err_set(err, ZC_EINVAL, "%s: path too long", dir);
+        snprintf(s->names[i], PATH_CAP, "%s", full);
+        if (!st && !(st = hf_st_open(&s->files[i], s->names[i], err)))
             s->files[i].who = "the model's config.json";
-        }
     }
-    if (st) {
-        int opened = s->n;
-        s->n = 0;
-        for (int i = 0; i < opened && s->files; i++)
-            if (s->files[i].fd >= 0)
-                hf_st_close(&s->files[i]);
-        free(s->files);
-        free(s->names);
-        cJSON_Delete(s->index);
-        *s = (st_set){0};
-    }
+    if (st)
+        set_close(s); /* the files not opened have fd −1 */
     return st;
 }
 
