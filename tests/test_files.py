@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_files.py — what zeroc does with files that are not plain files (python3 stdlib): inputs
 that are FIFOs (a checkpoint's latest, manifest.json or manifest.sha256, a plot report, --init
-safetensors or llm.c files, --data) are refused at once, naming the path and what it is, instead
+safetensors or llm.c files, --data, a --vocab directory's files) are refused at once, naming the path and what it is, instead
 of blocking forever; outputs through a symbolic link replace the file it points at and leave the
 link a link, but a dangling link, or one another user planted in a sticky directory, is refused
 with its target untouched; outputs onto a device or a FIFO are refused with nothing written; a manifest with a
@@ -335,6 +335,38 @@ def test_planted_links_refused():
           f"our own link in a sticky directory: {r.returncode} {r.stderr!r}")
 
 
+def test_fifo_vocab():
+    """A FIFO in a --vocab directory, named as a vocabulary file (encoder.json, vocab.bpe,
+    vocab.json, merges.txt, gpt2_tokenizer.bin): tokenize and detokenize exit non-zero at once,
+    naming the file and that it is a FIFO (tokenize waited on encoder.json forever)."""
+    good = byte_vocab(H_.path("fifo-vocab-good"))
+    for name, cmd in (("encoder.json", "tokenize"), ("vocab.bpe", "tokenize"),
+                      ("vocab.json", "tokenize"), ("merges.txt", "tokenize"),
+                      ("gpt2_tokenizer.bin", "detokenize")):
+        d = H_.path(f"fifo-vocab-{name}")
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        if name in ("encoder.json", "vocab.bpe"):  # its partner a regular file
+            shutil.copy(os.path.join(good, "vocab.bpe" if name == "encoder.json" else
+                                     "encoder.json"), d)
+        elif name in ("vocab.json", "merges.txt"):
+            shutil.copy(os.path.join(good, "vocab.bpe" if name == "vocab.json" else
+                                     "encoder.json"),
+                        os.path.join(d, "merges.txt" if name == "vocab.json" else "vocab.json"))
+        path = fifo(os.path.join(d, name))
+        p = subprocess.Popen([H_.zeroc, cmd, "--vocab", d], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        try:
+            _, err = p.communicate("hi\n" if cmd == "tokenize" else "1 2\n", timeout=QUICK)
+            r = Result([cmd, "--vocab", d], p.returncode, "", err)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            r = Result([cmd, "--vocab", d], None, "", "")
+        refused(r, path, "FIFO")
+
+
 def test_output_not_regular_refused():
     """An export or a plot onto a character device (mknod, as /dev/null), a FIFO, or a link to
     either, and train's --report and --save-weights onto each, are refused naming the path
@@ -469,7 +501,7 @@ def test_standard_streams():
 
 TESTS = [test_fifo_manifest_files, test_fifo_latest, test_fifo_plot_report,
          test_fifo_init_and_data, test_output_through_symlink, test_planted_links_refused,
-         test_output_not_regular_refused,
+         test_fifo_vocab, test_output_not_regular_refused,
          test_duplicate_param_name, test_sha256sum_formats, test_plot_directory,
          test_standard_streams]
 
