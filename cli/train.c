@@ -273,6 +273,11 @@ static zc_status resume(train_run *r, zc_err *err)
         printf("the checkpoint is at step %lld = --steps: no step to run; the final weights and "
                "the report come from it\n",
                (long long)r->first_step);
+    else if (!st && r->rank == 0 && !r->o.save_dir && !r->o.save_final && !r->o.save_weights)
+        /* a resumed run is continued to be kept (DeepSpeed and HF's Trainer save by default) */
+        printf("warning: no --save-dir, --save-final or --save-weights: steps %lld to %d will "
+               "train and nothing of them will be kept (add --save-dir DIR to keep checkpoints)\n",
+               (long long)r->first_step + 1, r->o.steps);
     return st;
 }
 

@@ -465,6 +465,29 @@ def test_resume_without_latest():
     check(p.returncode == 1 and "at step 6, past --steps 5" in p.stderr, f"past: {p.stderr!r}")
 
 
+def test_resume_keeping_nothing_warns():
+    """--resume without --save-dir, --save-final or --save-weights trains and keeps nothing: the
+    run says so in a warning line before step 1 (it said nothing) and still exits 0; with any of
+    them, or at --steps (no step to run), there is no warning."""
+    d = H_.path("ck-keep-nothing")
+    train(1, "kn-first", *MLP, "--steps", 2, "--save-dir", d)
+    want = ("warning: no --save-dir, --save-final or --save-weights: steps 3 to 5 will train and "
+            "nothing of them will be kept")
+    _, p = train(1, "kn-bare", *MLP, "--steps", 5, "--resume", d)
+    lines = p.stdout.splitlines()
+    at = [i for i, line in enumerate(lines) if line.startswith(want)]
+    first = [i for i, line in enumerate(lines) if line.startswith("step ")]
+    check(p.returncode == 0 and at and first and at[0] < first[0],
+          f"resumed keeping nothing: exit {p.returncode}, {p.stdout[-600:]!r}")
+    for extra in (["--save-weights", H_.path("kn.safetensors")], ["--save-dir", d]):
+        _, p = train(1, "kn-kept", *MLP, "--steps", 5, "--resume", d, *extra)
+        check(p.returncode == 0 and "warning: no --save-dir" not in p.stdout,
+              f"resumed with {extra[0]}: exit {p.returncode}, {p.stdout[-400:]!r}")
+    _, p = train(1, "kn-done", *MLP, "--steps", 5, "--resume", d)
+    check(p.returncode == 0 and "no step to run" in p.stdout and "warning: no --save-dir" not in
+          p.stdout, f"resumed at --steps: {p.stdout[-400:]!r}")
+
+
 def test_save_verified_before_saved():
     """A shard damaged on the disk after it was written (a fault hook flips a byte of rank 1's
     step-4 shard once it has landed, before it is read back) fails the save naming the file and
@@ -981,7 +1004,7 @@ def test_resume_earlier_format():
 TESTS = [test_exact_resume, test_crash_during_save, test_crash_resaving_a_step, test_reshard, test_export_safetensors,
          test_export_formats_and_init, test_export_memory_124m, test_corruption, test_full_disk,
          test_resume_other_shape, test_save_dir_locked, test_save_dir_not_shared,
-         test_resume_without_latest,
+         test_resume_without_latest, test_resume_keeping_nothing_warns,
          test_save_verified_before_saved, test_manifest_edits, test_stop_signal_saves,
          test_resume_data_position, test_resume_earlier_format]
 
