@@ -488,6 +488,34 @@ def test_resume_keeping_nothing_warns():
           p.stdout, f"resumed at --steps: {p.stdout[-400:]!r}")
 
 
+def test_keep_after_rollback():
+    """--keep prunes by lineage: a run saving every step to 10, rolled back to step 3 into the
+    same directory with --keep 3, keeps steps 3, 4 and 5 of the live run once it has saved 4 and
+    5 (the old rule deleted 3, 4 and 5 and kept the abandoned 8-10: no rolling back again); the
+    abandoned future (steps 4-10 of the first run) is named at the start and pruned at the first
+    save, and the kept steps resume. With --save-every 5 the abandoned step 4 between the resume
+    point and the first save goes too: step 3 and the run's step 5 stay."""
+    d = H_.path("ck-rollback")
+    train(1, "rb-first", *MLP, "--steps", 10, "--save-dir", d, "--save-every", 1)
+    _, p = train(1, "rb-back", *MLP, "--steps", 5, "--save-dir", d, "--save-every", 1,
+                 "--keep", 3, "--resume", os.path.join(d, "step-000003"))
+    steps = sorted(e for e in os.listdir(d) if e.startswith("step-"))
+    check(steps == ["step-000003", "step-000004", "step-000005"],
+          f"--keep 3 after the rollback left {steps}")
+    check("7 checkpoints past it (step-000004 to step-000010), the abandoned run's, pruned at "
+          "the first save" in p.stdout, f"the abandoned future was not named: {p.stdout[:800]!r}")
+    with open(os.path.join(d, "latest")) as f:
+        check(f.read().strip() == "step-000005", "latest is not the live run's step 5")
+    _, p = train(1, "rb-again", *MLP, "--steps", 4, "--resume", os.path.join(d, "step-000003"))
+    check(p.returncode == 0, f"rolling back again to step 3: {p.stderr[-400:]!r}")
+    e = H_.path("ck-rollback-every")
+    train(1, "rb-every-first", *MLP, "--steps", 10, "--save-dir", e, "--save-every", 1)
+    train(1, "rb-every-back", *MLP, "--steps", 5, "--save-dir", e, "--save-every", 5, "--keep",
+          2, "--resume", os.path.join(e, "step-000003"))
+    steps = sorted(x for x in os.listdir(e) if x.startswith("step-"))
+    check(steps == ["step-000003", "step-000005"], f"--save-every 5 --keep 2 left {steps}")
+
+
 def test_save_verified_before_saved():
     """A shard damaged on the disk after it was written (a fault hook flips a byte of rank 1's
     step-4 shard once it has landed, before it is read back) fails the save naming the file and
@@ -1004,7 +1032,7 @@ def test_resume_earlier_format():
 TESTS = [test_exact_resume, test_crash_during_save, test_crash_resaving_a_step, test_reshard, test_export_safetensors,
          test_export_formats_and_init, test_export_memory_124m, test_corruption, test_full_disk,
          test_resume_other_shape, test_save_dir_locked, test_save_dir_not_shared,
-         test_resume_without_latest, test_resume_keeping_nothing_warns,
+         test_resume_without_latest, test_resume_keeping_nothing_warns, test_keep_after_rollback,
          test_save_verified_before_saved, test_manifest_edits, test_stop_signal_saves,
          test_resume_data_position, test_resume_earlier_format]
 

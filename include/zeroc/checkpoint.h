@@ -90,7 +90,10 @@ extern "C" {
 /* Collective, on a finalized engine. step: optimizer steps done (0 to 2^31 − 1); config_json /
  * client_json: the text of one JSON object each (nothing after it but whitespace), stored in the
  * manifest; client_json may be NULL (an empty object). keep > 0: afterwards delete the oldest
- * complete checkpoints beyond the newest `keep` (the one just written is never deleted). The
+ * complete checkpoints beyond the newest `keep` (the one just written is never deleted), by
+ * lineage: when the engine was loaded (zc_ckpt_load) from step R of this same directory — a
+ * rollback — the checkpoints past R it did not write itself, the abandoned run's future, are
+ * deleted first, all of them, and `keep` counts R, the steps before it and the engine's own. The
  * arguments are checked on every rank before anything is written (ZC_EINVAL naming the argument
  * — "config_json", "client_json", "step", "dir" — or ZC_ESTATE for an engine not finalized). On
  * error no checkpoint is half-written and the previous ones are untouched; every rank gets an

@@ -407,7 +407,34 @@ static zc_status publish(zc_engine *e, const char *dir, const char *tmp, int64_t
     if (keep > 0) {
         long long *steps = NULL;
         int n = list_steps(dir, &steps);
-        for (int i = 0; i + keep < n; i++) {
+        /* By lineage: after a rollback into this directory (the engine was loaded from its
+         * step R), the checkpoints past R that this run did not write are the abandoned
+         * future, pruned first (all of them, at the run's first save); the `keep` newest of
+         * the rest — R and its ancestors, and this run's own saves — stay. Without a rollback
+         * nothing is abandoned and this is the oldest-first rule. */
+        zc_ckpt_lineage *lin = zc_engine_lineage(e);
+        struct stat ds;
+        const bool here = lin->has && !stat(dir, &ds) && (uint64_t)ds.st_dev == lin->dev &&
+                          (uint64_t)ds.st_ino == lin->ino;
+        if (here && lin->first_save < 0)
+            lin->first_save = step;
+        int live = 0; /* steps[0..live): the lineage, ascending; abandoned ones marked -1 */
+        for (int i = 0; i < n; i++) {
+            const bool own = here && steps[i] >= lin->first_save && steps[i] <= step;
+            if (here && steps[i] > lin->step && !own)
+                steps[i] = -1 - steps[i];
+            else
+                live++;
+        }
+        int drop = live > keep ? live - keep : 0; /* the oldest of the lineage */
+        for (int i = 0; i < n; i++) {
+            const bool abandoned = steps[i] < 0;
+            if (abandoned)
+                steps[i] = -1 - steps[i];
+            else if (drop > 0)
+                drop--;
+            else
+                continue;
             if (steps[i] == step)
                 continue;
             /* renamed out of the step-* names first: a crash while it is being removed (its
@@ -783,6 +810,16 @@ zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *
     st = zc_comm_agree(comm, st, "loading the checkpoint", err);
     if (!st) {
         *step = m.step;
+        /* the save directory around it, for --keep's lineage (checkpoint.c's publish) */
+        char parent[4200];
+        struct stat ds = {0};
+        pathf(parent, sizeof parent, "%s/..", ckdir);
+        zc_ckpt_lineage *lin = zc_engine_lineage(e);
+        *lin = (zc_ckpt_lineage){.has = !stat(parent, &ds),
+                                 .dev = (uint64_t)ds.st_dev,
+                                 .ino = (uint64_t)ds.st_ino,
+                                 .step = m.step,
+                                 .first_save = -1};
         zc_engine_set_steps_done(e, m.optimizer_steps);
         /* The scaler continues only where it means the same thing: a dynamic fp16 run resumed
          * as one (its scale was tuned to these weights); any other run starts its own (a static

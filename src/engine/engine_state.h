@@ -42,4 +42,15 @@ int zc_engine_moments(const zc_engine *e);
  * skipped steps are not optimizer steps). */
 void zc_engine_set_steps_done(zc_engine *e, int64_t steps);
 
+/* Where the engine's state was loaded from, for zc_ckpt_save's --keep pruning by lineage: the
+ * save directory holding the checkpoint (device and inode of the step directory's parent), its
+ * step, and the first step this engine then saved into that directory (-1: none yet). `has` is
+ * false for an engine not loaded from a checkpoint. */
+typedef struct {
+    bool has;
+    uint64_t dev, ino;
+    int64_t step, first_save;
+} zc_ckpt_lineage;
+zc_ckpt_lineage *zc_engine_lineage(zc_engine *e);
+
 #endif
