@@ -275,6 +275,8 @@ static zc_status resume(train_run *r, zc_err *err)
     if (!st) /* what the load did not give: its format, config and producer (each rank reads) */
         st = zc_comm_agree(r->comm, zc_ckpt_manifest_json(dir, &manifest, err),
                            "reading the checkpoint's manifest", err);
+    if (!st) /* the trainer's record range-checked, as `ckpt verify` checks it */
+        st = train_ckpt_check_record(dir, manifest, err);
     if (!st) /* the same on every rank: every rank read the same manifest */
         st = train_ckpt_same_model(dir, client, &r->o, &r->model, err);
     uint64_t tokens = 0;

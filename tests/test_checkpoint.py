@@ -516,6 +516,82 @@ def test_keep_after_rollback():
     check(steps == ["step-000003", "step-000005"], f"--save-every 5 --keep 2 left {steps}")
 
 
+def test_trainer_record_ranges():
+    """The trainer's record in a manifest is range-checked, its checksum recomputed after each
+    edit: verify, inspect and --resume refuse (exit 1, naming the field and its value) a
+    tokens_consumed of -1 or 1e30, optimizer_steps 1 at step 3 (nothing skipped: Adam's bias
+    correction would restart), next_lr 1e999 or "x", seed "abc", seq_len 0 (GPT-2),
+    steps_planned -1 or below the step — all were accepted, verify calling them correct. The
+    manifest names the optimizer as configured (AdamW; Adam for --optimizer Adam: it said Adam
+    for both), inspect shows it, and a manifest of an earlier zeroc saying Adam for an AdamW run
+    still verifies and resumes."""
+    base = H_.path("ck-ranges")
+    train(1, "ranges", *gpt2_args(), "--steps", 3, "--save-dir", base)
+    ck = os.path.join(base, "step-000003")
+    m0 = json.load(open(os.path.join(ck, "manifest.json")))
+    check(m0["optimizer"]["type"] == "AdamW", f"optimizer recorded as {m0['optimizer']}")
+    p = subprocess.run([H_.zeroc, "ckpt", "inspect", base], capture_output=True, text=True)
+    check(p.returncode == 0 and "optimizer AdamW" in p.stdout, f"inspect: {p.stdout!r}")
+
+    def data(key, v):
+        return lambda m: m["client"]["data"].__setitem__(key, v)
+
+    def sched(key, v):
+        return lambda m: m["client"]["lr_schedule"].__setitem__(key, v)
+
+    cases = [  # name, edit, needles, resumed too
+        ("tokens-neg", data("tokens_consumed", -1), ["client.data.tokens_consumed", "-1"], True),
+        ("tokens-huge", data("tokens_consumed", 1e30), ["client.data.tokens_consumed", "1e+30"],
+         False),
+        ("opt-steps", lambda m: m.__setitem__("optimizer_steps", 1),
+         ["optimizer_steps is 1", "expected step 3"], True),
+        ("next-lr-inf", sched("next_lr", 1e999), ["client.lr_schedule.next_lr", "1e999"], True),
+        ("next-lr-str", sched("next_lr", "x"), ["client.lr_schedule.next_lr", '"x"'], False),
+        ("seed", data("seed", "abc"), ["client.data.seed", '"abc"'], True),
+        ("seq-len", data("seq_len", 0), ["client.data.seq_len is 0", "gpt2"], True),
+        ("planned-neg", lambda m: m["client"].__setitem__("steps_planned", -1),
+         ["client.steps_planned", "-1"], True),
+        ("planned-low", lambda m: m["client"].__setitem__("steps_planned", 2),
+         ["client.steps_planned", "from 3"], False),
+    ]
+    for name, fn, needles, resumed in cases:
+        d = H_.path("ck-ranges-" + name)
+        shutil.rmtree(d, ignore_errors=True)
+        shutil.copytree(base, d)
+        c = os.path.join(d, "step-000003")
+        m = json.load(open(os.path.join(c, "manifest.json")))
+        fn(m)
+        with open(os.path.join(c, "manifest.json"), "w") as f:
+            f.write(json.dumps(m, indent=1).replace("Infinity", "1e999"))
+        rehash(c)
+        runs = [(v, subprocess.run([H_.zeroc, "ckpt", v, d], capture_output=True, text=True))
+                for v in ("verify", "inspect")]
+        if resumed:
+            runs.append(("--resume", train(1, f"ranges-r-{name}", *gpt2_args(), "--steps", 5,
+                                           "--resume", d, ok=False)[1]))
+        for what, p in runs:
+            check(p.returncode == 1 and "manifest.json" in p.stderr and
+                  all(n in p.stderr for n in needles) and "step " not in p.stdout,
+                  f"{name}: {what}: exit {p.returncode}, {p.stderr!r}")
+    # an earlier zeroc's manifest: Adam for an AdamW run
+    d = H_.path("ck-ranges-adam-name")
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(base, d)
+    c = os.path.join(d, "step-000003")
+    m = json.load(open(os.path.join(c, "manifest.json")))
+    m["optimizer"]["type"] = "Adam"
+    json.dump(m, open(os.path.join(c, "manifest.json"), "w"), indent=1)
+    rehash(c)
+    p = subprocess.run([H_.zeroc, "ckpt", "verify", d], capture_output=True, text=True)
+    check(p.returncode == 0, f"an earlier manifest's Adam: verify {p.stderr!r}")
+    _, p = train(1, "ranges-adam-name", *gpt2_args(), "--steps", 4, "--resume", d, ok=False)
+    check(p.returncode == 0, f"an earlier manifest's Adam: resume {p.stderr[-400:]!r}")
+    adam = H_.path("ck-ranges-adam")
+    train(1, "ranges-adam", *gpt2_args(), "--steps", 1, "--optimizer", "Adam", "--save-dir", adam)
+    m = json.load(open(os.path.join(adam, "step-000001", "manifest.json")))
+    check(m["optimizer"]["type"] == "Adam", f"--optimizer Adam recorded as {m['optimizer']}")
+
+
 def test_save_verified_before_saved():
     """A shard damaged on the disk after it was written (a fault hook flips a byte of rank 1's
     step-4 shard once it has landed, before it is read back) fails the save naming the file and
@@ -1033,6 +1109,7 @@ TESTS = [test_exact_resume, test_crash_during_save, test_crash_resaving_a_step, 
          test_export_formats_and_init, test_export_memory_124m, test_corruption, test_full_disk,
          test_resume_other_shape, test_save_dir_locked, test_save_dir_not_shared,
          test_resume_without_latest, test_resume_keeping_nothing_warns, test_keep_after_rollback,
+         test_trainer_record_ranges,
          test_save_verified_before_saved, test_manifest_edits, test_stop_signal_saves,
          test_resume_data_position, test_resume_earlier_format]
 

@@ -247,7 +247,9 @@ static char *manifest_text(zc_engine *e, int64_t step, const char *config_json,
     /* the shards hold fp32 (the master copy in mixed precision): any dtype can resume them */
     cJSON_AddStringToObject(m, "dtype", zc_dtype_name(zc_engine_dtype(e)));
     cJSON *opt = cJSON_AddObjectToObject(m, "optimizer");
-    cJSON_AddStringToObject(opt, "type", zc_ckpt_optim_name(K));
+    /* as configured (AdamW or Adam: the same two moments); SGD by its moments */
+    cJSON_AddStringToObject(opt, "type",
+                            K == 2 ? zc_optim_name(zc_engine_optim(e)) : zc_ckpt_optim_name(K));
     cJSON_AddNumberToObject(opt, "moments", K);
     cJSON_AddNumberToObject(m, "step", (double)step);
     cJSON_AddNumberToObject(m, "optimizer_steps", (double)zc_engine_steps_done(e));
@@ -859,8 +861,8 @@ zc_status zc_ckpt_verify(const char *ckdir, char **summary, zc_err *err)
                   "%s: step %lld, written by %d ranks at ZeRO stage %d, %zu "
                   "parameters in %d units (%d tensors), optimizer %s, %lld bytes in %d "
                   "shards, every size and CRC32C correct, the manifest's SHA-256 and fields too",
-                  ckdir, (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams,
-                  zc_ckpt_optim_name(m.K), (long long)total, m.world);
+                  ckdir, (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams, m.optim,
+                  (long long)total, m.world);
         *summary = s;
     }
     zc_manifest_free(&m);
@@ -890,8 +892,8 @@ zc_status zc_ckpt_inspect(const char *ckdir, char **summary, zc_err *err)
                   "%s: step %lld, written by %d ranks at ZeRO stage %d, %zu parameters "
                   "in %d units (%d tensors), optimizer %s, %lld bytes in %d shards; manifest "
                   "format %d, written by %s",
-                  ckdir, (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams,
-                  zc_ckpt_optim_name(m.K), (long long)total, m.world, m.format, producer);
+                  ckdir, (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams, m.optim,
+                  (long long)total, m.world, m.format, producer);
         *summary = s;
     }
     zc_manifest_free(&m);

@@ -2693,6 +2693,11 @@ zc_ckpt_lineage *zc_engine_lineage(zc_engine *e)
     return &e->lineage;
 }
 
+zc_optim_type zc_engine_optim(const zc_engine *e)
+{
+    return e->cfg.optim;
+}
+
 /* ---------- import and export ---------- */
 
 void zc_engine_param_owned(const zc_engine *e, int param, size_t *first, size_t *n)
