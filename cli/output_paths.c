@@ -96,15 +96,13 @@ zc_status cli_output_writable(const char *flag, const char *path, zc_err *err)
     if (!stat(path, &sb) && !S_ISREG(sb.st_mode))
         return zc_err_set(err, ZC_EINVAL, "%s %s: it is %s, not a regular file", flag, path,
                           zc_file_kind(sb.st_mode));
-    /* a link: the writer's own checks (dangling, planted by another user: refused), made now;
-     * the open below then follows one that leads to a regular file */
-    if (!lstat(path, &sb) && S_ISLNK(sb.st_mode)) {
-        zc_status st = zc_durable_probe(path, err);
-        if (st) {
-            char why[sizeof err->msg];
-            snprintf(why, sizeof why, "%s", err->msg);
-            return zc_err_set(err, ZC_EINVAL, "%s: %s", flag, why);
-        }
+    /* the writer's own refusals (a dangling link, one another user planted, on the path or on
+     * its way), made now; what the system refuses is said below, as the open finds it */
+    zc_status st = zc_durable_probe(path, err);
+    if (st == ZC_EINVAL) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        return zc_err_set(err, ZC_EINVAL, "%s: %s", flag, why);
     }
     int fd = open(path, O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC);
     bool created = false;

@@ -31,8 +31,12 @@ static zc_status probe_dir(const char *flag, const char *dir, bool *made, zc_err
                           strerror(errno));
     snprintf(probe, sizeof probe, "%s/.zeroc-probe-%d", dir, (int)getpid());
     zc_status st = cli_output_writable(flag, probe, err);
-    if (st)
-        snprintf(err->msg, sizeof err->msg, "%s %s: not a directory zeroc can write in", flag, dir);
+    if (st) { /* the reason kept: a planted link on the way, no permission, ... */
+        char why[sizeof err->msg];
+        const char *c = strstr(err->msg, ": cannot write");
+        snprintf(why, sizeof why, "%s", c ? c + 2 : err->msg);
+        zc_err_set(err, st, "%s %s: not a directory zeroc can write in (%.700s)", flag, dir, why);
+    }
     return st;
 }
 

@@ -248,9 +248,9 @@ def test_planted_links_refused():
     """In a sticky world-writable directory (as /tmp), a symbolic link another user planted at an
     output path — dangling, or pointing at an existing file of ours — is refused by every writer
     (train --report, --save-dir's latest, ckpt export --out, plot --out, tokenize --out, prepare
-    --out): exit non-zero, a message naming the link and that another user owns it; the target is
-    neither created nor changed (each was written through the link, exit 0). Our own link there to
-    our own file is still written through. Needs root (to plant as uid 65534): skipped otherwise."""
+    --out), or as a directory on the way to it: exit non-zero, a message naming the link and that
+    another user owns it; the target is neither created nor changed (each was written through the
+    link, exit 0). Our own link there to our own file is still written through. Needs root (to plant as uid 65534): skipped otherwise."""
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         print("  skipped: needs root and setpriv to plant links as another user")
         return
@@ -324,6 +324,21 @@ def test_planted_links_refused():
         check(not [e for e in os.listdir(sd) if e.startswith("step-")],
               f"--save-dir: a checkpoint was saved: {os.listdir(sd)}")
         os.remove(link)
+    # a directory on the way that is a planted link (followed by the kernel unless
+    # fs.protected_symlinks is on): shared/d -> victim, the output shared/d/NAME
+    dlink = plant("dirlink", victim)
+    for tag, name, cmd, written in outputs():
+        out = os.path.join(dlink, name)
+        r = run(*cmd(out), n=1 if tag == "report" else None, timeout=300)
+        refused(r, dlink, "another user")
+        check(not os.path.lexists(os.path.join(victim, written or name)),
+              f"{tag}: written through the planted directory link")
+    before = sorted(os.listdir(victim))
+    r = run("train", *M, "--steps", 1, "--save-dir", dlink, n=1, timeout=300)
+    refused(r, dlink, "another user")
+    check(sorted(os.listdir(victim)) == before,
+          f"--save-dir through a planted link wrote {sorted(os.listdir(victim))}")
+    os.remove(dlink)
     # our own link in the shared directory, to our own file: written through as before
     mine = os.path.join(victim, "mine.svg")
     with open(mine, "w") as f:

@@ -17,7 +17,8 @@
  * path and why, nothing created: a dangling link (as cp(1) refuses one: the file would be made
  * wherever the link points), a link owned by another user (root aside) in a sticky or
  * world-writable directory such as /tmp (anyone there could have planted it, to make this
- * process create or clobber a file elsewhere), and a target (or link target) that exists but is
+ * process create or clobber a file elsewhere) — at the path or as a directory on the way to
+ * it — and a target (or link target) that exists but is
  * not a regular file — a device, a FIFO, a socket, a directory: renaming over it would replace,
  * say, /dev/stdout. The final name is created and renamed relative to a descriptor of its
  * directory (openat O_NOFOLLOW, renameat), so the directory checked is the one written.

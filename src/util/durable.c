@@ -18,6 +18,8 @@
  *   fs.protected_symlinks guards open(), not readlink + rename). A dangling link is refused too,
  *   as cp(1) refuses to write through one: creating a file where a link points is never what the
  *   name on the command line said.
+ * - A directory on the way that is such a link is refused the same (the kernel follows it
+ *   unless fs.protected_symlinks is on); checked by name, as the directory is then opened.
  * - The end of the chain is written relative to the descriptor of its directory, opened once
  *   (openat O_EXCL|O_NOFOLLOW for the temporary, renameat for the commit, the final name looked
  *   at again just before): the directory checked is the directory written, whatever is renamed
@@ -84,6 +86,28 @@ static bool planted(const struct stat *sb, const struct stat *ds)
     return (ds->st_mode & (S_ISVTX | S_IWOTH)) && sb->st_uid != geteuid() && sb->st_uid != 0;
 }
 
+/* A directory of dir's path (dir itself or an ancestor, as written: "a/b" checks "a" and
+ * "a/b") that is a symbolic link another user planted (planted()); its name into bad. The
+ * kernel follows such a link to the directory written unless fs.protected_symlinks is on. */
+static bool planted_ancestor(const char *dir, char bad[4096], struct stat *sb, struct stat *ds)
+{
+    char prefix[4096], parent[4096];
+    const size_t n = strlen(dir);
+    for (size_t i = 1; i <= n && n < sizeof prefix; i++) {
+        if (i < n && dir[i] != '/')
+            continue;
+        snprintf(prefix, sizeof prefix, "%.*s", (int)i, dir);
+        if (lstat(prefix, sb) || !S_ISLNK(sb->st_mode))
+            continue;
+        dir_of(prefix, parent, sizeof parent);
+        if (!stat(parent, ds) && planted(sb, ds)) {
+            snprintf(bad, 4096, "%s", prefix);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* The name a write of path must rename onto: path itself unless it is a symbolic link, else the
  * end of its chain of links; into out (whole), *dirfd (its directory, open) and name (the last
  * component). Refused, creating nothing: an existing target that is not a regular file, a
@@ -114,6 +138,16 @@ static zc_status write_target(const char *path, char out[4096], int *dirfd, char
             return zc_err_set(err, ZC_EINVAL, "cannot write '%s': it names a directory, not a file",
                               path);
         dir_of(out, dir, sizeof dir);
+        if (planted_ancestor(dir, link, &sb, &ds)) {
+            dir_of(link, dir, sizeof dir);
+            return zc_err_set(err, ZC_EINVAL,
+                              "cannot write '%s': the directory '%s' on its way is a symbolic link "
+                              "owned by another user (uid %u) in '%s', a %s directory where anyone "
+                              "can plant one; zeroc does not write through it (remove it, or "
+                              "write elsewhere)",
+                              path, link, (unsigned)sb.st_uid, dir,
+                              ds.st_mode & S_ISVTX ? "sticky" : "world-writable");
+        }
         int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (d < 0) {
             int e = errno;
