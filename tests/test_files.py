@@ -127,14 +127,14 @@ def test_fifo_manifest_files():
 
 def test_fifo_latest():
     """A FIFO as a save directory's `latest`: inspect, verify and --resume exit non-zero at once,
-    naming the directory."""
+    naming it and that it is a FIFO (they said the directory had no latest)."""
     d = H_.path("fifo-latest")
     shutil.rmtree(d, ignore_errors=True)
     shutil.copytree(save_dir(), d)
     fifo(os.path.join(d, "latest"))
-    refused(run("ckpt", "inspect", d), d)
-    refused(run("ckpt", "verify", d), d)
-    refused(run("train", *M, "--steps", 3, "--resume", d, n=1), d)
+    refused(run("ckpt", "inspect", d), d, "latest", "FIFO")
+    refused(run("ckpt", "verify", d), d, "latest", "FIFO")
+    refused(run("train", *M, "--steps", 3, "--resume", d, n=1), d, "latest", "FIFO")
 
 
 def test_fifo_plot_report():

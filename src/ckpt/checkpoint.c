@@ -654,6 +654,14 @@ zc_status zc_ckpt_resolve(const char *path, char *out, size_t outlen, zc_err *er
     if (access(probe, F_OK) && errno == ENOENT && newest_step(path, out, outlen))
         return ZC_OK; /* a first save that failed or was killed before `latest` */
     char *name = read_text(probe, 256);
+    struct stat sb;
+    if (!name && !stat(probe, &sb)) /* there, but not readable as a file: say what it is */
+        return zc_err_set(err, ZC_EINVAL, "%s: %s", probe,
+                          S_ISREG(sb.st_mode) ? "cannot be read"
+                          : S_ISFIFO(sb.st_mode)
+                              ? "it is a FIFO (named pipe), not a regular file naming the newest "
+                                "checkpoint"
+                              : "it is not a regular file naming the newest checkpoint");
     if (!name)
         return zc_err_set(err, ZC_EINVAL,
                           "'%s' is not a checkpoint (no manifest.json) nor a "
