@@ -225,6 +225,32 @@ def test_export_formats_and_init():
           "--init FILE.safetensors did not give the exported weights")
 
 
+def test_init_offsets_out_of_range():
+    """--init FILE.safetensors whose data_offsets hold a number past a double's range (1e400,
+    which reads as infinity) or a string is refused naming the tensor and the values as out of
+    range (it said the tensor had no data_offsets)."""
+    d = H_.path("ck-offsets")
+    train(1, "offsets", *MLP, "--steps", 1, "--save-dir", d)
+    src = H_.path("offsets.safetensors")
+    H_.run(1, "ckpt", "export", d, "--out", src)
+    raw = open(src, "rb").read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header, body = json.loads(raw[8:8 + n]), raw[8 + n:]
+    name = next(k for k in header if k != "__metadata__")
+    end = header[name]["data_offsets"][1]
+    for tag, first, shown in (("inf", "1e400", "[inf, "), ("str", '"0"', "[a string, ")):
+        h = dict(header)
+        h[name] = dict(header[name], data_offsets=["FIRST", end])
+        text = json.dumps(h).replace('"FIRST"', first).encode()
+        text += b" " * (-len(text) % 8)
+        bad = H_.path(f"offsets-{tag}.safetensors")
+        with open(bad, "wb") as f:
+            f.write(struct.pack("<Q", len(text)) + text + body)
+        _, p = train(1, f"offsets-{tag}", *MLP, "--steps", 1, "--init", bad, ok=False)
+        check(p.returncode == 1 and f"tensor '{name}' has data_offsets {shown}" in p.stderr and
+              "expected two integer byte offsets" in p.stderr, f"{tag}: {p.stderr[-400:]!r}")
+
+
 def test_export_memory_124m():
     """Exporting a 124M-shape checkpoint streams: peak RSS under 1.5 × the largest tensor
     (wte, 50304 × 768 fp32 = 154.5 MB) + 64 MB."""
@@ -1109,7 +1135,7 @@ TESTS = [test_exact_resume, test_crash_during_save, test_crash_resaving_a_step, 
          test_export_formats_and_init, test_export_memory_124m, test_corruption, test_full_disk,
          test_resume_other_shape, test_save_dir_locked, test_save_dir_not_shared,
          test_resume_without_latest, test_resume_keeping_nothing_warns, test_keep_after_rollback,
-         test_trainer_record_ranges,
+         test_trainer_record_ranges, test_init_offsets_out_of_range,
          test_save_verified_before_saved, test_manifest_edits, test_stop_signal_saves,
          test_resume_data_position, test_resume_earlier_format]
 
