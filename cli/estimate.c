@@ -752,10 +752,35 @@ static void print_table(const estimate_flags *f, const zc_config *cfg, const zc_
         printf("recommended: stage %d — the least communication (%.1f MiB/step) that fits "
                "%s per rank\n",
                res->best, mib(res->best_comm), f->mem_per_rank);
-    else if (limit > 0)
-        printf("no stage fits %s per rank: add ranks, lower --micro-batch or use "
-               "--activation-checkpointing\n",
-               f->mem_per_rank);
+    else if (limit > 0) { /* only what would shrink this table's per-rank totals */
+        char how[512] = "";
+        size_t n = 0;
+        const bool gpt2 = f->model && !strcmp(f->model, "gpt2");
+        /* ranks divide the model states (stages 1-3) and offload moves them, never a rank's
+         * activations: not advised where those alone are over the limit */
+        const bool acts_over = m->activations >= 0 && (double)m->activations >= limit;
+        if (!acts_over)
+            n += (size_t)snprintf(how + n, sizeof how - n,
+                                  "add ranks (stage 3 divides the model "
+                                  "states among them; a rank's "
+                                  "activations stay)");
+        if (m->activations > 0 && cfg->micro_batch > 1)
+            n += (size_t)snprintf(how + n, sizeof how - n, "%slower --micro-batch (%d)",
+                                  n ? ", " : "", cfg->micro_batch);
+        if (gpt2 && !f->ckpt)
+            n += (size_t)snprintf(how + n, sizeof how - n, "%suse --activation-checkpointing",
+                                  n ? ", " : "");
+        if (!offload && !acts_over)
+            n += (size_t)snprintf(how + n, sizeof how - n,
+                                  "%soffload to NVMe (--offload-optimizer nvme, --offload-param "
+                                  "nvme)",
+                                  n ? ", " : "");
+        if (!n)
+            n = (size_t)snprintf(how, sizeof how,
+                                 "a rank's activations alone exceed it: a shorter --seq-len or a "
+                                 "smaller model");
+        printf("no stage fits %s per rank%s%s\n", f->mem_per_rank, n ? ": " : "", how);
+    }
 }
 
 int cmd_estimate(int argc, char **argv)
