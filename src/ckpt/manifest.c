@@ -225,7 +225,7 @@ static int dir_step(const char *ckdir, int64_t *step)
 static zc_status read_top(const char *ckdir, const char *path, zc_manifest *m, zc_err *err)
 {
     cJSON *r = m->root;
-    int64_t w, s, k, step, opt;
+    int64_t w = 0, s = 0, k = 0, step = 0, opt = 0; /* get_int sets each (GCC -O3 cannot tell) */
     zc_status st;
     if ((st = get_int(path, "", r, "world_size", 1, 1 << 20, &w, err)) ||
         (st = get_int(path, "", r, "stage", 0, 3, &s, err)) ||
