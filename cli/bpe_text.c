@@ -1,5 +1,7 @@
 /* bpe_text.c — input reading, thread count and the progress line for the tokenizer commands
- * (bpe_text.h). */
+ * (bpe_text.h). An input is read whole into a buffer that doubles; before each doubling the
+ * memory the host (or the cgroup) can still give is checked, so an endless stream (/dev/zero,
+ * a pipe that never ends) is refused with a message instead of growing until the OOM killer. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -8,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/bpe_text.h"
+#include "cli/memory_check.h"
 #include "cli/units.h"
 
 zc_status bpe_text_read(const char *what, const char *path, uint8_t **buf, size_t *len, zc_err *err)
@@ -22,6 +25,8 @@ zc_status bpe_text_read(const char *what, const char *path, uint8_t **buf, size_
     do {
         if (cap - n < (1 << 16)) {
             size_t c = cap ? cap * 2 : (size_t)1 << 20;
+            if ((st = memory_check_grow(what, path, n, c - cap, err)))
+                break;
             uint8_t *nb = realloc(b, c);
             if (!nb) {
                 st = zc_err_set(err, ZC_ENOMEM, "%s %s: out of memory after %zu bytes", what, path,

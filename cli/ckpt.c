@@ -1,5 +1,6 @@
 /* ckpt.c — `zeroc ckpt inspect|verify|export`: look into, check, and convert a sharded
  * checkpoint without training (one process; any world size wrote it). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "cli/fail.h"
 #include "cli/output_paths.h"
 #include "cli/relaunch.h"
+#include "cli/train_ckpt.h"
 #include "models/gpt2/ckpt_shape.h"
 #include "models/gpt2/hf_files.h"
 #include "models/gpt2/llmc_files.h"
@@ -143,6 +145,18 @@ static zc_status split_dir(int argc, char **argv, const arg_spec *specs, int nsp
     return ZC_OK;
 }
 
+/* The trainer's record in the manifest of checkpoint dir, range-checked as a resume checks it
+ * (cli/train_ckpt.h). */
+static zc_status check_trainer_record(const char *dir, zc_err *err)
+{
+    char *manifest = NULL;
+    zc_status st = zc_ckpt_manifest_json(dir, &manifest, err);
+    if (!st)
+        st = train_ckpt_check_record(dir, manifest, err);
+    free(manifest);
+    return st;
+}
+
 /* zc_ckpt_resolve; a step directory named without the zeros saves write (DIR/step-4 for
  * DIR/step-000004) is told the name that exists. */
 static zc_status resolve(const char *path, char *dir, size_t len, zc_err *err)
@@ -239,15 +253,22 @@ int cmd_ckpt(int argc, char **argv)
         st = export_not_over_checkpoint(out, !strcmp(format, "hf"), path, dir, &err);
     if (!st) {
         char *summary = NULL;
-        if (!strcmp(verb, "inspect"))
-            st = zc_ckpt_inspect(dir, &summary, &err);
-        else if (!strcmp(verb, "verify"))
-            st = zc_ckpt_verify(dir, &summary, &err);
-        else if (!(st = !strcmp(format, "llmc") ? export_llmc(dir, out, &err)
-                        : !strcmp(format, "hf")
-                            ? hf_export_checkpoint(dir, out, &err)
-                            : zc_ckpt_export_safetensors(dir, out, !strcmp(dtype, "bf16"), &err)))
+        const bool looks = !strcmp(verb, "inspect") || !strcmp(verb, "verify");
+        if (looks) {
+            st = !strcmp(verb, "inspect") ? zc_ckpt_inspect(dir, &summary, &err)
+                                          : zc_ckpt_verify(dir, &summary, &err);
+            if (!st) /* the trainer's record too: what a resume would take from it */
+                st = check_trainer_record(dir, &err);
+            if (st) {
+                free(summary);
+                summary = NULL;
+            }
+        } else if (!(st = !strcmp(format, "llmc") ? export_llmc(dir, out, &err)
+                          : !strcmp(format, "hf") ? hf_export_checkpoint(dir, out, &err)
+                                                  : zc_ckpt_export_safetensors(
+                                                        dir, out, !strcmp(dtype, "bf16"), &err))) {
             printf("wrote %s from %s\n", out, dir);
+        }
         if (summary)
             printf("%s\n", summary);
         free(summary);

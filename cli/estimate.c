@@ -145,6 +145,8 @@ typedef struct {
         hpz;
     const char *dtype, *grad_dtype, *comm_dtype, *optim; /* NULL: the config's (or default) */
     const char *off_opt, *off_par, *max_in_cpu, *sub_group, *prefetch, *persist, *bucket, *ratio;
+    int stage;             /* train's --stage, its row marked (-1: not given) */
+    const char *nvme_path; /* train's --nvme-path: accepted, nothing is written there */
     bool ckpt, json, qwz, qgz;
     bool ranks_per_node_given, micro_given, grad_accum_given, hpz_given; /* set by the flag */
     bool given[NSHAPE]; /* which shape flags were given */
@@ -638,6 +640,8 @@ static void print_json(const estimate_flags *f, const zc_config *cfg, const esti
     cJSON_AddStringToObject(root, "grad_accum_dtype", zc_dtype_name(zc_config_grad_dtype(cfg)));
     cJSON_AddStringToObject(root, "communication_data_type",
                             zc_dtype_name(zc_config_comm_dtype(cfg)));
+    if (f->stage >= 0)
+        cJSON_AddNumberToObject(root, "stage_given", f->stage);
     cJSON *rows = cJSON_AddArrayToObject(root, "rows");
     for (int stage = 0; stage <= 3; stage++) {
         const stage_row *s = &res->stage[stage];
@@ -732,10 +736,10 @@ static void print_table(const estimate_flags *f, const zc_config *cfg, const zc_
             snprintf(dsk, sizeof dsk, " %10.1fMi", mib(s->disk));
         }
         printf("%5d %8.1fMi %8.1fMi %8.1fMi %8.1fMi %12s %8s %12s%s %10.1fMi %10.1fMi "
-               "%10.1fMi%s%s\n",
+               "%10.1fMi%s%s%s\n",
                stage, mib(s->in_ram.params), mib(s->in_ram.grads), mib(s->in_ram.optimizer),
                mib(s->states), act, stg, wrk, buf, mib(s->total), mib(s->total) * per_node,
-               mib(s->sent), far, dsk);
+               mib(s->sent), far, dsk, stage == f->stage ? "  <- --stage" : "");
     }
     if (hosts) { /* ZeRO++ at stage 3 on these hosts: what each option leaves on the network */
         printf("stage 3 with ZeRO++ (hosts of %d ranks)   comm/step  inter-node/step  "
@@ -751,14 +755,43 @@ static void print_table(const estimate_flags *f, const zc_config *cfg, const zc_
     }
     printf("(MiB = 2^20 bytes; model states, disk and comm are exact for zeroc's unit "
            "layout; working and offload buffers are upper bounds; totals are RAM)\n");
+    if (limit > 0 && f->stage >= 0)
+        printf("--stage %d: %.1f MiB per rank, %s --mem-per-rank %s\n", f->stage,
+               mib(res->stage[f->stage].total),
+               (double)res->stage[f->stage].total <= limit ? "within" : "over", f->mem_per_rank);
     if (limit > 0 && res->best >= 0)
         printf("recommended: stage %d — the least communication (%.1f MiB/step) that fits "
                "%s per rank\n",
                res->best, mib(res->best_comm), f->mem_per_rank);
-    else if (limit > 0)
-        printf("no stage fits %s per rank: add ranks, lower --micro-batch or use "
-               "--activation-checkpointing\n",
-               f->mem_per_rank);
+    else if (limit > 0) { /* only what would shrink this table's per-rank totals */
+        char how[512] = "";
+        size_t n = 0;
+        const bool gpt2 = f->model && !strcmp(f->model, "gpt2");
+        /* ranks divide the model states (stages 1-3) and offload moves them, never a rank's
+         * activations: not advised where those alone are over the limit */
+        const bool acts_over = m->activations >= 0 && (double)m->activations >= limit;
+        if (!acts_over)
+            n += (size_t)snprintf(how + n, sizeof how - n,
+                                  "add ranks (stage 3 divides the model "
+                                  "states among them; a rank's "
+                                  "activations stay)");
+        if (m->activations > 0 && cfg->micro_batch > 1)
+            n += (size_t)snprintf(how + n, sizeof how - n, "%slower --micro-batch (%d)",
+                                  n ? ", " : "", cfg->micro_batch);
+        if (gpt2 && !f->ckpt)
+            n += (size_t)snprintf(how + n, sizeof how - n, "%suse --activation-checkpointing",
+                                  n ? ", " : "");
+        if (!offload && !acts_over)
+            n += (size_t)snprintf(how + n, sizeof how - n,
+                                  "%soffload to NVMe (--offload-optimizer nvme, --offload-param "
+                                  "nvme)",
+                                  n ? ", " : "");
+        if (!n)
+            n = (size_t)snprintf(how, sizeof how,
+                                 "a rank's activations alone exceed it: a shorter --seq-len or a "
+                                 "smaller model");
+        printf("no stage fits %s per rank%s%s\n", f->mem_per_rank, n ? ": " : "", how);
+    }
 }
 
 int cmd_estimate(int argc, char **argv)
@@ -834,6 +867,11 @@ int cmd_estimate(int argc, char **argv)
         {"--mem-per-rank", ARG_STR, &f.mem_per_rank, NULL,
          "memory a rank may use (24G, 512M): recommend a stage", NULL},
         {"--json", ARG_BOOL, &f.json, NULL, "print JSON instead of a table", NULL},
+        {"--stage", ARG_INT, &f.stage, NULL,
+         "train's ZeRO stage (a train line as is): its row is marked; every stage is estimated",
+         NULL},
+        {"--nvme-path", ARG_STR, &f.nvme_path, NULL,
+         "train's swap directory (with an NVMe offload): accepted, nothing is written there", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
@@ -859,8 +897,17 @@ int cmd_estimate(int argc, char **argv)
     estimate_model m = {.activations = -1};
     zc_estimate_in base = {0};
     estimate_result res = {0};
+    if (!args_given(argc, argv, 2, "--stage"))
+        f.stage = -1;
+    else if (!st && (f.stage < 0 || f.stage > 3))
+        st = zc_err_set(&err, ZC_EINVAL, "--stage must be 0 to 3, got %d", f.stage);
     if (!st)
         st = flags_to_config(&f, &cfg, &limit, &err);
+    if (!st && f.nvme_path && cfg.offload_optimizer != ZC_OFFLOAD_NVME &&
+        cfg.offload_param != ZC_OFFLOAD_NVME) /* as train refuses it: it would be ignored */
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--nvme-path applies only to an offload to NVMe (--offload-optimizer nvme "
+                        "or --offload-param nvme)");
     if (!st)
         st = model_units(&f, &cfg, &m, &err);
     if (!st) {

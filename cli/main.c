@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/fail.h"
+#include "cli/kernel_env.h"
 #include "cli/relaunch.h"
 #include "cli/stop_signal.h"
 #include "cli/threads.h"
@@ -73,10 +74,14 @@ static int run(int argc, char **argv)
         fprintf(stderr, "zeroc: error: unknown command '%s' (try: zeroc --help)\n", argv[1]);
         return 2;
     }
+    zc_err err = {0};
+    if (cli_kernel_env_check(&err)) { /* before any rank starts: a typo ran the defaults */
+        fprintf(stderr, "zeroc: error: %s\n", err.msg);
+        return 1;
+    }
     if (!strcmp(argv[1], "analyze")) /* its flags are checked here, before any rank starts */
         cli_relaunch_under_mpirun(argc, argv, cli_analyze_check);
     zc_comm *comm;
-    zc_err err = {0};
     if (zc_comm_init(&comm, &argc, &argv, &err)) {
         fprintf(stderr, "zeroc: error: %s\n", err.msg);
         return 1;

@@ -182,6 +182,24 @@ int64_t memory_check_host_budget(char *where, size_t cap)
     return avail;
 }
 
+zc_status memory_check_grow(const char *flag, const char *path, uint64_t read, size_t more,
+                            zc_err *err)
+{
+    enum { MARGIN = 64 << 20 }; /* what the command still allocates beside the buffer */
+    char where[4700];
+    const int64_t budget = memory_check_host_budget(where, sizeof where);
+    if (budget < 0 || (int64_t)more + MARGIN <= budget)
+        return ZC_OK;
+    return zc_err_set(err, ZC_ENOMEM,
+                      "%s %s: %.1f MiB read and not at its end; the next %.1f MiB of it (an "
+                      "input is held in memory) and 64 MiB for the rest of the command do not fit "
+                      "in the %.1f MiB this host can still give (%s): an endless stream, or one "
+                      "too large — write it to a file and give that, or give it in parts",
+                      flag, strcmp(path, "-") ? path : "(standard input)", (double)read / (1 << 20),
+                      (double)more / (1 << 20), (double)(budget > 0 ? budget : 0) / (1 << 20),
+                      where);
+}
+
 /* A "Vm...:" field of /proc/self/status in bytes, or -1. */
 static int64_t status_bytes(const char *key)
 {

@@ -15,6 +15,14 @@
  * description of which it was in `where`; -1 if neither can be read. */
 int64_t memory_check_host_budget(char *where, size_t cap);
 
+/* Before a buffer holding an input of unknown size (a stream: a pipe, /dev/zero, standard input)
+ * grows by `more` bytes, `read` bytes into it: ZC_ENOMEM naming flag and path, what was read and
+ * the memory this host (or the memory cgroup, named) can still give, when `more` and a margin do
+ * not fit in it — so an endless stream ends with this error, not the OOM killer. Unreadable
+ * budgets pass. */
+zc_status memory_check_grow(const char *flag, const char *path, uint64_t read, size_t more,
+                            zc_err *err);
+
 /* After the model registered its units (activations reserved, states not yet allocated):
  * ZC_ENOMEM naming the estimate, the budget and the settings that would fit, if this rank's
  * estimate exceeds its share of the host or what its limits let it map. Not collective: agree on

@@ -96,10 +96,18 @@ zc_status cli_output_writable(const char *flag, const char *path, zc_err *err)
     if (!stat(path, &sb) && !S_ISREG(sb.st_mode))
         return zc_err_set(err, ZC_EINVAL, "%s %s: it is %s, not a regular file", flag, path,
                           zc_file_kind(sb.st_mode));
+    /* the writer's own refusals (a dangling link, one another user planted, on the path or on
+     * its way), made now; what the system refuses is said below, as the open finds it */
+    zc_status st = zc_durable_probe(path, err);
+    if (st == ZC_EINVAL) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        return zc_err_set(err, ZC_EINVAL, "%s: %s", flag, why);
+    }
     int fd = open(path, O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC);
     bool created = false;
     if (fd < 0 && errno == ENOENT) {
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         created = fd >= 0;
     }
     if (fd < 0)

@@ -9,7 +9,8 @@
 
 /* Can `path` (of flag) be written when the command ends? Probed now, so that a typo costs
  * nothing: an existing file must open for writing (it is not changed), a new one is created and
- * removed again. */
+ * removed again; a symbolic link gets zc_durable_probe's checks (a dangling one, or one another
+ * user planted in a sticky or world-writable directory, is refused naming it and why). */
 zc_status cli_output_writable(const char *flag, const char *path, zc_err *err);
 
 /* Refuses output `out` (of flag oflag) when it is the same file as input `in` (of flag iflag),

@@ -16,7 +16,9 @@
  * directory stands for its regular files, recursively, sorted by path, hidden ones skipped.
  * Input and output are held in memory. A split of more than a token file's int32 count is
  * refused, saying to prepare the corpus in parts and train on a glob of them; byte-level
- * refuses it from the files' sizes, before reading anything.
+ * refuses it from the files' sizes, before reading anything, and a stream (a pipe, a device)
+ * as it is read, once it passes the limit. A buffer never grows past what the host (or the
+ * memory cgroup) can still give (memory_check_grow): an endless input ends with an error.
  *
  * One process does it all, without MPI (main() runs it before MPI starts: a singleton MPI_Init
  * forks a helper whose argument list, thousands of file names, the kernel refused). Started by
@@ -35,6 +37,7 @@
 #include "cli/bpe_text.h"
 #include "cli/commands.h"
 #include "cli/fail.h"
+#include "cli/memory_check.h"
 #include "cli/output_paths.h"
 #include "cli/relaunch.h"
 #include "models/gpt2/hf_tokenizer.h"
@@ -49,7 +52,9 @@ typedef struct {
     size_t n, cap;
 } tok_vec;
 
-static zc_status tok_reserve(tok_vec *v, size_t more, zc_err *err)
+/* Room for `more` tokens; path: the file being read (for the memory check's message, which
+ * refuses a growth the host cannot give: an endless stream ends with an error). */
+static zc_status tok_reserve(tok_vec *v, size_t more, const char *path, zc_err *err)
 {
     if (more <= v->cap - v->n)
         return ZC_OK;
@@ -59,6 +64,9 @@ static zc_status tok_reserve(tok_vec *v, size_t more, zc_err *err)
             return zc_err_set(err, ZC_ENOMEM, "out of memory after %zu bytes of text", v->n);
         cap *= 2;
     }
+    zc_status st = memory_check_grow("--text", path, v->n, (cap - v->cap) * sizeof *v->tok, err);
+    if (st)
+        return st;
     uint16_t *t = realloc(v->tok, cap * sizeof *t);
     if (!t)
         return zc_err_set(err, ZC_ENOMEM, "out of memory after %zu bytes of text", v->n);
@@ -67,8 +75,13 @@ static zc_status tok_reserve(tok_vec *v, size_t more, zc_err *err)
     return ZC_OK;
 }
 
-/* Appends the bytes of `path` as tokens; *bytes += the file's size. */
-static zc_status append_file(tok_vec *v, const char *path, size_t *bytes, zc_err *err)
+static void split_sizes(uint64_t n, double frac, uint64_t *ntrain, uint64_t *nval);
+static zc_status too_many_tokens(const char *what, uint64_t ntrain, uint64_t nval, zc_err *err);
+
+/* Appends the bytes of `path` as tokens; *bytes += the file's size. Counted as they are read:
+ * once the tokens so far split (by frac) into more than a token file holds — a stream, whose
+ * size no stat gave — it is refused as a regular file that large is, and reading stops. */
+static zc_status append_file(tok_vec *v, const char *path, double frac, size_t *bytes, zc_err *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -77,7 +90,17 @@ static zc_status append_file(tok_vec *v, const char *path, size_t *bytes, zc_err
     zc_status st = ZC_OK;
     size_t got;
     while (!st && (got = fread(buf, 1, sizeof buf, f)) > 0) {
-        st = tok_reserve(v, got, err);
+        uint64_t ntrain, nval;
+        split_sizes((uint64_t)v->n + got, frac, &ntrain, &nval);
+        if (ntrain > INT32_MAX || nval > INT32_MAX) {
+            char what[4300];
+            snprintf(what, sizeof what,
+                     "--text %s: more than %llu bytes read so far (byte-level: one token a byte)",
+                     path, (unsigned long long)(*bytes + got));
+            st = too_many_tokens(what, ntrain, nval, err);
+            break;
+        }
+        st = tok_reserve(v, got, path, err);
         for (size_t i = 0; i < got && !st; i++)
             v->tok[v->n++] = buf[i];
         *bytes += got;
@@ -182,10 +205,10 @@ static zc_status prepare(const char **files, int nfiles, const char *prefix, dou
     size_t bytes = 0;
     zc_status st = check_byte_sizes(files, nfiles, frac, err);
     for (int i = 0; i < nfiles && !st; i++) {
-        if (i > 0 && !(st = tok_reserve(&v, 1, err)))
+        if (i > 0 && !(st = tok_reserve(&v, 1, files[i], err)))
             v.tok[v.n++] = '\n';
         if (!st)
-            st = append_file(&v, files[i], &bytes, err);
+            st = append_file(&v, files[i], frac, &bytes, err);
     }
     if (!st && bytes == 0)
         st = empty_input(files, nfiles, err);

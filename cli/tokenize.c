@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/args.h"
 #include "cli/bpe_text.h"
@@ -20,24 +21,49 @@
 #include "cli/fail.h"
 #include "cli/output_paths.h"
 #include "models/gpt2/llmc_files.h"
+#include "zeroc/durable.h"
 
-static zc_status open_out(const char *path, FILE **f, zc_err *err)
+/* --out: standard output, or a file written whole or not at all through zeroc/durable.h (its
+ * refusals too: a dangling link, one another user planted in /tmp, a FIFO) */
+typedef struct {
+    FILE *f;
+    zc_durable *d; /* NULL for standard output */
+} out_file;
+
+static zc_status open_out(const char *path, out_file *o, zc_err *err)
 {
-    *f = path ? fopen(path, "wb") : stdout;
-    if (!*f)
-        return zc_err_set(err, ZC_EIO, "--out %s: cannot create: %s", path, strerror(errno));
-    return ZC_OK;
+    o->f = stdout;
+    o->d = NULL;
+    if (!path)
+        return ZC_OK;
+    zc_status st = zc_durable_open(&o->d, path, err);
+    if (st) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        return zc_err_set(err, st, "--out: %s", why);
+    }
+    int fd = dup(zc_durable_fd(o->d)); /* fclose closes this one; commit fsyncs the file */
+    o->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!o->f) {
+        st = zc_err_set(err, ZC_EIO, "--out %s: cannot write: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        zc_durable_abort(o->d);
+    }
+    return st;
 }
 
-static zc_status close_out(const char *path, FILE *f, zc_err *err)
+static zc_status close_out(const char *path, out_file *o, zc_err *err)
 {
-    if (f == stdout) /* the check main makes after every command, made here to say it first */
+    if (o->f == stdout) /* the check main makes after every command, made here to say it first */
         return cli_stdout_flush(errno, err);
-    bool bad = ferror(f) != 0;
-    bad = fclose(f) != 0 || bad;
-    if (bad)
+    bool bad = ferror(o->f) != 0;
+    bad = fclose(o->f) != 0 || bad;
+    if (bad) {
+        zc_durable_abort(o->d);
         return zc_err_set(err, ZC_EIO, "%s: write error: %s", path, strerror(errno));
-    return ZC_OK;
+    }
+    return zc_durable_commit(o->d, err);
 }
 
 /* --out may not overwrite what the command reads (checked before anything runs, so the input
@@ -166,13 +192,13 @@ int cmd_tokenize(int argc, char **argv)
     int nthreads = bpe_text_threads(threads);
     if (!st)
         st = bpe_text_encode(&v, docs, (size_t)nfiles, nthreads, -1, &ids, start, &secs, &err);
-    FILE *f = NULL;
+    out_file o;
     if (!st)
-        st = open_out(out, &f, &err);
+        st = open_out(out, &o, &err);
     if (!st) {
         for (int i = 0; i < nfiles; i++)
-            write_ids(f, ids.id + start[i], start[i + 1] - start[i]);
-        st = close_out(out, f, &err);
+            write_ids(o.f, ids.id + start[i], start[i + 1] - start[i]);
+        st = close_out(out, &o, &err);
     }
     if (!st && stats)
         fprintf(stderr,
@@ -300,13 +326,13 @@ int cmd_detokenize(int argc, char **argv)
     size_t len = 0, cap = 0;
     if (!st)
         st = bpe_decode(&v, ids.id, ids.n, &bytes, &len, &cap, &err);
-    FILE *f = NULL;
+    out_file o;
     if (!st)
-        st = open_out(out, &f, &err);
+        st = open_out(out, &o, &err);
     if (!st) {
         if (len)
-            fwrite(bytes, 1, len, f);
-        st = close_out(out, f, &err);
+            fwrite(bytes, 1, len, o.f);
+        st = close_out(out, &o, &err);
     }
     free(bytes);
     bpe_ids_free(&ids);

@@ -6,11 +6,13 @@
  * backward (the engine reduces the gradients and, at the last micro-step, updates the shards),
  * sum the loss over the ranks. The loop knows models only through train_model
  * (cli/train_model.h); everything about ZeRO is the engine's; this file measures and reports. */
+#include <dirent.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
@@ -218,6 +220,46 @@ static zc_status resume_lr(train_run *r, const char *dir, const char *manifest, 
     return ZC_OK;
 }
 
+/* After a rollback into the save directory with --keep (--resume DIR/step-R --save-dir DIR),
+ * names the checkpoints past step R that the first save will prune: the abandoned run's future
+ * (zc_ckpt_save prunes by lineage). dir: the checkpoint resumed, resolved. */
+static void announce_abandoned(const train_run *r, const char *dir)
+{
+    char parent[4200];
+    struct stat a, b;
+    snprintf(parent, sizeof parent, "%s/..", dir);
+    if (r->o.keep <= 0 || !r->o.save_dir || stat(parent, &a) || stat(r->o.save_dir, &b) ||
+        a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+        return;
+    DIR *d = opendir(r->o.save_dir);
+    long long lo = -1, hi = -1, n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        long long s;
+        char tail, man[4400];
+        if (sscanf(e->d_name, "step-%lld%c", &s, &tail) != 1 || s <= r->first_step)
+            continue;
+        snprintf(man, sizeof man, "%s/%s/manifest.json", r->o.save_dir, e->d_name);
+        if (access(man, F_OK))
+            continue;
+        lo = lo < 0 || s < lo ? s : lo;
+        hi = s > hi ? s : hi;
+        n++;
+    }
+    if (d)
+        closedir(d);
+    char range[64];
+    if (n == 1)
+        snprintf(range, sizeof range, "step-%06lld", lo);
+    else
+        snprintf(range, sizeof range, "step-%06lld to step-%06lld", lo, hi);
+    if (n)
+        printf("--keep %d after a rollback to step %lld: %lld checkpoint%s past it (%s), the "
+               "abandoned run's, pruned at the first save; the %d newest of this run's lineage "
+               "(step %lld, the steps before it, and this run's saves) are kept\n",
+               r->o.keep, (long long)r->first_step, n, n == 1 ? "" : "s", range, r->o.keep,
+               (long long)r->first_step);
+}
+
 /* Continues from --resume: the checkpoint's states, its step, a check that it was written for
  * this model, where its data and learning-rate schedule continue. Every rank returns the same
  * status and message (each step agrees, or decides from the manifest every rank read), so one
@@ -233,6 +275,8 @@ static zc_status resume(train_run *r, zc_err *err)
     if (!st) /* what the load did not give: its format, config and producer (each rank reads) */
         st = zc_comm_agree(r->comm, zc_ckpt_manifest_json(dir, &manifest, err),
                            "reading the checkpoint's manifest", err);
+    if (!st) /* the trainer's record range-checked, as `ckpt verify` checks it */
+        st = train_ckpt_check_record(dir, manifest, err);
     if (!st) /* the same on every rank: every rank read the same manifest */
         st = train_ckpt_same_model(dir, client, &r->o, &r->model, err);
     uint64_t tokens = 0;
@@ -273,6 +317,13 @@ static zc_status resume(train_run *r, zc_err *err)
         printf("the checkpoint is at step %lld = --steps: no step to run; the final weights and "
                "the report come from it\n",
                (long long)r->first_step);
+    else if (!st && r->rank == 0 && r->o.save_dir)
+        announce_abandoned(r, dir);
+    else if (!st && r->rank == 0 && !r->o.save_final && !r->o.save_weights)
+        /* a resumed run is continued to be kept (DeepSpeed and HF's Trainer save by default) */
+        printf("warning: no --save-dir, --save-final or --save-weights: steps %lld to %d will "
+               "train and nothing of them will be kept (add --save-dir DIR to keep checkpoints)\n",
+               (long long)r->first_step + 1, r->o.steps);
     return st;
 }
 

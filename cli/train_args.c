@@ -31,8 +31,12 @@ static zc_status probe_dir(const char *flag, const char *dir, bool *made, zc_err
                           strerror(errno));
     snprintf(probe, sizeof probe, "%s/.zeroc-probe-%d", dir, (int)getpid());
     zc_status st = cli_output_writable(flag, probe, err);
-    if (st)
-        snprintf(err->msg, sizeof err->msg, "%s %s: not a directory zeroc can write in", flag, dir);
+    if (st) { /* the reason kept: a planted link on the way, no permission, ... */
+        char why[sizeof err->msg];
+        const char *c = strstr(err->msg, ": cannot write");
+        snprintf(why, sizeof why, "%s", c ? c + 2 : err->msg);
+        zc_err_set(err, st, "%s %s: not a directory zeroc can write in (%.700s)", flag, dir, why);
+    }
     return st;
 }
 
@@ -76,6 +80,14 @@ static zc_status check_outputs(zc_comm *comm, train_opts *o, zc_err *err)
         bool made = false; /* the save directory, first: outputs may lie in it */
         if (!st && o->save_dir)
             st = probe_dir("--save-dir", o->save_dir, &made, err);
+        /* `latest`, rewritten by every save: a link there is checked as any output's (one
+         * another user planted in a shared directory is refused), a FIFO refused */
+        char latest[PATH_MAX + 16];
+        struct stat lsb;
+        if (!st && o->save_dir &&
+            snprintf(latest, sizeof latest, "%s/latest", o->save_dir) < (int)sizeof latest &&
+            !lstat(latest, &lsb) && !S_ISREG(lsb.st_mode))
+            st = cli_output_writable("--save-dir", latest, err);
         for (size_t i = 0; !st && i < nouts; i++)
             for (size_t j = i + 1; !st && j < nouts; j++)
                 st = cli_outputs_distinct(outs[i][0], outs[i][1], outs[j][0], outs[j][1], err);

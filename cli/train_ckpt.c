@@ -259,6 +259,130 @@ static zc_status recorded_seed(const char *dir, const cJSON *root, bool *have, u
     return ZC_OK;
 }
 
+/* The value of it for a message: a number as %.17g, a string quoted, else its JSON kind (the
+ * manifest comes reprinted by cJSON, which writes a number out of a double's range as null). */
+static const char *shown_value(const cJSON *it, char out[96])
+{
+    if (cJSON_IsNumber(it))
+        snprintf(out, 96, "%.17g", it->valuedouble);
+    else if (cJSON_IsString(it))
+        snprintf(out, 96, "\"%.40s\"", it->valuestring);
+    else
+        snprintf(out, 96, "%s",
+                 cJSON_IsBool(it)     ? "a boolean"
+                 : cJSON_IsNull(it)   ? "null (or a number past a double's range, as 1e999)"
+                 : cJSON_IsArray(it)  ? "an array"
+                 : cJSON_IsObject(it) ? "an object"
+                                      : "missing");
+    return out;
+}
+
+/* o[key], when present, an integer in [lo, hi]; *v its value (-1 when absent). */
+static zc_status check_int(const char *path, const char *where, const cJSON *o, const char *key,
+                           double lo, double hi, int64_t *v, zc_err *err)
+{
+    const cJSON *it = item(o, key);
+    *v = -1;
+    if (!it)
+        return ZC_OK;
+    const double x = cJSON_IsNumber(it) ? it->valuedouble : NAN;
+    char b[96];
+    if (!(x >= lo && x <= hi && x == floor(x)))
+        return zc_err_set(err, ZC_EINVAL, "%s: %s%s is %s, expected an integer from %.0f to %.0f",
+                          path, where, key, shown_value(it, b), lo, hi);
+    *v = (int64_t)x;
+    return ZC_OK;
+}
+
+zc_status train_ckpt_check_record(const char *dir, const char *manifest, zc_err *err)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    cJSON *root = cJSON_Parse(manifest);
+    if (!root)
+        return zc_err_set(err, ZC_EINVAL, "%s: not valid JSON", path);
+    const cJSON *client = item(root, "client"), *model = item(client, "model");
+    const cJSON *sched = item(client, "lr_schedule"), *data = item(client, "data");
+    zc_status st = ZC_OK;
+    int64_t step = int_at(root, "step", 0), opt = int_at(root, "optimizer_steps", 0),
+            skipped = int_at(item(root, "loss_scaler"), "skipped", 0), v, tokens, seq_len;
+    char b[96];
+    if (!cJSON_IsString(model)) /* not the trainer's record (a program's own): not ours to judge */
+        goto out;
+    /* the manifest reader checked these three; the trainer counts every step not skipped */
+    if (step >= 0 && opt >= 0 && skipped >= 0 && opt != step - skipped) {
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: optimizer_steps is %lld, expected step %lld - loss_scaler.skipped "
+                        "%lld = %lld (the optimizer steps a run of %lld steps took; Adam's bias "
+                        "correction continues from it)",
+                        path, (long long)opt, (long long)step, (long long)skipped,
+                        (long long)(step - skipped), (long long)step);
+        goto out;
+    }
+    if ((st = check_int(path, "client.", client, "steps_planned", step < 0 ? 0 : (double)step,
+                        INT32_MAX, &v, err)))
+        goto out;
+    if (sched && !cJSON_IsObject(sched)) {
+        st = zc_err_set(err, ZC_EINVAL, "%s: client.lr_schedule is %s, expected an object", path,
+                        shown_value(sched, b));
+        goto out;
+    }
+    const cJSON *next = item(sched, "next_lr");
+    if (next && !(cJSON_IsNumber(next) && isfinite(next->valuedouble) && next->valuedouble >= 0)) {
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: client.lr_schedule.next_lr is %s, expected a finite learning rate "
+                        ">= 0",
+                        path, shown_value(next, b));
+        goto out;
+    }
+    if ((st = check_int(path, "client.lr_schedule.", sched, "warmup", 0, MAX_EXACT, &v, err)) ||
+        (st = check_int(path, "client.lr_schedule.", sched, "position", -MAX_EXACT, MAX_EXACT, &v,
+                        err)))
+        goto out;
+    if (data && !cJSON_IsObject(data)) {
+        st = zc_err_set(err, ZC_EINVAL, "%s: client.data is %s, expected an object", path,
+                        shown_value(data, b));
+        goto out;
+    }
+    if ((st = check_int(path, "client.data.", data, "micro_steps_consumed", 0, MAX_EXACT, &v,
+                        err)) ||
+        (st = check_int(path, "client.data.", data, "tokens_consumed", 0, MAX_EXACT, &tokens,
+                        err)) ||
+        (st = check_int(path, "client.data.", data, "seq_len", 0, INT32_MAX, &seq_len, err)) ||
+        (st = check_int(path, "client.data.", data, "shuffle_order", 0, INT32_MAX, &v, err)))
+        goto out;
+    /* a model of sequences reads seq_len tokens a window (generated data, the MLP's, none) */
+    if (seq_len == 0 && (strcmp(model->valuestring, "mlp") || tokens > 0)) {
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: client.data.seq_len is 0, expected the tokens of one sequence (>= 1) "
+                        "for model %s%s",
+                        path, model->valuestring, tokens > 0 ? " that read tokens" : "");
+        goto out;
+    }
+    const cJSON *shuffle = item(data, "shuffle"), *seed = item(data, "seed");
+    if (shuffle && !cJSON_IsBool(shuffle)) {
+        st = zc_err_set(err, ZC_EINVAL, "%s: client.data.shuffle is %s, expected true or false",
+                        path, shown_value(shuffle, b));
+        goto out;
+    }
+    const char *t = cJSON_IsString(seed) ? seed->valuestring : "";
+    const size_t n = strspn(t, "0123456789");
+    errno = 0;
+    if (cJSON_IsString(seed) && n > 0 && n <= 20 && !t[n])
+        (void)strtoull(t, NULL, 10);
+    if (seed && !(cJSON_IsString(seed) && n > 0 && n <= 20 && !t[n] && errno != ERANGE) &&
+        !(cJSON_IsNumber(seed) && seed->valuedouble >= 0 &&
+          seed->valuedouble <= 18446744073709551615.0 &&
+          seed->valuedouble == floor(seed->valuedouble)))
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: client.data.seed is %s, not the decimal text of a seed in [0, "
+                        "18446744073709551615]",
+                        path, shown_value(seed, b));
+out:
+    cJSON_Delete(root);
+    return st;
+}
+
 /* A shuffled resume: the same seed and the same micro-batch, sequence length and windows a step,
  * on which the order depends (the global batch in tokens is not enough: 2 × 2 windows of 2
  * sequences and 1 × 4 of 4 read as many tokens in other orders). A seed recorded only to a

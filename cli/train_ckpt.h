@@ -35,6 +35,15 @@ char *train_ckpt_client(const train_opts *o, const train_model *m, const char *s
 zc_status train_ckpt_same_model(const char *dir, const char *client, const train_opts *o,
                                 const train_model *m, zc_err *err);
 
+/* The trainer's record in the manifest of the checkpoint in dir (its JSON text) range-checked
+ * against itself, by `ckpt verify` and `ckpt inspect` and before a resume uses it: optimizer_steps
+ * = step - loss_scaler.skipped; steps_planned from step to 2^31 - 1; a finite next_lr >= 0;
+ * integer counters (tokens and micro-steps consumed from 0 to 2^53, seq_len >= 1 for a model of
+ * sequences); shuffle a boolean; the seed the decimal text of one (or, an earlier zeroc's, a
+ * number). ZC_EINVAL naming the file, the field, its value and what was expected. A manifest
+ * without the trainer's record (client.model: a program's own checkpoint) passes. */
+zc_status train_ckpt_check_record(const char *dir, const char *manifest, zc_err *err);
+
 /* Who wrote the checkpoint, for the resume's line: "" when it is this zeroc, else " (written by
  * zeroc VERSION)" or, format 2, " (written by an earlier zeroc: manifest format 2)". */
 void train_ckpt_producer(const char *manifest, char *out, size_t n);

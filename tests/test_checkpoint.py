@@ -225,6 +225,32 @@ def test_export_formats_and_init():
           "--init FILE.safetensors did not give the exported weights")
 
 
+def test_init_offsets_out_of_range():
+    """--init FILE.safetensors whose data_offsets hold a number past a double's range (1e400,
+    which reads as infinity) or a string is refused naming the tensor and the values as out of
+    range (it said the tensor had no data_offsets)."""
+    d = H_.path("ck-offsets")
+    train(1, "offsets", *MLP, "--steps", 1, "--save-dir", d)
+    src = H_.path("offsets.safetensors")
+    H_.run(1, "ckpt", "export", d, "--out", src)
+    raw = open(src, "rb").read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header, body = json.loads(raw[8:8 + n]), raw[8 + n:]
+    name = next(k for k in header if k != "__metadata__")
+    end = header[name]["data_offsets"][1]
+    for tag, first, shown in (("inf", "1e400", "[inf, "), ("str", '"0"', "[a string, ")):
+        h = dict(header)
+        h[name] = dict(header[name], data_offsets=["FIRST", end])
+        text = json.dumps(h).replace('"FIRST"', first).encode()
+        text += b" " * (-len(text) % 8)
+        bad = H_.path(f"offsets-{tag}.safetensors")
+        with open(bad, "wb") as f:
+            f.write(struct.pack("<Q", len(text)) + text + body)
+        _, p = train(1, f"offsets-{tag}", *MLP, "--steps", 1, "--init", bad, ok=False)
+        check(p.returncode == 1 and f"tensor '{name}' has data_offsets {shown}" in p.stderr and
+              "expected two integer byte offsets" in p.stderr, f"{tag}: {p.stderr[-400:]!r}")
+
+
 def test_export_memory_124m():
     """Exporting a 124M-shape checkpoint streams: peak RSS under 1.5 × the largest tensor
     (wte, 50304 × 768 fp32 = 154.5 MB) + 64 MB."""
@@ -463,6 +489,133 @@ def test_resume_without_latest():
           f"resumed at --steps: exit {p.returncode}, {p.stdout[-300:]!r} {p.stderr[-300:]!r}")
     _, p = train(1, "nl-past", *MLP, "--steps", 5, "--resume", d, ok=False)
     check(p.returncode == 1 and "at step 6, past --steps 5" in p.stderr, f"past: {p.stderr!r}")
+
+
+def test_resume_keeping_nothing_warns():
+    """--resume without --save-dir, --save-final or --save-weights trains and keeps nothing: the
+    run says so in a warning line before step 1 (it said nothing) and still exits 0; with any of
+    them, or at --steps (no step to run), there is no warning."""
+    d = H_.path("ck-keep-nothing")
+    train(1, "kn-first", *MLP, "--steps", 2, "--save-dir", d)
+    want = ("warning: no --save-dir, --save-final or --save-weights: steps 3 to 5 will train and "
+            "nothing of them will be kept")
+    _, p = train(1, "kn-bare", *MLP, "--steps", 5, "--resume", d)
+    lines = p.stdout.splitlines()
+    at = [i for i, line in enumerate(lines) if line.startswith(want)]
+    first = [i for i, line in enumerate(lines) if line.startswith("step ")]
+    check(p.returncode == 0 and at and first and at[0] < first[0],
+          f"resumed keeping nothing: exit {p.returncode}, {p.stdout[-600:]!r}")
+    for extra in (["--save-weights", H_.path("kn.safetensors")], ["--save-dir", d]):
+        _, p = train(1, "kn-kept", *MLP, "--steps", 5, "--resume", d, *extra)
+        check(p.returncode == 0 and "warning: no --save-dir" not in p.stdout,
+              f"resumed with {extra[0]}: exit {p.returncode}, {p.stdout[-400:]!r}")
+    _, p = train(1, "kn-done", *MLP, "--steps", 5, "--resume", d)
+    check(p.returncode == 0 and "no step to run" in p.stdout and "warning: no --save-dir" not in
+          p.stdout, f"resumed at --steps: {p.stdout[-400:]!r}")
+
+
+def test_keep_after_rollback():
+    """--keep prunes by lineage: a run saving every step to 10, rolled back to step 3 into the
+    same directory with --keep 3, keeps steps 3, 4 and 5 of the live run once it has saved 4 and
+    5 (the old rule deleted 3, 4 and 5 and kept the abandoned 8-10: no rolling back again); the
+    abandoned future (steps 4-10 of the first run) is named at the start and pruned at the first
+    save, and the kept steps resume. With --save-every 5 the abandoned step 4 between the resume
+    point and the first save goes too: step 3 and the run's step 5 stay."""
+    d = H_.path("ck-rollback")
+    train(1, "rb-first", *MLP, "--steps", 10, "--save-dir", d, "--save-every", 1)
+    _, p = train(1, "rb-back", *MLP, "--steps", 5, "--save-dir", d, "--save-every", 1,
+                 "--keep", 3, "--resume", os.path.join(d, "step-000003"))
+    steps = sorted(e for e in os.listdir(d) if e.startswith("step-"))
+    check(steps == ["step-000003", "step-000004", "step-000005"],
+          f"--keep 3 after the rollback left {steps}")
+    check("7 checkpoints past it (step-000004 to step-000010), the abandoned run's, pruned at "
+          "the first save" in p.stdout, f"the abandoned future was not named: {p.stdout[:800]!r}")
+    with open(os.path.join(d, "latest")) as f:
+        check(f.read().strip() == "step-000005", "latest is not the live run's step 5")
+    _, p = train(1, "rb-again", *MLP, "--steps", 4, "--resume", os.path.join(d, "step-000003"))
+    check(p.returncode == 0, f"rolling back again to step 3: {p.stderr[-400:]!r}")
+    e = H_.path("ck-rollback-every")
+    train(1, "rb-every-first", *MLP, "--steps", 10, "--save-dir", e, "--save-every", 1)
+    train(1, "rb-every-back", *MLP, "--steps", 5, "--save-dir", e, "--save-every", 5, "--keep",
+          2, "--resume", os.path.join(e, "step-000003"))
+    steps = sorted(x for x in os.listdir(e) if x.startswith("step-"))
+    check(steps == ["step-000003", "step-000005"], f"--save-every 5 --keep 2 left {steps}")
+
+
+def test_trainer_record_ranges():
+    """The trainer's record in a manifest is range-checked, its checksum recomputed after each
+    edit: verify, inspect and --resume refuse (exit 1, naming the field and its value) a
+    tokens_consumed of -1 or 1e30, optimizer_steps 1 at step 3 (nothing skipped: Adam's bias
+    correction would restart), next_lr 1e999 or "x", seed "abc", seq_len 0 (GPT-2),
+    steps_planned -1 or below the step — all were accepted, verify calling them correct. The
+    manifest names the optimizer as configured (AdamW; Adam for --optimizer Adam: it said Adam
+    for both), inspect shows it, and a manifest of an earlier zeroc saying Adam for an AdamW run
+    still verifies and resumes."""
+    base = H_.path("ck-ranges")
+    train(1, "ranges", *gpt2_args(), "--steps", 3, "--save-dir", base)
+    ck = os.path.join(base, "step-000003")
+    m0 = json.load(open(os.path.join(ck, "manifest.json")))
+    check(m0["optimizer"]["type"] == "AdamW", f"optimizer recorded as {m0['optimizer']}")
+    p = subprocess.run([H_.zeroc, "ckpt", "inspect", base], capture_output=True, text=True)
+    check(p.returncode == 0 and "optimizer AdamW" in p.stdout, f"inspect: {p.stdout!r}")
+
+    def data(key, v):
+        return lambda m: m["client"]["data"].__setitem__(key, v)
+
+    def sched(key, v):
+        return lambda m: m["client"]["lr_schedule"].__setitem__(key, v)
+
+    cases = [  # name, edit, needles, resumed too
+        ("tokens-neg", data("tokens_consumed", -1), ["client.data.tokens_consumed", "-1"], True),
+        ("tokens-huge", data("tokens_consumed", 1e30), ["client.data.tokens_consumed", "1e+30"],
+         False),
+        ("opt-steps", lambda m: m.__setitem__("optimizer_steps", 1),
+         ["optimizer_steps is 1", "expected step 3"], True),
+        ("next-lr-inf", sched("next_lr", 1e999), ["client.lr_schedule.next_lr", "1e999"], True),
+        ("next-lr-str", sched("next_lr", "x"), ["client.lr_schedule.next_lr", '"x"'], False),
+        ("seed", data("seed", "abc"), ["client.data.seed", '"abc"'], True),
+        ("seq-len", data("seq_len", 0), ["client.data.seq_len is 0", "gpt2"], True),
+        ("planned-neg", lambda m: m["client"].__setitem__("steps_planned", -1),
+         ["client.steps_planned", "-1"], True),
+        ("planned-low", lambda m: m["client"].__setitem__("steps_planned", 2),
+         ["client.steps_planned", "from 3"], False),
+    ]
+    for name, fn, needles, resumed in cases:
+        d = H_.path("ck-ranges-" + name)
+        shutil.rmtree(d, ignore_errors=True)
+        shutil.copytree(base, d)
+        c = os.path.join(d, "step-000003")
+        m = json.load(open(os.path.join(c, "manifest.json")))
+        fn(m)
+        with open(os.path.join(c, "manifest.json"), "w") as f:
+            f.write(json.dumps(m, indent=1).replace("Infinity", "1e999"))
+        rehash(c)
+        runs = [(v, subprocess.run([H_.zeroc, "ckpt", v, d], capture_output=True, text=True))
+                for v in ("verify", "inspect")]
+        if resumed:
+            runs.append(("--resume", train(1, f"ranges-r-{name}", *gpt2_args(), "--steps", 5,
+                                           "--resume", d, ok=False)[1]))
+        for what, p in runs:
+            check(p.returncode == 1 and "manifest.json" in p.stderr and
+                  all(n in p.stderr for n in needles) and "step " not in p.stdout,
+                  f"{name}: {what}: exit {p.returncode}, {p.stderr!r}")
+    # an earlier zeroc's manifest: Adam for an AdamW run
+    d = H_.path("ck-ranges-adam-name")
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(base, d)
+    c = os.path.join(d, "step-000003")
+    m = json.load(open(os.path.join(c, "manifest.json")))
+    m["optimizer"]["type"] = "Adam"
+    json.dump(m, open(os.path.join(c, "manifest.json"), "w"), indent=1)
+    rehash(c)
+    p = subprocess.run([H_.zeroc, "ckpt", "verify", d], capture_output=True, text=True)
+    check(p.returncode == 0, f"an earlier manifest's Adam: verify {p.stderr!r}")
+    _, p = train(1, "ranges-adam-name", *gpt2_args(), "--steps", 4, "--resume", d, ok=False)
+    check(p.returncode == 0, f"an earlier manifest's Adam: resume {p.stderr[-400:]!r}")
+    adam = H_.path("ck-ranges-adam")
+    train(1, "ranges-adam", *gpt2_args(), "--steps", 1, "--optimizer", "Adam", "--save-dir", adam)
+    m = json.load(open(os.path.join(adam, "step-000001", "manifest.json")))
+    check(m["optimizer"]["type"] == "Adam", f"--optimizer Adam recorded as {m['optimizer']}")
 
 
 def test_save_verified_before_saved():
@@ -981,7 +1134,8 @@ def test_resume_earlier_format():
 TESTS = [test_exact_resume, test_crash_during_save, test_crash_resaving_a_step, test_reshard, test_export_safetensors,
          test_export_formats_and_init, test_export_memory_124m, test_corruption, test_full_disk,
          test_resume_other_shape, test_save_dir_locked, test_save_dir_not_shared,
-         test_resume_without_latest,
+         test_resume_without_latest, test_resume_keeping_nothing_warns, test_keep_after_rollback,
+         test_trainer_record_ranges, test_init_offsets_out_of_range,
          test_save_verified_before_saved, test_manifest_edits, test_stop_signal_saves,
          test_resume_data_position, test_resume_earlier_format]
 

@@ -2,7 +2,8 @@
  * or with every byte written but before the commit) leaves the old file intact; a commit
  * replaces it whole; abort and failures leave it alone; writes at offsets land where asked; two
  * writers of one path never share a temporary file; a new file's mode is 0666 less the umask,
- * and a replaced file keeps its own mode (0600 stays 0600, 0664 keeps its group write). */
+ * and a replaced file keeps its own mode (0600 stays 0600, 0664 keeps its group write); a dangling
+ * link is refused; a name that became a FIFO before the commit is not replaced. */
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
@@ -147,6 +148,24 @@ int main(void)
     st = zc_durable_write_file(into_dir, "x", 1, &err);
     CHECK(st != ZC_OK && strstr(err.msg, into_dir) && strstr(err.msg, "is a directory"),
           "over a directory: %d %s", st, err.msg);
+
+    /* a dangling link is refused, its target not created; a name that becomes a FIFO between
+     * the open and the commit is not replaced (the commit looks at it again) */
+    char link[600], gone[600], late[600];
+    snprintf(link, sizeof link, "%s/dangling.bin", dir);
+    snprintf(gone, sizeof gone, "%s/gone.bin", dir);
+    CHECK(!symlink("gone.bin", link), "symlink");
+    st = zc_durable_write_file(link, "x", 1, &err);
+    CHECK(st != ZC_OK && strstr(err.msg, link) && strstr(err.msg, "dangling") &&
+              access(gone, F_OK) != 0,
+          "a dangling link: %d %s", st, err.msg);
+    snprintf(late, sizeof late, "%s/late.bin", dir);
+    CHECK(!zc_durable_open(&f, late, &err), "open: %s", err.msg);
+    CHECK(!mkfifo(late, 0600), "mkfifo");
+    st = zc_durable_commit(f, &err);
+    CHECK(st != ZC_OK && strstr(err.msg, "FIFO") && !lstat(late, &sb) && S_ISFIFO(sb.st_mode) &&
+              entries(&temps) > 0 && temps == 2,
+          "a FIFO put in place before the commit: %d %s", st, err.msg);
 
     /* clean up: the killed writers' temporary files, the target */
     DIR *d = opendir(dir);

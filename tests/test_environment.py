@@ -5,10 +5,13 @@ its share of the cores and are named in the threads line; ranks confined togethe
 smaller than the host split it instead of each taking all of it; `ulimit -v` / `ulimit -d` too
 small for the run are refused before step 1 by the memory check, naming the limit; a save past
 `ulimit -f` fails with a message and leaves the earlier checkpoint as it was; a umask of 002 gives
-group-writable save directories and files, and a rewritten 0600 report stays 0600; a report
+group-writable save directories and files, and a rewritten 0600 report stays 0600; a typo in
+ZEROC_GEMM, ZEROC_GEMM_ISA or ZEROC_SIMD is refused naming the values accepted; an endless
+input stream in a small memory cgroup is refused, not OOM-killed; a report
 whose file name is not UTF-8 still plots to well-formed XML. Prints "N passed, N failed".
 
 Usage: test_environment.py ZEROC_BINARY MPIRUN_SH [test-name ...]"""
+import json
 import os
 import re
 import resource
@@ -246,6 +249,73 @@ def test_umask_modes():
           f"{p.stderr[-800:]}")
 
 
+def test_kernel_variables_checked():
+    """A value of ZEROC_GEMM, ZEROC_GEMM_ISA or ZEROC_SIMD zeroc does not know (a typo) refuses
+    train, sample and analyze before any rank starts: exit 1, one line naming the variable, the
+    value and the values accepted (it was ignored: the default kernels ran without a word); on 2
+    ranks too. An empty value counts as unset; each accepted value still runs."""
+    cases = (("ZEROC_GEMM", "portabel", "expected portable"),
+             ("ZEROC_GEMM_ISA", "avx3", "expected avx2, avx512_core, avx512_core_bf16, "
+                                        "avx512_core_amx"),
+             ("ZEROC_SIMD", "avx3", "expected avx512, avx2, portable"),
+             ("ZEROC_SIMD", "AVX2", "expected avx512, avx2, portable"))
+    for var, value, accepted in cases:
+        for args, ranks in ((MLP, None), (MLP, 2), (["analyze", "--hidden", 16, "--layers", 2,
+                                                      "--steps", 1], None),
+                            (["sample", "--init", "none.bin"], None)):
+            p = zeroc(*args, ranks=ranks, env={var: value})
+            want = f"{var}=\"{value}\" is not a value zeroc knows: {accepted}"
+            mine = [line for line in p.stderr.splitlines() if line.startswith("zeroc: error:")]
+            check(p.returncode != 0 and mine and want in mine[0] and "step" not in p.stdout,
+                  f"{var}={value} {args[0]} on {ranks}: {p.returncode} {p.stderr[-600:]!r}")
+    for var, value in (("ZEROC_SIMD", ""), ("ZEROC_GEMM", ""), ("ZEROC_SIMD", "portable"),
+                       ("ZEROC_GEMM", "portable"), ("ZEROC_GEMM_ISA", "avx2")):
+        p = zeroc(*MLP, env={var: value})
+        check(p.returncode == 0, f"{var}={value!r}: {p.returncode} {p.stderr[-600:]!r}")
+
+
+def test_endless_streams_refused():
+    """An endless input (/dev/zero, a pipe through bash's <(...)) to prepare (byte-level and
+    GPT-2), tokenize --text and detokenize --in, in a 200 MB memory cgroup: each exits 1 at once
+    with a message naming the input, what was read and the cgroup's room (they were OOM-killed
+    with no word). Needs root (tests/memcap.sh): skipped otherwise."""
+    if os.geteuid() != 0:
+        print("  skipped: needs root for a memory cgroup")
+        return
+    capped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "memcap.sh")
+    vocab = H_.path("stream-vocab")
+    os.makedirs(vocab, exist_ok=True)
+    bs = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)]
+    cs = bs[:]
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + len(cs) - 188)
+    enc = {chr(c): b for b, c in zip(bs, cs)}
+    enc["hi"] = 256
+    enc["<|endoftext|>"] = 257  # prepare puts it before each document
+    with open(os.path.join(vocab, "encoder.json"), "w") as f:
+        json.dump(enc, f)
+    with open(os.path.join(vocab, "vocab.bpe"), "w") as f:
+        f.write("#version: 0.2\nh i\n")
+    out = H_.path("stream-out")
+    z = H_.zeroc
+    cases = [([z, "prepare", "--text", "/dev/zero", "--out", out], "--text /dev/zero"),
+             (["bash", "-c", f'exec "$0" prepare --text <(cat /dev/zero) --out {out}', z],
+              "--text /dev/fd/"),
+             ([z, "prepare", "--tokenizer", "gpt2", "--vocab", vocab, "--text", "/dev/zero",
+               "--out", out], "--text /dev/zero"),
+             ([z, "tokenize", "--vocab", vocab, "--text", "/dev/zero"], "--text /dev/zero"),
+             ([z, "detokenize", "--vocab", vocab, "--in", "/dev/zero"], "--in /dev/zero")]
+    for cmd, named in cases:
+        p = subprocess.run([capped, str(200 << 20), *cmd], capture_output=True, text=True,
+                           timeout=120)
+        check(p.returncode == 1 and named in p.stderr and "not at its end" in p.stderr and
+              "memory cgroup" in p.stderr, f"{cmd[1:4]}: exit {p.returncode} {p.stderr[-500:]!r}")
+    check(not [f for f in os.listdir(H_.tmp) if f.startswith("stream-out")],
+          f"an output was written: {os.listdir(H_.tmp)}")
+
+
 def test_plot_invalid_utf8():
     """A report whose file name holds bytes that are not UTF-8 (0xff, a sequence cut short)
     and a control character plots to an SVG that parses as XML, with U+FFFD where they were
@@ -273,7 +343,8 @@ def test_plot_invalid_utf8():
 
 
 TESTS = [test_threads_environment, test_threads_cpuset, test_memory_limits,
-         test_file_size_limit, test_umask_modes, test_plot_invalid_utf8]
+         test_file_size_limit, test_umask_modes, test_kernel_variables_checked,
+         test_endless_streams_refused, test_plot_invalid_utf8]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

@@ -600,12 +600,60 @@ def test_one_process_commands():
     check(p.stdout.count("zeroc ckpt inspect DIR") == 1, f"ckpt --help on 2 ranks: {p.stdout!r}")
 
 
+def test_estimate_advice_fits_flags():
+    """When no stage fits --mem-per-rank, the advice names only what would shrink a rank's total:
+    never --activation-checkpointing when it is given, nor more ranks (or offload) when a rank's
+    activations alone exceed the limit; the micro-batch it would lower is named (it advised all
+    three whatever the flags)."""
+    gpt2 = ["--model", "gpt2", "--layers", 12, "--channels", 768]
+    cases = (([*gpt2, "--activation-checkpointing", "--micro-batch", 64, "--mem-per-rank", "4G"],
+              ["lower --micro-batch (64)"], ["--activation-checkpointing", "add ranks", "NVMe"]),
+             ([*gpt2, "--mem-per-rank", "1G"], ["use --activation-checkpointing"],
+              ["add ranks"]),
+             (["--params", "10B", "--mem-per-rank", "4G"], ["add ranks", "offload to NVMe"],
+              ["--activation-checkpointing", "--micro-batch"]),
+             ([*gpt2, "--activation-checkpointing", "--micro-batch", 1, "--mem-per-rank", "1M"],
+              ["activations alone exceed it"], ["add ranks", "--micro-batch ("]))
+    for args, want, not_want in cases:
+        p = subprocess.run([H_.zeroc, "estimate", *map(str, args)], capture_output=True,
+                           text=True, timeout=60)
+        line = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
+        check(p.returncode == 0 and line.startswith("no stage fits") and
+              all(w in line for w in want) and not any(w in line for w in not_want),
+              f"estimate {args}: {p.returncode} {line!r} {p.stderr[-300:]!r}")
+
+
+def test_estimate_train_flags():
+    """A train line's --stage and --nvme-path work in estimate (they were unknown flags): --stage
+    marks its row and, with --mem-per-rank, says whether it fits (--json: stage_given);
+    --nvme-path is accepted beside an NVMe offload and refused without one, as train refuses it;
+    --stage 4 is refused naming the range."""
+    mlp = ["--model", "mlp", "--hidden", 256, "--layers", 2]
+    p = subprocess.run([H_.zeroc, "estimate", *map(str, mlp), "--stage", "3",
+                        "--offload-optimizer", "nvme", "--nvme-path", H_.tmp, "--mem-per-rank",
+                        "1G"],
+                       capture_output=True, text=True, timeout=60)
+    rows = [line for line in p.stdout.splitlines() if line.endswith("<- --stage")]
+    check(p.returncode == 0 and len(rows) == 1 and rows[0].split()[0] == "3" and
+          "--stage 3: " in p.stdout and "within --mem-per-rank 1G" in p.stdout,
+          f"--stage 3: {p.returncode} {p.stdout[-600:]!r} {p.stderr!r}")
+    j = H_.estimate(*mlp, "--stage", 2)
+    check(j.get("stage_given") == 2, f"--json: stage_given {j.get('stage_given')}")
+    for args, needle in ((["--stage", 4], "--stage must be 0 to 3, got 4"),
+                         (["--nvme-path", H_.tmp], "--nvme-path applies only to an offload to "
+                                                   "NVMe")):
+        p = subprocess.run([H_.zeroc, "estimate", *map(str, mlp), *map(str, args)],
+                           capture_output=True, text=True, timeout=60)
+        check(p.returncode == 1 and needle in p.stderr, f"{args}: {p.returncode} {p.stderr!r}")
+
+
 TESTS = [test_estimate_matches_mlp, test_estimate_matches_persistence, test_estimate_matches_gpt2_tiny, test_estimate_matches_mixed,
          test_estimate_matches_gpt2_124m, test_analyze_experiment, test_estimate_bad_input, test_analyze_bad_input,
          test_estimate_huge_sizes, test_estimate_matches_zero_pp_hosts,
          test_estimate_matches_grad_accum, test_estimate_matches_reduce_bucket,
          test_estimate_matches_offload_ratio, test_estimate_optimizer_as_train,
-         test_cli_flags_named, test_one_process_commands]
+         test_cli_flags_named, test_one_process_commands, test_estimate_advice_fits_flags,
+         test_estimate_train_flags]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

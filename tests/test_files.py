@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """test_files.py — what zeroc does with files that are not plain files (python3 stdlib): inputs
 that are FIFOs (a checkpoint's latest, manifest.json or manifest.sha256, a plot report, --init
-safetensors or llm.c files, --data) are refused at once, naming the path and what it is, instead
+safetensors or llm.c files, --data, a --vocab directory's files) are refused at once, naming the path and what it is, instead
 of blocking forever; outputs through a symbolic link replace the file it points at and leave the
-link a link; outputs onto a device or a FIFO are refused with nothing written; a manifest with a
+link a link, but a dangling link, or one another user planted in a sticky directory, is refused
+with its target untouched; outputs onto a device or a FIFO are refused with nothing written; a manifest with a
 parameter name twice is refused; manifest.sha256 as any sha256sum writes it is accepted; `zeroc
 plot DIR` says DIR is a directory; standard output that cannot be written fails the command, and
 the exit codes of a usage error. Prints "N passed, N failed".
@@ -126,14 +127,14 @@ def test_fifo_manifest_files():
 
 def test_fifo_latest():
     """A FIFO as a save directory's `latest`: inspect, verify and --resume exit non-zero at once,
-    naming the directory."""
+    naming it and that it is a FIFO (they said the directory had no latest)."""
     d = H_.path("fifo-latest")
     shutil.rmtree(d, ignore_errors=True)
     shutil.copytree(save_dir(), d)
     fifo(os.path.join(d, "latest"))
-    refused(run("ckpt", "inspect", d), d)
-    refused(run("ckpt", "verify", d), d)
-    refused(run("train", *M, "--steps", 3, "--resume", d, n=1), d)
+    refused(run("ckpt", "inspect", d), d, "latest", "FIFO")
+    refused(run("ckpt", "verify", d), d, "latest", "FIFO")
+    refused(run("train", *M, "--steps", 3, "--resume", d, n=1), d, "latest", "FIFO")
 
 
 def test_fifo_plot_report():
@@ -161,15 +162,15 @@ def test_fifo_init_and_data():
 def test_output_through_symlink():
     """An export, a --report and a --save-weights written to a symbolic link replace the file the
     link points at (relative or absolute, through a chain of links) and leave the link a link; a
-    dangling link gets its target created; one whose target's directory is missing is refused."""
+    dangling link is refused, naming it, and its target is not created (as cp refuses to write
+    through one; it was created), as is one whose target's directory is missing."""
     d = save_dir()
     plain = H_.path("plain.safetensors")
     run("ckpt", "export", d, "--out", plain)
     want = open(plain, "rb").read()
     os.makedirs(H_.path("targets"), exist_ok=True)
     cases = (("rel", "targets/rel.safetensors", True),      # relative, existing
-             ("abs", H_.path("targets/abs.safetensors"), True),  # absolute, existing
-             ("dangling", "targets/new.safetensors", False))  # created
+             ("abs", H_.path("targets/abs.safetensors"), True))  # absolute, existing
     for tag, target, existing in cases:
         tpath = target if os.path.isabs(target) else H_.path(target)
         if existing:
@@ -190,6 +191,15 @@ def test_output_through_symlink():
           os.path.islink(H_.path("link-rel.safetensors")) and
           open(H_.path("targets/rel.safetensors"), "rb").read() == want,
           f"a chain of links: {r.stderr!r}")
+    dangling = H_.path("link-dangling.safetensors")
+    os.symlink("targets/new.safetensors", dangling)
+    refused(run("ckpt", "export", d, "--out", dangling), dangling, "dangling")
+    check(not os.path.lexists(H_.path("targets/new.safetensors")),
+          "a dangling link's target was created")
+    # train's early check says why (it said "cannot write there: File exists")
+    r = run("train", *M, "--steps", 1, "--report", dangling, n=1, timeout=300)
+    refused(r, dangling, "dangling")
+    check("File exists" not in r.stderr, f"train --report onto a dangling link: {r.stderr!r}")
     nodir = H_.path("link-nodir.safetensors")
     os.symlink("no-such-dir/x.safetensors", nodir)
     refused(run("ckpt", "export", d, "--out", nodir), nodir, "no-such-dir")
@@ -208,6 +218,168 @@ def test_output_through_symlink():
               f"train {flag}: the link was replaced or its target not written")
     check(not [f for f in os.listdir(H_.path("targets")) if ".tmp-" in f],
           f"temporary files left: {os.listdir(H_.path('targets'))}")
+
+
+def as_nobody(*cmd):
+    """Runs cmd as uid/gid 65534 (nobody), with no supplementary groups."""
+    subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *cmd],
+                   check=True, capture_output=True, text=True, timeout=QUICK)
+
+
+def byte_vocab(d):
+    """A GPT-2-format vocabulary in directory d: the 256 byte tokens and one merge ("h i")."""
+    os.makedirs(d, exist_ok=True)
+    bs = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)]
+    cs = bs[:]
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + len(cs) - 188)
+    enc = {chr(c): b for b, c in zip(bs, cs)}
+    enc["hi"] = 256
+    with open(os.path.join(d, "encoder.json"), "w") as f:
+        json.dump(enc, f)
+    with open(os.path.join(d, "vocab.bpe"), "w") as f:
+        f.write("#version: 0.2\nh i\n")
+    return d
+
+
+def test_planted_links_refused():
+    """In a sticky world-writable directory (as /tmp), a symbolic link another user planted at an
+    output path — dangling, or pointing at an existing file of ours — is refused by every writer
+    (train --report, --save-dir's latest, ckpt export --out, plot --out, tokenize --out, prepare
+    --out), or as a directory on the way to it: exit non-zero, a message naming the link and that
+    another user owns it; the target is neither created nor changed (each was written through the
+    link, exit 0). Our own link there to our own file is still written through. Needs root (to plant as uid 65534): skipped otherwise."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        print("  skipped: needs root and setpriv to plant links as another user")
+        return
+    os.chmod(H_.tmp, 0o711)  # nobody may reach the shared directories, not list ours
+    shared = H_.path("shared")
+    shutil.rmtree(shared, ignore_errors=True)
+    os.makedirs(shared)
+    os.chmod(shared, 0o1777)
+    victim = H_.path("victim")
+    shutil.rmtree(victim, ignore_errors=True)
+    os.makedirs(victim)
+    report = H_.path("planted-report.json")
+    H_.run(1, "train", *M, "--steps", 2, "--report", report)
+    text = H_.path("planted.txt")
+    with open(text, "w") as f:
+        f.write("hi there, " * 50)
+    vocab = byte_vocab(H_.path("byte-vocab"))
+    ck = save_dir()
+
+    def plant(name, target):
+        link = os.path.join(shared, name)
+        if os.path.lexists(link):
+            os.remove(link)
+        as_nobody("ln", "-s", target, link)
+        check(os.lstat(link).st_uid == 65534, f"{link}: not planted as uid 65534")
+        return link
+
+    def outputs():
+        """(tag, output name in shared, command given the output path, name the command writes)"""
+        return (("report", "r.json", lambda o: ["train", *M, "--steps", 1, "--report", o], None),
+                ("export", "e.safetensors", lambda o: ["ckpt", "export", ck, "--out", o], None),
+                ("plot", "p.svg", lambda o: ["plot", report, "--out", o], None),
+                ("tokenize", "t.txt", lambda o: ["tokenize", "--vocab", vocab, "--text", text,
+                                                 "--out", o], None),
+                ("prepare", "d", lambda o: ["prepare", "--text", text, "--out", o], "d_train.bin"))
+
+    for existing in (False, True):
+        for tag, name, cmd, written in outputs():
+            target = os.path.join(victim, f"{tag}-{existing}")
+            if existing:
+                with open(target, "w") as f:
+                    f.write("precious")
+            out = os.path.join(shared, name)
+            link = plant(written or name, target)
+            r = run(*cmd(out), n=1 if tag == "report" else None, timeout=300)
+            refused(r, link, "another user", "sticky")
+            if existing:
+                check(open(target, "rb").read() == b"precious",
+                      f"{tag}: the link's target was changed")
+            else:
+                check(not os.path.lexists(target), f"{tag}: the link's target was created")
+            check(os.path.islink(link), f"{tag}: the planted link was replaced")
+            os.remove(link)
+            if os.path.lexists(target):
+                os.remove(target)
+    # --save-dir's latest: a save directory in the shared directory, latest planted there
+    sd = os.path.join(shared, "ck")
+    os.makedirs(sd)
+    os.chmod(sd, 0o1777)
+    for existing in (False, True):
+        target = os.path.join(victim, f"latest-{existing}")
+        if existing:
+            with open(target, "w") as f:
+                f.write("precious")
+        link = plant("ck/latest", target)
+        r = run("train", *M, "--steps", 1, "--save-dir", sd, n=1, timeout=300)
+        refused(r, link, "another user")
+        check(open(target, "rb").read() == b"precious" if existing
+              else not os.path.lexists(target),
+              f"--save-dir latest (existing {existing}): the link's target was written")
+        check(not [e for e in os.listdir(sd) if e.startswith("step-")],
+              f"--save-dir: a checkpoint was saved: {os.listdir(sd)}")
+        os.remove(link)
+    # a directory on the way that is a planted link (followed by the kernel unless
+    # fs.protected_symlinks is on): shared/d -> victim, the output shared/d/NAME
+    dlink = plant("dirlink", victim)
+    for tag, name, cmd, written in outputs():
+        out = os.path.join(dlink, name)
+        r = run(*cmd(out), n=1 if tag == "report" else None, timeout=300)
+        refused(r, dlink, "another user")
+        check(not os.path.lexists(os.path.join(victim, written or name)),
+              f"{tag}: written through the planted directory link")
+    before = sorted(os.listdir(victim))
+    r = run("train", *M, "--steps", 1, "--save-dir", dlink, n=1, timeout=300)
+    refused(r, dlink, "another user")
+    check(sorted(os.listdir(victim)) == before,
+          f"--save-dir through a planted link wrote {sorted(os.listdir(victim))}")
+    os.remove(dlink)
+    # our own link in the shared directory, to our own file: written through as before
+    mine = os.path.join(victim, "mine.svg")
+    with open(mine, "w") as f:
+        f.write("old")
+    own = os.path.join(shared, "own.svg")
+    os.symlink(mine, own)
+    r = run("plot", report, "--out", own)
+    check(r.returncode == 0 and os.path.islink(own) and open(mine).read().startswith("<"),
+          f"our own link in a sticky directory: {r.returncode} {r.stderr!r}")
+
+
+def test_fifo_vocab():
+    """A FIFO in a --vocab directory, named as a vocabulary file (encoder.json, vocab.bpe,
+    vocab.json, merges.txt, gpt2_tokenizer.bin): tokenize and detokenize exit non-zero at once,
+    naming the file and that it is a FIFO (tokenize waited on encoder.json forever)."""
+    good = byte_vocab(H_.path("fifo-vocab-good"))
+    for name, cmd in (("encoder.json", "tokenize"), ("vocab.bpe", "tokenize"),
+                      ("vocab.json", "tokenize"), ("merges.txt", "tokenize"),
+                      ("gpt2_tokenizer.bin", "detokenize")):
+        d = H_.path(f"fifo-vocab-{name}")
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        if name in ("encoder.json", "vocab.bpe"):  # its partner a regular file
+            shutil.copy(os.path.join(good, "vocab.bpe" if name == "encoder.json" else
+                                     "encoder.json"), d)
+        elif name in ("vocab.json", "merges.txt"):
+            shutil.copy(os.path.join(good, "vocab.bpe" if name == "vocab.json" else
+                                     "encoder.json"),
+                        os.path.join(d, "merges.txt" if name == "vocab.json" else "vocab.json"))
+        path = fifo(os.path.join(d, name))
+        p = subprocess.Popen([H_.zeroc, cmd, "--vocab", d], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        try:
+            _, err = p.communicate("hi\n" if cmd == "tokenize" else "1 2\n", timeout=QUICK)
+            r = Result([cmd, "--vocab", d], p.returncode, "", err)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            r = Result([cmd, "--vocab", d], None, "", "")
+        refused(r, path, "FIFO")
 
 
 def test_output_not_regular_refused():
@@ -343,7 +515,8 @@ def test_standard_streams():
 
 
 TESTS = [test_fifo_manifest_files, test_fifo_latest, test_fifo_plot_report,
-         test_fifo_init_and_data, test_output_through_symlink, test_output_not_regular_refused,
+         test_fifo_init_and_data, test_output_through_symlink, test_planted_links_refused,
+         test_fifo_vocab, test_output_not_regular_refused,
          test_duplicate_param_name, test_sha256sum_formats, test_plot_directory,
          test_standard_streams]
 

@@ -27,7 +27,8 @@
  *   world_size          int      N, ranks that wrote it, 1..2^20; one shard file per rank
  *   stage               int      ZeRO stage of the writer, 0..3 (informational: any stage loads)
  *   dtype               string   fp32, bf16 or fp16 (the shards are fp32 in every case)
- *   optimizer           object   type ("Adam", "SGD+momentum", "SGD") and moments K (2, 1, 0)
+ *   optimizer           object   type ("AdamW" or "Adam" as configured, "SGD+momentum", "SGD";
+ *                                earlier zerocs wrote "Adam" for AdamW too) and moments K (2, 1, 0)
  *   step                int      trainer steps done; equal to N of a directory named step-N and
  *                                to every shard header's step
  *   optimizer_steps     int      updates applied (≤ step: fp16 overflows skip steps)
@@ -40,7 +41,11 @@
  *   files               array    per rank r: name "rank-RRRRR.bin", bytes (the layout's size),
  *                                crc32c (8 lowercase hex digits, the whole file)
  *   config              object   the effective DeepSpeed-style configuration
- *   client              object   the trainer's own state (GPT-2: its shape, for exports)
+ *   client              object   the trainer's own state (GPT-2: its shape, for exports);
+ *                                `zeroc train`'s is range-checked by the command (verify, inspect,
+ *                                --resume): optimizer_steps = step − loss_scaler.skipped,
+ *                                steps_planned ≥ step, a finite next_lr ≥ 0, integer counters,
+ *                                seq_len ≥ 1 for a model of sequences, the seed's decimal text
  * Sizes are at most 2^49 elements per tensor, unit and model (ZC_MAX_NUMEL, zeroc/estimate.h: the
  * largest model the engine registers, so that whatever trains can be read back).
  *
@@ -90,7 +95,10 @@ extern "C" {
 /* Collective, on a finalized engine. step: optimizer steps done (0 to 2^31 − 1); config_json /
  * client_json: the text of one JSON object each (nothing after it but whitespace), stored in the
  * manifest; client_json may be NULL (an empty object). keep > 0: afterwards delete the oldest
- * complete checkpoints beyond the newest `keep` (the one just written is never deleted). The
+ * complete checkpoints beyond the newest `keep` (the one just written is never deleted), by
+ * lineage: when the engine was loaded (zc_ckpt_load) from step R of this same directory — a
+ * rollback — the checkpoints past R it did not write itself, the abandoned run's future, are
+ * deleted first, all of them, and `keep` counts R, the steps before it and the engine's own. The
  * arguments are checked on every rank before anything is written (ZC_EINVAL naming the argument
  * — "config_json", "client_json", "step", "dir" — or ZC_ESTATE for an engine not finalized). On
  * error no checkpoint is half-written and the previous ones are untouched; every rank gets an

@@ -12,11 +12,16 @@
  * On any failure (and zc_durable_abort) the temporary file is removed and the target is left as
  * it was; commit and abort free the handle.
  *
- * A target that is a symbolic link is written through: the new file replaces the file the link
- * resolves to (a dangling link's target is created when its directory exists), so the link stays
- * a link. A target (or link target) that exists but is not a regular file — a device, a FIFO, a
- * socket, a directory — is refused with a message naming it and what it is: renaming over it
- * would replace, say, /dev/stdout.
+ * A target that is a symbolic link to a regular file is written through: the new file replaces
+ * the file the link resolves to, so the link stays a link. Refused with a message naming the
+ * path and why, nothing created: a dangling link (as cp(1) refuses one: the file would be made
+ * wherever the link points), a link owned by another user (root aside) in a sticky or
+ * world-writable directory such as /tmp (anyone there could have planted it, to make this
+ * process create or clobber a file elsewhere) — at the path or as a directory on the way to
+ * it — and a target (or link target) that exists but is
+ * not a regular file — a device, a FIFO, a socket, a directory: renaming over it would replace,
+ * say, /dev/stdout. The final name is created and renamed relative to a descriptor of its
+ * directory (openat O_NOFOLLOW, renameat), so the directory checked is the one written.
  *
  * The reading side of the same rule: zc_open_regular opens an input without blocking (a FIFO
  * standing in for a file would otherwise hang the reader forever) and refuses anything but a
@@ -52,6 +57,9 @@ ZC_API int zc_durable_fd(const zc_durable *f);
 ZC_API zc_status zc_durable_commit(zc_durable *f, zc_err *err);
 /* Removes the temporary file, leaves the target as it was, frees f. NULL is ignored. */
 ZC_API void zc_durable_abort(zc_durable *f);
+/* Checks that path could be written now, as zc_durable_open would (the same refusals, the
+ * temporary file created and removed again); the target is not touched. */
+ZC_API zc_status zc_durable_probe(const char *path, zc_err *err);
 /* The whole of buf as the file at path, durably. */
 ZC_API zc_status zc_durable_write_file(const char *path, const void *buf, size_t n, zc_err *err);
 

@@ -12,6 +12,7 @@
 #include "models/gpt2/bpe_pretok.h"
 #include "models/gpt2/bpe_vocab.h"
 #include "models/gpt2/hf_tokenizer.h"
+#include "zeroc/durable.h"
 
 #define MAX_TOKENS (1 << 24)
 
@@ -67,16 +68,18 @@ static size_t pow2_at_least(size_t n)
     return p;
 }
 
-/* Reads a whole file (NUL-terminated, *len without the NUL). */
+/* Reads a whole file (NUL-terminated, *len without the NUL). Opened without blocking
+ * (zc_fopen_regular): a FIFO named encoder.json is refused by name, where fopen waited for a
+ * writer forever. */
 zc_status bpe_read_file(const char *path, char **buf, size_t *len, zc_err *err)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = zc_fopen_regular(path, err);
     if (!f)
-        return zc_err_set(err, ZC_EIO, "%s: cannot open: %s", path, strerror(errno));
+        return err && err->code ? err->code : ZC_EIO;
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (fstat(fileno(f), &sb) != 0) {
         fclose(f);
-        return zc_err_set(err, ZC_EIO, "%s: not a regular file", path);
+        return zc_err_set(err, ZC_EIO, "%s: cannot open: %s", path, strerror(errno));
     }
     char *b = malloc((size_t)sb.st_size + 1);
     if (!b) {

@@ -247,7 +247,9 @@ static char *manifest_text(zc_engine *e, int64_t step, const char *config_json,
     /* the shards hold fp32 (the master copy in mixed precision): any dtype can resume them */
     cJSON_AddStringToObject(m, "dtype", zc_dtype_name(zc_engine_dtype(e)));
     cJSON *opt = cJSON_AddObjectToObject(m, "optimizer");
-    cJSON_AddStringToObject(opt, "type", zc_ckpt_optim_name(K));
+    /* as configured (AdamW or Adam: the same two moments); SGD by its moments */
+    cJSON_AddStringToObject(opt, "type",
+                            K == 2 ? zc_optim_name(zc_engine_optim(e)) : zc_ckpt_optim_name(K));
     cJSON_AddNumberToObject(opt, "moments", K);
     cJSON_AddNumberToObject(m, "step", (double)step);
     cJSON_AddNumberToObject(m, "optimizer_steps", (double)zc_engine_steps_done(e));
@@ -407,7 +409,34 @@ static zc_status publish(zc_engine *e, const char *dir, const char *tmp, int64_t
     if (keep > 0) {
         long long *steps = NULL;
         int n = list_steps(dir, &steps);
-        for (int i = 0; i + keep < n; i++) {
+        /* By lineage: after a rollback into this directory (the engine was loaded from its
+         * step R), the checkpoints past R that this run did not write are the abandoned
+         * future, pruned first (all of them, at the run's first save); the `keep` newest of
+         * the rest — R and its ancestors, and this run's own saves — stay. Without a rollback
+         * nothing is abandoned and this is the oldest-first rule. */
+        zc_ckpt_lineage *lin = zc_engine_lineage(e);
+        struct stat ds;
+        const bool here = lin->has && !stat(dir, &ds) && (uint64_t)ds.st_dev == lin->dev &&
+                          (uint64_t)ds.st_ino == lin->ino;
+        if (here && lin->first_save < 0)
+            lin->first_save = step;
+        int live = 0; /* steps[0..live): the lineage, ascending; abandoned ones marked -1 */
+        for (int i = 0; i < n; i++) {
+            const bool own = here && steps[i] >= lin->first_save && steps[i] <= step;
+            if (here && steps[i] > lin->step && !own)
+                steps[i] = -1 - steps[i];
+            else
+                live++;
+        }
+        int drop = live > keep ? live - keep : 0; /* the oldest of the lineage */
+        for (int i = 0; i < n; i++) {
+            const bool abandoned = steps[i] < 0;
+            if (abandoned)
+                steps[i] = -1 - steps[i];
+            else if (drop > 0)
+                drop--;
+            else
+                continue;
             if (steps[i] == step)
                 continue;
             /* renamed out of the step-* names first: a crash while it is being removed (its
@@ -625,6 +654,14 @@ zc_status zc_ckpt_resolve(const char *path, char *out, size_t outlen, zc_err *er
     if (access(probe, F_OK) && errno == ENOENT && newest_step(path, out, outlen))
         return ZC_OK; /* a first save that failed or was killed before `latest` */
     char *name = read_text(probe, 256);
+    struct stat sb;
+    if (!name && !stat(probe, &sb)) /* there, but not readable as a file: say what it is */
+        return zc_err_set(err, ZC_EINVAL, "%s: %s", probe,
+                          S_ISREG(sb.st_mode) ? "cannot be read"
+                          : S_ISFIFO(sb.st_mode)
+                              ? "it is a FIFO (named pipe), not a regular file naming the newest "
+                                "checkpoint"
+                              : "it is not a regular file naming the newest checkpoint");
     if (!name)
         return zc_err_set(err, ZC_EINVAL,
                           "'%s' is not a checkpoint (no manifest.json) nor a "
@@ -783,6 +820,16 @@ zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *
     st = zc_comm_agree(comm, st, "loading the checkpoint", err);
     if (!st) {
         *step = m.step;
+        /* the save directory around it, for --keep's lineage (checkpoint.c's publish) */
+        char parent[4200];
+        struct stat ds = {0};
+        pathf(parent, sizeof parent, "%s/..", ckdir);
+        zc_ckpt_lineage *lin = zc_engine_lineage(e);
+        *lin = (zc_ckpt_lineage){.has = !stat(parent, &ds),
+                                 .dev = (uint64_t)ds.st_dev,
+                                 .ino = (uint64_t)ds.st_ino,
+                                 .step = m.step,
+                                 .first_save = -1};
         zc_engine_set_steps_done(e, m.optimizer_steps);
         /* The scaler continues only where it means the same thing: a dynamic fp16 run resumed
          * as one (its scale was tuned to these weights); any other run starts its own (a static
@@ -822,8 +869,8 @@ zc_status zc_ckpt_verify(const char *ckdir, char **summary, zc_err *err)
                   "%s: step %lld, written by %d ranks at ZeRO stage %d, %zu "
                   "parameters in %d units (%d tensors), optimizer %s, %lld bytes in %d "
                   "shards, every size and CRC32C correct, the manifest's SHA-256 and fields too",
-                  ckdir, (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams,
-                  zc_ckpt_optim_name(m.K), (long long)total, m.world);
+                  ckdir, (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams, m.optim,
+                  (long long)total, m.world);
         *summary = s;
     }
     zc_manifest_free(&m);
@@ -853,8 +900,8 @@ zc_status zc_ckpt_inspect(const char *ckdir, char **summary, zc_err *err)
                   "%s: step %lld, written by %d ranks at ZeRO stage %d, %zu parameters "
                   "in %d units (%d tensors), optimizer %s, %lld bytes in %d shards; manifest "
                   "format %d, written by %s",
-                  ckdir, (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams,
-                  zc_ckpt_optim_name(m.K), (long long)total, m.world, m.format, producer);
+                  ckdir, (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams, m.optim,
+                  (long long)total, m.world, m.format, producer);
         *summary = s;
     }
     zc_manifest_free(&m);

@@ -225,7 +225,7 @@ static int dir_step(const char *ckdir, int64_t *step)
 static zc_status read_top(const char *ckdir, const char *path, zc_manifest *m, zc_err *err)
 {
     cJSON *r = m->root;
-    int64_t w, s, k, step, opt;
+    int64_t w = 0, s = 0, k = 0, step = 0, opt = 0; /* get_int sets each (GCC -O3 cannot tell) */
     zc_status st;
     if ((st = get_int(path, "", r, "world_size", 1, 1 << 20, &w, err)) ||
         (st = get_int(path, "", r, "stage", 0, 3, &s, err)) ||
@@ -235,12 +235,14 @@ static zc_status read_top(const char *ckdir, const char *path, zc_manifest *m, z
     const cJSON *optim = cJSON_GetObjectItemCaseSensitive(r, "optimizer");
     if ((st = get_int(path, "optimizer.", optim, "moments", 0, 2, &k, err)))
         return st;
+    /* two moments: AdamW or Adam as configured (earlier zerocs wrote Adam for both); SGD by
+     * its moments */
     const char *type = get_string(optim, "type");
-    if (!type || strcmp(type, zc_ckpt_optim_name((int)k)))
+    if (!type || (strcmp(type, zc_ckpt_optim_name((int)k)) && (k != 2 || strcmp(type, "AdamW"))))
         return zc_err_set(err, ZC_EINVAL,
-                          "%s: optimizer.type is '%s', expected '%s' (its "
-                          "moments are %d)",
-                          path, type ? type : "missing", zc_ckpt_optim_name((int)k), (int)k);
+                          "%s: optimizer.type is '%s', expected %s (its moments are %d)", path,
+                          type ? type : "missing",
+                          k == 2 ? "'AdamW' or 'Adam'" : zc_ckpt_optim_name((int)k), (int)k);
     const char *dtype = get_string(r, "dtype");
     if (!dtype || (strcmp(dtype, "fp32") && strcmp(dtype, "bf16") && strcmp(dtype, "fp16")))
         return zc_err_set(err, ZC_EINVAL, "%s: dtype is '%s', expected fp32, bf16 or fp16", path,
@@ -266,6 +268,7 @@ static zc_status read_top(const char *ckdir, const char *path, zc_manifest *m, z
                           "wrote it (1 to %d printable ASCII characters)",
                           path, shown(pv, b), ZC_PRODUCER_VERSION_MAX - 1);
     m->producer_version = pv ? pv->valuestring : NULL;
+    m->optim = type;
     m->world = (int)w, m->stage = (int)s, m->K = (int)k, m->step = step;
     m->optimizer_steps = opt;
     return ZC_OK;

@@ -31,6 +31,7 @@ typedef struct {
     cJSON *root;                  /* the whole manifest (config and client are objects) */
     int format;                   /* format_version: ZC_MANIFEST_OLDEST..ZC_MANIFEST_VERSION */
     const char *producer_version; /* in root; NULL when not recorded (format 2) */
+    const char *optim;            /* optimizer.type, in root: AdamW/Adam, SGD+momentum, SGD */
     int world, stage, K, nunits, nparams;
     int64_t step, optimizer_steps;
     size_t *numel, *shard; /* per unit */

@@ -114,6 +114,16 @@ bool zc_safetensors_is_path(const char *path)
 }
 
 /* A data offset: an integral JSON number in [0, 2^53] (exact in a double). */
+/* An offset's JSON value for a message: a number as %.17g (infinity as "inf"), else its kind. */
+static const char *offset_text(const cJSON *it, char out[48])
+{
+    if (cJSON_IsNumber(it))
+        snprintf(out, 48, "%.17g", it->valuedouble);
+    else
+        snprintf(out, 48, "%s", cJSON_IsString(it) ? "a string" : "not a number");
+    return out;
+}
+
 static bool json_offset(const cJSON *it, uint64_t *out)
 {
     if (!cJSON_IsNumber(it))
@@ -171,13 +181,19 @@ static zc_status check_layout(const char *path, const cJSON *h, uint64_t bytes, 
         const cJSON *offs = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
         st_span *x = &s[k];
         *x = (st_span){.name = t->string, .i = k++};
-        if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 ||
-            !json_offset(cJSON_GetArrayItem(offs, 0), &x->b) ||
-            !json_offset(cJSON_GetArrayItem(offs, 1), &x->e))
+        if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2)
             st = zc_err_set(err, ZC_EINVAL,
                             "%s: tensor '%s' has no data_offsets [begin, end] of byte offsets",
                             path, x->name);
-        else if (x->e < x->b)
+        else if (!json_offset(cJSON_GetArrayItem(offs, 0), &x->b) ||
+                 !json_offset(cJSON_GetArrayItem(offs, 1), &x->e)) {
+            char a[48], b[48]; /* there, but out of range (1e400 reads as infinity) or no number */
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: tensor '%s' has data_offsets [%s, %s], expected two integer byte "
+                            "offsets from 0 to 2^53",
+                            path, x->name, offset_text(cJSON_GetArrayItem(offs, 0), a),
+                            offset_text(cJSON_GetArrayItem(offs, 1), b));
+        } else if (x->e < x->b)
             st = zc_err_set(err, ZC_EINVAL,
                             "%s: tensor '%s' has data_offsets [%llu, %llu], expected begin <= end",
                             path, x->name, (unsigned long long)x->b, (unsigned long long)x->e);

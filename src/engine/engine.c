@@ -128,6 +128,7 @@ typedef struct {
 
 struct zc_engine {
     zc_config cfg;
+    zc_ckpt_lineage lineage; /* the checkpoint loaded, for --keep (engine_state.h) */
     zc_comm *comm;
     zc_mem *mem;
     int rank, nranks, stage;
@@ -2685,6 +2686,16 @@ void zc_engine_set_loss_scaler(zc_engine *e, const zc_loss_scaler *s)
 void zc_engine_set_steps_done(zc_engine *e, int64_t steps)
 {
     e->step = steps;
+}
+
+zc_ckpt_lineage *zc_engine_lineage(zc_engine *e)
+{
+    return &e->lineage;
+}
+
+zc_optim_type zc_engine_optim(const zc_engine *e)
+{
+    return e->cfg.optim;
 }
 
 /* ---------- import and export ---------- */

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zeroc/config.h"
 #include "zeroc/engine.h"
 
 typedef enum {
@@ -41,5 +42,19 @@ int zc_engine_moments(const zc_engine *e);
 /* Sets the number of optimizer steps done (Adam's bias correction continues from it; with fp16,
  * skipped steps are not optimizer steps). */
 void zc_engine_set_steps_done(zc_engine *e, int64_t steps);
+
+/* The optimizer as configured (optimizer.type: AdamW, Adam or SGD), for the manifest. */
+zc_optim_type zc_engine_optim(const zc_engine *e);
+
+/* Where the engine's state was loaded from, for zc_ckpt_save's --keep pruning by lineage: the
+ * save directory holding the checkpoint (device and inode of the step directory's parent), its
+ * step, and the first step this engine then saved into that directory (-1: none yet). `has` is
+ * false for an engine not loaded from a checkpoint. */
+typedef struct {
+    bool has;
+    uint64_t dev, ino;
+    int64_t step, first_save;
+} zc_ckpt_lineage;
+zc_ckpt_lineage *zc_engine_lineage(zc_engine *e);
 
 #endif

@@ -9,8 +9,21 @@
  *   (a link to /proc/self/fd/1, or /dev/stdout itself as root) and a device or FIFO would be
  *   replaced. So a link is followed to the file it ends at, which is replaced instead (the link
  *   stays), and an existing target that is not a regular file is refused before anything is
- *   created. Links are followed by hand (readlink) rather than realpath so that a dangling link
- *   still yields the name it points at.
+ *   created.
+ * - But a link is only followed when the user can have meant it. Following is done by hand, one
+ *   link at a time, each looked at (fstatat, AT_SYMLINK_NOFOLLOW) and read (readlinkat) through a
+ *   descriptor of its directory: a link owned by another user (root aside) in a sticky or
+ *   world-writable directory — /tmp, a team scratch — is refused, since anyone there could have
+ *   planted it to make this process create or clobber a file elsewhere (the kernel's
+ *   fs.protected_symlinks guards open(), not readlink + rename). A dangling link is refused too,
+ *   as cp(1) refuses to write through one: creating a file where a link points is never what the
+ *   name on the command line said.
+ * - A directory on the way that is such a link is refused the same (the kernel follows it
+ *   unless fs.protected_symlinks is on); checked by name, as the directory is then opened.
+ * - The end of the chain is written relative to the descriptor of its directory, opened once
+ *   (openat O_EXCL|O_NOFOLLOW for the temporary, renameat for the commit, the final name looked
+ *   at again just before): the directory checked is the directory written, whatever is renamed
+ *   meanwhile on the way to it.
  * - The new file gets the mode of the file it replaces (a report kept 0600 stays private, a
  *   group-writable one stays so), else 0666 less the umask as any program's new file. It is
  *   created with the old mode, which the umask can only narrow, then given it exactly: the
@@ -20,7 +33,6 @@
  *   plain open would wait forever for a writer. */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -32,9 +44,11 @@
 #include "zeroc/durable.h"
 
 struct zc_durable {
-    int fd;
+    int fd;      /* the temporary file */
+    int dir;     /* the directory of the name renamed onto (the check and the rename use it) */
     int64_t end; /* bytes appended so far (zc_durable_write's offset) */
-    char path[4096], tmp[4200];
+    char path[4096], tmp[4200];     /* the name renamed onto and the temporary, whole (messages) */
+    char name[4096], tmpname[4200]; /* the same relative to dir */
 };
 
 static atomic_uint counter;
@@ -64,14 +78,48 @@ static void dir_of(const char *path, char *out, size_t cap)
         snprintf(out, cap, "%.*s", (int)(slash - path), path);
 }
 
-/* The name a write of path must rename onto, into out: path itself unless it is a symbolic
- * link, else the end of its chain of links. Refused: an existing target that is not a regular
- * file, a dangling link whose target's directory does not exist, a link loop, and a link that
- * can be opened but names nothing (a /proc/self/fd link to a pipe or a deleted file). */
-static zc_status write_target(const char *path, char out[4096], zc_err *err)
+/* Could someone other than this process's user have planted link sb in directory ds? A link
+ * owned by another user (root aside: root can write anywhere anyway) in a directory where others
+ * may create names: sticky (/tmp) or world-writable. */
+static bool planted(const struct stat *sb, const struct stat *ds)
 {
-    struct stat sb;
-    int exists = !stat(path, &sb); /* through any links */
+    return (ds->st_mode & (S_ISVTX | S_IWOTH)) && sb->st_uid != geteuid() && sb->st_uid != 0;
+}
+
+/* A directory of dir's path (dir itself or an ancestor, as written: "a/b" checks "a" and
+ * "a/b") that is a symbolic link another user planted (planted()); its name into bad. The
+ * kernel follows such a link to the directory written unless fs.protected_symlinks is on. */
+static bool planted_ancestor(const char *dir, char bad[4096], struct stat *sb, struct stat *ds)
+{
+    char prefix[4096], parent[4096];
+    const size_t n = strlen(dir);
+    for (size_t i = 1; i <= n && n < sizeof prefix; i++) {
+        if (i < n && dir[i] != '/')
+            continue;
+        snprintf(prefix, sizeof prefix, "%.*s", (int)i, dir);
+        if (lstat(prefix, sb) || !S_ISLNK(sb->st_mode))
+            continue;
+        dir_of(prefix, parent, sizeof parent);
+        if (!stat(parent, ds) && planted(sb, ds)) {
+            snprintf(bad, 4096, "%s", prefix);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The name a write of path must rename onto: path itself unless it is a symbolic link, else the
+ * end of its chain of links; into out (whole), *dirfd (its directory, open) and name (the last
+ * component). Refused, creating nothing: an existing target that is not a regular file, a
+ * dangling link, a link planted by another user (planted()), a link loop, a target whose
+ * directory does not exist, and a link that opens but names nothing (a /proc/self/fd link to a
+ * pipe or a deleted file). */
+static zc_status write_target(const char *path, char out[4096], int *dirfd, char name[4096],
+                              zc_err *err)
+{
+    *dirfd = -1;
+    struct stat sb, ds;
+    const int exists = !stat(path, &sb); /* through any links */
     if (exists && !S_ISREG(sb.st_mode)) {
         const char *kind = zc_file_kind(sb.st_mode);
         int link = !lstat(path, &sb) && S_ISLNK(sb.st_mode);
@@ -82,37 +130,91 @@ static zc_status write_target(const char *path, char out[4096], zc_err *err)
     }
     if (snprintf(out, 4096, "%s", path) >= 4096)
         return zc_err_set(err, ZC_EINVAL, "path too long: %.200s...", path);
-    int hops = 0;
-    while (!lstat(out, &sb) && S_ISLNK(sb.st_mode)) {
-        char link[4096], dir[4096];
-        ssize_t n = ++hops > 40 ? -1 : readlink(out, link, sizeof link - 1);
+    char dir[4096], link[4096];
+    for (int hops = 0;; hops++) {
+        const char *slash = strrchr(out, '/');
+        snprintf(name, 4096, "%s", slash ? slash + 1 : out);
+        if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+            return zc_err_set(err, ZC_EINVAL, "cannot write '%s': it names a directory, not a file",
+                              path);
+        dir_of(out, dir, sizeof dir);
+        if (planted_ancestor(dir, link, &sb, &ds)) {
+            dir_of(link, dir, sizeof dir);
+            return zc_err_set(err, ZC_EINVAL,
+                              "cannot write '%s': the directory '%s' on its way is a symbolic link "
+                              "owned by another user (uid %u) in '%s', a %s directory where anyone "
+                              "can plant one; zeroc does not write through it (remove it, or "
+                              "write elsewhere)",
+                              path, link, (unsigned)sb.st_uid, dir,
+                              ds.st_mode & S_ISVTX ? "sticky" : "world-writable");
+        }
+        int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d < 0) {
+            int e = errno;
+            if (hops && e == ENOENT)
+                return zc_err_set(err, ZC_EINVAL,
+                                  "cannot write '%s': it is a dangling link to '%s', whose "
+                                  "directory does not exist",
+                                  path, out);
+            return zc_err_set(err, ZC_EIO, "cannot write '%s': %s", path, strerror(e));
+        }
+        if (fstatat(d, name, &sb, AT_SYMLINK_NOFOLLOW)) {
+            int e = errno;
+            if (e == ENOENT && !hops) { /* a new file */
+                *dirfd = d;
+                return ZC_OK;
+            }
+            close(d);
+            if (e != ENOENT)
+                return zc_err_set(err, ZC_EIO, "cannot write '%s': %s", path, strerror(e));
+            if (exists) /* it opens, yet its name leads nowhere: a magic link of /proc */
+                return zc_err_set(err, ZC_EINVAL,
+                                  "cannot write '%s': it is a link to '%s', which is no file "
+                                  "that can be replaced",
+                                  path, out);
+            return zc_err_set(err, ZC_EINVAL,
+                              "cannot write '%s': it is a dangling symbolic link (to '%s', which "
+                              "does not exist); zeroc does not create a file through a link: "
+                              "remove the link or give the target's own name",
+                              path, out);
+        }
+        if (!S_ISLNK(sb.st_mode)) {
+            if (!S_ISREG(sb.st_mode)) { /* changed since the stat above */
+                close(d);
+                return zc_err_set(err, ZC_EINVAL,
+                                  "cannot write '%s': it is %s%s, not a regular file", path,
+                                  hops ? "a link to " : "", zc_file_kind(sb.st_mode));
+            }
+            *dirfd = d;
+            return ZC_OK;
+        }
+        ssize_t n = -1;
+        int e = ELOOP;
+        if (fstat(d, &ds))
+            e = errno;
+        else if (planted(&sb, &ds)) {
+            close(d);
+            return zc_err_set(err, ZC_EINVAL,
+                              "cannot write '%s': %s'%s' is a symbolic link owned by another user "
+                              "(uid %u) in '%s', a %s directory where anyone can plant one; zeroc "
+                              "does not write through it (remove it, or write elsewhere)",
+                              path, hops ? "the link it leads to, " : "", out, (unsigned)sb.st_uid,
+                              dir, ds.st_mode & S_ISVTX ? "sticky" : "world-writable");
+        } else if (hops < 40) {
+            n = readlinkat(d, name, link, sizeof link - 1);
+            e = errno;
+        }
+        close(d);
         if (n < 0)
             return zc_err_set(err, ZC_EINVAL, "cannot write '%s': cannot follow its link%s: %s",
-                              path, hops > 1 ? "s" : "",
-                              hops > 40 ? strerror(ELOOP) : strerror(errno));
+                              path, hops ? "s" : "", strerror(e));
         link[n] = 0;
-        dir_of(out, dir, sizeof dir);
         int w = link[0] == '/' ? snprintf(out, 4096, "%s", link)
                                : snprintf(out, 4096, "%s/%s", dir, link);
         if (w >= 4096)
             return zc_err_set(err, ZC_EINVAL, "cannot write '%s': its link target is too long",
                               path);
     }
-    if (!hops || !lstat(out, &sb))
-        return ZC_OK; /* not a link (created if missing), or a link to an existing regular file */
-    char dir[4096];
-    dir_of(out, dir, sizeof dir);
-    if (exists) /* it opens, yet its name leads nowhere: a magic link of /proc */
-        return zc_err_set(err, ZC_EINVAL,
-                          "cannot write '%s': it is a link to '%s', which is no file that can be "
-                          "replaced",
-                          path, out);
-    if (stat(dir, &sb) || !S_ISDIR(sb.st_mode))
-        return zc_err_set(err, ZC_EINVAL,
-                          "cannot write '%s': it is a dangling link to '%s', whose directory "
-                          "does not exist",
-                          path, out);
-    return ZC_OK; /* a dangling link: its target is created */
 }
 
 zc_status zc_open_regular(const char *path, int *fd, int64_t *size, zc_err *err)
@@ -164,20 +266,24 @@ zc_status zc_durable_open(zc_durable **out, const char *path, zc_err *err)
     zc_durable *f = calloc(1, sizeof *f);
     if (!f)
         return zc_err_set(err, ZC_ENOMEM, "out of memory opening %s", path);
-    zc_status st = write_target(path, f->path, err);
+    f->fd = -1;
+    zc_status st = write_target(path, f->path, &f->dir, f->name, err);
     if (st) {
         free(f);
         return st;
     }
     /* beside the file renamed onto (a link's target), so the rename stays in one directory */
-    snprintf(f->tmp, sizeof f->tmp, "%s.tmp-%ld-%u", f->path, (long)getpid(),
-             atomic_fetch_add(&counter, 1));
+    const unsigned k = atomic_fetch_add(&counter, 1);
+    snprintf(f->tmp, sizeof f->tmp, "%s.tmp-%ld-%u", f->path, (long)getpid(), k);
+    snprintf(f->tmpname, sizeof f->tmpname, "%s.tmp-%ld-%u", f->name, (long)getpid(), k);
     struct stat old;
-    const bool replaces = !stat(f->path, &old) && S_ISREG(old.st_mode);
+    const bool replaces =
+        !fstatat(f->dir, f->name, &old, AT_SYMLINK_NOFOLLOW) && S_ISREG(old.st_mode);
     const mode_t mode = replaces ? old.st_mode & 0777 : 0666;
-    f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    f->fd = openat(f->dir, f->tmpname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (f->fd < 0) {
         zc_status st = zc_err_set(err, ZC_EIO, "cannot write '%s': %m", path);
+        close(f->dir);
         free(f);
         return st;
     }
@@ -186,6 +292,15 @@ zc_status zc_durable_open(zc_durable **out, const char *path, zc_err *err)
         (void)fchmod(f->fd, mode);
     *out = f;
     return ZC_OK;
+}
+
+zc_status zc_durable_probe(const char *path, zc_err *err)
+{
+    zc_durable *f;
+    zc_status st = zc_durable_open(&f, path, err);
+    if (!st)
+        zc_durable_abort(f);
+    return st;
 }
 
 zc_status zc_durable_pwrite(zc_durable *f, const void *buf, size_t n, int64_t off, zc_err *err)
@@ -221,20 +336,9 @@ void zc_durable_abort(zc_durable *f)
         return;
     if (f->fd >= 0)
         close(f->fd);
-    unlink(f->tmp);
+    unlinkat(f->dir, f->tmpname, 0);
+    close(f->dir);
     free(f);
-}
-
-/* Best effort: some file systems refuse fsync on a directory. */
-static void fsync_dir_of(const char *path)
-{
-    char copy[4096];
-    snprintf(copy, sizeof copy, "%s", path);
-    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
 }
 
 zc_status zc_durable_commit(zc_durable *f, zc_err *err)
@@ -246,13 +350,20 @@ zc_status zc_durable_commit(zc_durable *f, zc_err *err)
     f->fd = -1;
     if (!st && rc)
         st = zc_err_set(err, ZC_EIO, "cannot write '%s' (close): %m", f->path);
-    if (!st && rename(f->tmp, f->path))
+    /* what has the name now (a link or a FIFO put there since the open) is not replaced */
+    struct stat sb;
+    if (!st && !fstatat(f->dir, f->name, &sb, AT_SYMLINK_NOFOLLOW) && !S_ISREG(sb.st_mode))
+        st = zc_err_set(err, ZC_EINVAL,
+                        "cannot write '%s': it has become %s since it was opened; not replaced",
+                        f->path, zc_file_kind(sb.st_mode));
+    if (!st && renameat(f->dir, f->tmpname, f->dir, f->name))
         st = zc_err_set(err, ZC_EIO, "cannot rename '%s' to '%s': %m", f->tmp, f->path);
     if (st) {
         zc_durable_abort(f);
         return st;
     }
-    fsync_dir_of(f->path);
+    (void)fsync(f->dir); /* best effort: some file systems refuse fsync on a directory */
+    close(f->dir);
     free(f);
     return ZC_OK;
 }
