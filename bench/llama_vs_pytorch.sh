@@ -25,7 +25,7 @@
 # token files cannot hold Llama 3's larger ids. ZEROC=/path/to/zeroc overrides build/zeroc;
 # KEEP_RESULTS=FILE keeps the per-run rows (TSV). A zeroc run that fails (e.g. refused by the
 # memory check when the host's MemAvailable is short) prints why and leaves its row out.
-# About 30 minutes on 2 busy cores with the defaults. Run by hand; not a test.
+# About 40 minutes on 2 busy cores with the defaults (STEPS 5: more). Run by hand; not a test.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 steps=${1:-5}
