@@ -42,6 +42,7 @@
 #include "cli/relaunch.h"
 #include "models/gpt2/hf_tokenizer.h"
 #include "models/gpt2/llmc_files.h"
+#include "models/gpt2/tokenizer_files.h"
 
 #define SYNOPSIS                                                                                   \
     "zeroc prepare --text FILE|DIR... --out PREFIX [--val-fraction F] [--tokenizer gpt2 --vocab "  \
@@ -278,7 +279,7 @@ static zc_status prepare_bpe(const char **files, int nfiles, const char *prefix,
                           "tokenizer directory holds tokenizer.json and tokenizer_config.json)",
                           vocab_dir);
     zc_status st = hf ? cli_err_flag(hf_tokenizer_load(&vocab, json, err), "--tokenizer", err)
-                      : bpe_vocab_load(&vocab, vocab_dir, true, err);
+                      : tokenizer_files_load(&vocab, vocab_dir, true, err);
     if (st)
         return st;
     int before = hf ? (vocab.hf.add_bos ? vocab.hf.bos : -1) : vocab.eot;

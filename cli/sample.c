@@ -18,6 +18,7 @@
 #include "models/gpt2/bpe_encode.h"
 #include "models/gpt2/gpt2_sample.h"
 #include "models/gpt2/init_files.h"
+#include "models/gpt2/tokenizer_files.h"
 #include "zeroc/engine.h"
 
 #define GPT2_EOT 50256 /* GPT-2's <|endoftext|> */
@@ -116,7 +117,7 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
                         "it needs no tokenizer",
                         init);
     if (!st && vocab_path)
-        have_vocab = !(st = bpe_vocab_load(&vocab, vocab_path, false, &err));
+        have_vocab = !(st = tokenizer_files_load(&vocab, vocab_path, false, &err));
     /* a Hugging Face model's embedding may have rows past its tokenizer's ids (Qwen2.5:
      * 151,936 rows, 151,665 tokens): padding, as llm.c's padded vocabulary */
     if (!st && have_vocab && vocab.n != h.vocab_size && !(vocab.hf.on && vocab.n < h.vocab_size))

@@ -21,6 +21,7 @@
 #include "cli/fail.h"
 #include "cli/output_paths.h"
 #include "models/gpt2/llmc_files.h"
+#include "models/gpt2/tokenizer_files.h"
 #include "zeroc/durable.h"
 
 /* --out: standard output, or a file written whole or not at all through zeroc/durable.h (its
@@ -168,7 +169,7 @@ int cmd_tokenize(int argc, char **argv)
     bpe_vocab v;
     bool have_vocab = false;
     if (!st)
-        have_vocab = !(st = bpe_vocab_load(&v, vocab, true, &err));
+        have_vocab = !(st = tokenizer_files_load(&v, vocab, true, &err));
     if (!st && special && !v.hf.on)
         st = zc_err_set(&err, ZC_EINVAL,
                         "--special is for a Hugging Face tokenizer.json; %s is GPT-2's files, "
@@ -296,7 +297,7 @@ int cmd_detokenize(int argc, char **argv)
     bpe_vocab v;
     bool have_vocab = false;
     if (!st)
-        have_vocab = !(st = bpe_vocab_load(&v, vocab, false, &err));
+        have_vocab = !(st = tokenizer_files_load(&v, vocab, false, &err));
     bpe_ids ids = {0};
     if (!st && tokens) {
         llmc_tokens t;

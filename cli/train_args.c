@@ -65,6 +65,11 @@ static zc_status check_outputs(zc_comm *comm, train_opts *o, zc_err *err)
                         "--save-final: model '%s' has no own file format (use "
                         "--save-weights)",
                         o->model);
+    else if (o->save_final && o->init && !o->init_file.st && o->init_file.cfg.family[0])
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--save-final writes llm.c's format, which holds GPT-2 only, not this %s "
+                        "(save with --save-dir, then zeroc ckpt export DIR --format hf)",
+                        o->init_file.cfg.family);
     if (zc_comm_rank(comm) == 0) {
         const char *const outs[][2] = {{"--report", o->report},
                                        {"--save-weights", o->save_weights},

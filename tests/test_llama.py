@@ -163,6 +163,14 @@ def test_model_flag_refused():
         refused(p, ["--model", kind], f"--model {model} --init {case}")
 
 
+def test_save_final_refused_first():
+    """--save-final (llm.c's format: GPT-2 only) beside a Llama-family --init is refused before
+    the first step, saying how to save instead (it failed after the last step)."""
+    p = train(os.path.join(FIXTURES, "llama_tiny"), "save-final", 1, 0, "--save-final",
+              H_.path("final.bin"), ok=False)
+    refused(p, ["--save-final", "llama", "--format hf"], "--save-final on a llama")
+
+
 def test_unsupported_config_refused():
     """config.json keys whose model zeroc does not compute are refused naming the key (and the
     value), before a step: a sliding window in use (Mistral's sliding_window; Qwen2's
@@ -278,8 +286,8 @@ def test_export_hf_round_trip():
 
 
 TESTS = [test_llama_matches_reference, test_qwen2_matches_reference, test_rope_spellings,
-         test_model_flag_refused, test_unsupported_config_refused, test_engine_features_bitwise,
-         test_export_hf_round_trip]
+         test_model_flag_refused, test_save_final_refused_first, test_unsupported_config_refused,
+         test_engine_features_bitwise, test_export_hf_round_trip]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

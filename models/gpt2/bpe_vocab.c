@@ -1,7 +1,7 @@
 /* bpe_vocab.c — loading and validating GPT-2 BPE vocabularies (bpe_vocab.h): encoder.json with
  * cJSON, vocab.bpe line by line, llm.c's gpt2_tokenizer.bin, and the two hash tables (token
- * bytes → id, merge pair → rank and result); a tokenizer.json is handed to hf_tokenizer.c, which
- * fills the same tables through the helpers exported here. */
+ * bytes → id, merge pair → rank and result). A tokenizer.json is hf_tokenizer.c's, which fills
+ * the same tables through the helpers exported here; tokenizer_files.c tells the two apart. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -11,7 +11,6 @@
 
 #include "models/gpt2/bpe_pretok.h"
 #include "models/gpt2/bpe_vocab.h"
-#include "models/gpt2/hf_tokenizer.h"
 #include "zeroc/durable.h"
 
 #define MAX_TOKENS (1 << 24)
@@ -485,11 +484,7 @@ zc_status bpe_vocab_load(bpe_vocab *v, const char *path, bool need_encode, zc_er
                           path, strerror(errno));
     zc_status st;
     char a[4200], b[4200];
-    size_t plen = strlen(path);
-    bool json_file = !S_ISDIR(sb.st_mode) && plen >= 5 && !strcmp(path + plen - 5, ".json");
-    if (json_file || (S_ISDIR(sb.st_mode) && is_file(path, "tokenizer.json", a, sizeof a))) {
-        st = hf_tokenizer_load(v, json_file ? path : a, err);
-    } else if (!S_ISDIR(sb.st_mode)) {
+    if (!S_ISDIR(sb.st_mode)) {
         if (need_encode)
             return zc_err_set(err, ZC_EINVAL,
                               "--vocab %s is a file: encoding needs a directory with "

@@ -82,10 +82,10 @@ typedef struct {
     char source[8448]; /* the file(s) loaded, for messages */
 } bpe_vocab;
 
-/* Loads a vocabulary from `path`: a directory holding a Hugging Face tokenizer.json (with its
- * tokenizer_config.json, hf_tokenizer.h; preferred when there), or encoder.json + vocab.bpe, or
- * vocab.json + merges.txt, or (decoding only) gpt2_tokenizer.bin; or the path of a tokenizer.json
- * or of an llm.c tokenizer file itself. With need_encode, a vocabulary without merges is refused.
+/* Loads GPT-2's vocabulary files from `path`: a directory holding encoder.json + vocab.bpe, or
+ * vocab.json + merges.txt, or (decoding only) gpt2_tokenizer.bin; or the path of an llm.c
+ * tokenizer file itself. (A Hugging Face tokenizer.json is hf_tokenizer.h's; the commands load
+ * either through tokenizer_files.h.) With need_encode, a vocabulary without merges is refused.
  * ZC_EIO for a missing or unreadable file, ZC_EINVAL for malformed content, ZC_ENOMEM. On failure v
  * holds nothing. */
 zc_status bpe_vocab_load(bpe_vocab *v, const char *path, bool need_encode, zc_err *err);
