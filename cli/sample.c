@@ -1,6 +1,7 @@
-/* sample.c — `zeroc sample --init FILE`: loads a GPT-2 (an llm.c checkpoint or a Hugging Face
- * GPT-2) on one rank (stage 0) and generates text: temperature, top-k, seed, prompt, length.
- * Byte-level models (vocabulary 256) read and print text; BPE models read and print text with
+/* sample.c — `zeroc sample --init FILE`: loads the decoder (an llm.c GPT-2 checkpoint, or a
+ * Hugging Face GPT-2 or Llama-family directory: gpt2_init_resolve) on one rank (stage 0) and
+ * generates text: temperature, top-k, seed, prompt, length. Byte-level models (vocabulary 256) read
+ * and print text; BPE models read and print text with
  * --vocab (GPT-2's tokenizer: encoder.json + vocab.bpe, or a Hugging Face tokenizer.json, or
  * llm.c's gpt2_tokenizer.bin for printing only), token ids without; they start from <|endoftext|>
  * when no --prompt is given. zeroc's own checkpoints and weights files are refused saying how to

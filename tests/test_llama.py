@@ -20,6 +20,7 @@ the config.json key, before a step."""
 import json
 import os
 import shutil
+import struct
 import sys
 
 from harness import Harness
@@ -242,6 +243,36 @@ def test_engine_features_bitwise():
               f"resumed at stage {st}: {rep['weights_sha256']} != {first}")
 
 
+def with_tensor(src, name, dst, tensor, values):
+    """A copy of directory src whose model.safetensors also holds `tensor` (F32, 1-D)."""
+    shutil.copytree(src, dst)
+    path = os.path.join(dst, "model.safetensors")
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = int.from_bytes(raw[:8], "little")
+    head, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+    extra = b"".join(struct.pack("<f", v) for v in values)
+    head[tensor] = {"dtype": "F32", "shape": [len(values)],
+                    "data_offsets": [len(data), len(data) + len(extra)]}
+    text = json.dumps(head).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little") + text + data + extra)
+    return dst
+
+
+def test_rotary_buffers_ignored():
+    """Older Llama files carry each layer's rotary frequencies (….self_attn.rotary_emb.inv_freq):
+    transformers recomputes them from config.json, and so does zeroc — the same weights load as
+    from the file without them (a 20-character suffix compared as 21 refused them)."""
+    src = os.path.join(FIXTURES, "llama_tiny")
+    d = with_tensor(src, "inv", H_.path("inv-freq"),
+                    "model.layers.0.self_attn.rotary_emb.inv_freq", [1.0, 0.5, 0.25, 0.125])
+    a, b = lr0(src, "inv-plain"), lr0(d, "inv-freq")
+    check(a["initial_weights_sha256"] == b["initial_weights_sha256"],
+          "a file with rotary_emb.inv_freq does not load the same weights")
+
+
 def lr0(init, name, *extra):
     """One step at learning rate 0 (the weights stay those loaded); its report."""
     H_.run(1, "train", "--init", init, "--data", TOKENS, "--seq-len", 16, "--micro-batch", 2,
@@ -262,8 +293,10 @@ def test_export_hf_round_trip():
         want = safetensors_tensors(src)
         with open(os.path.join(src, "config.json")) as f:
             cfg = json.load(f)
-        for shard in (None, 40000):
-            out = H_.path(f"exp-{case}-{shard}")
+        # sharded, then one file into the same directory: the shards and index of the first
+        # export are removed (the reader prefers an index), as save_pretrained does
+        out = H_.path(f"exp-{case}-out")
+        for shard in (40000, None):
             env = {"ZEROC_HF_MAX_SHARD_BYTES": str(shard)} if shard else None
             H_.run(1, "ckpt", "export", ck, "--format", "hf", "--out", out, env=env)
             got = safetensors_tensors(out)
@@ -273,6 +306,9 @@ def test_export_hf_round_trip():
                   f"{case}: exported tensors differ from the imported ones")
             sharded = os.path.exists(os.path.join(out, "model.safetensors.index.json"))
             check(sharded == bool(shard), f"{case}: sharded {sharded}, want {bool(shard)}")
+            files = sorted(f for f in os.listdir(out) if f.endswith(".safetensors"))
+            check((len(files) > 1) == bool(shard) and (shard or files == ["model.safetensors"]),
+                  f"{case}: weight files after the export: {files}")
             with open(os.path.join(out, "config.json")) as f:
                 c = json.load(f)
             for key in ("model_type", "hidden_size", "intermediate_size", "num_hidden_layers",
@@ -287,7 +323,7 @@ def test_export_hf_round_trip():
 
 TESTS = [test_llama_matches_reference, test_qwen2_matches_reference, test_rope_spellings,
          test_model_flag_refused, test_save_final_refused_first, test_unsupported_config_refused,
-         test_engine_features_bitwise, test_export_hf_round_trip]
+         test_engine_features_bitwise, test_export_hf_round_trip, test_rotary_buffers_ignored]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

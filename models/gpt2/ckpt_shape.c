@@ -33,8 +33,22 @@ zc_status gpt2_checkpoint_shape(zc_ckpt_reader *r, const char *dir, gpt2_config 
     }
     /* the architecture beyond GPT-2's, when recorded (checkpoints of GPT-2 have none of it) */
     char fam[sizeof gc->family];
-    if (zc_ckpt_reader_client_string(r, "family", fam, sizeof fam))
-        return ZC_OK;
+    int64_t unused;
+    double unused_d;
+    if (zc_ckpt_reader_client_string(r, "family", fam, sizeof fam)) {
+        if (zc_ckpt_reader_client_int(r, "kv_heads", &unused) && /* GPT-2: no record beyond */
+            zc_ckpt_reader_client_number(r, "rope_theta", &unused_d))
+            return ZC_OK;
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s/manifest.json: client.family must be llama, qwen2 or mistral "
+                          "beside the architecture's fields",
+                          dir);
+    }
+    if (strcmp(fam, "llama") && strcmp(fam, "qwen2") && strcmp(fam, "mistral"))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s/manifest.json: client.family \"%s\": expected llama, qwen2 or "
+                          "mistral",
+                          dir, fam);
     snprintf(gc->family, sizeof gc->family, "%s", fam);
     struct {
         const char *key;

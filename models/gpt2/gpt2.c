@@ -398,6 +398,14 @@ zc_status gpt2_check(const gpt2_config *c, int B, int T, bool activation_checkpo
                           B, T, (long long)B * T, INT_MAX);
     bool ovf = false;
     int64_t numel = total_numel(c, &ovf);
+    if ((ovf || numel > ZC_MAX_NUMEL) && c->family[0])
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: num_hidden_layers %d, hidden_size %d, intermediate_size %d, "
+                          "num_key_value_heads %d and vocab_size %d make %s%lld parameters; "
+                          "zeroc holds at most %lld (2^49)",
+                          c->family, c->num_layers, c->channels, gpt2_hidden(c), gpt2_kv_heads(c),
+                          c->vocab_size, ovf ? "more than " : "", (long long)numel,
+                          (long long)ZC_MAX_NUMEL);
     if (ovf || numel > ZC_MAX_NUMEL)
         return zc_err_set(err, ZC_EINVAL,
                           "gpt2: --layers %d, --channels %d, --vocab %d "

@@ -136,7 +136,8 @@ typedef struct {
 int gpt2_unit(const gpt2_model *m, int l);
 /* Block l's parameters; its unit must be acquired. */
 void gpt2_get_block_weights(gpt2_model *m, int l, gpt2_block_weights *out);
-/* wte (as a product takes it) and wpe; the "embeddings" unit must be acquired. */
+/* wte (as a product takes it) and wpe (NULL with rotary positions); the "embeddings" unit must be
+ * acquired. */
 void gpt2_get_embeddings(gpt2_model *m, gpt2_weight *wte, const float **wpe);
 /* The untied lm_head (as a product takes it); the "ln_f" unit must be acquired. */
 void gpt2_get_head(gpt2_model *m, gpt2_weight *head);

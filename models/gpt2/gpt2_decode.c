@@ -8,23 +8,24 @@
  * (gpt2_attention_cached). Only the last position goes through ln_f and the LM head. The layer
  * kernels and the parameters are the ordinary forward's (gpt2_layers.h; gpt2.h hands out the
  * parameters as gpt2_forward uses them: fp32, bf16 bits for the products, fp16 widened), and the
- * units are acquired in its order — embeddings (held to the head), h.0 … h.L−1, ln_f — so every
- * rank of a stage-3 run gathers the same units in the same order.
+ * units are acquired in its order — embeddings (held to the head when it is tied; released after
+ * the lookup when the head is ln_f's lm_head), h.0 … h.L−1, ln_f — so every rank of a stage-3
+ * run gathers the same units in the same order.
  *
  * The architecture's choices are the ordinary forward's (RMSNorm, rotary positions turned at
  * each position's angle before the keys enter the cache, SwiGLU, an untied head read from ln_f's
  * unit); a grouped-query cache holds the key/value heads only, KV·hd values per position.
  *
- * Memory: the cache, 2·L·T·KV·hd values; working rows for M ≤ T positions (18·C floats each, as
- * one block of the ordinary forward on one row); the attention scores, NH·T·T floats; the
- * logits, Vp floats; in bf16 the rounded queries and scores and the products' workspace. They
- * are carved from the model's own activation memory, unused between passes, whenever it is
- * large enough (gpt2_activation_scratch: without activation checkpointing the model keeps every
- * block's activations of B·T rows, ~9× one row's cache plus one block's working rows, so it
- * is large enough but for toy shapes; with checkpointing, unless the model is very deep for its
- * width and vocabulary, e.g. beyond ~200 blocks for GPT-2 124M's): sampling then needs no memory
- * beyond what the model, and its estimate, already count. Otherwise they are one more allocation on
- * the ledger's "activations". */
+ * Memory: the cache, 2·L·T·KV·hd values; working rows for M ≤ T positions (as one block of the
+ * ordinary forward on one row: the residual stream, the norm, qkv, attention, the MLP's widths);
+ * the attention scores, NH·T·T floats; the logits, Vp floats; in bf16 the rounded queries and
+ * scores and the products' workspace. They are carved from the model's own activation memory,
+ * unused between passes, whenever it is large enough (gpt2_activation_scratch: without activation
+ * checkpointing the model keeps every block's activations of B·T rows, ~9× one row's cache plus one
+ * block's working rows, so it is large enough but for toy shapes; with checkpointing, unless the
+ * model is very deep for its width and vocabulary, e.g. beyond ~200 blocks for GPT-2 124M's):
+ * sampling then needs no memory beyond what the model, and its estimate, already count. Otherwise
+ * they are one more allocation on the ledger's "activations". */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

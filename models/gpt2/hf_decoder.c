@@ -3,6 +3,7 @@
  * engine (q|k|v and gate|up fused by rows on the way in), and checkpoints exported back to them.
  * The safetensors and JSON readers are hf_safetensors.c's; GPT-2's names are hf_files.c's. */
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "models/gpt2/hf_decoder.h"
 #include "models/gpt2/hf_safetensors.h"
@@ -433,6 +435,9 @@ static zc_status tensor_of(const st_set *s, const char *name, int64_t rows, int6
     return st;
 }
 
+/* The rotary frequencies older files carry per layer: transformers recomputes them, so do we. */
+static const char INV_FREQ[] = ".rotary_emb.inv_freq";
+
 /* Every tensor of every file is one the model reads, or one transformers also ignores. */
 static zc_status check_names(const st_set *s, zc_engine *e, const gpt2_config *g, zc_err *err)
 {
@@ -441,7 +446,7 @@ static zc_status check_names(const st_set *s, zc_engine *e, const gpt2_config *g
             const char *name = t->string;
             const size_t n = strlen(name);
             if (!strcmp(name, "__metadata__") ||
-                (n > 21 && !strcmp(name + n - 21, ".rotary_emb.inv_freq")) ||
+                (n > sizeof INV_FREQ - 1 && !strcmp(name + n - (sizeof INV_FREQ - 1), INV_FREQ)) ||
                 (!g->untied && !strcmp(name, "lm_head.weight")))
                 continue;
             bool found = false;
@@ -597,6 +602,20 @@ static zc_status plan_tensors(zc_ckpt_reader *r, const gpt2_config *g, out_tenso
             t[k].bytes = 4 * (uint64_t)ps.rows[i] * (uint64_t)(ps.cols ? ps.cols : 1);
             row += ps.rows[i];
         }
+        /* the record's widths against the stored parameter (only the vocabulary's rows may be
+         * fewer: zeroc pads them): a manifest edited out of step with its shards is refused,
+         * not split at the wrong rows */
+        const bool vocab = !strcmp(pi->name, "wte") || !strcmp(pi->name, "lm_head");
+        const int64_t cols = pi->ndim > 1 ? pi->shape[1] : 0;
+        if (pi->ndim != (ps.cols ? 2 : 1) || cols != ps.cols ||
+            (vocab ? row > pi->shape[0] : row != pi->shape[0])) {
+            free(t);
+            return zc_err_set(err, ZC_EINVAL,
+                              "parameter '%s' has %lld rows of %lld, but the checkpoint's "
+                              "record of the %s's architecture makes %lld rows of %lld",
+                              pi->name, (long long)pi->shape[0], (long long)cols, g->family,
+                              (long long)row, (long long)ps.cols);
+        }
     }
     *out = t;
     *n = k;
@@ -711,6 +730,45 @@ static zc_status write_config(const char *path, const gpt2_config *g, zc_err *er
     return st;
 }
 
+/* Whether name is one of a model's weight files: model.safetensors, its index, or a shard
+ * model-KKKKK-of-NNNNN.safetensors (*k and *n set). */
+static bool weights_file(const char *name, int *k, int *n)
+{
+    int used = 0;
+    *k = *n = 0;
+    if (!strcmp(name, "model.safetensors") || !strcmp(name, "model.safetensors.index.json"))
+        return true;
+    return sscanf(name, "model-%5d-of-%5d.safetensors%n", k, n, &used) == 2 && used > 0 &&
+           !name[used];
+}
+
+/* After an export of nsh files into outdir: the weight files an earlier export left there that
+ * this one did not write are removed, as save_pretrained does — else a stale index (which the
+ * reader prefers) or stale shards would load instead of what was just written. */
+static zc_status remove_stale(const char *outdir, int nsh, zc_err *err)
+{
+    DIR *d = opendir(outdir);
+    if (!d)
+        return zc_err_set(err, ZC_EIO, "cannot list %s: %m", outdir);
+    zc_status st = ZC_OK;
+    char path[PATH_CAP];
+    for (struct dirent *e; !st && (e = readdir(d));) {
+        int k, n;
+        if (!weights_file(e->d_name, &k, &n))
+            continue;
+        const bool index = !strcmp(e->d_name, "model.safetensors.index.json"),
+                   single = !strcmp(e->d_name, "model.safetensors");
+        const bool ours = nsh > 1 ? index || (!single && n == nsh && k >= 1 && k <= nsh) : single;
+        if (ours)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", outdir, e->d_name);
+        if (unlink(path) && errno != ENOENT)
+            st = zc_err_set(err, ZC_EIO, "cannot remove %s, left by an earlier export: %m", path);
+    }
+    closedir(d);
+    return st;
+}
+
 /* transformers' save_pretrained default: shards of at most 5 GB (10^9 bytes a GB) */
 #define MAX_SHARD_BYTES 5000000000ULL
 
@@ -744,6 +802,8 @@ zc_status hf_decoder_export(const char *ckdir, const gpt2_config *gc, const char
         start[nsh] = n;
     char path[PATH_CAP], file[64];
     cJSON *index = nsh > 1 ? cJSON_CreateObject() : NULL, *map = NULL;
+    if (!st && nsh > 1 && !index)
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory");
     if (index) {
         cJSON *meta = cJSON_AddObjectToObject(index, "metadata");
         cJSON_AddNumberToObject(meta, "total_size", (double)total);
@@ -770,6 +830,8 @@ zc_status hf_decoder_export(const char *ckdir, const gpt2_config *gc, const char
     }
     if (!st && (size_t)snprintf(path, sizeof path, "%s/config.json", outdir) < sizeof path)
         st = write_config(path, gc, err);
+    if (!st)
+        st = remove_stale(outdir, nsh, err);
     cJSON_Delete(index);
     free(start);
     free(t);
