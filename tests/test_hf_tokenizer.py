@@ -179,7 +179,8 @@ def test_hf_round_trip():
     token decodes to its text."""
     rng = random.Random(5)
     data = bytes(range(256)) + tt.invalid_corpus() + bytes(rng.randrange(256) for _ in range(5000))
-    for name in (LLAMA3, QWEN3):
+    # the sanitizer pass: Qwen's tokenizer alone (its NFC path runs all of Llama 3's code too)
+    for name in H_.trim((LLAMA3, QWEN3), (QWEN3,)):
         d = tok_dir(name)
         ids = tokenize(d, [data])[0]
         want = data if name == LLAMA3 else nfc_runs(data)
