@@ -390,6 +390,8 @@ static size_t match_added(const bpe_encoder *e, const uint8_t *p, size_t m, int 
  * encoded by encode_text. */
 static zc_status encode_hf(bpe_encoder *e, const uint8_t *text, size_t n, bpe_ids *ids, zc_err *err)
 {
+    if (n == 0) /* no tokens; text may be NULL (an empty input), not to be offset */
+        return ZC_OK;
     if (!e->any_added)
         return encode_text(e, text, n, ids, err);
     size_t start = 0;
