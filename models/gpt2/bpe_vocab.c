@@ -175,24 +175,33 @@ zc_status bpe_vocab_index(bpe_vocab *v, const char *file, zc_err *err)
     return ZC_OK;
 }
 
-/* --- encoder.json --- */
-
-static zc_status load_encoder(bpe_vocab *v, const char *path, const int16_t from_cp[512],
-                              zc_err *err)
+zc_status bpe_read_json(const char *path, cJSON **root, zc_err *err)
 {
     char *text;
     size_t len;
     zc_status st = bpe_read_file(path, &text, &len, err);
     if (st)
         return st;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    if (!root) {
+    *root = cJSON_ParseWithLength(text, len);
+    if (!*root) {
         const char *at = cJSON_GetErrorPtr();
         long pos = at && at >= text && at <= text + len ? (long)(at - text) : -1;
         free(text);
         return zc_err_set(err, ZC_EINVAL, "%s: not valid JSON (near byte %ld)", path, pos);
     }
     free(text);
+    return ZC_OK;
+}
+
+/* --- encoder.json --- */
+
+static zc_status load_encoder(bpe_vocab *v, const char *path, const int16_t from_cp[512],
+                              zc_err *err)
+{
+    cJSON *root;
+    zc_status st = bpe_read_json(path, &root, err);
+    if (st)
+        return st;
     int n = cJSON_IsObject(root) ? cJSON_GetArraySize(root) : -1;
     if (n < 256 || n > MAX_TOKENS) {
         cJSON_Delete(root);

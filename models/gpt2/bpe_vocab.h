@@ -25,6 +25,7 @@
 #ifndef ZEROC_MODELS_GPT2_BPE_VOCAB_H
 #define ZEROC_MODELS_GPT2_BPE_VOCAB_H
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -125,6 +126,9 @@ static inline uint32_t bpe_vocab_merge(const bpe_vocab *v, uint32_t left, uint32
 
 /* Reads a whole regular file, NUL-terminated (*len without the NUL). */
 zc_status bpe_read_file(const char *path, char **buf, size_t *len, zc_err *err);
+/* The file parsed as JSON (*root, the caller's to delete); ZC_EINVAL "not valid JSON (near byte
+ * N)" naming path. */
+zc_status bpe_read_json(const char *path, cJSON **root, zc_err *err);
 /* GPT-2's byte-to-unicode map: the code point standing for byte b, and back (-1: none). */
 void bpe_byte_unicode_maps(int32_t to_cp[256], int16_t from_cp[512]);
 /* Decodes a token written through the byte-to-unicode map (UTF-8 s[0..n)) into out (n bytes at

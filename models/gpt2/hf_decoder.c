@@ -721,13 +721,7 @@ static zc_status write_config(const char *path, const gpt2_config *g, zc_err *er
     else
         cJSON_AddNullToObject(c, "sliding_window");
     cJSON_AddStringToObject(c, "torch_dtype", "float32");
-    char *text = cJSON_Print(c);
-    cJSON_Delete(c);
-    if (!text)
-        return zc_err_set(err, ZC_ENOMEM, "out of memory writing %s", path);
-    zc_status st = zc_durable_write_file(path, text, strlen(text), err);
-    free(text);
-    return st;
+    return hf_write_json(path, c, err);
 }
 
 /* Whether name is one of a model's weight files: model.safetensors, its index, or a shard
@@ -822,11 +816,9 @@ zc_status hf_decoder_export(const char *ckdir, const gpt2_config *gc, const char
             cJSON_AddStringToObject(map, t[i].name, file);
     }
     if (!st && index) {
-        char *text = cJSON_Print(index);
         snprintf(path, sizeof path, "%s/model.safetensors.index.json", outdir);
-        st = text ? zc_durable_write_file(path, text, strlen(text), err)
-                  : zc_err_set(err, ZC_ENOMEM, "out of memory");
-        free(text);
+        st = hf_write_json(path, index, err);
+        index = NULL; /* taken */
     }
     if (!st && (size_t)snprintf(path, sizeof path, "%s/config.json", outdir) < sizeof path)
         st = write_config(path, gc, err);

@@ -534,13 +534,7 @@ static zc_status write_config(const char *path, const gpt2_config *gc, zc_err *e
     cJSON_AddNumberToObject(c, "layer_norm_epsilon", 1e-5);
     cJSON_AddTrueToObject(c, "tie_word_embeddings");
     cJSON_AddStringToObject(c, "torch_dtype", "float32");
-    char *text = cJSON_Print(c);
-    cJSON_Delete(c);
-    if (!text)
-        return zc_err_set(err, ZC_ENOMEM, "out of memory writing %s", path);
-    zc_status st = zc_durable_write_file(path, text, strlen(text), err);
-    free(text);
-    return st;
+    return hf_write_json(path, c, err);
 }
 
 /* The safetensors header: every parameter under its transformers name, in the checkpoint's

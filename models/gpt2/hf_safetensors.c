@@ -213,3 +213,14 @@ zc_status hf_st_write_header(zc_durable *f, const char *text, uint64_t hlen, zc_
     zc_status st = zc_durable_write(f, le, 8, err);
     return st ? st : zc_durable_write(f, text, hlen, err);
 }
+
+zc_status hf_write_json(const char *path, cJSON *c, zc_err *err)
+{
+    char *text = c ? cJSON_Print(c) : NULL;
+    cJSON_Delete(c);
+    if (!text)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory writing %s", path);
+    zc_status st = zc_durable_write_file(path, text, strlen(text), err);
+    free(text);
+    return st;
+}

@@ -53,5 +53,7 @@ zc_status hf_read_json(const char *path, cJSON **out, zc_err *err);
 char *hf_st_header_text(cJSON *h, uint64_t *hlen);
 /* The file's first bytes: the header's length, 8 bytes little-endian, then the header. */
 zc_status hf_st_write_header(zc_durable *f, const char *text, uint64_t hlen, zc_err *err);
+/* c printed as indented JSON and written durably to path; takes c (NULL: out of memory). */
+zc_status hf_write_json(const char *path, cJSON *c, zc_err *err);
 
 #endif

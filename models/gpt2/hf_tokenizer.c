@@ -540,19 +540,10 @@ zc_status hf_tokenizer_load(bpe_vocab *v, const char *json_path, zc_err *err)
     snprintf(v->hf.json, sizeof v->hf.json, "%s", json_path);
     snprintf(v->source, sizeof v->source, "%s", json_path);
     const char *path = json_path;
-    char *text;
-    size_t len;
-    zc_status st = bpe_read_file(path, &text, &len, err);
+    cJSON *root;
+    zc_status st = bpe_read_json(path, &root, err);
     if (st)
         return st;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    if (!root) {
-        const char *at = cJSON_GetErrorPtr();
-        long pos = at && at >= text && at <= text + len ? (long)(at - text) : -1;
-        free(text);
-        return zc_err_set(err, ZC_EINVAL, "%s: not valid JSON (near byte %ld)", path, pos);
-    }
-    free(text);
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
     int16_t from_cp[512];
     int32_t to_cp[256];
