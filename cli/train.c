@@ -492,7 +492,8 @@ static double record_step(train_run *r, int s, const zc_step_info *info, double 
                     .wait_ms = 1e3 * (d1.wait_seconds - d0->wait_seconds),
                     .update_ms = 1e3 * (d1.update_seconds - d0->update_seconds),
                     .update_read = (double)(d1.update_bytes_read - d0->update_bytes_read),
-                    .update_written = (double)(d1.update_bytes_written - d0->update_bytes_written)};
+                    .update_written = (double)(d1.update_bytes_written - d0->update_bytes_written),
+                    .buffers_mapped = (double)(d1.io_buffers_mapped - d0->io_buffers_mapped)};
     const zc_comm_counters *c = zc_comm_get_counters(r->comm);
     double bytes = 0;
     for (int op = 0; op < ZC_COMM_NOPS; op++) {

@@ -103,7 +103,8 @@ zc_status train_report_write(const train_report *r, const char *path, zc_err *er
                       {"wait_ms", offsetof(disk_step, wait_ms)},
                       {"update_ms", offsetof(disk_step, update_ms)},
                       {"update_read_bytes", offsetof(disk_step, update_read)},
-                      {"update_written_bytes", offsetof(disk_step, update_written)}};
+                      {"update_written_bytes", offsetof(disk_step, update_written)},
+                      {"buffers_mapped", offsetof(disk_step, buffers_mapped)}};
         for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) {
             for (size_t k = 0; k < n; k++)
                 memcpy(&col[k], (const char *)&r->disk[k] + fields[f].off, sizeof(double));

@@ -17,6 +17,7 @@ typedef struct {
  * update phase's time and bytes (the optimizer state streamed through RAM). */
 typedef struct {
     double read, written, wait_ms, update_ms, update_read, update_written;
+    double buffers_mapped; /* parameter-read and gradient-staging buffers mapped in the step */
 } disk_step;
 
 typedef struct {

@@ -271,6 +271,10 @@ typedef struct {
     double wait_seconds;               /* the training thread blocked on disk I/O, since finalize */
     double update_seconds;             /* in the steps' updates (streaming the optimizer state) */
     int64_t update_bytes_read, update_bytes_written; /* the updates' share of the traffic */
+    int64_t io_buffers_mapped; /* parameter-read and gradient-staging buffers mapped since
+                                * finalize: freed ones are kept for reuse within the offload
+                                * plan's bounds, so with units of one size this stops growing
+                                * after the first step */
 } zc_offload_stats;
 ZC_API void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out);
 

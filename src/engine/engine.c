@@ -120,6 +120,19 @@ typedef struct {
     size_t bytes;
 } cached_buf;
 
+/* The two kinds of disk-I/O buffer, each kept within its bound in the offload plan. */
+typedef enum {
+    IO_READ,    /* a parameter shard read from disk ahead of its gather (plan.param_reads) */
+    IO_STAGING, /* a reduced gradient shard on its way to disk (plan.grad_staging) */
+    IO_NKINDS
+} io_kind;
+
+typedef struct {
+    void *p;
+    size_t bytes;
+    io_kind kind;
+} io_buf;
+
 typedef struct {
     int64_t step;
     uint64_t ncalls, hash;
@@ -165,6 +178,11 @@ struct zc_engine {
     /* freed working buffers kept for reuse (still counted as working), see work_alloc */
     cached_buf cache[16];
     int ncache;
+    /* freed disk-I/O buffers kept for reuse (still counted as offload), see io_alloc */
+    io_buf io_cache[16];
+    int nio_cache;
+    int64_t io_held[IO_NKINDS]; /* live + kept bytes of each kind */
+    int64_t io_mapped;          /* disk-I/O buffers mapped since finalize */
     int64_t work_cap; /* cached + live working bytes stay within the estimator's bound */
     /* reduce-scatter: one slot (send + receive staging, cdt), one chunk in flight */
     void *rs_send, *rs_recv;
@@ -329,24 +347,72 @@ static size_t blocks(size_t n, size_t es)
 
 static zc_status oom(zc_engine *e, zc_err *err, const char *what, int u, size_t bytes);
 
-/* A buffer for disk I/O (page-aligned: a whole number of pages is mmap'd by the ledger), in
- * the offload category, locked in RAM when pin_key (offload_*.pin_memory) names the key that
- * asked for it. A lock refused names that key and the limit (pin_check has compared the bound
- * with RLIMIT_MEMLOCK before step 1, so only what else the process locked can bring this). */
-static zc_status io_alloc(zc_engine *e, void **out, size_t bytes, const char *pin_key,
-                          const char *what, int u, zc_err *err)
+/* The bound the offload plan sets on the disk-I/O buffers of a kind, live and kept. */
+static int64_t io_bound(const zc_engine *e, io_kind kind)
 {
+    return kind == IO_READ ? e->plan.param_reads : e->plan.grad_staging;
+}
+
+/* Whether a kind's buffers are locked in RAM (offload_*.pin_memory). */
+static bool io_pinned(const zc_engine *e, io_kind kind)
+{
+    return kind == IO_READ ? e->cfg.param_pin_memory : e->cfg.optimizer_pin_memory;
+}
+
+static void io_unmap(zc_engine *e, void *p, size_t bytes, io_kind kind)
+{
+    if (io_pinned(e, kind))
+        munlock(p, bytes);
+    zc_mem_free(e->mem, ZC_MEM_OFFLOAD, p, bytes);
+    e->io_held[kind] -= (int64_t)bytes;
+}
+
+/* A buffer for disk I/O (page-aligned: a whole number of pages is mmap'd by the ledger), in
+ * the offload category, locked in RAM when its kind's pin_memory is set (pin_key names that
+ * key). Every parameter read and gradient write of a step needs one, shard after shard: mapping
+ * each afresh cost 6.7 GB of page faults per rank per step at 2.2 B parameters (~3.4 s without
+ * huge pages), so a freed buffer is kept (locked still, if pinned) and handed to the next
+ * request of the same kind and size — the transformer's blocks share one size, so after the
+ * first step none is mapped. Kept buffers stay in the ledger's offload category and within the
+ * plan's bound of their kind: one of another size is given back before a new one would pass it.
+ * A lock refused names the key and the limit (pin_check has compared the bound with
+ * RLIMIT_MEMLOCK before step 1, so only what else the process locked can bring this). */
+static zc_status io_alloc(zc_engine *e, io_kind kind, void **out, size_t bytes, const char *what,
+                          int u, zc_err *err)
+{
+    for (int k = 0; k < e->nio_cache; k++) {
+        io_buf *b = &e->io_cache[k];
+        if (b->kind != kind || b->bytes != bytes)
+            continue;
+        *out = b->p;
+        *b = e->io_cache[--e->nio_cache];
+        ASAN_UNPOISON_MEMORY_REGION(*out, bytes);
+        return ZC_OK;
+    }
+    for (int k = e->nio_cache - 1; k >= 0 && e->io_held[kind] + (int64_t)bytes > io_bound(e, kind);
+         k--) {
+        io_buf b = e->io_cache[k];
+        if (b.kind != kind)
+            continue;
+        e->io_cache[k] = e->io_cache[--e->nio_cache];
+        ASAN_UNPOISON_MEMORY_REGION(b.p, b.bytes);
+        io_unmap(e, b.p, b.bytes, kind);
+    }
     void *p = zc_mem_alloc(e->mem, ZC_MEM_OFFLOAD, bytes);
     if (!p)
         return oom(e, err, what, u, bytes);
-    if (pin_key && mlock(p, bytes)) {
+    if (io_pinned(e, kind) && mlock(p, bytes)) {
+        const char *key = kind == IO_READ ? "offload_param.pin_memory"
+                                          : "offload_optimizer.pin_memory";
         zc_status st = zc_err_set(err, ZC_ENOMEM,
                                   "rank %d: %s: cannot lock %s for unit '%s' (%zu bytes) in RAM: "
                                   "%m (raise RLIMIT_MEMLOCK, ulimit -l, or set pin_memory false)",
-                                  e->rank, pin_key, what, unit_name(e, u), bytes);
+                                  e->rank, key, what, unit_name(e, u), bytes);
         zc_mem_free(e->mem, ZC_MEM_OFFLOAD, p, bytes);
         return st;
     }
+    e->io_held[kind] += (int64_t)bytes;
+    e->io_mapped++;
     *out = p;
     return ZC_OK;
 }
@@ -382,14 +448,19 @@ static zc_status pin_check(const zc_engine *e, zc_err *err)
                       (unsigned long long)rl.rlim_cur, (long long)((opt + par + 1023) / 1024));
 }
 
-static void io_free(zc_engine *e, void *pp, size_t bytes, bool pin)
+/* Hands a disk-I/O buffer back: kept for the next request while its kind stays within the
+ * plan's bound (io_alloc), else unmapped. */
+static void io_free(zc_engine *e, io_kind kind, void *pp, size_t bytes)
 {
     void **p = pp;
     if (!*p)
         return;
-    if (pin)
-        munlock(*p, bytes);
-    zc_mem_free(e->mem, ZC_MEM_OFFLOAD, *p, bytes);
+    int cap = (int)(sizeof e->io_cache / sizeof e->io_cache[0]);
+    if (e->nio_cache < cap && e->io_held[kind] <= io_bound(e, kind)) {
+        ASAN_POISON_MEMORY_REGION(*p, bytes); /* a transfer still using it is a bug */
+        e->io_cache[e->nio_cache++] = (io_buf){*p, bytes, kind};
+    } else
+        io_unmap(e, *p, bytes, kind);
     *p = NULL;
 }
 
@@ -1382,8 +1453,8 @@ void zc_engine_destroy(zc_engine *e)
             zc_aio_wait(e->aio, &u->pread, NULL);
             zc_aio_wait(e->aio, &u->gwrite, NULL);
         }
-        io_free(e, &u->pread_buf, blocks(S, e->ps), e->cfg.param_pin_memory);
-        io_free(e, &u->gwrite_buf, blocks(S, e->gs), e->cfg.optimizer_pin_memory);
+        io_free(e, IO_READ, &u->pread_buf, blocks(S, e->ps));
+        io_free(e, IO_STAGING, &u->gwrite_buf, blocks(S, e->gs));
         free_b(e, sharded_params(e, u) ? ZC_MEM_WORKING : ZC_MEM_PARAMS, &u->full, P, e->ps);
         free_b(e, ZC_MEM_PARAMS, &u->shard_p, S, e->ps);
         free_b(e, ZC_MEM_PARAMS, &u->hpz, P / (size_t)e->hpz, e->ps);
@@ -1391,7 +1462,7 @@ void zc_engine_destroy(zc_engine *e)
         free_b(e, ZC_MEM_GRADS, &u->grad_full, P, e->gs);
         free_f(e, ZC_MEM_WORKING, &u->grad_work, P);
         if (u->disk.grads) /* a staging buffer, if a reduction was cut short */
-            io_free(e, &u->grad_shard, blocks(S, e->gs), e->cfg.optimizer_pin_memory);
+            io_free(e, IO_STAGING, &u->grad_shard, blocks(S, e->gs));
         else
             free_b(e, ZC_MEM_GRADS, &u->grad_shard, S, e->gs);
         free_f(e, ZC_MEM_OPTIMIZER, &u->master, u->opt_n);
@@ -1409,6 +1480,10 @@ void zc_engine_destroy(zc_engine *e)
     for (int k = 0; k < e->ncache; k++) {
         ASAN_UNPOISON_MEMORY_REGION(e->cache[k].p, e->cache[k].bytes);
         zc_mem_free(e->mem, ZC_MEM_WORKING, e->cache[k].p, e->cache[k].bytes);
+    }
+    for (int k = 0; k < e->nio_cache; k++) {
+        ASAN_UNPOISON_MEMORY_REGION(e->io_cache[k].p, e->io_cache[k].bytes);
+        io_unmap(e, e->io_cache[k].p, e->io_cache[k].bytes, e->io_cache[k].kind);
     }
     free(e->units);
     free(e->params);
@@ -1473,6 +1548,7 @@ void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out)
     out->update_seconds = e->update_seconds;
     out->update_bytes_read = e->update_read;
     out->update_bytes_written = e->update_written;
+    out->io_buffers_mapped = e->io_mapped;
 }
 
 const zc_unit_info *zc_engine_unit_info(const zc_engine *e, int unit)
@@ -1565,7 +1641,7 @@ static zc_status grad_writes_wait(zc_engine *e, bool keep_newest, zc_err *err)
         if (!u->gwrite_buf || (keep_newest && i == e->gw_last))
             continue;
         zc_status st2 = zc_swap_wait(e->swap_opt, &u->gwrite, err);
-        io_free(e, &u->gwrite_buf, blocks(u->info.shard, e->gs), e->cfg.optimizer_pin_memory);
+        io_free(e, IO_STAGING, &u->gwrite_buf, blocks(u->info.shard, e->gs));
         if (!st)
             st = st2;
     }
@@ -1615,9 +1691,8 @@ static zc_status grad_staging(zc_engine *e, int i, zc_err *err)
         st = grad_writes_wait(e, true, err);
     if (st)
         return st;
-    st = io_alloc(e, &u->grad_shard, bytes,
-                  e->cfg.optimizer_pin_memory ? "offload_optimizer.pin_memory" : NULL,
-                  "a gradient shard's staging buffer", i, err);
+    st = io_alloc(e, IO_STAGING, &u->grad_shard, bytes, "a gradient shard's staging buffer", i,
+                  err);
     if (st)
         return st;
     if (e->micro == 0)
@@ -1780,9 +1855,8 @@ static zc_status param_read_start(zc_engine *e, int i, zc_err *err)
 {
     unit_t *u = &e->units[i];
     size_t bytes = blocks(u->info.shard, e->ps);
-    zc_status st = io_alloc(e, &u->pread_buf, bytes,
-                            e->cfg.param_pin_memory ? "offload_param.pin_memory" : NULL,
-                            "a parameter shard's read buffer", i, err);
+    zc_status st =
+        io_alloc(e, IO_READ, &u->pread_buf, bytes, "a parameter shard's read buffer", i, err);
     if (st)
         return st;
     zc_swap_read(e->swap_par, &u->pread, u->pread_buf, bytes, u->disk.params_off);
@@ -1801,7 +1875,7 @@ static zc_status param_read_finish(zc_engine *e, int i, void *dst, zc_err *err)
     zc_status st = zc_swap_wait(e->swap_par, &u->pread, err);
     if (!st && dst)
         memcpy(dst, u->pread_buf, u->info.shard * e->ps);
-    io_free(e, &u->pread_buf, blocks(u->info.shard, e->ps), e->cfg.param_pin_memory);
+    io_free(e, IO_READ, &u->pread_buf, blocks(u->info.shard, e->ps));
     e->reads_out--;
     e->read_elems_out -= (int64_t)u->info.shard;
     return st;
