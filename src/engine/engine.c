@@ -183,7 +183,7 @@ struct zc_engine {
     int nio_cache;
     int64_t io_held[IO_NKINDS]; /* live + kept bytes of each kind */
     int64_t io_mapped;          /* disk-I/O buffers mapped since finalize */
-    int64_t work_cap; /* cached + live working bytes stay within the estimator's bound */
+    int64_t work_cap;           /* cached + live working bytes stay within the estimator's bound */
     /* reduce-scatter: one slot (send + receive staging, cdt), one chunk in flight */
     void *rs_send, *rs_recv;
     size_t rs_cols;
@@ -402,8 +402,8 @@ static zc_status io_alloc(zc_engine *e, io_kind kind, void **out, size_t bytes, 
     if (!p)
         return oom(e, err, what, u, bytes);
     if (io_pinned(e, kind) && mlock(p, bytes)) {
-        const char *key = kind == IO_READ ? "offload_param.pin_memory"
-                                          : "offload_optimizer.pin_memory";
+        const char *key =
+            kind == IO_READ ? "offload_param.pin_memory" : "offload_optimizer.pin_memory";
         zc_status st = zc_err_set(err, ZC_ENOMEM,
                                   "rank %d: %s: cannot lock %s for unit '%s' (%zu bytes) in RAM: "
                                   "%m (raise RLIMIT_MEMLOCK, ulimit -l, or set pin_memory false)",
@@ -1691,8 +1691,8 @@ static zc_status grad_staging(zc_engine *e, int i, zc_err *err)
         st = grad_writes_wait(e, true, err);
     if (st)
         return st;
-    st = io_alloc(e, IO_STAGING, &u->grad_shard, bytes, "a gradient shard's staging buffer", i,
-                  err);
+    st =
+        io_alloc(e, IO_STAGING, &u->grad_shard, bytes, "a gradient shard's staging buffer", i, err);
     if (st)
         return st;
     if (e->micro == 0)
