@@ -101,6 +101,7 @@ int main(int argc, char **argv)
 {
     cli_std_streams_guard();        /* before anything opens a file */
     cli_signals_ignore_file_size(); /* a write past `ulimit -f` fails with EFBIG, not a kill */
+    cli_launched();                 /* what the launcher said, before MPI_Init adds to it */
     if (argc < 2) {                 /* a usage error: the usage goes where errors go */
         usage(stderr);
         return 2;

@@ -23,14 +23,26 @@ int cli_launcher_rank(void)
     return 0;
 }
 
+bool cli_launched(void)
+{
+    /* read once, first from main: a singleton's MPI_Init sets some of these itself */
+    static int known = -1;
+    if (known < 0) {
+        /* any of these means an MPI launcher started us */
+        const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"};
+        known = 0;
+        for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+            if (getenv(vars[i]))
+                known = 1;
+    }
+    return known;
+}
+
 /* true when an MPI launcher started this process, or the user asked only for help */
 static bool already_launched_or_help(int argc, char **argv)
 {
-    /* any of these means an MPI launcher started us */
-    const char *launched[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"};
-    for (size_t i = 0; i < sizeof launched / sizeof *launched; i++)
-        if (getenv(launched[i]))
-            return true;
+    if (cli_launched())
+        return true;
     for (int i = 2; i < argc; i++) /* help needs no ranks */
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
             return true;

@@ -3,6 +3,8 @@
 #ifndef ZEROC_CLI_RELAUNCH_H
 #define ZEROC_CLI_RELAUNCH_H
 
+#include <stdbool.h>
+
 #include "zeroc/status.h"
 
 /* Reads and checks a command's flags (argv as main has it) before any rank starts, giving the
@@ -20,6 +22,12 @@ void cli_relaunch_under_mpirun(int argc, char **argv, cli_relaunch_check check);
  * the one-process commands (prepare, estimate, ckpt) run without MPI, and under `mpirun -np N`
  * only launcher rank 0 acts. */
 int cli_launcher_rank(void);
+
+/* Whether an MPI launcher started this process (as the environment said at the first call: main
+ * makes it before MPI_Init, which sets some of the same variables in a singleton). Its standard
+ * output is then the launcher's (Open MPI hands each rank a pseudo-terminal whatever mpirun's
+ * own output is): whether the user sees a terminal is unknown here. */
+bool cli_launched(void);
 
 /* zeroc analyze's check (cli/analyze.c): its flags as cmd_analyze reads them, the files --out
  * names, and --ranks (default 4). */

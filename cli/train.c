@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/fail.h"
 #include "cli/memory_check.h"
+#include "cli/progress.h"
 #include "cli/stop_signal.h"
 #include "cli/train_agree.h"
 #include "cli/train_args.h"
@@ -77,6 +78,7 @@ typedef struct {
      * where a resumed checkpoint's schedule stood less where this run's count puts it (an
      * earlier zeroc's --warmup/--lr-schedule advanced on fp16-skipped steps) */
     int64_t lr_shift;
+    progress prog; /* elapsed, ETA, the live line (rank 0) */
 } train_run;
 
 /* ---------- setup ---------- */
@@ -512,14 +514,26 @@ static double record_step(train_run *r, int s, const zc_step_info *info, double 
 /* Rank 0's line for step s, 0-based (steps steps_per_print, 2·steps_per_print, … counted from 1
  * as DeepSpeed prints them, the first three this run trains — after a resume too, so that it
  * shows it is training —, the last, and any step that validated or skipped). */
-static void log_step(const train_run *r, int s, const zc_step_info *info, double comm_bytes,
+static void log_step(train_run *r, int s, const zc_step_info *info, double comm_bytes,
                      double tokens_per_step)
 {
     const step_series *ser = &r->series;
     const double val = ser->val_loss[s];
-    if (r->rank != 0 || !((s + 1) % r->cfg.steps_per_print == 0 || s == r->o.steps - 1 ||
-                          s < r->first_step + 3 || !isnan(val) || info->skipped))
+    if (r->rank != 0)
         return;
+    if (!((s + 1) % r->cfg.steps_per_print == 0 || s == r->o.steps - 1 || s < r->first_step + 3 ||
+          !isnan(val) || info->skipped)) {
+        char what[96];
+        int k = snprintf(what, sizeof what, "loss %.6f | %8.1f ms", ser->loss[s], ser->ms[s]);
+        if (tokens_per_step > 0 && k > 0 && (size_t)k < sizeof what)
+            snprintf(what + k, sizeof what - (size_t)k, " | %7.0f tok/s",
+                     tokens_per_step / (ser->ms[s] / 1e3));
+        progress_live(&r->prog, s, what);
+        return;
+    }
+    char when[96];
+    progress_text(&r->prog, s, when, sizeof when);
+    progress_clear(&r->prog);
     int64_t states = zc_mem_get(r->mem, ZC_MEM_PARAMS).current +
                      zc_mem_get(r->mem, ZC_MEM_GRADS).current +
                      zc_mem_get(r->mem, ZC_MEM_OPTIMIZER).current;
@@ -542,9 +556,9 @@ static void log_step(const train_run *r, int s, const zc_step_info *info, double
                  info->skipped ? ", overflow: step skipped" : "",
                  (long long)zc_engine_loss_scaler(r->e)->skipped);
     printf("step %5d/%d | loss %.6f | gnorm %.4f | lr %.2e | %8.1f ms%s | states %.1f MiB/rank | "
-           "comm %.1f MiB\n",
+           "comm %.1f MiB | %s\n",
            s + 1, r->o.steps, ser->loss[s], ser->gnorm[s], info->lr, ser->ms[s], extra, mib(states),
-           mib((int64_t)comm_bytes));
+           mib((int64_t)comm_bytes), when);
     fflush(stdout);
 }
 
@@ -573,6 +587,8 @@ static zc_status save_checkpoint(train_run *r, int s, const char *config_json, z
                : zc_err_set(err, ZC_ENOMEM, "out of memory for the checkpoint record");
     free(client);
     r->shared_error = every_ranks(st) || st == ZC_EIO; /* a failed save is agreed on */
+    if (!st && r->rank == 0)
+        progress_clear(&r->prog);
     if (!st && r->rank == 0)
         printf("saved %s/step-%06d in %.2f s\n", o->save_dir, s + 1, (now_ms() - t_save) / 1e3);
     return st;
@@ -608,6 +624,7 @@ static zc_status train_loop(train_run *r, double tokens_per_step, zc_err *err)
     char *config_json = zc_config_to_json(&r->cfg);
     zc_status st = config_json ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
     r->prev = *zc_comm_get_counters(r->comm);
+    progress_start(&r->prog, r->first_step, o->steps, r->rank == 0);
     for (int s = (int)r->first_step; s < o->steps && !st; s++) {
         const bool last = s == o->steps - 1;
         const double t0 = now_ms(), gemm0 = zc_gemm_get_counters().seconds;
@@ -628,8 +645,10 @@ static zc_status train_loop(train_run *r, double tokens_per_step, zc_err *err)
             break;
         }
         log_step(r, s, &info, comm_bytes, tokens_per_step);
-        if (r->model.sample && o->sample_every && ((s + 1) % o->sample_every == 0 || last))
+        if (r->model.sample && o->sample_every && ((s + 1) % o->sample_every == 0 || last)) {
+            progress_clear(&r->prog);
             st = r->model.sample(&r->model, s + 1, err);
+        }
         if (st) {
             r->shared_error = every_ranks(st);
             break;
@@ -642,6 +661,7 @@ static zc_status train_loop(train_run *r, double tokens_per_step, zc_err *err)
         if (r->stopped_by)
             break;
     }
+    progress_clear(&r->prog);
     free(config_json);
     return st;
 }

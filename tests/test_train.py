@@ -9,6 +9,7 @@ the MLP registers), never against zeroc's own earlier output."""
 import json
 import math
 import os
+import re
 import struct
 import sys
 
@@ -1415,6 +1416,45 @@ def test_output_flag_messages():
           not os.path.exists(os.path.join(TMP, ".csv")), f"analyze --out '': {p.stderr!r}")
 
 
+def test_progress():
+    """Every printed step line ends with the elapsed wall time and an estimate of the time left
+    (h:mm:ss, the last one's ETA 0:00:00); on a terminal the steps between printed lines are drawn
+    as one live line (carriage return, erase to the end), erased before the next plain line; into
+    a pipe there is none, one line per printed step."""
+    args = ["--hidden", 32, "--layers", 2, "--steps", 25, "--micro-batch", 2]
+    p = run(1, *args)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("step ")]
+    pat = re.compile(r"\| (\d+):(\d\d):(\d\d) elapsed, ETA (\d+):(\d\d):(\d\d)$")
+    check(len(lines) == 6 and all(pat.search(ln) for ln in lines),
+          f"step lines without elapsed/ETA: {lines}")
+    check(lines[-1].endswith("ETA 0:00:00"), f"last line: {lines[-1]!r}")
+    check("\r" not in p.stdout and "\033" not in p.stdout, "a live line into a pipe")
+    # on a terminal: zeroc's stdout a pty (rank 0 of a singleton, as a user's terminal)
+    import pty
+    out = bytearray()
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(H_.zeroc, [H_.zeroc, "train", *map(str, args)])
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    text = out.decode(errors="replace")
+    live = re.findall(r"\rstep +(\d+)/25 \| loss [0-9.]+ \| +[0-9.]+ ms \| [0-9:]+ elapsed, "
+                      r"ETA [0-9:]+\x1b\[K", text)
+    printed = [int(m) for m in re.findall(r"(?:^|\n|\x1b\[K)step +(\d+)/25 \| loss [0-9.]+ \| gnorm",
+                                          text)]
+    check(os.waitstatus_to_exitcode(status) == 0 and
+          sorted(int(x) for x in live) == [s for s in range(4, 25) if s not in (10, 20)] and
+          printed == [1, 2, 3, 10, 20, 25],
+          f"terminal: live steps {live}, printed {printed}: {text[-600:]!r}")
+
+
 TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_gradient_accumulation, test_bad_input, test_ranks_disagree, test_rank_leaves_early,
          test_ranks_read_other_data,
@@ -1428,7 +1468,7 @@ TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
          test_zero_hpz, test_zero_pp_hosts, test_idle_thread_wait_policy,
          test_save_dir_of_another_run, test_save_dir_not_in_checkpoint,
          test_outputs_not_over_sibling_checkpoints, test_outputs_distinct, test_ckpt_verbs_flags,
-         test_output_flag_messages]
+         test_output_flag_messages, test_progress]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])
