@@ -1,6 +1,6 @@
 /* memory_check.c — `zeroc train` refuses, before the engine allocates the model states, a run
- * whose estimated memory per rank exceeds what this host can give it, and names the ZeRO stage
- * and offload settings that would fit.
+ * whose estimated memory per rank exceeds what this host can give it, and names the ZeRO stage,
+ * offload and offload-knob settings that would fit (the advice: below, before fitting()).
  *
  * Why it is shaped this way:
  * - A run that does not fit is otherwise killed by the kernel's OOM killer minutes later (or
@@ -286,54 +286,294 @@ static int64_t need_per_rank(const zc_estimate_in *in, int64_t activations)
     return ovf ? INT64_MAX : t;
 }
 
-/* Appends the settings that fit, from the least change up: a higher stage in RAM, then the
- * optimizer on NVMe, then the parameters too (stage 3). */
-static void fitting(const zc_estimate_in *now, int64_t activations, int64_t budget, char *out,
-                    size_t cap)
+/* ---------- the advice: settings that fit ----------
+ *
+ * A refused run is told the settings that fit, the least change first: the stage raised, the
+ * optimizer offloaded, the parameters offloaded — and, wherever something is offloaded (already
+ * or as suggested), the offload knobs the estimator counts in RAM: offload_param.max_in_cpu
+ * (parameter elements kept in RAM; DeepSpeed's default 1e9 keeps a small model's all), a lower
+ * offload_optimizer.ratio's share kept in RAM, sub_group_size and offload_optimizer.buffer_count
+ * (the RAM slots the update streams through), offload_param.buffer_count (the shards read
+ * ahead; buffer_size only caps the same reads, so the count is the knob named). Without them a
+ * run at stage 3 with both offloads and DeepSpeed's defaults was told that nothing fits, where
+ * max_in_cpu 0 and smaller sub-groups and buffers did. More ranks shrink only the model states:
+ * they are advised only when the estimate at that many ranks fits, never for working memory,
+ * buffers or activations. */
+
+enum { K_MAX_IN_CPU, K_RATIO, K_SUB_GROUP, K_OPT_BUFFERS, K_PAR_BUFFERS, NKNOBS };
+
+/* Smaller values a knob may take, the least change first. */
+static const int64_t sub_groups[] = {1048576, 262144, 65536};
+static const int64_t buffer_counts[] = {2, 1};
+
+static bool offloads_optimizer(const zc_estimate_in *in)
 {
-    struct {
+    return in->offload_optimizer && in->stage >= 1;
+}
+
+static bool offloads_params(const zc_estimate_in *in)
+{
+    return in->offload_params && in->stage == 3;
+}
+
+/* The sub-group size and slot counts the estimator uses for a configured 0. */
+static int64_t sub_group_of(const zc_estimate_in *in)
+{
+    return in->sub_group_size > 0 ? in->sub_group_size : 4194304;
+}
+
+static int64_t at_least_one(int64_t count)
+{
+    return count > 1 ? count : 1;
+}
+
+/* Where in `list` (descending) the values below `now` start: [*first, n) are the choices. */
+static int below(const int64_t *list, int n, int64_t now, int *first)
+{
+    int i = 0;
+    while (i < n && list[i] >= now)
+        i++;
+    *first = i;
+    return n - i;
+}
+
+/* How many values knob k may take at `in` (1: only its own, the knob does not apply). */
+static int knob_choices(const zc_estimate_in *in, int k)
+{
+    const bool off = offloads_optimizer(in) || offloads_params(in);
+    int first;
+    switch (k) {
+    case K_MAX_IN_CPU: return offloads_params(in) && in->max_in_cpu > 0 ? 2 : 1;
+    case K_RATIO:
+        return offloads_optimizer(in) && in->offload_ratio > 0 && in->offload_ratio < 1 ? 2 : 1;
+    case K_SUB_GROUP: return off ? 1 + below(sub_groups, 3, sub_group_of(in), &first) : 1;
+    case K_OPT_BUFFERS:
+        return off ? 1 + below(buffer_counts, 2, at_least_one(in->buffer_count), &first) : 1;
+    default: /* K_PAR_BUFFERS */
+        return offloads_params(in)
+                   ? 1 + below(buffer_counts, 2, at_least_one(in->param_buffer_count), &first)
+                   : 1;
+    }
+}
+
+/* Sets knob k of `in` to its choice c (1 ≤ c < knob_choices), counted from `base`'s value. */
+static void knob_set(zc_estimate_in *in, const zc_estimate_in *base, int k, int c)
+{
+    int first;
+    switch (k) {
+    case K_MAX_IN_CPU: in->max_in_cpu = 0; break;
+    case K_RATIO: in->offload_ratio = 1.0; break;
+    case K_SUB_GROUP:
+        below(sub_groups, 3, sub_group_of(base), &first);
+        in->sub_group_size = sub_groups[first + c - 1];
+        break;
+    case K_OPT_BUFFERS:
+        below(buffer_counts, 2, at_least_one(base->buffer_count), &first);
+        in->buffer_count = (int)buffer_counts[first + c - 1];
+        break;
+    default:
+        below(buffer_counts, 2, at_least_one(base->param_buffer_count), &first);
+        in->param_buffer_count = (int)buffer_counts[first + c - 1];
+    }
+}
+
+/* `base` with the knobs at choices c[]. */
+static zc_estimate_in with_knobs(const zc_estimate_in *base, const int *c)
+{
+    zc_estimate_in in = *base;
+    for (int k = 0; k < NKNOBS; k++)
+        if (c[k])
+            knob_set(&in, base, k, c[k]);
+    return in;
+}
+
+/* The knobs of `base` that make it fit `budget` with the least change — the fewest knobs
+ * changed, then each by the least — into *out and its need into *need; false if none does. */
+static bool least_change(const zc_estimate_in *base, int64_t activations, int64_t budget,
+                         zc_estimate_in *out, int64_t *need)
+{
+    int n[NKNOBS], combos = 1, most = 0;
+    for (int k = 0; k < NKNOBS; k++) {
+        n[k] = knob_choices(base, k);
+        combos *= n[k];
+        most += 16 + n[k] - 1;
+    }
+    for (int cost = 0; cost <= most; cost++)
+        for (int i = 0; i < combos; i++) {
+            int c[NKNOBS], r = i, this_cost = 0;
+            for (int k = 0; k < NKNOBS; k++) {
+                c[k] = r % n[k];
+                r /= n[k];
+                this_cost += c[k] ? 16 + c[k] : 0;
+            }
+            if (this_cost != cost)
+                continue;
+            zc_estimate_in in = with_knobs(base, c);
+            const int64_t t = need_per_rank(&in, activations);
+            if (t <= budget) {
+                *out = in;
+                *need = t;
+                return true;
+            }
+        }
+    return false;
+}
+
+/* `base` with every knob at its smallest, less the changes that do not lower the need. */
+static zc_estimate_in least_ram(const zc_estimate_in *base, int64_t activations, int64_t *need)
+{
+    int c[NKNOBS];
+    for (int k = 0; k < NKNOBS; k++)
+        c[k] = knob_choices(base, k) - 1;
+    zc_estimate_in in = with_knobs(base, c);
+    *need = need_per_rank(&in, activations);
+    for (int k = 0; k < NKNOBS; k++) {
+        if (!c[k])
+            continue;
+        const int kept = c[k];
+        c[k] = 0;
+        zc_estimate_in back = with_knobs(base, c);
+        const int64_t t = need_per_rank(&back, activations);
+        if (t <= *need) {
+            in = back;
+            *need = t;
+        } else {
+            c[k] = kept;
+        }
+    }
+    return in;
+}
+
+/* The stages and offloads to try, the least change from `now` first: `now` itself with its
+ * knobs (if it offloads), a higher stage in RAM, the optimizer on NVMe, the parameters too
+ * (stage 3). An offload `now` has stays. Returns how many (at most 8). */
+static int bases(const zc_estimate_in *now, zc_estimate_in *out)
+{
+    static const struct {
         int stage;
         bool opt, par;
     } tries[] = {{1, 0, 0}, {2, 0, 0}, {3, 0, 0}, {1, 1, 0}, {2, 1, 0}, {3, 1, 0}, {3, 1, 1}};
-    size_t len = strlen(out);
-    int shown = 0;
-    for (size_t i = 0; i < sizeof tries / sizeof tries[0] && shown < 2; i++) {
+    int n = 0;
+    if (offloads_optimizer(now) || offloads_params(now))
+        out[n++] = *now;
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
         zc_estimate_in in = *now;
         in.stage = tries[i].stage;
         in.offload_optimizer = tries[i].opt || now->offload_optimizer;
         in.offload_params = tries[i].par || (now->offload_params && in.stage == 3);
-        if (in.stage < now->stage ||
-            (in.stage == now->stage && in.offload_optimizer == now->offload_optimizer &&
-             in.offload_params == now->offload_params))
-            continue;
-        if (tries[i].par && !now->offload_params)
-            in.max_in_cpu = 0; /* DeepSpeed's default keeps 1e9 parameters in RAM */
-        /* offloaded, the sub-group slots are the RAM bound: smaller ones if need be */
-        bool off = in.offload_optimizer || in.offload_params;
-        int64_t need = need_per_rank(&in, activations), sub = in.sub_group_size;
-        for (int64_t g = 1 << 20; off && need > budget && g >= 65536 && g < sub; g /= 4) {
-            in.sub_group_size = g;
-            need = need_per_rank(&in, activations);
-        }
-        if (need > budget)
-            continue;
-        char group[64] = "";
-        if (in.sub_group_size != sub)
-            snprintf(group, sizeof group, " --sub-group-size %lld", (long long)in.sub_group_size);
-        len += (size_t)snprintf(
-            out + len, len < cap ? cap - len : 0, "%s--stage %d%s%s%s (%.2f GiB per rank%s)",
-            shown ? "; " : "", in.stage, in.offload_optimizer ? " --offload-optimizer nvme" : "",
-            in.offload_params ? (in.max_in_cpu == now->max_in_cpu ? " --offload-param nvme"
-                                                                  : " --offload-param nvme (with "
-                                                                    "offload_param.max_in_cpu 0)")
-                              : "",
-            group, gib(need), off ? ", + --nvme-path DIR" : "");
-        shown++;
+        bool seen = in.stage < now->stage ||
+                    (in.stage == now->stage && in.offload_optimizer == now->offload_optimizer &&
+                     in.offload_params == now->offload_params);
+        for (int j = 0; j < n && !seen; j++)
+            seen = out[j].stage == in.stage && out[j].offload_optimizer == in.offload_optimizer &&
+                   out[j].offload_params == in.offload_params;
+        if (!seen)
+            out[n++] = in;
     }
-    if (!shown)
-        snprintf(out + len, len < cap ? cap - len : 0,
-                 "none of stages 1-3 with or without NVMe offload: add ranks on other hosts, "
-                 "lower the micro-batch or use --activation-checkpointing");
+    return n;
+}
+
+/* One setting as the user writes it: the flags, then the keys that have none as a JSON fragment
+ * of zero_optimization, then the estimate per rank. */
+static void describe(const zc_estimate_in *now, const zc_estimate_in *in, int64_t need, char *out,
+                     size_t cap)
+{
+    const bool opt = offloads_optimizer(in), par = offloads_params(in);
+    const bool newly = (opt && !offloads_optimizer(now)) || (par && !offloads_params(now));
+    char opt_keys[96] = "", par_keys[96] = "", json[256] = "", group[48] = "";
+    if (in->offload_ratio != now->offload_ratio)
+        snprintf(opt_keys, sizeof opt_keys, "\"ratio\": 1");
+    if (in->buffer_count != now->buffer_count)
+        snprintf(opt_keys + strlen(opt_keys), sizeof opt_keys - strlen(opt_keys),
+                 "%s\"buffer_count\": %d", opt_keys[0] ? ", " : "", in->buffer_count);
+    if (in->max_in_cpu != now->max_in_cpu)
+        snprintf(par_keys, sizeof par_keys, "\"max_in_cpu\": %lld", (long long)in->max_in_cpu);
+    if (in->param_buffer_count != now->param_buffer_count)
+        snprintf(par_keys + strlen(par_keys), sizeof par_keys - strlen(par_keys),
+                 "%s\"buffer_count\": %d", par_keys[0] ? ", " : "", in->param_buffer_count);
+    if (opt_keys[0] || par_keys[0])
+        snprintf(json, sizeof json, " with zero_optimization's %s%s%s%s%s%s%s",
+                 opt_keys[0] ? "\"offload_optimizer\": {" : "", opt_keys, opt_keys[0] ? "}" : "",
+                 opt_keys[0] && par_keys[0] ? ", " : "", par_keys[0] ? "\"offload_param\": {" : "",
+                 par_keys, par_keys[0] ? "}" : "");
+    if (in->sub_group_size != now->sub_group_size)
+        snprintf(group, sizeof group, " --sub-group-size %lld", (long long)in->sub_group_size);
+    snprintf(out, cap, "--stage %d%s%s%s%s (%.2f GiB per rank%s)", in->stage,
+             opt ? " --offload-optimizer nvme" : "", par ? " --offload-param nvme" : "", group,
+             json, gib(need), newly ? ", + --nvme-path DIR" : "");
+}
+
+/* The advice for a run `now` that needs more than `budget` per rank: up to two settings that
+ * fit (first[], second[]; second may stay empty), or why none does and what would. */
+static void fitting(const zc_estimate_in *now, int64_t activations, int64_t budget, char *first,
+                    char *second, size_t cap)
+{
+    zc_estimate_in base[8], in;
+    int64_t need;
+    const int nbases = bases(now, base);
+    char *out[2] = {first, second};
+    int shown = 0, shown_base = 0;
+    int64_t shown_need = 0;
+    first[0] = second[0] = 0;
+    for (int b = 0; b < nbases && shown < 2; b++)
+        if (least_change(&base[b], activations, budget, &in, &need)) {
+            describe(now, &in, need, out[shown++], cap);
+            shown_base = b, shown_need = need;
+        }
+    if (shown == 1) { /* the other one: the same stage and offloads in the least RAM */
+        int64_t least;
+        zc_estimate_in small = least_ram(&base[shown_base], activations, &least);
+        if (least < shown_need)
+            describe(now, &small, least, second, cap);
+    }
+    if (shown)
+        return;
+    /* none here: the least any setting needs, and what of it more ranks would not shrink */
+    int64_t least = INT64_MAX;
+    zc_estimate_in best = *now;
+    for (int b = 0; b < nbases; b++) {
+        int64_t t;
+        zc_estimate_in s = least_ram(&base[b], activations, &t);
+        if (t < least)
+            least = t, best = s;
+    }
+    zc_state_bytes sb = zc_estimate_states(&best);
+    const int64_t states = sb.params + sb.grads + sb.optimizer;
+    size_t len = (size_t)snprintf(
+        first, cap,
+        "none of stages 1-3 with or without NVMe offload and its knobs: the least is %.2f GiB "
+        "per rank, of which %.2f model states, %.2f activations and %.2f working memory and "
+        "buffers",
+        gib(least), gib(states), gib(activations), gib(least - states - activations));
+    /* more ranks, on other hosts like this one (ranks on this host would share its budget) */
+    bool ranks = false;
+    for (int64_t n = 2 * (int64_t)now->nranks; !ranks && n <= 65536; n *= 2)
+        for (int b = 0; b < nbases && !ranks; b++) {
+            zc_estimate_in more = base[b];
+            more.nranks = (int)n;
+            int64_t t;
+            least_ram(&more, activations, &t);
+            if (t > budget || !least_change(&more, activations, budget, &in, &need))
+                continue;
+            char setting[400];
+            describe(now, &in, need, setting, sizeof setting);
+            len += (size_t)snprintf(first + len, len < cap ? cap - len : 0,
+                                    "; on %lld ranks, those added on other hosts like this one: "
+                                    "%s",
+                                    (long long)n, setting);
+            ranks = true;
+        }
+    if (activations > 0 && least - activations <= budget)
+        snprintf(first + len, len < cap ? cap - len : 0,
+                 "; the activations must shrink by %.2f GiB: lower the micro-batch or use "
+                 "--activation-checkpointing (GPT-2)",
+                 gib(least - budget));
+    else if (!ranks)
+        snprintf(first + len, len < cap ? cap - len : 0,
+                 "; more ranks shrink only the model states, and without them it still needs "
+                 "%.2f (working memory grows with the largest unit, activations with the "
+                 "micro-batch)",
+                 gib(least - states));
 }
 
 zc_status memory_check(zc_comm *comm, const zc_engine *e, const zc_mem *mem, zc_err *err)
@@ -372,31 +612,39 @@ zc_status memory_check(zc_comm *comm, const zc_engine *e, const zc_mem *mem, zc_
     zc_status st = ZC_OK;
     if (budget >= 0 && need > budget) {
         zc_state_bytes b = zc_estimate_states(&in);
-        char fits[600] = "", over[5000];
-        fitting(&in, activations, budget, fits, sizeof fits);
-        if (limited)
-            snprintf(over, sizeof over,
-                     "but this process may map only %.2f GiB more (%s), so it would run out "
-                     "partway (a segfault inside oneDNN, a hang inside OpenBLAS, or a save that "
-                     "fails after training). Raise or remove the limit, or use settings that "
-                     "fit: %s.",
-                     gib(room), limit_where, fits);
-        else
-            snprintf(over, sizeof over,
-                     "but this host can give %.2f GiB to each of its %d rank%s (%.2f GiB: %s), so "
-                     "it would be killed or thrash. Settings that fit: %s.",
-                     gib(budget), local, local == 1 ? "" : "s", gib(host), where, fits);
-        st = zc_err_set(err, ZC_ENOMEM,
-                        "this run needs an estimated %.2f GiB per rank (model states %.2f, "
-                        "activations %.2f, working memory and buffers up to %.2f) at ZeRO stage "
-                        "%d%s, %s (--no-memory-check runs it anyway.)",
-                        gib(need), gib(b.params + b.grads + b.optimizer), gib(activations),
-                        gib(need - (b.params + b.grads + b.optimizer) - activations), in.stage,
-                        in.offload_optimizer && in.offload_params ? " with both offloads"
-                        : in.offload_optimizer                    ? " with the optimizer offloaded"
-                        : in.offload_params                       ? " with the parameters offloaded"
-                                                                  : "",
-                        over);
+        char first[700], second[700], fits[1500], over[7000], msg[8000];
+        fitting(&in, activations, budget, first, second, sizeof first);
+        /* the second setting only where the message holds it whole */
+        for (int settings = second[0] ? 2 : 1; settings >= 1; settings--) {
+            snprintf(fits, sizeof fits, "%s%s%s", first, settings == 2 ? "; " : "",
+                     settings == 2 ? second : "");
+            if (limited)
+                snprintf(over, sizeof over,
+                         "but this process may map only %.2f GiB more (%s), so it would run out "
+                         "partway (a segfault inside oneDNN, a hang inside OpenBLAS, or a save "
+                         "that fails after training). Raise or remove the limit, or use settings "
+                         "that fit: %s.",
+                         gib(room), limit_where, fits);
+            else
+                snprintf(over, sizeof over,
+                         "but this host can give %.2f GiB to each of its %d rank%s (%.2f GiB: "
+                         "%s), so it would be killed or thrash. Settings that fit: %s.",
+                         gib(budget), local, local == 1 ? "" : "s", gib(host), where, fits);
+            snprintf(msg, sizeof msg,
+                     "this run needs an estimated %.2f GiB per rank (model states %.2f, "
+                     "activations %.2f, working memory and buffers up to %.2f) at ZeRO stage "
+                     "%d%s, %s (--no-memory-check runs it anyway.)",
+                     gib(need), gib(b.params + b.grads + b.optimizer), gib(activations),
+                     gib(need - (b.params + b.grads + b.optimizer) - activations), in.stage,
+                     in.offload_optimizer && in.offload_params ? " with both offloads"
+                     : in.offload_optimizer                    ? " with the optimizer offloaded"
+                     : in.offload_params                       ? " with the parameters offloaded"
+                                                               : "",
+                     over);
+            if (strlen(msg) < sizeof err->msg)
+                break;
+        }
+        st = zc_err_set(err, ZC_ENOMEM, "%s", msg);
     }
     free(numel);
     return st;

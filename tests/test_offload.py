@@ -546,9 +546,11 @@ def test_killed_rank_frees_disk():
 def test_trains_beyond_memory_cap():
     """The job (mpirun and both ranks) in a cgroup capped at 450 MB of RAM: an MLP of 16 layers
     of 2048 whose bf16 model states are 1.07 GB is refused in RAM at stage 3 before it
-    allocates, naming the cgroup and the offload settings that fit (and is killed with
-    --no-memory-check), and trains with both offloads to the same weights, bit for bit, as the
-    uncapped in-RAM run."""
+    allocates, naming the cgroup and the offload settings that fit — the least change first:
+    the optimizer alone on disk, in smaller sub-groups through one slot, which trained there at
+    168 MiB peak RSS per rank (test_memory_check_advice runs the settings it names) — and is
+    killed with --no-memory-check, and trains with both offloads to the same weights, bit for
+    bit, as the uncapped in-RAM run."""
     cap = 450 << 20
     args = ["--hidden", 2048, "--layers", 16, "--micro-batch", 4, "--steps", 3, "--stage", 3,
             "--dtype", "bf16"]
@@ -562,7 +564,7 @@ def test_trains_beyond_memory_cap():
                        env={**os.environ, **LEAN})
     errs = [l for l in p.stderr.splitlines() if "zeroc: error" in l]
     check(p.returncode == 1 and len(errs) == 1 and "memory cgroup's limit" in errs[0] and
-          "Settings that fit: --stage 3 --offload-optimizer nvme --offload-param nvme" in errs[0]
+          "Settings that fit: --stage 3 --offload-optimizer nvme" in errs[0]
           and "step " not in p.stdout,
           f"in RAM, the capped job was not refused before allocating: {p.returncode} {errs}")
     p = subprocess.run([capped, str(cap), H_.mpirun, "2", H_.zeroc, "train", *map(str, args),
@@ -618,6 +620,72 @@ def test_memory_check_cgroups():
     check(p.returncode == 0, f"refused or failed beside 300 MB of file cache: {p.stderr[-800:]}")
 
 
+def advised(err):
+    """The settings a refusal's advice names, each as (its flags, its zero_optimization keys, its
+    GiB per rank): "--stage 3 ... --sub-group-size N with zero_optimization's "offload_param":
+    {...} (0.33 GiB per rank)", joined by "; "."""
+    m = re.search(r"Settings that fit: (.*)\. \(--no-memory-check", err)
+    out = []
+    for part in (m.group(1).split("; ") if m else []):
+        s = re.fullmatch(r"(--stage [^(]*?)(?: with zero_optimization's (.*))? "
+                         r"\(([0-9.]+) GiB per rank[^)]*\)", part)
+        if s:
+            out.append((s.group(1).split(), json.loads("{" + s.group(2) + "}") if s.group(2)
+                        else {}, float(s.group(3))))
+    return out
+
+
+def test_memory_check_advice():
+    """Issue 33: the memory check's advice names the offload knobs. An MLP of 16 × 2048 in bf16
+    on one rank at stage 3 with both offloads and DeepSpeed's default offload knobs (max_in_cpu
+    1e9 keeps every parameter in RAM, 5 shards of up to 1e8 elements read ahead, 4 slots of
+    4194304-element sub-groups) needs an estimated 0.49 GiB; in a 400 MB memory cgroup it is
+    refused, and the advice names settings of those knobs that fit, not "none" and not "add
+    ranks" (which shrinks no working memory; it said both). Each setting named, given exactly as
+    written, passes the check and trains a step in the same cgroup, below its cap. Needs root
+    (tests/memcap.sh): skipped otherwise."""
+    if os.geteuid() != 0:
+        print("  skipped: needs root for a memory cgroup")
+        return
+    capped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "memcap.sh")
+    cap = 400 * 1000 * 1000
+    args = ["--hidden", 2048, "--layers", 16, "--micro-batch", 4, "--steps", 1, "--dtype", "bf16"]
+    nvme = {"device": "nvme", "nvme_path": NVME}
+
+    def run(name, flags, keys):
+        zo = {"stage": 3, "offload_optimizer": dict(nvme), "offload_param": dict(nvme)}
+        for section, values in keys.items():
+            zo[section].update(values)
+        cfg = H_.path(name + ".cfg.json")
+        with open(cfg, "w") as f:
+            json.dump({"zero_optimization": zo}, f)
+        return subprocess.run([capped, str(cap), H_.zeroc, "train", *map(str, args), "--config",
+                               cfg, *flags, "--report", H_.path(name + ".json")],
+                              capture_output=True, text=True, timeout=300,
+                              env={**os.environ, **LEAN})
+
+    p = run("advice-defaults", [], {})
+    errs = [l for l in p.stderr.splitlines() if "zeroc: error" in l]
+    settings = advised(errs[0]) if len(errs) == 1 else []
+    check(p.returncode == 1 and len(errs) == 1 and "memory cgroup's limit" in errs[0]
+          and "step " not in p.stdout,
+          f"the default offload knobs were not refused: {p.returncode} {errs}")
+    check(settings and "none of" not in errs[0] and "add ranks" not in errs[0]
+          and "ranks, those added" not in errs[0],
+          f"the advice names no setting, or says to add ranks: {errs}")
+    for i, (flags, keys, gib) in enumerate(settings):
+        check(keys or "--sub-group-size" in flags,
+              f"setting {i + 1} changes no offload knob: {flags} {keys}")
+        p = run(f"advice-{i}", flags, keys)
+        check(p.returncode == 0 and "step     1/1" in p.stdout
+              and "the memory check" not in p.stderr,
+              f"setting {i + 1} ({' '.join(flags)} {keys}, {gib} GiB) did not train in the cgroup: "
+              f"{p.returncode} {p.stderr[-800:]}")
+        if p.returncode == 0:
+            rss = H_.report(f"advice-{i}.json")["memory"]["ranks"][0]["peak_rss"]
+            check(rss < cap, f"setting {i + 1}: peak RSS {rss} is not below the cap {cap}")
+
+
 def test_cpu_device():
     """device "cpu" trains exactly as without offload and says once that nothing moves."""
     args = ["--hidden", 64, "--layers", 3, "--micro-batch", 4, "--steps", 3, "--stage", 2]
@@ -637,7 +705,8 @@ if __name__ == "__main__":
                  test_io_buffers_reused,
                  test_pin_memory_limit, test_bad_nvme_path,
                  test_io_errors, test_truncated_swap_file, test_killed_rank_frees_disk,
-                 test_trains_beyond_memory_cap, test_memory_check_cgroups, test_cpu_device],
+                 test_trains_beyond_memory_cap, test_memory_check_cgroups,
+                 test_memory_check_advice, test_cpu_device],
                 sys.argv[3:])
     finally:
         shutil.rmtree(NVME, ignore_errors=True)
