@@ -113,6 +113,9 @@ static void announce_config(const train_run *r)
     if (cfg->auto_keys[0]) /* the values they took are in the config line above */
         printf("\"auto\" in %s resolved from the command line, else zeroc's default: %s\n",
                r->o.config, cfg->auto_keys);
+    if (cfg->ignored[0]) /* DeepSpeed reads no top-level key it does not know */
+        printf("ignored, as DeepSpeed ignores them (top-level keys it does not read): %s\n",
+               cfg->ignored);
     if (cfg->no_effect[0]) /* said once: DeepSpeed knobs with nothing to tune here */
         printf("accepted, changes nothing here: %s\n", cfg->no_effect);
     if (cfg->offload_optimizer == ZC_OFFLOAD_CPU)
@@ -161,9 +164,7 @@ static double lr_at(const train_run *r, int s)
 /* The schedule's name and warmup steps, as checkpoints record them. */
 static const char *schedule_name(const train_run *r)
 {
-    return r->cfg.sched == ZC_SCHED_WARMUP_LR         ? "WarmupLR"
-           : r->cfg.sched == ZC_SCHED_WARMUP_DECAY_LR ? "WarmupDecayLR"
-                                                      : r->o.lr_schedule;
+    return r->cfg.sched != ZC_SCHED_NONE ? zc_sched_name(r->cfg.sched) : r->o.lr_schedule;
 }
 
 static int64_t schedule_warmup(const train_run *r)

@@ -248,9 +248,11 @@ static zc_status refuse_unused_offload(int argc, char **argv, const zc_config *c
 
 /* The config's scheduler section and the schedule flags: --warmup fills its warmup_num_steps
  * (over the file, like every flag; a file's "auto" is --warmup's default, 0), --steps a
- * WarmupDecayLR's total_num_steps the file left out or gave as "auto"; --lr-schedule names the
- * trainer's own schedule and cannot join it, and --lr does nothing unless warmup_max_lr is
- * "auto". The activation_checkpointing section turns on the flag of that name. */
+ * WarmupDecayLR's or WarmupCosineLR's total_num_steps the file left out or gave as "auto";
+ * --lr-schedule names the trainer's own schedule and cannot join it, and --lr does nothing under
+ * WarmupLR / WarmupDecayLR unless warmup_max_lr is "auto" (WarmupCosineLR's peak is the lr);
+ * OneCycle and LRRangeTest take neither --lr nor --warmup. The activation_checkpointing section
+ * turns on the flag of that name. */
 static zc_status resolve_schedule(int argc, char **argv, train_opts *o, zc_config *cfg, zc_err *err)
 {
     char n[32];
@@ -266,17 +268,29 @@ static zc_status resolve_schedule(int argc, char **argv, train_opts *o, zc_confi
         return zc_err_set(err, ZC_EINVAL,
                           "--lr-schedule %s: %s has a scheduler (%s); give one "
                           "or the other",
-                          o->lr_schedule, o->config,
-                          cfg->sched == ZC_SCHED_WARMUP_LR ? "WarmupLR" : "WarmupDecayLR");
+                          o->lr_schedule, o->config, zc_sched_name(cfg->sched));
+    /* OneCycle and LRRangeTest set the rate from their own params and have no warmup */
+    const bool own_rate = cfg->sched == ZC_SCHED_ONE_CYCLE || cfg->sched == ZC_SCHED_LR_RANGE_TEST;
+    if (own_rate && (args_given(argc, argv, 2, "--lr") || args_given(argc, argv, 2, "--warmup")))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: %s's scheduler %s sets the rate from its own params (%s) and has no "
+                          "warmup: the flag would change nothing",
+                          args_given(argc, argv, 2, "--lr") ? "--lr" : "--warmup", o->config,
+                          zc_sched_name(cfg->sched),
+                          cfg->sched == ZC_SCHED_ONE_CYCLE ? "cycle_min_lr, cycle_max_lr"
+                                                           : "lr_range_test_min_lr");
     /* the scheduler's own peak replaces the optimizer's lr (DeepSpeed's rule), given or not:
      * --lr beside it would do nothing */
-    if (args_given(argc, argv, 2, "--lr") && isnan(cfg->warmup_max_lr))
+    /* WarmupCosineLR's peak is the optimizer's lr, which --lr sets */
+    const bool warmup_peak =
+        cfg->sched == ZC_SCHED_WARMUP_LR || cfg->sched == ZC_SCHED_WARMUP_DECAY_LR;
+    if (warmup_peak && args_given(argc, argv, 2, "--lr") && isnan(cfg->warmup_max_lr))
         return zc_err_set(err, ZC_EINVAL,
                           "--lr: %s's scheduler gives no warmup_max_lr, so it peaks at "
                           "DeepSpeed's default %g and the optimizer's lr is not used; set "
                           "warmup_max_lr in the file (\"auto\" takes --lr)",
                           o->config, ZC_WARMUP_MAX_LR);
-    if (args_given(argc, argv, 2, "--lr") && cfg->warmup_max_lr != ZC_AUTO)
+    if (warmup_peak && args_given(argc, argv, 2, "--lr") && cfg->warmup_max_lr != ZC_AUTO)
         return zc_err_set(err, ZC_EINVAL,
                           "--lr: %s's scheduler sets warmup_max_lr %g, the peak the run follows; "
                           "give one or the other (or warmup_max_lr \"auto\")",
@@ -286,7 +300,9 @@ static zc_status resolve_schedule(int argc, char **argv, train_opts *o, zc_confi
         snprintf(n, sizeof n, "%d", o->warmup);
         st = zc_config_set(cfg, "scheduler.params.warmup_num_steps", n, err);
     }
-    if (!st && cfg->sched == ZC_SCHED_WARMUP_DECAY_LR && cfg->total_num_steps == 0) {
+    if (!st &&
+        (cfg->sched == ZC_SCHED_WARMUP_DECAY_LR || cfg->sched == ZC_SCHED_WARMUP_COSINE_LR) &&
+        cfg->total_num_steps == 0) {
         snprintf(n, sizeof n, "%d", o->steps);
         st = zc_config_set(cfg, "scheduler.params.total_num_steps", n, err);
     }
@@ -303,6 +319,12 @@ static void announce_differences(const train_opts *o, const zc_config *cfg)
         printf("warning: scheduler.params.total_num_steps %lld is less than warmup_num_steps "
                "%lld%s (DeepSpeed's WarmupDecayLR warns too): the rate rises through the whole "
                "warmup, then drops at once to warmup_min_lr\n",
+               (long long)cfg->total_num_steps, (long long)cfg->warmup_num_steps,
+               cfg->warmup_num_steps < 2 ? ", taken as 2 as DeepSpeed takes it" : "");
+    if (cfg->sched == ZC_SCHED_WARMUP_COSINE_LR && cfg->total_num_steps < w)
+        printf("warning: scheduler.params.total_num_steps %lld is less than warmup_num_steps "
+               "%lld%s (DeepSpeed's WarmupCosineLR warns too): after the warmup the cosine runs "
+               "over a negative span, as DeepSpeed's does\n",
                (long long)cfg->total_num_steps, (long long)cfg->warmup_num_steps,
                cfg->warmup_num_steps < 2 ? ", taken as 2 as DeepSpeed takes it" : "");
     /* DeepSpeed's engine (get_data_types) accumulates bf16 gradients in fp32 without ZeRO;

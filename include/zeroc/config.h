@@ -3,7 +3,9 @@
  * One struct holds every setting; zc_config_defaults() is the single place defaults live.
  * A DeepSpeed ds_config.json either loads or is refused with the offending key's JSON path:
  * keys DeepSpeed knows that zeroc does not implement yet are refused as "not supported yet: KEY",
- * unknown keys as "unknown key: PATH" — all of a file's refusals in one message. Command-line flags
+ * unknown keys as "unknown key: PATH" (at the top level DeepSpeed reads only the keys it knows, so
+ * an unknown one there is ignored and named in `ignored` instead) — all of a file's refusals, and
+ * when there are some, the conflicts between its keys, in one message. Command-line flags
  * are applied after the file with zc_config_set(), which takes the same dotted paths the file uses.
  * Every key, default and range is listed in docs/CONFIG.md.
  *
@@ -39,9 +41,16 @@ typedef enum { ZC_OFFLOAD_NONE = 0, ZC_OFFLOAD_CPU, ZC_OFFLOAD_NVME } zc_offload
  * allows it, else the thread pool. */
 typedef enum { ZC_AIO_AUTO = 0, ZC_AIO_URING, ZC_AIO_THREADS } zc_aio_engine;
 
-/* scheduler.type: the DeepSpeed learning-rate schedules zeroc implements (zeroc/lr_schedule.h).
+/* scheduler.type: DeepSpeed's learning-rate schedules (zeroc/lr_schedule.h), all five.
  * NONE: the file has no scheduler (the trainer's own --warmup / --lr-schedule apply). */
-typedef enum { ZC_SCHED_NONE = 0, ZC_SCHED_WARMUP_LR, ZC_SCHED_WARMUP_DECAY_LR } zc_sched_type;
+typedef enum {
+    ZC_SCHED_NONE = 0,
+    ZC_SCHED_WARMUP_LR,
+    ZC_SCHED_WARMUP_DECAY_LR,
+    ZC_SCHED_WARMUP_COSINE_LR,
+    ZC_SCHED_ONE_CYCLE,
+    ZC_SCHED_LR_RANGE_TEST
+} zc_sched_type;
 
 /* scheduler.params.warmup_type: how the warmup rises from warmup_min_lr to warmup_max_lr. */
 typedef enum { ZC_WARMUP_LOG = 0, ZC_WARMUP_LINEAR } zc_warmup_type;
@@ -77,6 +86,19 @@ typedef struct {
     int64_t warmup_num_steps;   /* .warmup_num_steps; a file's "auto": 0 (--warmup's default) */
     int64_t total_num_steps;    /* .total_num_steps (WarmupDecayLR); 0: the run's steps */
     zc_warmup_type warmup_type; /* .warmup_type */
+    double warmup_min_ratio;    /* .warmup_min_ratio (WarmupCosineLR): the warmup's start,
+                                 * a fraction of optimizer.params.lr */
+    double cos_min_ratio;       /* .cos_min_ratio (WarmupCosineLR): the cosine's end, likewise */
+    double cycle_min_lr, cycle_max_lr; /* OneCycle's bounds; NAN: not given (required) */
+    double decay_lr_rate;              /* OneCycle: lr ÷ (1 + rate · decay intervals) after it */
+    int64_t cycle_first_step_size;     /* OneCycle: steps of the rising half */
+    int64_t cycle_second_step_size;    /* OneCycle: of the falling half; 0: the first's */
+    int64_t decay_step_size;           /* OneCycle: steps per decay interval; 0: no decay */
+    bool cycle_momentum;               /* OneCycle: cycle beta1 too (refused but under SGD) */
+    double lr_range_test_min_lr;       /* LRRangeTest: the start */
+    int64_t lr_range_test_step_size;   /* LRRangeTest: steps per interval */
+    double lr_range_test_step_rate;    /* LRRangeTest: growth per interval */
+    bool lr_range_test_staircase;      /* LRRangeTest: whole intervals only */
     /* ZeRO */
     int stage;                    /* zero_optimization.stage: 0..3 */
     int64_t reduce_bucket_size;   /* elements per reduce-scatter chunk; 0: a unit's
@@ -149,6 +171,9 @@ typedef struct {
     /* keys the file gave as "auto" (the Hugging Face Trainer's placeholder), joined by "; ":
      * each keeps zeroc's default unless a command-line flag sets it */
     char auto_keys[1024];
+    /* top-level keys the file gave that neither zeroc nor DeepSpeed reads (DeepSpeed ignores an
+     * unknown top-level key), joined by ", ", for the log */
+    char ignored[1024];
 } zc_config;
 
 /* The defaults, in one place (documented in docs/CONFIG.md). */
@@ -187,6 +212,10 @@ ZC_API char *zc_config_to_json(const zc_config *cfg);
  * "auto", and DeepSpeed's default ZC_WARMUP_MAX_LR (0.001) when not given, for both types:
  * DeepSpeed builds the scheduler from its params alone, so optimizer.params.lr plays no part. */
 ZC_API double zc_config_warmup_max_lr(const zc_config *cfg);
+
+/* scheduler.type's name: "WarmupLR", "WarmupDecayLR", "WarmupCosineLR", "OneCycle",
+ * "LRRangeTest"; "none" for ZC_SCHED_NONE. */
+ZC_API const char *zc_sched_name(zc_sched_type t);
 
 /* "AdamW", "Adam", "SGD". */
 ZC_API const char *zc_optim_name(zc_optim_type t);

@@ -57,31 +57,37 @@ typedef enum {
     K_STR,       /* a string (null: "") into a char[ZC_MAX_PATH] field; empty means unset */
     K_DEVICE,    /* "none" | "cpu" | "nvme" (any letter case), into a zc_offload_device field */
     K_ENGINE,    /* "auto" | "io_uring" | "threads" (any letter case), into a zc_aio_engine field */
-    K_SCHED,     /* scheduler.type: "WarmupLR" | "WarmupDecayLR", into a zc_sched_type field */
+    K_SCHED,     /* scheduler.type: DeepSpeed's five names, into a zc_sched_type field */
     K_WARMUP,    /* "log" | "linear" (any letter case), into a zc_warmup_type field */
+    K_CPU_OFFLOAD, /* DeepSpeed's deprecated true/false for an offload section: true is device
+                    * cpu, false none, into a zc_offload_device field */
+    K_MONITOR,     /* a monitor's section (tensorboard, wandb, ...): accepted while its `enabled`
+                    * is false or absent (DeepSpeed's default), its members then unread; `enabled`
+                    * true is refused, `why` saying what zeroc has instead */
 } key_kind;
 
 enum {
-    R_INTERVAL = 1u << 0, /* range messages read "expected an integer 0..3, got 4" */
-    R_LO_OPEN = 1u << 1,  /* K_NUM: value > lo instead of >= lo */
-    R_HI_OPEN = 1u << 2,  /* K_NUM: value < hi instead of <= hi */
-    R_LATER = 1u << 3,    /* K_FIXED: other values are "not supported yet" (not "never") */
-    R_MICRO = 1u << 4,    /* setting it records micro_batch_set */
-    R_ACCUM = 1u << 5,    /* setting it records grad_accum_set */
-    R_UNSET0 = 1u << 6,   /* 0 in the struct means "derive"; a file or flag cannot say 0 */
-    R_AUTO = 1u << 7,     /* K_I64/K_NUM: the string "auto" is accepted, as ZC_AUTO (zeroc
-                           * chooses); a K_NUM field may also hold NAN (not given) */
-    R_NOEFFECT = 1u << 8, /* K_BOOL/K_I64 without a field: a DeepSpeed knob that changes nothing
-                           * here (`why` says why); accepted and listed in cfg->no_effect */
-    R_PRESENT = 1u << 9,  /* K_SECTION with a bool field: giving the section sets it true */
-    R_LEGACY = 1u << 10,  /* K_SECTION zero_optimization: DeepSpeed's legacy `true` / `false`
-                           * (stage 1 / stage 0) */
-    R_NVME = 1u << 11,    /* acts only on an offload to NVMe: giving it lists it in
-                           * cfg->nvme_only (zc_config_resolve_batch names it in no_effect when
-                           * neither device is nvme); for a section, the whole section */
-    R_AUTO0 = 1u << 12,   /* K_I64: a file's "auto" is 0, the default of the flag that sets
-                           * the key (warmup_num_steps: --warmup) */
-    R_DTNAMES = 1u << 13, /* K_DTYPE: DeepSpeed's DtypeEnum names are accepted too */
+    R_INTERVAL = 1u << 0,  /* range messages read "expected an integer 0..3, got 4" */
+    R_LO_OPEN = 1u << 1,   /* K_NUM: value > lo instead of >= lo */
+    R_HI_OPEN = 1u << 2,   /* K_NUM: value < hi instead of <= hi */
+    R_LATER = 1u << 3,     /* K_FIXED: other values are "not supported yet" (not "never") */
+    R_MICRO = 1u << 4,     /* setting it records micro_batch_set */
+    R_ACCUM = 1u << 5,     /* setting it records grad_accum_set */
+    R_UNSET0 = 1u << 6,    /* 0 in the struct means "derive"; a file or flag cannot say 0 */
+    R_AUTO = 1u << 7,      /* K_I64/K_NUM: the string "auto" is accepted, as ZC_AUTO (zeroc
+                            * chooses); a K_NUM field may also hold NAN (not given) */
+    R_NOEFFECT = 1u << 8,  /* K_BOOL/K_I64 without a field: a DeepSpeed knob that changes nothing
+                            * here (`why` says why); accepted and listed in cfg->no_effect */
+    R_PRESENT = 1u << 9,   /* K_SECTION with a bool field: giving the section sets it true */
+    R_LEGACY = 1u << 10,   /* K_SECTION zero_optimization: DeepSpeed's legacy `true` / `false`
+                            * (stage 1 / stage 0) */
+    R_NVME = 1u << 11,     /* acts only on an offload to NVMe: giving it lists it in
+                            * cfg->nvme_only (zc_config_resolve_batch names it in no_effect when
+                            * neither device is nvme); for a section, the whole section */
+    R_AUTO0 = 1u << 12,    /* K_I64: a file's "auto" is 0, the default of the flag that sets
+                            * the key (warmup_num_steps: --warmup) */
+    R_DTNAMES = 1u << 13,  /* K_DTYPE: DeepSpeed's DtypeEnum names are accepted too */
+    R_NANUNSET = 1u << 14, /* K_NUM: NAN in the field means not given (a required key) */
 };
 
 typedef struct {
@@ -98,6 +104,9 @@ typedef struct {
     const char *why;      /* K_FIXED/K_EQUAL: what zeroc does instead; R_NOEFFECT: why it
                            * changes nothing */
     zc_dtype dt;          /* K_PRECISION: the type `true` selects */
+    unsigned scheds;      /* scheduler.params.*: the zc_sched_type values (bits 1 << type) whose
+                           * DeepSpeed constructor takes it; another type's is refused, as
+                           * DeepSpeed's fails on an unexpected keyword argument */
     const char *alias_of; /* this path is another name for that one; giving both is a duplicate
                            * ("bfloat16" is DeepSpeed's old name for "bf16") */
 } key_spec;
@@ -112,6 +121,18 @@ typedef struct {
     .has_field = true,                                                                       \
     .off = _Generic(&((zc_config *)0)->f, char(*)[ZC_MAX_PATH]: offsetof(zc_config, f))
 #define REFUSED(p) {.path = p, .kind = K_REFUSED}
+/* scheduler.params.*: the types that take the param */
+#define S_WARM ((1u << ZC_SCHED_WARMUP_LR) | (1u << ZC_SCHED_WARMUP_DECAY_LR))
+#define S_DECAY (1u << ZC_SCHED_WARMUP_DECAY_LR)
+#define S_COS (1u << ZC_SCHED_WARMUP_COSINE_LR)
+#define S_ONE (1u << ZC_SCHED_ONE_CYCLE)
+#define S_RANGE (1u << ZC_SCHED_LR_RANGE_TEST)
+#define S_ALL (S_WARM | S_COS | S_ONE | S_RANGE)
+#define MOM_UNUSED "zeroc cycles no momentum: cycle_momentum is false, or the optimizer is SGD, " \
+                   "which DeepSpeed's OneCycle leaves alone too"
+/* monitors: DeepSpeed's reports zeroc does not write; what it has instead */
+#define NOT_YET_MONITOR "not implemented yet; --report FILE has the per-step loss, lr, grad " \
+                        "norm and times, and zeroc plot draws them"
 /* fp16's loss-scale keys under a bf16 section: accepted, and listed as changing nothing */
 #define BF16_NOSCALE "bf16 has fp32's range and uses no loss scale"
 #define BF16_SCALE_KEYS(s)                                                                     \
@@ -170,7 +191,11 @@ static const key_spec KEYS[] = {
      .why = "zeroc's SGD uses plain momentum"},
     {.path = "optimizer.params.dampening", .kind = K_EQUAL, .only = 0,
      .why = "zeroc's SGD applies no dampening"},
-    REFUSED("optimizer.legacy_fusion"),
+    /* DeepSpeed passes it to its fp16 optimizer as fused_adam_legacy: how it calls apex's fused
+     * Adam kernel (the unscaling inside the kernel or before it) */
+    {.path = "optimizer.legacy_fusion", .kind = K_BOOL, .flags = R_NOEFFECT,
+     .why = "it picks how DeepSpeed's fp16 optimizer calls apex's fused Adam kernel; zeroc has "
+            "its own update"},
 
     /* ZeRO */
     {.path = "zero_optimization", .kind = K_SECTION, .flags = R_LEGACY},
@@ -227,9 +252,18 @@ static const key_spec KEYS[] = {
     /* sizes the pieces the offloaded states stream through RAM in; nothing else uses it */
     {.path = "zero_optimization.sub_group_size", .kind = K_I64, FIELD(sub_group_size, int64_t),
      .imin = 1, .imax = INT64_MAX, .flags = R_NVME},
-    REFUSED("zero_optimization.cpu_offload"),
-    REFUSED("zero_optimization.cpu_offload_params"),
-    REFUSED("zero_optimization.cpu_offload_use_pin_memory"),
+    /* DeepSpeed's deprecated spellings (zero/config.py): cpu_offload true is offload_optimizer
+     * {"device": "cpu"}, cpu_offload_param true offload_param's, false none; giving one beside
+     * the section it replaces is refused, as DeepSpeed refuses it ("together") */
+    {.path = "zero_optimization.cpu_offload", .kind = K_CPU_OFFLOAD,
+     FIELD(offload_optimizer, zc_offload_device),
+     .alias_of = "zero_optimization.offload_optimizer"},
+    {.path = "zero_optimization.cpu_offload_param", .kind = K_CPU_OFFLOAD,
+     FIELD(offload_param, zc_offload_device), .alias_of = "zero_optimization.offload_param"},
+    /* deprecated with nothing to set: DeepSpeed warns and reads it into nothing */
+    {.path = "zero_optimization.cpu_offload_use_pin_memory", .kind = K_BOOL, .flags = R_NOEFFECT,
+     .why = "deprecated; DeepSpeed reads it into nothing (pin_memory of an offload section "
+            "replaced it)"},
     {.path = "zero_optimization.allgather_partitions", .kind = K_FIXED, .fixed = true,
      .why = "zeroc always all-gathers the updated partitions"},
     {.path = "zero_optimization.allgather_bucket_size", .kind = K_I64, .imin = 0,
@@ -237,7 +271,9 @@ static const key_spec KEYS[] = {
      .why = "zeroc all-gathers one unit at a time, whatever the bucket"},
     {.path = "zero_optimization.reduce_scatter", .kind = K_FIXED, .fixed = true,
      .why = "zeroc always reduces gradients with a reduce-scatter"},
-    REFUSED("zero_optimization.round_robin_gradients"),
+    {.path = "zero_optimization.round_robin_gradients", .kind = K_BOOL, .flags = R_NOEFFECT,
+     .why = "a GPU knob: it spreads the GPU-to-CPU gradient copies of an offload over ranks; "
+            "zeroc's gradients are in RAM already"},
     {.path = "zero_optimization.stage3_max_reuse_distance", .kind = K_I64, .imin = 0,
      .imax = INT64_MAX, .flags = R_NOEFFECT,
      .why = "a GPU-memory knob: zeroc releases a unit at release and prefetches it again"},
@@ -249,19 +285,33 @@ static const key_spec KEYS[] = {
      .why = "zeroc's exports always gather the full weights (--save-weights, ckpt export)"},
     REFUSED("zero_optimization.elastic_checkpoint"),
     REFUSED("zero_optimization.load_from_fp32_weights"),
-    REFUSED("zero_optimization.ignore_unused_parameters"),
-    REFUSED("zero_optimization.mics_shard_size"),
-    REFUSED("zero_optimization.mics_hierarchical_params_gather"),
+    {.path = "zero_optimization.ignore_unused_parameters", .kind = K_BOOL, .flags = R_NOEFFECT,
+     .why = "zeroc's models give every parameter a gradient; none is unused"},
+    /* MiCS shards over sub-groups of ranks; -1 / false are DeepSpeed's "off" */
+    {.path = "zero_optimization.mics_shard_size", .kind = K_EQUAL, .only = -1,
+     .why = "zeroc shards over all ranks; it has no MiCS sub-groups"},
+    {.path = "zero_optimization.mics_hierarchical_params_gather", .kind = K_FIXED, .fixed = false,
+     .flags = R_LATER, .why = "zeroc has no MiCS sub-groups"},
     {.path = "zero_optimization.zero_hpz_partition_size", .kind = K_INT,
      FIELD(hpz_partition_size, int), .imin = 1, .imax = 1 << 20},
     {.path = "zero_optimization.zero_quantized_weights", .kind = K_BOOL,
      FIELD(quantized_weights, bool)},
-    REFUSED("zero_optimization.zero_quantized_nontrainable_weights"),
+    {.path = "zero_optimization.zero_quantized_nontrainable_weights", .kind = K_FIXED,
+     .fixed = false, .flags = R_LATER, .why = "zeroc trains every parameter; none is frozen"},
     {.path = "zero_optimization.zero_quantized_gradients", .kind = K_BOOL,
      FIELD(quantized_gradients, bool)},
-    REFUSED("zero_optimization.legacy_stage1"),
-    REFUSED("zero_optimization.memory_efficient_linear"),
-    REFUSED("zero_optimization.use_multi_rank_bucket_allreduce"),
+    {.path = "zero_optimization.legacy_stage1", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
+     .why = "zeroc has one stage-1 implementation, the current one"},
+    {.path = "zero_optimization.memory_efficient_linear", .kind = K_BOOL, .flags = R_NOEFFECT,
+     .why = "a GPU-memory knob of DeepSpeed's stage-3 linear layer; zeroc's models have their "
+            "own"},
+    {.path = "zero_optimization.use_multi_rank_bucket_allreduce", .kind = K_BOOL,
+     .flags = R_NOEFFECT,
+     .why = "a bucketing of DeepSpeed's all-reduce; zeroc reduce-scatters unit by unit"},
+    {.path = "zero_optimization.log_trace_cache_warnings", .kind = K_BOOL, .flags = R_NOEFFECT,
+     .why = "zeroc has no stage-3 trace cache to warn about"},
+    {.path = "zero_optimization.override_module_apply", .kind = K_BOOL, .flags = R_NOEFFECT,
+     .why = "it hooks torch's Module.apply; zeroc has no torch modules"},
     /* ZeRO++'s LoCo: error feedback on the quantized gradients (qgZ), which zeroc does not do */
     REFUSED("zero_optimization.zeropp_loco_param"),
 
@@ -282,20 +332,29 @@ static const key_spec KEYS[] = {
     {.path = "fp16.consecutive_hysteresis", .kind = K_BOOL, FIELD(consecutive_hysteresis, bool)},
     {.path = "fp16.min_loss_scale", .kind = K_NUM, FIELD(min_loss_scale, double), .lo = FLT_MIN,
      .hi = FLT_MAX},
-    {.path = "fp16.auto_cast", .kind = K_FIXED, .fixed = false,
-     .why = "zeroc's models compute in fp32; only stored parameters and gradients are 16-bit"},
-    REFUSED("fp16.fp16_master_weights_and_grads"),
+    /* DeepSpeed casts the model's floating-point inputs to fp16 (_cast_inputs_half); zeroc's
+     * models take token ids, which it leaves as they are */
+    {.path = "fp16.auto_cast", .kind = K_BOOL, .flags = R_NOEFFECT,
+     .why = "it casts floating-point model inputs to fp16; zeroc's models take token ids, which "
+            "it leaves as they are"},
+    {.path = "fp16.fp16_master_weights_and_grads", .kind = K_FIXED, .fixed = false,
+     .why = "zeroc keeps fp32 master weights and gradients for the update (fp16 ones would round "
+            "every update to fp16)"},
     {.path = "bf16", .kind = K_SECTION},
     {.path = "bf16.enabled", .kind = K_PRECISION, FIELD(bf16_enabled, bool), .dt = ZC_BF16},
     REFUSED("bf16.immediate_grad_update"), REFUSED("bf16.check_grad_overflow"),
-    REFUSED("bf16.bf16_master_weights_and_grads"), REFUSED("bf16.bf16_optimizer_states"),
+    {.path = "bf16.bf16_master_weights_and_grads", .kind = K_FIXED, .fixed = false,
+     .why = "zeroc keeps fp32 master weights and gradients for the update"},
+    REFUSED("bf16.bf16_optimizer_states"),
     /* fp16's loss-scale keys, as configs copied from an fp16 block write them into bf16's:
      * DeepSpeed reads nothing of bf16 but `enabled` (get_bfloat16_enabled) */
     BF16_SCALE_KEYS("bf16"),
     {.path = "bfloat16", .kind = K_SECTION, .alias_of = "bf16"},
     {.path = "bfloat16.enabled", .kind = K_PRECISION, FIELD(bf16_enabled, bool), .dt = ZC_BF16},
     REFUSED("bfloat16.immediate_grad_update"), REFUSED("bfloat16.check_grad_overflow"),
-    REFUSED("bfloat16.bf16_master_weights_and_grads"), REFUSED("bfloat16.bf16_optimizer_states"),
+    {.path = "bfloat16.bf16_master_weights_and_grads", .kind = K_FIXED, .fixed = false,
+     .why = "zeroc keeps fp32 master weights and gradients for the update"},
+    REFUSED("bfloat16.bf16_optimizer_states"),
     BF16_SCALE_KEYS("bfloat16"),
     /* DeepSpeed limits communication_data_type to fp32, fp16, bf16; grad_accum_dtype is read
      * through its DtypeEnum, which has more names */
@@ -324,22 +383,65 @@ static const key_spec KEYS[] = {
     {.path = "aio.engine", .kind = K_ENGINE, FIELD(aio_engine, zc_aio_engine)}, /* zeroc's */
 
     /* the rest of DeepSpeed's top level */
-    /* DeepSpeed's learning-rate schedules; its other types are refused in load_object */
+    /* DeepSpeed's learning-rate schedules; each param belongs to the types whose constructor
+     * takes it (.scheds), with the constructor's default */
     {.path = "scheduler", .kind = K_SECTION},
     {.path = "scheduler.type", .kind = K_SCHED, FIELD(sched, zc_sched_type)},
     {.path = "scheduler.params", .kind = K_SECTION},
     {.path = "scheduler.params.warmup_min_lr", .kind = K_NUM, FIELD(warmup_min_lr, double),
-     .lo = 0, .hi = INFINITY},
+     .lo = 0, .hi = INFINITY, .scheds = S_WARM},
     {.path = "scheduler.params.warmup_max_lr", .kind = K_NUM, FIELD(warmup_max_lr, double),
-     .lo = 0, .hi = INFINITY, .flags = R_AUTO},
+     .lo = 0, .hi = INFINITY, .flags = R_AUTO, .scheds = S_WARM},
     {.path = "scheduler.params.warmup_num_steps", .kind = K_I64, FIELD(warmup_num_steps, int64_t),
-     .imin = 0, .imax = INT64_MAX, .flags = R_AUTO0},
+     .imin = 0, .imax = INT64_MAX, .flags = R_AUTO0, .scheds = S_WARM | S_COS},
     {.path = "scheduler.params.total_num_steps", .kind = K_I64, FIELD(total_num_steps, int64_t),
-     .imin = 1, .imax = INT64_MAX, .flags = R_UNSET0},
-    {.path = "scheduler.params.warmup_type", .kind = K_WARMUP, FIELD(warmup_type, zc_warmup_type)},
+     .imin = 1, .imax = INT64_MAX, .flags = R_UNSET0, .scheds = S_DECAY | S_COS},
+    {.path = "scheduler.params.warmup_type", .kind = K_WARMUP, FIELD(warmup_type, zc_warmup_type),
+     .scheds = S_WARM | S_COS},
+    {.path = "scheduler.params.warmup_min_ratio", .kind = K_NUM, FIELD(warmup_min_ratio, double),
+     .lo = 0, .hi = INFINITY, .scheds = S_COS},
+    {.path = "scheduler.params.cos_min_ratio", .kind = K_NUM, FIELD(cos_min_ratio, double),
+     .lo = 0, .hi = INFINITY, .scheds = S_COS},
+    {.path = "scheduler.params.cycle_min_lr", .kind = K_NUM, FIELD(cycle_min_lr, double), .lo = 0,
+     .hi = INFINITY, .flags = R_NANUNSET, .scheds = S_ONE},
+    {.path = "scheduler.params.cycle_max_lr", .kind = K_NUM, FIELD(cycle_max_lr, double), .lo = 0,
+     .hi = INFINITY, .flags = R_NANUNSET, .scheds = S_ONE},
+    {.path = "scheduler.params.decay_lr_rate", .kind = K_NUM, FIELD(decay_lr_rate, double),
+     .lo = 0, .hi = INFINITY, .scheds = S_ONE},
+    {.path = "scheduler.params.cycle_first_step_size", .kind = K_I64,
+     FIELD(cycle_first_step_size, int64_t), .imin = 1, .imax = INT64_MAX, .scheds = S_ONE},
+    {.path = "scheduler.params.cycle_second_step_size", .kind = K_I64,
+     FIELD(cycle_second_step_size, int64_t), .imin = 1, .imax = INT64_MAX, .flags = R_UNSET0,
+     .scheds = S_ONE},
+    /* DeepSpeed's OneCycle keeps the stair counts and never reads them */
+    {.path = "scheduler.params.cycle_first_stair_count", .kind = K_I64, .imin = 0,
+     .imax = INT64_MAX, .flags = R_NOEFFECT, .scheds = S_ONE,
+     .why = "DeepSpeed's OneCycle stores it and never uses it: its rate changes every step"},
+    {.path = "scheduler.params.cycle_second_stair_count", .kind = K_I64, .imin = 0,
+     .imax = INT64_MAX, .flags = R_NOEFFECT, .scheds = S_ONE,
+     .why = "DeepSpeed's OneCycle stores it and never uses it: its rate changes every step"},
+    {.path = "scheduler.params.decay_step_size", .kind = K_I64, FIELD(decay_step_size, int64_t),
+     .imin = 0, .imax = INT64_MAX, .scheds = S_ONE},
+    /* true (DeepSpeed's default) cycles beta1: refused in check_rules but under SGD */
+    {.path = "scheduler.params.cycle_momentum", .kind = K_BOOL, FIELD(cycle_momentum, bool),
+     .scheds = S_ONE},
+    {.path = "scheduler.params.cycle_min_mom", .kind = K_NUM, .lo = 0, .hi = 1,
+     .flags = R_NOEFFECT | R_INTERVAL, .scheds = S_ONE, .why = MOM_UNUSED},
+    {.path = "scheduler.params.cycle_max_mom", .kind = K_NUM, .lo = 0, .hi = 1,
+     .flags = R_NOEFFECT | R_INTERVAL, .scheds = S_ONE, .why = MOM_UNUSED},
+    {.path = "scheduler.params.decay_mom_rate", .kind = K_NUM, .lo = 0, .hi = INFINITY,
+     .flags = R_NOEFFECT, .scheds = S_ONE, .why = MOM_UNUSED},
+    {.path = "scheduler.params.lr_range_test_min_lr", .kind = K_NUM,
+     FIELD(lr_range_test_min_lr, double), .lo = 0, .hi = INFINITY, .scheds = S_RANGE},
+    {.path = "scheduler.params.lr_range_test_step_size", .kind = K_I64,
+     FIELD(lr_range_test_step_size, int64_t), .imin = 1, .imax = INT64_MAX, .scheds = S_RANGE},
+    {.path = "scheduler.params.lr_range_test_step_rate", .kind = K_NUM,
+     FIELD(lr_range_test_step_rate, double), .lo = 0, .hi = INFINITY, .scheds = S_RANGE},
+    {.path = "scheduler.params.lr_range_test_staircase", .kind = K_BOOL,
+     FIELD(lr_range_test_staircase, bool), .scheds = S_RANGE},
     /* where the schedule starts; DeepSpeed's -1 is a fresh start */
     {.path = "scheduler.params.last_batch_iteration", .kind = K_EQUAL, .only = -1,
-     .why = "a schedule continues from zeroc's checkpoints, with --resume"},
+     .why = "a schedule continues from zeroc's checkpoints, with --resume", .scheds = S_ALL},
     /* the section turns on the model's activation checkpointing; its knobs place or partition
      * the checkpoints on GPUs and across model-parallel ranks, which a CPU run does not have */
     {.path = "activation_checkpointing", .kind = K_SECTION, FIELD(activation_checkpointing, bool),
@@ -362,7 +464,9 @@ static const key_spec KEYS[] = {
      .why = "zeroc divides the summed gradients once, in the update"},
     REFUSED("gradient_predivide_factor"), REFUSED("sparse_gradients"),
     {.path = "wall_clock_breakdown", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
-     .why = "zeroc has no per-phase timing breakdown yet"},
+     .why = "zeroc has no per-phase timing breakdown yet; the step line gives ms per step, and "
+            "--report FILE step_ms, gemm.ms and, with an NVMe offload, the disk's wait_ms and "
+            "update_ms"},
     /* DeepSpeed's throughput timer: it logs samples/s, synchronising the GPU first; timing
      * changes nothing of the math, and zeroc's log gives tok/s and the report ms/step anyway */
     {.path = "timers", .kind = K_SECTION},
@@ -374,8 +478,18 @@ static const key_spec KEYS[] = {
     /* true would resume from DeepSpeed's universal (reshardable) checkpoint format */
     {.path = "load_universal_checkpoint", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
      .why = "zeroc resumes from its own checkpoints only"},
-    REFUSED("memory_breakdown"), REFUSED("flops_profiler"),
-    REFUSED("tensorboard"), REFUSED("wandb"), REFUSED("csv_monitor"), REFUSED("comms_logger"),
+    REFUSED("memory_breakdown"),
+    {.path = "tensorboard", .kind = K_MONITOR, .why = "TensorBoard event files: " NOT_YET_MONITOR},
+    {.path = "csv_monitor", .kind = K_MONITOR, .why = "CSV files: " NOT_YET_MONITOR},
+    {.path = "wandb", .kind = K_MONITOR,
+     .why = "zeroc does not talk to Weights & Biases; use --report FILE, and zeroc plot FILE to "
+            "draw it"},
+    {.path = "comms_logger", .kind = K_MONITOR,
+     .why = "per-collective counts and times are not implemented yet; --report FILE has "
+            "comm.bytes_per_step per collective"},
+    {.path = "flops_profiler", .kind = K_MONITOR,
+     .why = "zeroc has no FLOP profiler; zeroc analyze REPORT shows where a step's time and "
+            "memory go, and --report FILE has gemm.ms per step"},
     REFUSED("checkpoint"), REFUSED("elasticity"), REFUSED("autotuning"),
     REFUSED("compression_training"), REFUSED("data_efficiency"),
     REFUSED("curriculum_learning"),
@@ -396,7 +510,9 @@ static const key_spec BETA = {.kind = K_NUM, .lo = 0, .hi = 1, .flags = R_INTERV
 static const char *const OPTIM_NAMES[] = {"AdamW", "Adam", "SGD"}; /* indexed by zc_optim_type */
 static const char *const DEVICE_NAMES[] = {"none", "cpu", "nvme"}; /* by zc_offload_device */
 static const char *const ENGINE_NAMES[] = {"auto", "io_uring", "threads"}; /* by zc_aio_engine */
-static const char *const SCHED_NAMES[] = {"none", "WarmupLR", "WarmupDecayLR"}; /* zc_sched_type */
+/* by zc_sched_type */
+static const char *const SCHED_NAMES[] = {"none",           "WarmupLR", "WarmupDecayLR",
+                                          "WarmupCosineLR", "OneCycle", "LRRangeTest"};
 static const char *const WARMUP_NAMES[] = {"log", "linear"}; /* by zc_warmup_type */
 /* DeepSpeed's DtypeEnum names (runtime/config.py) besides zeroc's fp32, bf16, fp16 */
 static const struct {
@@ -405,8 +521,6 @@ static const struct {
 } DTYPE_NAMES[] = {{"float32", ZC_FP32},  {"float", ZC_FP32},         {"torch.float32", ZC_FP32},
                    {"float16", ZC_FP16},  {"half", ZC_FP16},          {"torch.float16", ZC_FP16},
                    {"bfloat16", ZC_BF16}, {"torch.bfloat16", ZC_BF16}};
-/* DeepSpeed's other schedules: refused by name, their params unread */
-static const char *const SCHED_LATER[] = {"LRRangeTest", "OneCycle", "WarmupCosineLR"};
 #define NNAMES(a) (sizeof a / sizeof a[0])
 
 void zc_config_defaults(zc_config *cfg)
@@ -437,6 +551,19 @@ void zc_config_defaults(zc_config *cfg)
         .warmup_num_steps = 1000,
         .total_num_steps = 0,
         .warmup_type = ZC_WARMUP_LOG,
+        .warmup_min_ratio = 0.0,
+        .cos_min_ratio = 0.0001,
+        .cycle_min_lr = NAN,
+        .cycle_max_lr = NAN,
+        .decay_lr_rate = 0.0,
+        .cycle_first_step_size = 2000,
+        .cycle_second_step_size = 0,
+        .decay_step_size = 0,
+        .cycle_momentum = true,
+        .lr_range_test_min_lr = 1e-3,
+        .lr_range_test_step_size = 2000,
+        .lr_range_test_step_rate = 1.0,
+        .lr_range_test_staircase = false,
         .stage = 0,
         .hpz_partition_size = 1,
         .reduce_bucket_size = 500000000,
@@ -527,6 +654,11 @@ static const char *choice_name(const zc_config *cfg, const key_spec *k)
     const char *const *names = choice_names(k->kind, &n);
     int v = choice_get(cfg, k);
     return v >= 0 && (size_t)v < n ? names[v] : NULL;
+}
+
+const char *zc_sched_name(zc_sched_type t)
+{
+    return (unsigned)t < NNAMES(SCHED_NAMES) ? SCHED_NAMES[t] : "unknown";
 }
 
 const char *zc_optim_name(zc_optim_type t)
@@ -647,8 +779,8 @@ static zc_status collect(const ctx *c, zc_status rc)
     if (rc == ZC_OK || rc != ZC_EINVAL || !c->problems)
         return rc;
     const char *msg = c->err->msg;
-    size_t n = strlen(c->origin);
-    if (strncmp(msg, c->origin, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+    size_t n = c->origin ? strlen(c->origin) : 0;
+    if (c->origin && strncmp(msg, c->origin, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
         msg += n + 2; /* the origin starts the whole message, once */
     add_refusal(c->problems, msg);
     return ZC_OK;
@@ -799,6 +931,7 @@ static const char *expect(char *buf, size_t cap, const key_spec *k)
     case K_EQUAL: snprintf(buf, cap, "a number"); break;
     case K_BOOL:
     case K_FIXED:
+    case K_CPU_OFFLOAD:
     case K_PRECISION: snprintf(buf, cap, "true or false"); break;
     case K_OPTIM: snprintf(buf, cap, "one of AdamW, Adam, SGD (case-insensitive)"); break;
     case K_DTYPE:
@@ -826,17 +959,23 @@ static const char *expect(char *buf, size_t cap, const key_spec *k)
         break;
     }
     case K_BETAS: snprintf(buf, cap, "an array of 2 numbers in [0, 1)"); break;
-    case K_SECTION: snprintf(buf, cap, "an object"); break;
+    case K_SECTION:
+    case K_MONITOR: snprintf(buf, cap, "an object"); break;
     case K_REFUSED: snprintf(buf, cap, "nothing (not supported yet)"); break;
     }
     return buf;
 }
 
+/* What a refused scheduler.type can be replaced with besides DeepSpeed's five. */
+#define SCHED_HINT                                                                                 \
+    "; or leave the scheduler section out and use zeroc train's own --lr-schedule cosine (or "     \
+    "constant) with --warmup"
+
 static zc_status type_error(const ctx *c, const key_spec *k, const char *path, const value *v)
 {
     char e[256], d[96];
-    return fail(c, ZC_EINVAL, "%s: expected %s, got %s", path, expect(e, sizeof e, k),
-                describe(d, sizeof d, v));
+    return fail(c, ZC_EINVAL, "%s: expected %s, got %s%s", path, expect(e, sizeof e, k),
+                describe(d, sizeof d, v), k->kind == K_SCHED ? SCHED_HINT : "");
 }
 
 /* low: the value is below the range (else above). text: the value as the user wrote it. */
@@ -1068,20 +1207,6 @@ static zc_dtype precision_enabled(const zc_config *cfg, zc_dtype except)
 
 static zc_status apply_value(const ctx *c, const key_spec *k, const value *v);
 
-/* DeepSpeed's name of a schedule zeroc does not have (any letter case), or NULL. */
-static const char *later_schedule(const char *type)
-{
-    for (size_t j = 0; j < NNAMES(SCHED_LATER); j++)
-        if (ascii_ieq(type, SCHED_LATER[j]))
-            return SCHED_LATER[j];
-    return NULL;
-}
-
-static zc_status refuse_schedule(const ctx *c, const char *name)
-{
-    return refuse(c, "scheduler.type = %s (zeroc implements WarmupLR and WarmupDecayLR)", name);
-}
-
 /* Whether the sep-joined list holds item (whole, not as a part of another item). */
 static bool listed(const char *list, const char *item, const char *sep)
 {
@@ -1124,14 +1249,15 @@ static zc_status apply(const ctx *c, const key_spec *k, const value *v)
     if (v->kind == V_STRING && !v->cli && strcmp(v->text, "auto") == 0 && k->kind == K_SCHED)
         return fail(c, ZC_EINVAL,
                     "%s: \"auto\" is not supported: zeroc cannot know which schedule the Hugging "
-                    "Face Trainer would choose; name it: %s or %s",
-                    k->path, SCHED_NAMES[1], SCHED_NAMES[2]);
+                    "Face Trainer would choose; name it: %s, %s, %s, %s or %s" SCHED_HINT,
+                    k->path, SCHED_NAMES[1], SCHED_NAMES[2], SCHED_NAMES[3], SCHED_NAMES[4],
+                    SCHED_NAMES[5]);
     /* "auto" in a file (the Hugging Face Trainer's placeholder) resolves as the Trainer does:
      * the command line's value if a flag sets the key after the file, else zeroc's default —
      * so the key keeps its current value. Keys whose own "auto" means something (R_AUTO) and
      * keys zeroc refuses are left to apply_value. */
     if (v->kind == V_STRING && !v->cli && strcmp(v->text, "auto") == 0 && !(k->flags & R_AUTO) &&
-        k->kind != K_REFUSED && k->kind != K_SECTION) {
+        k->kind != K_REFUSED && k->kind != K_SECTION && k->kind != K_MONITOR) {
         note(c->cfg->auto_keys, sizeof c->cfg->auto_keys, k->path);
         if (k->flags & R_AUTO0) /* the flag's default, which the flag may still replace */
             *(int64_t *)field_of(c->cfg, k) = 0;
@@ -1166,6 +1292,27 @@ static zc_status apply_value(const ctx *c, const key_spec *k, const value *v)
             *(bool *)field_of(cfg, k) = true;
         return ZC_OK; /* the caller walks its members */
     case K_REFUSED: return refuse(c, "%s", k->path);
+    case K_MONITOR: {
+        if (v->kind != V_OBJECT)
+            return type_error(c, k, k->path, v);
+        const cJSON *en = cJSON_GetObjectItemCaseSensitive(v->node, "enabled");
+        char path[96];
+        snprintf(path, sizeof path, "%s.enabled", k->path);
+        if (en && !cJSON_IsBool(en)) {
+            static const key_spec flag = {.kind = K_BOOL};
+            value ev;
+            value_from_json(c, en, &ev);
+            return type_error(c, &flag, path, &ev);
+        }
+        if (cJSON_IsTrue(en))
+            return refuse(c, "%s = true (%s)", path, k->why);
+        return ZC_OK; /* disabled, as DeepSpeed's default is: its settings configure nothing */
+    }
+    case K_CPU_OFFLOAD:
+        if (v->kind != V_BOOL)
+            return type_error(c, k, k->path, v);
+        *(zc_offload_device *)field_of(cfg, k) = v->b ? ZC_OFFLOAD_CPU : ZC_OFFLOAD_NONE;
+        break;
     case K_INT: {
         int64_t x = 0;
         rc = read_int(c, k, k->path, v, &x);
@@ -1296,8 +1443,6 @@ static zc_status apply_value(const ctx *c, const key_spec *k, const value *v)
             return type_error(c, k, k->path, v);
         for (i = 0; i < n && !ascii_ieq(v->text, names[i]); i++)
             ;
-        if (i == n && k->kind == K_SCHED && later_schedule(v->text))
-            return refuse_schedule(c, later_schedule(v->text));
         if (i == n)
             return type_error(c, k, k->path, v);
         choice_set(cfg, k, (int)i);
@@ -1386,6 +1531,10 @@ static zc_status load_object(const ctx *c, const cJSON *obj, const char *section
                 rc = fail(c, ZC_EINVAL, "duplicate key: %s (%s is another name for %s)", path,
                           (k->alias_of ? k : q)->path, canonical_path(k));
         }
+        if (rc == ZC_OK && !k && !*section) { /* DeepSpeed reads only the top-level keys it knows */
+            note_sep(c->cfg->ignored, sizeof c->cfg->ignored, path, ", ");
+            continue;
+        }
         if (rc == ZC_OK && !k)
             rc = fail(c, ZC_EINVAL, "unknown key: %s", path);
         if (rc) {
@@ -1395,14 +1544,7 @@ static zc_status load_object(const ctx *c, const cJSON *obj, const char *section
         }
         value_from_json(c, m, &v);
         rc = apply(c, k, &v);
-        /* a schedule zeroc lacks is refused as a whole: its params are DeepSpeed's, not unknown */
-        const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "type");
-        const char *later = !strcmp(k->path, "scheduler") && cJSON_IsString(type)
-                                ? later_schedule(type->valuestring)
-                                : NULL;
-        if (rc == ZC_OK && later)
-            rc = refuse_schedule(c, later);
-        else if (rc == ZC_OK && k->kind == K_SECTION && cJSON_IsObject(m))
+        if (rc == ZC_OK && k->kind == K_SECTION && cJSON_IsObject(m))
             rc = load_object(c, m, k->path);
         if ((rc = collect(c, rc)))
             return rc;
@@ -1600,14 +1742,35 @@ static zc_status parse_error(const ctx *c, const char *json, const char *at)
                 *at == '\0' ? ", at the end" : "", excerpt(ex, from, (size_t)(to - from)));
 }
 
-/* What holds between a file's keys: a scheduler names its type; gradient_clipping and the older
+/* What holds between a file's keys: a scheduler names its type, and its params are the type's
+ * (DeepSpeed's constructor fails on another's); gradient_clipping and the older
  * optimizer.params.max_grad_norm (the same clipping) agree when both are given. Refusals are
  * collected with the file's others. */
 static void check_file(const ctx *c, const cJSON *root)
 {
     const cJSON *sched = cJSON_GetObjectItemCaseSensitive(root, "scheduler");
-    if (cJSON_IsObject(sched) && !cJSON_GetObjectItemCaseSensitive(sched, "type"))
-        collect(c, fail(c, ZC_EINVAL, "scheduler.type: required (WarmupLR or WarmupDecayLR)"));
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(sched, "type");
+    if (cJSON_IsObject(sched) && !type)
+        collect(c, fail(c, ZC_EINVAL,
+                        "scheduler.type: required (WarmupLR, WarmupDecayLR, WarmupCosineLR, "
+                        "OneCycle or LRRangeTest)"));
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(sched, "params");
+    const zc_sched_type st = c->cfg->sched;
+    if (cJSON_IsString(type) && ascii_ieq(type->valuestring, zc_sched_name(st)) &&
+        cJSON_IsObject(sp))
+        for (const cJSON *m = sp->child; m; m = m->next) {
+            const key_spec *k = key_child("scheduler.params", m->string);
+            if (k && k->scheds && !(k->scheds & (1u << st)))
+                collect(c, fail(c, ZC_EINVAL,
+                                "%s: not a parameter of %s (DeepSpeed's %s would fail on it as an "
+                                "unexpected keyword argument); it is one of %s",
+                                k->path, zc_sched_name(st), zc_sched_name(st),
+                                (k->scheds & S_ONE)                            ? "OneCycle's"
+                                : (k->scheds & S_RANGE)                        ? "LRRangeTest's"
+                                : (k->scheds & S_COS) && !(k->scheds & S_WARM) ? "WarmupCosineLR's"
+                                : (k->scheds & S_COS) ? "WarmupDecayLR's and WarmupCosineLR's"
+                                                      : "WarmupLR's and WarmupDecayLR's"));
+        }
     const cJSON *clip = cJSON_GetObjectItemCaseSensitive(root, "gradient_clipping");
     const cJSON *opt = cJSON_GetObjectItemCaseSensitive(root, "optimizer");
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(opt, "params");
@@ -1653,6 +1816,8 @@ done:
         return zc_err_set(err, ZC_EINVAL, "%s: %s; and %d more", c->origin, msg, left);
     return zc_err_set(err, ZC_EINVAL, "%s: %s", c->origin, msg);
 }
+
+static void check_rules(const ctx *c, const zc_config *cfg, int world_size);
 
 zc_status zc_config_load_string(zc_config *cfg, const char *json, const char *origin, zc_err *err)
 {
@@ -1700,6 +1865,10 @@ zc_status zc_config_load_string(zc_config *cfg, const char *json, const char *or
         rc = load_object(&c, root, "");
         if (rc == ZC_OK)
             check_file(&c, root);
+        /* a file refused anyway: its conflicts between keys too, now rather than in the run
+         * after the next edit (alone, they wait for validate: a flag may still settle one) */
+        if (rc == ZC_OK && lists[0].n + lists[0].cut + lists[1].n + lists[1].cut)
+            check_rules(&c, &work, 0);
         c.err = err;
         if (rc) /* not a refusal: out of memory */
             zc_err_set(err, rc, "%s", one.msg);
@@ -1784,7 +1953,8 @@ static const key_spec *refused_prefix(const char *path)
 {
     for (size_t i = 0; i < NKEYS; i++) {
         size_t n = strlen(KEYS[i].path);
-        if (KEYS[i].kind == K_REFUSED && strncmp(path, KEYS[i].path, n) == 0 && path[n] == '.')
+        if ((KEYS[i].kind == K_REFUSED || KEYS[i].kind == K_MONITOR) &&
+            strncmp(path, KEYS[i].path, n) == 0 && path[n] == '.')
             return &KEYS[i];
     }
     return NULL;
@@ -1849,6 +2019,7 @@ static zc_status set_value(const ctx *c, const key_spec *k, const char *s)
         break;
     case K_BOOL:
     case K_FIXED:
+    case K_CPU_OFFLOAD:
     case K_PRECISION:
         if (strcmp(s, "true") != 0 && strcmp(s, "false") != 0)
             return type_error(c, k, k->path, &v);
@@ -1866,6 +2037,7 @@ static zc_status set_value(const ctx *c, const key_spec *k, const char *s)
         break;
     case K_BETAS: return set_betas(c, k, s);
     case K_SECTION:
+    case K_MONITOR:
     case K_REFUSED: break; /* handled by the caller */
     }
     return apply(c, k, &v);
@@ -1889,7 +2061,7 @@ zc_status zc_config_set(zc_config *cfg, const char *path, const char *value_str,
             return fail(&c, ZC_EINVAL, "not supported yet: %s", r->path);
         return fail(&c, ZC_EINVAL, "unknown key: %s", excerpt(ex, path, strlen(path)));
     }
-    if (k->kind == K_REFUSED)
+    if (k->kind == K_REFUSED || k->kind == K_MONITOR)
         return fail(&c, ZC_EINVAL, "not supported yet: %s", k->path);
     if (k->kind == K_SECTION) {
         const char *example = "";
@@ -1939,7 +2111,8 @@ static zc_status check_fields(const ctx *c, const zc_config *cfg)
         }
         case K_NUM: {
             double v = *(const double *)f;
-            if ((k->flags & R_AUTO) && (isnan(v) || v == ZC_AUTO))
+            if (((k->flags & R_AUTO) && (isnan(v) || v == ZC_AUTO)) ||
+                ((k->flags & R_NANUNSET) && isnan(v)))
                 break;
             fmt_double(text, sizeof text, v);
             rc = check_num(c, k, k->path, v, text);
@@ -2079,6 +2252,115 @@ static zc_status sgd_without_adam_params(const ctx *c, const zc_config *cfg)
                 key);
 }
 
+/* OneCycle's bounds have no default in DeepSpeed's constructor; a cosine with no step after its
+ * warmup divides by zero in DeepSpeed's; OneCycle's momentum cycle needs per-step betas. */
+static zc_status check_schedule(const ctx *c, const zc_config *cfg)
+{
+    if (cfg->sched == ZC_SCHED_ONE_CYCLE && (isnan(cfg->cycle_min_lr) || isnan(cfg->cycle_max_lr)))
+        return fail(c, ZC_EINVAL,
+                    "scheduler.params.%s: required by OneCycle (DeepSpeed's has no default for "
+                    "cycle_min_lr and cycle_max_lr)",
+                    isnan(cfg->cycle_min_lr) ? "cycle_min_lr" : "cycle_max_lr");
+    /* DeepSpeed gives its optimizer (betas[0] from cycle_min_mom..cycle_max_mom, betas[1] 0.99)
+     * every step; torch's SGD has no betas, and there its OneCycle skips the cycle */
+    if (cfg->sched == ZC_SCHED_ONE_CYCLE && cfg->cycle_momentum && cfg->optim != ZC_OPTIM_SGD)
+        return fail(c, ZC_EINVAL,
+                    "scheduler.params.cycle_momentum: true (DeepSpeed's default when not given) "
+                    "is not supported with optimizer.type %s: DeepSpeed's OneCycle would set "
+                    "beta1 from cycle_min_mom..cycle_max_mom every step (and beta2 to 0.99), and "
+                    "zeroc's optimizer keeps optimizer.params.betas for the whole run; set "
+                    "cycle_momentum false" SCHED_HINT,
+                    zc_optim_name(cfg->optim));
+    const int64_t w = cfg->warmup_num_steps < 2 ? 2 : cfg->warmup_num_steps;
+    if (cfg->sched == ZC_SCHED_WARMUP_COSINE_LR && cfg->total_num_steps == w)
+        return fail(c, ZC_EINVAL,
+                    "scheduler.params.total_num_steps %" PRId64 " equals the warmup (%" PRId64
+                    "%s): WarmupCosineLR decays over the steps after it, and DeepSpeed's divides "
+                    "by their number (zero); give more steps or a shorter warmup",
+                    cfg->total_num_steps, w,
+                    cfg->warmup_num_steps < 2 ? ", warmup_num_steps taken as 2 as DeepSpeed does"
+                                              : " warmup_num_steps");
+    return ZC_OK;
+}
+
+/* The rules between keys, each refusal collected (c->problems), so that one message names all
+ * of them. world_size 0: the rules that need it are left out (a file, before the run's size). */
+static void check_rules(const ctx *c, const zc_config *cfg, int world_size)
+{
+    /* DeepSpeed silently treats AdamW as decoupled whatever adam_w_mode says; asking for both
+     * is a contradiction, so it is refused rather than resolved one way. */
+    if (cfg->optim == ZC_OPTIM_ADAMW && !cfg->adam_w_mode)
+        collect(c, fail(c, ZC_EINVAL,
+                        "optimizer.params.adam_w_mode is false but optimizer.type is AdamW, whose "
+                        "weight decay is always decoupled; use type Adam for L2 weight decay"));
+    collect(c, sgd_without_adam_params(c, cfg));
+    if ((cfg->quantized_weights || cfg->quantized_gradients || cfg->hpz_partition_size > 1) &&
+        cfg->stage != 3)
+        collect(c, fail(c, ZC_EINVAL,
+                        "zero_optimization.%s (ZeRO++) needs zero_optimization.stage "
+                        "3, got stage %d",
+                        cfg->quantized_weights     ? "zero_quantized_weights"
+                        : cfg->quantized_gradients ? "zero_quantized_gradients"
+                                                   : "zero_hpz_partition_size",
+                        cfg->stage));
+    if (world_size > 0 && world_size % cfg->hpz_partition_size != 0)
+        collect(c, fail(c, ZC_EINVAL,
+                        "zero_optimization.zero_hpz_partition_size %d must divide the "
+                        "number of ranks, %d (it is the ranks of a host that share the secondary "
+                        "copy)",
+                        cfg->hpz_partition_size, world_size));
+    const zc_status prec = check_precision(c, cfg);
+    collect(c, prec);
+    collect(c, check_offload(c, cfg));
+    collect(c, check_schedule(c, cfg));
+    if (cfg->loss_scale != 0 && cfg->loss_scale < FLT_MIN) {
+        char v[40];
+        fmt_double(v, sizeof v, cfg->loss_scale);
+        collect(c, fail(c, ZC_EINVAL,
+                        "fp16.loss_scale %s: expected 0 (dynamic) or a static scale "
+                        ">= 2^-126 (the smallest normal fp32 number)",
+                        v));
+    }
+    /* Dynamic loss scaling starts at 2^initial_scale_power and never goes below min_loss_scale;
+     * a minimum above the start contradicts it. Ignored, as by DeepSpeed, when fp16 is off. */
+    if (prec == ZC_OK && cfg->dtype == ZC_FP16 && cfg->loss_scale == 0 &&
+        cfg->min_loss_scale > ldexp(1.0, cfg->initial_scale_power)) {
+        char min[40], start[40];
+        fmt_double(min, sizeof min, cfg->min_loss_scale);
+        fmt_double(start, sizeof start, ldexp(1.0, cfg->initial_scale_power));
+        collect(c, fail(c, ZC_EINVAL,
+                        "fp16.min_loss_scale %s must be <= 2^fp16.initial_scale_power = 2^%d = "
+                        "%s, where dynamic loss scaling starts",
+                        min, cfg->initial_scale_power, start));
+    }
+    if (world_size > 0 && cfg->train_batch_size != 0) {
+        int64_t per_step = (int64_t)cfg->micro_batch * cfg->grad_accum; /* < 2^62 */
+        if (per_step > INT64_MAX / world_size || per_step * world_size != cfg->train_batch_size) {
+            char product[40] = "more than 2^63";
+            if (per_step <= INT64_MAX / world_size)
+                snprintf(product, sizeof product, "%" PRId64, per_step * world_size);
+            char ft[ZC_ORIGIN_LEN + 8], fm[ZC_ORIGIN_LEN + 8], fa[ZC_ORIGIN_LEN + 8];
+            collect(c, fail(c, ZC_EINVAL,
+                            "train_batch_size %" PRId64 " %s != train_micro_batch_size_per_gpu "
+                            "%d %s \u00d7 gradient_accumulation_steps %d %s \u00d7 world size %d "
+                            "= %s",
+                            cfg->train_batch_size, from(ft, cfg->origin_train_batch),
+                            cfg->micro_batch, from(fm, cfg->origin_micro_batch), cfg->grad_accum,
+                            from(fa, cfg->origin_grad_accum), world_size, product));
+        }
+    }
+}
+
+/* The collected refusals as one message (origin-less: validate's), whole items while they fit. */
+static zc_status refuse_rules(zc_err *err, const refusals *r)
+{
+    if (r->n + r->cut == 0)
+        return ZC_OK;
+    if (r->cut)
+        return zc_err_set(err, ZC_EINVAL, "%s; and %d more", r->text, r->cut);
+    return zc_err_set(err, ZC_EINVAL, "%s", r->text);
+}
+
 zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
 {
     ctx c = {.origin = NULL, .err = err};
@@ -2090,70 +2372,16 @@ zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
         return rc;
     if (world_size < 1)
         return fail(&c, ZC_EINVAL, "world size must be >= 1, got %d", world_size);
-    /* DeepSpeed silently treats AdamW as decoupled whatever adam_w_mode says; asking for both
-     * is a contradiction, so it is refused rather than resolved one way. */
-    if (cfg->optim == ZC_OPTIM_ADAMW && !cfg->adam_w_mode)
-        return fail(&c, ZC_EINVAL,
-                    "optimizer.params.adam_w_mode is false but optimizer.type is AdamW, whose "
-                    "weight decay is always decoupled; use type Adam for L2 weight decay");
-    if ((rc = sgd_without_adam_params(&c, cfg)))
-        return rc;
-    if ((cfg->quantized_weights || cfg->quantized_gradients || cfg->hpz_partition_size > 1) &&
-        cfg->stage != 3)
-        return fail(&c, ZC_EINVAL,
-                    "zero_optimization.%s (ZeRO++) needs zero_optimization.stage "
-                    "3, got stage %d",
-                    cfg->quantized_weights     ? "zero_quantized_weights"
-                    : cfg->quantized_gradients ? "zero_quantized_gradients"
-                                               : "zero_hpz_partition_size",
-                    cfg->stage);
-    if (world_size % cfg->hpz_partition_size != 0)
-        return fail(&c, ZC_EINVAL,
-                    "zero_optimization.zero_hpz_partition_size %d must divide the "
-                    "number of ranks, %d (it is the ranks of a host that share the secondary "
-                    "copy)",
-                    cfg->hpz_partition_size, world_size);
-    rc = check_precision(&c, cfg);
-    if (rc == ZC_OK)
-        rc = check_offload(&c, cfg);
-    if (rc)
-        return rc;
-    if (cfg->loss_scale != 0 && cfg->loss_scale < FLT_MIN) {
-        char v[40];
-        fmt_double(v, sizeof v, cfg->loss_scale);
-        return fail(&c, ZC_EINVAL,
-                    "fp16.loss_scale %s: expected 0 (dynamic) or a static scale "
-                    ">= 2^-126 (the smallest normal fp32 number)",
-                    v);
-    }
-    /* Dynamic loss scaling starts at 2^initial_scale_power and never goes below min_loss_scale;
-     * a minimum above the start contradicts it. Ignored, as by DeepSpeed, when fp16 is off. */
-    if (cfg->dtype == ZC_FP16 && cfg->loss_scale == 0 &&
-        cfg->min_loss_scale > ldexp(1.0, cfg->initial_scale_power)) {
-        char min[40], start[40];
-        fmt_double(min, sizeof min, cfg->min_loss_scale);
-        fmt_double(start, sizeof start, ldexp(1.0, cfg->initial_scale_power));
-        return fail(&c, ZC_EINVAL,
-                    "fp16.min_loss_scale %s must be <= 2^fp16.initial_scale_power = 2^%d = %s, "
-                    "where dynamic loss scaling starts",
-                    min, cfg->initial_scale_power, start);
-    }
-    if (cfg->train_batch_size != 0) {
-        int64_t per_step = (int64_t)cfg->micro_batch * cfg->grad_accum; /* < 2^62 */
-        if (per_step > INT64_MAX / world_size || per_step * world_size != cfg->train_batch_size) {
-            char product[40] = "more than 2^63";
-            if (per_step <= INT64_MAX / world_size)
-                snprintf(product, sizeof product, "%" PRId64, per_step * world_size);
-            char ft[ZC_ORIGIN_LEN + 8], fm[ZC_ORIGIN_LEN + 8], fa[ZC_ORIGIN_LEN + 8];
-            return fail(&c, ZC_EINVAL,
-                        "train_batch_size %" PRId64 " %s != train_micro_batch_size_per_gpu %d "
-                        "%s \u00d7 gradient_accumulation_steps %d %s \u00d7 world size %d = %s",
-                        cfg->train_batch_size, from(ft, cfg->origin_train_batch), cfg->micro_batch,
-                        from(fm, cfg->origin_micro_batch), cfg->grad_accum,
-                        from(fa, cfg->origin_grad_accum), world_size, product);
-        }
-    }
-    return ZC_OK;
+    refusals *r = calloc(1, sizeof *r);
+    if (!r)
+        return fail(&c, ZC_ENOMEM, "out of memory");
+    zc_err one = {0};
+    c.err = &one;
+    c.problems = r;
+    check_rules(&c, cfg, world_size);
+    rc = refuse_rules(err, r);
+    free(r);
+    return rc;
 }
 
 /* What the log should say about the final configuration (the file's and the flags' values):
@@ -2161,10 +2389,22 @@ zc_status zc_config_validate(const zc_config *cfg, int world_size, zc_err *err)
  * offload to NVMe when nothing is offloaded there. */
 static void note_final(zc_config *cfg)
 {
-    if (cfg->sched != ZC_SCHED_NONE && isnan(cfg->warmup_max_lr) && cfg->lr != ZC_WARMUP_MAX_LR)
+    if (((1u << cfg->sched) & S_WARM) && isnan(cfg->warmup_max_lr) && cfg->lr != ZC_WARMUP_MAX_LR)
         note(cfg->no_effect, sizeof cfg->no_effect,
              "optimizer.params.lr (the scheduler has no warmup_max_lr, so it peaks at DeepSpeed's "
              "default 0.001 and the optimizer's lr is not used)");
+    if ((cfg->sched == ZC_SCHED_ONE_CYCLE || cfg->sched == ZC_SCHED_LR_RANGE_TEST) &&
+        cfg->lr != ZC_WARMUP_MAX_LR) /* 0.001 is also the optimizer's default lr */
+        note(cfg->no_effect, sizeof cfg->no_effect,
+             cfg->sched == ZC_SCHED_ONE_CYCLE
+                 ? "optimizer.params.lr (OneCycle sets the rate from cycle_min_lr and "
+                   "cycle_max_lr, as DeepSpeed's does)"
+                 : "optimizer.params.lr (LRRangeTest sets the rate from lr_range_test_min_lr, as "
+                   "DeepSpeed's does)");
+    if (cfg->sched == ZC_SCHED_ONE_CYCLE && cfg->cycle_momentum && cfg->optim == ZC_OPTIM_SGD)
+        note(cfg->no_effect, sizeof cfg->no_effect,
+             "scheduler.params.cycle_momentum (SGD has no betas to cycle; DeepSpeed's OneCycle "
+             "skips it too)");
     if (cfg->nvme_only[0] && cfg->offload_optimizer != ZC_OFFLOAD_NVME &&
         cfg->offload_param != ZC_OFFLOAD_NVME) {
         char item[sizeof cfg->nvme_only + 96];
@@ -2305,14 +2545,42 @@ static bool add_scheduler(cJSON *root, const zc_config *cfg)
          cJSON_AddStringToObject(
              sched, "type", name_of(SCHED_NAMES, NNAMES(SCHED_NAMES), (int)cfg->sched)) != NULL;
     ok = ok && (params = cJSON_AddObjectToObject(sched, "params")) != NULL;
-    ok = ok && add_double(params, "warmup_min_lr", cfg->warmup_min_lr);
-    ok = ok && add_double(params, "warmup_max_lr", zc_config_warmup_max_lr(cfg));
-    ok = ok && add_i64(params, "warmup_num_steps", cfg->warmup_num_steps);
-    ok = ok &&
-         (cfg->total_num_steps == 0 || add_i64(params, "total_num_steps", cfg->total_num_steps));
-    ok = ok && cJSON_AddStringToObject(
-                   params, "warmup_type",
-                   name_of(WARMUP_NAMES, NNAMES(WARMUP_NAMES), (int)cfg->warmup_type)) != NULL;
+    const unsigned t = 1u << cfg->sched; /* only the type's own params: another's is refused */
+    if (t & S_WARM) {
+        ok = ok && add_double(params, "warmup_min_lr", cfg->warmup_min_lr);
+        ok = ok && add_double(params, "warmup_max_lr", zc_config_warmup_max_lr(cfg));
+    }
+    if (t & (S_WARM | S_COS)) {
+        ok = ok && add_i64(params, "warmup_num_steps", cfg->warmup_num_steps);
+        ok = ok && (!(t & (S_DECAY | S_COS)) || cfg->total_num_steps == 0 ||
+                    add_i64(params, "total_num_steps", cfg->total_num_steps));
+        ok = ok && cJSON_AddStringToObject(
+                       params, "warmup_type",
+                       name_of(WARMUP_NAMES, NNAMES(WARMUP_NAMES), (int)cfg->warmup_type)) != NULL;
+    }
+    if (t & S_COS) {
+        ok = ok && add_double(params, "warmup_min_ratio", cfg->warmup_min_ratio);
+        ok = ok && add_double(params, "cos_min_ratio", cfg->cos_min_ratio);
+    }
+    if (t & S_ONE) { /* bounds not given are left out: they read back as not given */
+        ok = ok &&
+             (isnan(cfg->cycle_min_lr) || add_double(params, "cycle_min_lr", cfg->cycle_min_lr));
+        ok = ok &&
+             (isnan(cfg->cycle_max_lr) || add_double(params, "cycle_max_lr", cfg->cycle_max_lr));
+        ok = ok && add_double(params, "decay_lr_rate", cfg->decay_lr_rate);
+        ok = ok && add_i64(params, "cycle_first_step_size", cfg->cycle_first_step_size);
+        ok = ok && (cfg->cycle_second_step_size == 0 ||
+                    add_i64(params, "cycle_second_step_size", cfg->cycle_second_step_size));
+        ok = ok && add_i64(params, "decay_step_size", cfg->decay_step_size);
+        ok = ok && cJSON_AddBoolToObject(params, "cycle_momentum", cfg->cycle_momentum) != NULL;
+    }
+    if (t & S_RANGE) {
+        ok = ok && add_double(params, "lr_range_test_min_lr", cfg->lr_range_test_min_lr);
+        ok = ok && add_i64(params, "lr_range_test_step_size", cfg->lr_range_test_step_size);
+        ok = ok && add_double(params, "lr_range_test_step_rate", cfg->lr_range_test_step_rate);
+        ok = ok && cJSON_AddBoolToObject(params, "lr_range_test_staircase",
+                                         cfg->lr_range_test_staircase) != NULL;
+    }
     return ok;
 }
 
