@@ -142,7 +142,9 @@ static void test_pieces_llama3(void)
 
 /* NFC by stretches (hf_nfc.h) on cases known by hand: text NFC leaves alone is reported as such
  * (ASCII, precomposed Latin, CJK, Cyrillic); decomposed accents compose, Hangul jamo join into
- * their syllable, a singleton (U+212B ANGSTROM SIGN) becomes its letter, marks reorder. */
+ * their syllable, a singleton (U+212B ANGSTROM SIGN) becomes its letter, marks reorder. U+11A7
+ * (T_BASE, no trailing consonant) after an LV syllable stays: libutf8proc before
+ * JuliaStrings/utf8proc#317 composes the two and deletes it, on a stretch that holds both. */
 static void test_nfc(void)
 {
     static const struct {
@@ -155,6 +157,10 @@ static void test_nfc(void)
         {"\xe2\x84\xab", "\xc3\x85"},
         {"a\xcc\x81\xcc\xa3 z", "\xe1\xba\xa1\xcc\x81 z"}, /* ccc 230 after 220: reordered */
         {"\xcc\x81x", "\xcc\x81x"}, /* a mark first stays: nothing to compose with */
+        /* U+AC00 U+11A7; L V U+11A7, L V U+11A8 */
+        {"\xea\xb0\x80\xe1\x86\xa7", NULL},
+        {"\xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa7 \xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa8",
+         "\xea\xb0\x80\xe1\x86\xa7 \xea\xb0\x81"},
     };
     uint8_t *buf = NULL;
     size_t len = 0, cap = 0;

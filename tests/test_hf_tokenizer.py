@@ -88,7 +88,8 @@ MULTILINGUAL = [
     "\n\n\nnewlines first",
     "punct: ... !!! ??? (hello) [x] {y} «quotes» “curly” — dash – ‐ ¿qué? ¡sí! #tag @user $5 %",
     "code: def f(x):\n    return x**2  # comment\n\tif (a&&b) { c++; } // done\n",
-    "NFC: e\u0301 n\u0303 a\u0308 Å (A\u030a) \u212b ﬁ ㎏ Ω \u1100\u1161\u11a8 ä͖̭̈̇",
+    "NFC: e\u0301 n\u0303 a\u0308 Å (A\u030a) \u212b ﬁ ㎏ Ω \u1100\u1161\u11a8 ä͖̭̈̇"
+    " \uac00\u11a7 \u1100\u1161\u11a7",  # U+11A7 after an LV syllable: kept (libutf8proc drops it)
     "specials as text: <|begin_of_text|> <|end_of_text|> <|endoftext|> <|im_start|>user<|im_end|>"
     " <think>hmm</think> <tool_call>",
     "odd spaces: a\u0085b\ufeffc\u2028d\u200be\u2009f\u1680g",
