@@ -148,6 +148,7 @@ typedef struct {
     int stage;             /* train's --stage, its row marked (-1: not given) */
     const char *nvme_path; /* train's --nvme-path: accepted, nothing is written there */
     bool ckpt, json, qwz, qgz;
+    int64_t tile_params;                                                 /* train's --tile-params */
     bool ranks_per_node_given, micro_given, grad_accum_given, hpz_given; /* set by the flag */
     bool given[NSHAPE]; /* which shape flags were given */
 } estimate_flags;
@@ -452,6 +453,7 @@ static zc_status gpt2_units(const estimate_flags *f, int B, zc_gemm_type compute
     zc_status st = f->init ? init_shape(f, &gc, err) : ZC_OK;
     if (st)
         return st;
+    gc.tile_params = f->tile_params;
     /* the default --seq-len takes the file's positions when it has fewer */
     int T = f->seq_len < gc.max_seq_len ? f->seq_len : gc.max_seq_len;
     const struct {
@@ -471,7 +473,7 @@ static zc_status gpt2_units(const estimate_flags *f, int B, zc_gemm_type compute
                           gc.channels, gc.num_heads);
     if ((st = gpt2_check(&gc, B, T, f->ckpt, compute, err)))
         return st;
-    if (!(m->units = malloc(((size_t)gc.num_layers + 2) * sizeof *m->units)))
+    if (!(m->units = malloc((size_t)gpt2_num_units(&gc) * sizeof *m->units)))
         return zc_err_set(err, ZC_ENOMEM, "out of memory");
     m->nunits = gpt2_unit_numel(&gc, m->units);
     m->activations = (int64_t)gpt2_activation_bytes(&gc, B, T, f->ckpt, compute);
@@ -824,6 +826,10 @@ int cmd_estimate(int argc, char **argv)
         {"--grad-accum", ARG_INT, &f.grad_accum, NULL,
          "gradient_accumulation_steps: micro-batches per step (stages 2-3 reduce each)", NULL},
         {"--activation-checkpointing", ARG_BOOL, &f.ckpt, NULL, "gpt2: recompute blocks", NULL},
+        {"--tile-params", ARG_I64, &f.tile_params, NULL,
+         "gpt2, an untied head: embedding and head units of at most N parameters, as train "
+         "(default 0: a block's size; -1: never)",
+         NULL},
         {"--ranks", ARG_INT, &f.ranks, NULL, "data-parallel ranks N (default 1)", NULL},
         {"--ranks-per-node", ARG_INT, &f.ranks_per_node, NULL,
          "ranks per host, dividing N: per-node totals, bytes leaving the host (default N)", NULL},

@@ -275,6 +275,8 @@ static zc_status resume(train_run *r, zc_err *err)
                                  "finding the checkpoint", err);
     if (!st)
         st = zc_ckpt_load(r->e, r->comm, dir, &r->first_step, &client, err);
+    if (st == ZC_EINVAL) /* another model's units: the record says which flag made them */
+        train_ckpt_explain_model(dir, &r->o, &r->model, err);
     if (!st) /* what the load did not give: its format, config and producer (each rank reads) */
         st = zc_comm_agree(r->comm, zc_ckpt_manifest_json(dir, &manifest, err),
                            "reading the checkpoint's manifest", err);

@@ -167,6 +167,7 @@ static int fields_of(const train_opts *o, field *f)
     set(&f[n++], "--sample-every", "%d", o->sample_every);
     set(&f[n++], "--sample-length", "%d", o->sample_length);
     set(&f[n++], "--activation-checkpointing", "%s", o->activation_checkpointing ? "on" : "off");
+    set(&f[n++], "--tile-params", "%lld", (long long)o->tile_params);
     set(&f[n++], "--no-memory-check", "%s", o->no_memory_check ? "on" : "off");
     /* by content: the same file may lie at another path on another host */
     by_content(&f[n++], "--init", o->init, init_digest);

@@ -193,6 +193,7 @@ static zc_status refuse_unused(int argc, char **argv, train_opts *o, zc_err *err
                                             "--val-every",
                                             "--val-windows",
                                             "--activation-checkpointing",
+                                            "--tile-params",
                                             "--sample-every",
                                             "--sample-length",
                                             "--save-final"};
@@ -484,6 +485,12 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
          NULL},
         {"--activation-checkpointing", ARG_BOOL, &o->activation_checkpointing, NULL,
          "gpt2: keep only block inputs, recompute blocks in backward", NULL},
+        {"--tile-params", ARG_I64, &o->tile_params, NULL,
+         "gpt2 (an untied head with rotary positions: Llama 3.1 8B, Qwen2.5 7B): register the "
+         "embedding and the head as tiles of at most N parameters (whole blocks of 1024 rows), "
+         "so a gather, its working memory and its disk reads stay below N; the same bits as "
+         "untiled (default 0: the size of one transformer block; -1: never)",
+         NULL},
         {"--no-memory-check", ARG_BOOL, &o->no_memory_check, NULL,
          "run even if the estimated memory per rank exceeds what the host can give", NULL},
         {"--sample-every", ARG_INT, &o->sample_every, NULL,

@@ -117,16 +117,37 @@ zc_status train_ckpt_same_model(const char *dir, const char *client, const train
     for (const cJSON *w = want ? want->child : NULL; w && !st; w = w->next) {
         const cJSON *h = item(have, w->string);
         char *hs = h ? cJSON_PrintUnformatted(h) : NULL, *ws = cJSON_PrintUnformatted(w);
+        const bool tiles = !strcmp(w->string, "vocab_tile_rows");
         if (!h || !hs || !ws || strcmp(hs, ws))
             st = zc_err_set(err, ZC_EINVAL,
                             "--resume %s: the checkpoint was written for %s %s, "
-                            "this run has %s (resume with the same model shape)",
-                            dir, w->string, hs ? hs : "(not recorded)", ws ? ws : "?");
+                            "this run has %s (resume with the same model shape%s)",
+                            dir, w->string, hs ? hs : "(not recorded)", ws ? ws : "?",
+                            tiles ? ": the vocabulary's tiles come from --tile-params, rows × "
+                                    "hidden_size parameters each"
+                                  : "");
         free(hs);
         free(ws);
     }
     cJSON_Delete(have);
     cJSON_Delete(want);
+    return st;
+}
+
+zc_status train_ckpt_explain_model(const char *dir, const train_opts *o, const train_model *m,
+                                   zc_err *err)
+{
+    char *manifest = NULL, *client = NULL;
+    zc_err ignored;
+    if (zc_ckpt_manifest_json(dir, &manifest, &ignored))
+        return ZC_OK;
+    cJSON *root = cJSON_Parse(manifest);
+    const cJSON *c = item(root, "client");
+    client = c ? cJSON_PrintUnformatted(c) : NULL;
+    zc_status st = client ? train_ckpt_same_model(dir, client, o, m, err) : ZC_OK;
+    free(client);
+    cJSON_Delete(root);
+    free(manifest);
     return st;
 }
 

@@ -32,6 +32,10 @@ char *train_ckpt_client(const train_opts *o, const train_model *m, const char *s
 /* The checkpoint in dir (its client object `client`, may be NULL) was written for the model
  * this run builds: every field the model describes itself by must match, since some shapes
  * (GPT-2's head count) change no size the loader could check. The same verdict on every rank. */
+/* After a load refused as another model's (ZC_EINVAL): if the checkpoint's record shows which
+ * of this run's flags made its units differ, *err says so instead (else left as it is). */
+zc_status train_ckpt_explain_model(const char *dir, const train_opts *o, const train_model *m,
+                                   zc_err *err);
 zc_status train_ckpt_same_model(const char *dir, const char *client, const train_opts *o,
                                 const train_model *m, zc_err *err);
 

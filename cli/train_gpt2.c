@@ -404,6 +404,14 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
                            .num_heads = o->heads,
                            .channels = o->channels};
     }
+    if (o->tile_params < -1) {
+        rc = zc_err_set(err, ZC_EINVAL,
+                        "--tile-params %lld: expected parameters per tile (>= 1), 0 (the size of "
+                        "one transformer block) or -1 (never tile)",
+                        (long long)o->tile_params);
+        goto fail;
+    }
+    gc.tile_params = o->tile_params;
     gpt2_describe(&gc, m->describe, sizeof m->describe);
     snprintf(m->name, sizeof m->name, "%s", gc.family[0] ? gc.family : "gpt2");
     /* the default --seq-len takes an --init file's positions when it has fewer; a --seq-len

@@ -18,6 +18,7 @@ typedef struct {
     const char *save_dir, *resume, *nvme_path;
     int save_every, keep;
     int val_every, val_windows, warmup, sample_every, sample_length; /* val_windows 0: all */
+    int64_t tile_params; /* gpt2_config.tile_params: 0 the size of a block, −1 never */
     bool activation_checkpointing, shuffle, no_memory_check;
     bool save_dir_made;  /* rank 0 made --save-dir for this run: a refused run removes it */
     gpt2_init init_file; /* what --init is, resolved once (cli/train_args.c) */

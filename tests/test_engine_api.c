@@ -9,7 +9,9 @@
  * - (2 ranks) a configuration or model that differs between ranks is named: the key and both
  *   values, the unit and parameter with both sizes — and every rank fails alike;
  * - the memory ledger (zeroc/mem.h) given a NULL ledger or a category out of range does
- *   nothing, or returns NULL / 0, instead of aborting. */
+ *   nothing, or returns NULL / 0, instead of aborting;
+ * - zc_engine_param_init_as: a tensor registered as two parameters (tiles) starts from the values
+ *   of the whole, bit for bit, and a call out of range is refused at finalize. */
 #include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -450,6 +452,59 @@ static void test_mem_arguments(void)
     zc_mem_destroy(NULL);
 }
 
+/* w [6, 4] registered whole (unit "w") or as two tiles of 3 rows (units "w.0", "w.1", each
+ * drawing parameter 0's values from its first row's element), then v [5]: the same values,
+ * in the same order, gathered unit by unit. */
+static void gathered(bool tiled, float *out)
+{
+    zc_err err = {0};
+    zc_engine *e = make(3, &err);
+    const zc_init w02 = {ZC_INIT_NORMAL, 0.02f};
+    if (tiled)
+        for (int t = 0; t < 2; t++) {
+            char name[8];
+            snprintf(name, sizeof name, "w.%d", t);
+            int u = zc_engine_add_unit(e, name);
+            int p = zc_engine_add_param(e, u, name, 2, (int64_t[]){3, 4}, w02);
+            CHECK(zc_engine_param_init_as(e, p, 0, 12 * t) == 0, "init_as tile %d", t);
+        }
+    else
+        zc_engine_add_param(e, zc_engine_add_unit(e, "w"), "w", 2, (int64_t[]){6, 4}, w02);
+    int u = zc_engine_add_unit(e, "v");
+    int p = zc_engine_add_param(e, u, "v", 1, (int64_t[]){5}, w02);
+    if (tiled) /* v is parameter 1 untiled */
+        CHECK(zc_engine_param_init_as(e, p, 1, 0) == 0, "init_as v");
+    CHECK(!zc_engine_finalize(e, &err), "finalize: %s", err.msg);
+    float buf[64];
+    size_t at = 0;
+    for (int k = 0; k < zc_engine_num_units(e); k++) {
+        CHECK(!zc_engine_gather_unit(e, k, buf, &err), "gather: %s", err.msg);
+        size_t n = zc_engine_unit_info(e, k)->numel;
+        memcpy(out + at, buf, n * sizeof *buf);
+        at += n;
+    }
+    zc_engine_destroy(e);
+}
+
+static void test_init_as(void)
+{
+    float whole[29], tiles[29];
+    gathered(false, whole);
+    gathered(true, tiles);
+    CHECK(!memcmp(whole, tiles, sizeof whole) && whole[0] != whole[12],
+          "tiles drawn as the whole: %g %g vs %g %g", (double)whole[12], (double)whole[24],
+          (double)tiles[12], (double)tiles[24]);
+    zc_err err = {0};
+    zc_engine *e = make(3, &err);
+    int u = zc_engine_add_unit(e, "u");
+    int p = zc_engine_add_param(e, u, "w", 1, (int64_t[]){4}, (zc_init){ZC_INIT_NORMAL, 1.0f});
+    CHECK(zc_engine_param_init_as(e, p, -1, 0) == -1, "init_as(as -1) accepted");
+    zc_status st = zc_engine_finalize(e, &err);
+    CHECK(st == ZC_EINVAL && strstr(err.msg, "zc_engine_param_init_as(0, as -1"),
+          "init_as refused: %s %s", zc_status_name(st), err.msg);
+    zc_engine_destroy(e);
+}
+
 int main(int argc, char **argv)
 {
     zc_err err = {0};
@@ -467,6 +522,7 @@ int main(int argc, char **argv)
     test_create_failure_leaves_null();
     test_ckpt_json_refused();
     test_ranks_disagree();
+    test_init_as();
     int rc = check_summary();
     zc_mem_destroy(mem);
     zc_comm_finalize(comm);

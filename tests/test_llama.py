@@ -321,9 +321,79 @@ def test_export_hf_round_trip():
                   f"{case}: the export does not load back to the same weights")
 
 
+def test_vocab_tiles():
+    """--tile-params splits an untied vocabulary matrix into units of whole 128-row blocks (1024
+    from 8192 rows on) — ZeRO-Infinity's memory-centric tiling, here of llama_tiny's 384 padded
+    rows × 32: 4096 parameters make 3 tiles of each of wte and lm_head (9 units for 4), 8192 make
+    2 — and changes no bit: the head's products run over the same blocks tiled or not, each tile
+    starts from the values of the whole, and ends on the weights of the untiled run in fp32 and
+    bf16, at stages 0 and 3, with both offloads, accumulating, resumed from a tiled checkpoint.
+    The tiles export to transformers' single tensors, byte for byte the untiled export (one file
+    and shards), the samples are the same, and resuming with other tiles names --tile-params."""
+    init = os.path.join(FIXTURES, "llama_tiny")
+    nvme = H_.path("tiles-nvme")
+    os.makedirs(nvme, exist_ok=True)
+    offload = ["--offload-optimizer", "nvme", "--offload-param", "nvme", "--nvme-path", nvme]
+    base = {}
+    for dtype in H_.trim(["fp32", "bf16"], ["bf16"]):
+        runs = [("untiled", -1, 3, []), ("3tiles", 4096, 3, []), ("3tiles-s0", 4096, 0, []),
+                ("2tiles", 8192, 3, []), ("3tiles-offload", 4096, 3, offload)]
+        runs = [r for r in runs if r[0] in H_.trim([r[0] for r in runs],
+                                                   ["untiled", "3tiles", "3tiles-offload"])]
+        for name, tiles, stage, extra in runs:
+            tag = f"tiles-{dtype}-{name}"
+            rep = train(init, tag, 2, stage, "--dtype", dtype, "--tile-params", tiles, *extra)
+            if name == "untiled":
+                base[dtype] = rep
+                continue
+            for key in ("initial_weights_sha256", "weights_sha256", "loss"):
+                check(rep[key] == base[dtype][key],
+                      f"{dtype} {name}: {key} {rep[key]} != untiled {base[dtype][key]}")
+    # the units: 3 tiles each way; the samples (generation, tile by tile) the untiled run's
+    samples = []
+    for tiles in (-1, 4096):
+        p = H_.run(2, "train", "--init", init, *run_args(2), "--tile-params", tiles,
+                   "--sample-every", 5, "--sample-length", 12)
+        samples.append(p.stdout[p.stdout.find("---- sample"):p.stdout.find("\n----\n")])
+    check("9 units" in p.stdout, f"4096 parameters per tile: {p.stdout[:600]}")
+    check(samples[0] == samples[1] and len(samples[0]) > 30,
+          f"samples: untiled {samples[0]!r}, tiled {samples[1]!r}")
+    # accumulating, saved at step 3 tiled and resumed tiled: the uninterrupted untiled weights
+    acc = ["--grad-accum", 2, "--dtype", "bf16"]
+    want = train(init, "tiles-acc-untiled", 2, 3, *acc, "--tile-params", -1)["weights_sha256"]
+    ck = H_.path("tiles-ckpt")
+    got = train(init, "tiles-acc", 2, 3, *acc, "--tile-params", 4096, "--save-dir", ck,
+                "--save-every", 3)["weights_sha256"]
+    check(got == want, f"accumulating: tiled {got} != untiled {want}")
+    again = train(init, "tiles-resumed", 2, 3, *acc, "--tile-params", 4096, "--resume",
+                  os.path.join(ck, "step-000003"))["weights_sha256"]
+    check(again == want, f"resumed tiled: {again} != {want}")
+    p = train(init, "tiles-other", 2, 3, *acc, "--resume", os.path.join(ck, "step-000003"),
+              ok=False)
+    check(p.returncode != 0 and "vocab_tile_rows 128, this run has 384" in p.stderr and
+          "--tile-params" in p.stderr, f"resumed untiled: {p.returncode} {p.stderr[-400:]}")
+    # the export joins the tiles: the untiled checkpoint's export, byte for byte
+    ck0 = H_.path("tiles-ckpt0")
+    train(init, "tiles-acc-untiled-saved", 2, 3, *acc, "--tile-params", -1, "--save-dir", ck0)
+    for shard in (None, 40000):
+        env = {"ZEROC_HF_MAX_SHARD_BYTES": str(shard)} if shard else None
+        outs = []
+        for d in (ck, ck0):
+            out = H_.path(f"{os.path.basename(d)}-hf-{shard}")
+            H_.run(1, "ckpt", "export", d, "--format", "hf", "--out", out, env=env)
+            outs.append(out)
+        files = sorted(os.listdir(outs[1]))
+        same = sorted(os.listdir(outs[0])) == files and all(
+            open(os.path.join(outs[0], f), "rb").read() == open(os.path.join(outs[1], f),
+                                                                "rb").read() for f in files)
+        check(same, f"export (shard {shard}): tiled {sorted(os.listdir(outs[0]))} differs from "
+                    f"untiled {files}")
+
+
 TESTS = [test_llama_matches_reference, test_qwen2_matches_reference, test_rope_spellings,
          test_model_flag_refused, test_save_final_refused_first, test_unsupported_config_refused,
-         test_engine_features_bitwise, test_export_hf_round_trip, test_rotary_buffers_ignored]
+         test_engine_features_bitwise, test_export_hf_round_trip, test_rotary_buffers_ignored,
+         test_vocab_tiles]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

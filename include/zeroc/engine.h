@@ -159,6 +159,14 @@ ZC_API void zc_engine_destroy(zc_engine *e);
 ZC_API int zc_engine_add_unit(zc_engine *e, const char *name);
 ZC_API int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim,
                                const int64_t *shape, zc_init init);
+/* Registration: parameter `param` (registered, before finalize) draws the random initial values
+ * of another registration — element i takes the value that element first + i of parameter
+ * number `as` would take. A model that registers one tensor as several parameters (the tiles of
+ * a vocabulary matrix) starts from the values of the whole, and keeps the numbers of the
+ * parameters after it. Returns 0, or −1 for a call refused (reported by zc_engine_finalize, as
+ * add_param's). */
+ZC_API int zc_engine_param_init_as(zc_engine *e, int param, int as, int64_t first);
+
 /* Allocates this rank's states and initialises the parameters. Collective: fails on every rank
  * if any rank refused a registration, has no unit or a unit without parameters (ZC_EINVAL, or the
  * refusal's status), has another configuration (ZC_EINVAL naming the first key that differs and

@@ -88,6 +88,20 @@ zc_status gpt2_checkpoint_shape(zc_ckpt_reader *r, const char *dir, gpt2_config 
         return zc_err_set(err, ZC_EINVAL, "%s/manifest.json: client.untied must be 0 or 1", dir);
     gc->norm_eps = eps;
     gc->untied = untied;
+    /* the vocabulary's tiles (gpt2_config.tile_params) as the run registered them: absent in
+     * checkpoints from before tiling, which are untiled */
+    int64_t rows;
+    gc->tile_params = -1;
+    if (zc_ckpt_reader_client_int(r, "vocab_tile_rows", &rows))
+        return ZC_OK;
+    const int blk = gpt2_head_block_rows(gc), Vp = gc->padded_vocab_size;
+    if (rows < 1 || rows > Vp || (rows < Vp && rows % blk))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s/manifest.json: client.vocab_tile_rows is %lld, expected the padded "
+                          "vocabulary %d or a multiple of %d below it",
+                          dir, (long long)rows, Vp, blk);
+    if (rows < Vp)
+        gc->tile_params = rows * (int64_t)gc->channels;
     return ZC_OK;
 }
 
@@ -100,12 +114,16 @@ void gpt2_describe(const gpt2_config *c, char *out, size_t cap)
                      c->num_heads, c->channels);
     if (!c->family[0] || n < 0 || (size_t)n >= cap)
         return;
+    int rows;
+    gpt2_vocab_tiles(c, &rows);
     snprintf(out + n, cap - (size_t)n,
              ", \"family\": \"%s\", \"kv_heads\": %d, \"head_dim\": %d, \"hidden\": %d, "
              "\"norm\": %d, \"mlp\": %d, \"bias\": %d, \"pos\": %d, \"untied\": %d, "
              "\"norm_eps\": %.17g, \"rope_theta\": %.17g, \"rope_factor\": %.17g, "
-             "\"rope_low_freq\": %.17g, \"rope_high_freq\": %.17g, \"rope_orig_max\": %d",
+             "\"rope_low_freq\": %.17g, \"rope_high_freq\": %.17g, \"rope_orig_max\": %d, "
+             "\"vocab_tile_rows\": %d",
              c->family, gpt2_kv_heads(c), gpt2_head_dim(c), gpt2_hidden(c), (int)c->norm,
              (int)c->mlp, (int)c->bias, (int)c->pos, (int)c->untied, (double)c->norm_eps,
-             c->rope_theta, c->rope_factor, c->rope_low_freq, c->rope_high_freq, c->rope_orig_max);
+             c->rope_theta, c->rope_factor, c->rope_low_freq, c->rope_high_freq, c->rope_orig_max,
+             rows);
 }

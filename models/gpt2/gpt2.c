@@ -143,9 +143,16 @@ struct gpt2_model {
     zc_mem *mem;
     int B, T;
     bool checkpointing;
-    int u_emb, u_lnf, *u_block; /* unit ids */
+    int u_emb, u_lnf, *u_block; /* unit ids (u_emb: the first embedding tile when tiled) */
+    /* the untied vocabulary matrices' tiles (gpt2_vocab_tiles; one when untiled: the whole wte
+     * in "embeddings", the whole lm_head in "ln_f") */
+    int ntiles;
+    struct vocab_tile {
+        int unit, param, row0, rows;
+    } * emb_tiles, *head_tiles;
     /* param ids; p_block[l * P_NBLOCK + k]; −1 where the architecture has no such parameter
-     * (wpe with rotary positions, lnfb with RMSNorm, lm_head when tied, absent biases) */
+     * (wpe with rotary positions, lnfb with RMSNorm, lm_head when tied, absent biases; wte and
+     * lm_head when tiled: their tiles' are in emb_tiles, head_tiles) */
     int p_wte, p_wpe, p_lnfw, p_lnfb, p_head, *p_block;
     float *arena;
     size_t arena_floats;
@@ -225,16 +232,54 @@ static void unit_sizes(const gpt2_config *c, int64_t *emb, int64_t *block, int64
     *lnf = c->untied ? zc_add_i64(norm, zc_mul_i64(V, C, ovf), ovf) : norm;
 }
 
+int gpt2_head_block_rows(const gpt2_config *c)
+{
+    return c->padded_vocab_size < 8192 ? 128 : 1024;
+}
+
+int gpt2_vocab_tiles(const gpt2_config *c, int *rows)
+{
+    const int64_t Vp = c->padded_vocab_size, blk = gpt2_head_block_rows(c);
+    *rows = (int)Vp;
+    if (!c->untied || c->pos != GPT2_POS_ROPE || c->tile_params < 0 || Vp < 1 || c->channels < 1)
+        return 1;
+    int64_t bound = c->tile_params;
+    if (!bound) { /* the size of one block unit */
+        bool ovf = false;
+        int64_t emb, lnf;
+        unit_sizes(c, &emb, &bound, &lnf, &ovf);
+        if (ovf)
+            return 1; /* gpt2_check refuses the shape */
+    }
+    const int64_t per = bound / c->channels / blk * blk; /* whole blocks of rows */
+    if (per >= Vp)
+        return 1;
+    *rows = (int)(per < blk ? blk : per);
+    return (int)((Vp + *rows - 1) / *rows);
+}
+
+int gpt2_num_units(const gpt2_config *c)
+{
+    int rows, nt = gpt2_vocab_tiles(c, &rows);
+    return nt == 1 ? c->num_layers + 2 : c->num_layers + 1 + 2 * nt;
+}
+
 int gpt2_unit_numel(const gpt2_config *c, size_t *numel)
 {
     bool ovf = false; /* gpt2_check passed */
     int64_t emb, block, lnf;
     unit_sizes(c, &emb, &block, &lnf, &ovf);
-    int k = 0;
-    numel[k++] = (size_t)emb;
+    int rows, nt = gpt2_vocab_tiles(c, &rows), k = 0;
+    const int64_t Vp = c->padded_vocab_size, C = c->channels;
+    for (int t = 0; nt > 1 && t < nt; t++)
+        numel[k++] = (size_t)((t == nt - 1 ? Vp - (int64_t)t * rows : rows) * C);
+    if (nt == 1)
+        numel[k++] = (size_t)emb;
     for (int l = 0; l < c->num_layers; l++)
         numel[k++] = (size_t)block;
-    numel[k++] = (size_t)lnf;
+    numel[k++] = (size_t)(nt == 1 ? lnf : lnf - Vp * C);
+    for (int t = 0; nt > 1 && t < nt; t++)
+        numel[k++] = (size_t)((t == nt - 1 ? Vp - (int64_t)t * rows : rows) * C);
     return k;
 }
 
@@ -396,6 +441,13 @@ zc_status gpt2_check(const gpt2_config *c, int B, int T, bool activation_checkpo
                           "gpt2: --micro-batch %d × --seq-len %d = %lld tokens "
                           "per micro-batch: at most %d (the products' rows are an int)",
                           B, T, (long long)B * T, INT_MAX);
+    if (c->tile_params > 0 && gpt2_num_units(c) > ZC_MAX_UNITS) {
+        int rows, nt = gpt2_vocab_tiles(c, &rows);
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: --tile-params %lld splits the vocabulary into %d tiles of %d rows "
+                          "each way; zeroc holds at most %d units: raise it",
+                          family_name(c), (long long)c->tile_params, nt, rows, ZC_MAX_UNITS);
+    }
     bool ovf = false;
     int64_t numel = total_numel(c, &ovf);
     if ((ovf || numel > ZC_MAX_NUMEL) && c->family[0])
@@ -484,11 +536,44 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
     const zc_init w02 = {ZC_INIT_NORMAL, 0.02f}, zero = {ZC_INIT_CONST, 0.0f},
                   one = {ZC_INIT_CONST, 1.0f},
                   wres = plain ? (zc_init){ZC_INIT_NORMAL, (float)(0.02 / sqrt(2.0 * L))} : w02;
-    m->u_emb = zc_engine_add_unit(e, "embeddings");
-    m->p_wte = zc_engine_add_param(e, m->u_emb, "wte", 2, (int64_t[]){Vp, C}, w02);
-    m->p_wpe = cfg->pos == GPT2_POS_LEARNED
-                   ? zc_engine_add_param(e, m->u_emb, "wpe", 2, (int64_t[]){maxT, C}, w02)
-                   : -1;
+    /* Tiled, each parameter draws the initial values it would have untiled: its number there
+     * (lp, counted as the untiled model registers them), a tile from its first row's element. */
+    int tile_rows, lp = 0;
+    const int nt = gpt2_vocab_tiles(cfg, &tile_rows);
+#define AS(param, first)                                                                           \
+    ((void)(nt > 1 && (param) >= 0 && zc_engine_param_init_as(e, (param), lp, (first))))
+    m->ntiles = nt;
+    m->emb_tiles = calloc((size_t)nt, sizeof *m->emb_tiles);
+    m->head_tiles = calloc((size_t)nt, sizeof *m->head_tiles);
+    if (!m->emb_tiles || !m->head_tiles) {
+        gpt2_destroy(m);
+        return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory");
+    }
+    for (int t = 0; t < nt; t++) { /* the same rows for the embedding's and the head's tiles */
+        const int r0 = t * tile_rows, rows = t == nt - 1 ? (int)Vp - r0 : tile_rows;
+        m->emb_tiles[t] = m->head_tiles[t] = (struct vocab_tile){-1, -1, r0, rows};
+    }
+    if (nt == 1) {
+        m->u_emb = zc_engine_add_unit(e, "embeddings");
+        m->p_wte = zc_engine_add_param(e, m->u_emb, "wte", 2, (int64_t[]){Vp, C}, w02);
+        m->p_wpe = cfg->pos == GPT2_POS_LEARNED
+                       ? zc_engine_add_param(e, m->u_emb, "wpe", 2, (int64_t[]){maxT, C}, w02)
+                       : -1;
+        m->emb_tiles[0].unit = m->u_emb, m->emb_tiles[0].param = m->p_wte;
+    } else { /* rotary positions: no wpe */
+        m->p_wte = m->p_wpe = -1;
+        for (int t = 0; t < nt; t++) {
+            struct vocab_tile *v = &m->emb_tiles[t];
+            char name[ZC_MAX_NAME];
+            snprintf(name, sizeof name, "embeddings.%d", t);
+            v->unit = zc_engine_add_unit(e, name);
+            snprintf(name, sizeof name, "wte.%d", t);
+            v->param = zc_engine_add_param(e, v->unit, name, 2, (int64_t[]){v->rows, C}, w02);
+            AS(v->param, (int64_t)v->row0 * C);
+        }
+        m->u_emb = m->emb_tiles[0].unit;
+        lp++;
+    }
     for (int l = 0; l < L; l++) {
         char name[ZC_MAX_NAME];
         snprintf(name, sizeof name, "h.%d", l);
@@ -509,15 +594,33 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
             m->p_block[l * P_NBLOCK + k] =
                 zc_engine_add_param(e, m->u_block[l], name, shape[k].ndim,
                                     (int64_t[]){shape[k].d0, shape[k].d1}, shape[k].init);
+            AS(m->p_block[l * P_NBLOCK + k], 0);
+            lp++;
         }
     }
     m->u_lnf = zc_engine_add_unit(e, "ln_f");
     m->p_lnfw = zc_engine_add_param(e, m->u_lnf, "lnfw", 1, (int64_t[]){C}, one);
+    AS(m->p_lnfw, 0);
+    lp++;
     m->p_lnfb = cfg->norm == GPT2_NORM_LAYERNORM
                     ? zc_engine_add_param(e, m->u_lnf, "lnfb", 1, (int64_t[]){C}, zero)
                     : -1;
-    m->p_head =
-        cfg->untied ? zc_engine_add_param(e, m->u_lnf, "lm_head", 2, (int64_t[]){Vp, C}, w02) : -1;
+    AS(m->p_lnfb, 0);
+    lp += m->p_lnfb >= 0;
+    m->p_head = cfg->untied && nt == 1
+                    ? zc_engine_add_param(e, m->u_lnf, "lm_head", 2, (int64_t[]){Vp, C}, w02)
+                    : -1;
+    if (nt == 1)
+        m->head_tiles[0].unit = m->u_lnf, m->head_tiles[0].param = m->p_head;
+    for (int t = 0; nt > 1 && t < nt; t++) {
+        struct vocab_tile *v = &m->head_tiles[t];
+        char name[ZC_MAX_NAME];
+        snprintf(name, sizeof name, "lm_head.%d", t);
+        v->unit = zc_engine_add_unit(e, name);
+        v->param = zc_engine_add_param(e, v->unit, name, 2, (int64_t[]){v->rows, C}, w02);
+        AS(v->param, (int64_t)v->row0 * C);
+    }
+#undef AS
 
     /* Activations: one arena, carved by the size table; in bf16 mode the products' workspace
      * at its end. */
@@ -574,6 +677,8 @@ void gpt2_destroy(gpt2_model *m)
     free(m->u_block);
     free(m->p_block);
     free(m->act);
+    free(m->emb_tiles);
+    free(m->head_tiles);
     free(m);
 }
 
@@ -693,6 +798,46 @@ static zc_status check_tokens(const gpt2_model *m, const int *tok, const char *w
     return ZC_OK;
 }
 
+/* The untied head's tile k: its logits' columns, 1024-row block by block (gpt2_head_block_rows),
+ * so that tiled and untiled runs do the same products. Its unit must be acquired. */
+static void head_forward(gpt2_model *m, int k)
+{
+    const struct vocab_tile *v = &m->head_tiles[k];
+    const int C = m->cfg.channels, BT = m->B * m->T, Vp = m->cfg.padded_vocab_size,
+              blk = gpt2_head_block_rows(&m->cfg);
+    const float *w = mat32(m, v->param);
+    const uint16_t *w16 = mat16(m, v->param);
+    for (int r = 0; r < v->rows; r += blk)
+        gpt2_matmul_forward_ld(m->logits + v->row0 + r, Vp, m->lnf, w ? w + (size_t)r * C : NULL,
+                               w16 ? w16 + (size_t)r * C : NULL, BT, C,
+                               r + blk < v->rows ? blk : v->rows - r, &m->gemm);
+}
+
+/* Its backward: dlnf gets the blocks' products from the last block to the first (the same order
+ * tiled, the tiles taken last to first), and the tile's gradient. */
+static zc_status head_backward(gpt2_model *m, int k, zc_err *err)
+{
+    const struct vocab_tile *v = &m->head_tiles[k];
+    const int C = m->cfg.channels, BT = m->B * m->T, Vp = m->cfg.padded_vocab_size,
+              blk = gpt2_head_block_rows(&m->cfg);
+    bool fresh = false;
+    const float *w = mat32(m, v->param);
+    const uint16_t *w16 = mat16(m, v->param);
+    uint16_t *dh16 = m->gemm.type == ZC_GEMM_BF16 && w16 ? zc_engine_grad16(m->e, v->param) : NULL;
+    float *dh = dh16 ? NULL : zc_engine_grad_fresh(m->e, v->param, &fresh);
+    if (!dh16 && !dh)
+        return zc_err_set(err, ZC_ENOMEM, "%s: out of memory for the lm_head gradient",
+                          family_name(&m->cfg));
+    for (int r = (v->rows - 1) / blk * blk; r >= 0; r -= blk) {
+        const size_t o = (size_t)r * C;
+        gpt2_matmul_backward_ld(m->dlnf, dh ? dh + o : NULL, dh16 ? dh16 + o : NULL,
+                                m->logits + v->row0 + r, Vp, m->lnf, w ? w + o : NULL,
+                                w16 ? w16 + o : NULL, BT, C, r + blk < v->rows ? blk : v->rows - r,
+                                fresh, &m->gemm);
+    }
+    return ZC_OK;
+}
+
 static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
                          zc_err *err)
 {
@@ -701,13 +846,25 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
     zc_status st = check_tokens(m, inputs, "input", err);
     if (!st && targets)
         st = check_tokens(m, targets, "target", err);
-    if (!st) /* tied: held until the head is done */
-        st = zc_engine_acquire(m->e, m->u_emb, err);
     if (st)
         return st;
-    gpt2_encoder_forward(m->encoded, inputs, MAT(m, m->p_wte), P(m, m->p_wpe), B, T, C);
-    if (m->cfg.untied && (st = zc_engine_release(m->e, m->u_emb, err)))
-        return st;
+    if (m->ntiles > 1) /* untied, tile by tile */
+        for (int k = 0; k < m->ntiles; k++) {
+            const struct vocab_tile *v = &m->emb_tiles[k];
+            if ((st = zc_engine_acquire(m->e, v->unit, err)))
+                return st;
+            gpt2_encoder_forward_rows(m->encoded, inputs, v->row0, v->rows, MAT(m, v->param), BT,
+                                      C);
+            if ((st = zc_engine_release(m->e, v->unit, err)))
+                return st;
+        }
+    else { /* tied: held until the head is done */
+        if ((st = zc_engine_acquire(m->e, m->u_emb, err)))
+            return st;
+        gpt2_encoder_forward(m->encoded, inputs, MAT(m, m->p_wte), P(m, m->p_wpe), B, T, C);
+        if (m->cfg.untied && (st = zc_engine_release(m->e, m->u_emb, err)))
+            return st;
+    }
     for (int l = 0; l < L; l++) {
         if ((st = zc_engine_acquire(m->e, m->u_block[l], err)))
             return st;
@@ -719,10 +876,18 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
         return st;
     norm_forward(m, m->lnf, m->lnf_mean, m->lnf_rstd, A(m, L - 1, A_RES3), P(m, m->p_lnfw),
                  P(m, m->p_lnfb), BT);
-    if (m->cfg.untied) { /* the head is ln_f's unit's lm_head */
-        gpt2_matmul_forward(m->logits, m->lnf, MAT(m, m->p_head), NULL, BT, C, Vp, &m->gemm);
+    if (m->cfg.untied) { /* the head: ln_f's unit's lm_head, or its own tiles */
+        if (m->ntiles == 1)
+            head_forward(m, 0);
         if ((st = zc_engine_release(m->e, m->u_lnf, err)))
             return st;
+        for (int k = 0; m->ntiles > 1 && k < m->ntiles; k++) {
+            if ((st = zc_engine_acquire(m->e, m->head_tiles[k].unit, err)))
+                return st;
+            head_forward(m, k);
+            if ((st = zc_engine_release(m->e, m->head_tiles[k].unit, err)))
+                return st;
+        }
     } else {
         if ((st = zc_engine_release(m->e, m->u_lnf, err)))
             return st;
@@ -757,6 +922,17 @@ int gpt2_unit(const gpt2_model *m, int l)
 static gpt2_weight weight_of(gpt2_model *m, int param)
 {
     return (gpt2_weight){mat32(m, param), mat16(m, param)};
+}
+
+void gpt2_vocab_tile(const gpt2_model *m, bool head, int k, int *unit, int *row0, int *rows)
+{
+    const struct vocab_tile *v = head ? &m->head_tiles[k] : &m->emb_tiles[k];
+    *unit = v->unit, *row0 = v->row0, *rows = v->rows;
+}
+
+void gpt2_get_vocab_tile(gpt2_model *m, bool head, int k, gpt2_weight *w)
+{
+    *w = weight_of(m, (head ? m->head_tiles : m->emb_tiles)[k].param);
 }
 
 void gpt2_get_block_weights(gpt2_model *m, int l, gpt2_block_weights *out)
@@ -922,23 +1098,20 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
         if ((st = zc_engine_release(m->e, m->u_emb, err)))
             return st;
     }
-    /* Final norm (and the untied head, in the same unit). */
+    /* The untied head's tiles, last to first, then the final norm (untiled, the head is in its
+     * unit). */
+    for (int k = m->ntiles - 1; m->ntiles > 1 && k >= 0; k--) {
+        const int u = m->head_tiles[k].unit;
+        if ((st = zc_engine_acquire(m->e, u, err)) || (st = head_backward(m, k, err)) ||
+            (st = zc_engine_grads_ready(m->e, u, err)) || (st = zc_engine_release(m->e, u, err)))
+            return st;
+    }
     float *dres = m->dres[0];
     memset(dres, 0, (size_t)BT * C * sizeof(float));
     if ((st = zc_engine_acquire(m->e, m->u_lnf, err)))
         return st;
-    if (m->cfg.untied) {
-        bool fresh = false;
-        uint16_t *dh16 = m->gemm.type == ZC_GEMM_BF16 && mat16(m, m->p_head)
-                             ? zc_engine_grad16(m->e, m->p_head)
-                             : NULL;
-        float *dh = dh16 ? NULL : zc_engine_grad_fresh(m->e, m->p_head, &fresh);
-        if (!dh16 && !dh)
-            return zc_err_set(err, ZC_ENOMEM, "%s: out of memory for the lm_head gradient",
-                              family_name(&m->cfg));
-        gpt2_matmul_backward(m->dlnf, dh, dh16, NULL, dlogits, m->lnf, MAT(m, m->p_head), BT, C, Vp,
-                             fresh, &m->gemm);
-    }
+    if (m->cfg.untied && m->ntiles == 1 && (st = head_backward(m, 0, err)))
+        return st;
     float *dlnfw = zc_engine_grad(m->e, m->p_lnfw),
           *dlnfb = m->p_lnfb < 0 ? NULL : zc_engine_grad(m->e, m->p_lnfb);
     if (!dlnfw || (m->p_lnfb >= 0 && !dlnfb))
@@ -963,7 +1136,22 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
         dres = dres_in;
     }
     /* Embeddings: the last use of wte's gradient (untied: gathered again, as every unit is for
-     * the backward at stage 3). */
+     * the backward at stage 3; tiled, tile by tile, last to first). */
+    for (int k = m->ntiles - 1; m->ntiles > 1 && k >= 0; k--) {
+        const struct vocab_tile *v = &m->emb_tiles[k];
+        if ((st = zc_engine_acquire(m->e, v->unit, err)))
+            return st;
+        float *g = zc_engine_grad(m->e, v->param);
+        if (!g)
+            return zc_err_set(err, ZC_ENOMEM, "%s: out of memory for the embedding gradients",
+                              family_name(&m->cfg));
+        gpt2_encoder_backward_rows(g, dres, inputs, v->row0, v->rows, BT, C);
+        if ((st = zc_engine_grads_ready(m->e, v->unit, err)) ||
+            (st = zc_engine_release(m->e, v->unit, err)))
+            return st;
+    }
+    if (m->ntiles > 1)
+        return ZC_OK;
     if (m->cfg.untied) {
         if ((st = zc_engine_acquire(m->e, m->u_emb, err)))
             return st;

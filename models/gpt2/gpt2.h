@@ -3,7 +3,10 @@
  * 4·C tanh-GELU MLP, final LayerNorm, LM head tied to the token embedding, vocabulary padded to
  * Vp with the padded logits excluded from the softmax, LayerNorm eps 1e-5, cross-entropy).
  *
- * Units: "embeddings" (wte, wpe), "h.<l>" per block, "ln_f". Parameter names and tensor layouts
+ * Units: "embeddings" (wte, wpe), "h.<l>" per block, "ln_f" (with an untied "lm_head"); an untied
+ * vocabulary matrix larger than a block is split into tiles: units "embeddings.<k>" (wte.<k>) and
+ * "lm_head.<k>" (lm_head.<k>), rows of the same matrix (gpt2_config.tile_params). Parameter names
+ * and tensor layouts
  * follow llm.c (weights [out, in] row-major): wte, wpe, h.<l>.ln1w, h.<l>.ln1b, h.<l>.qkvw,
  * h.<l>.qkvb, h.<l>.attprojw, h.<l>.attprojb, h.<l>.ln2w, h.<l>.ln2b, h.<l>.fcw, h.<l>.fcb,
  * h.<l>.fcprojw, h.<l>.fcprojb, lnfw, lnfb. The tied wte is acquired again for the head; its
@@ -50,12 +53,28 @@ typedef struct {
     double rope_factor, rope_low_freq, rope_high_freq;
     int rope_orig_max;
     char family[16]; /* config.json's model_type ("llama", "qwen2", "mistral"); "" is GPT-2 */
+    /* Not architecture but layout: an untied vocabulary matrix (wte, lm_head) with rotary
+     * positions larger than this many parameters is registered as several units ("tiles" of
+     * whole 1024-row blocks, ZeRO-Infinity's memory-centric tiling), so a gather, its working
+     * memory and its disk reads are bounded by a tile, not the vocabulary. 0: the size of one
+     * block unit (h.<l>), so no unit is larger than a block; −1: never. */
+    int64_t tile_params;
 } gpt2_config;
 
 /* The resolved dimensions of cfg: key/value heads, head width, the MLP's width. */
 int gpt2_kv_heads(const gpt2_config *cfg);
 int gpt2_head_dim(const gpt2_config *cfg);
 int gpt2_hidden(const gpt2_config *cfg);
+/* The head's products run over blocks of this many vocabulary rows (1024; 128 below 8192 rows,
+ * so small models block too), whatever the tiling: tiled and untiled runs do the same products
+ * on the same values, so they end on the same bits. */
+int gpt2_head_block_rows(const gpt2_config *cfg);
+/* How many tiles each untied vocabulary matrix is split into (1: one unit, as when tied), and
+ * the rows of each but the last (*rows; the padded vocabulary when 1). */
+int gpt2_vocab_tiles(const gpt2_config *cfg, int *rows);
+/* The units gpt2_create registers: the embeddings (or their tiles), the blocks, ln_f, the head's
+ * tiles. */
+int gpt2_num_units(const gpt2_config *cfg);
 /* Whether cfg is GPT-2 itself (every later field at its zero value): llm.c's files hold only it. */
 bool gpt2_is_plain(const gpt2_config *cfg);
 
@@ -83,9 +102,9 @@ int gpt2_pad_vocab(int vocab);
 zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_config *cfg, int B,
                       int T, bool activation_checkpointing, zc_err *err);
 void gpt2_destroy(gpt2_model *m);
-/* The elements of each unit gpt2_create registers (embeddings, h.0 … h.L−1, ln_f) into
- * numel[0 .. L+2); returns L + 2. For estimates of a model not built; cfg must pass
- * gpt2_check. */
+/* The elements of each unit gpt2_create registers (embeddings or their tiles, h.0 … h.L−1, ln_f,
+ * the head's tiles) into numel[0 .. gpt2_num_units); returns that count. For estimates of a model
+ * not built; cfg must pass gpt2_check. */
 int gpt2_unit_numel(const gpt2_config *cfg, size_t *numel);
 /* Bytes of activations gpt2_create allocates for this shape (the ledger's "activations"):
  * with compute ZC_GEMM_BF16 (the engine stores bf16 parameters) they include the workspace of
@@ -132,8 +151,15 @@ typedef struct {
     const float *ln1w, *ln1b, *qkvb, *attprojb, *ln2w, *ln2b, *fcb, *fcprojb;
     gpt2_weight qkvw, attprojw, fcw, fcprojw;
 } gpt2_block_weights;
-/* The unit of block l (0 ≤ l < L); l = −1 is "embeddings" (wte, wpe), l = L is "ln_f". */
+/* The unit of block l (0 ≤ l < L); l = −1 is "embeddings" (wte, wpe; its first tile when tiled),
+ * l = L is "ln_f". */
 int gpt2_unit(const gpt2_model *m, int l);
+/* Tile k (0 ≤ k < gpt2_vocab_tiles) of the untied embedding (head false) or head (true): its unit
+ * and its vocabulary rows [*row0, *row0 + *rows). Untiled: the "embeddings" / "ln_f" unit and
+ * every row. */
+void gpt2_vocab_tile(const gpt2_model *m, bool head, int k, int *unit, int *row0, int *rows);
+/* That tile's matrix (rows × C, as a product takes it); its unit must be acquired. */
+void gpt2_get_vocab_tile(gpt2_model *m, bool head, int k, gpt2_weight *w);
 /* Block l's parameters; its unit must be acquired. */
 void gpt2_get_block_weights(gpt2_model *m, int l, gpt2_block_weights *out);
 /* wte (as a product takes it) and wpe (NULL with rotary positions); the "embeddings" unit must be

@@ -253,17 +253,32 @@ static zc_status run(gpt2_decoder *d, const int *tok, int p0, int M, zc_err *err
     gpt2_model *m = d->m;
     zc_engine *e = gpt2_engine(m);
     const int C = d->cfg.channels, L = d->cfg.num_layers, Vp = d->cfg.padded_vocab_size;
-    zc_status st = zc_engine_acquire(e, gpt2_unit(m, -1), err); /* held until the head is done */
-    if (st)
-        return st;
-    gpt2_weight wte;
-    const float *wpe, *lnfw, *lnfb;
-    gpt2_get_embeddings(m, &wte, &wpe);
+    const bool untied = d->cfg.untied;
+    int rows, nt = gpt2_vocab_tiles(&d->cfg, &rows);
     float *x = F(d, S_X0), *y = F(d, S_X1);
-    gpt2_encoder_forward(x, tok, wte.w, wte.w16, wpe ? wpe + (size_t)p0 * C : NULL, 1, M, C);
-    const bool untied = d->cfg.untied; /* the embeddings are done with: released, as forward */
-    if (untied && (st = zc_engine_release(e, gpt2_unit(m, -1), err)))
-        return st;
+    zc_status st = ZC_OK;
+    if (nt > 1) /* the embedding's tiles, one at a time */
+        for (int k = 0; k < nt; k++) {
+            int u, r0;
+            gpt2_weight w;
+            gpt2_vocab_tile(m, false, k, &u, &r0, &rows);
+            if ((st = zc_engine_acquire(e, u, err)))
+                return st;
+            gpt2_get_vocab_tile(m, false, k, &w);
+            gpt2_encoder_forward_rows(x, tok, r0, rows, w.w, w.w16, M, C);
+            if ((st = zc_engine_release(e, u, err)))
+                return st;
+        }
+    else { /* tied: held until the head is done */
+        if ((st = zc_engine_acquire(e, gpt2_unit(m, -1), err)))
+            return st;
+        gpt2_weight wte;
+        const float *wpe;
+        gpt2_get_embeddings(m, &wte, &wpe);
+        gpt2_encoder_forward(x, tok, wte.w, wte.w16, wpe ? wpe + (size_t)p0 * C : NULL, 1, M, C);
+        if (untied && (st = zc_engine_release(e, gpt2_unit(m, -1), err)))
+            return st;
+    }
     for (int l = 0; l < L; l++) {
         if ((st = zc_engine_acquire(e, gpt2_unit(m, l), err)))
             return st;
@@ -275,16 +290,40 @@ static zc_status run(gpt2_decoder *d, const int *tok, int p0, int M, zc_err *err
     }
     if ((st = zc_engine_acquire(e, gpt2_unit(m, L), err)))
         return st;
+    const float *lnfw, *lnfb;
     gpt2_get_lnf(m, &lnfw, &lnfb);
     norm(d, F(d, S_LNF), F(d, S_MEAN), F(d, S_RSTD), x + (size_t)(M - 1) * C, lnfw, lnfb, 1);
-    gpt2_weight head = wte;
-    if (untied)
-        gpt2_get_head(m, &head);
-    if (!untied && (st = zc_engine_release(e, gpt2_unit(m, L), err)))
+    if (!untied) { /* the tied head: wte's transpose */
+        if ((st = zc_engine_release(e, gpt2_unit(m, L), err)))
+            return st;
+        gpt2_weight wte;
+        const float *wpe;
+        gpt2_get_embeddings(m, &wte, &wpe);
+        gpt2_matmul_forward(F(d, S_LOGITS), F(d, S_LNF), wte.w, wte.w16, NULL, 1, C, Vp, &d->g);
+        if ((st = zc_engine_release(e, gpt2_unit(m, -1), err)))
+            return st;
+        return zc_engine_end_pass(e, err);
+    }
+    /* untied: the head's tiles (untiled, lm_head in ln_f's unit), block by block as the forward */
+    if (nt > 1 && (st = zc_engine_release(e, gpt2_unit(m, L), err)))
         return st;
-    gpt2_matmul_forward(F(d, S_LOGITS), F(d, S_LNF), head.w, head.w16, NULL, 1, C, Vp, &d->g);
-    if ((st = zc_engine_release(e, gpt2_unit(m, untied ? L : -1), err)))
-        return st;
+    const int blk = gpt2_head_block_rows(&d->cfg);
+    for (int k = 0; k < nt; k++) {
+        int u, r0;
+        gpt2_weight w;
+        gpt2_vocab_tile(m, true, k, &u, &r0, &rows);
+        if (nt > 1 && (st = zc_engine_acquire(e, u, err)))
+            return st;
+        gpt2_get_vocab_tile(m, true, k, &w);
+        for (int r = 0; r < rows; r += blk) {
+            const size_t o = (size_t)r * C;
+            gpt2_matmul_forward_ld(F(d, S_LOGITS) + r0 + r, Vp, F(d, S_LNF), w.w ? w.w + o : NULL,
+                                   w.w16 ? w.w16 + o : NULL, 1, C, r + blk < rows ? blk : rows - r,
+                                   &d->g);
+        }
+        if ((st = zc_engine_release(e, u, err)))
+            return st;
+    }
     return zc_engine_end_pass(e, err);
 }
 

@@ -47,6 +47,17 @@ void gpt2_encoder_backward(float *restrict dwte,       // (Vp,C) accumulated
                            const int *restrict inp,    // (B,T)
                            int B, int T, int C);
 
+/* The same over a tile of the vocabulary (rotary positions: no wpe): the positions whose token
+ * lies in [row0, row0 + rows) get that row of the tile (wte or wte16: rows × C, the tile's first
+ * row first); the others are left as they are. */
+void gpt2_encoder_forward_rows(float *restrict out, const int *restrict inp, int row0, int rows,
+                               const float *restrict wte, const uint16_t *restrict wte16, int BT,
+                               int C);
+/* The tile's scatter-add: the rows of dwte (rows × C) named by the tokens in its range, positions
+ * in order — each row receives exactly the adds gpt2_encoder_backward gives it. */
+void gpt2_encoder_backward_rows(float *restrict dwte, const float *restrict dout,
+                                const int *restrict inp, int row0, int rows, int BT, int C);
+
 /* Per row: out = (inp - mean) * rstd * weight + bias, biased variance, eps 1e-5. mean and rstd
  * are saved for the backward. */
 void gpt2_layernorm_forward(float *restrict out,          // (N,C)
@@ -86,6 +97,19 @@ void gpt2_matmul_forward(float *restrict out,          // (N,OC)
                          const uint16_t *weight16,     // (OC,C) bf16, or NULL
                          const float *restrict bias,   // (OC) or NULL
                          int N, int C, int OC, const gpt2_gemm *g);
+/* A block of an untied head: out's columns [0, OC) with leading dimension ldo (the logits' row
+ * of the whole vocabulary) = inp · weightᵀ, no bias. */
+void gpt2_matmul_forward_ld(float *restrict out, int ldo, const float *restrict inp,
+                            const float *restrict weight, const uint16_t *weight16, int N, int C,
+                            int OC, const gpt2_gemm *g);
+/* Its backward: dinp += dout · weight and dweight (over)written as gpt2_matmul_backward does,
+ * dout's columns [0, OC) with leading dimension ldd. In bf16 dout's block is rounded to bf16
+ * row by row: the same bits as rounding the whole matrix. */
+void gpt2_matmul_backward_ld(float *restrict dinp, float *restrict dweight, uint16_t *dweight16,
+                             const float *restrict dout, int ldd, const float *restrict inp,
+                             const float *restrict weight, const uint16_t *weight16, int N, int C,
+                             int OC, bool dweight_fresh, const gpt2_gemm *g);
+
 /* dweight is accumulated into, or overwritten when dweight_fresh (its buffer then need not hold
  * anything: zc_engine_grad_fresh). In bf16 (weight16 given) the gradient may instead be written
  * as bf16 bits, overwritten, into dweight16 (zc_engine_grad16; dweight is then unused). */

@@ -337,20 +337,47 @@ static const hf_st_file *set_find(const st_set *s, const char *name)
 
 /* ---------- names: zeroc's parameters as transformers' tensors ---------- */
 
-/* A zeroc parameter is up to three transformers tensors stacked by rows. */
+/* A zeroc parameter is up to three transformers tensors stacked by rows — or, for a tile of the
+ * vocabulary (wte.<k>, lm_head.<k>: gpt2_config.tile_params), rows [row0, row0 + rows[0]) of one
+ * tensor of `total` rows (no piece at all for a tile of padding rows only). */
 typedef struct {
     int n;
     char name[3][HF_NAME_CAP];
     int64_t rows[3], cols; /* cols 0: a 1-D tensor */
+    int64_t row0, total;   /* total 0: not a tile (piece k is the whole tensor, rows[k] rows) */
 } pieces;
+
+/* The tensor rows piece k of p has in its file. */
+static int64_t tensor_rows(const pieces *p, int k)
+{
+    return p->total ? p->total : p->rows[k];
+}
+
+/* Tile t of a vocabulary matrix named `hf`: its rows of the vocabulary V. */
+static bool vocab_tile(const gpt2_config *g, const char *hf, int t, pieces *p)
+{
+    int rows, nt = gpt2_vocab_tiles(g, &rows);
+    if (t < 0 || t >= nt || nt == 1)
+        return false;
+    const int64_t V = g->vocab_size, r0 = (int64_t)t * rows, r1 = r0 + rows < V ? r0 + rows : V;
+    snprintf(p->name[0], HF_NAME_CAP, "%s", hf);
+    p->row0 = r0, p->total = V;
+    p->rows[0] = r1 > r0 ? r1 - r0 : 0;
+    p->n = p->rows[0] > 0;
+    return true;
+}
 
 static bool pieces_of(const gpt2_config *g, const char *zc, pieces *p)
 {
     const int64_t C = g->channels, hd = gpt2_head_dim(g), H = g->num_heads, KV = gpt2_kv_heads(g),
                   I = gpt2_hidden(g), V = g->vocab_size;
     *p = (pieces){.n = 1, .cols = C};
-    int l;
-    char rest[ZC_MAX_NAME];
+    int l, t;
+    char rest[ZC_MAX_NAME], end;
+    if (sscanf(zc, "wte.%d%c", &t, &end) == 1)
+        return vocab_tile(g, "model.embed_tokens.weight", t, p);
+    if (sscanf(zc, "lm_head.%d%c", &t, &end) == 1)
+        return vocab_tile(g, "lm_head.weight", t, p);
     if (!strcmp(zc, "wte")) {
         snprintf(p->name[0], HF_NAME_CAP, "model.embed_tokens.weight");
         p->rows[0] = V;
@@ -481,7 +508,7 @@ static zc_status load_param(const st_set *s, zc_engine *e, const gpt2_config *g,
     hf_st_tensor t[3];
     zc_status st = ZC_OK;
     for (int k = 0; k < p.n && !st; k++)
-        st = tensor_of(s, p.name[k], p.rows[k], p.cols, &f[k], &t[k], err);
+        st = tensor_of(s, p.name[k], tensor_rows(&p, k), p.cols, &f[k], &t[k], err);
     size_t first, n;
     zc_engine_param_owned(e, q, &first, &n);
     if (st || n == 0)
@@ -495,8 +522,9 @@ static zc_status load_param(const st_set *s, zc_engine *e, const gpt2_config *g,
     for (int k = 0; k < p.n && !st; k++) {
         const size_t len = (size_t)p.rows[k] * cols;
         const size_t lo = first > at ? first : at, hi = first + n < at + len ? first + n : at + len;
-        if (lo < hi)
-            st = hf_st_read(f[k], p.name[k], &t[k], lo - at, hi - lo, buf + (lo - first), err);
+        if (lo < hi) /* a tile's rows start at its row0 in the tensor */
+            st = hf_st_read(f[k], p.name[k], &t[k], (size_t)p.row0 * cols + (lo - at), hi - lo,
+                            buf + (lo - first), err);
         for (size_t i = lo; !st && i < hi; i++) /* a NaN would train on, unseen */
             if (!isfinite(buf[i - first]))
                 st = zc_err_set(err, ZC_EINVAL,
@@ -575,6 +603,7 @@ typedef struct {
     int p;
     int64_t row0, rows, cols; /* cols 0: 1-D */
     uint64_t bytes;
+    bool cont; /* the next rows of the tensor before it (a vocabulary tile after the first) */
 } out_tensor;
 
 /* The export's tensors in the checkpoint's parameter order (q, k, v and gate, up split out of
@@ -600,12 +629,13 @@ static zc_status plan_tensors(zc_ckpt_reader *r, const gpt2_config *g, out_tenso
             snprintf(t[k].name, sizeof t[k].name, "%s", ps.name[i]);
             t[k].p = p, t[k].row0 = row, t[k].rows = ps.rows[i], t[k].cols = ps.cols;
             t[k].bytes = 4 * (uint64_t)ps.rows[i] * (uint64_t)(ps.cols ? ps.cols : 1);
+            t[k].cont = ps.total && ps.row0 > 0;
             row += ps.rows[i];
         }
         /* the record's widths against the stored parameter (only the vocabulary's rows may be
          * fewer: zeroc pads them): a manifest edited out of step with its shards is refused,
          * not split at the wrong rows */
-        const bool vocab = !strcmp(pi->name, "wte") || !strcmp(pi->name, "lm_head");
+        const bool vocab = !strcmp(pi->name, "wte") || !strcmp(pi->name, "lm_head") || ps.total;
         const int64_t cols = pi->ndim > 1 ? pi->shape[1] : 0;
         if (pi->ndim != (ps.cols ? 2 : 1) || cols != ps.cols ||
             (vocab ? row > pi->shape[0] : row != pi->shape[0])) {
@@ -629,16 +659,22 @@ static char *shard_header(const out_tensor *t, int a, int b, uint64_t *hlen)
     cJSON *h = cJSON_CreateObject();
     uint64_t off = 0;
     for (int i = a; h && i < b; i++) {
+        if (t[i].cont)
+            continue; /* counted with the tensor's first tile */
+        int64_t rows = t[i].rows;
+        uint64_t bytes = t[i].bytes;
+        for (int j = i + 1; j < b && t[j].cont; j++)
+            rows += t[j].rows, bytes += t[j].bytes;
         cJSON *o = cJSON_AddObjectToObject(h, t[i].name);
         cJSON_AddStringToObject(o, "dtype", "F32");
         cJSON *s = cJSON_AddArrayToObject(o, "shape");
-        cJSON_AddItemToArray(s, cJSON_CreateNumber((double)t[i].rows));
+        cJSON_AddItemToArray(s, cJSON_CreateNumber((double)rows));
         if (t[i].cols)
             cJSON_AddItemToArray(s, cJSON_CreateNumber((double)t[i].cols));
         cJSON *d = cJSON_AddArrayToObject(o, "data_offsets");
         cJSON_AddItemToArray(d, cJSON_CreateNumber((double)off));
-        cJSON_AddItemToArray(d, cJSON_CreateNumber((double)(off + t[i].bytes)));
-        off += t[i].bytes;
+        cJSON_AddItemToArray(d, cJSON_CreateNumber((double)(off + bytes)));
+        off += bytes;
     }
     return h ? hf_st_header_text(h, hlen) : NULL;
 }
@@ -787,10 +823,15 @@ zc_status hf_decoder_export(const char *ckdir, const gpt2_config *gc, const char
         st = zc_err_set(err, ZC_ENOMEM, "out of memory");
     uint64_t in = 0, total = 0;
     for (int i = 0; !st && i < n; i++) {
-        if (i == 0 || (in + t[i].bytes > cap && in > 0))
+        if (t[i].cont)
+            continue; /* counted with its tensor's first tile: a tensor stays whole */
+        uint64_t bytes = t[i].bytes;
+        for (int j = i + 1; j < n && t[j].cont; j++)
+            bytes += t[j].bytes;
+        if (i == 0 || (in + bytes > cap && in > 0))
             start[nsh++] = i, in = 0;
-        in += t[i].bytes;
-        total += t[i].bytes;
+        in += bytes;
+        total += bytes;
     }
     if (start)
         start[nsh] = n;
@@ -813,7 +854,8 @@ zc_status hf_decoder_export(const char *ckdir, const gpt2_config *gc, const char
         if (!st)
             st = write_shard(r, t, start[k], start[k + 1], path, err);
         for (int i = start[k]; !st && map && i < start[k + 1]; i++)
-            cJSON_AddStringToObject(map, t[i].name, file);
+            if (!t[i].cont)
+                cJSON_AddStringToObject(map, t[i].name, file);
     }
     if (!st && index) {
         snprintf(path, sizeof path, "%s/model.safetensors.index.json", outdir);

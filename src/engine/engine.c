@@ -70,11 +70,13 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "digests assume little
 typedef struct {
     zc_param_info info;
     zc_init init;
-    bool widened;    /* mixed: its part of the unit's fp32 view is filled (while acquired) */
-    bool grad_given; /* its part of the unit's grad_work was handed to the model (zeroed, or for
-                        it to overwrite) this micro-batch */
-    bool grad16;     /* its part of grad_full was handed to the model to overwrite in the stored
-                        16-bit type this micro-batch (zc_engine_grad16) */
+    int init_as;       /* the parameter number whose random values it takes (−1: its own) */
+    size_t init_first; /* from that parameter's element */
+    bool widened;      /* mixed: its part of the unit's fp32 view is filled (while acquired) */
+    bool grad_given;   /* its part of the unit's grad_work was handed to the model (zeroed, or for
+                          it to overwrite) this micro-batch */
+    bool grad16;       /* its part of grad_full was handed to the model to overwrite in the stored
+                          16-bit type this micro-batch (zc_engine_grad16) */
 } param_t;
 
 typedef struct {
@@ -720,10 +722,27 @@ int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim, cons
     unit_t *u = &e->units[unit];
     p->info.offset = u->info.numel;
     p->init = init;
+    p->init_as = -1;
+    p->init_first = 0;
     u->info.numel += (size_t)numel;
     u->info.nparams++;
     e->reg_numel += numel;
     return e->nparams++;
+}
+
+int zc_engine_param_init_as(zc_engine *e, int param, int as, int64_t first)
+{
+    const char *closed = registration_closed(e);
+    if (closed)
+        return refuse_registration(e, ZC_ESTATE, "zc_engine_param_init_as(%d): %s", param, closed);
+    if (param < 0 || param >= e->nparams || as < 0 || first < 0 || first > ZC_MAX_NUMEL)
+        return refuse_registration(e, ZC_EINVAL,
+                                   "zc_engine_param_init_as(%d, as %d, first %lld): expected a "
+                                   "registered parameter, as >= 0 and 0 <= first <= %lld",
+                                   param, as, (long long)first, (long long)ZC_MAX_NUMEL);
+    e->params[param].init_as = as;
+    e->params[param].init_first = (size_t)first;
+    return 0;
 }
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -1081,7 +1100,8 @@ static void init_values(const zc_engine *e, int i, size_t lo, size_t n, float *d
         size_t a = p->info.offset, b = a + p->info.numel;
         size_t from = a > lo ? a : lo, to = b < hi ? b : hi;
         if (from < to)
-            zc_init_fill(dst + (from - lo), from - a, to - from, e->cfg.seed, pi, p->init);
+            zc_init_fill(dst + (from - lo), p->init_first + (from - a), to - from, e->cfg.seed,
+                         p->init_as >= 0 ? p->init_as : pi, p->init);
     }
 }
 
