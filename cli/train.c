@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/fail.h"
 #include "cli/memory_check.h"
+#include "cli/monitors.h"
 #include "cli/progress.h"
 #include "cli/stop_signal.h"
 #include "cli/train_agree.h"
@@ -78,7 +79,9 @@ typedef struct {
      * where a resumed checkpoint's schedule stood less where this run's count puts it (an
      * earlier zeroc's --warmup/--lr-schedule advanced on fp16-skipped steps) */
     int64_t lr_shift;
-    progress prog; /* elapsed, ETA, the live line (rank 0) */
+    progress prog;  /* elapsed, ETA, the live line (rank 0) */
+    monitors mon;   /* tensorboard, csv_monitor, wall_clock_breakdown, comms_logger (rank 0) */
+    step_phases ph; /* the step's time by phase (train_step, record_step) */
 } train_run;
 
 /* ---------- setup ---------- */
@@ -447,19 +450,35 @@ static bool every_ranks(zc_status st)
     return st == ZC_ELOCKSTEP || st == ZC_ESTATE || st == ZC_EINVAL;
 }
 
+/* This rank's ms in collectives so far (the comm layer's count). */
+static double comm_ms(const train_run *r)
+{
+    const zc_comm_counters *c = zc_comm_get_counters(r->comm);
+    double sec = 0;
+    for (int op = 0; op < ZC_COMM_NOPS; op++)
+        sec += c->seconds[op];
+    return 1e3 * sec;
+}
+
 /* Optimizer step s: every micro-step's forward + backward through the model, the engine's
- * reduction and update, and the loss averaged over ranks and micro-steps. */
+ * reduction and update, and the loss averaged over ranks and micro-steps. Each part's time goes
+ * to r->ph (wall_clock_breakdown). */
 static zc_status train_step(train_run *r, int s, zc_step_info *info, zc_err *err)
 {
     double local = 0.0, sum = 0.0;
     zc_status st = ZC_OK;
+    step_phases *ph = &r->ph;
+    *ph = (step_phases){0};
     zc_engine_set_lr(r->e, lr_at(r, s));
     for (int k = 0; k < r->cfg.grad_accum && !st; k++) {
-        double l = 0.0;
+        double l = 0.0, t = now_ms(), c = comm_ms(r);
         st = r->model.micro_step(&r->model, s, k, &l, err);
         local += l;
+        double t1 = now_ms(), c1 = comm_ms(r);
+        ph->fwd_bwd_ms += t1 - t, ph->fwd_bwd_comm_ms += c1 - c;
         if (!st)
             st = zc_engine_step(r->e, info, err);
+        ph->engine_ms += now_ms() - t1, ph->engine_comm_ms += comm_ms(r) - c1;
     }
     char what[32]; /* a collective's error names its step */
     snprintf(what, sizeof what, "loss, step %d", s + 1);
@@ -489,6 +508,7 @@ static double record_step(train_run *r, int s, const zc_step_info *info, double 
     ser->misses[s] = (double)info->prefetch_misses;
     ser->ms[s] = now_ms() - t0;
     ser->gemm_ms[s] = 1e3 * (zc_gemm_get_counters().seconds - gemm0);
+    r->ph.step_ms = ser->ms[s], r->ph.gemm_ms = ser->gemm_ms[s];
     zc_offload_stats d1;
     zc_engine_offload_stats(r->e, &d1);
     ser->disk[s] =
@@ -499,6 +519,7 @@ static double record_step(train_run *r, int s, const zc_step_info *info, double 
                     .update_read = (double)(d1.update_bytes_read - d0->update_bytes_read),
                     .update_written = (double)(d1.update_bytes_written - d0->update_bytes_written),
                     .buffers_mapped = (double)(d1.io_buffers_mapped - d0->io_buffers_mapped)};
+    r->ph.disk_wait_ms = ser->disk[s].wait_ms;
     const zc_comm_counters *c = zc_comm_get_counters(r->comm);
     double bytes = 0;
     for (int op = 0; op < ZC_COMM_NOPS; op++) {
@@ -627,6 +648,11 @@ static zc_status train_loop(train_run *r, double tokens_per_step, zc_err *err)
     char *config_json = zc_config_to_json(&r->cfg);
     zc_status st = config_json ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
     r->prev = *zc_comm_get_counters(r->comm);
+    if (!st) { /* rank 0's directories and files: every rank stops if they cannot be made */
+        st = zc_comm_agree(r->comm, monitors_open(&r->mon, &r->cfg, r->rank, &r->prev, err),
+                           "opening the monitors", err);
+        r->shared_error = st != ZC_OK;
+    }
     progress_start(&r->prog, r->first_step, o->steps, r->rank == 0);
     for (int s = (int)r->first_step; s < o->steps && !st; s++) {
         const bool last = s == o->steps - 1;
@@ -648,6 +674,14 @@ static zc_status train_loop(train_run *r, double tokens_per_step, zc_err *err)
             break;
         }
         log_step(r, s, &info, comm_bytes, tokens_per_step);
+        if (r->cfg.comms_logger && r->cfg.comms_verbose) /* its table under the live line */
+            progress_clear(&r->prog);
+        if ((st = monitors_step(
+                 &r->mon, s, (int64_t)(s + 1) * r->cfg.micro_batch * r->cfg.grad_accum * r->nranks,
+                 r->series.loss[s], info.lr, info.loss_scale, &r->ph,
+                 (s + 1) % r->cfg.steps_per_print == 0 || last, zc_comm_get_counters(r->comm),
+                 err)))
+            break; /* rank 0's file */
         if (r->model.sample && o->sample_every && ((s + 1) % o->sample_every == 0 || last)) {
             progress_clear(&r->prog);
             st = r->model.sample(&r->model, s + 1, err);
@@ -665,6 +699,7 @@ static zc_status train_loop(train_run *r, double tokens_per_step, zc_err *err)
             break;
     }
     progress_clear(&r->prog);
+    monitors_close(&r->mon, zc_comm_get_counters(r->comm));
     free(config_json);
     return st;
 }

@@ -517,8 +517,6 @@ static void test_load_errors(void)
     /* known to DeepSpeed, not implemented */
     EXPECT_LOAD_ERR("{\"amp\": {\"enabled\": false}}", "ds.json: not supported yet: amp", NULL,
                     NULL);
-    EXPECT_LOAD_ERR("{\"wall_clock_breakdown\": true}", "wall_clock_breakdown", "true",
-                    "--report FILE step_ms");
     {
         zc_config c2;
         zc_config_defaults(&c2);
@@ -1042,8 +1040,7 @@ static void test_set(void)
     EXPECT_SET_ERR("", "3", "unknown key: ", NULL);
     EXPECT_SET_ERR("amp", "true", "command line: not supported yet: amp", NULL);
     EXPECT_SET_ERR("amp.enabled", "true", "not supported yet: amp", NULL);
-    EXPECT_SET_ERR("tensorboard.enabled", "true", "command line: not supported yet: tensorboard",
-                   NULL);
+    EXPECT_SET_ERR("wandb.enabled", "true", "command line: not supported yet: wandb", NULL);
     EXPECT_SET_ERR("zero_optimization", "3", "zero_optimization is a section",
                    "zero_optimization.stage");
     EXPECT_SET_ERR("optimizer.params", "1", "optimizer.params is a section", "optimizer.params.lr");
@@ -2573,7 +2570,7 @@ static void test_deepspeed_shapes(void)
                     "\"params\": {\"total_num_steps\": 10, \"cos_min_ratio\": 0.1}}, "
                     "\"optimizer\": {\"params\": {\"amsgrad\": true}}}",
                     "not supported yet: amp; flops_profiler.enabled = true (zeroc has no FLOP "
-                    "profiler; zeroc analyze",
+                    "profiler; wall_clock_breakdown",
                     "; optimizer.params.amsgrad = true (", NULL);
     EXPECT_LOAD_ERR("{\"amp\": {}, \"seed\": -1}", "seed", "got -1", NULL);
     EXPECT_SET_ERR("amp", "1", "not supported yet: amp", NULL);
@@ -2714,11 +2711,42 @@ static void test_scheduler_more(void)
 }
 
 /* Monitors as DeepSpeed names them: a section with "enabled": false (or none: DeepSpeed's
- * default) is accepted; enabled, each is refused naming what zeroc has instead. */
+ * default) is accepted; tensorboard, csv_monitor, comms_logger and wall_clock_breakdown are read
+ * into the configuration (DeepSpeed's defaults otherwise); wandb and flops_profiler enabled are
+ * refused naming what zeroc has instead. */
 static void test_monitors(void)
 {
     zc_config c;
     zc_err err = {0};
+    zc_config_defaults(&c);
+    CHECK(!c.tensorboard && !c.csv_monitor && !c.wall_clock_breakdown && !c.comms_logger &&
+          !c.comms_verbose && c.comms_prof_all && !c.comms_prof_ops[0] &&
+          strcmp(c.tensorboard_job_name, "DeepSpeedJobName") == 0 &&
+          strcmp(c.csv_job_name, "DeepSpeedJobName") == 0 && !c.tensorboard_output_path[0]);
+    CHECK_MSG(load(&c,
+                   "{\"tensorboard\": {\"enabled\": true, \"output_path\": \"tb/\", "
+                   "\"job_name\": \"x\"}, \"csv_monitor\": {\"enabled\": true, \"output_path\": "
+                   "\"c\"}, \"comms_logger\": {\"enabled\": true, \"verbose\": true, \"prof_all\": "
+                   "false, \"debug\": false, \"prof_ops\": [\"all_reduce\", \"all_gather\"]}, "
+                   "\"wall_clock_breakdown\": true}",
+                   &err) == ZC_OK,
+              err.msg);
+    CHECK(c.tensorboard && strcmp(c.tensorboard_output_path, "tb/") == 0 &&
+          strcmp(c.tensorboard_job_name, "x") == 0 && c.csv_monitor &&
+          strcmp(c.csv_output_path, "c") == 0 && strcmp(c.csv_job_name, "DeepSpeedJobName") == 0 &&
+          c.comms_logger && c.comms_verbose && !c.comms_prof_all &&
+          strcmp(c.comms_prof_ops, "all_reduce,all_gather") == 0 && c.wall_clock_breakdown);
+    CHECK(strstr(c.no_effect, "comms_logger.debug") != NULL);
+    CHECK(zc_config_set(&c, "comms_logger.prof_ops", "broadcast", &err) == ZC_OK &&
+          strcmp(c.comms_prof_ops, "broadcast") == 0);
+    CHECK(zc_config_set(&c, "tensorboard.enabled", "false", &err) == ZC_OK && !c.tensorboard);
+    EXPECT_LOAD_ERR("{\"comms_logger\": {\"prof_ops\": [\"all_reduce\", 3]}}",
+                    "comms_logger.prof_ops: expected an array of names", NULL, NULL);
+    EXPECT_LOAD_ERR("{\"comms_logger\": {\"prof_ops\": \"all_reduce\"}}",
+                    "comms_logger.prof_ops: expected an array of strings", NULL, NULL);
+    /* DeepSpeed's config models forbid other members, enabled or not */
+    EXPECT_LOAD_ERR("{\"tensorboard\": {\"enabled\": false, \"outputpath\": \"x\"}}",
+                    "unknown key: tensorboard.outputpath", NULL, NULL);
     CHECK_MSG(load(&c,
                    "{\"tensorboard\": {\"enabled\": false, \"output_path\": \"tb/\", "
                    "\"job_name\": \"x\"}, \"csv_monitor\": {\"enabled\": false}, \"wandb\": "
@@ -2731,11 +2759,11 @@ static void test_monitors(void)
     EXPECT_LOAD_ERR("{\"tensorboard\": {\"enabled\": true}, \"csv_monitor\": {\"enabled\": true}, "
                     "\"wandb\": {\"enabled\": true}, \"comms_logger\": {\"enabled\": true}, "
                     "\"flops_profiler\": {\"enabled\": true}}",
-                    "not supported yet: tensorboard.enabled = true (TensorBoard event files: not "
-                    "implemented yet; --report FILE",
-                    "; wandb.enabled = true (zeroc does not talk to Weights & Biases; use "
-                    "--report FILE, and zeroc plot FILE",
-                    "; flops_profiler.enabled = true (zeroc has no FLOP profiler; zeroc analyze");
+                    "not supported yet: wandb.enabled = true (zeroc does not talk to Weights & "
+                    "Biases; use tensorboard or csv_monitor, or --report FILE",
+                    "; flops_profiler.enabled = true (zeroc has no FLOP profiler; "
+                    "wall_clock_breakdown",
+                    "zeroc analyze");
     EXPECT_LOAD_ERR("{\"csv_monitor\": {\"enabled\": \"yes\"}}",
                     "csv_monitor.enabled: expected true or false, got string \"yes\"", NULL, NULL);
 }

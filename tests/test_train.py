@@ -919,13 +919,13 @@ def test_ds_config_corpus():
     with open(path, "w") as f:
         json.dump({"train_micro_batch_size_per_gpu": 4, "amp": {"enabled": True},
                    "scheduler": {"type": "OneCycle", "params": {"cycle_min_lr": 1e-4}},
-                   "flops_profiler": {"enabled": True}, "tensorboard": {"enabled": True}}, f)
+                   "flops_profiler": {"enabled": True}, "wandb": {"enabled": True}}, f)
     p = run(2, "--hidden", 32, "--layers", 2, "--config", path, ok=False)
     errs = [l for l in p.stderr.splitlines() if "not supported yet" in l]
     check(p.returncode != 0 and len(errs) == 1 and
           all(k in errs[0] for k in ("amp", "scheduler.params.cycle_max_lr: required by OneCycle",
                                      "flops_profiler.enabled = true",
-                                     "tensorboard.enabled = true")),
+                                     "wandb.enabled = true")),
           f"one refusal naming all: {p.stderr}")
     # unknown keys too, with the rest, in one message (it named the first unknown key alone);
     # an unknown top-level key is ignored, as DeepSpeed ignores it

@@ -161,6 +161,19 @@ typedef struct {
     /* the activation_checkpointing section is present: the model keeps only each block's input
      * and recomputes the block in backward (its knobs tune GPU memory and change nothing) */
     bool activation_checkpointing;
+    /* monitors, as DeepSpeed names them; rank 0 writes them during training (cli/monitors.c) */
+    bool tensorboard;                          /* tensorboard.enabled: event files */
+    char tensorboard_output_path[ZC_MAX_PATH]; /* tensorboard.output_path ("": the working dir) */
+    char tensorboard_job_name[ZC_MAX_PATH];    /* tensorboard.job_name: a directory in it */
+    bool csv_monitor;                          /* csv_monitor.enabled: a CSV file per series */
+    char csv_output_path[ZC_MAX_PATH];         /* csv_monitor.output_path */
+    char csv_job_name[ZC_MAX_PATH];            /* csv_monitor.job_name */
+    bool wall_clock_breakdown;                 /* each printed step's time split by phase */
+    bool comms_logger;                         /* comms_logger.enabled: per-collective table */
+    bool comms_verbose;                        /* comms_logger.verbose: a table every step */
+    bool comms_prof_all;                       /* comms_logger.prof_all: every collective */
+    char comms_prof_ops[ZC_MAX_PATH];          /* comms_logger.prof_ops: the ones named, joined by
+                                                * ","; read when prof_all is false */
     /* DeepSpeed keys the file gave that change nothing here (GPU-memory knobs and the like),
      * "path (why)" joined by "; ", for the log; not part of the effective configuration */
     char no_effect[2048];

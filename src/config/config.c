@@ -61,6 +61,8 @@ typedef enum {
     K_WARMUP,    /* "log" | "linear" (any letter case), into a zc_warmup_type field */
     K_CPU_OFFLOAD, /* DeepSpeed's deprecated true/false for an offload section: true is device
                     * cpu, false none, into a zc_offload_device field */
+    K_NAMES,       /* an array of strings (command line: joined by ","), joined by "," into a
+                    * char[ZC_MAX_PATH] field */
     K_MONITOR,     /* a monitor's section (tensorboard, wandb, ...): accepted while its `enabled`
                     * is false or absent (DeepSpeed's default), its members then unread; `enabled`
                     * true is refused, `why` saying what zeroc has instead */
@@ -130,9 +132,6 @@ typedef struct {
 #define S_ALL (S_WARM | S_COS | S_ONE | S_RANGE)
 #define MOM_UNUSED "zeroc cycles no momentum: cycle_momentum is false, or the optimizer is SGD, " \
                    "which DeepSpeed's OneCycle leaves alone too"
-/* monitors: DeepSpeed's reports zeroc does not write; what it has instead */
-#define NOT_YET_MONITOR "not implemented yet; --report FILE has the per-step loss, lr, grad " \
-                        "norm and times, and zeroc plot draws them"
 /* fp16's loss-scale keys under a bf16 section: accepted, and listed as changing nothing */
 #define BF16_NOSCALE "bf16 has fp32's range and uses no loss scale"
 #define BF16_SCALE_KEYS(s)                                                                     \
@@ -463,10 +462,7 @@ static const key_spec KEYS[] = {
     {.path = "prescale_gradients", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
      .why = "zeroc divides the summed gradients once, in the update"},
     REFUSED("gradient_predivide_factor"), REFUSED("sparse_gradients"),
-    {.path = "wall_clock_breakdown", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
-     .why = "zeroc has no per-phase timing breakdown yet; the step line gives ms per step, and "
-            "--report FILE step_ms, gemm.ms and, with an NVMe offload, the disk's wait_ms and "
-            "update_ms"},
+    {.path = "wall_clock_breakdown", .kind = K_BOOL, FIELD(wall_clock_breakdown, bool)},
     /* DeepSpeed's throughput timer: it logs samples/s, synchronising the GPU first; timing
      * changes nothing of the math, and zeroc's log gives tok/s and the report ms/step anyway */
     {.path = "timers", .kind = K_SECTION},
@@ -479,17 +475,31 @@ static const key_spec KEYS[] = {
     {.path = "load_universal_checkpoint", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
      .why = "zeroc resumes from its own checkpoints only"},
     REFUSED("memory_breakdown"),
-    {.path = "tensorboard", .kind = K_MONITOR, .why = "TensorBoard event files: " NOT_YET_MONITOR},
-    {.path = "csv_monitor", .kind = K_MONITOR, .why = "CSV files: " NOT_YET_MONITOR},
+    /* monitors zeroc writes (cli/monitors.c): DeepSpeed's members, no others (its config
+     * models forbid extra keys) */
+    {.path = "tensorboard", .kind = K_SECTION},
+    {.path = "tensorboard.enabled", .kind = K_BOOL, FIELD(tensorboard, bool)},
+    {.path = "tensorboard.output_path", .kind = K_STR, FIELD_STR(tensorboard_output_path)},
+    {.path = "tensorboard.job_name", .kind = K_STR, FIELD_STR(tensorboard_job_name)},
+    {.path = "csv_monitor", .kind = K_SECTION},
+    {.path = "csv_monitor.enabled", .kind = K_BOOL, FIELD(csv_monitor, bool)},
+    {.path = "csv_monitor.output_path", .kind = K_STR, FIELD_STR(csv_output_path)},
+    {.path = "csv_monitor.job_name", .kind = K_STR, FIELD_STR(csv_job_name)},
+    {.path = "comms_logger", .kind = K_SECTION},
+    {.path = "comms_logger.enabled", .kind = K_BOOL, FIELD(comms_logger, bool)},
+    {.path = "comms_logger.verbose", .kind = K_BOOL, FIELD(comms_verbose, bool)},
+    {.path = "comms_logger.prof_all", .kind = K_BOOL, FIELD(comms_prof_all, bool)},
+    {.path = "comms_logger.prof_ops", .kind = K_NAMES, FIELD_STR(comms_prof_ops)},
+    {.path = "comms_logger.debug", .kind = K_BOOL, .flags = R_NOEFFECT,
+     .why = "it adds the calling Python function to each op's name; zeroc's collectives are "
+            "named by their op"},
     {.path = "wandb", .kind = K_MONITOR,
-     .why = "zeroc does not talk to Weights & Biases; use --report FILE, and zeroc plot FILE to "
-            "draw it"},
-    {.path = "comms_logger", .kind = K_MONITOR,
-     .why = "per-collective counts and times are not implemented yet; --report FILE has "
-            "comm.bytes_per_step per collective"},
+     .why = "zeroc does not talk to Weights & Biases; use tensorboard or csv_monitor, or --report "
+            "FILE and zeroc plot FILE to draw it"},
     {.path = "flops_profiler", .kind = K_MONITOR,
-     .why = "zeroc has no FLOP profiler; zeroc analyze REPORT shows where a step's time and "
-            "memory go, and --report FILE has gemm.ms per step"},
+     .why = "zeroc has no FLOP profiler; wall_clock_breakdown prints each step's time by phase, "
+            "zeroc analyze REPORT shows where a step's time and memory go, and --report FILE has "
+            "gemm.ms per step"},
     REFUSED("checkpoint"), REFUSED("elasticity"), REFUSED("autotuning"),
     REFUSED("compression_training"), REFUSED("data_efficiency"),
     REFUSED("curriculum_learning"),
@@ -609,6 +619,9 @@ void zc_config_defaults(zc_config *cfg)
         .seed = 42,
         .comm_timeout_s = 600.0,
         .steps_per_print = 10,
+        .tensorboard_job_name = "DeepSpeedJobName", /* DeepSpeed's defaults */
+        .csv_job_name = "DeepSpeedJobName",
+        .comms_prof_all = true,
     };
 }
 
@@ -945,6 +958,7 @@ static const char *expect(char *buf, size_t cap, const key_spec *k)
             snprintf(buf, cap, "one of fp32, bf16, fp16 (case-insensitive) or null");
         break;
     case K_STR: snprintf(buf, cap, "a string (a directory path) or null"); break;
+    case K_NAMES: snprintf(buf, cap, "an array of strings"); break;
     case K_DEVICE:
     case K_ENGINE:
     case K_SCHED:
@@ -1431,6 +1445,40 @@ static zc_status apply_value(const ctx *c, const key_spec *k, const value *v)
                         k->path, (unsigned char)v->text[bad], bad);
         memcpy(dst, v->text, v->len);
         dst[v->len] = '\0';
+        break;
+    }
+    case K_NAMES: { /* the command line's "a,b" as given; a file's ["a", "b"] joined */
+        char *dst = field_of(cfg, k);
+        size_t o = 0;
+        if (v->kind == V_STRING && v->cli) {
+            if (v->len > ZC_MAX_PATH - 1)
+                return fail(c, ZC_EINVAL, "%s: longer than the limit of %d bytes", k->path,
+                            ZC_MAX_PATH - 1);
+            memcpy(dst, v->text, v->len + 1);
+            break;
+        }
+        if (v->kind != V_ARRAY)
+            return type_error(c, k, k->path, v);
+        char joined[ZC_MAX_PATH];
+        const cJSON *item;
+        cJSON_ArrayForEach(item, v->node)
+        {
+            if (!cJSON_IsString(item) || strchr(item->valuestring, ','))
+                return fail(c, ZC_EINVAL,
+                            "%s: expected an array of names (strings without a "
+                            "comma)",
+                            k->path);
+            size_t n = strlen(item->valuestring);
+            if (o + n + 2 > sizeof joined)
+                return fail(c, ZC_EINVAL, "%s: longer than the limit of %d bytes", k->path,
+                            ZC_MAX_PATH - 1);
+            if (o)
+                joined[o++] = ',';
+            memcpy(joined + o, item->valuestring, n);
+            o += n;
+        }
+        joined[o] = '\0';
+        memcpy(dst, joined, o + 1);
         break;
     }
     case K_DEVICE:
@@ -2027,7 +2075,8 @@ static zc_status set_value(const ctx *c, const key_spec *k, const char *s)
         v.b = s[0] == 't';
         break;
     case K_OPTIM:
-    case K_STR: /* as given: a directory named "null" is a directory */
+    case K_NAMES: /* the names joined by "," */
+    case K_STR:   /* as given: a directory named "null" is a directory */
     case K_DEVICE:
     case K_ENGINE:
     case K_SCHED:
@@ -2134,6 +2183,7 @@ static zc_status check_fields(const ctx *c, const zc_config *cfg)
             break;
         }
         case K_STR:
+        case K_NAMES:
             if (!memchr(f, '\0', ZC_MAX_PATH))
                 rc = fail(c, ZC_EINVAL, "%s: not a string of at most %d bytes (no NUL byte)",
                           k->path, ZC_MAX_PATH - 1);
