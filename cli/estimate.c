@@ -537,6 +537,7 @@ static zc_estimate_in estimate_input(const estimate_flags *f, const zc_config *c
                             .nunits = m->nunits,
                             .nranks = f->ranks,
                             .moment_floats = optimizer_moments(cfg),
+                            .moments_8bit = cfg->optim == ZC_OPTIM_ADAMW8BIT,
                             .param_bytes = zc_dtype_size(cfg->dtype),
                             .grad_bytes = zc_dtype_size(zc_config_grad_dtype(cfg)),
                             .comm_elem_bytes = zc_dtype_size(zc_config_comm_dtype(cfg)),
@@ -850,7 +851,8 @@ int cmd_estimate(int argc, char **argv)
         {"--comm-dtype", ARG_STR, &f.comm_dtype, NULL,
          "reduce-scatter elements: fp32, bf16 or fp16 (default: --dtype)", NULL},
         {"--optimizer", ARG_STR, &f.optim, NULL,
-         "AdamW, Adam or SGD, as train's: the config's optimizer.type (default AdamW; SGD keeps "
+         "AdamW, Adam, SGD or AdamW8bit, as train's: the config's optimizer.type (default AdamW; "
+         "SGD keeps "
          "a momentum buffer when the config's momentum is not 0)",
          NULL},
         {"--reduce-bucket-size", ARG_STR, &f.bucket, NULL,

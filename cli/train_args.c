@@ -516,7 +516,7 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
         {"--grad-accum", ARG_CONFIG, NULL, "gradient_accumulation_steps",
          "micro-steps per optimizer step", NULL},
         {"--lr", ARG_CONFIG, NULL, "optimizer.params.lr", "peak learning rate", NULL},
-        {"--optimizer", ARG_CONFIG, NULL, "optimizer.type", "AdamW, Adam or SGD", NULL},
+        {"--optimizer", ARG_CONFIG, NULL, "optimizer.type", "AdamW, Adam, SGD or AdamW8bit", NULL},
         {"--weight-decay", ARG_CONFIG, NULL, "optimizer.params.weight_decay", "weight decay", NULL},
         {"--clip", ARG_CONFIG, NULL, "gradient_clipping", "max global gradient norm, 0 = off",
          NULL},

@@ -293,6 +293,28 @@ static void test_defaults(void)
     CHECK(strcmp(zc_optim_name(ZC_OPTIM_ADAMW), "AdamW") == 0);
     CHECK(strcmp(zc_optim_name(ZC_OPTIM_ADAM), "Adam") == 0);
     CHECK(strcmp(zc_optim_name(ZC_OPTIM_SGD), "SGD") == 0);
+    CHECK(strcmp(zc_optim_name(ZC_OPTIM_ADAMW8BIT), "AdamW8bit") == 0);
+    {
+        /* AdamW8bit by name (any case); decoupled only; not with its moments on NVMe yet */
+        zc_config c8;
+        zc_err e8 = {0};
+        CHECK(load(&c8, "{\"optimizer\": {\"type\": \"adamw8BIT\"}}", &e8) == ZC_OK &&
+              c8.optim == ZC_OPTIM_ADAMW8BIT);
+        CHECK(load(&c8,
+                   "{\"optimizer\": {\"type\": \"AdamW8bit\", \"params\": {\"adam_w_mode\": "
+                   "false}}}",
+                   &e8) == ZC_OK &&
+              zc_config_validate(&c8, 1, &e8) == ZC_EINVAL &&
+              strstr(e8.msg, "adam_w_mode is false but optimizer.type is AdamW8bit"));
+        CHECK(load(&c8,
+                   "{\"optimizer\": {\"type\": \"AdamW8bit\"}, \"zero_optimization\": "
+                   "{\"stage\": 2, \"offload_optimizer\": {\"device\": \"nvme\", "
+                   "\"nvme_path\": \"/tmp\"}}}",
+                   &e8) == ZC_OK &&
+              zc_config_validate(&c8, 1, &e8) == ZC_EINVAL &&
+              strstr(e8.msg, "zero_optimization.offload_optimizer.device nvme is not supported "
+                             "with optimizer.type AdamW8bit"));
+    }
 
     CHECK(strcmp(zc_dtype_name(ZC_FP32), "fp32") == 0);
     CHECK(strcmp(zc_dtype_name(ZC_BF16), "bf16") == 0);

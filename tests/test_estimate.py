@@ -530,6 +530,28 @@ def test_estimate_optimizer_as_train():
     check(plain["optimizer"] == 0, f"SGD without momentum: optimizer {plain['optimizer']}")
 
 
+def test_estimate_adamw8bit():
+    """AdamW8bit's optimizer state, estimated and measured to the byte: per moment 1 byte a
+    parameter plus a 4-byte scale per 256-element block of each shard (blocks restart at every
+    shard; stage 0 keeps all N shards' blocks), against AdamW's 4 bytes, fp32 and bf16 (+ the fp32
+    master); 3 ranks, whose shards are not whole blocks."""
+    shape = ["--model", "mlp", "--hidden", 64, "--layers", 2, "--micro-batch", 4,
+             "--optimizer", "AdamW8bit"]
+    unit = 64 * 64 + 64
+    for dt in ("fp32", "bf16"):
+        rows = agree(f"mlp-adam8-{dt}", [*shape, "--dtype", dt], [*shape, "--dtype", dt], (3,),
+                     (0, 1, 3))
+        shard = -(-unit // 3)
+        per_shard = 2 * (shard + 4 * -(-shard // 256)) + (4 * shard if dt == "bf16" else 0)
+        for stage in (0, 1, 3):
+            want = 2 * per_shard * (3 if stage == 0 else 1)
+            got = rows[3, stage]["optimizer"]
+            check(got == want, f"AdamW8bit {dt} stage {stage}: optimizer {got}, want {want}")
+        adamw = estimate(*shape[:-2], "--dtype", dt, "--ranks", 3)["rows"][1]["optimizer"]
+        check(rows[3, 1]["optimizer"] < adamw, f"AdamW8bit {dt}: {rows[3, 1]['optimizer']} "
+              f"bytes not below AdamW's {adamw}")
+
+
 def test_cli_flags_named():
     """Errors name the flag and its value: train's --hidden 0, a missing --init (train, estimate,
     sample) or --data, --threads 0 (which meant all processors while the message said >= 1),
@@ -647,7 +669,7 @@ def test_estimate_train_flags():
         check(p.returncode == 1 and needle in p.stderr, f"{args}: {p.returncode} {p.stderr!r}")
 
 
-TESTS = [test_estimate_matches_mlp, test_estimate_matches_persistence, test_estimate_matches_gpt2_tiny, test_estimate_matches_mixed,
+TESTS = [test_estimate_matches_mlp, test_estimate_adamw8bit, test_estimate_matches_persistence, test_estimate_matches_gpt2_tiny, test_estimate_matches_mixed,
          test_estimate_matches_gpt2_124m, test_analyze_experiment, test_estimate_bad_input, test_analyze_bad_input,
          test_estimate_huge_sizes, test_estimate_matches_zero_pp_hosts,
          test_estimate_matches_grad_accum, test_estimate_matches_reduce_bucket,

@@ -231,6 +231,131 @@ int main(void)
         }
         CHECK(worst < 1e-6, "adam variant %d reference vs double formula: rel %g", vi, worst);
     }
+    /* AdamW8bit: the maps; quantize/dequantize within half the widest gap of the map times the
+     * block's absmax, and idempotent (what a checkpoint relies on); the kernel equal to its scalar
+     * reference to the bit over several steps (state evolving), at any thread count, with fp32
+     * or bf16 gradients and a bf16 copy; a call split at a block boundary equal to one call; and
+     * close to fp32 AdamW over a few steps. */
+    for (int sg = 0; sg < 2; sg++) {
+        const float *map = zc_q8_map(sg);
+        bool sorted = true;
+        double gap = 0;
+        for (int c = 0; c < 255; c++) {
+            sorted = sorted && map[c] < map[c + 1];
+            if ((map[c + 1] - map[c]) / 2.0 > gap)
+                gap = (map[c + 1] - map[c]) / 2.0;
+        }
+        CHECK(sorted && map[255] == 1.0f && map[0] == (sg ? -1.0f : 0.0f),
+              "q8 map (signed %d): ascending from %g to %g", sg, map[0], map[255]);
+        CHECK(map[zc_q8_zero_code(sg)] == 0.0f, "q8 zero code (signed %d)", sg);
+        CHECK(gap < (sg ? 0.0072 : 0.0036), "q8 map (signed %d): widest half gap %g", sg, gap);
+        const size_t n = 5 * ZC_Q8_BLOCK + 77, nb = (n + ZC_Q8_BLOCK - 1) / ZC_Q8_BLOCK;
+        float *x = malloc(n * 4), *y = malloc(n * 4), sc[8], sc2[8];
+        uint8_t *q = malloc(n), *q2 = malloc(n);
+        for (size_t i = 0; i < n; i++) /* blocks of very different magnitudes */
+            x[i] = zc_rng_normal(7, 20 + (uint64_t)sg, i) * powf(10.0f, -(float)(i / 256) * 2);
+        if (!sg)
+            for (size_t i = 0; i < n; i++)
+                x[i] = fabsf(x[i]);
+        for (size_t i = 2 * ZC_Q8_BLOCK; i < 3 * ZC_Q8_BLOCK; i++)
+            x[i] = 0.0f;                                   /* a zero block */
+        x[10] = (sg ? -fabsf(x[10]) : fabsf(x[10])) * 100; /* block 0's absmax (signed: < 0) */
+        zc_q8_quantize(x, n, sg, q, sc);
+        zc_q8_dequantize(q, sc, sg, 0, n, y);
+        double worst = 0;
+        for (size_t i = 0; i < n; i++) {
+            double e = fabs((double)y[i] - x[i]) / (sc[i / ZC_Q8_BLOCK] > 0 ? sc[i / 256] : 1);
+            worst = e > worst ? e : worst;
+        }
+        CHECK(worst <= gap * (1 + 1e-6) && sc[2] == 0.0f,
+              "q8 round trip (signed %d): error %g of absmax, bound %g", sg, worst, gap);
+        CHECK(y[10] == x[10], "q8 keeps a block's extreme exactly (signed %d)", sg);
+        zc_q8_quantize(y, n, sg, q2, sc2);
+        CHECK(!memcmp(q, q2, n) && !memcmp(sc, sc2, nb * 4),
+              "q8: quantize(dequantize(q)) != q (signed %d)", sg);
+        zc_q8_dequantize(q, sc, sg, 300, 500, x);
+        CHECK(!memcmp(x, y + 300, 500 * 4), "q8 dequantize of a range (signed %d)", sg);
+        free(x), free(y), free(q), free(q2);
+    }
+    {
+        const size_t lens[] = {1, 255, 256, 257, 16384 + 300, N};
+        const size_t nbmax = (N + ZC_Q8_BLOCK - 1) / ZC_Q8_BLOCK;
+        uint8_t *mq1 = malloc(N), *vq1 = malloc(N), *mq2 = malloc(N), *vq2 = malloc(N);
+        float *ms1 = malloc(nbmax * 4), *vs1 = malloc(nbmax * 4), *ms2 = malloc(nbmax * 4),
+              *vs2 = malloc(nbmax * 4), *gw = malloc(N * 4);
+        uint16_t *g16 = malloc(N * 2), *out = malloc(N * 2), *want = malloc(N * 2);
+        zc_dtype_narrow(ZC_BF16, g, g16, N);
+        zc_dtype_widen(ZC_BF16, g16, gw, N);
+        for (int bf = 0; bf < 2; bf++)
+            for (int t = 1; t <= 2; t++)
+                for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+                    omp_set_num_threads(t);
+                    size_t n = lens[li], nb = (n + ZC_Q8_BLOCK - 1) / ZC_Q8_BLOCK;
+                    memcpy(p1, p0, n * 4), memcpy(p2, p0, n * 4);
+                    memset(mq1, zc_q8_zero_code(true), n), memset(mq2, zc_q8_zero_code(true), n);
+                    memset(vq1, 0, n), memset(vq2, 0, n);
+                    memset(ms1, 0, nb * 4), memset(vs1, 0, nb * 4);
+                    memset(ms2, 0, nb * 4), memset(vs2, 0, nb * 4);
+                    bool same = true;
+                    for (int step = 1; step <= 3; step++) {
+                        zc_adam_hparams h = variants[step == 2];
+                        h.step = step;
+                        if (bf)
+                            zc_adam8_update(p1, g16, ZC_BF16, mq1, ms1, vq1, vs1, n, 0.5f, &h,
+                                            ZC_BF16, out);
+                        else
+                            zc_adam8_update(p1, g, ZC_FP32, mq1, ms1, vq1, vs1, n, 0.5f, &h,
+                                            ZC_FP32, NULL);
+                        zc_adam8_update_ref(p2, bf ? gw : g, mq2, ms2, vq2, vs2, n, 0.5f, &h);
+                        same = same && !memcmp(p1, p2, n * 4) && !memcmp(mq1, mq2, n) &&
+                               !memcmp(vq1, vq2, n) && !memcmp(ms1, ms2, nb * 4) &&
+                               !memcmp(vs1, vs2, nb * 4);
+                    }
+                    CHECK(same, "adam8 %s gradients, threads %d, n %zu: kernel != reference",
+                          bf ? "bf16" : "fp32", t, n);
+                    if (bf) {
+                        zc_dtype_narrow(ZC_BF16, p2, want, n);
+                        CHECK(!memcmp(out, want, n * 2), "adam8 bf16 copy, n %zu", n);
+                    }
+                }
+        /* one call, and the same elements in two calls split at a block boundary */
+        memcpy(p1, p0, N * 4), memcpy(p2, p0, N * 4);
+        memset(mq1, zc_q8_zero_code(true), N), memset(mq2, zc_q8_zero_code(true), N);
+        memset(vq1, 0, N), memset(vq2, 0, N);
+        memset(ms1, 0, nbmax * 4), memset(vs1, 0, nbmax * 4);
+        memset(ms2, 0, nbmax * 4), memset(vs2, 0, nbmax * 4);
+        const size_t cut = 40 * ZC_Q8_BLOCK, cb = cut / ZC_Q8_BLOCK;
+        zc_adam8_update(p1, g, ZC_FP32, mq1, ms1, vq1, vs1, N, 0.5f, &variants[0], ZC_FP32, NULL);
+        zc_adam8_update(p2, g, ZC_FP32, mq2, ms2, vq2, vs2, cut, 0.5f, &variants[0], ZC_FP32, NULL);
+        zc_adam8_update(p2 + cut, g + cut, ZC_FP32, mq2 + cut, ms2 + cb, vq2 + cut, vs2 + cb,
+                        N - cut, 0.5f, &variants[0], ZC_FP32, NULL);
+        CHECK(!memcmp(p1, p2, N * 4) && !memcmp(mq1, mq2, N) && !memcmp(ms1, ms2, nbmax * 4),
+              "adam8: a call split at a block boundary differs from one call");
+        /* against fp32 AdamW: ten steps on a steady gradient with noise move the weights by
+         * about 10·lr; the 8-bit moments' weights stay near (measured: mean |difference| 8.9% of
+         * the mean move — Adam moves elements whose gradient is 1% of its block's largest as far
+         * as the largest, and their v = g² sits where the map is coarse; the training bench,
+         * bench/adam8bit_accuracy.sh, is the evidence that matters) */
+        memcpy(p1, p0, N * 4), memcpy(p2, p0, N * 4), memset(m2, 0, N * 4), memset(v2, 0, N * 4);
+        for (int step = 1; step <= 10; step++) {
+            zc_adam_hparams h = variants[0];
+            h.step = step;
+            fill(gw, N, 100 + (uint64_t)step, 3e-4f);
+            for (size_t i = 0; i < N; i++)
+                gw[i] += g[i];
+            zc_adam8_update(p1, gw, ZC_FP32, mq1, ms1, vq1, vs1, N, 1.0f, &h, ZC_FP32, NULL);
+            zc_adam_update(p2, gw, ZC_FP32, m2, v2, N, 1.0f, &h, ZC_FP32, NULL);
+        }
+        double diff = 0, move = 0;
+        for (size_t i = 0; i < N; i++) {
+            diff += fabs((double)p1[i] - p2[i]);
+            move += fabs((double)p2[i] - p0[i]);
+        }
+        CHECK(diff < 0.12 * move, "adam8 vs adamw after 10 steps: mean |diff| %g, mean move %g",
+              diff / N, move / N);
+        free(mq1), free(vq1), free(mq2), free(vq2), free(ms1), free(vs1), free(ms2), free(vs2);
+        free(gw), free(g16), free(out), free(want);
+    }
     /* Squared norm of 16-bit gradients: the chunks' sums added in order, to the bit, whatever
      * the thread count; lengths around a chunk and past one batch of 512 chunks. */
     {

@@ -91,6 +91,50 @@ def test_stages_bitwise_memory_comm():
     check(len(initial) == 1, f"initial weights depend on N or stage: {initial}")
 
 
+def test_adamw8bit():
+    """optimizer.type AdamW8bit (8-bit blockwise moments): stages 0–3 bitwise-equal on 3 ranks
+    (shards not whole 256-element blocks) in fp32, and on 2 ranks in bf16; the optimizer bytes
+    per rank to the byte (1 byte a moment element + 4 per block of each shard); another
+    optimizer than AdamW (other weights) whose losses stay close; a resumed run bit-exact with
+    the uninterrupted one; a checkpoint of 3 ranks loads on 2 (blocks move: requantized)."""
+    cfg = os.path.join(TMP, "adam8.json")
+    with open(cfg, "w") as f:
+        json.dump({"optimizer": {"type": "AdamW8bit", "params": {"lr": 1e-3}}}, f)
+    for n, dt in H_.trim(((3, "fp32"), (2, "bf16")), ((3, "fp32"),)):
+        unit_p = padded(UNIT, n)
+        shard = unit_p // n
+        per_shard = 2 * (shard + 4 * -(-shard // 256)) + (4 * shard if dt == "bf16" else 0)
+        finals = {}
+        for stage in range(4):
+            rep, _ = train(n, stage, f"a8-n{n}-{dt}-s{stage}", "--config", cfg, "--dtype", dt)
+            finals[stage] = rep["weights_sha256"]
+            want = L * per_shard * (n if stage == 0 else 1)
+            for r in rep["memory"]["ranks"]:
+                check(r["optimizer"] == want,
+                      f"AdamW8bit N={n} {dt} stage {stage}: optimizer {r['optimizer']} != {want}")
+        check(len(set(finals.values())) == 1, f"AdamW8bit N={n} {dt}: stages disagree: {finals}")
+    ref, _ = train(3, 1, "a8-adamw", "--dtype", "fp32")
+    a8, _ = train(3, 1, "a8-n3-again", "--config", cfg)
+    check(a8["weights_sha256"] != ref["weights_sha256"], "AdamW8bit gave AdamW's weights")
+    worst = max(abs(x - y) / abs(y) for x, y in zip(a8["loss"], ref["loss"]))
+    check(worst < 0.05, f"AdamW8bit vs AdamW: loss rel diff {worst:.3g}")
+    # resume: 10 steps + save + 10 resumed == 20 straight, stages 0 and 2
+    for stage in (0, 2):
+        full, _ = train(3, stage, f"a8-full-s{stage}", "--config", cfg, steps=20)
+        d = os.path.join(TMP, f"a8-ck-s{stage}")
+        train(3, stage, f"a8-half-s{stage}", "--config", cfg, "--save-dir", d,
+              "--save-every", 10)
+        b, _ = train(3, stage, f"a8-resumed-s{stage}", "--config", cfg, "--resume", d, steps=20)
+        check(b["weights_sha256"] == full["weights_sha256"] and b["loss"] == full["loss"][10:],
+              f"AdamW8bit stage {stage}: resumed run differs from the uninterrupted one")
+    # another rank count: the blocks move (dequantized, requantized); it loads and trains on
+    r, _ = train(2, 3, "a8-reshard", "--config", cfg, "--resume", os.path.join(TMP, "a8-ck-s0"),
+                 steps=20)
+    check(r["first_step"] == 10 and abs(r["loss"][-1] - full["loss"][-1]) < 0.05 * full["loss"][-1],
+          f"AdamW8bit resharded 3 -> 2 ranks: first step {r['first_step']}, last loss "
+          f"{r['loss'][-1]} vs {full['loss'][-1]}")
+
+
 # Tolerances for "the same math, summed in another order". With SGD (+ momentum) the update is
 # linear in the gradient, so fp32 reordering noise (~1e-7) stays ~1e-7 in the weights: 1e-5 is
 # a wide margin. Adam(W) divides by sqrt(v) + eps, which turns rounding noise on near-zero
@@ -1461,7 +1505,7 @@ def test_progress():
           f"terminal: live steps {live}, printed {printed}: {text[-600:]!r}")
 
 
-TESTS = [test_stages_bitwise_memory_comm, test_ranks_match_one_process,
+TESTS = [test_stages_bitwise_memory_comm, test_adamw8bit, test_ranks_match_one_process,
          test_gradient_accumulation, test_bad_input, test_ranks_disagree, test_rank_leaves_early,
          test_ranks_read_other_data,
          test_stage3_default_prefetch_rss, test_outputs_checked_first,

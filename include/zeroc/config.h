@@ -31,7 +31,10 @@
 extern "C" {
 #endif
 
-typedef enum { ZC_OPTIM_ADAMW = 0, ZC_OPTIM_ADAM, ZC_OPTIM_SGD } zc_optim_type;
+/* optimizer.type. ADAMW8BIT ("AdamW8bit", a zeroc type: DeepSpeed has none) is AdamW with its
+ * moments kept blockwise in 8 bits (zc_adam8_update): 2 bytes per parameter and a scale per
+ * block instead of 8 bytes; opt-in only. */
+typedef enum { ZC_OPTIM_ADAMW = 0, ZC_OPTIM_ADAM, ZC_OPTIM_SGD, ZC_OPTIM_ADAMW8BIT } zc_optim_type;
 
 /* offload_optimizer.device / offload_param.device. On a CPU machine the states already live in
  * RAM, so "cpu" is accepted and changes nothing; "nvme" puts them in swap files on disk. */

@@ -41,6 +41,9 @@ typedef struct {
     int nunits, nranks, stage;
     int moment_floats;         /* optimizer state floats per parameter: 2 Adam(W), 1 SGD with
                                   momentum, 0 plain SGD */
+    bool moments_8bit;         /* AdamW8bit: each of the moment_floats moments is 1 byte per
+                                  element plus a 4-byte scale per ZC_Q8_BLOCK elements of each
+                                  shard (zc_estimate_moment_bytes) instead of 4 bytes */
     int param_bytes;           /* bytes of a stored parameter: 4 fp32, 2 bf16/fp16 (adds an fp32
                                   master copy to the optimizer state); 0 means 4 */
     int grad_bytes;            /* bytes of a stored gradient (grad_accum_dtype); 0 means 4 */
@@ -136,6 +139,11 @@ ZC_API zc_offload_plan zc_estimate_offload(const zc_estimate_in *in, zc_unit_off
 ZC_API int64_t zc_estimate_nvme_bytes(const zc_estimate_in *in);
 /* Bound of the ledger's "offload" peak (RAM the disk tier streams through). */
 ZC_API int64_t zc_estimate_offload_bound(const zc_estimate_in *in);
+
+/* Bytes of one moment over one shard of S elements: 4·S, or with moments_8bit S codes and
+ * 4·ceil(S / ZC_Q8_BLOCK) of scales (blocks start at each shard's start and never straddle
+ * ranks: stage 0, which keeps every shard, keeps each shard's blocks). */
+ZC_API int64_t zc_estimate_moment_bytes(const zc_estimate_in *in, int64_t S);
 
 /* Model-state bytes this rank keeps in RAM (with offload, what is not on disk). */
 ZC_API zc_state_bytes zc_estimate_states(const zc_estimate_in *in);

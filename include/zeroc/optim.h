@@ -52,6 +52,39 @@ ZC_API int64_t zc_adam_update(float *p, const void *g, zc_dtype gt, float *m, fl
 ZC_API void zc_adam_update_ref(float *p, const float *g, float *m, float *v, size_t n, float gscale,
                                const zc_adam_hparams *h);
 
+/* AdamW8bit: AdamW whose moments are kept blockwise in 8 bits (as bitsandbytes' 8-bit Adam).
+ * Each element's m is one uint8 code into the signed 256-entry dynamic map, its v one code into
+ * the unsigned map (zc_q8_map), times one fp32 scale per block of ZC_Q8_BLOCK elements: the
+ * block's largest magnitude. Blocks start at element 0 of the call (the engine calls it per
+ * shard, so blocks never straddle ranks), the last one possibly short: ceil(n / ZC_Q8_BLOCK)
+ * scales per moment. A step dequantizes a block's m and v, takes zc_adam_update's element step
+ * on them in fp32 (the weights get the exact fp32 moments of this step), and stores the new m, v
+ * requantized: each scale the block's new absmax, each code the nearest map value of x / scale
+ * (ties to the lower code; a zero block keeps scale 0 and the zero code). Fresh state is the
+ * zero code with scale 0 (zc_q8_zero_code). g, gt, ot, out and the count returned as for
+ * zc_adam_update. The reference is the same arithmetic written as one scalar loop. */
+enum { ZC_Q8_BLOCK = 256 };
+ZC_API int64_t zc_adam8_update(float *p, const void *g, zc_dtype gt, uint8_t *mq, float *ms,
+                               uint8_t *vq, float *vs, size_t n, float gscale,
+                               const zc_adam_hparams *h, zc_dtype ot, void *out);
+ZC_API void zc_adam8_update_ref(float *p, const float *g, uint8_t *mq, float *ms, uint8_t *vq,
+                                float *vs, size_t n, float gscale, const zc_adam_hparams *h);
+/* The 256 map values in ascending order (code c means map[c] · scale). Signed (m): bitsandbytes'
+ * dynamic tree map — ±10^(i−6) times the midpoints of 2^i + 1 points spaced evenly over
+ * [0.1, 1], i = 0..6, with 0 and 1 — except that its smallest negative value (−5.5e−7) is −1,
+ * so a block whose largest magnitude is negative keeps it exactly, as a positive one does
+ * (bitsandbytes' map stops at −0.9965 there). Unsigned (v): bitsandbytes' unsigned map
+ * (10^(i−6) times the midpoints of 2^(i+1) + 1 points, with 0 and 1), as it is. Both hold 0 and
+ * ±1, so dequantizing a block and quantizing it again gives back the same codes and scale
+ * (checkpoints rely on it; tests check it). */
+ZC_API const float *zc_q8_map(bool is_signed);
+ZC_API uint8_t zc_q8_zero_code(bool is_signed);
+/* x[0..n) into codes q[0..n) and ceil(n / ZC_Q8_BLOCK) scales, blocks from element 0. */
+ZC_API void zc_q8_quantize(const float *x, size_t n, bool is_signed, uint8_t *q, float *scales);
+/* Elements [first, first + n) of a quantized array (q, scales from its element 0) into x. */
+ZC_API void zc_q8_dequantize(const uint8_t *q, const float *scales, bool is_signed, size_t first,
+                             size_t n, float *x);
+
 /* PyTorch SGD with momentum (dampening 0, no Nesterov); buf may be NULL when momentum is 0.
  * g, ot, out and the count returned as for zc_adam_update. */
 ZC_API int64_t zc_sgd_update(float *p, const void *g, zc_dtype gt, float *buf, size_t n,

@@ -235,14 +235,15 @@ static zc_status read_top(const char *ckdir, const char *path, zc_manifest *m, z
     const cJSON *optim = cJSON_GetObjectItemCaseSensitive(r, "optimizer");
     if ((st = get_int(path, "optimizer.", optim, "moments", 0, 2, &k, err)))
         return st;
-    /* two moments: AdamW or Adam as configured (earlier zerocs wrote Adam for both); SGD by
-     * its moments */
+    /* two moments: AdamW, Adam or AdamW8bit as configured (earlier zerocs wrote Adam for both;
+     * AdamW8bit's are saved dequantized, as fp32); SGD by its moments */
     const char *type = get_string(optim, "type");
-    if (!type || (strcmp(type, zc_ckpt_optim_name((int)k)) && (k != 2 || strcmp(type, "AdamW"))))
-        return zc_err_set(err, ZC_EINVAL,
-                          "%s: optimizer.type is '%s', expected %s (its moments are %d)", path,
-                          type ? type : "missing",
-                          k == 2 ? "'AdamW' or 'Adam'" : zc_ckpt_optim_name((int)k), (int)k);
+    if (!type || (strcmp(type, zc_ckpt_optim_name((int)k)) &&
+                  (k != 2 || (strcmp(type, "AdamW") && strcmp(type, "AdamW8bit")))))
+        return zc_err_set(
+            err, ZC_EINVAL, "%s: optimizer.type is '%s', expected %s (its moments are %d)", path,
+            type ? type : "missing",
+            k == 2 ? "'AdamW', 'Adam' or 'AdamW8bit'" : zc_ckpt_optim_name((int)k), (int)k);
     const char *dtype = get_string(r, "dtype");
     if (!dtype || (strcmp(dtype, "fp32") && strcmp(dtype, "bf16") && strcmp(dtype, "fp16")))
         return zc_err_set(err, ZC_EINVAL, "%s: dtype is '%s', expected fp32, bf16 or fp16", path,

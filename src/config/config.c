@@ -517,7 +517,8 @@ static const key_spec KEYS[] = {
 /* optimizer.params.betas[i], checked like a K_NUM row */
 static const key_spec BETA = {.kind = K_NUM, .lo = 0, .hi = 1, .flags = R_INTERVAL | R_HI_OPEN};
 
-static const char *const OPTIM_NAMES[] = {"AdamW", "Adam", "SGD"}; /* indexed by zc_optim_type */
+static const char *const OPTIM_NAMES[] = {"AdamW", "Adam", "SGD",
+                                          "AdamW8bit"};            /* indexed by zc_optim_type */
 static const char *const DEVICE_NAMES[] = {"none", "cpu", "nvme"}; /* by zc_offload_device */
 static const char *const ENGINE_NAMES[] = {"auto", "io_uring", "threads"}; /* by zc_aio_engine */
 /* by zc_sched_type */
@@ -946,7 +947,9 @@ static const char *expect(char *buf, size_t cap, const key_spec *k)
     case K_FIXED:
     case K_CPU_OFFLOAD:
     case K_PRECISION: snprintf(buf, cap, "true or false"); break;
-    case K_OPTIM: snprintf(buf, cap, "one of AdamW, Adam, SGD (case-insensitive)"); break;
+    case K_OPTIM:
+        snprintf(buf, cap, "one of AdamW, Adam, SGD, AdamW8bit (case-insensitive)");
+        break;
     case K_DTYPE:
         if (k->flags & R_DTNAMES) {
             size_t o = (size_t)snprintf(buf, cap, "one of fp32, bf16, fp16 (or");
@@ -2170,7 +2173,8 @@ static zc_status check_fields(const ctx *c, const zc_config *cfg)
         case K_OPTIM: {
             zc_optim_type t = *(const zc_optim_type *)f;
             if ((unsigned)t >= sizeof OPTIM_NAMES / sizeof OPTIM_NAMES[0])
-                rc = fail(c, ZC_EINVAL, "%s: expected one of AdamW, Adam, SGD, got enum value %d",
+                rc = fail(c, ZC_EINVAL,
+                          "%s: expected one of AdamW, Adam, SGD, AdamW8bit, got enum value %d",
                           k->path, (int)t);
             break;
         }
@@ -2339,10 +2343,18 @@ static void check_rules(const ctx *c, const zc_config *cfg, int world_size)
 {
     /* DeepSpeed silently treats AdamW as decoupled whatever adam_w_mode says; asking for both
      * is a contradiction, so it is refused rather than resolved one way. */
-    if (cfg->optim == ZC_OPTIM_ADAMW && !cfg->adam_w_mode)
+    if ((cfg->optim == ZC_OPTIM_ADAMW || cfg->optim == ZC_OPTIM_ADAMW8BIT) && !cfg->adam_w_mode)
         collect(c, fail(c, ZC_EINVAL,
-                        "optimizer.params.adam_w_mode is false but optimizer.type is AdamW, whose "
-                        "weight decay is always decoupled; use type Adam for L2 weight decay"));
+                        "optimizer.params.adam_w_mode is false but optimizer.type is %s, whose "
+                        "weight decay is always decoupled; use type Adam for L2 weight decay",
+                        zc_optim_name(cfg->optim)));
+    /* the sub-group stream carries fp32 moments only, for now */
+    if (cfg->optim == ZC_OPTIM_ADAMW8BIT && cfg->offload_optimizer == ZC_OFFLOAD_NVME)
+        collect(c, fail(c, ZC_EINVAL,
+                        "zero_optimization.offload_optimizer.device nvme is not supported with "
+                        "optimizer.type AdamW8bit yet (its 8-bit moments stay in RAM: 2 bytes "
+                        "per parameter instead of AdamW's 8); set offload_optimizer.device none "
+                        "or cpu, or use AdamW"));
     collect(c, sgd_without_adam_params(c, cfg));
     if ((cfg->quantized_weights || cfg->quantized_gradients || cfg->hpz_partition_size > 1) &&
         cfg->stage != 3)

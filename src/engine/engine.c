@@ -90,7 +90,11 @@ typedef struct {
     void *grad_shard; /* gdt. stages 2–3: this rank's reduced gradient shard */
     float *master;    /* mixed: fp32 master copy of the optimizer range */
     float *m, *v;     /* optimizer moments (v unused by SGD) */
-    size_t opt_n;     /* elements in each of master, m, v */
+    /* AdamW8bit's moments instead of m, v: codes (opt_n bytes each) and one scale per block of
+     * ZC_Q8_BLOCK elements of each shard in the range (q8_scales) */
+    uint8_t *mq, *vq;
+    float *ms, *vs;
+    size_t opt_n; /* elements in each of master, m, v */
     bool acquired;
     zc_comm_req *gather; /* stage 3: a gather in flight into full */
     void *qbuf;          /* qwZ: every rank's quantized segment, while the gather is in flight
@@ -170,7 +174,14 @@ struct zc_engine {
     int64_t reg_numel; /* Σ Ψ_u registered so far (each add checked against ZC_MAX_NUMEL) */
     double lr;
     int64_t step; /* optimizer steps completed */
-    int micro;    /* micro-batches completed in the current step */
+    /* AdamW8bit's import: a block the previous zc_engine_import call left part-filled (its
+     * values so far; the rest, past the unit's end, are padding and stay zero) */
+    struct {
+        int unit;      /* -1: none */
+        size_t lo, to; /* the block's first optimizer index, and how far it is filled */
+        float m[ZC_Q8_BLOCK], v[ZC_Q8_BLOCK];
+    } q8_pend;
+    int micro; /* micro-batches completed in the current step */
     /* precision */
     zc_dtype pdt, gdt, cdt; /* stored params, stored grads, reduce-scatter elements */
     size_t ps, gs, cs;      /* their sizes in bytes */
@@ -534,6 +545,7 @@ zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm,
     e->cfg = *cfg;
     e->comm = comm;
     e->mem = mem;
+    e->q8_pend.unit = -1;
     e->rank = zc_comm_rank(comm);
     e->nranks = zc_comm_size(comm);
     e->stage = cfg->stage;
@@ -1062,6 +1074,24 @@ static zc_status agreement_check(zc_engine *e, zc_err *err)
     return explain_mismatch(e, r, config, err); /* every rank takes this path alike */
 }
 
+/* AdamW8bit: the moments are 8-bit codes with a scale per block (zc_adam8_update). */
+static bool q8_moments(const zc_engine *e)
+{
+    return e->cfg.optim == ZC_OPTIM_ADAMW8BIT;
+}
+
+/* AdamW8bit's blocks restart at every shard: the scales of one shard of the optimizer range
+ * (stage 0's range holds every shard; the others' one). */
+static size_t q8_shard_scales(const unit_t *u)
+{
+    return (u->info.shard + ZC_Q8_BLOCK - 1) / ZC_Q8_BLOCK;
+}
+
+static size_t q8_scales(const unit_t *u)
+{
+    return u->opt_n / u->info.shard * q8_shard_scales(u);
+}
+
 static size_t opt_moments(const zc_config *cfg)
 {
     if (cfg->optim == ZC_OPTIM_SGD)
@@ -1126,6 +1156,17 @@ static zc_status alloc_unit(zc_engine *e, int i, zc_err *err)
         return oom(e, err, "gradient shard", i, S * e->gs);
     if (e->mixed && !d->optimizer && !(u->master = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
         return oom(e, err, "fp32 master parameters", i, u->opt_n * sizeof(float));
+    if (q8_moments(e)) { /* codes of zero, scales 0 (config refuses them on disk) */
+        ZC_ASSERT(!d->optimizer);
+        if (!(u->mq = alloc_b(e, ZC_MEM_OPTIMIZER, u->opt_n, 1)) ||
+            !(u->vq = alloc_b(e, ZC_MEM_OPTIMIZER, u->opt_n, 1)) ||
+            !(u->ms = alloc_f(e, ZC_MEM_OPTIMIZER, q8_scales(u))) ||
+            !(u->vs = alloc_f(e, ZC_MEM_OPTIMIZER, q8_scales(u))))
+            return oom(e, err, "8-bit optimizer state", i, u->opt_n + 4 * q8_scales(u));
+        memset(u->mq, zc_q8_zero_code(true), u->opt_n);
+        memset(u->vq, zc_q8_zero_code(false), u->opt_n);
+        return ZC_OK;
+    }
     if (moments >= 1 && !d->optimizer && !(u->m = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
         return oom(e, err, "optimizer state", i, u->opt_n * sizeof(float));
     if (moments >= 2 && !d->optimizer && !(u->v = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
@@ -1488,6 +1529,12 @@ void zc_engine_destroy(zc_engine *e)
         free_f(e, ZC_MEM_OPTIMIZER, &u->master, u->opt_n);
         free_f(e, ZC_MEM_OPTIMIZER, &u->m, u->opt_n);
         free_f(e, ZC_MEM_OPTIMIZER, &u->v, u->opt_n);
+        free_b(e, ZC_MEM_OPTIMIZER, &u->mq, u->opt_n, 1);
+        free_b(e, ZC_MEM_OPTIMIZER, &u->vq, u->opt_n, 1);
+        if (u->ms) /* q8_scales needs the shard, which a failed finalize may not have set */
+            free_f(e, ZC_MEM_OPTIMIZER, &u->ms, q8_scales(u));
+        if (u->vs)
+            free_f(e, ZC_MEM_OPTIMIZER, &u->vs, q8_scales(u));
     }
     zc_swap_destroy(e->swap_opt); /* closing them gives the disk space back */
     zc_swap_destroy(e->swap_par);
@@ -1608,6 +1655,7 @@ zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *nume
                          .nranks = e->nranks,
                          .stage = stage,
                          .moment_floats = (int)opt_moments(&e->cfg),
+                         .moments_8bit = q8_moments(e),
                          .param_bytes = (int)e->ps,
                          .grad_bytes = (int)e->gs,
                          .comm_elem_bytes = (int)e->cs,
@@ -2339,6 +2387,34 @@ static int64_t update_span(const zc_engine *e, float *w, const void *g, float *m
     return bad;
 }
 
+/* AdamW8bit over n elements of unit u's optimizer range from its index o (o and, unless the
+ * span ends the range, n a whole number of blocks): shard by shard, each shard's blocks from
+ * its own start, so stage 0 (every shard) and stages 1–3 (one) compute the same blocks. */
+static int64_t update_span8(const zc_engine *e, const unit_t *u, float *w, const void *g,
+                            void *params, size_t o, size_t n, float gscale)
+{
+    zc_adam_hparams h = {.lr = e->lr,
+                         .beta1 = e->cfg.beta1,
+                         .beta2 = e->cfg.beta2,
+                         .eps = e->cfg.eps,
+                         .weight_decay = e->cfg.weight_decay,
+                         .decoupled = true,
+                         .uncorrected = !e->cfg.bias_correction,
+                         .step = e->step + 1};
+    const size_t S = u->info.shard, nb = q8_shard_scales(u);
+    int64_t bad = 0;
+    for (size_t a = 0; a < n;) {
+        size_t i = o + a, s = i / S, in = i % S, k = S - in < n - a ? S - in : n - a;
+        ZC_ASSERT(in % ZC_Q8_BLOCK == 0);
+        size_t sc = s * nb + in / ZC_Q8_BLOCK;
+        bad += zc_adam8_update(w + a, at((void *)g, a, e->gs), e->gdt, u->mq + i, u->ms + sc,
+                               u->vq + i, u->vs + sc, k, gscale, &h, e->pdt,
+                               e->mixed ? at(params, a, e->ps) : NULL);
+        a += k;
+    }
+    return bad;
+}
+
 /* The first parameter of unit u holding a non-finite weight, if its weights are in RAM: in
  * mixed precision, in the 16-bit copy the model computes with (as zc_adam_update counts). */
 static const char *nonfinite_param(const zc_engine *e, const unit_t *u)
@@ -2365,6 +2441,11 @@ static const char *nonfinite_param(const zc_engine *e, const unit_t *u)
  * through the stream (the same kernel on the same elements: the same bits). */
 static zc_status unit_update(zc_engine *e, unit_t *u, float gscale, zc_err *err)
 {
+    if (!u->njobs && q8_moments(e)) {
+        u->nonfinite = update_span8(e, u, e->mixed ? u->master : owned_params(e, u),
+                                    owned_grads(e, u), owned_params(e, u), 0, u->opt_n, gscale);
+        return ZC_OK;
+    }
     if (!u->njobs) {
         u->nonfinite = update_span(e, e->mixed ? u->master : owned_params(e, u), owned_grads(e, u),
                                    u->m, u->v, owned_params(e, u), u->opt_n, gscale);
@@ -2376,7 +2457,12 @@ static zc_status unit_update(zc_engine *e, unit_t *u, float gscale, zc_err *err)
     for (int j = 0; !st && j < u->njobs; j++) {
         void *a[ZC_NSTREAMS];
         size_t k = u->opt_n - (size_t)j * sg < sg ? u->opt_n - (size_t)j * sg : sg;
-        if (!(st = zc_stream_next(e->stream, a, err))) {
+        if (!(st = zc_stream_next(e->stream, a, err)) && q8_moments(e)) {
+            /* sub-groups are whole blocks (multiples of 2048 elements); moments in RAM */
+            u->nonfinite += update_span8(e, u, a[ZC_STREAM_WEIGHTS], a[ZC_STREAM_GRADS],
+                                         a[ZC_STREAM_PARAMS], (size_t)j * sg, k, gscale);
+            st = zc_stream_done(e->stream, err);
+        } else if (!st) {
             u->nonfinite += update_span(e, a[ZC_STREAM_WEIGHTS], a[ZC_STREAM_GRADS], a[ZC_STREAM_M],
                                         a[ZC_STREAM_V], a[ZC_STREAM_PARAMS], k, gscale);
             st = zc_stream_done(e->stream, err);
@@ -2701,6 +2787,63 @@ static zc_status set_params(zc_engine *e, unit_t *u, size_t first, size_t n, con
                        src + (a - first), err);
 }
 
+/* AdamW8bit's m (is_signed) or v at optimizer indices [k, k + n), dequantized into dst. */
+static void q8_read(const unit_t *u, bool is_signed, size_t k, size_t n, float *dst)
+{
+    const size_t S = u->info.shard, nb = q8_shard_scales(u);
+    const uint8_t *q = is_signed ? u->mq : u->vq;
+    const float *sc = is_signed ? u->ms : u->vs;
+    for (size_t a = 0; a < n;) {
+        size_t i = k + a, s = i / S, in = i % S, c = S - in < n - a ? S - in : n - a;
+        zc_q8_dequantize(q + s * S, sc + s * nb, is_signed, in, c, dst + a);
+        a += c;
+    }
+}
+
+/* AdamW8bit's m and v at optimizer indices [k, k + n) from fp32 values: each block quantized
+ * once it is whole — its elements up to the unit's last (padding stays zero). A block the range
+ * ends inside waits in e->q8_pend for the next call, which must continue it (zc_ckpt_load's
+ * calls do: consecutive, ascending); a block is never quantized twice, so a checkpoint's
+ * dequantized moments come back as the very codes and scales they were saved from
+ * (zc_q8_map). */
+static zc_status q8_write(zc_engine *e, int unit, size_t k, size_t n, const float *m,
+                          const float *v, zc_err *err)
+{
+    unit_t *u = &e->units[unit];
+    const size_t S = u->info.shard, nb = q8_shard_scales(u), lo = opt_lo(e, u);
+    const size_t end = u->info.numel > lo ? u->info.numel - lo : 0; /* past it: padding */
+    for (size_t a = 0; a < n;) {
+        size_t i = k + a, s = i / S, in = i % S, b0 = i - in % ZC_Q8_BLOCK;
+        size_t blen = S - (b0 - s * S) < ZC_Q8_BLOCK ? S - (b0 - s * S) : ZC_Q8_BLOCK;
+        size_t fill = b0 + blen < end ? b0 + blen : end; /* the block's elements to import */
+        if (i == b0) {
+            e->q8_pend.unit = unit;
+            e->q8_pend.lo = b0;
+            e->q8_pend.to = b0;
+            memset(e->q8_pend.m, 0, sizeof e->q8_pend.m);
+            memset(e->q8_pend.v, 0, sizeof e->q8_pend.v);
+        } else if (e->q8_pend.unit != unit || e->q8_pend.lo != b0 || e->q8_pend.to != i) {
+            return zc_err_set(err, ZC_EINVAL,
+                              "zc_engine_import: AdamW8bit's moments of unit %d start at "
+                              "element %zu, inside a block of %d that the previous call did not "
+                              "fill up to there (import a block's moments in order)",
+                              unit, lo + i, ZC_Q8_BLOCK);
+        }
+        size_t c = fill - i < n - a ? fill - i : n - a;
+        memcpy(e->q8_pend.m + (i - b0), m + a, c * sizeof(float));
+        memcpy(e->q8_pend.v + (i - b0), v + a, c * sizeof(float));
+        e->q8_pend.to = i + c;
+        a += c;
+        if (i + c == fill) { /* whole: quantize it */
+            size_t sc = s * nb + (b0 - s * S) / ZC_Q8_BLOCK;
+            zc_q8_quantize(e->q8_pend.m, blen, true, u->mq + b0, u->ms + sc);
+            zc_q8_quantize(e->q8_pend.v, blen, false, u->vq + b0, u->vs + sc);
+            e->q8_pend.unit = -1;
+        }
+    }
+    return ZC_OK;
+}
+
 zc_status zc_engine_export_owned(zc_engine *e, int unit, zc_state_kind kind, size_t off, size_t n,
                                  float *dst, zc_err *err)
 {
@@ -2721,9 +2864,13 @@ zc_status zc_engine_export_owned(zc_engine *e, int unit, zc_state_kind kind, siz
         return array_read(u->shard_p, e->swap_par, d->params_off,
                           i - (size_t)e->rank * u->info.shard, n, 4, dst, err);
     case ZC_STATE_M:
+        if (q8_moments(e))
+            return q8_read(u, true, k, n, dst), ZC_OK;
         ZC_ASSERT(u->m || d->optimizer);
         return array_read(u->m, e->swap_opt, d->m_off, k, n, 4, dst, err);
     case ZC_STATE_V:
+        if (q8_moments(e))
+            return q8_read(u, false, k, n, dst), ZC_OK;
         ZC_ASSERT(u->v || d->optimizer);
         return array_read(u->v, e->swap_opt, d->v_off, k, n, 4, dst, err);
     }
@@ -2758,6 +2905,13 @@ zc_status zc_engine_import(zc_engine *e, int unit, size_t first, size_t n, const
     }
     if (m || v)
         ZC_ASSERT(first >= mf && first + n <= mf + mn);
+    if (!st && q8_moments(e) && (m || v)) {
+        if (!m || !v)
+            return zc_err_set(err, ZC_EINVAL,
+                              "zc_engine_import: AdamW8bit quantizes m and v block by block; "
+                              "import both together");
+        return q8_write(e, unit, k, n, m, v, err);
+    }
     if (!st && m && moments >= 1)
         st = array_write(u->m, e->swap_opt, d->m_off, k, n, 4, m, err);
     if (!st && v && moments >= 2)

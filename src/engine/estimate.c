@@ -11,6 +11,7 @@
 
 #include "zeroc/checked.h"
 #include "zeroc/estimate.h"
+#include "zeroc/optim.h"
 #include "zeroc/status.h"
 
 static int64_t add(int64_t a, int64_t b, bool *ovf)
@@ -183,10 +184,23 @@ static zc_offload_plan offload_plan(const zc_estimate_in *in, zc_unit_offload *u
     return plan;
 }
 
+static int64_t moment_bytes(const zc_estimate_in *in, int64_t S, bool *ovf)
+{
+    if (!in->moments_8bit)
+        return mul(S, 4, ovf);
+    return add(S, mul(S / ZC_Q8_BLOCK + (S % ZC_Q8_BLOCK != 0), 4, ovf), ovf);
+}
+
+int64_t zc_estimate_moment_bytes(const zc_estimate_in *in, int64_t S)
+{
+    bool ovf = false;
+    int64_t b = moment_bytes(in, S, &ovf);
+    return ovf ? INT64_MAX : b;
+}
+
 static zc_state_bytes states(const zc_estimate_in *in, bool *ovf)
 {
     const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
-    const int64_t K = 4 * (int64_t)in->moment_floats + (P == 4 ? 0 : 4); /* + fp32 master */
     zc_unit_offload *where = NULL;
     if (in->offload_optimizer || in->offload_params) {
         where = malloc((size_t)in->nunits * sizeof *where);
@@ -205,8 +219,11 @@ static zc_state_bytes states(const zc_estimate_in *in, bool *ovf)
             b.params = add(b.params, mul(P, full / in->hpz_partition_size, ovf), ovf);
         if (!x.grads)
             b.grads = add(b.grads, mul(G, in->stage >= 2 ? S : full, ovf), ovf);
-        if (!x.optimizer)
-            b.optimizer = add(b.optimizer, mul(K, in->stage >= 1 ? S : full, ovf), ovf);
+        if (!x.optimizer) { /* per shard: the fp32 master (mixed precision) and the moments */
+            int64_t K = add(P == 4 ? 0 : mul(S, 4, ovf),
+                            mul(in->moment_floats, moment_bytes(in, S, ovf), ovf), ovf);
+            b.optimizer = add(b.optimizer, mul(K, in->stage >= 1 ? 1 : in->nranks, ovf), ovf);
+        }
     }
     free(where);
     free(kept);
@@ -423,6 +440,10 @@ zc_status zc_estimate_check(const zc_estimate_in *in, zc_err *err)
                           "a model of %d units on %d ranks: need 1 to %d units "
                           "and at least 1 rank",
                           in->nunits, in->nranks, ZC_MAX_UNITS);
+    if (in->moments_8bit && in->offload_optimizer && in->stage >= 1)
+        return zc_err_set(err, ZC_EINVAL,
+                          "zero_optimization.offload_optimizer.device nvme with 8-bit moments "
+                          "(optimizer.type AdamW8bit): not supported yet, its moments stay in RAM");
     if (in->ranks_per_host < 0 || (in->ranks_per_host > 0 && in->nranks % in->ranks_per_host))
         return zc_err_set(err, ZC_EINVAL,
                           "hosts of %d ranks for %d ranks: the estimate needs hosts that hold "

@@ -12,10 +12,13 @@
  * Adam with bf16 gradients and a bf16 copy, mixed precision's usual case, does all three in one
  * loop (adam_block_bf16). */
 #include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
 
 #include "zeroc/dtype.h"
 #include "zeroc/optim.h"
 #include "zeroc/simd.h"
+#include "zeroc/status.h"
 
 #include "bf16_bits.h"
 
@@ -102,6 +105,72 @@ ZC_SIMD_INLINE void sgd_element(float *p, float g, float *buf, const sgd_consts 
         *buf = d;
     }
     *p = *p - k->lr * d;
+}
+
+/* AdamW8bit's maps (zeroc/optim.h): values ascending, and the 255 midpoints between
+ * neighbours that decide the nearest code. Built once, before the first use, in double and
+ * rounded to float, so they depend on nothing but this code. */
+static float q8_smap[256], q8_umap[256], q8_sthr[255], q8_uthr[255];
+static pthread_once_t q8_once = PTHREAD_ONCE_INIT;
+
+static int q8_cmp(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static void q8_build(void)
+{
+    int ns = 0, nu = 0;
+    for (int i = 0; i < 7; i++) {
+        const int sk = (1 << i) + 1, uk = (1 << (i + 1)) + 1; /* points over [0.1, 1] */
+        const double scale = pow(10.0, i - 6);
+        for (int j = 0; j + 1 < sk; j++) {
+            double a = 0.1 + 0.9 * j / (sk - 1), b = 0.1 + 0.9 * (j + 1) / (sk - 1);
+            q8_smap[ns++] = (float)(scale * (a + b) / 2);
+            /* the smallest negative value gives way to −1 (see zeroc/optim.h) */
+            q8_smap[ns++] = i == 0 ? -1.0f : (float)(-scale * (a + b) / 2);
+        }
+        for (int j = 0; j + 1 < uk; j++) {
+            double a = 0.1 + 0.9 * j / (uk - 1), b = 0.1 + 0.9 * (j + 1) / (uk - 1);
+            q8_umap[nu++] = (float)(scale * (a + b) / 2);
+        }
+    }
+    q8_smap[ns++] = 0.0f;
+    q8_smap[ns++] = 1.0f;
+    q8_umap[nu++] = 0.0f;
+    q8_umap[nu++] = 1.0f;
+    ZC_ASSERT(ns == 256 && nu == 256);
+    qsort(q8_smap, 256, sizeof(float), q8_cmp);
+    qsort(q8_umap, 256, sizeof(float), q8_cmp);
+    for (int c = 0; c < 255; c++) {
+        ZC_ASSERT(q8_smap[c] < q8_smap[c + 1] && q8_umap[c] < q8_umap[c + 1]);
+        q8_sthr[c] = (float)(((double)q8_smap[c] + q8_smap[c + 1]) / 2);
+        q8_uthr[c] = (float)(((double)q8_umap[c] + q8_umap[c + 1]) / 2);
+    }
+}
+
+static void q8_init(void)
+{
+    pthread_once(&q8_once, q8_build);
+}
+
+/* The nearest code of r: how many midpoints lie below it (ties go to the lower code), found by
+ * an 8-step binary search; the references count them one by one (q8_code_ref). NaN: code 0. */
+ZC_SIMD_INLINE uint8_t q8_code(const float *thr, float r)
+{
+    unsigned c = 0;
+    for (unsigned s = 128; s; s >>= 1)
+        c += r > thr[c + s - 1] ? s : 0;
+    return (uint8_t)c;
+}
+
+static uint8_t q8_code_ref(const float *thr, float r)
+{
+    unsigned c = 0;
+    for (int j = 0; j < 255; j++)
+        c += r > thr[j];
+    return (uint8_t)c;
 }
 
 /* The per-block loops (adam_block, sgd_block, sum_squares), once per vector level: see
@@ -213,4 +282,98 @@ double zc_sum_squares_16(const void *g, zc_dtype t, size_t n)
             sum += part[j];
     }
     return sum;
+}
+
+/* ---------- AdamW8bit ---------- */
+
+const float *zc_q8_map(bool is_signed)
+{
+    q8_init();
+    return is_signed ? q8_smap : q8_umap;
+}
+
+uint8_t zc_q8_zero_code(bool is_signed)
+{
+    q8_init();
+    return q8_code_ref(is_signed ? q8_sthr : q8_uthr, 0.0f);
+}
+
+void zc_q8_quantize(const float *x, size_t n, bool is_signed, uint8_t *q, float *scales)
+{
+    q8_init();
+    const float *thr = is_signed ? q8_sthr : q8_uthr;
+    for (size_t lo = 0; lo < n; lo += ZC_Q8_BLOCK) {
+        size_t hi = lo + ZC_Q8_BLOCK < n ? lo + ZC_Q8_BLOCK : n;
+        float a = 0.0f;
+        for (size_t i = lo; i < hi; i++)
+            a = fmaxf(a, fabsf(x[i]));
+        scales[lo / ZC_Q8_BLOCK] = a;
+        for (size_t i = lo; i < hi; i++)
+            q[i] = q8_code(thr, a > 0.0f ? x[i] / a : 0.0f);
+    }
+}
+
+void zc_q8_dequantize(const uint8_t *q, const float *scales, bool is_signed, size_t first, size_t n,
+                      float *x)
+{
+    const float *map = zc_q8_map(is_signed);
+    for (size_t i = first; i < first + n; i++)
+        x[i - first] = map[q[i]] * scales[i / ZC_Q8_BLOCK];
+}
+
+int64_t zc_adam8_update(float *restrict p, const void *restrict g, zc_dtype gt,
+                        uint8_t *restrict mq, float *restrict ms, uint8_t *restrict vq,
+                        float *restrict vs, size_t n, float gscale, const zc_adam_hparams *h,
+                        zc_dtype ot, void *restrict out)
+{
+    _Static_assert(BLOCK % ZC_Q8_BLOCK == 0, "threads' blocks hold whole quantization blocks");
+    q8_init();
+    const adam_consts k = adam_prepare(h);
+    long nblocks = (long)((n + BLOCK - 1) / BLOCK);
+    int64_t bad = 0;
+    int64_t (*const qblock)(float *, const float *, uint8_t *, float *, uint8_t *, float *, size_t,
+                            float, const adam_consts *) = ZC_SIMD_SELECT(adam8_block);
+#pragma omp parallel for schedule(static) reduction(+ : bad) if (nblocks > 1)
+    for (long b = 0; b < nblocks; b++) {
+        size_t lo = (size_t)b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+        float buf[BLOCK];
+        const float *gb = grad_block(g, gt, lo, hi, buf) - lo;
+        int64_t nb = 0;
+        for (size_t q = lo; q < hi; q += ZC_Q8_BLOCK) {
+            size_t len = hi - q < ZC_Q8_BLOCK ? hi - q : ZC_Q8_BLOCK;
+            nb += qblock(p + q, gb + q, mq + q, ms + q / ZC_Q8_BLOCK, vq + q, vs + q / ZC_Q8_BLOCK,
+                         len, gscale, &k);
+        }
+        narrow_block(p, ot, out, lo, hi);
+        bad += block_nonfinite(nb, ot, out, lo, hi);
+    }
+    return bad;
+}
+
+void zc_adam8_update_ref(float *p, const float *g, uint8_t *mq, float *ms, uint8_t *vq, float *vs,
+                         size_t n, float gscale, const zc_adam_hparams *h)
+{
+    q8_init();
+    const adam_consts k = adam_prepare(h);
+    for (size_t lo = 0; lo < n; lo += ZC_Q8_BLOCK) {
+        size_t hi = lo + ZC_Q8_BLOCK < n ? lo + ZC_Q8_BLOCK : n, s = lo / ZC_Q8_BLOCK;
+        float mf[ZC_Q8_BLOCK], vf[ZC_Q8_BLOCK], mmax = 0.0f, vmax = 0.0f;
+        for (size_t i = lo; i < hi; i++) {
+            volatile float gi = g[i] * gscale; /* volatile: keep the reference scalar */
+            float mi = q8_smap[mq[i]] * ms[s], vi = q8_umap[vq[i]] * vs[s];
+            adam_element(&p[i], gi, &mi, &vi, &k);
+            mf[i - lo] = mi;
+            vf[i - lo] = vi;
+            if (fabsf(mi) > mmax)
+                mmax = fabsf(mi);
+            if (fabsf(vi) > vmax)
+                vmax = fabsf(vi);
+        }
+        ms[s] = mmax;
+        vs[s] = vmax;
+        for (size_t i = lo; i < hi; i++) {
+            mq[i] = q8_code_ref(q8_sthr, mmax > 0.0f ? mf[i - lo] / mmax : 0.0f);
+            vq[i] = q8_code_ref(q8_uthr, vmax > 0.0f ? vf[i - lo] / vmax : 0.0f);
+        }
+    }
 }
