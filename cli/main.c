@@ -79,6 +79,13 @@ static int run(int argc, char **argv)
         fprintf(stderr, "zeroc: error: %s\n", err.msg);
         return 1;
     }
+    /* srun's tasks with no MPI plugin: not one world (analyze would start an mpirun in each);
+     * task 0 says so */
+    if (!wants_help(argc, argv) && cli_srun_check(&err)) {
+        if (cli_launcher_rank() == 0)
+            fprintf(stderr, "zeroc: error: %s\n", err.msg);
+        return 1;
+    }
     if (!strcmp(argv[1], "analyze")) /* its flags are checked here, before any rank starts */
         cli_relaunch_under_mpirun(argc, argv, cli_analyze_check);
     zc_comm *comm;

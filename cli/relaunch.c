@@ -1,6 +1,12 @@
 /* relaunch.c — what an MPI launcher told this process: whether one started it and the rank it
  * gave; and re-executing a command under mpirun when none did (`zeroc analyze` runs on several
- * ranks by default), after checking its flags here. */
+ * ranks by default), after checking its flags here.
+ *
+ * Slurm: `srun --mpi=pmix` starts each task with PMIx's variables (PMIX_RANK), and MPI_Init joins
+ * the tasks into one world, as under mpirun. srun without an MPI plugin (its default, MpiDefault=
+ * none) starts tasks that only know SLURM_PROCID: Open MPI then stops in MPI_Init with a
+ * paragraph about rebuilding it, and an MPI that made each a singleton would run N separate
+ * 1-rank trainings writing the same files. zeroc refuses that before MPI_Init, naming the flag. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,7 +18,9 @@
 
 int cli_launcher_rank(void)
 {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    /* SLURM_PROCID last: srun's task number, the rank when srun ran a one-process command */
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                                       "SLURM_PROCID"};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
         const char *v = getenv(vars[i]);
         char *end;
@@ -23,19 +31,64 @@ int cli_launcher_rank(void)
     return 0;
 }
 
+/* read once, first from main: a singleton's MPI_Init sets some of these itself */
+static int known = -1;   /* an MPI launcher started us */
+static bool srun_task;   /* srun started us as a task of a job step (SLURM_STEP_ID) */
+static bool under_orted; /* Open MPI's mpirun (or its daemons) started us */
+
+static void read_launcher(void)
+{
+    if (known >= 0)
+        return;
+    /* any of these means an MPI launcher started us */
+    const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"};
+    known = 0;
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+        if (getenv(vars[i]))
+            known = 1;
+    /* a batch script's own process has SLURM_PROCID but no step: a singleton there works */
+    srun_task = getenv("SLURM_STEP_ID") && getenv("SLURM_PROCID");
+    under_orted = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
+}
+
 bool cli_launched(void)
 {
-    /* read once, first from main: a singleton's MPI_Init sets some of these itself */
-    static int known = -1;
-    if (known < 0) {
-        /* any of these means an MPI launcher started us */
-        const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"};
-        known = 0;
-        for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
-            if (getenv(vars[i]))
-                known = 1;
-    }
+    read_launcher();
     return known;
+}
+
+bool cli_srun_direct(void)
+{
+    read_launcher();
+    return srun_task && !under_orted;
+}
+
+/* A non-negative integer environment variable, -1 when unset or not one. */
+static long env_long(const char *name)
+{
+    const char *v = getenv(name);
+    char *end;
+    long n = v && *v ? strtol(v, &end, 10) : -1;
+    return v && *v && !*end && n >= 0 ? n : -1;
+}
+
+zc_status cli_srun_check(zc_err *err)
+{
+    read_launcher();
+    if (!srun_task || known)
+        return ZC_OK;
+    long tasks = env_long("SLURM_STEP_NUM_TASKS");
+    if (tasks < 0)
+        tasks = env_long("SLURM_NTASKS");
+    char n[64] = "";
+    if (tasks > 0)
+        snprintf(n, sizeof n, " (task %ld of %ld)", env_long("SLURM_PROCID"), tasks);
+    return zc_err_set(err, ZC_EINVAL,
+                      "srun started this process%s without an MPI plugin, so its tasks cannot form "
+                      "one run (each would train alone and write the same files); run srun "
+                      "--mpi=pmix zeroc ... (or export SLURM_MPI_TYPE=pmix, or set MpiDefault=pmix "
+                      "in slurm.conf; `srun --mpi=list` names the plugins this Slurm has)",
+                      n);
 }
 
 /* true when an MPI launcher started this process, or the user asked only for help */

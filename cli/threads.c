@@ -9,6 +9,10 @@
  * bound to cores of their own keep them all; unbound ranks split their host's cores; ranks
  * confined together to a cpuset smaller than the host (docker --cpuset-cpus, Slurm's cgroups)
  * split that cpuset — a mask smaller than the host's CPUs is not taken to be the rank's alone.
+ * A rank that srun started as a task (one rank per task) with --cpus-per-task takes at most
+ * SLURM_CPUS_PER_TASK threads: where Slurm binds tasks (TaskPlugin task/affinity or cgroup) the
+ * mask already holds that many CPUs, where it does not (task/none, --cpu-bind=none) the mask is
+ * the whole node, shared with other jobs' tasks the share cannot see.
  *
  * The environment decides per library: a valid OMP_NUM_THREADS (a positive integer, or
  * OpenMP's list of them per nesting level) leaves OpenMP's count (and so oneDNN's) alone, a
@@ -46,6 +50,7 @@
 
 #include <cblas.h>
 
+#include "cli/relaunch.h"
 #include "cli/threads.h"
 
 static void flush_denormals(void)
@@ -227,7 +232,17 @@ static int choose_threads(const zc_comm *comm, char *desc, size_t cap)
     char why[256], omp_why[300], blas_why[300];
     int lo, hi;
     /* always (a collective): ranks whose environments differ must not disagree on calling it */
-    const int share = cpu_share(comm, why, sizeof why, &lo, &hi);
+    int share = cpu_share(comm, why, sizeof why, &lo, &hi);
+    int slurm = 0; /* srun's --cpus-per-task, when this rank is its task */
+    if (cli_srun_direct() && env_count("SLURM_CPUS_PER_TASK", false, &slurm) == 1 &&
+        slurm < share) {
+        share = slurm;
+        lo = lo < slurm ? lo : slurm;
+        hi = hi < slurm ? hi : slurm;
+        size_t n = strlen(why);
+        snprintf(why + n, sizeof why - n,
+                 ", capped at srun's --cpus-per-task (SLURM_CPUS_PER_TASK=%d)", slurm);
+    }
     if (omp_set != 1)
         omp_set_num_threads(share);
     if (blas_set != 1)

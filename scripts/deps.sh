@@ -5,9 +5,12 @@
 # is already there).
 set -euo pipefail
 # git: scripts/format.sh lists the tracked sources, the build records the commit in the version;
-# iproute2: the multi-host tests make network namespaces (ip, tc)
+# iproute2: the multi-host tests make network namespaces (ip, tc); slurmctld, slurmd and
+# slurm-client: tests/test_slurm.py starts a one-node cluster of its own (srun --mpi=pmix; the
+# services these packages install are not used, and stay stopped where no init system runs)
 pkgs=(build-essential cmake pkg-config git openmpi-bin libopenmpi-dev libopenblas-dev
-      libcjson-dev liburing-dev libdnnl-dev libutf8proc-dev python3 iproute2 "$@")
+      libcjson-dev liburing-dev libdnnl-dev libutf8proc-dev python3 iproute2 slurmctld slurmd
+      slurm-client "$@")
 # node + npm run the tokenizer tests' reference (npm's tiktoken); a node that brings its own npm
 # (e.g. from another repository) is kept, Debian's are installed only when there is none
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
