@@ -8,7 +8,6 @@
  * (cli/train_model.h); everything about ZeRO is the engine's; this file measures and reports. */
 #include <dirent.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include "cli/memory_check.h"
 #include "cli/monitors.h"
 #include "cli/progress.h"
+#include "cli/relaunch.h"
 #include "cli/stop_signal.h"
 #include "cli/train_agree.h"
 #include "cli/train_args.h"
@@ -618,9 +618,30 @@ static zc_status save_checkpoint(train_run *r, int s, const char *config_json, z
     return st;
 }
 
-/* After step s: if any rank was asked to stop (SIGTERM, SIGINT, SIGUSR1), every rank saves step s
- * (unless it just did) and the run ends there (r->stopped_by). One small collective a step, with
- * --save-dir only. */
+/* Under mpirun, Ctrl-C or SIGTERM to mpirun leaves the ranks odls_base_sigkill_timeout seconds
+ * from its SIGTERM to its SIGKILL (stop_signal.h): rank 0 warns once before step 1 when that is
+ * Open MPI's default and a save of this run's model states, at 100 MB/s (a slow disk's rate with
+ * the checkpoint's fsyncs), would not fit in it with a second to spare for the step. */
+static void warn_launcher_kill(const train_run *r)
+{
+    bool set = false;
+    const int t = cli_launcher_kill_timeout(&set);
+    if (r->rank != 0 || !r->o.save_dir || !cli_launched() || set)
+        return;
+    zc_state_bytes b = zc_engine_state_bytes_for_stage(r->e, 3); /* each rank's part, once */
+    const double bytes = (double)(b.params + b.optimizer) * r->nranks, secs = bytes / 100e6;
+    if (secs + 1 <= t)
+        return;
+    printf("warning: under mpirun, Ctrl-C or SIGTERM to mpirun gives the ranks %d s from its "
+           "SIGTERM to its SIGKILL (Open MPI's odls_base_sigkill_timeout, %d s by default), and "
+           "saving %.0f MB may take longer: export OMPI_MCA_odls_base_sigkill_timeout=%d (or "
+           "mpirun --mca odls_base_sigkill_timeout %d), or stop the run with SIGUSR1 to mpirun\n",
+           t, t, bytes / 1e6, (int)secs + 30, (int)secs + 30);
+}
+
+/* After step s: if any rank was asked to stop (SIGTERM, SIGINT, SIGUSR1, the launcher's kill),
+ * every rank saves step s with --save-dir (unless it just did) and the run ends there
+ * (r->stopped_by), its report written. One small collective a step. */
 static zc_status stop_if_asked(train_run *r, int s, const char *config_json, zc_err *err)
 {
     int mine = cli_stop_signal_received(), sig = 0;
@@ -633,7 +654,7 @@ static zc_status stop_if_asked(train_run *r, int s, const char *config_json, zc_
     free(all);
     if (st || !sig)
         return st;
-    if (!save_due(&r->o, s))
+    if (r->o.save_dir && !save_due(&r->o, s))
         st = save_checkpoint(r, s, config_json, err);
     if (!st)
         r->stopped_by = sig, r->stopped_at = s + 1;
@@ -641,7 +662,7 @@ static zc_status stop_if_asked(train_run *r, int s, const char *config_json, zc_
 }
 
 /* Steps first_step … steps − 1, each followed by its record, line, validation, sample and
- * checkpoint as the flags ask; with --save-dir, a stop signal ends them early after a save. */
+ * checkpoint as the flags ask; a stop signal ends them early (after a save, with --save-dir). */
 static zc_status train_loop(train_run *r, double tokens_per_step, zc_err *err)
 {
     const train_opts *o = &r->o;
@@ -692,7 +713,7 @@ static zc_status train_loop(train_run *r, double tokens_per_step, zc_err *err)
         }
         if (save_due(o, s))
             st = save_checkpoint(r, s, config_json, err);
-        if (!st && o->save_dir && !last)
+        if (!st && !last)
             st = stop_if_asked(r, s, config_json, err);
         r->prev = *zc_comm_get_counters(r->comm); /* validation, sampling, saving: not the step's */
         if (r->stopped_by)
@@ -863,23 +884,25 @@ int cmd_train(zc_comm *comm, int argc, char **argv)
     zc_mem_reset_peaks(r.mem); /* the digest's buffer is not training's working memory */
     if ((st = series_alloc(&r.series, r.o.steps, &err)))
         goto out;
-    if (r.o.save_dir) /* a stop signal then saves the run's work first (train_loop) */
-        cli_stop_signal_install();
+    warn_launcher_kill(&r);
+    cli_stop_signal_install(cli_launched()); /* a stop request ends the loop at a step's end */
     if ((st = train_loop(&r, rep.tokens_per_step, &err)))
         goto out;
     if (r.stopped_by) {
         rep.steps = (int)(r.stopped_at - r.first_step);
         if ((st = finish(&r, &rep, true, &err)))
             goto out;
-        if (r.rank == 0)
+        if (r.rank == 0 && r.o.save_dir)
             printf("stopped by %s after step %lld (checkpoint saved); continue with --resume "
                    "%s --save-dir %s (without --save-dir the continued run saves nothing)\n",
-                   r.stopped_by == SIGTERM  ? "SIGTERM"
-                   : r.stopped_by == SIGINT ? "SIGINT"
-                                            : "SIGUSR1",
-                   (long long)r.stopped_at, r.o.save_dir, r.o.save_dir);
+                   cli_stop_signal_name(r.stopped_by), (long long)r.stopped_at, r.o.save_dir,
+                   r.o.save_dir);
+        else if (r.rank == 0)
+            printf("stopped by %s after step %lld (nothing saved: no --save-dir)\n",
+                   cli_stop_signal_name(r.stopped_by), (long long)r.stopped_at);
+        fflush(stdout); /* under mpirun's kill, before its SIGKILL can come */
         train_free(&r, ZC_OK);
-        return 128 + r.stopped_by; /* the shell's code for a process ended by that signal */
+        return cli_stop_signal_exit_code(r.stopped_by); /* the shell's code for that signal */
     }
     st = finish(&r, &rep, false, &err);
 out:

@@ -844,6 +844,101 @@ def test_stop_signal_saves():
               f"{n} ranks: resumed after the stop at step {step} differs from a straight run")
 
 
+def test_stop_under_mpirun_saves():
+    """Ctrl-C (SIGINT to the process group of `mpirun -np 2 zeroc train`) and SIGTERM to mpirun
+    alone, at a size where the save takes seconds (100 M parameters, 1.2 GB of checkpoint; Open
+    MPI's default odls_base_sigkill_timeout of 1 s would kill it half-way): mpirun gives its ranks
+    SIGCONT, SIGTERM T s later and SIGKILL T s after that; with T set, every rank ends its step,
+    saves it (`latest` names it, `ckpt verify` passes, nothing half-written is left), writes the
+    report and says it was stopped by mpirun's SIGTERM; mpirun returns 1 (its code after a SIGINT
+    or SIGTERM, whatever its ranks return). Without --save-dir a stop (SIGINT to one process) ends
+    the run at the step's end with its report and exit 130."""
+    import re
+    import time
+    t_kill = 40 if H_.sanitized else 10
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "passive",
+           "OMPI_MCA_odls_base_sigkill_timeout": str(t_kill)}
+    fwd = [a for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "OMP_WAIT_POLICY",
+                       "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS") if v in env
+           for a in ("-x", v)]
+    big = ["--model", "mlp", "--hidden", 2048, "--layers", 24, "--stage", 3, "--micro-batch", 8]
+
+    def started(cmd, environ):
+        """cmd in a session of its own (the signal to its group is not this script's), once it
+        prints its first step (the handlers are in place)."""
+        a = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=environ, start_new_session=True)
+        first = ""
+        for line in a.stdout:
+            first += line
+            if line.startswith("step "):
+                break
+        return a, first
+
+    # mpirun is run here, not through mpirun.sh: its `timeout` would pass the group's SIGINT on
+    # to mpirun a second time, and a second SIGINT within 5 s makes mpirun kill its ranks at once
+    for how, sig in (("group", signal.SIGINT), ("mpirun", signal.SIGTERM)):
+        d, rep = H_.path(f"ck-mpirun-stop-{how}"), H_.path(f"mpirun-stop-{how}.json")
+        a, first = started(["mpirun", "--oversubscribe", "--bind-to", "none", "-np", "2", *fwd,
+                            H_.zeroc, "train", *map(str, big), "--steps", str(10**6),
+                            "--save-dir", d, "--report", rep], env)
+        t0 = time.monotonic()
+        try:
+            if how == "group":
+                os.killpg(a.pid, sig)
+            else:
+                os.kill(a.pid, sig)
+            out, err = a.communicate(timeout=4 * t_kill + 120)
+        finally:
+            if a.poll() is None:
+                os.killpg(a.pid, signal.SIGKILL)
+                a.wait()
+        took = time.monotonic() - t0
+        out = first + out
+        m = re.search(r"stopped by mpirun's SIGTERM \(mpirun was sent SIGINT or SIGTERM\) after "
+                      r"step (\d+) \(checkpoint saved\); continue with --resume (\S+) --save-dir",
+                      out)
+        saved = re.search(r"saved \S+/step-(\d+) in ([\d.]+) s", out)
+        what = (f"{sig.name} to {how}: exit {a.returncode} after {took:.1f} s, "
+                f"{out[-600:]!r} {err[-600:]!r}")
+        check(a.returncode == 1 and m and m.group(2) == d and saved and
+              saved.group(1) == f"{int(m.group(1)):06d}", what)
+        if not m:
+            continue
+        step = int(m.group(1))
+        latest = open(os.path.join(d, "latest")).read().strip() \
+            if os.path.exists(os.path.join(d, "latest")) else None
+        left = [f for f in os.listdir(d) if f.startswith(".tmp")]
+        check(latest == f"step-{step:06d}" and not left,
+              f"{how}: latest {latest!r}, expected step-{step:06d}; half-written: {left}")
+        v = subprocess.run([H_.zeroc, "ckpt", "verify", d], capture_output=True, text=True)
+        check(v.returncode == 0 and f"step {step}, written by 2 ranks" in v.stdout,
+              f"{how}: verify {v.stdout!r} {v.stderr!r} (the save took {saved.group(2)} s)")
+        r = json.load(open(rep)) if os.path.exists(rep) else {}
+        check(r.get("steps") == step and len(r.get("loss", [])) == step,
+              f"{how}: the report of {step} steps: {str(r)[:200]}")
+        shutil.rmtree(d)
+
+    # without --save-dir: the stop ends the run at the step's end, and its report is written
+    rep = H_.path("stop-no-save-dir.json")
+    one = {k: v for k, v in env.items() if not k.startswith("OMPI_")}
+    a, first = started([H_.zeroc, "train", *map(str, MLP), "--steps", str(10**8), "--report", rep],
+                       one)
+    try:
+        os.killpg(a.pid, signal.SIGINT)
+        out, err = a.communicate(timeout=120)
+    finally:
+        if a.poll() is None:
+            os.killpg(a.pid, signal.SIGKILL)
+            a.wait()
+    m = re.search(r"stopped by SIGINT after step (\d+) \(nothing saved: no --save-dir\)", out)
+    r = json.load(open(rep)) if os.path.exists(rep) else {}
+    check(a.returncode == 130 and m and r.get("steps") == int(m.group(1)),
+          f"no --save-dir: exit {a.returncode}, {out[-300:]!r} {err[-300:]!r}, report "
+          f"{str(r)[:200]}")
+
+
 def test_resume_data_position():
     """A resume under another global batch reads the training file on from where the
     checkpoint's run stopped (it restarted at step x its own batch, skipping or repeating
@@ -1137,6 +1232,7 @@ TESTS = [test_exact_resume, test_crash_during_save, test_crash_resaving_a_step, 
          test_resume_without_latest, test_resume_keeping_nothing_warns, test_keep_after_rollback,
          test_trainer_record_ranges, test_init_offsets_out_of_range,
          test_save_verified_before_saved, test_manifest_edits, test_stop_signal_saves,
+         test_stop_under_mpirun_saves,
          test_resume_data_position, test_resume_earlier_format]
 
 if __name__ == "__main__":
