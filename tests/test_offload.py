@@ -198,6 +198,23 @@ def test_adamw8bit():
                    for x in pieces(shard(u, n), sg))
         check(all(y == want for y in b["update_read_bytes"]),
               f"sub_group {sg}: AdamW8bit update reads {b['update_read_bytes']}, want {want}")
+    # checkpoints read and write the records: saved at step 2 and resumed, with the moments on
+    # disk both times or on disk only in the resumed run, equals the uninterrupted run
+    a4 = ["--hidden", h, "--layers", layers, "--micro-batch", 4, "--optimizer", "AdamW8bit",
+          "--dtype", "bf16"]
+    for stage, par in ((1, 0), (3, 1)):
+        tag = f"a8-ck-{stage}"
+        cfg = config(tag, opt=True, par=par)
+        full, _ = train(2, tag + "-full", *a4, "--stage", stage, "--steps", 4, "--config", cfg)
+        for saved_on_disk in (True, False):
+            d = H_.path(f"{tag}-{saved_on_disk}")
+            train(2, tag + "-half", *a4, "--stage", stage, "--steps", 2, "--save-dir", d,
+                  *(["--config", cfg] if saved_on_disk else []))
+            res, _ = train(2, tag + "-res", *a4, "--stage", stage, "--steps", 4, "--resume", d,
+                           "--config", cfg)
+            check(res["weights_sha256"] == full["weights_sha256"] and
+                  res["loss"] == full["loss"][2:],
+                  f"{tag}: resumed (saved on disk: {saved_on_disk}) differs from uninterrupted")
     # the estimate: RAM states, disk bytes and the offload buffers' bound equal the run's
     for stage in (1, 2, 3):
         par = stage == 3

@@ -2950,6 +2950,23 @@ static zc_status q8_write(zc_engine *e, int unit, size_t k, size_t n, const floa
     return st;
 }
 
+zc_status zc_engine_q8_codes(zc_engine *e, int unit, bool is_signed, size_t first, size_t n,
+                             uint8_t *buf, bool write, zc_err *err)
+{
+    unit_t *u = &e->units[unit];
+    ZC_ASSERT(q8_moments(e) && first >= opt_lo(e, u) && first + n <= opt_lo(e, u) + u->opt_n);
+    return q8_codes_io(e, u, is_signed, first - opt_lo(e, u), n, buf, write, err);
+}
+
+zc_status zc_engine_q8_scales(zc_engine *e, int unit, bool is_signed, size_t shard, size_t b,
+                              size_t n, float *buf, bool write, zc_err *err)
+{
+    unit_t *u = &e->units[unit];
+    const size_t S = u->info.shard, nb = q8_shard_scales(u), s0 = opt_lo(e, u) / S;
+    ZC_ASSERT(q8_moments(e) && shard >= s0 && (shard - s0) * S < u->opt_n && b + n <= nb);
+    return q8_scales_io(e, u, is_signed, (shard - s0) * nb + b, n, buf, write, err);
+}
+
 zc_status zc_engine_export_owned(zc_engine *e, int unit, zc_state_kind kind, size_t off, size_t n,
                                  float *dst, zc_err *err)
 {
