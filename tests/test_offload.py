@@ -131,6 +131,110 @@ def test_mlp_bitwise():
                 check(swap_files() == [], f"{tag}: swap files left: {swap_files()}")
 
 
+def q8_record(k):
+    """AdamW8bit on disk: one moment's record for a sub-group of k elements — k codes padded to
+    whole 256-element blocks, then a 4-byte scale per block (260 bytes a block), in 4 KiB."""
+    return region(-(-k // 256) * 260)
+
+
+def pieces(S, sg):
+    return [min(sg, S - o) for o in range(0, S, sg)]
+
+
+def test_adamw8bit():
+    """optimizer.type AdamW8bit with offload_optimizer nvme: MLP, N = 1 and 2, fp32 and bf16,
+    stages 1–3 (and stage 3 with the parameters on disk too), two and more sub-groups per unit:
+    the weights and losses equal AdamW8bit's in RAM bit for bit; the swap bytes are the records'
+    (q8_record per sub-group and moment); RAM holds no moment; and per step the update reads and
+    writes, per moment, the records instead of 4 bytes an element — the exact difference."""
+    h, layers = 64, 3
+    units = mlp_units(h, layers)
+    args = ["--hidden", h, "--layers", layers, "--micro-batch", 4, "--steps", 3,
+            "--optimizer", "AdamW8bit"]
+    k = 0
+    for n in H_.trim((1, 2), (2,)):
+        for dtype in ("fp32", "bf16"):
+            P = SIZE[dtype]
+            base = {s: train(n, f"a8-ram-{n}-{dtype}-{s}", *args, "--stage", s, "--dtype",
+                             dtype)[0] for s in (1, 2, 3)}
+            for stage, opt, par in ((1, 1, 0), (2, 1, 0), (3, 1, 0), (3, 1, 1)):
+                engine = ("io_uring", "threads")[k % 2]
+                k += 1
+                tag = f"a8-{n}-{dtype}-s{stage}-o{opt}p{par}-{engine}"
+                rep, _ = train(n, tag, *args, "--stage", stage, "--dtype", dtype, "--config",
+                               config(tag, opt=opt, par=par, engine=engine))
+                check(rep["weights_sha256"] == base[stage]["weights_sha256"],
+                      f"{tag}: weights differ from AdamW8bit in RAM")
+                check(rep["loss"] == base[stage]["loss"], f"{tag}: losses differ")
+                want = 0
+                for u in units:
+                    S = shard(u, n)
+                    want += (region(S * P) if stage == 3 else 0) + \
+                        (region(S * 4) if P == 2 else 0) + \
+                        2 * sum(q8_record(x) for x in pieces(S, 2048)) + \
+                        (region(S * P) if par else 0)
+                r0 = rep["memory"]["ranks"][0]
+                check(r0["nvme"] == want, f"{tag}: nvme {r0['nvme']} != {want}")
+                check(r0["optimizer"] == 0, f"{tag}: {r0['optimizer']} optimizer bytes in RAM")
+                check(swap_files() == [], f"{tag}: swap files left: {swap_files()}")
+    # the update's disk bytes per step, AdamW vs AdamW8bit (N = 2, bf16, stage 3): only the
+    # moments differ — per sub-group of k elements and per moment region(4k) vs q8_record(k)
+    n = 2
+    for sg in (2048, 262144):
+        reps = {}
+        for opt in ("AdamW", "AdamW8bit"):
+            tag = f"a8-bytes-{opt}-{sg}"
+            reps[opt], _ = train(n, tag, *args[:-1], opt, "--stage", 3, "--dtype", "bf16",
+                                 "--config", config(tag, opt=True, sub_group=sg))
+        saved = 2 * sum(region(4 * x) - q8_record(x) for u in units
+                        for x in pieces(shard(u, n), sg))
+        a, b = reps["AdamW"]["offload"], reps["AdamW8bit"]["offload"]
+        for key in ("update_read_bytes", "update_written_bytes"):
+            for step, (x, y) in enumerate(zip(a[key], b[key])):
+                check(x - y == saved, f"sub_group {sg} step {step}: {key} AdamW {x} - "
+                      f"AdamW8bit {y} = {x - y}, want {saved}")
+        # the read itself: per sub-group the fp32 master, the bf16 gradients and two records
+        want = sum(region(4 * x) + region(2 * x) + 2 * q8_record(x) for u in units
+                   for x in pieces(shard(u, n), sg))
+        check(all(y == want for y in b["update_read_bytes"]),
+              f"sub_group {sg}: AdamW8bit update reads {b['update_read_bytes']}, want {want}")
+    # checkpoints read and write the records: saved at step 2 and resumed, with the moments on
+    # disk both times or on disk only in the resumed run, equals the uninterrupted run
+    a4 = ["--hidden", h, "--layers", layers, "--micro-batch", 4, "--optimizer", "AdamW8bit",
+          "--dtype", "bf16"]
+    for stage, par in ((1, 0), (3, 1)):
+        tag = f"a8-ck-{stage}"
+        cfg = config(tag, opt=True, par=par)
+        full, _ = train(2, tag + "-full", *a4, "--stage", stage, "--steps", 4, "--config", cfg)
+        for saved_on_disk in (True, False):
+            d = H_.path(f"{tag}-{saved_on_disk}")
+            train(2, tag + "-half", *a4, "--stage", stage, "--steps", 2, "--save-dir", d,
+                  *(["--config", cfg] if saved_on_disk else []))
+            res, _ = train(2, tag + "-res", *a4, "--stage", stage, "--steps", 4, "--resume", d,
+                           "--config", cfg)
+            check(res["weights_sha256"] == full["weights_sha256"] and
+                  res["loss"] == full["loss"][2:],
+                  f"{tag}: resumed (saved on disk: {saved_on_disk}) differs from uninterrupted")
+    # the estimate: RAM states, disk bytes and the offload buffers' bound equal the run's
+    for stage in (1, 2, 3):
+        par = stage == 3
+        est = {r["stage"]: r for r in H_.estimate(
+            "--model", "mlp", "--hidden", h, "--layers", layers, "--micro-batch", 4,
+            "--ranks", 2, "--dtype", "bf16", "--optimizer", "AdamW8bit",
+            "--offload-optimizer", "nvme",
+            *(["--offload-param", "nvme", "--max-in-cpu", 0] if par else []),
+            "--sub-group-size", 2048)["rows"]}
+        tag = f"a8-est-{stage}"
+        rep, _ = train(2, tag, *args, "--stage", stage, "--dtype", "bf16", "--config",
+                       config(tag, opt=True, par=par))
+        r0, e = rep["memory"]["ranks"][0], est[stage]
+        got = (r0["params"], r0["grads"], r0["optimizer"], r0["nvme"])
+        want = (e["params"], e["grads"], e["optimizer"], e["nvme"])
+        check(got == want, f"{tag}: measured {got} != estimate {want}")
+        check(r0["offload_peak"] <= e["offload_buffers_bound"],
+              f"{tag}: offload peak {r0['offload_peak']} > bound {e['offload_buffers_bound']}")
+
+
 def test_fp16_overflow_with_offload():
     """fp16 with a loss scale that overflows at first (2^40): the skipped steps and the scale's
     descent are the same with both offloads as in RAM, and so are the final weights."""
@@ -699,7 +803,7 @@ def test_cpu_device():
 if __name__ == "__main__":
     os.makedirs(NVME, exist_ok=True)
     try:
-        H_.main([test_mlp_bitwise, test_fp16_overflow_with_offload, test_partial_offload,
+        H_.main([test_mlp_bitwise, test_adamw8bit, test_fp16_overflow_with_offload, test_partial_offload,
                  test_gpt2_bitwise, test_resume_with_offload,
                  test_ram_flat_in_model_size, test_estimate_matches, test_buffer_count_bounded,
                  test_io_buffers_reused,

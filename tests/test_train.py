@@ -133,6 +133,34 @@ def test_adamw8bit():
     check(r["first_step"] == 10 and abs(r["loss"][-1] - full["loss"][-1]) < 0.05 * full["loss"][-1],
           f"AdamW8bit resharded 3 -> 2 ranks: first step {r['first_step']}, last loss "
           f"{r['loss'][-1]} vs {full['loss'][-1]}")
+    # the checkpoint keeps the codes and scales as they are (moments_format q8): per rank and
+    # unit its owned n elements' fp32 weights, then n codes of m, of v, ceil(n/256) fp32 scales
+    # of m, of v (instead of 3 · 4n bytes); ckpt verify and inspect name the format
+    ck = os.path.join(TMP, "a8-ck-s0", "step-000010")
+    with open(os.path.join(ck, "manifest.json")) as f:
+        man = json.load(f)
+    check(man["optimizer"] == {"type": "AdamW8bit", "moments": 2, "moments_format": "q8"},
+          f"AdamW8bit manifest optimizer: {man['optimizer']}")
+    S = padded(UNIT, 3) // 3
+    for r, fo in enumerate(man["files"]):
+        own = max(0, min(UNIT - r * S, S))
+        want = 32 + L * (4 * own + 2 * (own + 4 * -(-own // 256)))
+        check(fo["bytes"] == want and os.path.getsize(os.path.join(ck, fo["name"])) == want,
+              f"AdamW8bit shard {r}: {fo['bytes']} bytes, want {want}")
+    for verb in ("verify", "inspect"):
+        p = H_.run(1, "ckpt", verb, ck)
+        check("AdamW8bit (moments as 8-bit codes and scales)" in p.stdout,
+              f"ckpt {verb} of a q8 checkpoint: {p.stdout!r}")
+    # the other optimizer loads it dequantized, and AdamW's checkpoint (fp32 moments: the
+    # format AdamW8bit wrote before q8) loads into AdamW8bit, requantized; both train on
+    r, _ = train(3, 2, "a8-into-adamw", "--resume", ck, steps=20)
+    check(r["first_step"] == 10 and abs(r["loss"][-1] - full["loss"][-1]) < 0.05 * full["loss"][-1],
+          f"AdamW from an AdamW8bit checkpoint: {r['first_step']}, {r['loss'][-1]}")
+    d = os.path.join(TMP, "a8-adamw-ck")
+    train(3, 2, "a8-adamw-half", "--save-dir", d, "--save-every", 10)
+    r, _ = train(3, 2, "a8-from-adamw", "--config", cfg, "--resume", d, steps=20)
+    check(r["first_step"] == 10 and abs(r["loss"][-1] - full["loss"][-1]) < 0.05 * full["loss"][-1],
+          f"AdamW8bit from an AdamW checkpoint: {r['first_step']}, {r['loss'][-1]}")
 
 
 # Tolerances for "the same math, summed in another order". With SGD (+ momentum) the update is

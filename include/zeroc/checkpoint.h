@@ -15,7 +15,9 @@
  *   24      8     step (the manifest's step)
  *   32      ...   for each unit u in registration order, n_u = the rank's owned element count
  *                 (min((r+1)·S_u, Ψ_u) − r·S_u, or 0): n_u float32 parameters, then n_u floats
- *                 of each optimizer moment (m, then v for Adam)
+ *                 of each optimizer moment (m, then v for Adam); with optimizer.moments_format
+ *                 "q8" (AdamW8bit) instead n_u uint8 codes of m, n_u of v, then ceil(n_u / 256)
+ *                 float32 scales of m, of v (blocks from the shard's first element)
  *
  * manifest.json (rank 0), a JSON object; every reader checks every field (src/ckpt/manifest.c):
  *   KEY                 TYPE     DESCRIPTION
@@ -28,7 +30,9 @@
  *   stage               int      ZeRO stage of the writer, 0..3 (informational: any stage loads)
  *   dtype               string   fp32, bf16 or fp16 (the shards are fp32 in every case)
  *   optimizer           object   type ("AdamW" or "Adam" as configured, "SGD+momentum", "SGD";
- *                                earlier zerocs wrote "Adam" for AdamW too) and moments K (2, 1, 0)
+ *                                earlier zerocs wrote "Adam" for AdamW too; "AdamW8bit") and
+ *                                moments K (2, 1, 0); moments_format "q8" (AdamW8bit only: its
+ *                                codes and scales as they are) or "fp32" (absent: fp32)
  *   step                int      trainer steps done; equal to N of a directory named step-N and
  *                                to every shard header's step
  *   optimizer_steps     int      updates applied (≤ step: fp16 overflows skip steps)

@@ -137,6 +137,10 @@ ZC_API zc_status zc_estimate_check(const zc_estimate_in *in, zc_err *err);
 ZC_API zc_offload_plan zc_estimate_offload(const zc_estimate_in *in, zc_unit_offload *units);
 /* Bytes this rank keeps on disk (both swap files): the ledger's "nvme". */
 ZC_API int64_t zc_estimate_nvme_bytes(const zc_estimate_in *in);
+/* AdamW8bit on disk: bytes of one moment's record for a sub-group of k elements (its codes,
+ * padded to a whole block, then its fp32 scales; padded to 4 KiB). A unit's moment region is its
+ * shard's sub-groups' records in order, each sub-group at j · record(sub_group). */
+ZC_API int64_t zc_estimate_q8_record(int64_t k);
 /* Bound of the ledger's "offload" peak (RAM the disk tier streams through). */
 ZC_API int64_t zc_estimate_offload_bound(const zc_estimate_in *in);
 

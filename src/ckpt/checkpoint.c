@@ -35,6 +35,7 @@
 #include "engine/engine_state.h"
 #include "offload/direct_file.h"
 #include "zeroc/checkpoint.h"
+#include "zeroc/optim.h"
 #include "zeroc_version.h" /* generated at build time (cmake/zeroc_version.cmake) */
 
 enum { HEADER_BYTES = ZC_SHARD_HEADER_BYTES };
@@ -211,9 +212,32 @@ static zc_status write_shard(zc_engine *e, const char *path, int64_t step, uint3
     float *buf = malloc((size_t)CHUNK * sizeof(float));
     if (!st && !buf)
         st = zc_err_set(err, ZC_ENOMEM, "out of memory writing '%s'", path);
+    const bool q8 = zc_engine_optim(e) == ZC_OPTIM_ADAMW8BIT;
     for (int u = 0; u < nunits && !st; u++) {
         size_t first, n;
         zc_engine_owned_range(e, u, &first, &n);
+        if (q8) { /* the weights, then the moments as they are: codes m, v; scales m, v */
+            const size_t nbk = zc_ckpt_q8_scales(n), r = (size_t)zc_engine_rank(e);
+            for (size_t at = 0; at < n && !st; at += CHUNK) {
+                size_t k = n - at < CHUNK ? n - at : CHUNK;
+                if (!(st = zc_engine_export_owned(e, u, ZC_STATE_WEIGHTS, at, k, buf, err)))
+                    st = zc_direct_file_append(f, buf, k * sizeof(float), err);
+            }
+            for (int x = 0; x < 4 && !st; x++) { /* the codes 4 floats' worth at a time */
+                const bool sgn = !(x & 1), codes = x < 2;
+                const size_t total_x = codes ? n : nbk, step_x = codes ? 4 * (size_t)CHUNK : CHUNK;
+                for (size_t at = 0; at < total_x && !st; at += step_x) {
+                    size_t k = total_x - at < step_x ? total_x - at : step_x;
+                    st = codes ? zc_engine_q8_codes(e, u, sgn, first + at, k, (uint8_t *)buf, false,
+                                                    err)
+                               : zc_engine_q8_scales(e, u, sgn, r, at, k, buf, false, err);
+                    if (!st)
+                        st = zc_direct_file_append(f, buf, codes ? k : k * sizeof(float), err);
+                }
+            }
+            total += (int64_t)zc_ckpt_section_bytes(n, K, true);
+            continue;
+        }
         for (int kind = 0; kind <= K && !st; kind++)
             for (size_t at = 0; at < n && !st; at += CHUNK) {
                 size_t k = n - at < CHUNK ? n - at : CHUNK;
@@ -251,6 +275,8 @@ static char *manifest_text(zc_engine *e, int64_t step, const char *config_json,
     cJSON_AddStringToObject(opt, "type",
                             K == 2 ? zc_optim_name(zc_engine_optim(e)) : zc_ckpt_optim_name(K));
     cJSON_AddNumberToObject(opt, "moments", K);
+    if (zc_engine_optim(e) == ZC_OPTIM_ADAMW8BIT) /* its codes and scales, as they are */
+        cJSON_AddStringToObject(opt, "moments_format", "q8");
     cJSON_AddNumberToObject(m, "step", (double)step);
     cJSON_AddNumberToObject(m, "optimizer_steps", (double)zc_engine_steps_done(e));
     const zc_loss_scaler *ls = zc_engine_loss_scaler(e);
@@ -576,7 +602,7 @@ static zc_status check_file(const char *ckdir, const zc_manifest *m, int r, zc_e
 {
     char path[4300];
     pathf(path, sizeof path, "%s/rank-%05d.bin", ckdir, r);
-    size_t want = zc_ckpt_file_bytes(m->numel, m->shard, m->nunits, r, m->K);
+    size_t want = zc_ckpt_file_bytes(m->numel, m->shard, m->nunits, r, m->K, m->q8);
     struct stat sb;
     if (stat(path, &sb))
         return zc_err_set(err, ZC_EIO, "%s: missing shard: %m", path);
@@ -724,8 +750,57 @@ static zc_status check_model(zc_engine *e, const zc_manifest *m, const char *ckd
     return ZC_OK;
 }
 
+/* Opens (once, after checking it) rank r's shard file. */
+static zc_status shard_fd(const char *ckdir, const zc_manifest *m, int *fds, char *checked, int r,
+                          zc_err *err)
+{
+    if (checked[r])
+        return ZC_OK;
+    zc_status st = check_file(ckdir, m, r, err);
+    if (st)
+        return st;
+    char path[4300];
+    pathf(path, sizeof path, "%s/rank-%05d.bin", ckdir, r);
+    if ((fds[r] = open(path, O_RDONLY)) < 0)
+        return zc_err_set(err, ZC_EIO, "cannot open %s: %m", path);
+    checked[r] = 1;
+    return ZC_OK;
+}
+
+/* Byte offsets in rank r's file of unit u's q8 codes and scales of m (k 1) or v (k 2). */
+static void q8_offsets(const zc_manifest *m, int u, int r, int k, off_t *codes, off_t *scales)
+{
+    size_t cnt = zc_ckpt_owned(m->numel[u], m->shard[u], r);
+    off_t sec = zc_ckpt_section_offset(m->numel, m->shard, u, r, m->K, true);
+    *codes = sec + (off_t)(cnt * sizeof(float) + (size_t)(k - 1) * cnt);
+    *scales = sec + (off_t)(cnt * sizeof(float) + 2 * cnt +
+                            (size_t)(k - 1) * zc_ckpt_q8_scales(cnt) * sizeof(float));
+}
+
+/* q8 moment k of rank r's owned elements [in, in + n), dequantized into dst. */
+static zc_status read_q8(int fd, const zc_manifest *m, int u, int r, int k, size_t in, size_t n,
+                         float *dst)
+{
+    enum { NB = 256 };
+    static _Thread_local uint8_t q[NB * 256];
+    float sc[NB];
+    off_t codes, scales;
+    q8_offsets(m, u, r, k, &codes, &scales);
+    for (size_t a = 0; a < n;) {
+        size_t i = in + a, b = i / 256, b0 = b * 256;
+        size_t c = b0 + NB * 256 - i < n - a ? b0 + NB * 256 - i : n - a;
+        size_t nb = (i + c - 1) / 256 - b + 1;
+        if (read_at(fd, q + (i - b0), c, codes + (off_t)i) ||
+            read_at(fd, sc, nb * sizeof(float), scales + (off_t)(b * sizeof(float))))
+            return ZC_EIO;
+        zc_q8_dequantize(q, sc, k == 1, i - b0, c, dst + a);
+        a += c;
+    }
+    return ZC_OK;
+}
+
 /* Reads logical range [first, first + n) of unit u, kind k (0 params, 1 m, 2 v) from the old
- * shards into dst. */
+ * shards into dst (q8 moments dequantized). */
 static zc_status read_range(const char *ckdir, const zc_manifest *m, int *fds, char *checked, int u,
                             int k, size_t first, size_t n, float *dst, zc_err *err)
 {
@@ -734,19 +809,13 @@ static zc_status read_range(const char *ckdir, const zc_manifest *m, int *fds, c
         int r = (int)(x / S);
         size_t lo = (size_t)r * S, cnt = zc_ckpt_owned(m->numel[u], S, r);
         size_t take = lo + cnt - x < first + n - x ? lo + cnt - x : first + n - x;
-        if (!checked[r]) {
-            zc_status st = check_file(ckdir, m, r, err);
-            if (st)
-                return st;
-            char path[4300];
-            pathf(path, sizeof path, "%s/rank-%05d.bin", ckdir, r);
-            if ((fds[r] = open(path, O_RDONLY)) < 0)
-                return zc_err_set(err, ZC_EIO, "cannot open %s: %m", path);
-            checked[r] = 1;
-        }
-        off_t off = zc_ckpt_section_offset(m->numel, m->shard, u, r, m->K) +
+        zc_status st = shard_fd(ckdir, m, fds, checked, r, err);
+        if (st)
+            return st;
+        off_t off = zc_ckpt_section_offset(m->numel, m->shard, u, r, m->K, m->q8) +
                     (off_t)(((size_t)k * cnt + (x - lo)) * sizeof(float));
-        if (read_at(fds[r], dst + (x - first), take * sizeof(float), off))
+        if (k && m->q8 ? read_q8(fds[r], m, u, r, k, x - lo, take, dst + (x - first)) != ZC_OK
+                       : read_at(fds[r], dst + (x - first), take * sizeof(float), off))
             return zc_err_set(err, ZC_EIO, "%s: cannot read shard rank %d: %m", ckdir, r);
         x += take;
     }
@@ -778,6 +847,39 @@ static zc_status load_local(zc_engine *e, const char *ckdir, zc_manifest *m, zc_
             size_t k = pf + pn - at < CHUNK ? pf + pn - at : CHUNK;
             if (!(st = read_range(ckdir, m, fds, checked, u, 0, at, k, buf, err)))
                 st = zc_engine_import(e, u, at, k, buf, NULL, NULL, err);
+        }
+        /* AdamW8bit's codes and scales into AdamW8bit on as many ranks: as they are (a shard's
+         * blocks are the same blocks); otherwise dequantized by read_range, and an AdamW8bit
+         * engine quantizes them afresh (zc_engine_import) */
+        const size_t S = m->shard[u];
+        if (m->q8 && zc_engine_optim(e) == ZC_OPTIM_ADAMW8BIT &&
+            m->world == zc_engine_world_size(e) && S == zc_engine_unit_info(e, u)->shard) {
+            for (size_t s = mf / S; !st && mn && s <= (mf + mn - 1) / S; s++) {
+                size_t cnt = zc_ckpt_owned(m->numel[u], S, (int)s), nbk = zc_ckpt_q8_scales(cnt);
+                if (!cnt || (st = shard_fd(ckdir, m, fds, checked, (int)s, err)))
+                    continue;
+                for (int k = 1; !st && k <= 2; k++) {
+                    off_t codes, scales;
+                    q8_offsets(m, u, (int)s, k, &codes, &scales);
+                    for (size_t at = 0; !st && at < cnt; at += 4 * (size_t)CHUNK) {
+                        size_t c = cnt - at < 4 * (size_t)CHUNK ? cnt - at : 4 * (size_t)CHUNK;
+                        st = read_at(fds[s], buf, c, codes + (off_t)at)
+                                 ? zc_err_set(err, ZC_EIO, "%s: cannot read shard rank %zu: %m",
+                                              ckdir, s)
+                                 : zc_engine_q8_codes(e, u, k == 1, s * S + at, c, (uint8_t *)buf,
+                                                      true, err);
+                    }
+                    for (size_t at = 0; !st && at < nbk; at += CHUNK) {
+                        size_t c = nbk - at < CHUNK ? nbk - at : CHUNK;
+                        st = read_at(fds[s], buf, c * sizeof(float),
+                                     scales + (off_t)(at * sizeof(float)))
+                                 ? zc_err_set(err, ZC_EIO, "%s: cannot read shard rank %zu: %m",
+                                              ckdir, s)
+                                 : zc_engine_q8_scales(e, u, k == 1, s, at, c, buf, true, err);
+                    }
+                }
+            }
+            continue;
         }
         for (size_t at = mf; !st && m->K && at < mf + mn; at += CHUNK) {
             size_t k = mf + mn - at < CHUNK ? mf + mn - at : CHUNK;
@@ -857,7 +959,7 @@ zc_status zc_ckpt_verify(const char *ckdir, char **summary, zc_err *err)
     int64_t total = 0;
     for (int r = 0; !st && r < m.world; r++) {
         st = check_file(ckdir, &m, r, err);
-        total += (int64_t)zc_ckpt_file_bytes(m.numel, m.shard, m.nunits, r, m.K);
+        total += (int64_t)zc_ckpt_file_bytes(m.numel, m.shard, m.nunits, r, m.K, m.q8);
     }
     if (!st && summary) {
         size_t psi = 0;
@@ -869,7 +971,8 @@ zc_status zc_ckpt_verify(const char *ckdir, char **summary, zc_err *err)
                   "%s: step %lld, written by %d ranks at ZeRO stage %d, %zu "
                   "parameters in %d units (%d tensors), optimizer %s, %lld bytes in %d "
                   "shards, every size and CRC32C correct, the manifest's SHA-256 and fields too",
-                  ckdir, (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams, m.optim,
+                  ckdir, (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams,
+                  m.q8 ? "AdamW8bit (moments as 8-bit codes and scales)" : m.optim,
                   (long long)total, m.world);
         *summary = s;
     }
@@ -887,7 +990,7 @@ zc_status zc_ckpt_inspect(const char *ckdir, char **summary, zc_err *err)
         for (int u = 0; u < m.nunits; u++)
             psi += m.numel[u];
         for (int r = 0; r < m.world; r++)
-            total += (int64_t)zc_ckpt_file_bytes(m.numel, m.shard, m.nunits, r, m.K);
+            total += (int64_t)zc_ckpt_file_bytes(m.numel, m.shard, m.nunits, r, m.K, m.q8);
         char producer[ZC_PRODUCER_VERSION_MAX + 64];
         if (m.producer_version)
             pathf(producer, sizeof producer, "zeroc %s", m.producer_version);
@@ -900,7 +1003,8 @@ zc_status zc_ckpt_inspect(const char *ckdir, char **summary, zc_err *err)
                   "%s: step %lld, written by %d ranks at ZeRO stage %d, %zu parameters "
                   "in %d units (%d tensors), optimizer %s, %lld bytes in %d shards; manifest "
                   "format %d, written by %s",
-                  ckdir, (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams, m.optim,
+                  ckdir, (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams,
+                  m.q8 ? "AdamW8bit (moments as 8-bit codes and scales)" : m.optim,
                   (long long)total, m.world, m.format, producer);
         *summary = s;
     }

@@ -235,8 +235,8 @@ static zc_status read_top(const char *ckdir, const char *path, zc_manifest *m, z
     const cJSON *optim = cJSON_GetObjectItemCaseSensitive(r, "optimizer");
     if ((st = get_int(path, "optimizer.", optim, "moments", 0, 2, &k, err)))
         return st;
-    /* two moments: AdamW, Adam or AdamW8bit as configured (earlier zerocs wrote Adam for both;
-     * AdamW8bit's are saved dequantized, as fp32); SGD by its moments */
+    /* two moments: AdamW, Adam or AdamW8bit as configured (earlier zerocs wrote Adam for both);
+     * SGD by its moments */
     const char *type = get_string(optim, "type");
     if (!type || (strcmp(type, zc_ckpt_optim_name((int)k)) &&
                   (k != 2 || (strcmp(type, "AdamW") && strcmp(type, "AdamW8bit")))))
@@ -269,6 +269,15 @@ static zc_status read_top(const char *ckdir, const char *path, zc_manifest *m, z
                           "wrote it (1 to %d printable ASCII characters)",
                           path, shown(pv, b), ZC_PRODUCER_VERSION_MAX - 1);
     m->producer_version = pv ? pv->valuestring : NULL;
+    /* AdamW8bit's moments: "q8", its codes and scales as they are; absent or "fp32", floats (as
+     * every other optimizer's, and AdamW8bit's before q8 checkpoints) */
+    const char *mf = get_string(optim, "moments_format");
+    if (cJSON_GetObjectItemCaseSensitive(optim, "moments_format") &&
+        (!mf || (strcmp(mf, "fp32") && (strcmp(mf, "q8") || strcmp(type, "AdamW8bit")))))
+        return zc_err_set(err, ZC_EINVAL, "%s: optimizer.moments_format is '%s', expected 'fp32'%s",
+                          path, mf ? mf : "not a string",
+                          strcmp(type, "AdamW8bit") ? "" : " or 'q8'");
+    m->q8 = mf && !strcmp(mf, "q8");
     m->optim = type;
     m->world = (int)w, m->stage = (int)s, m->K = (int)k, m->step = step;
     m->optimizer_steps = opt;
@@ -467,7 +476,8 @@ static zc_status read_files(const char *path, zc_manifest *m, zc_err *err)
         if (!name || strcmp(name, want))
             return zc_err_set(err, ZC_EINVAL, "%s: %sname is %s, expected \"%s\"", path, where,
                               shown(cJSON_GetObjectItemCaseSensitive(f, "name"), b), want);
-        int64_t bytes, layout = (int64_t)zc_ckpt_file_bytes(m->numel, m->shard, m->nunits, r, m->K);
+        int64_t bytes,
+            layout = (int64_t)zc_ckpt_file_bytes(m->numel, m->shard, m->nunits, r, m->K, m->q8);
         zc_status st = get_int(path, where, f, "bytes", layout, layout, &bytes, err);
         if (st)
             return st;

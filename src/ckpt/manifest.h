@@ -33,6 +33,7 @@ typedef struct {
     const char *producer_version; /* in root; NULL when not recorded (format 2) */
     const char *optim;            /* optimizer.type, in root: AdamW/Adam, SGD+momentum, SGD */
     int world, stage, K, nunits, nparams;
+    bool q8; /* optimizer.moments_format "q8": AdamW8bit's codes and scales as they are */
     int64_t step, optimizer_steps;
     size_t *numel, *shard; /* per unit */
     zc_param_info *params; /* per parameter, contiguous within their unit */
@@ -55,20 +56,34 @@ static inline size_t zc_ckpt_owned(size_t numel, size_t shard, int rank)
     return hi > lo ? hi - lo : 0;
 }
 
-/* Byte offset of unit u's section in rank r's file; a section holds (1 + K) × owned floats. */
+/* Scales of n owned elements in a q8 section: one per ZC_Q8_BLOCK (256) from the shard's start. */
+static inline size_t zc_ckpt_q8_scales(size_t n)
+{
+    return (n + 255) / 256;
+}
+
+/* Bytes of a section of n owned elements: (1 + K) × n floats; with q8 (K = 2: AdamW8bit's
+ * moments as they are) n floats, m's n codes, v's n codes, m's scales, v's scales (fp32). */
+static inline size_t zc_ckpt_section_bytes(size_t n, int K, bool q8)
+{
+    return q8 ? n * sizeof(float) + 2 * (n + zc_ckpt_q8_scales(n) * sizeof(float))
+              : (1 + (size_t)K) * n * sizeof(float);
+}
+
+/* Byte offset of unit u's section in rank r's file. */
 static inline off_t zc_ckpt_section_offset(const size_t *numel, const size_t *shard, int u,
-                                           int rank, int K)
+                                           int rank, int K, bool q8)
 {
     off_t off = ZC_SHARD_HEADER_BYTES;
     for (int v = 0; v < u; v++)
-        off += (off_t)((1 + (size_t)K) * zc_ckpt_owned(numel[v], shard[v], rank) * sizeof(float));
+        off += (off_t)zc_ckpt_section_bytes(zc_ckpt_owned(numel[v], shard[v], rank), K, q8);
     return off;
 }
 
 static inline size_t zc_ckpt_file_bytes(const size_t *numel, const size_t *shard, int nunits,
-                                        int rank, int K)
+                                        int rank, int K, bool q8)
 {
-    return (size_t)zc_ckpt_section_offset(numel, shard, nunits, rank, K);
+    return (size_t)zc_ckpt_section_offset(numel, shard, nunits, rank, K, q8);
 }
 
 static inline const char *zc_ckpt_optim_name(int K)

@@ -2348,13 +2348,6 @@ static void check_rules(const ctx *c, const zc_config *cfg, int world_size)
                         "optimizer.params.adam_w_mode is false but optimizer.type is %s, whose "
                         "weight decay is always decoupled; use type Adam for L2 weight decay",
                         zc_optim_name(cfg->optim)));
-    /* the sub-group stream carries fp32 moments only, for now */
-    if (cfg->optim == ZC_OPTIM_ADAMW8BIT && cfg->offload_optimizer == ZC_OFFLOAD_NVME)
-        collect(c, fail(c, ZC_EINVAL,
-                        "zero_optimization.offload_optimizer.device nvme is not supported with "
-                        "optimizer.type AdamW8bit yet (its 8-bit moments stay in RAM: 2 bytes "
-                        "per parameter instead of AdamW's 8); set offload_optimizer.device none "
-                        "or cpu, or use AdamW"));
     collect(c, sgd_without_adam_params(c, cfg));
     if ((cfg->quantized_weights || cfg->quantized_gradients || cfg->hpz_partition_size > 1) &&
         cfg->stage != 3)

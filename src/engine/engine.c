@@ -1092,6 +1092,61 @@ static size_t q8_scales(const unit_t *u)
     return u->opt_n / u->info.shard * q8_shard_scales(u);
 }
 
+static size_t min_z(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* AdamW8bit's codes of m (is_signed) or v at optimizer indices [k, k + n): read into buf, or
+ * written from it. In RAM the arrays; on disk (stages 1–3: the range is one shard) the records of
+ * zc_estimate_q8_record, one per sub-group, the codes first. */
+static zc_status q8_codes_io(zc_engine *e, const unit_t *u, bool is_signed, size_t k, size_t n,
+                             uint8_t *buf, bool write, zc_err *err)
+{
+    if (!u->disk.optimizer) {
+        uint8_t *q = (is_signed ? u->mq : u->vq) + k;
+        memcpy(write ? q : buf, write ? buf : q, n);
+        return ZC_OK;
+    }
+    const size_t sg = (size_t)e->plan.sub_group;
+    const int64_t R = zc_estimate_q8_record((int64_t)sg);
+    const int64_t base = is_signed ? u->disk.m_off : u->disk.v_off;
+    zc_status st = ZC_OK;
+    for (size_t a = 0; !st && a < n;) {
+        size_t i = k + a, j = i / sg, in = i % sg, c = min_z(sg - in, n - a);
+        int64_t off = base + (int64_t)j * R + (int64_t)in;
+        st = write ? zc_swap_pwrite(e->swap_opt, buf + a, c, off, err)
+                   : zc_swap_pread(e->swap_opt, buf + a, c, off, err);
+        a += c;
+    }
+    return st;
+}
+
+/* The same for scales [b, b + n) of the unit's scale array (shard s's blocks from s · its
+ * scales): on disk each sub-group's after its codes, padded to whole blocks. */
+static zc_status q8_scales_io(zc_engine *e, const unit_t *u, bool is_signed, size_t b, size_t n,
+                              float *buf, bool write, zc_err *err)
+{
+    if (!u->disk.optimizer) {
+        float *sc = (is_signed ? u->ms : u->vs) + b;
+        memcpy(write ? sc : buf, write ? buf : sc, n * sizeof(float));
+        return ZC_OK;
+    }
+    const size_t sg = (size_t)e->plan.sub_group, per = sg / ZC_Q8_BLOCK, S = u->info.shard;
+    const int64_t R = zc_estimate_q8_record((int64_t)sg);
+    const int64_t base = is_signed ? u->disk.m_off : u->disk.v_off;
+    zc_status st = ZC_OK;
+    for (size_t a = 0; !st && a < n;) {
+        size_t x = b + a, j = x / per, in = x % per, c = min_z(per - in, n - a);
+        size_t kj = min_z(sg, S - j * sg), codes = (kj + ZC_Q8_BLOCK - 1) / ZC_Q8_BLOCK;
+        int64_t off = base + (int64_t)j * R + (int64_t)(codes * ZC_Q8_BLOCK + in * sizeof(float));
+        st = write ? zc_swap_pwrite(e->swap_opt, buf + a, c * sizeof(float), off, err)
+                   : zc_swap_pread(e->swap_opt, buf + a, c * sizeof(float), off, err);
+        a += c;
+    }
+    return st;
+}
+
 static size_t opt_moments(const zc_config *cfg)
 {
     if (cfg->optim == ZC_OPTIM_SGD)
@@ -1156,8 +1211,18 @@ static zc_status alloc_unit(zc_engine *e, int i, zc_err *err)
         return oom(e, err, "gradient shard", i, S * e->gs);
     if (e->mixed && !d->optimizer && !(u->master = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
         return oom(e, err, "fp32 master parameters", i, u->opt_n * sizeof(float));
-    if (q8_moments(e)) { /* codes of zero, scales 0 (config refuses them on disk) */
-        ZC_ASSERT(!d->optimizer);
+    if (q8_moments(e) && d->optimizer) { /* records on disk: scales 0, the zero codes */
+        uint8_t zero[4096];
+        zc_status st = ZC_OK;
+        for (int k = 0; k < 2; k++) {
+            memset(zero, zc_q8_zero_code(k == 0), sizeof zero);
+            for (size_t o = 0; !st && zero[0] && o < u->opt_n; o += sizeof zero)
+                st =
+                    q8_codes_io(e, u, k == 0, o, min_z(sizeof zero, u->opt_n - o), zero, true, err);
+        }
+        return st;
+    }
+    if (q8_moments(e)) { /* codes of zero, scales 0 */
         if (!(u->mq = alloc_b(e, ZC_MEM_OPTIMIZER, u->opt_n, 1)) ||
             !(u->vq = alloc_b(e, ZC_MEM_OPTIMIZER, u->opt_n, 1)) ||
             !(u->ms = alloc_f(e, ZC_MEM_OPTIMIZER, q8_scales(u))) ||
@@ -1297,10 +1362,21 @@ static zc_status build_jobs(zc_engine *e, zc_err *err)
                          : stream_ref(owned_params(e, u), par, d->params_off, o, k, 4, true, true);
             r[ZC_STREAM_GRADS] = stream_ref(owned_grads(e, u), d->grads ? e->swap_opt : NULL,
                                             d->grads_off, o, k, e->gs, true, false);
-            if (moments >= 1)
-                r[ZC_STREAM_M] = stream_ref(u->m, opt, d->m_off, o, k, 4, true, true);
-            if (moments >= 2)
-                r[ZC_STREAM_V] = stream_ref(u->v, opt, d->v_off, o, k, 4, true, true);
+            if (q8_moments(e) && opt) { /* each a sub-group's record: codes, then scales */
+                const int64_t R = zc_estimate_q8_record((int64_t)sg);
+                for (int a = ZC_STREAM_M; a <= ZC_STREAM_V; a++)
+                    r[a] = (zc_stream_ref){.swap = opt,
+                                           .off = (a == ZC_STREAM_M ? d->m_off : d->v_off) +
+                                                  (int64_t)j * R,
+                                           .bytes = zc_estimate_q8_record((int64_t)k),
+                                           .in = true,
+                                           .out = true};
+            } else if (!q8_moments(e)) { /* (AdamW8bit's in RAM: update_span8) */
+                if (moments >= 1)
+                    r[ZC_STREAM_M] = stream_ref(u->m, opt, d->m_off, o, k, 4, true, true);
+                if (moments >= 2)
+                    r[ZC_STREAM_V] = stream_ref(u->v, opt, d->v_off, o, k, 4, true, true);
+            }
             if (e->mixed)
                 r[ZC_STREAM_PARAMS] =
                     stream_ref(owned_params(e, u), par, d->params_off, o, k, e->ps, false, true);
@@ -2390,17 +2466,22 @@ static int64_t update_span(const zc_engine *e, float *w, const void *g, float *m
 /* AdamW8bit over n elements of unit u's optimizer range from its index o (o and, unless the
  * span ends the range, n a whole number of blocks): shard by shard, each shard's blocks from
  * its own start, so stage 0 (every shard) and stages 1–3 (one) compute the same blocks. */
+static zc_adam_hparams adam8_hparams(const zc_engine *e)
+{
+    return (zc_adam_hparams){.lr = e->lr,
+                             .beta1 = e->cfg.beta1,
+                             .beta2 = e->cfg.beta2,
+                             .eps = e->cfg.eps,
+                             .weight_decay = e->cfg.weight_decay,
+                             .decoupled = true,
+                             .uncorrected = !e->cfg.bias_correction,
+                             .step = e->step + 1};
+}
+
 static int64_t update_span8(const zc_engine *e, const unit_t *u, float *w, const void *g,
                             void *params, size_t o, size_t n, float gscale)
 {
-    zc_adam_hparams h = {.lr = e->lr,
-                         .beta1 = e->cfg.beta1,
-                         .beta2 = e->cfg.beta2,
-                         .eps = e->cfg.eps,
-                         .weight_decay = e->cfg.weight_decay,
-                         .decoupled = true,
-                         .uncorrected = !e->cfg.bias_correction,
-                         .step = e->step + 1};
+    zc_adam_hparams h = adam8_hparams(e);
     const size_t S = u->info.shard, nb = q8_shard_scales(u);
     int64_t bad = 0;
     for (size_t a = 0; a < n;) {
@@ -2457,7 +2538,18 @@ static zc_status unit_update(zc_engine *e, unit_t *u, float gscale, zc_err *err)
     for (int j = 0; !st && j < u->njobs; j++) {
         void *a[ZC_NSTREAMS];
         size_t k = u->opt_n - (size_t)j * sg < sg ? u->opt_n - (size_t)j * sg : sg;
-        if (!(st = zc_stream_next(e->stream, a, err)) && q8_moments(e)) {
+        if (!(st = zc_stream_next(e->stream, a, err)) && q8_moments(e) && a[ZC_STREAM_M]) {
+            /* the sub-group's records (one shard: stages 1–3; its blocks from the sub-group's
+             * start, a multiple of 2048 elements, so the shard's own blocks) */
+            size_t codes = (k + ZC_Q8_BLOCK - 1) / ZC_Q8_BLOCK * ZC_Q8_BLOCK;
+            uint8_t *mr = a[ZC_STREAM_M], *vr = a[ZC_STREAM_V];
+            zc_adam_hparams h = adam8_hparams(e);
+            u->nonfinite +=
+                zc_adam8_update(a[ZC_STREAM_WEIGHTS], a[ZC_STREAM_GRADS], e->gdt, mr,
+                                (float *)(mr + codes), vr, (float *)(vr + codes), k, gscale, &h,
+                                e->pdt, e->mixed ? a[ZC_STREAM_PARAMS] : NULL);
+            st = zc_stream_done(e->stream, err);
+        } else if (!st && q8_moments(e)) {
             /* sub-groups are whole blocks (multiples of 2048 elements); moments in RAM */
             u->nonfinite += update_span8(e, u, a[ZC_STREAM_WEIGHTS], a[ZC_STREAM_GRADS],
                                          a[ZC_STREAM_PARAMS], (size_t)j * sg, k, gscale);
@@ -2787,32 +2879,41 @@ static zc_status set_params(zc_engine *e, unit_t *u, size_t first, size_t n, con
                        src + (a - first), err);
 }
 
-/* AdamW8bit's m (is_signed) or v at optimizer indices [k, k + n), dequantized into dst. */
-static void q8_read(const unit_t *u, bool is_signed, size_t k, size_t n, float *dst)
+/* AdamW8bit's m (is_signed) or v at optimizer indices [k, k + n), dequantized into dst, a few
+ * blocks at a time (codes and scales in RAM or on disk: q8_codes_io). */
+static zc_status q8_read(zc_engine *e, const unit_t *u, bool is_signed, size_t k, size_t n,
+                         float *dst, zc_err *err)
 {
+    enum { NB = 64 };
     const size_t S = u->info.shard, nb = q8_shard_scales(u);
-    const uint8_t *q = is_signed ? u->mq : u->vq;
-    const float *sc = is_signed ? u->ms : u->vs;
-    for (size_t a = 0; a < n;) {
-        size_t i = k + a, s = i / S, in = i % S, c = S - in < n - a ? S - in : n - a;
-        zc_q8_dequantize(q + s * S, sc + s * nb, is_signed, in, c, dst + a);
+    uint8_t q[NB * ZC_Q8_BLOCK];
+    float sc[NB];
+    zc_status st = ZC_OK;
+    for (size_t a = 0; !st && a < n;) {
+        size_t i = k + a, s = i / S, in = i % S, b = in / ZC_Q8_BLOCK, b0 = b * ZC_Q8_BLOCK;
+        size_t c = min_z(min_z(S, b0 + NB * ZC_Q8_BLOCK) - in, n - a);
+        size_t nbk = (in + c - 1) / ZC_Q8_BLOCK - b + 1;
+        if (!(st = q8_codes_io(e, u, is_signed, i, c, q + (in - b0), false, err)) &&
+            !(st = q8_scales_io(e, u, is_signed, s * nb + b, nbk, sc, false, err)))
+            zc_q8_dequantize(q, sc, is_signed, in - b0, c, dst + a);
         a += c;
     }
+    return st;
 }
 
 /* AdamW8bit's m and v at optimizer indices [k, k + n) from fp32 values: each block quantized
  * once it is whole — its elements up to the unit's last (padding stays zero). A block the range
  * ends inside waits in e->q8_pend for the next call, which must continue it (zc_ckpt_load's
- * calls do: consecutive, ascending); a block is never quantized twice, so a checkpoint's
- * dequantized moments come back as the very codes and scales they were saved from
- * (zc_q8_map). */
+ * calls do: consecutive, ascending); a block is never quantized twice, so dequantized moments
+ * come back as the very codes and scales they were made from (zc_q8_map). */
 static zc_status q8_write(zc_engine *e, int unit, size_t k, size_t n, const float *m,
                           const float *v, zc_err *err)
 {
     unit_t *u = &e->units[unit];
     const size_t S = u->info.shard, nb = q8_shard_scales(u), lo = opt_lo(e, u);
     const size_t end = u->info.numel > lo ? u->info.numel - lo : 0; /* past it: padding */
-    for (size_t a = 0; a < n;) {
+    zc_status st = ZC_OK;
+    for (size_t a = 0; !st && a < n;) {
         size_t i = k + a, s = i / S, in = i % S, b0 = i - in % ZC_Q8_BLOCK;
         size_t blen = S - (b0 - s * S) < ZC_Q8_BLOCK ? S - (b0 - s * S) : ZC_Q8_BLOCK;
         size_t fill = b0 + blen < end ? b0 + blen : end; /* the block's elements to import */
@@ -2836,12 +2937,34 @@ static zc_status q8_write(zc_engine *e, int unit, size_t k, size_t n, const floa
         a += c;
         if (i + c == fill) { /* whole: quantize it */
             size_t sc = s * nb + (b0 - s * S) / ZC_Q8_BLOCK;
-            zc_q8_quantize(e->q8_pend.m, blen, true, u->mq + b0, u->ms + sc);
-            zc_q8_quantize(e->q8_pend.v, blen, false, u->vq + b0, u->vs + sc);
+            uint8_t q[ZC_Q8_BLOCK];
+            float scale;
+            for (int x = 0; !st && x < 2; x++) {
+                zc_q8_quantize(x ? e->q8_pend.v : e->q8_pend.m, blen, !x, q, &scale);
+                if (!(st = q8_codes_io(e, u, !x, b0, blen, q, true, err)))
+                    st = q8_scales_io(e, u, !x, sc, 1, &scale, true, err);
+            }
             e->q8_pend.unit = -1;
         }
     }
-    return ZC_OK;
+    return st;
+}
+
+zc_status zc_engine_q8_codes(zc_engine *e, int unit, bool is_signed, size_t first, size_t n,
+                             uint8_t *buf, bool write, zc_err *err)
+{
+    unit_t *u = &e->units[unit];
+    ZC_ASSERT(q8_moments(e) && first >= opt_lo(e, u) && first + n <= opt_lo(e, u) + u->opt_n);
+    return q8_codes_io(e, u, is_signed, first - opt_lo(e, u), n, buf, write, err);
+}
+
+zc_status zc_engine_q8_scales(zc_engine *e, int unit, bool is_signed, size_t shard, size_t b,
+                              size_t n, float *buf, bool write, zc_err *err)
+{
+    unit_t *u = &e->units[unit];
+    const size_t S = u->info.shard, nb = q8_shard_scales(u), s0 = opt_lo(e, u) / S;
+    ZC_ASSERT(q8_moments(e) && shard >= s0 && (shard - s0) * S < u->opt_n && b + n <= nb);
+    return q8_scales_io(e, u, is_signed, (shard - s0) * nb + b, n, buf, write, err);
 }
 
 zc_status zc_engine_export_owned(zc_engine *e, int unit, zc_state_kind kind, size_t off, size_t n,
@@ -2865,12 +2988,12 @@ zc_status zc_engine_export_owned(zc_engine *e, int unit, zc_state_kind kind, siz
                           i - (size_t)e->rank * u->info.shard, n, 4, dst, err);
     case ZC_STATE_M:
         if (q8_moments(e))
-            return q8_read(u, true, k, n, dst), ZC_OK;
+            return q8_read(e, u, true, k, n, dst, err);
         ZC_ASSERT(u->m || d->optimizer);
         return array_read(u->m, e->swap_opt, d->m_off, k, n, 4, dst, err);
     case ZC_STATE_V:
         if (q8_moments(e))
-            return q8_read(u, false, k, n, dst), ZC_OK;
+            return q8_read(e, u, false, k, n, dst, err);
         ZC_ASSERT(u->v || d->optimizer);
         return array_read(u->v, e->swap_opt, d->v_off, k, n, 4, dst, err);
     }

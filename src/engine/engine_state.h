@@ -25,6 +25,15 @@ bool zc_engine_finalized(const zc_engine *e);
 /* This rank owns [*first, *first + *n) of the unit's logical elements (r·S_u …, clipped to
  * Ψ_u; n may be 0). */
 void zc_engine_owned_range(const zc_engine *e, int unit, size_t *first, size_t *n);
+/* AdamW8bit (zc_engine_optim ZC_OPTIM_ADAMW8BIT): its moments as they are, for checkpoints
+ * that keep them so. Codes of m (is_signed) or v at logical elements [first, first + n) of the
+ * unit, inside this rank's optimizer range (zc_engine_needed_ranges' m range); scales [b, b + n)
+ * of the blocks of shard `shard` (its elements shard·S_u …, blocks of ZC_Q8_BLOCK from there),
+ * a shard in that range. Read into buf, or written from it (write). ZC_EIO when the disk fails. */
+zc_status zc_engine_q8_codes(zc_engine *e, int unit, bool is_signed, size_t first, size_t n,
+                             uint8_t *buf, bool write, zc_err *err);
+zc_status zc_engine_q8_scales(zc_engine *e, int unit, bool is_signed, size_t shard, size_t b,
+                              size_t n, float *buf, bool write, zc_err *err);
 /* Copies elements [off, off + n) of this rank's owned range of the unit's `kind` into dst. */
 zc_status zc_engine_export_owned(zc_engine *e, int unit, zc_state_kind kind, size_t off, size_t n,
                                  float *dst, zc_err *err);

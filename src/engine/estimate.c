@@ -87,6 +87,26 @@ static int64_t region(int64_t bytes, bool *ovf)
     return round_up(bytes, SWAP_ALIGN, ovf);
 }
 
+/* AdamW8bit's moments on disk: a shard's sub-groups as records, one per sub-group of k
+ * elements and per moment: its k codes, padding to a whole block (ZC_Q8_BLOCK), then its
+ * ceil(k / ZC_Q8_BLOCK) fp32 scales — 260 bytes per block — padded to 4 KiB, so every
+ * sub-group's codes and scales are one O_DIRECT transfer at an aligned offset. A sub-group of a
+ * multiple of 262144 elements (1024 blocks) needs no padding; the default 4194304 is one. */
+int64_t zc_estimate_q8_record(int64_t k)
+{
+    bool ovf = false;
+    int64_t r = region(mul(k / ZC_Q8_BLOCK + (k % ZC_Q8_BLOCK != 0), ZC_Q8_BLOCK + 4, &ovf), &ovf);
+    return ovf ? INT64_MAX : r;
+}
+
+/* Bytes of one moment's records over a shard of S elements in sub-groups of sg. */
+static int64_t q8_records(int64_t S, int64_t sg, bool *ovf)
+{
+    int64_t full = S / sg, rest = S % sg;
+    int64_t b = mul(full, zc_estimate_q8_record(sg), ovf);
+    return add(b, rest ? zc_estimate_q8_record(rest) : 0, ovf);
+}
+
 static int64_t sub_group_request(const zc_estimate_in *in, bool *ovf)
 {
     int64_t sg = in->sub_group_size > 0 ? in->sub_group_size : 4194304;
@@ -130,13 +150,15 @@ static zc_offload_plan offload_plan(const zc_estimate_in *in, zc_unit_offload *u
             x.master_off = plan.optimizer_file;
             plan.optimizer_file = add(plan.optimizer_file, region(mul(S, 4, ovf), ovf), ovf);
         }
+        /* a moment's region: S fp32 values, or AdamW8bit's records */
+        const int64_t mb = in->moments_8bit ? q8_records(S, sg, ovf) : region(mul(S, 4, ovf), ovf);
         if (x.optimizer && moments >= 1) {
             x.m_off = plan.optimizer_file;
-            plan.optimizer_file = add(plan.optimizer_file, region(mul(S, 4, ovf), ovf), ovf);
+            plan.optimizer_file = add(plan.optimizer_file, mb, ovf);
         }
         if (x.optimizer && moments >= 2) {
             x.v_off = plan.optimizer_file;
-            plan.optimizer_file = add(plan.optimizer_file, region(mul(S, 4, ovf), ovf), ovf);
+            plan.optimizer_file = add(plan.optimizer_file, mb, ovf);
         }
         if (x.params) {
             x.params_off = plan.param_file;
@@ -160,8 +182,12 @@ static zc_offload_plan offload_plan(const zc_estimate_in *in, zc_unit_offload *u
     const int64_t es[ZC_NSTREAMS] = {4, G, 4, 4, P};
     plan.sub_group = sg < max_streamed ? sg : max_streamed; /* the same pieces as sg's */
     int64_t slot = 0;
+    const bool q8 = in->moments_8bit;
     for (int a = 0; a < ZC_NSTREAMS; a++) {
-        plan.slot_bytes[a] = streamed[a] ? region(mul(plan.sub_group, es[a], ovf), ovf) : 0;
+        plan.slot_bytes[a] = !streamed[a] ? 0
+                             : q8 && (a == ZC_STREAM_M || a == ZC_STREAM_V)
+                                 ? zc_estimate_q8_record(plan.sub_group)
+                                 : region(mul(plan.sub_group, es[a], ovf), ovf);
         slot = add(slot, plan.slot_bytes[a], ovf);
     }
     /* a slot beyond the step's sub-groups would never be used */
@@ -440,10 +466,6 @@ zc_status zc_estimate_check(const zc_estimate_in *in, zc_err *err)
                           "a model of %d units on %d ranks: need 1 to %d units "
                           "and at least 1 rank",
                           in->nunits, in->nranks, ZC_MAX_UNITS);
-    if (in->moments_8bit && in->offload_optimizer && in->stage >= 1)
-        return zc_err_set(err, ZC_EINVAL,
-                          "zero_optimization.offload_optimizer.device nvme with 8-bit moments "
-                          "(optimizer.type AdamW8bit): not supported yet, its moments stay in RAM");
     if (in->ranks_per_host < 0 || (in->ranks_per_host > 0 && in->nranks % in->ranks_per_host))
         return zc_err_set(err, ZC_EINVAL,
                           "hosts of %d ranks for %d ranks: the estimate needs hosts that hold "
