@@ -4,7 +4,7 @@
 benchmarks whose weights do not matter but whose shapes must be the real ones.
 
 SHAPE is one of the names in SHAPES below; their values are the public config.json files'
-(HuggingFaceTB/SmolLM2-135M, meta-llama/Llama-3.2-1B). --layers keeps only the first N decoder
+(HuggingFaceTB/SmolLM2-135M, meta-llama/Llama-3.2-1B, meta-llama/Llama-3.1-8B). --layers keeps only the first N decoder
 layers (the rest of the shape as it is: the same embedding, head and widths), for a shape whose
 states do not fit the machine. Weights N(0, 0.02) (config.json's initializer_range is not used:
 every matrix gets the same 0.02, as the brief for the benchmark asks), norms 1. Deterministic
@@ -36,6 +36,17 @@ SHAPES = {
         "rope_scaling": None, "rms_norm_eps": 1e-5, "max_position_embeddings": 8192,
         "attention_bias": False, "mlp_bias": False, "bos_token_id": 0, "eos_token_id": 0,
         "initializer_range": 0.041666666666666664, "torch_dtype": "float32",
+    },
+    "llama-3.1-8b": {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
+        "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+        "vocab_size": 128256, "tie_word_embeddings": False, "rope_theta": 500000.0,
+        "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+        "rms_norm_eps": 1e-5, "max_position_embeddings": 131072, "attention_bias": False,
+        "mlp_bias": False, "bos_token_id": 128000, "eos_token_id": 128001,
+        "initializer_range": 0.02, "torch_dtype": "float32",
     },
     "llama-3.2-1b": {
         "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",

@@ -305,6 +305,9 @@ def skip(why):
 
 
 if __name__ == "__main__":
+    if H_.sanitized:  # zeroc's part under srun is launcher detection and thread counts, which
+        # the environment tests run under the sanitizers; here the daemons' start-up is the cost
+        skip("the sanitizer pass (Slurm's launch is tested in the plain pass)")
     missing = [c for c in ("slurmctld", "slurmd", "srun", "sbatch", "sinfo") if not shutil.which(c)]
     if missing:
         skip(f"{', '.join(missing)} missing (Debian's slurmctld, slurmd and slurm-client; "
