@@ -201,7 +201,11 @@ ZC_API int zc_engine_world_size(const zc_engine *e);
 ZC_API zc_status zc_engine_acquire(zc_engine *e, int unit, zc_err *err);
 ZC_API zc_status zc_engine_release(zc_engine *e, int unit, zc_err *err);
 /* Full parameters of an acquired unit's parameter (numel floats), valid until release. NULL for
- * a parameter that does not exist or whose unit is not acquired. */
+ * a parameter that does not exist or whose unit is not acquired. With 16-bit parameters the fp32
+ * values are widened on the first call: a unit's 1-D parameters into room made at acquire, its
+ * matrices into a view of the whole unit made at the first such call (NULL when out of memory)
+ * and from then on at every acquire of the unit — a model that feeds the stored matrices to its
+ * products (zc_engine_param_stored) never pays the 4 bytes per parameter of that view. */
 ZC_API float *zc_engine_param(zc_engine *e, int param);
 /* The same elements as stored (zc_engine_dtype: fp32, or bf16/fp16 bits), without a conversion:
  * for a product that takes 16-bit operands. Valid until release; NULL as zc_engine_param. */

@@ -180,8 +180,11 @@ static zc_status forward(mlp_model *m, const float *x, zc_err *err)
         zc_status st = zc_engine_acquire(m->e, l, err);
         if (st)
             return st;
-        linear_relu_forward(m, m->act + (size_t)(l + 1) * bh(m), m->act + (size_t)l * bh(m),
-                            zc_engine_param(m->e, m->w[l]), zc_engine_param(m->e, m->b[l]), B, H);
+        const float *w = zc_engine_param(m->e, m->w[l]), *b = zc_engine_param(m->e, m->b[l]);
+        if (!w || !b) /* mixed precision: the first fp32 read of a matrix maps its view */
+            return zc_err_set(err, ZC_ENOMEM, "mlp: out of memory for layer %d's fp32 weights", l);
+        linear_relu_forward(m, m->act + (size_t)(l + 1) * bh(m), m->act + (size_t)l * bh(m), w, b,
+                            B, H);
         if ((st = zc_engine_release(m->e, l, err)))
             return st;
     }
@@ -231,8 +234,11 @@ zc_status mlp_backward(mlp_model *m, const float *y, zc_err *err)
             for (int k = 0; k < H; k++)
                 db[k] += m->dz[(size_t)b * H + k];
         /* d (B,H) = dz (B,H) · W (H,H); layer 0 needs no input gradient */
+        const float *w = l > 0 ? zc_engine_param(m->e, m->w[l]) : NULL;
+        if (l > 0 && !w)
+            return zc_err_set(err, ZC_ENOMEM, "mlp: out of memory for layer %d's fp32 weights", l);
         if (l > 0)
-            product(m, false, false, B, H, H, m->dz, zc_engine_param(m->e, m->w[l]), 0.0f, m->d);
+            product(m, false, false, B, H, H, m->dz, w, 0.0f, m->d);
         if ((st = zc_engine_grads_ready(m->e, l, err)) || (st = zc_engine_release(m->e, l, err)))
             return st;
     }

@@ -72,7 +72,8 @@ typedef struct {
     zc_init init;
     int init_as;       /* the parameter number whose random values it takes (−1: its own) */
     size_t init_first; /* from that parameter's element */
-    bool widened;      /* mixed: its part of the unit's fp32 view is filled (while acquired) */
+    bool widened;      /* mixed: its fp32 values are filled (while acquired) */
+    size_t vec_off;    /* mixed, 1-D: where its fp32 values lie in the unit's view_vec */
     bool grad_given;   /* its part of the unit's grad_work was handed to the model (zeroed, or for
                           it to overwrite) this micro-batch */
     bool grad16;       /* its part of grad_full was handed to the model to overwrite in the stored
@@ -81,10 +82,17 @@ typedef struct {
 
 typedef struct {
     zc_unit_info info;
-    void *full;       /* pdt. stages 0–2: params (persistent); stage 3: gathered (working) */
-    void *shard_p;    /* pdt. stage 3: this rank's parameter shard */
-    bool persistent;  /* stage 3: whole on every rank, never gathered (persistence threshold) */
-    float *view;      /* mixed: the params in fp32 while acquired (working) */
+    void *full;      /* pdt. stages 0–2: params (persistent); stage 3: gathered (working) */
+    void *shard_p;   /* pdt. stage 3: this rank's parameter shard */
+    bool persistent; /* stage 3: whole on every rank, never gathered (persistence threshold) */
+    /* Mixed: the fp32 values the model reads while acquired (working). view_vec holds the 1-D
+     * parameters (norms, biases: vec_n elements), allocated at acquire; view the whole unit,
+     * allocated only for a unit whose matrices the model reads in fp32 (wants_view: the MLP's
+     * fp32 products; the decoder feeds the stored bf16 matrices to its products), so a gathered
+     * bf16 unit costs 2 bytes per parameter, not 6. */
+    float *view, *view_vec;
+    size_t vec_n;
+    bool wants_view;
     void *grad_full;  /* gdt. stages 0–1: gradients (persistent) */
     float *grad_work; /* the model's fp32 gradients, unless it writes grad_full (working) */
     void *grad_shard; /* gdt. stages 2–3: this rank's reduced gradient shard */
@@ -736,6 +744,10 @@ int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim, cons
     p->init = init;
     p->init_as = -1;
     p->init_first = 0;
+    if (ndim == 1) { /* its fp32 values in the unit's view_vec (mixed precision) */
+        p->vec_off = e->units[unit].vec_n;
+        e->units[unit].vec_n += (size_t)numel;
+    }
     u->info.numel += (size_t)numel;
     u->info.nparams++;
     e->reg_numel += numel;
@@ -1596,6 +1608,7 @@ void zc_engine_destroy(zc_engine *e)
         free_b(e, ZC_MEM_PARAMS, &u->shard_p, S, e->ps);
         free_b(e, ZC_MEM_PARAMS, &u->hpz, P / (size_t)e->hpz, e->ps);
         free_f(e, ZC_MEM_WORKING, &u->view, P);
+        free_f(e, ZC_MEM_WORKING, &u->view_vec, u->vec_n);
         free_b(e, ZC_MEM_GRADS, &u->grad_full, P, e->gs);
         free_f(e, ZC_MEM_WORKING, &u->grad_work, P);
         if (u->disk.grads) /* a staging buffer, if a reduction was cut short */
@@ -2033,7 +2046,7 @@ static zc_status read_ahead(zc_engine *e, zc_err *err)
     int64_t count = e->cfg.param_buffer_count, size = e->cfg.param_buffer_size;
     for (int k = e->trace_pos; k < e->trace_len; k++) {
         unit_t *w = &e->units[e->trace[k]];
-        if (!w->disk.params || w->pread_buf || w->full || w->view || hpz_current(e, w))
+        if (!w->disk.params || w->pread_buf || w->full || w->acquired || hpz_current(e, w))
             continue;
         if (e->reads_out >= count ||
             (e->reads_out > 0 && e->read_elems_out + (int64_t)w->info.shard > size))
@@ -2119,7 +2132,7 @@ static zc_status prefetch(zc_engine *e, zc_err *err)
             inflight += (int64_t)e->units[i].info.padded;
     for (int k = e->trace_pos; k < e->trace_len; k++) {
         unit_t *w = &e->units[e->trace[k]];
-        if (w->full || w->view) /* live or already on its way */
+        if (w->full || w->acquired) /* live or already on its way */
             continue;
         int64_t P = (int64_t)w->info.padded;
         if (inflight + P > e->prefetch_elems || e->gathered_elems + P > e->cfg.max_live_parameters)
@@ -2139,7 +2152,9 @@ static zc_status make_view(zc_engine *e, int i, zc_err *err)
 {
     unit_t *u = &e->units[i];
     size_t P = u->info.padded;
-    if (!(u->view = work_alloc(e, P * sizeof(float), false)))
+    if (u->vec_n && !(u->view_vec = work_alloc(e, u->vec_n * sizeof(float), false)))
+        return oom(e, err, "the fp32 view of the 1-D parameters", i, u->vec_n * sizeof(float));
+    if (u->wants_view && !(u->view = work_alloc(e, P * sizeof(float), false)))
         return oom(e, err, "the fp32 view of the parameters", i, P * sizeof(float));
     return ZC_OK;
 }
@@ -2225,6 +2240,7 @@ zc_status zc_engine_release(zc_engine *e, int i, zc_err *err)
     record(e, EV_RELEASE, i);
     u->acquired = false;
     work_free(e, &u->view, u->info.padded * sizeof(float));
+    work_free(e, &u->view_vec, u->vec_n * sizeof(float));
     for (int p = u->info.first_param; p < u->info.first_param + u->info.nparams; p++)
         e->params[p].widened = false;
     if (sharded_params(e, u)) {
@@ -2251,11 +2267,20 @@ float *zc_engine_param(zc_engine *e, int param)
     const unit_t *u = &e->units[p->unit];
     if (!e->mixed)
         return (float *)u->full + p->offset;
+    unit_t *w = &e->units[p->unit];
+    float *dst = p->ndim == 1 ? w->view_vec + pp->vec_off : NULL;
+    if (!dst && !w->view) { /* the first matrix read in fp32: from now on at every acquire */
+        w->wants_view = true;
+        if (!(w->view = work_alloc(e, u->info.padded * sizeof(float), false)))
+            return NULL;
+    }
+    if (!dst)
+        dst = w->view + p->offset;
     if (!pp->widened) {
-        zc_dtype_widen(e->pdt, at(u->full, p->offset, e->ps), u->view + p->offset, p->numel);
+        zc_dtype_widen(e->pdt, at(u->full, p->offset, e->ps), dst, p->numel);
         pp->widened = true;
     }
-    return u->view + p->offset;
+    return dst;
 }
 
 const void *zc_engine_param_stored(zc_engine *e, int param)
