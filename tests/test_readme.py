@@ -61,8 +61,10 @@ def run_block(block, where, timeout=300):
         lines.append(line)
     script = "set -euo pipefail\n" + "\n".join(lines) + "\n"
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    return subprocess.run(["bash", "-c", script], cwd=where, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    p = subprocess.run(["bash", "-c", script], cwd=where, capture_output=True, text=True,
+                       timeout=timeout, env=env)
+    H_.check_sanitizers(["quick start"], p)
+    return p
 
 
 def test_quickstart_verbatim():
