@@ -110,6 +110,14 @@ zc_status cli_output_writable(const char *flag, const char *path, zc_err *err)
         fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         created = fd >= 0;
     }
+    const char *slash = strrchr(path, '/');
+    if (fd < 0 && errno == ENOENT && slash && slash > path) { /* its directory is missing */
+        int dlen = (int)(slash - path);
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s %s: cannot write there: %s (the directory '%.*s' does not exist; "
+                          "make it first: mkdir -p %.*s)",
+                          flag, path, strerror(ENOENT), dlen, path, dlen, path);
+    }
     if (fd < 0)
         return zc_err_set(err, ZC_EINVAL, "%s %s: cannot write there: %s", flag, path,
                           strerror(errno));

@@ -1,7 +1,17 @@
 /* plot.c — `zeroc plot REPORT.json [REPORT.json ...] [--out FILE.svg]`: the runs' `--report`
- * files drawn side by side as one SVG of four panels — the training loss with the validation
+ * files drawn side by side as one SVG of five panels — the training loss with the validation
  * losses, tokens per second (steps per second for a model without tokens), the gradient norm,
- * and each rank's memory — the way a run is looked at rather than read.
+ * the learning rate, and each rank's memory — the way a run is looked at rather than read.
+ *
+ * Step-to-step noise hides a trend (tokens/s swings with the machine's load, the loss with the
+ * batch), so the loss, rate and gradient norm are drawn twice: the raw values faint (class "loss",
+ * "rate", "grad_norm": every point the report's) and over them TensorBoard's smoothing, a
+ * debiased exponential moving average (class "...-smooth", its weight in data-smoothing:
+ * 1 - 4/steps, from 0 to 0.95, so a run of any length shows about the same detail; a weight of 0
+ * draws no second line). Each run is named in the legend by what it ran — the report's model,
+ * ZeRO stage, dtype and ranks — rather than by its file name (kept as the legend's <title>, and
+ * added to the text when two runs would read the same); a report without those keys is named by
+ * its file.
  *
  * No MPI and no library beyond cJSON: the SVG is written by hand. Every panel's <g> carries its
  * data range and plot area (data-x0, data-x1, data-y0, data-y1; data-px, data-py, data-pw,
@@ -44,14 +54,15 @@ static const char *const run_colour[MAX_RUNS] = {"#1f77b4", "#d62728", "#2ca02c"
 typedef struct {
     const char *path;
     int first, steps, nranks;
-    double *loss, *val, *ms, *gnorm; /* steps each; NaN where absent */
+    double *loss, *val, *ms, *gnorm, *lr; /* steps each; NaN where absent */
     double tokens_per_step;
+    char label[256]; /* "gpt2 · ZeRO-3 · fp32 · 2 ranks", or empty: the file names the run */
     double mem[64][MEM_NCAT + 1]; /* per rank (at most 64 drawn): categories, then peak RSS */
 } run;
 
 static void run_free(run *r)
 {
-    free(r->loss), free(r->val), free(r->ms), free(r->gnorm);
+    free(r->loss), free(r->val), free(r->ms), free(r->gnorm), free(r->lr);
 }
 
 /* report[key] as `steps` numbers (null → NaN when nullable). */
@@ -160,6 +171,19 @@ static zc_status read_run(const char *path, run *r, zc_err *err)
         st = series(root, path, "grad_norm", r->steps, true, &r->gnorm, err);
     if (!st)
         st = series(root, path, "val_loss", r->steps, true, &r->val, err);
+    if (!st)
+        st = series(root, path, "lr", r->steps, true, &r->lr, err);
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model"),
+                *stage = cJSON_GetObjectItemCaseSensitive(root, "stage"),
+                *dtype = cJSON_GetObjectItemCaseSensitive(root, "dtype"),
+                *world = cJSON_GetObjectItemCaseSensitive(root, "world_size");
+    if (!st && cJSON_IsString(model) && cJSON_IsNumber(stage) && cJSON_IsString(dtype)) {
+        int len = snprintf(r->label, sizeof r->label, "%.100s \xc2\xb7 ZeRO-%g \xc2\xb7 %.40s",
+                           model->valuestring, stage->valuedouble, dtype->valuestring);
+        if (cJSON_IsNumber(world) && len > 0 && len < (int)sizeof r->label)
+            snprintf(r->label + len, sizeof r->label - (size_t)len, " \xc2\xb7 %g rank%s",
+                     world->valuedouble, world->valuedouble == 1 ? "" : "s");
+    }
     const cJSON *ranks =
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "memory"), "ranks");
     if (!st && (!cJSON_IsArray(ranks) || cJSON_GetArraySize(ranks) < 1))
@@ -256,20 +280,60 @@ static void panel_open(FILE *f, const char *id, const char *title, const char *x
                 p->px + p->pw / 2, p->py + p->ph + 34, xlabel);
 }
 
-/* One polyline per run over the finite values of v (x = the step's number, 1-based). */
+/* The smoothing weight of a run of n steps (the file's comment). */
+static double smoothing(int n)
+{
+    return fmin(0.95, fmax(0.0, 1.0 - 4.0 / n));
+}
+
+/* TensorBoard's debiased exponential moving average of the finite values of v[0..n) into out
+ * (NaN where v is), with weight w; kept in halves and within the values seen so far, so ±DBL_MAX
+ * neither overflows nor rounds past its inputs. */
+static void smooth(const double *v, int n, double w, double *out)
+{
+    double last = 0, pow_w = 1, lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(v[i])) {
+            out[i] = NAN;
+            continue;
+        }
+        lo = fmin(lo, v[i]), hi = fmax(hi, v[i]);
+        last = last * w + (1 - w) * (v[i] / 2);
+        pow_w *= w;
+        out[i] = fmin(fmax(last / (1 - pow_w) * 2, lo), hi);
+    }
+}
+
+/* One polyline per run over the finite values of v (x = the step's number, 1-based); with
+ * smoothed, drawn faint under its smoothed line. */
 static void lines(FILE *f, const panel *p, const run *runs, int nruns, double *const *v,
-                  const char *kind, bool dots)
+                  const char *kind, bool dots, bool smoothed)
 {
     for (int k = 0; k < nruns; k++) {
         const run *r = &runs[k];
+        double w = smoothed ? smoothing(r->steps) : 0;
         fprintf(f,
                 "<polyline class=\"%s\" data-run=\"%d\" fill=\"none\" stroke=\"%s\" "
-                "stroke-width=\"1.5\"%s points=\"",
-                kind, k, run_colour[k], dots ? " stroke-dasharray=\"4,3\"" : "");
+                "stroke-width=\"1.5\"%s%s points=\"",
+                kind, k, run_colour[k], dots ? " stroke-dasharray=\"4,3\"" : "",
+                w > 0 ? " stroke-opacity=\"0.25\"" : "");
         for (int i = 0; i < r->steps; i++)
             if (isfinite(v[k][i]))
                 fprintf(f, "%.2f,%.2f ", sx(p, r->first + i + 1), sy(p, v[k][i]));
         fprintf(f, "\"/>\n");
+        double *s = w > 0 ? malloc(sizeof(double) * (size_t)r->steps) : NULL;
+        if (s) { /* out of memory: the raw line alone */
+            smooth(v[k], r->steps, w, s);
+            fprintf(f,
+                    "<polyline class=\"%s-smooth\" data-run=\"%d\" data-smoothing=\"%.17g\" "
+                    "fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
+                    kind, k, w, run_colour[k]);
+            for (int i = 0; i < r->steps; i++)
+                if (isfinite(s[i]))
+                    fprintf(f, "%.2f,%.2f ", sx(p, r->first + i + 1), sy(p, s[i]));
+            fprintf(f, "\"/>\n");
+            free(s);
+        }
         for (int i = 0; dots && i < r->steps; i++)
             if (isfinite(v[k][i]))
                 fprintf(f,
@@ -297,12 +361,13 @@ static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *
     FILE *f = open_memstream(&text, &len); /* then written durably, whole */
     if (!f)
         return zc_err_set(err, ZC_ENOMEM, "out of memory drawing %s", out);
-    const double W = 1100, H = 840, cw = W / 2, ch = (H - 60) / 2;
-    double *loss[MAX_RUNS] = {0}, *val[MAX_RUNS] = {0}, *rate[MAX_RUNS] = {0}, *gn[MAX_RUNS] = {0};
+    const double W = 1100, H = 1200, cw = W / 2, ch = (H - 60) / 3;
+    double *loss[MAX_RUNS] = {0}, *val[MAX_RUNS] = {0}, *rate[MAX_RUNS] = {0}, *gn[MAX_RUNS] = {0},
+           *lr[MAX_RUNS] = {0};
     int xmin = 1 << 30, xmax = 0, lm_tokens = 0;
     for (int k = 0; k < nruns; k++) {
         const run *r = &runs[k];
-        loss[k] = r->loss, val[k] = r->val, gn[k] = r->gnorm;
+        loss[k] = r->loss, val[k] = r->val, gn[k] = r->gnorm, lr[k] = r->lr;
         xmin = r->first + 1 < xmin ? r->first + 1 : xmin;
         xmax = r->first + r->steps > xmax ? r->first + r->steps : xmax;
         lm_tokens += r->tokens_per_step > 0;
@@ -337,14 +402,24 @@ static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *
             "font-family=\"sans-serif\" font-size=\"12\">\n"
             "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
             W, H);
-    /* legend: one line per run */
+    /* legend: one line per run, named by what it ran (the file's comment) */
     for (int k = 0; k < nruns; k++) {
+        bool same = false;
+        for (int j = 0; j < nruns; j++)
+            same |= j != k && runs[k].label[0] && !strcmp(runs[k].label, runs[j].label);
+        fprintf(f, "<g class=\"legend\" data-run=\"%d\"><title>", k);
+        svg_text(f, runs[k].path);
         fprintf(f,
-                "<g class=\"legend\"><line x1=\"%.0f\" y1=\"%d\" x2=\"%.0f\" y2=\"%d\" "
+                "</title><line x1=\"%.0f\" y1=\"%d\" x2=\"%.0f\" y2=\"%d\" "
                 "stroke=\"%s\" stroke-width=\"3\"/><text x=\"%.0f\" y=\"%d\">",
                 20.0 + 270 * (k % 4), 18 + 16 * (k / 4), 44.0 + 270 * (k % 4), 18 + 16 * (k / 4),
                 run_colour[k], 50.0 + 270 * (k % 4), 22 + 16 * (k / 4));
-        svg_text(f, runs[k].path);
+        svg_text(f, runs[k].label[0] ? runs[k].label : runs[k].path);
+        if (same) {
+            fprintf(f, " (");
+            svg_text(f, runs[k].path);
+            fprintf(f, ")");
+        }
         fprintf(f, "</text></g>\n");
     }
     panel p;
@@ -360,20 +435,30 @@ static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *
     p = (panel){70, 60 + 40, cw - 100, ch - 90, xmin, xmax, lo, hi};
     panel_open(f, "loss", any_val ? "loss (line: training, dots: validation)" : "training loss",
                "step", &p);
-    lines(f, &p, runs, nruns, loss, "loss", false);
+    lines(f, &p, runs, nruns, loss, "loss", false, true);
     if (any_val)
-        lines(f, &p, runs, nruns, val, "val", true);
+        lines(f, &p, runs, nruns, val, "val", true, false);
     fprintf(f, "</g>\n");
     range(runs, nruns, rate, &lo, &hi);
     p = (panel){cw + 70, 60 + 40, cw - 100, ch - 90, xmin, xmax, fmin(0, lo), hi};
     panel_open(f, "rate", lm_tokens == nruns ? "tokens per second" : "steps per second", "step",
                &p);
-    lines(f, &p, runs, nruns, rate, "rate", false);
+    lines(f, &p, runs, nruns, rate, "rate", false, true);
     fprintf(f, "</g>\n");
     range(runs, nruns, gn, &lo, &hi);
     p = (panel){70, 60 + ch + 40, cw - 100, ch - 90, xmin, xmax, fmin(0, lo), hi};
     panel_open(f, "grad_norm", "gradient norm (before clipping)", "step", &p);
-    lines(f, &p, runs, nruns, gn, "grad_norm", false);
+    lines(f, &p, runs, nruns, gn, "grad_norm", false, true);
+    fprintf(f, "</g>\n");
+    range(runs, nruns, lr, &lo, &hi);
+    bool any_lr = false;
+    for (int k = 0; k < nruns; k++)
+        for (int i = 0; i < runs[k].steps; i++)
+            any_lr |= isfinite(lr[k][i]);
+    p = (panel){cw + 70, 60 + ch + 40, cw - 100, ch - 90, xmin, xmax, fmin(0, lo), hi};
+    panel_open(f, "lr", any_lr ? "learning rate" : "learning rate (not in these reports)", "step",
+               &p);
+    lines(f, &p, runs, nruns, lr, "lr", false, false);
     fprintf(f, "</g>\n");
     /* memory: per run and rank, the ledger's categories stacked, the peak RSS as a tick */
     int bars = 0;
@@ -385,9 +470,9 @@ static zc_status write_svg(const char *out, const run *runs, int nruns, zc_err *
                 sum += runs[k].mem[q][c];
             top = fmax(top, mib_d(fmax(sum, runs[k].mem[q][MEM_NCAT])));
         }
-    p = (panel){cw + 70, 60 + ch + 40, cw - 230, ch - 90, 0, bars, 0, top > 0 ? top : 1};
+    p = (panel){70, 60 + 2 * ch + 40, W - 230, ch - 90, 0, bars, 0, top > 0 ? top : 1};
     panel_open(f, "memory", "memory per rank, MiB (tick: peak RSS)", NULL, &p);
-    double slot = p.pw / bars, bw = slot * 0.6;
+    double slot = p.pw / bars, bw = fmin(slot * 0.6, 60);
     int b = 0;
     for (int k = 0; k < nruns; k++)
         for (int q = 0; q < runs[k].nranks; q++, b++) {
@@ -436,8 +521,10 @@ int cmd_plot(int argc, char **argv)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: zeroc plot REPORT.json [REPORT.json ...] [--out FILE.svg]\n\n"
                    "Draws `zeroc train --report` files side by side (up to %d): the training "
-                   "and validation loss,\ntokens (or steps) per second, the gradient norm and "
-                   "each rank's memory, as one SVG.\n  --out FILE.svg  where to write it "
+                   "and validation loss,\ntokens (or steps) per second, the gradient norm, the "
+                   "learning rate and each rank's memory,\nas one SVG; noisy series are drawn "
+                   "faint with a smoothed line over them, each run named by\nits model, ZeRO "
+                   "stage, dtype and ranks.\n  --out FILE.svg  where to write it "
                    "(default: the first report's name with .svg)\n",
                    MAX_RUNS);
             return 0;

@@ -449,7 +449,9 @@ static zc_status list_inputs(const char **args, int nargs, file_list *l, zc_err 
     return st;
 }
 
-/* Neither PREFIX_train.bin nor PREFIX_val.bin may be one of the --text files it reads. */
+/* Neither PREFIX_train.bin nor PREFIX_val.bin may be one of the --text files it reads, and both
+ * must be writable before the text is read (a missing data/ directory was found only after
+ * reading and tokenizing all of it). */
 static zc_status outputs_not_inputs(const char **files, int nfiles, const char *prefix, zc_err *err)
 {
     static const char *const suffix[] = {"_train.bin", "_val.bin"};
@@ -457,6 +459,7 @@ static zc_status outputs_not_inputs(const char **files, int nfiles, const char *
     zc_status st = ZC_OK;
     for (int k = 0; !st && k < 2; k++) {
         snprintf(path, sizeof path, "%s%s", prefix, suffix[k]);
+        st = cli_output_writable("--out", path, err);
         for (int i = 0; !st && i < nfiles; i++)
             st = cli_output_not_input("--out", path, "--text", files[i], err);
     }

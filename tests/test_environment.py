@@ -336,8 +336,9 @@ def test_plot_invalid_utf8():
     except Exception as ex:  # expat's "not well-formed (invalid token)"
         check(False, f"the SVG is not well-formed XML: {ex}")
         return
-    texts = "".join(t.data for e in doc.getElementsByTagName("text") for t in e.childNodes
-                    if t.nodeType == t.TEXT_NODE)
+    # the legend names the run by its model, stage and dtype; the file name is its <title>
+    texts = "".join(t.data for tag in ("text", "title") for e in doc.getElementsByTagName(tag)
+                    for t in e.childNodes if t.nodeType == t.TEXT_NODE)
     check("run-\ufffd-\ufffd-\ufffd-end.json" in texts,
           f"the legend does not show the name with U+FFFD: {texts[:400]!r}")
 

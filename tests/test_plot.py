@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """test_plot.py — `zeroc plot` draws what the reports say: every point of the loss, validation,
-rate and gradient-norm curves and every memory bar maps back (through the axes each panel
-records) to the report's value; bad reports are refused by name. python3 stdlib only.
+rate, gradient-norm and learning-rate curves and every memory bar maps back (through the axes
+each panel records) to the report's value, the noisy series' smoothed lines are the debiased
+moving average of those values drawn over the faint raw ones, and the legend names each run by
+its model, stage and dtype; bad reports are refused by name. python3 stdlib only.
 
 Usage: test_plot.py ZEROC_BINARY MPIRUN_SH [test-name ...]"""
 import json
@@ -64,15 +66,58 @@ def curve(g, a, cls, run, report, key, first):
               f"plotted {y:.6g}, report {v:.6g}")
 
 
+def smoothed(values, w):
+    """TensorBoard's debiased exponential moving average (cli/plot.c's smooth)."""
+    out, last, n = [], 0.0, 0
+    for v in values:
+        if v is None:
+            out.append(None)
+            continue
+        last, n = last * w + (1 - w) * v, n + 1
+        out.append(last / (1 - w ** n))
+    return out
+
+
+def smooth_curve(g, a, kind, run, report, values, first):
+    """The run's smoothed line of a series: over the faint raw line, weight 1 - 4/steps (at most
+    0.95), every point the moving average of the report's values."""
+    raw = [e for e in g.iter(NS + "polyline")
+           if e.get("class") == kind and e.get("data-run") == str(run)]
+    sm = [e for e in g.iter(NS + "polyline")
+          if e.get("class") == kind + "-smooth" and e.get("data-run") == str(run)]
+    check(len(raw) == 1 and len(sm) == 1, f"{kind} run {run}: {len(raw)} raw, {len(sm)} smoothed")
+    if len(raw) != 1 or len(sm) != 1:
+        return
+    w = min(0.95, max(0.0, 1 - 4 / report["steps"]))
+    check(abs(float(sm[0].get("data-smoothing")) - w) < 1e-12 and
+          float(raw[0].get("stroke-opacity", "1")) <= 0.3 and sm[0].get("stroke-opacity") is None,
+          f"{kind} run {run}: smoothing {sm[0].get('data-smoothing')} (want {w}), raw opacity "
+          f"{raw[0].get('stroke-opacity')}, smoothed {sm[0].get('stroke-opacity')}")
+    pts = [tuple(map(float, p.split(","))) for p in sm[0].get("points").split()]
+    want = [(first + i + 1, v) for i, v in enumerate(smoothed(values, w)) if v is not None]
+    check(len(pts) == len(want), f"{kind}-smooth run {run}: {len(pts)} points, want {len(want)}")
+    for (px, py), (step, v) in zip(pts, want):
+        x, y = back(a, px, py)
+        check(abs(x - step) < 0.01 and close(a, y, v), f"{kind}-smooth run {run} step {step}: "
+              f"plotted {y:.6g}, moving average {v:.6g}")
+    rawv = [v for v in values if v is not None]
+    check(max(rawv) - min(rawv) == 0 or any(abs(s - r) > 1e-9 * max(map(abs, rawv)) for s, r
+                                            in zip((v for _, v in want), rawv)),
+          f"{kind} run {run}: the smoothed line equals the raw one")
+
+
 def test_plot_matches_reports():
-    """A 2-rank GPT-2 run with validation every 4 steps beside a 1-rank MLP run: the curves'
-    points and the memory bars equal the reports' numbers; steps per second (the MLP has no
-    tokens) is 1000 / step_ms. --out=FILE is --out FILE."""
+    """A 2-rank GPT-2 run with validation every 4 steps and a warmup beside a 1-rank MLP run:
+    the curves' points, the learning rates and the memory bars equal the reports' numbers; steps
+    per second (the MLP has no tokens) is 1000 / step_ms; the loss, rate and gradient norm carry a
+    smoothed line; the legend reads each run's model, stage, dtype and ranks. --out=FILE is --out
+    FILE."""
     train_tok, val_tok = H_.text_tokens()
     g = H_.path("gpt2.json")
     H_.run(2, "train", "--model", "gpt2", "--data", train_tok, "--val-data", val_tok,
            "--val-every", 4, "--val-windows", 8, "--layers", 2, "--channels", 32, "--heads", 2,
-           "--seq-len", 16, "--micro-batch", 2, "--steps", 10, "--stage", 3, "--report", g)
+           "--seq-len", 16, "--micro-batch", 2, "--steps", 10, "--stage", 3, "--report", g,
+           "--warmup", 4, "--lr-schedule", "cosine")
     m = H_.path("mlp.json")
     H_.run(1, "train", "--hidden", 32, "--layers", 2, "--steps", 6, "--report", m)
     svg = H_.path("both.svg")
@@ -82,14 +127,32 @@ def test_plot_matches_reports():
     check(sum(v is not None for v in reps[0]["val_loss"]) == 3,
           f"val_loss: {reps[0]['val_loss']} (validated at steps 4, 8 and the last)")
     root, ps = panels(svg)
-    check(set(ps) == {"loss", "rate", "grad_norm", "memory"}, f"panels {set(ps)}")
-    legend = [t.text for t in root.iter(NS + "text") if t.text in (g, m)]
-    check(legend == [g, m], f"legend {legend}")
+    check(set(ps) == {"loss", "rate", "grad_norm", "lr", "memory"}, f"panels {set(ps)}")
+    legend = [t.text for e in root.iter(NS + "g") if e.get("class") == "legend"
+              for t in e.iter(NS + "text")]
+    names = [f"{r['model']} \u00b7 ZeRO-{r['stage']} \u00b7 {r['dtype']} \u00b7 {r['world_size']} "
+            f"rank{'s' if r['world_size'] > 1 else ''}" for r in reps]
+    check(legend == names == ["gpt2 \u00b7 ZeRO-3 \u00b7 fp32 \u00b7 2 ranks",
+                             "mlp \u00b7 ZeRO-0 \u00b7 fp32 \u00b7 1 rank"], f"legend {legend}")
+    titles = [t.text for e in root.iter(NS + "g") if e.get("class") == "legend"
+              for t in e.iter(NS + "title")]
+    check(titles == [g, m], f"legend titles {titles}")
+    lrs = reps[0]["lr"]
+    check(len(set(lrs)) > 3 and lrs[0] < max(lrs) and lrs[-1] < max(lrs),
+          f"gpt2 lr {lrs}: want a warmup and a cosine decay")
+    lr_title = [t.text for t in ps["lr"][0].iter(NS + "text")][0]
+    check(lr_title == "learning rate", f"lr title {lr_title!r}")
     for run, rep in enumerate(reps):
         curve(*ps["loss"], "loss", run, rep, "loss", rep["first_step"])
         curve(*ps["grad_norm"], "grad_norm", run, rep, "grad_norm", rep["first_step"])
         rate = dict(rep, rate=[1000.0 / ms for ms in rep["step_ms"]])
         curve(*ps["rate"], "rate", run, rate, "rate", rep["first_step"])
+        curve(*ps["lr"], "lr", run, rep, "lr", rep["first_step"])
+        for pid, values in (("loss", rep["loss"]), ("grad_norm", rep["grad_norm"]),
+                            ("rate", rate["rate"])):
+            smooth_curve(*ps[pid], pid, run, rep, values, rep["first_step"])
+    lr_smooth = [e for e in ps["lr"][0].iter(NS + "polyline") if "smooth" in e.get("class")]
+    check(not lr_smooth, "the learning rate is smoothed")
     curve(*ps["loss"], "val", 0, reps[0], "val_loss", 0)
     title = [t.text for t in ps["rate"][0].iter(NS + "text")][0]
     check(title == "steps per second", f"rate title {title!r}")
@@ -110,6 +173,27 @@ def test_plot_matches_reports():
     rate = dict(reps[0], rate=[reps[0]["tokens_per_step"] * 1000.0 / ms
                                for ms in reps[0]["step_ms"]])
     curve(*ps["rate"], "rate", 0, rate, "rate", 0)
+    # the same run twice: the legend tells them apart by their files
+    g2 = H_.path("gpt2-copy.json")
+    with open(g2, "w") as f:
+        json.dump(reps[0], f)
+    plot(g, g2, "--out", svg)
+    root, _ = panels(svg)
+    legend = [t.text for e in root.iter(NS + "g") if e.get("class") == "legend"
+              for t in e.iter(NS + "text")]
+    check(legend == [f"{names[0]} ({g})", f"{names[0]} ({g2})"], f"legend of twins {legend}")
+    # a report without model, stage and dtype (an older one) is named by its file; no lr: the
+    # panel says so
+    old = H_.path("old.json")
+    with open(old, "w") as f:
+        json.dump({k: v for k, v in reps[1].items() if k not in ("model", "lr")}, f)
+    plot(old, "--out", svg)
+    root, ps = panels(svg)
+    legend = [t.text for e in root.iter(NS + "g") if e.get("class") == "legend"
+              for t in e.iter(NS + "text")]
+    lr_title = [t.text for t in ps["lr"][0].iter(NS + "text")][0]
+    check(legend == [old] and lr_title == "learning rate (not in these reports)",
+          f"old report: legend {legend}, lr title {lr_title!r}")
 
 
 def test_plot_bad_input():
@@ -158,7 +242,7 @@ def test_plot_extreme_values():
     base = json.load(open(m))
     big = sys.float_info.max
     one = {"steps": 1, "loss": [2.5], "grad_norm": [7e-310], "step_ms": [4.0],
-           "val_loss": [None]}
+           "val_loss": [None], "lr": [1e-3]}
     cases = [  # report changes, then the loss panel's tick labels when pinned
         ({"loss": [1e308, -1e308, 1]}, ["-1e+308", "-5e+307", "0", "5e+307", "1e+308"]),
         ({"loss": [1.7e308, 1, 1]}, ["0", "5e+307", "1e+308", "1.5e+308"]),
