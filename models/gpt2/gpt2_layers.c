@@ -238,42 +238,6 @@ void gpt2_matmul_forward(float *restrict out, const float *restrict inp,
     product(g, false, true, N, OC, C, inp, C, weight, weight16, C, beta, out, OC);
 }
 
-void gpt2_matmul_backward(float *restrict dinp, float *restrict dweight, uint16_t *dweight16,
-                          float *restrict dbias, const float *restrict dout,
-                          const float *restrict inp, const float *restrict weight,
-                          const uint16_t *weight16, int N, int C, int OC, bool dweight_fresh,
-                          const gpt2_gemm *g)
-{
-    const float dw_beta = dweight_fresh ? 0.0f : 1.0f;
-    if (weight16) { /* bf16: dout feeds both products and is rounded once, inp with it */
-        ZC_ASSERT(g && g->type == ZC_GEMM_BF16 &&
-                  g->ws_bytes >= gpt2_matmul_workspace_bytes(N, C, OC));
-        uint16_t *dout16 = g->ws, *inp16 = dout16 + align64((size_t)N * (size_t)OC * 2) / 2;
-        void *ws = (char *)g->ws + staged_bytes(N, C, OC);
-        size_t ws_bytes = g->ws_bytes - staged_bytes(N, C, OC);
-        zc_f32_to_bf16(dout, dout16, (size_t)N * (size_t)OC);
-        zc_f32_to_bf16(inp, inp16, (size_t)N * (size_t)C);
-        zc_gemm_bf16_ab16(false, false, N, C, OC, 1.0f, dout16, OC, weight16, C, 1.0f, dinp, C, ws,
-                          ws_bytes);
-        if (dweight16)
-            zc_gemm_bf16_ab16_c16(true, false, OC, C, N, 1.0f, dout16, OC, inp16, C, dweight16, C,
-                                  ws, ws_bytes);
-        else
-            zc_gemm_bf16_ab16(true, false, OC, C, N, 1.0f, dout16, OC, inp16, C, dw_beta, dweight,
-                              C, ws, ws_bytes);
-        if (dbias)
-            ZC_SIMD_DISPATCH(bias_backward, dbias, dout, N, OC);
-        return;
-    }
-    ZC_ASSERT(!dweight16);
-    /* dinp (N,C) += dout (N,OC) · weight (OC,C) */
-    product(g, false, false, N, C, OC, dout, OC, weight, NULL, C, 1.0f, dinp, C);
-    /* dweight (OC,C) (+)= doutᵀ (OC,N) · inp (N,C) */
-    product(g, true, false, OC, C, N, dout, OC, inp, NULL, C, dw_beta, dweight, C);
-    if (dbias)
-        ZC_SIMD_DISPATCH(bias_backward, dbias, dout, N, OC);
-}
-
 void gpt2_matmul_forward_ld(float *restrict out, int ldo, const float *restrict inp,
                             const float *restrict weight, const uint16_t *weight16, int N, int C,
                             int OC, const gpt2_gemm *g)
@@ -293,8 +257,11 @@ void gpt2_matmul_backward_ld(float *restrict dinp, float *restrict dweight, uint
         uint16_t *dout16 = g->ws, *inp16 = dout16 + align64((size_t)N * (size_t)OC * 2) / 2;
         void *ws = (char *)g->ws + staged_bytes(N, C, OC);
         size_t ws_bytes = g->ws_bytes - staged_bytes(N, C, OC);
-        for (int n = 0; n < N; n++)
-            zc_f32_to_bf16(dout + (size_t)n * ldd, dout16 + (size_t)n * OC, (size_t)OC);
+        if (ldd == OC) /* dout feeds both products and is rounded once, inp with it */
+            zc_f32_to_bf16(dout, dout16, (size_t)N * (size_t)OC);
+        else
+            for (int n = 0; n < N; n++)
+                zc_f32_to_bf16(dout + (size_t)n * ldd, dout16 + (size_t)n * OC, (size_t)OC);
         zc_f32_to_bf16(inp, inp16, (size_t)N * (size_t)C);
         zc_gemm_bf16_ab16(false, false, N, C, OC, 1.0f, dout16, OC, weight16, C, 1.0f, dinp, C, ws,
                           ws_bytes);
@@ -307,8 +274,22 @@ void gpt2_matmul_backward_ld(float *restrict dinp, float *restrict dweight, uint
         return;
     }
     ZC_ASSERT(!dweight16);
+    /* dinp (N,C) += dout (N,OC) · weight (OC,C) */
     product(g, false, false, N, C, OC, dout, ldd, weight, NULL, C, 1.0f, dinp, C);
+    /* dweight (OC,C) (+)= doutᵀ (OC,N) · inp (N,C) */
     product(g, true, false, OC, C, N, dout, ldd, inp, NULL, C, dw_beta, dweight, C);
+}
+
+void gpt2_matmul_backward(float *restrict dinp, float *restrict dweight, uint16_t *dweight16,
+                          float *restrict dbias, const float *restrict dout,
+                          const float *restrict inp, const float *restrict weight,
+                          const uint16_t *weight16, int N, int C, int OC, bool dweight_fresh,
+                          const gpt2_gemm *g)
+{
+    gpt2_matmul_backward_ld(dinp, dweight, dweight16, dout, OC, inp, weight, weight16, N, C, OC,
+                            dweight_fresh, g);
+    if (dbias)
+        ZC_SIMD_DISPATCH(bias_backward, dbias, dout, N, OC);
 }
 
 /* ------------------------------------------------------------------------------------------ */
