@@ -611,10 +611,10 @@ static zc_status save_checkpoint(train_run *r, int s, const char *config_json, z
                : zc_err_set(err, ZC_ENOMEM, "out of memory for the checkpoint record");
     free(client);
     r->shared_error = every_ranks(st) || st == ZC_EIO; /* a failed save is agreed on */
-    if (!st && r->rank == 0)
+    if (!st && r->rank == 0) {
         progress_clear(&r->prog);
-    if (!st && r->rank == 0)
         printf("saved %s/step-%06d in %.2f s\n", o->save_dir, s + 1, (now_ms() - t_save) / 1e3);
+    }
     return st;
 }
 

@@ -316,18 +316,19 @@ static void announce_differences(const train_opts *o, const zc_config *cfg)
 {
     /* DeepSpeed's WarmupDecayLR compares with its warmup of max(2, warmup_num_steps) */
     const int64_t w = cfg->warmup_num_steps < 2 ? 2 : cfg->warmup_num_steps;
-    if (cfg->sched == ZC_SCHED_WARMUP_DECAY_LR && cfg->total_num_steps < w)
+    const char *after = cfg->sched == ZC_SCHED_WARMUP_DECAY_LR
+                            ? "the rate rises through the whole warmup, then drops at once to "
+                              "warmup_min_lr"
+                        : cfg->sched == ZC_SCHED_WARMUP_COSINE_LR
+                            ? "after the warmup the cosine runs over a negative span, as "
+                              "DeepSpeed's does"
+                            : NULL;
+    if (after && cfg->total_num_steps < w)
         printf("warning: scheduler.params.total_num_steps %lld is less than warmup_num_steps "
-               "%lld%s (DeepSpeed's WarmupDecayLR warns too): the rate rises through the whole "
-               "warmup, then drops at once to warmup_min_lr\n",
+               "%lld%s (DeepSpeed's %s warns too): %s\n",
                (long long)cfg->total_num_steps, (long long)cfg->warmup_num_steps,
-               cfg->warmup_num_steps < 2 ? ", taken as 2 as DeepSpeed takes it" : "");
-    if (cfg->sched == ZC_SCHED_WARMUP_COSINE_LR && cfg->total_num_steps < w)
-        printf("warning: scheduler.params.total_num_steps %lld is less than warmup_num_steps "
-               "%lld%s (DeepSpeed's WarmupCosineLR warns too): after the warmup the cosine runs "
-               "over a negative span, as DeepSpeed's does\n",
-               (long long)cfg->total_num_steps, (long long)cfg->warmup_num_steps,
-               cfg->warmup_num_steps < 2 ? ", taken as 2 as DeepSpeed takes it" : "");
+               cfg->warmup_num_steps < 2 ? ", taken as 2 as DeepSpeed takes it" : "",
+               zc_sched_name(cfg->sched), after);
     /* DeepSpeed's engine (get_data_types) accumulates bf16 gradients in fp32 without ZeRO;
      * zeroc keeps one rule at every stage, so that the stages stay bitwise equal */
     if (o->config && cfg->dtype == ZC_BF16 && cfg->stage == 0 &&
