@@ -94,6 +94,29 @@ def mlp_units(h, layers):
     return [h * h + h] * layers
 
 
+def offloaded_runs(prefix, args, cases):
+    """The offload matrix of a model's flags `args`: N = 1 and 2 (2 under the sanitizers), fp32
+    and bf16, each (stage, optimizer offloaded, parameters offloaded) of `cases`, io_uring and the
+    thread pool in turn; each run's weights and losses are checked equal to the same stage's run
+    in RAM bit for bit, and it is yielded with that run's report for further checks:
+    (n, dtype, stage, opt, par, engine, tag, report, process, in-RAM report)."""
+    k = 0
+    for n in H_.trim((1, 2), (2,)):
+        for dtype in ("fp32", "bf16"):
+            base = {s: train(n, f"{prefix}-ram-{n}-{dtype}-{s}", *args, "--stage", s, "--dtype",
+                             dtype)[0] for s in sorted({c[0] for c in cases})}
+            for stage, opt, par in cases:
+                engine = ("io_uring", "threads")[k % 2]
+                k += 1
+                tag = f"{prefix}-{n}-{dtype}-s{stage}-o{opt}p{par}-{engine}"
+                rep, p = train(n, tag, *args, "--stage", stage, "--dtype", dtype, "--config",
+                               config(tag, opt=opt, par=par, engine=engine))
+                check(rep["weights_sha256"] == base[stage]["weights_sha256"],
+                      f"{tag}: weights differ from the in-RAM run")
+                check(rep["loss"] == base[stage]["loss"], f"{tag}: losses differ")
+                yield n, dtype, stage, opt, par, engine, tag, rep, p, base[stage]
+
+
 def test_mlp_bitwise():
     """MLP, N = 1 and 2, fp32 and bf16: optimizer offload at stages 1, 2, 3, parameter offload
     and both at stage 3, two sub-groups per unit and 3 slots, io_uring and the thread pool in
@@ -102,33 +125,20 @@ def test_mlp_bitwise():
     h, layers = 64, 3
     units = mlp_units(h, layers)
     args = ["--hidden", h, "--layers", layers, "--micro-batch", 4, "--steps", 4]
-    k = 0
-    for n in H_.trim((1, 2), (2,)):
-        for dtype in ("fp32", "bf16"):
-            P = SIZE[dtype]
-            base = {s: train(n, f"mlp-ram-{n}-{dtype}-{s}", *args, "--stage", s, "--dtype",
-                             dtype)[0] for s in (1, 2, 3)}
-            for stage, opt, par in ((1, 1, 0), (2, 1, 0), (3, 1, 0), (3, 0, 1), (3, 1, 1)):
-                engine = ("io_uring", "threads")[k % 2]
-                k += 1
-                tag = f"mlp-{n}-{dtype}-s{stage}-o{opt}p{par}-{engine}"
-                cfg = config(tag, opt=opt, par=par, engine=engine)
-                rep, p = train(n, tag, *args, "--stage", stage, "--dtype", dtype, "--config",
-                               cfg)
-                check(rep["weights_sha256"] == base[stage]["weights_sha256"],
-                      f"{tag}: weights differ from the in-RAM run")
-                check(rep["loss"] == base[stage]["loss"], f"{tag}: losses differ")
-                check(f"offload: {engine} I/O" in p.stdout, f"{tag}: engine not reported")
-                r0, b0 = rep["memory"]["ranks"][0], base[stage]["memory"]["ranks"][0]
-                want_nvme = nvme_bytes(units, n, stage, dtype, opt, par)
-                check(r0["nvme"] == want_nvme, f"{tag}: nvme {r0['nvme']} != {want_nvme}")
-                S = sum(shard(u, n) for u in units)
-                want = (0 if par else b0["params"], 0 if opt and stage == 3 else b0["grads"],
-                        0 if opt else b0["optimizer"])
-                got = (r0["params"], r0["grads"], r0["optimizer"])
-                check(got == want, f"{tag}: RAM states {got} != {want} (S = {S}, P = {P})")
-                check(r0["offload_peak"] > 0, f"{tag}: no offload buffers counted")
-                check(swap_files() == [], f"{tag}: swap files left: {swap_files()}")
+    for n, dtype, stage, opt, par, engine, tag, rep, p, b in offloaded_runs(
+            "mlp", args, ((1, 1, 0), (2, 1, 0), (3, 1, 0), (3, 0, 1), (3, 1, 1))):
+        P = SIZE[dtype]
+        check(f"offload: {engine} I/O" in p.stdout, f"{tag}: engine not reported")
+        r0, b0 = rep["memory"]["ranks"][0], b["memory"]["ranks"][0]
+        want_nvme = nvme_bytes(units, n, stage, dtype, opt, par)
+        check(r0["nvme"] == want_nvme, f"{tag}: nvme {r0['nvme']} != {want_nvme}")
+        S = sum(shard(u, n) for u in units)
+        want = (0 if par else b0["params"], 0 if opt and stage == 3 else b0["grads"],
+                0 if opt else b0["optimizer"])
+        got = (r0["params"], r0["grads"], r0["optimizer"])
+        check(got == want, f"{tag}: RAM states {got} != {want} (S = {S}, P = {P})")
+        check(r0["offload_peak"] > 0, f"{tag}: no offload buffers counted")
+        check(swap_files() == [], f"{tag}: swap files left: {swap_files()}")
 
 
 def q8_record(k):
@@ -151,32 +161,20 @@ def test_adamw8bit():
     units = mlp_units(h, layers)
     args = ["--hidden", h, "--layers", layers, "--micro-batch", 4, "--steps", 3,
             "--optimizer", "AdamW8bit"]
-    k = 0
-    for n in H_.trim((1, 2), (2,)):
-        for dtype in ("fp32", "bf16"):
-            P = SIZE[dtype]
-            base = {s: train(n, f"a8-ram-{n}-{dtype}-{s}", *args, "--stage", s, "--dtype",
-                             dtype)[0] for s in (1, 2, 3)}
-            for stage, opt, par in ((1, 1, 0), (2, 1, 0), (3, 1, 0), (3, 1, 1)):
-                engine = ("io_uring", "threads")[k % 2]
-                k += 1
-                tag = f"a8-{n}-{dtype}-s{stage}-o{opt}p{par}-{engine}"
-                rep, _ = train(n, tag, *args, "--stage", stage, "--dtype", dtype, "--config",
-                               config(tag, opt=opt, par=par, engine=engine))
-                check(rep["weights_sha256"] == base[stage]["weights_sha256"],
-                      f"{tag}: weights differ from AdamW8bit in RAM")
-                check(rep["loss"] == base[stage]["loss"], f"{tag}: losses differ")
-                want = 0
-                for u in units:
-                    S = shard(u, n)
-                    want += (region(S * P) if stage == 3 else 0) + \
-                        (region(S * 4) if P == 2 else 0) + \
-                        2 * sum(q8_record(x) for x in pieces(S, 2048)) + \
-                        (region(S * P) if par else 0)
-                r0 = rep["memory"]["ranks"][0]
-                check(r0["nvme"] == want, f"{tag}: nvme {r0['nvme']} != {want}")
-                check(r0["optimizer"] == 0, f"{tag}: {r0['optimizer']} optimizer bytes in RAM")
-                check(swap_files() == [], f"{tag}: swap files left: {swap_files()}")
+    for n, dtype, stage, opt, par, engine, tag, rep, p, b in offloaded_runs(
+            "a8", args, ((1, 1, 0), (2, 1, 0), (3, 1, 0), (3, 1, 1))):
+        P = SIZE[dtype]
+        want = 0
+        for u in units:
+            S = shard(u, n)
+            want += (region(S * P) if stage == 3 else 0) + \
+                (region(S * 4) if P == 2 else 0) + \
+                2 * sum(q8_record(x) for x in pieces(S, 2048)) + \
+                (region(S * P) if par else 0)
+        r0 = rep["memory"]["ranks"][0]
+        check(r0["nvme"] == want, f"{tag}: nvme {r0['nvme']} != {want}")
+        check(r0["optimizer"] == 0, f"{tag}: {r0['optimizer']} optimizer bytes in RAM")
+        check(swap_files() == [], f"{tag}: swap files left: {swap_files()}")
     # the update's disk bytes per step, AdamW vs AdamW8bit (N = 2, bf16, stage 3): only the
     # moments differ — per sub-group of k elements and per moment region(4k) vs q8_record(k)
     n = 2
