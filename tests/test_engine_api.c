@@ -11,7 +11,10 @@
  * - the memory ledger (zeroc/mem.h) given a NULL ledger or a category out of range does
  *   nothing, or returns NULL / 0, instead of aborting;
  * - zc_engine_param_init_as: a tensor registered as two parameters (tiles) starts from the values
- *   of the whole, bit for bit, and a call out of range is refused at finalize. */
+ *   of the whole, bit for bit, and a call out of range is refused at finalize;
+ * - bf16 gradients the model writes in 16 bits (zc_engine_grad16): at stages 2–3 at every
+ *   micro-batch, into 2 bytes per element of the unit (a 1-D parameter's fp32 gradient in room
+ *   of its own, not a whole-unit fp32 buffer), with the weights of stage 0 bit for bit. */
 #include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -505,6 +508,81 @@ static void test_init_as(void)
     zc_engine_destroy(e);
 }
 
+/* Element i of the gradient a rank gives in a micro-batch (any float: the engine rounds it as
+ * the model does). */
+static float grad_value(size_t i, int micro)
+{
+    return (float)((int)(i % 7) - 3) * 0.0137f * (float)(rank + 1) + 0.001f * (float)micro;
+}
+
+/* Two steps of two micro-batches of unit "u" = w [64, 33] + b [33] in bf16 at `stage`, w's
+ * gradient written in bf16 wherever the engine hands it out so, else in fp32; the weights after
+ * them (w, b) into out. */
+static void bf16_grads_run(int stage, float *out)
+{
+    zc_err err = {0};
+    zc_config cfg;
+    zc_config_defaults(&cfg);
+    cfg.stage = stage;
+    cfg.comm_timeout_s = 30;
+    cfg.dtype = ZC_BF16, cfg.bf16_enabled = true;
+    cfg.grad_accum = 2;
+    zc_engine *e = NULL;
+    CHECK(!zc_engine_create(&e, &cfg, comm, mem, &err) && e, "create: %s", err.msg);
+    int u = zc_engine_add_unit(e, "u");
+    const zc_init w02 = {ZC_INIT_NORMAL, 0.02f};
+    int w = zc_engine_add_param(e, u, "w", 2, (int64_t[]){64, 33}, w02);
+    int b = zc_engine_add_param(e, u, "b", 1, (int64_t[]){33}, w02);
+    CHECK(!zc_engine_finalize(e, &err), "finalize: %s", err.msg);
+    const size_t W = 64 * 33, padded = zc_engine_unit_info(e, u)->padded;
+    for (int step = 0; step < 2; step++)
+        for (int micro = 0; micro < 2; micro++) {
+            CHECK(!zc_engine_acquire(e, u, &err), "acquire: %s", err.msg);
+            const int64_t before = zc_mem_get(mem, ZC_MEM_WORKING).current;
+            uint16_t *g16 = zc_engine_grad16(e, w);
+            CHECK(!g16 == (stage < 2 && micro > 0),
+                  "stage %d micro-batch %d: zc_engine_grad16 gave %p", stage, micro, (void *)g16);
+            float *gb = zc_engine_grad(e, b);
+            CHECK(gb != NULL, "grad of b");
+            if (stage >= 2 && step == 0 && micro == 0) {
+                const int64_t took = zc_mem_get(mem, ZC_MEM_WORKING).current - before;
+                CHECK(took == (int64_t)(padded * 2 + 33 * sizeof(float)),
+                      "stage %d: the gradients took %lld working bytes, expected %zu (bf16 unit) + "
+                      "%zu (b in fp32)",
+                      stage, (long long)took, padded * 2, 33 * sizeof(float));
+            }
+            if (g16) {
+                for (size_t i = 0; i < W; i++) {
+                    float x = grad_value(i, micro);
+                    zc_f32_to_bf16(&x, &g16[i], 1);
+                }
+            } else {
+                float *g = zc_engine_grad(e, w);
+                CHECK(g != NULL, "fp32 grad of w");
+                for (size_t i = 0; g && i < W; i++)
+                    g[i] += grad_value(i, micro);
+            }
+            for (size_t i = 0; gb && i < 33; i++)
+                gb[i] += grad_value(W + i, micro);
+            CHECK(!zc_engine_grads_ready(e, u, &err) && !zc_engine_release(e, u, &err) &&
+                      !zc_engine_step(e, NULL, &err),
+                  "stage %d step %d micro %d: %s", stage, step, micro, err.msg);
+        }
+    CHECK(!zc_engine_gather_unit(e, u, out, &err), "gather: %s", err.msg);
+    zc_engine_destroy(e);
+}
+
+static void test_bf16_grads(void)
+{
+    float want[64 * 33 + 33], got[64 * 33 + 33];
+    bf16_grads_run(0, want);
+    for (int stage = 1; stage <= 3; stage++) {
+        bf16_grads_run(stage, got);
+        CHECK(!memcmp(want, got, sizeof want),
+              "bf16 gradients: stage %d's weights differ from stage 0's", stage);
+    }
+}
+
 int main(int argc, char **argv)
 {
     zc_err err = {0};
@@ -523,6 +601,7 @@ int main(int argc, char **argv)
     test_ckpt_json_refused();
     test_ranks_disagree();
     test_init_as();
+    test_bf16_grads();
     int rc = check_summary();
     zc_mem_destroy(mem);
     zc_comm_finalize(comm);

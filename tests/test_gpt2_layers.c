@@ -192,7 +192,7 @@ struct enc {
 static double enc_loss(void *p)
 {
     struct enc *e = p;
-    gpt2_encoder_forward(e->out, e->inp, e->wte, NULL, e->wpe, B, T, C);
+    gpt2_encoder_forward(e->out, e->inp, e->wte, NULL, e->wpe, NULL, B, T, C);
     return wsum(e->w, e->out, (size_t)BT * C);
 }
 
@@ -219,18 +219,28 @@ static void test_encoder(void)
             ref[bt * C + c] = (double)(e.wte[inp[bt] * C + c] + e.wpe[(bt % T) * C + c]);
     check_close("encoder forward", e.out, ref, BT * C, 0.0, 0.0);
 
-    /* From bf16 bits (bf16 mode's stored table): the same bits as the fp32 path on the widened
-     * table, since widening is exact. */
+    /* From bf16 bits (bf16 mode's stored tables): the same bits as the fp32 path on the widened
+     * tables, since widening is exact — wte, wpe or both as bf16. */
     {
         uint16_t *wte16 = malloc((size_t)VP * C * sizeof *wte16);
-        float *wide = falloc(VP * C), *out16 = falloc(BT * C);
+        uint16_t *wpe16 = malloc((size_t)MAXT * C * sizeof *wpe16);
+        float *wide = falloc(VP * C), *wpos = falloc(MAXT * C), *out16 = falloc(BT * C);
         zc_f32_to_bf16(e.wte, wte16, (size_t)VP * C);
         zc_bf16_to_f32(wte16, wide, (size_t)VP * C);
-        gpt2_encoder_forward(out16, inp, NULL, wte16, e.wpe, B, T, C);
-        gpt2_encoder_forward(e.out, inp, wide, NULL, e.wpe, B, T, C);
+        zc_f32_to_bf16(e.wpe, wpe16, (size_t)MAXT * C);
+        zc_bf16_to_f32(wpe16, wpos, (size_t)MAXT * C);
+        gpt2_encoder_forward(out16, inp, NULL, wte16, e.wpe, NULL, B, T, C);
+        gpt2_encoder_forward(e.out, inp, wide, NULL, e.wpe, NULL, B, T, C);
         CHECK(!memcmp(out16, e.out, sizeof(float) * BT * C),
               "encoder forward from bf16 bits differs from the widened table's");
-        free(wte16), free(wide), free(out16);
+        gpt2_encoder_forward(out16, inp, NULL, wte16, NULL, wpe16, B, T, C);
+        gpt2_encoder_forward(e.out, inp, wide, NULL, wpos, NULL, B, T, C);
+        CHECK(!memcmp(out16, e.out, sizeof(float) * BT * C),
+              "encoder forward from bf16 wte and wpe differs from the widened tables'");
+        gpt2_encoder_forward(out16, inp, wide, NULL, NULL, wpe16, B, T, C);
+        CHECK(!memcmp(out16, e.out, sizeof(float) * BT * C),
+              "encoder forward from bf16 wpe differs from the widened table's");
+        free(wte16), free(wpe16), free(wide), free(wpos), free(out16);
     }
 
     float *dwte = falloc(VP * C), *dwpe = falloc(MAXT * C);
@@ -239,6 +249,31 @@ static void test_encoder(void)
     gpt2_encoder_backward(dwte, dwpe, e.w, inp, B, T, C);
     check_doubled("encoder dwte", gwte, dwte, VP * C);
     check_doubled("encoder dwpe", gwpe, dwpe, MAXT * C);
+
+    /* The bf16 scatter-add of a tile (the whole table, and rows [2, 2 + 5)): the bits of the
+     * fp32 one into zeros, rounded — every row written, the ones no token names zeros (the
+     * output starts as garbage), a -0 gradient summing to +0 as 0 + -0 does. */
+    {
+        float *d = fdup(e.w, BT * C);
+        d[1] = -0.0f, d[(size_t)3 * C + 1] = -0.0f; /* inp[3] == inp[0]: a row's two -0s */
+        gpt2_row_pos order[BT];
+        for (int tile = 0; tile < 2; tile++) {
+            const int row0 = tile ? 2 : 0, rows = tile ? 5 : VP;
+            float *g = falloc(rows * C);
+            memset(g, 0, sizeof(float) * rows * C);
+            gpt2_encoder_backward_rows(g, d, inp, row0, rows, BT, C);
+            uint16_t *want = malloc(sizeof(uint16_t) * rows * C),
+                     *got = malloc(sizeof(uint16_t) * rows * C);
+            zc_f32_to_bf16(g, want, (size_t)rows * C);
+            memset(got, 0xA5, sizeof(uint16_t) * rows * C);
+            gpt2_encoder_backward_rows16(got, d, inp, row0, rows, BT, C, order);
+            CHECK(!memcmp(got, want, sizeof(uint16_t) * rows * C),
+                  "bf16 encoder scatter-add (rows %d..%d) differs from the fp32 one rounded", row0,
+                  row0 + rows);
+            free(g), free(want), free(got);
+        }
+        free(d);
+    }
 
     /* Rows of wpe at t ≥ T and of unused tokens must stay 0: the full check covers them. */
     grad_check("encoder dwte", enc_loss, &e, e.wte, gwte, VP * C, SIZE_MAX, H, RTOL, ATOL);

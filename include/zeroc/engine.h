@@ -223,11 +223,13 @@ ZC_API float *zc_engine_grad(zc_engine *e, int param);
  * and reading the zeros back. NULL if out of memory. */
 ZC_API float *zc_engine_grad_fresh(zc_engine *e, int param, bool *fresh);
 /* For a model that can write the parameter's gradient rounded to bf16 itself (a product with a
- * bf16 output): the numel bf16 elements to overwrite, nearest even — where the engine keeps bf16
- * gradients whole (stages 0–1, bf16 gradients, no loss scale) and this is a step's first
- * micro-batch, so its own rounding of an fp32 buffer would only be skipped. NULL otherwise (or
- * when the parameter's fp32 buffer was handed out this micro-batch): then use zc_engine_grad or
- * zc_engine_grad_fresh. Not both for one parameter in one micro-batch. */
+ * bf16 output, or an fp32 sum it rounds): the numel bf16 elements to overwrite, every one of them,
+ * nearest even — where the engine would round an fp32 buffer to bf16 anyway before using it:
+ * bf16 gradients, no loss scale, and at stages 0–1 a step's first micro-batch (later ones add to
+ * the stored gradients in fp32), at stages 2–3 any micro-batch (each is reduce-scattered on its
+ * own; the unit's gradient then costs 2 bytes per parameter, not an fp32 buffer's 4). NULL
+ * otherwise (or when the parameter's fp32 buffer was handed out this micro-batch): then use
+ * zc_engine_grad or zc_engine_grad_fresh. Not both for one parameter in one micro-batch. */
 ZC_API uint16_t *zc_engine_grad16(zc_engine *e, int param);
 /* Backward has finished with the unit for this micro-batch: once per unit and micro-batch
  * (ZC_ESTATE the second time). */

@@ -725,6 +725,10 @@ static const uint16_t *mat16(gpt2_model *m, int param)
     return m->gemm.type == ZC_GEMM_BF16 ? zc_engine_param_stored(m->e, param) : NULL;
 }
 #define MAT(m, param) mat32(m, param), mat16(m, param)
+/* The learned positions (none: NULL, NULL) as the encoder takes them: in bf16 mode read as
+ * stored, so that the embeddings' unit never needs an fp32 view of a whole matrix (at 2.2 B, the
+ * 386 MB of a fp32 copy of wte beside wpe's). */
+#define POS(m, param) ((param) < 0 ? NULL : mat32(m, param)), ((param) < 0 ? NULL : mat16(m, param))
 #define BMAT(m, l, k) MAT(m, (m)->p_block[(l)*P_NBLOCK + (k)])
 static float *A(gpt2_model *m, int l, int k)
 {
@@ -861,7 +865,7 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
     else { /* tied: held until the head is done */
         if ((st = zc_engine_acquire(m->e, m->u_emb, err)))
             return st;
-        gpt2_encoder_forward(m->encoded, inputs, MAT(m, m->p_wte), P(m, m->p_wpe), B, T, C);
+        gpt2_encoder_forward(m->encoded, inputs, MAT(m, m->p_wte), POS(m, m->p_wpe), B, T, C);
         if (m->cfg.untied && (st = zc_engine_release(m->e, m->u_emb, err)))
             return st;
     }
@@ -1012,6 +1016,28 @@ static bool G(gpt2_model *m, int l, int k, float **g, uint16_t **g16, bool *fres
     return (*g = zc_engine_grad_fresh(m->e, param, fresh)) != NULL;
 }
 
+/* The gradient of the embedding rows [row0, row0 + rows) (param: the table or its tile) from
+ * dres, ∂loss/∂(encoder output): rounded to bf16 by the model where the engine takes it so — no
+ * fp32 buffer of the table, the same bits (dlnf, free by then, is the sort's scratch) — else
+ * added into its fp32 buffer. */
+static zc_status embedding_backward(gpt2_model *m, int param, int row0, int rows, const float *dres,
+                                    const int *inputs, zc_err *err)
+{
+    const int BT = m->B * m->T, C = m->cfg.channels;
+    uint16_t *g16 = C >= 2 ? zc_engine_grad16(m->e, param) : NULL; /* dlnf holds 2 BT floats */
+    if (g16) {
+        gpt2_encoder_backward_rows16(g16, dres, inputs, row0, rows, BT, C,
+                                     (gpt2_row_pos *)(void *)m->dlnf);
+        return ZC_OK;
+    }
+    float *g = zc_engine_grad(m->e, param);
+    if (!g)
+        return zc_err_set(err, ZC_ENOMEM, "%s: out of memory for the embedding gradients",
+                          family_name(&m->cfg));
+    gpt2_encoder_backward_rows(g, dres, inputs, row0, rows, BT, C);
+    return ZC_OK;
+}
+
 /* Block l's backward: dres_out is ∂loss/∂(block output); accumulates ∂loss/∂(block input)
  * into dres_in (zeroed by the caller) and the block's parameter gradients into the engine. */
 static zc_status block_backward(gpt2_model *m, int l, const float *dres_out, float *dres_in,
@@ -1141,17 +1167,21 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
         const struct vocab_tile *v = &m->emb_tiles[k];
         if ((st = zc_engine_acquire(m->e, v->unit, err)))
             return st;
-        float *g = zc_engine_grad(m->e, v->param);
-        if (!g)
-            return zc_err_set(err, ZC_ENOMEM, "%s: out of memory for the embedding gradients",
-                              family_name(&m->cfg));
-        gpt2_encoder_backward_rows(g, dres, inputs, v->row0, v->rows, BT, C);
-        if ((st = zc_engine_grads_ready(m->e, v->unit, err)) ||
+        if ((st = embedding_backward(m, v->param, v->row0, v->rows, dres, inputs, err)) ||
+            (st = zc_engine_grads_ready(m->e, v->unit, err)) ||
             (st = zc_engine_release(m->e, v->unit, err)))
             return st;
     }
     if (m->ntiles > 1)
         return ZC_OK;
+    if (m->cfg.untied && m->p_wpe < 0) { /* rotary positions: the table's rows alone */
+        if ((st = zc_engine_acquire(m->e, m->u_emb, err)) ||
+            (st = embedding_backward(m, m->p_wte, 0, (int)m->cfg.padded_vocab_size, dres, inputs,
+                                     err)) ||
+            (st = zc_engine_grads_ready(m->e, m->u_emb, err)))
+            return st;
+        return zc_engine_release(m->e, m->u_emb, err);
+    }
     if (m->cfg.untied) {
         if ((st = zc_engine_acquire(m->e, m->u_emb, err)))
             return st;

@@ -275,7 +275,8 @@ static zc_status run(gpt2_decoder *d, const int *tok, int p0, int M, zc_err *err
         gpt2_weight wte;
         const float *wpe;
         gpt2_get_embeddings(m, &wte, &wpe);
-        gpt2_encoder_forward(x, tok, wte.w, wte.w16, wpe ? wpe + (size_t)p0 * C : NULL, 1, M, C);
+        gpt2_encoder_forward(x, tok, wte.w, wte.w16, wpe ? wpe + (size_t)p0 * C : NULL, NULL, 1, M,
+                             C);
         if (untied && (st = zc_engine_release(e, gpt2_unit(m, -1), err)))
             return st;
     }

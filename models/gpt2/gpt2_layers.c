@@ -20,6 +20,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "zeroc/dtype.h"
@@ -143,10 +144,10 @@ ZC_SIMD_INLINE float bf16_value(uint16_t h)
 /* encoder: token + position embedding                                                        */
 
 void gpt2_encoder_forward(float *restrict out, const int *restrict inp, const float *restrict wte,
-                          const uint16_t *restrict wte16, const float *restrict wpe, int B, int T,
-                          int C)
+                          const uint16_t *restrict wte16, const float *restrict wpe,
+                          const uint16_t *restrict wpe16, int B, int T, int C)
 {
-    ZC_SIMD_DISPATCH(encoder_forward, out, inp, wte, wte16, wpe, B, T, C);
+    ZC_SIMD_DISPATCH(encoder_forward, out, inp, wte, wte16, wpe, wpe16, B, T, C);
 }
 
 void gpt2_encoder_backward(float *restrict dwte, float *restrict dwpe, const float *restrict dout,
@@ -166,6 +167,46 @@ void gpt2_encoder_backward_rows(float *restrict dwte, const float *restrict dout
                                 const int *restrict inp, int row0, int rows, int BT, int C)
 {
     ZC_SIMD_DISPATCH(encoder_backward_rows, dwte, dout, inp, row0, rows, BT, C);
+}
+
+static int cmp_row_pos(const void *a, const void *b)
+{
+    const gpt2_row_pos *x = a, *y = b;
+    return x->row != y->row ? (x->row > y->row) - (x->row < y->row)
+                            : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+void gpt2_encoder_backward_rows16(uint16_t *restrict dwte16, const float *restrict dout,
+                                  const int *restrict inp, int row0, int rows, int BT, int C,
+                                  gpt2_row_pos *restrict order)
+{
+    /* the positions of each row, in order: (row, position) pairs sorted */
+    int n = 0;
+    for (int bt = 0; bt < BT; bt++) {
+        const int r = inp[bt] - row0;
+        if (r >= 0 && r < rows)
+            order[n++] = (gpt2_row_pos){(uint32_t)r, (uint32_t)bt};
+    }
+    qsort(order, (size_t)n, sizeof *order, cmp_row_pos);
+    memset(dwte16, 0, (size_t)rows * (size_t)C * sizeof *dwte16);
+    /* channel chunks in parallel; each row's sum starts from 0 and adds its positions in order,
+     * as encoder_backward_rows into a zeroed buffer does, then is rounded once */
+#pragma omp parallel for schedule(static) if ((size_t)n * C >= PAR_MIN)
+    for (int c0 = 0; c0 < C; c0 += COL_CHUNK) {
+        const int c1 = imin(c0 + COL_CHUNK, C);
+        float acc[COL_CHUNK];
+        for (int i = 0; i < n;) {
+            const uint32_t r = order[i].row;
+            for (int c = c0; c < c1; c++)
+                acc[c - c0] = 0.0f;
+            for (; i < n && order[i].row == r; i++) {
+                const float *d = dout + (size_t)order[i].pos * C;
+                for (int c = c0; c < c1; c++)
+                    acc[c - c0] += d[c];
+            }
+            zc_f32_to_bf16(acc, dwte16 + (size_t)r * C + c0, (size_t)(c1 - c0));
+        }
+    }
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -30,14 +30,16 @@
 
 #include "zeroc/gemm.h"
 
-/* out[b,t,:] = wte[inp[b,t],:] + wpe[t,:] (wpe NULL: rotary positions, the row alone). In bf16 mode
- * wte may come as bf16 bits (wte16, the engine's stored parameters: only the B·T rows named are
- * widened, not the whole table; wte is then unused and may be NULL); otherwise wte16 is NULL. */
+/* out[b,t,:] = wte[inp[b,t],:] + wpe[t,:] (wpe and wpe16 NULL: rotary positions, the row alone).
+ * In bf16 mode wte and wpe may come as bf16 bits (wte16, wpe16: the engine's stored parameters,
+ * only the rows used widened, not the whole tables; wte / wpe are then unused and may be NULL);
+ * otherwise wte16 and wpe16 are NULL. */
 void gpt2_encoder_forward(float *restrict out,            // (B,T,C)
                           const int *restrict inp,        // (B,T) token ids in [0, Vp)
                           const float *restrict wte,      // (Vp,C)
                           const uint16_t *restrict wte16, // (Vp,C) bf16, or NULL
                           const float *restrict wpe,      // (maxT,C)
+                          const uint16_t *restrict wpe16, // (maxT,C) bf16, or NULL
                           int B, int T, int C);
 /* Scatter-add of dout into the rows of dwte named by inp, and into dwpe (position order; NULL
  * when the model has no learned positions). */
@@ -57,6 +59,17 @@ void gpt2_encoder_forward_rows(float *restrict out, const int *restrict inp, int
  * in order — each row receives exactly the adds gpt2_encoder_backward gives it. */
 void gpt2_encoder_backward_rows(float *restrict dwte, const float *restrict dout,
                                 const int *restrict inp, int row0, int rows, int BT, int C);
+/* The same rounded to bf16, for an engine that takes a gradient in bf16 (zc_engine_grad16): every
+ * element of dwte16 (rows × C) is written — each row named by a token in the range gets the fp32
+ * sum of its positions' dout in position order, rounded nearest even, every other row zeros: the
+ * bits of gpt2_encoder_backward_rows into a zeroed fp32 buffer, rounded, without the fp32 buffer
+ * of the whole table. order: room for BT elements (scratch; 8 bytes each, 4-byte aligned). */
+typedef struct {
+    uint32_t row, pos;
+} gpt2_row_pos;
+void gpt2_encoder_backward_rows16(uint16_t *restrict dwte16, const float *restrict dout,
+                                  const int *restrict inp, int row0, int rows, int BT, int C,
+                                  gpt2_row_pos *restrict order);
 
 /* Per row: out = (inp - mean) * rstd * weight + bias, biased variance, eps 1e-5. mean and rstd
  * are saved for the backward. */

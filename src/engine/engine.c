@@ -27,9 +27,11 @@
  *
  * Mixed precision. Parameters are stored (and gathered) in pdt, gradients in gdt (stored, and
  * the reduce-scatter's output), sent in cdt; the optimizer range gets an fp32 master copy next to
- * m and v. The model sees fp32 only: acquire widens the unit into `view`; its gradients go into
- * the fp32 `grad_work`, which is scaled (fp16), rounded to gdt and then to cdt on its way to the
- * reduce-scatter; the reduce-scatter sums in fp32 and rounds once. The step widens gradient
+ * m and v. The model reads fp32 (acquire widens the unit into `view`) or the stored 16-bit
+ * values; its gradients go into the fp32 `grad_work`, which is scaled (fp16), rounded to gdt and
+ * then to cdt on its way to the reduce-scatter — or, in bf16, the model rounds them itself into
+ * the stored type (zc_engine_grad16: the same bits, half the working memory); the reduce-scatter
+ * sums in fp32 and rounds once. The step widens gradient
  * chunks for the same optimizer kernels, updates the master, and rounds it into the 16-bit
  * parameters. Every stage applies these roundings to the same elements in the same order, so
  * stages still agree bitwise. */
@@ -76,8 +78,10 @@ typedef struct {
     size_t vec_off;    /* mixed, 1-D: where its fp32 values lie in the unit's view_vec */
     bool grad_given;   /* its part of the unit's grad_work was handed to the model (zeroed, or for
                           it to overwrite) this micro-batch */
-    bool grad16;       /* its part of grad_full was handed to the model to overwrite in the stored
-                          16-bit type this micro-batch (zc_engine_grad16) */
+    bool grad16;       /* its part of grad_full (stages 2–3: grad_w16) was handed to the model to
+                          overwrite in the stored 16-bit type this micro-batch (zc_engine_grad16) */
+    bool vec_given; /* stages 2–3 in bf16, 1-D: its fp32 gradient is in the unit's grad_vec this
+                       micro-batch (zeroed, or for it to overwrite) */
 } param_t;
 
 typedef struct {
@@ -95,6 +99,14 @@ typedef struct {
     bool wants_view;
     void *grad_full;  /* gdt. stages 0–1: gradients (persistent) */
     float *grad_work; /* the model's fp32 gradients, unless it writes grad_full (working) */
+    /* Stages 2–3 with bf16 gradients (working, until the reduce-scatter has copied them out):
+     * grad_w16 the unit's gradients as stored (padded elements of gdt) — the products write theirs
+     * rounded into it (zc_engine_grad16), the 1-D parameters accumulate theirs in the fp32 grad_vec
+     * (vec_n elements, at vec_off, as view_vec) and are rounded into it at grads_ready. A unit then
+     * costs 2 bytes per parameter of gradient instead of grad_work's 4; grad_work exists only for a
+     * unit a model asks an fp32 matrix gradient of (grads_ready then widens the rest into it). */
+    void *grad_w16;
+    float *grad_vec;
     void *grad_shard; /* gdt. stages 2–3: this rank's reduced gradient shard */
     float *master;    /* mixed: fp32 master copy of the optimizer range */
     float *m, *v;     /* optimizer moments (v unused by SGD) */
@@ -1611,6 +1623,8 @@ void zc_engine_destroy(zc_engine *e)
         free_f(e, ZC_MEM_WORKING, &u->view_vec, u->vec_n);
         free_b(e, ZC_MEM_GRADS, &u->grad_full, P, e->gs);
         free_f(e, ZC_MEM_WORKING, &u->grad_work, P);
+        free_b(e, ZC_MEM_WORKING, &u->grad_w16, P, e->gs);
+        free_f(e, ZC_MEM_WORKING, &u->grad_vec, u->vec_n);
         if (u->disk.grads) /* a staging buffer, if a reduction was cut short */
             io_free(e, IO_STAGING, &u->grad_shard, blocks(S, e->gs));
         else
@@ -1877,6 +1891,13 @@ static float grad_scale(const zc_engine *e)
     return (float)(e->scaler.scale / e->cfg.grad_accum);
 }
 
+/* Stages 2–3 with bf16 gradients: a unit's gradients are produced in 16 bits (grad_w16, with the
+ * 1-D parameters' in grad_vec), not in a whole-unit fp32 grad_work. */
+static bool sharded16(const zc_engine *e)
+{
+    return e->grads_sharded && e->gdt == ZC_BF16 && grad_scale(e) == 1.0f;
+}
+
 /* n ≤ CHUNK of the model's fp32 gradients as the stored gradient type would hold them: scaled
  * by the loss scale, rounded to gdt and widened back (in place). */
 static void as_stored(const zc_engine *e, float *x, size_t n)
@@ -1926,13 +1947,17 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
 {
     unit_t *u = &e->units[i];
     size_t S = u->info.shard, n = (size_t)e->nranks;
-    bool from_model = e->grads_sharded;
-    const void *src = from_model ? (const void *)u->grad_work : u->grad_full;
+    /* stages 2–3: the model's fp32 gradients, or the bf16 ones as stored (grad_w16; neither: the
+     * model wrote none, zeros); stages 0–1: the stored gradients */
+    bool from_model = e->grads_sharded && u->grad_work;
+    const void *src = from_model         ? (const void *)u->grad_work
+                      : e->grads_sharded ? u->grad_w16
+                                         : u->grad_full;
     size_t src_es = from_model ? sizeof(float) : e->gs;
     /* Stages 0–1 whose stored gradients already travel as they are (the type sent, scaled, not
      * quantized): each rank's block is sent from grad_full where it lies, not packed first. */
-    const bool in_place =
-        !from_model && !e->qgz && e->cdt == e->gdt && !(e->direct_grads && grad_scale(e) != 1.0f);
+    const bool in_place = !e->grads_sharded && !e->qgz && e->cdt == e->gdt &&
+                          !(e->direct_grads && grad_scale(e) != 1.0f);
     /* On one rank (in RAM) the sum would copy grad_full out and back unchanged — 4% of perf's
      * samples in a bf16 GPT-2 124M step on one process. */
     if (n == 1 && in_place && !u->disk.grads)
@@ -1968,6 +1993,7 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
             accumulate = e->micro > 0;
             if (off + len == S) { /* copied out: the full-unit gradient can go */
                 work_free(e, &u->grad_work, u->info.padded * sizeof(float));
+                work_free(e, &u->grad_w16, u->info.padded * e->gs);
                 src = NULL;
             }
         }
@@ -2310,7 +2336,8 @@ static float *grad_work_alloc(zc_engine *e, unit_t *u)
         ZC_ASSERT(pq->info.offset >= end);
         memset(u->grad_work + end, 0, (pq->info.offset - end) * sizeof(float));
         end = pq->info.offset + pq->info.numel;
-        pq->grad_given = pq->grad16; /* written in grad_full instead */
+        pq->grad_given = pq->grad16 || pq->vec_given; /* written in grad_full, grad_w16 or
+                                                         grad_vec instead */
     }
     memset(u->grad_work + end, 0, (u->info.padded - end) * sizeof(float));
     return u->grad_work;
@@ -2349,6 +2376,18 @@ static float *grad_buffer(zc_engine *e, int param, bool overwrite, bool *fresh)
     unit_t *u = &e->units[p->unit];
     if (e->direct_grads) /* the stored gradients, accumulating over micro-batches */
         return (float *)u->grad_full + p->offset;
+    if (p->ndim == 1 && sharded16(e)) {
+        if (!u->grad_vec && !(u->grad_vec = work_alloc(e, u->vec_n * sizeof(float), false)))
+            return NULL;
+        float *g = u->grad_vec + pp->vec_off;
+        if (!pp->vec_given) {
+            pp->vec_given = pp->grad_given = true;
+            *fresh = overwrite;
+            if (!overwrite)
+                memset(g, 0, p->numel * sizeof(float));
+        }
+        return g;
+    }
     if (!u->grad_work && !grad_work_alloc(e, u))
         return NULL;
     if (!pp->grad_given) {
@@ -2360,21 +2399,28 @@ static float *grad_buffer(zc_engine *e, int param, bool overwrite, bool *fresh)
     return u->grad_work + p->offset;
 }
 
-/* Stages 0–1 with bf16 gradients, at the first micro-batch of a step: the parameter's part of
- * grad_full, which the first micro-batch's fold would overwrite with the rounded fp32 gradient
- * anyway, for the model to write rounded itself (a product with a bf16 output). */
+/* With bf16 gradients, the parameter's part of the unit's gradient as stored, for the model to
+ * write rounded itself (a product with a bf16 output): stages 0–1 at the first micro-batch of a
+ * step, grad_full's part, which that micro-batch's fold would overwrite with the rounded fp32
+ * gradient anyway; stages 2–3 at every micro-batch (each is reduce-scattered on its own), the
+ * part of grad_w16 the reduce-scatter would otherwise have rounded grad_work's into. */
 uint16_t *zc_engine_grad16(zc_engine *e, int param)
 {
     param_t *pp = writable_param(e, param);
     if (!pp)
         return NULL;
     unit_t *u = &e->units[pp->info.unit];
-    if (e->grads_sharded || e->direct_grads || e->gdt != ZC_BF16 || e->micro != 0 ||
-        grad_scale(e) != 1.0f || pp->grad16 || (u->grad_work && pp->grad_given))
+    if (e->direct_grads || e->gdt != ZC_BF16 || grad_scale(e) != 1.0f || pp->grad16 ||
+        pp->vec_given || (u->grad_work && pp->grad_given))
+        return NULL;
+    if (e->grads_sharded) {
+        if (!u->grad_w16 && !(u->grad_w16 = work_alloc(e, u->info.padded * e->gs, false)))
+            return NULL;
+    } else if (e->micro != 0)
         return NULL;
     pp->grad16 = pp->grad_given = true;
     u->ngrad16++;
-    return (uint16_t *)u->grad_full + pp->info.offset;
+    return at(e->grads_sharded ? u->grad_w16 : u->grad_full, pp->info.offset, e->gs);
 }
 
 float *zc_engine_grad(zc_engine *e, int param)
@@ -2437,6 +2483,50 @@ static void fold_grads(zc_engine *e, unit_t *u)
     work_free(e, &u->grad_work, u->info.padded * sizeof(float));
 }
 
+/* Stages 2–3 in bf16, at grads_ready: the unit's gradient for the reduce-scatter in one buffer —
+ * grad_work when the model asked an fp32 matrix gradient (the 16-bit and grad_vec parts widened
+ * into it, exactly), else grad_w16 (grad_vec's parts rounded into it, the rest zeros): the bits a
+ * reduce-scatter from an fp32 grad_work of the same values would send. false: out of memory. */
+static bool merge_sharded_grads(zc_engine *e, unit_t *u)
+{
+    const int end = u->info.first_param + u->info.nparams;
+    if (u->grad_work) {
+        for (int q = u->info.first_param; q < end; q++) {
+            const param_t *pq = &e->params[q];
+            float *dst = u->grad_work + pq->info.offset;
+            if (pq->grad16)
+                zc_dtype_widen(e->gdt, at(u->grad_w16, pq->info.offset, e->gs), dst,
+                               pq->info.numel);
+            else if (pq->vec_given)
+                memcpy(dst, u->grad_vec + pq->vec_off, pq->info.numel * sizeof(float));
+        }
+        work_free(e, &u->grad_w16, u->info.padded * e->gs);
+    } else if (u->grad_w16 || u->grad_vec) {
+        if (!u->grad_w16 && !(u->grad_w16 = work_alloc(e, u->info.padded * e->gs, false)))
+            return false;
+        size_t lo = 0; /* parameters lie in registration order, without overlap */
+        for (int q = u->info.first_param; q <= end; q++) {
+            const param_t *pq = q < end ? &e->params[q] : NULL;
+            const size_t hi = pq ? pq->info.offset : u->info.padded;
+            memset(at(u->grad_w16, lo, e->gs), 0, (hi - lo) * e->gs);
+            if (!pq)
+                break;
+            lo = hi + pq->info.numel;
+            if (pq->grad16)
+                continue;
+            if (pq->vec_given)
+                zc_dtype_narrow(e->gdt, u->grad_vec + pq->vec_off, at(u->grad_w16, hi, e->gs),
+                                pq->info.numel);
+            else
+                memset(at(u->grad_w16, hi, e->gs), 0, pq->info.numel * e->gs);
+        }
+    }
+    work_free(e, &u->grad_vec, u->vec_n * sizeof(float));
+    for (int q = u->info.first_param; q < end; q++)
+        e->params[q].vec_given = false;
+    return true;
+}
+
 zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
 {
     zc_status st = unit_call(e, "zc_engine_grads_ready", i, err);
@@ -2456,6 +2546,8 @@ zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
         fold_grads(e, u);
     else if (!e->grads_sharded && !e->direct_grads && e->micro == 0) /* no fp32 gradient */
         fill_not_written(e, u);
+    else if (e->grads_sharded && !merge_sharded_grads(e, u))
+        return oom(e, err, "the bf16 gradients", i, u->info.padded * e->gs);
     for (int q = u->info.first_param; u->ngrad16 && q < u->info.first_param + u->info.nparams; q++)
         e->params[q].grad16 = false;
     u->ngrad16 = 0;
