@@ -14,7 +14,9 @@
  *   of the whole, bit for bit, and a call out of range is refused at finalize;
  * - bf16 gradients the model writes in 16 bits (zc_engine_grad16): at stages 2–3 at every
  *   micro-batch, into 2 bytes per element of the unit (a 1-D parameter's fp32 gradient in room
- *   of its own, not a whole-unit fp32 buffer), with the weights of stage 0 bit for bit. */
+ *   of its own, not a whole-unit fp32 buffer), with the weights of stage 0 bit for bit;
+ * - the working buffers the engine keeps for reuse never raise the working peak above the most
+ *   it had in use at once: units of two sizes gathered in turn peak at the larger one. */
 #include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -583,6 +585,31 @@ static void test_bf16_grads(void)
     }
 }
 
+static void test_kept_buffers_within_live_peak(void)
+{
+    zc_err err = {0};
+    zc_engine *e = make(3, &err);
+    const zc_init w02 = {ZC_INIT_NORMAL, 0.02f};
+    int a = zc_engine_add_unit(e, "a");
+    zc_engine_add_param(e, a, "wa", 2, (int64_t[]){64, 64}, w02);
+    int b = zc_engine_add_unit(e, "b");
+    zc_engine_add_param(e, b, "wb", 2, (int64_t[]){40, 64}, w02);
+    CHECK(!zc_engine_finalize(e, &err), "finalize: %s", err.msg);
+    const size_t big = zc_engine_unit_info(e, a)->padded * sizeof(float);
+    zc_mem_reset_peaks(mem);
+    const int64_t base = zc_mem_get(mem, ZC_MEM_WORKING).current;
+    for (int round = 0; round < 3; round++)
+        for (int u = 0; u < 2; u++)
+            CHECK(!zc_engine_acquire(e, u, &err) && zc_engine_param(e, u) &&
+                      !zc_engine_release(e, u, &err),
+                  "round %d unit %d: %s", round, u, err.msg);
+    const int64_t peak = zc_mem_get(mem, ZC_MEM_WORKING).peak - base;
+    CHECK(peak == (int64_t)big,
+          "units gathered one at a time: working peak %lld bytes, expected the larger unit's %zu",
+          (long long)peak, big);
+    zc_engine_destroy(e);
+}
+
 int main(int argc, char **argv)
 {
     zc_err err = {0};
@@ -602,6 +629,7 @@ int main(int argc, char **argv)
     test_ranks_disagree();
     test_init_as();
     test_bf16_grads();
+    test_kept_buffers_within_live_peak();
     int rc = check_summary();
     zc_mem_destroy(mem);
     zc_comm_finalize(comm);

@@ -211,6 +211,8 @@ struct zc_engine {
     /* freed working buffers kept for reuse (still counted as working), see work_alloc */
     cached_buf cache[16];
     int ncache;
+    int64_t cached_bytes; /* their bytes */
+    int64_t live_peak;    /* the most working bytes in use at once so far, kept ones not counted */
     /* freed disk-I/O buffers kept for reuse (still counted as offload), see io_alloc */
     io_buf io_cache[16];
     int nio_cache;
@@ -333,8 +335,27 @@ static void free_f(zc_engine *e, zc_mem_category cat, float **p, size_t n)
  * Mapping them afresh costs a page fault per 4 KiB on every use (measured at GPT-2 124M: ~2 GB
  * of faults per step, a third of the step), so a freed buffer is kept and handed to the next
  * request of the same size. Kept buffers stay in the ledger's working category, and are only
- * kept while the category stays within zc_estimate_working_bound: memory is reused, never
- * hidden. */
+ * kept while the category stays within zc_estimate_working_bound and within the most working
+ * memory the run has had in use at once (live_peak): memory is reused, never hidden, and the
+ * kept buffers never raise the working peak above what the run needs — kept buffers of other
+ * sizes are given back before a new one is mapped past it (at Llama 3.1 8B's vocabulary, units
+ * of two sizes once kept 2.8 GB for a run whose buffers in use never passed 1.7). */
+static void uncache(zc_engine *e, int k)
+{
+    cached_buf c = e->cache[k];
+    e->cache[k] = e->cache[--e->ncache];
+    e->cached_bytes -= (int64_t)c.bytes;
+    ASAN_UNPOISON_MEMORY_REGION(c.p, c.bytes);
+    zc_mem_free(e->mem, ZC_MEM_WORKING, c.p, c.bytes);
+}
+
+static void note_live(zc_engine *e)
+{
+    const int64_t live = zc_mem_get(e->mem, ZC_MEM_WORKING).current - e->cached_bytes;
+    if (live > e->live_peak)
+        e->live_peak = live;
+}
+
 static void *work_alloc(zc_engine *e, size_t bytes, bool zeroed)
 {
     for (int k = 0; k < e->ncache; k++) {
@@ -342,12 +363,21 @@ static void *work_alloc(zc_engine *e, size_t bytes, bool zeroed)
             continue;
         void *p = e->cache[k].p;
         e->cache[k] = e->cache[--e->ncache];
+        e->cached_bytes -= (int64_t)bytes;
         ASAN_UNPOISON_MEMORY_REGION(p, bytes);
         if (zeroed)
             memset(p, 0, bytes);
+        note_live(e);
         return p;
     }
-    return zc_mem_alloc(e->mem, ZC_MEM_WORKING, bytes);
+    const int64_t cur = zc_mem_get(e->mem, ZC_MEM_WORKING).current, live = cur - e->cached_bytes;
+    const int64_t need =
+        live + (int64_t)bytes > e->live_peak ? live + (int64_t)bytes : e->live_peak;
+    while (e->ncache && zc_mem_get(e->mem, ZC_MEM_WORKING).current + (int64_t)bytes > need)
+        uncache(e, e->ncache - 1);
+    void *p = zc_mem_alloc(e->mem, ZC_MEM_WORKING, bytes);
+    note_live(e);
+    return p;
 }
 
 static void work_free(zc_engine *e, void *pp, size_t bytes)
@@ -356,10 +386,12 @@ static void work_free(zc_engine *e, void *pp, size_t bytes)
     if (!*p)
         return;
     int cap = (int)(sizeof e->cache / sizeof e->cache[0]);
-    if (e->ncache < cap && zc_mem_get(e->mem, ZC_MEM_WORKING).current <= e->work_cap) {
+    const int64_t cur = zc_mem_get(e->mem, ZC_MEM_WORKING).current;
+    if (e->ncache < cap && cur <= e->work_cap && cur <= e->live_peak) {
         /* a model still reading a released unit's view is a use-after-free to ASan */
         ASAN_POISON_MEMORY_REGION(*p, bytes);
         e->cache[e->ncache++] = (cached_buf){*p, bytes};
+        e->cached_bytes += (int64_t)bytes;
     } else
         zc_mem_free(e->mem, ZC_MEM_WORKING, *p, bytes);
     *p = NULL;
