@@ -20,6 +20,9 @@
  * as it is read, once it passes the limit. A buffer never grows past what the host (or the
  * memory cgroup) can still give (memory_check_grow): an endless input ends with an error.
  *
+ * --jsonl FILE...: instruction data (prepare_jsonl.c): each line one example, rendered with the
+ * chat template of the --tokenizer DIR's family, with a loss mask beside each token file.
+ *
  * One process does it all, without MPI (main() runs it before MPI starts: a singleton MPI_Init
  * forks a helper whose argument list, thousands of file names, the kernel refused). Started by
  * mpirun on several ranks, only the launcher's rank 0 prepares; the others say so and exit 0, so
@@ -46,7 +49,8 @@
 
 #define SYNOPSIS                                                                                   \
     "zeroc prepare --text FILE|DIR... --out PREFIX [--val-fraction F] [--tokenizer gpt2 --vocab "  \
-    "DIR | --tokenizer DIR]"
+    "DIR | --tokenizer DIR]\n       zeroc prepare --jsonl FILE... --tokenizer DIR --out PREFIX "   \
+    "[--chat-format llama3|chatml] [--val-fraction F]"
 
 typedef struct {
     uint16_t *tok;
@@ -452,16 +456,17 @@ static zc_status list_inputs(const char **args, int nargs, file_list *l, zc_err 
 /* Neither PREFIX_train.bin nor PREFIX_val.bin may be one of the --text files it reads, and both
  * must be writable before the text is read (a missing data/ directory was found only after
  * reading and tokenizing all of it). */
-static zc_status outputs_not_inputs(const char **files, int nfiles, const char *prefix, zc_err *err)
+static zc_status outputs_not_inputs(const char **files, int nfiles, const char *prefix,
+                                    const char *flag, int noutputs, zc_err *err)
 {
-    static const char *const suffix[] = {"_train.bin", "_val.bin"};
+    static const char *const suffix[] = {"_train.bin", "_val.bin", "_train.mask", "_val.mask"};
     char path[4200];
     zc_status st = ZC_OK;
-    for (int k = 0; !st && k < 2; k++) {
+    for (int k = 0; !st && k < noutputs; k++) {
         snprintf(path, sizeof path, "%s%s", prefix, suffix[k]);
         st = cli_output_writable("--out", path, err);
         for (int i = 0; !st && i < nfiles; i++)
-            st = cli_output_not_input("--out", path, "--text", files[i], err);
+            st = cli_output_not_input("--out", path, flag, files[i], err);
     }
     return st;
 }
@@ -475,12 +480,21 @@ int cmd_prepare(int argc, char **argv)
                rank);
         return 0;
     }
-    const char *out = NULL, *text_unused = NULL, *tokenizer = "byte", *vocab = NULL;
+    const char *out = NULL, *text_unused = NULL, *tokenizer = "byte", *vocab = NULL,
+               *jsonl_unused = NULL, *chat = NULL;
     int threads = 0;
     double frac = 0.1;
     bool help = false;
     arg_spec specs[] = {
         {"--text", ARG_STR, &text_unused, NULL, "input text files or directories, see below", NULL},
+        {"--jsonl", ARG_STR, &jsonl_unused, NULL,
+         "instruction data: JSON Lines files of {\"messages\": [{\"role\", \"content\"}]} or "
+         "{\"prompt\", \"completion\"} (needs --tokenizer DIR)",
+         NULL},
+        {"--chat-format", ARG_STR, &chat, NULL,
+         "--jsonl: llama3 or chatml (default: recognised from DIR/tokenizer_config.json's "
+         "chat_template)",
+         NULL},
         {"--out", ARG_STR, &out, NULL, "output prefix: writes PREFIX_train.bin and PREFIX_val.bin",
          NULL},
         {"--val-fraction", ARG_DOUBLE, &frac, NULL,
@@ -497,11 +511,16 @@ int cmd_prepare(int argc, char **argv)
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
     const char **files = calloc((size_t)(argc > 0 ? argc : 1), sizeof *files);
+    const char **jfiles = calloc((size_t)(argc > 0 ? argc : 1), sizeof *jfiles);
+    char **rest0 = calloc((size_t)(argc > 0 ? argc : 1), sizeof *rest0);
     char **rest = calloc((size_t)(argc > 0 ? argc : 1), sizeof *rest);
-    int nfiles = 0, nrest = 0;
-    zc_status st = files && rest ? ZC_OK : zc_err_set(&err, ZC_ENOMEM, "out of memory");
+    int nfiles = 0, njsonl = 0, nrest0 = 0, nrest = 0;
+    zc_status st =
+        files && jfiles && rest0 && rest ? ZC_OK : zc_err_set(&err, ZC_ENOMEM, "out of memory");
     if (!st)
-        st = args_split_list(argc, argv, 2, "--text", files, &nfiles, rest, &nrest, &err);
+        st = args_split_list(argc, argv, 2, "--text", files, &nfiles, rest0, &nrest0, &err);
+    if (!st)
+        st = args_split_list(nrest0, rest0, 0, "--jsonl", jfiles, &njsonl, rest, &nrest, &err);
     for (int i = 0; !st && i < nrest; i++) /* args_usage lists --help itself */
         help = help || !strcmp(rest[i], "--help") || !strcmp(rest[i], "-h");
     if (!st && !help)
@@ -525,10 +544,43 @@ int cmd_prepare(int argc, char **argv)
                "uint16 tokens (magic 20240520, version 1)\nwhile every id fits, uint32 tokens "
                "(magic 20240801, version 7) for a vocabulary above 65,536.\nOne process, no MPI; "
                "under mpirun "
-               "only rank 0 prepares, the other ranks exit at once.\n");
+               "only rank 0 prepares, the other ranks exit at once.\n"
+               "--jsonl (with --tokenizer DIR): each line one example, rendered with the chat "
+               "template\n(llama3: Llama 3; chatml: Qwen2.5, SmolLM2, with the template's default "
+               "system message\nwhen an example has none); only the assistant's tokens and its "
+               "end-of-turn token count\nin the loss: PREFIX_train.mask and PREFIX_val.mask "
+               "beside the token files say which\n(zeroc train --data PREFIX_train.bin reads "
+               "the mask beside it). Examples are packed\n(concatenated; attention crosses "
+               "examples); the last --val-fraction of the examples is\nvalidation.\n");
         free(files);
+        free(jfiles);
+        free(rest0);
         free(rest);
         return 0;
+    }
+    if (!st && njsonl > 0 && nfiles > 0)
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--jsonl and --text: give one kind of input (instruction data or text)");
+    if (!st && chat && njsonl == 0)
+        st = zc_err_set(&err, ZC_EINVAL, "--chat-format is for --jsonl");
+    if (!st && njsonl > 0 && (!strcmp(tokenizer, "byte") || !strcmp(tokenizer, "gpt2")))
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--jsonl needs --tokenizer DIR, a Hugging Face tokenizer directory "
+                        "(tokenizer.json and tokenizer_config.json: Llama 3, Qwen2.5, SmolLM2)");
+    if (!st && njsonl > 0) {
+        st = !out      ? zc_err_set(&err, ZC_EINVAL, "--out PREFIX is required (see --help)")
+             : !out[0] ? zc_err_set(&err, ZC_EINVAL, "--out: the prefix is empty")
+             : !(frac > 0.0 && frac < 1.0)
+                 ? zc_err_set(&err, ZC_EINVAL,
+                              "--val-fraction must be between 0 and 1 (exclusive), got %.10g", frac)
+                 : outputs_not_inputs(jfiles, njsonl, out, "--jsonl", 4, &err);
+        if (!st)
+            st = prepare_jsonl(jfiles, njsonl, out, frac, tokenizer, chat, &err);
+        free(files);
+        free(jfiles);
+        free(rest0);
+        free(rest);
+        return st ? cli_fail_alone(&err) : 0;
     }
     if (!st && nfiles == 0)
         st = zc_err_set(&err, ZC_EINVAL, "--text: give at least one input file (see --help)");
@@ -575,13 +627,24 @@ int cmd_prepare(int argc, char **argv)
         st = list_inputs(files, nfiles, &inputs, &err);
     const char **in = (const char **)inputs.path;
     if (!st)
-        st = outputs_not_inputs(in, inputs.n, out, &err);
+        st = outputs_not_inputs(in, inputs.n, out, "--text", 2, &err);
     if (!st)
         st = gpt2 || hf
                  ? prepare_bpe(in, inputs.n, out, frac, hf ? tokenizer : vocab, hf, threads, &err)
                  : prepare(in, inputs.n, out, frac, &err);
+    /* a loss mask left beside the token files by an earlier --jsonl run would mask these */
+    for (int k = 0; !st && k < 2; k++) {
+        char mask[4200];
+        snprintf(mask, sizeof mask, "%s%s", out, k ? "_val.mask" : "_train.mask");
+        if (!remove(mask))
+            printf("removed %s (a loss mask from an earlier --jsonl run; these files have "
+                   "none)\n",
+                   mask);
+    }
     list_free(&inputs);
     free(files);
+    free(jfiles);
+    free(rest0);
     free(rest);
     return st ? cli_fail_alone(&err) : 0;
 }

@@ -28,6 +28,7 @@
 #include "models/gpt2/gpt2_sample.h"
 #include "models/gpt2/init_files.h"
 #include "models/gpt2/llmc_files.h"
+#include "models/gpt2/loss_mask.h"
 
 typedef struct {
     gpt2_model *gpt;
@@ -35,7 +36,11 @@ typedef struct {
     train_opts o;
     llmc_tokens train, val;
     bool train_open, val_open;
-    int *window; /* B·T + 1 tokens */
+    loss_mask train_mask, val_mask; /* beside --data / --val-data; nshards 0: none */
+    int *window;                    /* B·T + 1 tokens */
+    int *targets;                   /* B·T: window + 1 with GPT2_IGNORE_INDEX where masked */
+    uint8_t *mask_bytes;            /* B·T + 1 */
+    uint64_t val_counted;           /* targets counted in the K validation windows */
     int rank, nranks, B, T, accum, vocab;
     uint64_t seed;
     uint64_t skip; /* tokens added to every training window's start (mod the file): a resume */
@@ -102,6 +107,17 @@ static uint64_t shuffle_window(uint64_t seed, uint64_t epoch, uint64_t i, uint64
     return x;
 }
 
+/* targets[0..n) = window[1..n] with GPT2_IGNORE_INDEX where the mask (of the stream's tokens
+ * first + 1 ..) says the target does not count. */
+static zc_status masked_targets(gpt2_state *st, const loss_mask *m, size_t first, size_t n,
+                                int *targets, zc_err *err)
+{
+    zc_status rc = loss_mask_read(m, first, n + 1, st->mask_bytes, err);
+    for (size_t i = 0; !rc && i < n; i++)
+        targets[i] = st->mask_bytes[i + 1] ? st->window[i + 1] : GPT2_IGNORE_INDEX;
+    return rc;
+}
+
 /* Training window `index` (global over ranks), shuffled or sequential; a sequential one starts
  * `skip` tokens later. (Validation reads its windows itself: validate_batch.) */
 static zc_status read_window(gpt2_state *st, const llmc_tokens *t, uint64_t index, bool shuffle,
@@ -112,7 +128,10 @@ static zc_status read_window(gpt2_state *st, const llmc_tokens *t, uint64_t inde
     uint64_t W = (t->ntok - 1) / BT; /* whole windows (each needs BT + 1 tokens) */
     if (shuffle && W > 1)
         first = shuffle_window(st->seed, j / W, j % W, W) * BT;
-    return llmc_tokens_read(t, (size_t)first, (size_t)BT + 1, st->window, st->vocab, err);
+    zc_status rc = llmc_tokens_read(t, (size_t)first, (size_t)BT + 1, st->window, st->vocab, err);
+    if (!rc && st->train_mask.nshards)
+        rc = masked_targets(st, &st->train_mask, (size_t)first, (size_t)BT, st->targets, err);
+    return rc;
 }
 
 /* Every token id of the file must be < vocab: checked once at the start (so a bad id fails
@@ -136,12 +155,34 @@ static zc_status scan_tokens(const llmc_tokens *t, int vocab, uint64_t *digest, 
     return rc;
 }
 
+/* Every byte of the mask is 0 or 1: checked once at the start, as scan_tokens does for the
+ * tokens; folded into the data's digest (the ranks compare it). */
+static zc_status scan_mask(const loss_mask *m, size_t ntok, uint64_t *digest, zc_err *err)
+{
+    enum { CHUNK = 1 << 20 };
+    uint8_t *buf = malloc(CHUNK);
+    if (!buf)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    zc_status rc = ZC_OK;
+    uint64_t h = *digest;
+    for (size_t at = 0; at < ntok && !rc; at += CHUNK) {
+        size_t n = ntok - at < CHUNK ? ntok - at : CHUNK;
+        rc = loss_mask_read(m, at, n, buf, err);
+        for (size_t i = 0; !rc && i < n; i++)
+            h = (h ^ (uint64_t)(buf[i] + 0x100)) * 0x100000001b3ULL;
+    }
+    free(buf);
+    *digest = h;
+    return rc;
+}
+
 static zc_status gpt2_micro_step(train_model *m, int64_t s, int k, double *loss, zc_err *err)
 {
     gpt2_state *st = m->state;
     zc_status rc = read_window(st, &st->train, (uint64_t)s * st->accum + (uint64_t)k, st->o.shuffle,
                                st->skip, err);
-    return rc ? rc : gpt2_forward_backward(st->gpt, st->window, st->window + 1, loss, err);
+    const int *targets = st->train_mask.nshards ? st->targets : st->window + 1;
+    return rc ? rc : gpt2_forward_backward(st->gpt, st->window, targets, loss, err);
 }
 
 /* From step `step` on, global micro-step g's windows start at tokens + (g − step·accum)·N·B·T:
@@ -152,6 +193,36 @@ static void gpt2_resume_data(train_model *m, uint64_t tokens, int64_t step)
     const uint64_t n = st->train.ntok,
                    own = (uint64_t)step * st->accum % n * st->nranks % n * st->B % n * st->T % n;
     st->skip = (tokens % n + n - own) % n;
+}
+
+/* st->val_counted: the targets the first K validation windows count, K·T without a mask (the
+ * loss is their mean). With a mask that leaves none of them counted, refused. */
+static zc_status count_val_targets(gpt2_state *st, uint64_t K, const char *path, zc_err *err)
+{
+    const uint64_t n = K * (uint64_t)st->T; /* targets: the stream's tokens 1 .. n */
+    st->val_counted = n;
+    if (!st->val_mask.nshards)
+        return ZC_OK;
+    enum { CHUNK = 1 << 20 };
+    uint8_t *buf = malloc(CHUNK);
+    if (!buf)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    zc_status rc = ZC_OK;
+    uint64_t c = 0;
+    for (uint64_t at = 1; at <= n && !rc; at += CHUNK) {
+        size_t k = n + 1 - at < CHUNK ? (size_t)(n + 1 - at) : CHUNK;
+        rc = loss_mask_read(&st->val_mask, (size_t)at, k, buf, err);
+        for (size_t i = 0; !rc && i < k; i++)
+            c += buf[i];
+    }
+    free(buf);
+    st->val_counted = c;
+    if (!rc && c == 0)
+        rc = zc_err_set(err, ZC_EINVAL,
+                        "%s: its loss mask %s counts no target in the %llu validation windows "
+                        "(no assistant token): nothing to validate on",
+                        path, st->val_mask.path[0], (unsigned long long)K);
+    return rc;
 }
 
 /* The validation set: the first K windows of --val-data (all W = (ntok − 1)/T unless
@@ -176,6 +247,9 @@ static zc_status plan_validation(gpt2_state *st, const char *path, zc_err *err)
                           path, st->val.ntok, st->T);
     const uint64_t want = (uint64_t)st->o.val_windows, K = want && want < W ? want : W;
     st->val_windows = K;
+    zc_status rc = count_val_targets(st, K, path, err);
+    if (rc)
+        return rc;
     st->val_rounds = (K + NB - 1) / NB;
     st->val_flush = (int)(VAL_FLUSH_WINDOWS / NB > 0 ? VAL_FLUSH_WINDOWS / NB : 1);
     if ((uint64_t)st->val_flush > st->val_rounds)
@@ -233,7 +307,10 @@ static zc_status validate_batch(gpt2_state *st, uint64_t first, int nb, double *
     if (nb > 0) { /* nb·T + 1 tokens: consecutive windows share their boundary token */
         rc = llmc_tokens_read(&st->val, (size_t)(first * (uint64_t)st->T), real + 1, st->window,
                               st->vocab, err);
-        if (!rc)
+        if (!rc && st->val_mask.nshards)
+            rc = masked_targets(st, &st->val_mask, (size_t)(first * (uint64_t)st->T), real,
+                                st->val_targets, err);
+        else if (!rc)
             memcpy(st->val_targets, st->window + 1, real * sizeof(int));
     }
     memset(st->window + real, 0, (BT - real) * sizeof(int));
@@ -280,7 +357,7 @@ static zc_status gpt2_validate(train_model *m, int64_t step, double *loss, zc_er
                 for (uint64_t b = 0; b < B && ((i0 + q) * N + j) * B + b < K; b++)
                     total += st->val_all[(j * rounds + q) * B + b];
     }
-    *loss = total / ((double)K * st->T);
+    *loss = st->val_counted ? total / (double)st->val_counted : 0.0;
     return rc;
 }
 
@@ -335,7 +412,11 @@ static void train_gpt2_destroy(train_model *m)
         llmc_tokens_close(&st->train);
     if (st->val_open)
         llmc_tokens_close(&st->val);
+    loss_mask_close(&st->train_mask);
+    loss_mask_close(&st->val_mask);
     free(st->window);
+    free(st->targets);
+    free(st->mask_bytes);
     free(st->val_targets);
     free(st->val_tok_loss);
     free(st->val_probs);
@@ -438,6 +519,14 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
     m->data[4] = o->shuffle;
     if ((rc = scan_tokens(&st->train, st->vocab, &m->data[1], err)))
         goto fail;
+    if ((rc = cli_err_flag(loss_mask_open(&st->train, &st->train_mask, err), "--data", err)) ||
+        (st->train_mask.nshards &&
+         (rc = scan_mask(&st->train_mask, st->train.ntok, &m->data[1], err))))
+        goto fail;
+    if (st->rank == 0 && st->train_mask.nshards)
+        printf("loss mask: %s%s: only the targets it marks count in the loss (the mean over them "
+               "per micro-batch)\n",
+               st->train_mask.path[0], st->train_mask.nshards > 1 ? " and the other shards'" : "");
     if (o->val_data) {
         if ((rc = cli_err_flag(llmc_tokens_open(o->val_data, &st->val, err), "--val-data", err)))
             goto fail;
@@ -448,6 +537,10 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
                    o->val_data, st->val.nshards, st->val.ntok);
         m->data[2] = st->val.ntok;
         if ((rc = scan_tokens(&st->val, st->vocab, &m->data[3], err)))
+            goto fail;
+        if ((rc = cli_err_flag(loss_mask_open(&st->val, &st->val_mask, err), "--val-data", err)) ||
+            (st->val_mask.nshards &&
+             (rc = scan_mask(&st->val_mask, st->val.ntok, &m->data[3], err))))
             goto fail;
     }
     size_t need = (size_t)st->B * st->T + 1;
@@ -460,7 +553,8 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
     }
     if (st->val_open && (rc = plan_validation(st, o->val_data, err)))
         goto fail;
-    if (!(st->window = malloc(need * sizeof(int)))) {
+    if (!(st->window = malloc(need * sizeof(int))) ||
+        !(st->targets = malloc((need - 1) * sizeof(int))) || !(st->mask_bytes = malloc(need))) {
         rc = zc_err_set(err, ZC_ENOMEM, "out of memory");
         goto fail;
     }

@@ -791,10 +791,20 @@ static void block_forward(gpt2_model *m, int l)
     gpt2_residual_forward(A(m, l, A_RES3), A(m, l, A_RES2), A(m, l, A_FCPROJ), (size_t)BT * C);
 }
 
+/* The targets of BT that count in the loss (not GPT2_IGNORE_INDEX). */
+static int counted_targets(const int *targets, int BT)
+{
+    int n = 0;
+    for (int i = 0; i < BT; i++)
+        n += targets[i] != GPT2_IGNORE_INDEX;
+    return n;
+}
+
 static zc_status check_tokens(const gpt2_model *m, const int *tok, const char *what, zc_err *err)
 {
+    const bool target = !strcmp(what, "target"); /* a target may be ignored (-100) */
     for (size_t i = 0; i < (size_t)m->B * m->T; i++)
-        if (tok[i] < 0 || tok[i] >= m->cfg.vocab_size)
+        if ((tok[i] < 0 && !(target && tok[i] == GPT2_IGNORE_INDEX)) || tok[i] >= m->cfg.vocab_size)
             return zc_err_set(err, ZC_EINVAL,
                               "gpt2: %s token %d at position %zu is outside the "
                               "vocabulary [0, %d)",
@@ -901,10 +911,11 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
     }
     if (targets && loss) {
         gpt2_softmax_crossentropy_forward(m->losses, m->probs, m->logits, targets, BT, V, Vp);
-        double s = 0.0;
+        double s = 0.0; /* the mean over the counted targets; none counted: 0 */
         for (int i = 0; i < BT; i++)
             s += m->losses[i];
-        *loss = s / BT;
+        const int n = counted_targets(targets, BT);
+        *loss = n ? s / n : 0.0;
     }
     return ZC_OK;
 }
@@ -1105,8 +1116,9 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
     zc_status st;
     /* Head: dlogits (reusing the logits buffer), then through the tied wte. */
     float *dlogits = m->logits;
+    const int n = counted_targets(targets, BT); /* ∂mean/∂loss_i, in place of the losses */
     for (int i = 0; i < BT; i++)
-        m->losses[i] = 1.0f / (float)BT; /* ∂mean/∂loss_i, in place of the losses */
+        m->losses[i] = targets[i] == GPT2_IGNORE_INDEX ? 0.0f : 1.0f / (float)n;
     gpt2_softmax_crossentropy_backward(dlogits, m->losses, m->probs, targets, BT, V, Vp);
     memset(m->dlnf, 0, (size_t)BT * C * sizeof(float));
     float *dwte = NULL, *dwpe = NULL;

@@ -133,7 +133,12 @@ const float *gpt2_logits(const gpt2_model *m);
 zc_status gpt2_train_forward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
                              zc_err *err);
 zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc_err *err);
-/* Both: forward and backward over the full (B,T) batch; mean cross-entropy into *loss. */
+/* Both: forward and backward over the full (B,T) batch; mean cross-entropy into *loss.
+ * A target of GPT2_IGNORE_INDEX (Hugging Face's labels = -100) is not counted: the loss is the
+ * mean over the other targets (CrossEntropyLoss(ignore_index=-100)), its gradient 1/count on each
+ * of them and 0 on the ignored ones; a micro-batch with no counted target has loss 0 and adds
+ * nothing to the gradients (Hugging Face's would be NaN). Inputs may not be ignored. */
+#define GPT2_IGNORE_INDEX (-100)
 zc_status gpt2_forward_backward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
                                 zc_err *err);
 

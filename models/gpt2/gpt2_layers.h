@@ -265,7 +265,8 @@ void gpt2_residual_backward(float *restrict dinp1,      // (N) accumulated
 void gpt2_softmax_crossentropy_forward(float *restrict losses,       // (BT)
                                        float *restrict probs,        // (BT,Vp)
                                        const float *restrict logits, // (BT,Vp)
-                                       const int *restrict targets,  // (BT) in [0, V)
+                                       const int *restrict targets,  // (BT) in [0, V), or
+                                                                     // < 0: ignored, loss 0
                                        int BT, int V, int Vp);
 /* dlogits = (probs − onehot(target))·dlosses, 0 in [V, Vp). OVERWRITES dlogits. For a mean
  * loss pass dlosses = 1/BT each. */

