@@ -210,7 +210,10 @@ zc_status prepare_jsonl(const char **files, int nfiles, const char *prefix, doub
         free(buf);
     }
     size_t nval = (size_t)(frac * (double)nex + 0.5), ntrain = nex - (nval < nex ? nval : nex);
-    if (!st && (nval < 1 || ntrain < 1))
+    if (!st && nex == 0)
+        st = zc_err_set(err, ZC_EINVAL, "--jsonl %s%s: no example (the lines are all blank)",
+                        files[0], nfiles > 1 ? " ..." : "");
+    else if (!st && (nval < 1 || ntrain < 1))
         st = zc_err_set(err, ZC_EINVAL,
                         "--jsonl: %zu example%s and --val-fraction %.10g leave the %s split "
                         "empty (each needs at least one example: give more examples or change "

@@ -264,7 +264,8 @@ def test_sft_masked_loss_matches_reference():
 def test_sft_stages_bitwise_with_mask():
     """With a mask, stages 0 and 3 on 2 ranks give the same losses, validation losses and final
     weights, bit for bit; with 2 micro-steps of accumulation stages 0 and 1 do (2–3 add the
-    micro-batches in another order: docs/ARCHITECTURE.md)."""
+    micro-batches in another order: docs/ARCHITECTURE.md); and stages 0 and 3 of the Llama-family
+    fixture (tests/fixtures/llama_tiny) with the same mask."""
     data, _, _ = tiny_data("stages", n=401)
     for stages, extra in (((0, 3), []), ((0, 1), ["--grad-accum", 2])):
         reps = [train(2, f"sft-s{s}-{len(extra)}", data, "--stage", s, "--val-data", data,
@@ -272,6 +273,15 @@ def test_sft_stages_bitwise_with_mask():
         for k in ("loss", "val_loss", "weights_sha256"):
             check(reps[0][k] == reps[1][k],
                   f"stages {stages} {extra}: {k} {reps[0][k]} != {reps[1][k]}")
+    llama = os.path.join(HERE, "fixtures", "llama_tiny")  # a Llama-family decoder, vocab 300
+    reps = []
+    for s in (0, 3):
+        H_.run(2, "train", "--init", llama, "--data", data, "--steps", 3, "--micro-batch", B,
+               "--seq-len", T, "--stage", s, "--report", H_.path(f"sft-llama-s{s}.json"))
+        reps.append(H_.report(f"sft-llama-s{s}.json"))
+    for k in ("loss", "weights_sha256"):
+        check(reps[0][k] == reps[1][k], f"llama_tiny stages 0 vs 3: {k} {reps[0][k]} != "
+                                        f"{reps[1][k]}")
 
 
 def test_sft_no_counted_target():
