@@ -263,13 +263,14 @@ def test_sft_masked_loss_matches_reference():
 
 def test_sft_stages_bitwise_with_mask():
     """With a mask, stages 0 and 3 on 2 ranks give the same losses, validation losses and final
-    weights, bit for bit; with 2 micro-steps of accumulation stages 0 and 1 do (2–3 add the
-    micro-batches in another order: docs/ARCHITECTURE.md); and stages 0 and 3 of the Llama-family
-    fixture (tests/fixtures/llama_tiny) with the same mask."""
+    weights, bit for bit, in fp32 and in bf16; with 2 micro-steps of accumulation stages 0 and 1
+    do (2–3 add the micro-batches in another order: docs/ARCHITECTURE.md); and stages 0 and 3 of
+    the Llama-family fixture (tests/fixtures/llama_tiny) with the same mask."""
     data, _, _ = tiny_data("stages", n=401)
-    for stages, extra in (((0, 3), []), ((0, 1), ["--grad-accum", 2])):
-        reps = [train(2, f"sft-s{s}-{len(extra)}", data, "--stage", s, "--val-data", data,
-                      "--val-every", 2, *extra, steps=4) for s in stages]
+    for stages, extra in (((0, 3), []), ((0, 3), ["--dtype", "bf16"]),
+                          ((0, 1), ["--grad-accum", 2])):
+        reps = [train(2, f"sft-s{s}-{'-'.join(map(str, extra))}", data, "--stage", s,
+                      "--val-data", data, "--val-every", 2, *extra, steps=4) for s in stages]
         for k in ("loss", "val_loss", "weights_sha256"):
             check(reps[0][k] == reps[1][k],
                   f"stages {stages} {extra}: {k} {reps[0][k]} != {reps[1][k]}")
