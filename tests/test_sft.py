@@ -369,8 +369,9 @@ def test_sft_prepare_then_train():
           f"losses {rep['loss']} {rep['val_loss']}")
 
 
-TESTS = [test_sft_template_ids_and_mask, test_sft_prepare_then_train, test_sft_masked_loss_matches_reference,
-         test_sft_stages_bitwise_with_mask, test_sft_no_counted_target, test_sft_bad_inputs]
+TESTS = [test_sft_template_ids_and_mask, test_sft_prepare_then_train,
+         test_sft_masked_loss_matches_reference, test_sft_stages_bitwise_with_mask,
+         test_sft_no_counted_target, test_sft_bad_inputs]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])
