@@ -1,5 +1,5 @@
-// chat_template_ref.js — the independent reference for `zeroc prepare --jsonl` (cli/chat_format.h):
-// a tokenizer directory's real chat_template rendered by npm's @huggingface/jinja (the Jinja
+// chat_template_ref.js — the independent reference for `zeroc prepare --jsonl`
+// (cli/chat_format.h): a tokenizer directory's real chat_template rendered by npm's @huggingface/jinja (the Jinja
 // engine transformers.js runs apply_chat_template with), then encoded by npm's
 // @huggingface/tokenizers with every added token matched, as transformers' apply_chat_template
 // (tokenize=True: add_special_tokens=False) does. Run by tests/test_sft.py.
@@ -28,7 +28,8 @@ for (let byte = 0, extra = 0; byte < 256; byte++) {
   charByte.set(self ? String.fromCodePoint(byte) : String.fromCodePoint(256 + extra++), byte);
 }
 const idText = new Map();
-for (const [s, id] of Object.entries(json.model.vocab)) idText.set(id, [...s].map((c) => charByte.get(c)));
+for (const [s, id] of Object.entries(json.model.vocab))
+  idText.set(id, [...s].map((c) => charByte.get(c)));
 for (const a of json.added_tokens || []) idText.set(a.id, [...Buffer.from(a.content, "utf8")]);
 
 const template = new Template(cfg.chat_template);
