@@ -1,6 +1,7 @@
 // chat_template_ref.js — the independent reference for `zeroc prepare --jsonl`
-// (cli/chat_format.h): a tokenizer directory's real chat_template rendered by npm's @huggingface/jinja (the Jinja
-// engine transformers.js runs apply_chat_template with), then encoded by npm's
+// (cli/chat_format.h): a tokenizer directory's real chat_template rendered by npm's
+// @huggingface/jinja (the Jinja engine transformers.js runs apply_chat_template with), then
+// encoded by npm's
 // @huggingface/tokenizers with every added token matched, as transformers' apply_chat_template
 // (tokenize=True: add_special_tokens=False) does. Run by tests/test_sft.py.
 //
