@@ -10,7 +10,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-20}; shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(config manifest shard safetensors llmc_model llmc_tokens bpe_vocab bpe_tokenizer_bin
+[ ${#targets[@]} -gt 0 ] || targets=(config manifest shard safetensors llmc_model llmc_tokens loss_mask bpe_vocab bpe_tokenizer_bin
                                    bpe_encode hf hf_tokenizer hf_encode)
 "$root/scripts/deps.sh" clang libomp-dev
 out=$root/build-fuzz
