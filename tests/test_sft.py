@@ -309,7 +309,9 @@ def test_sft_bad_inputs():
     d = tokenizer_dir("tk_bad", "llama3", LLAMA3_TEMPLATE, "<|begin_of_text|>", "<|eot_id|>")
     good = json.dumps(PROMPT_COMPLETION)
     cases = [
-        (["{\"prompt\": \"a\", \"completion\": \"b\"", good], "line 1: not valid JSON"),
+        (["{\"prompt\": \"a\", \"completion\": \"b\"", good], "line 1: not JSON"),
+        ([good, "{\"prompt\": \"a\", \"completion\": \"b\", \"prompt\": \"c\"}"],
+         "line 2: duplicate key: prompt"),
         ([good, "{\"prompt\": \"a\"}"], "line 2: missing key \"completion\""),
         ([good, good, "{\"text\": \"a\"}"], "line 3: missing key \"messages\""),
         ([json.dumps({"messages": [{"role": "tool", "content": "x"}]})],
