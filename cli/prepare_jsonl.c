@@ -1,13 +1,10 @@
 /* prepare_jsonl.c — `zeroc prepare --jsonl`: instruction data (JSON Lines of prompt/completion
  * pairs or chat messages) into token files with a loss mask beside each (loss_mask.h), rendered
- * with the model family's chat template (chat_format.h). Its own file: reading and checking the
- * examples is apart from prepare.c's plain-text paths.
+ * with the model family's chat template (chat_format.h). Its own file: the files of examples,
+ * their split and the four outputs are apart from prepare.c's plain-text paths.
  *
- * Each non-blank line is one example, a JSON object with either
- *   "prompt" and "completion" (strings): a user turn, then an assistant turn; or
- *   "messages": a non-empty array of {"role": "system"|"user"|"assistant", "content": string}.
- * Other keys are ignored. A line that is not such an object is refused, naming the file, the
- * line and the key, with what was expected.
+ * Each non-blank line is one example (jsonl_example.h says what it may hold); blank lines are
+ * skipped.
  *
  * Examples are packed: their tokens are concatenated in file order (no padding), so a training
  * window may hold the end of one example and the start of the next, and attention crosses that
@@ -18,111 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "cli/bpe_text.h"
 #include "cli/chat_format.h"
+#include "cli/jsonl_example.h"
 #include "cli/commands.h"
 #include "models/gpt2/hf_tokenizer.h"
 #include "models/gpt2/llmc_files.h"
 #include "models/gpt2/loss_mask.h"
-#include "src/util/json_strict.h"
-
-/* The messages of one parsed line into msgs (at most cap; *n set), checked. */
-static zc_status line_messages(const cJSON *root, const char *file, size_t line, chat_message *msgs,
-                               int cap, int *n, zc_err *err)
-{
-    if (!cJSON_IsObject(root))
-        return zc_err_set(err, ZC_EINVAL,
-                          "--jsonl %s: line %zu: expected a JSON object ({\"messages\": [...]} or "
-                          "{\"prompt\": ..., \"completion\": ...})",
-                          file, line);
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "messages"),
-                *p = cJSON_GetObjectItemCaseSensitive(root, "prompt"),
-                *c = cJSON_GetObjectItemCaseSensitive(root, "completion");
-    if (m && (p || c))
-        return zc_err_set(err, ZC_EINVAL,
-                          "--jsonl %s: line %zu: both \"messages\" and \"%s\"; expected one form: "
-                          "messages, or prompt and completion",
-                          file, line, p ? "prompt" : "completion");
-    if (!m) {
-        const char *missing = !p && !c ? "messages" : !p ? "prompt" : !c ? "completion" : NULL;
-        if (missing)
-            return zc_err_set(err, ZC_EINVAL,
-                              "--jsonl %s: line %zu: missing key \"%s\" (expected "
-                              "{\"messages\": [...]} or {\"prompt\": \"...\", \"completion\": "
-                              "\"...\"})",
-                              file, line, missing);
-        const cJSON *kv[2] = {p, c};
-        static const char *const key[2] = {"prompt", "completion"}, *const role[2] = {"user",
-                                                                                      "assistant"};
-        for (int i = 0; i < 2; i++) {
-            if (!cJSON_IsString(kv[i]))
-                return zc_err_set(err, ZC_EINVAL,
-                                  "--jsonl %s: line %zu: key \"%s\": expected a string", file, line,
-                                  key[i]);
-            msgs[i] = (chat_message){role[i], kv[i]->valuestring, strlen(kv[i]->valuestring)};
-        }
-        *n = 2;
-        return ZC_OK;
-    }
-    if (!cJSON_IsArray(m) || cJSON_GetArraySize(m) < 1)
-        return zc_err_set(err, ZC_EINVAL,
-                          "--jsonl %s: line %zu: key \"messages\": expected a non-empty array of "
-                          "{\"role\", \"content\"} objects",
-                          file, line);
-    int k = 0;
-    for (const cJSON *it = m->child; it; it = it->next, k++) {
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(it, "role"),
-                    *t = cJSON_GetObjectItemCaseSensitive(it, "content");
-        if (!cJSON_IsObject(it) || !cJSON_IsString(r) || !cJSON_IsString(t))
-            return zc_err_set(err, ZC_EINVAL,
-                              "--jsonl %s: line %zu: messages[%d]: expected an object with "
-                              "string keys \"role\" and \"content\"%s",
-                              file, line, k,
-                              !cJSON_IsObject(it) ? ""
-                              : !r                ? " (missing key \"role\")"
-                              : !t                ? " (missing key \"content\")"
-                                                  : " (not a string)");
-        if (strcmp(r->valuestring, "system") && strcmp(r->valuestring, "user") &&
-            strcmp(r->valuestring, "assistant"))
-            return zc_err_set(err, ZC_EINVAL,
-                              "--jsonl %s: line %zu: messages[%d]: unknown role \"%.40s\" "
-                              "(expected system, user or assistant)",
-                              file, line, k, r->valuestring);
-        if (k >= cap)
-            return zc_err_set(err, ZC_EINVAL,
-                              "--jsonl %s: line %zu: more than %d messages in one example", file,
-                              line, cap);
-        msgs[k] = (chat_message){r->valuestring, t->valuestring, strlen(t->valuestring)};
-    }
-    *n = k;
-    return ZC_OK;
-}
-
-/* Parses the line text[0..len) (line number `line` of file) and appends its example. */
-static zc_status one_line(const chat_format *f, bpe_encoder *e, const char *text, size_t len,
-                          const char *file, size_t line, bpe_ids *ids, uint8_t **mask,
-                          size_t *mask_cap, zc_err *err)
-{
-    enum { MAX_MESSAGES = 4096 };
-    char msg[512]; /* what Python's json and zeroc's other JSON readers refuse, refused alike */
-    cJSON *root = zc_json_parse_strict(text, len, 0, " \t\r", "white space", 1, msg, sizeof msg);
-    if (!root)
-        return zc_err_set(err, ZC_EINVAL,
-                          "--jsonl %s: line %zu: %s (each line must be one JSON object; offsets "
-                          "count from the line's start)",
-                          file, line, msg);
-    chat_message *msgs = malloc(MAX_MESSAGES * sizeof *msgs);
-    int n = 0;
-    zc_status st = msgs ? line_messages(root, file, line, msgs, MAX_MESSAGES, &n, err)
-                        : zc_err_set(err, ZC_ENOMEM, "out of memory");
-    if (!st)
-        st = chat_render(f, e, msgs, n, ids, mask, mask_cap, err);
-    free(msgs);
-    cJSON_Delete(root);
-    return st;
-}
 
 /* Writes tokens [a, b) of ids and the mask as path_bin and its mask file. */
 static zc_status write_part(const bpe_ids *ids, const uint8_t *mask, size_t a, size_t b, int width,
@@ -182,8 +81,8 @@ zc_status prepare_jsonl(const char **files, int nfiles, const char *prefix, doub
             while (k < b && (buf[k] == ' ' || buf[k] == '\t' || buf[k] == '\r'))
                 k++;
             if (k < b) { /* blank lines are skipped */
-                st = one_line(&f, e, (const char *)buf + a, b - a, files[i], line, &ids, &mask,
-                              &mask_cap, err);
+                st = jsonl_example(&f, e, (const char *)buf + a, b - a, files[i], line, &ids, &mask,
+                                   &mask_cap, err);
                 if (!st && nex == cap_ex) {
                     cap_ex = cap_ex ? 2 * cap_ex : 1024;
                     size_t *p = realloc(ex_end, cap_ex * sizeof *p);

@@ -11,7 +11,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-20}; shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(config manifest shard safetensors llmc_model llmc_tokens loss_mask bpe_vocab bpe_tokenizer_bin
-                                   bpe_encode hf hf_tokenizer hf_encode)
+                                   bpe_encode hf hf_tokenizer hf_encode jsonl_example)
 "$root/scripts/deps.sh" clang libomp-dev
 out=$root/build-fuzz
 CC=clang cmake -S "$root" -B "$out" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZEROC_FUZZ=ON >/dev/null

@@ -1,0 +1,65 @@
+/* fuzz_jsonl_example.c — fuzz target: any bytes as one line of `prepare --jsonl`
+ * (cli/jsonl_example.h): the strict JSON parse, the example's checks, and its rendering in the
+ * llama3 format (first byte even) or the chatml one with a default system message read from the
+ * template (odd), with a small tokenizer that has both formats' markers (fuzz/vocab_chat/). A
+ * line either is refused with a message or gives ids with one mask byte (0 or 1) each, ending
+ * with the format's end-of-turn token (and chatml's "\n"). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/jsonl_example.h"
+#include "fuzz/fuzz.h"
+#include "models/gpt2/hf_tokenizer.h"
+
+static bpe_vocab vocab;
+static bpe_encoder *encoder;
+static chat_format format[2];
+
+static void finish(void)
+{
+    for (int k = 0; k < 2; k++)
+        chat_format_free(&format[k]);
+    bpe_encoder_destroy(encoder);
+    bpe_vocab_free(&vocab);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    zc_err err;
+    const char *dir = ZEROC_SOURCE_DIR "/fuzz/vocab_chat";
+    if (hf_tokenizer_load(&vocab, ZEROC_SOURCE_DIR "/fuzz/vocab_chat/tokenizer.json", &err) ||
+        bpe_encoder_create(&encoder, &vocab, &err) ||
+        chat_format_init(&format[0], "llama3", dir, &vocab, &err) ||
+        chat_format_init(&format[1], NULL, dir, &vocab, &err) || format[1].kind != CHAT_CHATML ||
+        !format[1].default_system || strcmp(format[1].default_system, "You are a fuzz target"))
+        abort();
+    atexit(finish);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    const chat_format *f = &format[data[0] & 1];
+    bpe_ids ids = {0};
+    uint8_t *mask = NULL;
+    size_t cap = 0;
+    zc_err err;
+    if (!jsonl_example(f, encoder, (const char *)data + 1, size - 1, "fuzz.jsonl", 1, &ids, &mask,
+                       &cap, &err)) {
+        const uint32_t last = f->kind == CHAT_LLAMA3 ? (uint32_t)f->eot : (uint32_t)f->im_end;
+        const size_t n = ids.n;
+        if (n < 2 || cap < n || ids.id[n - (f->kind == CHAT_LLAMA3 ? 1 : 2)] != last)
+            abort();
+        for (size_t i = 0; i < n; i++)
+            if (mask[i] > 1)
+                abort();
+    } else if (!err.msg[0]) {
+        abort(); /* a refusal always says why */
+    }
+    free(mask);
+    bpe_ids_free(&ids);
+    return 0;
+}
