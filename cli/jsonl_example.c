@@ -81,8 +81,8 @@ static zc_status line_messages(const cJSON *root, const char *file, size_t line,
 }
 
 zc_status jsonl_example(const chat_format *f, bpe_encoder *e, const char *text, size_t len,
-                          const char *file, size_t line, bpe_ids *ids, uint8_t **mask,
-                          size_t *mask_cap, zc_err *err)
+                        const char *file, size_t line, bpe_ids *ids, uint8_t **mask,
+                        size_t *mask_cap, zc_err *err)
 {
     enum { MAX_MESSAGES = 4096 };
     char msg[512]; /* what Python's json and zeroc's other JSON readers refuse, refused alike */
@@ -102,4 +102,3 @@ zc_status jsonl_example(const chat_format *f, bpe_encoder *e, const char *text, 
     cJSON_Delete(root);
     return st;
 }
-
