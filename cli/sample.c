@@ -71,9 +71,11 @@ static zc_status chat_prompt(const bpe_vocab *v, const char *dir, const char *fm
         (*out)[i] = (int)ids.id[i];
     *n = (int)ids.n;
     *stop = chat_format_end_of_turn(&f);
+    const bool dflt = f.default_system && !system; /* the template's, as prepare prints it */
     if (!st)
-        fprintf(stderr, "sample: chat prompt in the %s format (%d tokens)\n", chat_format_name(&f),
-                *n);
+        fprintf(stderr, "sample: chat prompt in the %s format (%d tokens%s%s%s)\n",
+                chat_format_name(&f), *n, dflt ? ", default system message \"" : "",
+                dflt ? f.default_system : "", dflt ? "\"" : "");
     bpe_ids_free(&ids);
     bpe_encoder_destroy(e);
     chat_format_free(&f);

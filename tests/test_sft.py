@@ -444,7 +444,9 @@ def test_sft_sample_chat_prompt_ids():
         refs = reference(d, convs, generation=True)
         for ref, extra in zip(refs, ([], ["--system", system])):
             p, ids = sample_chat(model, d, "--chat", CHAT_USER, "--length", 1, *extra)
-            check(f"chat prompt in the {fmt} format" in p.stderr, f"{fmt}: {p.stderr!r}")
+            check(f"chat prompt in the {fmt} format ({len(ref['ids'])} tokens" in p.stderr and
+                  ("default system message \"You are Qwen" in p.stderr) ==
+                  (fmt == "chatml" and not extra), f"{fmt} {extra}: {p.stderr!r}")
             check(ids == ref["ids"], f"{fmt} {extra}: sample's prompt ids differ from the "
                                      f"template's:\n zeroc {ids}\n ref   {ref['ids']}\n"
                                      f" text {ref['text']!r}")
