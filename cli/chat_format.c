@@ -1,6 +1,7 @@
 /* chat_format.c — the built-in chat formats (chat_format.h): recognising tokenizer_config.json's
  * chat_template, reading a default system message out of it, and rendering a conversation into
- * token ids with its assistant-only loss mask. Its own file: the template logic is one concern,
+ * token ids with its assistant-only loss mask (prepare --jsonl), or into a prompt ending in the
+ * assistant's generation header (sample --chat). Its own file: the template logic is one concern,
  * apart from reading JSONL lines (prepare_jsonl.c). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,7 +90,7 @@ static zc_status read_template(const char *cfg, char **out, zc_err *err)
 }
 
 zc_status chat_format_init(chat_format *f, const char *flag, const char *dir, const bpe_vocab *v,
-                           zc_err *err)
+                           const char *what, zc_err *err)
 {
     *f = (chat_format){.v = v};
     char cfg[4200];
@@ -106,10 +107,10 @@ zc_status chat_format_init(chat_format *f, const char *flag, const char *dir, co
         st = zc_err_set(err, ZC_EINVAL, "--chat-format must be llama3 or chatml, got '%s'", flag);
     else if (!t)
         st = zc_err_set(err, ZC_EINVAL,
-                        "--jsonl: %s has no chat_template (or there is no such file): give "
+                        "%s: %s has no chat_template (or there is no such file): give "
                         "--chat-format llama3 (Llama 3) or --chat-format chatml (Qwen2.5, "
                         "SmolLM2)",
-                        cfg);
+                        what, cfg);
     else if (strstr(t, "<|start_header_id|>") && strstr(t, "<|end_header_id|>") &&
              strstr(t, "<|eot_id|>") && !strstr(t, "Cutting Knowledge Date"))
         f->kind = CHAT_LLAMA3;
@@ -117,12 +118,12 @@ zc_status chat_format_init(chat_format *f, const char *flag, const char *dir, co
         f->kind = CHAT_CHATML;
     else
         st = zc_err_set(err, ZC_EINVAL,
-                        "--jsonl: %s: its chat_template is not one of the built-in formats "
+                        "%s: %s: its chat_template is not one of the built-in formats "
                         "(llama3: Llama 3's; chatml: Qwen2.5's, SmolLM2's; Llama 3.1+'s dated "
                         "system header and Qwen3's reasoning are not rendered): give "
-                        "--chat-format llama3 or --chat-format chatml to render the examples "
-                        "in that format instead",
-                        cfg);
+                        "--chat-format llama3 or --chat-format chatml to render in that format "
+                        "instead",
+                        what, cfg);
     if (!st && f->kind == CHAT_CHATML && t)
         f->default_system = default_system(t);
     free(t);
@@ -215,9 +216,11 @@ typedef struct {
     zc_err *err;
 } out_state;
 
-/* Grows the mask to the ids' count, filling new entries with `m`. */
+/* Grows the mask to the ids' count, filling new entries with `m`; nothing without a mask. */
 static zc_status mask_fill(out_state *o, size_t from, uint8_t m)
 {
+    if (!o->mask)
+        return ZC_OK;
     if (o->ids->n > *o->cap) {
         size_t cap = *o->cap ? *o->cap : 4096;
         while (cap < o->ids->n)
@@ -259,7 +262,7 @@ static zc_status put_text(out_state *o, const char *head, const uint8_t *body, s
     if (!st)
         st = mask_fill(o, from, 0);
     size_t end = 0; /* bytes through each token: the head is ASCII, unchanged by NFC */
-    for (size_t i = from; !st && counted && i < o->ids->n; i++) {
+    for (size_t i = from; !st && counted && o->mask && i < o->ids->n; i++) {
         size_t len;
         bpe_vocab_token(o->f->v, (int)o->ids->id[i], &len);
         end += len;
@@ -304,5 +307,29 @@ zc_status chat_render(const chat_format *f, bpe_encoder *e, const chat_message *
             !(st = put_special(&o, f->im_end, a)))
             st = put_text(&o, "\n", NULL, 0, false);
     }
+    return st;
+}
+
+int chat_format_end_of_turn(const chat_format *f)
+{
+    return f->kind == CHAT_LLAMA3 ? f->eot : f->im_end;
+}
+
+zc_status chat_render_prompt(const chat_format *f, bpe_encoder *e, const chat_message *msgs, int n,
+                             bpe_ids *ids, zc_err *err)
+{
+    zc_status st = chat_render(f, e, msgs, n, ids, NULL, NULL, err);
+    if (st)
+        return st;
+    out_state o = {f, e, ids, NULL, NULL, err};
+    if (f->kind == CHAT_LLAMA3) {
+        if (!(st = put_special(&o, f->start_header, false)) &&
+            !(st = put_text(&o, "assistant", NULL, 0, false)) &&
+            !(st = put_special(&o, f->end_header, false)))
+            st = put_text(&o, "\n\n", NULL, 0, false);
+        return st;
+    }
+    if (!(st = put_special(&o, f->im_start, false)))
+        st = put_text(&o, "assistant\n", NULL, 0, false);
     return st;
 }

@@ -1,20 +1,23 @@
 /* chat_format.h — chat templates as named built-in formats, for `zeroc prepare --jsonl`: one
  * conversation becomes token ids and a loss mask, as Hugging Face's apply_chat_template renders
- * it and TRL's assistant_only_loss masks it. Why built-in formats and not a Jinja interpreter:
- * the families zeroc trains (Llama 3, Qwen2.5, SmolLM2) use two layouts; recognising them and
- * refusing the rest by name is exact, where a partial Jinja would be silently wrong.
+ * it and TRL's assistant_only_loss masks it; and for `zeroc sample --chat`: a conversation
+ * becomes the prompt apply_chat_template(messages, add_generation_prompt=True) renders. Why
+ * built-in formats and not a Jinja interpreter: the families zeroc trains (Llama 3, Qwen2.5,
+ * SmolLM2) use two layouts; recognising them and refusing the rest by name is exact, where a
+ * partial Jinja would be silently wrong.
  *
  *   llama3   Llama 3's template (Meta-Llama-3-*-Instruct's tokenizer_config.json):
  *            <|begin_of_text|> once, then per message
  *            <|start_header_id|>ROLE<|end_header_id|>\n\nCONTENT<|eot_id|>
  *            with CONTENT trimmed of leading and trailing white space (the template's | trim,
- *            Python's str.strip). No generation prompt after the last message.
+ *            Python's str.strip). chat_render adds no generation prompt after the last
+ *            message; chat_render_prompt adds <|start_header_id|>assistant<|end_header_id|>\n\n.
  *   chatml   Qwen2.5 and SmolLM2: per message <|im_start|>ROLE\nCONTENT<|im_end|>\n. When the
  *            first message is not a system message, the template's default system message
  *            comes first (Qwen2.5: "You are Qwen, created by Alibaba Cloud. You are a helpful
  *            assistant."; SmolLM2-Instruct: "You are a helpful AI assistant named SmolLM,
  *            trained by Hugging Face"), read from the template itself; a template without one
- *            adds none.
+ *            adds none. chat_render_prompt adds <|im_start|>assistant\n after the last message.
  *
  * Recognising tokenizer_config.json's chat_template: one holding <|start_header_id|>,
  * <|end_header_id|> and <|eot_id|> is llama3, unless it is Llama 3.1's or later (it holds
@@ -59,16 +62,24 @@ typedef struct {
 
 /* Chooses the format: `flag` ("llama3", "chatml"; NULL: from dir/tokenizer_config.json's
  * chat_template) and finds its special tokens in v. The default system message is read from
- * the template when there is one. Errors name the file or the flag. */
+ * the template when there is one. Errors name the file or the flag, after `what` (the command's
+ * flag that needs the format: "--jsonl", "--chat"). */
 zc_status chat_format_init(chat_format *f, const char *flag, const char *dir, const bpe_vocab *v,
-                           zc_err *err);
+                           const char *what, zc_err *err);
 void chat_format_free(chat_format *f);
 /* The format's name ("llama3", "chatml"). */
 const char *chat_format_name(const chat_format *f);
 
 /* Appends the tokens of one conversation to ids and its mask bytes to *mask (realloc'd to
- * ids->n entries, *mask_cap its capacity). */
+ * ids->n entries, *mask_cap its capacity; mask NULL: no mask). */
 zc_status chat_render(const chat_format *f, bpe_encoder *e, const chat_message *msgs, int n,
                       bpe_ids *ids, uint8_t **mask, size_t *mask_cap, zc_err *err);
+/* Appends the prompt for the assistant's answer to the conversation: chat_render's tokens (no
+ * mask) then the assistant's generation header, as apply_chat_template(messages,
+ * add_generation_prompt=True) renders it. */
+zc_status chat_render_prompt(const chat_format *f, bpe_encoder *e, const chat_message *msgs, int n,
+                             bpe_ids *ids, zc_err *err);
+/* The id that ends an assistant's turn: llama3 <|eot_id|>, chatml <|im_end|>. */
+int chat_format_end_of_turn(const chat_format *f);
 
 #endif

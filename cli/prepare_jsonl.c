@@ -58,7 +58,7 @@ zc_status prepare_jsonl(const char **files, int nfiles, const char *prefix, doub
     if (st)
         return st;
     chat_format f;
-    if ((st = chat_format_init(&f, chat_flag, tokdir, &vocab, err))) {
+    if ((st = chat_format_init(&f, chat_flag, tokdir, &vocab, "--jsonl", err))) {
         bpe_vocab_free(&vocab);
         return st;
     }

@@ -5,14 +5,22 @@
  * --vocab (GPT-2's tokenizer: encoder.json + vocab.bpe, or a Hugging Face tokenizer.json, or
  * llm.c's gpt2_tokenizer.bin for printing only), token ids without; they start from <|endoftext|>
  * when no --prompt is given. zeroc's own checkpoints and weights files are refused saying how to
- * export them (gpt2_init_not_zeroc_output). */
+ * export them (gpt2_init_not_zeroc_output).
+ *
+ * --chat TEXT prompts a chat model as Hugging Face's apply_chat_template(messages,
+ * add_generation_prompt=True) does: one user turn (after --system's, or the template's default
+ * system message) and the assistant's header, rendered by chat_format.h's built-in formats from
+ * --vocab DIR's tokenizer_config.json (or --chat-format); generation stops at the format's
+ * end-of-turn token, and only the answer is printed. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/args.h"
 #include "cli/byte_text.h"
+#include "cli/chat_format.h"
 #include "cli/commands.h"
 #include "cli/fail.h"
 #include "models/gpt2/gpt2.h"
@@ -36,9 +44,88 @@ static zc_status default_bpe_prompt(int vocab, int eot, int **out, int *n, zc_er
     return ZC_OK;
 }
 
+/* The --chat prompt: the messages (--system's, then the user's --chat) rendered by the format of
+ * dir's tokenizer_config.json (or --chat-format's) with the assistant's generation header;
+ * *stop is the format's end-of-turn id. *out is malloc'd. */
+static zc_status chat_prompt(const bpe_vocab *v, const char *dir, const char *fmt,
+                             const char *system, const char *user, int **out, int *n, int *stop,
+                             zc_err *err)
+{
+    chat_format f;
+    zc_status st = chat_format_init(&f, fmt, dir, v, "--chat", err);
+    if (st)
+        return st;
+    chat_message msgs[2];
+    int nm = 0;
+    if (system)
+        msgs[nm++] = (chat_message){"system", system, strlen(system)};
+    msgs[nm++] = (chat_message){"user", user, strlen(user)};
+    bpe_encoder *e = NULL;
+    bpe_ids ids = {0};
+    st = bpe_encoder_create(&e, v, err);
+    if (!st)
+        st = chat_render_prompt(&f, e, msgs, nm, &ids, err);
+    if (!st && !(*out = malloc(ids.n * sizeof **out)))
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory");
+    for (size_t i = 0; !st && i < ids.n; i++)
+        (*out)[i] = (int)ids.id[i];
+    *n = (int)ids.n;
+    *stop = chat_format_end_of_turn(&f);
+    const bool dflt = f.default_system && !system; /* the template's, as prepare prints it */
+    if (!st)
+        fprintf(stderr, "sample: chat prompt in the %s format (%d tokens%s%s%s)\n",
+                chat_format_name(&f), *n, dflt ? ", default system message \"" : "",
+                dflt ? f.default_system : "", dflt ? "\"" : "");
+    bpe_ids_free(&ids);
+    bpe_encoder_destroy(e);
+    chat_format_free(&f);
+    return st;
+}
+
+/* Generates up to `length` tokens after the prompt into out[0..*ngen), stopping after the first
+ * `stop` (< 0: none; it is the last of out). Why in rounds: gpt2_generate makes a fixed count,
+ * so a stop token is looked for after each round of 16, 32, 64, ... tokens, the next round
+ * continuing from the prompt and what came before it; its draws are indexed by position, so
+ * the tokens are those one call would make (the logits up to summation order: the round's
+ * prompt runs through the decoder's prefill). At most as many tokens again as needed are made,
+ * plus one prefill a round. */
+static zc_status generate_until(gpt2_model *m, const int *ptok, int np, int length, int stop,
+                                const gpt2_sampling *how, int *out, int *ngen, zc_err *err)
+{
+    *ngen = 0;
+    if (stop < 0) {
+        zc_status st = gpt2_generate(m, ptok, np, length, how, out, err);
+        if (!st)
+            *ngen = length;
+        return st;
+    }
+    int *seq = malloc(((size_t)np + (size_t)length) * sizeof *seq);
+    if (!seq)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    memcpy(seq, ptok, (size_t)np * sizeof *seq);
+    zc_status st = ZC_OK;
+    for (int done = 0, round = 16; !st && done < length; round *= 2) {
+        const int n = round < length - done ? round : length - done;
+        if ((st = gpt2_generate(m, seq, np + done, n, how, seq + np + done, err)))
+            break;
+        int k = 0;
+        while (k < n && seq[np + done + k] != stop)
+            k++;
+        done += k < n ? k + 1 : n;
+        *ngen = done;
+        if (k < n) /* the stop token */
+            break;
+    }
+    memcpy(out, seq + np, (size_t)*ngen * sizeof *out);
+    free(seq);
+    return st;
+}
+
 int cmd_sample(zc_comm *comm, int argc, char **argv)
 {
-    const char *init = NULL, *prompt = NULL, *vocab_path = NULL;
+    const char *init = NULL, *prompt = NULL, *vocab_path = NULL, *chat = NULL, *system = NULL,
+               *chat_fmt = NULL;
+    bool print_ids = false;
     int length = 256, top_k = 40;
     double temperature = 1.0;
     int64_t seed = 42;
@@ -69,6 +156,25 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
          "sample among the k most likely (ties with the k-th included), 0 = all (default 40)",
          NULL},
         {"--seed", ARG_I64, &seed, NULL, "sampling seed (default 42)", NULL},
+        {"--chat", ARG_STR, &chat, NULL,
+         "a user message to a chat model, instead of --prompt: rendered as Hugging Face's "
+         "apply_chat_template(messages, add_generation_prompt=True) with the chat template of "
+         "--vocab DIR's tokenizer_config.json (built-in formats: llama3 for Llama 3, chatml for "
+         "Qwen2.5 and SmolLM2, with the template's default system message); generation stops at "
+         "the end of the assistant's turn (<|eot_id|>, <|im_end|>) or --length, and only the "
+         "answer is printed",
+         NULL},
+        {"--system", ARG_STR, &system, NULL,
+         "with --chat: a system message before the user's (instead of the template's default)",
+         NULL},
+        {"--chat-format", ARG_STR, &chat_fmt, NULL,
+         "with --chat: llama3 or chatml, instead of the format recognised from "
+         "tokenizer_config.json's chat_template",
+         NULL},
+        {"--print-prompt-ids", ARG_BOOL, &print_ids, NULL,
+         "print the prompt's token ids, comma-separated, to stderr before generating (what the "
+         "model is fed: for --chat, the rendered template)",
+         NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     zc_err err = {0};
@@ -92,6 +198,19 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
                         (double)FLT_MIN, (double)FLT_MAX, temperature);
     if (!st && (top_k < 0 || seed < 0))
         st = zc_err_set(&err, ZC_EINVAL, "--top-k and --seed must be >= 0");
+    if (!st && chat && prompt)
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--chat and --prompt: give one (--chat is the user's message of a chat "
+                        "prompt, --prompt text to continue)");
+    if (!st && !chat && (system || chat_fmt))
+        st = zc_err_set(&err, ZC_EINVAL, "%s needs --chat (the user's message)",
+                        system ? "--system" : "--chat-format");
+    struct stat sb;
+    if (!st && chat && (!vocab_path || stat(vocab_path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--chat needs --vocab DIR, the model's tokenizer directory "
+                        "(tokenizer.json, and tokenizer_config.json with its chat_template)%s%s",
+                        vocab_path ? "; got " : "", vocab_path ? vocab_path : "");
     if (!st && zc_comm_size(comm) != 1)
         st = zc_err_set(&err, ZC_EINVAL, "zeroc sample runs on one rank (got %d)",
                         zc_comm_size(comm));
@@ -115,8 +234,8 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     if (!st && vocab_path && h.vocab_size == BYTE_VOCAB)
         st = zc_err_set(&err, ZC_EINVAL,
                         "--vocab: %s is a byte-level model (vocabulary 256), "
-                        "it needs no tokenizer",
-                        init);
+                        "it needs no tokenizer%s",
+                        init, chat ? " (and --chat needs a chat model's tokenizer)" : "");
     if (!st && vocab_path)
         have_vocab = !(st = tokenizer_files_load(&vocab, vocab_path, false, &err));
     /* a Hugging Face model's embedding may have rows past its tokenizer's ids (Qwen2.5:
@@ -126,8 +245,15 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
                         "--vocab %s has %d tokens but the model %s has a "
                         "vocabulary of %d",
                         vocab.source, vocab.n, init, h.vocab_size);
-    int *ptok = NULL, np = 0;
-    if (!st && !prompt && h.vocab_size != BYTE_VOCAB) {
+    if (!st && chat && !vocab.hf.on)
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--chat: --vocab %s holds GPT-2's tokenizer files, not a Hugging Face "
+                        "tokenizer.json with a chat template's special tokens",
+                        vocab_path);
+    int *ptok = NULL, np = 0, stop = -1;
+    if (!st && chat) {
+        st = chat_prompt(&vocab, vocab_path, chat_fmt, system, chat, &ptok, &np, &stop, &err);
+    } else if (!st && !prompt && h.vocab_size != BYTE_VOCAB) {
         st = default_bpe_prompt(h.vocab_size, have_vocab ? vocab.eot : -1, &ptok, &np, &err);
     } else if (!st && have_vocab && vocab.can_encode) {
         bpe_encoder *enc = NULL;
@@ -147,10 +273,18 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     } else if (!st) {
         st = byte_text_parse_prompt(prompt ? prompt : "\n", h.vocab_size, &ptok, &np, &err);
     }
+    if (!st && print_ids) {
+        fprintf(stderr, "sample: prompt ids (%d): ", np);
+        for (int i = 0; i < np; i++)
+            fprintf(stderr, "%s%d", i ? "," : "", ptok[i]);
+        fputc('\n', stderr);
+    }
     if (st && have_vocab)
         bpe_vocab_free(&vocab);
-    if (st)
+    if (st) {
+        free(ptok);
         return cli_fail(comm, &err, true);
+    }
 
     zc_config cfg;
     zc_config_defaults(&cfg);
@@ -171,8 +305,15 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     if (!st)
         st = cli_err_flag(gpt2_load_init(m, init, &err), "--init", &err);
     gpt2_sampling how = {.temperature = (float)temperature, .top_k = top_k, .seed = (uint64_t)seed};
+    int ngen = 0;
     if (!st)
-        st = gpt2_generate(m, ptok, np, length, &how, out, &err);
+        st = generate_until(m, ptok, np, length, stop, &how, out, &ngen, &err);
+    /* --chat prints the answer: what was generated, without the end-of-turn token */
+    const bool ended = stop >= 0 && ngen > 0 && out[ngen - 1] == stop;
+    const int from = chat ? np : 0, upto = np + (ended ? ngen - 1 : ngen);
+    if (!st && chat && !ended)
+        fprintf(stderr, "sample: no end of turn within --length %d tokens: the answer is cut\n",
+                length);
     if (!st && have_vocab) {
         uint8_t *text = NULL;
         size_t len = 0, cap = 0;
@@ -180,7 +321,7 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
         if (!all)
             st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
         size_t nall = 0, padding = 0; /* generated ids past the tokenizer's are left out */
-        for (int i = 0; !st && i < np + length; i++) {
+        for (int i = from; !st && i < upto; i++) {
             uint32_t id = (uint32_t)(i < np ? ptok[i] : out[i - np]);
             if (id < (uint32_t)vocab.n)
                 all[nall++] = id;

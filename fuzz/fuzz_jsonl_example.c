@@ -30,9 +30,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     const char *dir = ZEROC_SOURCE_DIR "/fuzz/vocab_chat";
     if (hf_tokenizer_load(&vocab, ZEROC_SOURCE_DIR "/fuzz/vocab_chat/tokenizer.json", &err) ||
         bpe_encoder_create(&encoder, &vocab, &err) ||
-        chat_format_init(&format[0], "llama3", dir, &vocab, &err) ||
-        chat_format_init(&format[1], NULL, dir, &vocab, &err) || format[1].kind != CHAT_CHATML ||
-        !format[1].default_system || strcmp(format[1].default_system, "You are a fuzz target"))
+        chat_format_init(&format[0], "llama3", dir, &vocab, "--jsonl", &err) ||
+        chat_format_init(&format[1], NULL, dir, &vocab, "--jsonl", &err) ||
+        format[1].kind != CHAT_CHATML || !format[1].default_system ||
+        strcmp(format[1].default_system, "You are a fuzz target"))
         abort();
     atexit(finish);
     return 0;

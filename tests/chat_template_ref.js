@@ -5,9 +5,10 @@
 // @huggingface/tokenizers with every added token matched, as transformers' apply_chat_template
 // (tokenize=True: add_special_tokens=False) does. Run by tests/test_sft.py.
 //
-//   node chat_template_ref.js TOKENIZER_DIR CONVERSATIONS.json OUT.json
+//   node chat_template_ref.js TOKENIZER_DIR CONVERSATIONS.json OUT.json [generation]
 //       CONVERSATIONS.json: a list of message lists [{role, content}]; writes a list of
-//       {text, ids, tokens}: the rendered text (add_generation_prompt false), its ids, and each
+//       {text, ids, tokens}: the rendered text (add_generation_prompt false; true with the
+//       word "generation", the prompt `zeroc sample --chat` feeds the model), its ids, and each
 //       id's bytes as a list of numbers (an added token: its content's UTF-8; else its
 //       model.vocab string through GPT-2's byte-to-unicode map).
 "use strict";
@@ -16,7 +17,7 @@ const path = require("path");
 const { Template } = require("@huggingface/jinja");
 const { Tokenizer } = require("@huggingface/tokenizers");
 
-const [dir, convPath, outPath] = process.argv.slice(2);
+const [dir, convPath, outPath, generation] = process.argv.slice(2);
 const json = JSON.parse(fs.readFileSync(path.join(dir, "tokenizer.json"), "utf8"));
 const cfg = JSON.parse(fs.readFileSync(path.join(dir, "tokenizer_config.json"), "utf8"));
 const tok = new Tokenizer(json, {});
@@ -39,7 +40,7 @@ const out = JSON.parse(fs.readFileSync(convPath, "utf8")).map((messages) => {
     messages,
     bos_token: name(cfg.bos_token) || "",
     eos_token: name(cfg.eos_token) || "",
-    add_generation_prompt: false,
+    add_generation_prompt: generation === "generation",
   });
   const ids = tok.encode(text, { add_special_tokens: false }).ids;
   return { text, ids, tokens: ids.map((id) => idText.get(id)) };

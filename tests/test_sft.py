@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test_sft.py — instruction data: `zeroc prepare --jsonl` (cli/prepare_jsonl.c, chat_format.h)
-and training with its loss mask (models/gpt2/loss_mask.h, GPT2_IGNORE_INDEX in gpt2.h). Why a
-file of its own: these tests check one feature end to end, from a JSONL line to a loss.
+and training with its loss mask (models/gpt2/loss_mask.h, GPT2_IGNORE_INDEX in gpt2.h), and
+prompting the trained chat model: `zeroc sample --chat` (cli/sample.c). Why a file of its own:
+these tests check one feature end to end, from a JSONL line to a loss and to an answer.
 
 References: each tokenizer directory's real chat_template rendered by npm's @huggingface/jinja and
 encoded by @huggingface/tokenizers (tests/chat_template_ref.js, installed into BUILD_DIR/npm as
@@ -11,6 +12,7 @@ assistant spans, found here; the masked loss and its gradient norm from a float6
 (tests/gpt2_reference.py's forward) on tests/fixtures/gpt2_tiny.bin. Prints "N passed, N failed".
 
 Usage: test_sft.py ZEROC_BINARY MPIRUN_SH [test-name ...]"""
+import array
 import json
 import os
 import random
@@ -89,12 +91,15 @@ def tokenizer_dir(name, src, template, bos=None, eos=None):
     return d
 
 
-def reference(directory, conversations):
+def reference(directory, conversations, generation=False):
+    """chat_template_ref.js's {text, ids, tokens} of each conversation (with generation: as
+    apply_chat_template(add_generation_prompt=True) renders it)."""
     conv, out = H_.path("sft_conv.json"), H_.path("sft_ref.json")
     with open(conv, "w") as f:
         json.dump(conversations, f)
     env = {**os.environ, "NODE_PATH": tt.npm_modules()}
-    p = subprocess.run(["node", os.path.join(HERE, "chat_template_ref.js"), directory, conv, out],
+    p = subprocess.run(["node", os.path.join(HERE, "chat_template_ref.js"), directory, conv, out]
+                       + (["generation"] if generation else []),
                        capture_output=True, text=True, env=env, timeout=300)
     if p.returncode != 0:
         raise AssertionError(f"chat_template_ref.js failed: {p.stderr[-3000:]}")
@@ -373,9 +378,133 @@ def test_sft_prepare_then_train():
           f"losses {rep['loss']} {rep['val_loss']}")
 
 
+def llmc_model(name, V, forced=None, C=16, maxT=256):
+    """A one-layer llm.c GPT-2 checkpoint of vocabulary V whose blocks add nothing to the
+    residual (their output projections are zero), so each position's logits depend on its token
+    and position alone: with every other weight zero, the logits are all 0. forced=(A, STOP, P):
+    token A's embedding is e0 and STOP's e1, position p's is e0 before P and 100·e1 from P on;
+    the final LayerNorm (weight 1) keeps that direction and the tied embedding reads it back, so
+    the most likely next token is A at positions before P and STOP from P on."""
+    L, NH, Vp = 1, 2, (V + 127) // 128 * 128
+    sizes = [Vp * C, maxT * C, C, C, 3 * C * C, 3 * C, C * C, C, C, C, 4 * C * C, 4 * C,
+             4 * C * C, C, C, C]
+    t = [array.array("f", bytes(4 * n)) for n in sizes]
+    for i in (2, 8, 14):  # ln1w, ln2w, lnfw
+        t[i] = array.array("f", [1.0] * sizes[i])
+    if forced:
+        a, stop, P = forced
+        t[0][a * C] = t[0][stop * C + 1] = 1.0
+        for p in range(maxT):
+            t[1][p * C + (0 if p < P else 1)] = 1.0 if p < P else 100.0
+    path = H_.path(name + ".bin")
+    with open(path, "wb") as f:
+        f.write(struct.pack("<256i", 20240326, 3, maxT, V, L, NH, C, Vp, *([0] * 248)))
+        for x in t:
+            f.write(x.tobytes())
+    return path
+
+
+def sample_chat(model, directory, *extra, ok=True):
+    """`zeroc sample --chat ...` (top-k 1: the most likely token) printing its prompt ids; the
+    process and the ids parsed from stderr."""
+    p = H_.run(1, "sample", "--init", model, "--vocab", directory, "--top-k", 1,
+               "--print-prompt-ids", *extra, ok=ok)
+    line = [x for x in p.stderr.splitlines() if x.startswith("sample: prompt ids (")]
+    ids = [int(i) for i in line[0].split(": ", 2)[2].split(",")] if line else None
+    return p, ids
+
+
+def refused_alone(*args):
+    """`zeroc ARGS` meant to fail, run as one process without mpirun, as a user runs sample and
+    as the sanitizer pass runs refusals (H_.run): mpirun's abort of a failed job costs 2.5 s."""
+    cmd = [H_.zeroc, *map(str, args)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+    H_.check_sanitizers(cmd, p)
+    return p
+
+
+CHAT_USER = "  What's 2+2? Réponds en une ligne.\n"
+
+
+def test_sft_sample_chat_prompt_ids():
+    """The ids `sample --chat` feeds the model equal the real template's rendering with
+    add_generation_prompt=True encoded by Hugging Face's tokenizer: Llama 3 (its | trim, the
+    assistant header after the user's turn) and Qwen2.5 (its default system message; with
+    --system, that one instead), then the answer's tokens after them."""
+    tt.npm_modules()
+    llama = tokenizer_dir("tk_chat_llama3", "llama3", LLAMA3_TEMPLATE, "<|begin_of_text|>",
+                          "<|eot_id|>")
+    qwen = tokenizer_dir("tk_chat_qwen25", "qwen3", QWEN25_TEMPLATE, None, "<|im_end|>")
+    system = "You answer in French."
+    for fmt, d, V in (("llama3", llama, 128256), ("chatml", qwen, 151936)):
+        model = llmc_model(f"zero_{fmt}", V)
+        convs = [[{"role": "user", "content": CHAT_USER}],
+                 [{"role": "system", "content": system}, {"role": "user", "content": CHAT_USER}]]
+        refs = reference(d, convs, generation=True)
+        for ref, extra in zip(refs, ([], ["--system", system])):
+            p, ids = sample_chat(model, d, "--chat", CHAT_USER, "--length", 1, *extra)
+            check(f"chat prompt in the {fmt} format ({len(ref['ids'])} tokens" in p.stderr and
+                  ("default system message \"You are Qwen" in p.stderr) ==
+                  (fmt == "chatml" and not extra), f"{fmt} {extra}: {p.stderr!r}")
+            check(ids == ref["ids"], f"{fmt} {extra}: sample's prompt ids differ from the "
+                                     f"template's:\n zeroc {ids}\n ref   {ref['ids']}\n"
+                                     f" text {ref['text']!r}")
+    check(reference(qwen, convs[:1], generation=True)[0]["text"].endswith(
+        "<|im_start|>assistant\n") and "You are Qwen" in refs[0]["text"],
+          "the reference rendering lacks Qwen2.5's default system message or generation prompt")
+
+
+def test_sft_sample_chat_stops_at_end_of_turn():
+    """With a model forced to answer token A until position P and the end-of-turn token after
+    (llmc_model), `sample --chat` prints exactly the A's (no end-of-turn marker, no prompt) for
+    llama3 and chatml, over several of its rounds of generation; a --length shorter than the
+    answer prints that many and says the answer is cut."""
+    a, P = 90, 150  # "Z"; the prompts here are shorter than P tokens
+    for fmt, template, stop, marker in (("llama3", LLAMA3_TEMPLATE, 270, "<|eot_id|>"),
+                                        ("chatml", QWEN25_TEMPLATE, 267, "<|im_end|>")):
+        d = tokenizer_dir(f"tk_stop_{fmt}", "small", template, "<|begin_of_text|>", None)
+        model = llmc_model(f"forced_{fmt}", 271, forced=(a, stop, P))
+        p, ids = sample_chat(model, d, "--chat", "Hi there", "--length", 200)
+        want = "Z" * (P - len(ids) + 1)
+        check(len(ids) < P and p.stdout == want + "\n" and marker not in p.stdout and
+              "cut" not in p.stderr,
+              f"{fmt}: {len(ids)} prompt ids, stdout {p.stdout!r} (want {len(want)} Z), "
+              f"stderr {p.stderr!r}")
+        p, _ = sample_chat(model, d, "--chat", "Hi there", "--length", 5)
+        check(p.stdout == "ZZZZZ\n" and "no end of turn within --length 5" in p.stderr,
+              f"{fmt} --length 5: {p.stdout!r} {p.stderr!r}")
+
+
+def test_sft_sample_chat_refusals():
+    """Refused with a message naming the flag or file and a non-zero exit: --chat with
+    --prompt, --chat without --vocab or with a --vocab that is not a directory, --system without
+    --chat, and a template that is not a built-in format without --chat-format (which then
+    renders it)."""
+    d = tokenizer_dir("tk_chat_bad", "small", "{{ messages }}", "<|begin_of_text|>", None)
+    model = llmc_model("forced_small", 271, forced=(90, 270, 200))  # answers "Z"s
+    for args, want in [
+            (["--vocab", d, "--chat", "hi", "--prompt", "hi"], "--chat and --prompt"),
+            (["--chat", "hi"], "--chat needs --vocab DIR"),
+            (["--vocab", os.path.join(d, "tokenizer.json"), "--chat", "hi"],
+             f"--chat needs --vocab DIR, the model's tokenizer directory (tokenizer.json, and "
+             f"tokenizer_config.json with its chat_template); got {d}/tokenizer.json"),
+            (["--vocab", d, "--system", "be brief"], "--system needs --chat"),
+            (["--vocab", d, "--chat", "hi"],
+             f"--chat: {d}/tokenizer_config.json: its chat_template is not one of the built-in"),
+            (["--vocab", d, "--chat", "hi", "--chat-format", "jinja"],
+             "--chat-format must be llama3 or chatml, got 'jinja'")]:
+        p = refused_alone("sample", "--init", model, "--length", 1, *args)
+        check(p.returncode != 0 and want in p.stderr, f"{args}: {p.returncode} {p.stderr!r}")
+    p, ids = sample_chat(model, d, "--chat", "hi", "--chat-format", "llama3", "--length", 1)
+    check(p.returncode == 0 and ids and ids[0] == 264 and p.stdout == "Z\n",
+          f"--chat-format llama3: {p.stdout!r} {p.stderr!r}")
+
+
 TESTS = [test_sft_template_ids_and_mask, test_sft_prepare_then_train,
          test_sft_masked_loss_matches_reference, test_sft_stages_bitwise_with_mask,
-         test_sft_no_counted_target, test_sft_bad_inputs]
+         test_sft_no_counted_target, test_sft_bad_inputs, test_sft_sample_chat_prompt_ids,
+         test_sft_sample_chat_stops_at_end_of_turn, test_sft_sample_chat_refusals]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])
