@@ -82,45 +82,6 @@ static zc_status chat_prompt(const bpe_vocab *v, const char *dir, const char *fm
     return st;
 }
 
-/* Generates up to `length` tokens after the prompt into out[0..*ngen), stopping after the first
- * `stop` (< 0: none; it is the last of out). Why in rounds: gpt2_generate makes a fixed count,
- * so a stop token is looked for after each round of 16, 32, 64, ... tokens, the next round
- * continuing from the prompt and what came before it; its draws are indexed by position, so
- * the tokens are those one call would make (the logits up to summation order: the round's
- * prompt runs through the decoder's prefill). At most as many tokens again as needed are made,
- * plus one prefill a round. */
-static zc_status generate_until(gpt2_model *m, const int *ptok, int np, int length, int stop,
-                                const gpt2_sampling *how, int *out, int *ngen, zc_err *err)
-{
-    *ngen = 0;
-    if (stop < 0) {
-        zc_status st = gpt2_generate(m, ptok, np, length, how, out, err);
-        if (!st)
-            *ngen = length;
-        return st;
-    }
-    int *seq = malloc(((size_t)np + (size_t)length) * sizeof *seq);
-    if (!seq)
-        return zc_err_set(err, ZC_ENOMEM, "out of memory");
-    memcpy(seq, ptok, (size_t)np * sizeof *seq);
-    zc_status st = ZC_OK;
-    for (int done = 0, round = 16; !st && done < length; round *= 2) {
-        const int n = round < length - done ? round : length - done;
-        if ((st = gpt2_generate(m, seq, np + done, n, how, seq + np + done, err)))
-            break;
-        int k = 0;
-        while (k < n && seq[np + done + k] != stop)
-            k++;
-        done += k < n ? k + 1 : n;
-        *ngen = done;
-        if (k < n) /* the stop token */
-            break;
-    }
-    memcpy(out, seq + np, (size_t)*ngen * sizeof *out);
-    free(seq);
-    return st;
-}
-
 int cmd_sample(zc_comm *comm, int argc, char **argv)
 {
     const char *init = NULL, *prompt = NULL, *vocab_path = NULL, *chat = NULL, *system = NULL,
@@ -307,7 +268,7 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     gpt2_sampling how = {.temperature = (float)temperature, .top_k = top_k, .seed = (uint64_t)seed};
     int ngen = 0;
     if (!st)
-        st = generate_until(m, ptok, np, length, stop, &how, out, &ngen, &err);
+        st = gpt2_generate_until(m, ptok, np, length, &how, stop, out, &ngen, &err);
     /* --chat prints the answer: what was generated, without the end-of-turn token */
     const bool ended = stop >= 0 && ngen > 0 && out[ngen - 1] == stop;
     const int from = chat ? np : 0, upto = np + (ended ? ngen - 1 : ngen);

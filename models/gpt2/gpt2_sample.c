@@ -80,6 +80,14 @@ static int draw(const float *logits, int V, const gpt2_sampling *s, uint64_t ind
 zc_status gpt2_generate(gpt2_model *m, const int *prompt, int nprompt, int length,
                         const gpt2_sampling *s, int *out, zc_err *err)
 {
+    int n;
+    return gpt2_generate_until(m, prompt, nprompt, length, s, -1, out, &n, err);
+}
+
+zc_status gpt2_generate_until(gpt2_model *m, const int *prompt, int nprompt, int length,
+                              const gpt2_sampling *s, int stop, int *out, int *ngen, zc_err *err)
+{
+    *ngen = 0;
     const gpt2_config *c = gpt2_get_config(m);
     if (nprompt < 1 || length < 0 || length > GPT2_MAX_GENERATE || nprompt > INT_MAX - length ||
         !(s->temperature > 0.0f) || !isfinite(s->temperature) || s->top_k < 0)
@@ -110,6 +118,9 @@ zc_status gpt2_generate(gpt2_model *m, const int *prompt, int nprompt, int lengt
             break;
         seq[t] = draw(logits, c->vocab_size, s, (uint64_t)t, scratch);
         out[t - nprompt] = seq[t];
+        *ngen = t - nprompt + 1;
+        if (seq[t] == stop) /* every rank drew the same token: all stop here */
+            break;
     }
     gpt2_decoder_destroy(d);
     free(seq);

@@ -31,5 +31,10 @@ enum { GPT2_MAX_GENERATE = 1 << 20 };
  * for the call. */
 zc_status gpt2_generate(gpt2_model *m, const int *prompt, int nprompt, int length,
                         const gpt2_sampling *s, int *out, zc_err *err);
+/* The same, ending after the first `stop` token drawn (its last token; stop < 0: never, as
+ * gpt2_generate): *ngen tokens into out[0..*ngen), *ngen ≤ length — a chat answer ends at its
+ * end-of-turn token without a pass more. */
+zc_status gpt2_generate_until(gpt2_model *m, const int *prompt, int nprompt, int length,
+                              const gpt2_sampling *s, int stop, int *out, int *ngen, zc_err *err);
 
 #endif
