@@ -119,7 +119,7 @@ def test_adamw8bit():
     worst = max(abs(x - y) / abs(y) for x, y in zip(a8["loss"], ref["loss"]))
     check(worst < 0.05, f"AdamW8bit vs AdamW: loss rel diff {worst:.3g}")
     # resume: 10 steps + save + 10 resumed == 20 straight, stages 0 and 2
-    for stage in H_.trim((0, 2), (2,)):
+    for stage in H_.trim((0, 2), (0,)):  # the reshard below resumes stage 0's checkpoint
         full, _ = train(3, stage, f"a8-full-s{stage}", "--config", cfg, steps=20)
         d = os.path.join(TMP, f"a8-ck-s{stage}")
         train(3, stage, f"a8-half-s{stage}", "--config", cfg, "--save-dir", d,
