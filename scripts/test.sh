@@ -3,7 +3,7 @@
 # sources' layout against .clang-format (scripts/format.sh --check), builds with
 # warnings as errors and runs every test, then builds again with AddressSanitizer +
 # UndefinedBehaviorSanitizer and runs the suite once more, then fuzzes every parser of outside
-# bytes for a short while each (scripts/fuzz.sh; ZEROC_FUZZ_SECONDS, default 15).
+# bytes for a short while each (scripts/fuzz.sh; ZEROC_FUZZ_SECONDS, default 10).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/deps.sh"
@@ -25,5 +25,5 @@ export LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:fast_unwind_on_malloc=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd "$root/build-asan" && ctest --output-on-failure -j "$jobs")
 
-echo "== fuzz the parsers (libFuzzer, ${ZEROC_FUZZ_SECONDS:-15} s each)"
-"$root/scripts/fuzz.sh" "${ZEROC_FUZZ_SECONDS:-15}"
+echo "== fuzz the parsers (libFuzzer, ${ZEROC_FUZZ_SECONDS:-10} s each)"
+"$root/scripts/fuzz.sh" "${ZEROC_FUZZ_SECONDS:-10}"
