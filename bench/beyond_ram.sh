@@ -9,11 +9,19 @@
 # python3-torch, if installed) on the same shape, capped by a memory cgroup at MemTotal − 1 GiB so
 # it cannot take the machine down, and prints how it ended. STEPS defaults to 6. About 15 minutes
 # on 2 cores and ~40 GB of free disk. Run by hand, as root; not a test.
-# ZEROC=/path/to/zeroc overrides "$root/build/zeroc".
+# ZEROC=/path/to/zeroc overrides "$root/build/zeroc". CACHE=auto gives offload_param.max_in_cpu and
+# offload_optimizer.ratio "auto" (the RAM the host can spare keeps what fits of the states; the
+# default, CACHE=0, keeps none: max_in_cpu 0, ratio 1).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 zeroc=${ZEROC:-$root/build/zeroc}
 dir=${1:-$root/build/bench-beyond-ram}
+cache=${CACHE:-0}
+case $cache in
+  0) max_in_cpu=0 ratio=1 ;;
+  auto) max_in_cpu='"auto"' ratio='"auto"' ;;
+  *) echo "beyond_ram.sh: CACHE must be 0 or auto, got '$cache'" >&2; exit 2 ;;
+esac
 steps=${2:-6}
 if ! [[ $steps =~ ^[0-9]+$ ]] || ((steps < 2)); then
   echo "beyond_ram.sh: STEPS must be an integer >= 2 (the first is not timed), got '$steps'" >&2
@@ -51,8 +59,8 @@ print(f"per rank: {row['nvme'] / 1e9:.2f} GB on disk, RAM bound {row['total_per_
 PY
 cat > "$dir/ds.json" <<EOF
 {"zero_optimization": {"stage": 3,
-   "offload_optimizer": {"device": "nvme", "nvme_path": "$dir"},
-   "offload_param": {"device": "nvme", "nvme_path": "$dir", "max_in_cpu": 0}},
+   "offload_optimizer": {"device": "nvme", "nvme_path": "$dir", "ratio": $ratio},
+   "offload_param": {"device": "nvme", "nvme_path": "$dir", "max_in_cpu": $max_in_cpu}},
  "bf16": {"enabled": true}, "steps_per_print": 1}
 EOF
 t0=$(date +%s)

@@ -150,8 +150,11 @@ static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, anal
         me->peak[k] = zc_mem_get(mem, k).peak;
     me->states_peak = zc_mem_model_states_peak(mem);
     me->peak_rss = zc_mem_peak_rss();
-    size_t *numel = malloc((size_t)zc_engine_num_units(e) * sizeof(size_t));
-    zc_estimate_in in = zc_engine_estimate_in(e, stage, numel);
+    const size_t nu = (size_t)zc_engine_num_units(e);
+    size_t *numel = malloc(nu * 2 * sizeof(size_t));
+    uint8_t *use = malloc(nu);
+    ZC_ASSERT(numel && use);
+    zc_estimate_in in = zc_engine_estimate_in(e, stage, numel, numel + nu, use);
     zc_state_bytes b = zc_estimate_states(&in);
     est->stage = stage;
     est->est_states = b.params + b.grads + b.optimizer;
@@ -162,6 +165,7 @@ static zc_status run_stage(zc_comm *comm, const analyze_opts *o, int stage, anal
         (int64_t)(is_mlp ? mlp_activation_bytes(&mc)
                          : gpt2_activation_bytes(&gc, o->micro, o->seq_len, false, mc.compute));
     free(numel);
+    free(use);
     zc_mem_free(mem, ZC_MEM_ACTIVATIONS, data, data_bytes);
 done:
     mlp_destroy(mlp);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -14,7 +15,60 @@
 
 const char *chat_format_name(const chat_format *f)
 {
-    return f->kind == CHAT_LLAMA3 ? "llama3" : "chatml";
+    return f->kind == CHAT_LLAMA3 ? "llama3" : f->kind == CHAT_LLAMA31 ? "llama3.1" : "chatml";
+}
+
+/* The text of the Jinja string literal in template t that starts right after `key` (which ends
+ * inside the literal) and runs to its closing quote or to the first \n escape or newline,
+ * malloc'd; NULL when absent or holding a quote, a backslash or a Jinja tag. */
+static char *literal_after(const char *t, const char *key)
+{
+    const char *p = t ? strstr(t, key) : NULL;
+    if (!p)
+        return NULL;
+    p += strlen(key);
+    size_t n = 0;
+    while (p[n] && p[n] != '"' && p[n] != '\'' && p[n] != '\\' && p[n] != '\n' && p[n] != '{' &&
+           p[n] != '}')
+        n++;
+    if (!n || (p[n] != '"' && p[n] != '\'' && strncmp(p + n, "\\n", 2) && p[n] != '\n'))
+        return NULL;
+    char *out = malloc(n + 1);
+    if (out) {
+        memcpy(out, p, n);
+        out[n] = 0;
+    }
+    return out;
+}
+
+/* llama3.1: the system header's dated lines, from the template (cutoff, default date) and
+ * `date`; f->date_from says where the date came from. */
+static zc_status dated_header(chat_format *f, const char *t, const char *date, zc_err *err)
+{
+    char *cutoff = literal_after(t, "Cutting Knowledge Date: ");
+    char *dflt = NULL, today[64];
+    if (date)
+        f->date_from = "--chat-date";
+    else if (t && strstr(t, "strftime_now")) { /* transformers renders today's date */
+        time_t now = time(NULL);
+        struct tm tm;
+        strftime(today, sizeof today, "%d %b %Y", localtime_r(&now, &tm));
+        date = today;
+        f->date_from = "today's, as the template's strftime_now renders it";
+    } else if ((dflt = literal_after(t, "set date_string = \""))) {
+        date = dflt;
+        f->date_from = "the template's default";
+    } else {
+        date = "26 Jul 2024";
+        f->date_from = "Llama 3.1's default";
+    }
+    const char *cut = cutoff ? cutoff : "December 2023";
+    const size_t n = strlen(cut) + strlen(date) + 64;
+    if ((f->dated_header = malloc(n)))
+        snprintf(f->dated_header, n, "Cutting Knowledge Date: %s\nToday Date: %s\n\n", cut, date);
+    free(cutoff);
+    free(dflt);
+    return f->dated_header ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
 }
 
 /* The id of the added token whose text is s, or -1. */
@@ -89,8 +143,8 @@ static zc_status read_template(const char *cfg, char **out, zc_err *err)
     return st;
 }
 
-zc_status chat_format_init(chat_format *f, const char *flag, const char *dir, const bpe_vocab *v,
-                           const char *what, zc_err *err)
+zc_status chat_format_init(chat_format *f, const char *flag, const char *date, const char *dir,
+                           const bpe_vocab *v, const char *what, zc_err *err)
 {
     *f = (chat_format){.v = v};
     char cfg[4200];
@@ -101,37 +155,49 @@ zc_status chat_format_init(chat_format *f, const char *flag, const char *dir, co
         return st;
     if (flag && !strcmp(flag, "llama3"))
         f->kind = CHAT_LLAMA3;
+    else if (flag && !strcmp(flag, "llama3.1"))
+        f->kind = CHAT_LLAMA31;
     else if (flag && !strcmp(flag, "chatml"))
         f->kind = CHAT_CHATML;
     else if (flag)
-        st = zc_err_set(err, ZC_EINVAL, "--chat-format must be llama3 or chatml, got '%s'", flag);
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--chat-format must be llama3, llama3.1 or chatml, got '%s'", flag);
     else if (!t)
         st = zc_err_set(err, ZC_EINVAL,
                         "%s: %s has no chat_template (or there is no such file): give "
-                        "--chat-format llama3 (Llama 3) or --chat-format chatml (Qwen2.5, "
-                        "SmolLM2)",
+                        "--chat-format llama3 (Llama 3), llama3.1 (Llama 3.1, 3.2) or chatml "
+                        "(Qwen2.5, SmolLM2)",
                         what, cfg);
     else if (strstr(t, "<|start_header_id|>") && strstr(t, "<|end_header_id|>") &&
-             strstr(t, "<|eot_id|>") && !strstr(t, "Cutting Knowledge Date"))
-        f->kind = CHAT_LLAMA3;
+             strstr(t, "<|eot_id|>"))
+        f->kind = strstr(t, "Cutting Knowledge Date: ") ? CHAT_LLAMA31 : CHAT_LLAMA3;
     else if (strstr(t, "<|im_start|>") && strstr(t, "<|im_end|>") && !strstr(t, "<think>"))
         f->kind = CHAT_CHATML;
     else
         st = zc_err_set(err, ZC_EINVAL,
                         "%s: %s: its chat_template is not one of the built-in formats "
-                        "(llama3: Llama 3's; chatml: Qwen2.5's, SmolLM2's; Llama 3.1+'s dated "
-                        "system header and Qwen3's reasoning are not rendered): give "
-                        "--chat-format llama3 or --chat-format chatml to render in that format "
-                        "instead",
+                        "(llama3: Llama 3's; llama3.1: Llama 3.1's and 3.2's; chatml: Qwen2.5's, "
+                        "SmolLM2's; Qwen3's reasoning is not rendered): give --chat-format "
+                        "llama3, llama3.1 or chatml to render in that format instead",
                         what, cfg);
+    if (!st && date && f->kind != CHAT_LLAMA31)
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--chat-date is for the llama3.1 format (its system header's \"Today "
+                        "Date\"); this is %s",
+                        chat_format_name(f));
+    if (!st && date && (!date[0] || strpbrk(date, "\n\r")))
+        st = zc_err_set(err, ZC_EINVAL,
+                        "--chat-date: expected one line like \"26 Jul 2024\", got '%s'", date);
     if (!st && f->kind == CHAT_CHATML && t)
         f->default_system = default_system(t);
+    if (!st && f->kind == CHAT_LLAMA31)
+        st = dated_header(f, t, date, err);
     free(t);
     if (st)
         return st;
     const char *need[4];
     int *ids[4], k = 0;
-    if (f->kind == CHAT_LLAMA3) {
+    if (f->kind == CHAT_LLAMA3 || f->kind == CHAT_LLAMA31) {
         f->bos = v->hf.bos >= 0 ? v->hf.bos : special_id(v, "<|begin_of_text|>");
         need[0] = "<|begin_of_text|>", ids[0] = &f->bos;
         need[1] = "<|start_header_id|>", ids[1] = &f->start_header;
@@ -160,7 +226,8 @@ zc_status chat_format_init(chat_format *f, const char *flag, const char *dir, co
 void chat_format_free(chat_format *f)
 {
     free(f->default_system);
-    f->default_system = NULL;
+    free(f->dated_header);
+    f->default_system = f->dated_header = NULL;
 }
 
 /* Python's str.isspace for code point c (the white space | trim strips). */
@@ -277,9 +344,28 @@ zc_status chat_render(const chat_format *f, bpe_encoder *e, const chat_message *
 {
     out_state o = {f, e, ids, mask, mask_cap, err};
     zc_status st = ZC_OK;
-    if (f->kind == CHAT_LLAMA3) {
+    if (f->kind == CHAT_LLAMA3 || f->kind == CHAT_LLAMA31) {
         st = put_special(&o, f->bos, false);
-        for (int i = 0; i < n && !st; i++) {
+        int i = 0;
+        if (f->kind == CHAT_LLAMA31 && !st) { /* the dated system turn, the system message in it */
+            const bool sys = n > 0 && !strcmp(msgs[0].role, "system");
+            const uint8_t *c = sys ? (const uint8_t *)msgs[0].content : NULL;
+            size_t lo = 0, hi = sys ? msgs[0].len : 0;
+            if (sys)
+                trim(c, &lo, &hi);
+            char *head = malloc(strlen(f->dated_header) + 3);
+            if (!head)
+                return zc_err_set(err, ZC_ENOMEM, "out of memory");
+            snprintf(head, strlen(f->dated_header) + 3, "\n\n%s", f->dated_header);
+            if (!(st = put_special(&o, f->start_header, false)) &&
+                !(st = put_text(&o, "system", NULL, 0, false)) &&
+                !(st = put_special(&o, f->end_header, false)) &&
+                !(st = put_text(&o, head, sys ? c + lo : NULL, hi - lo, false)))
+                st = put_special(&o, f->eot, false);
+            free(head);
+            i = sys;
+        }
+        for (; i < n && !st; i++) {
             const bool a = !strcmp(msgs[i].role, "assistant");
             const uint8_t *c = (const uint8_t *)msgs[i].content;
             size_t lo = 0, hi = msgs[i].len;
@@ -312,7 +398,7 @@ zc_status chat_render(const chat_format *f, bpe_encoder *e, const chat_message *
 
 int chat_format_end_of_turn(const chat_format *f)
 {
-    return f->kind == CHAT_LLAMA3 ? f->eot : f->im_end;
+    return f->kind == CHAT_CHATML ? f->im_end : f->eot;
 }
 
 zc_status chat_render_prompt(const chat_format *f, bpe_encoder *e, const chat_message *msgs, int n,
@@ -322,7 +408,7 @@ zc_status chat_render_prompt(const chat_format *f, bpe_encoder *e, const chat_me
     if (st)
         return st;
     out_state o = {f, e, ids, NULL, NULL, err};
-    if (f->kind == CHAT_LLAMA3) {
+    if (f->kind != CHAT_CHATML) {
         if (!(st = put_special(&o, f->start_header, false)) &&
             !(st = put_text(&o, "assistant", NULL, 0, false)) &&
             !(st = put_special(&o, f->end_header, false)))

@@ -12,6 +12,14 @@
  *            with CONTENT trimmed of leading and trailing white space (the template's | trim,
  *            Python's str.strip). chat_render adds no generation prompt after the last
  *            message; chat_render_prompt adds <|start_header_id|>assistant<|end_header_id|>\n\n.
+ *   llama3.1 Llama 3.1's and 3.2's template (Llama-3.1-*-Instruct, Llama-3.2-*-Instruct): llama3,
+ *            but always a system turn first, <|start_header_id|>system<|end_header_id|>\n\n
+ *            "Cutting Knowledge Date: December 2023\nToday Date: DATE\n\n" then the first
+ *            message's content when it is a system message (trimmed; else nothing), <|eot_id|>.
+ *            The cutoff is read from the template; DATE is --chat-date's, else the template's:
+ *            its literal default (3.1: "26 Jul 2024"), or where it calls strftime_now (3.2)
+ *            today's date as "%d %b %Y" (28 Nov 2026), as transformers renders it. Tools are not
+ *            rendered (no tools are given: the template's branches for them are not taken).
  *   chatml   Qwen2.5 and SmolLM2: per message <|im_start|>ROLE\nCONTENT<|im_end|>\n. When the
  *            first message is not a system message, the template's default system message
  *            comes first (Qwen2.5: "You are Qwen, created by Alibaba Cloud. You are a helpful
@@ -20,8 +28,8 @@
  *            adds none. chat_render_prompt adds <|im_start|>assistant\n after the last message.
  *
  * Recognising tokenizer_config.json's chat_template: one holding <|start_header_id|>,
- * <|end_header_id|> and <|eot_id|> is llama3, unless it is Llama 3.1's or later (it holds
- * "Cutting Knowledge Date": a dated system header the built-in format does not render); one
+ * <|end_header_id|> and <|eot_id|> is llama3, or llama3.1 when it holds "Cutting Knowledge
+ * Date: " (its dated system header); one
  * holding <|im_start|> and <|im_end|> is chatml, unless it renders reasoning (<think>: Qwen3).
  * Anything else, or no template, is refused unless --chat-format names the format.
  *
@@ -44,11 +52,15 @@
 #include "models/gpt2/bpe_encode.h"
 #include "zeroc/status.h"
 
-typedef enum { CHAT_LLAMA3 = 1, CHAT_CHATML } chat_kind;
+typedef enum { CHAT_LLAMA3 = 1, CHAT_LLAMA31, CHAT_CHATML } chat_kind;
 
 typedef struct {
     chat_kind kind;
     char *default_system; /* chatml: the template's default system message, or NULL */
+    /* llama3.1: the system header's lines — "Cutting Knowledge Date: <cutoff>\nToday Date:
+     * <date>\n\n" (malloc'd) — and where the date came from, for the commands' lines */
+    char *dated_header;
+    const char *date_from;
     /* special ids: llama3 bos, start_header, end_header, eot; chatml im_start, im_end */
     int bos, start_header, end_header, eot, im_start, im_end;
     const bpe_vocab *v; /* the tokenizer, outliving the format */
@@ -60,12 +72,14 @@ typedef struct {
     size_t len;
 } chat_message;
 
-/* Chooses the format: `flag` ("llama3", "chatml"; NULL: from dir/tokenizer_config.json's
- * chat_template) and finds its special tokens in v. The default system message is read from
- * the template when there is one. Errors name the file or the flag, after `what` (the command's
- * flag that needs the format: "--jsonl", "--chat"). */
-zc_status chat_format_init(chat_format *f, const char *flag, const char *dir, const bpe_vocab *v,
-                           const char *what, zc_err *err);
+/* Chooses the format: `flag` ("llama3", "llama3.1", "chatml"; NULL: from
+ * dir/tokenizer_config.json's chat_template) and finds its special tokens in v. The default
+ * system message (chatml) and the cutoff and default date (llama3.1) are read from the template
+ * when there is one; `date` (--chat-date; NULL: the template's) is llama3.1's and refused for
+ * the others. Errors name the file or the flag, after `what` (the command's flag that needs the
+ * format: "--jsonl", "--chat"). */
+zc_status chat_format_init(chat_format *f, const char *flag, const char *date, const char *dir,
+                           const bpe_vocab *v, const char *what, zc_err *err);
 void chat_format_free(chat_format *f);
 /* The format's name ("llama3", "chatml"). */
 const char *chat_format_name(const chat_format *f);

@@ -18,7 +18,8 @@ int cmd_prepare(int argc, char **argv);
  * PREFIX_{train,val}.bin and their .mask files, with the tokenizer in tokdir and the chat
  * format chat_flag (NULL: from tokdir's tokenizer_config.json). */
 zc_status prepare_jsonl(const char **files, int nfiles, const char *prefix, double frac,
-                        const char *tokdir, const char *chat_flag, zc_err *err);
+                        const char *chat_date, const char *tokdir, const char *chat_flag,
+                        zc_err *err);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 

@@ -16,6 +16,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/fail.h"
+#include "cli/offload_cache.h"
 #include "cli/relaunch.h"
 #include "cli/units.h"
 #include "models/gpt2/gpt2.h"
@@ -156,6 +157,8 @@ typedef struct {
 /* The model estimated: its units' sizes and one micro-batch's activations. */
 typedef struct {
     size_t *units;
+    size_t *vec;  /* the units' 1-D parameter elements (NULL: a bare --params) */
+    uint8_t *use; /* how the model uses their matrices, ZC_USE_* (NULL: a bare --params) */
     int nunits;
     size_t psi;          /* parameters in all */
     int64_t activations; /* -1: unknown (a bare --params) */
@@ -166,6 +169,8 @@ typedef struct {
     zc_state_bytes in_ram;
     int64_t states, staging, working, buffers, disk, total, sent, inter;
     const char *offload;
+    int64_t max_in_cpu; /* the offload knobs the row was estimated at ("auto": as sized) */
+    double ratio;
 } stage_row;
 
 /* One ZeRO++ option set at stage 3 on the given hosts. */
@@ -407,9 +412,14 @@ static zc_status mlp_units(const estimate_flags *f, int B, zc_gemm_type compute,
     zc_status st = mlp_check(&mc, err);
     if (st)
         return st;
-    if (!(m->units = malloc((size_t)L * sizeof *m->units)))
+    m->units = malloc((size_t)L * sizeof *m->units);
+    m->vec = malloc((size_t)L * sizeof *m->vec);
+    m->use = malloc((size_t)L);
+    if (!m->units || !m->vec || !m->use)
         return zc_err_set(err, ZC_ENOMEM, "out of memory");
     m->nunits = mlp_unit_numel(&mc, m->units);
+    for (int u = 0; u < m->nunits; u++) /* its products read and write fp32 */
+        m->vec[u] = (size_t)mc.hidden, m->use[u] = ZC_USE_ANY;
     m->activations = (int64_t)mlp_activation_bytes(&mc);
     return ZC_OK;
 }
@@ -473,9 +483,14 @@ static zc_status gpt2_units(const estimate_flags *f, int B, zc_gemm_type compute
                           gc.channels, gc.num_heads);
     if ((st = gpt2_check(&gc, B, T, f->ckpt, compute, err)))
         return st;
-    if (!(m->units = malloc((size_t)gpt2_num_units(&gc) * sizeof *m->units)))
+    const size_t nu = (size_t)gpt2_num_units(&gc);
+    m->units = malloc(nu * sizeof *m->units);
+    m->vec = malloc(nu * sizeof *m->vec);
+    m->use = malloc(nu);
+    if (!m->units || !m->vec || !m->use)
         return zc_err_set(err, ZC_ENOMEM, "out of memory");
     m->nunits = gpt2_unit_numel(&gc, m->units);
+    gpt2_unit_work(&gc, compute, m->vec, m->use);
     m->activations = (int64_t)gpt2_activation_bytes(&gc, B, T, f->ckpt, compute);
     return ZC_OK;
 }
@@ -533,7 +548,11 @@ static int ranks_per_node(const estimate_flags *f)
 static zc_estimate_in estimate_input(const estimate_flags *f, const zc_config *cfg,
                                      const estimate_model *m)
 {
+    const zc_dtype gdt = zc_config_grad_dtype(cfg);
     return (zc_estimate_in){.unit_numel = m->units,
+                            .unit_vec_numel = m->vec,
+                            .unit_use = m->use,
+                            .grads_bf16 = gdt == ZC_BF16 && cfg->dtype != ZC_FP16,
                             .nunits = m->nunits,
                             .nranks = f->ranks,
                             .moment_floats = optimizer_moments(cfg),
@@ -606,6 +625,22 @@ static zc_status estimate_all(const estimate_flags *f, const zc_estimate_in *bas
         zc_estimate_in in = *base;
         in.stage = stage;
         stage_row *r = &res->stage[stage];
+        /* offload "auto": sized to --mem-per-rank as train sizes it to the host (less the same
+         * reserve); without a limit DeepSpeed's defaults */
+        const bool par = in.max_in_cpu == ZC_AUTO, opt = in.offload_ratio == ZC_AUTO;
+        if (par)
+            in.max_in_cpu = ZC_MAX_IN_CPU_DEFAULT;
+        if (opt)
+            in.offload_ratio = 1.0;
+        /* (a bare --params: its rows count no working memory to size against) */
+        const int64_t lim = limit < 9.2e18 ? (int64_t)limit : INT64_MAX;
+        if ((par || opt) && limit > 0 && !f->params)
+            offload_cache_size(
+                &in, m->activations > 0 ? m->activations : 0, lim - offload_cache_reserve(lim),
+                par && in.offload_params && stage == 3, opt && in.offload_optimizer && stage >= 1,
+                &in.max_in_cpu, &in.offload_ratio);
+        r->max_in_cpu = in.max_in_cpu;
+        r->ratio = in.offload_ratio;
         zc_status st = stage_estimate(&in, m, f->params != NULL, r, err);
         if (st)
             return st;
@@ -620,6 +655,8 @@ static zc_status estimate_all(const estimate_flags *f, const zc_estimate_in *bas
         in.quantized_weights = zero_pp_options[k].qwz;
         in.quantized_gradients = zero_pp_options[k].qgz;
         in.hpz_partition_size = zero_pp_options[k].hpz ? ranks_per_node(f) : 1;
+        in.max_in_cpu = res->stage[3].max_in_cpu; /* offload "auto" as sized for stage 3 */
+        in.offload_ratio = res->stage[3].ratio;
         res->zero_pp[k] =
             (zero_pp_row){zc_estimate_comm_bytes(&in), zc_estimate_inter_host_bytes(&in),
                           zc_estimate_states(&in).params};
@@ -653,6 +690,8 @@ static void print_json(const estimate_flags *f, const zc_config *cfg, const esti
         cJSON_AddStringToObject(r, "offload", s->offload);
         cJSON_AddNumberToObject(r, "nvme", (double)s->disk);
         cJSON_AddNumberToObject(r, "offload_buffers_bound", (double)s->buffers);
+        cJSON_AddNumberToObject(r, "max_in_cpu", (double)s->max_in_cpu);
+        cJSON_AddNumberToObject(r, "offload_ratio", s->ratio);
         cJSON_AddNumberToObject(r, "params", (double)s->in_ram.params);
         cJSON_AddNumberToObject(r, "grads", (double)s->in_ram.grads);
         cJSON_AddNumberToObject(r, "optimizer", (double)s->in_ram.optimizer);
@@ -758,6 +797,24 @@ static void print_table(const estimate_flags *f, const zc_config *cfg, const zc_
     }
     printf("(MiB = 2^20 bytes; model states, disk and comm are exact for zeroc's unit "
            "layout; working and offload buffers are upper bounds; totals are RAM)\n");
+    if (cfg->max_in_cpu == ZC_AUTO || cfg->optimizer_ratio == ZC_AUTO) {
+        if (limit > 0 && !f->params) {
+            const int64_t lim = limit < 9.2e18 ? (int64_t)limit : INT64_MAX;
+            printf("offload \"auto\", sized to --mem-per-rank %s less %.1f MiB kept back (as train "
+                   "sizes it to the host):",
+                   f->mem_per_rank, mib(offload_cache_reserve(lim)));
+            for (int stage = 1; stage <= 3; stage++)
+                printf("%s stage %d: ratio %.6g", stage > 1 ? ";" : "", stage,
+                       res->stage[stage].ratio);
+            printf(", max_in_cpu %lld", (long long)res->stage[3].max_in_cpu);
+            printf("\n");
+        } else
+            printf("offload \"auto\": DeepSpeed's defaults here (max_in_cpu 1e9, ratio 1); %s\n",
+                   f->params ? "a bare --params has no units to size them by (--model or --init "
+                               "has)"
+                             : "--mem-per-rank sizes them, as train sizes them to the host's "
+                               "free memory");
+    }
     if (limit > 0 && f->stage >= 0)
         printf("--stage %d: %.1f MiB per rank, %s --mem-per-rank %s\n", f->stage,
                mib(res->stage[f->stage].total),
@@ -929,5 +986,7 @@ int cmd_estimate(int argc, char **argv)
     else if (!st)
         print_table(&f, &cfg, &base, &m, &res, limit);
     free(m.units);
+    free(m.vec);
+    free(m.use);
     return st ? cli_fail_alone(&err) : 0;
 }

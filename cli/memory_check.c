@@ -576,22 +576,16 @@ static void fitting(const zc_estimate_in *now, int64_t activations, int64_t budg
                  gib(least - states));
 }
 
-zc_status memory_check(zc_comm *comm, const zc_engine *e, const zc_mem *mem, zc_err *err)
+int64_t memory_check_rank_budget(zc_comm *comm, const zc_mem *mem, int param_bytes,
+                                 memory_check_budget *b)
 {
-    int nunits = zc_engine_num_units(e);
-    size_t *numel = malloc((size_t)nunits * sizeof *numel);
-    if (!numel)
-        return zc_err_set(err, ZC_ENOMEM, "out of memory");
-    zc_estimate_in in = zc_engine_estimate_in(e, zc_engine_stage(e), numel);
-    const int64_t activations = zc_mem_get(mem, ZC_MEM_ACTIVATIONS).current;
-    const int64_t need = need_per_rank(&in, activations);
-    char where[4700] = "", limit_where[1200] = "";
-    const int64_t host = memory_check_host_budget(where, sizeof where);
-    const int local = zc_comm_local_size(comm);
+    b->where[0] = b->limit_where[0] = '\0';
+    b->host = memory_check_host_budget(b->where, sizeof b->where);
+    b->local = zc_comm_local_size(comm);
     /* OpenBLAS computes the products on the portable path (before VmSize is read: naming the
      * path may create a oneDNN primitive, which the run would create anyway) */
     const bool portable = strncmp(zc_gemm_path(ZC_GEMM_F32), "oneDNN", 6) ||
-                          (in.param_bytes == 2 && strncmp(zc_gemm_path(ZC_GEMM_BF16), "oneDNN", 6));
+                          (param_bytes == 2 && strncmp(zc_gemm_path(ZC_GEMM_BF16), "oneDNN", 6));
     /* every compute thread may get a malloc arena, OpenMP's and OpenBLAS's alike: the two
      * counts differ when only one library's variable is set (OMP_NUM_THREADS=1 alone leaves
      * OpenBLAS the rank's share), and a thread's arena may or may not be mapped yet */
@@ -605,10 +599,37 @@ zc_status memory_check(zc_comm *comm, const zc_engine *e, const zc_mem *mem, zc_
     int64_t counted = 0;
     for (int c = 0; c < ZC_MEM_NRAM; c++)
         counted += zc_mem_get(mem, (zc_mem_category)c).current;
-    const int64_t room = limit_room(counted, threads, blas, limit_where, sizeof limit_where);
-    const int64_t share = host < 0 ? -1 : host / local;
-    const bool limited = room >= 0 && (share < 0 || room < share);
-    const int64_t budget = limited ? room : share;
+    b->room = limit_room(counted, threads, blas, b->limit_where, sizeof b->limit_where);
+    const int64_t share = b->host < 0 ? -1 : b->host / b->local;
+    b->limited = b->room >= 0 && (share < 0 || b->room < share);
+    return b->budget = b->limited ? b->room : share;
+}
+
+int64_t memory_check_need(const zc_estimate_in *in, int64_t activations)
+{
+    return need_per_rank(in, activations);
+}
+
+zc_status memory_check(zc_comm *comm, const zc_engine *e, const zc_mem *mem, zc_err *err)
+{
+    int nunits = zc_engine_num_units(e);
+    size_t *numel = malloc((size_t)nunits * 2 * sizeof *numel);
+    uint8_t *use = malloc((size_t)nunits);
+    memory_check_budget *rb = malloc(sizeof *rb);
+    if (!numel || !use || !rb) {
+        free(numel);
+        free(use);
+        free(rb);
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    }
+    zc_estimate_in in = zc_engine_estimate_in(e, zc_engine_stage(e), numel, numel + nunits, use);
+    const int64_t activations = zc_mem_get(mem, ZC_MEM_ACTIVATIONS).current;
+    const int64_t need = need_per_rank(&in, activations);
+    const int64_t budget = memory_check_rank_budget(comm, mem, in.param_bytes, rb);
+    const int64_t host = rb->host, room = rb->room;
+    const int local = rb->local;
+    const bool limited = rb->limited;
+    const char *where = rb->where, *limit_where = rb->limit_where;
     zc_status st = ZC_OK;
     if (budget >= 0 && need > budget) {
         zc_state_bytes b = zc_estimate_states(&in);
@@ -647,6 +668,8 @@ zc_status memory_check(zc_comm *comm, const zc_engine *e, const zc_mem *mem, zc_
         st = zc_err_set(err, ZC_ENOMEM, "%s", msg);
     }
     free(numel);
+    free(use);
+    free(rb);
     return st;
 }
 

@@ -50,7 +50,7 @@
 #define SYNOPSIS                                                                                   \
     "zeroc prepare --text FILE|DIR... --out PREFIX [--val-fraction F] [--tokenizer gpt2 --vocab "  \
     "DIR | --tokenizer DIR]\n       zeroc prepare --jsonl FILE... --tokenizer DIR --out PREFIX "   \
-    "[--chat-format llama3|chatml] [--val-fraction F]"
+    "[--chat-format llama3|llama3.1|chatml] [--chat-date D] [--val-fraction F]"
 
 typedef struct {
     uint16_t *tok;
@@ -481,7 +481,7 @@ int cmd_prepare(int argc, char **argv)
         return 0;
     }
     const char *out = NULL, *text_unused = NULL, *tokenizer = "byte", *vocab = NULL,
-               *jsonl_unused = NULL, *chat = NULL;
+               *jsonl_unused = NULL, *chat = NULL, *chat_date = NULL;
     int threads = 0;
     double frac = 0.1;
     bool help = false;
@@ -492,8 +492,12 @@ int cmd_prepare(int argc, char **argv)
          "{\"prompt\", \"completion\"} (needs --tokenizer DIR)",
          NULL},
         {"--chat-format", ARG_STR, &chat, NULL,
-         "--jsonl: llama3 or chatml (default: recognised from DIR/tokenizer_config.json's "
-         "chat_template)",
+         "--jsonl: llama3, llama3.1 or chatml (default: recognised from "
+         "DIR/tokenizer_config.json's chat_template)",
+         NULL},
+        {"--chat-date", ARG_STR, &chat_date, NULL,
+         "--jsonl, llama3.1: the system header's \"Today Date\" (default: the template's, e.g. "
+         "\"26 Jul 2024\"; a template that asks strftime_now for it: today's, as transformers)",
          NULL},
         {"--out", ARG_STR, &out, NULL, "output prefix: writes PREFIX_train.bin and PREFIX_val.bin",
          NULL},
@@ -546,8 +550,9 @@ int cmd_prepare(int argc, char **argv)
                "under mpirun "
                "only rank 0 prepares, the other ranks exit at once.\n"
                "--jsonl (with --tokenizer DIR): each line one example, rendered with the chat "
-               "template\n(llama3: Llama 3; chatml: Qwen2.5, SmolLM2, with the template's default "
-               "system message\nwhen an example has none); only the assistant's tokens and its "
+               "template\n(llama3: Llama 3; llama3.1: Llama 3.1, 3.2, with the dated system turn; "
+               "chatml: Qwen2.5,\nSmolLM2, with the template's default system message when an "
+               "example has none); only the assistant's tokens and its "
                "end-of-turn token count\nin the loss: PREFIX_train.mask and PREFIX_val.mask "
                "beside the token files say which\n(zeroc train --data PREFIX_train.bin reads "
                "the mask beside it). Examples are packed\n(concatenated; attention crosses "
@@ -561,8 +566,9 @@ int cmd_prepare(int argc, char **argv)
     if (!st && njsonl > 0 && nfiles > 0)
         st = zc_err_set(&err, ZC_EINVAL,
                         "--jsonl and --text: give one kind of input (instruction data or text)");
-    if (!st && chat && njsonl == 0)
-        st = zc_err_set(&err, ZC_EINVAL, "--chat-format is for --jsonl");
+    if (!st && (chat || chat_date) && njsonl == 0)
+        st = zc_err_set(&err, ZC_EINVAL, "%s is for --jsonl",
+                        chat ? "--chat-format" : "--chat-date");
     if (!st && njsonl > 0 && (!strcmp(tokenizer, "byte") || !strcmp(tokenizer, "gpt2")))
         st = zc_err_set(&err, ZC_EINVAL,
                         "--jsonl needs --tokenizer DIR, a Hugging Face tokenizer directory "
@@ -575,7 +581,7 @@ int cmd_prepare(int argc, char **argv)
                               "--val-fraction must be between 0 and 1 (exclusive), got %.10g", frac)
                  : outputs_not_inputs(jfiles, njsonl, out, "--jsonl", 4, &err);
         if (!st)
-            st = prepare_jsonl(jfiles, njsonl, out, frac, tokenizer, chat, &err);
+            st = prepare_jsonl(jfiles, njsonl, out, frac, chat_date, tokenizer, chat, &err);
         free(files);
         free(jfiles);
         free(rest0);

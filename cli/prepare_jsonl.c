@@ -46,7 +46,8 @@ static zc_status write_part(const bpe_ids *ids, const uint8_t *mask, size_t a, s
 }
 
 zc_status prepare_jsonl(const char **files, int nfiles, const char *prefix, double frac,
-                        const char *tokdir, const char *chat_flag, zc_err *err)
+                        const char *chat_date, const char *tokdir, const char *chat_flag,
+                        zc_err *err)
 {
     char train_path[4096], val_path[4096], json[4200];
     if (snprintf(train_path, sizeof train_path, "%s_train.bin", prefix) >= (int)sizeof train_path ||
@@ -58,7 +59,7 @@ zc_status prepare_jsonl(const char **files, int nfiles, const char *prefix, doub
     if (st)
         return st;
     chat_format f;
-    if ((st = chat_format_init(&f, chat_flag, tokdir, &vocab, "--jsonl", err))) {
+    if ((st = chat_format_init(&f, chat_flag, chat_date, tokdir, &vocab, "--jsonl", err))) {
         bpe_vocab_free(&vocab);
         return st;
     }
@@ -123,11 +124,14 @@ zc_status prepare_jsonl(const char **files, int nfiles, const char *prefix, doub
         size_t counted = 0;
         for (size_t i = 0; i < ids.n; i++)
             counted += mask[i];
-        printf("prepared %zu examples (%s chat format%s%s%s): %s %zu examples, %zu tokens; %s "
-               "%zu examples, %zu tokens; %zu of %zu tokens (assistant) count in the loss; "
-               "loss masks beside each (.mask); examples packed, attention crosses them\n",
+        const char *dated = f.dated_header ? strstr(f.dated_header, "Today Date: ") : NULL;
+        printf("prepared %zu examples (%s chat format%s%s%s%s%.*s%s%s): %s %zu examples, %zu "
+               "tokens; %s %zu examples, %zu tokens; %zu of %zu tokens (assistant) count in the "
+               "loss; loss masks beside each (.mask); examples packed, attention crosses them\n",
                nex, chat_format_name(&f), f.default_system ? ", default system message \"" : "",
-               f.default_system ? f.default_system : "", f.default_system ? "\"" : "", train_path,
+               f.default_system ? f.default_system : "", f.default_system ? "\"" : "",
+               dated ? ", system header dated \"" : "", dated ? (int)strcspn(dated + 12, "\n") : 0,
+               dated ? dated + 12 : "", dated ? "\": " : "", dated ? f.date_from : "", train_path,
                ntrain, cut, val_path, nval, ids.n - cut, counted, ids.n);
     }
     free(ex_end);

@@ -47,12 +47,12 @@ static zc_status default_bpe_prompt(int vocab, int eot, int **out, int *n, zc_er
 /* The --chat prompt: the messages (--system's, then the user's --chat) rendered by the format of
  * dir's tokenizer_config.json (or --chat-format's) with the assistant's generation header;
  * *stop is the format's end-of-turn id. *out is malloc'd. */
-static zc_status chat_prompt(const bpe_vocab *v, const char *dir, const char *fmt,
+static zc_status chat_prompt(const bpe_vocab *v, const char *dir, const char *fmt, const char *date,
                              const char *system, const char *user, int **out, int *n, int *stop,
                              zc_err *err)
 {
     chat_format f;
-    zc_status st = chat_format_init(&f, fmt, dir, v, "--chat", err);
+    zc_status st = chat_format_init(&f, fmt, date, dir, v, "--chat", err);
     if (st)
         return st;
     chat_message msgs[2];
@@ -85,7 +85,7 @@ static zc_status chat_prompt(const bpe_vocab *v, const char *dir, const char *fm
 int cmd_sample(zc_comm *comm, int argc, char **argv)
 {
     const char *init = NULL, *prompt = NULL, *vocab_path = NULL, *chat = NULL, *system = NULL,
-               *chat_fmt = NULL;
+               *chat_fmt = NULL, *chat_date = NULL;
     bool print_ids = false;
     int length = 256, top_k = 40;
     double temperature = 1.0;
@@ -120,7 +120,8 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
         {"--chat", ARG_STR, &chat, NULL,
          "a user message to a chat model, instead of --prompt: rendered as Hugging Face's "
          "apply_chat_template(messages, add_generation_prompt=True) with the chat template of "
-         "--vocab DIR's tokenizer_config.json (built-in formats: llama3 for Llama 3, chatml for "
+         "--vocab DIR's tokenizer_config.json (built-in formats: llama3 for Llama 3, llama3.1 for "
+         "Llama 3.1 and 3.2, chatml for "
          "Qwen2.5 and SmolLM2, with the template's default system message); generation stops at "
          "the end of the assistant's turn (<|eot_id|>, <|im_end|>) or --length, and only the "
          "answer is printed",
@@ -129,8 +130,12 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
          "with --chat: a system message before the user's (instead of the template's default)",
          NULL},
         {"--chat-format", ARG_STR, &chat_fmt, NULL,
-         "with --chat: llama3 or chatml, instead of the format recognised from "
+         "with --chat: llama3, llama3.1 or chatml, instead of the format recognised from "
          "tokenizer_config.json's chat_template",
+         NULL},
+        {"--chat-date", ARG_STR, &chat_date, NULL,
+         "with --chat, llama3.1: the system header's \"Today Date\" (default: the template's; "
+         "one that asks strftime_now for it: today's, as transformers)",
          NULL},
         {"--print-prompt-ids", ARG_BOOL, &print_ids, NULL,
          "print the prompt's token ids, comma-separated, to stderr before generating (what the "
@@ -163,9 +168,11 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
         st = zc_err_set(&err, ZC_EINVAL,
                         "--chat and --prompt: give one (--chat is the user's message of a chat "
                         "prompt, --prompt text to continue)");
-    if (!st && !chat && (system || chat_fmt))
+    if (!st && !chat && (system || chat_fmt || chat_date))
         st = zc_err_set(&err, ZC_EINVAL, "%s needs --chat (the user's message)",
-                        system ? "--system" : "--chat-format");
+                        system     ? "--system"
+                        : chat_fmt ? "--chat-format"
+                                   : "--chat-date");
     struct stat sb;
     if (!st && chat && (!vocab_path || stat(vocab_path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
         st = zc_err_set(&err, ZC_EINVAL,
@@ -213,7 +220,8 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
                         vocab_path);
     int *ptok = NULL, np = 0, stop = -1;
     if (!st && chat) {
-        st = chat_prompt(&vocab, vocab_path, chat_fmt, system, chat, &ptok, &np, &stop, &err);
+        st = chat_prompt(&vocab, vocab_path, chat_fmt, chat_date, system, chat, &ptok, &np, &stop,
+                         &err);
     } else if (!st && !prompt && h.vocab_size != BYTE_VOCAB) {
         st = default_bpe_prompt(h.vocab_size, have_vocab ? vocab.eot : -1, &ptok, &np, &err);
     } else if (!st && have_vocab && vocab.can_encode) {

@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/fail.h"
 #include "cli/memory_check.h"
+#include "cli/offload_cache.h"
 #include "cli/monitors.h"
 #include "cli/progress.h"
 #include "cli/relaunch.h"
@@ -61,6 +62,7 @@ typedef struct {
     int64_t first_step;
     step_series series;
     zc_offload_stats disk; /* the disk tier as set up (active: offload to NVMe) */
+    char cache_said[7000]; /* how offload "auto" was sized (offload_cache_resolve), or "" */
     /* bytes per collective of each step (not of validation, sampling or saving), summed over
      * steps ≥ 2 (or the only step): the report's per-step average */
     zc_comm_counters prev;
@@ -348,6 +350,12 @@ static zc_status build(train_run *r, zc_err *err)
     /* a rank that could not build the model (memory, a file it cannot read) tells the others,
      * which would otherwise wait for it in the engine's first collective: one message */
     st = zc_comm_agree(r->comm, st, "building the model", err);
+    /* offload "auto": the RAM this host can spare, as a cache of what is on disk */
+    if (!st)
+        st = zc_comm_agree(r->comm,
+                           offload_cache_resolve(r->comm, r->e, r->mem, &r->cfg, r->cache_said,
+                                                 sizeof r->cache_said, err),
+                           "sizing the offload cache", err);
     /* before the states are allocated: a run that cannot fit is refused, not OOM-killed */
     if (!st && !o->no_memory_check)
         st = zc_comm_agree(r->comm, memory_check(r->comm, r->e, r->mem, err), "the memory check",
@@ -398,6 +406,8 @@ static void announce_model(const train_run *r, const train_report *rep)
                disk->optimizer_swap ? disk->optimizer_swap : "",
                disk->optimizer_swap && disk->param_swap ? " and " : "",
                disk->param_swap ? disk->param_swap : "");
+    if (r->cache_said[0])
+        printf("%s\n", r->cache_said);
     int across = zc_comm_groups_across_hosts(r->comm);
     if (r->cfg.hpz_partition_size > 1 && across > 0)
         printf("warning: %d of the %d hpZ groups (zero_hpz_partition_size %d, consecutive ranks) "
@@ -408,13 +418,17 @@ static void announce_model(const train_run *r, const train_report *rep)
                zc_comm_host_ranks(r->comm) ? "" : " (these hosts hold unequal rank counts)");
     if (r->cfg.offload_optimizer == ZC_OFFLOAD_NVME && !disk->optimizer_swap)
         printf("offload_optimizer: rank 0 puts none of its optimizer state on disk (%s)\n",
-               r->cfg.optimizer_ratio < 1 ? "offload_optimizer.ratio covers no whole unit"
-                                          : "the optimizer keeps no state here");
+               r->cfg.optimizer_ratio == ZC_AUTO
+                   ? "offload_optimizer.ratio \"auto\": it all fits in RAM"
+               : r->cfg.optimizer_ratio < 1 ? "offload_optimizer.ratio covers no whole unit"
+                                            : "the optimizer keeps no state here");
+    char mic[32] = "\"auto\"";
+    if (r->cfg.max_in_cpu != ZC_AUTO)
+        snprintf(mic, sizeof mic, "%lld", (long long)r->cfg.max_in_cpu);
     if (r->cfg.offload_param == ZC_OFFLOAD_NVME)
         printf("offload_param: rank 0 keeps %lld parameter elements on disk and %lld in RAM "
-               "(offload_param.max_in_cpu %lld)\n",
-               (long long)disk->param_elems_on_disk, (long long)disk->param_elems_in_ram,
-               (long long)r->cfg.max_in_cpu);
+               "(offload_param.max_in_cpu %s)\n",
+               (long long)disk->param_elems_on_disk, (long long)disk->param_elems_in_ram, mic);
 }
 
 static zc_status series_alloc(step_series *s, int steps, zc_err *err)
@@ -775,6 +789,8 @@ static void fill_report(const train_run *r, train_report *rep)
     if (r->disk.active) {
         rep->disk = ser->disk + f;
         rep->aio_engine = r->disk.aio_engine;
+        rep->param_elems_on_disk = r->disk.param_elems_on_disk;
+        rep->param_elems_in_ram = r->disk.param_elems_in_ram;
     }
     rep->skipped_steps = zc_engine_loss_scaler(r->e)->skipped;
 }

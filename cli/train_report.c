@@ -88,6 +88,8 @@ zc_status train_report_write(const train_report *r, const char *path, zc_err *er
     if (r->disk) {
         cJSON *d = cJSON_AddObjectToObject(root, "offload");
         cJSON_AddStringToObject(d, "aio_engine", r->aio_engine);
+        cJSON_AddNumberToObject(d, "param_elems_on_disk", (double)r->param_elems_on_disk);
+        cJSON_AddNumberToObject(d, "param_elems_in_ram", (double)r->param_elems_in_ram);
         const size_t n = (size_t)r->steps;
         double *col = malloc((n ? n : 1) * sizeof *col);
         if (!col || !d) {

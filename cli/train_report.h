@@ -47,6 +47,7 @@ typedef struct {
     /* offload (NULL when nothing lives on disk): rank 0's disk traffic per step */
     const disk_step *disk; /* per step */
     const char *aio_engine;
+    int64_t param_elems_on_disk, param_elems_in_ram; /* rank 0's parameter shards (stage 3) */
 } train_report;
 
 /* Writes the report to path (through a temporary file and a rename). */

@@ -10,7 +10,8 @@
 //       {text, ids, tokens}: the rendered text (add_generation_prompt false; true with the
 //       word "generation", the prompt `zeroc sample --chat` feeds the model), its ids, and each
 //       id's bytes as a list of numbers (an added token: its content's UTF-8; else its
-//       model.vocab string through GPT-2's byte-to-unicode map).
+//       model.vocab string through GPT-2's byte-to-unicode map). DATE_STRING in the environment
+//       is passed as date_string (apply_chat_template's keyword).
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -41,6 +42,7 @@ const out = JSON.parse(fs.readFileSync(convPath, "utf8")).map((messages) => {
     bos_token: name(cfg.bos_token) || "",
     eos_token: name(cfg.eos_token) || "",
     add_generation_prompt: generation === "generation",
+    ...(process.env.DATE_STRING ? { date_string: process.env.DATE_STRING } : {}),
   });
   const ids = tok.encode(text, { add_special_tokens: false }).ids;
   return { text, ids, tokens: ids.map((id) => idText.get(id)) };

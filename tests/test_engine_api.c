@@ -16,7 +16,9 @@
  *   micro-batch, into 2 bytes per element of the unit (a 1-D parameter's fp32 gradient in room
  *   of its own, not a whole-unit fp32 buffer), with the weights of stage 0 bit for bit;
  * - the working buffers the engine keeps for reuse never raise the working peak above the most
- *   it had in use at once: units of two sizes gathered in turn peak at the larger one. */
+ *   it had in use at once: units of two sizes gathered in turn peak at the larger one;
+ * - zc_engine_unit_use: what a model declares reaches the estimator's input, a bad declaration
+ *   is refused at finalize naming the call. */
 #include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -612,6 +614,54 @@ static void test_kept_buffers_within_live_peak(void)
     zc_engine_destroy(e);
 }
 
+/* zc_engine_unit_use: a declaration reaches the estimator's input (with the 1-D elements), a
+ * bad one is refused at finalize naming the call, and what the model does beyond it widens it. */
+static void test_unit_use(void)
+{
+    zc_err err = {0};
+    zc_engine *e = make(3, &err);
+    int u = zc_engine_add_unit(e, "u");
+    CHECK(zc_engine_unit_use(e, u + 1, 0) == -1, "unit_use(no such unit) accepted");
+    zc_engine_destroy(e);
+    e = make(3, &err);
+    u = zc_engine_add_unit(e, "u");
+    zc_engine_add_param(e, u, "w", 2, (int64_t[]){8, 4}, (zc_init){ZC_INIT_NORMAL, 1.0f});
+    CHECK(zc_engine_unit_use(e, u, 0x10) == -1, "unit_use(flags 0x10) accepted");
+    zc_status st = zc_engine_finalize(e, &err);
+    CHECK(st == ZC_EINVAL && strstr(err.msg, "zc_engine_unit_use(unit 0, 0x10)"),
+          "unit_use refused: %s %s", zc_status_name(st), err.msg);
+    zc_engine_destroy(e);
+
+    zc_config cfg;
+    zc_config_defaults(&cfg);
+    cfg.stage = 3;
+    cfg.comm_timeout_s = 30;
+    cfg.dtype = ZC_BF16, cfg.bf16_enabled = true;
+    e = NULL;
+    CHECK(!zc_engine_create(&e, &cfg, comm, mem, &err) && e, "create: %s", err.msg);
+    u = zc_engine_add_unit(e, "u");
+    int w = zc_engine_add_param(e, u, "w", 2, (int64_t[]){8, 4}, (zc_init){ZC_INIT_NORMAL, 1.0f});
+    zc_engine_add_param(e, u, "b", 1, (int64_t[]){4}, (zc_init){ZC_INIT_CONST, 0.0f});
+    int v = zc_engine_add_unit(e, "v");
+    zc_engine_add_param(e, v, "x", 1, (int64_t[]){3}, (zc_init){ZC_INIT_CONST, 0.0f});
+    CHECK(zc_engine_unit_use(e, u, 0) == 0, "unit_use(u, 0) refused");
+    CHECK(!zc_engine_finalize(e, &err), "finalize: %s", err.msg);
+    CHECK(zc_engine_unit_use(e, u, 0) == -1, "unit_use after finalize accepted");
+    size_t numel[2], vec[2];
+    uint8_t use[2];
+    zc_estimate_in in = zc_engine_estimate_in(e, 3, numel, vec, use);
+    CHECK(in.unit_vec_numel == vec && in.unit_use == use && vec[0] == 4 && vec[1] == 3 &&
+              use[0] == 0 && use[1] == ZC_USE_ANY,
+          "estimate_in: vec %zu %zu, use %d %d", vec[0], vec[1], use[0], use[1]);
+    CHECK(in.grads_bf16, "bf16 engine: grads_bf16 false");
+    /* the matrix read in fp32 after all: the engine serves it and the use says so */
+    CHECK(!zc_engine_acquire(e, u, &err) && zc_engine_param(e, w) && !zc_engine_release(e, u, &err),
+          "acquire: %s", err.msg);
+    zc_engine_estimate_in(e, 3, numel, vec, use);
+    CHECK(use[0] == ZC_USE_VIEW32, "an fp32 matrix read: use %d, want ZC_USE_VIEW32", use[0]);
+    zc_engine_destroy(e);
+}
+
 int main(int argc, char **argv)
 {
     zc_err err = {0};
@@ -632,6 +682,7 @@ int main(int argc, char **argv)
     test_init_as();
     test_bf16_grads();
     test_kept_buffers_within_live_peak();
+    test_unit_use();
     int rc = check_summary();
     zc_mem_destroy(mem);
     zc_comm_finalize(comm);

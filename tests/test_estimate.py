@@ -152,6 +152,36 @@ def test_estimate_matches_mixed():
            "fp32", *shape], (1, 2), (0, 1))
 
 
+def test_estimate_working_bf16_decoder():
+    """In bf16 the decoder feeds its stored matrices to the products and writes their gradients
+    in 16 bits (zc_engine_unit_use), so the working bound counts a gathered unit's fp32 view as
+    its 1-D parameters only and its stage-2/3 gradient at 2 bytes per element (+ 4 per 1-D
+    element); only GPT-2's tied embeddings take an fp32 gradient. Real runs stay within it — the
+    tied GPT-2 and the untied Llama fixture, accumulating over two micro-batches — and at stage 3
+    it equals the formula (the old bound assumed whole-unit fp32 views and gradients: 3.6× this
+    one here, 6.5× at Llama 3.1 8B's vocabulary, so the memory check refused runs that fit)."""
+    llama = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "llama_tiny")
+    data = tokens(H_.path("tok-bf16.bin"), 5000, 300)
+    cfg = H_.path("bf16-accum.json")
+    with open(cfg, "w") as f:
+        json.dump({"bf16": {"enabled": True}, "gradient_accumulation_steps": 2,
+                   "zero_optimization": {"stage3_prefetch_bucket_size": 0}}, f)
+    run = ["--seq-len", 16, "--micro-batch", 2, "--config", cfg]
+    gpt2 = ["--model", "gpt2", "--layers", 2, "--channels", 32, "--heads", 2, "--vocab", 300]
+    stages = H_.trim((0, 1, 2, 3), (3,))
+    agree("gpt2-bf16", [*gpt2, "--data", data, *run], [*gpt2, *run], (2,), stages)
+    rows = agree("llama-bf16", ["--init", llama, "--data", data, *run], ["--init", llama, *run],
+                 (2,), stages)
+    # llama_tiny: C 32, 4 heads of 16, 2 key/value heads, intermediate 80, RMSNorm, no biases
+    C, qd, kvd, inter = 32, 4 * 16, 2 * 16, 80
+    block = 2 * C + (qd + 2 * kvd) * C + C * qd + 2 * inter * C + C * inter  # the largest unit
+    U = -(-block // 2) * 2  # padded over 2 ranks
+    vec = 2 * C  # its two norms
+    want = 2 * 3 * U + 3 * 4 * vec + 2 * (2 * U + 4 * vec)  # gathered, views, gradients
+    check(rows[2, 3]["working_bound"] == want,
+          f"llama_tiny bf16 stage 3: working bound {rows[2, 3]['working_bound']}, want {want}")
+
+
 def test_estimate_matches_gpt2_124m():
     data = tokens(H_.path("tok50k.bin"), 2000, 50257)
     shape = ["--layers", 12, "--channels", 768, "--heads", 12, "--vocab", 50257, "--seq-len", 64,
@@ -670,6 +700,7 @@ def test_estimate_train_flags():
 
 
 TESTS = [test_estimate_matches_mlp, test_estimate_adamw8bit, test_estimate_matches_persistence, test_estimate_matches_gpt2_tiny, test_estimate_matches_mixed,
+         test_estimate_working_bf16_decoder,
          test_estimate_matches_gpt2_124m, test_analyze_experiment, test_estimate_bad_input, test_analyze_bad_input,
          test_estimate_huge_sizes, test_estimate_matches_zero_pp_hosts,
          test_estimate_matches_grad_accum, test_estimate_matches_reduce_bucket,

@@ -788,6 +788,75 @@ def test_memory_check_advice():
             check(rss < cap, f"setting {i + 1}: peak RSS {rss} is not below the cap {cap}")
 
 
+def test_auto_cache():
+    """Issue 33: offload_param.max_in_cpu and offload_optimizer.ratio "auto" use the RAM a rank can
+    spare as a cache of what is offloaded, sized at start and said. The 16 × 2048 MLP in bf16 at
+    stage 3 with both offloads: with the host's memory it keeps everything in RAM; under a 1000 MiB
+    memory cgroup (root) it keeps all its parameters and the optimizer state of some units in RAM
+    and the rest on disk, stays below the cap, and ends on the weights of the run with everything
+    on disk. `zeroc estimate --mem-per-rank` sizes the same knobs the same way: its stage-3 row
+    fits the limit less the reserve, and one more unit's optimizer state in RAM would not."""
+    args = ["--hidden", 2048, "--layers", 16, "--micro-batch", 4, "--steps", 2, "--stage", 3,
+            "--dtype", "bf16"]
+    nvme = {"device": "nvme", "nvme_path": NVME}
+
+    def cfg(name, max_in_cpu, ratio):
+        path = H_.path(name + ".cfg.json")
+        with open(path, "w") as f:
+            json.dump({"zero_optimization": {
+                "sub_group_size": 262144,
+                "offload_optimizer": {**nvme, "ratio": ratio},
+                "offload_param": {**nvme, "max_in_cpu": max_in_cpu}}}, f)
+        return path
+
+    said_re = (r'offload "auto": (\d+) of rank 0\'s 67141632 parameter-shard elements in RAM '
+               r'\(offload_param.max_in_cpu (\d+)\); the optimizer state of (\d+) of its 16 units '
+               r'on disk, the rest in RAM \(offload_optimizer.ratio ([0-9.e-]+)\)')
+    auto = cfg("auto", "auto", "auto")
+    disk, _ = train(1, "auto-disk", *args, "--config", cfg("auto-zero", 0, 1))
+    _, p = train(1, "auto-host", *args, "--config", auto)
+    m = re.search(said_re, p.stdout)
+    check(m and m.group(1) == "67141632" and m.group(3) == "0",
+          f"with the host's memory not everything stayed in RAM: {p.stdout[-1500:]}")
+    check(re.search(r'"max_in_cpu":"auto".*"ratio":"auto"|"ratio":"auto".*"max_in_cpu":"auto"',
+                    p.stdout), "the config line does not say \"auto\"")
+    limit = 1000 << 20
+    if os.geteuid() == 0:
+        capped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "memcap.sh")
+        rep = H_.path("auto-cap.json")
+        p = subprocess.run([capped, str(limit), H_.zeroc, "train", *map(str, args), "--config",
+                            auto, "--report", rep], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, **LEAN})
+        m = re.search(said_re, p.stdout)
+        check(p.returncode == 0 and m, f"auto under a 1000 MiB cgroup: {p.returncode} "
+                                       f"{p.stdout[-1500:]} {p.stderr[-800:]}")
+        if p.returncode == 0 and m:
+            r = H_.report("auto-cap.json")
+            check(m.group(1) == "67141632" and 0 < int(m.group(3)) < 16,
+                  f"under 1000 MiB: expected every parameter and some optimizer state in RAM: "
+                  f"{m.group(0)}")
+            check(r["offload"]["param_elems_in_ram"] == 67141632
+                  and r["offload"]["param_elems_on_disk"] == 0, f"report: {r['offload']}")
+            check(r["memory"]["ranks"][0]["peak_rss"] < limit,
+                  f"peak RSS {r['memory']['ranks'][0]['peak_rss']} not below the cap")
+            check(r["weights_sha256"] == disk["weights_sha256"],
+                  "the cache changed the weights")
+    else:
+        print("  skipped the cgroup part: needs root")
+    est = ["--model", "mlp", "--hidden", 2048, "--layers", 16, "--micro-batch", 4, "--dtype",
+           "bf16", "--ranks", 1]
+    row = H_.estimate(*est, "--config", auto, "--mem-per-rank", f"{limit >> 20}MiB")["rows"][3]
+    target = limit - max(limit // 10, 256 << 20)
+    k = round(row["offload_ratio"] * 16 - 0.5)  # units on disk: the ratio is their midpoint
+    check(row["total_per_rank"] <= target and 0 < k < 16 and row["max_in_cpu"] == 67141632,
+          f"estimate's auto at {limit >> 20} MiB: {row}")
+    fewer = H_.estimate(*est, "--config", cfg("auto-fewer", row["max_in_cpu"], (k - 0.5) / 16),
+                        "--mem-per-rank", f"{limit >> 20}MiB")["rows"][3]
+    check(fewer["total_per_rank"] > target,
+          f"{k - 1} units' optimizer state on disk fits too ({fewer['total_per_rank']} <= "
+          f"{target}): auto did not keep the most in RAM")
+
+
 def test_cpu_device():
     """device "cpu" trains exactly as without offload and says once that nothing moves."""
     args = ["--hidden", 64, "--layers", 3, "--micro-batch", 4, "--steps", 3, "--stage", 2]
@@ -808,7 +877,7 @@ if __name__ == "__main__":
                  test_pin_memory_limit, test_bad_nvme_path,
                  test_io_errors, test_truncated_swap_file, test_killed_rank_frees_disk,
                  test_trains_beyond_memory_cap, test_memory_check_cgroups,
-                 test_memory_check_advice, test_cpu_device],
+                 test_memory_check_advice, test_auto_cache, test_cpu_device],
                 sys.argv[3:])
     finally:
         shutil.rmtree(NVME, ignore_errors=True)

@@ -20,6 +20,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 
 import test_tokenizer as tt
 
@@ -38,6 +39,44 @@ LLAMA3_TEMPLATE = (
     "trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}"
     "{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ "
     "'<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}")
+# Llama-3.1-8B-Instruct's chat_template without its tool-calling branches (custom_tools, tools,
+# builtin_tools, tool_calls, ipython messages), which zeroc does not render; its date block
+DATE_31 = (
+    "{%- if not date_string is defined %}\n"
+    "    {%- set date_string = \"26 Jul 2024\" %}\n"
+    "{%- endif %}\n")
+LLAMA31_TEMPLATE = (
+    "{{- bos_token }}\n" + DATE_31 +
+    "\n{#- This block extracts the system message, so we can slot it into the right place. #}\n"
+    "{%- if messages[0]['role'] == 'system' %}\n"
+    "    {%- set system_message = messages[0]['content']|trim %}\n"
+    "    {%- set messages = messages[1:] %}\n"
+    "{%- else %}\n"
+    "    {%- set system_message = \"\" %}\n"
+    "{%- endif %}\n\n"
+    "{#- System message + builtin tools #}\n"
+    "{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}\n"
+    "{{- \"Cutting Knowledge Date: December 2023\\n\" }}\n"
+    "{{- \"Today Date: \" + date_string + \"\\n\\n\" }}\n"
+    "{{- system_message }}\n"
+    "{{- \"<|eot_id|>\" }}\n\n"
+    "{%- for message in messages %}\n"
+    "    {{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ "
+    "message['content'] | trim + '<|eot_id|>' }}\n"
+    "{%- endfor %}\n"
+    "{%- if add_generation_prompt %}\n"
+    "    {{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}\n"
+    "{%- endif %}\n")
+# Llama-3.2-*-Instruct's: the same, but today's date where strftime_now exists (transformers, and
+# npm's @huggingface/jinja, the reference here), else 26 Jul 2024
+LLAMA32_TEMPLATE = LLAMA31_TEMPLATE.replace(DATE_31, (
+    "{%- if not date_string is defined %}\n"
+    "    {%- if strftime_now is defined %}\n"
+    "        {%- set date_string = strftime_now(\"%d %b %Y\") %}\n"
+    "    {%- else %}\n"
+    "        {%- set date_string = \"26 Jul 2024\" %}\n"
+    "    {%- endif %}\n"
+    "{%- endif %}\n"))
 # Qwen2.5-Instruct's chat_template without its tool-calling branches (tools, tool_calls, tool
 # messages), which zeroc does not render
 QWEN25_TEMPLATE = (
@@ -91,13 +130,14 @@ def tokenizer_dir(name, src, template, bos=None, eos=None):
     return d
 
 
-def reference(directory, conversations, generation=False):
+def reference(directory, conversations, generation=False, date=None):
     """chat_template_ref.js's {text, ids, tokens} of each conversation (with generation: as
-    apply_chat_template(add_generation_prompt=True) renders it)."""
+    apply_chat_template(add_generation_prompt=True) renders it; date: as
+    apply_chat_template(date_string=date))."""
     conv, out = H_.path("sft_conv.json"), H_.path("sft_ref.json")
     with open(conv, "w") as f:
         json.dump(conversations, f)
-    env = {**os.environ, "NODE_PATH": tt.npm_modules()}
+    env = {**os.environ, "NODE_PATH": tt.npm_modules(), **({"DATE_STRING": date} if date else {})}
     p = subprocess.run(["node", os.path.join(HERE, "chat_template_ref.js"), directory, conv, out]
                        + (["generation"] if generation else []),
                        capture_output=True, text=True, env=env, timeout=300)
@@ -117,9 +157,10 @@ def expected_mask(ref, conversation, fmt):
     for m in conversation:
         if m["role"] != "assistant":
             continue
-        head = ("<|start_header_id|>assistant<|end_header_id|>\n\n" if fmt == "llama3"
+        llama = fmt.startswith("llama3")
+        head = ("<|start_header_id|>assistant<|end_header_id|>\n\n" if llama
                 else "<|im_start|>assistant\n").encode()
-        body = (m["content"].strip() + "<|eot_id|>" if fmt == "llama3"
+        body = (m["content"].strip() + "<|eot_id|>" if llama
                 else m["content"] + "<|im_end|>").encode()
         a = text.index(head + body, at) + len(head)
         spans.append((a, a + len(body)))
@@ -165,10 +206,16 @@ def test_sft_template_ids_and_mask():
     Face's tokenizer (Llama 3 with | trim; Qwen2.5's and SmolLM2's default system message; a
     prompt/completion line as a user and an assistant turn), and the mask is 1 on exactly the
     tokens of the assistant spans (content and end-of-turn token; a token straddling the header
-    and the content counts)."""
+    and the content counts). Llama 3.1's dated system turn comes first, with the first message's
+    system content or none (its template's default date); Llama 3.2's template dates it today as
+    transformers renders it (said), or as --chat-date says."""
     tt.npm_modules()
     cases = [("llama3", tokenizer_dir("tk_llama3", "llama3", LLAMA3_TEMPLATE,
                                       "<|begin_of_text|>", "<|eot_id|>")),
+             ("llama3.1", tokenizer_dir("tk_llama31", "llama3", LLAMA31_TEMPLATE,
+                                        "<|begin_of_text|>", "<|eot_id|>")),
+             ("llama3.1", tokenizer_dir("tk_llama32", "llama3", LLAMA32_TEMPLATE,
+                                        "<|begin_of_text|>", "<|eot_id|>")),
              ("chatml", tokenizer_dir("tk_qwen25", "qwen3", QWEN25_TEMPLATE, None, "<|im_end|>")),
              ("chatml", tokenizer_dir("tk_smollm2", "qwen3", SMOLLM2_TEMPLATE, None,
                                       "<|im_end|>"))]
@@ -177,12 +224,19 @@ def test_sft_template_ids_and_mask():
     convs = CONVERSATIONS + [pc]
     jsonl = write_jsonl("chat.jsonl", [{"messages": c} for c in CONVERSATIONS] +
                         [PROMPT_COMPLETION])
-    for fmt, d in H_.trim(cases, cases[:2]):  # sanitizers: SmolLM2's is chatml's code again
+    # sanitizers: 3.2's and SmolLM2's are 3.1's and chatml's code again
+    for fmt, d in H_.trim(cases, cases[:2] + cases[3:4]):
         refs = reference(d, convs)
         name = os.path.basename(d)
         # the last example is validation (--val-fraction 0.34 of 3 rounds to 1)
         p = prepare(d, jsonl, name, "--val-fraction", 0.34)
         check(f"({fmt} chat format" in p.stdout, f"{name}: {p.stdout!r}")
+        if fmt == "llama3.1":
+            date, src = (("26 Jul 2024", "the template's default") if name == "tk_llama31" else
+                         (time.strftime("%d %b %Y"), "today's"))
+            check(f"Today Date: {date}\n" in refs[0]["text"]
+                  and f'system header dated "{date}": {src}' in p.stdout,
+                  f"{name}: the date: {p.stdout!r}")
         ids = read_tokens(H_.path(name + "_train.bin")) + read_tokens(H_.path(name + "_val.bin"))
         mask = read_mask(H_.path(name + "_train.mask")) + read_mask(H_.path(name + "_val.mask"))
         want_ids = [i for r in refs for i in r["ids"]]
@@ -193,8 +247,16 @@ def test_sft_template_ids_and_mask():
         check(mask == want_mask, f"{name}: mask {mask} != expected {want_mask}")
         check(len(read_tokens(H_.path(name + "_val.bin"))) == len(refs[-1]["ids"]),
               f"{name}: the validation file is not the last example")
+    # --chat-date: apply_chat_template(date_string=...)'s ids
+    refs = reference(cases[1][1], convs, date="01 Jan 2025")
+    prepare(cases[1][1], jsonl, "tk_llama31_dated", "--val-fraction", 0.34, "--chat-date",
+            "01 Jan 2025")
+    ids = read_tokens(H_.path("tk_llama31_dated_train.bin")) + read_tokens(
+        H_.path("tk_llama31_dated_val.bin"))
+    check(ids == [i for r in refs for i in r["ids"]] and "01 Jan 2025" in refs[0]["text"],
+          f"--chat-date: {ids} vs {[r['text'] for r in refs]}")
     # the default system message is in the rendering (not only in zeroc's)
-    check("You are Qwen, created by Alibaba Cloud" in reference(cases[1][1], [pc])[0]["text"],
+    check("You are Qwen, created by Alibaba Cloud" in reference(cases[3][1], [pc])[0]["text"],
           "Qwen2.5's rendering lacks its default system message")
 
 
@@ -430,15 +492,18 @@ CHAT_USER = "  What's 2+2? Réponds en une ligne.\n"
 def test_sft_sample_chat_prompt_ids():
     """The ids `sample --chat` feeds the model equal the real template's rendering with
     add_generation_prompt=True encoded by Hugging Face's tokenizer: Llama 3 (its | trim, the
-    assistant header after the user's turn) and Qwen2.5 (its default system message; with
-    --system, that one instead), then the answer's tokens after them."""
+    assistant header after the user's turn), Llama 3.1 (the dated system turn, --system's
+    content in it) and Qwen2.5 (its default system message; with --system, that one instead),
+    then the answer's tokens after them."""
     tt.npm_modules()
     llama = tokenizer_dir("tk_chat_llama3", "llama3", LLAMA3_TEMPLATE, "<|begin_of_text|>",
                           "<|eot_id|>")
+    llama31 = tokenizer_dir("tk_chat_llama31", "llama3", LLAMA31_TEMPLATE, "<|begin_of_text|>",
+                            "<|eot_id|>")
     qwen = tokenizer_dir("tk_chat_qwen25", "qwen3", QWEN25_TEMPLATE, None, "<|im_end|>")
     system = "You answer in French."
-    fmts = (("llama3", llama, 128256), ("chatml", qwen, 151936))
-    for fmt, d, V in H_.trim(fmts, fmts[1:]):  # sanitizers: chatml, the default system message
+    fmts = (("llama3", llama, 128256), ("llama3.1", llama31, 128256), ("chatml", qwen, 151936))
+    for fmt, d, V in H_.trim(fmts, fmts[2:]):  # sanitizers: chatml, the default system message
         model = llmc_model(f"zero_{fmt}", V)
         convs = [[{"role": "user", "content": CHAT_USER}],
                  [{"role": "system", "content": system}, {"role": "user", "content": CHAT_USER}]]
@@ -494,7 +559,7 @@ def test_sft_sample_chat_refusals():
             (["--vocab", d, "--chat", "hi"],
              f"--chat: {d}/tokenizer_config.json: its chat_template is not one of the built-in"),
             (["--vocab", d, "--chat", "hi", "--chat-format", "jinja"],
-             "--chat-format must be llama3 or chatml, got 'jinja'")]:
+             "--chat-format must be llama3, llama3.1 or chatml, got 'jinja'")]:
         p = refused_alone("sample", "--init", model, "--length", 1, *args)
         check(p.returncode != 0 and want in p.stderr, f"{args}: {p.returncode} {p.stderr!r}")
     p, ids = sample_chat(model, d, "--chat", "hi", "--chat-format", "llama3", "--length", 1)

@@ -61,6 +61,8 @@ typedef enum { ZC_WARMUP_LOG = 0, ZC_WARMUP_LINEAR } zc_warmup_type;
 #define ZC_MAX_PATH 1024  /* bytes of a path in the configuration, with its NUL */
 #define ZC_ORIGIN_LEN 160 /* bytes of a value's origin (a file name, cut) with its NUL */
 #define ZC_AUTO (-1)      /* an integer key given as "auto": zeroc chooses (documented per key) */
+/* DeepSpeed's offload_param.max_in_cpu default: parameter elements kept in RAM */
+#define ZC_MAX_IN_CPU_DEFAULT ((int64_t)1000000000)
 #define ZC_WARMUP_MAX_LR 0.001 /* DeepSpeed's scheduler.params.warmup_max_lr when not given */
 
 typedef struct {
@@ -140,16 +142,20 @@ typedef struct {
     char optimizer_nvme_path[ZC_MAX_PATH]; /* .nvme_path: directory of the swap files */
     int optimizer_buffer_count;            /* .buffer_count: sub-group slots streamed through RAM */
     bool optimizer_pin_memory;             /* .pin_memory: lock the slots in RAM (mlock) */
-    double optimizer_ratio;                /* .ratio: share of the optimizer state on disk */
-    bool pipeline_read, pipeline_write;    /* .pipeline_read / .pipeline_write: overlap the
-                                            * sub-group reads / writes with the update */
-    zc_offload_device offload_param;       /* .device (stage 3) */
-    char param_nvme_path[ZC_MAX_PATH];     /* .nvme_path */
-    int param_buffer_count;                /* .buffer_count: shard reads ahead at most */
-    int64_t param_buffer_size;             /* .buffer_size: elements read ahead at most */
-    int64_t max_in_cpu;                    /* .max_in_cpu: parameter elements kept in RAM */
-    bool param_pin_memory;                 /* .pin_memory */
-    int64_t sub_group_size;                /* zero_optimization.sub_group_size: elements */
+    double optimizer_ratio; /* .ratio: share of the optimizer state on disk; ZC_AUTO ("auto",
+                               zeroc's): the least share that lets the rest fit in RAM, sized by
+                               `zeroc train` from the host's free memory (the engine alone: 1) */
+    bool pipeline_read, pipeline_write; /* .pipeline_read / .pipeline_write: overlap the
+                                         * sub-group reads / writes with the update */
+    zc_offload_device offload_param;    /* .device (stage 3) */
+    char param_nvme_path[ZC_MAX_PATH];  /* .nvme_path */
+    int param_buffer_count;             /* .buffer_count: shard reads ahead at most */
+    int64_t param_buffer_size;          /* .buffer_size: elements read ahead at most */
+    int64_t max_in_cpu;     /* .max_in_cpu: parameter elements kept in RAM; ZC_AUTO ("auto",
+                               zeroc's): as many as fit, sized by `zeroc train` from the host's free
+                               memory (the engine alone: DeepSpeed's default 1e9) */
+    bool param_pin_memory;  /* .pin_memory */
+    int64_t sub_group_size; /* zero_optimization.sub_group_size: elements */
     /* aio: the swap files' I/O */
     int64_t aio_block_size;   /* bytes per request, a multiple of 4096 */
     int aio_queue_depth;      /* requests in flight */

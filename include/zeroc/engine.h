@@ -159,6 +159,21 @@ ZC_API void zc_engine_destroy(zc_engine *e);
 ZC_API int zc_engine_add_unit(zc_engine *e, const char *name);
 ZC_API int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim,
                                const int64_t *shape, zc_init init);
+/* Before zc_engine_finalize: offload_param.max_in_cpu (parameter elements of this rank's shards
+ * kept in RAM) and offload_optimizer.ratio (the share of the optimizer state on disk) in place of
+ * the configuration's — how `zeroc train` sizes their "auto" from the host's free memory. Every
+ * rank must set the same values (finalize compares the ranks' configurations). An "auto" left
+ * unset is DeepSpeed's default at finalize (1e9, 1). ZC_ESTATE once finalize has been called,
+ * ZC_EINVAL for max_in_cpu < 0 or a ratio outside (0, 1]. */
+ZC_API zc_status zc_engine_set_offload_sizes(zc_engine *e, int64_t max_in_cpu, double ratio,
+                                             zc_err *err);
+/* Registration: how the model will use unit `unit`'s matrices (ZC_USE_* of zeroc/estimate.h;
+ * ZC_USE_ANY until said), for the memory estimate's working bound (zc_engine_estimate_in) and
+ * the reuse of working buffers within it. A declaration that leaves out what the model then does
+ * is not refused: the engine serves the fp32 view or gradient and adds the flag (the bound was
+ * too low until then). Returns 0, or −1 for a call refused (after finalize, a unit that does not
+ * exist, unknown flags; reported by zc_engine_finalize, as add_param's). */
+ZC_API int zc_engine_unit_use(zc_engine *e, int unit, unsigned use);
 /* Registration: parameter `param` (registered, before finalize) draws the random initial values
  * of another registration — element i takes the value that element first + i of parameter
  * number `as` would take. A model that registers one tensor as several parameters (the tiles of
@@ -225,11 +240,12 @@ ZC_API float *zc_engine_grad_fresh(zc_engine *e, int param, bool *fresh);
 /* For a model that can write the parameter's gradient rounded to bf16 itself (a product with a
  * bf16 output, or an fp32 sum it rounds): the numel bf16 elements to overwrite, every one of them,
  * nearest even — where the engine would round an fp32 buffer to bf16 anyway before using it:
- * bf16 gradients, no loss scale, and at stages 0–1 a step's first micro-batch (later ones add to
- * the stored gradients in fp32), at stages 2–3 any micro-batch (each is reduce-scattered on its
- * own; the unit's gradient then costs 2 bytes per parameter, not an fp32 buffer's 4). NULL
- * otherwise (or when the parameter's fp32 buffer was handed out this micro-batch): then use
- * zc_engine_grad or zc_engine_grad_fresh. Not both for one parameter in one micro-batch. */
+ * bf16 gradients not under fp16 (no loss scale), and at stages 0–1 a step's first micro-batch
+ * (later ones add to the stored gradients in fp32), at stages 2–3 any micro-batch (each is
+ * reduce-scattered on its own; the unit's gradient then costs 2 bytes per parameter, not an fp32
+ * buffer's 4). NULL otherwise (or when the parameter's fp32 buffer was handed out this
+ * micro-batch): then use zc_engine_grad or zc_engine_grad_fresh. Not both for one parameter in one
+ * micro-batch. */
 ZC_API uint16_t *zc_engine_grad16(zc_engine *e, int param);
 /* Backward has finished with the unit for this micro-batch: once per unit and micro-batch
  * (ZC_ESTATE the second time). */
@@ -312,9 +328,13 @@ ZC_API zc_status zc_engine_gather_unit(zc_engine *e, int unit, float *dst, zc_er
  * before finalize. */
 ZC_API zc_status zc_engine_weights_sha256(zc_engine *e, char hex[65], zc_err *err);
 
-/* The estimator's input describing this engine's model and configuration at `stage`; numel
- * must hold zc_engine_num_units entries and outlive the result. */
-ZC_API zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *numel);
+/* The estimator's input describing this engine's model and configuration at `stage`; numel,
+ * vec_numel and use must hold zc_engine_num_units entries each and outlive the result (vec_numel
+ * and use may be NULL: the working bound then counts every element as a 1-D parameter's and every
+ * unit as ZC_USE_ANY, an upper bound).
+ * use holds what the model declared (zc_engine_unit_use) and what it has done since. */
+ZC_API zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *numel,
+                                            size_t *vec_numel, uint8_t *use);
 /* The ZeRO paper's per-rank model-state bytes for `stage` at this engine's world size and dtype. */
 ZC_API zc_state_bytes zc_engine_state_bytes_for_stage(const zc_engine *e, int stage);
 

@@ -36,8 +36,24 @@ typedef struct {
     int64_t params, grads, optimizer;
 } zc_state_bytes;
 
+/* How a model uses a unit's matrices (its parameters of two or more dimensions), for the working
+ * bound (zc_estimate_in.unit_use, zc_engine_unit_use). */
+enum {
+    /* it reads them in fp32 (zc_engine_param): with 16-bit parameters, a whole-unit fp32 view */
+    ZC_USE_VIEW32 = 1,
+    /* it asks their gradients in fp32 (zc_engine_grad) where a 16-bit one would do: a whole-unit
+     * fp32 gradient buffer at stages 2–3 */
+    ZC_USE_GRAD32 = 2,
+    ZC_USE_ANY = ZC_USE_VIEW32 | ZC_USE_GRAD32, /* what a model that says nothing may do */
+};
+
 typedef struct {
-    const size_t *unit_numel; /* Ψ_u per unit, unpadded */
+    const size_t *unit_numel;     /* Ψ_u per unit, unpadded */
+    const size_t *unit_vec_numel; /* per unit, the elements of its 1-D parameters (norms, biases),
+                                     which a 16-bit model reads widened to fp32 and whose gradients
+                                     stages 2–3 keep in fp32; NULL: not known (counted as
+                                     if every element were one) */
+    const uint8_t *unit_use;      /* per unit, ZC_USE_* flags; NULL: ZC_USE_ANY for every unit */
     int nunits, nranks, stage;
     int moment_floats;         /* optimizer state floats per parameter: 2 Adam(W), 1 SGD with
                                   momentum, 0 plain SGD */
@@ -47,6 +63,8 @@ typedef struct {
     int param_bytes;           /* bytes of a stored parameter: 4 fp32, 2 bf16/fp16 (adds an fp32
                                   master copy to the optimizer state); 0 means 4 */
     int grad_bytes;            /* bytes of a stored gradient (grad_accum_dtype); 0 means 4 */
+    bool grads_bf16;           /* the stored gradients are bf16 and unscaled (no fp16 loss scale):
+                                  a model can write them in 16 bits itself (zc_engine_grad16) */
     int comm_elem_bytes;       /* bytes of a reduce-scatter element (communication_data_type);
                                   0 means 4 */
     bool grads_sent_as_stored; /* stages 0–1 send the gradients from where they lie, with no
@@ -172,12 +190,16 @@ ZC_API int64_t zc_estimate_comm_staging(const zc_estimate_in *in);
  * 1 and at most the largest shard; reduce_bucket_size 0 means a whole shard (DeepSpeed accepts 0).
  */
 ZC_API int64_t zc_estimate_rs_cols(int64_t reduce_bucket_size, int64_t nranks, int64_t max_shard);
-/* An upper bound of the ledger's "working" peak: full-unit fp32 gradient buffers (stages 2–3,
- * and stages 0–1 with 16-bit gradients), gathered parameters of stage 3 (three units — the tied
- * embedding of a language model can be held across a pass — plus the prefetch allowance, capped
- * by max_live_parameters) and, with 16-bit parameters, the fp32 views of three acquired units;
- * at least the largest unit in fp32, which the weight digest and the exports gather after the
- * last step. */
+/* An upper bound of the ledger's "working" peak: gathered parameters of stage 3 (three units —
+ * the tied embedding of a language model can be held across a pass — plus the prefetch
+ * allowance, capped by max_live_parameters); with 16-bit parameters the fp32 views of three
+ * acquired units (the 1-D parameters' elements, and the whole unit where the model reads its
+ * matrices in fp32, ZC_USE_VIEW32); gradient buffers of two units (one being produced, one
+ * reducing or a tied unit's kept across backward) — at stages 0–1 with 16-bit gradients a
+ * whole-unit fp32 buffer, at stages 2–3 one too unless the gradients are bf16 and the model
+ * writes its matrices' in 16 bits (no ZC_USE_GRAD32): then 2 bytes per padded element and 4 per
+ * 1-D element; at least the largest unit in fp32, which the weight digest and the exports gather
+ * after the last step. */
 ZC_API int64_t zc_estimate_working_bound(const zc_estimate_in *in);
 /* Elements stage 3 gathers ahead (stage3_prefetch_bucket_size; "auto", ZC_AUTO: the largest
  * unit's padded size — one unit ahead). */

@@ -283,6 +283,31 @@ int gpt2_unit_numel(const gpt2_config *c, size_t *numel)
     return k;
 }
 
+void gpt2_unit_work(const gpt2_config *c, zc_gemm_type compute, size_t *vec_numel, uint8_t *use)
+{
+    int rows, k = 0;
+    const int nt = gpt2_vocab_tiles(c, &rows);
+    const dims d = dims_of(c);
+    const size_t norm = c->norm == GPT2_NORM_LAYERNORM ? 2 * (size_t)d.C : (size_t)d.C;
+    size_t block = 2 * norm;
+    for (int p = 0; p < P_NBLOCK; p++)
+        if (has_block_param(c, p) &&
+            (p == P_QKVB || p == P_ATTPROJB || p == P_FCB || p == P_FCPROJB))
+            block += (size_t)(p == P_QKVB ? d.W : p == P_FCB ? d.F : d.C);
+    /* bf16 products read the stored matrices and write their gradients in 16 bits; the
+     * embeddings' unit of a model with a tied head or learned positions takes fp32 matrix
+     * gradients (the head's product writes wte's, wpe's is a scatter-add) */
+    const uint8_t mats = compute == ZC_GEMM_BF16 ? 0 : ZC_USE_ANY;
+    const uint8_t emb = !c->untied || c->pos == GPT2_POS_LEARNED ? mats | ZC_USE_GRAD32 : mats;
+    for (int t = 0; t < nt; t++, k++) /* the embeddings, or their tiles */
+        vec_numel[k] = 0, use[k] = nt == 1 ? emb : mats;
+    for (int l = 0; l < c->num_layers; l++, k++)
+        vec_numel[k] = block, use[k] = mats;
+    vec_numel[k] = norm, use[k++] = mats; /* ln_f (with the untiled head) */
+    for (int t = 0; nt > 1 && t < nt; t++, k++)
+        vec_numel[k] = 0, use[k] = mats;
+}
+
 /* Parameters of the model (the units above, summed), without wrapping. */
 static int64_t total_numel(const gpt2_config *c, bool *ovf)
 {
@@ -621,6 +646,21 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
         AS(v->param, (int64_t)v->row0 * C);
     }
 #undef AS
+    /* how the products use each unit, for the memory estimate */
+    const int nunits = gpt2_num_units(cfg), first = zc_engine_num_units(e) - nunits;
+    size_t *vec = malloc((size_t)nunits * sizeof *vec);
+    uint8_t *use = malloc((size_t)nunits);
+    if (!vec || !use) {
+        free(vec);
+        free(use);
+        gpt2_destroy(m);
+        return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory");
+    }
+    gpt2_unit_work(cfg, compute, vec, use);
+    for (int u = 0; first >= 0 && u < nunits; u++) /* a refused registration: finalize says */
+        zc_engine_unit_use(e, first + u, use[u]);
+    free(vec);
+    free(use);
 
     /* Activations: one arena, carved by the size table; in bf16 mode the products' workspace
      * at its end. */
@@ -967,10 +1007,10 @@ void gpt2_get_block_weights(gpt2_model *m, int l, gpt2_block_weights *out)
                                 .fcprojw = weight_of(m, p[P_FCPROJW])};
 }
 
-void gpt2_get_embeddings(gpt2_model *m, gpt2_weight *wte, const float **wpe)
+void gpt2_get_embeddings(gpt2_model *m, gpt2_weight *wte, gpt2_weight *wpe)
 {
     *wte = weight_of(m, m->p_wte);
-    *wpe = P(m, m->p_wpe);
+    *wpe = m->p_wpe < 0 ? (gpt2_weight){NULL, NULL} : weight_of(m, m->p_wpe);
 }
 
 void gpt2_get_lnf(gpt2_model *m, const float **lnfw, const float **lnfb)

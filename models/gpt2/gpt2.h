@@ -106,6 +106,10 @@ void gpt2_destroy(gpt2_model *m);
  * the head's tiles) into numel[0 .. gpt2_num_units); returns that count. For estimates of a model
  * not built; cfg must pass gpt2_check. */
 int gpt2_unit_numel(const gpt2_config *cfg, size_t *numel);
+/* For the same units, the elements of their 1-D parameters (norms, biases) and how the model's
+ * products use their matrices (ZC_USE_* flags: with `compute` bf16 the stored matrices and
+ * 16-bit gradients), for the working bound (zeroc/estimate.h). cfg must pass gpt2_check. */
+void gpt2_unit_work(const gpt2_config *cfg, zc_gemm_type compute, size_t *vec_numel, uint8_t *use);
 /* Bytes of activations gpt2_create allocates for this shape (the ledger's "activations"):
  * with compute ZC_GEMM_BF16 (the engine stores bf16 parameters) they include the workspace of
  * the bf16 products on the path this process's products take (zc_gemm_workspace_need: oneDNN
@@ -167,9 +171,10 @@ void gpt2_vocab_tile(const gpt2_model *m, bool head, int k, int *unit, int *row0
 void gpt2_get_vocab_tile(gpt2_model *m, bool head, int k, gpt2_weight *w);
 /* Block l's parameters; its unit must be acquired. */
 void gpt2_get_block_weights(gpt2_model *m, int l, gpt2_block_weights *out);
-/* wte (as a product takes it) and wpe (NULL with rotary positions); the "embeddings" unit must be
- * acquired. */
-void gpt2_get_embeddings(gpt2_model *m, gpt2_weight *wte, const float **wpe);
+/* wte (as a product takes it) and wpe (as the encoder takes it: in bf16 mode the stored bits, so
+ * the embeddings' unit never needs an fp32 view; both NULL with rotary positions); the
+ * "embeddings" unit must be acquired. */
+void gpt2_get_embeddings(gpt2_model *m, gpt2_weight *wte, gpt2_weight *wpe);
 /* The untied lm_head (as a product takes it); the "ln_f" unit must be acquired. */
 void gpt2_get_head(gpt2_model *m, gpt2_weight *head);
 /* The rotary tables (T × head_dim/2 cos and sin, positions 0 … T−1); false with learned

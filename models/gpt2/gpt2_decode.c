@@ -272,11 +272,10 @@ static zc_status run(gpt2_decoder *d, const int *tok, int p0, int M, zc_err *err
     else { /* tied: held until the head is done */
         if ((st = zc_engine_acquire(e, gpt2_unit(m, -1), err)))
             return st;
-        gpt2_weight wte;
-        const float *wpe;
+        gpt2_weight wte, wpe;
         gpt2_get_embeddings(m, &wte, &wpe);
-        gpt2_encoder_forward(x, tok, wte.w, wte.w16, wpe ? wpe + (size_t)p0 * C : NULL, NULL, 1, M,
-                             C);
+        gpt2_encoder_forward(x, tok, wte.w, wte.w16, wpe.w ? wpe.w + (size_t)p0 * C : NULL,
+                             wpe.w16 ? wpe.w16 + (size_t)p0 * C : NULL, 1, M, C);
         if (untied && (st = zc_engine_release(e, gpt2_unit(m, -1), err)))
             return st;
     }
@@ -297,8 +296,7 @@ static zc_status run(gpt2_decoder *d, const int *tok, int p0, int M, zc_err *err
     if (!untied) { /* the tied head: wte's transpose */
         if ((st = zc_engine_release(e, gpt2_unit(m, L), err)))
             return st;
-        gpt2_weight wte;
-        const float *wpe;
+        gpt2_weight wte, wpe;
         gpt2_get_embeddings(m, &wte, &wpe);
         gpt2_matmul_forward(F(d, S_LOGITS), F(d, S_LNF), wte.w, wte.w16, NULL, 1, C, Vp, &d->g);
         if ((st = zc_engine_release(e, gpt2_unit(m, -1), err)))

@@ -90,6 +90,8 @@ enum {
                             * the key (warmup_num_steps: --warmup) */
     R_DTNAMES = 1u << 13,  /* K_DTYPE: DeepSpeed's DtypeEnum names are accepted too */
     R_NANUNSET = 1u << 14, /* K_NUM: NAN in the field means not given (a required key) */
+    R_SIZED = 1u << 15,    /* with R_AUTO: "auto" is zeroc's, sized by `zeroc train` at start
+                            * and said there, not one of the Trainer's placeholders */
 };
 
 typedef struct {
@@ -228,7 +230,8 @@ static const key_spec KEYS[] = {
     {.path = "zero_optimization.offload_optimizer.pin_memory", .kind = K_BOOL,
      FIELD(optimizer_pin_memory, bool), .flags = R_NVME},
     {.path = "zero_optimization.offload_optimizer.ratio", .kind = K_NUM,
-     FIELD(optimizer_ratio, double), .lo = 0, .hi = 1, .flags = R_INTERVAL | R_LO_OPEN | R_NVME},
+     FIELD(optimizer_ratio, double), .lo = 0, .hi = 1,
+     .flags = R_INTERVAL | R_LO_OPEN | R_NVME | R_AUTO | R_SIZED},
     {.path = "zero_optimization.offload_optimizer.pipeline_read", .kind = K_BOOL,
      FIELD(pipeline_read, bool), .flags = R_NVME},
     {.path = "zero_optimization.offload_optimizer.pipeline_write", .kind = K_BOOL,
@@ -245,7 +248,8 @@ static const key_spec KEYS[] = {
     {.path = "zero_optimization.offload_param.buffer_size", .kind = K_I64,
      FIELD(param_buffer_size, int64_t), .imin = 1, .imax = INT64_MAX, .flags = R_NVME},
     {.path = "zero_optimization.offload_param.max_in_cpu", .kind = K_I64,
-     FIELD(max_in_cpu, int64_t), .imin = 0, .imax = INT64_MAX, .flags = R_NVME},
+     FIELD(max_in_cpu, int64_t), .imin = 0, .imax = INT64_MAX,
+     .flags = R_NVME | R_AUTO | R_SIZED},
     {.path = "zero_optimization.offload_param.pin_memory", .kind = K_BOOL,
      FIELD(param_pin_memory, bool), .flags = R_NVME},
     /* sizes the pieces the offloaded states stream through RAM in; nothing else uses it */
@@ -608,7 +612,7 @@ void zc_config_defaults(zc_config *cfg)
         .param_nvme_path = "",
         .param_buffer_count = 5,
         .param_buffer_size = 100000000,
-        .max_in_cpu = 1000000000,
+        .max_in_cpu = ZC_MAX_IN_CPU_DEFAULT,
         .param_pin_memory = false,
         .sub_group_size = 4194304,
         .aio_block_size = 1048576,
@@ -1360,7 +1364,8 @@ static zc_status apply_value(const ctx *c, const key_spec *k, const value *v)
         double x = 0;
         if ((k->flags & R_AUTO) && v->kind == V_STRING && strcmp(v->text, "auto") == 0) {
             x = ZC_AUTO; /* a number in the end (the key's comment says which): listed as auto */
-            note(cfg->auto_keys, sizeof cfg->auto_keys, k->path);
+            if (!(k->flags & R_SIZED))
+                note(cfg->auto_keys, sizeof cfg->auto_keys, k->path);
         } else
             rc = read_num(c, k, k->path, v, &x);
         if (rc == ZC_OK && k->has_field)
@@ -2163,7 +2168,8 @@ static zc_status check_fields(const ctx *c, const zc_config *cfg)
         }
         case K_NUM: {
             double v = *(const double *)f;
-            if (((k->flags & R_AUTO) && (isnan(v) || v == ZC_AUTO)) ||
+            /* an R_SIZED key's field is never "not given": NaN is a bad value there */
+            if (((k->flags & R_AUTO) && (v == ZC_AUTO || (isnan(v) && !(k->flags & R_SIZED)))) ||
                 ((k->flags & R_NANUNSET) && isnan(v)))
                 break;
             fmt_double(text, sizeof text, v);
@@ -2700,7 +2706,9 @@ char *zc_config_to_json(const zc_config *cfg)
     ok = ok && add_path(oopt, "nvme_path", cfg->optimizer_nvme_path);
     ok = ok && add_i64(oopt, "buffer_count", cfg->optimizer_buffer_count);
     ok = ok && cJSON_AddBoolToObject(oopt, "pin_memory", cfg->optimizer_pin_memory) != NULL;
-    ok = ok && add_double(oopt, "ratio", cfg->optimizer_ratio);
+    ok = ok &&
+         (cfg->optimizer_ratio == ZC_AUTO ? cJSON_AddStringToObject(oopt, "ratio", "auto") != NULL
+                                          : add_double(oopt, "ratio", cfg->optimizer_ratio));
     ok = ok && cJSON_AddBoolToObject(oopt, "pipeline_read", cfg->pipeline_read) != NULL;
     ok = ok && cJSON_AddBoolToObject(oopt, "pipeline_write", cfg->pipeline_write) != NULL;
     ok = ok && (oparam = cJSON_AddObjectToObject(zero, "offload_param")) != NULL;
@@ -2708,7 +2716,9 @@ char *zc_config_to_json(const zc_config *cfg)
     ok = ok && add_path(oparam, "nvme_path", cfg->param_nvme_path);
     ok = ok && add_i64(oparam, "buffer_count", cfg->param_buffer_count);
     ok = ok && add_i64(oparam, "buffer_size", cfg->param_buffer_size);
-    ok = ok && add_i64(oparam, "max_in_cpu", cfg->max_in_cpu);
+    ok = ok &&
+         (cfg->max_in_cpu == ZC_AUTO ? cJSON_AddStringToObject(oparam, "max_in_cpu", "auto") != NULL
+                                     : add_i64(oparam, "max_in_cpu", cfg->max_in_cpu));
     ok = ok && cJSON_AddBoolToObject(oparam, "pin_memory", cfg->param_pin_memory) != NULL;
 
     ok = ok && (fp16 = cJSON_AddObjectToObject(root, "fp16")) != NULL;

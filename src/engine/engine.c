@@ -97,6 +97,7 @@ typedef struct {
     float *view, *view_vec;
     size_t vec_n;
     bool wants_view;
+    uint8_t use;      /* ZC_USE_* the model declared (zc_engine_unit_use), widened by what it did */
     void *grad_full;  /* gdt. stages 0–1: gradients (persistent) */
     float *grad_work; /* the model's fp32 gradients, unless it writes grad_full (working) */
     /* Stages 2–3 with bf16 gradients (working, until the reduce-scatter has copied them out):
@@ -706,7 +707,42 @@ int zc_engine_add_unit(zc_engine *e, const char *name)
     memset(u, 0, sizeof *u);
     snprintf(u->info.name, sizeof u->info.name, "%s", name);
     u->info.first_param = e->nparams;
+    u->use = ZC_USE_ANY;
     return e->nunits++;
+}
+
+zc_status zc_engine_set_offload_sizes(zc_engine *e, int64_t max_in_cpu, double ratio, zc_err *err)
+{
+    if (!e)
+        return zc_err_set(err, ZC_EINVAL, "zc_engine_set_offload_sizes: the engine is NULL");
+    if (e->finalize_called)
+        return zc_err_set(err, ZC_ESTATE,
+                          "zc_engine_set_offload_sizes: the engine is finalized (call it before "
+                          "zc_engine_finalize)");
+    if (max_in_cpu < 0 || !(ratio > 0 && ratio <= 1))
+        return zc_err_set(err, ZC_EINVAL,
+                          "zc_engine_set_offload_sizes(max_in_cpu %lld, ratio %g): expected "
+                          "max_in_cpu >= 0 and 0 < ratio <= 1",
+                          (long long)max_in_cpu, ratio);
+    e->cfg.max_in_cpu = max_in_cpu;
+    e->cfg.optimizer_ratio = ratio;
+    return ZC_OK;
+}
+
+int zc_engine_unit_use(zc_engine *e, int unit, unsigned use)
+{
+    if (!e)
+        return -1;
+    const char *closed = registration_closed(e);
+    if (closed)
+        return refuse_registration(e, ZC_ESTATE, "zc_engine_unit_use(unit %d): %s", unit, closed);
+    if (unit < 0 || unit >= e->nunits || (use & ~(unsigned)ZC_USE_ANY))
+        return refuse_registration(e, ZC_EINVAL, "zc_engine_unit_use(unit %d, 0x%x): %s", unit, use,
+                                   unit < 0 || unit >= e->nunits
+                                       ? "no such unit"
+                                       : "unknown flags (ZC_USE_VIEW32, ZC_USE_GRAD32)");
+    e->units[unit].use = (uint8_t)use;
+    return 0;
 }
 
 int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim, const int64_t *shape,
@@ -1456,7 +1492,7 @@ static zc_status offload_setup(zc_engine *e, zc_err *err)
         free(where);
         return zc_err_set(err, ZC_ENOMEM, "out of memory planning the offload");
     }
-    zc_estimate_in in = zc_engine_estimate_in(e, e->stage, numel);
+    zc_estimate_in in = zc_engine_estimate_in(e, e->stage, numel, NULL, NULL);
     e->plan = zc_estimate_offload(&in, where);
     for (int i = 0; i < e->nunits; i++)
         e->units[i].disk = where[i];
@@ -1501,7 +1537,7 @@ static zc_status check_sizes(const zc_engine *e, zc_err *err)
     size_t *numel = malloc((size_t)e->nunits * sizeof(size_t));
     if (!numel)
         return zc_err_set(err, ZC_ENOMEM, "out of memory checking the model's sizes");
-    zc_estimate_in in = zc_engine_estimate_in(e, e->stage, numel);
+    zc_estimate_in in = zc_engine_estimate_in(e, e->stage, numel, NULL, NULL);
     zc_status st = zc_estimate_check(&in, err);
     free(numel);
     return st;
@@ -1517,7 +1553,7 @@ static zc_status decide_persistent(zc_engine *e, zc_err *err)
         free(p);
         return zc_err_set(err, ZC_ENOMEM, "out of memory finalizing the engine");
     }
-    zc_estimate_in in = zc_engine_estimate_in(e, e->stage, numel);
+    zc_estimate_in in = zc_engine_estimate_in(e, e->stage, numel, NULL, NULL);
     zc_estimate_persistent(&in, p);
     for (int i = 0; i < e->nunits; i++)
         e->units[i].persistent = p[i];
@@ -1561,6 +1597,11 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
                                        : "an earlier zc_engine_finalize failed; destroy the "
                                          "engine");
     e->finalize_called = true;
+    /* "auto" left unsized (zc_engine_set_offload_sizes): DeepSpeed's defaults */
+    if (e->cfg.max_in_cpu == ZC_AUTO)
+        e->cfg.max_in_cpu = ZC_MAX_IN_CPU_DEFAULT;
+    if (e->cfg.optimizer_ratio == ZC_AUTO)
+        e->cfg.optimizer_ratio = 1.0;
     zc_status st = zc_comm_agree(e->comm, check_registration(e, err), "registering the model", err);
     if (st)
         return st;
@@ -1614,13 +1655,18 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
     if ((st = zc_comm_agree(e->comm, st, "initialising the model states", err)))
         return st;
     e->finalized = true;
-    size_t *numel = malloc((size_t)e->nunits * sizeof(size_t));
-    if (!numel)
+    size_t *numel = malloc((size_t)e->nunits * 2 * sizeof(size_t));
+    uint8_t *use = malloc((size_t)e->nunits);
+    if (!numel || !use) {
+        free(numel);
+        free(use);
         return zc_err_set(err, ZC_ENOMEM, "out of memory finalizing the engine");
-    zc_estimate_in in = zc_engine_estimate_in(e, e->stage, numel);
+    }
+    zc_estimate_in in = zc_engine_estimate_in(e, e->stage, numel, numel + e->nunits, use);
     e->work_cap = zc_estimate_working_bound(&in);
     e->prefetch_elems = zc_estimate_prefetch_elems(&in);
     free(numel);
+    free(use);
     zc_mem_reset_peaks(e->mem);
     if ((st = agreement_check(e, err))) /* the ranks disagree: nothing may run on it */
         e->finalized = false;
@@ -1781,38 +1827,48 @@ size_t zc_engine_total_padded(const zc_engine *e)
     return s;
 }
 
-zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *numel)
+zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *numel,
+                                     size_t *vec_numel, uint8_t *use)
 {
-    for (int i = 0; i < e->nunits; i++)
+    for (int i = 0; i < e->nunits; i++) {
         numel[i] = e->units[i].info.numel;
-    zc_estimate_in in = {.unit_numel = numel,
-                         .nunits = e->nunits,
-                         .nranks = e->nranks,
-                         .stage = stage,
-                         .moment_floats = (int)opt_moments(&e->cfg),
-                         .moments_8bit = q8_moments(e),
-                         .param_bytes = (int)e->ps,
-                         .grad_bytes = (int)e->gs,
-                         .comm_elem_bytes = (int)e->cs,
-                         .grads_sent_as_stored = zc_config_grads_sent_as_stored(&e->cfg),
-                         .reduce_bucket_size = e->cfg.reduce_bucket_size,
-                         .prefetch_bucket_size = e->cfg.prefetch_bucket_size,
-                         .max_live_parameters = e->cfg.max_live_parameters,
-                         .persistence_threshold = e->cfg.param_persistence_threshold,
-                         .model_persistence_threshold = e->cfg.model_persistence_threshold,
-                         .offload_optimizer = e->cfg.offload_optimizer == ZC_OFFLOAD_NVME,
-                         .offload_params = e->cfg.offload_param == ZC_OFFLOAD_NVME,
-                         .offload_ratio = e->cfg.optimizer_ratio,
-                         .max_in_cpu = e->cfg.max_in_cpu,
-                         .sub_group_size = e->cfg.sub_group_size,
-                         .buffer_count = e->cfg.optimizer_buffer_count,
-                         .param_buffer_count = e->cfg.param_buffer_count,
-                         .param_buffer_size = e->cfg.param_buffer_size,
-                         .quantized_weights = e->qwz,
-                         .quantized_gradients = e->qgz,
-                         .hpz_partition_size = e->hpz,
-                         .ranks_per_host = zc_comm_host_ranks(e->comm),
-                         .grad_accum = e->cfg.grad_accum};
+        if (vec_numel)
+            vec_numel[i] = e->units[i].vec_n;
+        if (use)
+            use[i] = e->units[i].use;
+    }
+    zc_estimate_in in = {
+        .unit_numel = numel,
+        .unit_vec_numel = vec_numel,
+        .unit_use = use,
+        .nunits = e->nunits,
+        .nranks = e->nranks,
+        .stage = stage,
+        .moment_floats = (int)opt_moments(&e->cfg),
+        .moments_8bit = q8_moments(e),
+        .param_bytes = (int)e->ps,
+        .grad_bytes = (int)e->gs,
+        .grads_bf16 = e->gdt == ZC_BF16 && e->cfg.dtype != ZC_FP16,
+        .comm_elem_bytes = (int)e->cs,
+        .grads_sent_as_stored = zc_config_grads_sent_as_stored(&e->cfg),
+        .reduce_bucket_size = e->cfg.reduce_bucket_size,
+        .prefetch_bucket_size = e->cfg.prefetch_bucket_size,
+        .max_live_parameters = e->cfg.max_live_parameters,
+        .persistence_threshold = e->cfg.param_persistence_threshold,
+        .model_persistence_threshold = e->cfg.model_persistence_threshold,
+        .offload_optimizer = e->cfg.offload_optimizer == ZC_OFFLOAD_NVME,
+        .offload_params = e->cfg.offload_param == ZC_OFFLOAD_NVME,
+        .offload_ratio = e->cfg.optimizer_ratio == ZC_AUTO ? 1.0 : e->cfg.optimizer_ratio,
+        .max_in_cpu = e->cfg.max_in_cpu == ZC_AUTO ? ZC_MAX_IN_CPU_DEFAULT : e->cfg.max_in_cpu,
+        .sub_group_size = e->cfg.sub_group_size,
+        .buffer_count = e->cfg.optimizer_buffer_count,
+        .param_buffer_count = e->cfg.param_buffer_count,
+        .param_buffer_size = e->cfg.param_buffer_size,
+        .quantized_weights = e->qwz,
+        .quantized_gradients = e->qgz,
+        .hpz_partition_size = e->hpz,
+        .ranks_per_host = zc_comm_host_ranks(e->comm),
+        .grad_accum = e->cfg.grad_accum};
     return in;
 }
 
@@ -1820,7 +1876,7 @@ zc_state_bytes zc_engine_state_bytes_for_stage(const zc_engine *e, int stage)
 {
     size_t *numel = malloc((size_t)e->nunits * sizeof(size_t));
     ZC_ASSERT(numel);
-    zc_estimate_in in = zc_engine_estimate_in(e, stage, numel);
+    zc_estimate_in in = zc_engine_estimate_in(e, stage, numel, NULL, NULL);
     zc_state_bytes b = zc_estimate_states(&in);
     free(numel);
     return b;
@@ -1927,7 +1983,10 @@ static float grad_scale(const zc_engine *e)
  * 1-D parameters' in grad_vec), not in a whole-unit fp32 grad_work. */
 static bool sharded16(const zc_engine *e)
 {
-    return e->grads_sharded && e->gdt == ZC_BF16 && grad_scale(e) == 1.0f;
+    /* never under fp16, whose loss scale can pass through 1: what the working bound counts
+     * (zc_estimate_in.grads_bf16) is decided once */
+    return e->grads_sharded && e->gdt == ZC_BF16 && e->cfg.dtype != ZC_FP16 &&
+           grad_scale(e) == 1.0f;
 }
 
 /* n ≤ CHUNK of the model's fp32 gradients as the stored gradient type would hold them: scaled
@@ -2329,6 +2388,7 @@ float *zc_engine_param(zc_engine *e, int param)
     float *dst = p->ndim == 1 ? w->view_vec + pp->vec_off : NULL;
     if (!dst && !w->view) { /* the first matrix read in fp32: from now on at every acquire */
         w->wants_view = true;
+        w->use |= ZC_USE_VIEW32;
         if (!(w->view = work_alloc(e, u->info.padded * sizeof(float), false)))
             return NULL;
     }
@@ -2362,6 +2422,8 @@ static float *grad_work_alloc(zc_engine *e, unit_t *u)
     const size_t bytes = u->info.padded * sizeof(float);
     if (!(u->grad_work = work_alloc(e, bytes, false)))
         return NULL;
+    if (sharded16(e)) /* a matrix's gradient asked in fp32 where 16 bits would do */
+        u->use |= ZC_USE_GRAD32;
     size_t end = 0; /* parameters lie in registration order, without overlap */
     for (int q = u->info.first_param; q < u->info.first_param + u->info.nparams; q++) {
         param_t *pq = &e->params[q];
@@ -2442,8 +2504,8 @@ uint16_t *zc_engine_grad16(zc_engine *e, int param)
     if (!pp)
         return NULL;
     unit_t *u = &e->units[pp->info.unit];
-    if (e->direct_grads || e->gdt != ZC_BF16 || grad_scale(e) != 1.0f || pp->grad16 ||
-        pp->vec_given || (u->grad_work && pp->grad_given))
+    if (e->direct_grads || e->gdt != ZC_BF16 || e->cfg.dtype == ZC_FP16 || grad_scale(e) != 1.0f ||
+        pp->grad16 || pp->vec_given || (u->grad_work && pp->grad_given))
         return NULL;
     if (e->grads_sharded) {
         if (!u->grad_w16 && !(u->grad_w16 = work_alloc(e, u->info.padded * e->gs, false)))
@@ -3298,6 +3360,10 @@ zc_status zc_engine_weights_sha256(zc_engine *e, char hex[65], zc_err *err)
     for (int i = 0; i < e->nunits; i++)
         if (e->units[i].info.padded > max_padded)
             max_padded = e->units[i].info.padded;
+    /* the working bound counts this buffer in place of the step's buffers, not beside the ones
+     * kept for reuse: give those back first */
+    while (e->ncache)
+        uncache(e, e->ncache - 1);
     float *buf = alloc_f(e, ZC_MEM_WORKING, max_padded);
     if (!buf)
         return oom(e, err, "the weight digest buffer", -1, max_padded);

@@ -368,15 +368,46 @@ static int64_t prefetch_elems(const zc_estimate_in *in, bool *ovf)
                                                                     (largest) unit */
 }
 
-static int64_t working_bound(const zc_estimate_in *in, bool *ovf)
+/* Working bytes of one acquired unit's fp32 views (16-bit parameters) and of its gradient
+ * buffers, as the engine allocates them (engine.c: make_view, zc_engine_param, grad_buffer,
+ * zc_engine_grad16). */
+static void unit_work(const zc_estimate_in *in, int u, bool *ovf, int64_t *view, int64_t *grad)
 {
     const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
+    const int64_t padded = mul(shard(in->unit_numel[u], in->nranks, ovf), in->nranks, ovf);
+    /* not known: as if every element were a 1-D parameter's (an upper bound) */
+    const int64_t vec = (int64_t)(in->unit_vec_numel ? in->unit_vec_numel : in->unit_numel)[u];
+    const unsigned use = in->unit_use ? in->unit_use[u] : ZC_USE_ANY;
+    /* the 1-D parameters' room, made at acquire, and the whole unit's once a matrix is read in
+     * fp32 */
+    *view = P == 4 ? 0 : add(mul(4, vec, ovf), use & ZC_USE_VIEW32 ? mul(4, padded, ovf) : 0, ovf);
+    if (in->stage >= 2 && in->grads_bf16 && G == 2) {
+        /* the 16-bit gradient and the 1-D parameters' fp32 sums; a unit whose matrix gradient is
+         * asked in fp32 has the fp32 buffer too, the 16-bit parts widened into it at the end */
+        *grad = add(mul(2, padded, ovf), mul(4, vec, ovf), ovf);
+        if (use & ZC_USE_GRAD32)
+            *grad = add(*grad, mul(4, padded, ovf), ovf);
+    } else /* the model's fp32 gradients, rounded when handed back */
+        *grad = in->stage >= 2 || G != 4 ? mul(4, padded, ovf) : 0;
+}
+
+static int64_t working_bound(const zc_estimate_in *in, bool *ovf)
+{
+    const int64_t P = or4(in->param_bytes);
     int64_t unit = mul(max_shard(in, ovf), in->nranks, ovf);
+    int64_t view = 0, grad = 0;
+    for (int u = 0; u < in->nunits; u++) {
+        int64_t v, g;
+        unit_work(in, u, ovf, &v, &g);
+        view = v > view ? v : view;
+        grad = g > grad ? g : grad;
+    }
     /* fp32 views of the acquired units (a tied unit held across a pass, the current one, and
      * one more while a model hands over between them) */
-    int64_t views = P == 4 ? 0 : mul(4 * 3, unit, ovf);
-    /* the fp32 gradients being produced + a tied unit's, kept across backward */
-    int64_t grads = in->stage >= 2 || G != 4 ? mul(4 * 2, unit, ovf) : 0;
+    int64_t views = mul(3, view, ovf);
+    /* the gradients being produced + a tied unit's kept across backward, or the last unit's
+     * still being reduced */
+    int64_t grads = mul(2, grad, ovf);
     /* after the last step the weight digest (and the exports) gather one unit at a time in fp32,
      * in place of all of the above */
     const int64_t end_of_run = mul(4, unit, ovf);
@@ -392,7 +423,8 @@ static int64_t working_bound(const zc_estimate_in *in, bool *ovf)
     int64_t gathered = ahead < live ? ahead : live;
     if (gathered < 2 * unit)
         gathered = mul(2, unit, ovf); /* a unit and its gradient, whatever the caps */
-    return add(add(mul(P, gathered, ovf), views, ovf), grads, ovf);
+    int64_t during = add(add(mul(P, gathered, ovf), views, ovf), grads, ovf);
+    return during > end_of_run ? during : end_of_run;
 }
 
 /* ---------- the public functions: INT64_MAX where a count does not fit ---------- */
