@@ -814,7 +814,7 @@ def test_auto_cache():
                r'on disk, the rest in RAM \(offload_optimizer.ratio ([0-9.e-]+)\)')
     auto = cfg("auto", "auto", "auto")
     disk, _ = train(1, "auto-disk", *args, "--config", cfg("auto-zero", 0, 1))
-    if not H_.sanitized():  # the sanitizer pass: the cgroup's run below takes the same path
+    if not H_.sanitized:  # the sanitizer pass: the cgroup's run below takes the same path
         _, p = train(1, "auto-host", *args, "--config", auto)
         m = re.search(said_re, p.stdout)
         check(m and m.group(1) == "67141632" and m.group(3) == "0",
