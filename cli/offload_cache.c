@@ -111,10 +111,10 @@ zc_status offload_cache_resolve(zc_comm *comm, zc_engine *e, const zc_mem *mem,
 {
     said[0] = '\0';
     const int stage = zc_engine_stage(e);
-    const bool par = cfg->max_in_cpu == ZC_AUTO && cfg->offload_param == ZC_OFFLOAD_NVME &&
-                     stage == 3;
-    const bool opt = cfg->optimizer_ratio == ZC_AUTO &&
-                     cfg->offload_optimizer == ZC_OFFLOAD_NVME && stage >= 1;
+    const bool par =
+        cfg->max_in_cpu == ZC_AUTO && cfg->offload_param == ZC_OFFLOAD_NVME && stage == 3;
+    const bool opt =
+        cfg->optimizer_ratio == ZC_AUTO && cfg->offload_optimizer == ZC_OFFLOAD_NVME && stage >= 1;
     if (!par && !opt) /* an "auto" with nothing offloaded: finalize takes the defaults */
         return ZC_OK;
     const int nunits = zc_engine_num_units(e), nranks = zc_engine_world_size(e);
@@ -142,8 +142,8 @@ zc_status offload_cache_resolve(zc_comm *comm, zc_engine *e, const zc_mem *mem,
         goto done;
     cache_sizes use_all = all[0];
     for (int r = 1; r < nranks; r++) {
-        use_all.max_in_cpu = all[r].max_in_cpu < use_all.max_in_cpu ? all[r].max_in_cpu
-                                                                    : use_all.max_in_cpu;
+        use_all.max_in_cpu =
+            all[r].max_in_cpu < use_all.max_in_cpu ? all[r].max_in_cpu : use_all.max_in_cpu;
         use_all.ratio = all[r].ratio > use_all.ratio ? all[r].ratio : use_all.ratio;
     }
     if ((st = zc_engine_set_offload_sizes(e, use_all.max_in_cpu, use_all.ratio, err)))
@@ -162,8 +162,9 @@ zc_status offload_cache_resolve(zc_comm *comm, zc_engine *e, const zc_mem *mem,
     }
     char what[600] = "", *w = what;
     if (par)
-        w += snprintf(w, sizeof what, "%lld of rank %d's %lld parameter-shard elements in RAM "
-                                      "(offload_param.max_in_cpu %lld)",
+        w += snprintf(w, sizeof what,
+                      "%lld of rank %d's %lld parameter-shard elements in RAM "
+                      "(offload_param.max_in_cpu %lld)",
                       (long long)par_ram, zc_comm_rank(comm), (long long)shards,
                       (long long)use_all.max_in_cpu);
     if (opt)
