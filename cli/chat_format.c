@@ -20,7 +20,7 @@ const char *chat_format_name(const chat_format *f)
 
 /* The text of the Jinja string literal in template t that starts right after `key` (which ends
  * inside the literal) and runs to its closing quote or to the first \n escape or newline,
- * malloc'd; NULL when absent or holding a quote, a backslash or a Jinja tag. */
+ * malloc'd; NULL when absent, empty, or cut short by a Jinja brace or another backslash. */
 static char *literal_after(const char *t, const char *key)
 {
     const char *p = t ? strstr(t, key) : NULL;
@@ -46,21 +46,27 @@ static char *literal_after(const char *t, const char *key)
 static zc_status dated_header(chat_format *f, const char *t, const char *date, zc_err *err)
 {
     char *cutoff = literal_after(t, "Cutting Knowledge Date: ");
-    char *dflt = NULL, today[64];
+    char *dflt = NULL, *fmt = NULL, today[128] = "";
     if (date)
         f->date_from = "--chat-date";
-    else if (t && strstr(t, "strftime_now")) { /* transformers renders today's date */
+    else if (t && strstr(t, "strftime_now(")) { /* transformers renders today's date */
+        fmt = literal_after(t, "strftime_now(\"");
+        if (!fmt)
+            fmt = literal_after(t, "strftime_now('");
         time_t now = time(NULL);
         struct tm tm;
-        strftime(today, sizeof today, "%d %b %Y", localtime_r(&now, &tm));
+        tzset(); /* local time, as Python's datetime.now() */
+        if (!localtime_r(&now, &tm) || !strftime(today, sizeof today, fmt ? fmt : "%d %b %Y", &tm))
+            snprintf(today, sizeof today, "26 Jul 2024"); /* the template's else branch */
         date = today;
         f->date_from = "today's, as the template's strftime_now renders it";
-    } else if ((dflt = literal_after(t, "set date_string = \""))) {
+    } else if ((dflt = literal_after(t, "set date_string = \"")) ||
+               (dflt = literal_after(t, "set date_string = '"))) {
         date = dflt;
         f->date_from = "the template's default";
     } else {
         date = "26 Jul 2024";
-        f->date_from = "Llama 3.1's default";
+        f->date_from = "Llama 3.1's default (the template names none)";
     }
     const char *cut = cutoff ? cutoff : "December 2023";
     const size_t n = strlen(cut) + strlen(date) + 64;
@@ -68,6 +74,7 @@ static zc_status dated_header(chat_format *f, const char *t, const char *date, z
         snprintf(f->dated_header, n, "Cutting Knowledge Date: %s\nToday Date: %s\n\n", cut, date);
     free(cutoff);
     free(dflt);
+    free(fmt);
     return f->dated_header ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
 }
 
@@ -169,16 +176,17 @@ zc_status chat_format_init(chat_format *f, const char *flag, const char *date, c
                         "(Qwen2.5, SmolLM2)",
                         what, cfg);
     else if (strstr(t, "<|start_header_id|>") && strstr(t, "<|end_header_id|>") &&
-             strstr(t, "<|eot_id|>"))
+             strstr(t, "<|eot_id|>") && !strstr(t, "<|image|>")) /* not 3.2 Vision's (no trim) */
         f->kind = strstr(t, "Cutting Knowledge Date: ") ? CHAT_LLAMA31 : CHAT_LLAMA3;
     else if (strstr(t, "<|im_start|>") && strstr(t, "<|im_end|>") && !strstr(t, "<think>"))
         f->kind = CHAT_CHATML;
     else
         st = zc_err_set(err, ZC_EINVAL,
                         "%s: %s: its chat_template is not one of the built-in formats "
-                        "(llama3: Llama 3's; llama3.1: Llama 3.1's and 3.2's; chatml: Qwen2.5's, "
-                        "SmolLM2's; Qwen3's reasoning is not rendered): give --chat-format "
-                        "llama3, llama3.1 or chatml to render in that format instead",
+                        "(llama3: Llama 3's; llama3.1: Llama 3.1's and 3.2's text models'; "
+                        "chatml: Qwen2.5's, SmolLM2's; Llama 3.2 Vision's images and Qwen3's "
+                        "reasoning are not rendered): give --chat-format llama3, llama3.1 or "
+                        "chatml to render in that format instead",
                         what, cfg);
     if (!st && date && f->kind != CHAT_LLAMA31)
         st = zc_err_set(err, ZC_EINVAL,

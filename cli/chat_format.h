@@ -2,9 +2,9 @@
  * conversation becomes token ids and a loss mask, as Hugging Face's apply_chat_template renders
  * it and TRL's assistant_only_loss masks it; and for `zeroc sample --chat`: a conversation
  * becomes the prompt apply_chat_template(messages, add_generation_prompt=True) renders. Why
- * built-in formats and not a Jinja interpreter: the families zeroc trains (Llama 3, Qwen2.5,
- * SmolLM2) use two layouts; recognising them and refusing the rest by name is exact, where a
- * partial Jinja would be silently wrong.
+ * built-in formats and not a Jinja interpreter: the families zeroc trains (Llama 3, 3.1, 3.2,
+ * Qwen2.5, SmolLM2) use three layouts; recognising them and refusing the rest by name is exact,
+ * where a partial Jinja would be silently wrong.
  *
  *   llama3   Llama 3's template (Meta-Llama-3-*-Instruct's tokenizer_config.json):
  *            <|begin_of_text|> once, then per message
@@ -12,13 +12,15 @@
  *            with CONTENT trimmed of leading and trailing white space (the template's | trim,
  *            Python's str.strip). chat_render adds no generation prompt after the last
  *            message; chat_render_prompt adds <|start_header_id|>assistant<|end_header_id|>\n\n.
- *   llama3.1 Llama 3.1's and 3.2's template (Llama-3.1-*-Instruct, Llama-3.2-*-Instruct): llama3,
+ *   llama3.1 Llama 3.1's and 3.2's template (Llama-3.1-*-Instruct, the text models of
+ *            Llama-3.2-*-Instruct: 1B, 3B; not 3.2 Vision's, which does not trim): llama3,
  *            but always a system turn first, <|start_header_id|>system<|end_header_id|>\n\n
  *            "Cutting Knowledge Date: December 2023\nToday Date: DATE\n\n" then the first
  *            message's content when it is a system message (trimmed; else nothing), <|eot_id|>.
  *            The cutoff is read from the template; DATE is --chat-date's, else the template's:
  *            its literal default (3.1: "26 Jul 2024"), or where it calls strftime_now (3.2)
- *            today's date as "%d %b %Y" (28 Nov 2026), as transformers renders it. Tools are not
+ *            today's local date in the format it passes ("%d %b %Y": 28 Nov 2026), as
+ *            transformers renders it. Tools are not
  *            rendered (no tools are given: the template's branches for them are not taken).
  *   chatml   Qwen2.5 and SmolLM2: per message <|im_start|>ROLE\nCONTENT<|im_end|>\n. When the
  *            first message is not a system message, the template's default system message
@@ -81,7 +83,7 @@ typedef struct {
 zc_status chat_format_init(chat_format *f, const char *flag, const char *date, const char *dir,
                            const bpe_vocab *v, const char *what, zc_err *err);
 void chat_format_free(chat_format *f);
-/* The format's name ("llama3", "chatml"). */
+/* The format's name ("llama3", "llama3.1", "chatml"). */
 const char *chat_format_name(const chat_format *f);
 
 /* Appends the tokens of one conversation to ids and its mask bytes to *mask (realloc'd to
@@ -93,7 +95,7 @@ zc_status chat_render(const chat_format *f, bpe_encoder *e, const chat_message *
  * add_generation_prompt=True) renders it. */
 zc_status chat_render_prompt(const chat_format *f, bpe_encoder *e, const chat_message *msgs, int n,
                              bpe_ids *ids, zc_err *err);
-/* The id that ends an assistant's turn: llama3 <|eot_id|>, chatml <|im_end|>. */
+/* The id that ends an assistant's turn: llama3, llama3.1 <|eot_id|>; chatml <|im_end|>. */
 int chat_format_end_of_turn(const chat_format *f);
 
 #endif

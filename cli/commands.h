@@ -16,7 +16,8 @@ int cmd_ckpt(int argc, char **argv);
 int cmd_prepare(int argc, char **argv);
 /* prepare --jsonl (cli/prepare_jsonl.c): files[0..nfiles) of instruction data into
  * PREFIX_{train,val}.bin and their .mask files, with the tokenizer in tokdir and the chat
- * format chat_flag (NULL: from tokdir's tokenizer_config.json). */
+ * format chat_flag (NULL: from tokdir's tokenizer_config.json); chat_date is --chat-date (the
+ * llama3.1 format's "Today Date"; NULL: the template's). */
 zc_status prepare_jsonl(const char **files, int nfiles, const char *prefix, double frac,
                         const char *chat_date, const char *tokdir, const char *chat_flag,
                         zc_err *err);

@@ -72,10 +72,13 @@ static zc_status chat_prompt(const bpe_vocab *v, const char *dir, const char *fm
     *n = (int)ids.n;
     *stop = chat_format_end_of_turn(&f);
     const bool dflt = f.default_system && !system; /* the template's, as prepare prints it */
+    const char *dated = f.dated_header ? strstr(f.dated_header, "Today Date: ") : NULL;
     if (!st)
-        fprintf(stderr, "sample: chat prompt in the %s format (%d tokens%s%s%s)\n",
+        fprintf(stderr, "sample: chat prompt in the %s format (%d tokens%s%s%s%s%.*s%s%s)\n",
                 chat_format_name(&f), *n, dflt ? ", default system message \"" : "",
-                dflt ? f.default_system : "", dflt ? "\"" : "");
+                dflt ? f.default_system : "", dflt ? "\"" : "",
+                dated ? ", system header dated \"" : "", dated ? (int)strcspn(dated + 12, "\n") : 0,
+                dated ? dated + 12 : "", dated ? "\": " : "", dated ? f.date_from : "");
     bpe_ids_free(&ids);
     bpe_encoder_destroy(e);
     chat_format_free(&f);

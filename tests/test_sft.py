@@ -224,6 +224,7 @@ def test_sft_template_ids_and_mask():
     convs = CONVERSATIONS + [pc]
     jsonl = write_jsonl("chat.jsonl", [{"messages": c} for c in CONVERSATIONS] +
                         [PROMPT_COMPLETION])
+    t0 = time.time()
     # sanitizers: 3.2's and SmolLM2's are 3.1's and chatml's code again
     for fmt, d in H_.trim(cases, cases[:2] + cases[3:4]):
         refs = reference(d, convs)
@@ -231,11 +232,12 @@ def test_sft_template_ids_and_mask():
         # the last example is validation (--val-fraction 0.34 of 3 rounds to 1)
         p = prepare(d, jsonl, name, "--val-fraction", 0.34)
         check(f"({fmt} chat format" in p.stdout, f"{name}: {p.stdout!r}")
-        if fmt == "llama3.1":
-            date, src = (("26 Jul 2024", "the template's default") if name == "tk_llama31" else
-                         (time.strftime("%d %b %Y"), "today's"))
-            check(f"Today Date: {date}\n" in refs[0]["text"]
-                  and f'system header dated "{date}": {src}' in p.stdout,
+        if fmt == "llama3.1":  # (a run across midnight: either day)
+            dates = (["26 Jul 2024"] if name == "tk_llama31" else
+                     [time.strftime("%d %b %Y", time.localtime(t)) for t in (t0, time.time())])
+            src = "the template's default" if name == "tk_llama31" else "today's"
+            check(any(f"Today Date: {d}\n" in refs[0]["text"]
+                      and f'system header dated "{d}": {src}' in p.stdout for d in dates),
                   f"{name}: the date: {p.stdout!r}")
         ids = read_tokens(H_.path(name + "_train.bin")) + read_tokens(H_.path(name + "_val.bin"))
         mask = read_mask(H_.path(name + "_train.mask")) + read_mask(H_.path(name + "_val.mask"))
@@ -405,6 +407,17 @@ def test_sft_bad_inputs():
           "--chat-format" in p.stderr, f"unknown template: {p.returncode} {p.stderr!r}")
     p = prepare(unknown, jsonl, "unk", "--chat-format", "llama3", "--val-fraction", 0.5)
     check(p.returncode == 0, f"--chat-format llama3 with an unknown template: {p.stderr!r}")
+    # Llama 3.2 Vision's template (images; its content is not trimmed) is not llama3.1's, and
+    # --chat-date is llama3.1's alone
+    vision = tokenizer_dir("tk_vision", "small",
+                           LLAMA31_TEMPLATE + "{%- if false %}<|image|>{%- endif %}",
+                           "<|begin_of_text|>", None)
+    p = prepare(vision, jsonl, "vis", ok=False)
+    check(p.returncode != 0 and "Vision" in p.stderr, f"3.2 Vision's template: {p.stderr!r}")
+    p = prepare(unknown, jsonl, "unk2", "--chat-format", "chatml", "--chat-date", "1 Jan 2025",
+                ok=False)
+    check(p.returncode != 0 and "--chat-date is for the llama3.1 format" in p.stderr,
+          f"--chat-date with chatml: {p.returncode} {p.stderr!r}")
     # masks: wrong length, wrong magic, a byte 2
     data, tokens, mask = tiny_data("badmask")
     mpath = H_.path("badmask.mask")
