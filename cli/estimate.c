@@ -548,11 +548,10 @@ static int ranks_per_node(const estimate_flags *f)
 static zc_estimate_in estimate_input(const estimate_flags *f, const zc_config *cfg,
                                      const estimate_model *m)
 {
-    const zc_dtype gdt = zc_config_grad_dtype(cfg);
     return (zc_estimate_in){.unit_numel = m->units,
                             .unit_vec_numel = m->vec,
                             .unit_use = m->use,
-                            .grads_bf16 = gdt == ZC_BF16 && cfg->dtype != ZC_FP16,
+                            .grads_bf16 = zc_config_grads_bf16(cfg),
                             .nunits = m->nunits,
                             .nranks = f->ranks,
                             .moment_floats = optimizer_moments(cfg),

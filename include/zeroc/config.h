@@ -250,6 +250,9 @@ ZC_API zc_dtype zc_config_grad_dtype(const zc_config *cfg);
  * gradients on the way. Then the ranks' blocks go from the gradients in place, and no send
  * staging is allocated. */
 ZC_API bool zc_config_grads_sent_as_stored(const zc_config *cfg);
+/* Whether the stored gradients are bf16 and never carry a loss scale (not fp16): then a model
+ * may write them in 16 bits itself (zc_engine_grad16), the same bits the engine would round. */
+ZC_API bool zc_config_grads_bf16(const zc_config *cfg);
 
 #ifdef __cplusplus
 }

@@ -706,6 +706,11 @@ zc_dtype zc_config_grad_dtype(const zc_config *cfg)
     return cfg->grad_accum_dtype == ZC_DTYPE_DEFAULT ? cfg->dtype : cfg->grad_accum_dtype;
 }
 
+bool zc_config_grads_bf16(const zc_config *cfg)
+{
+    return zc_config_grad_dtype(cfg) == ZC_BF16 && cfg->dtype != ZC_FP16;
+}
+
 bool zc_config_grads_sent_as_stored(const zc_config *cfg)
 {
     const zc_dtype g = zc_config_grad_dtype(cfg);

@@ -208,6 +208,8 @@ struct zc_engine {
     size_t ps, gs, cs;      /* their sizes in bytes */
     bool mixed;             /* 16-bit params with an fp32 master copy */
     bool direct_grads;      /* the model accumulates straight into grad_full (fp32, stages 0–1) */
+    bool grads16;           /* bf16 gradients without a loss scale (zc_config_grads_bf16): the
+                             * model may write them in 16 bits (zc_engine_grad16) */
     zc_loss_scaler scaler;
     /* freed working buffers kept for reuse (still counted as working), see work_alloc */
     cached_buf cache[16];
@@ -620,6 +622,7 @@ zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm,
     e->cs = (size_t)zc_dtype_size(e->cdt);
     e->mixed = e->pdt != ZC_FP32;
     e->direct_grads = !e->grads_sharded && e->gdt == ZC_FP32;
+    e->grads16 = zc_config_grads_bf16(cfg);
     zc_loss_scaler_init(&e->scaler, cfg);
     zc_comm_set_timeout(comm, cfg->comm_timeout_s);
     if ((st = zc_comm_set_group_size(comm, e->hpz, err))) {
@@ -1848,7 +1851,7 @@ zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *nume
         .moments_8bit = q8_moments(e),
         .param_bytes = (int)e->ps,
         .grad_bytes = (int)e->gs,
-        .grads_bf16 = e->gdt == ZC_BF16 && e->cfg.dtype != ZC_FP16,
+        .grads_bf16 = e->grads16,
         .comm_elem_bytes = (int)e->cs,
         .grads_sent_as_stored = zc_config_grads_sent_as_stored(&e->cfg),
         .reduce_bucket_size = e->cfg.reduce_bucket_size,
@@ -1983,10 +1986,9 @@ static float grad_scale(const zc_engine *e)
  * 1-D parameters' in grad_vec), not in a whole-unit fp32 grad_work. */
 static bool sharded16(const zc_engine *e)
 {
-    /* never under fp16, whose loss scale can pass through 1: what the working bound counts
-     * (zc_estimate_in.grads_bf16) is decided once */
-    return e->grads_sharded && e->gdt == ZC_BF16 && e->cfg.dtype != ZC_FP16 &&
-           grad_scale(e) == 1.0f;
+    /* decided once (never under fp16, whose loss scale can pass through 1): what the working
+     * bound counts, zc_estimate_in.grads_bf16 */
+    return e->grads_sharded && e->grads16;
 }
 
 /* n ≤ CHUNK of the model's fp32 gradients as the stored gradient type would hold them: scaled
@@ -2504,8 +2506,8 @@ uint16_t *zc_engine_grad16(zc_engine *e, int param)
     if (!pp)
         return NULL;
     unit_t *u = &e->units[pp->info.unit];
-    if (e->direct_grads || e->gdt != ZC_BF16 || e->cfg.dtype == ZC_FP16 || grad_scale(e) != 1.0f ||
-        pp->grad16 || pp->vec_given || (u->grad_work && pp->grad_given))
+    if (e->direct_grads || !e->grads16 || pp->grad16 || pp->vec_given ||
+        (u->grad_work && pp->grad_given))
         return NULL;
     if (e->grads_sharded) {
         if (!u->grad_w16 && !(u->grad_w16 = work_alloc(e, u->info.padded * e->gs, false)))
