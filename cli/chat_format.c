@@ -231,6 +231,17 @@ zc_status chat_format_init(chat_format *f, const char *flag, const char *date, c
     return st;
 }
 
+void chat_format_notes(const chat_format *f, bool default_system, char *out, size_t cap)
+{
+    const char *dated = f->dated_header ? strstr(f->dated_header, "Today Date: ") : NULL;
+    const int n = default_system && f->default_system
+                      ? snprintf(out, cap, ", default system message \"%s\"", f->default_system)
+                      : snprintf(out, cap, "%s", "");
+    if (dated && n >= 0 && (size_t)n < cap)
+        snprintf(out + n, cap - (size_t)n, ", system header dated \"%.*s\": %s",
+                 (int)strcspn(dated + 12, "\n"), dated + 12, f->date_from);
+}
+
 void chat_format_free(chat_format *f)
 {
     free(f->default_system);

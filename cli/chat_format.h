@@ -85,6 +85,10 @@ zc_status chat_format_init(chat_format *f, const char *flag, const char *date, c
 void chat_format_free(chat_format *f);
 /* The format's name ("llama3", "llama3.1", "chatml"). */
 const char *chat_format_name(const chat_format *f);
+/* What the rendering adds that the conversation does not say, for the commands' lines: ",
+ * default system message "…"" (chatml's, where `default_system` says it is used) and ", system
+ * header dated "…": <where from>" (llama3.1's); "" for neither. */
+void chat_format_notes(const chat_format *f, bool default_system, char *out, size_t cap);
 
 /* Appends the tokens of one conversation to ids and its mask bytes to *mask (realloc'd to
  * ids->n entries, *mask_cap its capacity; mask NULL: no mask). */

@@ -124,15 +124,13 @@ zc_status prepare_jsonl(const char **files, int nfiles, const char *prefix, doub
         size_t counted = 0;
         for (size_t i = 0; i < ids.n; i++)
             counted += mask[i];
-        const char *dated = f.dated_header ? strstr(f.dated_header, "Today Date: ") : NULL;
-        printf("prepared %zu examples (%s chat format%s%s%s%s%.*s%s%s): %s %zu examples, %zu "
-               "tokens; %s %zu examples, %zu tokens; %zu of %zu tokens (assistant) count in the "
-               "loss; loss masks beside each (.mask); examples packed, attention crosses them\n",
-               nex, chat_format_name(&f), f.default_system ? ", default system message \"" : "",
-               f.default_system ? f.default_system : "", f.default_system ? "\"" : "",
-               dated ? ", system header dated \"" : "", dated ? (int)strcspn(dated + 12, "\n") : 0,
-               dated ? dated + 12 : "", dated ? "\": " : "", dated ? f.date_from : "", train_path,
-               ntrain, cut, val_path, nval, ids.n - cut, counted, ids.n);
+        char notes[8192];
+        chat_format_notes(&f, true, notes, sizeof notes);
+        printf("prepared %zu examples (%s chat format%s): %s %zu examples, %zu tokens; %s %zu "
+               "examples, %zu tokens; %zu of %zu tokens (assistant) count in the loss; loss masks "
+               "beside each (.mask); examples packed, attention crosses them\n",
+               nex, chat_format_name(&f), notes, train_path, ntrain, cut, val_path, nval,
+               ids.n - cut, counted, ids.n);
     }
     free(ex_end);
     free(mask);

@@ -71,14 +71,11 @@ static zc_status chat_prompt(const bpe_vocab *v, const char *dir, const char *fm
         (*out)[i] = (int)ids.id[i];
     *n = (int)ids.n;
     *stop = chat_format_end_of_turn(&f);
-    const bool dflt = f.default_system && !system; /* the template's, as prepare prints it */
-    const char *dated = f.dated_header ? strstr(f.dated_header, "Today Date: ") : NULL;
+    char notes[8192]; /* the template's default system message unless --system: as prepare's */
+    chat_format_notes(&f, !system, notes, sizeof notes);
     if (!st)
-        fprintf(stderr, "sample: chat prompt in the %s format (%d tokens%s%s%s%s%.*s%s%s)\n",
-                chat_format_name(&f), *n, dflt ? ", default system message \"" : "",
-                dflt ? f.default_system : "", dflt ? "\"" : "",
-                dated ? ", system header dated \"" : "", dated ? (int)strcspn(dated + 12, "\n") : 0,
-                dated ? dated + 12 : "", dated ? "\": " : "", dated ? f.date_from : "");
+        fprintf(stderr, "sample: chat prompt in the %s format (%d tokens%s)\n",
+                chat_format_name(&f), *n, notes);
     bpe_ids_free(&ids);
     bpe_encoder_destroy(e);
     chat_format_free(&f);
