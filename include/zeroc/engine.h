@@ -107,6 +107,7 @@ typedef struct {
     size_t numel;  /* Ψ_u, unpadded */
     size_t shard;  /* S_u = ceil(Ψ_u / N) */
     size_t padded; /* N·S_u */
+    bool frozen;   /* zc_engine_freeze_unit: stored and gathered, never trained */
 } zc_unit_info;
 
 typedef struct {
@@ -174,6 +175,15 @@ ZC_API zc_status zc_engine_set_offload_sizes(zc_engine *e, int64_t max_in_cpu, d
  * too low until then). Returns 0, or −1 for a call refused (after finalize, a unit that does not
  * exist, unknown flags; reported by zc_engine_finalize, as add_param's). */
 ZC_API int zc_engine_unit_use(zc_engine *e, int unit, unsigned use);
+/* Registration: unit `unit` is frozen — its parameters are not trained (LoRA's base model). They
+ * are stored, partitioned at stage 3, offloaded (offload_param) and gathered as any unit's; the
+ * unit has no gradients, no optimizer state, no reduce-scatter and no update, and the memory
+ * estimate counts none (zc_estimate_in.unit_frozen). The model acquires and releases it as any
+ * unit but never asks its gradients (zc_engine_grad* return NULL) nor hands them back
+ * (zc_engine_grads_ready is ZC_ESTATE). Its stored parameters are its values: in bf16 they are
+ * bf16, with no fp32 master. A checkpoint saves its weights and zero moments. Returns 0, or −1
+ * for a call refused (reported by zc_engine_finalize, as add_param's). */
+ZC_API int zc_engine_freeze_unit(zc_engine *e, int unit);
 /* Registration: parameter `param` (registered, before finalize) draws the random initial values
  * of another registration — element i takes the value that element first + i of parameter
  * number `as` would take. A model that registers one tensor as several parameters (the tiles of

@@ -54,6 +54,10 @@ typedef struct {
                                      stages 2–3 keep in fp32; NULL: not known (counted as
                                      if every element were one) */
     const uint8_t *unit_use;      /* per unit, ZC_USE_* flags; NULL: ZC_USE_ANY for every unit */
+    const bool *unit_frozen;      /* per unit, frozen (zc_engine_freeze_unit: LoRA's base): its
+                                     parameters are stored, partitioned, offloaded and gathered as
+                                     any unit's, but it has no gradients, no optimizer state, no
+                                     reduce-scatter and no update; NULL: none is */
     int nunits, nranks, stage;
     int moment_floats;         /* optimizer state floats per parameter: 2 Adam(W), 1 SGD with
                                   momentum, 0 plain SGD */
@@ -190,6 +194,9 @@ ZC_API int64_t zc_estimate_comm_staging(const zc_estimate_in *in);
  * 1 and at most the largest shard; reduce_bucket_size 0 means a whole shard (DeepSpeed accepts 0).
  */
 ZC_API int64_t zc_estimate_rs_cols(int64_t reduce_bucket_size, int64_t nranks, int64_t max_shard);
+/* The largest shard of a trained unit (the reduce-scatters' elements per rank; 0 when every unit
+ * is frozen): zc_estimate_rs_cols's max_shard. */
+ZC_API int64_t zc_estimate_reduced_shard(const zc_estimate_in *in);
 /* An upper bound of the ledger's "working" peak: gathered parameters of stage 3 (three units —
  * the tied embedding of a language model can be held across a pass — plus the prefetch
  * allowance, capped by max_live_parameters); with 16-bit parameters the fp32 views of three

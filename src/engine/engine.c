@@ -184,6 +184,7 @@ struct zc_engine {
     int64_t hpz_epoch; /* counts the changes of the weights (steps, imports) */
     unit_t *units;
     int nunits, cap_units;
+    bool *frozen; /* per unit (cap_units of them): units[u].info.frozen, for the estimate */
     param_t *params;
     int nparams, cap_params;
     bool finalized;
@@ -702,10 +703,17 @@ int zc_engine_add_unit(zc_engine *e, const char *name)
                                    name ? name : "(NULL)", closed);
     if (!name || strlen(name) >= ZC_MAX_NAME)
         return refuse_name(e, "zc_engine_add_unit", name);
-    unit_t *units = grow(e->units, e->nunits, &e->cap_units, sizeof *e->units);
-    if (!units)
+    int cap = e->cap_units;
+    unit_t *units = grow(e->units, e->nunits, &cap, sizeof *e->units);
+    if (units)
+        e->units = units;
+    int fcap = e->cap_units;
+    bool *frozen = units ? grow(e->frozen, e->nunits, &fcap, sizeof *e->frozen) : NULL;
+    if (!frozen)
         return refuse_registration(e, ZC_ENOMEM, "zc_engine_add_unit('%s'): out of memory", name);
-    e->units = units;
+    e->frozen = frozen;
+    e->cap_units = cap;
+    e->frozen[e->nunits] = false;
     unit_t *u = &e->units[e->nunits];
     memset(u, 0, sizeof *u);
     snprintf(u->info.name, sizeof u->info.name, "%s", name);
@@ -730,6 +738,22 @@ zc_status zc_engine_set_offload_sizes(zc_engine *e, int64_t max_in_cpu, double r
     e->cfg.max_in_cpu = max_in_cpu;
     e->cfg.optimizer_ratio = ratio;
     return ZC_OK;
+}
+
+int zc_engine_freeze_unit(zc_engine *e, int unit)
+{
+    if (!e)
+        return -1;
+    const char *closed = registration_closed(e);
+    if (closed)
+        return refuse_registration(e, ZC_ESTATE, "zc_engine_freeze_unit(unit %d): %s", unit,
+                                   closed);
+    if (unit < 0 || unit >= e->nunits)
+        return refuse_registration(e, ZC_EINVAL,
+                                   "zc_engine_freeze_unit(unit %d): no such unit; %d registered",
+                                   unit, e->nunits);
+    e->units[unit].info.frozen = e->frozen[unit] = true;
+    return 0;
 }
 
 int zc_engine_unit_use(zc_engine *e, int unit, unsigned use)
@@ -1300,6 +1324,10 @@ static zc_status alloc_unit(zc_engine *e, int i, zc_err *err)
     if (sharded_params(e, u) && e->hpz > 1 &&
         !(u->hpz = alloc_b(e, ZC_MEM_PARAMS, P / (size_t)e->hpz, e->ps)))
         return oom(e, err, "hpZ secondary parameters", i, P / (size_t)e->hpz * e->ps);
+    if (u->info.frozen) { /* the parameters alone: no gradients, no optimizer range */
+        u->opt_n = 0;
+        return ZC_OK;
+    }
     if (!e->grads_sharded && !(u->grad_full = alloc_b(e, ZC_MEM_GRADS, P, e->gs)))
         return oom(e, err, "gradients", i, P * e->gs);
     if (e->grads_sharded && !d->grads && !(u->grad_shard = alloc_b(e, ZC_MEM_GRADS, S, e->gs)))
@@ -1374,7 +1402,7 @@ static zc_status init_unit(zc_engine *e, int i, float *buf, zc_err *err)
     const bool sharded = sharded_params(e, u);
     size_t lo = sharded ? (size_t)e->rank * S : 0, hi = sharded ? lo + S : P;
     void *stored = sharded ? u->shard_p : u->full;
-    if (e->mixed) {
+    if (e->mixed && !u->info.frozen) { /* a frozen unit has no master copy */
         zc_status st = u->disk.optimizer
                            ? init_to_disk(e, i, opt_lo(e, u), u->opt_n, ZC_FP32, e->swap_opt,
                                           u->disk.master_off, buf, err)
@@ -1388,7 +1416,8 @@ static zc_status init_unit(zc_engine *e, int i, float *buf, zc_err *err)
         init_values(e, i, lo, hi - lo, stored);
         return ZC_OK;
     }
-    if (!u->disk.optimizer && lo == opt_lo(e, u) && hi - lo == u->opt_n) { /* stages 0 and 3 */
+    if (!u->info.frozen && !u->disk.optimizer && lo == opt_lo(e, u) &&
+        hi - lo == u->opt_n) { /* stages 0 and 3 */
         zc_dtype_narrow(e->pdt, u->master, stored, u->opt_n);
         return ZC_OK;
     }
@@ -1438,7 +1467,9 @@ static zc_status build_jobs(zc_engine *e, zc_err *err)
     for (int i = 0; i < e->nunits; i++) {
         unit_t *u = &e->units[i];
         u->first_job = e->njobs;
-        u->njobs = u->disk.optimizer || u->disk.params ? (int)((u->opt_n + sg - 1) / sg) : 0;
+        u->njobs = (u->disk.optimizer || u->disk.params) && !u->info.frozen
+                       ? (int)((u->opt_n + sg - 1) / sg)
+                       : 0;
         e->njobs += u->njobs;
     }
     if (!e->njobs)
@@ -1608,12 +1639,12 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
     zc_status st = zc_comm_agree(e->comm, check_registration(e, err), "registering the model", err);
     if (st)
         return st;
-    size_t n = (size_t)e->nranks, max_shard = 0;
+    size_t n = (size_t)e->nranks, max_shard = 0; /* of the units reduce-scattered */
     for (int i = 0; i < e->nunits; i++) {
         zc_unit_info *ui = &e->units[i].info;
         ui->shard = (ui->numel + n - 1) / n;
         ui->padded = ui->shard * n;
-        if (ui->shard > max_shard)
+        if (ui->shard > max_shard && !ui->frozen)
             max_shard = ui->shard;
     }
     /* Stages 0–1 whose gradients travel as stored send every block from the gradients where
@@ -1737,6 +1768,7 @@ void zc_engine_destroy(zc_engine *e)
         io_unmap(e, e->io_cache[k].p, e->io_cache[k].bytes, e->io_cache[k].kind);
     }
     free(e->units);
+    free(e->frozen);
     free(e->params);
     free(e->trace);
     free(e);
@@ -1844,6 +1876,7 @@ zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *nume
         .unit_numel = numel,
         .unit_vec_numel = vec_numel,
         .unit_use = use,
+        .unit_frozen = e->frozen,
         .nunits = e->nunits,
         .nranks = e->nranks,
         .stage = stage,
@@ -2116,9 +2149,10 @@ static zc_status rs_pump(zc_engine *e, zc_err *err)
     zc_status st = ZC_OK;
     while (!st && e->rs_next < e->nunits) {
         int i = e->nunits - 1 - e->rs_next;
-        if (!e->units[i].ready)
+        if (!e->units[i].ready && !e->units[i].info.frozen)
             break;
-        st = rs_unit(e, i, err);
+        if (!e->units[i].info.frozen) /* nothing to reduce */
+            st = rs_unit(e, i, err);
         e->rs_next++;
     }
     return st;
@@ -2455,7 +2489,8 @@ static void zero_grads_not_given(zc_engine *e, unit_t *u)
 static param_t *writable_param(zc_engine *e, int param)
 {
     if (!e || !e->finalized || param < 0 || param >= e->nparams ||
-        e->units[e->params[param].info.unit].ready)
+        e->units[e->params[param].info.unit].ready ||
+        e->units[e->params[param].info.unit].info.frozen) /* no gradient */
         return NULL;
     return &e->params[param];
 }
@@ -2628,6 +2663,9 @@ zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
     zc_status st = unit_call(e, "zc_engine_grads_ready", i, err);
     if (st)
         return st;
+    if (e->units[i].info.frozen)
+        return wrong_state(e, "zc_engine_grads_ready", i,
+                           "the unit is frozen (zc_engine_freeze_unit): it has no gradients", err);
     if (e->units[i].ready)
         return wrong_state(e, "zc_engine_grads_ready", i,
                            "the unit's gradients were already handed back in this micro-batch "
@@ -2869,6 +2907,8 @@ static void zero_grads(zc_engine *e)
         unit_t *u = &e->units[i];
         /* the model adds into fp32 grad_full; 16-bit ones are overwritten by the first
          * micro-batch's fold (or zeroed at grads_ready if it gave none) */
+        if (u->info.frozen)
+            continue;
         if (e->direct_grads)
             memset(u->grad_full, 0, u->info.padded * e->gs);
         else if (e->grads_sharded && !u->disk.grads) /* on disk: the next reduction overwrites */
@@ -2903,7 +2943,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     e->hpz_epoch++; /* the update changes the weights: hpZ's secondary copies are stale */
     /* Stage 0 keeps everything: gather the reduced gradient shards back into full buffers. */
     for (int i = 0; !st && !e->opt_sharded && i < e->nunits; i++)
-        if (!(st = lockstep_check(e, OP_GATHER_GRADS, i, err)))
+        if (!e->units[i].info.frozen && !(st = lockstep_check(e, OP_GATHER_GRADS, i, err)))
             st = zc_comm_all_gather(e->comm, e->gdt, e->units[i].grad_full, e->units[i].info.shard,
                                     label(e, i), err);
     /* A swap file cut short behind our back would hand the update zeros or garbage. */
@@ -2915,7 +2955,8 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     double local = 0.0, total = 0.0;
     for (int i = 0; i < e->nunits; i++) {
         const unit_t *u = &e->units[i];
-        local += u->disk.grads ? u->sumsq : unit_sum_squares(e, u);
+        if (!u->info.frozen)
+            local += u->disk.grads ? u->sumsq : unit_sum_squares(e, u);
     }
     char what[48]; /* a collective's error names its step */
     snprintf(what, sizeof what, "gradient norm, step %lld", step_number(e));
@@ -2954,6 +2995,8 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
         st = zc_stream_begin(e->stream, e->jobs, e->njobs, err);
     for (int i = 0; !st && i < e->nunits; i++) {
         unit_t *u = &e->units[i];
+        if (u->info.frozen) /* unchanged, on every rank */
+            continue;
         if ((st = unit_update(e, u, gscale, err)))
             break;
         if (e->opt_sharded && !sharded_params(e, u)) { /* stages 1–2, persistent units */
@@ -3053,6 +3096,29 @@ static zc_status array_write(void *ram, zc_swap *sw, int64_t off, size_t k, size
     return zc_swap_pwrite(sw, src, n * es, off + (int64_t)(k * es), err);
 }
 
+/* Reads logical elements [first, first + n) of the unit's stored parameters (which this rank
+ * holds: all of them, or at stage 3 its shard), widened to fp32 — a frozen unit's values. */
+static zc_status read_stored(zc_engine *e, const unit_t *u, size_t first, size_t n, float *dst,
+                             zc_err *err)
+{
+    const bool sharded = sharded_params(e, u);
+    if (!sharded || !u->disk.params) {
+        size_t k = sharded ? first - (size_t)e->rank * u->info.shard : first;
+        zc_dtype_widen(e->pdt, at(sharded ? u->shard_p : u->full, k, e->ps), dst, n);
+        return ZC_OK;
+    }
+    if (e->pdt == ZC_FP32)
+        return zc_swap_pread(e->swap_par, dst, n * 4, param_file_off(e, u, first), err);
+    uint16_t h[CHUNK];
+    zc_status st = ZC_OK;
+    for (size_t o = 0; !st && o < n; o += CHUNK) {
+        size_t k = n - o < CHUNK ? n - o : CHUNK;
+        if (!(st = zc_swap_pread(e->swap_par, h, k * e->ps, param_file_off(e, u, first + o), err)))
+            zc_dtype_widen(e->pdt, h, dst + o, k);
+    }
+    return st;
+}
+
 /* Writes logical elements [first, first + n) of the unit's stored parameters, rounded to pdt. */
 static zc_status store_params(zc_engine *e, unit_t *u, size_t first, size_t n, const float *src,
                               zc_err *err)
@@ -3082,7 +3148,7 @@ static zc_status set_params(zc_engine *e, unit_t *u, size_t first, size_t n, con
 {
     e->hpz_epoch++; /* hpZ's secondary copies are stale */
     zc_status st = store_params(e, u, first, n, src, err);
-    if (st || !e->mixed)
+    if (st || !e->mixed || u->info.frozen) /* frozen: no master copy */
         return st;
     size_t lo = opt_lo(e, u), hi = lo + u->opt_n;
     size_t a = first > lo ? first : lo, b = first + n < hi ? first + n : hi;
@@ -3191,8 +3257,14 @@ zc_status zc_engine_export_owned(zc_engine *e, int unit, zc_state_kind kind, siz
     const zc_unit_offload *d = &u->disk;
     if (!n)
         return ZC_OK;
+    if (u->info.frozen && kind != ZC_STATE_WEIGHTS) { /* no optimizer state: zeros */
+        memset(dst, 0, n * sizeof(float));
+        return ZC_OK;
+    }
     switch (kind) {
     case ZC_STATE_WEIGHTS:
+        if (u->info.frozen)
+            return read_stored(e, u, i, n, dst, err);
         if (e->mixed)
             return array_read(u->master, e->swap_opt, d->master_off, k, n, 4, dst, err);
         if (!sharded_params(e, u))
@@ -3224,6 +3296,8 @@ void zc_engine_needed_ranges(const zc_engine *e, int unit, size_t *p_first, size
     *p_n = sharded ? on : numel;
     *m_first = e->opt_sharded ? of : 0;
     *m_n = e->opt_sharded ? on : numel;
+    if (e->units[unit].info.frozen) /* no moments to restore */
+        *m_first = *m_n = 0;
 }
 
 zc_status zc_engine_import(zc_engine *e, int unit, size_t first, size_t n, const float *params,
@@ -3239,6 +3313,8 @@ zc_status zc_engine_import(zc_engine *e, int unit, size_t first, size_t n, const
         ZC_ASSERT(first >= pf && first + n <= pf + pn);
         st = set_params(e, u, first, n, params, err);
     }
+    if (u->info.frozen) /* no moments: a checkpoint's (zeros) are not kept */
+        return st;
     if (m || v)
         ZC_ASSERT(first >= mf && first + n <= mf + mn);
     if (!st && q8_moments(e) && (m || v)) {
@@ -3337,6 +3413,17 @@ zc_status zc_engine_gather_unit(zc_engine *e, int i, float *dst, zc_err *err)
         return st;
     unit_t *u = &e->units[i];
     size_t S = u->info.shard;
+    if (u->info.frozen) { /* the stored values: this rank's all, or its shard and a gather */
+        if (!sharded_params(e, u) || (u->full && !u->gather && !e->qwz)) {
+            zc_dtype_widen(e->pdt, u->full, dst, u->info.padded);
+            return ZC_OK;
+        }
+        if ((st = lockstep_check(e, OP_EXPORT, i, err)))
+            return st;
+        st = read_stored(e, u, (size_t)e->rank * S, S, dst + (size_t)e->rank * S, err);
+        zc_status st2 = zc_comm_all_gather(e->comm, ZC_FP32, dst, S, label(e, i), err);
+        return st ? st : st2;
+    }
     /* a gathered unit's values are the shards' own, unless qwZ quantized them on the way */
     if (e->mixed ? !e->opt_sharded : !sharded_params(e, u) || (u->full && !u->gather && !e->qwz)) {
         memcpy(dst, e->mixed ? u->master : u->full, u->info.padded * sizeof(float));

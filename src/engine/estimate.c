@@ -37,6 +37,13 @@ static int64_t or4(int bytes)
     return bytes ? bytes : 4;
 }
 
+/* Whether unit u is trained (not frozen): only a trained unit has gradients, optimizer state,
+ * a reduce-scatter and an update. */
+static bool trained(const zc_estimate_in *in, int u)
+{
+    return !(in->unit_frozen && in->unit_frozen[u]);
+}
+
 /* ---------- stage-3 persistence ---------- */
 
 static int64_t persistence_threshold(const zc_estimate_in *in)
@@ -126,15 +133,18 @@ static zc_offload_plan offload_plan(const zc_estimate_in *in, zc_unit_offload *u
     int64_t jobs = 0; /* the step's sub-groups: a unit's shard in pieces of at most sg */
     const int64_t sg = sub_group_request(in, ovf);
     bool par_spilled = false, streamed[ZC_NSTREAMS] = {false};
-    bool *kept = persistent_units(in); /* whole on every rank: never on disk */
-    for (int u = 0; u < in->nunits; u++)
-        total = add(total, shard(in->unit_numel[u], in->nranks, ovf), ovf);
+    bool *kept = persistent_units(in);   /* whole on every rank: never on disk */
+    for (int u = 0; u < in->nunits; u++) /* the optimizer's elements: the trained units' */
+        if (trained(in, u))
+            total = add(total, shard(in->unit_numel[u], in->nranks, ovf), ovf);
     for (int u = 0; u < in->nunits; u++) {
         const int64_t S = shard(in->unit_numel[u], in->nranks, ovf);
         zc_unit_offload x = {
             .params_off = -1, .grads_off = -1, .master_off = -1, .m_off = -1, .v_off = -1};
-        cum_opt = add(cum_opt, S, ovf);
-        x.optimizer = opt && (ratio >= 1.0 || (double)cum_opt <= ratio * (double)total);
+        if (trained(in, u)) {
+            cum_opt = add(cum_opt, S, ovf);
+            x.optimizer = opt && (ratio >= 1.0 || (double)cum_opt <= ratio * (double)total);
+        }
         x.grads = x.optimizer && in->stage == 3;
         if (!(kept && kept[u])) {
             cum_par = add(cum_par, S, ovf);
@@ -165,12 +175,13 @@ static zc_offload_plan offload_plan(const zc_estimate_in *in, zc_unit_offload *u
             plan.param_file = add(plan.param_file, region(mul(S, P, ovf), ovf), ovf);
             max_read = S > max_read ? S : max_read;
         }
-        streamed[ZC_STREAM_WEIGHTS] |= mixed ? x.optimizer : x.params;
+        const bool updated = trained(in, u);
+        streamed[ZC_STREAM_WEIGHTS] |= mixed ? x.optimizer : x.params && updated;
         streamed[ZC_STREAM_GRADS] |= x.grads;
         streamed[ZC_STREAM_M] |= x.optimizer && moments >= 1;
         streamed[ZC_STREAM_V] |= x.optimizer && moments >= 2;
-        streamed[ZC_STREAM_PARAMS] |= mixed && x.params;
-        if (x.optimizer || x.params) {
+        streamed[ZC_STREAM_PARAMS] |= mixed && x.params && updated;
+        if (x.optimizer || (x.params && trained(in, u))) { /* a frozen unit is not updated */
             int64_t r = round_up(S, SUB_GROUP_ALIGN, ovf);
             max_streamed = r > max_streamed ? r : max_streamed;
             jobs = add(jobs, S / sg + (S % sg != 0), ovf);
@@ -243,6 +254,8 @@ static zc_state_bytes states(const zc_estimate_in *in, bool *ovf)
             b.params = add(b.params, mul(P, sharded ? S : full, ovf), ovf);
         if (sharded && in->hpz_partition_size > 1) /* hpZ's secondary copy */
             b.params = add(b.params, mul(P, full / in->hpz_partition_size, ovf), ovf);
+        if (!trained(in, u)) /* the parameters alone */
+            continue;
         if (!x.grads)
             b.grads = add(b.grads, mul(G, in->stage >= 2 ? S : full, ovf), ovf);
         if (!x.optimizer) { /* per shard: the fp32 master (mixed precision) and the moments */
@@ -265,6 +278,7 @@ static int64_t padded_numel(const zc_estimate_in *in, bool *ovf)
 }
 
 static int64_t max_shard(const zc_estimate_in *in, bool *ovf);
+static int64_t max_reduced_shard(const zc_estimate_in *in, bool *ovf);
 
 /* Bytes rank 0 sends per step (inter: only those to ranks on other hosts). */
 static int64_t comm_bytes(const zc_estimate_in *in, bool inter, bool *ovf)
@@ -295,21 +309,33 @@ static int64_t comm_bytes(const zc_estimate_in *in, bool inter, bool *ovf)
     const int64_t g = in->stage == 3 && in->hpz_partition_size > 1 ? in->hpz_partition_size : 1;
     const int64_t group_peers = inter ? g - (g < R ? g : R) : g - 1; /* rank 0's group */
     bool *kept = persistent_units(in);
-    if (!kept && !qwz && !qgz && g == 1)
-        return mul(mul(per, padded_numel(in, ovf) / N, ovf), world_peers, ovf);
+    if (!kept && !qwz && !qgz && g == 1) {
+        /* a frozen unit is only gathered (stage 3: twice a micro-batch), never reduced */
+        int64_t sum = 0;
+        for (int u = 0; u < in->nunits; u++)
+            sum = add(sum,
+                      mul(trained(in, u)   ? per
+                          : in->stage == 3 ? mul(2 * P, A, ovf)
+                                           : 0,
+                          shard(in->unit_numel[u], N, ovf), ovf),
+                      ovf);
+        return mul(sum, world_peers, ovf);
+    }
     /* a persistent unit is all-gathered once, after its update, as at stages 1–2; with qwZ the
      * two gathers of each micro-batch (forward, backward) carry the quantized segment, with qgZ
      * each reduce-scatter chunk's block (in two hops: H segments to each other rank of the host,
      * then one to each other host); with hpZ only the first gather after an update is the
      * world's, every later one (2A − 1 a step) the group's, unquantized */
-    const int64_t cols = zc_estimate_rs_cols(in->reduce_bucket_size, N, max_shard(in, ovf));
+    const int64_t cols = zc_estimate_rs_cols(in->reduce_bucket_size, N, max_reduced_shard(in, ovf));
     const int64_t seg_peers = two_hops ? (inter ? 0 : H * (R - 1)) : world_peers;
     const int64_t hop2_peers = two_hops ? H - 1 : 0;
     int64_t sum = 0;
     for (int u = 0; u < in->nunits; u++) {
         int64_t S = shard(in->unit_numel[u], N, ovf);
         int64_t rs;
-        if (qgz) {
+        if (!trained(in, u)) {
+            rs = 0;
+        } else if (qgz) {
             int64_t segs = add(mul(S / cols, zc_qwz_segment_bytes(cols), ovf),
                                S % cols ? zc_qwz_segment_bytes(S % cols) : 0, ovf);
             rs = add(mul(segs, seg_peers, ovf), mul(segs, hop2_peers, ovf), ovf);
@@ -318,7 +344,9 @@ static int64_t comm_bytes(const zc_estimate_in *in, bool inter, bool *ovf)
         }
         rs = mul(rs, A, ovf); /* stage 3: every micro-batch */
         int64_t one = qwz ? zc_qwz_segment_bytes(S) : mul(P, S, ovf); /* one gather */
-        int64_t ag = kept && kept[u] ? mul(P, S, ovf) : g > 1 ? one : mul(2 * A, one, ovf);
+        int64_t ag = kept && kept[u] ? (trained(in, u) ? mul(P, S, ovf) : 0)
+                     : g > 1         ? one
+                                     : mul(2 * A, one, ovf);
         sum = add(sum, add(rs, mul(ag, world_peers, ovf), ovf), ovf);
         if (g > 1 && !(kept && kept[u]))
             sum = add(sum,
@@ -339,6 +367,24 @@ static int64_t max_shard(const zc_estimate_in *in, bool *ovf)
     return m;
 }
 
+/* The largest shard a reduce-scatter carries: a trained unit's (0 when every unit is frozen). */
+static int64_t max_reduced_shard(const zc_estimate_in *in, bool *ovf)
+{
+    int64_t m = 0;
+    for (int u = 0; u < in->nunits; u++) {
+        int64_t S = trained(in, u) ? shard(in->unit_numel[u], in->nranks, ovf) : 0;
+        m = S > m ? S : m;
+    }
+    return m;
+}
+
+int64_t zc_estimate_reduced_shard(const zc_estimate_in *in)
+{
+    bool ovf = false;
+    int64_t m = max_reduced_shard(in, &ovf);
+    return ovf ? INT64_MAX : m;
+}
+
 int64_t zc_estimate_rs_cols(int64_t reduce_bucket_size, int64_t nranks, int64_t max_shard)
 {
     if (reduce_bucket_size == 0) /* DeepSpeed accepts 0: here, each unit's shard in one piece */
@@ -349,14 +395,15 @@ int64_t zc_estimate_rs_cols(int64_t reduce_bucket_size, int64_t nranks, int64_t 
 
 static int64_t comm_staging(const zc_estimate_in *in, bool *ovf)
 {
-    int64_t cols = zc_estimate_rs_cols(in->reduce_bucket_size, in->nranks, max_shard(in, ovf));
+    int64_t cols =
+        zc_estimate_rs_cols(in->reduce_bucket_size, in->nranks, max_reduced_shard(in, ovf));
     if (in->stage == 3 && in->quantized_gradients) /* segments, and one block in fp32 */
         return add(mul(2 * in->nranks, zc_qwz_segment_bytes(cols), ovf), mul(4, cols, ovf), ovf);
     /* send and receive staging, N blocks each. Stages 0–1 with gradients sent as stored send
      * from where they lie (unless a unit's blocks pass MPI's int displacements); one rank
      * receives nothing (its block is summed where it lies). */
     const bool sends = in->stage >= 2 || !in->grads_sent_as_stored ||
-                       mul(max_shard(in, ovf), in->nranks, ovf) > INT_MAX;
+                       mul(max_reduced_shard(in, ovf), in->nranks, ovf) > INT_MAX;
     const int64_t bufs = sends + (in->nranks > 1);
     return mul(mul(bufs * or4(in->comm_elem_bytes), in->nranks, ovf), cols, ovf);
 }
@@ -381,7 +428,9 @@ static void unit_work(const zc_estimate_in *in, int u, bool *ovf, int64_t *view,
     /* the 1-D parameters' room, made at acquire, and the whole unit's once a matrix is read in
      * fp32 */
     *view = P == 4 ? 0 : add(mul(4, vec, ovf), use & ZC_USE_VIEW32 ? mul(4, padded, ovf) : 0, ovf);
-    if (in->stage >= 2 && in->grads_bf16 && G == 2) {
+    if (!trained(in, u))
+        *grad = 0; /* no gradient */
+    else if (in->stage >= 2 && in->grads_bf16 && G == 2) {
         /* the 16-bit gradient and the 1-D parameters' fp32 sums; a unit whose matrix gradient is
          * asked in fp32 has the fp32 buffer too, the 16-bit parts widened into it at the end */
         *grad = add(mul(2, padded, ovf), mul(4, vec, ovf), ovf);
