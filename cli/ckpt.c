@@ -13,22 +13,29 @@
 #include "cli/relaunch.h"
 #include "cli/train_ckpt.h"
 #include "models/gpt2/ckpt_shape.h"
+#include "models/gpt2/peft_files.h"
 #include "models/gpt2/hf_files.h"
 #include "models/gpt2/llmc_files.h"
 #include "zeroc/checkpoint.h"
 
 /* The export may not overwrite the checkpoint it reads: neither the save directory given (its
  * `latest` and step directories) nor the checkpoint it resolved to (nor, that being a step
- * directory, the other checkpoints beside it), nor any other checkpoint's files; an hf
+ * directory, the other checkpoints beside it), nor any other checkpoint's files; an hf or peft
  * export's --out is a directory, whose two files are checked. */
-static zc_status export_not_over_checkpoint(const char *out, bool hf, const char *given,
+static zc_status export_not_over_checkpoint(const char *out, const char *format, const char *given,
                                             const char *dir, zc_err *err)
 {
+    const bool hf = !strcmp(format, "hf"), peft = !strcmp(format, "peft");
     char files[2][4200];
     int n = 1;
-    snprintf(files[0], sizeof files[0], hf ? "%s/model.safetensors" : "%s", out);
-    if (hf)
-        snprintf(files[n++], sizeof files[1], "%s/config.json", out);
+    snprintf(files[0], sizeof files[0],
+             hf     ? "%s/model.safetensors"
+             : peft ? "%s/adapter_model.safetensors"
+                    : "%s",
+             out);
+    if (hf || peft)
+        snprintf(files[n++], sizeof files[1], hf ? "%s/config.json" : "%s/adapter_config.json",
+                 out);
     zc_status st = ZC_OK;
     for (int i = 0; !st && i < n; i++) {
         st = cli_output_outside_checkpoint("--out", files[i], "checkpoint", given, err);
@@ -181,6 +188,39 @@ static zc_status resolve(const char *path, char *dir, size_t len, zc_err *err)
     return st;
 }
 
+/* The run's LoRA settings and shape, from its manifest. */
+static zc_status checkpoint_shape(const char *dir, gpt2_config *gc, zc_err *err)
+{
+    zc_ckpt_reader *r;
+    zc_status st = zc_ckpt_reader_open(dir, &r, err);
+    if (!st)
+        st = gpt2_checkpoint_shape(r, dir, gc, err);
+    zc_ckpt_reader_close(r);
+    return st;
+}
+
+/* A LoRA run's adapters as a PEFT adapter directory. */
+static zc_status export_peft(const char *dir, const char *out, zc_err *err)
+{
+    gpt2_config gc;
+    zc_status st = checkpoint_shape(dir, &gc, err);
+    return st ? st : peft_export(dir, &gc, NULL, out, err);
+}
+
+/* llm.c's and Hugging Face's formats hold a base model: a LoRA run's checkpoint goes to PEFT's
+ * (the adapters) or to zeroc's safetensors (everything). */
+static zc_status no_adapters(const char *dir, const char *format, zc_err *err)
+{
+    gpt2_config gc;
+    if (checkpoint_shape(dir, &gc, err) || gc.lora.r < 1)
+        return ZC_OK; /* not a decoder's: the exporter says what is wrong */
+    return zc_err_set(err, ZC_EINVAL,
+                      "%s: a LoRA run (r %d): --format %s would drop its adapters; --format peft "
+                      "writes them as a PEFT adapter (load it over the base model), --format "
+                      "safetensors every parameter",
+                      dir, gc.lora.r, format);
+}
+
 int cmd_ckpt(int argc, char **argv)
 {
     const char *out = NULL, *format = "safetensors", *dtype = "fp32";
@@ -190,7 +230,8 @@ int cmd_ckpt(int argc, char **argv)
         {"--format", ARG_STR, &format, NULL,
          "export: safetensors (default), llmc (a GPT-2 checkpoint in llm.c's format) or hf (a "
          "GPT-2 as Hugging Face transformers reads it: --out DIR gets model.safetensors and "
-         "config.json)",
+         "config.json) or peft (a LoRA run's adapters as PEFT writes them: --out DIR gets "
+         "adapter_config.json and adapter_model.safetensors)",
          NULL},
         {"--dtype", ARG_STR, &dtype, NULL, "export to safetensors: fp32 (default) or bf16", NULL},
         {"--help", ARG_BOOL, &help, NULL, "print this help", NULL},
@@ -206,7 +247,7 @@ int cmd_ckpt(int argc, char **argv)
         helped |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
     if (helped) {
         args_usage("zeroc ckpt inspect DIR | verify DIR | export DIR --out FILE [--format "
-                   "safetensors|llmc|hf] [--dtype fp32|bf16]",
+                   "safetensors|llmc|hf|peft] [--dtype fp32|bf16]",
                    specs, nspecs);
         return 0;
     }
@@ -239,9 +280,10 @@ int cmd_ckpt(int argc, char **argv)
         st = zc_err_set(&err, ZC_EINVAL, "zeroc ckpt export needs --out FILE");
     if (!st && !strcmp(verb, "export"))
         st = cli_output_named("--out", out, 4000, &err);
-    if (!st && strcmp(format, "safetensors") && strcmp(format, "llmc") && strcmp(format, "hf"))
-        st = zc_err_set(&err, ZC_EINVAL, "--format: expected safetensors, llmc or hf, got '%s'",
-                        format);
+    if (!st && strcmp(format, "safetensors") && strcmp(format, "llmc") && strcmp(format, "hf") &&
+        strcmp(format, "peft"))
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--format: expected safetensors, llmc, hf or peft, got '%s'", format);
     if (!st && strcmp(dtype, "fp32") && strcmp(dtype, "bf16"))
         st = zc_err_set(&err, ZC_EINVAL, "--dtype: expected fp32 or bf16, got '%s'", dtype);
     if (!st && strcmp(format, "safetensors") && strcmp(dtype, "fp32"))
@@ -250,7 +292,9 @@ int cmd_ckpt(int argc, char **argv)
     if (!st)
         st = resolve(path, dir, sizeof dir, &err);
     if (!st && !strcmp(verb, "export"))
-        st = export_not_over_checkpoint(out, !strcmp(format, "hf"), path, dir, &err);
+        st = export_not_over_checkpoint(out, format, path, dir, &err);
+    if (!st && !strcmp(verb, "export") && (!strcmp(format, "hf") || !strcmp(format, "llmc")))
+        st = no_adapters(dir, format, &err);
     if (!st) {
         char *summary = NULL;
         const bool looks = !strcmp(verb, "inspect") || !strcmp(verb, "verify");
@@ -265,8 +309,10 @@ int cmd_ckpt(int argc, char **argv)
             }
         } else if (!(st = !strcmp(format, "llmc") ? export_llmc(dir, out, &err)
                           : !strcmp(format, "hf") ? hf_export_checkpoint(dir, out, &err)
-                                                  : zc_ckpt_export_safetensors(
-                                                        dir, out, !strcmp(dtype, "bf16"), &err))) {
+                          : !strcmp(format, "peft")
+                              ? export_peft(dir, out, &err)
+                              : zc_ckpt_export_safetensors(dir, out, !strcmp(dtype, "bf16"),
+                                                           &err))) {
             printf("wrote %s from %s\n", out, dir);
         }
         if (summary)

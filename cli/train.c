@@ -380,7 +380,7 @@ static zc_status build(train_run *r, zc_err *err)
                         o->init, o->model);
     /* each rank read its own elements: a bad value found by one must stop them all */
     bool agreed = false; /* every rank has st, and its message */
-    if (o->init)
+    if (o->init || o->lora_init)
         st = zc_comm_agree(r->comm, st, "loading --init", err), agreed = true;
     if (!st && o->resume)
         st = resume(r, err), agreed = true;

@@ -194,6 +194,11 @@ static zc_status refuse_unused(int argc, char **argv, train_opts *o, zc_err *err
                                             "--val-windows",
                                             "--activation-checkpointing",
                                             "--tile-params",
+                                            "--lora-r",
+                                            "--lora-alpha",
+                                            "--lora-dropout",
+                                            "--lora-targets",
+                                            "--lora-init",
                                             "--sample-every",
                                             "--sample-length",
                                             "--save-final"};
@@ -442,6 +447,7 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
                       .seq_len = 128,
                       .vocab = 256,
                       .lr_schedule = "constant",
+                      .lora_alpha = 8.0,
                       .sample_length = 128};
     zc_config_defaults(cfg);
     arg_spec specs[] = {
@@ -491,6 +497,27 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
          "embedding and the head as tiles of at most N parameters (whole blocks of 1024 rows), "
          "so a gather, its working memory and its disk reads stay below N; the same bits as "
          "untiled (default 0: the size of one transformer block; -1: never)",
+         NULL},
+        {"--lora-r", ARG_INT, &o->lora_r, NULL,
+         "gpt2: fine-tune with LoRA adapters of rank R on the linear layers --lora-targets names; "
+         "the base model is frozen (no gradients, no optimizer state; still sharded at stage 3 "
+         "and offloadable) (default 0: train every parameter)",
+         NULL},
+        {"--lora-alpha", ARG_DOUBLE, &o->lora_alpha, NULL,
+         "gpt2: LoRA's lora_alpha: the adapters' output is scaled by alpha / r (default 8, as "
+         "PEFT's)",
+         NULL},
+        {"--lora-dropout", ARG_DOUBLE, &o->lora_dropout, NULL,
+         "gpt2: LoRA's lora_dropout on the adapters' input while training (default 0)", NULL},
+        {"--lora-targets", ARG_STR, &o->lora_targets, NULL,
+         "gpt2: LoRA's target_modules, Hugging Face's module names comma-separated: q_proj, "
+         "k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (Llama, Qwen2, Mistral), c_attn, "
+         "c_proj, c_fc (GPT-2), or all-linear (default: PEFT's, q_proj,v_proj; GPT-2 c_attn)",
+         NULL},
+        {"--lora-init", ARG_STR, &o->lora_init, NULL,
+         "gpt2: start LoRA from a PEFT adapter directory (adapter_config.json and "
+         "adapter_model.safetensors, as PeftModel.save_pretrained writes): its r, lora_alpha, "
+         "lora_dropout, target_modules and weights; the base model comes from --init",
          NULL},
         {"--no-memory-check", ARG_BOOL, &o->no_memory_check, NULL,
          "run even if the estimated memory per rank exceeds what the host can give", NULL},

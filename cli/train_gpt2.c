@@ -27,6 +27,7 @@
 #include "models/gpt2/gpt2_layers.h"
 #include "models/gpt2/gpt2_sample.h"
 #include "models/gpt2/init_files.h"
+#include "models/gpt2/peft_files.h"
 #include "models/gpt2/llmc_files.h"
 #include "models/gpt2/loss_mask.h"
 
@@ -389,8 +390,14 @@ static zc_status gpt2_load(train_model *m, zc_err *err)
 {
     gpt2_state *st = m->state;
     /* zeroc's safetensors files are loaded by the trainer for every model */
-    return m->owns_init ? cli_err_flag(gpt2_load_init(st->gpt, st->o.init, err), "--init", err)
-                        : ZC_OK;
+    zc_status rc = m->owns_init
+                       ? cli_err_flag(gpt2_load_init(st->gpt, st->o.init, err), "--init", err)
+                       : ZC_OK;
+    if (!rc && st->o.lora_init) /* the adapters, over their initial values */
+        rc = cli_err_flag(
+            peft_load(gpt2_engine(st->gpt), st->o.lora_init, gpt2_get_config(st->gpt), err),
+            "--lora-init", err);
+    return rc;
 }
 
 static zc_status gpt2_save_final(train_model *m, const char *path, zc_err *err)
@@ -493,6 +500,29 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
         goto fail;
     }
     gc.tile_params = o->tile_params;
+    if (o->lora_init) { /* a PEFT adapter's settings; its weights at load */
+        if (o->lora_r || o->lora_targets || o->lora_alpha != 8.0 || o->lora_dropout != 0.0) {
+            rc = zc_err_set(err, ZC_EINVAL,
+                            "--lora-init %s: r, lora_alpha, lora_dropout and target_modules come "
+                            "from its adapter_config.json; drop --lora-r, --lora-alpha, "
+                            "--lora-dropout and --lora-targets",
+                            o->lora_init);
+            goto fail;
+        }
+        gc.lora.seed = cfg->seed;
+        if ((rc = cli_err_flag(peft_read_config(o->lora_init, !gc.family[0], &gc.lora, err),
+                               "--lora-init", err)))
+            goto fail;
+    } else if (o->lora_r) { /* LoRA: gpt2_check refuses r, alpha and dropout out of range */
+        gc.lora = (gpt2_lora){
+            .r = o->lora_r, .alpha = o->lora_alpha, .dropout = o->lora_dropout, .seed = cfg->seed};
+        if (!o->lora_targets)
+            gc.lora.targets = lora_default_targets(!gc.family[0]);
+        else if ((rc = cli_err_flag(
+                      lora_parse_targets(o->lora_targets, !gc.family[0], &gc.lora.targets, err),
+                      "--lora-targets", err)))
+            goto fail;
+    }
     gpt2_describe(&gc, m->describe, sizeof m->describe);
     snprintf(m->name, sizeof m->name, "%s", gc.family[0] ? gc.family : "gpt2");
     /* the default --seq-len takes an --init file's positions when it has fewer; a --seq-len

@@ -6,7 +6,9 @@
 
 #include "models/gpt2/ckpt_shape.h"
 
-zc_status gpt2_checkpoint_shape(zc_ckpt_reader *r, const char *dir, gpt2_config *gc, zc_err *err)
+static void describe_arch(const gpt2_config *c, char *out, size_t cap);
+
+static zc_status base_shape(zc_ckpt_reader *r, const char *dir, gpt2_config *gc, zc_err *err)
 {
     *gc = (gpt2_config){0}; /* GPT-2 unless the record says otherwise */
     struct {
@@ -105,7 +107,50 @@ zc_status gpt2_checkpoint_shape(zc_ckpt_reader *r, const char *dir, gpt2_config 
     return ZC_OK;
 }
 
+/* LoRA's settings, when the run had adapters (client.lora_r absent: none). */
+static zc_status lora_shape(zc_ckpt_reader *r, const char *dir, gpt2_lora *l, zc_err *err)
+{
+    int64_t rank, targets, seed;
+    *l = (gpt2_lora){0};
+    if (zc_ckpt_reader_client_int(r, "lora_r", &rank))
+        return ZC_OK;
+    if (rank < 1 || rank > 65536 || zc_ckpt_reader_client_int(r, "lora_targets", &targets) ||
+        targets < 1 || targets >= (1 << LORA_NTARGETS) ||
+        zc_ckpt_reader_client_number(r, "lora_alpha", &l->alpha) ||
+        zc_ckpt_reader_client_number(r, "lora_dropout", &l->dropout) ||
+        zc_ckpt_reader_client_int(r, "lora_seed", &seed))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s/manifest.json: client.lora_r must be 1 to 65536 beside lora_targets "
+                          "(a bit set), lora_alpha, lora_dropout and lora_seed",
+                          dir);
+    l->r = (int)rank, l->targets = (unsigned)targets, l->seed = (uint64_t)seed;
+    return lora_check(l, err);
+}
+
+zc_status gpt2_checkpoint_shape(zc_ckpt_reader *r, const char *dir, gpt2_config *gc, zc_err *err)
+{
+    zc_status st = base_shape(r, dir, gc, err);
+    return st ? st : lora_shape(r, dir, &gc->lora, err);
+}
+
+/* The LoRA members of the record (none without adapters). */
+static void describe_lora(const gpt2_lora *l, char *out, size_t cap)
+{
+    if (l->r > 0)
+        snprintf(out, cap,
+                 ", \"lora_r\": %d, \"lora_alpha\": %.17g, \"lora_dropout\": %.17g, "
+                 "\"lora_targets\": %u, \"lora_seed\": %lld",
+                 l->r, l->alpha, l->dropout, l->targets, (long long)(l->seed & INT64_MAX));
+}
+
 void gpt2_describe(const gpt2_config *c, char *out, size_t cap)
+{
+    describe_arch(c, out, cap);
+    const size_t n = strlen(out);
+    describe_lora(&c->lora, out + n, cap - n);
+}
+
+static void describe_arch(const gpt2_config *c, char *out, size_t cap)
 {
     int n = snprintf(out, cap,
                      "\"max_seq_len\": %d, \"vocab_size\": %d, \"padded_vocab_size\": %d, "

@@ -18,7 +18,8 @@
 zc_status gpt2_checkpoint_shape(zc_ckpt_reader *r, const char *dir, gpt2_config *gc, zc_err *err);
 /* The JSON members (no braces) that record cfg in a checkpoint's client object: GPT-2's six
  * dimensions, and for another family its architecture (family, kv_heads, head_dim, hidden, norm,
- * mlp, bias, pos, untied, norm_eps, rope_*), read back by gpt2_checkpoint_shape. */
+ * mlp, bias, pos, untied, norm_eps, rope_*), LoRA's (lora_r, lora_alpha, lora_dropout,
+ * lora_targets, lora_seed) when it has adapters, read back by gpt2_checkpoint_shape. */
 void gpt2_describe(const gpt2_config *cfg, char *out, size_t cap);
 
 #endif

@@ -122,6 +122,27 @@ static dims dims_of(const gpt2_config *c)
     return d;
 }
 
+/* The widths LoRA's slots need. */
+static lora_dims lora_dims_of(const gpt2_config *c)
+{
+    const dims d = dims_of(c);
+    return (lora_dims){.C = d.C,
+                       .QD = d.QD,
+                       .KVD = d.KV * d.hd,
+                       .hidden = d.I,
+                       .swiglu = c->mlp == GPT2_MLP_SWIGLU,
+                       .gpt2 = !c->family[0]};
+}
+
+/* The LoRA adapters' parameters of one block (0 without LoRA). */
+static int64_t lora_numel(const gpt2_config *c)
+{
+    if (c->lora.r < 1)
+        return 0;
+    const lora_dims ld = lora_dims_of(c);
+    return lora_block_numel(&c->lora, &ld);
+}
+
 /* Whether block parameter k exists in this architecture (biases and LayerNorm's shifts may not). */
 static bool has_block_param(const gpt2_config *c, int k)
 {
@@ -161,6 +182,16 @@ struct gpt2_model {
     float *dact[D_NBLOCK];
     float *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses, *dlnf, *dres[2];
     gpt2_gemm gemm; /* the linear layers' products: fp32, or bf16 + workspace */
+    /* LoRA (cfg.lora.r > 0): the adapters' units, their A and B parameters
+     * (p_lora[(l · nslots + k) · 2 + {0: A, 1: B}]), the slots of a block, what each keeps for the
+     * backward (lora_u: BT × r per slot, per block or one set with checkpointing) and the shared
+     * scratch; the training forwards counted (the dropout masks' stream) */
+    int *u_lora, *p_lora;
+    lora_slot slots[LORA_NTARGETS];
+    int nslots;
+    float *lora_u, *lora_du, *lora_scratch;
+    bool training;
+    uint64_t passes;
 };
 
 /* The size table: floats of each per-block activation for micro-batches of B × T. Counted
@@ -258,10 +289,23 @@ int gpt2_vocab_tiles(const gpt2_config *c, int *rows)
     return (int)((Vp + *rows - 1) / *rows);
 }
 
-int gpt2_num_units(const gpt2_config *c)
+/* The units of the base model: the embeddings (or tiles), the blocks, ln_f, the head's tiles. */
+static int base_units(const gpt2_config *c)
 {
     int rows, nt = gpt2_vocab_tiles(c, &rows);
     return nt == 1 ? c->num_layers + 2 : c->num_layers + 1 + 2 * nt;
+}
+
+int gpt2_num_units(const gpt2_config *c)
+{
+    return base_units(c) + (c->lora.r > 0 ? c->num_layers : 0);
+}
+
+void gpt2_unit_frozen(const gpt2_config *c, bool *frozen)
+{
+    const int base = base_units(c), n = gpt2_num_units(c);
+    for (int u = 0; u < n; u++)
+        frozen[u] = c->lora.r > 0 && u < base;
 }
 
 int gpt2_unit_numel(const gpt2_config *c, size_t *numel)
@@ -280,6 +324,8 @@ int gpt2_unit_numel(const gpt2_config *c, size_t *numel)
     numel[k++] = (size_t)(nt == 1 ? lnf : lnf - Vp * C);
     for (int t = 0; nt > 1 && t < nt; t++)
         numel[k++] = (size_t)((t == nt - 1 ? Vp - (int64_t)t * rows : rows) * C);
+    for (int l = 0; c->lora.r > 0 && l < c->num_layers; l++)
+        numel[k++] = (size_t)lora_numel(c);
     return k;
 }
 
@@ -306,6 +352,8 @@ void gpt2_unit_work(const gpt2_config *c, zc_gemm_type compute, size_t *vec_nume
     vec_numel[k] = norm, use[k++] = mats; /* ln_f (with the untiled head) */
     for (int t = 0; nt > 1 && t < nt; t++, k++)
         vec_numel[k] = 0, use[k] = mats;
+    for (int l = 0; c->lora.r > 0 && l < c->num_layers; l++, k++) /* fp32 adapters */
+        vec_numel[k] = 0, use[k] = ZC_USE_ANY;
 }
 
 /* Parameters of the model (the units above, summed), without wrapping. */
@@ -313,6 +361,7 @@ static int64_t total_numel(const gpt2_config *c, bool *ovf)
 {
     int64_t emb, block, lnf;
     unit_sizes(c, &emb, &block, &lnf, ovf);
+    block = zc_add_i64(block, lora_numel(c), ovf);
     return zc_add_i64(zc_add_i64(emb, zc_mul_i64(c->num_layers, block, ovf), ovf), lnf, ovf);
 }
 
@@ -350,6 +399,21 @@ static int64_t gemm_workspace(const gpt2_config *c, int B, int T, zc_gemm_type c
     return (int64_t)ws;
 }
 
+/* Floats of the LoRA adapters' activations (per block, or one set with checkpointing) and
+ * their scratch; 0 without LoRA. */
+static int64_t lora_floats(const gpt2_config *c, int B, int T, bool activation_checkpointing,
+                           bool *ovf)
+{
+    if (c->lora.r < 1)
+        return 0;
+    const lora_dims ld = lora_dims_of(c);
+    const int64_t BT = zc_mul_i64(B, T, ovf), sets = activation_checkpointing ? 1 : c->num_layers;
+    if (*ovf || BT > INT_MAX)
+        return INT64_MAX;
+    return zc_add_i64(zc_mul_i64(lora_block_act_floats(&c->lora, &ld, BT), sets, ovf),
+                      lora_scratch_floats(&c->lora, &ld, BT), ovf);
+}
+
 /* gpt2_activation_bytes, without wrapping. */
 static int64_t activation_bytes(const gpt2_config *c, int B, int T, bool activation_checkpointing,
                                 zc_gemm_type compute, bool *ovf)
@@ -365,6 +429,7 @@ static int64_t activation_bytes(const gpt2_config *c, int B, int T, bool activat
     for (int i = 0; i < N_TOP; i++)
         total = zc_add_i64(total, top[i], ovf);
     total = zc_add_i64(total, rope_floats(c, T, ovf), ovf);
+    total = zc_add_i64(total, lora_floats(c, B, T, activation_checkpointing, ovf), ovf);
     return zc_add_i64(zc_mul_i64(total, sizeof(float), ovf), gemm_workspace(c, B, T, compute, ovf),
                       ovf);
 }
@@ -409,6 +474,7 @@ int gpt2_pad_vocab(int vocab)
 zc_status gpt2_check(const gpt2_config *c, int B, int T, bool activation_checkpointing,
                      zc_gemm_type compute, zc_err *err)
 {
+    zc_status st;
     if (c->num_layers < 1 || c->num_heads < 1 || c->channels < 1 || c->vocab_size < 1 ||
         c->max_seq_len < 1)
         return zc_err_set(err, ZC_EINVAL,
@@ -466,6 +532,13 @@ zc_status gpt2_check(const gpt2_config *c, int B, int T, bool activation_checkpo
                           "gpt2: --micro-batch %d × --seq-len %d = %lld tokens "
                           "per micro-batch: at most %d (the products' rows are an int)",
                           B, T, (long long)B * T, INT_MAX);
+    if (c->lora.r != 0 && (st = lora_check(&c->lora, err)))
+        return st;
+    if (c->lora.r > 0 && gpt2_num_units(c) > ZC_MAX_UNITS)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: %d blocks with LoRA make %d units (a unit of adapters per block); "
+                          "zeroc holds at most %d",
+                          family_name(c), c->num_layers, gpt2_num_units(c), ZC_MAX_UNITS);
     if (c->tile_params > 0 && gpt2_num_units(c) > ZC_MAX_UNITS) {
         int rows, nt = gpt2_vocab_tiles(c, &rows);
         return zc_err_set(err, ZC_EINVAL,
@@ -526,6 +599,41 @@ static void rope_tables(const gpt2_config *c, int T, float *cosv, float *sinv)
             sinv[(size_t)t * half + i] = (float)sin(t * f);
         }
     }
+}
+
+/* LoRA: block l's adapters as unit "h.<l>.lora", after every unit of the base (whose parameter
+ * numbers, and so initial values, stay those of the model without adapters), and the base
+ * frozen. A as PEFT draws it (kaiming_uniform with a = √5: U(±1/√in)), B zero. */
+static zc_status register_lora(gpt2_model *m, zc_err *err)
+{
+    const gpt2_config *c = &m->cfg;
+    const int L = c->num_layers, end = zc_engine_num_units(m->e), first = end - base_units(c);
+    const lora_dims ld = lora_dims_of(c);
+    m->nslots = lora_slots(&c->lora, &ld, m->slots);
+    m->u_lora = malloc((size_t)L * sizeof *m->u_lora);
+    m->p_lora = malloc((size_t)L * (size_t)m->nslots * 2 * sizeof *m->p_lora);
+    if (!m->u_lora || !m->p_lora)
+        return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory");
+    const int64_t r = c->lora.r;
+    for (int l = 0; l < L; l++) {
+        char name[ZC_MAX_NAME];
+        snprintf(name, sizeof name, "h.%d.lora", l);
+        m->u_lora[l] = zc_engine_add_unit(m->e, name);
+        for (int k = 0; k < m->nslots; k++) {
+            const lora_slot *sl = &m->slots[k];
+            const char *t = lora_target_name(sl->target);
+            int *p = &m->p_lora[((size_t)l * m->nslots + k) * 2];
+            snprintf(name, sizeof name, "h.%d.lora.%s.A", l, t);
+            p[0] = zc_engine_add_param(m->e, m->u_lora[l], name, 2, (int64_t[]){r, sl->in},
+                                       (zc_init){ZC_INIT_UNIFORM, (float)(1.0 / sqrt(sl->in))});
+            snprintf(name, sizeof name, "h.%d.lora.%s.B", l, t);
+            p[1] = zc_engine_add_param(m->e, m->u_lora[l], name, 2, (int64_t[]){sl->out_n, r},
+                                       (zc_init){ZC_INIT_CONST, 0.0f});
+        }
+    }
+    for (int u = first < 0 ? 0 : first; u < end; u++) /* a refusal: finalize reports it */
+        zc_engine_freeze_unit(m->e, u);
+    return ZC_OK;
 }
 
 zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_config *cfg, int B,
@@ -646,6 +754,10 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
         AS(v->param, (int64_t)v->row0 * C);
     }
 #undef AS
+    if (cfg->lora.r > 0 && (st = register_lora(m, err))) {
+        gpt2_destroy(m);
+        return st;
+    }
     /* how the products use each unit, for the memory estimate */
     const int nunits = gpt2_num_units(cfg), first = zc_engine_num_units(e) - nunits;
     size_t *vec = malloc((size_t)nunits * sizeof *vec);
@@ -694,6 +806,15 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
         *tops[i] = p;
         p += top[i];
     }
+    if (cfg->lora.r > 0) { /* the adapters' kept products, dU, the dropped input */
+        const lora_dims ld = lora_dims_of(cfg);
+        const int64_t BT = (int64_t)B * T, sets = activation_checkpointing ? 1 : L;
+        m->lora_u = p;
+        p += lora_block_act_floats(&cfg->lora, &ld, BT) * sets;
+        m->lora_du = p;
+        m->lora_scratch = cfg->lora.dropout > 0 ? p + BT * cfg->lora.r : NULL;
+        p += lora_scratch_floats(&cfg->lora, &ld, BT);
+    }
     m->gemm =
         (gpt2_gemm){.type = compute, .ws_bytes = (size_t)gemm_workspace(cfg, B, T, compute, &ovf)};
     m->gemm.ws = m->gemm.ws_bytes ? p : NULL;
@@ -719,6 +840,8 @@ void gpt2_destroy(gpt2_model *m)
     free(m->act);
     free(m->emb_tiles);
     free(m->head_tiles);
+    free(m->u_lora);
+    free(m->p_lora);
     free(m);
 }
 
@@ -800,6 +923,55 @@ static void norm_backward(const gpt2_model *m, float *dinp, float *dw, float *db
         gpt2_layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
 }
 
+/* LoRA: what slot k of block l kept for the backward (BT × r). */
+static float *lora_kept(gpt2_model *m, int l, int k)
+{
+    const size_t set = m->checkpointing ? 0 : (size_t)l, BT = (size_t)m->B * (size_t)m->T;
+    return m->lora_u + (set * (size_t)m->nslots + (size_t)k) * BT * (size_t)m->cfg.lora.r;
+}
+/* The dropout masks' stream of slot k of block l in this training forward. */
+static uint64_t lora_stream(const gpt2_model *m, int l, int k)
+{
+    return (m->passes * (uint64_t)m->cfg.num_layers + (uint64_t)l) * LORA_NTARGETS +
+           (uint64_t)m->slots[k].target;
+}
+static int lora_param(const gpt2_model *m, int l, int k, int which)
+{
+    return m->p_lora[((size_t)l * m->nslots + k) * 2 + which];
+}
+
+/* LoRA: the adapters of product p of block l (acquired with it) add to its output y (ld_y
+ * columns) from its input x. */
+static void lora_block_forward(gpt2_model *m, int l, lora_product p, const float *x, float *y,
+                               int ld_y)
+{
+    for (int k = 0; k < m->nslots; k++)
+        if (m->slots[k].product == p)
+            lora_forward(&m->cfg.lora, &m->slots[k], m->B * m->T, x,
+                         zc_engine_param(m->e, lora_param(m, l, k, 0)),
+                         zc_engine_param(m->e, lora_param(m, l, k, 1)), lora_kept(m, l, k), y, ld_y,
+                         m->training, lora_stream(m, l, k), m->lora_scratch);
+}
+
+/* Their backward from dy, adding to dx and to the adapters' gradients. */
+static zc_status lora_block_backward(gpt2_model *m, int l, lora_product p, const float *x,
+                                     const float *dy, int ld_y, float *dx, zc_err *err)
+{
+    for (int k = 0; k < m->nslots; k++) {
+        if (m->slots[k].product != p)
+            continue;
+        const int pa = lora_param(m, l, k, 0), pb = lora_param(m, l, k, 1);
+        float *dA = zc_engine_grad(m->e, pa), *dB = zc_engine_grad(m->e, pb);
+        if (!dA || !dB)
+            return zc_err_set(err, ZC_ENOMEM, "%s: out of memory for the LoRA gradients of h.%d",
+                              family_name(&m->cfg), l);
+        lora_backward(&m->cfg.lora, &m->slots[k], m->B * m->T, x, zc_engine_param(m->e, pa),
+                      zc_engine_param(m->e, pb), lora_kept(m, l, k), dy, ld_y, dx, dA, dB,
+                      m->training, lora_stream(m, l, k), m->lora_du, m->lora_scratch);
+    }
+    return ZC_OK;
+}
+
 /* Block l's forward from its input; the unit must be acquired. */
 static void block_forward(gpt2_model *m, int l)
 {
@@ -811,23 +983,27 @@ static void block_forward(gpt2_model *m, int l)
                  W(m, l, P_LN1B), BT);
     gpt2_matmul_forward(A(m, l, A_QKV), A(m, l, A_LN1), BMAT(m, l, P_QKVW), W(m, l, P_QKVB), BT, C,
                         Wd, &m->gemm);
+    lora_block_forward(m, l, LORA_QKV, A(m, l, A_LN1), A(m, l, A_QKV), Wd);
     if (m->rope_cos) /* q and k heads turn; v's do not */
         gpt2_rope_forward(A(m, l, A_QKV), m->rope_cos, m->rope_sin, B, T, Wd, NH + KV, hd);
     gpt2_attention_gqa_forward(A(m, l, A_ATTY), A(m, l, A_PREATT), A(m, l, A_ATT), A(m, l, A_QKV),
                                B, T, NH, KV, hd, &m->gemm);
     gpt2_matmul_forward(A(m, l, A_ATTPROJ), A(m, l, A_ATTY), BMAT(m, l, P_ATTPROJW),
                         W(m, l, P_ATTPROJB), BT, QD, C, &m->gemm);
+    lora_block_forward(m, l, LORA_ATTPROJ, A(m, l, A_ATTY), A(m, l, A_ATTPROJ), C);
     gpt2_residual_forward(A(m, l, A_RES2), res, A(m, l, A_ATTPROJ), (size_t)BT * C);
     norm_forward(m, A(m, l, A_LN2), A(m, l, A_LN2_MEAN), A(m, l, A_LN2_RSTD), A(m, l, A_RES2),
                  W(m, l, P_LN2W), W(m, l, P_LN2B), BT);
     gpt2_matmul_forward(A(m, l, A_FCH), A(m, l, A_LN2), BMAT(m, l, P_FCW), W(m, l, P_FCB), BT, C, F,
                         &m->gemm);
+    lora_block_forward(m, l, LORA_FC, A(m, l, A_LN2), A(m, l, A_FCH), F);
     if (m->cfg.mlp == GPT2_MLP_SWIGLU)
         gpt2_swiglu_forward(A(m, l, A_FCH_GELU), A(m, l, A_FCH), BT, I);
     else
         gpt2_gelu_forward(A(m, l, A_FCH_GELU), A(m, l, A_FCH), (size_t)BT * I);
     gpt2_matmul_forward(A(m, l, A_FCPROJ), A(m, l, A_FCH_GELU), BMAT(m, l, P_FCPROJW),
                         W(m, l, P_FCPROJB), BT, I, C, &m->gemm);
+    lora_block_forward(m, l, LORA_FCPROJ, A(m, l, A_FCH_GELU), A(m, l, A_FCPROJ), C);
     gpt2_residual_forward(A(m, l, A_RES3), A(m, l, A_RES2), A(m, l, A_FCPROJ), (size_t)BT * C);
 }
 
@@ -877,9 +1053,11 @@ static zc_status head_backward(gpt2_model *m, int k, zc_err *err)
     bool fresh = false;
     const float *w = mat32(m, v->param);
     const uint16_t *w16 = mat16(m, v->param);
-    uint16_t *dh16 = m->gemm.type == ZC_GEMM_BF16 && w16 ? zc_engine_grad16(m->e, v->param) : NULL;
-    float *dh = dh16 ? NULL : zc_engine_grad_fresh(m->e, v->param, &fresh);
-    if (!dh16 && !dh)
+    const bool frozen = m->cfg.lora.r > 0; /* dlnf only */
+    uint16_t *dh16 =
+        !frozen && m->gemm.type == ZC_GEMM_BF16 && w16 ? zc_engine_grad16(m->e, v->param) : NULL;
+    float *dh = dh16 || frozen ? NULL : zc_engine_grad_fresh(m->e, v->param, &fresh);
+    if (!frozen && !dh16 && !dh)
         return zc_err_set(err, ZC_ENOMEM, "%s: out of memory for the lm_head gradient",
                           family_name(&m->cfg));
     for (int r = (v->rows - 1) / blk * blk; r >= 0; r -= blk) {
@@ -920,10 +1098,12 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
             return st;
     }
     for (int l = 0; l < L; l++) {
-        if ((st = zc_engine_acquire(m->e, m->u_block[l], err)))
+        if ((st = zc_engine_acquire(m->e, m->u_block[l], err)) ||
+            (m->u_lora && (st = zc_engine_acquire(m->e, m->u_lora[l], err))))
             return st;
         block_forward(m, l);
-        if ((st = zc_engine_release(m->e, m->u_block[l], err)))
+        if ((m->u_lora && (st = zc_engine_release(m->e, m->u_lora[l], err))) ||
+            (st = zc_engine_release(m->e, m->u_block[l], err)))
             return st;
     }
     if ((st = zc_engine_acquire(m->e, m->u_lnf, err)))
@@ -963,6 +1143,7 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
 zc_status gpt2_forward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
                        zc_err *err)
 {
+    m->training = false; /* evaluation: no dropout */
     zc_status st = forward(m, inputs, targets, loss, err);
     return st ? st : zc_engine_end_pass(m->e, err); /* no backward follows */
 }
@@ -1058,13 +1239,19 @@ static bool G(gpt2_model *m, int l, int k, float **g, uint16_t **g16, bool *fres
     *fresh = false;
     *g16 = NULL;
     *g = NULL;
-    if (param < 0) /* not in this architecture */
+    if (param < 0 || m->cfg.lora.r > 0) /* not in this architecture, or frozen */
         return true;
     if (k != P_QKVW && k != P_ATTPROJW && k != P_FCW && k != P_FCPROJW)
         return (*g = zc_engine_grad(m->e, param)) != NULL;
     if (m->gemm.type == ZC_GEMM_BF16 && mat16(m, param) && (*g16 = zc_engine_grad16(m->e, param)))
         return true;
     return (*g = zc_engine_grad_fresh(m->e, param, fresh)) != NULL;
+}
+
+/* Hands back a base unit's gradients: none when the base is frozen (LoRA). */
+static zc_status base_grads_ready(gpt2_model *m, int unit, zc_err *err)
+{
+    return m->cfg.lora.r > 0 ? ZC_OK : zc_engine_grads_ready(m->e, unit, err);
 }
 
 /* The gradient of the embedding rows [row0, row0 + rows) (param: the table or its tile) from
@@ -1113,24 +1300,35 @@ static zc_status block_backward(gpt2_model *m, int l, const float *dres_out, flo
     gpt2_matmul_backward(d[D_FCH_GELU], g[P_FCPROJW], g16[P_FCPROJW], g[P_FCPROJB], d[D_FCPROJ],
                          A(m, l, A_FCH_GELU), BMAT(m, l, P_FCPROJW), BT, I, C, fresh[P_FCPROJW],
                          &m->gemm);
+    zc_status st = lora_block_backward(m, l, LORA_FCPROJ, A(m, l, A_FCH_GELU), d[D_FCPROJ], C,
+                                       d[D_FCH_GELU], err);
+    if (st)
+        return st;
     if (m->cfg.mlp == GPT2_MLP_SWIGLU)
         gpt2_swiglu_backward(d[D_FCH], A(m, l, A_FCH), d[D_FCH_GELU], BT, I);
     else
         gpt2_gelu_backward(d[D_FCH], A(m, l, A_FCH), d[D_FCH_GELU], (size_t)BT * I);
     gpt2_matmul_backward(d[D_LN2], g[P_FCW], g16[P_FCW], g[P_FCB], d[D_FCH], A(m, l, A_LN2),
                          BMAT(m, l, P_FCW), BT, C, F, fresh[P_FCW], &m->gemm);
+    if ((st = lora_block_backward(m, l, LORA_FC, A(m, l, A_LN2), d[D_FCH], F, d[D_LN2], err)))
+        return st;
     norm_backward(m, d[D_RES2], g[P_LN2W], g[P_LN2B], d[D_LN2], A(m, l, A_RES2), W(m, l, P_LN2W),
                   A(m, l, A_LN2_MEAN), A(m, l, A_LN2_RSTD), BT);
     gpt2_residual_backward(dres_in, d[D_ATTPROJ], d[D_RES2], (size_t)BT * C);
     gpt2_matmul_backward(d[D_ATTY], g[P_ATTPROJW], g16[P_ATTPROJW], g[P_ATTPROJB], d[D_ATTPROJ],
                          A(m, l, A_ATTY), BMAT(m, l, P_ATTPROJW), BT, QD, C, fresh[P_ATTPROJW],
                          &m->gemm);
+    if ((st = lora_block_backward(m, l, LORA_ATTPROJ, A(m, l, A_ATTY), d[D_ATTPROJ], C, d[D_ATTY],
+                                  err)))
+        return st;
     gpt2_attention_gqa_backward(d[D_QKV], d[D_PREATT], d[D_ATT], d[D_ATTY], A(m, l, A_QKV),
                                 A(m, l, A_ATT), B, T, NH, KV, hd, &m->gemm);
     if (m->rope_cos) /* back through the rotation: the gradient of the unrotated q and k */
         gpt2_rope_backward(d[D_QKV], m->rope_cos, m->rope_sin, B, T, Wd, NH + KV, hd);
     gpt2_matmul_backward(d[D_LN1], g[P_QKVW], g16[P_QKVW], g[P_QKVB], d[D_QKV], A(m, l, A_LN1),
                          BMAT(m, l, P_QKVW), BT, C, Wd, fresh[P_QKVW], &m->gemm);
+    if ((st = lora_block_backward(m, l, LORA_QKV, A(m, l, A_LN1), d[D_QKV], Wd, d[D_LN1], err)))
+        return st;
     norm_backward(m, dres_in, g[P_LN1W], g[P_LN1B], d[D_LN1], res, W(m, l, P_LN1W),
                   A(m, l, A_LN1_MEAN), A(m, l, A_LN1_RSTD), BT);
     return ZC_OK;
@@ -1139,13 +1337,15 @@ static zc_status block_backward(gpt2_model *m, int l, const float *dres_out, flo
 zc_status gpt2_train_forward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
                              zc_err *err)
 {
+    m->training = true;
+    m->passes++; /* a new dropout mask (the backward's recompute takes this one again) */
     return forward(m, inputs, targets, loss, err);
 }
 
 zc_status gpt2_forward_backward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
                                 zc_err *err)
 {
-    zc_status st = forward(m, inputs, targets, loss, err);
+    zc_status st = gpt2_train_forward(m, inputs, targets, loss, err);
     return st ? st : gpt2_backward(m, inputs, targets, err);
 }
 
@@ -1162,14 +1362,15 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
     gpt2_softmax_crossentropy_backward(dlogits, m->losses, m->probs, targets, BT, V, Vp);
     memset(m->dlnf, 0, (size_t)BT * C * sizeof(float));
     float *dwte = NULL, *dwpe = NULL;
+    const bool frozen = m->cfg.lora.r > 0; /* LoRA: the base takes no gradient */
     if (!m->cfg.untied) { /* the tied head: the product writes all of dwte first, the encoder
                            * adds later */
         if ((st = zc_engine_acquire(m->e, m->u_emb, err)))
             return st;
-        bool dwte_fresh;
-        dwte = zc_engine_grad_fresh(m->e, m->p_wte, &dwte_fresh);
-        dwpe = m->p_wpe < 0 ? NULL : zc_engine_grad(m->e, m->p_wpe);
-        if (!dwte || (m->p_wpe >= 0 && !dwpe))
+        bool dwte_fresh = false;
+        dwte = frozen ? NULL : zc_engine_grad_fresh(m->e, m->p_wte, &dwte_fresh);
+        dwpe = m->p_wpe < 0 || frozen ? NULL : zc_engine_grad(m->e, m->p_wpe);
+        if (!frozen && (!dwte || (m->p_wpe >= 0 && !dwpe)))
             return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the embedding gradients");
         gpt2_matmul_backward(m->dlnf, dwte, NULL, NULL, dlogits, m->lnf, MAT(m, m->p_wte), BT, C,
                              Vp, dwte_fresh, &m->gemm);
@@ -1181,7 +1382,7 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
     for (int k = m->ntiles - 1; m->ntiles > 1 && k >= 0; k--) {
         const int u = m->head_tiles[k].unit;
         if ((st = zc_engine_acquire(m->e, u, err)) || (st = head_backward(m, k, err)) ||
-            (st = zc_engine_grads_ready(m->e, u, err)) || (st = zc_engine_release(m->e, u, err)))
+            (st = base_grads_ready(m, u, err)) || (st = zc_engine_release(m->e, u, err)))
             return st;
     }
     float *dres = m->dres[0];
@@ -1190,31 +1391,41 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
         return st;
     if (m->cfg.untied && m->ntiles == 1 && (st = head_backward(m, 0, err)))
         return st;
-    float *dlnfw = zc_engine_grad(m->e, m->p_lnfw),
-          *dlnfb = m->p_lnfb < 0 ? NULL : zc_engine_grad(m->e, m->p_lnfb);
-    if (!dlnfw || (m->p_lnfb >= 0 && !dlnfb))
+    float *dlnfw = frozen ? NULL : zc_engine_grad(m->e, m->p_lnfw),
+          *dlnfb = m->p_lnfb < 0 || frozen ? NULL : zc_engine_grad(m->e, m->p_lnfb);
+    if (!frozen && (!dlnfw || (m->p_lnfb >= 0 && !dlnfb)))
         return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the ln_f gradients");
     norm_backward(m, dres, dlnfw, dlnfb, m->dlnf, A(m, L - 1, A_RES3), P(m, m->p_lnfw), m->lnf_mean,
                   m->lnf_rstd, BT);
-    if ((st = zc_engine_grads_ready(m->e, m->u_lnf, err)) ||
-        (st = zc_engine_release(m->e, m->u_lnf, err)))
+    if ((st = base_grads_ready(m, m->u_lnf, err)) || (st = zc_engine_release(m->e, m->u_lnf, err)))
         return st;
     /* Blocks, last to first. */
     for (int l = L - 1; l >= 0; l--) {
         float *dres_in = m->dres[(L - l) & 1];
         memset(dres_in, 0, (size_t)BT * C * sizeof(float));
-        if ((st = zc_engine_acquire(m->e, m->u_block[l], err)))
+        if ((st = zc_engine_acquire(m->e, m->u_block[l], err)) ||
+            (m->u_lora && (st = zc_engine_acquire(m->e, m->u_lora[l], err))))
             return st;
         if (m->checkpointing)
             block_forward(m, l); /* recompute from the kept input */
         if ((st = block_backward(m, l, dres, dres_in, err)) ||
-            (st = zc_engine_grads_ready(m->e, m->u_block[l], err)) ||
+            (st = base_grads_ready(m, m->u_block[l], err)) ||
+            (m->u_lora && ((st = zc_engine_grads_ready(m->e, m->u_lora[l], err)) ||
+                           (st = zc_engine_release(m->e, m->u_lora[l], err)))) ||
             (st = zc_engine_release(m->e, m->u_block[l], err)))
             return st;
         dres = dres_in;
     }
     /* Embeddings: the last use of wte's gradient (untied: gathered again, as every unit is for
-     * the backward at stage 3; tiled, tile by tile, last to first). */
+     * the backward at stage 3; tiled, tile by tile, last to first). Frozen (LoRA), nothing to
+     * compute: an untied unit is still gathered, as the memory and traffic formulas count. */
+    if (frozen) {
+        for (int k = m->ntiles - 1; m->cfg.untied && k >= 0; k--)
+            if ((st = zc_engine_acquire(m->e, m->emb_tiles[k].unit, err)) ||
+                (st = zc_engine_release(m->e, m->emb_tiles[k].unit, err)))
+                return st;
+        return ZC_OK;
+    }
     for (int k = m->ntiles - 1; m->ntiles > 1 && k >= 0; k--) {
         const struct vocab_tile *v = &m->emb_tiles[k];
         if ((st = zc_engine_acquire(m->e, v->unit, err)))
@@ -1315,6 +1526,8 @@ zc_status gpt2_load_llmc(gpt2_model *m, const char *path, zc_err *err)
     if (!buf)
         return zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", path);
     for (int p = 0; p < zc_engine_num_params(m->e) && !st; p++) {
+        if (lora_is_param(zc_engine_param_info(m->e, p)->name)) /* adapters: as initialised */
+            continue;
         int tensor, layer;
         llmc_place(m, p, &tensor, &layer);
         size_t first, n, numel = zc_engine_param_info(m->e, p)->numel;

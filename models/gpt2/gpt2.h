@@ -26,6 +26,7 @@
 #include <stdbool.h>
 
 #include "models/gpt2/gpt2_layers.h"
+#include "models/gpt2/lora.h"
 #include "zeroc/engine.h"
 #include "zeroc/gemm.h"
 
@@ -59,6 +60,10 @@ typedef struct {
      * memory and its disk reads are bounded by a tile, not the vocabulary. 0: the size of one
      * block unit (h.<l>), so no unit is larger than a block; −1: never. */
     int64_t tile_params;
+    /* LoRA (lora.r > 0): adapters on the products lora.targets names; every unit above is
+     * frozen (zc_engine_freeze_unit) and one unit "h.<l>.lora" per block, registered after all
+     * of them, holds block l's adapters ("h.<l>.lora.<module>.A" r × in, ".B" out × r) */
+    gpt2_lora lora;
 } gpt2_config;
 
 /* The resolved dimensions of cfg: key/value heads, head width, the MLP's width. */
@@ -75,6 +80,8 @@ int gpt2_vocab_tiles(const gpt2_config *cfg, int *rows);
 /* The units gpt2_create registers: the embeddings (or their tiles), the blocks, ln_f, the head's
  * tiles. */
 int gpt2_num_units(const gpt2_config *cfg);
+/* Which of those units are frozen (LoRA's base: all but the adapters' units). */
+void gpt2_unit_frozen(const gpt2_config *cfg, bool *frozen);
 /* Whether cfg is GPT-2 itself (every later field at its zero value): llm.c's files hold only it. */
 bool gpt2_is_plain(const gpt2_config *cfg);
 

@@ -303,9 +303,11 @@ void gpt2_matmul_backward_ld(float *restrict dinp, float *restrict dweight, uint
         else
             for (int n = 0; n < N; n++)
                 zc_f32_to_bf16(dout + (size_t)n * ldd, dout16 + (size_t)n * OC, (size_t)OC);
-        zc_f32_to_bf16(inp, inp16, (size_t)N * (size_t)C);
         zc_gemm_bf16_ab16(false, false, N, C, OC, 1.0f, dout16, OC, weight16, C, 1.0f, dinp, C, ws,
                           ws_bytes);
+        if (!dweight && !dweight16) /* a frozen weight (LoRA's base): no gradient */
+            return;
+        zc_f32_to_bf16(inp, inp16, (size_t)N * (size_t)C);
         if (dweight16)
             zc_gemm_bf16_ab16_c16(true, false, OC, C, N, 1.0f, dout16, OC, inp16, C, dweight16, C,
                                   ws, ws_bytes);
@@ -317,6 +319,8 @@ void gpt2_matmul_backward_ld(float *restrict dinp, float *restrict dweight, uint
     ZC_ASSERT(!dweight16);
     /* dinp (N,C) += dout (N,OC) · weight (OC,C) */
     product(g, false, false, N, C, OC, dout, ldd, weight, NULL, C, 1.0f, dinp, C);
+    if (!dweight) /* frozen */
+        return;
     /* dweight (OC,C) (+)= doutᵀ (OC,N) · inp (N,C) */
     product(g, true, false, OC, C, N, dout, ldd, inp, NULL, C, dw_beta, dweight, C);
 }

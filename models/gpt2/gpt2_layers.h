@@ -81,8 +81,8 @@ void gpt2_layernorm_forward(float *restrict out,          // (N,C)
                             const float *restrict bias,   // (C)
                             int N, int C);
 void gpt2_layernorm_backward(float *restrict dinp,         // (N,C) accumulated
-                             float *restrict dweight,      // (C) accumulated
-                             float *restrict dbias,        // (C) accumulated
+                             float *restrict dweight,      // (C) accumulated, NULL: frozen
+                             float *restrict dbias,        // (C) accumulated (with dweight)
                              const float *restrict dout,   // (N,C)
                              const float *restrict inp,    // (N,C)
                              const float *restrict weight, // (C)
@@ -124,7 +124,8 @@ void gpt2_matmul_backward_ld(float *restrict dinp, float *restrict dweight, uint
                              int OC, bool dweight_fresh, const gpt2_gemm *g);
 
 /* dweight is accumulated into, or overwritten when dweight_fresh (its buffer then need not hold
- * anything: zc_engine_grad_fresh). In bf16 (weight16 given) the gradient may instead be written
+ * anything: zc_engine_grad_fresh); dweight and dweight16 both NULL: a frozen weight, whose
+ * gradient is not computed. In bf16 (weight16 given) the gradient may instead be written
  * as bf16 bits, overwritten, into dweight16 (zc_engine_grad16; dweight is then unused). */
 void gpt2_matmul_backward(float *restrict dinp,         // (N,C) accumulated
                           float *restrict dweight,      // (OC,C) accumulated or overwritten
@@ -212,7 +213,7 @@ void gpt2_rmsnorm_forward(float *restrict out,          // (N,C)
                           const float *restrict weight, // (C)
                           int N, int C, float eps);
 void gpt2_rmsnorm_backward(float *restrict dinp,         // (N,C) accumulated
-                           float *restrict dweight,      // (C) accumulated
+                           float *restrict dweight,      // (C) accumulated, NULL: frozen
                            const float *restrict dout,   // (N,C)
                            const float *restrict inp,    // (N,C)
                            const float *restrict weight, // (C)

@@ -589,8 +589,9 @@ zc_status hf_decoder_load(zc_engine *e, const char *dir, const gpt2_config *cfg,
     if (!(st = check_names(&s, e, cfg, err)))
         for (int i = 0; !st && i < s.n; i++)
             st = zc_safetensors_check_layout(s.files[i].path, err);
-    for (int q = 0; !st && q < zc_engine_num_params(e); q++)
-        st = load_param(&s, e, cfg, q, err);
+    for (int q = 0; !st && q < zc_engine_num_params(e); q++) /* adapters: as initialised */
+        if (!lora_is_param(zc_engine_param_info(e, q)->name))
+            st = load_param(&s, e, cfg, q, err);
     set_close(&s);
     return st;
 }

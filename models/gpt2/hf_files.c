@@ -510,8 +510,9 @@ zc_status hf_load(zc_engine *e, const char *path, const gpt2_config *cfg, zc_err
         return st;
     if (!(st = check_names(&f, e, err)) && !(st = zc_safetensors_check_layout(f.path, err)))
         st = check_tied(&f, err);
-    for (int q = 0; !st && q < zc_engine_num_params(e); q++)
-        st = load_param(&f, e, q, cfg->vocab_size, err);
+    for (int q = 0; !st && q < zc_engine_num_params(e); q++) /* adapters: as initialised */
+        if (!lora_is_param(zc_engine_param_info(e, q)->name))
+            st = load_param(&f, e, q, cfg->vocab_size, err);
     hf_st_close(&f);
     return st;
 }

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""test_lora.py — LoRA fine-tuning (`zeroc train --lora-r R` / `--lora-init ADAPTER`): the frozen
+base and the trained adapters held to an independent float64 reference, exact across stages, in
+memory equal to the formula, and in PEFT's files out and back in (python3 stdlib only; prints
+"N passed, N failed").
+
+Usage: test_lora.py ZEROC_BINARY MPIRUN_SH [test-name ...]
+
+The reference is tests/lora_reference.py (float64 PyTorch over tests/llama_reference.py's decoder,
+no zeroc code): tests/fixtures/lora_tiny is a PEFT adapter (r 4, lora_alpha 8, all seven linear
+modules, B non-zero) over tests/fixtures/llama_tiny, and tests/fixtures/lora_reference.json the 5
+AdamW steps' losses of the adapters alone. Every step's loss must be within its relative tolerance
+(1e-5) on 1 rank and on 2, at every stage, and the stages must end on the same weights, bit for
+bit."""
+import json
+import os
+import struct
+import sys
+
+from harness import Harness, read_safetensors
+
+H_ = Harness(sys.argv[1], sys.argv[2])
+check = H_.check
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+with open(os.path.join(FIXTURES, "lora_reference.json")) as _f:
+    REF = json.load(_f)
+BASE = os.path.join(FIXTURES, REF["base"])
+ADAPTER = os.path.join(FIXTURES, REF["adapter"])
+TOKENS = os.path.join(FIXTURES, REF["tokens"])
+TOL = REF["tolerance"]["loss_rel"]
+with open(os.path.join(BASE, "config.json")) as _f:
+    CFG = json.load(_f)
+
+
+def run_args(n, **over):
+    """The reference's flags for n ranks, the token file's path made absolute, with flags
+    replaced (steps=1 sets --steps 1)."""
+    run = [r for r in REF["runs"] if r["ranks"] == n][0]
+    args = [TOKENS if a == REF["tokens"] else a for a in run["args"]]
+    for k, v in over.items():
+        args[args.index("--" + k) + 1] = str(v)
+    return args
+
+
+def unit_numels(r, modules):
+    """llama_tiny's units as zeroc registers them with LoRA: embeddings, the blocks, ln_f (with
+    the untied head), then one unit of adapters per block."""
+    C, I, L = CFG["hidden_size"], CFG["intermediate_size"], CFG["num_hidden_layers"]
+    nh, nkv = CFG["num_attention_heads"], CFG["num_key_value_heads"]
+    hd = CFG.get("head_dim") or C // nh
+    V = (CFG["vocab_size"] + 127) // 128 * 128
+    q, kv = nh * hd, nkv * hd
+    block = 2 * C + (q + 2 * kv) * C + C * q + 2 * I * C + C * I
+    shapes = {"q_proj": (C, q), "k_proj": (C, kv), "v_proj": (C, kv), "o_proj": (q, C),
+              "gate_proj": (C, I), "up_proj": (C, I), "down_proj": (I, C)}
+    lora = sum(r * (shapes[m][0] + shapes[m][1]) for m in modules)
+    base = [V * C] + [block] * L + [C + V * C]
+    return base, [lora] * L
+
+
+def expected_states(n, stage, base, lora, pbytes=4):
+    """(params, grads, optimizer) bytes per rank: every unit's parameters, the adapters' gradients
+    and AdamW state (with an fp32 master in bf16) only."""
+    def shard(u):
+        return -(-u // n)
+    params = sum(pbytes * (shard(u) if stage == 3 else shard(u) * n) for u in base + lora)
+    grads = sum(pbytes * (shard(u) if stage >= 2 else shard(u) * n) for u in lora)
+    opt = sum((8 + (4 if pbytes == 2 else 0)) * (shard(u) if stage >= 1 else shard(u) * n)
+              for u in lora)
+    return params, grads, opt
+
+
+def check_losses(what, rep):
+    got, want = rep.get("loss") or [], REF["loss"]
+    bad = [(i + 1, g, w) for i, (g, w) in enumerate(zip(got, want)) if not abs(g - w) <= TOL * abs(w)]
+    check(len(got) == len(want) and not bad,
+          f"{what}: losses (step, zeroc, reference) beyond {TOL:g} relative: {bad or got}")
+    gn = rep.get("grad_norm") or []
+    bad = [(i + 1, g, w) for i, (g, w) in enumerate(zip(gn, REF["grad_norm"]))
+           if not (g is not None and abs(g - w) <= 1e-4 * abs(w))]
+    check(len(gn) == len(REF["grad_norm"]) and not bad, f"{what}: grad_norm beyond 1e-4: {bad or gn}")
+
+
+def test_lora_matches_reference():
+    """The PEFT adapter over llama_tiny: every (ranks, stage) follows the float64 reference, the
+    stages end on the same bits per number of ranks, the base is frozen (its gradients and
+    optimizer state absent from the ledger, which equals the formula to the byte)."""
+    base, lora = unit_numels(4, ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                 "down_proj"])
+    runs = H_.trim([(1, 0), (1, 3), (2, 0), (2, 1), (2, 2), (2, 3)], [(2, 0), (2, 3)])
+    reps = {}
+    for n, stage in runs:
+        name = f"lora-n{n}-s{stage}"
+        rep = reps[n, stage] = H_.run(n, "train", "--init", BASE, "--lora-init", ADAPTER,
+                                      *run_args(n), "--stage", stage, "--report",
+                                      H_.path(name + ".json")) and H_.report(name + ".json")
+        check_losses(name, rep)
+        check(rep["params"] == sum(base) + sum(lora),
+              f"{name}: {rep['params']} parameters, want {sum(base) + sum(lora)}")
+        want = expected_states(n, stage, base, lora)
+        for r in rep["memory"]["ranks"]:
+            got = (r["params"], r["grads"], r["optimizer"])
+            check(got == want, f"{name}: rank memory (params, grads, optimizer) {got} != {want}")
+    for n in sorted({n for n, _ in runs}):
+        shas = {s: reps[m, s]["weights_sha256"] for m, s in reps if m == n}
+        check(len(set(shas.values())) == 1, f"LoRA on {n} rank(s): stages disagree {shas}")
+
+
+def test_lora_bf16_offload_bitwise():
+    """bf16 LoRA (fresh adapters: A drawn, B zero) on 2 ranks: stages 0-3 and stage 3 with the
+    base and the optimizer state offloaded to NVMe end on the same bits; step 1's loss is the
+    base model's own (B = 0 adds nothing), bit for bit."""
+    args = ["--init", BASE, *run_args(2), "--dtype", "bf16", "--lora-r", "8",
+            "--lora-targets", "q_proj,v_proj,down_proj"]
+    plain = H_.run(2, "train", "--init", BASE, *run_args(2, steps=1), "--dtype", "bf16",
+                   "--report", H_.path("bf16-full.json")) and H_.report("bf16-full.json")
+    shas = {}
+    for stage in H_.trim((0, 1, 2, 3), (0, 3)):
+        rep = H_.run(2, "train", *args, "--stage", stage, "--report",
+                     H_.path(f"bf16-s{stage}.json")) and H_.report(f"bf16-s{stage}.json")
+        shas[stage] = rep["weights_sha256"]
+        check(rep["loss"][0] == plain["loss"][0],
+              f"bf16 stage {stage}: step 1 loss {rep['loss'][0]!r} != the base's "
+              f"{plain['loss'][0]!r}")
+        check(rep["loss"][-1] != rep["loss"][0], f"bf16 stage {stage}: nothing trained")
+    swap = H_.path("swap")
+    os.makedirs(swap, exist_ok=True)
+    conf = H_.path("offload.json")
+    with open(conf, "w") as f:
+        json.dump({"zero_optimization": {
+            "stage": 3,
+            "offload_optimizer": {"device": "nvme", "nvme_path": swap},
+            "offload_param": {"device": "nvme", "nvme_path": swap, "max_in_cpu": 0}},
+            "bf16": {"enabled": True}}, f)
+    rep = H_.run(2, "train", *args, "--config", conf, "--report",
+                 H_.path("bf16-offload.json")) and H_.report("bf16-offload.json")
+    shas["3 offload"] = rep["weights_sha256"]
+    check(len(set(shas.values())) == 1, f"bf16 LoRA: stages disagree {shas}")
+
+
+def test_peft_round_trip():
+    """A LoRA run's checkpoint exported as a PEFT adapter holds zeroc's adapter values under PEFT's
+    names; read back with --lora-init (learning rate 0) it gives the run's weights bit for bit;
+    its adapter_config.json says r, lora_alpha and target_modules; the base-model formats refuse
+    to drop the adapters."""
+    sv, ad = H_.path("rt-save"), H_.path("rt-adapter")
+    H_.run(1, "train", "--init", BASE, *run_args(1), "--lora-r", "4", "--lora-alpha", "16",
+           "--lora-targets", "all-linear", "--save-dir", sv, "--save-every", "5", "--report",
+           H_.path("rt.json"))
+    rep = H_.report("rt.json")
+    H_.run(1, "ckpt", "export", sv, "--format", "peft", "--out", ad)
+    conf = json.load(open(os.path.join(ad, "adapter_config.json")))
+    check(conf["r"] == 4 and conf["lora_alpha"] == 16 and conf["peft_type"] == "LORA" and
+          sorted(conf["target_modules"]) == sorted(["q_proj", "k_proj", "v_proj", "o_proj",
+                                                    "gate_proj", "up_proj", "down_proj"]),
+          f"adapter_config.json: {conf}")
+    mine = H_.path("rt-all.safetensors")
+    H_.run(1, "ckpt", "export", sv, "--out", mine)
+    ours, peft = read_safetensors(mine), read_safetensors(os.path.join(ad,
+                                                                       "adapter_model.safetensors"))
+    want = {}
+    for name, t in ours.items():
+        if ".lora." not in name:
+            continue
+        layer, module, which = name.split(".")[1], name.split(".")[3], name.split(".")[4]
+        sect = "self_attn" if module in ("q_proj", "k_proj", "v_proj", "o_proj") else "mlp"
+        want[f"base_model.model.model.layers.{layer}.{sect}.{module}.lora_{which}.weight"] = t
+    check(set(peft) == set(want) and len(want) == 2 * 7 * CFG["num_hidden_layers"],
+          f"PEFT tensors {sorted(peft)[:3]}... != {sorted(want)[:3]}...")
+    check(all(peft[k] == want[k] for k in want if k in peft), "PEFT tensors differ from zeroc's")
+    back = H_.run(1, "train", "--init", BASE, "--lora-init", ad, *run_args(1, lr=0, steps=1),
+                  "--report", H_.path("rt-back.json")) and H_.report("rt-back.json")
+    check(back["initial_weights_sha256"] == rep["weights_sha256"],
+          f"--lora-init of the export: weights {back['initial_weights_sha256']} != the run's "
+          f"{rep['weights_sha256']}")
+    for fmt in ("hf", "llmc"):
+        p = H_.run(1, "ckpt", "export", sv, "--format", fmt, "--out", H_.path("rt-" + fmt),
+                   ok=False)
+        check(p.returncode != 0 and "--format peft" in p.stderr,
+              f"export --format {fmt} of a LoRA run: rc {p.returncode} {p.stderr.strip()!r}")
+
+
+def write_adapter(d, config, tensors=None):
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "adapter_config.json"), "w") as f:
+        json.dump(config, f)
+    src = os.path.join(ADAPTER, "adapter_model.safetensors")
+    data = open(src, "rb").read()
+    if tensors:
+        data = tensors(data)
+    with open(os.path.join(d, "adapter_model.safetensors"), "wb") as f:
+        f.write(data)
+
+
+def test_lora_refused():
+    """Each bad LoRA input is refused before a step, naming the flag, key or tensor."""
+    good = json.load(open(os.path.join(ADAPTER, "adapter_config.json")))
+
+    def refused(what, want, *args):
+        p = H_.run(1, "train", *args, ok=False)
+        check(p.returncode != 0 and want in p.stderr and "step " not in p.stdout,
+              f"{what}: rc {p.returncode}, stderr {p.stderr.strip()[-300:]!r}")
+
+    base = ["--init", BASE, *run_args(1)]
+    refused("unknown module", "'qkv_proj' is not a linear layer", *base, "--lora-r", "4",
+            "--lora-targets", "q_proj,qkv_proj")
+    refused("GPT-2 name on Llama", "'c_attn'", *base, "--lora-r", "4", "--lora-targets", "c_attn")
+    refused("r 0 with alpha", "LoRA", *base, "--lora-r", "-1")
+    refused("dropout 1", "lora_dropout 1", *base, "--lora-r", "4", "--lora-dropout", "1")
+    refused("mlp model", "--lora-r is a gpt2 flag", "--model", "mlp", "--lora-r", "4")
+    refused("flags beside --lora-init", "drop --lora-r", *base, "--lora-init", ADAPTER,
+            "--lora-r", "4")
+    for key, value, want in (("use_dora", True, "use_dora"), ("bias", "all", "bias"),
+                             ("r", 0, "r must be"), ("target_modules", ["c_fc"], "'c_fc'"),
+                             ("rank_pattern", {"q_proj": 8}, "rank_pattern"),
+                             ("peft_type", "IA3", "peft_type")):
+        d = H_.path(f"bad-{key}")
+        write_adapter(d, {**good, key: value})
+        refused(f"adapter_config {key}", want, *base, "--lora-init", d)
+    d = H_.path("bad-r")  # r 8 in the config: every tensor's shape is wrong
+    write_adapter(d, {**good, "r": 8})
+    refused("tensor shapes", "expected [8,", *base, "--lora-init", d)
+    d = H_.path("bad-module")  # the file has o_proj's adapters, the config leaves o_proj out
+    write_adapter(d, {**good, "target_modules": ["q_proj", "k_proj", "v_proj", "gate_proj",
+                                                 "up_proj", "down_proj"]})
+    refused("tensor of a module not targeted", "o_proj.lora_A.weight' is not an adapter", *base,
+            "--lora-init", d)
+
+
+def test_gpt2_lora():
+    """GPT-2 with adapters on c_attn, c_proj and c_fc: stages 0 and 3 on 2 ranks end on the same
+    bits, with dropout (its masks keyed by step, block and module); PEFT's names are GPT-2's."""
+    data = H_.text_tokens()[0]
+    args = ["--model", "gpt2", "--layers", "2", "--channels", "32", "--heads", "4", "--vocab",
+            "256", "--seq-len", "16", "--data", data, "--steps", "4", "--micro-batch", "2",
+            "--lora-r", "2", "--lora-targets", "c_attn,c_proj,c_fc", "--lora-dropout", "0.1",
+            "--lr", "0.01"]
+    shas = []
+    for stage in (0, 3):
+        rep = H_.run(2, "train", *args, "--stage", stage, "--save-dir",
+                     H_.path(f"g-s{stage}"), "--save-every", "4", "--report",
+                     H_.path(f"g-s{stage}.json")) and H_.report(f"g-s{stage}.json")
+        shas.append(rep["weights_sha256"])
+    check(shas[0] == shas[1], f"GPT-2 LoRA: stage 0 {shas[0]} != stage 3 {shas[1]}")
+    ad = H_.path("g-adapter")
+    H_.run(1, "ckpt", "export", H_.path("g-s3"), "--format", "peft", "--out", ad)
+    names = sorted(read_safetensors(os.path.join(ad, "adapter_model.safetensors")))
+    want = sorted(f"base_model.model.transformer.h.{l}.{m}.lora_{w}.weight" for l in range(2)
+                  for m in ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj") for w in "AB")
+    check(names == want, f"GPT-2 PEFT names {names} != {want}")
+    conf = json.load(open(os.path.join(ad, "adapter_config.json")))
+    check(conf["fan_in_fan_out"] is True and conf["lora_dropout"] == 0.1,
+          f"GPT-2 adapter_config.json {conf}")
+
+
+TESTS = [test_lora_matches_reference, test_lora_bf16_offload_bitwise, test_peft_round_trip,
+         test_lora_refused, test_gpt2_lora]
+
+if __name__ == "__main__":
+    H_.main(TESTS, sys.argv[3:])
