@@ -12,6 +12,7 @@
 #include "cli/output_paths.h"
 #include "cli/relaunch.h"
 #include "cli/train_ckpt.h"
+#include "models/gpt2/lora_merge.h"
 #include "models/gpt2/ckpt_shape.h"
 #include "models/gpt2/peft_files.h"
 #include "models/gpt2/hf_files.h"
@@ -92,6 +93,8 @@ static zc_status export_llmc(const char *dir, const char *out, zc_err *err)
         st = zc_err_set(err, ZC_ENOMEM, "out of memory");
     for (int p = 0; !st && p < zc_ckpt_reader_num_params(r); p++) {
         const zc_param_info *pi = zc_ckpt_reader_param(r, p);
+        if (lora_is_param(pi->name)) /* LoRA's adapters: merged into their weights */
+            continue;
         int tensor = -1, layer = 0;
         char name[ZC_MAX_NAME];
         if (sscanf(pi->name, "h.%d.%95s", &layer, name) != 2)
@@ -110,7 +113,7 @@ static zc_status export_llmc(const char *dir, const char *out, zc_err *err)
         }
         for (size_t at = 0; !st && at < pi->numel; at += CHUNK) {
             size_t k = pi->numel - at < CHUNK ? pi->numel - at : CHUNK;
-            if (!(st = zc_ckpt_reader_read(r, p, at, k, buf, err)))
+            if (!(st = lora_merged_read(r, &gc, p, at, k, buf, err)))
                 st = llmc_ckpt_write(&w, tensor, (size_t)layer * pi->numel + at, k, buf, err);
         }
     }
@@ -207,24 +210,32 @@ static zc_status export_peft(const char *dir, const char *out, zc_err *err)
     return st ? st : peft_export(dir, &gc, NULL, out, err);
 }
 
-/* llm.c's and Hugging Face's formats hold a base model: a LoRA run's checkpoint goes to PEFT's
- * (the adapters) or to zeroc's safetensors (everything). */
-static zc_status no_adapters(const char *dir, const char *format, zc_err *err)
+/* llm.c's and Hugging Face's formats hold a model without adapters: a LoRA run's checkpoint goes
+ * there merged (--merge-lora: W + (alpha/r)·B·A), or to PEFT's format (the adapters) or zeroc's
+ * safetensors (every parameter). */
+static zc_status merge_or_refuse(const char *dir, const char *format, bool merge, zc_err *err)
 {
     gpt2_config gc;
-    if (checkpoint_shape(dir, &gc, err) || gc.lora.r < 1)
-        return ZC_OK; /* not a decoder's: the exporter says what is wrong */
-    return zc_err_set(err, ZC_EINVAL,
-                      "%s: a LoRA run (r %d): --format %s would drop its adapters; --format peft "
-                      "writes them as a PEFT adapter (load it over the base model), --format "
-                      "safetensors every parameter",
-                      dir, gc.lora.r, format);
+    zc_err why = {0};
+    const bool lora = !checkpoint_shape(dir, &gc, &why) && gc.lora.r > 0;
+    if (lora && !merge)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: a LoRA run (r %d): --format %s without --merge-lora would drop its "
+                          "adapters; add --merge-lora to write the merged model, or --format peft "
+                          "for the adapters (loaded over the base model)",
+                          dir, gc.lora.r, format);
+    if (merge && !lora)
+        return zc_err_set(err, ZC_EINVAL,
+                          "--merge-lora: %s has no LoRA adapters to merge (a run of train "
+                          "--lora-r)",
+                          dir);
+    return ZC_OK;
 }
 
 int cmd_ckpt(int argc, char **argv)
 {
     const char *out = NULL, *format = "safetensors", *dtype = "fp32";
-    bool help = false;
+    bool help = false, merge = false;
     arg_spec specs[] = {
         {"--out", ARG_STR, &out, NULL, "export: the file to write", NULL},
         {"--format", ARG_STR, &format, NULL,
@@ -234,6 +245,10 @@ int cmd_ckpt(int argc, char **argv)
          "adapter_config.json and adapter_model.safetensors)",
          NULL},
         {"--dtype", ARG_STR, &dtype, NULL, "export to safetensors: fp32 (default) or bf16", NULL},
+        {"--merge-lora", ARG_BOOL, &merge, NULL,
+         "export --format hf or llmc of a LoRA run: the adapters merged into their weights, "
+         "W + (lora_alpha/r)·B·A (as PEFT's merge_and_unload)",
+         NULL},
         {"--help", ARG_BOOL, &help, NULL, "print this help", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
@@ -247,7 +262,7 @@ int cmd_ckpt(int argc, char **argv)
         helped |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
     if (helped) {
         args_usage("zeroc ckpt inspect DIR | verify DIR | export DIR --out FILE [--format "
-                   "safetensors|llmc|hf|peft] [--dtype fp32|bf16]",
+                   "safetensors|llmc|hf|peft] [--dtype fp32|bf16] [--merge-lora]",
                    specs, nspecs);
         return 0;
     }
@@ -270,7 +285,7 @@ int cmd_ckpt(int argc, char **argv)
                         verb);
     if (!st)
         st = args_parse(specs, nspecs, nflags, flags, 0, &err);
-    static const char *const export_only[] = {"--out", "--format", "--dtype"};
+    static const char *const export_only[] = {"--out", "--format", "--dtype", "--merge-lora"};
     for (size_t i = 0;
          !st && strcmp(verb, "export") && i < sizeof export_only / sizeof *export_only; i++)
         if (args_given(nflags, flags, 0, export_only[i]))
@@ -293,8 +308,10 @@ int cmd_ckpt(int argc, char **argv)
         st = resolve(path, dir, sizeof dir, &err);
     if (!st && !strcmp(verb, "export"))
         st = export_not_over_checkpoint(out, format, path, dir, &err);
+    if (!st && merge && strcmp(format, "hf") && strcmp(format, "llmc"))
+        st = zc_err_set(&err, ZC_EINVAL, "--merge-lora is for --format hf or llmc, not %s", format);
     if (!st && !strcmp(verb, "export") && (!strcmp(format, "hf") || !strcmp(format, "llmc")))
-        st = no_adapters(dir, format, &err);
+        st = merge_or_refuse(dir, format, merge, &err);
     if (!st) {
         char *summary = NULL;
         const bool looks = !strcmp(verb, "inspect") || !strcmp(verb, "verify");

@@ -27,6 +27,7 @@
 #include "models/gpt2/bpe_encode.h"
 #include "models/gpt2/gpt2_sample.h"
 #include "models/gpt2/init_files.h"
+#include "models/gpt2/peft_files.h"
 #include "models/gpt2/tokenizer_files.h"
 #include "zeroc/engine.h"
 
@@ -85,7 +86,7 @@ static zc_status chat_prompt(const bpe_vocab *v, const char *dir, const char *fm
 int cmd_sample(zc_comm *comm, int argc, char **argv)
 {
     const char *init = NULL, *prompt = NULL, *vocab_path = NULL, *chat = NULL, *system = NULL,
-               *chat_fmt = NULL, *chat_date = NULL;
+               *chat_fmt = NULL, *chat_date = NULL, *lora_init = NULL;
     bool print_ids = false;
     int length = 256, top_k = 40;
     double temperature = 1.0;
@@ -94,6 +95,11 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
         {"--init", ARG_STR, &init, NULL,
          "llm.c GPT-2 checkpoint or Hugging Face GPT-2 directory (required); a zeroc checkpoint "
          "is exported first: zeroc ckpt export DIR --format llmc --out FILE",
+         NULL},
+        {"--lora-init", ARG_STR, &lora_init, NULL,
+         "a PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors: what "
+         "zeroc "
+         "ckpt export --format peft writes) applied over --init's model",
          NULL},
         {"--prompt", ARG_STR, &prompt, NULL,
          "text to continue (byte-level models, BPE with --vocab DIR) or comma-separated token ids "
@@ -197,6 +203,9 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
         st = cli_err_flag((err = in.err, in.st), "--init", &err);
     if (!st)
         h = in.cfg;
+    if (!st && lora_init)
+        st = cli_err_flag(peft_read_config(lora_init, !h.family[0], &h.lora, &err), "--lora-init",
+                          &err);
     bpe_vocab vocab;
     bool have_vocab = false;
     if (!st && vocab_path && h.vocab_size == BYTE_VOCAB)
@@ -273,6 +282,8 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
         st = zc_engine_finalize(e, &err);
     if (!st)
         st = cli_err_flag(gpt2_load_init(m, init, &err), "--init", &err);
+    if (!st && lora_init)
+        st = cli_err_flag(peft_load(e, lora_init, &gc, &err), "--lora-init", &err);
     gpt2_sampling how = {.temperature = (float)temperature, .top_k = top_k, .seed = (uint64_t)seed};
     int ngen = 0;
     if (!st)

@@ -886,8 +886,9 @@ static void test_decode_model(void)
     const char *dtypes[] = {"fp32", "bf16", "fp16"};
     /* GPT-2, then a Llama-family configuration of the decoder: grouped-query heads of a width
      * other than C/NH, rotary positions with llama3 bands, RMSNorm, SwiGLU, q/k/v biases, an
-     * untied head */
-    for (int ai = 0; ai < 2; ai++)
+     * untied head; then that one with LoRA adapters on all seven of its linear modules (the
+     * decoder adds them after each product, as the forward does) */
+    for (int ai = 0; ai < 3; ai++)
         for (int di = 0; di < 3; di++) {
             zc_err err = {0};
             zc_config cfg;
@@ -905,7 +906,7 @@ static void test_decode_model(void)
                               .num_layers = ML,
                               .num_heads = MNH,
                               .channels = MC};
-            if (ai == 1)
+            if (ai >= 1)
                 gc = (gpt2_config){.max_seq_len = MAXT,
                                    .vocab_size = MV,
                                    .padded_vocab_size = gpt2_pad_vocab(MV),
@@ -927,6 +928,11 @@ static void test_decode_model(void)
                                    .rope_high_freq = 4.0,
                                    .rope_orig_max = 4,
                                    .family = "llama"};
+            if (ai == 2) { /* the adapters' B set non-zero with every weight below */
+                CHECK(!lora_parse_targets("all-linear", false, &gc.lora.targets, &err), "%s",
+                      err.msg);
+                gc.lora.r = 3, gc.lora.alpha = 6.0;
+            }
             CHECK(!zc_engine_create(&e, &cfg, g_comm, mem, &err), "%s", err.msg);
             CHECK(!gpt2_create(&m, e, mem, &gc, MB, MT, false, &err), "%s", err.msg);
             CHECK(!zc_engine_finalize(e, &err), "%s", err.msg);
@@ -976,8 +982,11 @@ static void test_decode_model(void)
             }
             free(dec);
             if (verbose)
-                printf("  %s%s decoder logits worst |Δ|/tol %.3g\n", ai ? "llama " : "", dtypes[di],
-                       worst);
+                printf("  %s%s decoder logits worst |Δ|/tol %.3g\n",
+                       ai == 2 ? "llama LoRA "
+                       : ai    ? "llama "
+                               : "",
+                       dtypes[di], worst);
 
             /* generation against the previous algorithm */
             const int np = 3, len = NSEQ - np;

@@ -14,7 +14,7 @@ AdamW steps' losses of the adapters alone. Every step's loss must be within its 
 bit."""
 import json
 import os
-import struct
+import subprocess
 import sys
 
 from harness import Harness, read_safetensors
@@ -176,8 +176,38 @@ def test_peft_round_trip():
     for fmt in ("hf", "llmc"):
         p = H_.run(1, "ckpt", "export", sv, "--format", fmt, "--out", H_.path("rt-" + fmt),
                    ok=False)
-        check(p.returncode != 0 and "--format peft" in p.stderr,
+        check(p.returncode != 0 and "--merge-lora" in p.stderr and "--format peft" in p.stderr,
               f"export --format {fmt} of a LoRA run: rc {p.returncode} {p.stderr.strip()!r}")
+    # merged: each adapted weight W + (alpha/r) B A within one fp32 rounding, the rest as stored
+    mg = H_.path("rt-merged")
+    H_.run(1, "ckpt", "export", sv, "--format", "hf", "--merge-lora", "--out", mg)
+    merged = read_safetensors(os.path.join(mg, "model.safetensors"))
+    C, nh = CFG["hidden_size"], CFG["num_attention_heads"]
+    hd = CFG.get("head_dim") or C // nh
+    q = nh * hd
+    worst, moved = 0.0, 0
+    for layer in range(CFG["num_hidden_layers"]):
+        for module, zname, row0, rows in (("self_attn.q_proj", "qkvw", 0, q),
+                                          ("mlp.down_proj", "fcprojw", 0, C)):
+            w = ours[f"h.{layer}.{zname}"]
+            short = module.split(".")[1]
+            A, B = ours[f"h.{layer}.lora.{short}.A"], ours[f"h.{layer}.lora.{short}.B"]
+            cols = len(A) // 4
+            got = merged[f"model.layers.{layer}.{module}.weight"]
+            for i in range(rows):
+                for j in range(cols):
+                    want = w[(row0 + i) * cols + j] + (16 / 4) * sum(
+                        B[i * 4 + c] * A[c * cols + j] for c in range(4))
+                    worst = max(worst, abs(got[i * cols + j] - want) / max(abs(want), 1e-30))
+                    moved += got[i * cols + j] != w[(row0 + i) * cols + j]
+    check(worst < 2 ** -22 and moved > 0, f"merged weights: worst relative error {worst:.3g}, "
+                                           f"{moved} moved")
+    check(merged["model.norm.weight"] == ours["lnfw"], "merged export: model.norm changed")
+    # the merged model and the base with the exported adapter sample the same greedy tokens
+    outs = [H_.run(1, "sample", *init, "--prompt", "1,2,3", "--length", "12", "--top-k", "1")
+            .stdout.strip().splitlines()[-1]
+            for init in (["--init", mg], ["--init", BASE, "--lora-init", ad])]
+    check(outs[0] == outs[1], f"greedy samples: merged {outs[0]!r} != base + adapter {outs[1]!r}")
 
 
 def write_adapter(d, config, tensors=None):
@@ -228,13 +258,18 @@ def test_lora_refused():
 
 
 def test_gpt2_lora():
-    """GPT-2 with adapters on c_attn, c_proj and c_fc: stages 0 and 3 on 2 ranks end on the same
-    bits, with dropout (its masks keyed by step, block and module); PEFT's names are GPT-2's."""
+    """GPT-2 with adapters on c_attn, c_proj and c_fc over a base from an llm.c file: stages 0
+    and 3 on 2 ranks end on the same bits, with dropout (its masks keyed by step, block and
+    module); PEFT's names are GPT-2's; the merged model in Hugging Face's (Conv1D, transposed)
+    and llm.c's formats and the base with the adapter sample the same greedy tokens."""
     data = H_.text_tokens()[0]
-    args = ["--model", "gpt2", "--layers", "2", "--channels", "32", "--heads", "4", "--vocab",
-            "256", "--seq-len", "16", "--data", data, "--steps", "4", "--micro-batch", "2",
-            "--lora-r", "2", "--lora-targets", "c_attn,c_proj,c_fc", "--lora-dropout", "0.1",
-            "--lr", "0.01"]
+    shape = ["--model", "gpt2", "--layers", "2", "--channels", "32", "--heads", "4", "--vocab",
+             "256", "--seq-len", "16", "--data", data, "--micro-batch", "2"]
+    base = H_.path("g-base.bin")
+    H_.run(1, "train", *shape, "--steps", "2", "--save-final", base, "--save-dir",
+           H_.path("g-base-ck"), "--save-every", "2")
+    args = [*shape, "--init", base, "--steps", "4", "--lora-r", "2", "--lora-targets",
+            "c_attn,c_proj,c_fc", "--lora-dropout", "0.1", "--lr", "0.05"]
     shas = []
     for stage in (0, 3):
         rep = H_.run(2, "train", *args, "--stage", stage, "--save-dir",
@@ -251,6 +286,31 @@ def test_gpt2_lora():
     conf = json.load(open(os.path.join(ad, "adapter_config.json")))
     check(conf["fan_in_fan_out"] is True and conf["lora_dropout"] == 0.1,
           f"GPT-2 adapter_config.json {conf}")
+    hf, llmc = H_.path("g-merged-hf"), H_.path("g-merged.bin")
+    H_.run(1, "ckpt", "export", H_.path("g-s3"), "--format", "hf", "--merge-lora", "--out", hf)
+    # Conv1D's [in, out]: the merged c_attn is (W + (alpha/r) B A) transposed
+    ours = H_.path("g-all.safetensors")
+    H_.run(1, "ckpt", "export", H_.path("g-s3"), "--out", ours)
+    ours = read_safetensors(ours)
+    merged = read_safetensors(os.path.join(hf, "model.safetensors"))
+    key = [k for k in merged if k.endswith("h.1.attn.c_attn.weight")][0]
+    W, A, B = ours["h.1.qkvw"], ours["h.1.lora.c_attn.A"], ours["h.1.lora.c_attn.B"]
+    C, r = 32, 2
+    worst = max(abs(merged[key][j * 3 * C + i] - (W[i * C + j] + (8 / r) * sum(
+        B[i * r + c] * A[c * C + j] for c in range(r)))) for i in range(3 * C) for j in range(C))
+    check(worst < 1e-6, f"GPT-2 merged c_attn: worst |error| {worst:.3g}")
+    H_.run(1, "ckpt", "export", H_.path("g-s3"), "--format", "llmc", "--merge-lora", "--out", llmc)
+    outs = [subprocess.run([H_.zeroc, "sample", *init, "--prompt", "the", "--length", "24",
+                            "--top-k", "1"], capture_output=True, check=True).stdout
+            for init in (["--init", hf], ["--init", llmc], ["--init", base, "--lora-init", ad],
+                         ["--init", base])]
+    check(outs[0] == outs[1] == outs[2], f"greedy samples: merged hf {outs[0]!r}, merged llmc "
+                                         f"{outs[1]!r}, base + adapter {outs[2]!r}")
+    check(outs[3] != outs[2], f"the adapter changed no greedy token: {outs[3]!r}")
+    p = H_.run(1, "ckpt", "export", H_.path("g-base-ck"), "--format", "hf", "--merge-lora",
+               "--out", H_.path("x"), ok=False)
+    check(p.returncode != 0 and "has no LoRA adapters" in p.stderr,
+          f"--merge-lora of a run without adapters: rc {p.returncode} {p.stderr.strip()!r}")
 
 
 TESTS = [test_lora_matches_reference, test_lora_bf16_offload_bitwise, test_peft_round_trip,

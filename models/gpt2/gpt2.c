@@ -1171,6 +1171,21 @@ void gpt2_get_vocab_tile(gpt2_model *m, bool head, int k, gpt2_weight *w)
     *w = weight_of(m, (head ? m->head_tiles : m->emb_tiles)[k].param);
 }
 
+int gpt2_lora_unit(const gpt2_model *m, int l)
+{
+    return m->u_lora ? m->u_lora[l] : -1;
+}
+
+void gpt2_lora_forward(gpt2_model *m, int l, lora_product p, const float *x, float *y, int ld_y,
+                       int M, float *u)
+{
+    for (int k = 0; m->u_lora && k < m->nslots; k++)
+        if (m->slots[k].product == p)
+            lora_forward(&m->cfg.lora, &m->slots[k], M, x,
+                         zc_engine_param(m->e, lora_param(m, l, k, 0)),
+                         zc_engine_param(m->e, lora_param(m, l, k, 1)), u, y, ld_y, false, 0, NULL);
+}
+
 void gpt2_get_block_weights(gpt2_model *m, int l, gpt2_block_weights *out)
 {
     const int *p = m->p_block + (size_t)l * P_NBLOCK;

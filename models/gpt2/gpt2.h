@@ -178,6 +178,12 @@ void gpt2_vocab_tile(const gpt2_model *m, bool head, int k, int *unit, int *row0
 void gpt2_get_vocab_tile(gpt2_model *m, bool head, int k, gpt2_weight *w);
 /* Block l's parameters; its unit must be acquired. */
 void gpt2_get_block_weights(gpt2_model *m, int l, gpt2_block_weights *out);
+/* LoRA: block l's adapters' unit (−1 without LoRA), acquired with the block's; and the adapters
+ * of product p added to its output y (ld_y columns) from its input x over M rows, as an
+ * evaluation forward does them (no dropout), u scratch of M · lora.r floats. */
+int gpt2_lora_unit(const gpt2_model *m, int l);
+void gpt2_lora_forward(gpt2_model *m, int l, lora_product p, const float *x, float *y, int ld_y,
+                       int M, float *u);
 /* wte (as a product takes it) and wpe (as the encoder takes it: in bf16 mode the stored bits, so
  * the embeddings' unit never needs an fp32 view; both NULL with rotary positions); the
  * "embeddings" unit must be acquired. */

@@ -56,6 +56,7 @@ enum {
     S_Q16,     /* (T,NH·hd) bf16 queries (bf16 only) */
     S_ATT16,   /* (NH,T,T) bf16 scores (bf16 only) */
     S_WS,      /* the products' workspace (bf16 only) */
+    S_LORA,    /* (T,r) an adapter's product (LoRA only) */
     S_N
 };
 
@@ -118,7 +119,8 @@ static void piece_bytes(const gpt2_config *c, int T, zc_gemm_type compute, int64
                              (int64_t)c->padded_vocab_size * f,
                              bf16 ? zc_mul_i64(zc_mul_i64(T, QD, ovf), 2, ovf) : 0,
                              bf16 ? zc_mul_i64(TT, 2, ovf) : 0,
-                             ws};
+                             ws,
+                             c->lora.r > 0 ? zc_mul_i64((int64_t)T * c->lora.r, f, ovf) : 0};
     for (int i = 0; i < S_N; i++)
         out[i] = zc_mul_i64(zc_add_i64(sz[i], 63, ovf) / 64, 64, ovf);
 }
@@ -216,6 +218,8 @@ static void block(gpt2_decoder *d, int l, const float *x, float *y, int p0, int 
     float *mean = F(d, S_MEAN), *rstd = F(d, S_RSTD);
     norm(d, ln, mean, rstd, x, w.ln1w, w.ln1b, M);
     gpt2_matmul_forward(qkv, ln, w.qkvw.w, w.qkvw.w16, w.qkvb, M, C, W, &d->g);
+    float *u = F(d, S_LORA); /* LoRA's adapters after each product (none: nothing) */
+    gpt2_lora_forward(d->m, l, LORA_QKV, ln, qkv, W, M, u);
     const float *cosv, *sinv;
     if (gpt2_rope_tables(d->m, &cosv, &sinv)) /* positions p0 … p0+M−1 */
         gpt2_rope_forward(qkv, cosv + (size_t)p0 * (hd / 2), sinv + (size_t)p0 * (hd / 2), 1, M, W,
@@ -233,15 +237,18 @@ static void block(gpt2_decoder *d, int l, const float *x, float *y, int p0, int 
                               cache_at(d, 0, l, 0), cache_at(d, 1, l, 0), p0, M, NH, KV, hd, &d->g);
     gpt2_matmul_forward(F(d, S_ATTPROJ), atty, w.attprojw.w, w.attprojw.w16, w.attprojb, M, QD, C,
                         &d->g);
+    gpt2_lora_forward(d->m, l, LORA_ATTPROJ, atty, F(d, S_ATTPROJ), C, M, u);
     gpt2_residual_forward(res2, x, F(d, S_ATTPROJ), (size_t)M * C);
     norm(d, ln, mean, rstd, res2, w.ln2w, w.ln2b, M);
     gpt2_matmul_forward(F(d, S_FCH), ln, w.fcw.w, w.fcw.w16, w.fcb, M, C, FW, &d->g);
+    gpt2_lora_forward(d->m, l, LORA_FC, ln, F(d, S_FCH), FW, M, u);
     if (c->mlp == GPT2_MLP_SWIGLU)
         gpt2_swiglu_forward(F(d, S_GELU), F(d, S_FCH), M, I);
     else
         gpt2_gelu_forward(F(d, S_GELU), F(d, S_FCH), (size_t)M * I);
     gpt2_matmul_forward(F(d, S_FCPROJ), F(d, S_GELU), w.fcprojw.w, w.fcprojw.w16, w.fcprojb, M, I,
                         C, &d->g);
+    gpt2_lora_forward(d->m, l, LORA_FCPROJ, F(d, S_GELU), F(d, S_FCPROJ), C, M, u);
     gpt2_residual_forward(y, res2, F(d, S_FCPROJ), (size_t)M * C);
 }
 
@@ -280,12 +287,15 @@ static zc_status run(gpt2_decoder *d, const int *tok, int p0, int M, zc_err *err
             return st;
     }
     for (int l = 0; l < L; l++) {
-        if ((st = zc_engine_acquire(e, gpt2_unit(m, l), err)))
+        const int ul = gpt2_lora_unit(m, l); /* LoRA's adapters, with their block */
+        if ((st = zc_engine_acquire(e, gpt2_unit(m, l), err)) ||
+            (ul >= 0 && (st = zc_engine_acquire(e, ul, err))))
             return st;
         block(d, l, x, y, p0, M);
         float *t = x;
         x = y, y = t;
-        if ((st = zc_engine_release(e, gpt2_unit(m, l), err)))
+        if ((ul >= 0 && (st = zc_engine_release(e, ul, err))) ||
+            (st = zc_engine_release(e, gpt2_unit(m, l), err)))
             return st;
     }
     if ((st = zc_engine_acquire(e, gpt2_unit(m, L), err)))

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "models/gpt2/lora_merge.h"
 #include "models/gpt2/hf_decoder.h"
 #include "models/gpt2/hf_safetensors.h"
 #include "zeroc/checkpoint.h"
@@ -620,6 +621,8 @@ static zc_status plan_tensors(zc_ckpt_reader *r, const gpt2_config *g, out_tenso
     for (int p = 0; p < np; p++) {
         pieces ps;
         const zc_param_info *pi = zc_ckpt_reader_param(r, p);
+        if (lora_is_param(pi->name)) /* LoRA's adapters: merged into their weights */
+            continue;
         if (!pieces_of(g, pi->name, &ps)) {
             free(t);
             return zc_err_set(err, ZC_EINVAL, "parameter '%s' is not part of a %s", pi->name,
@@ -681,8 +684,8 @@ static char *shard_header(const out_tensor *t, int a, int b, uint64_t *hlen)
 }
 
 /* Tensors [a, b) as one safetensors file at path, streamed a chunk at a time. */
-static zc_status write_shard(zc_ckpt_reader *r, const out_tensor *t, int a, int b, const char *path,
-                             zc_err *err)
+static zc_status write_shard(zc_ckpt_reader *r, const gpt2_config *g, const out_tensor *t, int a,
+                             int b, const char *path, zc_err *err)
 {
     uint64_t hlen = 0;
     char *header = shard_header(t, a, b, &hlen);
@@ -701,7 +704,7 @@ static zc_status write_shard(zc_ckpt_reader *r, const out_tensor *t, int a, int 
         const size_t first = (size_t)t[i].row0 * cols;
         for (size_t at = 0; !st && at < n; at += CAP) {
             const size_t k = n - at < CAP ? n - at : CAP;
-            if (!(st = zc_ckpt_reader_read(r, t[i].p, first + at, k, buf, err)))
+            if (!(st = lora_merged_read(r, g, t[i].p, first + at, k, buf, err)))
                 st = zc_durable_write(f, buf, k * sizeof(float), err);
         }
     }
@@ -853,7 +856,7 @@ zc_status hf_decoder_export(const char *ckdir, const gpt2_config *gc, const char
         if ((size_t)snprintf(path, sizeof path, "%s/%s", outdir, file) >= sizeof path)
             st = zc_err_set(err, ZC_EINVAL, "%s: path too long", outdir);
         if (!st)
-            st = write_shard(r, t, start[k], start[k + 1], path, err);
+            st = write_shard(r, gc, t, start[k], start[k + 1], path, err);
         for (int i = start[k]; !st && map && i < start[k + 1]; i++)
             if (!t[i].cont)
                 cJSON_AddStringToObject(map, t[i].name, file);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "models/gpt2/lora_merge.h"
 #include "models/gpt2/ckpt_shape.h"
 #include "models/gpt2/hf_decoder.h"
 #include "models/gpt2/hf_files.h"
@@ -549,6 +550,8 @@ static char *export_header(zc_ckpt_reader *r, int vocab, uint64_t *hlen, zc_err 
         char name[NAME_CAP];
         bool tr;
         int64_t shape[2];
+        if (lora_is_param(pi->name)) /* LoRA's adapters: merged into their weights */
+            continue;
         if (!hf_name(pi->name, name, sizeof name, &tr)) {
             cJSON_Delete(h);
             zc_err_set(err, ZC_EINVAL, "parameter '%s' is not part of a GPT-2", pi->name);
@@ -573,9 +576,10 @@ static char *export_header(zc_ckpt_reader *r, int vocab, uint64_t *hlen, zc_err 
 }
 
 /* Parameter p as transformers stores it, appended to f. */
-static zc_status export_param(zc_ckpt_reader *r, int p, int vocab, zc_durable *f, float *buf,
-                              size_t cap, zc_err *err)
+static zc_status export_param(zc_ckpt_reader *r, const gpt2_config *gc, int p, zc_durable *f,
+                              float *buf, size_t cap, zc_err *err)
 {
+    const int vocab = gc->vocab_size;
     const zc_param_info *pi = zc_ckpt_reader_param(r, p);
     char name[NAME_CAP];
     bool tr;
@@ -587,7 +591,7 @@ static zc_status export_param(zc_ckpt_reader *r, int p, int vocab, zc_durable *f
     if (!tr) {
         for (size_t at = 0; !st && at < n; at += cap) {
             size_t k = n - at < cap ? n - at : cap;
-            if (!(st = zc_ckpt_reader_read(r, p, at, k, buf, err)))
+            if (!(st = lora_merged_read(r, gc, p, at, k, buf, err)))
                 st = zc_durable_write(f, buf, k * sizeof(float), err);
         }
         return st;
@@ -596,7 +600,7 @@ static zc_status export_param(zc_ckpt_reader *r, int p, int vocab, zc_durable *f
     if (!whole)
         return zc_err_set(err, ZC_ENOMEM, "out of memory exporting '%s'", pi->name);
     const size_t out = (size_t)pi->shape[0], in = (size_t)pi->shape[1];
-    if (!(st = zc_ckpt_reader_read(r, p, 0, n, whole, err))) {
+    if (!(st = lora_merged_read(r, gc, p, 0, n, whole, err))) {
         for (size_t o = 0; o < out; o++)
             for (size_t i = 0; i < in; i++)
                 whole[n + i * out + o] = whole[o * in + i];
@@ -637,7 +641,8 @@ zc_status hf_export_checkpoint(const char *ckdir, const char *outdir, zc_err *er
     if (!st && !buf)
         st = zc_err_set(err, ZC_ENOMEM, "out of memory exporting %s", ckdir);
     for (int p = 0; !st && p < zc_ckpt_reader_num_params(r); p++)
-        st = export_param(r, p, gc.vocab_size, f, buf, CAP, err);
+        if (!lora_is_param(zc_ckpt_reader_param(r, p)->name)) /* adapters: merged */
+            st = export_param(r, &gc, p, f, buf, CAP, err);
     if (f) {
         if (st)
             zc_durable_abort(f);
