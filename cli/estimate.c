@@ -19,6 +19,7 @@
 #include "cli/offload_cache.h"
 #include "cli/relaunch.h"
 #include "cli/units.h"
+#include "models/gpt2/peft_files.h"
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/init_files.h"
 #include "models/mlp/mlp.h"
@@ -149,7 +150,10 @@ typedef struct {
     int stage;             /* train's --stage, its row marked (-1: not given) */
     const char *nvme_path; /* train's --nvme-path: accepted, nothing is written there */
     bool ckpt, json, qwz, qgz;
-    int64_t tile_params;                                                 /* train's --tile-params */
+    int64_t tile_params;      /* train's --tile-params */
+    int lora_r;               /* train's --lora-r: the base frozen, adapters of rank r */
+    const char *lora_targets; /* train's --lora-targets (NULL: PEFT's default) */
+    const char *lora_init;    /* train's --lora-init: r and the targets from the adapter */
     bool ranks_per_node_given, micro_given, grad_accum_given, hpz_given; /* set by the flag */
     bool given[NSHAPE]; /* which shape flags were given */
 } estimate_flags;
@@ -159,6 +163,7 @@ typedef struct {
     size_t *units;
     size_t *vec;  /* the units' 1-D parameter elements (NULL: a bare --params) */
     uint8_t *use; /* how the model uses their matrices, ZC_USE_* (NULL: a bare --params) */
+    bool *frozen; /* the units LoRA freezes (NULL: none) */
     int nunits;
     size_t psi;          /* parameters in all */
     int64_t activations; /* -1: unknown (a bare --params) */
@@ -464,6 +469,24 @@ static zc_status gpt2_units(const estimate_flags *f, int B, zc_gemm_type compute
     if (st)
         return st;
     gc.tile_params = f->tile_params;
+    if (f->lora_init && (f->lora_r || f->lora_targets))
+        return zc_err_set(err, ZC_EINVAL,
+                          "--lora-init %s: r and target_modules come from its adapter_config.json; "
+                          "drop --lora-r and --lora-targets",
+                          f->lora_init);
+    if (f->lora_init &&
+        (st = cli_err_flag(peft_read_config(f->lora_init, !gc.family[0], &gc.lora, err),
+                           "--lora-init", err)))
+        return st;
+    if (f->lora_r) { /* train's LoRA: its adapters' units, the base frozen */
+        gc.lora = (gpt2_lora){.r = f->lora_r, .alpha = 8.0};
+        if (!f->lora_targets)
+            gc.lora.targets = lora_default_targets(!gc.family[0]);
+        else if ((st = cli_err_flag(
+                      lora_parse_targets(f->lora_targets, !gc.family[0], &gc.lora.targets, err),
+                      "--lora-targets", err)))
+            return st;
+    }
     /* the default --seq-len takes the file's positions when it has fewer */
     int T = f->seq_len < gc.max_seq_len ? f->seq_len : gc.max_seq_len;
     const struct {
@@ -491,6 +514,11 @@ static zc_status gpt2_units(const estimate_flags *f, int B, zc_gemm_type compute
         return zc_err_set(err, ZC_ENOMEM, "out of memory");
     m->nunits = gpt2_unit_numel(&gc, m->units);
     gpt2_unit_work(&gc, compute, m->vec, m->use);
+    if (gc.lora.r > 0) {
+        if (!(m->frozen = malloc(nu * sizeof *m->frozen)))
+            return zc_err_set(err, ZC_ENOMEM, "out of memory");
+        gpt2_unit_frozen(&gc, m->frozen);
+    }
     m->activations = (int64_t)gpt2_activation_bytes(&gc, B, T, f->ckpt, compute);
     return ZC_OK;
 }
@@ -511,6 +539,12 @@ static zc_status model_units(const estimate_flags *f, const zc_config *cfg, esti
     zc_status st = refuse_unused_shape(f, err);
     if (st)
         return st;
+    if ((f->lora_r || f->lora_targets || f->lora_init) &&
+        (f->params || (f->model && strcmp(f->model, "gpt2"))))
+        return zc_err_set(err, ZC_EINVAL,
+                          "--lora-r and --lora-targets are gpt2 flags (LoRA on the decoder's "
+                          "linear layers); %s has none",
+                          f->params ? "--params" : "--model mlp");
     /* --config's activation_checkpointing section turns the flag on, as in train */
     if (cfg->activation_checkpointing && !f->init && (f->params || strcmp(f->model, "gpt2")))
         return zc_err_set(err, ZC_EINVAL,
@@ -551,6 +585,7 @@ static zc_estimate_in estimate_input(const estimate_flags *f, const zc_config *c
     return (zc_estimate_in){.unit_numel = m->units,
                             .unit_vec_numel = m->vec,
                             .unit_use = m->use,
+                            .unit_frozen = m->frozen,
                             .grads_bf16 = zc_config_grads_bf16(cfg),
                             .nunits = m->nunits,
                             .nranks = f->ranks,
@@ -670,6 +705,12 @@ static void print_json(const estimate_flags *f, const zc_config *cfg, const esti
     cJSON *root = cJSON_CreateObject();
     cJSON_AddNumberToObject(root, "params", (double)m->psi);
     cJSON_AddNumberToObject(root, "units", m->nunits);
+    if (m->frozen) { /* LoRA: the parameters trained (the adapters') */
+        size_t trained = 0;
+        for (int u = 0; u < m->nunits; u++)
+            trained += m->frozen[u] ? 0 : m->units[u];
+        cJSON_AddNumberToObject(root, "trained_params", (double)trained);
+    }
     cJSON_AddNumberToObject(root, "ranks", f->ranks);
     cJSON_AddNumberToObject(root, "ranks_per_node", per_node);
     cJSON_AddStringToObject(root, "dtype", zc_dtype_name(cfg->dtype));
@@ -739,12 +780,17 @@ static void print_table(const estimate_flags *f, const zc_config *cfg, const zc_
     const bool nvme_opt = base->offload_optimizer, nvme_par = base->offload_params;
     const bool offload = nvme_opt || nvme_par;
     const int pbytes = base->param_bytes, gbytes = base->grad_bytes;
-    char accum[64] = "";
+    char accum[64] = "", lora[96] = "";
     if (cfg->grad_accum > 1)
         snprintf(accum, sizeof accum, ", %d micro-batches per step", cfg->grad_accum);
-    printf("%zu parameters in %d units, %d ranks (%d per node)%s, %s%s, %s%s%s\n"
+    size_t trained = 0;
+    for (int u = 0; m->frozen && u < m->nunits; u++)
+        trained += m->frozen[u] ? 0 : m->units[u];
+    if (m->frozen) /* LoRA */
+        snprintf(lora, sizeof lora, " (LoRA: %zu trained, the rest frozen)", trained);
+    printf("%zu parameters%s in %d units, %d ranks (%d per node)%s, %s%s, %s%s%s\n"
            "%5s %10s %10s %10s %10s %12s %8s %12s%s %12s %12s %12s%s%s\n",
-           m->psi, m->nunits, f->ranks, per_node, accum, zc_dtype_name(cfg->dtype),
+           m->psi, lora, m->nunits, f->ranks, per_node, accum, zc_dtype_name(cfg->dtype),
            pbytes == 4   ? ""
            : gbytes == 2 ? " (P = G = 2, K = 12 with Adam)"
                          : " (P = 2, fp32 gradients)",
@@ -887,6 +933,14 @@ int cmd_estimate(int argc, char **argv)
          "gpt2, an untied head: embedding and head units of at most N parameters, as train "
          "(default 0: a block's size; -1: never)",
          NULL},
+        {"--lora-r", ARG_INT, &f.lora_r, NULL,
+         "gpt2: LoRA of rank R as train --lora-r: the base frozen (no gradients, no optimizer "
+         "state), adapters' units trained (default 0: every parameter trained)",
+         NULL},
+        {"--lora-targets", ARG_STR, &f.lora_targets, NULL,
+         "gpt2: with --lora-r, train's --lora-targets (default: PEFT's for the family)", NULL},
+        {"--lora-init", ARG_STR, &f.lora_init, NULL,
+         "gpt2: train's --lora-init: r and target_modules from a PEFT adapter directory", NULL},
         {"--ranks", ARG_INT, &f.ranks, NULL, "data-parallel ranks N (default 1)", NULL},
         {"--ranks-per-node", ARG_INT, &f.ranks_per_node, NULL,
          "ranks per host, dividing N: per-node totals, bytes leaving the host (default N)", NULL},
@@ -986,6 +1040,7 @@ int cmd_estimate(int argc, char **argv)
         print_table(&f, &cfg, &base, &m, &res, limit);
     free(m.units);
     free(m.vec);
+    free(m.frozen);
     free(m.use);
     return st ? cli_fail_alone(&err) : 0;
 }

@@ -386,6 +386,39 @@ static zc_status gpt2_sample(train_model *m, int64_t step, zc_err *err)
     return rc;
 }
 
+/* "lora: r R, lora_alpha A, lora_dropout P on q_proj, v_proj: N parameters trained, the base's
+ * M frozen". */
+static void announce_lora(const gpt2_config *gc)
+{
+    size_t *numel = malloc((size_t)gpt2_num_units(gc) * sizeof *numel);
+    bool *frozen = malloc((size_t)gpt2_num_units(gc) * sizeof *frozen);
+    if (!numel || !frozen) {
+        free(numel);
+        free(frozen);
+        return;
+    }
+    const int n = gpt2_unit_numel(gc, numel);
+    gpt2_unit_frozen(gc, frozen);
+    size_t trained = 0, base = 0;
+    for (int u = 0; u < n; u++)
+        *(frozen[u] ? &base : &trained) += numel[u];
+    printf("lora: r %d, lora_alpha %g, lora_dropout %g on", gc->lora.r, gc->lora.alpha,
+           gc->lora.dropout);
+    for (int t = 0, first = 1; t < LORA_NTARGETS; t++)
+        if (gc->lora.targets & (1u << t))
+            printf("%s %s", first ? "" : ",",
+                   gc->family[0]    ? lora_target_name((lora_target)t) /* GPT-2's modules: */
+                   : t == LORA_O    ? "attn.c_proj"
+                   : t == LORA_UP   ? "c_fc"
+                   : t == LORA_DOWN ? "mlp.c_proj"
+                                    : "c_attn"),
+                first = 0;
+    printf(": %zu parameters trained, the base's %zu frozen (no gradients, no optimizer state)\n",
+           trained, base);
+    free(numel);
+    free(frozen);
+}
+
 static zc_status gpt2_load(train_model *m, zc_err *err)
 {
     gpt2_state *st = m->state;
@@ -532,6 +565,8 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
     /* the model first: it validates the shape before any file is scanned against it */
     if ((rc = gpt2_create(&st->gpt, e, mem, &gc, st->B, st->T, o->activation_checkpointing, err)))
         goto fail;
+    if (gc.lora.r > 0 && st->rank == 0) /* what LoRA trains */
+        announce_lora(&gc);
     if (!o->data) {
         rc = zc_err_set(err, ZC_EINVAL,
                         "--model gpt2 needs --data FILE (an llm.c token file, or a quoted "

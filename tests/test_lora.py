@@ -101,7 +101,15 @@ def test_lora_matches_reference():
         for r in rep["memory"]["ranks"]:
             got = (r["params"], r["grads"], r["optimizer"])
             check(got == want, f"{name}: rank memory (params, grads, optimizer) {got} != {want}")
-    for n in sorted({n for n, _ in runs}):
+    for n in sorted({n for n, _ in runs}):  # zeroc estimate says the same bytes
+        est = H_.estimate("--init", BASE, "--lora-init", ADAPTER, "--ranks", n, "--micro-batch",
+                          4 // n, "--seq-len", 16)
+        check(est.get("trained_params") == sum(lora), f"estimate: trained {est.get('trained_params')}"
+                                                      f", want {sum(lora)}")
+        for row in est["rows"]:
+            got = (row["params"], row["grads"], row["optimizer"])
+            want = expected_states(n, row["stage"], base, lora)
+            check(got == want, f"estimate N={n} stage {row['stage']}: {got} != {want}")
         shas = {s: reps[m, s]["weights_sha256"] for m, s in reps if m == n}
         check(len(set(shas.values())) == 1, f"LoRA on {n} rank(s): stages disagree {shas}")
 
