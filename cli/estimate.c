@@ -151,8 +151,10 @@ typedef struct {
     const char *nvme_path; /* train's --nvme-path: accepted, nothing is written there */
     bool ckpt, json, qwz, qgz;
     int64_t tile_params;      /* train's --tile-params */
-    int lora_r;               /* train's --lora-r: the base frozen, adapters of rank r */
-    const char *lora_targets; /* train's --lora-targets (NULL: PEFT's default) */
+    const char *lora_r;       /* train's --lora-r (lora.r): the base frozen, adapters of rank r */
+    const char *lora_targets; /* train's --lora-targets (lora.target_modules) */
+    int64_t lora_rank;        /* the config's lora.r with the flags over it */
+    const char *lora_modules; /* the config's lora.target_modules (NULL: PEFT's default) */
     const char *lora_init;    /* train's --lora-init: r and the targets from the adapter */
     bool ranks_per_node_given, micro_given, grad_accum_given, hpz_given; /* set by the flag */
     bool given[NSHAPE]; /* which shape flags were given */
@@ -319,6 +321,8 @@ static zc_status flags_to_config(const estimate_flags *f, zc_config *cfg, double
         {"--quantized-gradients", "zero_optimization.zero_quantized_gradients",
          f->qgz ? "true" : NULL},
         {"--hpz", "zero_optimization.zero_hpz_partition_size", f->hpz_given ? hpz : NULL},
+        {"--lora-r", "lora.r", f->lora_r},
+        {"--lora-targets", "lora.target_modules", f->lora_targets},
     };
     for (size_t k = 0; !st && k < sizeof keys / sizeof *keys; k++)
         if (keys[k].value)
@@ -469,7 +473,7 @@ static zc_status gpt2_units(const estimate_flags *f, int B, zc_gemm_type compute
     if (st)
         return st;
     gc.tile_params = f->tile_params;
-    if (f->lora_init && (f->lora_r || f->lora_targets))
+    if (f->lora_init && (f->lora_rank || f->lora_modules))
         return zc_err_set(err, ZC_EINVAL,
                           "--lora-init %s: r and target_modules come from its adapter_config.json; "
                           "drop --lora-r and --lora-targets",
@@ -478,13 +482,11 @@ static zc_status gpt2_units(const estimate_flags *f, int B, zc_gemm_type compute
         (st = cli_err_flag(peft_read_config(f->lora_init, !gc.family[0], &gc.lora, err),
                            "--lora-init", err)))
         return st;
-    if (f->lora_r) { /* train's LoRA: its adapters' units, the base frozen */
-        gc.lora = (gpt2_lora){.r = f->lora_r, .alpha = 8.0};
-        if (!f->lora_targets)
+    if (f->lora_rank) { /* train's LoRA: its adapters' units, the base frozen */
+        gc.lora = (gpt2_lora){.r = (int)f->lora_rank, .alpha = 8.0};
+        if (!f->lora_modules)
             gc.lora.targets = lora_default_targets(!gc.family[0]);
-        else if ((st = cli_err_flag(
-                      lora_parse_targets(f->lora_targets, !gc.family[0], &gc.lora.targets, err),
-                      "--lora-targets", err)))
+        else if ((st = lora_parse_targets(f->lora_modules, !gc.family[0], &gc.lora.targets, err)))
             return st;
     }
     /* the default --seq-len takes the file's positions when it has fewer */
@@ -539,11 +541,11 @@ static zc_status model_units(const estimate_flags *f, const zc_config *cfg, esti
     zc_status st = refuse_unused_shape(f, err);
     if (st)
         return st;
-    if ((f->lora_r || f->lora_targets || f->lora_init) &&
+    if ((cfg->lora_r || cfg->lora_target_modules[0] || f->lora_init) &&
         (f->params || (f->model && strcmp(f->model, "gpt2"))))
         return zc_err_set(err, ZC_EINVAL,
-                          "--lora-r and --lora-targets are gpt2 flags (LoRA on the decoder's "
-                          "linear layers); %s has none",
+                          "LoRA (lora.r, --lora-r) adapts the decoder's linear layers (gpt2 and "
+                          "the Llama family); %s has none",
                           f->params ? "--params" : "--model mlp");
     /* --config's activation_checkpointing section turns the flag on, as in train */
     if (cfg->activation_checkpointing && !f->init && (f->params || strcmp(f->model, "gpt2")))
@@ -553,6 +555,8 @@ static zc_status model_units(const estimate_flags *f, const zc_config *cfg, esti
                           f->config, f->params ? "--params" : "--model mlp");
     estimate_flags g = *f;
     g.ckpt |= cfg->activation_checkpointing;
+    g.lora_rank = cfg->lora_r; /* the config's lora section, the flags over it */
+    g.lora_modules = cfg->lora_target_modules[0] ? cfg->lora_target_modules : NULL;
     /* the models' products run in bf16 when the parameters are stored in bf16 */
     const zc_gemm_type compute = cfg->dtype == ZC_BF16 ? ZC_GEMM_BF16 : ZC_GEMM_F32;
     if (f->params)
@@ -933,7 +937,7 @@ int cmd_estimate(int argc, char **argv)
          "gpt2, an untied head: embedding and head units of at most N parameters, as train "
          "(default 0: a block's size; -1: never)",
          NULL},
-        {"--lora-r", ARG_INT, &f.lora_r, NULL,
+        {"--lora-r", ARG_STR, &f.lora_r, NULL,
          "gpt2: LoRA of rank R as train --lora-r: the base frozen (no gradients, no optimizer "
          "state), adapters' units trained (default 0: every parameter trained)",
          NULL},

@@ -168,8 +168,6 @@ static int fields_of(const train_opts *o, field *f)
     set(&f[n++], "--sample-length", "%d", o->sample_length);
     set(&f[n++], "--activation-checkpointing", "%s", o->activation_checkpointing ? "on" : "off");
     set(&f[n++], "--tile-params", "%lld", (long long)o->tile_params);
-    set(&f[n++], "--lora-*", "r %d alpha %.17g dropout %.17g targets %s", o->lora_r, o->lora_alpha,
-        o->lora_dropout, text(o->lora_targets));
     by_content(&f[n++], "--lora-init", o->lora_init, init_digest);
     set(&f[n++], "--no-memory-check", "%s", o->no_memory_check ? "on" : "off");
     /* by content: the same file may lie at another path on another host */
@@ -178,7 +176,7 @@ static int fields_of(const train_opts *o, field *f)
     return n;
 }
 
-enum { NFIELDS = 34 };
+enum { NFIELDS = 33 };
 
 zc_status train_agree_opts(zc_comm *comm, const train_opts *o, zc_err *err)
 {

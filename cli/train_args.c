@@ -366,6 +366,11 @@ static zc_status apply_flags(const arg_spec *specs, int nspecs, int nranks, cons
         st = zc_config_set(cfg, "fp16.enabled", !strcmp(o->dtype, "fp16") ? "true" : "false", err);
     if (!st && o->dtype)
         st = zc_config_set(cfg, "bf16.enabled", !strcmp(o->dtype, "bf16") ? "true" : "false", err);
+    if (!st && cfg->lora_r && strcmp(o->model, "gpt2"))
+        st = zc_err_set(err, ZC_EINVAL,
+                        "lora.r %lld: LoRA adapts the decoder's linear layers (gpt2 and the Llama "
+                        "family); --model %s has none",
+                        (long long)cfg->lora_r, o->model);
     if (!st && !cfg->micro_batch_set && cfg->train_batch_size == 0) /* unless config or flag say */
         cfg->micro_batch = !strcmp(o->model, "gpt2") ? 4 : 32; /* MLP: the experiment's batch */
     if (!st)
@@ -447,7 +452,6 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
                       .seq_len = 128,
                       .vocab = 256,
                       .lr_schedule = "constant",
-                      .lora_alpha = 8.0,
                       .sample_length = 128};
     zc_config_defaults(cfg);
     arg_spec specs[] = {
@@ -498,18 +502,18 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
          "so a gather, its working memory and its disk reads stay below N; the same bits as "
          "untiled (default 0: the size of one transformer block; -1: never)",
          NULL},
-        {"--lora-r", ARG_INT, &o->lora_r, NULL,
+        {"--lora-r", ARG_CONFIG, NULL, "lora.r",
          "gpt2: fine-tune with LoRA adapters of rank R on the linear layers --lora-targets names; "
          "the base model is frozen (no gradients, no optimizer state; still sharded at stage 3 "
          "and offloadable) (default 0: train every parameter)",
          NULL},
-        {"--lora-alpha", ARG_DOUBLE, &o->lora_alpha, NULL,
+        {"--lora-alpha", ARG_CONFIG, NULL, "lora.lora_alpha",
          "gpt2: LoRA's lora_alpha: the adapters' output is scaled by alpha / r (default 8, as "
          "PEFT's)",
          NULL},
-        {"--lora-dropout", ARG_DOUBLE, &o->lora_dropout, NULL,
+        {"--lora-dropout", ARG_CONFIG, NULL, "lora.lora_dropout",
          "gpt2: LoRA's lora_dropout on the adapters' input while training (default 0)", NULL},
-        {"--lora-targets", ARG_STR, &o->lora_targets, NULL,
+        {"--lora-targets", ARG_CONFIG, NULL, "lora.target_modules",
          "gpt2: LoRA's target_modules, Hugging Face's module names comma-separated: q_proj, "
          "k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (Llama, Qwen2, Mistral), c_attn, "
          "c_proj, c_fc (GPT-2), or all-linear (default: PEFT's, q_proj,v_proj; GPT-2 c_attn)",

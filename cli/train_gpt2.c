@@ -534,11 +534,12 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
     }
     gc.tile_params = o->tile_params;
     if (o->lora_init) { /* a PEFT adapter's settings; its weights at load */
-        if (o->lora_r || o->lora_targets || o->lora_alpha != 8.0 || o->lora_dropout != 0.0) {
+        if (cfg->lora_r || cfg->lora_target_modules[0] || cfg->lora_alpha != 8.0 ||
+            cfg->lora_dropout != 0.0) {
             rc = zc_err_set(err, ZC_EINVAL,
                             "--lora-init %s: r, lora_alpha, lora_dropout and target_modules come "
                             "from its adapter_config.json; drop --lora-r, --lora-alpha, "
-                            "--lora-dropout and --lora-targets",
+                            "--lora-dropout and --lora-targets (and the config's lora section)",
                             o->lora_init);
             goto fail;
         }
@@ -546,15 +547,16 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
         if ((rc = cli_err_flag(peft_read_config(o->lora_init, !gc.family[0], &gc.lora, err),
                                "--lora-init", err)))
             goto fail;
-    } else if (o->lora_r) { /* LoRA: gpt2_check refuses r, alpha and dropout out of range */
-        gc.lora = (gpt2_lora){
-            .r = o->lora_r, .alpha = o->lora_alpha, .dropout = o->lora_dropout, .seed = cfg->seed};
-        if (!o->lora_targets)
+    } else if (cfg->lora_r) { /* LoRA: the config's lora section and the flags over it */
+        gc.lora = (gpt2_lora){.r = (int)cfg->lora_r,
+                              .alpha = cfg->lora_alpha,
+                              .dropout = cfg->lora_dropout,
+                              .seed = cfg->seed};
+        if (!cfg->lora_target_modules[0])
             gc.lora.targets = lora_default_targets(!gc.family[0]);
-        else if ((rc = cli_err_flag(
-                      lora_parse_targets(o->lora_targets, !gc.family[0], &gc.lora.targets, err),
-                      "--lora-targets", err)))
-            goto fail;
+        else if ((rc = lora_parse_targets(cfg->lora_target_modules, !gc.family[0], &gc.lora.targets,
+                                          err)))
+            goto fail; /* the message names lora.target_modules (--lora-targets) */
     }
     gpt2_describe(&gc, m->describe, sizeof m->describe);
     snprintf(m->name, sizeof m->name, "%s", gc.family[0] ? gc.family : "gpt2");

@@ -19,11 +19,9 @@ typedef struct {
     int save_every, keep;
     int val_every, val_windows, warmup, sample_every, sample_length; /* val_windows 0: all */
     int64_t tile_params; /* gpt2_config.tile_params: 0 the size of a block, −1 never */
-    /* gpt2 LoRA (gpt2_config.lora): --lora-r 0 trains everything */
-    int lora_r;
-    double lora_alpha, lora_dropout;
-    const char *lora_targets; /* NULL: PEFT's default for the family */
-    const char *lora_init;    /* a PEFT adapter directory: the settings and starting weights */
+    /* gpt2 LoRA: a PEFT adapter directory, its settings and starting weights (the settings
+     * otherwise come from the config's lora section, --lora-r and the like) */
+    const char *lora_init;
     bool activation_checkpointing, shuffle, no_memory_check;
     bool save_dir_made;  /* rank 0 made --save-dir for this run: a refused run removes it */
     gpt2_init init_file; /* what --init is, resolved once (cli/train_args.c) */

@@ -218,6 +218,30 @@ def test_peft_round_trip():
     check(outs[0] == outs[1], f"greedy samples: merged {outs[0]!r} != base + adapter {outs[1]!r}")
 
 
+def test_lora_config_section():
+    """The config's lora section (PEFT's LoraConfig names; target_modules a list or one string)
+    trains what the flags do, and the flags win over it; its settings are in the logged
+    config."""
+    flags = H_.run(1, "train", "--init", BASE, *run_args(1, steps=2), "--lora-r", "4",
+                   "--lora-alpha", "16", "--lora-targets", "q_proj,down_proj", "--report",
+                   H_.path("cf-flags.json"))
+    shas = [H_.report("cf-flags.json")["weights_sha256"]]
+    for tm, over in ((["q_proj", "down_proj"], []), ("all-linear", ["--lora-targets",
+                                                                    "q_proj,down_proj"])):
+        conf = H_.path("cf.json")
+        with open(conf, "w") as f:
+            json.dump({"lora": {"r": 4, "lora_alpha": 16, "lora_dropout": 0.0,
+                                "target_modules": tm, "bias": "none"}}, f)
+        p = H_.run(1, "train", "--init", BASE, *run_args(1, steps=2), "--config", conf, *over,
+                   "--report", H_.path("cf.json.out"))
+        shas.append(H_.report("cf.json.out")["weights_sha256"])
+        check('"lora":{"r":4,"lora_alpha":16,"lora_dropout":0,"target_modules":' in p.stdout,
+              f"the logged config has no lora section: {p.stdout[:400]!r}")
+    check(len(set(shas)) == 1, f"config section against flags: {shas}")
+    check("lora: r 4, lora_alpha 16" in flags.stdout and "q_proj, down_proj" in flags.stdout,
+          f"train did not say what LoRA trains: {flags.stdout[:300]!r}")
+
+
 def write_adapter(d, config, tensors=None):
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "adapter_config.json"), "w") as f:
@@ -243,9 +267,17 @@ def test_lora_refused():
     refused("unknown module", "'qkv_proj' is not a linear layer", *base, "--lora-r", "4",
             "--lora-targets", "q_proj,qkv_proj")
     refused("GPT-2 name on Llama", "'c_attn'", *base, "--lora-r", "4", "--lora-targets", "c_attn")
-    refused("r 0 with alpha", "LoRA", *base, "--lora-r", "-1")
-    refused("dropout 1", "lora_dropout 1", *base, "--lora-r", "4", "--lora-dropout", "1")
-    refused("mlp model", "--lora-r is a gpt2 flag", "--model", "mlp", "--lora-r", "4")
+    refused("r -1", "lora.r must be >= 0, got -1", *base, "--lora-r", "-1")
+    refused("dropout 1", "lora.lora_dropout must be < 1", *base, "--lora-r", "4",
+            "--lora-dropout", "1")
+    refused("mlp model", "--model mlp has none", "--model", "mlp", "--lora-r", "4")
+    conf = H_.path("mlp-lora.json")
+    with open(conf, "w") as f:
+        json.dump({"lora": {"r": 4}}, f)
+    refused("mlp model, config", "--model mlp has none", "--model", "mlp", "--config", conf)
+    with open(conf, "w") as f:
+        json.dump({"lora": {"r": 4, "bias": "all"}}, f)
+    refused("lora.bias all", "lora.bias is \"all\"", *base, "--config", conf)
     refused("flags beside --lora-init", "drop --lora-r", *base, "--lora-init", ADAPTER,
             "--lora-r", "4")
     for key, value, want in (("use_dora", True, "use_dora"), ("bias", "all", "bias"),
@@ -322,7 +354,7 @@ def test_gpt2_lora():
 
 
 TESTS = [test_lora_matches_reference, test_lora_bf16_offload_bitwise, test_peft_round_trip,
-         test_lora_refused, test_gpt2_lora]
+         test_lora_refused, test_gpt2_lora, test_lora_config_section]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

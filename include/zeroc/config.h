@@ -183,6 +183,14 @@ typedef struct {
     bool comms_prof_all;                       /* comms_logger.prof_all: every collective */
     char comms_prof_ops[ZC_MAX_PATH];          /* comms_logger.prof_ops: the ones named, joined by
                                                 * ","; read when prof_all is false */
+    /* LoRA fine-tuning (a zeroc section named after PEFT's LoraConfig; DeepSpeed has none): the
+     * model's base frozen, adapters of rank lora_r trained (0: every parameter trained) */
+    int64_t lora_r;                        /* lora.r */
+    double lora_alpha;                     /* lora.lora_alpha (PEFT's default 8) */
+    double lora_dropout;                   /* lora.lora_dropout */
+    char lora_target_modules[ZC_MAX_PATH]; /* lora.target_modules joined by "," ("": PEFT's
+                                            * default for the model's family) */
+    char lora_bias[ZC_MAX_PATH];           /* lora.bias: "none" (or ""), the only one */
     /* DeepSpeed keys the file gave that change nothing here (GPU-memory knobs and the like),
      * "path (why)" joined by "; ", for the log; not part of the effective configuration */
     char no_effect[2048];

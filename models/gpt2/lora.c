@@ -66,8 +66,8 @@ zc_status lora_parse_targets(const char *list, bool gpt2, unsigned *targets, zc_
         unsigned t = n ? name_targets(p, n, gpt2) : 0;
         if (!t)
             return zc_err_set(err, ZC_EINVAL,
-                              "LoRA target_modules: '%.*s' is not a linear layer of %s; expected "
-                              "a comma-separated list of %s, or all-linear",
+                              "lora.target_modules (--lora-targets): '%.*s' is not a linear "
+                              "layer of %s; expected a list of %s, or all-linear",
                               (int)(n > 64 ? 64 : n), p, gpt2 ? "GPT-2" : "the Llama family",
                               gpt2 ? "c_attn, c_proj, c_fc"
                                    : "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
@@ -82,13 +82,16 @@ zc_status lora_parse_targets(const char *list, bool gpt2, unsigned *targets, zc_
 zc_status lora_check(const gpt2_lora *l, zc_err *err)
 {
     if (l->r < 1 || l->r > 65536)
-        return zc_err_set(err, ZC_EINVAL, "LoRA r %d: expected an integer in 1..65536", l->r);
+        return zc_err_set(err, ZC_EINVAL,
+                          "LoRA r (lora.r, --lora-r) %d: expected an integer in 1..65536", l->r);
     if (!(l->alpha > 0) || !isfinite(l->alpha))
-        return zc_err_set(err, ZC_EINVAL, "LoRA lora_alpha %g: expected a number > 0", l->alpha);
+        return zc_err_set(err, ZC_EINVAL,
+                          "LoRA lora_alpha (--lora-alpha) %g: expected a number > 0", l->alpha);
     if (!(l->dropout >= 0 && l->dropout < 1))
-        return zc_err_set(err, ZC_EINVAL, "LoRA lora_dropout %g: expected 0 <= p < 1", l->dropout);
+        return zc_err_set(err, ZC_EINVAL,
+                          "LoRA lora_dropout (--lora-dropout) %g: expected 0 <= p < 1", l->dropout);
     if (!l->targets)
-        return zc_err_set(err, ZC_EINVAL, "LoRA target_modules: empty");
+        return zc_err_set(err, ZC_EINVAL, "LoRA target_modules (--lora-targets): empty");
     return ZC_OK;
 }
 

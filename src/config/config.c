@@ -90,6 +90,8 @@ enum {
                             * the key (warmup_num_steps: --warmup) */
     R_DTNAMES = 1u << 13,  /* K_DTYPE: DeepSpeed's DtypeEnum names are accepted too */
     R_NANUNSET = 1u << 14, /* K_NUM: NAN in the field means not given (a required key) */
+    R_ONE_NAME = 1u << 16, /* K_NAMES: a file's single string is accepted too (PEFT's
+                            * target_modules: a list of names, or "all-linear") */
     R_SIZED = 1u << 15,    /* with R_AUTO: "auto" is zeroc's, sized by `zeroc train` at start
                             * and said there, not one of the Trainer's placeholders */
 };
@@ -488,6 +490,16 @@ static const key_spec KEYS[] = {
     {.path = "csv_monitor", .kind = K_SECTION},
     {.path = "csv_monitor.enabled", .kind = K_BOOL, FIELD(csv_monitor, bool)},
     {.path = "csv_monitor.output_path", .kind = K_STR, FIELD_STR(csv_output_path)},
+    /* LoRA (zeroc's section, PEFT's LoraConfig names; the model checks the module names) */
+    {.path = "lora", .kind = K_SECTION},
+    {.path = "lora.r", .kind = K_I64, FIELD(lora_r, int64_t), .imin = 0, .imax = 65536},
+    {.path = "lora.lora_alpha", .kind = K_NUM, FIELD(lora_alpha, double), .lo = 0, .hi = INFINITY,
+     .flags = R_LO_OPEN},
+    {.path = "lora.lora_dropout", .kind = K_NUM, FIELD(lora_dropout, double), .lo = 0, .hi = 1,
+     .flags = R_HI_OPEN},
+    {.path = "lora.target_modules", .kind = K_NAMES, FIELD_STR(lora_target_modules),
+     .flags = R_ONE_NAME},
+    {.path = "lora.bias", .kind = K_STR, FIELD_STR(lora_bias)},
     {.path = "csv_monitor.job_name", .kind = K_STR, FIELD_STR(csv_job_name)},
     {.path = "comms_logger", .kind = K_SECTION},
     {.path = "comms_logger.enabled", .kind = K_BOOL, FIELD(comms_logger, bool)},
@@ -559,6 +571,7 @@ void zc_config_defaults(zc_config *cfg)
         .momentum = 0.0,
         .adam_w_mode = true,
         .bias_correction = true,
+        .lora_alpha = 8.0, /* PEFT's LoraConfig */
         /* DeepSpeed's lr_schedules.py defaults (warmup_max_lr's: ZC_WARMUP_MAX_LR) */
         .sched = ZC_SCHED_NONE,
         .warmup_min_lr = 0.0,
@@ -1463,7 +1476,7 @@ static zc_status apply_value(const ctx *c, const key_spec *k, const value *v)
     case K_NAMES: { /* the command line's "a,b" as given; a file's ["a", "b"] joined */
         char *dst = field_of(cfg, k);
         size_t o = 0;
-        if (v->kind == V_STRING && v->cli) {
+        if (v->kind == V_STRING && (v->cli || (k->flags & R_ONE_NAME))) {
             if (v->len > ZC_MAX_PATH - 1)
                 return fail(c, ZC_EINVAL, "%s: longer than the limit of %d bytes", k->path,
                             ZC_MAX_PATH - 1);
@@ -2360,6 +2373,11 @@ static void check_rules(const ctx *c, const zc_config *cfg, int world_size)
                         "weight decay is always decoupled; use type Adam for L2 weight decay",
                         zc_optim_name(cfg->optim)));
     collect(c, sgd_without_adam_params(c, cfg));
+    if (cfg->lora_bias[0] && strcmp(cfg->lora_bias, "none"))
+        collect(c, fail(c, ZC_EINVAL,
+                        "lora.bias is \"%.40s\"; zeroc trains no bias with LoRA (expected "
+                        "\"none\")",
+                        cfg->lora_bias));
     if ((cfg->quantized_weights || cfg->quantized_gradients || cfg->hpz_partition_size > 1) &&
         cfg->stage != 3)
         collect(c, fail(c, ZC_EINVAL,
@@ -2650,6 +2668,26 @@ static bool add_scheduler(cJSON *root, const zc_config *cfg)
     return ok;
 }
 
+/* The lora section, when LoRA is on. */
+static bool add_lora(cJSON *root, const zc_config *cfg)
+{
+    cJSON *l = cJSON_AddObjectToObject(root, "lora"), *tm = NULL;
+    bool ok = l && add_i64(l, "r", cfg->lora_r) && add_double(l, "lora_alpha", cfg->lora_alpha) &&
+              add_double(l, "lora_dropout", cfg->lora_dropout);
+    if (ok && !cfg->lora_target_modules[0])
+        return cJSON_AddNullToObject(l, "target_modules") != NULL;
+    ok = ok && (tm = cJSON_AddArrayToObject(l, "target_modules")) != NULL;
+    for (const char *p = cfg->lora_target_modules; ok && *p;) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char name[ZC_MAX_PATH];
+        snprintf(name, sizeof name, "%.*s", (int)n, p);
+        ok = cJSON_AddItemToArray(tm, cJSON_CreateString(name));
+        p += n + (e != NULL);
+    }
+    return ok;
+}
+
 char *zc_config_to_json(const zc_config *cfg)
 {
     cJSON *root, *opt = NULL, *params = NULL, *betas = NULL, *zero = NULL, *fp16 = NULL,
@@ -2670,6 +2708,7 @@ char *zc_config_to_json(const zc_config *cfg)
     ok = ok && add_i64(root, "steps_per_print", cfg->steps_per_print);
     ok = ok && (!cfg->activation_checkpointing ||
                 cJSON_AddObjectToObject(root, "activation_checkpointing") != NULL);
+    ok = ok && (!cfg->lora_r || add_lora(root, cfg));
     ok = ok && add_raw(root, "seed", seed);
     ok = ok && add_double(root, "comm_timeout_s", cfg->comm_timeout_s);
 
