@@ -62,7 +62,7 @@ def run_block(block, where, timeout=300):
     script = "set -euo pipefail\n" + "\n".join(lines) + "\n"
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     p = subprocess.run(["bash", "-c", script], cwd=where, capture_output=True, text=True,
-                       timeout=timeout, env=env)
+                       errors="replace", timeout=timeout, env=env)  # a sample may cut a UTF-8 char
     H_.check_sanitizers(["quick start"], p)
     return p
 
@@ -130,7 +130,60 @@ def test_configs_named_exist():
            "--config", os.path.join(ROOT, "examples", "ds_config.json"))
 
 
-TESTS = [test_quickstart_verbatim, test_quickstart_needs_its_mkdir, test_configs_named_exist]
+# SmolLM2's chat template (ChatML with a default system message), as its tokenizer_config.json
+SMOLLM2_TEMPLATE = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ "
+    "'<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+    "Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + "
+    "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ "
+    "'<|im_start|>assistant\n' }}{% endif %}")
+
+
+def test_lora_verbatim():
+    """The README's LoRA block, as written, with its model directory a tiny Llama (the fixture
+    llama_tiny's config.json and weights, a 271-token tokenizer.json with ChatML's markers and
+    SmolLM2's template) and chats.jsonl a few conversations: exit 0; train said what LoRA trains;
+    the checkpoint, the PEFT adapter (r 16, all seven modules) and a sampled answer are there."""
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    m = re.search(r"<!-- lora -->\s*```sh\n(.*?)```\s*<!-- /lora -->", readme, re.S)
+    check(m is not None, "README.md has no <!-- lora --> ```sh ... ``` <!-- /lora --> block")
+    if not m:
+        return
+    block = m.group(1)
+    names = set(re.findall(r"--init\s+(\S+)", block))
+    check(len(names) == 1, f"the block names model directories {names}")
+    where = H_.path("lora-readme")
+    model = os.path.join(where, names.pop())
+    os.makedirs(model)
+    fix = os.path.join(ROOT, "tests", "fixtures", "llama_tiny")
+    for f in ("config.json", "model.safetensors"):
+        shutil.copy(os.path.join(fix, f), model)
+    shutil.copy(os.path.join(ROOT, "fuzz", "vocab_chat", "tokenizer.json"), model)
+    with open(os.path.join(model, "tokenizer_config.json"), "w") as f:
+        json.dump({"bos_token": None, "eos_token": "<|im_end|>",
+                   "chat_template": SMOLLM2_TEMPLATE}, f)
+    with open(os.path.join(where, "chats.jsonl"), "w") as f:
+        for i in range(40):
+            f.write(json.dumps({"messages": [
+                {"role": "user", "content": f"Say yes {i}"},
+                {"role": "assistant", "content": "yes" if i % 2 else "Yes, of course."}]}) + "\n")
+    os.makedirs(os.path.join(where, "build"))
+    os.symlink(os.path.abspath(H_.zeroc), os.path.join(where, "build", "zeroc"))
+    p = run_block(block, where)
+    check(p.returncode == 0, f"the LoRA block failed ({p.returncode}):\n{p.stdout[-3000:]}\n"
+                             f"{p.stderr[-3000:]}")
+    if p.returncode != 0:
+        return
+    check("lora: r 16, lora_alpha 32" in p.stdout, f"train did not say LoRA: {p.stdout[:600]!r}")
+    conf = json.load(open(os.path.join(where, "lora-adapter", "adapter_config.json")))
+    check(conf["r"] == 16 and len(conf["target_modules"]) == 7, f"adapter_config.json {conf}")
+    check(os.path.isfile(os.path.join(where, "lora-adapter", "adapter_model.safetensors")),
+          "no adapter_model.safetensors")
+    check(p.stdout.strip() and "step    20/20" in p.stdout, f"output: {p.stdout[-600:]!r}")
+
+
+TESTS = [test_quickstart_verbatim, test_quickstart_needs_its_mkdir, test_configs_named_exist,
+         test_lora_verbatim]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])
