@@ -276,6 +276,38 @@ int main(void)
         zc_q8_dequantize(q, sc, sg, 300, 500, x);
         CHECK(!memcmp(x, y + 300, 500 * 4), "q8 dequantize of a range (signed %d)", sg);
         free(x), free(y), free(q), free(q2);
+        /* The codes at and around every midpoint (the quantizer looks them up by the value's
+         * top 16 bits, then compares): blocks whose absmax is 1 (the first element), the rest
+         * each midpoint, its float neighbours, and small and special values, against the count
+         * of midpoints below each value, computed here from the map. */
+        float thr[255];
+        for (int c = 0; c < 255; c++)
+            thr[c] = (float)(((double)map[c] + map[c + 1]) / 2);
+        enum { NV = 255 * 5 + 9 };
+        float v[NV];
+        int nv = 0;
+        for (int c = 0; c < 255; c++) {
+            const float t = thr[c];
+            v[nv++] = t, v[nv++] = nextafterf(t, -2.0f), v[nv++] = nextafterf(t, 2.0f);
+            v[nv++] = nextafterf(nextafterf(t, 2.0f), 2.0f), v[nv++] = t * (1 - 1.0f / 256);
+        }
+        const float special[9] = {0.0f, -0.0f,     1e-40f, -1e-40f,   1e-30f,
+                                  1.0f, 0.999999f, -1.0f,  -0.999999f};
+        for (int i = 0; i < 9; i++)
+            v[nv++] = special[i];
+        int bad = 0;
+        for (int i = 0; i < nv; i++) {
+            float blk[2] = {1.0f, sg ? v[i] : fabsf(v[i])}, bsc;
+            uint8_t code[2];
+            zc_q8_quantize(blk, 2, sg, code, &bsc);
+            int want = 0;
+            for (int c = 0; c < 255; c++)
+                want += blk[1] > thr[c];
+            if (code[1] != want && bad++ < 5)
+                fprintf(stderr, "q8 code of %.9g (signed %d): %d, want %d\n", (double)blk[1], sg,
+                        code[1], want);
+        }
+        CHECK(!bad, "q8 codes around the midpoints (signed %d): %d differ", sg, bad);
     }
     {
         const size_t lens[] = {1, 255, 256, 257, 16384 + 300, N};
