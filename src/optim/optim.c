@@ -189,11 +189,13 @@ static void q8_init(void)
  * NaN: code 0. */
 ZC_SIMD_INLINE uint8_t q8_code(const uint8_t *bucket, const float *thr, float r)
 {
-    uint32_t bits;
-    memcpy(&bits, &r, 4);
-    unsigned c = bucket[bits >> 16];
+    union {
+        float f;
+        uint32_t u;
+    } bits = {r};
+    int c = bucket[bits.u >> 16];
     for (int k = 0; k < Q8_STEPS; k++)
-        c += r > thr[c];
+        c += r > thr[c] ? 1 : 0;
     return (uint8_t)(r == r ? c : 0);
 }
 
