@@ -144,6 +144,17 @@ def test_lora_bf16_offload_bitwise():
                  H_.path("bf16-offload.json")) and H_.report("bf16-offload.json")
     shas["3 offload"] = rep["weights_sha256"]
     check(len(set(shas.values())) == 1, f"bf16 LoRA: stages disagree {shas}")
+    # AdamW8bit keeps no moments for the frozen base; its checkpoint resumes to the same bits
+    runs = {}
+    q8 = ["--init", BASE, *run_args(2, steps=4), "--dtype", "bf16", "--lora-r", "8",
+          "--lora-targets", "q_proj,v_proj,down_proj"]
+    for name, extra in (("q8-whole", []),
+                        ("q8-part", ["--save-dir", H_.path("q8-ck"), "--save-every", "2"]),
+                        ("q8-resumed", ["--resume", H_.path("q8-ck/step-000002")])):
+        rep = H_.run(2, "train", *q8, "--stage", 3, "--optimizer", "AdamW8bit", *extra,
+                     "--report", H_.path(name + ".json")) and H_.report(name + ".json")
+        runs[name] = rep["weights_sha256"]
+    check(runs["q8-whole"] == runs["q8-resumed"], f"LoRA with AdamW8bit: resumed {runs}")
 
 
 def test_peft_round_trip():

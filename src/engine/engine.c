@@ -3233,6 +3233,11 @@ zc_status zc_engine_q8_codes(zc_engine *e, int unit, bool is_signed, size_t firs
                              uint8_t *buf, bool write, zc_err *err)
 {
     unit_t *u = &e->units[unit];
+    if (u->info.frozen) { /* no moments: a checkpoint holds zero ones (codes of 0, scales 0) */
+        if (!write)
+            memset(buf, zc_q8_zero_code(is_signed), n);
+        return ZC_OK;
+    }
     ZC_ASSERT(q8_moments(e) && first >= opt_lo(e, u) && first + n <= opt_lo(e, u) + u->opt_n);
     return q8_codes_io(e, u, is_signed, first - opt_lo(e, u), n, buf, write, err);
 }
@@ -3241,6 +3246,11 @@ zc_status zc_engine_q8_scales(zc_engine *e, int unit, bool is_signed, size_t sha
                               size_t n, float *buf, bool write, zc_err *err)
 {
     unit_t *u = &e->units[unit];
+    if (u->info.frozen) { /* no moments (above) */
+        if (!write)
+            memset(buf, 0, n * sizeof *buf);
+        return ZC_OK;
+    }
     const size_t S = u->info.shard, nb = q8_shard_scales(u), s0 = opt_lo(e, u) / S;
     ZC_ASSERT(q8_moments(e) && shard >= s0 && (shard - s0) * S < u->opt_n && b + n <= nb);
     return q8_scales_io(e, u, is_signed, (shard - s0) * nb + b, n, buf, write, err);
