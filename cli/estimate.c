@@ -153,7 +153,8 @@ typedef struct {
     int64_t tile_params;      /* train's --tile-params */
     const char *lora_r;       /* train's --lora-r (lora.r): the base frozen, adapters of rank r */
     const char *lora_targets; /* train's --lora-targets (lora.target_modules) */
-    int64_t lora_rank;        /* the config's lora.r with the flags over it */
+    const char *lora_alpha, *lora_dropout; /* train's: checked, no byte depends on them */
+    int64_t lora_rank;                     /* the config's lora.r with the flags over it */
     const char *lora_modules; /* the config's lora.target_modules (NULL: PEFT's default) */
     const char *lora_init;    /* train's --lora-init: r and the targets from the adapter */
     bool ranks_per_node_given, micro_given, grad_accum_given, hpz_given; /* set by the flag */
@@ -323,6 +324,8 @@ static zc_status flags_to_config(const estimate_flags *f, zc_config *cfg, double
         {"--hpz", "zero_optimization.zero_hpz_partition_size", f->hpz_given ? hpz : NULL},
         {"--lora-r", "lora.r", f->lora_r},
         {"--lora-targets", "lora.target_modules", f->lora_targets},
+        {"--lora-alpha", "lora.lora_alpha", f->lora_alpha},
+        {"--lora-dropout", "lora.lora_dropout", f->lora_dropout},
     };
     for (size_t k = 0; !st && k < sizeof keys / sizeof *keys; k++)
         if (keys[k].value)
@@ -943,6 +946,11 @@ int cmd_estimate(int argc, char **argv)
          NULL},
         {"--lora-targets", ARG_STR, &f.lora_targets, NULL,
          "gpt2: with --lora-r, train's --lora-targets (default: PEFT's for the family)", NULL},
+        {"--lora-alpha", ARG_STR, &f.lora_alpha, NULL,
+         "gpt2: train's --lora-alpha (accepted and checked; the bytes do not depend on it)", NULL},
+        {"--lora-dropout", ARG_STR, &f.lora_dropout, NULL,
+         "gpt2: train's --lora-dropout (accepted and checked; the bytes do not depend on it)",
+         NULL},
         {"--lora-init", ARG_STR, &f.lora_init, NULL,
          "gpt2: train's --lora-init: r and target_modules from a PEFT adapter directory", NULL},
         {"--ranks", ARG_INT, &f.ranks, NULL, "data-parallel ranks N (default 1)", NULL},

@@ -251,6 +251,14 @@ def test_lora_config_section():
     check(len(set(shas)) == 1, f"config section against flags: {shas}")
     check("lora: r 4, lora_alpha 16" in flags.stdout and "q_proj, down_proj" in flags.stdout,
           f"train did not say what LoRA trains: {flags.stdout[:300]!r}")
+    # estimate takes train's LoRA flags: the same bytes whatever alpha and dropout, both checked
+    ests = [H_.estimate("--init", BASE, "--seq-len", 16, "--lora-r", 4, *extra)["rows"]
+            for extra in ([], ["--lora-alpha", 16, "--lora-dropout", 0.1])]
+    check(ests[0] == ests[1], "estimate: --lora-alpha or --lora-dropout changed the bytes")
+    p = subprocess.run([H_.zeroc, "estimate", "--init", BASE, "--lora-r", "4", "--lora-dropout",
+                        "1"], capture_output=True, text=True, timeout=60)
+    check(p.returncode != 0 and "lora.lora_dropout must be < 1" in p.stderr,
+          f"estimate --lora-dropout 1: {p.returncode} {p.stderr!r}")
 
 
 def write_adapter(d, config, tensors=None):
