@@ -134,6 +134,12 @@ static lora_dims lora_dims_of(const gpt2_config *c)
                        .gpt2 = !c->family[0]};
 }
 
+int gpt2_lora_slots(const gpt2_config *c, lora_slot *out)
+{
+    const lora_dims ld = lora_dims_of(c);
+    return lora_slots(&c->lora, &ld, out);
+}
+
 /* The LoRA adapters' parameters of one block (0 without LoRA). */
 static int64_t lora_numel(const gpt2_config *c)
 {
@@ -608,8 +614,7 @@ static zc_status register_lora(gpt2_model *m, zc_err *err)
 {
     const gpt2_config *c = &m->cfg;
     const int L = c->num_layers, end = zc_engine_num_units(m->e), first = end - base_units(c);
-    const lora_dims ld = lora_dims_of(c);
-    m->nslots = lora_slots(&c->lora, &ld, m->slots);
+    m->nslots = gpt2_lora_slots(c, m->slots);
     m->u_lora = malloc((size_t)L * sizeof *m->u_lora);
     m->p_lora = malloc((size_t)L * (size_t)m->nslots * 2 * sizeof *m->p_lora);
     if (!m->u_lora || !m->p_lora)

@@ -80,6 +80,9 @@ int gpt2_vocab_tiles(const gpt2_config *cfg, int *rows);
 /* The units gpt2_create registers: the embeddings (or their tiles), the blocks, ln_f, the head's
  * tiles. */
 int gpt2_num_units(const gpt2_config *cfg);
+/* LoRA: the adapters of one block of cfg (cfg->lora's targets over its widths), into
+ * out[0 .. LORA_NTARGETS); returns how many (lora_slots). */
+int gpt2_lora_slots(const gpt2_config *cfg, lora_slot *out);
 /* Which of those units are frozen (LoRA's base: all but the adapters' units). */
 void gpt2_unit_frozen(const gpt2_config *cfg, bool *frozen);
 /* Whether cfg is GPT-2 itself (every later field at its zero value): llm.c's files hold only it. */

@@ -62,14 +62,8 @@ zc_status lora_merged_read(zc_ckpt_reader *r, const gpt2_config *gc, int p, size
     lora_product prod;
     if (st || gc->lora.r < 1 || !n || pi->ndim != 2 || !block_product(pi->name, &l, &prod))
         return st;
-    const lora_dims d = {.C = gc->channels,
-                         .QD = (int64_t)gc->num_heads * gpt2_head_dim(gc),
-                         .KVD = (int64_t)gpt2_kv_heads(gc) * gpt2_head_dim(gc),
-                         .hidden = gpt2_hidden(gc),
-                         .swiglu = gc->mlp == GPT2_MLP_SWIGLU,
-                         .gpt2 = !gc->family[0]};
     lora_slot s[LORA_NTARGETS];
-    const int ns = lora_slots(&gc->lora, &d, s), rank = gc->lora.r;
+    const int ns = gpt2_lora_slots(gc, s), rank = gc->lora.r;
     const size_t cols = (size_t)pi->shape[1];
     const double scale = gc->lora.alpha / gc->lora.r;
     for (int k = 0; !st && k < ns; k++) {

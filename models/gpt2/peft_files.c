@@ -143,19 +143,6 @@ zc_status peft_read_config(const char *dir, bool gpt2, gpt2_lora *l, zc_err *err
 
 /* ---------- reading the weights ---------- */
 
-/* The slots of cfg's blocks (its LoRA settings) and the model's dims (gpt2.c's lora_dims_of is
- * private: the same from the config's resolved widths). */
-static int slots_of(const gpt2_config *cfg, lora_slot *s)
-{
-    const lora_dims d = {.C = cfg->channels,
-                         .QD = (int64_t)cfg->num_heads * gpt2_head_dim(cfg),
-                         .KVD = (int64_t)gpt2_kv_heads(cfg) * gpt2_head_dim(cfg),
-                         .hidden = gpt2_hidden(cfg),
-                         .swiglu = cfg->mlp == GPT2_MLP_SWIGLU,
-                         .gpt2 = !cfg->family[0]};
-    return lora_slots(&cfg->lora, &d, s);
-}
-
 /* The engine parameter named name, or −1. */
 static int param_named(zc_engine *e, const char *name)
 {
@@ -176,7 +163,7 @@ zc_status peft_load(zc_engine *e, const char *dir, const gpt2_config *cfg, zc_er
         return st;
     const bool gpt2 = !cfg->family[0];
     lora_slot s[LORA_NTARGETS];
-    const int ns = slots_of(cfg, s), L = cfg->num_layers;
+    const int ns = gpt2_lora_slots(cfg, s), L = cfg->num_layers;
     /* every tensor of the file is one of the adapters */
     for (const cJSON *t = f.h->child; !st && t; t = t->next) {
         bool found = !strcmp(t->string, "__metadata__");
@@ -304,7 +291,7 @@ zc_status peft_export(const char *ckdir, const gpt2_config *gc, const char *base
         return st;
     const bool gpt2 = !gc->family[0];
     lora_slot s[LORA_NTARGETS];
-    const int ns = slots_of(gc, s), L = gc->num_layers, np = zc_ckpt_reader_num_params(r);
+    const int ns = gpt2_lora_slots(gc, s), L = gc->num_layers, np = zc_ckpt_reader_num_params(r);
     const int nt = 2 * ns * L;
     int *pid = malloc((size_t)nt * sizeof *pid);
     cJSON *h = cJSON_CreateObject();
