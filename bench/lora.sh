@@ -8,7 +8,8 @@
 # model-state bytes per rank (the ledger's, exact), the median step time of steps 2.. and tokens/s,
 # then LoRA's ratios to full fine-tuning. A run the memory check refuses is reported as refused
 # with the estimate it gave. STEPS defaults to 4. Run by hand; not a test. About 15 minutes on 2
-# cores for the 1.2 B shape; ZEROC=/path/to/zeroc overrides build/zeroc.
+# cores for the 1.2 B shape; ZEROC=/path/to/zeroc overrides build/zeroc; EXTRA adds train flags
+# to every run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 zeroc=${ZEROC:-$root/build/zeroc}
@@ -27,8 +28,10 @@ cat > "$work/offload.json" <<EOF
   "offload_param": {"device": "nvme", "nvme_path": "$work/swap", "max_in_cpu": 0}}}
 EOF
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores"
+# EXTRA: train flags added to every run (e.g. EXTRA=--activation-checkpointing)
+read -r -a extra <<< "${EXTRA:-}"
 common=(train --init "$model" --data "$tokens" --dtype bf16 --stage 3 --seq-len 512
-  --micro-batch 1 --steps "$steps" --lr 1e-4)
+  --micro-batch 1 --steps "$steps" --lr 1e-4 "${extra[@]}")
 lora=(--lora-r 16 --lora-alpha 32 --lora-targets all-linear)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 

@@ -51,14 +51,17 @@ static zc_status export_not_over_checkpoint(const char *out, const char *format,
 /* A GPT-2 checkpoint into llm.c's format: its parameters are llm.c's tensors (h.<l>.<name>
  * is layer l's slab of tensor <name>); the shape the weights do not tell (heads, the real
  * vocabulary) comes from what the trainer stored in the manifest. */
-static zc_status export_llmc(const char *dir, const char *out, zc_err *err)
+static zc_status export_llmc(const char *dir, const char *base, const char *out, zc_err *err)
 {
     zc_ckpt_reader *r;
     zc_status st = zc_ckpt_reader_open(dir, &r, err);
     if (st)
         return st;
     gpt2_config gc;
+    hf_base *hb = NULL;
     st = gpt2_checkpoint_shape(r, dir, &gc, err);
+    if (!st && base)
+        st = hf_base_attach(base, &gc, r, &hb, err);
     if (!st && gc.family[0])
         st = zc_err_set(err, ZC_EINVAL,
                         "%s: a %s checkpoint: llm.c's format holds GPT-2 only (use --format hf "
@@ -125,6 +128,7 @@ static zc_status export_llmc(const char *dir, const char *out, zc_err *err)
     }
     free(buf);
     zc_ckpt_reader_close(r);
+    hf_base_close(hb);
     return st;
 }
 
@@ -212,13 +216,35 @@ static zc_status export_peft(const char *dir, const char *out, zc_err *err)
 
 /* llm.c's and Hugging Face's formats hold a model without adapters: a LoRA run's checkpoint goes
  * there merged (--merge-lora: W + (alpha/r)·B·A), or to PEFT's format (the adapters) or zeroc's
- * safetensors (every parameter). */
-static zc_status merge_or_refuse(const char *dir, const char *format, bool merge, zc_err *err)
+ * safetensors (every parameter). A LoRA checkpoint records its frozen base by digest only: the
+ * merge reads it from --base, the model the run was trained on. */
+static zc_status merge_or_refuse(const char *dir, const char *format, bool merge, const char *base,
+                                 zc_err *err)
 {
     gpt2_config gc;
     zc_err why = {0};
     const bool lora = !checkpoint_shape(dir, &gc, &why) && gc.lora.r > 0;
-    if (lora && !merge)
+    zc_ckpt_reader *r = NULL;
+    const int absent = zc_ckpt_reader_open(dir, &r, &why) ? 0 : zc_ckpt_reader_base_params(r);
+    zc_ckpt_reader_close(r);
+    if (absent && !strcmp(format, "safetensors"))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: a LoRA run's checkpoint holds its adapters, not the frozen base "
+                          "(%d tensors, recorded by digest), so not every parameter: export "
+                          "--format peft (the adapters), or --format hf --merge-lora --base MODEL",
+                          dir, absent);
+    if (lora && merge && absent && !base)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: a LoRA run's checkpoint holds its adapters, not the frozen base "
+                          "(%d tensors, recorded by digest): --merge-lora needs --base, the "
+                          "model the run was trained on (its --init)",
+                          dir, absent);
+    if (base && !absent)
+        return zc_err_set(err, ZC_EINVAL,
+                          "--base %s: %s holds every parameter itself (--base is for a LoRA "
+                          "run's checkpoint, which holds no base)",
+                          base, dir);
+    if (lora && !merge && strcmp(format, "safetensors")) /* safetensors: every parameter */
         return zc_err_set(err, ZC_EINVAL,
                           "%s: a LoRA run (r %d): --format %s without --merge-lora would drop its "
                           "adapters; add --merge-lora to write the merged model, or --format peft "
@@ -234,7 +260,7 @@ static zc_status merge_or_refuse(const char *dir, const char *format, bool merge
 
 int cmd_ckpt(int argc, char **argv)
 {
-    const char *out = NULL, *format = "safetensors", *dtype = "fp32";
+    const char *out = NULL, *format = "safetensors", *dtype = "fp32", *base = NULL;
     bool help = false, merge = false;
     arg_spec specs[] = {
         {"--out", ARG_STR, &out, NULL, "export: the file to write", NULL},
@@ -249,6 +275,11 @@ int cmd_ckpt(int argc, char **argv)
          "export --format hf or llmc of a LoRA run: the adapters merged into their weights, "
          "W + (lora_alpha/r)·B·A (as PEFT's merge_and_unload)",
          NULL},
+        {"--base", ARG_STR, &base, NULL,
+         "export --merge-lora: the model a LoRA run was trained on (its --init: a Hugging Face "
+         "directory or file), whose checkpoint holds only the adapters; checked against the "
+         "checkpoint's digest of it",
+         NULL},
         {"--help", ARG_BOOL, &help, NULL, "print this help", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
@@ -262,7 +293,7 @@ int cmd_ckpt(int argc, char **argv)
         helped |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
     if (helped) {
         args_usage("zeroc ckpt inspect DIR | verify DIR | export DIR --out FILE [--format "
-                   "safetensors|llmc|hf|peft] [--dtype fp32|bf16] [--merge-lora]",
+                   "safetensors|llmc|hf|peft] [--dtype fp32|bf16] [--merge-lora [--base MODEL]]",
                    specs, nspecs);
         return 0;
     }
@@ -285,7 +316,8 @@ int cmd_ckpt(int argc, char **argv)
                         verb);
     if (!st)
         st = args_parse(specs, nspecs, nflags, flags, 0, &err);
-    static const char *const export_only[] = {"--out", "--format", "--dtype", "--merge-lora"};
+    static const char *const export_only[] = {"--out", "--format", "--dtype", "--merge-lora",
+                                              "--base"};
     for (size_t i = 0;
          !st && strcmp(verb, "export") && i < sizeof export_only / sizeof *export_only; i++)
         if (args_given(nflags, flags, 0, export_only[i]))
@@ -310,8 +342,11 @@ int cmd_ckpt(int argc, char **argv)
         st = export_not_over_checkpoint(out, format, path, dir, &err);
     if (!st && merge && strcmp(format, "hf") && strcmp(format, "llmc"))
         st = zc_err_set(&err, ZC_EINVAL, "--merge-lora is for --format hf or llmc, not %s", format);
-    if (!st && !strcmp(verb, "export") && (!strcmp(format, "hf") || !strcmp(format, "llmc")))
-        st = merge_or_refuse(dir, format, merge, &err);
+    if (!st && base && !merge)
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--base is for --merge-lora (the base the adapters merge into)");
+    if (!st && !strcmp(verb, "export") && strcmp(format, "peft"))
+        st = merge_or_refuse(dir, format, merge, base, &err);
     if (!st) {
         char *summary = NULL;
         const bool looks = !strcmp(verb, "inspect") || !strcmp(verb, "verify");
@@ -324,8 +359,8 @@ int cmd_ckpt(int argc, char **argv)
                 free(summary);
                 summary = NULL;
             }
-        } else if (!(st = !strcmp(format, "llmc") ? export_llmc(dir, out, &err)
-                          : !strcmp(format, "hf") ? hf_export_checkpoint(dir, out, &err)
+        } else if (!(st = !strcmp(format, "llmc") ? export_llmc(dir, base, out, &err)
+                          : !strcmp(format, "hf") ? hf_export_checkpoint(dir, base, out, &err)
                           : !strcmp(format, "peft")
                               ? export_peft(dir, out, &err)
                               : zc_ckpt_export_safetensors(dir, out, !strcmp(dtype, "bf16"),

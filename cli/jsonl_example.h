@@ -13,8 +13,18 @@
 #ifndef ZEROC_CLI_JSONL_EXAMPLE_H
 #define ZEROC_CLI_JSONL_EXAMPLE_H
 
+#include <cjson/cJSON.h>
+
 #include "cli/chat_format.h"
 
+/* Most messages in one example. */
+enum { JSONL_MAX_MESSAGES = 4096 };
+
+/* The messages of a parsed example (root: either form above) into msgs (at most cap; *n set),
+ * checked; their strings stay root's. where: how an error names the place ("--jsonl F: line N").
+ */
+zc_status jsonl_messages(const cJSON *root, const char *where, chat_message *msgs, int cap, int *n,
+                         zc_err *err);
 /* Parses text[0..len) (line number `line` of file, for messages) and appends its example's
  * tokens to ids and its mask bytes to *mask (chat_render). */
 zc_status jsonl_example(const chat_format *f, bpe_encoder *e, const char *text, size_t len,

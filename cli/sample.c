@@ -22,10 +22,12 @@
 #include "cli/byte_text.h"
 #include "cli/chat_format.h"
 #include "cli/commands.h"
+#include "cli/jsonl_example.h"
 #include "cli/fail.h"
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/bpe_encode.h"
 #include "models/gpt2/gpt2_sample.h"
+#include "models/gpt2/hf_safetensors.h"
 #include "models/gpt2/init_files.h"
 #include "models/gpt2/peft_files.h"
 #include "models/gpt2/tokenizer_files.h"
@@ -45,22 +47,42 @@ static zc_status default_bpe_prompt(int vocab, int eot, int **out, int *n, zc_er
     return ZC_OK;
 }
 
-/* The --chat prompt: the messages (--system's, then the user's --chat) rendered by the format of
- * dir's tokenizer_config.json (or --chat-format's) with the assistant's generation header;
- * *stop is the format's end-of-turn id. *out is malloc'd. */
+/* --messages FILE: the conversation ({"messages": [...]}, as a line of prepare --jsonl) into
+ * msgs (at most cap; strings in *root, which the caller deletes); the last must be the user's. */
+static zc_status read_messages(const char *path, cJSON **root, chat_message *msgs, int cap, int *n,
+                               zc_err *err)
+{
+    char where[4200];
+    snprintf(where, sizeof where, "--messages %s", path);
+    zc_status st = hf_read_json(path, root, err);
+    if (st)
+        return cli_err_flag(st, "--messages", err);
+    if (!cJSON_GetObjectItemCaseSensitive(*root, "messages") && cJSON_IsObject(*root))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: expected {\"messages\": [{\"role\": ..., \"content\": ...}, "
+                          "...]}, the conversation so far",
+                          where);
+    if ((st = jsonl_messages(*root, where, msgs, cap, n, err)))
+        return st;
+    if (strcmp(msgs[*n - 1].role, "user"))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: the last message is the %s's; the model answers the user's last "
+                          "message, so the conversation must end with one",
+                          where, msgs[*n - 1].role);
+    return ZC_OK;
+}
+
+/* The chat prompt: the messages (--system's, then the user's --chat; or --messages') rendered
+ * by the format of dir's tokenizer_config.json (or --chat-format's) with the assistant's
+ * generation header; *stop is the format's end-of-turn id. *out is malloc'd. */
 static zc_status chat_prompt(const bpe_vocab *v, const char *dir, const char *fmt, const char *date,
-                             const char *system, const char *user, int **out, int *n, int *stop,
-                             zc_err *err)
+                             const chat_message *msgs, int nm, bool system, int **out, int *n,
+                             int *stop, zc_err *err)
 {
     chat_format f;
     zc_status st = chat_format_init(&f, fmt, date, dir, v, "--chat", err);
     if (st)
         return st;
-    chat_message msgs[2];
-    int nm = 0;
-    if (system)
-        msgs[nm++] = (chat_message){"system", system, strlen(system)};
-    msgs[nm++] = (chat_message){"user", user, strlen(user)};
     bpe_encoder *e = NULL;
     bpe_ids ids = {0};
     st = bpe_encoder_create(&e, v, err);
@@ -86,7 +108,7 @@ static zc_status chat_prompt(const bpe_vocab *v, const char *dir, const char *fm
 int cmd_sample(zc_comm *comm, int argc, char **argv)
 {
     const char *init = NULL, *prompt = NULL, *vocab_path = NULL, *chat = NULL, *system = NULL,
-               *chat_fmt = NULL, *chat_date = NULL, *lora_init = NULL;
+               *chat_fmt = NULL, *chat_date = NULL, *lora_init = NULL, *messages = NULL;
     bool print_ids = false;
     int length = 256, top_k = 40;
     double temperature = 1.0;
@@ -132,16 +154,22 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
          "the end of the assistant's turn (<|eot_id|>, <|im_end|>) or --length, and only the "
          "answer is printed",
          NULL},
+        {"--messages", ARG_STR, &messages, NULL,
+         "a conversation for a chat model, instead of --chat: a JSON file {\"messages\": "
+         "[{\"role\": \"system\"|\"user\"|\"assistant\", \"content\": \"...\"}, ...]} "
+         "(a line of prepare --jsonl), ending with the user's message; the model writes the next "
+         "assistant turn, rendered and stopped as --chat's",
+         NULL},
         {"--system", ARG_STR, &system, NULL,
          "with --chat: a system message before the user's (instead of the template's default)",
          NULL},
         {"--chat-format", ARG_STR, &chat_fmt, NULL,
-         "with --chat: llama3, llama3.1 or chatml, instead of the format recognised from "
-         "tokenizer_config.json's chat_template",
+         "with --chat or --messages: llama3, llama3.1 or chatml, instead of the format recognised "
+         "from tokenizer_config.json's chat_template",
          NULL},
         {"--chat-date", ARG_STR, &chat_date, NULL,
-         "with --chat, llama3.1: the system header's \"Today Date\" (default: the template's; "
-         "one that asks strftime_now for it: today's, as transformers)",
+         "with --chat or --messages, llama3.1: the system header's \"Today Date\" (default: the "
+         "template's; one that asks strftime_now for it: today's, as transformers)",
          NULL},
         {"--print-prompt-ids", ARG_BOOL, &print_ids, NULL,
          "print the prompt's token ids, comma-separated, to stderr before generating (what the "
@@ -170,21 +198,45 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
                         (double)FLT_MIN, (double)FLT_MAX, temperature);
     if (!st && (top_k < 0 || seed < 0))
         st = zc_err_set(&err, ZC_EINVAL, "--top-k and --seed must be >= 0");
-    if (!st && chat && prompt)
+    const char *chat_flag = chat ? "--chat" : "--messages";
+    if (!st && (chat || messages) && prompt)
         st = zc_err_set(&err, ZC_EINVAL,
-                        "--chat and --prompt: give one (--chat is the user's message of a chat "
-                        "prompt, --prompt text to continue)");
-    if (!st && !chat && (system || chat_fmt || chat_date))
-        st = zc_err_set(&err, ZC_EINVAL, "%s needs --chat (the user's message)",
+                        "%s and --prompt: give one (%s a chat prompt, --prompt text to continue)",
+                        chat_flag, chat ? "--chat is the user's message of" : "--messages is");
+    if (!st && chat && messages)
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--chat and --messages: give one (--chat is one user message, --messages "
+                        "a whole conversation)");
+    if (!st && messages && system)
+        st = zc_err_set(&err, ZC_EINVAL,
+                        "--system with --messages: put the system message first in the file's "
+                        "messages");
+    if (!st && !chat && !messages && (system || chat_fmt || chat_date))
+        st = zc_err_set(&err, ZC_EINVAL, "%s needs --chat (the user's message)%s",
                         system     ? "--system"
                         : chat_fmt ? "--chat-format"
-                                   : "--chat-date");
+                                   : "--chat-date",
+                        system ? "" : " or --messages");
     struct stat sb;
-    if (!st && chat && (!vocab_path || stat(vocab_path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+    const bool chatting = chat || messages;
+    if (!st && chatting && (!vocab_path || stat(vocab_path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
         st = zc_err_set(&err, ZC_EINVAL,
-                        "--chat needs --vocab DIR, the model's tokenizer directory "
+                        "%s needs --vocab DIR, the model's tokenizer directory "
                         "(tokenizer.json, and tokenizer_config.json with its chat_template)%s%s",
-                        vocab_path ? "; got " : "", vocab_path ? vocab_path : "");
+                        chat_flag, vocab_path ? "; got " : "", vocab_path ? vocab_path : "");
+    /* the conversation, read before the model is: a bad file is refused at once */
+    cJSON *conv = NULL;
+    chat_message *msgs = st ? NULL : malloc(JSONL_MAX_MESSAGES * sizeof *msgs);
+    int nm = 0;
+    if (!st && !msgs)
+        st = zc_err_set(&err, ZC_ENOMEM, "out of memory");
+    if (!st && messages)
+        st = read_messages(messages, &conv, msgs, JSONL_MAX_MESSAGES, &nm, &err);
+    if (!st && chat) {
+        if (system)
+            msgs[nm++] = (chat_message){"system", system, strlen(system)};
+        msgs[nm++] = (chat_message){"user", chat, strlen(chat)};
+    }
     if (!st && zc_comm_size(comm) != 1)
         st = zc_err_set(&err, ZC_EINVAL, "zeroc sample runs on one rank (got %d)",
                         zc_comm_size(comm));
@@ -209,10 +261,11 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     bpe_vocab vocab;
     bool have_vocab = false;
     if (!st && vocab_path && h.vocab_size == BYTE_VOCAB)
-        st = zc_err_set(&err, ZC_EINVAL,
-                        "--vocab: %s is a byte-level model (vocabulary 256), "
-                        "it needs no tokenizer%s",
-                        init, chat ? " (and --chat needs a chat model's tokenizer)" : "");
+        st =
+            zc_err_set(&err, ZC_EINVAL,
+                       "--vocab: %s is a byte-level model (vocabulary 256), "
+                       "it needs no tokenizer%s",
+                       init, chatting ? " (and a chat prompt needs a chat model's tokenizer)" : "");
     if (!st && vocab_path)
         have_vocab = !(st = tokenizer_files_load(&vocab, vocab_path, false, &err));
     /* a Hugging Face model's embedding may have rows past its tokenizer's ids (Qwen2.5:
@@ -222,14 +275,15 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
                         "--vocab %s has %d tokens but the model %s has a "
                         "vocabulary of %d",
                         vocab.source, vocab.n, init, h.vocab_size);
-    if (!st && chat && !vocab.hf.on)
+    if (!st && chatting && !vocab.hf.on)
         st = zc_err_set(&err, ZC_EINVAL,
-                        "--chat: --vocab %s holds GPT-2's tokenizer files, not a Hugging Face "
+                        "%s: --vocab %s holds GPT-2's tokenizer files, not a Hugging Face "
                         "tokenizer.json with a chat template's special tokens",
-                        vocab_path);
+                        chat_flag, vocab_path);
     int *ptok = NULL, np = 0, stop = -1;
-    if (!st && chat) {
-        st = chat_prompt(&vocab, vocab_path, chat_fmt, chat_date, system, chat, &ptok, &np, &stop,
+    if (!st && chatting) {
+        const bool sys = system || (nm && !strcmp(msgs[0].role, "system"));
+        st = chat_prompt(&vocab, vocab_path, chat_fmt, chat_date, msgs, nm, sys, &ptok, &np, &stop,
                          &err);
     } else if (!st && !prompt && h.vocab_size != BYTE_VOCAB) {
         st = default_bpe_prompt(h.vocab_size, have_vocab ? vocab.eot : -1, &ptok, &np, &err);
@@ -251,6 +305,8 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     } else if (!st) {
         st = byte_text_parse_prompt(prompt ? prompt : "\n", h.vocab_size, &ptok, &np, &err);
     }
+    free(msgs); /* the prompt holds the conversation now */
+    cJSON_Delete(conv);
     if (!st && print_ids) {
         fprintf(stderr, "sample: prompt ids (%d): ", np);
         for (int i = 0; i < np; i++)
@@ -288,10 +344,10 @@ int cmd_sample(zc_comm *comm, int argc, char **argv)
     int ngen = 0;
     if (!st)
         st = gpt2_generate_until(m, ptok, np, length, &how, stop, out, &ngen, &err);
-    /* --chat prints the answer: what was generated, without the end-of-turn token */
+    /* a chat prints the answer: what was generated, without the end-of-turn token */
     const bool ended = stop >= 0 && ngen > 0 && out[ngen - 1] == stop;
-    const int from = chat ? np : 0, upto = np + (ended ? ngen - 1 : ngen);
-    if (!st && chat && !ended)
+    const int from = chatting ? np : 0, upto = np + (ended ? ngen - 1 : ngen);
+    if (!st && chatting && !ended)
         fprintf(stderr, "sample: no end of turn within --length %d tokens: the answer is cut\n",
                 length);
     if (!st && have_vocab) {

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli/commands.h"
 #include "cli/fail.h"
 #include "cli/memory_check.h"
@@ -311,6 +313,10 @@ static zc_status resume(train_run *r, zc_err *err)
         st = resume_lr(r, dir, manifest, err);
     if (!st)
         train_ckpt_producer(manifest, producer, sizeof producer);
+    /* a LoRA run's checkpoint holds the adapters: the base stays as --init gave it */
+    cJSON *root = st ? NULL : cJSON_Parse(manifest);
+    const bool base_kept = cJSON_GetObjectItemCaseSensitive(root, "base_digest") != NULL;
+    cJSON_Delete(root);
     free(client);
     free(manifest);
     if (!st && tokens)
@@ -319,7 +325,11 @@ static zc_status resume(train_run *r, zc_err *err)
         printf("%sresumed from %s at step %lld in %.2f s%s%s%s%s\n", note, dir,
                (long long)r->first_step, (now_ms() - t_load) / 1e3, producer,
                r->o.init ? "; the weights of --init " : "", r->o.init ? r->o.init : "",
-               r->o.init ? " were replaced by the checkpoint's" : "");
+               !r->o.init ? ""
+               : base_kept
+                   ? " are the frozen base (the checkpoint holds the adapters; its digest of the "
+                     "base matches)"
+                   : " were replaced by the checkpoint's");
     if (!st && r->first_step > r->o.steps)
         st = zc_err_set(err, ZC_EINVAL, "--resume: the checkpoint is at step %lld, past --steps %d",
                         (long long)r->first_step, r->o.steps);

@@ -1082,7 +1082,8 @@ def test_resume_earlier_format():
       at (7 - k)/8), unless next_lr says its writer did not count them;
     - a schedule whose settings differ from the checkpoint's (warmup_max_lr left out: 0.001, not
       the recorded 0.003; another --lr) says so naming both values, and trains;
-    - verify, inspect and export read format 2; format 4 is refused naming its producer."""
+    - verify, inspect and export read format 2; format 5 is refused naming its producer; format
+      4's keys (units not stored, base_digest) are refused in format 3 and checked in format 4."""
     v = subprocess.run([H_.zeroc, "--version"], capture_output=True, text=True)
     check(v.returncode == 0 and v.stdout.startswith("zeroc ") and v.stdout.count("\n") == 1,
           f"--version: {v.returncode} {v.stdout!r}")
@@ -1217,8 +1218,13 @@ def test_resume_earlier_format():
 
     # a newer format names the zeroc that wrote it; format 3 must name one
     for name, edit, needles in (
-            ("f4", lambda m: m.update(format_version=4, producer_version="9.9.9+gfeed"),
-             ["format version 4 is newer", "written by zeroc 9.9.9+gfeed"]),
+            ("f5", lambda m: m.update(format_version=5, producer_version="9.9.9+gfeed"),
+             ["format version 5 is newer", "written by zeroc 9.9.9+gfeed"]),
+            # format 4's keys (a LoRA run's checkpoint) in a format-3 manifest
+            ("f3-stored", lambda m: m["units"][0].update(stored=False),
+             ["units[0].stored is false, expected no such key before format 4"]),
+            ("f4-nodigest", lambda m: (m.update(format_version=4), m["units"][0].update(stored=False)),
+             ["base_digest is missing, expected 32 lowercase hex digits"]),
             ("f3-anon", lambda m: m.pop("producer_version"), ["producer_version is missing"])):
         d = H_.path(f"ck-{name}")
         shutil.copytree(ck, d)

@@ -1379,6 +1379,17 @@ static void test_crossentropy(void)
         for (int v = V; v < VP; v++)
             pad_ok &= g[i * VP + v] == 0.0f;
     CHECK(pad_ok, "xent: padded entries have nonzero gradient");
+    { /* in place (the model's path): the same probabilities, losses and dlogits, bit for bit */
+        float *xb = fdup(x.logits, BT * VP), *lb = falloc(BT);
+        gpt2_softmax_crossentropy_forward_inplace(lb, xb, targets, BT, V, VP);
+        CHECK(!memcmp(xb, x.probs, sizeof(float) * BT * VP) &&
+                  !memcmp(lb, x.losses, sizeof(float) * BT),
+              "xent in place: probabilities or losses differ from the out-of-place kernel's");
+        gpt2_softmax_crossentropy_backward_inplace(xb, dl, targets, BT, V, VP);
+        CHECK(!memcmp(xb, g, sizeof(float) * BT * VP),
+              "xent in place: dlogits differ from the out-of-place kernel's");
+        free(xb), free(lb);
+    }
     /* The padded entries are checked too: the loss does not depend on them (numeric slope
      * exactly 0). */
     grad_check("xent dlogits", xent_loss, &x, x.logits, g, BT * VP, SIZE_MAX, H, RTOL, ATOL);
@@ -1411,6 +1422,18 @@ static void test_crossentropy(void)
     y.logits[2 * XVP + 0] = -120.0f;
     xent_loss(&y);
     xent_check_forward("xent V=37 Vp=48", &y);
+    { /* in place, rows longer than the 8-lane sums: the same bits */
+        float *xb = fdup(y.logits, XBT * XVP), *lb = falloc(XBT), *yd = falloc(XBT * XVP);
+        const float ydl[XBT] = {0.25f, 0.5f, 1.0f};
+        gpt2_softmax_crossentropy_forward_inplace(lb, xb, t2, XBT, XV, XVP);
+        CHECK(!memcmp(xb, y.probs, sizeof(float) * XBT * XVP) &&
+                  !memcmp(lb, y.losses, sizeof(float) * XBT),
+              "xent V=37 in place: probabilities or losses differ");
+        gpt2_softmax_crossentropy_backward(yd, ydl, y.probs, t2, XBT, XV, XVP);
+        gpt2_softmax_crossentropy_backward_inplace(xb, ydl, t2, XBT, XV, XVP);
+        CHECK(!memcmp(xb, yd, sizeof(float) * XBT * XVP), "xent V=37 in place: dlogits differ");
+        free(xb), free(lb), free(yd);
+    }
     free(y.logits), free(y.probs), free(y.losses);
 }
 

@@ -14,6 +14,9 @@ AdamW steps' losses of the adapters alone. Every step's loss must be within its 
 bit."""
 import json
 import os
+import re
+import shutil
+import struct
 import subprocess
 import sys
 
@@ -161,11 +164,13 @@ def test_peft_round_trip():
     """A LoRA run's checkpoint exported as a PEFT adapter holds zeroc's adapter values under PEFT's
     names; read back with --lora-init (learning rate 0) it gives the run's weights bit for bit;
     its adapter_config.json says r, lora_alpha and target_modules; the base-model formats refuse
-    to drop the adapters."""
-    sv, ad = H_.path("rt-save"), H_.path("rt-adapter")
+    to drop the adapters. The checkpoint holds the adapters alone (format 4: the base's units
+    "stored": false, its digest), so the merged export reads the base from --base, checked
+    against that digest."""
+    sv, ad, mine = H_.path("rt-save"), H_.path("rt-adapter"), H_.path("rt-all.safetensors")
     H_.run(1, "train", "--init", BASE, *run_args(1), "--lora-r", "4", "--lora-alpha", "16",
            "--lora-targets", "all-linear", "--save-dir", sv, "--save-every", "5", "--report",
-           H_.path("rt.json"))
+           H_.path("rt.json"), "--save-weights", mine)
     rep = H_.report("rt.json")
     H_.run(1, "ckpt", "export", sv, "--format", "peft", "--out", ad)
     conf = json.load(open(os.path.join(ad, "adapter_config.json")))
@@ -173,8 +178,9 @@ def test_peft_round_trip():
           sorted(conf["target_modules"]) == sorted(["q_proj", "k_proj", "v_proj", "o_proj",
                                                     "gate_proj", "up_proj", "down_proj"]),
           f"adapter_config.json: {conf}")
-    mine = H_.path("rt-all.safetensors")
-    H_.run(1, "ckpt", "export", sv, "--out", mine)
+    p = H_.run(1, "ckpt", "export", sv, "--out", H_.path("rt-x.safetensors"), ok=False)
+    check(p.returncode == 1 and "not every parameter" in p.stderr and "--format peft" in p.stderr,
+          f"export of every parameter from an adapters-only checkpoint: {p.stderr.strip()!r}")
     ours, peft = read_safetensors(mine), read_safetensors(os.path.join(ad,
                                                                        "adapter_model.safetensors"))
     want = {}
@@ -199,7 +205,9 @@ def test_peft_round_trip():
               f"export --format {fmt} of a LoRA run: rc {p.returncode} {p.stderr.strip()!r}")
     # merged: each adapted weight W + (alpha/r) B A within one fp32 rounding, the rest as stored
     mg = H_.path("rt-merged")
-    H_.run(1, "ckpt", "export", sv, "--format", "hf", "--merge-lora", "--out", mg)
+    p = H_.run(1, "ckpt", "export", sv, "--format", "hf", "--merge-lora", "--out", mg, ok=False)
+    check(p.returncode == 1 and "needs --base" in p.stderr, f"merge without --base: {p.stderr!r}")
+    H_.run(1, "ckpt", "export", sv, "--format", "hf", "--merge-lora", "--base", BASE, "--out", mg)
     merged = read_safetensors(os.path.join(mg, "model.safetensors"))
     C, nh = CFG["hidden_size"], CFG["num_attention_heads"]
     hd = CFG.get("head_dim") or C // nh
@@ -333,8 +341,10 @@ def test_gpt2_lora():
     args = [*shape, "--init", base, "--steps", "4", "--lora-r", "2", "--lora-targets",
             "c_attn,c_proj,c_fc", "--lora-dropout", "0.1", "--lr", "0.05"]
     shas = []
-    for stage, extra in ((0, []), (3, []), (3, ["--activation-checkpointing"])):
-        name = f"g-s{stage}{'-ck' if extra else ''}"
+    ours = H_.path("g-all.safetensors")
+    for stage, extra in ((0, []), (3, ["--save-weights", ours]),
+                         (3, ["--activation-checkpointing"])):
+        name = f"g-s{stage}{'-ck' if '--activation-checkpointing' in extra else ''}"
         rep = H_.run(2, "train", *args, "--stage", stage, *extra, "--save-dir", H_.path(name),
                      "--save-every", "4", "--report", H_.path(name + ".json")) and \
             H_.report(name + ".json")
@@ -351,11 +361,17 @@ def test_gpt2_lora():
     conf = json.load(open(os.path.join(ad, "adapter_config.json")))
     check(conf["fan_in_fan_out"] is True and conf["lora_dropout"] == 0.1,
           f"GPT-2 adapter_config.json {conf}")
-    hf, llmc = H_.path("g-merged-hf"), H_.path("g-merged.bin")
-    H_.run(1, "ckpt", "export", H_.path("g-s3"), "--format", "hf", "--merge-lora", "--out", hf)
+    # the checkpoint holds the adapters: the merge reads the base from --base, a Hugging Face
+    # model (the llm.c base exported as one: the same values, so the same digest)
+    hf, llmc, hf_base = H_.path("g-merged-hf"), H_.path("g-merged.bin"), H_.path("g-base-hf")
+    H_.run(1, "ckpt", "export", H_.path("g-base-ck"), "--format", "hf", "--out", hf_base)
+    p = H_.run(1, "ckpt", "export", H_.path("g-s3"), "--format", "hf", "--merge-lora", "--base",
+               base, "--out", hf, ok=False)
+    check(p.returncode == 1 and "expected a Hugging Face model" in p.stderr,
+          f"--base of an llm.c file: {p.stderr.strip()!r}")
+    H_.run(1, "ckpt", "export", H_.path("g-s3"), "--format", "hf", "--merge-lora", "--base",
+           hf_base, "--out", hf)
     # Conv1D's [in, out]: the merged c_attn is (W + (alpha/r) B A) transposed
-    ours = H_.path("g-all.safetensors")
-    H_.run(1, "ckpt", "export", H_.path("g-s3"), "--out", ours)
     ours = read_safetensors(ours)
     merged = read_safetensors(os.path.join(hf, "model.safetensors"))
     key = [k for k in merged if k.endswith("h.1.attn.c_attn.weight")][0]
@@ -364,7 +380,8 @@ def test_gpt2_lora():
     worst = max(abs(merged[key][j * 3 * C + i] - (W[i * C + j] + (8 / r) * sum(
         B[i * r + c] * A[c * C + j] for c in range(r)))) for i in range(3 * C) for j in range(C))
     check(worst < 1e-6, f"GPT-2 merged c_attn: worst |error| {worst:.3g}")
-    H_.run(1, "ckpt", "export", H_.path("g-s3"), "--format", "llmc", "--merge-lora", "--out", llmc)
+    H_.run(1, "ckpt", "export", H_.path("g-s3"), "--format", "llmc", "--merge-lora", "--base",
+           hf_base, "--out", llmc)
     outs = [subprocess.run([H_.zeroc, "sample", *init, "--prompt", "the", "--length", "24",
                             "--top-k", "1"], capture_output=True, check=True).stdout
             for init in (["--init", hf], ["--init", llmc], ["--init", base, "--lora-init", ad],
@@ -378,8 +395,64 @@ def test_gpt2_lora():
           f"--merge-lora of a run without adapters: rc {p.returncode} {p.stderr.strip()!r}")
 
 
+def test_lora_checkpoint_holds_adapters():
+    """A LoRA run's checkpoint holds what was trained: the base's units are "stored": false
+    (format 4) and the shard files hold the adapters' parameters and AdamW moments only, to the
+    byte; base_digest records the base. A resume on the same base (at another stage) ends on the
+    uninterrupted run's bits; a base one bf16 step away in one element is refused, by resume
+    and by the merged export's --base, naming both digests."""
+    ck = H_.path("ad-ck")
+    whole = H_.run(2, "train", "--init", BASE, *run_args(2), "--lora-r", "2", "--stage", "3",
+                   "--report", H_.path("ad-whole.json")) and H_.report("ad-whole.json")
+    H_.run(2, "train", "--init", BASE, *run_args(2, steps=2), "--lora-r", "2", "--stage", "3",
+           "--save-dir", ck, "--save-every", "2")
+    step = os.path.join(ck, "step-000002")
+    man = json.load(open(os.path.join(step, "manifest.json")))
+    base, lora = unit_numels(2, ["q_proj", "v_proj"])
+    units = man["units"]
+    check(man["format_version"] == 4 and len(units) == len(base) + len(lora) and
+          all(u.get("stored") is False for u in units[:len(base)]) and
+          all("stored" not in u for u in units[len(base):]) and
+          re.fullmatch("[0-9a-f]{32}", man.get("base_digest", "")),
+          f"manifest of a LoRA checkpoint: format {man['format_version']}, units "
+          f"{[(u['name'], u.get('stored')) for u in units]}, digest {man.get('base_digest')!r}")
+    for r in range(2):  # rank r owns [r·S, min((r+1)·S, Ψ)) of each adapter unit: 3 fp32 arrays
+        owned = sum(max(0, min((r + 1) * -(-u // 2), u) - r * -(-u // 2)) for u in lora)
+        size = os.path.getsize(os.path.join(step, f"rank-{r:05d}.bin"))
+        check(size == 32 + 3 * 4 * owned, f"rank {r}'s shard: {size} bytes, the adapters' "
+                                          f"parameters and moments are {32 + 12 * owned}")
+    res = H_.run(2, "train", "--init", BASE, *run_args(2), "--lora-r", "2", "--stage", "1",
+                 "--resume", step, "--report", H_.path("ad-res.json")) and \
+        H_.report("ad-res.json")
+    check(res["weights_sha256"] == whole["weights_sha256"],
+          f"resumed at stage 1 on the same base: {res['weights_sha256']} != the uninterrupted "
+          f"run's {whole['weights_sha256']}")
+    # another base: one element of the file one bf16 step away
+    other = H_.path("ad-other")
+    shutil.copytree(BASE, other)
+    path = os.path.join(other, "model.safetensors")
+    with open(path, "r+b") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        f.seek(8 + n + 2)  # the first value's bits 16..23: bit 16 is bf16's last mantissa bit
+        b = f.read(1)[0]
+        f.seek(8 + n + 2)
+        f.write(bytes([b ^ 1]))
+    p = H_.run(2, "train", "--init", other, *run_args(2), "--lora-r", "2", "--resume", step,
+               ok=False)
+    check(p.returncode == 1 and "another base" in p.stderr and man["base_digest"] in p.stderr,
+          f"resume on another base: rc {p.returncode} {p.stderr.strip()[-400:]!r}")
+    p = H_.run(1, "ckpt", "export", step, "--format", "hf", "--merge-lora", "--base", other,
+               "--out", H_.path("ad-merged"), ok=False)
+    check(p.returncode == 1 and "another base" in p.stderr and man["base_digest"] in p.stderr,
+          f"merged export on another base: rc {p.returncode} {p.stderr.strip()!r}")
+    p = H_.run(1, "ckpt", "export", step, "--format", "peft", "--base", BASE,
+               "--out", H_.path("ad-peft"), ok=False)
+    check(p.returncode == 1 and "--base is for --merge-lora" in p.stderr, f"--base: {p.stderr!r}")
+
+
 TESTS = [test_lora_matches_reference, test_lora_bf16_offload_bitwise, test_peft_round_trip,
-         test_lora_refused, test_gpt2_lora, test_lora_config_section]
+         test_lora_refused, test_gpt2_lora, test_lora_config_section,
+         test_lora_checkpoint_holds_adapters]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

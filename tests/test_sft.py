@@ -507,7 +507,8 @@ def test_sft_sample_chat_prompt_ids():
     add_generation_prompt=True encoded by Hugging Face's tokenizer: Llama 3 (its | trim, the
     assistant header after the user's turn), Llama 3.1 (the dated system turn, --system's
     content in it) and Qwen2.5 (its default system message; with --system, that one instead),
-    then the answer's tokens after them."""
+    then the answer's tokens after them. A multi-turn conversation from `--messages FILE`
+    (system, user, assistant, user) renders as the template renders it too."""
     tt.npm_modules()
     llama = tokenizer_dir("tk_chat_llama3", "llama3", LLAMA3_TEMPLATE, "<|begin_of_text|>",
                           "<|eot_id|>")
@@ -520,8 +521,21 @@ def test_sft_sample_chat_prompt_ids():
         model = llmc_model(f"zero_{fmt}", V)
         convs = [[{"role": "user", "content": CHAT_USER}],
                  [{"role": "system", "content": system}, {"role": "user", "content": CHAT_USER}]]
-        refs = reference(d, convs, generation=True)
-        for ref, extra in zip(refs, ([], ["--system", system])):
+        turns = [{"role": "system", "content": system}, {"role": "user", "content": CHAT_USER},
+                 {"role": "assistant", "content": "Bonjour! Ça va bien."},
+                 {"role": "user", "content": "And in German?"}]
+        conv = H_.path(f"conv-{fmt}.json")
+        with open(conv, "w") as f:
+            json.dump({"messages": turns}, f)
+        refs = reference(d, convs + [turns], generation=True)
+        # (the sanitizer pass: --messages' own code runs in the refusals test)
+        for ref, extra in zip(refs, H_.trim(([], ["--system", system], ["--messages", conv]),
+                                            ([], ["--system", system]))):
+            if extra and extra[0] == "--messages":
+                p, ids = sample_chat(model, d, "--length", 1, *extra)
+                check(ids == ref["ids"], f"{fmt} --messages: prompt ids differ from the "
+                                         f"template's:\n zeroc {ids}\n ref   {ref['ids']}")
+                continue
             p, ids = sample_chat(model, d, "--chat", CHAT_USER, "--length", 1, *extra)
             check(f"chat prompt in the {fmt} format ({len(ref['ids'])} tokens" in p.stderr and
                   ("default system message \"You are Qwen" in p.stderr) ==
@@ -559,9 +573,19 @@ def test_sft_sample_chat_refusals():
     """Refused with a message naming the flag or file and a non-zero exit: --chat with
     --prompt, --chat without --vocab or with a --vocab that is not a directory, --system without
     --chat, and a template that is not a built-in format without --chat-format (which then
-    renders it)."""
+    renders it); --messages beside --chat or --system, without --vocab, a conversation ending
+    with the assistant's turn, an unknown role, an object without "messages", a missing file."""
     d = tokenizer_dir("tk_chat_bad", "small", "{{ messages }}", "<|begin_of_text|>", None)
     model = llmc_model("forced_small", 271, forced=(90, 270, 200))  # answers "Z"s
+    conv_ok, conv_bot, conv_role, conv_list = (H_.path(f"conv-{k}.json")
+                                               for k in ("ok", "bot", "role", "list"))
+    for path, doc in ((conv_ok, {"messages": [{"role": "user", "content": "hi"}]}),
+                      (conv_bot, {"messages": [{"role": "user", "content": "hi"},
+                                               {"role": "assistant", "content": "yo"}]}),
+                      (conv_role, {"messages": [{"role": "bot", "content": "hi"}]}),
+                      (conv_list, {"conversation": [{"role": "user", "content": "hi"}]})):
+        with open(path, "w") as f:
+            json.dump(doc, f)
     for args, want in [
             (["--vocab", d, "--chat", "hi", "--prompt", "hi"], "--chat and --prompt"),
             (["--chat", "hi"], "--chat needs --vocab DIR"),
@@ -572,7 +596,18 @@ def test_sft_sample_chat_refusals():
             (["--vocab", d, "--chat", "hi"],
              f"--chat: {d}/tokenizer_config.json: its chat_template is not one of the built-in"),
             (["--vocab", d, "--chat", "hi", "--chat-format", "jinja"],
-             "--chat-format must be llama3, llama3.1 or chatml, got 'jinja'")]:
+             "--chat-format must be llama3, llama3.1 or chatml, got 'jinja'"),
+            (["--vocab", d, "--chat", "hi", "--messages", conv_ok], "--chat and --messages"),
+            (["--vocab", d, "--messages", conv_ok, "--system", "x"], "--system with --messages"),
+            (["--messages", conv_ok], "--messages needs --vocab DIR"),
+            (["--vocab", d, "--messages", conv_bot, "--chat-format", "llama3"],
+             f"--messages {conv_bot}: the last message is the assistant's"),
+            (["--vocab", d, "--messages", conv_role, "--chat-format", "llama3"],
+             f"--messages {conv_role}: messages[0]: unknown role \"bot\""),
+            (["--vocab", d, "--messages", conv_list, "--chat-format", "llama3"],
+             f"--messages {conv_list}: expected {{\"messages\""),
+            (["--vocab", d, "--messages", H_.path("none.json"), "--chat-format", "llama3"],
+             "--messages")]:
         p = refused_alone("sample", "--init", model, "--length", 1, *args)
         check(p.returncode != 0 and want in p.stderr, f"{args}: {p.returncode} {p.stderr!r}")
     p, ids = sample_chat(model, d, "--chat", "hi", "--chat-format", "llama3", "--length", 1)

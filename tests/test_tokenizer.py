@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from harness import Harness
+from harness import Harness, one_process_env
 
 H_ = Harness(sys.argv[1], sys.argv[2])
 check = H_.check
@@ -78,7 +78,8 @@ def node(*args):
 def zeroc(*args, ok=True, stdin=None, timeout=300):
     """`zeroc ARGS` without MPI (tokenize and detokenize need none); bytes in and out."""
     cmd = [H_.zeroc, *map(str, args)]
-    p = subprocess.run(cmd, input=stdin, capture_output=True, timeout=timeout)
+    p = subprocess.run(cmd, input=stdin, capture_output=True, timeout=timeout,
+                       env=one_process_env(os.environ))
     text = subprocess.CompletedProcess(cmd, p.returncode, p.stdout.decode("utf-8", "replace"),
                                        p.stderr.decode("utf-8", "replace"))
     H_.check_sanitizers(cmd, text)

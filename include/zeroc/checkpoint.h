@@ -13,7 +13,8 @@
  *   16      4     world size
  *   20      4     number of units
  *   24      8     step (the manifest's step)
- *   32      ...   for each unit u in registration order, n_u = the rank's owned element count
+ *   32      ...   for each unit u in registration order that is stored (every unit but a frozen
+ *                 one, format 4), n_u = the rank's owned element count
  *                 (min((r+1)·S_u, Ψ_u) − r·S_u, or 0): n_u float32 parameters, then n_u floats
  *                 of each optimizer moment (m, then v for Adam); with optimizer.moments_format
  *                 "q8" (AdamW8bit) instead n_u uint8 codes of m, n_u of v, then ceil(n_u / 256)
@@ -21,8 +22,9 @@
  *
  * manifest.json (rank 0), a JSON object; every reader checks every field (src/ckpt/manifest.c):
  *   KEY                 TYPE     DESCRIPTION
- *   format_version      int      3; format 2 is read too (format 1, without manifest.sha256, and
- *                                any newer format are refused by name)
+ *   format_version      int      3, or 4 when a unit is not stored; format 2 is read too
+ *                                (format 1, without manifest.sha256, and any newer format are
+ *                                refused by name)
  *   producer            string   "zeroc"
  *   producer_version    string   the version of the zeroc that wrote it (zc_version; format 3,
  *                                1 to 127 printable ASCII characters)
@@ -38,7 +40,12 @@
  *   optimizer_steps     int      updates applied (≤ step: fp16 overflows skip steps)
  *   loss_scaler         object   scale (positive float32), hysteresis_left, iter,
  *                                last_overflow_iter (−1: none), skipped, dynamic (bool)
- *   units               array    per unit: name, numel Ψ_u (≥ 1), shard S_u = ⌈Ψ_u / N⌉
+ *   units               array    per unit: name, numel Ψ_u (≥ 1), shard S_u = ⌈Ψ_u / N⌉; format 4:
+ *                                stored false for a frozen unit (zc_engine_freeze_unit: a LoRA
+ *                                run's base) that the shards do not hold
+ *   base_digest         string   format 4, exactly when a unit is not stored: 32 lowercase hex
+ *                                digits, zc_engine_base_digest of the frozen units (a load
+ *                                compares the engine's; a reader's base source is checked by it)
  *   params              array    per tensor: name, shape (1..4 positive sizes), unit, offset;
  *                                within a unit the tensors follow each other from offset 0, with
  *                                no gap or overlap, and fill it exactly
@@ -173,9 +180,23 @@ ZC_API int zc_ckpt_reader_client_string(const zc_ckpt_reader *r, const char *key
                                         size_t cap);
 /* name, shape, numel of parameter p (unit and offset as the writer registered them) */
 ZC_API const zc_param_info *zc_ckpt_reader_param(const zc_ckpt_reader *r, int p);
-/* elements [first, first + n) of parameter p, fp32 (the shard's CRC is checked first) */
+/* elements [first, first + n) of parameter p, fp32 (the shard's CRC is checked first); a
+ * parameter of a unit the checkpoint does not hold (a LoRA run's frozen base) comes from the base
+ * given to zc_ckpt_reader_set_base, or is refused (ZC_EINVAL naming it) without one */
 ZC_API zc_status zc_ckpt_reader_read(zc_ckpt_reader *r, int p, size_t first, size_t n, float *dst,
                                      zc_err *err);
+/* Parameters of units the checkpoint does not hold (units[].stored false: a LoRA run's frozen
+ * base, recorded by base_digest); 0 when it holds every unit. */
+ZC_API int zc_ckpt_reader_base_params(const zc_ckpt_reader *r);
+/* Where those parameters come from: read(ctx, p, first, n, dst, err) gives elements
+ * [first, first + n) of the checkpoint's parameter p (zc_ckpt_reader_param: zeroc's layout, fp32).
+ * Reads the whole base once through it and checks it against the manifest's base_digest
+ * (zc_engine_base_digest's definition: the values rounded to bf16): ZC_EINVAL naming both digests
+ * when it is another base, and then the reader keeps no base. */
+typedef zc_status (*zc_ckpt_base_read)(void *ctx, int p, size_t first, size_t n, float *dst,
+                                       zc_err *err);
+ZC_API zc_status zc_ckpt_reader_set_base(zc_ckpt_reader *r, zc_ckpt_base_read read, void *ctx,
+                                         const char *what, zc_err *err);
 ZC_API void zc_ckpt_reader_close(zc_ckpt_reader *r);
 
 #ifdef __cplusplus

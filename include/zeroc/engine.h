@@ -202,7 +202,8 @@ ZC_API zc_status zc_engine_finalize(zc_engine *e, zc_err *err);
 /* Before zc_engine_finalize, when every state is about to be loaded (a checkpoint: zc_ckpt_load):
  * finalize leaves the parameters zero instead of drawing their initial values, which the load
  * would overwrite (about a quarter of a GPT-2 124M resume's CPU time; it grows with the model).
- * No effect once finalize has run. */
+ * Frozen units (zc_engine_freeze_unit) are drawn still: a checkpoint does not hold them. No effect
+ * once finalize has run. */
 ZC_API void zc_engine_skip_init(zc_engine *e);
 
 ZC_API int zc_engine_num_units(const zc_engine *e);

@@ -45,6 +45,9 @@ enum {
      * fp32 gradient buffer at stages 2–3 */
     ZC_USE_GRAD32 = 2,
     ZC_USE_ANY = ZC_USE_VIEW32 | ZC_USE_GRAD32, /* what a model that says nothing may do */
+    /* it acquires the unit twice in each forward (a tied vocabulary's tile: for the embedding,
+     * then for the head): at stage 3, three gathers a micro-batch instead of two (comm bytes) */
+    ZC_USE_FORWARD_TWICE = 4,
 };
 
 typedef struct {
@@ -179,9 +182,10 @@ ZC_API zc_state_bytes zc_estimate_states(const zc_estimate_in *in);
  * stage 3 (parameters gathered for forward and for backward); C, G, P the element sizes above:
  * 8·Ψp·(N−1)/N and 12·Ψp·(N−1)/N in fp32. With A = grad_accum micro-batches per step, stages
  * 0–1 still reduce once; stage 2 sends (A·C + P)·Ψp·(N−1)/N and stage 3 A·(C + 2P)·Ψp·(N−1)/N
- * (each micro-batch reduce-scatters, and at stage 3 gathers twice). With hpZ only the first
- * gather after an update is the world's; the 2A − 1 others move P·Ψp·(g−1)/g each, within
- * groups of g. */
+ * (each micro-batch reduce-scatters, and at stage 3 gathers twice; a unit used twice in the
+ * forward, ZC_USE_FORWARD_TWICE, three times: 3P in place of 2P). With hpZ only the first
+ * gather after an update is the world's; the 2A − 1 others (3A − 1) move P·Ψp·(g−1)/g each,
+ * within groups of g. */
 ZC_API int64_t zc_estimate_comm_bytes(const zc_estimate_in *in);
 /* Of those, the bytes rank 0 sends to ranks on other hosts (in->ranks_per_host): B/N of a
  * B-byte collective to each of the N − R ranks elsewhere, for hpZ's group gathers to each member

@@ -186,7 +186,7 @@ struct gpt2_model {
     float *rope_cos, *rope_sin; /* (T, hd/2) each, at the arena's end; NULL with wpe */
     float **act;                /* act[l * A_NBLOCK + k] */
     float *dact[D_NBLOCK];
-    float *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses, *dlnf, *dres[2];
+    float *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *losses, *dlnf, *dres[2];
     gpt2_gemm gemm; /* the linear layers' products: fp32, or bf16 + workspace */
     /* LoRA (cfg.lora.r > 0): the adapters' units, their A and B parameters
      * (p_lora[(l · nslots + k) · 2 + {0: A, 1: B}]), the slots of a block, what each keeps for the
@@ -230,13 +230,14 @@ static int64_t grad_size(const gpt2_config *c, int B, int T, int k, bool *ovf)
 }
 
 /* Floats of the model-level buffers, in the order gpt2_create carves them: encoded, lnf,
- * lnf_mean, lnf_rstd, logits, probs, losses, dlnf, dres[0], dres[1]. */
-enum { N_TOP = 10 };
+ * lnf_mean, lnf_rstd, logits, losses, dlnf, dres[0], dres[1]. The logits become the
+ * probabilities, then dlogits, in place: no second (B·T, Vp) buffer. */
+enum { N_TOP = 9 };
 static void top_sizes(const gpt2_config *c, int B, int T, int64_t out[N_TOP], bool *ovf)
 {
     const int64_t BT = zc_mul_i64(B, T, ovf), BTC = zc_mul_i64(BT, c->channels, ovf),
                   BTV = zc_mul_i64(BT, c->padded_vocab_size, ovf);
-    const int64_t sz[N_TOP] = {BTC, BTC, BT, BT, BTV, BTV, BT, BTC, BTC, BTC};
+    const int64_t sz[N_TOP] = {BTC, BTC, BT, BT, BTV, BT, BTC, BTC, BTC};
     memcpy(out, sz, sizeof sz);
 }
 
@@ -274,11 +275,16 @@ int gpt2_head_block_rows(const gpt2_config *c)
     return c->padded_vocab_size < 8192 ? 128 : 1024;
 }
 
+bool gpt2_head_blocked(const gpt2_config *c)
+{
+    return c->untied || c->pos == GPT2_POS_ROPE;
+}
+
 int gpt2_vocab_tiles(const gpt2_config *c, int *rows)
 {
     const int64_t Vp = c->padded_vocab_size, blk = gpt2_head_block_rows(c);
     *rows = (int)Vp;
-    if (!c->untied || c->pos != GPT2_POS_ROPE || c->tile_params < 0 || Vp < 1 || c->channels < 1)
+    if (c->pos != GPT2_POS_ROPE || c->tile_params < 0 || Vp < 1 || c->channels < 1)
         return 1;
     int64_t bound = c->tile_params;
     if (!bound) { /* the size of one block unit */
@@ -295,11 +301,12 @@ int gpt2_vocab_tiles(const gpt2_config *c, int *rows)
     return (int)((Vp + *rows - 1) / *rows);
 }
 
-/* The units of the base model: the embeddings (or tiles), the blocks, ln_f, the head's tiles. */
+/* The units of the base model: the embeddings (or tiles), the blocks, ln_f, the untied head's
+ * tiles. */
 static int base_units(const gpt2_config *c)
 {
     int rows, nt = gpt2_vocab_tiles(c, &rows);
-    return nt == 1 ? c->num_layers + 2 : c->num_layers + 1 + 2 * nt;
+    return nt == 1 ? c->num_layers + 2 : c->num_layers + 1 + (c->untied ? 2 : 1) * nt;
 }
 
 int gpt2_num_units(const gpt2_config *c)
@@ -327,8 +334,8 @@ int gpt2_unit_numel(const gpt2_config *c, size_t *numel)
         numel[k++] = (size_t)emb;
     for (int l = 0; l < c->num_layers; l++)
         numel[k++] = (size_t)block;
-    numel[k++] = (size_t)(nt == 1 ? lnf : lnf - Vp * C);
-    for (int t = 0; nt > 1 && t < nt; t++)
+    numel[k++] = (size_t)(nt == 1 || !c->untied ? lnf : lnf - Vp * C);
+    for (int t = 0; nt > 1 && c->untied && t < nt; t++)
         numel[k++] = (size_t)((t == nt - 1 ? Vp - (int64_t)t * rows : rows) * C);
     for (int l = 0; c->lora.r > 0 && l < c->num_layers; l++)
         numel[k++] = (size_t)lora_numel(c);
@@ -351,12 +358,14 @@ void gpt2_unit_work(const gpt2_config *c, zc_gemm_type compute, size_t *vec_nume
      * gradients (the head's product writes wte's, wpe's is a scatter-add) */
     const uint8_t mats = compute == ZC_GEMM_BF16 ? 0 : ZC_USE_ANY;
     const uint8_t emb = !c->untied || c->pos == GPT2_POS_LEARNED ? mats | ZC_USE_GRAD32 : mats;
+    /* a tied head's tiles: gathered for the embedding, again for the head */
+    const uint8_t tile = c->untied ? mats : emb | ZC_USE_FORWARD_TWICE;
     for (int t = 0; t < nt; t++, k++) /* the embeddings, or their tiles */
-        vec_numel[k] = 0, use[k] = nt == 1 ? emb : mats;
+        vec_numel[k] = 0, use[k] = nt == 1 ? emb : tile;
     for (int l = 0; l < c->num_layers; l++, k++)
         vec_numel[k] = block, use[k] = mats;
     vec_numel[k] = norm, use[k++] = mats; /* ln_f (with the untiled head) */
-    for (int t = 0; nt > 1 && t < nt; t++, k++)
+    for (int t = 0; nt > 1 && c->untied && t < nt; t++, k++)
         vec_numel[k] = 0, use[k] = mats;
     for (int l = 0; c->lora.r > 0 && l < c->num_layers; l++, k++) /* fp32 adapters */
         vec_numel[k] = 0, use[k] = ZC_USE_ANY;
@@ -610,7 +619,9 @@ static void rope_tables(const gpt2_config *c, int T, float *cosv, float *sinv)
 /* LoRA: block l's adapters as unit "h.<l>.lora", after every unit of the base (whose parameter
  * numbers, and so initial values, stay those of the model without adapters), and the base
  * frozen. A as PEFT draws it (kaiming_uniform with a = √5: U(±1/√in)), B zero. */
-static zc_status register_lora(gpt2_model *m, zc_err *err)
+/* lp: with vocabulary tiles, the number the first adapter parameter has untiled (its random
+ * stream, zc_engine_param_init_as), so that tiling changes no adapter's values; −1 untiled. */
+static zc_status register_lora(gpt2_model *m, int lp, zc_err *err)
 {
     const gpt2_config *c = &m->cfg;
     const int L = c->num_layers, end = zc_engine_num_units(m->e), first = end - base_units(c);
@@ -634,6 +645,9 @@ static zc_status register_lora(gpt2_model *m, zc_err *err)
             snprintf(name, sizeof name, "h.%d.lora.%s.B", l, t);
             p[1] = zc_engine_add_param(m->e, m->u_lora[l], name, 2, (int64_t[]){sl->out_n, r},
                                        (zc_init){ZC_INIT_CONST, 0.0f});
+            for (int i = 0; lp >= 0 && i < 2; i++)
+                if (p[i] >= 0)
+                    zc_engine_param_init_as(m->e, p[i], lp++, 0);
         }
     }
     for (int u = first < 0 ? 0 : first; u < end; u++) /* a refusal: finalize reports it */
@@ -748,9 +762,12 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
     m->p_head = cfg->untied && nt == 1
                     ? zc_engine_add_param(e, m->u_lnf, "lm_head", 2, (int64_t[]){Vp, C}, w02)
                     : -1;
-    if (nt == 1)
-        m->head_tiles[0].unit = m->u_lnf, m->head_tiles[0].param = m->p_head;
-    for (int t = 0; nt > 1 && t < nt; t++) {
+    if (nt == 1) /* untied, in ln_f's unit; a blocked tied head, the embeddings' */
+        m->head_tiles[0] =
+            cfg->untied ? (struct vocab_tile){m->u_lnf, m->p_head, 0, (int)Vp} : m->emb_tiles[0];
+    for (int t = 0; nt > 1 && !cfg->untied && t < nt; t++) /* tied: the embedding's tiles */
+        m->head_tiles[t] = m->emb_tiles[t];
+    for (int t = 0; nt > 1 && cfg->untied && t < nt; t++) {
         struct vocab_tile *v = &m->head_tiles[t];
         char name[ZC_MAX_NAME];
         snprintf(name, sizeof name, "lm_head.%d", t);
@@ -759,7 +776,8 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
         AS(v->param, (int64_t)v->row0 * C);
     }
 #undef AS
-    if (cfg->lora.r > 0 && (st = register_lora(m, err))) {
+    /* the adapters' untiled numbers follow the base's (lm_head's, untied) */
+    if (cfg->lora.r > 0 && (st = register_lora(m, nt > 1 ? lp + (cfg->untied ? 1 : 0) : -1, err))) {
         gpt2_destroy(m);
         return st;
     }
@@ -805,8 +823,8 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
         m->dact[k] = p;
         p += block_grad_size(m, k);
     }
-    float **tops[] = {&m->encoded, &m->lnf,    &m->lnf_mean, &m->lnf_rstd, &m->logits,
-                      &m->probs,   &m->losses, &m->dlnf,     &m->dres[0],  &m->dres[1]};
+    float **tops[] = {&m->encoded, &m->lnf,  &m->lnf_mean, &m->lnf_rstd, &m->logits,
+                      &m->losses,  &m->dlnf, &m->dres[0],  &m->dres[1]};
     for (int i = 0; i < N_TOP; i++) {
         *tops[i] = p;
         p += top[i];
@@ -1059,8 +1077,10 @@ static zc_status head_backward(gpt2_model *m, int k, zc_err *err)
     const float *w = mat32(m, v->param);
     const uint16_t *w16 = mat16(m, v->param);
     const bool frozen = m->cfg.lora.r > 0; /* dlnf only */
-    uint16_t *dh16 =
-        !frozen && m->gemm.type == ZC_GEMM_BF16 && w16 ? zc_engine_grad16(m->e, v->param) : NULL;
+    /* tied, the embedding's backward adds to the gradient later: fp32, written fresh here */
+    uint16_t *dh16 = !frozen && m->cfg.untied && m->gemm.type == ZC_GEMM_BF16 && w16
+                         ? zc_engine_grad16(m->e, v->param)
+                         : NULL;
     float *dh = dh16 || frozen ? NULL : zc_engine_grad_fresh(m->e, v->param, &fresh);
     if (!frozen && !dh16 && !dh)
         return zc_err_set(err, ZC_ENOMEM, "%s: out of memory for the lm_head gradient",
@@ -1085,7 +1105,7 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
         st = check_tokens(m, targets, "target", err);
     if (st)
         return st;
-    if (m->ntiles > 1) /* untied, tile by tile */
+    if (m->ntiles > 1) /* tile by tile (a tied head gathers them again at the end) */
         for (int k = 0; k < m->ntiles; k++) {
             const struct vocab_tile *v = &m->emb_tiles[k];
             if ((st = zc_engine_acquire(m->e, v->unit, err)))
@@ -1115,11 +1135,16 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
         return st;
     norm_forward(m, m->lnf, m->lnf_mean, m->lnf_rstd, A(m, L - 1, A_RES3), P(m, m->p_lnfw),
                  P(m, m->p_lnfb), BT);
-    if (m->cfg.untied) { /* the head: ln_f's unit's lm_head, or its own tiles */
-        if (m->ntiles == 1)
+    if (gpt2_head_blocked(&m->cfg)) { /* ln_f's unit's lm_head, the held wte, or the tiles */
+        if (m->ntiles == 1 && m->cfg.untied)
             head_forward(m, 0);
         if ((st = zc_engine_release(m->e, m->u_lnf, err)))
             return st;
+        if (m->ntiles == 1 && !m->cfg.untied) {
+            head_forward(m, 0);
+            if ((st = zc_engine_release(m->e, m->u_emb, err)))
+                return st;
+        }
         for (int k = 0; m->ntiles > 1 && k < m->ntiles; k++) {
             if ((st = zc_engine_acquire(m->e, m->head_tiles[k].unit, err)))
                 return st;
@@ -1135,7 +1160,8 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
             return st;
     }
     if (targets && loss) {
-        gpt2_softmax_crossentropy_forward(m->losses, m->probs, m->logits, targets, BT, V, Vp);
+        /* the logits become the probabilities (the backward's input), in place */
+        gpt2_softmax_crossentropy_forward_inplace(m->losses, m->logits, targets, BT, V, Vp);
         double s = 0.0; /* the mean over the counted targets; none counted: 0 */
         for (int i = 0; i < BT; i++)
             s += m->losses[i];
@@ -1374,17 +1400,18 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
     const int B = m->B, T = m->T, C = m->cfg.channels, L = m->cfg.num_layers;
     const int BT = B * T, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
     zc_status st;
-    /* Head: dlogits (reusing the logits buffer), then through the tied wte. */
+    /* Head: dlogits (in the logits buffer, which the forward left holding the probabilities),
+     * then through the tied wte. */
     float *dlogits = m->logits;
     const int n = counted_targets(targets, BT); /* ∂mean/∂loss_i, in place of the losses */
     for (int i = 0; i < BT; i++)
         m->losses[i] = targets[i] == GPT2_IGNORE_INDEX ? 0.0f : 1.0f / (float)n;
-    gpt2_softmax_crossentropy_backward(dlogits, m->losses, m->probs, targets, BT, V, Vp);
+    gpt2_softmax_crossentropy_backward_inplace(dlogits, m->losses, targets, BT, V, Vp);
     memset(m->dlnf, 0, (size_t)BT * C * sizeof(float));
     float *dwte = NULL, *dwpe = NULL;
     const bool frozen = m->cfg.lora.r > 0; /* LoRA: the base takes no gradient */
-    if (!m->cfg.untied) { /* the tied head: the product writes all of dwte first, the encoder
-                           * adds later */
+    if (!gpt2_head_blocked(&m->cfg)) { /* the tied head: the product writes all of dwte first, the
+                                        * encoder adds later */
         if ((st = zc_engine_acquire(m->e, m->u_emb, err)))
             return st;
         bool dwte_fresh = false;
@@ -1397,12 +1424,18 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
         if ((st = zc_engine_release(m->e, m->u_emb, err)))
             return st;
     }
-    /* The untied head's tiles, last to first, then the final norm (untiled, the head is in its
-     * unit). */
+    /* A blocked tied head untiled: the held wte's gradient written first, the encoder adds. */
+    if (gpt2_head_blocked(&m->cfg) && !m->cfg.untied && m->ntiles == 1 &&
+        ((st = zc_engine_acquire(m->e, m->u_emb, err)) || (st = head_backward(m, 0, err)) ||
+         (st = zc_engine_release(m->e, m->u_emb, err))))
+        return st;
+    /* The head's tiles, last to first, then the final norm (untiled untied, the head is in its
+     * unit); a tied tile's gradient is ready after the embedding's backward adds to it. */
     for (int k = m->ntiles - 1; m->ntiles > 1 && k >= 0; k--) {
         const int u = m->head_tiles[k].unit;
         if ((st = zc_engine_acquire(m->e, u, err)) || (st = head_backward(m, k, err)) ||
-            (st = base_grads_ready(m, u, err)) || (st = zc_engine_release(m->e, u, err)))
+            (m->cfg.untied && (st = base_grads_ready(m, u, err))) ||
+            (st = zc_engine_release(m->e, u, err)))
             return st;
     }
     float *dres = m->dres[0];
@@ -1446,17 +1479,25 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
                 return st;
         return ZC_OK;
     }
+    /* untied tiles are gathered for their backward; tied ones were for the head's, and the rows'
+     * gradients need no values */
+    const bool gather = m->cfg.untied;
     for (int k = m->ntiles - 1; m->ntiles > 1 && k >= 0; k--) {
         const struct vocab_tile *v = &m->emb_tiles[k];
-        if ((st = zc_engine_acquire(m->e, v->unit, err)))
+        if (gather && (st = zc_engine_acquire(m->e, v->unit, err)))
             return st;
         if ((st = embedding_backward(m, v->param, v->row0, v->rows, dres, inputs, err)) ||
             (st = zc_engine_grads_ready(m->e, v->unit, err)) ||
-            (st = zc_engine_release(m->e, v->unit, err)))
+            (gather && (st = zc_engine_release(m->e, v->unit, err))))
             return st;
     }
     if (m->ntiles > 1)
         return ZC_OK;
+    if (!m->cfg.untied && m->p_wpe < 0) /* a blocked tied head: the rows added to its gradient */
+        return (st = embedding_backward(m, m->p_wte, 0, (int)m->cfg.padded_vocab_size, dres, inputs,
+                                        err))
+                   ? st
+                   : zc_engine_grads_ready(m->e, m->u_emb, err);
     if (m->cfg.untied && m->p_wpe < 0) { /* rotary positions: the table's rows alone */
         if ((st = zc_engine_acquire(m->e, m->u_emb, err)) ||
             (st = embedding_backward(m, m->p_wte, 0, (int)m->cfg.padded_vocab_size, dres, inputs,

@@ -3,9 +3,10 @@
  * 4·C tanh-GELU MLP, final LayerNorm, LM head tied to the token embedding, vocabulary padded to
  * Vp with the padded logits excluded from the softmax, LayerNorm eps 1e-5, cross-entropy).
  *
- * Units: "embeddings" (wte, wpe), "h.<l>" per block, "ln_f" (with an untied "lm_head"); an untied
- * vocabulary matrix larger than a block is split into tiles: units "embeddings.<k>" (wte.<k>) and
- * "lm_head.<k>" (lm_head.<k>), rows of the same matrix (gpt2_config.tile_params). Parameter names
+ * Units: "embeddings" (wte, wpe), "h.<l>" per block, "ln_f" (with an untied "lm_head"); with
+ * rotary positions a vocabulary matrix larger than a block is split into tiles: units
+ * "embeddings.<k>" (wte.<k>) and, untied, "lm_head.<k>" (lm_head.<k>), rows of the same matrix
+ * (gpt2_config.tile_params); a tied head reads the embedding's tiles. Parameter names
  * and tensor layouts
  * follow llm.c (weights [out, in] row-major): wte, wpe, h.<l>.ln1w, h.<l>.ln1b, h.<l>.qkvw,
  * h.<l>.qkvb, h.<l>.attprojw, h.<l>.attprojb, h.<l>.ln2w, h.<l>.ln2b, h.<l>.fcw, h.<l>.fcb,
@@ -54,7 +55,7 @@ typedef struct {
     double rope_factor, rope_low_freq, rope_high_freq;
     int rope_orig_max;
     char family[16]; /* config.json's model_type ("llama", "qwen2", "mistral"); "" is GPT-2 */
-    /* Not architecture but layout: an untied vocabulary matrix (wte, lm_head) with rotary
+    /* Not architecture but layout: a vocabulary matrix (wte, an untied lm_head) with rotary
      * positions larger than this many parameters is registered as several units ("tiles" of
      * whole 1024-row blocks, ZeRO-Infinity's memory-centric tiling), so a gather, its working
      * memory and its disk reads are bounded by a tile, not the vocabulary. 0: the size of one
@@ -74,9 +75,13 @@ int gpt2_hidden(const gpt2_config *cfg);
  * so small models block too), whatever the tiling: tiled and untiled runs do the same products
  * on the same values, so they end on the same bits. */
 int gpt2_head_block_rows(const gpt2_config *cfg);
-/* How many tiles each untied vocabulary matrix is split into (1: one unit, as when tied), and
- * the rows of each but the last (*rows; the padded vocabulary when 1). */
+/* How many tiles each vocabulary matrix is split into (1: one unit), and the rows of each but
+ * the last (*rows; the padded vocabulary when 1). */
 int gpt2_vocab_tiles(const gpt2_config *cfg, int *rows);
+/* Whether the head's product runs block by block over the vocabulary (1024 rows, as tiles need
+ * it): every model but GPT-2's tied one with learned positions, whose one product stays as llm.c
+ * computes it. A tied head's tiles are the embedding's, gathered again for the head. */
+bool gpt2_head_blocked(const gpt2_config *cfg);
 /* The units gpt2_create registers: the embeddings (or their tiles), the blocks, ln_f, the head's
  * tiles. */
 int gpt2_num_units(const gpt2_config *cfg);
@@ -138,7 +143,8 @@ zc_status gpt2_load_llmc(gpt2_model *m, const char *path, zc_err *err);
 zc_status gpt2_save_llmc(gpt2_model *m, const char *path, zc_err *err);
 
 /* A forward-only pass (evaluation, sampling) over B × T tokens; targets and loss may be NULL.
- * After it, gpt2_logits is (B,T,Vp). Ends the engine pass (zc_engine_end_pass). */
+ * After it, gpt2_logits is (B,T,Vp): the logits, or with targets and loss their softmax (the
+ * cross-entropy works in place). Ends the engine pass (zc_engine_end_pass). */
 zc_status gpt2_forward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
                        zc_err *err);
 const float *gpt2_logits(const gpt2_model *m);

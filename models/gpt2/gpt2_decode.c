@@ -303,7 +303,7 @@ static zc_status run(gpt2_decoder *d, const int *tok, int p0, int M, zc_err *err
     const float *lnfw, *lnfb;
     gpt2_get_lnf(m, &lnfw, &lnfb);
     norm(d, F(d, S_LNF), F(d, S_MEAN), F(d, S_RSTD), x + (size_t)(M - 1) * C, lnfw, lnfb, 1);
-    if (!untied) { /* the tied head: wte's transpose */
+    if (!gpt2_head_blocked(&d->cfg)) { /* GPT-2's tied head: wte's transpose, one product */
         if ((st = zc_engine_release(e, gpt2_unit(m, L), err)))
             return st;
         gpt2_weight wte, wpe;
@@ -313,8 +313,9 @@ static zc_status run(gpt2_decoder *d, const int *tok, int p0, int M, zc_err *err
             return st;
         return zc_engine_end_pass(e, err);
     }
-    /* untied: the head's tiles (untiled, lm_head in ln_f's unit), block by block as the forward */
-    if (nt > 1 && (st = zc_engine_release(e, gpt2_unit(m, L), err)))
+    /* the head block by block as the forward: untiled, lm_head in ln_f's unit or the held tied
+     * wte; tiled, its tiles (a tied head's: the embedding's, gathered again) */
+    if ((nt > 1 || !untied) && (st = zc_engine_release(e, gpt2_unit(m, L), err)))
         return st;
     const int blk = gpt2_head_block_rows(&d->cfg);
     for (int k = 0; k < nt; k++) {

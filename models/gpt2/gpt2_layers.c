@@ -121,6 +121,30 @@ ZC_SIMD_INLINE double exp_store_sum(float *restrict p, const float *restrict x, 
     return s;
 }
 
+/* exp_store_sum with p = x: each element replaced by its exponential, in the same order and
+ * with the same sums, so the in-place softmax is the out-of-place one bit for bit. */
+ZC_SIMD_INLINE double exp_inplace_sum(float *x, float mx, int n)
+{
+    enum { L = 8 };
+    double acc[L] = {0};
+    int i = 0;
+    for (; i + L <= n; i += L)
+        for (int j = 0; j < L; j++) {
+            const float e = exp_approx(x[i + j] - mx);
+            x[i + j] = e;
+            acc[j] += e;
+        }
+    double s = 0.0;
+    for (; i < n; i++) {
+        const float e = exp_approx(x[i] - mx);
+        x[i] = e;
+        s += e;
+    }
+    for (int j = 0; j < L; j++)
+        s += acc[j];
+    return s;
+}
+
 /* The fp32 value of bf16 bits (exact: they are its top half). */
 ZC_SIMD_INLINE float bf16_value(uint16_t h)
 {
@@ -643,4 +667,16 @@ void gpt2_softmax_crossentropy_backward(float *restrict dlogits, const float *re
                                         int BT, int V, int Vp)
 {
     ZC_SIMD_DISPATCH(softmax_crossentropy_backward, dlogits, dlosses, probs, targets, BT, V, Vp);
+}
+
+void gpt2_softmax_crossentropy_forward_inplace(float *restrict losses, float *x,
+                                               const int *restrict targets, int BT, int V, int Vp)
+{
+    ZC_SIMD_DISPATCH(softmax_crossentropy_forward_inplace, losses, x, targets, BT, V, Vp);
+}
+
+void gpt2_softmax_crossentropy_backward_inplace(float *x, const float *restrict dlosses,
+                                                const int *restrict targets, int BT, int V, int Vp)
+{
+    ZC_SIMD_DISPATCH(softmax_crossentropy_backward_inplace, x, dlosses, targets, BT, V, Vp);
 }

@@ -276,5 +276,12 @@ void gpt2_softmax_crossentropy_backward(float *restrict dlogits,       // (BT,Vp
                                         const float *restrict probs,   // (BT,Vp)
                                         const int *restrict targets,   // (BT)
                                         int BT, int V, int Vp);
+/* The two above in one buffer x (BT,Vp): the forward turns the logits into the probabilities,
+ * the backward those into dlogits — the same bits as the out-of-place pair, without a second
+ * (BT,Vp) buffer (the largest activation of a big vocabulary). */
+void gpt2_softmax_crossentropy_forward_inplace(float *restrict losses, float *x,
+                                               const int *restrict targets, int BT, int V, int Vp);
+void gpt2_softmax_crossentropy_backward_inplace(float *x, const float *restrict dlosses,
+                                                const int *restrict targets, int BT, int V, int Vp);
 
 #endif

@@ -16,6 +16,7 @@
 
 #include "models/gpt2/lora_merge.h"
 #include "models/gpt2/hf_decoder.h"
+#include "models/gpt2/hf_files.h"
 #include "models/gpt2/hf_safetensors.h"
 #include "zeroc/checkpoint.h"
 #include "zeroc/durable.h"
@@ -499,9 +500,10 @@ static zc_status check_names(const st_set *s, zc_engine *e, const gpt2_config *g
 
 /* ---------- loading ---------- */
 
-static zc_status load_param(const st_set *s, zc_engine *e, const gpt2_config *g, int q, zc_err *err)
+/* Elements [first, first + n) of parameter pi (zeroc's layout) from its transformers tensors. */
+static zc_status read_param(const st_set *s, const gpt2_config *g, const zc_param_info *pi,
+                            size_t first, size_t n, float *buf, zc_err *err)
 {
-    const zc_param_info *pi = zc_engine_param_info(e, q);
     pieces p;
     if (!pieces_of(g, pi->name, &p))
         return zc_err_set(err, ZC_EINVAL, "parameter '%s' is not a %s's", pi->name, g->family);
@@ -510,13 +512,8 @@ static zc_status load_param(const st_set *s, zc_engine *e, const gpt2_config *g,
     zc_status st = ZC_OK;
     for (int k = 0; k < p.n && !st; k++)
         st = tensor_of(s, p.name[k], tensor_rows(&p, k), p.cols, &f[k], &t[k], err);
-    size_t first, n;
-    zc_engine_param_owned(e, q, &first, &n);
     if (st || n == 0)
         return st;
-    float *buf = malloc(n * sizeof(float));
-    if (!buf)
-        return zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", s->dir);
     const size_t cols = (size_t)(p.cols ? p.cols : 1);
     size_t at = 0;                     /* the first element of piece k in the parameter */
     memset(buf, 0, n * sizeof(float)); /* past the pieces: wte's and lm_head's padded rows */
@@ -533,10 +530,61 @@ static zc_status load_param(const st_set *s, zc_engine *e, const gpt2_config *g,
                                 f[k]->path, p.name[k], (double)buf[i - first]);
         at += len;
     }
-    if (!st)
+    return st;
+}
+
+static zc_status load_param(const st_set *s, zc_engine *e, const gpt2_config *g, int q, zc_err *err)
+{
+    size_t first, n;
+    zc_engine_param_owned(e, q, &first, &n);
+    float *buf = malloc(n * sizeof(float) + 1);
+    if (!buf)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", s->dir);
+    zc_status st = read_param(s, g, zc_engine_param_info(e, q), first, n, buf, err);
+    if (!st && n)
         st = zc_engine_set_param_values(e, q, first, n, buf, err);
     free(buf);
     return st;
+}
+
+struct hf_decoder_base {
+    st_set s;
+    char dir[PATH_CAP]; /* s.dir points here */
+};
+
+void hf_decoder_base_close(hf_decoder_base *b)
+{
+    if (b)
+        set_close(&b->s);
+    free(b);
+}
+
+zc_status hf_decoder_base_open(const char *dir, hf_decoder_base **out, zc_err *err)
+{
+    hf_decoder_base *b = calloc(1, sizeof *b);
+    if (!b)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory");
+    snprintf(b->dir, sizeof b->dir, "%s", dir);
+    zc_status st = set_open(&b->s, b->dir, err); /* on error it holds nothing */
+    if (st) {
+        free(b);
+        return st;
+    }
+    for (int i = 0; !st && i < b->s.n; i++)
+        st = zc_safetensors_check_layout(b->s.files[i].path, err);
+    if (st) {
+        hf_decoder_base_close(b);
+        return st;
+    }
+    *out = b;
+    return ZC_OK;
+}
+
+zc_status hf_decoder_base_read(const hf_decoder_base *b, const gpt2_config *gc,
+                               const zc_param_info *pi, size_t first, size_t n, float *dst,
+                               zc_err *err)
+{
+    return read_param(&b->s, gc, pi, first, n, dst, err);
 }
 
 zc_status hf_decoder_read_config(const char *dir, gpt2_config *cfg, zc_err *err)
@@ -806,8 +854,8 @@ static zc_status remove_stale(const char *outdir, int nsh, zc_err *err)
 /* transformers' save_pretrained default: shards of at most 5 GB (10^9 bytes a GB) */
 #define MAX_SHARD_BYTES 5000000000ULL
 
-zc_status hf_decoder_export(const char *ckdir, const gpt2_config *gc, const char *outdir,
-                            zc_err *err)
+zc_status hf_decoder_export(const char *ckdir, const gpt2_config *gc, const char *base,
+                            const char *outdir, zc_err *err)
 {
     const char *env = getenv("ZEROC_HF_MAX_SHARD_BYTES"); /* tests: sharding on small models */
     const uint64_t cap =
@@ -818,7 +866,11 @@ zc_status hf_decoder_export(const char *ckdir, const gpt2_config *gc, const char
         return st;
     out_tensor *t = NULL;
     int n = 0;
-    st = plan_tensors(r, gc, &t, &n, err);
+    hf_base *hb = NULL;
+    if (base)
+        st = hf_base_attach(base, gc, r, &hb, err);
+    if (!st)
+        st = plan_tensors(r, gc, &t, &n, err);
     if (!st && mkdir(outdir, 0777) && errno != EEXIST)
         st = zc_err_set(err, ZC_EIO, "cannot create %s: %m", outdir);
     /* shards: tensors in order, a new file when the next would pass the cap */
@@ -874,5 +926,6 @@ zc_status hf_decoder_export(const char *ckdir, const gpt2_config *gc, const char
     free(start);
     free(t);
     zc_ckpt_reader_close(r);
+    hf_base_close(hb);
     return st;
 }

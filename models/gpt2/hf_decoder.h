@@ -50,10 +50,19 @@ zc_status hf_decoder_read_config(const char *dir, gpt2_config *cfg, zc_err *err)
 /* After zc_engine_finalize on a decoder of cfg's shape: every parameter from the directory's
  * safetensors file(s), each rank the elements it holds. Not collective. */
 zc_status hf_decoder_load(zc_engine *e, const char *dir, const gpt2_config *cfg, zc_err *err);
+/* The directory's weights read without an engine, as a LoRA checkpoint's base (hf_base_open):
+ * elements [first, first + n) of a parameter of shape gc (zeroc's name and layout). */
+typedef struct hf_decoder_base hf_decoder_base;
+zc_status hf_decoder_base_open(const char *dir, hf_decoder_base **out, zc_err *err);
+zc_status hf_decoder_base_read(const hf_decoder_base *b, const gpt2_config *gc,
+                               const zc_param_info *pi, size_t first, size_t n, float *dst,
+                               zc_err *err);
+void hf_decoder_base_close(hf_decoder_base *b);
 /* A checkpoint of such a model (shape gc) as outdir/config.json and outdir/model.safetensors
  * (F32, transformers' names; above 5 GB sharded with model.safetensors.index.json, as
- * transformers saves), each written durably. One process, a tensor at a time. */
-zc_status hf_decoder_export(const char *ckdir, const gpt2_config *gc, const char *outdir,
-                            zc_err *err);
+ * transformers saves), each written durably. One process, a tensor at a time. base: as
+ * hf_export_checkpoint's. */
+zc_status hf_decoder_export(const char *ckdir, const gpt2_config *gc, const char *base,
+                            const char *outdir, zc_err *err);
 
 #endif

@@ -434,10 +434,10 @@ static zc_status check_tied(const hf_st_file *f, zc_err *err)
     return st;
 }
 
-/* Parameter p's elements this rank holds, from its transformers tensor. */
-static zc_status load_param(const hf_st_file *f, zc_engine *e, int p, int vocab, zc_err *err)
+/* Elements [first, first + n) of parameter pi (zeroc's layout) from its transformers tensor. */
+static zc_status read_param(const hf_st_file *f, const zc_param_info *pi, size_t first, size_t n,
+                            int vocab, float *buf, zc_err *err)
 {
-    const zc_param_info *pi = zc_engine_param_info(e, p);
     char bare[NAME_CAP], name[NAME_CAP + 16];
     bool tr;
     if (!hf_name(pi->name, bare, sizeof bare, &tr))
@@ -461,16 +461,11 @@ static zc_status load_param(const hf_st_file *f, zc_engine *e, int p, int vocab,
                           name, shape_text(have_s, sizeof have_s, t.ndim, t.shape),
                           shape_text(want_s, sizeof want_s, pi->ndim, want));
     }
-    if (st)
+    if (st || n == 0)
         return st;
-    size_t first, n;
-    zc_engine_param_owned(e, p, &first, &n);
-    if (n == 0)
-        return ZC_OK;
     const size_t real = (size_t)want[0] * (size_t)(pi->ndim > 1 ? want[1] : 1); /* wte: V rows */
-    float *buf = malloc(n * sizeof(float) + 1);
     float *whole = tr ? malloc(pi->numel * sizeof(float)) : NULL;
-    if (!buf || (tr && !whole))
+    if (tr && !whole)
         st = zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", f->path);
     if (!st && tr) { /* [in, out] there, [out, in] here */
         const size_t out = (size_t)pi->shape[0], in = (size_t)pi->shape[1];
@@ -490,9 +485,21 @@ static zc_status load_param(const hf_st_file *f, zc_engine *e, int p, int vocab,
                             "%s: tensor '%s' holds %g: initial weights must be "
                             "finite",
                             f->path, name, (double)buf[k]);
-    if (!st)
-        st = zc_engine_set_param_values(e, p, first, n, buf, err);
     free(whole);
+    return st;
+}
+
+/* Parameter p's elements this rank holds, from its transformers tensor. */
+static zc_status load_param(const hf_st_file *f, zc_engine *e, int p, int vocab, zc_err *err)
+{
+    size_t first, n;
+    zc_engine_param_owned(e, p, &first, &n);
+    float *buf = malloc(n * sizeof(float) + 1);
+    if (!buf)
+        return zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", f->path);
+    zc_status st = read_param(f, zc_engine_param_info(e, p), first, n, vocab, buf, err);
+    if (!st && n)
+        st = zc_engine_set_param_values(e, p, first, n, buf, err);
     free(buf);
     return st;
 }
@@ -516,6 +523,80 @@ zc_status hf_load(zc_engine *e, const char *path, const gpt2_config *cfg, zc_err
             st = load_param(&f, e, q, cfg->vocab_size, err);
     hf_st_close(&f);
     return st;
+}
+
+/* ---------- a LoRA checkpoint's base ---------- */
+
+struct hf_base {
+    const gpt2_config *gc;
+    zc_ckpt_reader *r;
+    hf_decoder_base *decoder; /* a Llama-family directory, or */
+    hf_st_file f;             /* a GPT-2's file */
+    bool open;
+    char path[PATH_CAP]; /* f.path points here */
+};
+
+static zc_status hf_base_read(void *ctx, int p, size_t first, size_t n, float *dst, zc_err *err)
+{
+    const hf_base *b = ctx;
+    const zc_param_info *pi = zc_ckpt_reader_param(b->r, p);
+    return b->decoder ? hf_decoder_base_read(b->decoder, b->gc, pi, first, n, dst, err)
+                      : read_param(&b->f, pi, first, n, b->gc->vocab_size, dst, err);
+}
+
+void hf_base_close(hf_base *b)
+{
+    if (!b)
+        return;
+    hf_decoder_base_close(b->decoder);
+    if (b->open)
+        hf_st_close(&b->f);
+    free(b);
+}
+
+zc_status hf_base_attach(const char *path, const gpt2_config *gc, zc_ckpt_reader *r, hf_base **out,
+                         zc_err *err)
+{
+    *out = NULL;
+    if (!hf_is_checkpoint(path))
+        return zc_err_set(err, ZC_EINVAL,
+                          "--base %s: expected a Hugging Face model (a directory with config.json "
+                          "and its safetensors, or a .safetensors file of transformers' names); "
+                          "an llm.c file converts to one by training it 0 steps with --save-final "
+                          "and ckpt export --format hf",
+                          path);
+    hf_paths p;
+    zc_status st = find_paths(path, &p, err);
+    hf_base *b = st ? NULL : calloc(1, sizeof *b);
+    if (!st && !b)
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory");
+    if (st)
+        return st;
+    *b = (hf_base){.gc = gc, .r = r};
+    const bool decoder = hf_decoder_config_is_family(p.cfg);
+    if (decoder != (gc->family[0] != 0))
+        st = zc_err_set(err, ZC_EINVAL, "%s: a %s, but the checkpoint is of a %s", path,
+                        decoder ? "Llama-family model" : "GPT-2",
+                        gc->family[0] ? gc->family : "GPT-2");
+    else if (decoder) {
+        char dir[PATH_CAP];
+        config_dir(p.cfg, dir, sizeof dir);
+        st = hf_decoder_base_open(dir, &b->decoder, err);
+    } else {
+        snprintf(b->path, sizeof b->path, "%s", p.st);
+        if (!(st = st_open(&b->f, b->path, err))) {
+            b->open = true;
+            st = zc_safetensors_check_layout(b->f.path, err);
+        }
+    }
+    if (!st)
+        st = zc_ckpt_reader_set_base(r, hf_base_read, b, path, err);
+    if (st) {
+        hf_base_close(b);
+        return st;
+    }
+    *out = b;
+    return ZC_OK;
 }
 
 /* ---------- export ---------- */
@@ -610,7 +691,7 @@ static zc_status export_param(zc_ckpt_reader *r, const gpt2_config *gc, int p, z
     return st;
 }
 
-zc_status hf_export_checkpoint(const char *ckdir, const char *outdir, zc_err *err)
+zc_status hf_export_checkpoint(const char *ckdir, const char *base, const char *outdir, zc_err *err)
 {
     zc_ckpt_reader *r;
     zc_status st = zc_ckpt_reader_open(ckdir, &r, err);
@@ -620,8 +701,11 @@ zc_status hf_export_checkpoint(const char *ckdir, const char *outdir, zc_err *er
     st = gpt2_checkpoint_shape(r, ckdir, &gc, err);
     if (!st && gc.family[0]) { /* the Llama family's names and files */
         zc_ckpt_reader_close(r);
-        return hf_decoder_export(ckdir, &gc, outdir, err);
+        return hf_decoder_export(ckdir, &gc, base, outdir, err);
     }
+    hf_base *hb = NULL;
+    if (!st && base)
+        st = hf_base_attach(base, &gc, r, &hb, err);
     if (!st && mkdir(outdir, 0777) && errno != EEXIST)
         st = zc_err_set(err, ZC_EIO, "cannot create %s: %m", outdir);
     char path[PATH_CAP];
@@ -654,5 +738,6 @@ zc_status hf_export_checkpoint(const char *ckdir, const char *outdir, zc_err *er
     free(buf);
     free(header);
     zc_ckpt_reader_close(r);
+    hf_base_close(hb);
     return st;
 }

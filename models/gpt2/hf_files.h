@@ -44,6 +44,7 @@
 #include <stdbool.h>
 
 #include "models/gpt2/gpt2.h"
+#include "zeroc/checkpoint.h"
 #include "zeroc/engine.h"
 
 /* Whether path is a Hugging Face GPT-2: a directory (with config.json), or a .safetensors file
@@ -60,9 +61,20 @@ zc_status hf_read_config(const char *path, gpt2_config *cfg, zc_err *err);
 /* After zc_engine_finalize on a GPT-2 of cfg's shape: sets every parameter from the file (each
  * rank the elements it holds). Not collective. */
 zc_status hf_load(zc_engine *e, const char *path, const gpt2_config *cfg, zc_err *err);
+/* A Hugging Face model (path as hf_load takes it: a GPT-2 or a Llama-family directory) as the
+ * base of a LoRA run's checkpoint r of shape gc, which records its base by digest only:
+ * hf_base_read is a zc_ckpt_base_read (ctx: the hf_base) giving the reader's base parameters
+ * from the files. hf_base_attach opens it and gives it to r (zc_ckpt_reader_set_base: read whole
+ * and checked against the digest); *out is closed by hf_base_close after r is done. */
+typedef struct hf_base hf_base;
+zc_status hf_base_attach(const char *path, const gpt2_config *gc, zc_ckpt_reader *r, hf_base **out,
+                         zc_err *err);
+void hf_base_close(hf_base *b);
 /* A GPT-2 checkpoint of zeroc train as outdir/model.safetensors (F32, the names above without
  * the prefix, no lm_head: tied) and outdir/config.json, each written durably; outdir is created
- * if missing. One process, streamed a tensor at a time. */
-zc_status hf_export_checkpoint(const char *ckdir, const char *outdir, zc_err *err);
+ * if missing. One process, streamed a tensor at a time. base: NULL, or the model a LoRA run's
+ * checkpoint was trained on, which it records by digest only (hf_base_attach). */
+zc_status hf_export_checkpoint(const char *ckdir, const char *base, const char *outdir,
+                               zc_err *err);
 
 #endif

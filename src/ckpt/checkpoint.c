@@ -30,6 +30,7 @@
 
 #include "ckpt/manifest.h"
 #include "ckpt/safetensors_header.h"
+#include "util/base_digest.h"
 #include "util/crc32c.h"
 #include "zeroc/durable.h"
 #include "engine/engine_state.h"
@@ -216,6 +217,8 @@ static zc_status write_shard(zc_engine *e, const char *path, int64_t step, uint3
     for (int u = 0; u < nunits && !st; u++) {
         size_t first, n;
         zc_engine_owned_range(e, u, &first, &n);
+        if (zc_engine_unit_info(e, u)->frozen) /* not stored: the manifest's base_digest */
+            continue;
         if (q8) { /* the weights, then the moments as they are: codes m, v; scales m, v */
             const size_t nbk = zc_ckpt_q8_scales(n), r = (size_t)zc_engine_rank(e);
             for (size_t at = 0; at < n && !st; at += CHUNK) {
@@ -258,12 +261,15 @@ static zc_status write_shard(zc_engine *e, const char *path, int64_t step, uint3
     return ZC_OK;
 }
 
+/* base: the frozen units' digest (zc_engine_base_digest), NULL when no unit is frozen. */
 static char *manifest_text(zc_engine *e, int64_t step, const char *config_json,
-                           const char *client_json, const rank_result *res)
+                           const char *client_json, const rank_result *res, const uint64_t *base)
 {
     const int n = zc_engine_world_size(e), K = zc_engine_moments(e);
     cJSON *m = cJSON_CreateObject();
-    cJSON_AddNumberToObject(m, "format_version", ZC_MANIFEST_VERSION);
+    /* format 4 only when it has units not stored: every other checkpoint stays readable by a
+     * zeroc that reads format 3 */
+    cJSON_AddNumberToObject(m, "format_version", base ? ZC_MANIFEST_VERSION : ZC_MANIFEST_FULL);
     cJSON_AddStringToObject(m, "producer", "zeroc");
     cJSON_AddStringToObject(m, "producer_version", zc_version());
     cJSON_AddNumberToObject(m, "world_size", n);
@@ -294,7 +300,14 @@ static char *manifest_text(zc_engine *e, int64_t step, const char *config_json,
         cJSON_AddStringToObject(o, "name", ui->name);
         cJSON_AddNumberToObject(o, "numel", (double)ui->numel);
         cJSON_AddNumberToObject(o, "shard", (double)ui->shard);
+        if (ui->frozen) /* a frozen unit (a LoRA run's base): checked by base_digest, not held */
+            cJSON_AddBoolToObject(o, "stored", false);
         cJSON_AddItemToArray(units, o);
+    }
+    if (base) {
+        char hex[40];
+        pathf(hex, sizeof hex, "%016" PRIx64 "%016" PRIx64, base[0], base[1]);
+        cJSON_AddStringToObject(m, "base_digest", hex);
     }
     cJSON *params = cJSON_AddArrayToObject(m, "params");
     for (int p = 0; p < zc_engine_num_params(e); p++) {
@@ -369,10 +382,10 @@ static int list_steps(const char *dir, long long **out)
 /* Rank 0's part after every shard is safely written: manifest, publish, latest, retention. */
 static zc_status publish(zc_engine *e, const char *dir, const char *tmp, int64_t step,
                          const char *config_json, const char *client_json, int keep,
-                         const rank_result *res, zc_err *err)
+                         const rank_result *res, const uint64_t *base, zc_err *err)
 {
     char path[4200], final[4200], old[4200];
-    char *text = manifest_text(e, step, config_json, client_json, res);
+    char *text = manifest_text(e, step, config_json, client_json, res, base);
     if (!text)
         return zc_err_set(err, ZC_ENOMEM, "out of memory writing the manifest");
     char sha[96], shapath[4200];
@@ -551,7 +564,11 @@ zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t ste
     zc_status st = check_save_args(e, dir, step, config_json, client_json, err);
     if (!st && !tokens)
         st = zc_err_set(err, ZC_ENOMEM, "out of memory");
+    uint64_t base[2];
+    bool frozen = false;
     if ((st = zc_comm_agree(comm, st, "starting the checkpoint", err)) ||
+        /* collective: the frozen units' digest, recorded in place of their values */
+        (st = zc_engine_base_digest(e, base, &frozen, err)) ||
         (st = zc_comm_control_gather(comm, &me, tokens, sizeof me, "checkpoint name", err))) {
         free(tokens);
         return st;
@@ -587,7 +604,8 @@ zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t ste
         return st;
     }
     if (rank == 0)
-        st = publish(e, dir, tmp, step, config_json, client_json, keep, all, err);
+        st = publish(e, dir, tmp, step, config_json, client_json, keep, all, frozen ? base : NULL,
+                     err);
     if (st && rank == 0)
         rm_rf(tmp);
     free(all);
@@ -602,7 +620,7 @@ static zc_status check_file(const char *ckdir, const zc_manifest *m, int r, zc_e
 {
     char path[4300];
     pathf(path, sizeof path, "%s/rank-%05d.bin", ckdir, r);
-    size_t want = zc_ckpt_file_bytes(m->numel, m->shard, m->nunits, r, m->K, m->q8);
+    size_t want = zc_ckpt_file_bytes(m->stored, m->shard, m->nunits, r, m->K, m->q8);
     struct stat sb;
     if (stat(path, &sb))
         return zc_err_set(err, ZC_EIO, "%s: missing shard: %m", path);
@@ -711,7 +729,9 @@ zc_status zc_ckpt_resolve(const char *path, char *out, size_t outlen, zc_err *er
 
 /* ---------- load ---------- */
 
-static zc_status check_model(zc_engine *e, const zc_manifest *m, const char *ckdir, zc_err *err)
+/* base: the engine's frozen units' digest (zc_engine_base_digest). */
+static zc_status check_model(zc_engine *e, const zc_manifest *m, const char *ckdir,
+                             const uint64_t base[2], zc_err *err)
 {
     if (m->nunits != zc_engine_num_units(e) || m->nparams != zc_engine_num_params(e))
         return zc_err_set(err, ZC_EINVAL,
@@ -747,6 +767,27 @@ static zc_status check_model(zc_engine *e, const zc_manifest *m, const char *ckd
                           "%s: optimizer state with %d moments (%s) cannot "
                           "continue an optimizer with %d",
                           ckdir, m->K, zc_ckpt_optim_name(m->K), zc_engine_moments(e));
+    /* units the checkpoint does not hold come from the engine as it was built (a LoRA run's
+     * base from --init, or drawn from the seed): frozen ones, and the same values */
+    size_t absent = 0;
+    for (int u = 0; u < m->nunits; u++) {
+        if (m->stored[u])
+            continue;
+        if (!zc_engine_unit_info(e, u)->frozen)
+            return zc_err_set(err, ZC_EINVAL,
+                              "%s: unit %d ('%s') is not in the checkpoint (it was frozen, a "
+                              "LoRA run's base), but this run trains it",
+                              ckdir, u, zc_engine_unit_info(e, u)->name);
+        absent += m->numel[u];
+    }
+    if (m->has_base && (base[0] != m->base_digest[0] || base[1] != m->base_digest[1]))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: the checkpoint holds what was trained, not its frozen base (%zu "
+                          "parameters), recorded by digest %016" PRIx64 "%016" PRIx64
+                          "; this run's base has digest %016" PRIx64 "%016" PRIx64
+                          ": another base. Resume on the base the run was trained on (the same "
+                          "--init, or the same seed and shape)",
+                          ckdir, absent, m->base_digest[0], m->base_digest[1], base[0], base[1]);
     return ZC_OK;
 }
 
@@ -771,7 +812,7 @@ static zc_status shard_fd(const char *ckdir, const zc_manifest *m, int *fds, cha
 static void q8_offsets(const zc_manifest *m, int u, int r, int k, off_t *codes, off_t *scales)
 {
     size_t cnt = zc_ckpt_owned(m->numel[u], m->shard[u], r);
-    off_t sec = zc_ckpt_section_offset(m->numel, m->shard, u, r, m->K, true);
+    off_t sec = zc_ckpt_section_offset(m->stored, m->shard, u, r, m->K, true);
     *codes = sec + (off_t)(cnt * sizeof(float) + (size_t)(k - 1) * cnt);
     *scales = sec + (off_t)(cnt * sizeof(float) + 2 * cnt +
                             (size_t)(k - 1) * zc_ckpt_q8_scales(cnt) * sizeof(float));
@@ -812,7 +853,7 @@ static zc_status read_range(const char *ckdir, const zc_manifest *m, int *fds, c
         zc_status st = shard_fd(ckdir, m, fds, checked, r, err);
         if (st)
             return st;
-        off_t off = zc_ckpt_section_offset(m->numel, m->shard, u, r, m->K, m->q8) +
+        off_t off = zc_ckpt_section_offset(m->stored, m->shard, u, r, m->K, m->q8) +
                     (off_t)(((size_t)k * cnt + (x - lo)) * sizeof(float));
         if (k && m->q8 ? read_q8(fds[r], m, u, r, k, x - lo, take, dst + (x - first)) != ZC_OK
                        : read_at(fds[r], dst + (x - first), take * sizeof(float), off))
@@ -822,11 +863,12 @@ static zc_status read_range(const char *ckdir, const zc_manifest *m, int *fds, c
     return ZC_OK;
 }
 
-static zc_status load_local(zc_engine *e, const char *ckdir, zc_manifest *m, zc_err *err)
+static zc_status load_local(zc_engine *e, const char *ckdir, zc_manifest *m, const uint64_t base[2],
+                            zc_err *err)
 {
     zc_status st = zc_manifest_read(ckdir, m, err);
     if (!st)
-        st = check_model(e, m, ckdir, err);
+        st = check_model(e, m, ckdir, base, err);
     if (st)
         return st;
     int *fds = malloc((size_t)m->world * sizeof(int));
@@ -843,6 +885,8 @@ static zc_status load_local(zc_engine *e, const char *ckdir, zc_manifest *m, zc_
     for (int u = 0; u < m->nunits && !st; u++) {
         size_t pf, pn, mf, mn;
         zc_engine_needed_ranges(e, u, &pf, &pn, &mf, &mn);
+        if (!m->stored[u]) /* a frozen unit kept as the engine has it (checked by its digest) */
+            continue;
         for (size_t at = pf; !st && at < pf + pn; at += CHUNK) {
             size_t k = pf + pn - at < CHUNK ? pf + pn - at : CHUNK;
             if (!(st = read_range(ckdir, m, fds, checked, u, 0, at, k, buf, err)))
@@ -910,6 +954,8 @@ zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *
     if (!comm)
         return zc_err_set(err, ZC_EINVAL, "zc_ckpt_load: comm is NULL");
     /* refused on a rank, the load fails on every rank (no rank waits in the agreement) */
+    uint64_t base[2] = {0, 0};
+    bool frozen;
     zc_status st =
         !ckdir || !step
             ? zc_err_set(err, ZC_EINVAL, "zc_ckpt_load: %s is NULL", !ckdir ? "ckdir" : "step")
@@ -918,7 +964,10 @@ zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *
                          e ? "not finalized (register the model, call "
                              "zc_engine_skip_init and zc_engine_finalize, then load)"
                            : "NULL")
-            : load_local(e, ckdir, &m, err);
+            /* collective (every rank got here alike): the base a checkpoint may not hold */
+            : zc_engine_base_digest(e, base, &frozen, err);
+    if (!st)
+        st = load_local(e, ckdir, &m, base, err);
     st = zc_comm_agree(comm, st, "loading the checkpoint", err);
     if (!st) {
         *step = m.step;
@@ -952,6 +1001,20 @@ zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *
     return st;
 }
 
+/* ", the frozen base of N parameters not stored (digest D)" for a LoRA run's checkpoint. */
+static void base_note(const zc_manifest *m, char *out, size_t cap)
+{
+    size_t absent = 0;
+    for (int u = 0; u < m->nunits; u++)
+        absent += m->stored[u] ? 0 : m->numel[u];
+    out[0] = 0;
+    if (m->has_base)
+        pathf(out, cap,
+              "; its frozen base (%zu parameters) is not stored, recorded by digest %016" PRIx64
+              "%016" PRIx64,
+              absent, m->base_digest[0], m->base_digest[1]);
+}
+
 zc_status zc_ckpt_verify(const char *ckdir, char **summary, zc_err *err)
 {
     zc_manifest m;
@@ -959,21 +1022,25 @@ zc_status zc_ckpt_verify(const char *ckdir, char **summary, zc_err *err)
     int64_t total = 0;
     for (int r = 0; !st && r < m.world; r++) {
         st = check_file(ckdir, &m, r, err);
-        total += (int64_t)zc_ckpt_file_bytes(m.numel, m.shard, m.nunits, r, m.K, m.q8);
+        total += (int64_t)zc_ckpt_file_bytes(m.stored, m.shard, m.nunits, r, m.K, m.q8);
     }
     if (!st && summary) {
         size_t psi = 0;
         for (int u = 0; u < m.nunits; u++)
             psi += m.numel[u];
-        char *s = malloc(512);
+        char note[160];
+        base_note(&m, note, sizeof note);
+        const size_t n = strlen(ckdir) + 800;
+        char *s = malloc(n);
         if (s)
-            pathf(s, 512,
+            pathf(s, n,
                   "%s: step %lld, written by %d ranks at ZeRO stage %d, %zu "
                   "parameters in %d units (%d tensors), optimizer %s, %lld bytes in %d "
-                  "shards, every size and CRC32C correct, the manifest's SHA-256 and fields too",
+                  "shards, every size and CRC32C correct, the manifest's SHA-256 and fields "
+                  "too%s",
                   ckdir, (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams,
                   m.q8 ? "AdamW8bit (moments as 8-bit codes and scales)" : m.optim,
-                  (long long)total, m.world);
+                  (long long)total, m.world, note);
         *summary = s;
     }
     zc_manifest_free(&m);
@@ -990,22 +1057,24 @@ zc_status zc_ckpt_inspect(const char *ckdir, char **summary, zc_err *err)
         for (int u = 0; u < m.nunits; u++)
             psi += m.numel[u];
         for (int r = 0; r < m.world; r++)
-            total += (int64_t)zc_ckpt_file_bytes(m.numel, m.shard, m.nunits, r, m.K, m.q8);
+            total += (int64_t)zc_ckpt_file_bytes(m.stored, m.shard, m.nunits, r, m.K, m.q8);
         char producer[ZC_PRODUCER_VERSION_MAX + 64];
         if (m.producer_version)
             pathf(producer, sizeof producer, "zeroc %s", m.producer_version);
         else /* format 2 recorded no version */
             pathf(producer, sizeof producer, "an earlier zeroc (which recorded no version)");
-        const size_t n = strlen(ckdir) + sizeof producer + 512;
+        char note[160];
+        base_note(&m, note, sizeof note);
+        const size_t n = strlen(ckdir) + sizeof producer + sizeof note + 512;
         char *s = malloc(n);
         if (s)
             pathf(s, n,
                   "%s: step %lld, written by %d ranks at ZeRO stage %d, %zu parameters "
                   "in %d units (%d tensors), optimizer %s, %lld bytes in %d shards; manifest "
-                  "format %d, written by %s",
+                  "format %d, written by %s%s",
                   ckdir, (long long)m.step, m.world, m.stage, psi, m.nunits, m.nparams,
                   m.q8 ? "AdamW8bit (moments as 8-bit codes and scales)" : m.optim,
-                  (long long)total, m.world, m.format, producer);
+                  (long long)total, m.world, m.format, producer, note);
         *summary = s;
     }
     zc_manifest_free(&m);
@@ -1034,6 +1103,8 @@ zc_status zc_ckpt_manifest_json(const char *ckdir, char **json, zc_err *err)
 struct zc_ckpt_reader {
     char dir[4096];
     zc_manifest m;
+    zc_ckpt_base_read base; /* the units not stored, checked against base_digest (or NULL) */
+    void *base_ctx;
     zc_param_info *params;
     int *fds;
     char *checked;
@@ -1126,8 +1197,64 @@ zc_status zc_ckpt_reader_read(zc_ckpt_reader *r, int p, size_t first, size_t n, 
 {
     const zc_param_info *pi = zc_ckpt_reader_param(r, p);
     ZC_ASSERT(first + n <= pi->numel);
+    if (!r->m.stored[pi->unit] && r->base)
+        return r->base(r->base_ctx, p, first, n, dst, err);
+    if (!r->m.stored[pi->unit])
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: '%s' is not in the checkpoint: it is part of the frozen base of a "
+                          "LoRA run, which the checkpoint records by digest only (give the base "
+                          "model it was trained on, or export the adapters alone)",
+                          r->dir, pi->name);
     return read_range(r->dir, &r->m, r->fds, r->checked, pi->unit, 0, pi->offset + first, n, dst,
                       err);
+}
+
+int zc_ckpt_reader_base_params(const zc_ckpt_reader *r)
+{
+    int n = 0;
+    for (int p = 0; p < r->m.nparams; p++)
+        n += !r->m.stored[r->params[p].unit];
+    return n;
+}
+
+zc_status zc_ckpt_reader_set_base(zc_ckpt_reader *r, zc_ckpt_base_read read, void *ctx,
+                                  const char *what, zc_err *err)
+{
+    enum { CHUNK = 1 << 20 };
+    const zc_manifest *m = &r->m;
+    uint64_t d[2] = {0, 0};
+    float *buf = malloc(CHUNK * sizeof(float));
+    uint16_t *b16 = malloc(CHUNK * sizeof(uint16_t));
+    zc_status st = buf && b16 ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
+    const cJSON *units = cJSON_GetObjectItemCaseSensitive(m->root, "units");
+    size_t absent = 0;
+    for (int p = 0; !st && p < m->nparams; p++) {
+        const zc_param_info *pi = &r->params[p];
+        if (m->stored[pi->unit])
+            continue;
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetArrayItem(units, pi->unit), "name"); /* checked by zc_manifest_read */
+        const uint64_t key = zc_digest_unit_key(name->valuestring);
+        for (size_t at = 0; !st && at < pi->numel; at += CHUNK) {
+            size_t k = pi->numel - at < CHUNK ? pi->numel - at : CHUNK;
+            if (!(st = read(ctx, p, at, k, buf, err))) {
+                zc_f32_to_bf16(buf, b16, k);
+                zc_digest_add(key, pi->offset + at, b16, k, d);
+            }
+        }
+        absent += pi->numel;
+    }
+    free(buf);
+    free(b16);
+    if (!st && (d[0] != m->base_digest[0] || d[1] != m->base_digest[1]))
+        st = zc_err_set(err, ZC_EINVAL,
+                        "%s: its frozen base (%zu parameters, not stored) has digest %016" PRIx64
+                        "%016" PRIx64 "; %s gives %016" PRIx64 "%016" PRIx64
+                        ": another base than the one it was trained on",
+                        r->dir, absent, m->base_digest[0], m->base_digest[1], what, d[0], d[1]);
+    if (!st)
+        r->base = read, r->base_ctx = ctx;
+    return st;
 }
 
 /* round to nearest even, NaN kept quiet */

@@ -44,6 +44,7 @@ void zc_manifest_free(zc_manifest *m)
     cJSON_Delete(m->root);
     free(m->numel);
     free(m->shard);
+    free(m->stored);
     free(m->params);
     free(m->crc);
     memset(m, 0, sizeof *m);
@@ -323,7 +324,8 @@ static zc_status read_units(const char *path, zc_manifest *m, zc_err *err)
     m->nunits = n;
     m->numel = calloc((size_t)n, sizeof *m->numel);
     m->shard = calloc((size_t)n, sizeof *m->shard);
-    if (!m->numel || !m->shard)
+    m->stored = calloc((size_t)n, sizeof *m->stored);
+    if (!m->numel || !m->shard || !m->stored)
         return zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", path);
     int64_t total = 0;
     for (int u = 0; u < n; u++) {
@@ -345,7 +347,40 @@ static zc_status read_units(const char *path, zc_manifest *m, zc_err *err)
             return zc_err_set(err, ZC_EINVAL,
                               "%s: the units hold more than %" PRId64 " elements in all", path,
                               MAX_ELEMS);
+        /* format 4: "stored": false for a unit whose values the shards do not hold (a LoRA
+         * run's frozen base, checked by base_digest) */
+        const cJSON *stored = cJSON_GetObjectItemCaseSensitive(o, "stored");
+        char b[48];
+        if (stored && (m->format < 4 || !cJSON_IsBool(stored)))
+            return zc_err_set(err, ZC_EINVAL, "%s: %sstored is %s, expected %s", path, where,
+                              shown(stored, b),
+                              m->format < 4 ? "no such key before format 4" : "true or false");
         m->numel[u] = (size_t)ne, m->shard[u] = (size_t)sh;
+        m->stored[u] = stored && cJSON_IsFalse(stored) ? 0 : (size_t)ne;
+        m->has_base |= !m->stored[u];
+    }
+    /* the base's digest: present exactly when some unit is not stored, 32 lowercase hex digits */
+    const cJSON *dg = cJSON_GetObjectItemCaseSensitive(m->root, "base_digest");
+    const char *hex = cJSON_IsString(dg) ? dg->valuestring : NULL;
+    bool ok = hex && strlen(hex) == 32;
+    for (int i = 0; ok && i < 32; i++)
+        ok = isdigit((unsigned char)hex[i]) || (hex[i] >= 'a' && hex[i] <= 'f');
+    char b[48];
+    if (m->has_base && !ok)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: base_digest is %s, expected 32 lowercase hex digits (units not "
+                          "stored are checked by it)",
+                          path, dg ? shown(dg, b) : "missing");
+    if (!m->has_base && dg)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: base_digest is given but every unit is stored (it checks the units "
+                          "that are not)",
+                          path);
+    for (int k = 0; ok && k < 2; k++) {
+        char part[17];
+        memcpy(part, hex + 16 * k, 16);
+        part[16] = 0;
+        m->base_digest[k] = strtoull(part, NULL, 16);
     }
     return ZC_OK;
 }
@@ -477,7 +512,7 @@ static zc_status read_files(const char *path, zc_manifest *m, zc_err *err)
             return zc_err_set(err, ZC_EINVAL, "%s: %sname is %s, expected \"%s\"", path, where,
                               shown(cJSON_GetObjectItemCaseSensitive(f, "name"), b), want);
         int64_t bytes,
-            layout = (int64_t)zc_ckpt_file_bytes(m->numel, m->shard, m->nunits, r, m->K, m->q8);
+            layout = (int64_t)zc_ckpt_file_bytes(m->stored, m->shard, m->nunits, r, m->K, m->q8);
         zc_status st = get_int(path, where, f, "bytes", layout, layout, &bytes, err);
         if (st)
             return st;

@@ -11,13 +11,16 @@
 
 #include "zeroc/engine.h"
 
-/* The manifest format this zeroc writes, 3, and the oldest it reads, 2. Format 2 has
- * manifest.sha256 beside it (format 1, without, is refused); format 3 adds producer_version and
- * marks what the trainer's saved state means (zeroc/checkpoint.h): an older zeroc, reading format
- * 2 only, refuses it by name instead of continuing it otherwise. The shard files' own header
+/* The manifest format this zeroc writes, 3 (4 for a checkpoint without its frozen units), and the
+ * oldest it reads, 2. Format 2 has manifest.sha256 beside it (format 1, without, is refused);
+ * format 3 adds producer_version and marks what the trainer's saved state means
+ * (zeroc/checkpoint.h): an older zeroc, reading format 2 only, refuses it by name instead of
+ * continuing it otherwise. Format 4 adds units not stored (a LoRA run's frozen base) and the
+ * base's digest: a zeroc reading format 3 at most refuses it by name. The shard files' own header
  * version is separate and still 1. */
 enum {
-    ZC_MANIFEST_VERSION = 3,
+    ZC_MANIFEST_VERSION = 4,
+    ZC_MANIFEST_FULL = 3, /* the format of a checkpoint that stores every unit */
     ZC_MANIFEST_OLDEST = 2,
     ZC_SHARD_VERSION = 1,
     ZC_SHARD_HEADER_BYTES = 32
@@ -36,6 +39,9 @@ typedef struct {
     bool q8; /* optimizer.moments_format "q8": AdamW8bit's codes and scales as they are */
     int64_t step, optimizer_steps;
     size_t *numel, *shard; /* per unit */
+    size_t *stored;        /* per unit: numel, or 0 for a unit not stored (its layout's size) */
+    bool has_base;         /* some unit is not stored: base_digest (engine_state.h) is its check */
+    uint64_t base_digest[2];
     zc_param_info *params; /* per parameter, contiguous within their unit */
     uint32_t *crc;         /* per file: rank-RRRRR.bin's CRC32C */
     zc_loss_scaler scaler; /* as saved (dynamic tells whether it may continue) */

@@ -48,6 +48,7 @@
 #include <cjson/cJSON.h>
 
 #include "engine/engine_state.h"
+#include "util/base_digest.h"
 #include "util/clock.h"
 #include "engine/init_values.h"
 #include "engine/loss_scale.h"
@@ -169,6 +170,8 @@ typedef struct {
 struct zc_engine {
     zc_config cfg;
     zc_ckpt_lineage lineage; /* the checkpoint loaded, for --keep (engine_state.h) */
+    bool base_digest_valid;  /* base_digest is the frozen units' digest (set_params clears it) */
+    uint64_t base_digest[2];
     zc_comm *comm;
     zc_mem *mem;
     int rank, nranks, stage;
@@ -763,11 +766,12 @@ int zc_engine_unit_use(zc_engine *e, int unit, unsigned use)
     const char *closed = registration_closed(e);
     if (closed)
         return refuse_registration(e, ZC_ESTATE, "zc_engine_unit_use(unit %d): %s", unit, closed);
-    if (unit < 0 || unit >= e->nunits || (use & ~(unsigned)ZC_USE_ANY))
-        return refuse_registration(e, ZC_EINVAL, "zc_engine_unit_use(unit %d, 0x%x): %s", unit, use,
-                                   unit < 0 || unit >= e->nunits
-                                       ? "no such unit"
-                                       : "unknown flags (ZC_USE_VIEW32, ZC_USE_GRAD32)");
+    if (unit < 0 || unit >= e->nunits || (use & ~(unsigned)(ZC_USE_ANY | ZC_USE_FORWARD_TWICE)))
+        return refuse_registration(
+            e, ZC_EINVAL, "zc_engine_unit_use(unit %d, 0x%x): %s", unit, use,
+            unit < 0 || unit >= e->nunits
+                ? "no such unit"
+                : "unknown flags (ZC_USE_VIEW32, ZC_USE_GRAD32, ZC_USE_FORWARD_TWICE)");
     e->units[unit].use = (uint8_t)use;
     return 0;
 }
@@ -1395,9 +1399,11 @@ static zc_status init_to_disk(zc_engine *e, int i, size_t lo, size_t n, zc_dtype
  * (a swap region reads zeros until written). */
 static zc_status init_unit(zc_engine *e, int i, float *buf, zc_err *err)
 {
-    if (e->skip_init) /* zc_mem_alloc's memory and a fresh swap region read zeros */
-        return ZC_OK;
     unit_t *u = &e->units[i];
+    /* zc_mem_alloc's memory and a fresh swap region read zeros; a frozen unit (a LoRA run's
+     * base) is not in a checkpoint, so it is drawn as a fresh run draws it */
+    if (e->skip_init && !u->info.frozen)
+        return ZC_OK;
     size_t S = u->info.shard, P = u->info.padded;
     const bool sharded = sharded_params(e, u);
     size_t lo = sharded ? (size_t)e->rank * S : 0, hi = sharded ? lo + S : P;
@@ -3146,7 +3152,9 @@ static zc_status store_params(zc_engine *e, unit_t *u, size_t first, size_t n, c
 static zc_status set_params(zc_engine *e, unit_t *u, size_t first, size_t n, const float *src,
                             zc_err *err)
 {
-    e->hpz_epoch++; /* hpZ's secondary copies are stale */
+    e->hpz_epoch++;     /* hpZ's secondary copies are stale */
+    if (u->info.frozen) /* the base changes: its digest is computed afresh */
+        e->base_digest_valid = false;
     zc_status st = store_params(e, u, first, n, src, err);
     if (st || !e->mixed || u->info.frozen) /* frozen: no master copy */
         return st;
@@ -3361,6 +3369,67 @@ void zc_engine_set_steps_done(zc_engine *e, int64_t steps)
 zc_ckpt_lineage *zc_engine_lineage(zc_engine *e)
 {
     return &e->lineage;
+}
+
+zc_status zc_engine_base_digest(zc_engine *e, uint64_t d[2], bool *any, zc_err *err)
+{
+    zc_status st = engine_call(e, "zc_engine_base_digest", err);
+    if (st)
+        return st;
+    *any = false;
+    for (int i = 0; i < e->nunits; i++)
+        *any |= e->units[i].info.frozen;
+    d[0] = d[1] = 0;
+    if (!*any)
+        return ZC_OK;
+    if (e->base_digest_valid) { /* the same on every rank: each set the same values */
+        d[0] = e->base_digest[0], d[1] = e->base_digest[1];
+        return ZC_OK;
+    }
+    enum { CHUNK = 1 << 16 };
+    float *buf = malloc(CHUNK * sizeof(float));
+    uint16_t *b16 = malloc(CHUNK * sizeof(uint16_t));
+    if (!buf || !b16)
+        st = zc_err_set(err, ZC_ENOMEM, "out of memory for the base digest");
+    uint64_t mine[3] = {0, 0, 0}; /* the two sums and this rank's status */
+    for (int i = 0; !st && i < e->nunits; i++) {
+        if (!e->units[i].info.frozen)
+            continue;
+        const uint64_t key = zc_digest_unit_key(e->units[i].info.name);
+        size_t first, n;
+        zc_engine_owned_range(e, i, &first, &n);
+        for (size_t at = 0; !st && at < n; at += CHUNK) {
+            size_t k = n - at < CHUNK ? n - at : CHUNK;
+            if ((st = zc_engine_export_owned(e, i, ZC_STATE_WEIGHTS, at, k, buf, err)))
+                break;
+            zc_f32_to_bf16(buf, b16, k);
+            zc_digest_add(key, first + at, b16, k, mine);
+        }
+    }
+    free(buf);
+    free(b16);
+    mine[2] = (uint64_t)st;
+    uint64_t stack[3 * 16], *all = e->nranks <= 16 ? stack : malloc(24 * (size_t)e->nranks);
+    zc_status gst =
+        all ? zc_comm_control_gather(e->comm, mine, all, sizeof mine, "base digest", err)
+            : zc_err_set(err, ZC_ENOMEM, "out of memory for the base digest");
+    if (!st)
+        st = gst;
+    for (int r = 0; !st && r < e->nranks; r++) {
+        if (all[3 * r + 2]) /* a rank failed (its disk): each rank says so */
+            st = zc_err_set(err, (zc_status)all[3 * r + 2],
+                            "rank %d could not read the frozen units for the base digest", r);
+        d[0] += all[3 * r], d[1] += all[3 * r + 1];
+    }
+    if (all && all != stack)
+        free(all);
+    if (st) {
+        d[0] = d[1] = 0;
+        return st;
+    }
+    e->base_digest[0] = d[0], e->base_digest[1] = d[1];
+    e->base_digest_valid = true;
+    return ZC_OK;
 }
 
 zc_optim_type zc_engine_optim(const zc_engine *e)

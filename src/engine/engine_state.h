@@ -66,4 +66,16 @@ typedef struct {
 } zc_ckpt_lineage;
 zc_ckpt_lineage *zc_engine_lineage(zc_engine *e);
 
+/* Collective. A digest of the frozen units' values (zc_engine_freeze_unit: a LoRA run's base),
+ * which checkpoints record instead of holding those units: d[0], d[1] are two independent sums,
+ * mod 2^64, over every element of every frozen unit of a 64-bit mix of (the unit's name, the
+ * element's logical index, its value rounded to bf16). Each rank adds the elements it owns and
+ * the ranks' sums are added, so the digest does not depend on the world size, the stage or the
+ * offload; rounded to bf16 it does not depend on the dtype either (a bf16 run's base is its fp32
+ * base rounded so). It tells another base from this one (a changed element changes each sum with
+ * probability 1 − 2^−64); it is not a cryptographic hash. *any: whether any unit is frozen (d is
+ * zeros when none is). Computed once and kept until a frozen unit's values are set again. Every
+ * rank gets the same digest and status (ZC_EIO when a rank's disk fails). */
+zc_status zc_engine_base_digest(zc_engine *e, uint64_t d[2], bool *any, zc_err *err);
+
 #endif

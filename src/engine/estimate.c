@@ -280,6 +280,13 @@ static int64_t padded_numel(const zc_estimate_in *in, bool *ovf)
 static int64_t max_shard(const zc_estimate_in *in, bool *ovf);
 static int64_t max_reduced_shard(const zc_estimate_in *in, bool *ovf);
 
+/* Stage 3's gathers of unit u a micro-batch: its forward's and its backward's, and a second in
+ * the forward for a unit used twice there (ZC_USE_FORWARD_TWICE: a tied vocabulary's tile). */
+static int64_t gathers(const zc_estimate_in *in, int u)
+{
+    return in->unit_use && (in->unit_use[u] & ZC_USE_FORWARD_TWICE) ? 3 : 2;
+}
+
 /* Bytes rank 0 sends per step (inter: only those to ranks on other hosts). */
 static int64_t comm_bytes(const zc_estimate_in *in, bool inter, bool *ovf)
 {
@@ -298,11 +305,11 @@ static int64_t comm_bytes(const zc_estimate_in *in, bool inter, bool *ovf)
      * micro-batch's forward and backward */
     const int64_t A = in->grad_accum > 1 ? in->grad_accum : 1;
     const int64_t rs_times = in->stage >= 2 ? A : 1;
-    int64_t per = add(mul(C, rs_times, ovf),
-                      in->stage == 0   ? G
-                      : in->stage == 3 ? mul(2 * P, A, ovf)
-                                       : P,
-                      ovf);
+    const int64_t per = add(mul(C, rs_times, ovf),
+                            in->stage == 0   ? G
+                            : in->stage == 3 ? 0
+                                             : P,
+                            ovf);
     const bool qwz = in->stage == 3 && in->quantized_weights;
     const bool qgz = in->stage == 3 && in->quantized_gradients;
     const bool two_hops = qgz && H > 1 && R > 1;
@@ -310,22 +317,22 @@ static int64_t comm_bytes(const zc_estimate_in *in, bool inter, bool *ovf)
     const int64_t group_peers = inter ? g - (g < R ? g : R) : g - 1; /* rank 0's group */
     bool *kept = persistent_units(in);
     if (!kept && !qwz && !qgz && g == 1) {
-        /* a frozen unit is only gathered (stage 3: twice a micro-batch), never reduced */
+        /* a frozen unit is only gathered (stage 3: gathers(u) a micro-batch), never reduced */
         int64_t sum = 0;
-        for (int u = 0; u < in->nunits; u++)
-            sum = add(sum,
-                      mul(trained(in, u)   ? per
-                          : in->stage == 3 ? mul(2 * P, A, ovf)
-                                           : 0,
-                          shard(in->unit_numel[u], N, ovf), ovf),
-                      ovf);
+        for (int u = 0; u < in->nunits; u++) {
+            const int64_t ag = in->stage == 3 ? mul(gathers(in, u) * P, A, ovf) : 0;
+            sum = add(
+                sum,
+                mul(trained(in, u) ? add(per, ag, ovf) : ag, shard(in->unit_numel[u], N, ovf), ovf),
+                ovf);
+        }
         return mul(sum, world_peers, ovf);
     }
     /* a persistent unit is all-gathered once, after its update, as at stages 1–2; with qwZ the
-     * two gathers of each micro-batch (forward, backward) carry the quantized segment, with qgZ
-     * each reduce-scatter chunk's block (in two hops: H segments to each other rank of the host,
-     * then one to each other host); with hpZ only the first gather after an update is the
-     * world's, every later one (2A − 1 a step) the group's, unquantized */
+     * gathers of each micro-batch (forward, backward: gathers(u)) carry the quantized segment, with
+     * qgZ each reduce-scatter chunk's block (in two hops: H segments to each other rank of the
+     * host, then one to each other host); with hpZ only the first gather after an update is the
+     * world's, every later one (gathers(u)·A − 1 a step) the group's, unquantized */
     const int64_t cols = zc_estimate_rs_cols(in->reduce_bucket_size, N, max_reduced_shard(in, ovf));
     const int64_t seg_peers = two_hops ? (inter ? 0 : H * (R - 1)) : world_peers;
     const int64_t hop2_peers = two_hops ? H - 1 : 0;
@@ -344,14 +351,15 @@ static int64_t comm_bytes(const zc_estimate_in *in, bool inter, bool *ovf)
         }
         rs = mul(rs, A, ovf); /* stage 3: every micro-batch */
         int64_t one = qwz ? zc_qwz_segment_bytes(S) : mul(P, S, ovf); /* one gather */
+        const int64_t per_step = mul(gathers(in, u), A, ovf);         /* gathers a step */
         int64_t ag = kept && kept[u] ? (trained(in, u) ? mul(P, S, ovf) : 0)
                      : g > 1         ? one
-                                     : mul(2 * A, one, ovf);
+                                     : mul(per_step, one, ovf);
         sum = add(sum, add(rs, mul(ag, world_peers, ovf), ovf), ovf);
         if (g > 1 && !(kept && kept[u]))
-            sum = add(sum,
-                      mul(mul(mul(P, mul(S, N, ovf) / g, ovf), group_peers, ovf), 2 * A - 1, ovf),
-                      ovf);
+            sum = add(
+                sum, mul(mul(mul(P, mul(S, N, ovf) / g, ovf), group_peers, ovf), per_step - 1, ovf),
+                ovf);
     }
     free(kept);
     return sum;
