@@ -1287,7 +1287,8 @@ def test_refused_before_allocating():
             "--heads", 4, "--seq-len", 262144, "--micro-batch", 1, "--steps", 1, ok=False,
             timeout=120)
     errs = [l for l in p.stderr.splitlines() if "zeroc: error" in l]
-    check(p.returncode == 1 and len(errs) == 1 and "activations 6148." in errs[0] and
+    act = re.search(r"activations ([0-9.]+),", errs[0]) if len(errs) == 1 else None
+    check(p.returncode == 1 and act and 6000 < float(act.group(1)) < 6200 and
           "but this host can give" in errs[0] and "--activation-checkpointing" in errs[0],
           f"activations past the host: {p.returncode} {errs}")
 

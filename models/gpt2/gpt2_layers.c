@@ -96,33 +96,10 @@ ZC_SIMD_INLINE float row_max(const float *restrict x, int n)
     return r;
 }
 
-/* p[i] = exp(x[i] − mx) for i < n, returning Σ p[i] in double (V ~ 50k terms, and the loss is
+/* x[i] = exp(x[i] − mx) for i < n, returning Σ x[i] in double (V ~ 50k terms, and the loss is
  * compared with PyTorch's), summed in 8 interleaved lanes and then the lanes in order: the order
- * is fixed by this code, not by the vector width the compiler happens to pick. */
-ZC_SIMD_INLINE double exp_store_sum(float *restrict p, const float *restrict x, float mx, int n)
-{
-    enum { L = 8 };
-    double acc[L] = {0};
-    int i = 0;
-    for (; i + L <= n; i += L)
-        for (int j = 0; j < L; j++) {
-            const float e = exp_approx(x[i + j] - mx);
-            p[i + j] = e;
-            acc[j] += e;
-        }
-    double s = 0.0;
-    for (; i < n; i++) {
-        const float e = exp_approx(x[i] - mx);
-        p[i] = e;
-        s += e;
-    }
-    for (int j = 0; j < L; j++)
-        s += acc[j];
-    return s;
-}
-
-/* exp_store_sum with p = x: each element replaced by its exponential, in the same order and
- * with the same sums, so the in-place softmax is the out-of-place one bit for bit. */
+ * is fixed by this code, not by the vector width the compiler happens to pick. Both
+ * cross-entropy kernels use it (the out-of-place one on a copy), so they agree bit for bit. */
 ZC_SIMD_INLINE double exp_inplace_sum(float *x, float mx, int n)
 {
     enum { L = 8 };

@@ -1001,7 +1001,8 @@ zc_status zc_ckpt_load(zc_engine *e, zc_comm *comm, const char *ckdir, int64_t *
     return st;
 }
 
-/* ", the frozen base of N parameters not stored (digest D)" for a LoRA run's checkpoint. */
+/* "; its frozen base (N parameters) is not stored, recorded by digest D" for a LoRA run's
+ * checkpoint; "" for any other. */
 static void base_note(const zc_manifest *m, char *out, size_t cap)
 {
     size_t absent = 0;
