@@ -397,7 +397,8 @@ def test_tied_vocab_tiles():
     gathered three times a micro-batch (forward twice, backward once), its gradient written by
     the head and added to by the embedding. It changes no bit against the untiled run in fp32 and
     bf16, at stages 0 and 3, with both offloads and with LoRA (the base frozen); the traffic is
-    the estimate's to the byte, the untiled run's plus the third gather of the tiles."""
+    the estimate's to the byte, the untiled run's plus the third gather of the tiles; the samples
+    (generation reading the tiles for the head) are the untiled run's."""
     init = os.path.join(FIXTURES, "qwen2_tiny")
     nvme = H_.path("tied-nvme")
     os.makedirs(nvme, exist_ok=True)
@@ -426,6 +427,15 @@ def test_tied_vocab_tiles():
         for key in ("initial_weights_sha256", "weights_sha256", "loss"):
             check(rep[key] == reps[(dtype, base)][key],
                   f"tied {dtype} {name}: {key} {rep[key]} != untiled {reps[(dtype, base)][key]}")
+    # generation reads the tied tiles for the head too: the untiled run's samples
+    if not H_.sanitized:
+        samples = []
+        for tiles in (-1, 4096):
+            p = H_.run(2, "train", "--init", init, *run_args(2), "--tile-params", tiles,
+                       "--sample-every", 5, "--sample-length", 12)
+            samples.append(p.stdout[p.stdout.find("---- sample"):p.stdout.find("\n----\n")])
+        check(samples[0] == samples[1] and len(samples[0]) > 30,
+              f"tied samples: untiled {samples[0]!r}, tiled {samples[1]!r}")
     # the traffic at stage 3 (2 ranks, P bytes a parameter): the tiles' third gather, exactly,
     # and the estimate's total
     for dtype, P in (("fp32", 4), ("bf16", 2)):
