@@ -7,7 +7,9 @@
  *   "activations". Without checkpointing each block has its own set; with checkpointing every
  *   block shares one scratch set and only each block's output (the residual stream) is kept, the
  *   block being recomputed in backward from its input — the same kernels on the same inputs,
- *   so gradients are identical to the bit.
+ *   so gradients are identical to the bit. The recompute skips what the backward never reads
+ *   (the MLP's output product), and the forward's last block is not recomputed at all: the
+ *   shared set still holds it when its backward comes.
  * - Gradients of activations need only one block at a time: one scratch set, zeroed per block.
  * - The tied wte: the "embeddings" unit is acquired once for the whole forward (encoder ...
  *   head), acquired again for the head's backward, and handed back after the encoder backward,
@@ -198,6 +200,9 @@ struct gpt2_model {
     float *lora_u, *lora_du, *lora_scratch;
     bool training;
     uint64_t passes;
+    /* with checkpointing, the block whose activations the shared set holds (−1: none): the
+     * forward's last block needs no recompute when its backward follows */
+    int scratch_block;
 };
 
 /* The size table: floats of each per-block activation for micro-batches of B × T. Counted
@@ -670,6 +675,7 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
     m->cfg = *cfg, m->e = e, m->mem = mem, m->B = B, m->T = T;
     m->d = dims_of(cfg);
     m->checkpointing = activation_checkpointing;
+    m->scratch_block = -1;
     m->u_block = calloc((size_t)L, sizeof(int));
     m->p_block = calloc((size_t)L * P_NBLOCK, sizeof(int));
     m->act = calloc((size_t)L * A_NBLOCK, sizeof(float *));
@@ -964,7 +970,7 @@ static int lora_param(const gpt2_model *m, int l, int k, int which)
 }
 
 /* LoRA: the adapters of product p of block l (acquired with it) add to its output y (ld_y
- * columns) from its input x. */
+ * columns) from its input x (NULL y: only what they keep for the backward). */
 static void lora_block_forward(gpt2_model *m, int l, lora_product p, const float *x, float *y,
                                int ld_y)
 {
@@ -995,8 +1001,11 @@ static zc_status lora_block_backward(gpt2_model *m, int l, lora_product p, const
     return ZC_OK;
 }
 
-/* Block l's forward from its input; the unit must be acquired. */
-static void block_forward(gpt2_model *m, int l)
+/* Block l's forward from its input; the unit must be acquired. A recompute (checkpointing's, in
+ * the backward) stops before the MLP's output product: the backward reads that product's input
+ * and the block's kept output, never the product itself, so a third of the MLP's work is not
+ * redone (the adapters on it still keep what their backward reads). */
+static void block_forward(gpt2_model *m, int l, bool recompute)
 {
     const int B = m->B, T = m->T, C = m->cfg.channels, NH = m->cfg.num_heads;
     const int BT = B * T, KV = (int)m->d.KV, hd = (int)m->d.hd, QD = (int)m->d.QD;
@@ -1024,6 +1033,11 @@ static void block_forward(gpt2_model *m, int l)
         gpt2_swiglu_forward(A(m, l, A_FCH_GELU), A(m, l, A_FCH), BT, I);
     else
         gpt2_gelu_forward(A(m, l, A_FCH_GELU), A(m, l, A_FCH), (size_t)BT * I);
+    m->scratch_block = m->checkpointing ? l : -1;
+    if (recompute) {
+        lora_block_forward(m, l, LORA_FCPROJ, A(m, l, A_FCH_GELU), NULL, C);
+        return;
+    }
     gpt2_matmul_forward(A(m, l, A_FCPROJ), A(m, l, A_FCH_GELU), BMAT(m, l, P_FCPROJW),
                         W(m, l, P_FCPROJB), BT, I, C, &m->gemm);
     lora_block_forward(m, l, LORA_FCPROJ, A(m, l, A_FCH_GELU), A(m, l, A_FCPROJ), C);
@@ -1100,6 +1114,7 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
 {
     const int B = m->B, T = m->T, C = m->cfg.channels, L = m->cfg.num_layers;
     const int BT = B * T, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
+    m->scratch_block = -1;
     zc_status st = check_tokens(m, inputs, "input", err);
     if (!st && targets)
         st = check_tokens(m, targets, "target", err);
@@ -1126,7 +1141,7 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
         if ((st = zc_engine_acquire(m->e, m->u_block[l], err)) ||
             (m->u_lora && (st = zc_engine_acquire(m->e, m->u_lora[l], err))))
             return st;
-        block_forward(m, l);
+        block_forward(m, l, false);
         if ((m->u_lora && (st = zc_engine_release(m->e, m->u_lora[l], err))) ||
             (st = zc_engine_release(m->e, m->u_block[l], err)))
             return st;
@@ -1176,6 +1191,7 @@ zc_status gpt2_forward(gpt2_model *m, const int *inputs, const int *targets, dou
 {
     m->training = false; /* evaluation: no dropout */
     zc_status st = forward(m, inputs, targets, loss, err);
+    m->scratch_block = -1; /* no backward of this pass: a later one recomputes */
     return st ? st : zc_engine_end_pass(m->e, err); /* no backward follows */
 }
 
@@ -1270,6 +1286,7 @@ void *gpt2_activation_scratch(gpt2_model *m, size_t *bytes)
 {
     bool ovf = false; /* the rotary tables at the arena's end are kept */
     *bytes = (m->arena_floats - (size_t)rope_floats(&m->cfg, m->T, &ovf)) * sizeof(float);
+    m->scratch_block = -1; /* the caller overwrites the activations */
     return m->arena;
 }
 
@@ -1459,8 +1476,8 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
         if ((st = zc_engine_acquire(m->e, m->u_block[l], err)) ||
             (m->u_lora && (st = zc_engine_acquire(m->e, m->u_lora[l], err))))
             return st;
-        if (m->checkpointing)
-            block_forward(m, l); /* recompute from the kept input */
+        if (m->checkpointing && m->scratch_block != l)
+            block_forward(m, l, true); /* recompute from the kept input */
         if ((st = block_backward(m, l, dres, dres_in, err)) ||
             (st = base_grads_ready(m, m->u_block[l], err)) ||
             (m->u_lora && ((st = zc_engine_grads_ready(m->e, m->u_lora[l], err)) ||
@@ -1469,6 +1486,7 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
             return st;
         dres = dres_in;
     }
+    m->scratch_block = -1; /* this pass is done with the activations */
     /* Embeddings: the last use of wte's gradient (untied: gathered again, as every unit is for
      * the backward at stage 3; tiled, tile by tile, last to first). Frozen (LoRA), nothing to
      * compute: an untied unit is still gathered, as the memory and traffic formulas count. */

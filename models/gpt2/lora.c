@@ -171,8 +171,9 @@ void lora_forward(const gpt2_lora *l, const lora_slot *s, int BT, const float *x
     const float scale = (float)(l->alpha / l->r);
     const float *xd = dropped(l, s, BT, x, training, stream, scratch);
     zc_gemm(ZC_GEMM_F32, false, true, BT, r, in, 1.0f, xd, in, A, in, 0.0f, u, r, NULL, 0);
-    zc_gemm(ZC_GEMM_F32, false, true, BT, n, r, scale, u, r, B, r, 1.0f, y + s->out_off, ld_y, NULL,
-            0);
+    if (y)
+        zc_gemm(ZC_GEMM_F32, false, true, BT, n, r, scale, u, r, B, r, 1.0f, y + s->out_off, ld_y,
+                NULL, 0);
 }
 
 void lora_backward(const gpt2_lora *l, const lora_slot *s, int BT, const float *x, const float *A,

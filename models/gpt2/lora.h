@@ -80,8 +80,9 @@ int64_t lora_block_act_floats(const gpt2_lora *l, const lora_dims *d, int64_t BT
 int64_t lora_scratch_floats(const gpt2_lora *l, const lora_dims *d, int64_t BT);
 
 /* One adapter's forward over BT rows: u = drop(x)·Aᵀ (kept, BT × r), then
- * y[:, out_off …] += s · u·Bᵀ (y has ld_y columns). stream keys the dropout mask (a pure
- * function of seed, stream and element; NULL scratch or training false: no dropout). */
+ * y[:, out_off …] += s · u·Bᵀ (y has ld_y columns; NULL y: u alone, for a recompute whose output
+ * is not read). stream keys the dropout mask (a pure function of seed, stream and element; NULL
+ * scratch or training false: no dropout). */
 void lora_forward(const gpt2_lora *l, const lora_slot *s, int BT, const float *x, const float *A,
                   const float *B, float *u, float *y, int ld_y, bool training, uint64_t stream,
                   float *scratch);
