@@ -16,7 +16,9 @@
  *   micro-batch, into 2 bytes per element of the unit (a 1-D parameter's fp32 gradient in room
  *   of its own, not a whole-unit fp32 buffer), with the weights of stage 0 bit for bit;
  * - the working buffers the engine keeps for reuse never raise the working peak above the most
- *   it had in use at once: units of two sizes gathered in turn peak at the larger one;
+ *   it had in use at once: units of two sizes gathered in turn peak at the larger one; a kept
+ *   buffer serves a unit up to 1/32 smaller, charged at its own size, and leaves the ledger as
+ *   it found it;
  * - zc_engine_unit_use: what a model declares reaches the estimator's input, a bad declaration
  *   is refused at finalize naming the call. */
 #include <ftw.h>
@@ -614,6 +616,42 @@ static void test_kept_buffers_within_live_peak(void)
     zc_engine_destroy(e);
 }
 
+/* A kept buffer lent to a nearly equal unit: charged at its mapped size while lent, freed at it
+ * (the ledger ends where it began), and not lent to a unit of half its size. */
+static void test_kept_buffer_lent(void)
+{
+    zc_err err = {0};
+    const int64_t before = zc_mem_get(mem, ZC_MEM_WORKING).current;
+    zc_engine *e = make(3, &err);
+    const zc_init w02 = {ZC_INIT_NORMAL, 0.02f};
+    int a = zc_engine_add_unit(e, "a");
+    zc_engine_add_param(e, a, "wa", 2, (int64_t[]){64, 64}, w02);
+    int b = zc_engine_add_unit(e, "b");
+    zc_engine_add_param(e, b, "wb", 2, (int64_t[]){63, 64}, w02);
+    int c = zc_engine_add_unit(e, "c");
+    zc_engine_add_param(e, c, "wc", 2, (int64_t[]){32, 64}, w02);
+    CHECK(!zc_engine_finalize(e, &err), "finalize: %s", err.msg);
+    const int64_t na = (int64_t)(zc_engine_unit_info(e, a)->padded * sizeof(float)),
+                  nc = (int64_t)(zc_engine_unit_info(e, c)->padded * sizeof(float));
+    const int64_t base = zc_mem_get(mem, ZC_MEM_WORKING).current;
+    CHECK(!zc_engine_acquire(e, a, &err) && zc_engine_param(e, a) && !zc_engine_release(e, a, &err),
+          "unit a: %s", err.msg);
+    CHECK(!zc_engine_acquire(e, b, &err) && zc_engine_param(e, b), "unit b: %s", err.msg);
+    const int64_t lent = zc_mem_get(mem, ZC_MEM_WORKING).current - base;
+    CHECK(lent == na, "unit b gathered: working %lld bytes, expected a's kept buffer's %lld",
+          (long long)lent, (long long)na);
+    CHECK(!zc_engine_release(e, b, &err) && !zc_engine_acquire(e, c, &err) && zc_engine_param(e, c),
+          "unit c: %s", err.msg);
+    const int64_t own = zc_mem_get(mem, ZC_MEM_WORKING).current - base;
+    CHECK(own == nc, "unit c gathered: working %lld bytes, expected its own %lld", (long long)own,
+          (long long)nc);
+    CHECK(!zc_engine_release(e, c, &err), "release c: %s", err.msg);
+    zc_engine_destroy(e);
+    const int64_t after = zc_mem_get(mem, ZC_MEM_WORKING).current;
+    CHECK(after == before, "working bytes %lld after the engine, %lld before", (long long)after,
+          (long long)before);
+}
+
 /* zc_engine_unit_use: a declaration reaches the estimator's input (with the 1-D elements), a
  * bad one is refused at finalize naming the call, and what the model does beyond it widens it. */
 static void test_unit_use(void)
@@ -682,6 +720,7 @@ int main(int argc, char **argv)
     test_init_as();
     test_bf16_grads();
     test_kept_buffers_within_live_peak();
+    test_kept_buffer_lent();
     test_unit_use();
     int rc = check_summary();
     zc_mem_destroy(mem);

@@ -218,6 +218,9 @@ struct zc_engine {
     /* freed working buffers kept for reuse (still counted as working), see work_alloc */
     cached_buf cache[16];
     int ncache;
+    /* kept buffers handed out for a slightly smaller request (work_alloc): their mapped size */
+    cached_buf lent[16];
+    int nlent;
     int64_t cached_bytes; /* their bytes */
     int64_t live_peak;    /* the most working bytes in use at once so far, kept ones not counted */
     /* freed disk-I/O buffers kept for reuse (still counted as offload), see io_alloc */
@@ -321,10 +324,12 @@ static void *alloc_b(zc_engine *e, zc_mem_category cat, size_t n, size_t es)
     return zc_mem_alloc(e->mem, cat, n * es);
 }
 
+static size_t lent_bytes(zc_engine *e, const void *p, size_t bytes);
+
 static void free_b(zc_engine *e, zc_mem_category cat, void *pp, size_t n, size_t es)
 {
     void **p = pp;
-    zc_mem_free(e->mem, cat, *p, n * es);
+    zc_mem_free(e->mem, cat, *p, cat == ZC_MEM_WORKING ? lent_bytes(e, *p, n * es) : n * es);
     *p = NULL;
 }
 
@@ -346,7 +351,8 @@ static void free_f(zc_engine *e, zc_mem_category cat, float **p, size_t n)
  * memory the run has had in use at once (live_peak): memory is reused, never hidden, and the
  * kept buffers never raise the working peak above what the run needs — kept buffers of other
  * sizes are given back before a new one is mapped past it (at Llama 3.1 8B's vocabulary, units
- * of two sizes once kept 2.8 GB for a run whose buffers in use never passed 1.7). */
+ * of two sizes once kept 2.8 GB for a run whose buffers in use never passed 1.7). work_alloc may
+ * lend a kept buffer to a slightly smaller request. */
 static void uncache(zc_engine *e, int k)
 {
     cached_buf c = e->cache[k];
@@ -363,19 +369,48 @@ static void note_live(zc_engine *e)
         e->live_peak = live;
 }
 
+/* The mapped size of working buffer p, freed as `bytes`: larger where work_alloc lent it a kept
+ * buffer (the entry is dropped). */
+static size_t lent_bytes(zc_engine *e, const void *p, size_t bytes)
+{
+    for (int k = 0; p && k < e->nlent; k++)
+        if (e->lent[k].p == p) {
+            bytes = e->lent[k].bytes;
+            e->lent[k] = e->lent[--e->nlent];
+            break;
+        }
+    return bytes;
+}
+
+/* A kept buffer serves a request of its size, or of up to 1/32 less: units of nearly one size
+ * (vocabulary tiles bounded by a block's size, and the blocks) would otherwise map afresh at every
+ * change from one to the other. The memory is charged at its mapped size throughout. (Lending a
+ * much larger buffer was tried: the next request of its size then maps another, and the working
+ * peak rose by a block.) */
 static void *work_alloc(zc_engine *e, size_t bytes, bool zeroed)
 {
+    int best = -1;
     for (int k = 0; k < e->ncache; k++) {
-        if (e->cache[k].bytes != bytes)
-            continue;
-        void *p = e->cache[k].p;
-        e->cache[k] = e->cache[--e->ncache];
-        e->cached_bytes -= (int64_t)bytes;
-        ASAN_UNPOISON_MEMORY_REGION(p, bytes);
+        const size_t have = e->cache[k].bytes;
+        if (have == bytes) {
+            best = k;
+            break;
+        }
+        if (have > bytes && have - bytes <= bytes / 32 && e->nlent < 16 &&
+            (best < 0 || have < e->cache[best].bytes))
+            best = k;
+    }
+    if (best >= 0) {
+        const cached_buf c = e->cache[best];
+        e->cache[best] = e->cache[--e->ncache];
+        e->cached_bytes -= (int64_t)c.bytes;
+        if (c.bytes != bytes)
+            e->lent[e->nlent++] = c;
+        ASAN_UNPOISON_MEMORY_REGION(c.p, c.bytes);
         if (zeroed)
-            memset(p, 0, bytes);
+            memset(c.p, 0, bytes);
         note_live(e);
-        return p;
+        return c.p;
     }
     const int64_t cur = zc_mem_get(e->mem, ZC_MEM_WORKING).current, live = cur - e->cached_bytes;
     const int64_t need =
@@ -392,6 +427,7 @@ static void work_free(zc_engine *e, void *pp, size_t bytes)
     void **p = pp;
     if (!*p)
         return;
+    bytes = lent_bytes(e, *p, bytes);
     int cap = (int)(sizeof e->cache / sizeof e->cache[0]);
     const int64_t cur = zc_mem_get(e->mem, ZC_MEM_WORKING).current;
     if (e->ncache < cap && cur <= e->work_cap && cur <= e->live_peak) {
