@@ -9,7 +9,7 @@
 # then LoRA's ratios to full fine-tuning. A run the memory check refuses is reported as refused
 # with the estimate it gave. STEPS defaults to 4. Run by hand; not a test. About 15 minutes on 2
 # cores for the 1.2 B shape; ZEROC=/path/to/zeroc overrides build/zeroc; EXTRA adds train flags
-# to every run.
+# to every run; SHAPES="ranks" or "procs" runs one process shape (default both).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 zeroc=${ZEROC:-$root/build/zeroc}
@@ -20,6 +20,13 @@ if ! [[ $steps =~ ^[0-9]+$ ]] || ((steps < 2)); then
   echo "lora.sh: STEPS must be an integer >= 2 (the first is not timed), got '$steps'" >&2
   exit 2
 fi
+read -r -a shapes <<< "${SHAPES:-ranks procs}"
+for shape in "${shapes[@]}"; do
+  if [[ $shape != ranks && $shape != procs ]]; then
+    echo "lora.sh: SHAPES takes ranks and procs, got '$shape'" >&2
+    exit 2
+  fi
+done
 work=$(mktemp -d "${TMPDIR:-/tmp}/zeroc-lora-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/swap"
@@ -68,7 +75,7 @@ PY
 }
 
 export SUMMARY="$work/summary.jsonl"
-for shape in ranks procs; do
+for shape in "${shapes[@]}"; do
   run "$shape" full
   run "$shape" lora "${lora[@]}"
   run "$shape" lora-offload "${lora[@]}" --config "$work/offload.json"
