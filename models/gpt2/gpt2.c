@@ -9,7 +9,8 @@
  *   block being recomputed in backward from its input — the same kernels on the same inputs,
  *   so gradients are identical to the bit. The recompute skips what the backward never reads
  *   (the MLP's output product), and the forward's last block is not recomputed at all: the
- *   shared set still holds it when its backward comes.
+ *   shared set still holds it when its backward comes (gpt2_backward follows its own forward,
+ *   the pass open between them).
  * - Gradients of activations need only one block at a time: one scratch set, zeroed per block.
  * - The tied wte: the "embeddings" unit is acquired once for the whole forward (encoder ...
  *   head), acquired again for the head's backward, and handed back after the encoder backward,
@@ -200,9 +201,6 @@ struct gpt2_model {
     float *lora_u, *lora_du, *lora_scratch;
     bool training;
     uint64_t passes;
-    /* with checkpointing, the block whose activations the shared set holds (−1: none): the
-     * forward's last block needs no recompute when its backward follows */
-    int scratch_block;
 };
 
 /* The size table: floats of each per-block activation for micro-batches of B × T. Counted
@@ -675,7 +673,6 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
     m->cfg = *cfg, m->e = e, m->mem = mem, m->B = B, m->T = T;
     m->d = dims_of(cfg);
     m->checkpointing = activation_checkpointing;
-    m->scratch_block = -1;
     m->u_block = calloc((size_t)L, sizeof(int));
     m->p_block = calloc((size_t)L * P_NBLOCK, sizeof(int));
     m->act = calloc((size_t)L * A_NBLOCK, sizeof(float *));
@@ -1033,7 +1030,6 @@ static void block_forward(gpt2_model *m, int l, bool recompute)
         gpt2_swiglu_forward(A(m, l, A_FCH_GELU), A(m, l, A_FCH), BT, I);
     else
         gpt2_gelu_forward(A(m, l, A_FCH_GELU), A(m, l, A_FCH), (size_t)BT * I);
-    m->scratch_block = m->checkpointing ? l : -1;
     if (recompute) {
         lora_block_forward(m, l, LORA_FCPROJ, A(m, l, A_FCH_GELU), NULL, C);
         return;
@@ -1114,7 +1110,6 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
 {
     const int B = m->B, T = m->T, C = m->cfg.channels, L = m->cfg.num_layers;
     const int BT = B * T, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
-    m->scratch_block = -1;
     zc_status st = check_tokens(m, inputs, "input", err);
     if (!st && targets)
         st = check_tokens(m, targets, "target", err);
@@ -1191,7 +1186,6 @@ zc_status gpt2_forward(gpt2_model *m, const int *inputs, const int *targets, dou
 {
     m->training = false; /* evaluation: no dropout */
     zc_status st = forward(m, inputs, targets, loss, err);
-    m->scratch_block = -1; /* no backward of this pass: a later one recomputes */
     return st ? st : zc_engine_end_pass(m->e, err); /* no backward follows */
 }
 
@@ -1286,7 +1280,6 @@ void *gpt2_activation_scratch(gpt2_model *m, size_t *bytes)
 {
     bool ovf = false; /* the rotary tables at the arena's end are kept */
     *bytes = (m->arena_floats - (size_t)rope_floats(&m->cfg, m->T, &ovf)) * sizeof(float);
-    m->scratch_block = -1; /* the caller overwrites the activations */
     return m->arena;
 }
 
@@ -1476,8 +1469,10 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
         if ((st = zc_engine_acquire(m->e, m->u_block[l], err)) ||
             (m->u_lora && (st = zc_engine_acquire(m->e, m->u_lora[l], err))))
             return st;
-        if (m->checkpointing && m->scratch_block != l)
-            block_forward(m, l, true); /* recompute from the kept input */
+        /* recompute from the kept input; the last block's activations are still those of the
+         * forward this backward follows (the pass is open: nothing ran between) */
+        if (m->checkpointing && l != L - 1)
+            block_forward(m, l, true);
         if ((st = block_backward(m, l, dres, dres_in, err)) ||
             (st = base_grads_ready(m, m->u_block[l], err)) ||
             (m->u_lora && ((st = zc_engine_grads_ready(m->e, m->u_lora[l], err)) ||
@@ -1486,7 +1481,6 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
             return st;
         dres = dres_in;
     }
-    m->scratch_block = -1; /* this pass is done with the activations */
     /* Embeddings: the last use of wte's gradient (untied: gathered again, as every unit is for
      * the backward at stage 3; tiled, tile by tile, last to first). Frozen (LoRA), nothing to
      * compute: an untied unit is still gathered, as the memory and traffic formulas count. */

@@ -396,7 +396,8 @@ static void *work_alloc(zc_engine *e, size_t bytes, bool zeroed)
             best = k;
             break;
         }
-        if (have > bytes && have - bytes <= bytes / 32 && e->nlent < 16 &&
+        if (have > bytes && have - bytes <= bytes / 32 &&
+            e->nlent < (int)(sizeof e->lent / sizeof e->lent[0]) &&
             (best < 0 || have < e->cache[best].bytes))
             best = k;
     }
