@@ -11,7 +11,10 @@
 # on 2 cores and ~40 GB of free disk. Run by hand, as root; not a test.
 # ZEROC=/path/to/zeroc overrides "$root/build/zeroc". CACHE=auto gives offload_param.max_in_cpu and
 # offload_optimizer.ratio "auto" (the RAM the host can spare keeps what fits of the states; the
-# default, CACHE=0, keeps none: max_in_cpu 0, ratio 1).
+# default, CACHE=0, keeps none: max_in_cpu 0, ratio 1). FOLD=false runs the update in a phase of
+# its own at the step (offload_optimizer.fold_update false; default true: each unit's update
+# runs in the next forward, just before its gather). OPTIM=AdamW8bit trains with 8-bit moments
+# (default AdamW). TORCH=0 skips the PyTorch run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 zeroc=${ZEROC:-$root/build/zeroc}
@@ -23,13 +26,21 @@ case $cache in
   *) echo "beyond_ram.sh: CACHE must be 0 or auto, got '$cache'" >&2; exit 2 ;;
 esac
 steps=${2:-6}
+fold=${FOLD:-true}
+[[ $fold == true || $fold == false ]] || { echo "beyond_ram.sh: FOLD must be true or false, got '$fold'" >&2; exit 2; }
+optim=${OPTIM:-AdamW}
+[[ $optim == AdamW || $optim == AdamW8bit ]] || { echo "beyond_ram.sh: OPTIM must be AdamW or AdamW8bit, got '$optim'" >&2; exit 2; }
+torch=${TORCH:-1}
+[[ $torch == 0 || $torch == 1 ]] || { echo "beyond_ram.sh: TORCH must be 0 or 1, got '$torch'" >&2; exit 2; }
 if ! [[ $steps =~ ^[0-9]+$ ]] || ((steps < 2)); then
   echo "beyond_ram.sh: STEPS must be an integer >= 2 (the first is not timed), got '$steps'" >&2
   exit 2
 fi
 [[ -f $zeroc && -x $zeroc ]] || { echo "beyond_ram.sh: no zeroc at $zeroc (build it, or set ZEROC)" >&2; exit 2; }
 has_torch=0
-if /usr/bin/python3 -c 'import torch, numpy' 2> /dev/null; then
+if ((!torch)); then
+  :
+elif /usr/bin/python3 -c 'import torch, numpy' 2> /dev/null; then
   has_torch=1
 else
   echo "beyond_ram.sh: /usr/bin/python3 cannot import torch and numpy (Debian's python3-torch and" \
@@ -59,7 +70,8 @@ print(f"per rank: {row['nvme'] / 1e9:.2f} GB on disk, RAM bound {row['total_per_
 PY
 cat > "$dir/ds.json" <<EOF
 {"zero_optimization": {"stage": 3,
-   "offload_optimizer": {"device": "nvme", "nvme_path": "$dir", "ratio": $ratio},
+   "offload_optimizer": {"device": "nvme", "nvme_path": "$dir", "ratio": $ratio,
+                         "fold_update": $fold},
    "offload_param": {"device": "nvme", "nvme_path": "$dir", "max_in_cpu": $max_in_cpu}},
  "bf16": {"enabled": true}, "steps_per_print": 1}
 EOF
@@ -67,7 +79,7 @@ t0=$(date +%s)
 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe \
   --bind-to none -np 2 -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1 \
   "$zeroc" train "${shape[@]}" --data "$dir/licenses_train.bin" --micro-batch 1 --steps "$steps" \
-  --lr 2e-5 --warmup "$steps" --clip 1.0 --config "$dir/ds.json" --report "$dir/report.json" | grep --line-buffered -v '^config:'
+  --lr 2e-5 --warmup "$steps" --clip 1.0 --optimizer "$optim" --config "$dir/ds.json" --report "$dir/report.json" | grep --line-buffered -v '^config:'
 echo "wall time $(($(date +%s) - t0)) s (set-up, $steps steps, digests)"
 python3 - "$dir/report.json" <<'PY'
 import json, statistics, sys
@@ -88,7 +100,13 @@ for m in r["memory"]["ranks"]:
           f"{m['offload_peak'] / 2**20:.0f} MiB, working peak {m['working_peak'] / 2**20:.0f} MiB, "
           f"on disk {m['nvme'] / 1e9:.2f} GB")
 print(f"rank 0 disk: read {rd:.0f} MB/s, write {wr:.0f} MB/s, blocked on disk "
-      f"{statistics.median(o['wait_ms'][1:]) / 1e3:.1f} s/step ({o['aio_engine']})")
+      f"{statistics.median(o['wait_ms'][1:]) / 1e3:.1f} s/step ({o['aio_engine']}); per step "
+      f"(median after the first) read {statistics.median(o['read_bytes'][1:]) / 1e9:.2f} GB, "
+      f"written {statistics.median(o['written_bytes'][1:]) / 1e9:.2f} GB, parameter shards read "
+      f"{statistics.median(o['param_read_bytes'][1:]) / 1e9:.2f} GB, gathers fed by the update "
+      f"{statistics.median(o['shards_from_update'][1:]):.0f}")
+print("s/step: " + ", ".join(f"{x / 1e3:.1f}" for x in ms) + "; update phase: "
+      + ", ".join(f"{x / 1e3:.1f}" for x in o["update_ms"]) + f"; weights {r['weights_sha256'][:16]}")
 PY
 
 if ((has_torch)); then

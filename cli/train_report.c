@@ -106,7 +106,9 @@ zc_status train_report_write(const train_report *r, const char *path, zc_err *er
                       {"update_ms", offsetof(disk_step, update_ms)},
                       {"update_read_bytes", offsetof(disk_step, update_read)},
                       {"update_written_bytes", offsetof(disk_step, update_written)},
-                      {"buffers_mapped", offsetof(disk_step, buffers_mapped)}};
+                      {"buffers_mapped", offsetof(disk_step, buffers_mapped)},
+                      {"param_read_bytes", offsetof(disk_step, param_read)},
+                      {"shards_from_update", offsetof(disk_step, shards_from_update)}};
         for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) {
             for (size_t k = 0; k < n; k++)
                 memcpy(&col[k], (const char *)&r->disk[k] + fields[f].off, sizeof(double));

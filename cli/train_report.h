@@ -18,6 +18,8 @@ typedef struct {
 typedef struct {
     double read, written, wait_ms, update_ms, update_read, update_written;
     double buffers_mapped; /* parameter-read and gradient-staging buffers mapped in the step */
+    double param_read;     /* stage-3 parameter shards read from disk (reads started in the step) */
+    double shards_from_update; /* folded update: gathers fed by the update, not a disk read */
 } disk_step;
 
 typedef struct {

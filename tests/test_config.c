@@ -2430,7 +2430,8 @@ static void test_to_json(void)
                                "\t\t\t\"nvme_path\":\t\"\",\n\t\t\t\"buffer_count\":\t4,\n"
                                "\t\t\t\"pin_memory\":\tfalse,\n\t\t\t\"ratio\":\t1,\n"
                                "\t\t\t\"pipeline_read\":\ttrue,\n"
-                               "\t\t\t\"pipeline_write\":\ttrue\n") &&
+                               "\t\t\t\"pipeline_write\":\ttrue,\n"
+                               "\t\t\t\"fold_update\":\ttrue\n") &&
                   strstr(json, "\"offload_param\":\t{\n\t\t\t\"device\":\t\"none\",\n"
                                "\t\t\t\"nvme_path\":\t\"\",\n\t\t\t\"buffer_count\":\t5,\n"
                                "\t\t\t\"buffer_size\":\t100000000,\n"

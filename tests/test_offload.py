@@ -58,7 +58,7 @@ def nvme_bytes(units, n, stage, dtype, opt, par, moments=2):
 
 
 def config(name, stage=None, opt=False, par=False, engine="auto", sub_group=2048, buffers=3,
-           prefetch=None, par_buffers=2, **extra):
+           prefetch=None, par_buffers=2, fold=None, **extra):
     zo = {"sub_group_size": sub_group}
     if stage is not None:
         zo["stage"] = stage
@@ -66,6 +66,8 @@ def config(name, stage=None, opt=False, par=False, engine="auto", sub_group=2048
         zo["stage3_prefetch_bucket_size"] = prefetch
     if opt:
         zo["offload_optimizer"] = {"device": "nvme", "nvme_path": NVME, "buffer_count": buffers}
+        if fold is not None:
+            zo["offload_optimizer"]["fold_update"] = fold
     if par:
         zo["offload_param"] = {"device": "nvme", "nvme_path": NVME, "max_in_cpu": 0,
                                "buffer_count": par_buffers, "buffer_size": 100000}
@@ -176,14 +178,16 @@ def test_adamw8bit():
         check(r0["optimizer"] == 0, f"{tag}: {r0['optimizer']} optimizer bytes in RAM")
         check(swap_files() == [], f"{tag}: swap files left: {swap_files()}")
     # the update's disk bytes per step, AdamW vs AdamW8bit (N = 2, bf16, stage 3): only the
-    # moments differ — per sub-group of k elements and per moment region(4k) vs q8_record(k)
+    # moments differ — per sub-group of k elements and per moment region(4k) vs q8_record(k).
+    # Unfolded, so that each step's figures are its own update's (folded, a step's update runs
+    # in the next step's forward, and the last one only when something reads the weights)
     n = 2
     for sg in H_.trim((2048, 262144), (2048,)):  # sanitizers: the many-sub-group case
         reps = {}
         for opt in ("AdamW", "AdamW8bit"):
             tag = f"a8-bytes-{opt}-{sg}"
             reps[opt], _ = train(n, tag, *args[:-1], opt, "--stage", 3, "--dtype", "bf16",
-                                 "--config", config(tag, opt=True, sub_group=sg))
+                                 "--config", config(tag, opt=True, sub_group=sg, fold=False))
         saved = 2 * sum(region(4 * x) - q8_record(x) for u in units
                         for x in pieces(shard(u, n), sg))
         a, b = reps["AdamW"]["offload"], reps["AdamW8bit"]["offload"]
@@ -868,6 +872,57 @@ def test_cpu_device():
     check(rep["memory"]["ranks"][0]["nvme"] == 0, "device cpu put something on disk")
 
 
+def test_fold_update():
+    """fold_update (stage 3, both offloads): each unit's update runs in the next forward, just
+    before its gather, which takes the shard the update produced. Against the unfolded update:
+    the same weights and losses bit for bit (MLP fp32 and bf16 on 2 ranks; GPT-2 bf16 with
+    accumulation, clipping, validation every step — whose forward is then the one that updates —
+    and checkpoints saved while an update is pending, whose shards are byte-identical); in the MLP
+    every unit's gather fed by the update from the second step on, each of those steps starting
+    exactly one parameter shard read per unit fewer (the 4 KiB-rounded regions the forward no
+    longer reads back)."""
+    n, h, layers = 2, 64, 3
+    units = mlp_units(h, layers)
+    args = ["--hidden", h, "--layers", layers, "--micro-batch", 4, "--steps", 4, "--stage", 3]
+    for dtype in ("fp32", "bf16"):
+        reps = {}
+        for fold in (False, True):
+            tag = f"fold-mlp-{dtype}-{fold}"
+            reps[fold], _ = train(n, tag, *args, "--dtype", dtype, "--config",
+                                  config(tag, opt=True, par=True, fold=fold))
+        a, b = reps[False], reps[True]
+        check(b["weights_sha256"] == a["weights_sha256"], f"MLP {dtype}: folded weights differ")
+        check(b["loss"] == a["loss"], f"MLP {dtype}: folded losses differ")
+        check(a["offload"]["shards_from_update"] == [0] * 4,
+              f"MLP {dtype}: unfolded shards_from_update {a['offload']['shards_from_update']}")
+        check(b["offload"]["shards_from_update"] == [0] + [layers] * 3,
+              f"MLP {dtype}: shards_from_update {b['offload']['shards_from_update']}")
+        saved = sum(region(shard(u, n) * SIZE[dtype]) for u in units)
+        for step in range(1, 4):
+            x, y = (r["offload"]["param_read_bytes"][step] for r in (a, b))
+            check(x - y == saved, f"MLP {dtype} step {step}: parameter reads {x} unfolded, {y} "
+                  f"folded: {x - y} fewer, want {saved}")
+    train_tok, val_tok = H_.text_tokens()
+    gargs = [*TINY, "--data", train_tok, "--val-data", val_tok, "--val-every", 1, "--steps", 4,
+             "--grad-accum", 2, "--clip", 0.5, "--stage", 3, "--dtype", "bf16",
+             "--save-every", 2]
+    reps, dirs = {}, {}
+    for fold in (False, True):
+        tag = f"fold-gpt2-{fold}"
+        dirs[fold] = H_.path("ck-" + tag)
+        reps[fold], _ = train(n, tag, *gargs, "--save-dir", dirs[fold], "--config",
+                              config(tag, opt=True, par=True, fold=fold))
+    a, b = reps[False], reps[True]
+    for key in ("weights_sha256", "loss", "val_loss"):
+        check(b[key] == a[key], f"GPT-2: folded {key} differs: {b[key]} != {a[key]}")
+    for step in (2, 4):
+        for r in range(n):
+            name = f"step-{step:06d}/rank-{r:05d}.bin"
+            x = open(os.path.join(dirs[False], name), "rb").read()
+            y = open(os.path.join(dirs[True], name), "rb").read()
+            check(x == y, f"GPT-2 {name}: the folded run's checkpoint differs")
+
+
 if __name__ == "__main__":
     os.makedirs(NVME, exist_ok=True)
     try:
@@ -878,7 +933,7 @@ if __name__ == "__main__":
                  test_pin_memory_limit, test_bad_nvme_path,
                  test_io_errors, test_truncated_swap_file, test_killed_rank_frees_disk,
                  test_trains_beyond_memory_cap, test_memory_check_cgroups,
-                 test_memory_check_advice, test_auto_cache, test_cpu_device],
+                 test_memory_check_advice, test_auto_cache, test_cpu_device, test_fold_update],
                 sys.argv[3:])
     finally:
         shutil.rmtree(NVME, ignore_errors=True)

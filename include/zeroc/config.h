@@ -147,10 +147,12 @@ typedef struct {
                                `zeroc train` from the host's free memory (the engine alone: 1) */
     bool pipeline_read, pipeline_write; /* .pipeline_read / .pipeline_write: overlap the
                                          * sub-group reads / writes with the update */
-    zc_offload_device offload_param;    /* .device (stage 3) */
-    char param_nvme_path[ZC_MAX_PATH];  /* .nvme_path */
-    int param_buffer_count;             /* .buffer_count: shard reads ahead at most */
-    int64_t param_buffer_size;          /* .buffer_size: elements read ahead at most */
+    bool fold_update; /* .fold_update (zeroc's): at stage 3, each unit's update waits for the next
+                       * forward's gather of it (zc_engine_finish_update) */
+    zc_offload_device offload_param;   /* .device (stage 3) */
+    char param_nvme_path[ZC_MAX_PATH]; /* .nvme_path */
+    int param_buffer_count;            /* .buffer_count: shard reads ahead at most */
+    int64_t param_buffer_size;         /* .buffer_size: elements read ahead at most */
     int64_t max_in_cpu;     /* .max_in_cpu: parameter elements kept in RAM; ZC_AUTO ("auto",
                                zeroc's): as many as fit, sized by `zeroc train` from the host's free
                                memory (the engine alone: DeepSpeed's default 1e9) */

@@ -266,6 +266,16 @@ ZC_API zc_status zc_engine_grads_ready(zc_engine *e, int unit, zc_err *err);
  * a static fp16 scale, or the scale at its minimum) they fail with ZC_ESTATE before any weight
  * is touched. A unit still acquired, or not handed back, is ZC_ESTATE. info may be NULL. */
 ZC_API zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err);
+/* Folded update (zero_optimization.offload_optimizer.fold_update, stage 3 with a state on disk):
+ * zc_engine_step takes the step's decisions (norm, clipping, the learning rate) but updates no
+ * unit; the next pass updates each unit just before it gathers it, and gathers the shard the
+ * update produced instead of reading it back from disk. The bits are those of the unfolded
+ * update. A weight left inf or NaN then fails the call that finished the update (acquire,
+ * grads_ready, step) with the step's number. Collective: finishes whatever of the last step's
+ * update is still pending (gather_unit, weights_sha256, a checkpoint and step call it first;
+ * the calls that read or write one rank's states refuse while it is pending). ZC_OK at once
+ * when nothing is pending. */
+ZC_API zc_status zc_engine_finish_update(zc_engine *e, zc_err *err);
 
 /* Ends a forward-only pass (evaluation, sampling): stage 3 lets the gathers it prefetched for
  * units the pass will not use land and frees them, so the next training micro-batch starts
@@ -312,10 +322,12 @@ typedef struct {
     double wait_seconds;               /* the training thread blocked on disk I/O, since finalize */
     double update_seconds;             /* in the steps' updates (streaming the optimizer state) */
     int64_t update_bytes_read, update_bytes_written; /* the updates' share of the traffic */
-    int64_t io_buffers_mapped; /* parameter-read and gradient-staging buffers mapped since
-                                * finalize: freed ones are kept for reuse within the offload
-                                * plan's bounds, so with units of one size this stops growing
-                                * after the first step */
+    int64_t io_buffers_mapped;  /* parameter-read and gradient-staging buffers mapped since
+                                 * finalize: freed ones are kept for reuse within the offload
+                                 * plan's bounds, so with units of one size this stops growing
+                                 * after the first step */
+    int64_t param_bytes_read;   /* stage 3: parameter shards read from disk (started reads) */
+    int64_t shards_from_update; /* folded update: stage-3 gathers fed by the update, not a read */
 } zc_offload_stats;
 ZC_API void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out);
 

@@ -567,6 +567,8 @@ zc_status zc_ckpt_save(zc_engine *e, zc_comm *comm, const char *dir, int64_t ste
     uint64_t base[2];
     bool frozen = false;
     if ((st = zc_comm_agree(comm, st, "starting the checkpoint", err)) ||
+        /* collective: the last step's update, if the next forward was to finish it */
+        (st = zc_engine_finish_update(e, err)) ||
         /* collective: the frozen units' digest, recorded in place of their values */
         (st = zc_engine_base_digest(e, base, &frozen, err)) ||
         (st = zc_comm_control_gather(comm, &me, tokens, sizeof me, "checkpoint name", err))) {

@@ -238,6 +238,8 @@ static const key_spec KEYS[] = {
      FIELD(pipeline_read, bool), .flags = R_NVME},
     {.path = "zero_optimization.offload_optimizer.pipeline_write", .kind = K_BOOL,
      FIELD(pipeline_write, bool), .flags = R_NVME},
+    {.path = "zero_optimization.offload_optimizer.fold_update", .kind = K_BOOL,
+     FIELD(fold_update, bool), .flags = R_NVME},
     {.path = "zero_optimization.offload_optimizer.fast_init", .kind = K_BOOL, .flags = R_NOEFFECT,
      .why = "it skips a slower initialisation in DeepSpeed; zeroc has only one"},
     {.path = "zero_optimization.offload_param", .kind = K_SECTION},
@@ -621,6 +623,7 @@ void zc_config_defaults(zc_config *cfg)
         .optimizer_ratio = 1.0,
         .pipeline_read = true,
         .pipeline_write = true,
+        .fold_update = true,
         .offload_param = ZC_OFFLOAD_NONE,
         .param_nvme_path = "",
         .param_buffer_count = 5,
@@ -2755,6 +2758,7 @@ char *zc_config_to_json(const zc_config *cfg)
                                           : add_double(oopt, "ratio", cfg->optimizer_ratio));
     ok = ok && cJSON_AddBoolToObject(oopt, "pipeline_read", cfg->pipeline_read) != NULL;
     ok = ok && cJSON_AddBoolToObject(oopt, "pipeline_write", cfg->pipeline_write) != NULL;
+    ok = ok && cJSON_AddBoolToObject(oopt, "fold_update", cfg->fold_update) != NULL;
     ok = ok && (oparam = cJSON_AddObjectToObject(zero, "offload_param")) != NULL;
     ok = ok && add_device(oparam, cfg->offload_param);
     ok = ok && add_path(oparam, "nvme_path", cfg->param_nvme_path);

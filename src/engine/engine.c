@@ -261,6 +261,21 @@ struct zc_engine {
     int gw_last;           /* unit whose gradient write started last, or −1 */
     double update_seconds; /* the steps' update phases, and their disk traffic */
     int64_t update_read, update_written;
+    /* The update zc_engine_step started: units are updated in registration order from
+     * upd_next, with the step's hyperparameters kept here. Unfolded, the step updates them all
+     * before it returns; folded (fold_update: stage 3 with a state on disk), each waits for the
+     * next forward, which updates it just before its gather and gathers the shard the update
+     * produced instead of reading it back from disk. */
+    bool fold;
+    bool upd_open; /* units from upd_next on are not updated yet */
+    int upd_next;
+    float upd_gscale;
+    double upd_lr;
+    int64_t upd_step;           /* the optimizer step taken (Adam's bias correction) */
+    long long upd_label;        /* its number in messages */
+    zc_comm_req *upd_gather;    /* a persistent unit's all-gather after its update */
+    int64_t shards_from_update; /* stage-3 gathers fed by the update, not by a disk read */
+    int64_t param_bytes_read;   /* stage-3 shard reads started (param_read_start) */
     char label[192];
 };
 
@@ -455,6 +470,9 @@ static size_t blocks(size_t n, size_t es)
 }
 
 static zc_status oom(zc_engine *e, zc_err *err, const char *what, int u, size_t bytes);
+static zc_status update_units(zc_engine *e, int through, void *capture, zc_err *err);
+static bool update_pending(const zc_engine *e, int i);
+static zc_status update_folded(const zc_engine *e, const char *call, zc_err *err);
 
 /* The bound the offload plan sets on the disk-I/O buffers of a kind, live and kept. */
 static int64_t io_bound(const zc_engine *e, io_kind kind)
@@ -1731,6 +1749,7 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
                               e->cfg.optimizer_pin_memory, err);
     if ((st = zc_comm_agree(e->comm, st, "initialising the model states", err)))
         return st;
+    e->fold = e->cfg.fold_update && e->stream && e->params_sharded;
     e->finalized = true;
     size_t *numel = malloc((size_t)e->nunits * 2 * sizeof(size_t));
     uint8_t *use = malloc((size_t)e->nunits);
@@ -1875,6 +1894,8 @@ void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out)
     out->update_bytes_read = e->update_read;
     out->update_bytes_written = e->update_written;
     out->io_buffers_mapped = e->io_mapped;
+    out->shards_from_update = e->shards_from_update;
+    out->param_bytes_read = e->param_bytes_read;
 }
 
 const zc_unit_info *zc_engine_unit_info(const zc_engine *e, int unit)
@@ -2134,7 +2155,10 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
     /* MPI's displacements are ints: the blocks of a unit past INT_MAX elements are packed. */
     const bool strided = in_place && u->info.padded <= (size_t)INT_MAX;
     ZC_ASSERT(strided || e->rs_send); /* zc_engine_finalize's rule: no send staging, in place */
-    zc_status st = lockstep_check(e, OP_REDUCE_SCATTER, i, err);
+    /* folded: the update reads the gradient shard the reduction is about to overwrite */
+    zc_status st = update_pending(e, i) ? update_units(e, i, NULL, err) : ZC_OK;
+    if (!st)
+        st = lockstep_check(e, OP_REDUCE_SCATTER, i, err);
     if (!st && u->disk.grads)
         st = grad_staging(e, i, err);
     for (size_t off = 0; !st && off < S; off += e->rs_cols) {
@@ -2208,11 +2232,17 @@ static zc_status param_read_start(zc_engine *e, int i, zc_err *err)
 {
     unit_t *u = &e->units[i];
     size_t bytes = blocks(u->info.shard, e->ps);
-    zc_status st =
-        io_alloc(e, IO_READ, &u->pread_buf, bytes, "a parameter shard's read buffer", i, err);
+    ZC_ASSERT(!update_pending(e, i));
+    zc_status st = ZC_OK;
+    /* folded: what the update wrote of the shard must have landed before it is read back */
+    for (int j = u->first_job; e->upd_open && !st && j < u->first_job + u->njobs; j++)
+        st = zc_stream_landed(e->stream, j, err);
+    if (!st)
+        st = io_alloc(e, IO_READ, &u->pread_buf, bytes, "a parameter shard's read buffer", i, err);
     if (st)
         return st;
     zc_swap_read(e->swap_par, &u->pread, u->pread_buf, bytes, u->disk.params_off);
+    e->param_bytes_read += (int64_t)bytes;
     e->reads_out++;
     e->read_elems_out += (int64_t)u->info.shard;
     return ZC_OK;
@@ -2242,7 +2272,8 @@ static zc_status read_ahead(zc_engine *e, zc_err *err)
     int64_t count = e->cfg.param_buffer_count, size = e->cfg.param_buffer_size;
     for (int k = e->trace_pos; k < e->trace_len; k++) {
         unit_t *w = &e->units[e->trace[k]];
-        if (!w->disk.params || w->pread_buf || w->full || w->acquired || hpz_current(e, w))
+        if (!w->disk.params || w->pread_buf || w->full || w->acquired || hpz_current(e, w) ||
+            update_pending(e, e->trace[k])) /* folded: its update will hand its gather the shard */
             continue;
         if (e->reads_out >= count ||
             (e->reads_out > 0 && e->read_elems_out + (int64_t)w->info.shard > size))
@@ -2278,9 +2309,17 @@ static zc_status gather_start(zc_engine *e, int i, zc_err *err)
         return st;
     }
     void *mine = at(u->full, (size_t)e->rank * S, e->ps);
-    if (!u->disk.params)
+    bool updated = false; /* folded: the update of this unit hands over its shard */
+    if (update_pending(e, i)) {
+        st = update_units(e, i, u->disk.params ? mine : NULL, err);
+        updated = !st && u->disk.params;
+        e->shards_from_update += updated;
+        if (updated && u->pread_buf) /* read before the update (none is: read_ahead skips it) */
+            st = param_read_finish(e, i, NULL, err);
+    }
+    if (!st && !updated && !u->disk.params)
         memcpy(mine, u->shard_p, S * e->ps);
-    else if (!(st = u->pread_buf ? ZC_OK : param_read_start(e, i, err)))
+    else if (!st && !updated && !(st = u->pread_buf ? ZC_OK : param_read_start(e, i, err)))
         st = param_read_finish(e, i, mine, err);
     const size_t seg = e->qwz ? (size_t)zc_qwz_segment_bytes((int64_t)S) : 0;
     if (!st && seg && !(u->qbuf = alloc_b(e, ZC_MEM_COMM, (size_t)e->nranks, seg)))
@@ -2391,6 +2430,8 @@ zc_status zc_engine_acquire(zc_engine *e, int i, zc_err *err)
     unit_t *u = &e->units[i];
     record(e, EV_ACQUIRE, i); /* after the checks: a refused call changes nothing */
     st = progress(e, err);
+    if (!st && !sharded_params(e, u) && update_pending(e, i)) /* folded: a persistent unit */
+        st = update_units(e, i, NULL, err);
     if (st || !sharded_params(e, u)) {
         if (!st && e->mixed)
             st = make_view(e, i, err);
@@ -2741,17 +2782,17 @@ static int64_t update_span(const zc_engine *e, float *w, const void *g, float *m
 {
     int64_t bad;
     if (e->cfg.optim == ZC_OPTIM_SGD) {
-        zc_sgd_hparams h = {e->lr, e->cfg.momentum, e->cfg.weight_decay};
+        zc_sgd_hparams h = {e->upd_lr, e->cfg.momentum, e->cfg.weight_decay};
         bad = zc_sgd_update(w, g, e->gdt, m, n, gscale, &h, e->pdt, e->mixed ? params : NULL);
     } else {
-        zc_adam_hparams h = {.lr = e->lr,
+        zc_adam_hparams h = {.lr = e->upd_lr,
                              .beta1 = e->cfg.beta1,
                              .beta2 = e->cfg.beta2,
                              .eps = e->cfg.eps,
                              .weight_decay = e->cfg.weight_decay,
                              .decoupled = e->cfg.optim == ZC_OPTIM_ADAMW || e->cfg.adam_w_mode,
                              .uncorrected = !e->cfg.bias_correction,
-                             .step = e->step + 1};
+                             .step = e->upd_step};
         bad = zc_adam_update(w, g, e->gdt, m, v, n, gscale, &h, e->pdt, e->mixed ? params : NULL);
     }
     return bad;
@@ -2762,14 +2803,14 @@ static int64_t update_span(const zc_engine *e, float *w, const void *g, float *m
  * its own start, so stage 0 (every shard) and stages 1–3 (one) compute the same blocks. */
 static zc_adam_hparams adam8_hparams(const zc_engine *e)
 {
-    return (zc_adam_hparams){.lr = e->lr,
+    return (zc_adam_hparams){.lr = e->upd_lr,
                              .beta1 = e->cfg.beta1,
                              .beta2 = e->cfg.beta2,
                              .eps = e->cfg.eps,
                              .weight_decay = e->cfg.weight_decay,
                              .decoupled = true,
                              .uncorrected = !e->cfg.bias_correction,
-                             .step = e->step + 1};
+                             .step = e->upd_step};
 }
 
 static int64_t update_span8(const zc_engine *e, const unit_t *u, float *w, const void *g,
@@ -2814,8 +2855,13 @@ static const char *nonfinite_param(const zc_engine *e, const unit_t *u)
 
 /* The unit's optimizer range: in place when all of it is in RAM, else sub-group by sub-group
  * through the stream (the same kernel on the same elements: the same bits). */
-static zc_status unit_update(zc_engine *e, unit_t *u, float gscale, zc_err *err)
+/* Unit u's update with the step's hyperparameters. capture (stage 3, the unit's parameter shard
+ * on disk; else NULL) receives the updated shard in the stored type as each sub-group is done,
+ * so that its gather needs no read of what the update has just written. */
+static zc_status unit_update(zc_engine *e, unit_t *u, void *capture, zc_err *err)
 {
+    const float gscale = e->upd_gscale;
+    ZC_ASSERT(!capture || u->njobs);
     if (!u->njobs && q8_moments(e)) {
         u->nonfinite = update_span8(e, u, e->mixed ? u->master : owned_params(e, u),
                                     owned_grads(e, u), owned_params(e, u), 0, u->opt_n, gscale);
@@ -2832,7 +2878,9 @@ static zc_status unit_update(zc_engine *e, unit_t *u, float gscale, zc_err *err)
     for (int j = 0; !st && j < u->njobs; j++) {
         void *a[ZC_NSTREAMS];
         size_t k = u->opt_n - (size_t)j * sg < sg ? u->opt_n - (size_t)j * sg : sg;
-        if (!(st = zc_stream_next(e->stream, a, err)) && q8_moments(e) && a[ZC_STREAM_M]) {
+        if ((st = zc_stream_next(e->stream, a, err)))
+            break;
+        if (q8_moments(e) && a[ZC_STREAM_M]) {
             /* the sub-group's records (one shard: stages 1–3; its blocks from the sub-group's
              * start, a multiple of 2048 elements, so the shard's own blocks) */
             size_t codes = (k + ZC_Q8_BLOCK - 1) / ZC_Q8_BLOCK * ZC_Q8_BLOCK;
@@ -2842,17 +2890,18 @@ static zc_status unit_update(zc_engine *e, unit_t *u, float gscale, zc_err *err)
                 zc_adam8_update(a[ZC_STREAM_WEIGHTS], a[ZC_STREAM_GRADS], e->gdt, mr,
                                 (float *)(mr + codes), vr, (float *)(vr + codes), k, gscale, &h,
                                 e->pdt, e->mixed ? a[ZC_STREAM_PARAMS] : NULL);
-            st = zc_stream_done(e->stream, err);
-        } else if (!st && q8_moments(e)) {
+        } else if (q8_moments(e)) {
             /* sub-groups are whole blocks (multiples of 2048 elements); moments in RAM */
             u->nonfinite += update_span8(e, u, a[ZC_STREAM_WEIGHTS], a[ZC_STREAM_GRADS],
                                          a[ZC_STREAM_PARAMS], (size_t)j * sg, k, gscale);
-            st = zc_stream_done(e->stream, err);
-        } else if (!st) {
+        } else {
             u->nonfinite += update_span(e, a[ZC_STREAM_WEIGHTS], a[ZC_STREAM_GRADS], a[ZC_STREAM_M],
                                         a[ZC_STREAM_V], a[ZC_STREAM_PARAMS], k, gscale);
-            st = zc_stream_done(e->stream, err);
         }
+        if (capture) /* the parameters as stored: the 16-bit copy, or the fp32 weights */
+            memcpy(at(capture, (size_t)j * sg, e->ps),
+                   a[e->mixed ? ZC_STREAM_PARAMS : ZC_STREAM_WEIGHTS], k * e->ps);
+        st = zc_stream_done(e->stream, err);
     }
     return st;
 }
@@ -2944,24 +2993,138 @@ static zc_status end_micro_batch(zc_engine *e, zc_err *err)
     return st ? st : st2;
 }
 
+static void zero_unit_grads(zc_engine *e, unit_t *u)
+{
+    /* the model adds into fp32 grad_full; 16-bit ones are overwritten by the first
+     * micro-batch's fold (or zeroed at grads_ready if it gave none) */
+    if (u->info.frozen)
+        return;
+    if (e->direct_grads)
+        memset(u->grad_full, 0, u->info.padded * e->gs);
+    else if (e->grads_sharded && !u->disk.grads) /* on disk: the next reduction overwrites */
+        memset(u->grad_shard, 0, u->info.shard * e->gs);
+}
+
 static void zero_grads(zc_engine *e)
 {
-    for (int i = 0; i < e->nunits; i++) {
-        unit_t *u = &e->units[i];
-        /* the model adds into fp32 grad_full; 16-bit ones are overwritten by the first
-         * micro-batch's fold (or zeroed at grads_ready if it gave none) */
-        if (u->info.frozen)
+    for (int i = 0; i < e->nunits; i++)
+        zero_unit_grads(e, &e->units[i]);
+}
+
+/* The update's last unit is done: every write has landed, and an update that overflowed the
+ * weights (a learning rate far too high, say) stops every rank — a ReLU would turn the NaNs into
+ * zeros and the loss would look fine. */
+static zc_status update_end(zc_engine *e, zc_err *err)
+{
+    e->upd_open = false;
+    zc_status st = e->stream ? zc_stream_end(e->stream, err) : ZC_OK;
+    zc_status bad = ZC_OK;
+    for (int i = 0; !st && !bad && i < e->nunits; i++) {
+        const unit_t *u = &e->units[i];
+        if (!u->nonfinite)
             continue;
-        if (e->direct_grads)
-            memset(u->grad_full, 0, u->info.padded * e->gs);
-        else if (e->grads_sharded && !u->disk.grads) /* on disk: the next reduction overwrites */
-            memset(u->grad_shard, 0, u->info.shard * e->gs);
+        const char *param = nonfinite_param(e, u);
+        bad = zc_err_set(err, ZC_ESTATE,
+                         "step %lld: the update left %lld weights of unit '%s'%s%s%s inf or NaN%s; "
+                         "training stopped (a lower learning rate or gradient_clipping may help)",
+                         e->upd_label, (long long)u->nonfinite, u->info.name,
+                         param ? " (first in '" : "", param ? param : "", param ? "')" : "",
+                         e->pdt == ZC_FP16 ? " in fp16 (at most ±65504)"
+                         : e->mixed        ? " in bf16"
+                                           : "");
     }
+    if (!st) { /* every rank stops, with the message of the one that found it */
+        char what[64];
+        snprintf(what, sizeof what, "checking the updated weights, step %lld", e->upd_label);
+        st = zc_comm_agree(e->comm, bad, what, err);
+    }
+    return st;
+}
+
+/* Counts the time since t0 and the disk traffic since io0 as the update's. */
+static void update_account(zc_engine *e, double t0, zc_aio_counters io0)
+{
+    if (!e->aio)
+        return;
+    zc_aio_counters io1 = zc_aio_get_counters(e->aio);
+    e->update_seconds += zc_now_s() - t0;
+    e->update_read += io1.bytes_read - io0.bytes_read;
+    e->update_written += io1.bytes_written - io0.bytes_written;
+}
+
+/* Updates the units the step has not updated yet, in order, through unit `through` (its
+ * parameter shard into capture when not NULL: unit_update), then (stages 1–3) all-gathers each
+ * persistent one, overlapping that with the next unit's update. Rank-symmetric: every rank
+ * reaches the same call, so the collectives inside match. */
+static zc_status update_units(zc_engine *e, int through, void *capture, zc_err *err)
+{
+    const double t0 = zc_now_s();
+    const zc_aio_counters io0 = e->aio ? zc_aio_get_counters(e->aio) : (zc_aio_counters){0};
+    zc_status st = ZC_OK;
+    while (!st && e->upd_open && e->upd_next <= through && e->upd_next < e->nunits) {
+        const int i = e->upd_next++;
+        unit_t *u = &e->units[i];
+        if (u->info.frozen) /* unchanged, on every rank */
+            continue;
+        st = unit_update(e, u, i == through ? capture : NULL, err);
+        if (!st && e->opt_sharded && !sharded_params(e, u)) { /* persistent units */
+            if (e->upd_gather) {
+                zc_comm_req *r = e->upd_gather;
+                e->upd_gather = NULL;
+                st = zc_comm_wait(e->comm, r, err);
+            }
+            if (!st && !(st = lockstep_check(e, OP_GATHER_PARAMS, i, err)))
+                st = zc_comm_all_gather_start(e->comm, e->pdt, u->full, u->info.shard, label(e, i),
+                                              &e->upd_gather, err);
+        }
+        zero_unit_grads(e, u);
+    }
+    if (e->upd_gather) {
+        zc_comm_req *r = e->upd_gather;
+        e->upd_gather = NULL;
+        zc_status st2 = zc_comm_wait(e->comm, r, err);
+        if (!st)
+            st = st2;
+    }
+    if (st) /* the engine is unusable now (the caller reports and aborts): nothing resumes it */
+        e->upd_open = false;
+    else if (e->upd_open && e->upd_next == e->nunits)
+        st = update_end(e, err);
+    update_account(e, t0, io0);
+    return st;
+}
+
+/* Unit i's update is folded into the coming forward and has not run yet. */
+static bool update_pending(const zc_engine *e, int i)
+{
+    return e->upd_open && i >= e->upd_next && !e->units[i].info.frozen;
+}
+
+zc_status zc_engine_finish_update(zc_engine *e, zc_err *err)
+{
+    zc_status st = engine_call(e, "zc_engine_finish_update", err);
+    if (!st && e->upd_open)
+        st = update_units(e, e->nunits - 1, NULL, err);
+    return st;
+}
+
+/* A call that reads or writes the states on one rank only, while the step's update is still
+ * folded into the next forward: refused (ZC_ESTATE), since finishing it is collective. */
+static zc_status update_folded(const zc_engine *e, const char *call, zc_err *err)
+{
+    if (!e->upd_open)
+        return ZC_OK;
+    return zc_err_set(err, ZC_ESTATE,
+                      "%s: step %lld's update is still folded into the next forward (fold_update); "
+                      "call zc_engine_finish_update on every rank first",
+                      call, e->upd_label);
 }
 
 zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
 {
     zc_status st = engine_call(e, "zc_engine_step", err);
+    if (!st) /* folded: a unit the forward never gathered (the next update reads its state) */
+        st = zc_engine_finish_update(e, err);
     if (st)
         return st;
     zc_step_info scratch; /* info is optional */
@@ -3029,68 +3192,26 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     double norm = sqrt(total) * inv, coef = 1.0;
     if (e->cfg.grad_clip > 0.0 && norm > e->cfg.grad_clip)
         coef = e->cfg.grad_clip / (norm + 1e-6);
-    float gscale = (float)(inv * coef);
-    /* Update, overlapping each unit's parameter all-gather (stages 1–2) with the next update. */
-    zc_comm_req *pending = NULL;
-    double t_update = zc_now_s();
-    zc_aio_counters io0 = e->aio ? zc_aio_get_counters(e->aio) : (zc_aio_counters){0};
-    if (e->stream)
+    /* The update, from the first unit: all of it now, or (folded) each unit just before the next
+     * forward gathers it. */
+    e->upd_gscale = (float)(inv * coef);
+    e->upd_lr = e->lr;
+    e->upd_step = e->step + 1;
+    e->upd_label = step_number(e);
+    if (e->stream) { /* its first sub-groups' reads start */
+        const double t0 = zc_now_s();
+        const zc_aio_counters io0 = zc_aio_get_counters(e->aio);
         st = zc_stream_begin(e->stream, e->jobs, e->njobs, err);
-    for (int i = 0; !st && i < e->nunits; i++) {
-        unit_t *u = &e->units[i];
-        if (u->info.frozen) /* unchanged, on every rank */
-            continue;
-        if ((st = unit_update(e, u, gscale, err)))
-            break;
-        if (e->opt_sharded && !sharded_params(e, u)) { /* stages 1–2, persistent units */
-            if (pending) {
-                st = zc_comm_wait(e->comm, pending, err);
-                pending = NULL;
-            }
-            if (!st && !(st = lockstep_check(e, OP_GATHER_PARAMS, i, err)))
-                st = zc_comm_all_gather_start(e->comm, e->pdt, u->full, u->info.shard, label(e, i),
-                                              &pending, err);
-        }
+        update_account(e, t0, io0);
     }
-    if (pending) {
-        zc_status st2 = zc_comm_wait(e->comm, pending, err);
-        if (!st)
-            st = st2;
-    }
-    if (!st && e->stream) /* everything written back before anything reads it again */
-        st = zc_stream_end(e->stream, err);
-    /* An update that overflowed the weights (a learning rate far too high, say) must not go
-     * on in silence — a ReLU would turn the NaNs into zeros and the loss would look fine. */
-    zc_status bad = ZC_OK;
-    for (int i = 0; !st && !bad && i < e->nunits; i++) {
-        const unit_t *u = &e->units[i];
-        if (!u->nonfinite)
-            continue;
-        const char *param = nonfinite_param(e, u);
-        bad = zc_err_set(err, ZC_ESTATE,
-                         "step %lld: the update left %lld weights of unit '%s'%s%s%s inf or NaN%s; "
-                         "training stopped (a lower learning rate or gradient_clipping may help)",
-                         step_number(e), (long long)u->nonfinite, u->info.name,
-                         param ? " (first in '" : "", param ? param : "", param ? "')" : "",
-                         e->pdt == ZC_FP16 ? " in fp16 (at most ±65504)"
-                         : e->mixed        ? " in bf16"
-                                           : "");
-    }
-    if (!st) { /* every rank stops, with the message of the one that found it */
-        char what[64];
-        snprintf(what, sizeof what, "checking the updated weights, step %lld", step_number(e));
-        st = zc_comm_agree(e->comm, bad, what, err);
-    }
-    if (e->aio) { /* the update phase's share of the disk traffic */
-        zc_aio_counters io1 = zc_aio_get_counters(e->aio);
-        e->update_seconds += zc_now_s() - t_update;
-        e->update_read += io1.bytes_read - io0.bytes_read;
-        e->update_written += io1.bytes_written - io0.bytes_written;
-    }
-    /* the next forward's first shards can come off the disk while the caller goes on */
+    e->upd_open = !st;
+    e->upd_next = 0;
+    if (!st && !e->fold)
+        st = update_units(e, e->nunits - 1, NULL, err);
+    /* the next forward's first shards can come off the disk while the caller goes on (folded:
+     * none, the update is their source; the stream reads its first sub-groups ahead instead) */
     if (!st && e->trace_done)
         st = read_ahead(e, err);
-    zero_grads(e);
     e->step++;
     e->micro = 0;
     info->stepped = true;
@@ -3277,6 +3398,9 @@ static zc_status q8_write(zc_engine *e, int unit, size_t k, size_t n, const floa
 zc_status zc_engine_q8_codes(zc_engine *e, int unit, bool is_signed, size_t first, size_t n,
                              uint8_t *buf, bool write, zc_err *err)
 {
+    zc_status st = update_folded(e, "zc_engine_q8_codes", err);
+    if (st)
+        return st;
     unit_t *u = &e->units[unit];
     if (u->info.frozen) { /* no moments: a checkpoint holds zero ones (codes of 0, scales 0) */
         if (!write)
@@ -3290,6 +3414,9 @@ zc_status zc_engine_q8_codes(zc_engine *e, int unit, bool is_signed, size_t firs
 zc_status zc_engine_q8_scales(zc_engine *e, int unit, bool is_signed, size_t shard, size_t b,
                               size_t n, float *buf, bool write, zc_err *err)
 {
+    zc_status st = update_folded(e, "zc_engine_q8_scales", err);
+    if (st)
+        return st;
     unit_t *u = &e->units[unit];
     if (u->info.frozen) { /* no moments (above) */
         if (!write)
@@ -3304,6 +3431,9 @@ zc_status zc_engine_q8_scales(zc_engine *e, int unit, bool is_signed, size_t sha
 zc_status zc_engine_export_owned(zc_engine *e, int unit, zc_state_kind kind, size_t off, size_t n,
                                  float *dst, zc_err *err)
 {
+    zc_status fst = update_folded(e, "zc_engine_export_owned", err);
+    if (fst)
+        return fst;
     size_t first, owned_n;
     zc_engine_owned_range(e, unit, &first, &owned_n);
     ZC_ASSERT(off + n <= owned_n);
@@ -3363,7 +3493,9 @@ zc_status zc_engine_import(zc_engine *e, int unit, size_t first, size_t n, const
     unit_t *u = &e->units[unit];
     const zc_unit_offload *d = &u->disk;
     size_t moments = opt_moments(&e->cfg), k = first - opt_lo(e, u);
-    zc_status st = ZC_OK;
+    zc_status st = update_folded(e, "zc_engine_import", err);
+    if (st)
+        return st;
     if (params) {
         ZC_ASSERT(first >= pf && first + n <= pf + pn);
         st = set_params(e, u, first, n, params, err);
@@ -3498,6 +3630,8 @@ zc_status zc_engine_set_param_values(zc_engine *e, int param, size_t first, size
                                      const float *src, zc_err *err)
 {
     zc_status st = engine_call(e, "zc_engine_set_param_values", err);
+    if (!st)
+        st = update_folded(e, "zc_engine_set_param_values", err);
     if (st)
         return st;
     if (param < 0 || param >= e->nparams)
@@ -3525,6 +3659,8 @@ zc_status zc_engine_gather_unit(zc_engine *e, int i, float *dst, zc_err *err)
     if (!st && !dst)
         st = zc_err_set(err, ZC_EINVAL, "zc_engine_gather_unit(unit %d '%s'): dst is NULL", i,
                         unit_name(e, i));
+    if (!st)
+        st = zc_engine_finish_update(e, err);
     if (st)
         return st;
     unit_t *u = &e->units[i];
@@ -3559,6 +3695,8 @@ zc_status zc_engine_gather_unit(zc_engine *e, int i, float *dst, zc_err *err)
 zc_status zc_engine_weights_sha256(zc_engine *e, char hex[65], zc_err *err)
 {
     zc_status st = engine_call(e, "zc_engine_weights_sha256", err);
+    if (!st)
+        st = zc_engine_finish_update(e, err);
     if (st)
         return st;
     size_t max_padded = 0;

@@ -183,6 +183,14 @@ zc_status zc_stream_done(zc_stream *s, zc_err *err)
     return st;
 }
 
+zc_status zc_stream_landed(zc_stream *s, int j, zc_err *err)
+{
+    ZC_ASSERT(j < s->cur);
+    slot_t *sl = &s->slots[j % s->nslots];
+    /* a slot holding a later job was refilled only after j's writes had landed */
+    return sl->job == j ? wait_writes(s, sl, err) : ZC_OK;
+}
+
 zc_status zc_stream_end(zc_stream *s, zc_err *err)
 {
     zc_status st = ZC_OK;

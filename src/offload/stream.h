@@ -62,6 +62,8 @@ zc_status zc_stream_begin(zc_stream *s, const zc_stream_job *jobs, int njobs, zc
 zc_status zc_stream_next(zc_stream *s, void *a[ZC_NSTREAMS], zc_err *err);
 /* The current job's update is done: its outputs start on their way to disk. */
 zc_status zc_stream_done(zc_stream *s, zc_err *err);
+/* Waits until job j's writes have landed (j done: its outputs may be read back from disk). */
+zc_status zc_stream_landed(zc_stream *s, int j, zc_err *err);
 /* Waits until every write of the pass has landed. */
 zc_status zc_stream_end(zc_stream *s, zc_err *err);
 
