@@ -81,8 +81,8 @@ env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubsc
   "$zeroc" train "${shape[@]}" --data "$dir/licenses_train.bin" --micro-batch 1 --steps "$steps" \
   --lr 2e-5 --warmup "$steps" --clip 1.0 --optimizer "$optim" --config "$dir/ds.json" --report "$dir/report.json" | grep --line-buffered -v '^config:'
 echo "wall time $(($(date +%s) - t0)) s (set-up, $steps steps, digests)"
-python3 - "$dir/report.json" <<'PY'
-import json, statistics, sys
+python3 - "$dir/report.json" "$dir" <<'PY'
+import json, os, statistics, subprocess, sys, time
 r = json.load(open(sys.argv[1]))
 ms, o = r["step_ms"], r["offload"]
 s = statistics.median(ms[1:]) / 1e3
@@ -107,6 +107,34 @@ print(f"rank 0 disk: read {rd:.0f} MB/s, write {wr:.0f} MB/s, blocked on disk "
       f"{statistics.median(o['shards_from_update'][1:]):.0f}")
 print("s/step: " + ", ".join(f"{x / 1e3:.1f}" for x in ms) + "; update phase: "
       + ", ".join(f"{x / 1e3:.1f}" for x in o["update_ms"]) + f"; weights {r['weights_sha256'][:16]}")
+# The disk's floor for these bytes: dd with O_DIRECT in the swap files' directory, as the run
+# uses it — one reading and one writing stream per rank at once (2 GiB each, 64 MiB blocks). dd
+# keeps one request in flight per stream, zeroc aio.queue_depth: a step faster than this floor
+# moves more than dd does.
+d, mib = sys.argv[2], 2048
+dd = lambda *a: ["dd", "bs=64M", "status=none", *a]
+for k in range(2):
+    subprocess.run(dd("if=/dev/zero", f"of={d}/dd-r{k}", f"count={mib // 64}", "oflag=direct"), check=True)
+t = time.monotonic()
+procs = [(kind, subprocess.Popen(dd(f"if={d}/dd-r{k}", "of=/dev/null", "iflag=direct") if kind == "r"
+                                 else dd("if=/dev/zero", f"of={d}/dd-w{k}", f"count={mib // 64}",
+                                         "oflag=direct", "conv=fsync")))
+         for k in range(2) for kind in "rw"]
+end = {}
+while len(end) < len(procs):
+    for i, (kind, p) in enumerate(procs):
+        if i not in end and p.poll() is not None:
+            end[i] = time.monotonic() - t
+    time.sleep(0.01)
+for k in range(2):
+    for kind in "rw":
+        os.remove(f"{d}/dd-{kind}{k}")
+rate = {kind: 2 * mib * 2**20 / max(s for i, s in end.items() if procs[i][0] == kind) for kind in "rw"}
+R, W = (2 * statistics.median(o[f"{x}_bytes"][1:]) for x in ("read", "written"))
+floor = max(R / rate["r"], W / rate["w"])
+print(f"disk floor: both ranks read {R / 1e9:.1f} GB and write {W / 1e9:.1f} GB a step; dd at once "
+      f"(2 readers, 2 writers) {rate['r'] / 1e9:.2f} GB/s read, {rate['w'] / 1e9:.2f} GB/s write: "
+      f"{floor:.1f} s/step; measured {s:.1f} s/step = {s / floor:.2f} x the floor")
 PY
 
 if ((has_torch)); then
