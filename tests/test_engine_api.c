@@ -20,7 +20,9 @@
  *   buffer serves a unit up to 1/32 smaller, charged at its own size, and leaves the ledger as
  *   it found it;
  * - zc_engine_unit_use: what a model declares reaches the estimator's input, a bad declaration
- *   is refused at finalize naming the call. */
+ *   is refused at finalize naming the call;
+ * - the folded update (fold_update): a one-rank write of the states while an update is pending
+ *   is refused naming zc_engine_finish_update, which then finishes it. */
 #include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -279,10 +281,11 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
     return remove(p);
 }
 
-/* A directory every rank names alike: rank 0's mkdtemp, gathered. */
-static void shared_tmpdir(char out[64])
+/* A directory every rank names alike: rank 0's mkdtemp of tmpl (…XXXXXX), gathered. */
+static void shared_tmpdir(const char *tmpl, char out[64])
 {
-    char mine[64] = "/tmp/zeroc-api-XXXXXX", all[64 * 16];
+    char mine[64], all[64 * 16];
+    snprintf(mine, sizeof mine, "%s", tmpl);
     zc_err err = {0};
     if (rank == 0 && !mkdtemp(mine))
         mine[0] = '\0';
@@ -296,7 +299,7 @@ static void test_ckpt_json_refused(void)
     zc_err err = {0};
     int w, v;
     char base[64], dir[128];
-    shared_tmpdir(base);
+    shared_tmpdir("/tmp/zeroc-api-XXXXXX", base);
     snprintf(dir, sizeof dir, "%s/ck", base);
     zc_engine *e = make_model(2, true, &w, &v, &err);
     const struct {
@@ -700,6 +703,53 @@ static void test_unit_use(void)
     zc_engine_destroy(e);
 }
 
+/* The update folded into the next forward (stage 3, the optimizer state on disk): after a step
+ * that left it pending, a call that writes one rank's states alone is refused naming
+ * zc_engine_finish_update; finishing it (collective) lets the call through, and finishing again
+ * does nothing. A directory on the build's disk: O_DIRECT swap files refuse tmpfs. */
+static void test_fold_update_contract(void)
+{
+    zc_err err = {0};
+    char dir[64];
+    shared_tmpdir("zeroc-api-fold-XXXXXX", dir);
+    zc_config cfg;
+    zc_config_defaults(&cfg);
+    cfg.stage = 3;
+    cfg.comm_timeout_s = 30;
+    cfg.offload_optimizer = ZC_OFFLOAD_NVME;
+    snprintf(cfg.optimizer_nvme_path, sizeof cfg.optimizer_nvme_path, "%s", dir);
+    cfg.sub_group_size = 2048;
+    CHECK(cfg.fold_update, "fold_update is not on by default");
+    zc_engine *e = NULL;
+    CHECK(!zc_engine_create(&e, &cfg, comm, mem, &err) && e, "create: %s", err.msg);
+    int u = zc_engine_add_unit(e, "u");
+    int w = zc_engine_add_param(e, u, "w", 2, (int64_t[]){64, 64}, (zc_init){ZC_INIT_NORMAL, 1.0f});
+    CHECK(!zc_engine_finalize(e, &err), "finalize: %s", err.msg);
+    CHECK(!zc_engine_acquire(e, u, &err) && !zc_engine_release(e, u, &err), "forward: %s", err.msg);
+    CHECK(!zc_engine_acquire(e, u, &err), "backward: %s", err.msg);
+    float *g = zc_engine_grad(e, w);
+    CHECK(g != NULL, "no gradient buffer");
+    for (int i = 0; g && i < 64 * 64; i++)
+        g[i] = 0.001f * (float)(i % 7);
+    CHECK(!zc_engine_grads_ready(e, u, &err) && !zc_engine_release(e, u, &err) &&
+              !zc_engine_step(e, NULL, &err),
+          "step: %s", err.msg);
+    size_t first, n;
+    zc_engine_param_owned(e, w, &first, &n);
+    float one = 1.0f;
+    zc_status st = zc_engine_set_param_values(e, w, first, 1, &one, &err);
+    CHECK(st == ZC_ESTATE && strstr(err.msg, "zc_engine_set_param_values") &&
+              strstr(err.msg, "zc_engine_finish_update") && strstr(err.msg, "step 1"),
+          "set_param_values with an update pending: %s %s", zc_status_name(st), err.msg);
+    CHECK(!zc_engine_finish_update(e, &err) && !zc_engine_finish_update(e, &err),
+          "finish_update: %s", err.msg);
+    CHECK(!zc_engine_set_param_values(e, w, first, 1, &one, &err), "set_param_values: %s", err.msg);
+    zc_engine_destroy(e);
+    zc_comm_agree(comm, ZC_OK, "test barrier", &err);
+    if (rank == 0)
+        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(int argc, char **argv)
 {
     zc_err err = {0};
@@ -722,6 +772,7 @@ int main(int argc, char **argv)
     test_kept_buffers_within_live_peak();
     test_kept_buffer_lent();
     test_unit_use();
+    test_fold_update_contract();
     int rc = check_summary();
     zc_mem_destroy(mem);
     zc_comm_finalize(comm);
