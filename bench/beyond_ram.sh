@@ -14,7 +14,10 @@
 # default, CACHE=0, keeps none: max_in_cpu 0, ratio 1). FOLD=false runs the update in a phase of
 # its own at the step (offload_optimizer.fold_update false; default true: each unit's update
 # runs in the next forward, just before its gather). OPTIM=AdamW8bit trains with 8-bit moments
-# (default AdamW). TORCH=0 skips the PyTorch run.
+# (default AdamW). TORCH=0 skips the PyTorch run. SMALL=1 sets DeepSpeed's knobs for memory
+# rather than speed (sub_group_size 1e6, two optimizer slots, one shard read ahead, no unit
+# gathered ahead, reduce_bucket_size 2e7); EXTRA adds train flags (e.g.
+# EXTRA=--activation-checkpointing).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 zeroc=${ZEROC:-$root/build/zeroc}
@@ -31,6 +34,15 @@ fold=${FOLD:-true}
 optim=${OPTIM:-AdamW}
 [[ $optim == AdamW || $optim == AdamW8bit ]] || { echo "beyond_ram.sh: OPTIM must be AdamW or AdamW8bit, got '$optim'" >&2; exit 2; }
 torch=${TORCH:-1}
+small=${SMALL:-0}
+[[ $small == 0 || $small == 1 ]] || { echo "beyond_ram.sh: SMALL must be 0 or 1, got '$small'" >&2; exit 2; }
+read -r -a extra <<< "${EXTRA:-}"
+if ((small)); then
+  knobs='"sub_group_size": 1000000, "reduce_bucket_size": 20000000, "stage3_prefetch_bucket_size": 0,'
+  opt_slots=', "buffer_count": 2' par_slots=', "buffer_count": 1'
+else
+  knobs='' opt_slots='' par_slots=''
+fi
 [[ $torch == 0 || $torch == 1 ]] || { echo "beyond_ram.sh: TORCH must be 0 or 1, got '$torch'" >&2; exit 2; }
 if ! [[ $steps =~ ^[0-9]+$ ]] || ((steps < 2)); then
   echo "beyond_ram.sh: STEPS must be an integer >= 2 (the first is not timed), got '$steps'" >&2
@@ -69,17 +81,17 @@ print(f"per rank: {row['nvme'] / 1e9:.2f} GB on disk, RAM bound {row['total_per_
       f"free {st.f_bavail * st.f_frsize / 1e9:.1f} GB")
 PY
 cat > "$dir/ds.json" <<EOF
-{"zero_optimization": {"stage": 3,
+{"zero_optimization": {"stage": 3, $knobs
    "offload_optimizer": {"device": "nvme", "nvme_path": "$dir", "ratio": $ratio,
-                         "fold_update": $fold},
-   "offload_param": {"device": "nvme", "nvme_path": "$dir", "max_in_cpu": $max_in_cpu}},
+                         "fold_update": $fold$opt_slots},
+   "offload_param": {"device": "nvme", "nvme_path": "$dir", "max_in_cpu": $max_in_cpu$par_slots}},
  "bf16": {"enabled": true}, "steps_per_print": 1}
 EOF
 t0=$(date +%s)
 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe \
   --bind-to none -np 2 -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1 \
   "$zeroc" train "${shape[@]}" --data "$dir/licenses_train.bin" --micro-batch 1 --steps "$steps" \
-  --lr 2e-5 --warmup "$steps" --clip 1.0 --optimizer "$optim" --config "$dir/ds.json" --report "$dir/report.json" | grep --line-buffered -v '^config:'
+  --lr 2e-5 --warmup "$steps" --clip 1.0 --optimizer "$optim" ${extra[@]+"${extra[@]}"} --config "$dir/ds.json" --report "$dir/report.json" | grep --line-buffered -v '^config:'
 echo "wall time $(($(date +%s) - t0)) s (set-up, $steps steps, digests)"
 python3 - "$dir/report.json" "$dir" <<'PY'
 import json, os, statistics, subprocess, sys, time
