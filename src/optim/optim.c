@@ -118,7 +118,9 @@ static pthread_once_t q8_once = PTHREAD_ONCE_INIT;
  * than 2^-7 of their value), so q8_code looks one up and compares Q8_STEPS times instead of an
  * 8-step binary search (4.4x the offloaded update's time at 2.2 B parameters, measured). */
 enum { Q8_STEPS = 1 };
-static uint8_t q8_sbucket[65536], q8_ubucket[65536];
+/* 32-bit entries (256 KiB a table, within a core's L2): the compiler gathers them a vector at a
+ * time, where byte entries left the quantizer scalar (measured: 60% of the kernel's time). */
+static int32_t q8_sbucket[65536], q8_ubucket[65536];
 
 static int q8_cmp(const void *a, const void *b)
 {
@@ -160,7 +162,7 @@ static void q8_build(void)
     q8_sthr[255] = q8_uthr[255] = INFINITY; /* past the last midpoint: no value is greater */
     for (int k = 0; k < 2; k++) {
         const float *thr = k ? q8_uthr : q8_sthr;
-        uint8_t *bucket = k ? q8_ubucket : q8_sbucket;
+        int32_t *bucket = k ? q8_ubucket : q8_sbucket;
         for (uint32_t b = 0; b < 65536; b++) {
             /* the bucket's least and greatest values: a negative bucket's least has the most
              * magnitude */
@@ -187,16 +189,14 @@ static void q8_init(void)
 /* The nearest code of r: how many midpoints lie below it (ties go to the lower code), from its
  * bucket's code and Q8_STEPS comparisons; the references count them one by one (q8_code_ref).
  * NaN: code 0. */
-ZC_SIMD_INLINE uint8_t q8_code(const uint8_t *bucket, const float *thr, float r)
+ZC_SIMD_INLINE int32_t q8_code(const int32_t *bucket, const float *thr, float r)
 {
-    union {
-        float f;
-        uint32_t u;
-    } bits = {r};
-    int c = bucket[bits.u >> 16];
+    uint32_t bits;
+    memcpy(&bits, &r, sizeof bits);
+    int32_t c = bucket[bits >> 16];
     for (int k = 0; k < Q8_STEPS; k++)
-        c += r > thr[c] ? 1 : 0;
-    return (uint8_t)(r == r ? c : 0);
+        c += (int32_t)(r > thr[c]);
+    return c * (int32_t)(r == r); /* arithmetic, not a branch: the loops stay vectorized */
 }
 
 static uint8_t q8_code_ref(const float *thr, float r)
@@ -336,7 +336,7 @@ void zc_q8_quantize(const float *x, size_t n, bool is_signed, uint8_t *q, float 
 {
     q8_init();
     const float *thr = is_signed ? q8_sthr : q8_uthr;
-    const uint8_t *bucket = is_signed ? q8_sbucket : q8_ubucket;
+    const int32_t *bucket = is_signed ? q8_sbucket : q8_ubucket;
     for (size_t lo = 0; lo < n; lo += ZC_Q8_BLOCK) {
         size_t hi = lo + ZC_Q8_BLOCK < n ? lo + ZC_Q8_BLOCK : n;
         float a = 0.0f;
@@ -344,7 +344,7 @@ void zc_q8_quantize(const float *x, size_t n, bool is_signed, uint8_t *q, float 
             a = fmaxf(a, fabsf(x[i]));
         scales[lo / ZC_Q8_BLOCK] = a;
         for (size_t i = lo; i < hi; i++)
-            q[i] = q8_code(bucket, thr, a > 0.0f ? x[i] / a : 0.0f);
+            q[i] = (uint8_t)q8_code(bucket, thr, a > 0.0f ? x[i] / a : 0.0f);
     }
 }
 
