@@ -105,7 +105,8 @@ static bool same_values(const zc_config *a, const zc_config *b)
            a->optimizer_buffer_count == b->optimizer_buffer_count &&
            a->optimizer_pin_memory == b->optimizer_pin_memory &&
            a->optimizer_ratio == b->optimizer_ratio && a->pipeline_read == b->pipeline_read &&
-           a->pipeline_write == b->pipeline_write && a->offload_param == b->offload_param &&
+           a->pipeline_write == b->pipeline_write && a->fold_update == b->fold_update &&
+           a->offload_param == b->offload_param &&
            strcmp(a->param_nvme_path, b->param_nvme_path) == 0 &&
            a->param_buffer_count == b->param_buffer_count &&
            a->param_buffer_size == b->param_buffer_size && a->max_in_cpu == b->max_in_cpu &&
@@ -274,7 +275,7 @@ static void test_defaults(void)
     CHECK(c.optimizer_buffer_count == 4);
     CHECK(!c.optimizer_pin_memory);
     CHECK(c.optimizer_ratio == 1.0);
-    CHECK(c.pipeline_read && c.pipeline_write);
+    CHECK(c.pipeline_read && c.pipeline_write && c.fold_update);
     CHECK(c.offload_param == ZC_OFFLOAD_NONE && c.param_nvme_path[0] == '\0');
     CHECK(c.param_buffer_count == 5);
     CHECK(c.param_buffer_size == 100000000);
@@ -1950,6 +1951,12 @@ static void test_offload(void)
     check_offload_full(&c);
     CHECK_MSG(zc_config_validate(&c, 1, &err) == ZC_OK, err.msg);
     CHECK_ROUND_TRIP(&c);
+    /* zeroc's fold_update (docs/CONFIG.md): on by default, a boolean, kept by the round trip */
+    EXPECT_SET_OK(&c, "zero_optimization.offload_optimizer.fold_update", "false");
+    CHECK(!c.fold_update);
+    CHECK_ROUND_TRIP(&c);
+    EXPECT_SET_OK(&c, "zero_optimization.offload_optimizer.fold_update", "true");
+    CHECK(c.fold_update);
     /* the remaining values of each choice, any letter case */
     EXPECT_SET_OK(&c, "aio.engine", "IO_URING");
     CHECK(c.aio_engine == ZC_AIO_URING);
