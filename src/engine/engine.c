@@ -3055,11 +3055,11 @@ static void update_account(zc_engine *e, double t0, zc_aio_counters io0)
 /* Updates the units the step has not updated yet, in order, through unit `through` (its
  * parameter shard into capture when not NULL: unit_update), then (stages 1–3) all-gathers each
  * persistent one, overlapping that with the next unit's update. Rank-symmetric: every rank
- * reaches the same call, so the collectives inside match. */
-static zc_status update_units(zc_engine *e, int through, void *capture, zc_err *err)
+ * reaches the same call, so the collectives inside match. Its time and disk traffic are the
+ * update's, counted from t0 and io0. */
+static zc_status update_units_since(zc_engine *e, int through, void *capture, double t0,
+                                    zc_aio_counters io0, zc_err *err)
 {
-    const double t0 = zc_now_s();
-    const zc_aio_counters io0 = e->aio ? zc_aio_get_counters(e->aio) : (zc_aio_counters){0};
     zc_status st = ZC_OK;
     while (!st && e->upd_open && e->upd_next <= through && e->upd_next < e->nunits) {
         const int i = e->upd_next++;
@@ -3092,6 +3092,13 @@ static zc_status update_units(zc_engine *e, int through, void *capture, zc_err *
         st = update_end(e, err);
     update_account(e, t0, io0);
     return st;
+}
+
+/* update_units_since, its time and traffic counted from now. */
+static zc_status update_units(zc_engine *e, int through, void *capture, zc_err *err)
+{
+    return update_units_since(e, through, capture, zc_now_s(),
+                              e->aio ? zc_aio_get_counters(e->aio) : (zc_aio_counters){0}, err);
 }
 
 /* Unit i's update is folded into the coming forward and has not run yet. */
@@ -3198,16 +3205,18 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     e->upd_lr = e->lr;
     e->upd_step = e->step + 1;
     e->upd_label = step_number(e);
-    if (e->stream) { /* its first sub-groups' reads start */
-        const double t0 = zc_now_s();
-        const zc_aio_counters io0 = zc_aio_get_counters(e->aio);
+    /* Its first sub-groups' reads start. Transfers count when they complete, so the unfolded
+     * update's window starts before them and ends after its last write: exactly its bytes. */
+    const double t0 = zc_now_s();
+    const zc_aio_counters io0 = e->aio ? zc_aio_get_counters(e->aio) : (zc_aio_counters){0};
+    if (e->stream)
         st = zc_stream_begin(e->stream, e->jobs, e->njobs, err);
-        update_account(e, t0, io0);
-    }
     e->upd_open = !st;
     e->upd_next = 0;
     if (!st && !e->fold)
-        st = update_units(e, e->nunits - 1, NULL, err);
+        st = update_units_since(e, e->nunits - 1, NULL, t0, io0, err);
+    else /* folded: the call's own time; its reads count in the update call they complete in */
+        update_account(e, t0, io0);
     /* the next forward's first shards can come off the disk while the caller goes on (folded:
      * none, the update is their source; the stream reads its first sub-groups ahead instead) */
     if (!st && e->trace_done)
