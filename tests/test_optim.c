@@ -308,6 +308,34 @@ int main(void)
                         code[1], want);
         }
         CHECK(!bad, "q8 codes around the midpoints (signed %d): %d differ", sg, bad);
+        /* Inside the buckets too: every 4099th float of [-1, 1] by its bits (about a million,
+         * in every bucket of the range, both signs), 255 values to a block of absmax 1. */
+        enum { SW = 256 };
+        float sw[SW];
+        uint8_t swq[SW];
+        int swn = 1, swbad = 0;
+        sw[0] = 1.0f;
+        for (uint64_t b = 0; b < (1ull << 32); b += 4099) {
+            uint32_t bits = (uint32_t)b;
+            float f;
+            memcpy(&f, &bits, sizeof f);
+            if (f == f && f >= -1.0f && f <= 1.0f)
+                sw[swn++] = sg ? f : fabsf(f);
+            if (swn < SW && b + 4099 < (1ull << 32))
+                continue;
+            float bsc;
+            zc_q8_quantize(sw, (size_t)swn, sg, swq, &bsc);
+            for (int i = 1; i < swn; i++) {
+                int want = 0;
+                for (int c = 0; c < 255; c++)
+                    want += sw[i] > thr[c];
+                if (swq[i] != want && swbad++ < 5)
+                    fprintf(stderr, "q8 code of %.9g (signed %d): %d, want %d\n", (double)sw[i],
+                            sg, swq[i], want);
+            }
+            swn = 1;
+        }
+        CHECK(!swbad, "q8 codes across [-1, 1] (signed %d): %d differ", sg, swbad);
     }
     {
         const size_t lens[] = {1, 255, 256, 257, 16384 + 300, N};

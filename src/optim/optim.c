@@ -112,14 +112,16 @@ ZC_SIMD_INLINE void sgd_element(float *p, float g, float *buf, const sgd_consts 
  * rounded to float, so they depend on nothing but this code. */
 static float q8_smap[256], q8_umap[256], q8_sthr[256], q8_uthr[256];
 static pthread_once_t q8_once = PTHREAD_ONCE_INIT;
-/* The code of the least value of each bucket of floats that share their top 16 bits (sign,
- * exponent, 7 mantissa bits): a value's code is its bucket's plus the midpoints between, of which
- * a bucket holds at most Q8_STEPS (checked when built; these maps' midpoints are farther apart
- * than 2^-7 of their value), so q8_code looks one up and compares Q8_STEPS times instead of an
- * 8-step binary search (4.4x the offloaded update's time at 2.2 B parameters, measured). */
-enum { Q8_STEPS = 1 };
-/* 32-bit entries (256 KiB a table, within a core's L2): the compiler gathers them a vector at a
- * time, where byte entries left the quantizer scalar (measured: 60% of the kernel's time). */
+/* Each bucket of floats that share their top 16 bits (sign, exponent, 7 mantissa bits) holds at
+ * most one midpoint (checked when built: these maps' midpoints are farther apart than 2^-7 of
+ * their value), so a value's code is its bucket's least value's code, plus one if it lies above
+ * that midpoint. An entry holds both: the code in its low 8 bits, and above them the split — the
+ * least of the value's low 16 bits, counted in the direction the value grows, that lies above
+ * the midpoint (65536: none). q8_code then reads one entry and compares two integers: no search
+ * (an 8-step binary search was 4.4x the offloaded update's time at 2.2 B parameters), and no
+ * second lookup of the midpoint that depends on the first (the previous form: 1.3x the kernel's
+ * time). 32-bit entries (256 KiB a table, within a core's L2): the compiler gathers them a
+ * vector at a time, where byte entries left the quantizer scalar (measured: 60% of its time). */
 static int32_t q8_sbucket[65536], q8_ubucket[65536];
 
 static int q8_cmp(const void *a, const void *b)
@@ -129,6 +131,15 @@ static int q8_cmp(const void *a, const void *b)
 }
 
 static uint8_t q8_code_ref(const float *thr, float r);
+
+/* The value of bucket b's entry at ascending index a (0 the least, 0xFFFF the greatest). */
+static float q8_bucket_value(uint32_t b, uint32_t a)
+{
+    const uint32_t bits = b << 16 | (b & 0x8000 ? 0xFFFF - a : a);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
 
 static void q8_build(void)
 {
@@ -164,19 +175,25 @@ static void q8_build(void)
         const float *thr = k ? q8_uthr : q8_sthr;
         int32_t *bucket = k ? q8_ubucket : q8_sbucket;
         for (uint32_t b = 0; b < 65536; b++) {
-            /* the bucket's least and greatest values: a negative bucket's least has the most
-             * magnitude */
-            uint32_t lo_bits = b & 0x8000 ? b << 16 | 0xFFFF : b << 16,
-                     hi_bits = b & 0x8000 ? b << 16 : b << 16 | 0xFFFF;
-            float lo, hi;
-            memcpy(&lo, &lo_bits, 4);
-            memcpy(&hi, &hi_bits, 4);
+            /* the bucket's values in ascending order: low bits up for a positive bucket, down
+             * for a negative one */
+            const float lo = q8_bucket_value(b, 0), hi = q8_bucket_value(b, 0xFFFF);
             if (lo != lo || hi != hi) { /* NaNs (q8_code gives them code 0) and ±inf */
-                bucket[b] = lo == -INFINITY || lo != lo ? 0 : q8_code_ref(thr, lo);
+                bucket[b] = (lo == -INFINITY || lo != lo ? 0 : q8_code_ref(thr, lo)) | 65536 << 8;
                 continue;
             }
-            bucket[b] = q8_code_ref(thr, lo);
-            ZC_ASSERT(q8_code_ref(thr, hi) - bucket[b] <= Q8_STEPS);
+            const int32_t code = q8_code_ref(thr, lo);
+            ZC_ASSERT(q8_code_ref(thr, hi) - code <= 1);
+            /* the split: the least ascending index whose value lies above the midpoint */
+            uint32_t first = 0, past = 65536;
+            while (first < past) {
+                const uint32_t mid = (first + past) / 2;
+                if (q8_bucket_value(b, mid) > thr[code])
+                    past = mid;
+                else
+                    first = mid + 1;
+            }
+            bucket[b] = code | (int32_t)first << 8;
         }
     }
 }
@@ -186,17 +203,16 @@ static void q8_init(void)
     pthread_once(&q8_once, q8_build);
 }
 
-/* The nearest code of r: how many midpoints lie below it (ties go to the lower code), from its
- * bucket's code and Q8_STEPS comparisons; the references count them one by one (q8_code_ref).
- * NaN: code 0. */
-ZC_SIMD_INLINE int32_t q8_code(const int32_t *bucket, const float *thr, float r)
+/* The nearest code of r (ties go to the lower code) from its bucket's entry: the code of the
+ * bucket's least value, plus one where r's low bits, taken in the direction its value grows, reach
+ * the split; the references count the midpoints below r one by one (q8_code_ref). NaN: code 0. */
+ZC_SIMD_INLINE int32_t q8_code(const int32_t *bucket, float r)
 {
-    uint32_t bits;
+    int32_t bits;
     memcpy(&bits, &r, sizeof bits);
-    int32_t c = bucket[bits >> 16];
-    for (int k = 0; k < Q8_STEPS; k++)
-        c += (int32_t)(r > thr[c]);
-    return c * (int32_t)(r == r); /* arithmetic, not a branch: the loops stay vectorized */
+    const int32_t e = bucket[(uint32_t)bits >> 16];
+    const int32_t up = (bits ^ (bits >> 31)) & 0xFFFF; /* a negative value's low bits reversed */
+    return ((e & 0xFF) + (up >= e >> 8)) * (int32_t)(r == r); /* arithmetic: no branch */
 }
 
 static uint8_t q8_code_ref(const float *thr, float r)
@@ -335,7 +351,6 @@ uint8_t zc_q8_zero_code(bool is_signed)
 void zc_q8_quantize(const float *x, size_t n, bool is_signed, uint8_t *q, float *scales)
 {
     q8_init();
-    const float *thr = is_signed ? q8_sthr : q8_uthr;
     const int32_t *bucket = is_signed ? q8_sbucket : q8_ubucket;
     for (size_t lo = 0; lo < n; lo += ZC_Q8_BLOCK) {
         size_t hi = lo + ZC_Q8_BLOCK < n ? lo + ZC_Q8_BLOCK : n;
@@ -344,7 +359,7 @@ void zc_q8_quantize(const float *x, size_t n, bool is_signed, uint8_t *q, float 
             a = fmaxf(a, fabsf(x[i]));
         scales[lo / ZC_Q8_BLOCK] = a;
         for (size_t i = lo; i < hi; i++)
-            q[i] = (uint8_t)q8_code(bucket, thr, a > 0.0f ? x[i] / a : 0.0f);
+            q[i] = (uint8_t)q8_code(bucket, a > 0.0f ? x[i] / a : 0.0f);
     }
 }
 
