@@ -7,17 +7,22 @@
 # model states against MemTotal, the disk the run needs (zeroc estimate) and has free, each
 # step's line, and a summary: s/step, peak RSS per rank, disk MB/s. Then runs PyTorch (Debian's
 # python3-torch, if installed) on the same shape, capped by a memory cgroup at MemTotal − 1 GiB so
-# it cannot take the machine down, and prints how it ended. STEPS defaults to 6. About 15 minutes
-# on 2 cores and ~40 GB of free disk. Run by hand, as root; not a test.
+# it cannot take the machine down, and prints how it ended. STEPS (at least 3) defaults to 6;
+# the summary's figures are medians of steps 3 on. About 15 minutes on 2 cores and ~40 GB of free
+# disk. Run by hand, as root; not a test.
 # ZEROC=/path/to/zeroc overrides "$root/build/zeroc". CACHE=auto gives offload_param.max_in_cpu and
 # offload_optimizer.ratio "auto" (the RAM the host can spare keeps what fits of the states; the
 # default, CACHE=0, keeps none: max_in_cpu 0, ratio 1). FOLD=false runs the update in a phase of
 # its own at the step (offload_optimizer.fold_update false; default true: each unit's update
-# runs in the next forward, just before its gather). OPTIM=AdamW8bit trains with 8-bit moments
+# runs in the next forward, just before its gather); FOLD=omit leaves the key out, for a build from
+# before it (the comparison with an older zeroc). OPTIM=AdamW8bit trains with 8-bit moments
 # (default AdamW). TORCH=0 skips the PyTorch run. SMALL=1 sets DeepSpeed's knobs for memory
 # rather than speed (sub_group_size 1e6, two optimizer slots, one shard read ahead, no unit
-# gathered ahead, reduce_bucket_size 2e7); EXTRA adds train flags (e.g.
-# EXTRA=--activation-checkpointing).
+# gathered ahead, reduce_bucket_size 2e7); SMALL=2 only the update's (sub_group_size 1e6, two
+# optimizer slots), keeping the reads and gathers ahead; EXTRA adds train flags (e.g.
+# EXTRA=--activation-checkpointing). RANKS=1 runs the other process shape: 1 process with 2
+# threads instead of 2 ranks with 1 thread each. OPT_SLOTS=N sets offload_optimizer.buffer_count
+# (the update's slots: how many sub-groups are read ahead), over SMALL's.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 zeroc=${ZEROC:-$root/build/zeroc}
@@ -30,22 +35,36 @@ case $cache in
 esac
 steps=${2:-6}
 fold=${FOLD:-true}
-[[ $fold == true || $fold == false ]] || { echo "beyond_ram.sh: FOLD must be true or false, got '$fold'" >&2; exit 2; }
+case $fold in
+  true | false) fold_key=", \"fold_update\": $fold" ;;
+  omit) fold_key='' ;;
+  *) echo "beyond_ram.sh: FOLD must be true, false or omit, got '$fold'" >&2; exit 2 ;;
+esac
 optim=${OPTIM:-AdamW}
 [[ $optim == AdamW || $optim == AdamW8bit ]] || { echo "beyond_ram.sh: OPTIM must be AdamW or AdamW8bit, got '$optim'" >&2; exit 2; }
 torch=${TORCH:-1}
+ranks=${RANKS:-2}
+[[ $ranks == 1 || $ranks == 2 ]] || { echo "beyond_ram.sh: RANKS must be 1 or 2, got '$ranks'" >&2; exit 2; }
+threads=$((2 / ranks))
 small=${SMALL:-0}
-[[ $small == 0 || $small == 1 ]] || { echo "beyond_ram.sh: SMALL must be 0 or 1, got '$small'" >&2; exit 2; }
+[[ $small == 0 || $small == 1 || $small == 2 ]] || { echo "beyond_ram.sh: SMALL must be 0, 1 or 2, got '$small'" >&2; exit 2; }
 read -r -a extra <<< "${EXTRA:-}"
-if ((small)); then
+if ((small == 2)); then
+  knobs='"sub_group_size": 1000000,'
+  opt_slots=', "buffer_count": 2' par_slots=''
+elif ((small)); then
   knobs='"sub_group_size": 1000000, "reduce_bucket_size": 20000000, "stage3_prefetch_bucket_size": 0,'
   opt_slots=', "buffer_count": 2' par_slots=', "buffer_count": 1'
 else
   knobs='' opt_slots='' par_slots=''
 fi
+if [[ -n ${OPT_SLOTS:-} ]]; then
+  [[ $OPT_SLOTS =~ ^[1-9][0-9]*$ ]] || { echo "beyond_ram.sh: OPT_SLOTS must be a positive integer, got '$OPT_SLOTS'" >&2; exit 2; }
+  opt_slots=", \"buffer_count\": $OPT_SLOTS"
+fi
 [[ $torch == 0 || $torch == 1 ]] || { echo "beyond_ram.sh: TORCH must be 0 or 1, got '$torch'" >&2; exit 2; }
-if ! [[ $steps =~ ^[0-9]+$ ]] || ((steps < 2)); then
-  echo "beyond_ram.sh: STEPS must be an integer >= 2 (the first is not timed), got '$steps'" >&2
+if ! [[ $steps =~ ^[0-9]+$ ]] || ((steps < 3)); then
+  echo "beyond_ram.sh: STEPS must be an integer >= 3 (the first two are not timed), got '$steps'" >&2
   exit 2
 fi
 [[ -f $zeroc && -x $zeroc ]] || { echo "beyond_ram.sh: no zeroc at $zeroc (build it, or set ZEROC)" >&2; exit 2; }
@@ -64,11 +83,11 @@ shape=(--model gpt2 --layers 48 --channels 1920 --heads 30 --vocab 50257 --seq-l
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores"
 
 "$zeroc" prepare --text /usr/share/common-licenses/* --out "$dir/licenses" > /dev/null
-est=$("$zeroc" estimate "${shape[@]}" --micro-batch 1 --ranks 2 --dtype bf16 \
+est=$("$zeroc" estimate "${shape[@]}" --micro-batch 1 --ranks "$ranks" --dtype bf16 \
   --offload-optimizer nvme --offload-param nvme --max-in-cpu 0 --json)
-python3 - "$est" "$dir" <<'PY'
+python3 - "$est" "$dir" "$ranks" <<'PY'
 import json, os, sys
-e = json.loads(sys.argv[1])
+e, ranks = json.loads(sys.argv[1]), int(sys.argv[3])
 row = next(r for r in e["rows"] if r["stage"] == 3)
 mem = int(open("/proc/meminfo").read().split("MemTotal:")[1].split()[0]) * 1024
 states = 16 * e["params"]
@@ -77,34 +96,35 @@ print(f"model: {e['params'] / 1e9:.3f} B parameters; bf16 model states (16 bytes
       f"{states / 1e9:.1f} GB = {states / mem:.2f} x MemTotal ({mem / 1e9:.1f} GB)")
 print(f"per rank: {row['nvme'] / 1e9:.2f} GB on disk, RAM bound {row['total_per_rank'] / 2**30:.2f} GiB "
       f"(states in RAM {row['model_states'] / 2**20:.1f} MiB, offload buffers <= "
-      f"{row['offload_buffers_bound'] / 2**20:.0f} MiB); disk needed {2 * row['nvme'] / 1e9:.1f} GB, "
+      f"{row['offload_buffers_bound'] / 2**20:.0f} MiB); disk needed {ranks * row['nvme'] / 1e9:.1f} GB, "
       f"free {st.f_bavail * st.f_frsize / 1e9:.1f} GB")
 PY
 cat > "$dir/ds.json" <<EOF
 {"zero_optimization": {"stage": 3, $knobs
-   "offload_optimizer": {"device": "nvme", "nvme_path": "$dir", "ratio": $ratio,
-                         "fold_update": $fold$opt_slots},
+   "offload_optimizer": {"device": "nvme", "nvme_path": "$dir", "ratio": $ratio$fold_key$opt_slots},
    "offload_param": {"device": "nvme", "nvme_path": "$dir", "max_in_cpu": $max_in_cpu$par_slots}},
  "bf16": {"enabled": true}, "steps_per_print": 1}
 EOF
 t0=$(date +%s)
 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe \
-  --bind-to none -np 2 -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1 \
+  --bind-to none -np "$ranks" -x OPENBLAS_NUM_THREADS="$threads" -x OMP_NUM_THREADS="$threads" \
   "$zeroc" train "${shape[@]}" --data "$dir/licenses_train.bin" --micro-batch 1 --steps "$steps" \
   --lr 2e-5 --warmup "$steps" --clip 1.0 --optimizer "$optim" ${extra[@]+"${extra[@]}"} --config "$dir/ds.json" --report "$dir/report.json" | grep --line-buffered -v '^config:'
 echo "wall time $(($(date +%s) - t0)) s (set-up, $steps steps, digests)"
-python3 - "$dir/report.json" "$dir" <<'PY'
+python3 - "$dir/report.json" "$dir" "$ranks" <<'PY'
 import json, os, statistics, subprocess, sys, time
-r = json.load(open(sys.argv[1]))
+r, ranks = json.load(open(sys.argv[1])), int(sys.argv[3])
+# Steps 3 on: the first update reads moments never written (holes in the swap files, no disk
+# reads); it runs in step 1 unfolded and, folded, in step 2's forward, which it makes look faster.
 ms, o = r["step_ms"], r["offload"]
-s = statistics.median(ms[1:]) / 1e3
-rd = sum(o["read_bytes"][1:]) / sum(ms[1:]) / 1e3
-wr = sum(o["written_bytes"][1:]) / sum(ms[1:]) / 1e3
+s = statistics.median(ms[2:]) / 1e3
+rd = sum(o["read_bytes"][2:]) / sum(ms[2:]) / 1e3
+wr = sum(o["written_bytes"][2:]) / sum(ms[2:]) / 1e3
 L = r["loss"]
 trend = ("falling at every step" if all(b < a for a, b in zip(L, L[1:])) else
          f"falling overall, {L[-1] / L[0] - 1:+.0%}" if L[-1] < L[0] else "NOT falling")
-print(f"s/step (median after the first) {s:.1f}, of which the update phase "
-      f"{statistics.median(o['update_ms'][1:]) / 1e3:.1f} s; loss "
+print(f"s/step (median of steps 3 on) {s:.1f}, of which the update phase "
+      f"{statistics.median(o['update_ms'][2:]) / 1e3:.1f} s; loss "
       + " -> ".join(f"{x:.3f}" for x in L) + f" ({trend})")
 for m in r["memory"]["ranks"]:
     print(f"rank {m['rank']}: peak RSS {m['peak_rss'] / 2**30:.2f} GiB, RAM model states "
@@ -112,11 +132,12 @@ for m in r["memory"]["ranks"]:
           f"{m['offload_peak'] / 2**20:.0f} MiB, working peak {m['working_peak'] / 2**20:.0f} MiB, "
           f"on disk {m['nvme'] / 1e9:.2f} GB")
 print(f"rank 0 disk: read {rd:.0f} MB/s, write {wr:.0f} MB/s, blocked on disk "
-      f"{statistics.median(o['wait_ms'][1:]) / 1e3:.1f} s/step ({o['aio_engine']}); per step "
-      f"(median after the first) read {statistics.median(o['read_bytes'][1:]) / 1e9:.2f} GB, "
-      f"written {statistics.median(o['written_bytes'][1:]) / 1e9:.2f} GB, parameter shards read "
-      f"{statistics.median(o['param_read_bytes'][1:]) / 1e9:.2f} GB, gathers fed by the update "
-      f"{statistics.median(o['shards_from_update'][1:]):.0f}")
+      f"{statistics.median(o['wait_ms'][2:]) / 1e3:.1f} s/step ({o['aio_engine']}); per step "
+      f"(median of steps 3 on) read {statistics.median(o['read_bytes'][2:]) / 1e9:.2f} GB, "
+      f"written {statistics.median(o['written_bytes'][2:]) / 1e9:.2f} GB, parameter shards read "
+      + (f"{statistics.median(o['param_read_bytes'][2:]) / 1e9:.2f} GB, gathers fed by the update "
+       f"{statistics.median(o['shards_from_update'][2:]):.0f}" if "param_read_bytes" in o else
+       "(not reported by this build)"))
 print("s/step: " + ", ".join(f"{x / 1e3:.1f}" for x in ms) + "; update phase: "
       + ", ".join(f"{x / 1e3:.1f}" for x in o["update_ms"]) + f"; weights {r['weights_sha256'][:16]}")
 # The disk's floor for these bytes: dd with O_DIRECT in the swap files' directory, as the run
@@ -125,27 +146,27 @@ print("s/step: " + ", ".join(f"{x / 1e3:.1f}" for x in ms) + "; update phase: "
 # moves more than dd does.
 d, mib = sys.argv[2], 2048
 dd = lambda *a: ["dd", "bs=64M", "status=none", *a]
-for k in range(2):
+for k in range(ranks):
     subprocess.run(dd("if=/dev/zero", f"of={d}/dd-r{k}", f"count={mib // 64}", "oflag=direct"), check=True)
 t = time.monotonic()
 procs = [(kind, subprocess.Popen(dd(f"if={d}/dd-r{k}", "of=/dev/null", "iflag=direct") if kind == "r"
                                  else dd("if=/dev/zero", f"of={d}/dd-w{k}", f"count={mib // 64}",
                                          "oflag=direct", "conv=fsync")))
-         for k in range(2) for kind in "rw"]
+         for k in range(ranks) for kind in "rw"]
 end = {}
 while len(end) < len(procs):
     for i, (kind, p) in enumerate(procs):
         if i not in end and p.poll() is not None:
             end[i] = time.monotonic() - t
     time.sleep(0.01)
-for k in range(2):
+for k in range(ranks):
     for kind in "rw":
         os.remove(f"{d}/dd-{kind}{k}")
-rate = {kind: 2 * mib * 2**20 / max(s for i, s in end.items() if procs[i][0] == kind) for kind in "rw"}
-R, W = (2 * statistics.median(o[f"{x}_bytes"][1:]) for x in ("read", "written"))
+rate = {kind: ranks * mib * 2**20 / max(s for i, s in end.items() if procs[i][0] == kind) for kind in "rw"}
+R, W = (ranks * statistics.median(o[f"{x}_bytes"][2:]) for x in ("read", "written"))
 floor = max(R / rate["r"], W / rate["w"])
-print(f"disk floor: both ranks read {R / 1e9:.1f} GB and write {W / 1e9:.1f} GB a step; dd at once "
-      f"(2 readers, 2 writers) {rate['r'] / 1e9:.2f} GB/s read, {rate['w'] / 1e9:.2f} GB/s write: "
+print(f"disk floor: {ranks} rank(s) read {R / 1e9:.1f} GB and write {W / 1e9:.1f} GB a step; dd at "
+      f"once ({ranks} reader(s), {ranks} writer(s)) {rate['r'] / 1e9:.2f} GB/s read, {rate['w'] / 1e9:.2f} GB/s write: "
       f"{floor:.1f} s/step; measured {s:.1f} s/step = {s / floor:.2f} x the floor")
 PY
 
