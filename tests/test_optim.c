@@ -330,8 +330,8 @@ int main(void)
                 for (int c = 0; c < 255; c++)
                     want += sw[i] > thr[c];
                 if (swq[i] != want && swbad++ < 5)
-                    fprintf(stderr, "q8 code of %.9g (signed %d): %d, want %d\n", (double)sw[i],
-                            sg, swq[i], want);
+                    fprintf(stderr, "q8 code of %.9g (signed %d): %d, want %d\n", (double)sw[i], sg,
+                            swq[i], want);
             }
             swn = 1;
         }
