@@ -119,9 +119,10 @@ static pthread_once_t q8_once = PTHREAD_ONCE_INIT;
  * least of the value's low 16 bits, counted in the direction the value grows, that lies above
  * the midpoint (65536: none). q8_code then reads one entry and compares two integers: no search
  * (an 8-step binary search was 4.4x the offloaded update's time at 2.2 B parameters), and no
- * second lookup of the midpoint that depends on the first (the previous form: 1.3x the kernel's
- * time). 32-bit entries (256 KiB a table, within a core's L2): the compiler gathers them a
- * vector at a time, where byte entries left the quantizer scalar (measured: 60% of its time). */
+ * second lookup of the midpoint that depends on the first (the previous form: 1.15x this
+ * update's time per element, measured). 32-bit entries (256 KiB a table, within a core's L2): the
+ * compiler gathers them a vector at a time, where byte entries left the quantizer scalar (measured:
+ * 60% of its time). */
 static int32_t q8_sbucket[65536], q8_ubucket[65536];
 
 static int q8_cmp(const void *a, const void *b)
