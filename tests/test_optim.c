@@ -18,6 +18,32 @@ static void fill(float *x, size_t n, uint64_t stream, float scale)
         x[i] = zc_rng_normal(7, stream, i) * scale;
 }
 
+/* How many of the n values (|v| <= 1; unsigned map: their magnitudes) zc_q8_quantize codes
+ * otherwise than the count of midpoints thr below them: up to 255 values to a block whose first
+ * element, 1, is its absmax, so each is quantized as it is. Prints the first five. */
+static int q8_codes_wrong(const float *v, size_t n, bool sg, const float *thr)
+{
+    int bad = 0;
+    for (size_t lo = 0; lo < n; lo += ZC_Q8_BLOCK - 1) {
+        const size_t len = n - lo < ZC_Q8_BLOCK - 1 ? n - lo : ZC_Q8_BLOCK - 1;
+        float blk[ZC_Q8_BLOCK], bsc;
+        uint8_t code[ZC_Q8_BLOCK];
+        blk[0] = 1.0f;
+        for (size_t i = 0; i < len; i++)
+            blk[1 + i] = sg ? v[lo + i] : fabsf(v[lo + i]);
+        zc_q8_quantize(blk, len + 1, sg, code, &bsc);
+        for (size_t i = 1; i <= len; i++) {
+            int want = 0;
+            for (int c = 0; c < 255; c++)
+                want += blk[i] > thr[c];
+            if (code[i] != want && bad++ < 5)
+                fprintf(stderr, "q8 code of %.9g (signed %d): %d, want %d\n", (double)blk[i], sg,
+                        code[i], want);
+        }
+    }
+    return bad;
+}
+
 int main(void)
 {
     const size_t N = 70001;
@@ -295,46 +321,21 @@ int main(void)
                                   1.0f, 0.999999f, -1.0f,  -0.999999f};
         for (int i = 0; i < 9; i++)
             v[nv++] = special[i];
-        int bad = 0;
-        for (int i = 0; i < nv; i++) {
-            float blk[2] = {1.0f, sg ? v[i] : fabsf(v[i])}, bsc;
-            uint8_t code[2];
-            zc_q8_quantize(blk, 2, sg, code, &bsc);
-            int want = 0;
-            for (int c = 0; c < 255; c++)
-                want += blk[1] > thr[c];
-            if (code[1] != want && bad++ < 5)
-                fprintf(stderr, "q8 code of %.9g (signed %d): %d, want %d\n", (double)blk[1], sg,
-                        code[1], want);
-        }
+        const int bad = q8_codes_wrong(v, (size_t)nv, sg, thr);
         CHECK(!bad, "q8 codes around the midpoints (signed %d): %d differ", sg, bad);
         /* Inside the buckets too: every 4099th float of [-1, 1] by its bits (about a million,
-         * in every bucket of the range, both signs), 255 values to a block of absmax 1. */
-        enum { SW = 256 };
-        float sw[SW];
-        uint8_t swq[SW];
-        int swn = 1, swbad = 0;
-        sw[0] = 1.0f;
-        for (uint64_t b = 0; b < (1ull << 32); b += 4099) {
-            uint32_t bits = (uint32_t)b;
+         * in every bucket of the range, both signs). */
+        float *sw = malloc(((1ull << 32) / 4099 + 1) * sizeof *sw);
+        size_t swn = 0;
+        for (uint64_t b = 0; sw && b < (1ull << 32); b += 4099) {
+            const uint32_t bits = (uint32_t)b;
             float f;
             memcpy(&f, &bits, sizeof f);
             if (f == f && f >= -1.0f && f <= 1.0f)
-                sw[swn++] = sg ? f : fabsf(f);
-            if (swn < SW && b + 4099 < (1ull << 32))
-                continue;
-            float bsc;
-            zc_q8_quantize(sw, (size_t)swn, sg, swq, &bsc);
-            for (int i = 1; i < swn; i++) {
-                int want = 0;
-                for (int c = 0; c < 255; c++)
-                    want += sw[i] > thr[c];
-                if (swq[i] != want && swbad++ < 5)
-                    fprintf(stderr, "q8 code of %.9g (signed %d): %d, want %d\n", (double)sw[i], sg,
-                            swq[i], want);
-            }
-            swn = 1;
+                sw[swn++] = f;
         }
+        const int swbad = sw ? q8_codes_wrong(sw, swn, sg, thr) : -1;
+        free(sw);
         CHECK(!swbad, "q8 codes across [-1, 1] (signed %d): %d differ", sg, swbad);
     }
     {
