@@ -417,6 +417,77 @@ int main(void)
         free(mq1), free(vq1), free(mq2), free(vq2), free(ms1), free(vs1), free(ms2), free(vs2);
         free(gw), free(g16), free(out), free(want);
     }
+    { /* The compact master: split and joined back, every tested fp32 value is itself (NaN stays
+       * NaN); the weights are nearest-even's except at exact ties, which round away from zero.
+       * Tested: every 4099th bit pattern, and each of the 65,536 top halves with the low halves
+       * 0, 0x7fff, 0x8000 (the tie), 0x8001 and 0xffff. */
+        int bad = 0, ties = 0;
+        for (uint64_t k = 0; k < (1ull << 32) / 4099 + 65536 * 5; k++) {
+            static const uint32_t lows[5] = {0, 0x7fff, 0x8000, 0x8001, 0xffff};
+            const uint32_t u = k < (1ull << 32) / 4099
+                                   ? (uint32_t)(k * 4099)
+                                   : (uint32_t)((k - (1ull << 32) / 4099) / 5) << 16 |
+                                         lows[(k - (1ull << 32) / 4099) % 5];
+            float w, back;
+            memcpy(&w, &u, 4);
+            uint16_t h, r, rne;
+            zc_master_split(&w, 1, &h, &r);
+            zc_master_join(&h, &r, 1, &back);
+            zc_dtype_narrow(ZC_BF16, &w, &rne, 1);
+            const bool tie = (u & 0xffff) == 0x8000 && !isnan(w);
+            const uint16_t want = tie ? (uint16_t)((u >> 16) + 1) : rne;
+            ties += tie;
+            if ((isnan(w) ? !isnan(back) : memcmp(&w, &back, 4) != 0 || h != want) && bad++ < 5)
+                fprintf(stderr, "master split of 0x%08x: weight 0x%04x (want 0x%04x), back %.9g\n",
+                        u, h, want, (double)back);
+        }
+        CHECK(!bad && ties > 60000, "compact master split/join: %d wrong (%d ties)", bad, ties);
+    }
+    { /* zc_adam8_update_split against zc_adam8_update on the fp32 master the pair stands for:
+       * the same master bits, codes and scales each step, its weights the master split */
+        const size_t lens[] = {1, 257, 16384 + 300, N};
+        const size_t nbmax = (N + ZC_Q8_BLOCK - 1) / ZC_Q8_BLOCK;
+        uint8_t *mq1 = malloc(N), *vq1 = malloc(N), *mq2 = malloc(N), *vq2 = malloc(N);
+        float *ms1 = malloc(nbmax * 4), *vs1 = malloc(nbmax * 4), *ms2 = malloc(nbmax * 4),
+              *vs2 = malloc(nbmax * 4), *joined = malloc(N * 4);
+        uint16_t *g16 = malloc(N * 2), *w16 = malloc(N * 2), *rem = malloc(N * 2),
+                 *want = malloc(N * 2), *out = malloc(N * 2);
+        zc_dtype_narrow(ZC_BF16, g, g16, N);
+        for (int bf = 0; bf < 2; bf++)
+            for (int t = 1; t <= 2; t++)
+                for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+                    omp_set_num_threads(t);
+                    size_t n = lens[li], nb = (n + ZC_Q8_BLOCK - 1) / ZC_Q8_BLOCK;
+                    memcpy(p1, p0, n * 4);
+                    p1[0] = 0x1.01p-4f; /* a tie: weight 0x3d81 (away), not 0x3d80 (even) */
+                    zc_master_split(p1, n, w16, rem);
+                    memset(mq1, zc_q8_zero_code(true), n), memset(mq2, zc_q8_zero_code(true), n);
+                    memset(vq1, 0, n), memset(vq2, 0, n);
+                    memset(ms1, 0, nb * 4), memset(vs1, 0, nb * 4);
+                    memset(ms2, 0, nb * 4), memset(vs2, 0, nb * 4);
+                    bool same = w16[0] == 0x3d81;
+                    for (int step = 1; step <= 3; step++) {
+                        zc_adam_hparams h = variants[step == 2];
+                        h.step = step;
+                        const void *gg = bf ? (const void *)g16 : (const void *)g;
+                        const zc_dtype gt = bf ? ZC_BF16 : ZC_FP32;
+                        int64_t b1 = zc_adam8_update(p1, gg, gt, mq1, ms1, vq1, vs1, n, 0.5f, &h,
+                                                     ZC_BF16, out);
+                        int64_t b2 = zc_adam8_update_split(rem, w16, gg, gt, mq2, ms2, vq2, vs2,
+                                                           n, 0.5f, &h);
+                        zc_master_join(w16, rem, n, joined);
+                        zc_master_split(p1, n, want, NULL);
+                        same = same && b1 == b2 && !memcmp(joined, p1, n * 4) &&
+                               !memcmp(w16, want, n * 2) && !memcmp(mq1, mq2, n) &&
+                               !memcmp(vq1, vq2, n) && !memcmp(ms1, ms2, nb * 4) &&
+                               !memcmp(vs1, vs2, nb * 4);
+                    }
+                    CHECK(same, "adam8 split master, %s gradients, threads %d, n %zu",
+                          bf ? "bf16" : "fp32", t, n);
+                }
+        free(mq1), free(vq1), free(mq2), free(vq2), free(ms1), free(vs1), free(ms2), free(vs2);
+        free(joined), free(g16), free(w16), free(rem), free(want), free(out);
+    }
     /* Squared norm of 16-bit gradients: the chunks' sums added in order, to the bit, whatever
      * the thread count; lengths around a chunk and past one batch of 512 chunks. */
     {

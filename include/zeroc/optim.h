@@ -69,6 +69,20 @@ ZC_API int64_t zc_adam8_update(float *p, const void *g, zc_dtype gt, uint8_t *mq
                                const zc_adam_hparams *h, zc_dtype ot, void *out);
 ZC_API void zc_adam8_update_ref(float *p, const float *g, uint8_t *mq, float *ms, uint8_t *vq,
                                 float *vs, size_t n, float gscale, const zc_adam_hparams *h);
+/* AdamW8bit with a compact master (optimizer.params.compact_master): the fp32 master is not
+ * stored, it is the bf16 weights p16 and 16-bit remainders rem (zc_master_join). Each block's
+ * master is joined, takes zc_adam8_update's step (the same bits as on an fp32 master), and is
+ * split back (zc_master_split). The count returned is of non-finite weights in p16. */
+ZC_API int64_t zc_adam8_update_split(uint16_t *rem, uint16_t *p16, const void *g, zc_dtype gt,
+                                     uint8_t *mq, float *ms, uint8_t *vq, float *vs, size_t n,
+                                     float gscale, const zc_adam_hparams *h);
+/* The compact master: fp32 values w as their bf16 weights rounded half away from zero (p16) and
+ * their low 16 bits (rem), either output NULL to skip it. Half away, not nearest even: then every
+ * bf16 weight stands for exactly 65,536 fp32 values, which its remainder tells apart, so joining
+ * gives w back bit for bit (nearest even maps 65,537 values to an even weight). The weights
+ * differ from nearest-even rounding only at exact ties. */
+ZC_API void zc_master_split(const float *w, size_t n, uint16_t *p16, uint16_t *rem);
+ZC_API void zc_master_join(const uint16_t *p16, const uint16_t *rem, size_t n, float *w);
 /* The 256 map values in ascending order (code c means map[c] · scale). Signed (m): bitsandbytes'
  * dynamic tree map — ±10^(i−6) times the midpoints of 2^i + 1 points spaced evenly over
  * [0.1, 1], i = 0..6, with 0 and 1 — except that its smallest negative value (−5.5e−7) is −1,

@@ -401,6 +401,55 @@ int64_t zc_adam8_update(float *restrict p, const void *restrict g, zc_dtype gt,
     return bad;
 }
 
+void zc_master_split(const float *w, size_t n, uint16_t *p16, uint16_t *rem)
+{
+    if (p16) {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++)
+            p16[i] = bf16_half_away(w[i]);
+    }
+    if (rem) {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++)
+            rem[i] = (uint16_t)bits(w[i]);
+    }
+}
+
+void zc_master_join(const uint16_t *p16, const uint16_t *rem, size_t n, float *w)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        w[i] = master_join_one(p16[i], rem[i]);
+}
+
+int64_t zc_adam8_update_split(uint16_t *restrict rem, uint16_t *restrict p16,
+                              const void *restrict g, zc_dtype gt, uint8_t *restrict mq,
+                              float *restrict ms, uint8_t *restrict vq, float *restrict vs,
+                              size_t n, float gscale, const zc_adam_hparams *h)
+{
+    q8_init();
+    const adam_consts k = adam_prepare(h);
+    long nblocks = (long)((n + BLOCK - 1) / BLOCK);
+    int64_t bad = 0;
+    int64_t (*const qblock)(float *, const float *, uint8_t *, float *, uint8_t *, float *, size_t,
+                            float, const adam_consts *) = ZC_SIMD_SELECT(adam8_block);
+#pragma omp parallel for schedule(static) reduction(+ : bad) if (nblocks > 1)
+    for (long b = 0; b < nblocks; b++) {
+        size_t lo = (size_t)b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+        float buf[BLOCK], w[BLOCK];
+        const float *gb = grad_block(g, gt, lo, hi, buf) - lo;
+        zc_master_join(p16 + lo, rem + lo, hi - lo, w);
+        for (size_t q = lo; q < hi; q += ZC_Q8_BLOCK) {
+            size_t len = hi - q < ZC_Q8_BLOCK ? hi - q : ZC_Q8_BLOCK;
+            qblock(w + (q - lo), gb + q, mq + q, ms + q / ZC_Q8_BLOCK, vq + q,
+                   vs + q / ZC_Q8_BLOCK, len, gscale, &k);
+        }
+        zc_master_split(w, hi - lo, p16 + lo, rem + lo);
+        bad += nonfinite_16(ZC_BF16, p16, lo, hi);
+    }
+    return bad;
+}
+
 void zc_adam8_update_ref(float *p, const float *g, uint8_t *mq, float *ms, uint8_t *vq, float *vs,
                          size_t n, float gscale, const zc_adam_hparams *h)
 {
