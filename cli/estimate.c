@@ -598,6 +598,7 @@ static zc_estimate_in estimate_input(const estimate_flags *f, const zc_config *c
                             .nranks = f->ranks,
                             .moment_floats = optimizer_moments(cfg),
                             .moments_8bit = cfg->optim == ZC_OPTIM_ADAMW8BIT,
+                            .compact_master = cfg->compact_master,
                             .param_bytes = zc_dtype_size(cfg->dtype),
                             .grad_bytes = zc_dtype_size(zc_config_grad_dtype(cfg)),
                             .comm_elem_bytes = zc_dtype_size(zc_config_comm_dtype(cfg)),

@@ -237,6 +237,97 @@ def test_adamw8bit():
               f"{tag}: offload peak {r0['offload_peak']} > bound {e['offload_buffers_bound']}")
 
 
+def test_compact_master():
+    """AdamW8bit with optimizer.params.compact_master (the fp32 master kept as the bf16 weights
+    plus 16-bit remainders), MLP wide enough that masters fall on exact bf16 ties: stages 0–3 in
+    RAM and every offload case (stage 3 also unfolded) end on the same weights and losses bit for
+    bit; each rank holds 2 bytes per optimizer element less than with an fp32 master, in RAM or on
+    disk, as the estimate says; unfolded with both offloads, the update reads as many bytes (the
+    remainders and the old weights instead of the master) and writes the difference of a 4-byte
+    and a 2-byte region less per sub-group; a checkpoint saved in RAM resumes with both offloads to
+    the uninterrupted run's bits. Against the fp32 master it differs (ties round away from zero,
+    not to even), by far less than a step moves the loss."""
+    h, layers = 256, 3
+    units = mlp_units(h, layers)
+    opt8 = {"type": "AdamW8bit", "params": {"lr": 1e-3}}
+    compact = {"type": "AdamW8bit", "params": {"lr": 1e-3, "compact_master": True}}
+    args = ["--hidden", h, "--layers", layers, "--micro-batch", 4, "--dtype", "bf16"]
+    for n in H_.trim((1, 2), (2,)):
+        ram = {}
+        for stage in (0, 1, 2, 3):
+            tag = f"cm-ram-{n}-{stage}"
+            ram[stage], _ = train(n, tag, *args, "--steps", 3, "--stage", stage,
+                                  "--config", config(tag, optimizer=compact))
+            check((ram[stage]["weights_sha256"], ram[stage]["loss"]) ==
+                  (ram[0]["weights_sha256"], ram[0]["loss"]), f"{tag}: differs from stage 0")
+        tag = f"cm-fp32-master-{n}"
+        fp32, _ = train(n, tag, *args, "--steps", 3, "--stage", 3,
+                        "--config", config(tag, optimizer=opt8))
+        # a tie moves a weight by one bf16 ulp; the losses agree to 1e-5 relative (measured
+        # 6e-9 at step 1). The first ones differ: initial values on ties round away from zero
+        # into the weights the forward reads
+        check(fp32["loss"][0] != ram[3]["loss"][0] and
+              all(abs(a - b) <= 1e-5 * abs(b) for a, b in zip(ram[3]["loss"], fp32["loss"])),
+              f"{tag}: losses {ram[3]['loss']} against the fp32 master's {fp32['loss']}")
+        saved = sum(2 * shard(u, n) for u in units)
+        got = fp32["memory"]["ranks"][0]["optimizer"] - ram[3]["memory"]["ranks"][0]["optimizer"]
+        check(got == saved, f"{tag}: {got} optimizer bytes fewer in RAM, want {saved}")
+        for stage, opt, par, fold in ((1, 1, 0, None), (2, 1, 0, None), (3, 1, 0, None),
+                                      (3, 0, 1, None), (3, 1, 1, None), (3, 1, 1, False)):
+            tag = f"cm-{n}-s{stage}-o{opt}p{par}-f{fold}"
+            cfg = config(tag, opt=opt, par=par, fold=fold, optimizer=compact)
+            rep, _ = train(n, tag, *args, "--steps", 3, "--stage", stage, "--config", cfg)
+            check((rep["weights_sha256"], rep["loss"]) ==
+                  (ram[stage]["weights_sha256"], ram[stage]["loss"]),
+                  f"{tag}: differs from the run in RAM")
+            want = 0
+            for u in units:
+                S = shard(u, n)
+                # stage 3's gradient shard, the remainders, the two moments' records
+                want += ((region(S * 2) if stage == 3 else 0) + region(S * 2) +
+                         2 * sum(q8_record(x) for x in pieces(S, 2048)) if opt else 0) + \
+                    (region(S * 2) if par else 0)
+            r0 = rep["memory"]["ranks"][0]
+            check(r0["nvme"] == want, f"{tag}: nvme {r0['nvme']} != {want}")
+            if stage == 3 and opt and par and fold is None:
+                est = {r["stage"]: r for r in H_.estimate(
+                    "--model", "mlp", *args, "--ranks", n, "--config", cfg)["rows"]}[3]
+                got = (r0["params"], r0["grads"], r0["optimizer"], r0["nvme"])
+                want = (est["params"], est["grads"], est["optimizer"], est["nvme"])
+                check(got == want, f"{tag}: measured {got} != estimate {want}")
+    # the update's bytes, unfolded, both offloads, 2 ranks: compact against the fp32 master
+    reps = {}
+    for name, o in (("fp32", opt8), ("compact", compact)):
+        tag = f"cm-bytes-{name}"
+        reps[name], _ = train(2, tag, *args, "--steps", 3, "--stage", 3, "--config",
+                              config(tag, opt=True, par=True, fold=False, optimizer=o))
+    a, b = reps["fp32"]["offload"], reps["compact"]["offload"]
+    xs = [x for u in units for x in pieces(shard(u, 2), 2048)]
+    fewer = {"update_read_bytes": sum(region(4 * x) - 2 * region(2 * x) for x in xs),
+             "update_written_bytes": sum(region(4 * x) - region(2 * x) for x in xs)}
+    for key, want in fewer.items():
+        got = [x - y for x, y in zip(a[key], b[key])]
+        check(got and all(d == want for d in got), f"{key}: fp32 master - compact = {got}, "
+              f"want {want} a step")
+    # a checkpoint saved in RAM resumes with both offloads
+    full, _ = train(2, "cm-ck-full", *args, "--steps", 4, "--stage", 3,
+                    "--config", config("cm-ck-full", optimizer=compact))
+    d = H_.path("cm-ck")
+    train(2, "cm-ck-half", *args, "--steps", 2, "--stage", 3, "--save-dir", d,
+          "--config", config("cm-ck-half", optimizer=compact))
+    res, _ = train(2, "cm-ck-res", *args, "--steps", 4, "--stage", 3, "--resume", d,
+                   "--config", config("cm-ck-res", opt=True, par=True, optimizer=compact))
+    check((res["weights_sha256"], res["loss"]) == (full["weights_sha256"], full["loss"][2:]),
+          "compact master: resumed with both offloads differs from the uninterrupted run")
+    # refused without AdamW8bit in bf16, naming the key
+    for extra, opt in ((["--dtype", "fp32"], compact),
+                       ([], {"type": "AdamW", "params": {"compact_master": True}})):
+        _, p = train(1, "cm-bad", "--hidden", 16, "--layers", 1, *args[4:6], *extra,
+                     "--config", config("cm-bad", optimizer=opt), ok=False)
+        check(p.returncode != 0 and "optimizer.params.compact_master" in p.stderr,
+              f"compact_master {extra} {opt['type']}: rc {p.returncode}, {p.stderr[-300:]}")
+
+
 def test_fp16_overflow_with_offload():
     """fp16 with a loss scale that overflows at first (2^40): the skipped steps and the scale's
     descent are the same with both offloads as in RAM, and so are the final weights."""
@@ -926,7 +1017,8 @@ def test_fold_update():
 if __name__ == "__main__":
     os.makedirs(NVME, exist_ok=True)
     try:
-        H_.main([test_mlp_bitwise, test_adamw8bit, test_fp16_overflow_with_offload, test_partial_offload,
+        H_.main([test_mlp_bitwise, test_adamw8bit, test_compact_master,
+                 test_fp16_overflow_with_offload, test_partial_offload,
                  test_gpt2_bitwise, test_resume_with_offload,
                  test_ram_flat_in_model_size, test_estimate_matches, test_buffer_count_bounded,
                  test_io_buffers_reused,

@@ -473,8 +473,8 @@ int main(void)
                         const zc_dtype gt = bf ? ZC_BF16 : ZC_FP32;
                         int64_t b1 = zc_adam8_update(p1, gg, gt, mq1, ms1, vq1, vs1, n, 0.5f, &h,
                                                      ZC_BF16, out);
-                        int64_t b2 = zc_adam8_update_split(rem, w16, gg, gt, mq2, ms2, vq2, vs2,
-                                                           n, 0.5f, &h);
+                        int64_t b2 = zc_adam8_update_split(rem, w16, gg, gt, mq2, ms2, vq2, vs2, n,
+                                                           0.5f, &h);
                         zc_master_join(w16, rem, n, joined);
                         zc_master_split(p1, n, want, NULL);
                         same = same && b1 == b2 && !memcmp(joined, p1, n * 4) &&

@@ -69,6 +69,8 @@ typedef struct {
                                   shard (zc_estimate_moment_bytes) instead of 4 bytes */
     int param_bytes;           /* bytes of a stored parameter: 4 fp32, 2 bf16/fp16 (adds an fp32
                                   master copy to the optimizer state); 0 means 4 */
+    bool compact_master;       /* optimizer.params.compact_master: the master copy is the bf16
+                                  parameters plus 2 bytes of remainder per element, not 4 */
     int grad_bytes;            /* bytes of a stored gradient (grad_accum_dtype); 0 means 4 */
     bool grads_bf16;           /* the stored gradients are bf16 and unscaled (no fp16 loss scale):
                                   a model can write them in 16 bits itself (zc_engine_grad16) */

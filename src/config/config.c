@@ -190,6 +190,7 @@ static const key_spec KEYS[] = {
     {.path = "optimizer.params.amsgrad", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
      .why = "zeroc implements Adam without the AMSGrad variant"},
     {.path = "optimizer.params.bias_correction", .kind = K_BOOL, FIELD(bias_correction, bool)},
+    {.path = "optimizer.params.compact_master", .kind = K_BOOL, FIELD(compact_master, bool)},
     {.path = "optimizer.params.nesterov", .kind = K_FIXED, .fixed = false, .flags = R_LATER,
      .why = "zeroc's SGD uses plain momentum"},
     {.path = "optimizer.params.dampening", .kind = K_EQUAL, .only = 0,
@@ -2376,6 +2377,14 @@ static void check_rules(const ctx *c, const zc_config *cfg, int world_size)
                         "weight decay is always decoupled; use type Adam for L2 weight decay",
                         zc_optim_name(cfg->optim)));
     collect(c, sgd_without_adam_params(c, cfg));
+    /* the remainders complete bf16 weights to the fp32 master: no other stored type has the
+     * master's top half */
+    if (cfg->compact_master && (cfg->optim != ZC_OPTIM_ADAMW8BIT || cfg->dtype != ZC_BF16))
+        collect(c, fail(c, ZC_EINVAL,
+                        "optimizer.params.compact_master is true, which keeps the fp32 master "
+                        "as the bf16 weights plus 16-bit remainders: it needs optimizer.type "
+                        "AdamW8bit and bf16.enabled true, got type %s with %s parameters",
+                        zc_optim_name(cfg->optim), zc_dtype_name(cfg->dtype)));
     if (cfg->lora_bias[0] && strcmp(cfg->lora_bias, "none"))
         collect(c, fail(c, ZC_EINVAL,
                         "lora.bias is \"%.40s\"; zeroc trains no bias with LoRA (expected "
@@ -2726,6 +2735,8 @@ char *zc_config_to_json(const zc_config *cfg)
     ok = ok && add_double(params, "momentum", cfg->momentum);
     ok = ok && cJSON_AddBoolToObject(params, "adam_w_mode", cfg->adam_w_mode) != NULL;
     ok = ok && cJSON_AddBoolToObject(params, "bias_correction", cfg->bias_correction) != NULL;
+    ok = ok &&
+         (!cfg->compact_master || cJSON_AddBoolToObject(params, "compact_master", true) != NULL);
     ok = ok && (cfg->sched == ZC_SCHED_NONE || add_scheduler(root, cfg));
 
     ok = ok && (zero = cJSON_AddObjectToObject(root, "zero_optimization")) != NULL;

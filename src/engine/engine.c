@@ -111,6 +111,8 @@ typedef struct {
     float *grad_vec;
     void *grad_shard; /* gdt. stages 2–3: this rank's reduced gradient shard */
     float *master;    /* mixed: fp32 master copy of the optimizer range */
+    uint16_t *rem;    /* compact master instead: the range's 16-bit remainders, which with the
+                       * bf16 weights are the master (zc_master_join) */
     float *m, *v;     /* optimizer moments (v unused by SGD) */
     /* AdamW8bit's moments instead of m, v: codes (opt_n bytes each) and one scale per block of
      * ZC_Q8_BLOCK elements of each shard in the range (q8_scales) */
@@ -211,6 +213,7 @@ struct zc_engine {
     zc_dtype pdt, gdt, cdt; /* stored params, stored grads, reduce-scatter elements */
     size_t ps, gs, cs;      /* their sizes in bytes */
     bool mixed;             /* 16-bit params with an fp32 master copy */
+    bool compact;           /* mixed, the master kept as the bf16 weights + remainders (rem) */
     bool direct_grads;      /* the model accumulates straight into grad_full (fp32, stages 0–1) */
     bool grads16;           /* bf16 gradients without a loss scale (zc_config_grads_bf16): the
                              * model may write them in 16 bits (zc_engine_grad16) */
@@ -680,6 +683,7 @@ zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm,
     e->gs = (size_t)zc_dtype_size(e->gdt);
     e->cs = (size_t)zc_dtype_size(e->cdt);
     e->mixed = e->pdt != ZC_FP32;
+    e->compact = cfg->compact_master && e->pdt == ZC_BF16 && cfg->optim == ZC_OPTIM_ADAMW8BIT;
     e->direct_grads = !e->grads_sharded && e->gdt == ZC_FP32;
     e->grads16 = zc_config_grads_bf16(cfg);
     zc_loss_scaler_init(&e->scaler, cfg);
@@ -1391,7 +1395,10 @@ static zc_status alloc_unit(zc_engine *e, int i, zc_err *err)
         return oom(e, err, "gradients", i, P * e->gs);
     if (e->grads_sharded && !d->grads && !(u->grad_shard = alloc_b(e, ZC_MEM_GRADS, S, e->gs)))
         return oom(e, err, "gradient shard", i, S * e->gs);
-    if (e->mixed && !d->optimizer && !(u->master = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
+    if (e->compact && !d->optimizer && !(u->rem = alloc_b(e, ZC_MEM_OPTIMIZER, u->opt_n, 2)))
+        return oom(e, err, "master remainders", i, u->opt_n * 2);
+    if (e->mixed && !e->compact && !d->optimizer &&
+        !(u->master = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
         return oom(e, err, "fp32 master parameters", i, u->opt_n * sizeof(float));
     if (q8_moments(e) && d->optimizer) { /* records on disk: scales 0, the zero codes */
         uint8_t zero[4096];
@@ -1427,22 +1434,39 @@ static int64_t param_file_off(const zc_engine *e, const unit_t *u, size_t i)
     return u->disk.params_off + (int64_t)((i - (size_t)e->rank * u->info.shard) * e->ps);
 }
 
+/* Rounds n fp32 values into the stored parameter type: to nearest even, or with a compact master
+ * half away from zero, the rounding its remainders complete (zc_master_split). */
+static void narrow_params(const zc_engine *e, const float *src, void *dst, size_t n)
+{
+    if (e->compact)
+        zc_master_split(src, n, dst, NULL);
+    else
+        zc_dtype_narrow(e->pdt, src, dst, n);
+}
+
 enum { INIT_CHUNK = 1 << 20 }; /* elements initialised at a time on their way to disk */
 
-/* Initial values of unit i's elements [lo, lo + n), as type t, into a swap file at off, a chunk
- * at a time through buf (INIT_CHUNK floats and as many t values), so nothing model-sized is held
- * in RAM. */
-static zc_status init_to_disk(zc_engine *e, int i, size_t lo, size_t n, zc_dtype t, zc_swap *sw,
+/* What init_to_disk writes: the fp32 values (a master), the stored parameters, or a compact
+ * master's remainders. */
+typedef enum { INIT_FP32, INIT_PARAMS, INIT_REM } init_as;
+
+/* Initial values of unit i's elements [lo, lo + n), as `as` says, into a swap file at off, a
+ * chunk at a time through buf (INIT_CHUNK floats and as many 16-bit values), so nothing
+ * model-sized is held in RAM. */
+static zc_status init_to_disk(zc_engine *e, int i, size_t lo, size_t n, init_as as, zc_swap *sw,
                               int64_t off, float *buf, zc_err *err)
 {
-    size_t es = (size_t)zc_dtype_size(t);
-    void *out = t == ZC_FP32 ? (void *)buf : (void *)(buf + INIT_CHUNK);
+    const bool fp32 = as == INIT_FP32 || (as == INIT_PARAMS && e->pdt == ZC_FP32);
+    size_t es = fp32 ? 4 : 2;
+    void *out = fp32 ? (void *)buf : (void *)(buf + INIT_CHUNK);
     zc_status st = ZC_OK;
     for (size_t o = 0; !st && o < n; o += INIT_CHUNK) {
         size_t k = n - o < INIT_CHUNK ? n - o : INIT_CHUNK;
         init_values(e, i, lo + o, k, buf);
-        if (t != ZC_FP32)
-            zc_dtype_narrow(t, buf, out, k);
+        if (as == INIT_REM)
+            zc_master_split(buf, k, NULL, out);
+        else if (!fp32)
+            narrow_params(e, buf, out, k);
         st = zc_swap_pwrite(sw, out, k * es, off + (int64_t)(o * es), err);
     }
     return st;
@@ -1464,20 +1488,29 @@ static zc_status init_unit(zc_engine *e, int i, float *buf, zc_err *err)
     size_t lo = sharded ? (size_t)e->rank * S : 0, hi = sharded ? lo + S : P;
     void *stored = sharded ? u->shard_p : u->full;
     if (e->mixed && !u->info.frozen) { /* a frozen unit has no master copy */
-        zc_status st = u->disk.optimizer
-                           ? init_to_disk(e, i, opt_lo(e, u), u->opt_n, ZC_FP32, e->swap_opt,
-                                          u->disk.master_off, buf, err)
-                           : (init_values(e, i, opt_lo(e, u), u->opt_n, u->master), ZC_OK);
+        zc_status st = ZC_OK;
+        if (u->disk.optimizer)
+            st = init_to_disk(e, i, opt_lo(e, u), u->opt_n, e->compact ? INIT_REM : INIT_FP32,
+                              e->swap_opt, u->disk.master_off, buf, err);
+        else if (e->compact)
+            for (size_t o = 0; o < u->opt_n; o += CHUNK) {
+                float chunk[CHUNK];
+                size_t k = u->opt_n - o < CHUNK ? u->opt_n - o : CHUNK;
+                init_values(e, i, opt_lo(e, u) + o, k, chunk);
+                zc_master_split(chunk, k, NULL, u->rem + o);
+            }
+        else
+            init_values(e, i, opt_lo(e, u), u->opt_n, u->master);
         if (st)
             return st;
     }
     if (u->disk.params)
-        return init_to_disk(e, i, lo, S, e->pdt, e->swap_par, u->disk.params_off, buf, err);
+        return init_to_disk(e, i, lo, S, INIT_PARAMS, e->swap_par, u->disk.params_off, buf, err);
     if (!e->mixed) {
         init_values(e, i, lo, hi - lo, stored);
         return ZC_OK;
     }
-    if (!u->info.frozen && !u->disk.optimizer && lo == opt_lo(e, u) &&
+    if (!u->info.frozen && u->master && lo == opt_lo(e, u) &&
         hi - lo == u->opt_n) { /* stages 0 and 3 */
         zc_dtype_narrow(e->pdt, u->master, stored, u->opt_n);
         return ZC_OK;
@@ -1486,7 +1519,7 @@ static zc_status init_unit(zc_engine *e, int i, float *buf, zc_err *err)
     for (size_t o = lo; o < hi; o += CHUNK) {
         size_t k = hi - o < CHUNK ? hi - o : CHUNK;
         init_values(e, i, o, k, chunk);
-        zc_dtype_narrow(e->pdt, chunk, at(stored, o - lo, e->ps), k);
+        narrow_params(e, chunk, at(stored, o - lo, e->ps), k);
     }
     return ZC_OK;
 }
@@ -1545,8 +1578,10 @@ static zc_status build_jobs(zc_engine *e, zc_err *err)
             size_t o = (size_t)j * sg, k = u->opt_n - o < sg ? u->opt_n - o : sg;
             zc_stream_ref *r = e->jobs[u->first_job + j].a;
             r[ZC_STREAM_WEIGHTS] =
-                e->mixed ? stream_ref(u->master, opt, d->master_off, o, k, 4, true, true)
-                         : stream_ref(owned_params(e, u), par, d->params_off, o, k, 4, true, true);
+                e->compact ? stream_ref(u->rem, opt, d->master_off, o, k, 2, true, true)
+                : e->mixed
+                    ? stream_ref(u->master, opt, d->master_off, o, k, 4, true, true)
+                    : stream_ref(owned_params(e, u), par, d->params_off, o, k, 4, true, true);
             r[ZC_STREAM_GRADS] = stream_ref(owned_grads(e, u), d->grads ? e->swap_opt : NULL,
                                             d->grads_off, o, k, e->gs, true, false);
             if (q8_moments(e) && opt) { /* each a sub-group's record: codes, then scales */
@@ -1564,9 +1599,9 @@ static zc_status build_jobs(zc_engine *e, zc_err *err)
                 if (moments >= 2)
                     r[ZC_STREAM_V] = stream_ref(u->v, opt, d->v_off, o, k, 4, true, true);
             }
-            if (e->mixed)
-                r[ZC_STREAM_PARAMS] =
-                    stream_ref(owned_params(e, u), par, d->params_off, o, k, e->ps, false, true);
+            if (e->mixed) /* a compact master's top halves: read as well */
+                r[ZC_STREAM_PARAMS] = stream_ref(owned_params(e, u), par, d->params_off, o, k,
+                                                 e->ps, e->compact, true);
         }
     }
     return ZC_OK;
@@ -1804,6 +1839,7 @@ void zc_engine_destroy(zc_engine *e)
         else
             free_b(e, ZC_MEM_GRADS, &u->grad_shard, S, e->gs);
         free_f(e, ZC_MEM_OPTIMIZER, &u->master, u->opt_n);
+        free_b(e, ZC_MEM_OPTIMIZER, &u->rem, u->opt_n, 2);
         free_f(e, ZC_MEM_OPTIMIZER, &u->m, u->opt_n);
         free_f(e, ZC_MEM_OPTIMIZER, &u->v, u->opt_n);
         free_b(e, ZC_MEM_OPTIMIZER, &u->mq, u->opt_n, 1);
@@ -1946,6 +1982,7 @@ zc_estimate_in zc_engine_estimate_in(const zc_engine *e, int stage, size_t *nume
         .stage = stage,
         .moment_floats = (int)opt_moments(&e->cfg),
         .moments_8bit = q8_moments(e),
+        .compact_master = e->compact,
         .param_bytes = (int)e->ps,
         .grad_bytes = (int)e->gs,
         .grads_bf16 = e->grads16,
@@ -2813,7 +2850,9 @@ static zc_adam_hparams adam8_hparams(const zc_engine *e)
                              .step = e->upd_step};
 }
 
-static int64_t update_span8(const zc_engine *e, const unit_t *u, float *w, const void *g,
+/* w: the fp32 weights (the parameters, or the master), or a compact master's remainders (its
+ * weights are params) */
+static int64_t update_span8(const zc_engine *e, const unit_t *u, void *w, const void *g,
                             void *params, size_t o, size_t n, float gscale)
 {
     zc_adam_hparams h = adam8_hparams(e);
@@ -2823,9 +2862,14 @@ static int64_t update_span8(const zc_engine *e, const unit_t *u, float *w, const
         size_t i = o + a, s = i / S, in = i % S, k = S - in < n - a ? S - in : n - a;
         ZC_ASSERT(in % ZC_Q8_BLOCK == 0);
         size_t sc = s * nb + in / ZC_Q8_BLOCK;
-        bad += zc_adam8_update(w + a, at((void *)g, a, e->gs), e->gdt, u->mq + i, u->ms + sc,
-                               u->vq + i, u->vs + sc, k, gscale, &h, e->pdt,
-                               e->mixed ? at(params, a, e->ps) : NULL);
+        if (e->compact)
+            bad += zc_adam8_update_split((uint16_t *)w + a, (uint16_t *)params + a,
+                                         at((void *)g, a, e->gs), e->gdt, u->mq + i, u->ms + sc,
+                                         u->vq + i, u->vs + sc, k, gscale, &h);
+        else
+            bad += zc_adam8_update((float *)w + a, at((void *)g, a, e->gs), e->gdt, u->mq + i,
+                                   u->ms + sc, u->vq + i, u->vs + sc, k, gscale, &h, e->pdt,
+                                   e->mixed ? at(params, a, e->ps) : NULL);
         a += k;
     }
     return bad;
@@ -2863,8 +2907,9 @@ static zc_status unit_update(zc_engine *e, unit_t *u, void *capture, zc_err *err
     const float gscale = e->upd_gscale;
     ZC_ASSERT(!capture || u->njobs);
     if (!u->njobs && q8_moments(e)) {
-        u->nonfinite = update_span8(e, u, e->mixed ? u->master : owned_params(e, u),
-                                    owned_grads(e, u), owned_params(e, u), 0, u->opt_n, gscale);
+        void *w = e->compact ? (void *)u->rem : e->mixed ? (void *)u->master : owned_params(e, u);
+        u->nonfinite =
+            update_span8(e, u, w, owned_grads(e, u), owned_params(e, u), 0, u->opt_n, gscale);
         return ZC_OK;
     }
     if (!u->njobs) {
@@ -2886,10 +2931,15 @@ static zc_status unit_update(zc_engine *e, unit_t *u, void *capture, zc_err *err
             size_t codes = (k + ZC_Q8_BLOCK - 1) / ZC_Q8_BLOCK * ZC_Q8_BLOCK;
             uint8_t *mr = a[ZC_STREAM_M], *vr = a[ZC_STREAM_V];
             zc_adam_hparams h = adam8_hparams(e);
-            u->nonfinite +=
-                zc_adam8_update(a[ZC_STREAM_WEIGHTS], a[ZC_STREAM_GRADS], e->gdt, mr,
-                                (float *)(mr + codes), vr, (float *)(vr + codes), k, gscale, &h,
-                                e->pdt, e->mixed ? a[ZC_STREAM_PARAMS] : NULL);
+            if (e->compact) /* the weights: the remainders' slot and the parameters' */
+                u->nonfinite += zc_adam8_update_split(
+                    a[ZC_STREAM_WEIGHTS], a[ZC_STREAM_PARAMS], a[ZC_STREAM_GRADS], e->gdt, mr,
+                    (float *)(mr + codes), vr, (float *)(vr + codes), k, gscale, &h);
+            else
+                u->nonfinite +=
+                    zc_adam8_update(a[ZC_STREAM_WEIGHTS], a[ZC_STREAM_GRADS], e->gdt, mr,
+                                    (float *)(mr + codes), vr, (float *)(vr + codes), k, gscale, &h,
+                                    e->pdt, e->mixed ? a[ZC_STREAM_PARAMS] : NULL);
         } else if (q8_moments(e)) {
             /* sub-groups are whole blocks (multiples of 2048 elements); moments in RAM */
             u->nonfinite += update_span8(e, u, a[ZC_STREAM_WEIGHTS], a[ZC_STREAM_GRADS],
@@ -3292,6 +3342,48 @@ static zc_status read_stored(zc_engine *e, const unit_t *u, size_t first, size_t
     return st;
 }
 
+/* Optimizer indices [k, k + n) of unit u's master into dst: its fp32 copy, or a compact master's
+ * stored weights joined with their remainders, CHUNK at a time. */
+static zc_status master_read(zc_engine *e, const unit_t *u, size_t k, size_t n, float *dst,
+                             zc_err *err)
+{
+    if (!e->compact)
+        return array_read(u->master, e->swap_opt, u->disk.master_off, k, n, 4, dst, err);
+    const void *w = owned_params(e, u); /* NULL: on disk */
+    zc_status st = ZC_OK;
+    for (size_t o = 0; !st && o < n; o += CHUNK) {
+        const size_t c = n - o < CHUNK ? n - o : CHUNK;
+        uint16_t h[CHUNK], r[CHUNK];
+        if (w)
+            memcpy(h, at((void *)w, k + o, 2), c * 2);
+        else
+            st = zc_swap_pread(e->swap_par, h, c * 2, param_file_off(e, u, opt_lo(e, u) + k + o),
+                               err);
+        if (!st)
+            st = array_read(u->rem, e->swap_opt, u->disk.master_off, k + o, c, 2, r, err);
+        if (!st)
+            zc_master_join(h, r, c, dst + o);
+    }
+    return st;
+}
+
+/* Writes optimizer indices [k, k + n) of unit u's master from src: a compact master's
+ * remainders (its weights are the stored parameters, which store_params rounds to match). */
+static zc_status master_write(zc_engine *e, unit_t *u, size_t k, size_t n, const float *src,
+                              zc_err *err)
+{
+    if (!e->compact)
+        return array_write(u->master, e->swap_opt, u->disk.master_off, k, n, 4, src, err);
+    zc_status st = ZC_OK;
+    for (size_t o = 0; !st && o < n; o += CHUNK) {
+        const size_t c = n - o < CHUNK ? n - o : CHUNK;
+        uint16_t r[CHUNK];
+        zc_master_split(src + o, c, NULL, r);
+        st = array_write(u->rem, e->swap_opt, u->disk.master_off, k + o, c, 2, r, err);
+    }
+    return st;
+}
+
 /* Writes logical elements [first, first + n) of the unit's stored parameters, rounded to pdt. */
 static zc_status store_params(zc_engine *e, unit_t *u, size_t first, size_t n, const float *src,
                               zc_err *err)
@@ -3299,7 +3391,7 @@ static zc_status store_params(zc_engine *e, unit_t *u, size_t first, size_t n, c
     const bool sharded = sharded_params(e, u);
     if (!sharded || !u->disk.params) {
         size_t k = sharded ? first - (size_t)e->rank * u->info.shard : first;
-        zc_dtype_narrow(e->pdt, src, at(sharded ? u->shard_p : u->full, k, e->ps), n);
+        narrow_params(e, src, at(sharded ? u->shard_p : u->full, k, e->ps), n);
         return ZC_OK;
     }
     if (e->pdt == ZC_FP32)
@@ -3308,7 +3400,7 @@ static zc_status store_params(zc_engine *e, unit_t *u, size_t first, size_t n, c
     zc_status st = ZC_OK;
     for (size_t o = 0; !st && o < n; o += CHUNK) {
         size_t k = n - o < CHUNK ? n - o : CHUNK;
-        zc_dtype_narrow(e->pdt, src + o, h, k);
+        narrow_params(e, src + o, h, k);
         st = zc_swap_pwrite(e->swap_par, h, k * e->ps, param_file_off(e, u, first + o), err);
     }
     return st;
@@ -3329,8 +3421,7 @@ static zc_status set_params(zc_engine *e, unit_t *u, size_t first, size_t n, con
     size_t a = first > lo ? first : lo, b = first + n < hi ? first + n : hi;
     if (a >= b)
         return ZC_OK;
-    return array_write(u->master, e->swap_opt, u->disk.master_off, a - lo, b - a, 4,
-                       src + (a - first), err);
+    return master_write(e, u, a - lo, b - a, src + (a - first), err);
 }
 
 /* AdamW8bit's m (is_signed) or v at optimizer indices [k, k + n), dequantized into dst, a few
@@ -3460,7 +3551,7 @@ zc_status zc_engine_export_owned(zc_engine *e, int unit, zc_state_kind kind, siz
         if (u->info.frozen)
             return read_stored(e, u, i, n, dst, err);
         if (e->mixed)
-            return array_read(u->master, e->swap_opt, d->master_off, k, n, 4, dst, err);
+            return master_read(e, u, k, n, dst, err);
         if (!sharded_params(e, u))
             return array_read(u->full, NULL, 0, i, n, 4, dst, err);
         return array_read(u->shard_p, e->swap_par, d->params_off,
@@ -3687,14 +3778,16 @@ zc_status zc_engine_gather_unit(zc_engine *e, int i, float *dst, zc_err *err)
     }
     /* a gathered unit's values are the shards' own, unless qwZ quantized them on the way */
     if (e->mixed ? !e->opt_sharded : !sharded_params(e, u) || (u->full && !u->gather && !e->qwz)) {
-        memcpy(dst, e->mixed ? u->master : u->full, u->info.padded * sizeof(float));
+        if (e->mixed) /* stage 0: the whole unit is the optimizer range */
+            return master_read(e, u, 0, u->info.padded, dst, err);
+        memcpy(dst, u->full, u->info.padded * sizeof(float));
         return ZC_OK;
     }
     st = lockstep_check(e, OP_EXPORT, i, err);
     if (st)
         return st;
     float *mine = dst + (size_t)e->rank * S;
-    st = e->mixed ? array_read(u->master, e->swap_opt, u->disk.master_off, 0, S, 4, mine, err)
+    st = e->mixed ? master_read(e, u, 0, S, mine, err)
                   : array_read(u->shard_p, e->swap_par, u->disk.params_off, 0, S, 4, mine, err);
     /* a rank whose disk failed still joins the gather, so no rank waits for it in vain */
     zc_status st2 = zc_comm_all_gather(e->comm, ZC_FP32, dst, S, label(e, i), err);

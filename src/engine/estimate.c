@@ -120,10 +120,18 @@ static int64_t sub_group_request(const zc_estimate_in *in, bool *ovf)
     return round_up(sg, SUB_GROUP_ALIGN, ovf);
 }
 
+/* Bytes per element of a mixed-precision master copy: fp32, or a compact master's remainder (its
+ * top half is the stored bf16 parameter). */
+static int64_t master_bytes(const zc_estimate_in *in)
+{
+    return in->compact_master ? 2 : 4;
+}
+
 static zc_offload_plan offload_plan(const zc_estimate_in *in, zc_unit_offload *units, bool *ovf)
 {
     const int64_t P = or4(in->param_bytes), G = or4(in->grad_bytes);
     const bool mixed = P != 4;
+    const int64_t M = master_bytes(in); /* per element of the master copy */
     const int moments = in->moment_floats;
     const bool opt = in->offload_optimizer && in->stage >= 1;
     const bool par = in->offload_params && in->stage == 3;
@@ -158,7 +166,7 @@ static zc_offload_plan offload_plan(const zc_estimate_in *in, zc_unit_offload *u
         }
         if (x.optimizer && mixed) {
             x.master_off = plan.optimizer_file;
-            plan.optimizer_file = add(plan.optimizer_file, region(mul(S, 4, ovf), ovf), ovf);
+            plan.optimizer_file = add(plan.optimizer_file, region(mul(S, M, ovf), ovf), ovf);
         }
         /* a moment's region: S fp32 values, or AdamW8bit's records */
         const int64_t mb = in->moments_8bit ? q8_records(S, sg, ovf) : region(mul(S, 4, ovf), ovf);
@@ -190,7 +198,7 @@ static zc_offload_plan offload_plan(const zc_estimate_in *in, zc_unit_offload *u
             units[u] = x;
     }
     free(kept);
-    const int64_t es[ZC_NSTREAMS] = {4, G, 4, 4, P};
+    const int64_t es[ZC_NSTREAMS] = {mixed ? M : 4, G, 4, 4, P};
     plan.sub_group = sg < max_streamed ? sg : max_streamed; /* the same pieces as sg's */
     int64_t slot = 0;
     const bool q8 = in->moments_8bit;
@@ -259,7 +267,7 @@ static zc_state_bytes states(const zc_estimate_in *in, bool *ovf)
         if (!x.grads)
             b.grads = add(b.grads, mul(G, in->stage >= 2 ? S : full, ovf), ovf);
         if (!x.optimizer) { /* per shard: the fp32 master (mixed precision) and the moments */
-            int64_t K = add(P == 4 ? 0 : mul(S, 4, ovf),
+            int64_t K = add(P == 4 ? 0 : mul(S, master_bytes(in), ovf),
                             mul(in->moment_floats, moment_bytes(in, S, ovf), ovf), ovf);
             b.optimizer = add(b.optimizer, mul(K, in->stage >= 1 ? 1 : in->nranks, ovf), ovf);
         }

@@ -441,8 +441,8 @@ int64_t zc_adam8_update_split(uint16_t *restrict rem, uint16_t *restrict p16,
         zc_master_join(p16 + lo, rem + lo, hi - lo, w);
         for (size_t q = lo; q < hi; q += ZC_Q8_BLOCK) {
             size_t len = hi - q < ZC_Q8_BLOCK ? hi - q : ZC_Q8_BLOCK;
-            qblock(w + (q - lo), gb + q, mq + q, ms + q / ZC_Q8_BLOCK, vq + q,
-                   vs + q / ZC_Q8_BLOCK, len, gscale, &k);
+            qblock(w + (q - lo), gb + q, mq + q, ms + q / ZC_Q8_BLOCK, vq + q, vs + q / ZC_Q8_BLOCK,
+                   len, gscale, &k);
         }
         zc_master_split(w, hi - lo, p16 + lo, rem + lo);
         bad += nonfinite_16(ZC_BF16, p16, lo, hi);
