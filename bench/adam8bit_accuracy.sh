@@ -8,7 +8,10 @@
 # shuffled data), one rank. "final" is the loss on the held-out split (licenses_val.bin, its first
 # 400 windows of 65 bytes) after the last step — one training batch's loss is too noisy to compare
 # at 1%; the mean training loss of the last 20 steps is printed too. Per seed, then mean ± sample
-# standard deviation per optimizer, and the relative difference of the means. Usage: bench/adam8bit_accuracy.sh [BUILD_DIR] [STEPS]
+# standard deviation per optimizer, and the relative difference of the means. DTYPE=bf16 trains
+# every run in bf16 (default fp32); COMPACT=1 (bf16 only) adds a third optimizer, AdamW8bit with
+# optimizer.params.compact_master (its fp32 master as the bf16 weights plus 16-bit remainders).
+# Usage: bench/adam8bit_accuracy.sh [BUILD_DIR] [STEPS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -17,26 +20,36 @@ out="$build/adam8bench"
 mkdir -p "$out"
 [[ -f $out/licenses_train.bin ]] ||
   "$build/zeroc" prepare --text /usr/share/common-licenses/* --out "$out/licenses" >/dev/null
+dtype=${DTYPE:-fp32}
+[[ $dtype == fp32 || $dtype == bf16 ]] || { echo "adam8bit_accuracy.sh: DTYPE must be fp32 or bf16, got '$dtype'" >&2; exit 2; }
+opts=(AdamW AdamW8bit)
+if [[ ${COMPACT:-0} == 1 ]]; then
+  [[ $dtype == bf16 ]] || { echo "adam8bit_accuracy.sh: COMPACT=1 needs DTYPE=bf16" >&2; exit 2; }
+  opts+=(AdamW8bit-compact)
+  echo '{"optimizer": {"params": {"compact_master": true}}}' > "$out/compact.json"
+fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 common=(--data "$out/licenses_train.bin" --val-data "$out/licenses_val.bin" --val-windows 400 --shuffle --steps "$steps" --seq-len 64 --micro-batch 8
-  --lr 3e-3 --warmup 30 --lr-schedule cosine --clip 1.0 --weight-decay 0.01)
+  --lr 3e-3 --warmup 30 --lr-schedule cosine --clip 1.0 --weight-decay 0.01 --dtype "$dtype")
 gpt2=(--model gpt2 --layers 2 --channels 64 --heads 4)
 llama=(--init "$root/tests/fixtures/llama_tiny")
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 for model in gpt2 llama; do
-  for opt in AdamW AdamW8bit; do
+  for opt in "${opts[@]}"; do
     for seed in 1 2 3; do
       m="${model}[@]"
+      flags=(--optimizer "${opt%-compact}")
+      [[ $opt == *-compact ]] && flags+=(--config "$out/compact.json")
       mpirun --oversubscribe --bind-to none -np 1 -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS \
-        "$build/zeroc" train "${!m}" "${common[@]}" --optimizer "$opt" --seed "$seed" \
+        "$build/zeroc" train "${!m}" "${common[@]}" "${flags[@]}" --seed "$seed" \
         --report "$out/$model-$opt-$seed.json" >/dev/null
     done
   done
 done
-python3 - "$out" <<'PY'
+python3 - "$out" "${opts[@]}" <<'PY'
 import json, statistics, sys
-out = sys.argv[1]
+out, opts = sys.argv[1], sys.argv[2:]
 def report(model, opt, seed):
     return json.load(open(f"{out}/{model}-{opt}-{seed}.json"))
 def val(r):
@@ -46,13 +59,14 @@ def train(r):
 for model in ("gpt2", "llama"):
     for what, f in (("validation loss", val), ("train loss (last 20)", train)):
         means = {}
-        for opt in ("AdamW", "AdamW8bit"):
+        for opt in opts:
             x = [f(report(model, opt, s)) for s in (1, 2, 3)]
             means[opt] = statistics.mean(x)
             print(f"{model:6s} {what:21s} {opt:10s} seeds 1-3: {' '.join(f'{v:.4f}' for v in x)}"
                   f"  mean {means[opt]:.4f} ± {statistics.stdev(x):.4f} (sample sd)"
                   f"  spread {max(x) - min(x):.4f}")
-        rel = (means["AdamW8bit"] - means["AdamW"]) / means["AdamW"]
-        print(f"{model:6s} {what:21s} AdamW8bit vs AdamW: {100 * rel:+.2f}% of AdamW's mean "
-              f"({'within' if abs(rel) <= 0.01 else 'NOT within'} 1%)")
+        for opt in opts[1:]:
+            rel = (means[opt] - means["AdamW"]) / means["AdamW"]
+            print(f"{model:6s} {what:21s} {opt} vs AdamW: {100 * rel:+.2f}% of AdamW's mean "
+                  f"({'within' if abs(rel) <= 0.01 else 'NOT within'} 1%)")
 PY

@@ -22,7 +22,9 @@
 # optimizer slots), keeping the reads and gathers ahead; EXTRA adds train flags (e.g.
 # EXTRA=--activation-checkpointing). RANKS=1 runs the other process shape: 1 process with 2
 # threads instead of 2 ranks with 1 thread each. OPT_SLOTS=N sets offload_optimizer.buffer_count
-# (the update's slots: how many sub-groups are read ahead), over SMALL's.
+# (the update's slots: how many sub-groups are read ahead), over SMALL's. COMPACT=1 (with
+# OPTIM=AdamW8bit) keeps the fp32 master as the bf16 weights plus 16-bit remainders
+# (optimizer.params.compact_master).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 zeroc=${ZEROC:-$root/build/zeroc}
@@ -42,6 +44,13 @@ case $fold in
 esac
 optim=${OPTIM:-AdamW}
 [[ $optim == AdamW || $optim == AdamW8bit ]] || { echo "beyond_ram.sh: OPTIM must be AdamW or AdamW8bit, got '$optim'" >&2; exit 2; }
+compact=${COMPACT:-0}
+case $compact in
+  0) optimizer_key='' ;;
+  1) [[ $optim == AdamW8bit ]] || { echo "beyond_ram.sh: COMPACT=1 needs OPTIM=AdamW8bit" >&2; exit 2; }
+     optimizer_key='"optimizer": {"params": {"compact_master": true}},' ;;
+  *) echo "beyond_ram.sh: COMPACT must be 0 or 1, got '$compact'" >&2; exit 2 ;;
+esac
 torch=${TORCH:-1}
 ranks=${RANKS:-2}
 [[ $ranks == 1 || $ranks == 2 ]] || { echo "beyond_ram.sh: RANKS must be 1 or 2, got '$ranks'" >&2; exit 2; }
@@ -100,7 +109,7 @@ print(f"per rank: {row['nvme'] / 1e9:.2f} GB on disk, RAM bound {row['total_per_
       f"free {st.f_bavail * st.f_frsize / 1e9:.1f} GB")
 PY
 cat > "$dir/ds.json" <<EOF
-{"zero_optimization": {"stage": 3, $knobs
+{$optimizer_key "zero_optimization": {"stage": 3, $knobs
    "offload_optimizer": {"device": "nvme", "nvme_path": "$dir", "ratio": $ratio$fold_key$opt_slots},
    "offload_param": {"device": "nvme", "nvme_path": "$dir", "max_in_cpu": $max_in_cpu$par_slots}},
  "bf16": {"enabled": true}, "steps_per_print": 1}
