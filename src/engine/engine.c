@@ -1434,11 +1434,14 @@ static int64_t param_file_off(const zc_engine *e, const unit_t *u, size_t i)
     return u->disk.params_off + (int64_t)((i - (size_t)e->rank * u->info.shard) * e->ps);
 }
 
-/* Rounds n fp32 values into the stored parameter type: to nearest even, or with a compact master
- * half away from zero, the rounding its remainders complete (zc_master_split). */
-static void narrow_params(const zc_engine *e, const float *src, void *dst, size_t n)
+/* Rounds n fp32 values of unit u into the stored parameter type: to nearest even, or for a
+ * trained unit with a compact master half away from zero, the rounding its remainders complete
+ * (zc_master_split). A frozen unit has no master: its base stays rounded as in any run (its
+ * digest, which a resume checks, must not depend on the optimizer). */
+static void narrow_params(const zc_engine *e, const unit_t *u, const float *src, void *dst,
+                          size_t n)
 {
-    if (e->compact)
+    if (e->compact && !u->info.frozen)
         zc_master_split(src, n, dst, NULL);
     else
         zc_dtype_narrow(e->pdt, src, dst, n);
@@ -1466,7 +1469,7 @@ static zc_status init_to_disk(zc_engine *e, int i, size_t lo, size_t n, init_as 
         if (as == INIT_REM)
             zc_master_split(buf, k, NULL, out);
         else if (!fp32)
-            narrow_params(e, buf, out, k);
+            narrow_params(e, &e->units[i], buf, out, k);
         st = zc_swap_pwrite(sw, out, k * es, off + (int64_t)(o * es), err);
     }
     return st;
@@ -1519,7 +1522,7 @@ static zc_status init_unit(zc_engine *e, int i, float *buf, zc_err *err)
     for (size_t o = lo; o < hi; o += CHUNK) {
         size_t k = hi - o < CHUNK ? hi - o : CHUNK;
         init_values(e, i, o, k, chunk);
-        narrow_params(e, chunk, at(stored, o - lo, e->ps), k);
+        narrow_params(e, u, chunk, at(stored, o - lo, e->ps), k);
     }
     return ZC_OK;
 }
@@ -3391,7 +3394,7 @@ static zc_status store_params(zc_engine *e, unit_t *u, size_t first, size_t n, c
     const bool sharded = sharded_params(e, u);
     if (!sharded || !u->disk.params) {
         size_t k = sharded ? first - (size_t)e->rank * u->info.shard : first;
-        narrow_params(e, src, at(sharded ? u->shard_p : u->full, k, e->ps), n);
+        narrow_params(e, u, src, at(sharded ? u->shard_p : u->full, k, e->ps), n);
         return ZC_OK;
     }
     if (e->pdt == ZC_FP32)
@@ -3400,7 +3403,7 @@ static zc_status store_params(zc_engine *e, unit_t *u, size_t first, size_t n, c
     zc_status st = ZC_OK;
     for (size_t o = 0; !st && o < n; o += CHUNK) {
         size_t k = n - o < CHUNK ? n - o : CHUNK;
-        narrow_params(e, src + o, h, k);
+        narrow_params(e, u, src + o, h, k);
         st = zc_swap_pwrite(e->swap_par, h, k * e->ps, param_file_off(e, u, first + o), err);
     }
     return st;
