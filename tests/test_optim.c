@@ -44,6 +44,14 @@ static int q8_codes_wrong(const float *v, size_t n, bool sg, const float *thr)
     return bad;
 }
 
+/* Fresh AdamW8bit state for n elements: every code the zero code, every block's scale 0. */
+static void q8_fresh(uint8_t *mq, float *ms, uint8_t *vq, float *vs, size_t n)
+{
+    const size_t nb = (n + ZC_Q8_BLOCK - 1) / ZC_Q8_BLOCK;
+    memset(mq, zc_q8_zero_code(true), n), memset(vq, zc_q8_zero_code(false), n);
+    memset(ms, 0, nb * 4), memset(vs, 0, nb * 4);
+}
+
 int main(void)
 {
     const size_t N = 70001;
@@ -353,10 +361,7 @@ int main(void)
                     omp_set_num_threads(t);
                     size_t n = lens[li], nb = (n + ZC_Q8_BLOCK - 1) / ZC_Q8_BLOCK;
                     memcpy(p1, p0, n * 4), memcpy(p2, p0, n * 4);
-                    memset(mq1, zc_q8_zero_code(true), n), memset(mq2, zc_q8_zero_code(true), n);
-                    memset(vq1, 0, n), memset(vq2, 0, n);
-                    memset(ms1, 0, nb * 4), memset(vs1, 0, nb * 4);
-                    memset(ms2, 0, nb * 4), memset(vs2, 0, nb * 4);
+                    q8_fresh(mq1, ms1, vq1, vs1, n), q8_fresh(mq2, ms2, vq2, vs2, n);
                     bool same = true;
                     for (int step = 1; step <= 3; step++) {
                         zc_adam_hparams h = variants[step == 2];
@@ -381,10 +386,7 @@ int main(void)
                 }
         /* one call, and the same elements in two calls split at a block boundary */
         memcpy(p1, p0, N * 4), memcpy(p2, p0, N * 4);
-        memset(mq1, zc_q8_zero_code(true), N), memset(mq2, zc_q8_zero_code(true), N);
-        memset(vq1, 0, N), memset(vq2, 0, N);
-        memset(ms1, 0, nbmax * 4), memset(vs1, 0, nbmax * 4);
-        memset(ms2, 0, nbmax * 4), memset(vs2, 0, nbmax * 4);
+        q8_fresh(mq1, ms1, vq1, vs1, N), q8_fresh(mq2, ms2, vq2, vs2, N);
         const size_t cut = 40 * ZC_Q8_BLOCK, cb = cut / ZC_Q8_BLOCK;
         zc_adam8_update(p1, g, ZC_FP32, mq1, ms1, vq1, vs1, N, 0.5f, &variants[0], ZC_FP32, NULL);
         zc_adam8_update(p2, g, ZC_FP32, mq2, ms2, vq2, vs2, cut, 0.5f, &variants[0], ZC_FP32, NULL);
@@ -461,10 +463,7 @@ int main(void)
                     memcpy(p1, p0, n * 4);
                     p1[0] = 0x1.01p-4f; /* a tie: weight 0x3d81 (away), not 0x3d80 (even) */
                     zc_master_split(p1, n, w16, rem);
-                    memset(mq1, zc_q8_zero_code(true), n), memset(mq2, zc_q8_zero_code(true), n);
-                    memset(vq1, 0, n), memset(vq2, 0, n);
-                    memset(ms1, 0, nb * 4), memset(vs1, 0, nb * 4);
-                    memset(ms2, 0, nb * 4), memset(vs2, 0, nb * 4);
+                    q8_fresh(mq1, ms1, vq1, vs1, n), q8_fresh(mq2, ms2, vq2, vs2, n);
                     bool same = w16[0] == 0x3d81;
                     for (int step = 1; step <= 3; step++) {
                         zc_adam_hparams h = variants[step == 2];

@@ -372,10 +372,13 @@ void zc_q8_dequantize(const uint8_t *q, const float *scales, bool is_signed, siz
         x[i - first] = map[q[i]] * scales[i / ZC_Q8_BLOCK];
 }
 
-int64_t zc_adam8_update(float *restrict p, const void *restrict g, zc_dtype gt,
-                        uint8_t *restrict mq, float *restrict ms, uint8_t *restrict vq,
-                        float *restrict vs, size_t n, float gscale, const zc_adam_hparams *h,
-                        zc_dtype ot, void *restrict out)
+/* AdamW8bit's step over n elements, thread block by thread block: on the fp32 weights p, each
+ * block rounded into out (of type ot) if there is one; or, p NULL, on the compact master p16 +
+ * rem, each block joined into fp32 before the step and split back after it. */
+static int64_t adam8_run(float *restrict p, uint16_t *restrict rem, uint16_t *restrict p16,
+                         const void *restrict g, zc_dtype gt, uint8_t *restrict mq,
+                         float *restrict ms, uint8_t *restrict vq, float *restrict vs, size_t n,
+                         float gscale, const zc_adam_hparams *h, zc_dtype ot, void *restrict out)
 {
     _Static_assert(BLOCK % ZC_Q8_BLOCK == 0, "threads' blocks hold whole quantization blocks");
     q8_init();
@@ -387,18 +390,32 @@ int64_t zc_adam8_update(float *restrict p, const void *restrict g, zc_dtype gt,
 #pragma omp parallel for schedule(static) reduction(+ : bad) if (nblocks > 1)
     for (long b = 0; b < nblocks; b++) {
         size_t lo = (size_t)b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
-        float buf[BLOCK];
+        float buf[BLOCK], joined[BLOCK];
         const float *gb = grad_block(g, gt, lo, hi, buf) - lo;
+        float *w = p ? p + lo : joined; /* the block's fp32 weights */
+        if (!p)
+            zc_master_join(p16 + lo, rem + lo, hi - lo, joined);
         int64_t nb = 0;
         for (size_t q = lo; q < hi; q += ZC_Q8_BLOCK) {
             size_t len = hi - q < ZC_Q8_BLOCK ? hi - q : ZC_Q8_BLOCK;
-            nb += qblock(p + q, gb + q, mq + q, ms + q / ZC_Q8_BLOCK, vq + q, vs + q / ZC_Q8_BLOCK,
-                         len, gscale, &k);
+            nb += qblock(w + (q - lo), gb + q, mq + q, ms + q / ZC_Q8_BLOCK, vq + q,
+                         vs + q / ZC_Q8_BLOCK, len, gscale, &k);
         }
-        narrow_block(p, ot, out, lo, hi);
-        bad += block_nonfinite(nb, ot, out, lo, hi);
+        if (p)
+            narrow_block(p, ot, out, lo, hi);
+        else
+            zc_master_split(joined, hi - lo, p16 + lo, rem + lo);
+        bad += p ? block_nonfinite(nb, ot, out, lo, hi) : nonfinite_16(ZC_BF16, p16, lo, hi);
     }
     return bad;
+}
+
+int64_t zc_adam8_update(float *restrict p, const void *restrict g, zc_dtype gt,
+                        uint8_t *restrict mq, float *restrict ms, uint8_t *restrict vq,
+                        float *restrict vs, size_t n, float gscale, const zc_adam_hparams *h,
+                        zc_dtype ot, void *restrict out)
+{
+    return adam8_run(p, NULL, NULL, g, gt, mq, ms, vq, vs, n, gscale, h, ot, out);
 }
 
 void zc_master_split(const float *w, size_t n, uint16_t *p16, uint16_t *rem)
@@ -427,27 +444,7 @@ int64_t zc_adam8_update_split(uint16_t *restrict rem, uint16_t *restrict p16,
                               float *restrict ms, uint8_t *restrict vq, float *restrict vs,
                               size_t n, float gscale, const zc_adam_hparams *h)
 {
-    q8_init();
-    const adam_consts k = adam_prepare(h);
-    long nblocks = (long)((n + BLOCK - 1) / BLOCK);
-    int64_t bad = 0;
-    int64_t (*const qblock)(float *, const float *, uint8_t *, float *, uint8_t *, float *, size_t,
-                            float, const adam_consts *) = ZC_SIMD_SELECT(adam8_block);
-#pragma omp parallel for schedule(static) reduction(+ : bad) if (nblocks > 1)
-    for (long b = 0; b < nblocks; b++) {
-        size_t lo = (size_t)b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
-        float buf[BLOCK], w[BLOCK];
-        const float *gb = grad_block(g, gt, lo, hi, buf) - lo;
-        zc_master_join(p16 + lo, rem + lo, hi - lo, w);
-        for (size_t q = lo; q < hi; q += ZC_Q8_BLOCK) {
-            size_t len = hi - q < ZC_Q8_BLOCK ? hi - q : ZC_Q8_BLOCK;
-            qblock(w + (q - lo), gb + q, mq + q, ms + q / ZC_Q8_BLOCK, vq + q, vs + q / ZC_Q8_BLOCK,
-                   len, gscale, &k);
-        }
-        zc_master_split(w, hi - lo, p16 + lo, rem + lo);
-        bad += nonfinite_16(ZC_BF16, p16, lo, hi);
-    }
-    return bad;
+    return adam8_run(NULL, rem, p16, g, gt, mq, ms, vq, vs, n, gscale, h, ZC_BF16, NULL);
 }
 
 void zc_adam8_update_ref(float *p, const float *g, uint8_t *mq, float *ms, uint8_t *vq, float *vs,
