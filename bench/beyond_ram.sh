@@ -24,7 +24,8 @@
 # threads instead of 2 ranks with 1 thread each. OPT_SLOTS=N sets offload_optimizer.buffer_count
 # (the update's slots: how many sub-groups are read ahead), over SMALL's. COMPACT=1 (with
 # OPTIM=AdamW8bit) keeps the fp32 master as the bf16 weights plus 16-bit remainders
-# (optimizer.params.compact_master).
+# (optimizer.params.compact_master). CLIP sets --clip (default 1.0; CLIP=0 trains without
+# gradient clipping, which folds the update into the backward where fold_update is on).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 zeroc=${ZEROC:-$root/build/zeroc}
@@ -52,6 +53,8 @@ case $compact in
   *) echo "beyond_ram.sh: COMPACT must be 0 or 1, got '$compact'" >&2; exit 2 ;;
 esac
 torch=${TORCH:-1}
+clip=${CLIP:-1.0}
+[[ $clip =~ ^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] || { echo "beyond_ram.sh: CLIP must be a number >= 0, got '$clip'" >&2; exit 2; }
 ranks=${RANKS:-2}
 [[ $ranks == 1 || $ranks == 2 ]] || { echo "beyond_ram.sh: RANKS must be 1 or 2, got '$ranks'" >&2; exit 2; }
 threads=$((2 / ranks))
@@ -118,7 +121,7 @@ t0=$(date +%s)
 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe \
   --bind-to none -np "$ranks" -x OPENBLAS_NUM_THREADS="$threads" -x OMP_NUM_THREADS="$threads" \
   "$zeroc" train "${shape[@]}" --data "$dir/licenses_train.bin" --micro-batch 1 --steps "$steps" \
-  --lr 2e-5 --warmup "$steps" --clip 1.0 --optimizer "$optim" ${extra[@]+"${extra[@]}"} --config "$dir/ds.json" --report "$dir/report.json" | grep --line-buffered -v '^config:'
+  --lr 2e-5 --warmup "$steps" --clip "$clip" --optimizer "$optim" ${extra[@]+"${extra[@]}"} --config "$dir/ds.json" --report "$dir/report.json" | grep --line-buffered -v '^config:'
 echo "wall time $(($(date +%s) - t0)) s (set-up, $steps steps, digests)"
 python3 - "$dir/report.json" "$dir" "$ranks" <<'PY'
 import json, os, statistics, subprocess, sys, time
@@ -146,7 +149,9 @@ print(f"rank 0 disk: read {rd:.0f} MB/s, write {wr:.0f} MB/s, blocked on disk "
       f"written {statistics.median(o['written_bytes'][2:]) / 1e9:.2f} GB, parameter shards read "
       + (f"{statistics.median(o['param_read_bytes'][2:]) / 1e9:.2f} GB, gathers fed by the update "
        f"{statistics.median(o['shards_from_update'][2:]):.0f}" if "param_read_bytes" in o else
-       "(not reported by this build)"))
+       "(not reported by this build)")
+      + (f", units updated in the backward {statistics.median(o['updates_in_backward'][2:]):.0f}"
+         if "updates_in_backward" in o else ""))
 print("s/step: " + ", ".join(f"{x / 1e3:.1f}" for x in ms) + "; update phase: "
       + ", ".join(f"{x / 1e3:.1f}" for x in o["update_ms"]) + f"; weights {r['weights_sha256'][:16]}")
 # The disk's floor for these bytes: dd with O_DIRECT in the swap files' directory, as the run

@@ -535,16 +535,17 @@ static double record_step(train_run *r, int s, const zc_step_info *info, double 
     r->ph.step_ms = ser->ms[s], r->ph.gemm_ms = ser->gemm_ms[s];
     zc_offload_stats d1;
     zc_engine_offload_stats(r->e, &d1);
-    ser->disk[s] =
-        (disk_step){.read = (double)(d1.bytes_read - d0->bytes_read),
-                    .written = (double)(d1.bytes_written - d0->bytes_written),
-                    .wait_ms = 1e3 * (d1.wait_seconds - d0->wait_seconds),
-                    .update_ms = 1e3 * (d1.update_seconds - d0->update_seconds),
-                    .update_read = (double)(d1.update_bytes_read - d0->update_bytes_read),
-                    .update_written = (double)(d1.update_bytes_written - d0->update_bytes_written),
-                    .buffers_mapped = (double)(d1.io_buffers_mapped - d0->io_buffers_mapped),
-                    .param_read = (double)(d1.param_bytes_read - d0->param_bytes_read),
-                    .shards_from_update = (double)(d1.shards_from_update - d0->shards_from_update)};
+    ser->disk[s] = (disk_step){
+        .read = (double)(d1.bytes_read - d0->bytes_read),
+        .written = (double)(d1.bytes_written - d0->bytes_written),
+        .wait_ms = 1e3 * (d1.wait_seconds - d0->wait_seconds),
+        .update_ms = 1e3 * (d1.update_seconds - d0->update_seconds),
+        .update_read = (double)(d1.update_bytes_read - d0->update_bytes_read),
+        .update_written = (double)(d1.update_bytes_written - d0->update_bytes_written),
+        .buffers_mapped = (double)(d1.io_buffers_mapped - d0->io_buffers_mapped),
+        .param_read = (double)(d1.param_bytes_read - d0->param_bytes_read),
+        .shards_from_update = (double)(d1.shards_from_update - d0->shards_from_update),
+        .updates_in_backward = (double)(d1.updates_in_backward - d0->updates_in_backward)};
     r->ph.disk_wait_ms = ser->disk[s].wait_ms;
     const zc_comm_counters *c = zc_comm_get_counters(r->comm);
     double bytes = 0;

@@ -703,51 +703,78 @@ static void test_unit_use(void)
     zc_engine_destroy(e);
 }
 
-/* The update folded into the next forward (stage 3, the optimizer state on disk): after a step
- * that left it pending, a call that writes one rank's states alone is refused naming
- * zc_engine_finish_update; finishing it (collective) lets the call through, and finishing again
- * does nothing. A directory on the build's disk: O_DIRECT swap files refuse tmpfs. */
+/* The update folded into the next forward (stage 3, both states on disk, gradient clipping on):
+ * after a step that left it pending, a call that writes one rank's states alone is refused
+ * naming zc_engine_finish_update; finishing it (collective) lets the call through, and
+ * finishing again does nothing. Without clipping the update folds into the backward instead: the
+ * unit is updated as its gradients land, and nothing is pending after the step. Either way the
+ * value set is the one the next acquire sees (not a shard read ahead before it was written). A
+ * directory on the build's disk: O_DIRECT swap files refuse tmpfs. */
 static void test_fold_update_contract(void)
 {
-    zc_err err = {0};
-    char dir[64];
-    shared_tmpdir("zeroc-api-fold-XXXXXX", dir);
-    zc_config cfg;
-    zc_config_defaults(&cfg);
-    cfg.stage = 3;
-    cfg.comm_timeout_s = 30;
-    cfg.offload_optimizer = ZC_OFFLOAD_NVME;
-    snprintf(cfg.optimizer_nvme_path, sizeof cfg.optimizer_nvme_path, "%s", dir);
-    cfg.sub_group_size = 2048;
-    CHECK(cfg.fold_update, "fold_update is not on by default");
-    zc_engine *e = NULL;
-    CHECK(!zc_engine_create(&e, &cfg, comm, mem, &err) && e, "create: %s", err.msg);
-    int u = zc_engine_add_unit(e, "u");
-    int w = zc_engine_add_param(e, u, "w", 2, (int64_t[]){64, 64}, (zc_init){ZC_INIT_NORMAL, 1.0f});
-    CHECK(!zc_engine_finalize(e, &err), "finalize: %s", err.msg);
-    CHECK(!zc_engine_acquire(e, u, &err) && !zc_engine_release(e, u, &err), "forward: %s", err.msg);
-    CHECK(!zc_engine_acquire(e, u, &err), "backward: %s", err.msg);
-    float *g = zc_engine_grad(e, w);
-    CHECK(g != NULL, "no gradient buffer");
-    for (int i = 0; g && i < 64 * 64; i++)
-        g[i] = 0.001f * (float)(i % 7);
-    CHECK(!zc_engine_grads_ready(e, u, &err) && !zc_engine_release(e, u, &err) &&
-              !zc_engine_step(e, NULL, &err),
-          "step: %s", err.msg);
-    size_t first, n;
-    zc_engine_param_owned(e, w, &first, &n);
-    float one = 1.0f;
-    zc_status st = zc_engine_set_param_values(e, w, first, 1, &one, &err);
-    CHECK(st == ZC_ESTATE && strstr(err.msg, "zc_engine_set_param_values") &&
-              strstr(err.msg, "zc_engine_finish_update") && strstr(err.msg, "step 1"),
-          "set_param_values with an update pending: %s %s", zc_status_name(st), err.msg);
-    CHECK(!zc_engine_finish_update(e, &err) && !zc_engine_finish_update(e, &err),
-          "finish_update: %s", err.msg);
-    CHECK(!zc_engine_set_param_values(e, w, first, 1, &one, &err), "set_param_values: %s", err.msg);
-    zc_engine_destroy(e);
-    zc_comm_agree(comm, ZC_OK, "test barrier", &err);
-    if (rank == 0)
-        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    for (int clip = 1; clip >= 0; clip--) {
+        zc_err err = {0};
+        char dir[64];
+        shared_tmpdir("zeroc-api-fold-XXXXXX", dir);
+        zc_config cfg;
+        zc_config_defaults(&cfg);
+        cfg.stage = 3;
+        cfg.comm_timeout_s = 30;
+        cfg.grad_clip = clip ? 1.0 : 0.0;
+        cfg.offload_optimizer = cfg.offload_param = ZC_OFFLOAD_NVME;
+        snprintf(cfg.optimizer_nvme_path, sizeof cfg.optimizer_nvme_path, "%s", dir);
+        snprintf(cfg.param_nvme_path, sizeof cfg.param_nvme_path, "%s", dir);
+        cfg.max_in_cpu = 0;
+        cfg.param_persistence_threshold = 0; /* the unit is gathered, its shard read from disk */
+        cfg.sub_group_size = 2048;
+        CHECK(cfg.fold_update, "fold_update is not on by default");
+        zc_engine *e = NULL;
+        CHECK(!zc_engine_create(&e, &cfg, comm, mem, &err) && e, "create: %s", err.msg);
+        int u = zc_engine_add_unit(e, "u");
+        int w =
+            zc_engine_add_param(e, u, "w", 2, (int64_t[]){64, 64}, (zc_init){ZC_INIT_NORMAL, 1.0f});
+        CHECK(!zc_engine_finalize(e, &err), "finalize: %s", err.msg);
+        CHECK(!zc_engine_acquire(e, u, &err) && !zc_engine_release(e, u, &err), "forward: %s",
+              err.msg);
+        CHECK(!zc_engine_acquire(e, u, &err), "backward: %s", err.msg);
+        float *g = zc_engine_grad(e, w);
+        CHECK(g != NULL, "no gradient buffer");
+        for (int i = 0; g && i < 64 * 64; i++)
+            g[i] = 0.001f * (float)(i % 7);
+        CHECK(!zc_engine_grads_ready(e, u, &err) && !zc_engine_release(e, u, &err) &&
+                  !zc_engine_step(e, NULL, &err),
+              "step: %s", err.msg);
+        zc_offload_stats os;
+        zc_engine_offload_stats(e, &os);
+        CHECK(os.updates_in_backward == (clip ? 0 : 1),
+              "clip %d: %lld units updated in the backward", clip,
+              (long long)os.updates_in_backward);
+        size_t first, n;
+        zc_engine_param_owned(e, w, &first, &n);
+        float one = 1.0f;
+        err.msg[0] = 0;
+        zc_status st = zc_engine_set_param_values(e, w, first, 1, &one, &err);
+        if (clip)
+            CHECK(st == ZC_ESTATE && strstr(err.msg, "zc_engine_set_param_values") &&
+                      strstr(err.msg, "zc_engine_finish_update") && strstr(err.msg, "step 1"),
+                  "set_param_values with an update pending: %s %s", zc_status_name(st), err.msg);
+        else
+            CHECK(st == ZC_OK, "no clipping, nothing pending: set_param_values %s %s",
+                  zc_status_name(st), err.msg);
+        CHECK(!zc_engine_finish_update(e, &err) && !zc_engine_finish_update(e, &err),
+              "finish_update: %s", err.msg);
+        CHECK(!zc_engine_set_param_values(e, w, first, 1, &one, &err), "set_param_values: %s",
+              err.msg);
+        CHECK(!zc_engine_acquire(e, u, &err), "acquire after set_param_values: %s", err.msg);
+        const float *pw = zc_engine_param(e, w);
+        CHECK(pw && pw[first] == 1.0f, "clip %d: element %zu acquired as %g after setting it to 1",
+              clip, first, pw ? (double)pw[first] : -1.0);
+        CHECK(!zc_engine_release(e, u, &err), "release: %s", err.msg);
+        zc_engine_destroy(e);
+        zc_comm_agree(comm, ZC_OK, "test barrier", &err);
+        if (rank == 0)
+            nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
 }
 
 int main(int argc, char **argv)

@@ -984,9 +984,9 @@ def test_cpu_device():
 
 
 def test_fold_update():
-    """fold_update (stage 3, both offloads): each unit's update runs in the next forward, just
-    before its gather, which takes the shard the update produced. Against the unfolded update:
-    the same weights and losses bit for bit (MLP fp32 and bf16 on 2 ranks; GPT-2 bf16 with
+    """fold_update (stage 3, both offloads) with gradient clipping: each unit's update runs in the
+    next forward, just before its gather, which takes the shard the update produced. Against the
+    unfolded update: the same weights and losses bit for bit (MLP fp32 and bf16 on 2 ranks; GPT-2 bf16 with
     accumulation, clipping, validation every step — whose forward is then the one that updates —
     and checkpoints saved while an update is pending, whose shards are byte-identical); in the MLP
     every unit's gather fed by the update from the second step on, each of those steps starting
@@ -994,7 +994,8 @@ def test_fold_update():
     longer reads back)."""
     n, h, layers = 2, 64, 3
     units = mlp_units(h, layers)
-    args = ["--hidden", h, "--layers", layers, "--micro-batch", 4, "--steps", 4, "--stage", 3]
+    args = ["--hidden", h, "--layers", layers, "--micro-batch", 4, "--steps", 4, "--stage", 3,
+            "--clip", 1.0]
     for dtype in ("fp32", "bf16"):
         reps = {}
         for fold in (False, True):
@@ -1034,6 +1035,104 @@ def test_fold_update():
             check(x == y, f"GPT-2 {name}: the folded run's checkpoint differs")
 
 
+def test_fold_into_backward():
+    """fold_update without gradient clipping (stage 3, both offloads): each unit's update runs in
+    the backward as soon as its reduced gradient shard lands, so no gradient shard goes to disk
+    and back at the step's last micro-batch. Against the unfolded update: the same weights and
+    losses bit for bit; every unit updated in the backward at every step; each step reads and
+    writes exactly the 4 KiB-rounded gradient regions fewer (MLP fp32 and bf16 on 2 ranks; the
+    update's own bytes fewer by the regions it no longer reads). GPT-2 in bf16 with
+    accumulation (the first micro-batch's shards still go to disk and back), validation every
+    step, checkpoints (byte-identical) and a resume, with AdamW and with AdamW8bit's compact
+    master: the same bits as unfolded."""
+    n, h, layers = 2, 64, 3
+    units = mlp_units(h, layers)
+    args = ["--hidden", h, "--layers", layers, "--micro-batch", 4, "--steps", 4, "--stage", 3]
+    for dtype in H_.trim(("fp32", "bf16"), ("bf16",)):
+        reps = {}
+        for fold in (False, True):
+            tag = f"bwd-mlp-{dtype}-{fold}"
+            reps[fold], _ = train(n, tag, *args, "--dtype", dtype, "--config",
+                                  config(tag, opt=True, par=True, fold=fold))
+        a, b = reps[False], reps[True]
+        check(b["weights_sha256"] == a["weights_sha256"], f"MLP {dtype}: weights differ")
+        check(b["loss"] == a["loss"], f"MLP {dtype}: losses differ")
+        check(a["offload"]["updates_in_backward"] == [0] * 4 and
+              b["offload"]["updates_in_backward"] == [layers] * 4,
+              f"MLP {dtype}: updates in the backward {a['offload']['updates_in_backward']}, "
+              f"{b['offload']['updates_in_backward']}")
+        saved = sum(region(shard(u, n) * SIZE[dtype]) for u in units)
+        # (the reads in all are not compared: a read counts when it completes, and the shards
+        # read ahead of a forward that never comes may or may not have landed by the report)
+        for step in range(4):
+            for key in ("written_bytes", "update_read_bytes"):
+                x, y = (r["offload"][key][step] for r in (a, b))
+                check(x - y == saved, f"MLP {dtype} step {step}: {key} {x} unfolded, {y} in the "
+                      f"backward: {x - y} fewer, want {saved}")
+        x, y = (r["offload"]["param_read_bytes"] for r in (a, b))
+        check(x == y, f"MLP {dtype}: parameter shard reads {x} unfolded, {y} in the backward")
+    # AdamW8bit's compact master: its update needs the old bf16 weights too, kept from the
+    # backward's gather (from the second step, once the order of the gathers is recorded) while
+    # the shard buffers allow: the update reads the gradient regions and the kept shards' fewer,
+    # more of them with 5 shard buffers (at most 4 kept) than with 2 (1 at a time); the same
+    # bits, and the offload buffers within the estimate's bound for that config
+    compact = {"type": "AdamW8bit", "params": {"lr": 1e-3, "compact_master": True}}
+    layers6 = ["--hidden", h, "--layers", 6, "--micro-batch", 4, "--steps", 4, "--stage", 3,
+               "--dtype", "bf16"]
+    region6 = region(shard(h * h + h, n) * 2)
+    reps, kept = {}, {}
+    for fold, bufs in ((False, 5), (True, 5), (True, 2)):
+        tag = f"bwd-mlp-compact-{fold}-{bufs}"
+        cfg = config(tag, opt=True, par=True, fold=fold, par_buffers=bufs, optimizer=compact)
+        reps[fold, bufs], _ = train(n, tag, *layers6, "--config", cfg)
+        bound = {r["stage"]: r for r in H_.estimate(
+            "--model", "mlp", *layers6[:6], "--ranks", n, "--dtype", "bf16", "--config",
+            cfg)["rows"]}[3]["offload_buffers_bound"]
+        for m in reps[fold, bufs]["memory"]["ranks"]:
+            check(0 < m["offload_peak"] <= bound, f"compact, fold {fold}, {bufs} buffers: rank "
+                  f"{m['rank']} offload peak {m['offload_peak']}, bound {bound}")
+    a = reps[False, 5]
+    for bufs in (5, 2):
+        b = reps[True, bufs]
+        check(b["weights_sha256"] == a["weights_sha256"], f"compact, {bufs} buffers: weights differ")
+        fewer = {(x - y) // region6 - 6 for x, y in zip(a["offload"]["update_read_bytes"][1:],
+                                                        b["offload"]["update_read_bytes"][1:])}
+        check(len(fewer) == 1 and 0 < min(fewer) <= 6,
+              f"compact, {bufs} buffers: shards kept per step {fewer} (6 units)")
+        kept[bufs] = min(fewer)
+    check(kept[5] > kept[2], f"shards kept: {kept[5]} with 5 buffers, {kept[2]} with 2")
+    train_tok, val_tok = H_.text_tokens()
+    gargs = [*TINY, "--data", train_tok, "--val-data", val_tok, "--val-every", 1, "--steps", 4,
+             "--grad-accum", 2, "--stage", 3, "--dtype", "bf16", "--save-every", 2]
+    compact = {"type": "AdamW8bit", "params": {"lr": 1e-3, "compact_master": True}}
+    for name, extra in H_.trim((("AdamW", {}), ("compact", {"optimizer": compact})),
+                               (("compact", {"optimizer": compact}),)):
+        reps, dirs = {}, {}
+        for fold in (False, True):
+            tag = f"bwd-gpt2-{name}-{fold}"
+            dirs[fold] = H_.path("ck-" + tag)
+            reps[fold], _ = train(n, tag, *gargs, "--save-dir", dirs[fold], "--config",
+                                  config(tag, opt=True, par=True, fold=fold, **extra))
+        a, b = reps[False], reps[True]
+        for key in ("weights_sha256", "loss", "val_loss"):
+            check(b[key] == a[key], f"GPT-2 {name}: {key} differs: {b[key]} != {a[key]}")
+        check(min(b["offload"]["updates_in_backward"]) > 0,
+              f"GPT-2 {name}: updates in the backward {b['offload']['updates_in_backward']}")
+        for step in (2, 4):
+            for r in range(n):
+                f = f"step-{step:06d}/rank-{r:05d}.bin"
+                x = open(os.path.join(dirs[False], f), "rb").read()
+                y = open(os.path.join(dirs[True], f), "rb").read()
+                check(x == y, f"GPT-2 {name} {f}: the checkpoint differs")
+        tag = f"bwd-gpt2-{name}-resumed"
+        res, _ = train(n, tag, *gargs, "--save-dir", H_.path("ck-" + tag), "--resume",
+                       os.path.join(dirs[True], "step-000002"),
+                       "--config", config(tag, opt=True, par=True, **extra))
+        check(res["weights_sha256"] == a["weights_sha256"],
+              f"GPT-2 {name}: resumed at step 2, weights {res['weights_sha256']} != "
+              f"{a['weights_sha256']}")
+
+
 if __name__ == "__main__":
     os.makedirs(NVME, exist_ok=True)
     try:
@@ -1045,7 +1144,8 @@ if __name__ == "__main__":
                  test_pin_memory_limit, test_bad_nvme_path,
                  test_io_errors, test_truncated_swap_file, test_killed_rank_frees_disk,
                  test_trains_beyond_memory_cap, test_memory_check_cgroups,
-                 test_memory_check_advice, test_auto_cache, test_cpu_device, test_fold_update],
+                 test_memory_check_advice, test_auto_cache, test_cpu_device, test_fold_update,
+                 test_fold_into_backward],
                 sys.argv[3:])
     finally:
         shutil.rmtree(NVME, ignore_errors=True)

@@ -274,7 +274,13 @@ ZC_API zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err);
  * grads_ready, step) with the step's number. Collective: finishes whatever of the last step's
  * update is still pending (gather_unit, weights_sha256, a checkpoint and step call it first;
  * the calls that read or write one rank's states refuse while it is pending). ZC_OK at once
- * when nothing is pending. */
+ * when nothing is pending.
+ * Without gradient_clipping and fp16's loss scale the update needs no look at every gradient
+ * first, so it folds into the backward instead: at the step's last micro-batch each unit is
+ * updated as soon as its reduced gradient shard lands (the learning rate is the one set before
+ * that micro-batch's backward), and no gradient shard goes to disk and back; zc_engine_step then
+ * only waits for the last writes and reports the norm. The same bits again; gradients holding
+ * inf or NaN then fail the step after the weights were updated. */
 ZC_API zc_status zc_engine_finish_update(zc_engine *e, zc_err *err);
 
 /* Ends a forward-only pass (evaluation, sampling): stage 3 lets the gathers it prefetched for
@@ -294,7 +300,8 @@ ZC_API zc_status zc_engine_end_pass(zc_engine *e, zc_err *err);
 ZC_API const zc_loss_scaler *zc_engine_loss_scaler(const zc_engine *e);
 ZC_API void zc_engine_set_loss_scaler(zc_engine *e, const zc_loss_scaler *s);
 
-/* The learning rate of the next optimizer step (default: the config's). */
+/* The learning rate of the next optimizer step (default: the config's); with the update folded
+ * into the backward, set it before that step's last micro-batch's backward. */
 ZC_API void zc_engine_set_lr(zc_engine *e, double lr);
 ZC_API int64_t zc_engine_steps_done(const zc_engine *e);
 
@@ -322,12 +329,14 @@ typedef struct {
     double wait_seconds;               /* the training thread blocked on disk I/O, since finalize */
     double update_seconds;             /* in the steps' updates (streaming the optimizer state) */
     int64_t update_bytes_read, update_bytes_written; /* the updates' share of the traffic */
-    int64_t io_buffers_mapped;  /* parameter-read and gradient-staging buffers mapped since
-                                 * finalize: freed ones are kept for reuse within the offload
-                                 * plan's bounds, so with units of one size this stops growing
-                                 * after the first step */
-    int64_t param_bytes_read;   /* stage 3: parameter shards read from disk (started reads) */
-    int64_t shards_from_update; /* folded update: stage-3 gathers fed by the update, not a read */
+    int64_t io_buffers_mapped;   /* parameter-read and gradient-staging buffers mapped since
+                                  * finalize: freed ones are kept for reuse within the offload
+                                  * plan's bounds, so with units of one size this stops growing
+                                  * after the first step */
+    int64_t param_bytes_read;    /* stage 3: parameter shards read from disk (started reads) */
+    int64_t shards_from_update;  /* folded update: stage-3 gathers fed by the update, not a read */
+    int64_t updates_in_backward; /* folded update without clipping: units updated in the
+                                  * backward, as their gradients landed */
 } zc_offload_stats;
 ZC_API void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out);
 

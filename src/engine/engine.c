@@ -133,6 +133,10 @@ typedef struct {
     zc_unit_offload disk;
     int first_job, njobs; /* its sub-groups in the step's stream; 0 jobs: updated in RAM */
     void *pread_buf;      /* params on disk: the shard read from disk (ahead of its gather) */
+    /* fold_bwd with a compact master: the shard as the last micro-batch's last gather (the
+     * backward's) read it — the old bf16 weights, half the master — kept for the unit's update,
+     * which then reads no parameter shard (an IO_READ buffer, counted with the reads out) */
+    void *oldw;
     zc_aio_op pread;
     void *gwrite_buf; /* grads on disk: the reduced shard on its way to disk */
     zc_aio_op gwrite;
@@ -270,7 +274,20 @@ struct zc_engine {
      * next forward, which updates it just before its gather and gathers the shard the update
      * produced instead of reading it back from disk. */
     bool fold;
-    bool upd_open; /* units from upd_next on are not updated yet */
+    /* fold_update without gradient_clipping or fp16's loss scale: the update needs no look at
+     * every gradient first, so each unit's runs in the backward, as soon as its reduced
+     * gradient shard has landed (units in reverse registration order, the reduce-scatter's; the
+     * sub-groups from bjobs). No gradient shard goes to disk and back at the step's last
+     * micro-batch. bwd_open: that micro-batch's updates have started (bwd_updated of them run). */
+    bool fold_bwd, bwd_open;
+    zc_stream_job *bjobs;
+    /* fold_bwd, compact: each unit's last position in the recorded acquires (−1: its shard is not
+     * kept), and how many acquires were recorded when its gradients were handed back */
+    int *last_use, *ready_pos;
+    int nold; /* units holding oldw */
+    int bwd_updated;
+    int64_t updates_in_backward; /* units updated in the backward, all steps */
+    bool upd_open;               /* units from upd_next on are not updated yet */
     int upd_next;
     float upd_gscale;
     double upd_lr;
@@ -1610,6 +1627,24 @@ static zc_status build_jobs(zc_engine *e, zc_err *err)
     return ZC_OK;
 }
 
+/* The update in the backward (fold_bwd): the same sub-groups, units in reverse registration
+ * order (the order their reduced gradients land in), each gradient taken from the RAM it was
+ * reduced into (unit_update) instead of a swap region. */
+static zc_status build_bjobs(zc_engine *e, zc_err *err)
+{
+    if (!(e->bjobs = calloc((size_t)e->njobs, sizeof *e->bjobs)))
+        return zc_err_set(err, ZC_ENOMEM, "out of memory planning the offloaded step");
+    int k = 0;
+    for (int i = e->nunits - 1; i >= 0; i--)
+        for (int j = 0; j < e->units[i].njobs; j++, k++) {
+            e->bjobs[k] = e->jobs[e->units[i].first_job + j];
+            e->bjobs[k].a[ZC_STREAM_GRADS] = (zc_stream_ref){0};
+            /* a compact master's old weights: kept from the backward's gather (oldw) */
+            e->bjobs[k].a[ZC_STREAM_PARAMS].in = false;
+        }
+    return ZC_OK;
+}
+
 /* The disk tier: where each unit's states go (zc_estimate_offload: the same plan the estimator
  * prints), the I/O engine, the swap files (preallocated: a full disk fails here), the ledger's
  * nvme bytes. */
@@ -1785,9 +1820,19 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
         st = zc_stream_create(&e->stream, e->mem, e->aio, (int)e->plan.nslots, e->plan.slot_bytes,
                               e->cfg.pipeline_read, e->cfg.pipeline_write,
                               e->cfg.optimizer_pin_memory, err);
+    e->fold = e->cfg.fold_update && e->stream && e->params_sharded;
+    e->fold_bwd = e->fold && !(e->cfg.grad_clip > 0.0) && e->cfg.dtype != ZC_FP16;
+    e->fold = e->fold && !e->fold_bwd;
+    if (!st && e->fold_bwd)
+        st = build_bjobs(e, err);
+    if (!st && e->fold_bwd && e->compact) {
+        if (!(e->ready_pos = malloc((size_t)e->nunits * sizeof(int))))
+            st = zc_err_set(err, ZC_ENOMEM, "out of memory planning the offloaded step");
+        for (int i = 0; !st && i < e->nunits; i++)
+            e->ready_pos[i] = -1;
+    }
     if ((st = zc_comm_agree(e->comm, st, "initialising the model states", err)))
         return st;
-    e->fold = e->cfg.fold_update && e->stream && e->params_sharded;
     e->finalized = true;
     size_t *numel = malloc((size_t)e->nunits * 2 * sizeof(size_t));
     uint8_t *use = malloc((size_t)e->nunits);
@@ -1827,6 +1872,7 @@ void zc_engine_destroy(zc_engine *e)
             zc_aio_wait(e->aio, &u->gwrite, NULL);
         }
         io_free(e, IO_READ, &u->pread_buf, blocks(S, e->ps));
+        io_free(e, IO_READ, &u->oldw, blocks(S, e->ps));
         io_free(e, IO_STAGING, &u->gwrite_buf, blocks(S, e->gs));
         free_b(e, sharded_params(e, u) ? ZC_MEM_WORKING : ZC_MEM_PARAMS, &u->full, P, e->ps);
         free_b(e, ZC_MEM_PARAMS, &u->shard_p, S, e->ps);
@@ -1857,6 +1903,9 @@ void zc_engine_destroy(zc_engine *e)
     zc_mem_release(e->mem, ZC_MEM_NVME, e->nvme_charged);
     zc_aio_destroy(e->aio);
     free(e->jobs);
+    free(e->bjobs);
+    free(e->last_use);
+    free(e->ready_pos);
     free_b(e, ZC_MEM_COMM, &e->rs_send, e->rs_bytes, 1); /* NULL: nothing freed */
     free_b(e, ZC_MEM_COMM, &e->rs_recv, e->rs_bytes, 1);
     free_f(e, ZC_MEM_COMM, &e->rs_f32, e->rs_cols);
@@ -1934,6 +1983,7 @@ void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out)
     out->update_bytes_written = e->update_written;
     out->io_buffers_mapped = e->io_mapped;
     out->shards_from_update = e->shards_from_update;
+    out->updates_in_backward = e->updates_in_backward;
     out->param_bytes_read = e->param_bytes_read;
 }
 
@@ -2050,11 +2100,14 @@ static zc_status grad_writes_wait(zc_engine *e, bool keep_newest, zc_err *err)
 /* Unit i's reduced gradient shard is complete. Stage 3 with the shard on disk: at the step's
  * last micro-batch take its Σg² for the norm (the step would otherwise read it back just for
  * that), then send it to disk from the staging buffer. */
-static void grad_landed(zc_engine *e, int i)
+static zc_status bwd_update(zc_engine *e, int i, zc_err *err);
+static zc_status grad_landed(zc_engine *e, int i, zc_err *err)
 {
+    if (e->bwd_open) /* fold_bwd: the update takes the shard now, in RAM */
+        return bwd_update(e, i, err);
     unit_t *u = &e->units[i];
     if (!u->disk.grads)
-        return;
+        return ZC_OK;
     if (at_boundary(e))
         u->sumsq = unit_sum_squares(e, u);
     zc_swap_write(e->swap_opt, &u->gwrite, u->grad_shard, blocks(u->info.shard, e->gs),
@@ -2062,6 +2115,7 @@ static void grad_landed(zc_engine *e, int i)
     u->gwrite_buf = u->grad_shard;
     u->grad_shard = NULL;
     e->gw_last = i;
+    return ZC_OK;
 }
 
 static zc_status rs_finish(zc_engine *e, zc_err *err)
@@ -2074,7 +2128,7 @@ static zc_status rs_finish(zc_engine *e, zc_err *err)
     e->rs_last_of = -1;
     zc_status st = zc_comm_wait(e->comm, r, err);
     if (!st && landed >= 0)
-        grad_landed(e, landed);
+        st = grad_landed(e, landed, err);
     return st;
 }
 
@@ -2172,6 +2226,8 @@ static void pack(const zc_engine *e, zc_dtype to, void *dst, const void *src, bo
     }
 }
 
+static zc_status bwd_begin(zc_engine *e, zc_err *err);
+
 /* Reduce-scatters unit i's gradients into its owner shard, chunk by chunk. */
 static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
 {
@@ -2199,6 +2255,8 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
     zc_status st = update_pending(e, i) ? update_units(e, i, NULL, err) : ZC_OK;
     if (!st)
         st = lockstep_check(e, OP_REDUCE_SCATTER, i, err);
+    if (!st && e->fold_bwd && at_boundary(e) && !e->bwd_open)
+        st = bwd_begin(e, err);
     if (!st && u->disk.grads)
         st = grad_staging(e, i, err);
     for (size_t off = 0; !st && off < S; off += e->rs_cols) {
@@ -2288,9 +2346,20 @@ static zc_status param_read_start(zc_engine *e, int i, zc_err *err)
     return ZC_OK;
 }
 
-/* Waits for unit i's shard read (if any) and frees its buffer; dst (if not NULL) gets the
- * shard. */
-static zc_status param_read_finish(zc_engine *e, int i, void *dst, zc_err *err)
+/* Unit i's oldw goes: its update has taken it, or the pass ended without one. */
+static void oldw_free(zc_engine *e, unit_t *u)
+{
+    if (!u->oldw)
+        return;
+    io_free(e, IO_READ, &u->oldw, blocks(u->info.shard, e->ps));
+    e->nold--;
+    e->reads_out--;
+    e->read_elems_out -= (int64_t)u->info.shard;
+}
+
+/* Waits for unit i's shard read (if any) and frees its buffer — or, keep, holds it as the
+ * unit's oldw; dst (if not NULL) gets the shard. */
+static zc_status param_read_end(zc_engine *e, int i, void *dst, bool keep, zc_err *err)
 {
     unit_t *u = &e->units[i];
     if (!u->pread_buf)
@@ -2298,10 +2367,41 @@ static zc_status param_read_finish(zc_engine *e, int i, void *dst, zc_err *err)
     zc_status st = zc_swap_wait(e->swap_par, &u->pread, err);
     if (!st && dst)
         memcpy(dst, u->pread_buf, u->info.shard * e->ps);
+    if (!st && keep) { /* still counted among the reads out: the read-ahead's bound holds */
+        ZC_ASSERT(!u->oldw);
+        u->oldw = u->pread_buf;
+        u->pread_buf = NULL;
+        e->nold++;
+        return ZC_OK;
+    }
     io_free(e, IO_READ, &u->pread_buf, blocks(u->info.shard, e->ps));
     e->reads_out--;
     e->read_elems_out -= (int64_t)u->info.shard;
     return st;
+}
+
+static zc_status param_read_finish(zc_engine *e, int i, void *dst, zc_err *err)
+{
+    return param_read_end(e, i, dst, false, err);
+}
+
+/* fold_bwd with a compact master: whether the gather of unit i at trace position pos (−1: off
+ * the recorded order) keeps the shard it reads as the unit's oldw — its last gather of the
+ * step's last micro-batch, a shard on disk, while fewer than offload_param.buffer_count − 1 are
+ * kept (one at least: the read-ahead keeps a read) and the reads out, this one and the kept ones
+ * among them, are within what the read-ahead itself may hold (buffer_count reads, buffer_size
+ * elements past the first): a read a gather had to start, beyond that, is not kept, so the
+ * buffers stay within the offload plan's bound. */
+static bool keep_old(const zc_engine *e, int i, int pos)
+{
+    const unit_t *u = &e->units[i];
+    const int count = e->cfg.param_buffer_count, most = count > 2 ? count - 1 : 1;
+    return e->last_use && pos >= 0 && e->last_use[i] == pos && at_boundary(e) && u->disk.params &&
+           !u->info.frozen && sharded_params(e, u) && e->nold < most &&
+           e->reads_out + !u->pread_buf <= (count > 1 ? count : 1) &&
+           (e->reads_out + !u->pread_buf <= 1 ||
+            e->read_elems_out + (u->pread_buf ? 0 : (int64_t)u->info.shard) <=
+                e->cfg.param_buffer_size);
 }
 
 /* Disk read-ahead along the recorded order: the next units whose shards live on disk and are
@@ -2325,7 +2425,7 @@ static zc_status read_ahead(zc_engine *e, zc_err *err)
     return ZC_OK;
 }
 
-static zc_status gather_start(zc_engine *e, int i, zc_err *err)
+static zc_status gather_start(zc_engine *e, int i, bool keep, zc_err *err)
 {
     unit_t *u = &e->units[i];
     size_t S = u->info.shard, P = u->info.padded;
@@ -2360,7 +2460,7 @@ static zc_status gather_start(zc_engine *e, int i, zc_err *err)
     if (!st && !updated && !u->disk.params)
         memcpy(mine, u->shard_p, S * e->ps);
     else if (!st && !updated && !(st = u->pread_buf ? ZC_OK : param_read_start(e, i, err)))
-        st = param_read_finish(e, i, mine, err);
+        st = param_read_end(e, i, mine, keep, err);
     const size_t seg = e->qwz ? (size_t)zc_qwz_segment_bytes((int64_t)S) : 0;
     if (!st && seg && !(u->qbuf = alloc_b(e, ZC_MEM_COMM, (size_t)e->nranks, seg)))
         st = oom(e, err, "quantized parameters (qwZ)", i, (size_t)e->nranks * seg);
@@ -2412,7 +2512,7 @@ static zc_status prefetch(zc_engine *e, zc_err *err)
         int64_t P = (int64_t)w->info.padded;
         if (inflight + P > e->prefetch_elems || e->gathered_elems + P > e->cfg.max_live_parameters)
             break;
-        zc_status st = gather_start(e, e->trace[k], err);
+        zc_status st = gather_start(e, e->trace[k], keep_old(e, e->trace[k], k), err);
         if (st)
             return st;
         inflight += P;
@@ -2493,8 +2593,9 @@ zc_status zc_engine_acquire(zc_engine *e, int i, zc_err *err)
     }
     if (e->trace_done) /* the gather was started ahead, or must start now */
         *(u->full ? &e->prefetch_hits : &e->prefetch_misses) += 1;
-    if (!u->full)
-        st = gather_start(e, i, err);
+    if (!u->full) /* this acquire's place in the recorded order, if it follows it */
+        st = gather_start(
+            e, i, keep_old(e, i, e->trace_done && e->trace_pos > 0 ? e->trace_pos - 1 : -1), err);
     if (!st)
         st = gather_wait(e, i, err);
     if (!st && e->mixed) /* beside the gathered 16-bit copy, which stays until release */
@@ -2798,6 +2899,8 @@ zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
     record(e, EV_GRADS_READY, i);
     unit_t *u = &e->units[i];
     u->ready = true;
+    if (e->ready_pos && !e->trace_done) /* the first micro-batch: where in the acquires */
+        e->ready_pos[i] = e->trace_len;
     if (u->grad_work)
         zero_grads_not_given(e, u);
     if (!e->grads_sharded && u->grad_work)
@@ -2928,6 +3031,20 @@ static zc_status unit_update(zc_engine *e, unit_t *u, void *capture, zc_err *err
         size_t k = u->opt_n - (size_t)j * sg < sg ? u->opt_n - (size_t)j * sg : sg;
         if ((st = zc_stream_next(e->stream, a, err)))
             break;
+        if (e->bwd_open) /* in the backward: the shard just reduced, in RAM */
+            a[ZC_STREAM_GRADS] = at(owned_grads(e, u), (size_t)j * sg, e->gs);
+        const zc_stream_ref *pr = &e->jobs[u->first_job + j].a[ZC_STREAM_PARAMS];
+        if (e->bwd_open && e->compact && pr->swap) { /* the old weights (bjobs reads none) */
+            if (u->oldw) {
+                memcpy(a[ZC_STREAM_PARAMS], at(u->oldw, (size_t)j * sg, e->ps), k * e->ps);
+            } else { /* not kept (off the recorded order, or the kept ones at their bound) */
+                zc_aio_op op = {0};
+                zc_swap_read(pr->swap, &op, a[ZC_STREAM_PARAMS], (size_t)pr->bytes, pr->off);
+                if ((st = zc_swap_wait(pr->swap, &op, err)))
+                    break;
+                e->update_read += pr->bytes;
+            }
+        }
         if (q8_moments(e) && a[ZC_STREAM_M]) {
             /* the sub-group's records (one shard: stages 1–3; its blocks from the sub-group's
              * start, a multiple of 2048 elements, so the shard's own blocks) */
@@ -2985,11 +3102,25 @@ static zc_status drop_prefetches(zc_engine *e, zc_err *err)
     }
     for (int i = 0; i < e->nunits; i++) { /* shards read ahead (stale once the step updates) */
         zc_status st2 = param_read_finish(e, i, NULL, err);
+        oldw_free(e, &e->units[i]); /* (an update takes each; none is left after a step) */
         if (!st)
             st = st2;
     }
-    if (e->params_sharded && !e->trace_done && e->trace_len > 0)
+    if (e->params_sharded && !e->trace_done && e->trace_len > 0) {
         e->trace_done = true;
+        /* fold_bwd, compact: where each unit's last gather is (no list: nothing kept) */
+        if (e->fold_bwd && e->compact && (e->last_use = malloc((size_t)e->nunits * sizeof(int))))
+            for (int i = 0; i < e->nunits; i++)
+                e->last_use[i] = -1;
+        for (int k = 0; e->last_use && k < e->trace_len; k++)
+            e->last_use[e->trace[k]] = k;
+        /* a shard is kept only for a unit whose gradients follow its last gather closely (a
+         * block's backward); one gathered long before (a tied embedding's head) would hold a
+         * buffer through the whole backward: its update reads the shard back instead */
+        for (int i = 0; e->last_use && i < e->nunits; i++)
+            if (e->ready_pos[i] < 0 || e->ready_pos[i] - e->last_use[i] > 3)
+                e->last_use[i] = -1;
+    }
     e->trace_pos = 0;
     return st;
 }
@@ -3154,6 +3285,75 @@ static zc_status update_units(zc_engine *e, int through, void *capture, zc_err *
                               e->aio ? zc_aio_get_counters(e->aio) : (zc_aio_counters){0}, err);
 }
 
+static int frozen_units(const zc_engine *e)
+{
+    int n = 0;
+    for (int i = 0; i < e->nunits; i++)
+        n += e->units[i].info.frozen;
+    return n;
+}
+
+/* What the step's gradients are multiplied by in the update: the mean over ranks and
+ * micro-batches, fp16's loss scale undone, the clipping coefficient. */
+static float step_gscale(const zc_engine *e, double coef)
+{
+    double inv = 1.0 / ((double)e->nranks * e->cfg.grad_accum * (double)grad_scale(e));
+    return (float)(inv * coef);
+}
+
+/* fold_bwd, at the first reduce-scatter of the step's last micro-batch: the step's
+ * hyperparameters as zc_engine_step would set them (no clipping coefficient, no loss scale),
+ * and the first sub-groups' reads start. */
+static zc_status bwd_begin(zc_engine *e, zc_err *err)
+{
+    e->upd_gscale = step_gscale(e, 1.0);
+    e->upd_lr = e->lr;
+    e->upd_step = e->step + 1;
+    e->upd_label = step_number(e);
+    e->bwd_updated = 0;
+    zc_status st = zc_stream_begin(e->stream, e->bjobs, e->njobs, err);
+    e->bwd_open = !st;
+    return st;
+}
+
+/* fold_bwd: unit i's reduced gradient shard has landed in RAM at the step's last micro-batch.
+ * Its Σg² for the norm, then its update from it (a shard staged for the disk is freed, not
+ * written: nothing reads it back), then (a persistent unit) the all-gather of its new values.
+ * The update's time and its sub-groups' bytes count as the update's. */
+static zc_status bwd_update(zc_engine *e, int i, zc_err *err)
+{
+    unit_t *u = &e->units[i];
+    const double t0 = zc_now_s();
+    u->sumsq = unit_sum_squares(e, u);
+    zc_status st = unit_update(e, u, NULL, err);
+    oldw_free(e, u);
+    for (int j = u->first_job; j < u->first_job + u->njobs; j++)
+        for (int a = 0; a < ZC_NSTREAMS; a++) {
+            const zc_stream_ref *r = &e->jobs[j].a[a];
+            if (a == ZC_STREAM_GRADS || !r->swap)
+                continue;
+            /* (a compact master's old weights: oldw, or read and counted in unit_update) */
+            e->update_read += r->in && !(a == ZC_STREAM_PARAMS && e->compact) ? r->bytes : 0;
+            e->update_written += r->out ? r->bytes : 0;
+        }
+    if (!st && e->opt_sharded && !sharded_params(e, u) &&
+        !(st = lockstep_check(e, OP_GATHER_PARAMS, i, err))) {
+        zc_comm_req *r = NULL;
+        st =
+            zc_comm_all_gather_start(e->comm, e->pdt, u->full, u->info.shard, label(e, i), &r, err);
+        if (!st)
+            st = zc_comm_wait(e->comm, r, err);
+    }
+    if (u->disk.grads)
+        io_free(e, IO_STAGING, &u->grad_shard, blocks(u->info.shard, e->gs));
+    else
+        zero_unit_grads(e, u);
+    e->bwd_updated++;
+    e->updates_in_backward++;
+    e->update_seconds += zc_now_s() - t0;
+    return st;
+}
+
 /* Unit i's update is folded into the coming forward and has not run yet. */
 static bool update_pending(const zc_engine *e, int i)
 {
@@ -3221,8 +3421,8 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     double local = 0.0, total = 0.0;
     for (int i = 0; i < e->nunits; i++) {
         const unit_t *u = &e->units[i];
-        if (!u->info.frozen)
-            local += u->disk.grads ? u->sumsq : unit_sum_squares(e, u);
+        if (!u->info.frozen) /* fold_bwd: taken before the update freed or zeroed the shard */
+            local += u->disk.grads || e->bwd_open ? u->sumsq : unit_sum_squares(e, u);
     }
     char what[48]; /* a collective's error names its step */
     snprintf(what, sizeof what, "gradient norm, step %lld", step_number(e));
@@ -3233,6 +3433,13 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     float carried = grad_scale(e); /* what this step's gradients were multiplied by */
     /* inf/nan anywhere makes every rank's total (the same bits everywhere) non-finite */
     bool overflow = !isfinite(total);
+    if (overflow && e->bwd_open)
+        return zc_err_set(err, ZC_ESTATE,
+                          "step %lld: the gradients contain inf or NaN; training stopped (the "
+                          "update ran in the backward, fold_update: the weights in the swap files "
+                          "are not usable, the checkpoints saved are; a lower learning rate or "
+                          "gradient_clipping may help)",
+                          step_number(e));
     if (overflow && e->cfg.dtype != ZC_FP16)
         return zc_err_set(err, ZC_ESTATE,
                           "step %lld: the gradients contain inf or NaN; the weights were not "
@@ -3252,24 +3459,33 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     double norm = sqrt(total) * inv, coef = 1.0;
     if (e->cfg.grad_clip > 0.0 && norm > e->cfg.grad_clip)
         coef = e->cfg.grad_clip / (norm + 1e-6);
-    /* The update, from the first unit: all of it now, or (folded) each unit just before the next
-     * forward gathers it. */
-    e->upd_gscale = (float)(inv * coef);
-    e->upd_lr = e->lr;
-    e->upd_step = e->step + 1;
-    e->upd_label = step_number(e);
-    /* Its first sub-groups' reads start. Transfers count when they complete, so the unfolded
-     * update's window starts before them and ends after its last write: exactly its bytes. */
-    const double t0 = zc_now_s();
-    const zc_aio_counters io0 = e->aio ? zc_aio_get_counters(e->aio) : (zc_aio_counters){0};
-    if (e->stream)
-        st = zc_stream_begin(e->stream, e->jobs, e->njobs, err);
-    e->upd_open = !st;
-    e->upd_next = 0;
-    if (!st && !e->fold)
-        st = update_units_since(e, e->nunits - 1, NULL, t0, io0, err);
-    else /* folded: the call's own time; its reads count in the update call they complete in */
-        update_account(e, t0, io0);
+    if (e->bwd_open) { /* fold_bwd: every unit was updated in the backward; its writes land */
+        ZC_ASSERT(e->bwd_updated == e->nunits - frozen_units(e));
+        const double t0 = zc_now_s();
+        e->bwd_open = false;
+        st = update_end(e, err);
+        e->update_seconds += zc_now_s() - t0;
+    } else {
+        /* The update, from the first unit: all of it now, or (folded) each unit just before
+         * the next forward gathers it. */
+        e->upd_gscale = step_gscale(e, coef);
+        e->upd_lr = e->lr;
+        e->upd_step = e->step + 1;
+        e->upd_label = step_number(e);
+        /* Its first sub-groups' reads start. Transfers count when they complete, so the
+         * unfolded update's window starts before them and ends after its last write: exactly
+         * its bytes. */
+        const double t0 = zc_now_s();
+        const zc_aio_counters io0 = e->aio ? zc_aio_get_counters(e->aio) : (zc_aio_counters){0};
+        if (e->stream)
+            st = zc_stream_begin(e->stream, e->jobs, e->njobs, err);
+        e->upd_open = !st;
+        e->upd_next = 0;
+        if (!st && !e->fold)
+            st = update_units_since(e, e->nunits - 1, NULL, t0, io0, err);
+        else /* folded: the call's own time; its reads count in the update call they complete in */
+            update_account(e, t0, io0);
+    }
     /* the next forward's first shards can come off the disk while the caller goes on (folded:
      * none, the update is their source; the stream reads its first sub-groups ahead instead) */
     if (!st && e->trace_done)
@@ -3397,10 +3613,13 @@ static zc_status store_params(zc_engine *e, unit_t *u, size_t first, size_t n, c
         narrow_params(e, u, src, at(sharded ? u->shard_p : u->full, k, e->ps), n);
         return ZC_OK;
     }
+    /* a shard read ahead of the next gather would hand it the values before these */
+    zc_status st = param_read_finish(e, (int)(u - e->units), NULL, err);
+    if (st)
+        return st;
     if (e->pdt == ZC_FP32)
         return zc_swap_pwrite(e->swap_par, src, n * 4, param_file_off(e, u, first), err);
     uint16_t h[CHUNK];
-    zc_status st = ZC_OK;
     for (size_t o = 0; !st && o < n; o += CHUNK) {
         size_t k = n - o < CHUNK ? n - o : CHUNK;
         narrow_params(e, u, src + o, h, k);
