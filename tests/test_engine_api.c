@@ -707,7 +707,8 @@ static void test_unit_use(void)
  * after a step that left it pending, a call that writes one rank's states alone is refused
  * naming zc_engine_finish_update; finishing it (collective) lets the call through, and
  * finishing again does nothing. Without clipping the update folds into the backward instead: the
- * unit is updated as its gradients land, and nothing is pending after the step. Either way the
+ * unit is updated as its gradients land — until the step it cannot be acquired again, nor the
+ * update finished — and nothing is pending after the step. Either way the
  * value set is the one the next acquire sees (not a shard read ahead before it was written). A
  * directory on the build's disk: O_DIRECT swap files refuse tmpfs. */
 static void test_fold_update_contract(void)
@@ -741,9 +742,19 @@ static void test_fold_update_contract(void)
         CHECK(g != NULL, "no gradient buffer");
         for (int i = 0; g && i < 64 * 64; i++)
             g[i] = 0.001f * (float)(i % 7);
-        CHECK(!zc_engine_grads_ready(e, u, &err) && !zc_engine_release(e, u, &err) &&
-                  !zc_engine_step(e, NULL, &err),
-              "step: %s", err.msg);
+        CHECK(!zc_engine_grads_ready(e, u, &err) && !zc_engine_release(e, u, &err), "backward: %s",
+              err.msg);
+        if (!clip) { /* the update runs in the backward: until the step, nothing touches it */
+            zc_status a = zc_engine_acquire(e, u, &err);
+            CHECK(a == ZC_ESTATE && strstr(err.msg, "zc_engine_step"),
+                  "acquire after grads_ready, update in the backward: %s %s", zc_status_name(a),
+                  err.msg);
+            a = zc_engine_finish_update(e, &err);
+            CHECK(a == ZC_ESTATE && strstr(err.msg, "running in the backward"),
+                  "finish_update with the update in the backward: %s %s", zc_status_name(a),
+                  err.msg);
+        }
+        CHECK(!zc_engine_step(e, NULL, &err), "step: %s", err.msg);
         zc_offload_stats os;
         zc_engine_offload_stats(e, &os);
         CHECK(os.updates_in_backward == (clip ? 0 : 1),

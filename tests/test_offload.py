@@ -983,6 +983,30 @@ def test_cpu_device():
     check(rep["memory"]["ranks"][0]["nvme"] == 0, "device cpu put something on disk")
 
 
+def unfolded_and_folded(n, prefix, args, saves=(), **cfg):
+    """The runs of `args` (stage 3, both offloads, config extras cfg) with fold_update false and
+    true, checked equal bit for bit: weights, losses, validation losses (when reported), and the
+    checkpoints of the steps in `saves` (each run saving into its own directory). Returns the
+    unfolded run's report, the folded run's, and the folded run's checkpoint directory."""
+    reps, dirs = {}, {}
+    for fold in (False, True):
+        tag = f"{prefix}-{fold}"
+        dirs[fold] = H_.path("ck-" + tag)
+        save = ["--save-dir", dirs[fold]] if saves else []
+        reps[fold], _ = train(n, tag, *args, *save, "--config",
+                              config(tag, opt=True, par=True, fold=fold, **cfg))
+    a, b = reps[False], reps[True]
+    for key in ("weights_sha256", "loss", "val_loss"):
+        check(b.get(key) == a.get(key),
+              f"{prefix}: folded {key} differs: {b.get(key)} != {a.get(key)}")
+    for step in saves:
+        for r in range(n):
+            name = f"step-{step:06d}/rank-{r:05d}.bin"
+            x, y = (open(os.path.join(dirs[f], name), "rb").read() for f in (False, True))
+            check(x == y, f"{prefix} {name}: the folded run's checkpoint differs")
+    return a, b, dirs[True]
+
+
 def test_fold_update():
     """fold_update (stage 3, both offloads) with gradient clipping: each unit's update runs in the
     next forward, just before its gather, which takes the shard the update produced. Against the
@@ -997,14 +1021,7 @@ def test_fold_update():
     args = ["--hidden", h, "--layers", layers, "--micro-batch", 4, "--steps", 4, "--stage", 3,
             "--clip", 1.0]
     for dtype in ("fp32", "bf16"):
-        reps = {}
-        for fold in (False, True):
-            tag = f"fold-mlp-{dtype}-{fold}"
-            reps[fold], _ = train(n, tag, *args, "--dtype", dtype, "--config",
-                                  config(tag, opt=True, par=True, fold=fold))
-        a, b = reps[False], reps[True]
-        check(b["weights_sha256"] == a["weights_sha256"], f"MLP {dtype}: folded weights differ")
-        check(b["loss"] == a["loss"], f"MLP {dtype}: folded losses differ")
+        a, b, _ = unfolded_and_folded(n, f"fold-mlp-{dtype}", [*args, "--dtype", dtype])
         check(a["offload"]["shards_from_update"] == [0] * 4,
               f"MLP {dtype}: unfolded shards_from_update {a['offload']['shards_from_update']}")
         check(b["offload"]["shards_from_update"] == [0] + [layers] * 3,
@@ -1018,21 +1035,7 @@ def test_fold_update():
     gargs = [*TINY, "--data", train_tok, "--val-data", val_tok, "--val-every", 1, "--steps", 4,
              "--grad-accum", 2, "--clip", 0.5, "--stage", 3, "--dtype", "bf16",
              "--save-every", 2]
-    reps, dirs = {}, {}
-    for fold in (False, True):
-        tag = f"fold-gpt2-{fold}"
-        dirs[fold] = H_.path("ck-" + tag)
-        reps[fold], _ = train(n, tag, *gargs, "--save-dir", dirs[fold], "--config",
-                              config(tag, opt=True, par=True, fold=fold))
-    a, b = reps[False], reps[True]
-    for key in ("weights_sha256", "loss", "val_loss"):
-        check(b[key] == a[key], f"GPT-2: folded {key} differs: {b[key]} != {a[key]}")
-    for step in (2, 4):
-        for r in range(n):
-            name = f"step-{step:06d}/rank-{r:05d}.bin"
-            x = open(os.path.join(dirs[False], name), "rb").read()
-            y = open(os.path.join(dirs[True], name), "rb").read()
-            check(x == y, f"GPT-2 {name}: the folded run's checkpoint differs")
+    unfolded_and_folded(n, "fold-gpt2", gargs, saves=(2, 4))
 
 
 def test_fold_into_backward():
@@ -1049,14 +1052,7 @@ def test_fold_into_backward():
     units = mlp_units(h, layers)
     args = ["--hidden", h, "--layers", layers, "--micro-batch", 4, "--steps", 4, "--stage", 3]
     for dtype in H_.trim(("fp32", "bf16"), ("bf16",)):
-        reps = {}
-        for fold in (False, True):
-            tag = f"bwd-mlp-{dtype}-{fold}"
-            reps[fold], _ = train(n, tag, *args, "--dtype", dtype, "--config",
-                                  config(tag, opt=True, par=True, fold=fold))
-        a, b = reps[False], reps[True]
-        check(b["weights_sha256"] == a["weights_sha256"], f"MLP {dtype}: weights differ")
-        check(b["loss"] == a["loss"], f"MLP {dtype}: losses differ")
+        a, b, _ = unfolded_and_folded(n, f"bwd-mlp-{dtype}", [*args, "--dtype", dtype])
         check(a["offload"]["updates_in_backward"] == [0] * 4 and
               b["offload"]["updates_in_backward"] == [layers] * 4,
               f"MLP {dtype}: updates in the backward {a['offload']['updates_in_backward']}, "
@@ -1107,26 +1103,12 @@ def test_fold_into_backward():
     compact = {"type": "AdamW8bit", "params": {"lr": 1e-3, "compact_master": True}}
     for name, extra in H_.trim((("AdamW", {}), ("compact", {"optimizer": compact})),
                                (("compact", {"optimizer": compact}),)):
-        reps, dirs = {}, {}
-        for fold in (False, True):
-            tag = f"bwd-gpt2-{name}-{fold}"
-            dirs[fold] = H_.path("ck-" + tag)
-            reps[fold], _ = train(n, tag, *gargs, "--save-dir", dirs[fold], "--config",
-                                  config(tag, opt=True, par=True, fold=fold, **extra))
-        a, b = reps[False], reps[True]
-        for key in ("weights_sha256", "loss", "val_loss"):
-            check(b[key] == a[key], f"GPT-2 {name}: {key} differs: {b[key]} != {a[key]}")
+        a, b, folded = unfolded_and_folded(n, f"bwd-gpt2-{name}", gargs, saves=(2, 4), **extra)
         check(min(b["offload"]["updates_in_backward"]) > 0,
               f"GPT-2 {name}: updates in the backward {b['offload']['updates_in_backward']}")
-        for step in (2, 4):
-            for r in range(n):
-                f = f"step-{step:06d}/rank-{r:05d}.bin"
-                x = open(os.path.join(dirs[False], f), "rb").read()
-                y = open(os.path.join(dirs[True], f), "rb").read()
-                check(x == y, f"GPT-2 {name} {f}: the checkpoint differs")
         tag = f"bwd-gpt2-{name}-resumed"
         res, _ = train(n, tag, *gargs, "--save-dir", H_.path("ck-" + tag), "--resume",
-                       os.path.join(dirs[True], "step-000002"),
+                       os.path.join(folded, "step-000002"),
                        "--config", config(tag, opt=True, par=True, **extra))
         check(res["weights_sha256"] == a["weights_sha256"],
               f"GPT-2 {name}: resumed at step 2, weights {res['weights_sha256']} != "

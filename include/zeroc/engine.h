@@ -264,7 +264,8 @@ ZC_API zc_status zc_engine_grads_ready(zc_engine *e, int unit, zc_err *err);
 /* Ends a micro-batch; at the accumulation boundary reduces, clips and updates. Gradients holding
  * inf/NaN skip the step under dynamic fp16 loss scaling (info->skipped); otherwise (fp32, bf16,
  * a static fp16 scale, or the scale at its minimum) they fail with ZC_ESTATE before any weight
- * is touched. A unit still acquired, or not handed back, is ZC_ESTATE. info may be NULL. */
+ * is touched — except with the update folded into the backward (below), which has run by then.
+ * A unit still acquired, or not handed back, is ZC_ESTATE. info may be NULL. */
 ZC_API zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err);
 /* Folded update (zero_optimization.offload_optimizer.fold_update, stage 3 with a state on disk):
  * zc_engine_step takes the step's decisions (norm, clipping, the learning rate) but updates no
@@ -280,7 +281,9 @@ ZC_API zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err);
  * updated as soon as its reduced gradient shard lands (the learning rate is the one set before
  * that micro-batch's backward), and no gradient shard goes to disk and back; zc_engine_step then
  * only waits for the last writes and reports the norm. The same bits again; gradients holding
- * inf or NaN then fail the step after the weights were updated. */
+ * inf or NaN then fail the step after the weights were updated. From that micro-batch's first
+ * reduce-scatter until zc_engine_step, a unit whose gradients were handed back cannot be
+ * acquired, and finish_update and the calls that read or write the states refuse (ZC_ESTATE). */
 ZC_API zc_status zc_engine_finish_update(zc_engine *e, zc_err *err);
 
 /* Ends a forward-only pass (evaluation, sampling): stage 3 lets the gathers it prefetched for

@@ -2567,6 +2567,12 @@ zc_status zc_engine_acquire(zc_engine *e, int i, zc_err *err)
         return wrong_state(e, "zc_engine_acquire", i,
                            "the unit is already acquired (release it before acquiring it again)",
                            err);
+    if (e->fold_bwd && at_boundary(e) && e->units[i].ready)
+        return wrong_state(e, "zc_engine_acquire", i,
+                           "its gradients were handed back in the step's last micro-batch, and "
+                           "without gradient_clipping its update runs then (fold_update): it "
+                           "cannot be gathered again before zc_engine_step",
+                           err);
     unit_t *u = &e->units[i];
     record(e, EV_ACQUIRE, i); /* after the checks: a refused call changes nothing */
     st = progress(e, err);
@@ -3360,9 +3366,24 @@ static bool update_pending(const zc_engine *e, int i)
     return e->upd_open && i >= e->upd_next && !e->units[i].info.frozen;
 }
 
+/* fold_bwd: the step's update is running in the backward — some units updated, their writes
+ * perhaps in flight, the rest not yet: nothing may read or write the states until
+ * zc_engine_step has ended it (ZC_ESTATE naming the call). */
+static zc_status update_in_backward(const zc_engine *e, const char *call, zc_err *err)
+{
+    if (!e->bwd_open)
+        return ZC_OK;
+    return zc_err_set(err, ZC_ESTATE,
+                      "%s: step %lld's update is running in the backward (fold_update without "
+                      "gradient_clipping); zc_engine_step ends it",
+                      call, e->upd_label);
+}
+
 zc_status zc_engine_finish_update(zc_engine *e, zc_err *err)
 {
     zc_status st = engine_call(e, "zc_engine_finish_update", err);
+    if (!st)
+        st = update_in_backward(e, "zc_engine_finish_update", err);
     if (!st && e->upd_open)
         st = update_units(e, e->nunits - 1, NULL, err);
     return st;
@@ -3372,6 +3393,8 @@ zc_status zc_engine_finish_update(zc_engine *e, zc_err *err)
  * folded into the next forward: refused (ZC_ESTATE), since finishing it is collective. */
 static zc_status update_folded(const zc_engine *e, const char *call, zc_err *err)
 {
+    if (e->bwd_open)
+        return update_in_backward(e, call, err);
     if (!e->upd_open)
         return ZC_OK;
     return zc_err_set(err, ZC_ESTATE,
@@ -3383,7 +3406,8 @@ static zc_status update_folded(const zc_engine *e, const char *call, zc_err *err
 zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
 {
     zc_status st = engine_call(e, "zc_engine_step", err);
-    if (!st) /* folded: a unit the forward never gathered (the next update reads its state) */
+    if (!st && !e->bwd_open) /* folded: a unit the forward never gathered (the next update reads
+                                its state) */
         st = zc_engine_finish_update(e, err);
     if (st)
         return st;
@@ -3461,6 +3485,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
         coef = e->cfg.grad_clip / (norm + 1e-6);
     if (e->bwd_open) { /* fold_bwd: every unit was updated in the backward; its writes land */
         ZC_ASSERT(e->bwd_updated == e->nunits - frozen_units(e));
+        info->lr = e->upd_lr; /* the rate taken at the backward's first reduce-scatter */
         const double t0 = zc_now_s();
         e->bwd_open = false;
         st = update_end(e, err);
@@ -3613,8 +3638,10 @@ static zc_status store_params(zc_engine *e, unit_t *u, size_t first, size_t n, c
         narrow_params(e, u, src, at(sharded ? u->shard_p : u->full, k, e->ps), n);
         return ZC_OK;
     }
-    /* a shard read ahead of the next gather would hand it the values before these */
+    /* a shard read ahead of the next gather (or kept for an update) would hand it the values
+     * before these */
     zc_status st = param_read_finish(e, (int)(u - e->units), NULL, err);
+    oldw_free(e, u);
     if (st)
         return st;
     if (e->pdt == ZC_FP32)
