@@ -132,6 +132,7 @@ typedef struct {
     /* the disk tier (offload): which states live in the swap files, and where */
     zc_unit_offload disk;
     int first_job, njobs; /* its sub-groups in the step's stream; 0 jobs: updated in RAM */
+    int first_bjob;       /* fold_bwd: where they start in bjobs */
     void *pread_buf;      /* params on disk: the shard read from disk (ahead of its gather) */
     /* fold_bwd with a compact master: the shard as the last micro-batch's last gather (the
      * backward's) read it — the old bf16 weights, half the master — kept for the unit's update,
@@ -1635,13 +1636,15 @@ static zc_status build_bjobs(zc_engine *e, zc_err *err)
     if (!(e->bjobs = calloc((size_t)e->njobs, sizeof *e->bjobs)))
         return zc_err_set(err, ZC_ENOMEM, "out of memory planning the offloaded step");
     int k = 0;
-    for (int i = e->nunits - 1; i >= 0; i--)
+    for (int i = e->nunits - 1; i >= 0; i--) {
+        e->units[i].first_bjob = k;
         for (int j = 0; j < e->units[i].njobs; j++, k++) {
             e->bjobs[k] = e->jobs[e->units[i].first_job + j];
             e->bjobs[k].a[ZC_STREAM_GRADS] = (zc_stream_ref){0};
             /* a compact master's old weights: kept from the backward's gather (oldw) */
             e->bjobs[k].a[ZC_STREAM_PARAMS].in = false;
         }
+    }
     return ZC_OK;
 }
 
@@ -1826,10 +1829,12 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
     if (!st && e->fold_bwd)
         st = build_bjobs(e, err);
     if (!st && e->fold_bwd && e->compact) {
-        if (!(e->ready_pos = malloc((size_t)e->nunits * sizeof(int))))
+        e->last_use = malloc((size_t)e->nunits * sizeof(int));
+        e->ready_pos = malloc((size_t)e->nunits * sizeof(int));
+        if (!e->last_use || !e->ready_pos)
             st = zc_err_set(err, ZC_ENOMEM, "out of memory planning the offloaded step");
         for (int i = 0; !st && i < e->nunits; i++)
-            e->ready_pos[i] = -1;
+            e->last_use[i] = e->ready_pos[i] = -1; /* known once the acquires are recorded */
     }
     if ((st = zc_comm_agree(e->comm, st, "initialising the model states", err)))
         return st;
@@ -2385,6 +2390,14 @@ static zc_status param_read_finish(zc_engine *e, int i, void *dst, zc_err *err)
     return param_read_end(e, i, dst, false, err);
 }
 
+/* Whether `reads` shard reads of `elems` elements in all, outstanding at once, are within what
+ * the read-ahead may hold: offload_param.buffer_count reads, buffer_size elements past the
+ * first (one read whatever its size). */
+static bool reads_fit(const zc_engine *e, int reads, int64_t elems)
+{
+    return reads <= e->cfg.param_buffer_count && (reads <= 1 || elems <= e->cfg.param_buffer_size);
+}
+
 /* fold_bwd with a compact master: whether the gather of unit i at trace position pos (−1: off
  * the recorded order) keeps the shard it reads as the unit's oldw — its last gather of the
  * step's last micro-batch, a shard on disk, while fewer than offload_param.buffer_count − 1 are
@@ -2396,12 +2409,11 @@ static bool keep_old(const zc_engine *e, int i, int pos)
 {
     const unit_t *u = &e->units[i];
     const int count = e->cfg.param_buffer_count, most = count > 2 ? count - 1 : 1;
+    const bool read = u->pread_buf != NULL; /* else the gather starts it: one more */
     return e->last_use && pos >= 0 && e->last_use[i] == pos && at_boundary(e) && u->disk.params &&
            !u->info.frozen && sharded_params(e, u) && e->nold < most &&
-           e->reads_out + !u->pread_buf <= (count > 1 ? count : 1) &&
-           (e->reads_out + !u->pread_buf <= 1 ||
-            e->read_elems_out + (u->pread_buf ? 0 : (int64_t)u->info.shard) <=
-                e->cfg.param_buffer_size);
+           reads_fit(e, e->reads_out + !read,
+                     e->read_elems_out + (read ? 0 : (int64_t)u->info.shard));
 }
 
 /* Disk read-ahead along the recorded order: the next units whose shards live on disk and are
@@ -2409,14 +2421,12 @@ static bool keep_old(const zc_engine *e, int i, int pos)
  * buffer_size elements in all are outstanding (one read whatever its size). */
 static zc_status read_ahead(zc_engine *e, zc_err *err)
 {
-    int64_t count = e->cfg.param_buffer_count, size = e->cfg.param_buffer_size;
     for (int k = e->trace_pos; k < e->trace_len; k++) {
         unit_t *w = &e->units[e->trace[k]];
         if (!w->disk.params || w->pread_buf || w->full || w->acquired || hpz_current(e, w) ||
             update_pending(e, e->trace[k])) /* folded: its update will hand its gather the shard */
             continue;
-        if (e->reads_out >= count ||
-            (e->reads_out > 0 && e->read_elems_out + (int64_t)w->info.shard > size))
+        if (!reads_fit(e, e->reads_out + 1, e->read_elems_out + (int64_t)w->info.shard))
             break;
         zc_status st = param_read_start(e, e->trace[k], err);
         if (st)
@@ -3039,8 +3049,9 @@ static zc_status unit_update(zc_engine *e, unit_t *u, void *capture, zc_err *err
             break;
         if (e->bwd_open) /* in the backward: the shard just reduced, in RAM */
             a[ZC_STREAM_GRADS] = at(owned_grads(e, u), (size_t)j * sg, e->gs);
-        const zc_stream_ref *pr = &e->jobs[u->first_job + j].a[ZC_STREAM_PARAMS];
-        if (e->bwd_open && e->compact && pr->swap) { /* the old weights (bjobs reads none) */
+        const zc_stream_ref *pr =
+            e->bwd_open ? &e->bjobs[u->first_bjob + j].a[ZC_STREAM_PARAMS] : NULL;
+        if (pr && e->compact && pr->swap) { /* the old weights (bjobs reads none) */
             if (u->oldw) {
                 memcpy(a[ZC_STREAM_PARAMS], at(u->oldw, (size_t)j * sg, e->ps), k * e->ps);
             } else { /* not kept (off the recorded order, or the kept ones at their bound) */
@@ -3114,10 +3125,7 @@ static zc_status drop_prefetches(zc_engine *e, zc_err *err)
     }
     if (e->params_sharded && !e->trace_done && e->trace_len > 0) {
         e->trace_done = true;
-        /* fold_bwd, compact: where each unit's last gather is (no list: nothing kept) */
-        if (e->fold_bwd && e->compact && (e->last_use = malloc((size_t)e->nunits * sizeof(int))))
-            for (int i = 0; i < e->nunits; i++)
-                e->last_use[i] = -1;
+        /* fold_bwd, compact: where each unit's last gather is */
         for (int k = 0; e->last_use && k < e->trace_len; k++)
             e->last_use[e->trace[k]] = k;
         /* a shard is kept only for a unit whose gradients follow its last gather closely (a
@@ -3307,15 +3315,22 @@ static float step_gscale(const zc_engine *e, double coef)
     return (float)(inv * coef);
 }
 
-/* fold_bwd, at the first reduce-scatter of the step's last micro-batch: the step's
- * hyperparameters as zc_engine_step would set them (no clipping coefficient, no loss scale),
- * and the first sub-groups' reads start. */
-static zc_status bwd_begin(zc_engine *e, zc_err *err)
+/* The hyperparameters of the update the step takes, kept for whenever its units are updated:
+ * the gradients' scale (coef: the clipping coefficient), the learning rate, Adam's step. */
+static void take_hparams(zc_engine *e, double coef)
 {
-    e->upd_gscale = step_gscale(e, 1.0);
+    e->upd_gscale = step_gscale(e, coef);
     e->upd_lr = e->lr;
     e->upd_step = e->step + 1;
     e->upd_label = step_number(e);
+}
+
+/* fold_bwd, at the first reduce-scatter of the step's last micro-batch: the step's
+ * hyperparameters as zc_engine_step would take them (no clipping coefficient, no loss scale),
+ * and the first sub-groups' reads start. */
+static zc_status bwd_begin(zc_engine *e, zc_err *err)
+{
+    take_hparams(e, 1.0);
     e->bwd_updated = 0;
     zc_status st = zc_stream_begin(e->stream, e->bjobs, e->njobs, err);
     e->bwd_open = !st;
@@ -3333,14 +3348,11 @@ static zc_status bwd_update(zc_engine *e, int i, zc_err *err)
     u->sumsq = unit_sum_squares(e, u);
     zc_status st = unit_update(e, u, NULL, err);
     oldw_free(e, u);
-    for (int j = u->first_job; j < u->first_job + u->njobs; j++)
-        for (int a = 0; a < ZC_NSTREAMS; a++) {
-            const zc_stream_ref *r = &e->jobs[j].a[a];
-            if (a == ZC_STREAM_GRADS || !r->swap)
-                continue;
-            /* (a compact master's old weights: oldw, or read and counted in unit_update) */
-            e->update_read += r->in && !(a == ZC_STREAM_PARAMS && e->compact) ? r->bytes : 0;
-            e->update_written += r->out ? r->bytes : 0;
+    for (int j = u->first_bjob; j < u->first_bjob + u->njobs; j++)
+        for (int a = 0; a < ZC_NSTREAMS; a++) { /* (old weights read back: unit_update counts) */
+            const zc_stream_ref *r = &e->bjobs[j].a[a];
+            e->update_read += r->swap && r->in ? r->bytes : 0;
+            e->update_written += r->swap && r->out ? r->bytes : 0;
         }
     if (!st && e->opt_sharded && !sharded_params(e, u) &&
         !(st = lockstep_check(e, OP_GATHER_PARAMS, i, err))) {
@@ -3493,10 +3505,7 @@ zc_status zc_engine_step(zc_engine *e, zc_step_info *info, zc_err *err)
     } else {
         /* The update, from the first unit: all of it now, or (folded) each unit just before
          * the next forward gathers it. */
-        e->upd_gscale = step_gscale(e, coef);
-        e->upd_lr = e->lr;
-        e->upd_step = e->step + 1;
-        e->upd_label = step_number(e);
+        take_hparams(e, coef);
         /* Its first sub-groups' reads start. Transfers count when they complete, so the
          * unfolded update's window starts before them and ends after its last write: exactly
          * its bytes. */
