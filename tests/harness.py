@@ -44,8 +44,8 @@ class Harness:
         """Runs `zeroc ARGS` on n ranks (with env added to the environment); with ok, a non-zero
         exit raises. In the sanitizer pass a run of one rank that is meant to fail (a refused
         input, most of them) starts without mpirun, as a user's `zeroc train` does, with the
-        threads mpirun.sh gives: mpirun's start is 2 of its 3 seconds there, and the refusal's
-        code is the same. The commands that never start MPI (ONE_PROCESS) run on one rank
+        threads mpirun.sh gives: the refusal's code is the same, and mpirun's own start is
+        saved. The commands that never start MPI (ONE_PROCESS) run on one rank
         without mpirun too."""
         cmd = [self.mpirun, str(n), self.zeroc, *map(str, args)]
         env = {**os.environ, **(env or {})}
