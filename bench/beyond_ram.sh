@@ -22,8 +22,8 @@
 # optimizer slots), keeping the reads and gathers ahead; EXTRA adds train flags (e.g.
 # EXTRA=--activation-checkpointing). RANKS=1 runs the other process shape: 1 process with 2
 # threads instead of 2 ranks with 1 thread each. OPT_SLOTS=N sets offload_optimizer.buffer_count
-# (the update's slots: how many sub-groups are read ahead), over SMALL's. COMPACT=1 (with
-# OPTIM=AdamW8bit) keeps the fp32 master as the bf16 weights plus 16-bit remainders
+# (the update's slots: how many sub-groups are read ahead), over SMALL's. COMPACT=1 (AdamW or
+# AdamW8bit) keeps the fp32 master as the bf16 weights plus 16-bit remainders
 # (optimizer.params.compact_master). CLIP sets --clip (default 1.0; CLIP=0 trains without
 # gradient clipping, which folds the update into the backward where fold_update is on).
 set -euo pipefail
@@ -48,8 +48,7 @@ optim=${OPTIM:-AdamW}
 compact=${COMPACT:-0}
 case $compact in
   0) optimizer_key='' ;;
-  1) [[ $optim == AdamW8bit ]] || { echo "beyond_ram.sh: COMPACT=1 needs OPTIM=AdamW8bit" >&2; exit 2; }
-     optimizer_key='"optimizer": {"params": {"compact_master": true}},' ;;
+  1)      optimizer_key='"optimizer": {"params": {"compact_master": true}},' ;;
   *) echo "beyond_ram.sh: COMPACT must be 0 or 1, got '$compact'" >&2; exit 2 ;;
 esac
 torch=${TORCH:-1}
@@ -95,8 +94,15 @@ shape=(--model gpt2 --layers 48 --channels 1920 --heads 30 --vocab 50257 --seq-l
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores"
 
 "$zeroc" prepare --text /usr/share/common-licenses/* --out "$dir/licenses" > /dev/null
+cat > "$dir/ds.json" <<EOF
+{$optimizer_key "zero_optimization": {"stage": 3, $knobs
+   "offload_optimizer": {"device": "nvme", "nvme_path": "$dir", "ratio": $ratio$fold_key$opt_slots},
+   "offload_param": {"device": "nvme", "nvme_path": "$dir", "max_in_cpu": $max_in_cpu$par_slots}},
+ "bf16": {"enabled": true}, "steps_per_print": 1}
+EOF
+# the plan of the run below: its optimizer and its config (buffers, compact master, ...)
 est=$("$zeroc" estimate "${shape[@]}" --micro-batch 1 --ranks "$ranks" --dtype bf16 \
-  --offload-optimizer nvme --offload-param nvme --max-in-cpu 0 --json)
+  --optimizer "$optim" --config "$dir/ds.json" --json)
 python3 - "$est" "$dir" "$ranks" <<'PY'
 import json, os, sys
 e, ranks = json.loads(sys.argv[1]), int(sys.argv[3])
@@ -111,12 +117,6 @@ print(f"per rank: {row['nvme'] / 1e9:.2f} GB on disk, RAM bound {row['total_per_
       f"{row['offload_buffers_bound'] / 2**20:.0f} MiB); disk needed {ranks * row['nvme'] / 1e9:.1f} GB, "
       f"free {st.f_bavail * st.f_frsize / 1e9:.1f} GB")
 PY
-cat > "$dir/ds.json" <<EOF
-{$optimizer_key "zero_optimization": {"stage": 3, $knobs
-   "offload_optimizer": {"device": "nvme", "nvme_path": "$dir", "ratio": $ratio$fold_key$opt_slots},
-   "offload_param": {"device": "nvme", "nvme_path": "$dir", "max_in_cpu": $max_in_cpu$par_slots}},
- "bf16": {"enabled": true}, "steps_per_print": 1}
-EOF
 t0=$(date +%s)
 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe \
   --bind-to none -np "$ranks" -x OPENBLAS_NUM_THREADS="$threads" -x OMP_NUM_THREADS="$threads" \

@@ -237,37 +237,28 @@ def test_adamw8bit():
               f"{tag}: offload peak {r0['offload_peak']} > bound {e['offload_buffers_bound']}")
 
 
-def test_compact_master():
-    """AdamW8bit with optimizer.params.compact_master (the fp32 master kept as the bf16 weights
-    plus 16-bit remainders), MLP wide enough that masters fall on exact bf16 ties: stages 0–3 in
-    RAM and every offload case (stage 3 also unfolded) end on the same weights and losses bit for
-    bit; each rank holds 2 bytes per optimizer element less than with an fp32 master, in RAM or on
-    disk, as the estimate says; unfolded with both offloads, the update reads as many bytes (the
-    remainders and the old weights instead of the master) and writes the difference of a 4-byte
-    and a 2-byte region less per sub-group; a checkpoint saved in RAM resumes with both offloads to
-    the uninterrupted run's bits; a LoRA run's frozen base stays rounded to nearest even (a
-    checkpoint saved without the key resumes with it). Against the fp32 master it differs (ties round away from zero,
-    not to even), by far less than a step moves the loss."""
-    h, layers = 256, 3
-    units = mlp_units(h, layers)
-    opt8 = {"type": "AdamW8bit", "params": {"lr": 1e-3}}
-    compact = {"type": "AdamW8bit", "params": {"lr": 1e-3, "compact_master": True}}
-    args = ["--hidden", h, "--layers", layers, "--micro-batch", 4, "--dtype", "bf16"]
-    for n in H_.trim((1, 2), (2,)):
-        # sanitizers: stage 1 and stage 3 with both offloads, folded and not
-        cases = H_.trim(((1, 1, 0, None), (2, 1, 0, None), (3, 1, 0, None), (3, 0, 1, None),
-                         (3, 1, 1, None), (3, 1, 1, False)),
-                        ((1, 1, 0, None), (3, 1, 1, None), (3, 1, 1, False)))
+def compact_matrix(base, ns, cases, args, units):
+    """compact_master with optimizer `base` (AdamW8bit's moments in 8-bit records, AdamW's in
+    fp32): on each of `ns` ranks, stages 0 and the cases' in RAM and every case of `cases`
+    (stage, optimizer on disk, parameters on disk, fold) end on the same weights and losses bit
+    for bit, the rank's disk bytes equal the formula (and the estimate's, stage 3 with both
+    offloads); against `base` with an fp32 master, 2 bytes per optimizer element fewer in RAM and
+    losses within 1e-5; unfolded with both offloads on 2 ranks, the update reads as many bytes and
+    writes a 4-byte less a 2-byte region fewer per sub-group."""
+    q8 = base == "AdamW8bit"
+    fp32m = {"type": base, "params": {"lr": 1e-3}}
+    compact = {"type": base, "params": {"lr": 1e-3, "compact_master": True}}
+    for n in ns:
         ram = {}
         for stage in sorted({0} | {c[0] for c in cases}):
-            tag = f"cm-ram-{n}-{stage}"
+            tag = f"cm-{base}-ram-{n}-{stage}"
             ram[stage], _ = train(n, tag, *args, "--steps", 3, "--stage", stage,
                                   "--config", config(tag, optimizer=compact))
             check((ram[stage]["weights_sha256"], ram[stage]["loss"]) ==
                   (ram[0]["weights_sha256"], ram[0]["loss"]), f"{tag}: differs from stage 0")
-        tag = f"cm-fp32-master-{n}"
+        tag = f"cm-{base}-fp32-master-{n}"
         fp32, _ = train(n, tag, *args, "--steps", 3, "--stage", 3,
-                        "--config", config(tag, optimizer=opt8))
+                        "--config", config(tag, optimizer=fp32m))
         # a tie moves a weight by one bf16 ulp; the losses agree to 1e-5 relative (measured
         # 6e-9 at step 1). The first ones differ: initial values on ties round away from zero
         # into the weights the forward reads
@@ -278,7 +269,7 @@ def test_compact_master():
         got = fp32["memory"]["ranks"][0]["optimizer"] - ram[3]["memory"]["ranks"][0]["optimizer"]
         check(got == saved, f"{tag}: {got} optimizer bytes fewer in RAM, want {saved}")
         for stage, opt, par, fold in cases:
-            tag = f"cm-{n}-s{stage}-o{opt}p{par}-f{fold}"
+            tag = f"cm-{base}-{n}-s{stage}-o{opt}p{par}-f{fold}"
             cfg = config(tag, opt=opt, par=par, fold=fold, optimizer=compact)
             rep, _ = train(n, tag, *args, "--steps", 3, "--stage", stage, "--config", cfg)
             check((rep["weights_sha256"], rep["loss"]) ==
@@ -287,10 +278,12 @@ def test_compact_master():
             want = 0
             for u in units:
                 S = shard(u, n)
-                # stage 3's gradient shard, the remainders, the two moments' records
-                want += ((region(S * 2) if stage == 3 else 0) + region(S * 2) +
-                         2 * sum(q8_record(x) for x in pieces(S, 2048)) if opt else 0) + \
-                    (region(S * 2) if par else 0)
+                # stage 3's gradient shard, the remainders, the two moments (8-bit records or
+                # fp32 regions)
+                moments = (2 * sum(q8_record(x) for x in pieces(S, 2048)) if q8
+                           else 2 * region(S * 4))
+                want += ((region(S * 2) if stage == 3 else 0) + region(S * 2) + moments
+                         if opt else 0) + (region(S * 2) if par else 0)
             r0 = rep["memory"]["ranks"][0]
             check(r0["nvme"] == want, f"{tag}: nvme {r0['nvme']} != {want}")
             if stage == 3 and opt and par and fold is None:
@@ -301,8 +294,8 @@ def test_compact_master():
                 check(got == want, f"{tag}: measured {got} != estimate {want}")
     # the update's bytes, unfolded, both offloads, 2 ranks: compact against the fp32 master
     reps = {}
-    for name, o in (("fp32", opt8), ("compact", compact)):
-        tag = f"cm-bytes-{name}"
+    for name, o in (("fp32", fp32m), ("compact", compact)):
+        tag = f"cm-{base}-bytes-{name}"
         reps[name], _ = train(2, tag, *args, "--steps", 3, "--stage", 3, "--config",
                               config(tag, opt=True, par=True, fold=False, optimizer=o))
     a, b = reps["fp32"]["offload"], reps["compact"]["offload"]
@@ -311,8 +304,31 @@ def test_compact_master():
              "update_written_bytes": sum(region(4 * x) - region(2 * x) for x in xs)}
     for key, want in fewer.items():
         got = [x - y for x, y in zip(a[key], b[key])]
-        check(got and all(d == want for d in got), f"{key}: fp32 master - compact = {got}, "
-              f"want {want} a step")
+        check(got and all(d == want for d in got), f"{base} {key}: fp32 master - compact = "
+              f"{got}, want {want} a step")
+
+
+def test_compact_master():
+    """optimizer.params.compact_master (the fp32 master kept as the bf16 weights plus 16-bit
+    remainders) with AdamW8bit and with AdamW, MLP wide enough that masters fall on exact bf16
+    ties (compact_matrix: stages 0–3 in RAM and the offload cases on the same bits, 2 bytes per
+    optimizer element fewer in RAM or on disk, as the estimate says, the update's bytes); a
+    checkpoint saved in RAM resumes with both offloads to the uninterrupted run's bits; a LoRA
+    run's frozen base stays rounded to nearest even (a checkpoint saved without the key resumes
+    with it). Against the fp32 master it differs (ties round away from zero, not to even), by far
+    less than a step moves the loss. Refused with SGD or without bf16, naming the key."""
+    h, layers = 256, 3
+    units = mlp_units(h, layers)
+    compact = {"type": "AdamW8bit", "params": {"lr": 1e-3, "compact_master": True}}
+    args = ["--hidden", h, "--layers", layers, "--micro-batch", 4, "--dtype", "bf16"]
+    # sanitizers: stage 1 and stage 3 with both offloads, folded and not
+    compact_matrix("AdamW8bit", H_.trim((1, 2), (2,)),
+                   H_.trim(((1, 1, 0, None), (2, 1, 0, None), (3, 1, 0, None), (3, 0, 1, None),
+                            (3, 1, 1, None), (3, 1, 1, False)),
+                           ((1, 1, 0, None), (3, 1, 1, None), (3, 1, 1, False))), args, units)
+    # AdamW: the same code around another kernel (zc_adam_update_split)
+    compact_matrix("AdamW", (2,), H_.trim(((3, 1, 1, None), (3, 1, 1, False)),
+                                          ((3, 1, 1, None),)), args, units)
     # a checkpoint saved in RAM resumes with both offloads
     full, _ = train(2, "cm-ck-full", *args, "--steps", 4, "--stage", 3,
                     "--config", config("cm-ck-full", optimizer=compact))
@@ -325,10 +341,10 @@ def test_compact_master():
           "compact master: resumed with both offloads differs from the uninterrupted run")
     # the estimate refuses what train refuses: the key with the optimizer switched by a flag
     p = subprocess.run([H_.zeroc, "estimate", "--model", "mlp", *map(str, args), "--optimizer",
-                        "AdamW", "--config", config("cm-est", optimizer=compact)],
+                        "SGD", "--config", config("cm-est", optimizer=compact)],
                        capture_output=True, text=True, timeout=60)
     check(p.returncode != 0 and "optimizer.params.compact_master" in p.stderr,
-          f"estimate with compact_master and AdamW: rc {p.returncode}, {p.stderr[-300:]}")
+          f"estimate with compact_master and SGD: rc {p.returncode}, {p.stderr[-300:]}")
     # a LoRA run's frozen base (no master) keeps nearest-even weights, so its digest does not
     # depend on the key: saved without it, a resume with it is not refused as another base
     # (256 channels: a base of 1.6 M values, about 24 of them on ties)
@@ -339,9 +355,9 @@ def test_compact_master():
     train(2, "cm-lora-half", *lora, "--steps", 2, "--save-dir", d)
     train(2, "cm-lora-res", *lora, "--steps", 3, "--resume", d,
           "--config", config("cm-lora-res", optimizer=compact))
-    # refused without AdamW8bit in bf16, naming the key
+    # refused without an Adam in bf16, naming the key
     for extra, opt in ((["--dtype", "fp32"], compact),
-                       ([], {"type": "AdamW", "params": {"compact_master": True}})):
+                       ([], {"type": "SGD", "params": {"compact_master": True}})):
         _, p = train(1, "cm-bad", "--hidden", 16, "--layers", 1, *args[4:6], *extra,
                      "--config", config("cm-bad", optimizer=opt), ok=False)
         check(p.returncode != 0 and "optimizer.params.compact_master" in p.stderr,

@@ -487,6 +487,45 @@ int main(void)
         free(mq1), free(vq1), free(mq2), free(vq2), free(ms1), free(vs1), free(ms2), free(vs2);
         free(joined), free(g16), free(w16), free(rem), free(want), free(out);
     }
+    { /* zc_adam_update_split against zc_adam_update on the fp32 master the pair stands for
+       * (AdamW and Adam's L2 decay): the same master bits and moments each step, its weights the
+       * master split */
+        const size_t lens[] = {1, 257, 16384 + 300, N};
+        float *m1 = malloc(N * 4), *v1 = malloc(N * 4), *m2 = malloc(N * 4), *v2 = malloc(N * 4),
+              *joined = malloc(N * 4);
+        uint16_t *g16 = malloc(N * 2), *w16 = malloc(N * 2), *rem = malloc(N * 2),
+                 *want = malloc(N * 2), *out = malloc(N * 2);
+        zc_dtype_narrow(ZC_BF16, g, g16, N);
+        for (int bf = 0; bf < 2; bf++)
+            for (int t = 1; t <= 2; t++)
+                for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+                    omp_set_num_threads(t);
+                    size_t n = lens[li];
+                    memcpy(p1, p0, n * 4);
+                    p1[0] = 0x1.01p-4f; /* a tie: weight 0x3d81 (away), not 0x3d80 (even) */
+                    zc_master_split(p1, n, w16, rem);
+                    memset(m1, 0, n * 4), memset(v1, 0, n * 4);
+                    memset(m2, 0, n * 4), memset(v2, 0, n * 4);
+                    bool same = w16[0] == 0x3d81;
+                    for (int step = 1; step <= 3; step++) {
+                        zc_adam_hparams h = variants[step == 2];
+                        h.step = step;
+                        const void *gg = bf ? (const void *)g16 : (const void *)g;
+                        const zc_dtype gt = bf ? ZC_BF16 : ZC_FP32;
+                        int64_t b1 = zc_adam_update(p1, gg, gt, m1, v1, n, 0.5f, &h, ZC_BF16, out);
+                        int64_t b2 = zc_adam_update_split(rem, w16, gg, gt, m2, v2, n, 0.5f, &h);
+                        zc_master_join(w16, rem, n, joined);
+                        zc_master_split(p1, n, want, NULL);
+                        same = same && b1 == b2 && !memcmp(joined, p1, n * 4) &&
+                               !memcmp(w16, want, n * 2) && !memcmp(m1, m2, n * 4) &&
+                               !memcmp(v1, v2, n * 4);
+                    }
+                    CHECK(same, "adam split master, %s gradients, threads %d, n %zu",
+                          bf ? "bf16" : "fp32", t, n);
+                }
+        free(m1), free(v1), free(m2), free(v2), free(joined);
+        free(g16), free(w16), free(rem), free(want), free(out);
+    }
     /* Squared norm of 16-bit gradients: the chunks' sums added in order, to the bit, whatever
      * the thread count; lengths around a chunk and past one batch of 512 chunks. */
     {

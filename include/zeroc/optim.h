@@ -51,6 +51,13 @@ ZC_API int64_t zc_adam_update(float *p, const void *g, zc_dtype gt, float *m, fl
                               float gscale, const zc_adam_hparams *h, zc_dtype ot, void *out);
 ZC_API void zc_adam_update_ref(float *p, const float *g, float *m, float *v, size_t n, float gscale,
                                const zc_adam_hparams *h);
+/* Adam(W) with a compact master (optimizer.params.compact_master): the fp32 master is not
+ * stored, it is the bf16 weights p16 and 16-bit remainders rem (zc_master_join). Each block's
+ * master is joined, takes zc_adam_update's step (the same bits as on an fp32 master), and is
+ * split back (zc_master_split). The count returned is of non-finite weights in p16. */
+ZC_API int64_t zc_adam_update_split(uint16_t *rem, uint16_t *p16, const void *g, zc_dtype gt,
+                                    float *m, float *v, size_t n, float gscale,
+                                    const zc_adam_hparams *h);
 
 /* AdamW8bit: AdamW whose moments are kept blockwise in 8 bits (as bitsandbytes' 8-bit Adam).
  * Each element's m is one uint8 code into the signed 256-entry dynamic map, its v one code into

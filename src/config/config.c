@@ -2379,11 +2379,12 @@ static void check_rules(const ctx *c, const zc_config *cfg, int world_size)
     collect(c, sgd_without_adam_params(c, cfg));
     /* the remainders complete bf16 weights to the fp32 master: no other stored type has the
      * master's top half */
-    if (cfg->compact_master && (cfg->optim != ZC_OPTIM_ADAMW8BIT || cfg->dtype != ZC_BF16))
+    if (cfg->compact_master && (cfg->optim == ZC_OPTIM_SGD || cfg->dtype != ZC_BF16))
         collect(c, fail(c, ZC_EINVAL,
                         "optimizer.params.compact_master is true, which keeps the fp32 master "
                         "as the bf16 weights plus 16-bit remainders: it needs optimizer.type "
-                        "AdamW8bit and bf16.enabled true, got type %s with %s parameters",
+                        "Adam, AdamW or AdamW8bit and bf16.enabled true, got type %s with %s "
+                        "parameters",
                         zc_optim_name(cfg->optim), zc_dtype_name(cfg->dtype)));
     if (cfg->lora_bias[0] && strcmp(cfg->lora_bias, "none"))
         collect(c, fail(c, ZC_EINVAL,

@@ -701,7 +701,7 @@ zc_status zc_engine_create(zc_engine **out, const zc_config *cfg, zc_comm *comm,
     e->gs = (size_t)zc_dtype_size(e->gdt);
     e->cs = (size_t)zc_dtype_size(e->cdt);
     e->mixed = e->pdt != ZC_FP32;
-    e->compact = cfg->compact_master && e->pdt == ZC_BF16 && cfg->optim == ZC_OPTIM_ADAMW8BIT;
+    e->compact = cfg->compact_master && e->pdt == ZC_BF16 && cfg->optim != ZC_OPTIM_SGD;
     e->direct_grads = !e->grads_sharded && e->gdt == ZC_FP32;
     e->grads16 = zc_config_grads_bf16(cfg);
     zc_loss_scaler_init(&e->scaler, cfg);
@@ -2935,8 +2935,9 @@ zc_status zc_engine_grads_ready(zc_engine *e, int i, zc_err *err)
 
 /* The optimizer over n elements of an optimizer range: on the fp32 weights w (the parameters, or
  * the master copy) from gradients of the stored type; in mixed precision the kernel also rounds
- * w into the 16-bit params as it goes. */
-static int64_t update_span(const zc_engine *e, float *w, const void *g, float *m, float *v,
+ * w into the 16-bit params as it goes. A compact master: w is its remainders, params its top
+ * halves, both written. */
+static int64_t update_span(const zc_engine *e, void *w, const void *g, float *m, float *v,
                            void *params, size_t n, float gscale)
 {
     int64_t bad;
@@ -2952,7 +2953,9 @@ static int64_t update_span(const zc_engine *e, float *w, const void *g, float *m
                              .decoupled = e->cfg.optim == ZC_OPTIM_ADAMW || e->cfg.adam_w_mode,
                              .uncorrected = !e->cfg.bias_correction,
                              .step = e->upd_step};
-        bad = zc_adam_update(w, g, e->gdt, m, v, n, gscale, &h, e->pdt, e->mixed ? params : NULL);
+        bad = e->compact ? zc_adam_update_split(w, params, g, e->gdt, m, v, n, gscale, &h)
+                         : zc_adam_update(w, g, e->gdt, m, v, n, gscale, &h, e->pdt,
+                                          e->mixed ? params : NULL);
     }
     return bad;
 }
@@ -3035,8 +3038,9 @@ static zc_status unit_update(zc_engine *e, unit_t *u, void *capture, zc_err *err
         return ZC_OK;
     }
     if (!u->njobs) {
-        u->nonfinite = update_span(e, e->mixed ? u->master : owned_params(e, u), owned_grads(e, u),
-                                   u->m, u->v, owned_params(e, u), u->opt_n, gscale);
+        void *w = e->compact ? (void *)u->rem : e->mixed ? (void *)u->master : owned_params(e, u);
+        u->nonfinite =
+            update_span(e, w, owned_grads(e, u), u->m, u->v, owned_params(e, u), u->opt_n, gscale);
         return ZC_OK;
     }
     u->nonfinite = 0;

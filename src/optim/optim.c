@@ -261,6 +261,34 @@ int64_t zc_adam_update(float *restrict p, const void *restrict g, zc_dtype gt, f
     return bad;
 }
 
+int64_t zc_adam_update_split(uint16_t *restrict rem, uint16_t *restrict p16, const void *restrict g,
+                             zc_dtype gt, float *restrict m, float *restrict v, size_t n,
+                             float gscale, const zc_adam_hparams *h)
+{
+    const adam_consts k = adam_prepare(h);
+    long nblocks = (long)((n + BLOCK - 1) / BLOCK);
+    int64_t bad = 0;
+    int64_t (*const block)(float *, const float *, float *, float *, size_t, size_t, float,
+                           const adam_consts *) = ZC_SIMD_SELECT(adam_block);
+    int64_t (*const fused)(uint16_t *, uint16_t *, const uint16_t *, float *, float *, size_t,
+                           size_t, float, const adam_consts *) =
+        gt == ZC_BF16 ? ZC_SIMD_SELECT(adam_block_split) : NULL;
+#pragma omp parallel for schedule(static) reduction(+ : bad) if (nblocks > 1)
+    for (long b = 0; b < nblocks; b++) {
+        size_t lo = (size_t)b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+        if (fused) {
+            bad += fused(rem, p16, g, m, v, lo, hi, gscale, &k);
+            continue;
+        }
+        float buf[BLOCK], joined[BLOCK]; /* the block's fp32 master, indexed from lo as p is */
+        zc_master_join(p16 + lo, rem + lo, hi - lo, joined);
+        (void)block(joined - lo, grad_block(g, gt, lo, hi, buf) - lo, m, v, lo, hi, gscale, &k);
+        zc_master_split(joined, hi - lo, p16 + lo, rem + lo);
+        bad += nonfinite_16(ZC_BF16, p16, lo, hi);
+    }
+    return bad;
+}
+
 void zc_adam_update_ref(float *p, const float *g, float *m, float *v, size_t n, float gscale,
                         const zc_adam_hparams *h)
 {
