@@ -339,6 +339,22 @@ def test_compact_master():
                    "--config", config("cm-ck-res", opt=True, par=True, optimizer=compact))
     check((res["weights_sha256"], res["loss"]) == (full["weights_sha256"], full["loss"][2:]),
           "compact master: resumed with both offloads differs from the uninterrupted run")
+    # AdamW's, with clipping (the update folded into the next forward, which takes the shards it
+    # wrote): saved in RAM, resumed with both offloads, the uninterrupted run's bits
+    adamw = {"type": "AdamW", "params": {"lr": 1e-3, "compact_master": True}}
+    clip = [*args, "--clip", 1.0, "--stage", 3]
+    full, _ = train(2, "cm-aw-full", *clip, "--steps", 4,
+                    "--config", config("cm-aw-full", optimizer=adamw))
+    d = H_.path("cm-aw-ck")
+    train(2, "cm-aw-half", *clip, "--steps", 2, "--save-dir", d,
+          "--config", config("cm-aw-half", optimizer=adamw))
+    res, _ = train(2, "cm-aw-res", *clip, "--steps", 4, "--resume", d,
+                   "--config", config("cm-aw-res", opt=True, par=True, optimizer=adamw))
+    check((res["weights_sha256"], res["loss"]) == (full["weights_sha256"], full["loss"][2:]) and
+          res["offload"]["shards_from_update"][-1] == layers,
+          f"AdamW compact master, clipped: resumed with both offloads differs from the "
+          f"uninterrupted run, or no gather took its shard from the update "
+          f"({res['offload']['shards_from_update']})")
     # the estimate refuses what train refuses: the key with the optimizer switched by a flag
     p = subprocess.run([H_.zeroc, "estimate", "--model", "mlp", *map(str, args), "--optimizer",
                         "SGD", "--config", config("cm-est", optimizer=compact)],

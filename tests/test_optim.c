@@ -523,6 +523,26 @@ int main(void)
                     CHECK(same, "adam split master, %s gradients, threads %d, n %zu",
                           bf ? "bf16" : "fp32", t, n);
                 }
+        /* a NaN gradient: one weight not finite, counted as zc_adam_update counts it */
+        for (int bf = 0; bf < 2; bf++) {
+            const size_t n = 16384 + 300;
+            float *gn = malloc(n * 4);
+            memcpy(gn, g, n * 4);
+            gn[16384 + 7] = NAN;
+            zc_dtype_narrow(ZC_BF16, gn, g16, n);
+            memcpy(p1, p0, n * 4);
+            zc_master_split(p1, n, w16, rem);
+            memset(m1, 0, n * 4), memset(v1, 0, n * 4), memset(m2, 0, n * 4), memset(v2, 0, n * 4);
+            zc_adam_hparams h = variants[0];
+            const void *gg = bf ? (const void *)g16 : (const void *)gn;
+            const zc_dtype gt = bf ? ZC_BF16 : ZC_FP32;
+            int64_t b1 = zc_adam_update(p1, gg, gt, m1, v1, n, 0.5f, &h, ZC_BF16, out);
+            int64_t b2 = zc_adam_update_split(rem, w16, gg, gt, m2, v2, n, 0.5f, &h);
+            CHECK(b1 == 1 && b2 == 1,
+                  "adam split master, NaN %s gradient: %lld and %lld not finite",
+                  bf ? "bf16" : "fp32", (long long)b1, (long long)b2);
+            free(gn);
+        }
         free(m1), free(v1), free(m2), free(v2), free(joined);
         free(g16), free(w16), free(rem), free(want), free(out);
     }

@@ -82,8 +82,8 @@ typedef struct {
     double lr, beta1, beta2, eps, weight_decay, momentum;
     bool adam_w_mode;     /* optimizer.params.adam_w_mode (Adam only) */
     bool bias_correction; /* optimizer.params.bias_correction (Adam, AdamW) */
-    bool compact_master;  /* optimizer.params.compact_master (AdamW8bit, bf16): the fp32 master
-                           * kept as the bf16 weights plus 16-bit remainders (zc_master_split) */
+    bool compact_master;  /* optimizer.params.compact_master (Adam(W), AdamW8bit; bf16): the fp32
+                           * master kept as the bf16 weights plus 16-bit remainders */
     /* scheduler: DeepSpeed's WarmupLR / WarmupDecayLR, with DeepSpeed's defaults */
     zc_sched_type sched;        /* scheduler.type */
     double warmup_min_lr;       /* scheduler.params.warmup_min_lr */
