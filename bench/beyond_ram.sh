@@ -22,7 +22,9 @@
 # optimizer slots), keeping the reads and gathers ahead; EXTRA adds train flags (e.g.
 # EXTRA=--activation-checkpointing). RANKS=1 runs the other process shape: 1 process with 2
 # threads instead of 2 ranks with 1 thread each. OPT_SLOTS=N sets offload_optimizer.buffer_count
-# (the update's slots: how many sub-groups are read ahead), over SMALL's. COMPACT=1 (AdamW or
+# (the update's slots: how many sub-groups are read ahead), over SMALL's; PAR_SLOTS=N
+# offload_param.buffer_count (how many parameter shards are read ahead or kept), PAR_SIZE=N its
+# buffer_size (the elements they may hold past the first). COMPACT=1 (AdamW or
 # AdamW8bit) keeps the fp32 master as the bf16 weights plus 16-bit remainders
 # (optimizer.params.compact_master). CLIP sets --clip (default 1.0; CLIP=0 trains without
 # gradient clipping, which folds the update into the backward where fold_update is on).
@@ -72,6 +74,14 @@ fi
 if [[ -n ${OPT_SLOTS:-} ]]; then
   [[ $OPT_SLOTS =~ ^[1-9][0-9]*$ ]] || { echo "beyond_ram.sh: OPT_SLOTS must be a positive integer, got '$OPT_SLOTS'" >&2; exit 2; }
   opt_slots=", \"buffer_count\": $OPT_SLOTS"
+fi
+if [[ -n ${PAR_SLOTS:-} ]]; then
+  [[ $PAR_SLOTS =~ ^[1-9][0-9]*$ ]] || { echo "beyond_ram.sh: PAR_SLOTS must be a positive integer, got '$PAR_SLOTS'" >&2; exit 2; }
+  par_slots=", \"buffer_count\": $PAR_SLOTS"
+fi
+if [[ -n ${PAR_SIZE:-} ]]; then
+  [[ $PAR_SIZE =~ ^[1-9][0-9]*$ ]] || { echo "beyond_ram.sh: PAR_SIZE must be a positive integer, got '$PAR_SIZE'" >&2; exit 2; }
+  par_slots+=", \"buffer_size\": $PAR_SIZE"
 fi
 [[ $torch == 0 || $torch == 1 ]] || { echo "beyond_ram.sh: TORCH must be 0 or 1, got '$torch'" >&2; exit 2; }
 if ! [[ $steps =~ ^[0-9]+$ ]] || ((steps < 3)); then
