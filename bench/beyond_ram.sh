@@ -50,7 +50,7 @@ optim=${OPTIM:-AdamW}
 compact=${COMPACT:-0}
 case $compact in
   0) optimizer_key='' ;;
-  1)      optimizer_key='"optimizer": {"params": {"compact_master": true}},' ;;
+  1) optimizer_key='"optimizer": {"params": {"compact_master": true}},' ;;
   *) echo "beyond_ram.sh: COMPACT must be 0 or 1, got '$compact'" >&2; exit 2 ;;
 esac
 torch=${TORCH:-1}

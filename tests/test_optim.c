@@ -445,84 +445,55 @@ int main(void)
         }
         CHECK(!bad && ties > 60000, "compact master split/join: %d wrong (%d ties)", bad, ties);
     }
-    { /* zc_adam8_update_split against zc_adam8_update on the fp32 master the pair stands for:
-       * the same master bits, codes and scales each step, its weights the master split */
+    { /* zc_adam8_update_split against zc_adam8_update, and zc_adam_update_split against
+       * zc_adam_update (AdamW and Adam's L2 decay), on the fp32 master the pair stands for: the
+       * same master bits and moments (codes and scales) each step, its weights the master split */
         const size_t lens[] = {1, 257, 16384 + 300, N};
         const size_t nbmax = (N + ZC_Q8_BLOCK - 1) / ZC_Q8_BLOCK;
         uint8_t *mq1 = malloc(N), *vq1 = malloc(N), *mq2 = malloc(N), *vq2 = malloc(N);
         float *ms1 = malloc(nbmax * 4), *vs1 = malloc(nbmax * 4), *ms2 = malloc(nbmax * 4),
               *vs2 = malloc(nbmax * 4), *joined = malloc(N * 4);
+        float *m1 = malloc(N * 4), *v1 = malloc(N * 4), *m2 = malloc(N * 4), *v2 = malloc(N * 4);
         uint16_t *g16 = malloc(N * 2), *w16 = malloc(N * 2), *rem = malloc(N * 2),
                  *want = malloc(N * 2), *out = malloc(N * 2);
         zc_dtype_narrow(ZC_BF16, g, g16, N);
-        for (int bf = 0; bf < 2; bf++)
-            for (int t = 1; t <= 2; t++)
-                for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
-                    omp_set_num_threads(t);
-                    size_t n = lens[li], nb = (n + ZC_Q8_BLOCK - 1) / ZC_Q8_BLOCK;
-                    memcpy(p1, p0, n * 4);
-                    p1[0] = 0x1.01p-4f; /* a tie: weight 0x3d81 (away), not 0x3d80 (even) */
-                    zc_master_split(p1, n, w16, rem);
-                    q8_fresh(mq1, ms1, vq1, vs1, n), q8_fresh(mq2, ms2, vq2, vs2, n);
-                    bool same = w16[0] == 0x3d81;
-                    for (int step = 1; step <= 3; step++) {
-                        zc_adam_hparams h = variants[step == 2];
-                        h.step = step;
-                        const void *gg = bf ? (const void *)g16 : (const void *)g;
-                        const zc_dtype gt = bf ? ZC_BF16 : ZC_FP32;
-                        int64_t b1 = zc_adam8_update(p1, gg, gt, mq1, ms1, vq1, vs1, n, 0.5f, &h,
-                                                     ZC_BF16, out);
-                        int64_t b2 = zc_adam8_update_split(rem, w16, gg, gt, mq2, ms2, vq2, vs2, n,
-                                                           0.5f, &h);
-                        zc_master_join(w16, rem, n, joined);
-                        zc_master_split(p1, n, want, NULL);
-                        same = same && b1 == b2 && !memcmp(joined, p1, n * 4) &&
-                               !memcmp(w16, want, n * 2) && !memcmp(mq1, mq2, n) &&
-                               !memcmp(vq1, vq2, n) && !memcmp(ms1, ms2, nb * 4) &&
-                               !memcmp(vs1, vs2, nb * 4);
+        for (int q8 = 1; q8 >= 0; q8--)
+            for (int bf = 0; bf < 2; bf++)
+                for (int t = 1; t <= 2; t++)
+                    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+                        omp_set_num_threads(t);
+                        size_t n = lens[li], nb = (n + ZC_Q8_BLOCK - 1) / ZC_Q8_BLOCK;
+                        memcpy(p1, p0, n * 4);
+                        p1[0] = 0x1.01p-4f; /* a tie: weight 0x3d81 (away), not 0x3d80 (even) */
+                        zc_master_split(p1, n, w16, rem);
+                        q8_fresh(mq1, ms1, vq1, vs1, n), q8_fresh(mq2, ms2, vq2, vs2, n);
+                        memset(m1, 0, n * 4), memset(v1, 0, n * 4);
+                        memset(m2, 0, n * 4), memset(v2, 0, n * 4);
+                        bool same = w16[0] == 0x3d81;
+                        for (int step = 1; step <= 3; step++) {
+                            zc_adam_hparams h = variants[step == 2];
+                            h.step = step;
+                            const void *gg = bf ? (const void *)g16 : (const void *)g;
+                            const zc_dtype gt = bf ? ZC_BF16 : ZC_FP32;
+                            int64_t b1 =
+                                q8 ? zc_adam8_update(p1, gg, gt, mq1, ms1, vq1, vs1, n, 0.5f, &h,
+                                                     ZC_BF16, out)
+                                   : zc_adam_update(p1, gg, gt, m1, v1, n, 0.5f, &h, ZC_BF16, out);
+                            int64_t b2 =
+                                q8 ? zc_adam8_update_split(rem, w16, gg, gt, mq2, ms2, vq2, vs2, n,
+                                                           0.5f, &h)
+                                   : zc_adam_update_split(rem, w16, gg, gt, m2, v2, n, 0.5f, &h);
+                            zc_master_join(w16, rem, n, joined);
+                            zc_master_split(p1, n, want, NULL);
+                            same = same && b1 == b2 && !memcmp(joined, p1, n * 4) &&
+                                   !memcmp(w16, want, n * 2) &&
+                                   (q8 ? !memcmp(mq1, mq2, n) && !memcmp(vq1, vq2, n) &&
+                                             !memcmp(ms1, ms2, nb * 4) && !memcmp(vs1, vs2, nb * 4)
+                                       : !memcmp(m1, m2, n * 4) && !memcmp(v1, v2, n * 4));
+                        }
+                        CHECK(same, "%s split master, %s gradients, threads %d, n %zu",
+                              q8 ? "adam8" : "adam", bf ? "bf16" : "fp32", t, n);
                     }
-                    CHECK(same, "adam8 split master, %s gradients, threads %d, n %zu",
-                          bf ? "bf16" : "fp32", t, n);
-                }
-        free(mq1), free(vq1), free(mq2), free(vq2), free(ms1), free(vs1), free(ms2), free(vs2);
-        free(joined), free(g16), free(w16), free(rem), free(want), free(out);
-    }
-    { /* zc_adam_update_split against zc_adam_update on the fp32 master the pair stands for
-       * (AdamW and Adam's L2 decay): the same master bits and moments each step, its weights the
-       * master split */
-        const size_t lens[] = {1, 257, 16384 + 300, N};
-        float *m1 = malloc(N * 4), *v1 = malloc(N * 4), *m2 = malloc(N * 4), *v2 = malloc(N * 4),
-              *joined = malloc(N * 4);
-        uint16_t *g16 = malloc(N * 2), *w16 = malloc(N * 2), *rem = malloc(N * 2),
-                 *want = malloc(N * 2), *out = malloc(N * 2);
-        zc_dtype_narrow(ZC_BF16, g, g16, N);
-        for (int bf = 0; bf < 2; bf++)
-            for (int t = 1; t <= 2; t++)
-                for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
-                    omp_set_num_threads(t);
-                    size_t n = lens[li];
-                    memcpy(p1, p0, n * 4);
-                    p1[0] = 0x1.01p-4f; /* a tie: weight 0x3d81 (away), not 0x3d80 (even) */
-                    zc_master_split(p1, n, w16, rem);
-                    memset(m1, 0, n * 4), memset(v1, 0, n * 4);
-                    memset(m2, 0, n * 4), memset(v2, 0, n * 4);
-                    bool same = w16[0] == 0x3d81;
-                    for (int step = 1; step <= 3; step++) {
-                        zc_adam_hparams h = variants[step == 2];
-                        h.step = step;
-                        const void *gg = bf ? (const void *)g16 : (const void *)g;
-                        const zc_dtype gt = bf ? ZC_BF16 : ZC_FP32;
-                        int64_t b1 = zc_adam_update(p1, gg, gt, m1, v1, n, 0.5f, &h, ZC_BF16, out);
-                        int64_t b2 = zc_adam_update_split(rem, w16, gg, gt, m2, v2, n, 0.5f, &h);
-                        zc_master_join(w16, rem, n, joined);
-                        zc_master_split(p1, n, want, NULL);
-                        same = same && b1 == b2 && !memcmp(joined, p1, n * 4) &&
-                               !memcmp(w16, want, n * 2) && !memcmp(m1, m2, n * 4) &&
-                               !memcmp(v1, v2, n * 4);
-                    }
-                    CHECK(same, "adam split master, %s gradients, threads %d, n %zu",
-                          bf ? "bf16" : "fp32", t, n);
-                }
         /* a NaN gradient: one weight not finite, counted as zc_adam_update counts it */
         for (int bf = 0; bf < 2; bf++) {
             const size_t n = 16384 + 300;
@@ -543,6 +514,7 @@ int main(void)
                   bf ? "bf16" : "fp32", (long long)b1, (long long)b2);
             free(gn);
         }
+        free(mq1), free(vq1), free(mq2), free(vq2), free(ms1), free(vs1), free(ms2), free(vs2);
         free(m1), free(v1), free(m2), free(v2), free(joined);
         free(g16), free(w16), free(rem), free(want), free(out);
     }

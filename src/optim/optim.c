@@ -234,9 +234,15 @@ static uint8_t q8_code_ref(const float *thr, float r)
  * calls spent a third of a bf16 step in futex and scheduler code). */
 enum { BLOCK = 16384 };
 
-int64_t zc_adam_update(float *restrict p, const void *restrict g, zc_dtype gt, float *restrict m,
-                       float *restrict v, size_t n, float gscale, const zc_adam_hparams *h,
-                       zc_dtype ot, void *restrict out)
+/* Adam(W)'s step over n elements, thread block by thread block: on the fp32 weights p, each
+ * block rounded into out (of type ot) if there is one; or, p NULL, on the compact master p16 +
+ * rem, each block joined into fp32 before the step and split back after it (as adam8_run). With
+ * bf16 gradients a block of either runs as one loop (adam_block_bf16 into a bf16 copy,
+ * adam_block_split on the compact master). */
+static int64_t adam_run(float *restrict p, uint16_t *restrict rem, uint16_t *restrict p16,
+                        const void *restrict g, zc_dtype gt, float *restrict m, float *restrict v,
+                        size_t n, float gscale, const zc_adam_hparams *h, zc_dtype ot,
+                        void *restrict out)
 {
     const adam_consts k = adam_prepare(h);
     long nblocks = (long)((n + BLOCK - 1) / BLOCK);
@@ -245,7 +251,10 @@ int64_t zc_adam_update(float *restrict p, const void *restrict g, zc_dtype gt, f
                            const adam_consts *) = ZC_SIMD_SELECT(adam_block);
     int64_t (*const fused)(float *, const uint16_t *, float *, float *, uint16_t *, size_t, size_t,
                            float, const adam_consts *) =
-        gt == ZC_BF16 && ot == ZC_BF16 && out ? ZC_SIMD_SELECT(adam_block_bf16) : NULL;
+        p && gt == ZC_BF16 && ot == ZC_BF16 && out ? ZC_SIMD_SELECT(adam_block_bf16) : NULL;
+    int64_t (*const fused_split)(uint16_t *, uint16_t *, const uint16_t *, float *, float *, size_t,
+                                 size_t, float, const adam_consts *) =
+        !p && gt == ZC_BF16 ? ZC_SIMD_SELECT(adam_block_split) : NULL;
 #pragma omp parallel for schedule(static) reduction(+ : bad) if (nblocks > 1)
     for (long b = 0; b < nblocks; b++) {
         size_t lo = (size_t)b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
@@ -253,40 +262,36 @@ int64_t zc_adam_update(float *restrict p, const void *restrict g, zc_dtype gt, f
             bad += fused(p, g, m, v, out, lo, hi, gscale, &k);
             continue;
         }
-        float buf[BLOCK];
-        int64_t b = block(p, grad_block(g, gt, lo, hi, buf) - lo, m, v, lo, hi, gscale, &k);
-        narrow_block(p, ot, out, lo, hi);
-        bad += block_nonfinite(b, ot, out, lo, hi);
+        if (fused_split) {
+            bad += fused_split(rem, p16, g, m, v, lo, hi, gscale, &k);
+            continue;
+        }
+        float buf[BLOCK], joined[BLOCK]; /* a compact master's block, indexed from lo as p is */
+        float *w = p ? p : joined - lo;
+        if (!p)
+            zc_master_join(p16 + lo, rem + lo, hi - lo, joined);
+        int64_t nb = block(w, grad_block(g, gt, lo, hi, buf) - lo, m, v, lo, hi, gscale, &k);
+        if (p)
+            narrow_block(p, ot, out, lo, hi);
+        else
+            zc_master_split(joined, hi - lo, p16 + lo, rem + lo);
+        bad += p ? block_nonfinite(nb, ot, out, lo, hi) : nonfinite_16(ZC_BF16, p16, lo, hi);
     }
     return bad;
+}
+
+int64_t zc_adam_update(float *restrict p, const void *restrict g, zc_dtype gt, float *restrict m,
+                       float *restrict v, size_t n, float gscale, const zc_adam_hparams *h,
+                       zc_dtype ot, void *restrict out)
+{
+    return adam_run(p, NULL, NULL, g, gt, m, v, n, gscale, h, ot, out);
 }
 
 int64_t zc_adam_update_split(uint16_t *restrict rem, uint16_t *restrict p16, const void *restrict g,
                              zc_dtype gt, float *restrict m, float *restrict v, size_t n,
                              float gscale, const zc_adam_hparams *h)
 {
-    const adam_consts k = adam_prepare(h);
-    long nblocks = (long)((n + BLOCK - 1) / BLOCK);
-    int64_t bad = 0;
-    int64_t (*const block)(float *, const float *, float *, float *, size_t, size_t, float,
-                           const adam_consts *) = ZC_SIMD_SELECT(adam_block);
-    int64_t (*const fused)(uint16_t *, uint16_t *, const uint16_t *, float *, float *, size_t,
-                           size_t, float, const adam_consts *) =
-        gt == ZC_BF16 ? ZC_SIMD_SELECT(adam_block_split) : NULL;
-#pragma omp parallel for schedule(static) reduction(+ : bad) if (nblocks > 1)
-    for (long b = 0; b < nblocks; b++) {
-        size_t lo = (size_t)b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
-        if (fused) {
-            bad += fused(rem, p16, g, m, v, lo, hi, gscale, &k);
-            continue;
-        }
-        float buf[BLOCK], joined[BLOCK]; /* the block's fp32 master, indexed from lo as p is */
-        zc_master_join(p16 + lo, rem + lo, hi - lo, joined);
-        (void)block(joined - lo, grad_block(g, gt, lo, hi, buf) - lo, m, v, lo, hi, gscale, &k);
-        zc_master_split(joined, hi - lo, p16 + lo, rem + lo);
-        bad += nonfinite_16(ZC_BF16, p16, lo, hi);
-    }
-    return bad;
+    return adam_run(NULL, rem, p16, g, gt, m, v, n, gscale, h, ZC_BF16, NULL);
 }
 
 void zc_adam_update_ref(float *p, const float *g, float *m, float *v, size_t n, float gscale,
