@@ -673,8 +673,9 @@ static zc_status stop_if_asked(train_run *r, int s, const char *config_json, zc_
 {
     int mine = cli_stop_signal_received(), sig = 0;
     int *all = calloc((size_t)r->nranks, sizeof *all);
-    zc_status st = all ? zc_comm_control_gather(r->comm, &mine, all, sizeof mine,
-                                                "the ranks' stop requests", err)
+    char what[64]; /* a timeout names the step, as the engine's collectives do */
+    snprintf(what, sizeof what, "the ranks' stop requests, step %d", s + 1);
+    zc_status st = all ? zc_comm_control_gather(r->comm, &mine, all, sizeof mine, what, err)
                        : zc_err_set(err, ZC_ENOMEM, "out of memory");
     for (int k = 0; !st && k < r->nranks && !sig; k++)
         sig = all[k];
