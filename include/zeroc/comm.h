@@ -114,8 +114,9 @@ ZC_API const char *zc_comm_op_name(zc_comm_op op);
 /* --- non-blocking data collectives --- label is copied; it names the request in errors. */
 
 /* Reduce-scatter: send holds N blocks of len elements of type `in` (fp32, or bf16/fp16 bits;
- * block j goes to rank j); recv (N·len elements) receives every rank's block for us. Neither may
- * be touched until the wait, which widens the N received blocks to fp32, adds them in rank order
+ * block j goes to rank j); recv ((N − 1)·len elements) receives every other rank's block for us
+ * (ours is read where it lies in send). Neither may be touched until the wait, which widens the N
+ * blocks to fp32, adds them in rank order
  * j = 0..N−1 (in fp32) and stores the sum into out[0..len) as `out_type`, rounded once to
  * nearest even — or, with accumulate, stores out + sum rounded once. Bytes are counted at the
  * sent element size. */

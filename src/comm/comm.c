@@ -58,7 +58,7 @@ struct zc_comm_req {
     size_t q8_segment; /* qgZ: the received blocks are quantized segments of this many bytes */
     bool accumulate;
     const void *self; /* typed blocks: this rank's own block, read where it lies in send (MPI
-                       * moves only the other ranks' blocks; recv's block `rank` stays unused) */
+                       * moves only the other ranks' blocks; recv holds those N − 1) */
     int *v;           /* an alltoallv's counts and displacements (4·N), kept until it ends */
     int done;
 };
@@ -354,7 +354,8 @@ static MPI_Datatype mpi_type(zc_dtype t)
 }
 
 /* The typed blocks to the other ranks (block j at send + j·stride elements; stride = len when
- * packed), each rank's into recv's block j; this rank's own block is not copied (r->self).
+ * packed), each other rank's into recv's block zc_rank_sum_slot(j, rank): this rank's own block
+ * is not copied (r->self), so recv holds N − 1 blocks.
  * MPI_Ialltoallv's counts and displacements are kept in r until the request ends. */
 static int alltoall_blocks(zc_comm *c, zc_comm_req *r, const void *send, size_t stride,
                            MPI_Datatype mpi)
@@ -366,7 +367,7 @@ static int alltoall_blocks(zc_comm *c, zc_comm_req *r, const void *send, size_t 
     for (int j = 0; j < n; j++) {
         sc[j] = rc[j] = j == c->rank ? 0 : (int)r->len;
         sd[j] = (int)(stride * (size_t)j);
-        rd[j] = (int)(r->len * (size_t)j);
+        rd[j] = (int)(r->len * zc_rank_sum_slot(j, c->rank));
     }
     return MPI_Ialltoallv(send, sc, sd, mpi, r->recv, rc, rd, mpi, c->world, &r->mpi);
 }
@@ -527,9 +528,9 @@ zc_status zc_comm_test(zc_comm *c, zc_comm_req *req, bool *done, zc_err *err)
 /* Typed block j of a reduce-scatter: this rank's own where it lies in send, the others in recv. */
 static const char *typed_block(const zc_comm_req *r, int j, int self_j)
 {
-    return j == self_j
-               ? (const char *)r->self
-               : (const char *)r->recv + (size_t)j * r->len * (size_t)zc_dtype_size(r->in_type);
+    return j == self_j ? (const char *)r->self
+                       : (const char *)r->recv + zc_rank_sum_slot(j, self_j) * r->len *
+                                                     (size_t)zc_dtype_size(r->in_type);
 }
 
 static void rank_order_sum(const zc_comm *c, const zc_comm_req *r, int n)
@@ -643,10 +644,10 @@ zc_status zc_comm_all_reduce(zc_comm *c, float *buf, size_t count, const char *l
     c->ctr.calls[ZC_COMM_ALL_REDUCE]++;
     if (n == 1 || count == 0)
         return ZC_OK;
-    /* Padded copy (N blocks of S) + receive staging (N·S); our block of the copy takes the sum,
-     * then the copy is all-gathered in place. */
+    /* Padded copy (N blocks of S) + receive staging ((N − 1)·S); our block of the copy takes the
+     * sum, then the copy is all-gathered in place. */
     size_t S = (count + (size_t)n - 1) / (size_t)n, padded = S * (size_t)n;
-    float *tmp = calloc(2 * padded, sizeof(float));
+    float *tmp = calloc(2 * padded - S, sizeof(float));
     if (!tmp)
         return zc_err_set(err, ZC_ENOMEM, "out of memory in all_reduce (%s)", label);
     memcpy(tmp, buf, count * sizeof(float));

@@ -240,8 +240,9 @@ struct zc_engine {
     /* reduce-scatter: one slot (send + receive staging, cdt), one chunk in flight */
     void *rs_send, *rs_recv;
     size_t rs_cols;
-    size_t rs_bytes; /* of each of rs_send, rs_recv: N blocks of rs_cols elements (qgZ: segments) */
-    float *rs_f32;   /* qgZ: one destination's block in fp32, on its way to quantization */
+    size_t rs_bytes;      /* of rs_send: N blocks of rs_cols elements (qgZ: segments) */
+    size_t rs_recv_bytes; /* of rs_recv: the N − 1 other ranks' blocks (qgZ: N segments) */
+    float *rs_f32;        /* qgZ: one destination's block in fp32, on its way to quantization */
     zc_comm_req *rs_req;
     int rs_next; /* index into the static order (reverse registration) */
     /* lockstep */
@@ -1796,12 +1797,14 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
     e->rs_cols = zc_estimate_rs_cols(e->cfg.reduce_bucket_size, (int64_t)n, (int64_t)max_shard);
     e->rs_bytes =
         n * (e->qgz ? (size_t)zc_qwz_segment_bytes((int64_t)e->rs_cols) : e->rs_cols * e->cs);
+    e->rs_recv_bytes = e->qgz ? e->rs_bytes : (n - 1) * e->rs_cols * e->cs;
     e->rs_send = sends ? alloc_b(e, ZC_MEM_COMM, e->rs_bytes, 1) : NULL;
-    e->rs_recv = receives ? alloc_b(e, ZC_MEM_COMM, e->rs_bytes, 1) : NULL;
+    e->rs_recv = receives ? alloc_b(e, ZC_MEM_COMM, e->rs_recv_bytes, 1) : NULL;
     if (e->qgz)
         e->rs_f32 = alloc_f(e, ZC_MEM_COMM, e->rs_cols);
     if ((sends && !e->rs_send) || (receives && !e->rs_recv) || (e->qgz && !e->rs_f32))
-        return oom(e, err, "reduce-scatter staging", -1, (sends + receives) * e->rs_bytes);
+        return oom(e, err, "reduce-scatter staging", -1,
+                   sends * e->rs_bytes + receives * e->rs_recv_bytes);
     /* every rank learns whether any rank could not set up its disk tier (e.g. a full disk) */
     st = zc_comm_agree(e->comm, offload_setup(e, err), "setting up the NVMe offload", err);
     if (st)
@@ -1912,7 +1915,7 @@ void zc_engine_destroy(zc_engine *e)
     free(e->last_use);
     free(e->ready_pos);
     free_b(e, ZC_MEM_COMM, &e->rs_send, e->rs_bytes, 1); /* NULL: nothing freed */
-    free_b(e, ZC_MEM_COMM, &e->rs_recv, e->rs_bytes, 1);
+    free_b(e, ZC_MEM_COMM, &e->rs_recv, e->rs_recv_bytes, 1);
     free_f(e, ZC_MEM_COMM, &e->rs_f32, e->rs_cols);
     for (int k = 0; k < e->ncache; k++) {
         ASAN_UNPOISON_MEMORY_REGION(e->cache[k].p, e->cache[k].bytes);

@@ -415,13 +415,13 @@ static int64_t comm_staging(const zc_estimate_in *in, bool *ovf)
         zc_estimate_rs_cols(in->reduce_bucket_size, in->nranks, max_reduced_shard(in, ovf));
     if (in->stage == 3 && in->quantized_gradients) /* segments, and one block in fp32 */
         return add(mul(2 * in->nranks, zc_qwz_segment_bytes(cols), ovf), mul(4, cols, ovf), ovf);
-    /* send and receive staging, N blocks each. Stages 0–1 with gradients sent as stored send
-     * from where they lie (unless a unit's blocks pass MPI's int displacements); one rank
-     * receives nothing (its block is summed where it lies). */
+    /* send staging, N blocks, and receive staging, the N − 1 other ranks' blocks (a rank's own
+     * is summed where it lies in send). Stages 0–1 with gradients sent as stored send from where
+     * they lie (unless a unit's blocks pass MPI's int displacements); one rank receives nothing. */
     const bool sends = in->stage >= 2 || !in->grads_sent_as_stored ||
                        mul(max_reduced_shard(in, ovf), in->nranks, ovf) > INT_MAX;
-    const int64_t bufs = sends + (in->nranks > 1);
-    return mul(mul(bufs * or4(in->comm_elem_bytes), in->nranks, ovf), cols, ovf);
+    const int64_t blocks = add(sends ? in->nranks : 0, in->nranks - 1, ovf);
+    return mul(mul(blocks, or4(in->comm_elem_bytes), ovf), cols, ovf);
 }
 
 static int64_t prefetch_elems(const zc_estimate_in *in, bool *ovf)
