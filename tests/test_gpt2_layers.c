@@ -272,6 +272,42 @@ static void test_encoder(void)
                   row0 + rows);
             free(g), free(want), free(got);
         }
+        /* A tied table's rows added to the head's bf16 gradient: each named row is the fp32
+         * scatter-add onto the head's values widened, rounded once; the other rows are the
+         * head's bits. Learned positions in bf16: the fp32 sums into zeros, rounded. */
+        for (int tile = 0; tile < 2; tile++) {
+            const int row0 = tile ? 2 : 0, rows = tile ? 5 : VP;
+            uint16_t *head = malloc(sizeof(uint16_t) * rows * C),
+                     *got = malloc(sizeof(uint16_t) * rows * C),
+                     *want = malloc(sizeof(uint16_t) * rows * C);
+            float *g = falloc(rows * C);
+            for (int i = 0; i < rows * C; i++)
+                g[i] = (float)((i * 7919) % 1013) / 997.0f - 0.5f;
+            zc_f32_to_bf16(g, head, (size_t)rows * C);
+            zc_bf16_to_f32(head, g, (size_t)rows * C);
+            gpt2_encoder_backward_rows(g, d, inp, row0, rows, BT, C);
+            zc_f32_to_bf16(g, want, (size_t)rows * C);
+            memcpy(got, head, sizeof(uint16_t) * rows * C);
+            gpt2_encoder_backward_rows16_add(got, d, inp, row0, rows, BT, C, order);
+            CHECK(!memcmp(got, want, sizeof(uint16_t) * rows * C),
+                  "bf16 tied rows (rows %d..%d) differ from the fp32 adds onto the head's, rounded",
+                  row0, row0 + rows);
+            free(head), free(got), free(want), free(g);
+        }
+        {
+            float *gte = falloc(VP * C), *gpe = falloc(MAXT * C);
+            memset(gte, 0, sizeof(float) * VP * C);
+            memset(gpe, 0, sizeof(float) * MAXT * C);
+            gpt2_encoder_backward(gte, gpe, d, inp, B, T, C);
+            uint16_t *want = malloc(sizeof(uint16_t) * T * C),
+                     *got = malloc(sizeof(uint16_t) * T * C);
+            zc_f32_to_bf16(gpe, want, (size_t)T * C);
+            memset(got, 0xA5, sizeof(uint16_t) * T * C);
+            gpt2_encoder_backward_pos16(got, d, B, T, C);
+            CHECK(!memcmp(got, want, sizeof(uint16_t) * T * C),
+                  "bf16 positions' gradient differs from the fp32 one into zeros, rounded");
+            free(gte), free(gpe), free(want), free(got);
+        }
         free(d);
     }
 

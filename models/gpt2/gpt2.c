@@ -179,6 +179,9 @@ struct gpt2_model {
     int ntiles;
     struct vocab_tile {
         int unit, param, row0, rows;
+        /* a tied table's (emb_tiles): the gradient the head's product wrote in bf16
+         * (zc_engine_grad16), until the embedding's backward adds its rows to it; else NULL */
+        uint16_t *tied16;
     } * emb_tiles, *head_tiles;
     /* param ids; p_block[l * P_NBLOCK + k]; −1 where the architecture has no such parameter
      * (wpe with rotary positions, lnfb with RMSNorm, lm_head when tied, absent biases; wte and
@@ -356,11 +359,12 @@ void gpt2_unit_work(const gpt2_config *c, zc_gemm_type compute, size_t *vec_nume
         if (has_block_param(c, p) &&
             (p == P_QKVB || p == P_ATTPROJB || p == P_FCB || p == P_FCPROJB))
             block += (size_t)(p == P_QKVB ? d.W : p == P_FCB ? d.F : d.C);
-    /* bf16 products read the stored matrices and write their gradients in 16 bits; the
-     * embeddings' unit of a model with a tied head or learned positions takes fp32 matrix
-     * gradients (the head's product writes wte's, wpe's is a scatter-add) */
+    /* bf16 products read the stored matrices and write their gradients in 16 bits; so does a
+     * tied head's product (the embedding's backward adds its rows to that, rounded once a row,
+     * and learned positions' sums are rounded once), but an untied table with learned positions
+     * takes fp32 matrix gradients (its backward scatter-adds into both) */
     const uint8_t mats = compute == ZC_GEMM_BF16 ? 0 : ZC_USE_ANY;
-    const uint8_t emb = !c->untied || c->pos == GPT2_POS_LEARNED ? mats | ZC_USE_GRAD32 : mats;
+    const uint8_t emb = c->untied && c->pos == GPT2_POS_LEARNED ? mats | ZC_USE_GRAD32 : mats;
     /* a tied head's tiles: gathered for the embedding, again for the head */
     const uint8_t tile = c->untied ? mats : emb | ZC_USE_FORWARD_TWICE;
     for (int t = 0; t < nt; t++, k++) /* the embeddings, or their tiles */
@@ -706,7 +710,7 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
     }
     for (int t = 0; t < nt; t++) { /* the same rows for the embedding's and the head's tiles */
         const int r0 = t * tile_rows, rows = t == nt - 1 ? (int)Vp - r0 : tile_rows;
-        m->emb_tiles[t] = m->head_tiles[t] = (struct vocab_tile){-1, -1, r0, rows};
+        m->emb_tiles[t] = m->head_tiles[t] = (struct vocab_tile){-1, -1, r0, rows, NULL};
     }
     if (nt == 1) {
         m->u_emb = zc_engine_add_unit(e, "embeddings");
@@ -766,8 +770,8 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
                     ? zc_engine_add_param(e, m->u_lnf, "lm_head", 2, (int64_t[]){Vp, C}, w02)
                     : -1;
     if (nt == 1) /* untied, in ln_f's unit; a blocked tied head, the embeddings' */
-        m->head_tiles[0] =
-            cfg->untied ? (struct vocab_tile){m->u_lnf, m->p_head, 0, (int)Vp} : m->emb_tiles[0];
+        m->head_tiles[0] = cfg->untied ? (struct vocab_tile){m->u_lnf, m->p_head, 0, (int)Vp, NULL}
+                                       : m->emb_tiles[0];
     for (int t = 0; nt > 1 && !cfg->untied && t < nt; t++) /* tied: the embedding's tiles */
         m->head_tiles[t] = m->emb_tiles[t];
     for (int t = 0; nt > 1 && cfg->untied && t < nt; t++) {
@@ -1087,10 +1091,12 @@ static zc_status head_backward(gpt2_model *m, int k, zc_err *err)
     const float *w = mat32(m, v->param);
     const uint16_t *w16 = mat16(m, v->param);
     const bool frozen = m->cfg.lora.r > 0; /* dlnf only */
-    /* tied, the embedding's backward adds to the gradient later: fp32, written fresh here */
-    uint16_t *dh16 = !frozen && m->cfg.untied && m->gemm.type == ZC_GEMM_BF16 && w16
-                         ? zc_engine_grad16(m->e, v->param)
-                         : NULL;
+    /* tied, the embedding's backward adds its rows to the gradient later: to the bf16 one
+     * (tied16), or else to the fp32 one written fresh here */
+    uint16_t *dh16 =
+        !frozen && m->gemm.type == ZC_GEMM_BF16 && w16 ? zc_engine_grad16(m->e, v->param) : NULL;
+    if (!m->cfg.untied)
+        m->emb_tiles[k].tied16 = dh16;
     float *dh = dh16 || frozen ? NULL : zc_engine_grad_fresh(m->e, v->param, &fresh);
     if (!frozen && !dh16 && !dh)
         return zc_err_set(err, ZC_ENOMEM, "%s: out of memory for the lm_head gradient",
@@ -1313,11 +1319,17 @@ static zc_status base_grads_ready(gpt2_model *m, int unit, zc_err *err)
 /* The gradient of the embedding rows [row0, row0 + rows) (param: the table or its tile) from
  * dres, ∂loss/∂(encoder output): rounded to bf16 by the model where the engine takes it so — no
  * fp32 buffer of the table, the same bits (dlnf, free by then, is the sort's scratch) — else
- * added into its fp32 buffer. */
-static zc_status embedding_backward(gpt2_model *m, int param, int row0, int rows, const float *dres,
-                                    const int *inputs, zc_err *err)
+ * added into its fp32 buffer. A tied table's rows whose head wrote its gradient in bf16 (tied16)
+ * are added to that, rounded once a row. */
+static zc_status embedding_backward(gpt2_model *m, int param, int row0, int rows, uint16_t *tied16,
+                                    const float *dres, const int *inputs, zc_err *err)
 {
     const int BT = m->B * m->T, C = m->cfg.channels;
+    if (tied16) { /* C ≥ 2 (gpt2_check): dlnf holds the 2 BT floats of the sort's scratch */
+        gpt2_encoder_backward_rows16_add(tied16, dres, inputs, row0, rows, BT, C,
+                                         (gpt2_row_pos *)(void *)m->dlnf);
+        return ZC_OK;
+    }
     uint16_t *g16 = C >= 2 ? zc_engine_grad16(m->e, param) : NULL; /* dlnf holds 2 BT floats */
     if (g16) {
         gpt2_encoder_backward_rows16(g16, dres, inputs, row0, rows, BT, C,
@@ -1421,15 +1433,20 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
     float *dwte = NULL, *dwpe = NULL;
     const bool frozen = m->cfg.lora.r > 0; /* LoRA: the base takes no gradient */
     if (!gpt2_head_blocked(&m->cfg)) { /* the tied head: the product writes all of dwte first, the
-                                        * encoder adds later */
+                                        * encoder adds later — in bf16 where the engine takes the
+                                        * gradient so (stages 2–3: no fp32 buffer of the unit) */
         if ((st = zc_engine_acquire(m->e, m->u_emb, err)))
             return st;
         bool dwte_fresh = false;
-        dwte = frozen ? NULL : zc_engine_grad_fresh(m->e, m->p_wte, &dwte_fresh);
-        dwpe = m->p_wpe < 0 || frozen ? NULL : zc_engine_grad(m->e, m->p_wpe);
-        if (!frozen && (!dwte || (m->p_wpe >= 0 && !dwpe)))
+        uint16_t *dwte16 = !frozen && m->gemm.type == ZC_GEMM_BF16 && mat16(m, m->p_wte)
+                               ? zc_engine_grad16(m->e, m->p_wte)
+                               : NULL;
+        m->emb_tiles[0].tied16 = dwte16;
+        dwte = frozen || dwte16 ? NULL : zc_engine_grad_fresh(m->e, m->p_wte, &dwte_fresh);
+        dwpe = m->p_wpe < 0 || frozen || dwte16 ? NULL : zc_engine_grad(m->e, m->p_wpe);
+        if (!frozen && !dwte16 && (!dwte || (m->p_wpe >= 0 && !dwpe)))
             return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the embedding gradients");
-        gpt2_matmul_backward(m->dlnf, dwte, NULL, NULL, dlogits, m->lnf, MAT(m, m->p_wte), BT, C,
+        gpt2_matmul_backward(m->dlnf, dwte, dwte16, NULL, dlogits, m->lnf, MAT(m, m->p_wte), BT, C,
                              Vp, dwte_fresh, &m->gemm);
         if ((st = zc_engine_release(m->e, m->u_emb, err)))
             return st;
@@ -1495,25 +1512,40 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
      * gradients need no values */
     const bool gather = m->cfg.untied;
     for (int k = m->ntiles - 1; m->ntiles > 1 && k >= 0; k--) {
-        const struct vocab_tile *v = &m->emb_tiles[k];
+        struct vocab_tile *v = &m->emb_tiles[k];
         if (gather && (st = zc_engine_acquire(m->e, v->unit, err)))
             return st;
-        if ((st = embedding_backward(m, v->param, v->row0, v->rows, dres, inputs, err)) ||
+        uint16_t *tied16 = v->tied16;
+        v->tied16 = NULL;
+        if ((st = embedding_backward(m, v->param, v->row0, v->rows, tied16, dres, inputs, err)) ||
             (st = zc_engine_grads_ready(m->e, v->unit, err)) ||
             (gather && (st = zc_engine_release(m->e, v->unit, err))))
             return st;
     }
     if (m->ntiles > 1)
         return ZC_OK;
+    uint16_t *tied16 = m->emb_tiles[0].tied16; /* the head's bf16 gradient of a tied table */
+    m->emb_tiles[0].tied16 = NULL;
     if (!m->cfg.untied && m->p_wpe < 0) /* a blocked tied head: the rows added to its gradient */
-        return (st = embedding_backward(m, m->p_wte, 0, (int)m->cfg.padded_vocab_size, dres, inputs,
-                                        err))
+        return (st = embedding_backward(m, m->p_wte, 0, (int)m->cfg.padded_vocab_size, tied16, dres,
+                                        inputs, err))
                    ? st
                    : zc_engine_grads_ready(m->e, m->u_emb, err);
+    if (tied16) { /* GPT-2's tied head in bf16: the rows added to its gradient, wpe's in bf16 */
+        uint16_t *dwpe16 = m->p_wpe < 0 ? NULL : zc_engine_grad16(m->e, m->p_wpe);
+        if (m->p_wpe >= 0 && !dwpe16)
+            return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the embedding gradients");
+        if ((st = embedding_backward(m, m->p_wte, 0, (int)m->cfg.padded_vocab_size, tied16, dres,
+                                     inputs, err)))
+            return st;
+        if (dwpe16)
+            gpt2_encoder_backward_pos16(dwpe16, dres, B, T, C);
+        return zc_engine_grads_ready(m->e, m->u_emb, err);
+    }
     if (m->cfg.untied && m->p_wpe < 0) { /* rotary positions: the table's rows alone */
         if ((st = zc_engine_acquire(m->e, m->u_emb, err)) ||
-            (st = embedding_backward(m, m->p_wte, 0, (int)m->cfg.padded_vocab_size, dres, inputs,
-                                     err)) ||
+            (st = embedding_backward(m, m->p_wte, 0, (int)m->cfg.padded_vocab_size, NULL, dres,
+                                     inputs, err)) ||
             (st = zc_engine_grads_ready(m->e, m->u_emb, err)))
             return st;
         return zc_engine_release(m->e, m->u_emb, err);

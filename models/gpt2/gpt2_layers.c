@@ -177,9 +177,10 @@ static int cmp_row_pos(const void *a, const void *b)
                             : (x->pos > y->pos) - (x->pos < y->pos);
 }
 
-void gpt2_encoder_backward_rows16(uint16_t *restrict dwte16, const float *restrict dout,
-                                  const int *restrict inp, int row0, int rows, int BT, int C,
-                                  gpt2_row_pos *restrict order)
+/* The rows of dwte16 named by tokens in [row0, row0 + rows), each from zero (add false) or from
+ * its bf16 value widened (add true) plus its positions' dout in position order, rounded once. */
+static void rows16(uint16_t *restrict dwte16, const float *restrict dout, const int *restrict inp,
+                   int row0, int rows, int BT, int C, gpt2_row_pos *restrict order, bool add)
 {
     /* the positions of each row, in order: (row, position) pairs sorted */
     int n = 0;
@@ -189,25 +190,64 @@ void gpt2_encoder_backward_rows16(uint16_t *restrict dwte16, const float *restri
             order[n++] = (gpt2_row_pos){(uint32_t)r, (uint32_t)bt};
     }
     qsort(order, (size_t)n, sizeof *order, cmp_row_pos);
-    memset(dwte16, 0, (size_t)rows * (size_t)C * sizeof *dwte16);
-    /* channel chunks in parallel; each row's sum starts from 0 and adds its positions in order,
-     * as encoder_backward_rows into a zeroed buffer does, then is rounded once */
+    if (!add)
+        memset(dwte16, 0, (size_t)rows * (size_t)C * sizeof *dwte16);
+        /* channel chunks in parallel; each row's sum starts from 0 (or the row's value) and adds
+         * its positions in order, as encoder_backward_rows into a zeroed (or the head's) buffer
+         * does, then is rounded once */
 #pragma omp parallel for schedule(static) if ((size_t)n * C >= PAR_MIN)
     for (int c0 = 0; c0 < C; c0 += COL_CHUNK) {
         const int c1 = imin(c0 + COL_CHUNK, C);
         float acc[COL_CHUNK];
         for (int i = 0; i < n;) {
             const uint32_t r = order[i].row;
-            for (int c = c0; c < c1; c++)
-                acc[c - c0] = 0.0f;
+            uint16_t *row = dwte16 + (size_t)r * C + c0;
+            if (add)
+                zc_bf16_to_f32(row, acc, (size_t)(c1 - c0));
+            else
+                for (int c = c0; c < c1; c++)
+                    acc[c - c0] = 0.0f;
             for (; i < n && order[i].row == r; i++) {
                 const float *d = dout + (size_t)order[i].pos * C;
                 for (int c = c0; c < c1; c++)
                     acc[c - c0] += d[c];
             }
-            zc_f32_to_bf16(acc, dwte16 + (size_t)r * C + c0, (size_t)(c1 - c0));
+            zc_f32_to_bf16(acc, row, (size_t)(c1 - c0));
         }
     }
+}
+
+void gpt2_encoder_backward_rows16(uint16_t *restrict dwte16, const float *restrict dout,
+                                  const int *restrict inp, int row0, int rows, int BT, int C,
+                                  gpt2_row_pos *restrict order)
+{
+    rows16(dwte16, dout, inp, row0, rows, BT, C, order, false);
+}
+
+void gpt2_encoder_backward_rows16_add(uint16_t *restrict dwte16, const float *restrict dout,
+                                      const int *restrict inp, int row0, int rows, int BT, int C,
+                                      gpt2_row_pos *restrict order)
+{
+    rows16(dwte16, dout, inp, row0, rows, BT, C, order, true);
+}
+
+void gpt2_encoder_backward_pos16(uint16_t *restrict dwpe16, const float *restrict dout, int B,
+                                 int T, int C)
+{
+#pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PAR_MIN)
+    for (int t = 0; t < T; t++)
+        for (int c0 = 0; c0 < C; c0 += COL_CHUNK) {
+            const int c1 = imin(c0 + COL_CHUNK, C);
+            float acc[COL_CHUNK];
+            for (int c = c0; c < c1; c++)
+                acc[c - c0] = 0.0f;
+            for (int b = 0; b < B; b++) {
+                const float *d = dout + ((size_t)b * T + (size_t)t) * C;
+                for (int c = c0; c < c1; c++)
+                    acc[c - c0] += d[c];
+            }
+            zc_f32_to_bf16(acc, dwpe16 + (size_t)t * C + c0, (size_t)(c1 - c0));
+        }
 }
 
 /* ------------------------------------------------------------------------------------------ */

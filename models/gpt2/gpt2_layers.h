@@ -70,6 +70,18 @@ typedef struct {
 void gpt2_encoder_backward_rows16(uint16_t *restrict dwte16, const float *restrict dout,
                                   const int *restrict inp, int row0, int rows, int BT, int C,
                                   gpt2_row_pos *restrict order);
+/* A tied table's rows added to the gradient the head's product wrote in bf16 (dwte16, rows × C):
+ * each row named by a token in the range becomes its value widened plus its positions' dout in
+ * position order (fp32), rounded once — the adds of gpt2_encoder_backward_rows onto the head's
+ * gradient rounded to bf16; every other row is left as the head wrote it. order: as above. */
+void gpt2_encoder_backward_rows16_add(uint16_t *restrict dwte16, const float *restrict dout,
+                                      const int *restrict inp, int row0, int rows, int BT, int C,
+                                      gpt2_row_pos *restrict order);
+/* Learned positions' gradient in bf16 (dwpe16: T × C, overwritten): position t gets the fp32 sum
+ * over the batch of dout[b, t] in batch order from zero, rounded once — the bits of
+ * gpt2_encoder_backward's dwpe into a zeroed fp32 buffer, rounded. */
+void gpt2_encoder_backward_pos16(uint16_t *restrict dwpe16, const float *restrict dout, int B,
+                                 int T, int C);
 
 /* Per row: out = (inp - mean) * rstd * weight + bias, biased variance, eps 1e-5. mean and rstd
  * are saved for the backward. */
