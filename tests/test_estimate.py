@@ -156,10 +156,12 @@ def test_estimate_working_bf16_decoder():
     """In bf16 the decoder feeds its stored matrices to the products and writes their gradients
     in 16 bits (zc_engine_unit_use), so the working bound counts a gathered unit's fp32 view as
     its 1-D parameters only and its stage-2/3 gradient at 2 bytes per element (+ 4 per 1-D
-    element); only GPT-2's tied embeddings take an fp32 gradient. Real runs stay within it — the
-    tied GPT-2 and the untied Llama fixture, accumulating over two micro-batches — and at stage 3
-    it equals the formula (the old bound assumed whole-unit fp32 views and gradients: 3.6× this
-    one here, 6.5× at Llama 3.1 8B's vocabulary, so the memory check refused runs that fit)."""
+    element), a tied table's too. Real runs stay within it — the tied GPT-2 and the untied Llama
+    fixture, accumulating over two micro-batches — and at stage 3 it equals the formula (the old
+    bound assumed whole-unit fp32 views and gradients: 3.6× this one here, 6.5× at Llama 3.1 8B's
+    vocabulary, so the memory check refused runs that fit). The bf16 gradients are sent from where
+    they lie: the comm staging is the receive side only, the other rank's block of the largest
+    unit's shard."""
     llama = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "llama_tiny")
     data = tokens(H_.path("tok-bf16.bin"), 5000, 300)
     cfg = H_.path("bf16-accum.json")
@@ -177,9 +179,15 @@ def test_estimate_working_bf16_decoder():
     block = 2 * C + (qd + 2 * kvd) * C + C * qd + 2 * inter * C + C * inter  # the largest unit
     U = -(-block // 2) * 2  # padded over 2 ranks
     vec = 2 * C  # its two norms
-    want = 2 * 3 * U + 3 * 4 * vec + 2 * (2 * U + 4 * vec)  # gathered, views, gradients
+    # gathered, views, and the gradients of three units: one produced, one still reducing from
+    # where it lies, one kept (a tied table)
+    want = 2 * 3 * U + 3 * 4 * vec + 3 * (2 * U + 4 * vec)
     check(rows[2, 3]["working_bound"] == want,
           f"llama_tiny bf16 stage 3: working bound {rows[2, 3]['working_bound']}, want {want}")
+    for stage in stages:  # stages 2-3: no send staging; 0-1 send the stored gradients in place
+        got = rows[2, stage]["comm_staging"]
+        check(got == (2 - 1) * (U // 2) * 2,
+              f"llama_tiny bf16 stage {stage}: comm staging {got}, want {(U // 2) * 2}")
 
 
 def test_estimate_matches_gpt2_124m():

@@ -361,10 +361,12 @@ void gpt2_unit_work(const gpt2_config *c, zc_gemm_type compute, size_t *vec_nume
             block += (size_t)(p == P_QKVB ? d.W : p == P_FCB ? d.F : d.C);
     /* bf16 products read the stored matrices and write their gradients in 16 bits; so does a
      * tied head's product (the embedding's backward adds its rows to that, rounded once a row,
-     * and learned positions' sums are rounded once), but an untied table with learned positions
-     * takes fp32 matrix gradients (its backward scatter-adds into both) */
+     * and learned positions' sums are rounded once; with C ≥ 2, tied16_sortable), but an untied
+     * table with learned positions takes fp32 matrix gradients (its backward scatter-adds into
+     * both) */
     const uint8_t mats = compute == ZC_GEMM_BF16 ? 0 : ZC_USE_ANY;
-    const uint8_t emb = c->untied && c->pos == GPT2_POS_LEARNED ? mats | ZC_USE_GRAD32 : mats;
+    const bool grad32 = c->untied ? c->pos == GPT2_POS_LEARNED : c->channels < 2;
+    const uint8_t emb = grad32 ? mats | ZC_USE_GRAD32 : mats;
     /* a tied head's tiles: gathered for the embedding, again for the head */
     const uint8_t tile = c->untied ? mats : emb | ZC_USE_FORWARD_TWICE;
     for (int t = 0; t < nt; t++, k++) /* the embeddings, or their tiles */
@@ -1065,6 +1067,14 @@ static zc_status check_tokens(const gpt2_model *m, const int *tok, const char *w
     return ZC_OK;
 }
 
+/* Whether dlnf (BT × C floats), free by the embedding's backward, holds the row sort's scratch
+ * (BT pairs of 4-byte values): a tied table's gradient can then be taken in bf16 by the head and
+ * added to by the embedding (C = 1: fp32, as gpt2_unit_work declares). */
+static bool tied16_sortable(const gpt2_model *m)
+{
+    return m->cfg.channels >= 2;
+}
+
 /* The untied head's tile k: its logits' columns, 1024-row block by block (gpt2_head_block_rows),
  * so that tiled and untiled runs do the same products. Its unit must be acquired. */
 static void head_forward(gpt2_model *m, int k)
@@ -1094,7 +1104,9 @@ static zc_status head_backward(gpt2_model *m, int k, zc_err *err)
     /* tied, the embedding's backward adds its rows to the gradient later: to the bf16 one
      * (tied16), or else to the fp32 one written fresh here */
     uint16_t *dh16 =
-        !frozen && m->gemm.type == ZC_GEMM_BF16 && w16 ? zc_engine_grad16(m->e, v->param) : NULL;
+        !frozen && m->gemm.type == ZC_GEMM_BF16 && w16 && (m->cfg.untied || tied16_sortable(m))
+            ? zc_engine_grad16(m->e, v->param)
+            : NULL;
     if (!m->cfg.untied)
         m->emb_tiles[k].tied16 = dh16;
     float *dh = dh16 || frozen ? NULL : zc_engine_grad_fresh(m->e, v->param, &fresh);
@@ -1325,7 +1337,7 @@ static zc_status embedding_backward(gpt2_model *m, int param, int row0, int rows
                                     const float *dres, const int *inputs, zc_err *err)
 {
     const int BT = m->B * m->T, C = m->cfg.channels;
-    if (tied16) { /* C ≥ 2 (gpt2_check): dlnf holds the 2 BT floats of the sort's scratch */
+    if (tied16) { /* tied16_sortable: dlnf holds the sort's scratch */
         gpt2_encoder_backward_rows16_add(tied16, dres, inputs, row0, rows, BT, C,
                                          (gpt2_row_pos *)(void *)m->dlnf);
         return ZC_OK;
@@ -1438,9 +1450,10 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
         if ((st = zc_engine_acquire(m->e, m->u_emb, err)))
             return st;
         bool dwte_fresh = false;
-        uint16_t *dwte16 = !frozen && m->gemm.type == ZC_GEMM_BF16 && mat16(m, m->p_wte)
-                               ? zc_engine_grad16(m->e, m->p_wte)
-                               : NULL;
+        uint16_t *dwte16 =
+            !frozen && m->gemm.type == ZC_GEMM_BF16 && mat16(m, m->p_wte) && tied16_sortable(m)
+                ? zc_engine_grad16(m->e, m->p_wte)
+                : NULL;
         m->emb_tiles[0].tied16 = dwte16;
         dwte = frozen || dwte16 ? NULL : zc_engine_grad_fresh(m->e, m->p_wte, &dwte_fresh);
         dwpe = m->p_wpe < 0 || frozen || dwte16 ? NULL : zc_engine_grad(m->e, m->p_wpe);

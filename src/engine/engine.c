@@ -108,6 +108,8 @@ typedef struct {
      * costs 2 bytes per parameter of gradient instead of grad_work's 4; grad_work exists only for a
      * unit a model asks an fp32 matrix gradient of (grads_ready then widens the rest into it). */
     void *grad_w16;
+    bool w16_sending; /* grad_w16 is read where it lies by the reduce-scatter in flight (rs_unit):
+                         freed when that lands (rs_finish) */
     float *grad_vec;
     void *grad_shard; /* gdt. stages 2–3: this rank's reduced gradient shard */
     float *master;    /* mixed: fp32 master copy of the optimizer range */
@@ -492,6 +494,7 @@ static size_t blocks(size_t n, size_t es)
 }
 
 static zc_status oom(zc_engine *e, zc_err *err, const char *what, int u, size_t bytes);
+static bool sharded16(const zc_engine *e);
 static zc_status update_units(zc_engine *e, int through, void *capture, zc_err *err);
 static bool update_pending(const zc_engine *e, int i);
 static zc_status update_folded(const zc_engine *e, const char *call, zc_err *err);
@@ -1787,10 +1790,15 @@ zc_status zc_engine_finalize(zc_engine *e, zc_err *err)
     }
     /* Stages 0–1 whose gradients travel as stored send every block from the gradients where
      * they lie (rs_unit): no send staging, unless a unit's blocks lie past MPI's int
-     * displacements. On one rank nothing is received: the sum reads the rank's own block where
+     * displacements; so do stages 2–3 in bf16 from each unit's bf16 gradient (sends_w16), unless
+     * a unit is declared to take an fp32 matrix gradient (one that takes it undeclared gets the
+     * staging then). On one rank nothing is received: the sum reads the rank's own block where
      * it lies (comm.c); qgZ's segments are still copied. */
-    const bool sends = e->grads_sharded || e->qgz || !zc_config_grads_sent_as_stored(&e->cfg) ||
-                       max_shard * n > (size_t)INT_MAX;
+    bool packs = false; /* stages 2–3: a trained unit declared to take an fp32 matrix gradient */
+    for (int i = 0; i < e->nunits; i++)
+        packs |= !e->units[i].info.frozen && (e->units[i].use & ZC_USE_GRAD32);
+    const bool sends = (e->grads_sharded && (packs || !sharded16(e))) || e->qgz ||
+                       !zc_config_grads_sent_as_stored(&e->cfg) || max_shard * n > (size_t)INT_MAX;
     const bool receives = n > 1 || e->qgz;
     if ((st = decide_persistent(e, err)))
         return st;
@@ -2135,6 +2143,11 @@ static zc_status rs_finish(zc_engine *e, zc_err *err)
     e->rs_req = NULL;
     e->rs_last_of = -1;
     zc_status st = zc_comm_wait(e->comm, r, err);
+    if (landed >= 0 && e->units[landed].w16_sending) { /* sent from where it lay: now it can go */
+        unit_t *u = &e->units[landed];
+        u->w16_sending = false;
+        work_free(e, &u->grad_w16, u->info.padded * e->gs);
+    }
     if (!st && landed >= 0)
         st = grad_landed(e, landed, err);
     return st;
@@ -2188,6 +2201,16 @@ static bool sharded16(const zc_engine *e)
     /* decided once (never under fp16, whose loss scale can pass through 1): what the working
      * bound counts, zc_estimate_in.grads_bf16 */
     return e->grads_sharded && e->grads16;
+}
+
+/* Stages 2–3 with bf16 gradients sent in bf16, no qgZ: a unit's blocks go to the reduce-scatter
+ * from grad_w16 where they lie (rs_unit) — no packing copy, no send staging — unless the model
+ * asked the unit's matrix gradient in fp32 (grad_work: packed, rounded) or its blocks pass MPI's
+ * int displacements. */
+static bool sends_w16(const zc_engine *e, const unit_t *u)
+{
+    return sharded16(e) && !e->qgz && e->cdt == e->gdt && !u->grad_work &&
+           u->info.padded <= (size_t)INT_MAX;
 }
 
 /* n ≤ CHUNK of the model's fp32 gradients as the stored gradient type would hold them: scaled
@@ -2256,9 +2279,18 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
      * samples in a bf16 GPT-2 124M step on one process. */
     if (n == 1 && in_place && !u->disk.grads)
         return ZC_OK;
+    /* stages 2–3 in bf16: from grad_w16 where it lies (zeros if the model wrote none) */
+    const bool w16 = e->grads_sharded && sends_w16(e, u);
+    if (w16 && !src && !(u->grad_w16 = work_alloc(e, u->info.padded * e->gs, true)))
+        return oom(e, err, "the bf16 gradients", i, u->info.padded * e->gs);
+    if (w16)
+        src = u->grad_w16;
     /* MPI's displacements are ints: the blocks of a unit past INT_MAX elements are packed. */
-    const bool strided = in_place && u->info.padded <= (size_t)INT_MAX;
-    ZC_ASSERT(strided || e->rs_send); /* zc_engine_finalize's rule: no send staging, in place */
+    const bool strided = (in_place && u->info.padded <= (size_t)INT_MAX) || w16;
+    /* zc_engine_finalize's rule: no send staging where every unit is sent in place; a unit whose
+     * matrix gradient came in fp32 undeclared (ZC_USE_GRAD32 added) gets it now */
+    if (!strided && !e->rs_send && !(e->rs_send = alloc_b(e, ZC_MEM_COMM, e->rs_bytes, 1)))
+        return oom(e, err, "reduce-scatter staging", i, e->rs_bytes);
     /* folded: the update reads the gradient shard the reduction is about to overwrite */
     zc_status st = update_pending(e, i) ? update_units(e, i, NULL, err) : ZC_OK;
     if (!st)
@@ -2290,7 +2322,9 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
         } else {
             out = at(u->grad_shard, off, e->gs);
             accumulate = e->micro > 0;
-            if (off + len == S) { /* copied out: the full-unit gradient can go */
+            if (off + len == S && w16) /* read where it lies until the last chunk lands */
+                u->w16_sending = true;
+            else if (off + len == S) { /* copied out: the full-unit gradient can go */
                 work_free(e, &u->grad_work, u->info.padded * sizeof(float));
                 work_free(e, &u->grad_w16, u->info.padded * e->gs);
                 src = NULL;
@@ -2300,9 +2334,9 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
             st = zc_comm_reduce_scatter_q8_start(e->comm, e->rs_send, e->rs_recv, len, e->gdt, out,
                                                  accumulate, label(e, i), &e->rs_req, err);
         else if (strided)
-            st = zc_comm_reduce_scatter_strided_start(e->comm, e->cdt, at(u->grad_full, off, e->gs),
-                                                      S, e->rs_recv, len, e->gdt, out, accumulate,
-                                                      label(e, i), &e->rs_req, err);
+            st = zc_comm_reduce_scatter_strided_start(
+                e->comm, e->cdt, at(w16 ? u->grad_w16 : u->grad_full, off, e->gs), S, e->rs_recv,
+                len, e->gdt, out, accumulate, label(e, i), &e->rs_req, err);
         else
             st = zc_comm_reduce_scatter_start(e->comm, e->cdt, e->rs_send, e->rs_recv, len, e->gdt,
                                               out, accumulate, label(e, i), &e->rs_req, err);

@@ -409,6 +409,22 @@ int64_t zc_estimate_rs_cols(int64_t reduce_bucket_size, int64_t nranks, int64_t 
     return cols < 1 ? 1 : cols < max_shard ? cols : max_shard;
 }
 
+/* Stages 2–3 whose bf16 gradients go to the reduce-scatter from where they lie (the engine's
+ * sends_w16): bf16 gradients sent as stored, no qgZ, no trained unit taking an fp32 matrix
+ * gradient (ZC_USE_GRAD32, packed into the staging), no unit's blocks past MPI's int
+ * displacements. */
+static bool sends_in_place16(const zc_estimate_in *in, bool *ovf)
+{
+    if (in->stage < 2 || !in->grads_bf16 || or4(in->grad_bytes) != 2 || !in->grads_sent_as_stored ||
+        (in->stage == 3 && in->quantized_gradients) ||
+        mul(max_reduced_shard(in, ovf), in->nranks, ovf) > INT_MAX)
+        return false;
+    for (int u = 0; u < in->nunits; u++)
+        if (trained(in, u) && (!in->unit_use || (in->unit_use[u] & ZC_USE_GRAD32)))
+            return false;
+    return true;
+}
+
 static int64_t comm_staging(const zc_estimate_in *in, bool *ovf)
 {
     int64_t cols =
@@ -416,10 +432,13 @@ static int64_t comm_staging(const zc_estimate_in *in, bool *ovf)
     if (in->stage == 3 && in->quantized_gradients) /* segments, and one block in fp32 */
         return add(mul(2 * in->nranks, zc_qwz_segment_bytes(cols), ovf), mul(4, cols, ovf), ovf);
     /* send staging, N blocks, and receive staging, the N − 1 other ranks' blocks (a rank's own
-     * is summed where it lies in send). Stages 0–1 with gradients sent as stored send from where
-     * they lie (unless a unit's blocks pass MPI's int displacements); one rank receives nothing. */
-    const bool sends = in->stage >= 2 || !in->grads_sent_as_stored ||
-                       mul(max_reduced_shard(in, ovf), in->nranks, ovf) > INT_MAX;
+     * is summed where it lies in send). Gradients sent as stored go from where they lie (unless a
+     * unit's blocks pass MPI's int displacements): stages 0–1's stored gradients, and at stages
+     * 2–3 each unit's bf16 gradient — unless a trained unit takes an fp32 matrix gradient
+     * (ZC_USE_GRAD32), packed into the staging. One rank receives nothing. */
+    const bool sends = in->stage >= 2 ? !sends_in_place16(in, ovf)
+                                      : !in->grads_sent_as_stored || mul(max_reduced_shard(in, ovf),
+                                                                         in->nranks, ovf) > INT_MAX;
     const int64_t blocks = add(sends ? in->nranks : 0, in->nranks - 1, ovf);
     return mul(mul(blocks, or4(in->comm_elem_bytes), ovf), cols, ovf);
 }
@@ -471,8 +490,9 @@ static int64_t working_bound(const zc_estimate_in *in, bool *ovf)
      * one more while a model hands over between them) */
     int64_t views = mul(3, view, ovf);
     /* the gradients being produced + a tied unit's kept across backward, or the last unit's
-     * still being reduced */
-    int64_t grads = mul(2, grad, ovf);
+     * still being reduced — and both where the gradients are reduced from where they lie
+     * (sends_in_place16: the last unit's stays until its reduce-scatter lands) */
+    int64_t grads = mul(sends_in_place16(in, ovf) ? 3 : 2, grad, ovf);
     /* after the last step the weight digest (and the exports) gather one unit at a time in fp32,
      * in place of all of the above */
     const int64_t end_of_run = mul(4, unit, ovf);
