@@ -525,10 +525,13 @@ static float grad_value(size_t i, int micro)
 }
 
 /* Two steps of two micro-batches of unit "u" = w [64, 33] + b [33] in bf16 at `stage`, w's
- * gradient written in bf16 wherever the engine hands it out so, else in fp32; the weights after
- * them (w, b, and the padding zc_engine_gather_unit writes: at most 7 more elements on up to 8
- * ranks) into out. */
-static void bf16_grads_run(int stage, float *out)
+ * gradient written in bf16 wherever the engine hands it out so (fp32_w: always in fp32), else in
+ * fp32; the weights after them (w, b, and the padding zc_engine_gather_unit writes: at most 7
+ * more elements on up to 8 ranks) into out. declare: the unit is declared to take its matrix
+ * gradient in 16 bits (zc_engine_unit_use 0), so stages 2–3 allocate no send staging and send
+ * it from where it lies — the comm ledger then holds the receive staging alone, until a fp32_w
+ * run's gradient needs packing (the staging then made, and ZC_USE_GRAD32 reported). */
+static void bf16_grads_run(int stage, bool declare, bool fp32_w, float *out)
 {
     zc_err err = {0};
     zc_config cfg;
@@ -543,18 +546,27 @@ static void bf16_grads_run(int stage, float *out)
     const zc_init w02 = {ZC_INIT_NORMAL, 0.02f};
     int w = zc_engine_add_param(e, u, "w", 2, (int64_t[]){64, 33}, w02);
     int b = zc_engine_add_param(e, u, "b", 1, (int64_t[]){33}, w02);
+    if (declare)
+        CHECK(zc_engine_unit_use(e, u, 0) == 0, "unit_use(u, 0) refused");
+    const int64_t comm0 = zc_mem_get(mem, ZC_MEM_COMM).current;
     CHECK(!zc_engine_finalize(e, &err), "finalize: %s", err.msg);
     const size_t W = 64 * 33, padded = zc_engine_unit_info(e, u)->padded;
+    const int64_t recv = (int64_t)(padded / (size_t)nranks * (size_t)(nranks - 1) * 2);
+    if (declare && stage >= 2)
+        CHECK(zc_mem_get(mem, ZC_MEM_COMM).current - comm0 == recv,
+              "stage %d, declared 16-bit gradients: comm staging %lld bytes, want %lld (the "
+              "receive side only)",
+              stage, (long long)(zc_mem_get(mem, ZC_MEM_COMM).current - comm0), (long long)recv);
     for (int step = 0; step < 2; step++)
         for (int micro = 0; micro < 2; micro++) {
             CHECK(!zc_engine_acquire(e, u, &err), "acquire: %s", err.msg);
             const int64_t before = zc_mem_get(mem, ZC_MEM_WORKING).current;
-            uint16_t *g16 = zc_engine_grad16(e, w);
-            CHECK(!g16 == (stage < 2 && micro > 0),
+            uint16_t *g16 = fp32_w ? NULL : zc_engine_grad16(e, w);
+            CHECK(fp32_w || !g16 == (stage < 2 && micro > 0),
                   "stage %d micro-batch %d: zc_engine_grad16 gave %p", stage, micro, (void *)g16);
             float *gb = zc_engine_grad(e, b);
             CHECK(gb != NULL, "grad of b");
-            if (stage >= 2 && step == 0 && micro == 0) {
+            if (stage >= 2 && step == 0 && micro == 0 && !fp32_w) {
                 const int64_t took = zc_mem_get(mem, ZC_MEM_WORKING).current - before;
                 CHECK(took == (int64_t)(padded * 2 + 33 * sizeof(float)),
                       "stage %d: the gradients took %lld working bytes, expected %zu (bf16 unit) + "
@@ -578,6 +590,18 @@ static void bf16_grads_run(int stage, float *out)
                       !zc_engine_step(e, NULL, &err),
                   "stage %d step %d micro %d: %s", stage, step, micro, err.msg);
         }
+    if (declare && stage >= 2) { /* fp32_w: packed after all, the staging made, the use widened */
+        size_t numel[1], vec[1];
+        uint8_t use[1];
+        zc_engine_estimate_in(e, stage, numel, vec, use);
+        const int64_t staged = recv + (fp32_w ? (int64_t)(padded * 2) : 0);
+        CHECK(zc_mem_get(mem, ZC_MEM_COMM).current - comm0 == staged &&
+                  !(use[0] & ZC_USE_GRAD32) == !fp32_w,
+              "stage %d, declared 16-bit%s: comm staging %lld bytes after the steps, want %lld; "
+              "use %d",
+              stage, fp32_w ? ", asked in fp32" : "",
+              (long long)(zc_mem_get(mem, ZC_MEM_COMM).current - comm0), (long long)staged, use[0]);
+    }
     CHECK(!zc_engine_gather_unit(e, u, out, &err), "gather: %s", err.msg);
     zc_engine_destroy(e);
 }
@@ -586,12 +610,24 @@ static void test_bf16_grads(void)
 {
     enum { NUMEL = 64 * 33 + 33 };
     float want[NUMEL + 8], got[NUMEL + 8]; /* zc_engine_gather_unit writes the padded unit */
-    bf16_grads_run(0, want);
+    bf16_grads_run(0, false, false, want);
     for (int stage = 1; stage <= 3; stage++) {
-        bf16_grads_run(stage, got);
+        bf16_grads_run(stage, false, false, got);
         CHECK(!memcmp(want, got, NUMEL * sizeof *want),
               "bf16 gradients: stage %d's weights differ from stage 0's", stage);
     }
+    /* declared 16-bit: sent from where it lies, the same bits as packed */
+    for (int stage = 2; stage <= 3; stage++) {
+        bf16_grads_run(stage, true, false, got);
+        CHECK(!memcmp(want, got, NUMEL * sizeof *want),
+              "bf16 gradients sent in place: stage %d's weights differ from stage 0's", stage);
+    }
+    /* declared, then asked in fp32: packed as an undeclared unit's, the same bits */
+    float fp32w[NUMEL + 8];
+    bf16_grads_run(3, false, true, fp32w);
+    bf16_grads_run(3, true, true, got);
+    CHECK(!memcmp(fp32w, got, NUMEL * sizeof *got),
+          "an fp32 gradient of a unit declared 16-bit: weights differ from the undeclared run's");
 }
 
 static void test_kept_buffers_within_live_peak(void)
