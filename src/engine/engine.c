@@ -108,8 +108,6 @@ typedef struct {
      * costs 2 bytes per parameter of gradient instead of grad_work's 4; grad_work exists only for a
      * unit a model asks an fp32 matrix gradient of (grads_ready then widens the rest into it). */
     void *grad_w16;
-    bool w16_sending; /* grad_w16 is read where it lies by the reduce-scatter in flight (rs_unit):
-                         freed when that lands (rs_finish) */
     float *grad_vec;
     void *grad_shard; /* gdt. stages 2–3: this rank's reduced gradient shard */
     float *master;    /* mixed: fp32 master copy of the optimizer range */
@@ -2143,11 +2141,9 @@ static zc_status rs_finish(zc_engine *e, zc_err *err)
     e->rs_req = NULL;
     e->rs_last_of = -1;
     zc_status st = zc_comm_wait(e->comm, r, err);
-    if (landed >= 0 && e->units[landed].w16_sending) { /* sent from where it lay: now it can go */
-        unit_t *u = &e->units[landed];
-        u->w16_sending = false;
-        work_free(e, &u->grad_w16, u->info.padded * e->gs);
-    }
+    if (landed >= 0) /* sent from where it lay (rs_unit), its bf16 gradient can go now; packed,
+                      * it went when copied out */
+        work_free(e, &e->units[landed].grad_w16, e->units[landed].info.padded * e->gs);
     if (!st && landed >= 0)
         st = grad_landed(e, landed, err);
     return st;
@@ -2281,10 +2277,8 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
         return ZC_OK;
     /* stages 2–3 in bf16: from grad_w16 where it lies (zeros if the model wrote none) */
     const bool w16 = e->grads_sharded && sends_w16(e, u);
-    if (w16 && !src && !(u->grad_w16 = work_alloc(e, u->info.padded * e->gs, true)))
+    if (w16 && !u->grad_w16 && !(u->grad_w16 = work_alloc(e, u->info.padded * e->gs, true)))
         return oom(e, err, "the bf16 gradients", i, u->info.padded * e->gs);
-    if (w16)
-        src = u->grad_w16;
     /* MPI's displacements are ints: the blocks of a unit past INT_MAX elements are packed. */
     const bool strided = (in_place && u->info.padded <= (size_t)INT_MAX) || w16;
     /* zc_engine_finalize's rule: no send staging where every unit is sent in place; a unit whose
@@ -2322,9 +2316,8 @@ static zc_status rs_unit(zc_engine *e, int i, zc_err *err)
         } else {
             out = at(u->grad_shard, off, e->gs);
             accumulate = e->micro > 0;
-            if (off + len == S && w16) /* read where it lies until the last chunk lands */
-                u->w16_sending = true;
-            else if (off + len == S) { /* copied out: the full-unit gradient can go */
+            if (off + len == S && !w16) { /* copied out: the full-unit gradient can go (sent
+                                           * where it lies, when the last chunk lands) */
                 work_free(e, &u->grad_work, u->info.padded * sizeof(float));
                 work_free(e, &u->grad_w16, u->info.padded * e->gs);
                 src = NULL;
