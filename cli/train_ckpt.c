@@ -115,9 +115,12 @@ zc_status train_ckpt_same_model(const char *dir, const char *client, const train
     cJSON *have = client ? cJSON_Parse(client) : NULL, *want = model_record(o, m);
     zc_status st = want ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
     for (const cJSON *w = want ? want->child : NULL; w && !st; w = w->next) {
-        const cJSON *h = item(have, w->string);
+        const cJSON *h = item(have, w->string), *hidden = item(want, "hidden");
+        const bool tiles = !strcmp(w->string, "vocab_tile_rows"),
+                   mlp_tiles = !strcmp(w->string, "mlp_tile_cols");
+        if (!h && mlp_tiles && hidden && cJSON_IsNumber(w) && w->valuedouble == hidden->valuedouble)
+            continue; /* untiled, from before MLP tiles were recorded */
         char *hs = h ? cJSON_PrintUnformatted(h) : NULL, *ws = cJSON_PrintUnformatted(w);
-        const bool tiles = !strcmp(w->string, "vocab_tile_rows");
         if (!h || !hs || !ws || strcmp(hs, ws))
             st = zc_err_set(err, ZC_EINVAL,
                             "--resume %s: the checkpoint was written for %s %s, "
@@ -125,7 +128,9 @@ zc_status train_ckpt_same_model(const char *dir, const char *client, const train
                             dir, w->string, hs ? hs : "(not recorded)", ws ? ws : "?",
                             tiles ? ": the vocabulary's tiles come from --tile-params, rows × "
                                     "hidden_size parameters each"
-                                  : "");
+                            : mlp_tiles ? ": the MLP's tiles come from --tile-params, 3 × columns "
+                                          "× hidden_size parameters each"
+                                        : "");
         free(hs);
         free(ws);
     }

@@ -11,7 +11,8 @@
  * - the memory ledger (zeroc/mem.h) given a NULL ledger or a category out of range does
  *   nothing, or returns NULL / 0, instead of aborting;
  * - zc_engine_param_init_as: a tensor registered as two parameters (tiles) starts from the values
- *   of the whole, bit for bit, and a call out of range is refused at finalize;
+ *   of the whole, bit for bit, and a call out of range is refused at finalize; so does a tensor
+ *   registered as tiles of its columns (zc_engine_param_init_as_cols);
  * - bf16 gradients the model writes in 16 bits (zc_engine_grad16): at stages 2–3 at every
  *   micro-batch, into 2 bytes per element of the unit (a 1-D parameter's fp32 gradient in room
  *   of its own, not a whole-unit fp32 buffer), with the weights of stage 0 bit for bit;
@@ -517,6 +518,52 @@ static void test_init_as(void)
     zc_engine_destroy(e);
 }
 
+/* w [4, 6] registered whole, or as two tiles of its columns (w.0: columns 0–3, w.1: 4–5, each
+ * drawing parameter 0's values from its first column with zc_engine_param_init_as_cols): the
+ * tiles hold the whole's columns bit for bit. An impossible row is refused at finalize. */
+static void test_init_as_cols(void)
+{
+    const zc_init w02 = {ZC_INIT_NORMAL, 0.02f};
+    float whole[24], tile[2][16];
+    zc_err err = {0};
+    zc_engine *e = make(3, &err);
+    zc_engine_add_param(e, zc_engine_add_unit(e, "w"), "w", 2, (int64_t[]){4, 6}, w02);
+    CHECK(!zc_engine_finalize(e, &err), "finalize: %s", err.msg);
+    float buf[64];
+    CHECK(!zc_engine_gather_unit(e, 0, buf, &err), "gather: %s", err.msg);
+    memcpy(whole, buf, sizeof whole);
+    zc_engine_destroy(e);
+    e = make(3, &err);
+    const int c0[2] = {0, 4}, cols[2] = {4, 2};
+    for (int t = 0; t < 2; t++) {
+        char name[8];
+        snprintf(name, sizeof name, "w.%d", t);
+        int p = zc_engine_add_param(e, zc_engine_add_unit(e, name), name, 2,
+                                    (int64_t[]){4, cols[t]}, w02);
+        CHECK(zc_engine_param_init_as_cols(e, p, 0, c0[t], cols[t], 6) == 0, "init_as_cols %d", t);
+    }
+    CHECK(!zc_engine_finalize(e, &err), "finalize: %s", err.msg);
+    for (int t = 0; t < 2; t++) {
+        CHECK(!zc_engine_gather_unit(e, t, buf, &err), "gather: %s", err.msg);
+        memcpy(tile[t], buf, (size_t)(4 * cols[t]) * sizeof *buf);
+    }
+    zc_engine_destroy(e);
+    int bad = 0;
+    for (int t = 0; t < 2; t++)
+        for (int r = 0; r < 4; r++)
+            for (int c = 0; c < cols[t]; c++)
+                bad += memcmp(&tile[t][r * cols[t] + c], &whole[r * 6 + c0[t] + c], 4) != 0;
+    CHECK(!bad && whole[0] != whole[4], "%d elements of the column tiles differ from the whole's",
+          bad);
+    e = make(3, &err);
+    int p = zc_engine_add_param(e, zc_engine_add_unit(e, "u"), "w", 2, (int64_t[]){2, 4}, w02);
+    CHECK(zc_engine_param_init_as_cols(e, p, 0, 0, 4, 3) == -1, "stride 3 < row 4 accepted");
+    zc_status st = zc_engine_finalize(e, &err);
+    CHECK(st == ZC_EINVAL && strstr(err.msg, "zc_engine_param_init_as_cols(0, row 4, stride 3)"),
+          "init_as_cols refused: %s %s", zc_status_name(st), err.msg);
+    zc_engine_destroy(e);
+}
+
 /* Element i of the gradient a rank gives in a micro-batch (any float: the engine rounds it as
  * the model does). */
 static float grad_value(size_t i, int micro)
@@ -842,6 +889,7 @@ int main(int argc, char **argv)
     test_ckpt_json_refused();
     test_ranks_disagree();
     test_init_as();
+    test_init_as_cols();
     test_bf16_grads();
     test_kept_buffers_within_live_peak();
     test_kept_buffer_lent();

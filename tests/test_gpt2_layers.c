@@ -1551,7 +1551,17 @@ static void test_swiglu(void)
     gpt2_swiglu_backward(d, e.x, e.w, BT, SI);
     check_doubled("swiglu dinp", g, d, BT * 2 * SI);
     grad_check("swiglu dinp", swiglu_loss, &e, e.x, g, BT * 2 * SI, SIZE_MAX, H, RTOL, ATOL);
-    free(e.x), free(e.out), free(e.w), free(d), free(g);
+    /* in two blocks of columns (the Llama family's MLP block by block): the whole's bits */
+    float *o2 = falloc(BT * SI), *d2 = falloc(BT * 2 * SI);
+    const int c0[2] = {0, 8}, wd[2] = {8, SI - 8};
+    for (int k = 0; k < 2; k++) {
+        gpt2_swiglu_forward_cols(o2 + c0[k], SI, e.x + c0[k], 2 * SI, SI, BT, wd[k]);
+        gpt2_swiglu_backward_cols(d2 + c0[k], e.x + c0[k], 2 * SI, SI, e.w + c0[k], SI, BT, wd[k]);
+    }
+    swiglu_loss(&e);
+    CHECK(!memcmp(o2, e.out, sizeof(float) * BT * SI), "swiglu in column blocks: forward differs");
+    CHECK(!memcmp(d2, g, sizeof(float) * BT * 2 * SI), "swiglu in column blocks: backward differs");
+    free(e.x), free(e.out), free(e.w), free(d), free(g), free(o2), free(d2);
 }
 
 /* Rotary positions against a complex rotation: (x[i] + j·x[i + hd/2])·e^(j·θ) per pair; the

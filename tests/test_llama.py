@@ -457,10 +457,138 @@ def test_tied_vocab_tiles():
               f"{tiled['comm']['bytes_per_step']['total']}")
 
 
+def wide_mlp_fixture(name, hidden):
+    """llama_tiny's shape with an MLP `hidden` wide (4608: four blocks of 1024 columns and one of
+    512, so it runs in column blocks and tiles), its weights drawn here: N(0, 0.02) matrices from
+    a fixed seed, norms of ones, written as one safetensors file."""
+    import array
+    import random
+    with open(os.path.join(FIXTURES, "llama_tiny", "config.json")) as f:
+        cfg = json.load(f)
+    cfg["intermediate_size"] = hidden
+    C, V, L = cfg["hidden_size"], cfg["vocab_size"], cfg["num_hidden_layers"]
+    H, KV, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    shapes = {"model.embed_tokens.weight": [V, C], "model.norm.weight": [C],
+              "lm_head.weight": [V, C]}
+    for l in range(L):
+        pre = f"model.layers.{l}."
+        shapes.update({pre + "input_layernorm.weight": [C],
+                       pre + "post_attention_layernorm.weight": [C],
+                       pre + "self_attn.q_proj.weight": [H * hd, C],
+                       pre + "self_attn.k_proj.weight": [KV * hd, C],
+                       pre + "self_attn.v_proj.weight": [KV * hd, C],
+                       pre + "self_attn.o_proj.weight": [C, H * hd],
+                       pre + "mlp.gate_proj.weight": [hidden, C],
+                       pre + "mlp.up_proj.weight": [hidden, C],
+                       pre + "mlp.down_proj.weight": [C, hidden]})
+    rng = random.Random(1234)
+    header, blobs, off = {}, [], 0
+    for k in sorted(shapes):
+        n = 1
+        for x in shapes[k]:
+            n *= x
+        vals = [1.0] * n if len(shapes[k]) == 1 else [rng.gauss(0.0, 0.02) for _ in range(n)]
+        b = array.array("f", vals).tobytes()
+        header[k] = {"dtype": "F32", "shape": shapes[k], "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    d = H_.path(name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    return d
+
+
+def export_bytes(ck, name):
+    """The transformers export of checkpoint ck: {file: bytes}."""
+    out = H_.path(name)
+    H_.run(1, "ckpt", "export", ck, "--format", "hf", "--out", out)
+    return {f: open(os.path.join(out, f), "rb").read() for f in sorted(os.listdir(out))}
+
+
+def test_mlp_tiles():
+    """A block past --tile-params has its MLP split across its width (ZeRO-Infinity's tiling of
+    the wide products): a 4608-wide MLP (blocks of 1024 columns and one of 512) at 196608
+    parameters a tile makes 3 tiles of 2048, 2048 and 512 columns (units h.<l>.mlp.<t>: rows of
+    gate and up, columns of down; 10 units for 4), each gathered alone. It changes no bit: the
+    products run over the same column blocks tiled or not, so the transformers export is the
+    untiled run's byte for byte, and so are the losses, in fp32 and bf16, at stages 0 and 3,
+    with both offloads and with activation checkpointing (each tile redoes its products in the
+    backward); the working peak is smaller; the samples (decoding tile by tile) are the untiled
+    run's; a tiled checkpoint resumes tiled to the uninterrupted weights and is refused untiled
+    naming --tile-params; LoRA on a tiled MLP is refused by name."""
+    init = wide_mlp_fixture("wide-mlp", 4608)
+    nvme = H_.path("mlp-tiles-nvme")
+    os.makedirs(nvme, exist_ok=True)
+    offload = ["--offload-optimizer", "nvme", "--offload-param", "nvme", "--nvme-path", nvme]
+    tiles = 196608
+    for dtype in H_.trim(["fp32", "bf16"], ["bf16"]):
+        runs = [("untiled", -1, 3, []), ("tiled", tiles, 3, []), ("tiled-s0", tiles, 0, []),
+                ("tiled-offload", tiles, 3, offload),
+                ("tiled-ac", tiles, 3, ["--activation-checkpointing"])]
+        runs = [r for r in runs if r[0] in H_.trim([r[0] for r in runs],
+                                                   ["untiled", "tiled", "tiled-ac"])]
+        base = None
+        for name, tp, stage, extra in runs:
+            tag = f"mlp-tiles-{dtype}-{name}"
+            ck = H_.path(tag + "-ck")
+            rep = train(init, tag, 2, stage, "--dtype", dtype, "--tile-params", tp,
+                        "--save-dir", ck, *extra)
+            files = export_bytes(os.path.join(ck, "step-000005"), tag + "-hf")
+            if base is None:
+                base = (rep, files)
+                continue
+            check(rep["loss"] == base[0]["loss"],
+                  f"{dtype} {name}: losses {rep['loss']} != untiled {base[0]['loss']}")
+            check(files == base[1], f"{dtype} {name}: the export differs from the untiled run's "
+                                    f"({sorted(files)} vs {sorted(base[1])})")
+            if name == "tiled":
+                check(rep["memory"]["ranks"][0]["working_peak"] <
+                      base[0]["memory"]["ranks"][0]["working_peak"],
+                      f"{dtype}: working peak tiled {rep['memory']['ranks'][0]['working_peak']} >= "
+                      f"untiled {base[0]['memory']['ranks'][0]['working_peak']}")
+    # the units, and the samples (decoding tile by tile) the untiled run's
+    samples = []
+    for tp in (-1, tiles):
+        p = H_.run(2, "train", "--init", init, *run_args(2), "--tile-params", tp,
+                   "--sample-every", 5, "--sample-length", 12)
+        samples.append(p.stdout[p.stdout.find("---- sample"):p.stdout.find("\n----\n")])
+    check("10 units" in p.stdout, f"{tiles} parameters per tile: {p.stdout[:600]}")
+    check(samples[0] == samples[1] and len(samples[0]) > 30,
+          f"samples: untiled {samples[0]!r}, tiled {samples[1]!r}")
+    # accumulating, saved at step 3 tiled and resumed tiled: the uninterrupted run's export
+    acc = ["--grad-accum", 2, "--dtype", "bf16"]
+    ck0, ck = H_.path("mlp-tiles-acc-ck0"), H_.path("mlp-tiles-acc-ck")
+    train(init, "mlp-tiles-acc", 2, 3, *acc, "--tile-params", tiles, "--save-dir", ck0)
+    train(init, "mlp-tiles-acc-saved", 2, 3, *acc, "--tile-params", tiles, "--save-dir", ck,
+          "--save-every", 3)
+    train(init, "mlp-tiles-acc-resumed", 2, 3, *acc, "--tile-params", tiles, "--resume",
+          os.path.join(ck, "step-000003"), "--save-dir", ck)
+    want = export_bytes(os.path.join(ck0, "step-000005"), "mlp-tiles-acc-hf0")
+    got = export_bytes(os.path.join(ck, "step-000005"), "mlp-tiles-acc-hf")
+    check(got == want, "resumed tiled: the export differs from the uninterrupted run's")
+    p = train(init, "mlp-tiles-other", 2, 3, *acc, "--resume", os.path.join(ck, "step-000003"),
+              ok=False)
+    check(p.returncode != 0 and "mlp_tile_cols 2048, this run has 4608" in p.stderr and
+          "--tile-params" in p.stderr, f"resumed untiled: {p.returncode} {p.stderr[-400:]}")
+    p = train(init, "mlp-tiles-lora", 1, 3, "--tile-params", tiles, "--lora-r", 4, ok=False)
+    check(p.returncode != 0 and "LoRA" in p.stderr and "--tile-params 196608" in p.stderr,
+          f"LoRA on tiles: {p.returncode} {p.stderr[-400:]}")
+    # untiled, the blocked MLP takes adapters on gate, up and down between its products
+    lo = train(init, "mlp-blocks-lora", 1, 3, "--lora-r", 4, "--lora-targets",
+               "gate_proj,up_proj,down_proj")
+    check(all(x == x for x in lo["loss"]) and lo["loss"][-1] < lo["loss"][0],
+          f"LoRA on the blocked MLP: losses {lo['loss']}")
+
+
 TESTS = [test_llama_matches_reference, test_qwen2_matches_reference, test_rope_spellings,
          test_model_flag_refused, test_save_final_refused_first, test_unsupported_config_refused,
          test_engine_features_bitwise, test_export_hf_round_trip, test_rotary_buffers_ignored,
-         test_vocab_tiles, test_tied_vocab_tiles]
+         test_vocab_tiles, test_tied_vocab_tiles, test_mlp_tiles]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])

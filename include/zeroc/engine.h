@@ -191,6 +191,11 @@ ZC_API int zc_engine_freeze_unit(zc_engine *e, int unit);
  * parameters after it. Returns 0, or −1 for a call refused (reported by zc_engine_finalize, as
  * add_param's). */
 ZC_API int zc_engine_param_init_as(zc_engine *e, int param, int as, int64_t first);
+/* The same for a block of columns of another registration's matrix (the tiles of a matrix split
+ * across its width): element (r, c) of the parameter, rows of `row` elements, takes the value of
+ * element first + r·stride + c of parameter number `as` (stride: the whole's row length). */
+ZC_API int zc_engine_param_init_as_cols(zc_engine *e, int param, int as, int64_t first, int64_t row,
+                                        int64_t stride);
 
 /* Allocates this rank's states and initialises the parameters. Collective: fails on every rank
  * if any rank refused a registration, has no unit or a unit without parameters (ZC_EINVAL, or the

@@ -92,8 +92,19 @@ static zc_status base_shape(zc_ckpt_reader *r, const char *dir, gpt2_config *gc,
     gc->untied = untied;
     /* the vocabulary's tiles (gpt2_config.tile_params) as the run registered them: absent in
      * checkpoints from before tiling, which are untiled */
-    int64_t rows;
+    int64_t rows, cols;
     gc->tile_params = -1;
+    /* the MLP's tiles likewise (absent: untiled) */
+    gc->mlp_tile_cols = gpt2_hidden(gc);
+    if (!zc_ckpt_reader_client_int(r, "mlp_tile_cols", &cols)) {
+        const int I = gpt2_hidden(gc), bw = gpt2_mlp_block_cols(gc);
+        if (cols < 1 || (cols < I && (!bw || cols % bw)) || cols > I)
+            return zc_err_set(err, ZC_EINVAL,
+                              "%s/manifest.json: client.mlp_tile_cols is %lld, expected the "
+                              "MLP's width %d or a multiple of %d below it",
+                              dir, (long long)cols, I, bw ? bw : I);
+        gc->mlp_tile_cols = (int)cols;
+    }
     if (zc_ckpt_reader_client_int(r, "vocab_tile_rows", &rows))
         return ZC_OK;
     const int blk = gpt2_head_block_rows(gc), Vp = gc->padded_vocab_size;
@@ -159,16 +170,17 @@ static void describe_arch(const gpt2_config *c, char *out, size_t cap)
                      c->num_heads, c->channels);
     if (!c->family[0] || n < 0 || (size_t)n >= cap)
         return;
-    int rows;
+    int rows, cols;
     gpt2_vocab_tiles(c, &rows);
+    gpt2_mlp_tiles(c, &cols);
     snprintf(out + n, cap - (size_t)n,
              ", \"family\": \"%s\", \"kv_heads\": %d, \"head_dim\": %d, \"hidden\": %d, "
              "\"norm\": %d, \"mlp\": %d, \"bias\": %d, \"pos\": %d, \"untied\": %d, "
              "\"norm_eps\": %.17g, \"rope_theta\": %.17g, \"rope_factor\": %.17g, "
              "\"rope_low_freq\": %.17g, \"rope_high_freq\": %.17g, \"rope_orig_max\": %d, "
-             "\"vocab_tile_rows\": %d",
+             "\"vocab_tile_rows\": %d, \"mlp_tile_cols\": %d",
              c->family, gpt2_kv_heads(c), gpt2_head_dim(c), gpt2_hidden(c), (int)c->norm,
              (int)c->mlp, (int)c->bias, (int)c->pos, (int)c->untied, (double)c->norm_eps,
              c->rope_theta, c->rope_factor, c->rope_low_freq, c->rope_high_freq, c->rope_orig_max,
-             rows);
+             rows, cols);
 }

@@ -12,6 +12,9 @@
  *   shared set still holds it when its backward comes (gpt2_backward follows its own forward,
  *   the pass open between them).
  * - Gradients of activations need only one block at a time: one scratch set, zeroed per block.
+ * - The Llama family's wide MLP runs in column blocks, and with a bound below a block's size its
+ *   tiles are units of their own, gathered one at a time after the block's attention
+ *   (mlp_tiles_forward / mlp_tiles_backward); the same products either way.
  * - The tied wte: the "embeddings" unit is acquired once for the whole forward (encoder ...
  *   head), acquired again for the head's backward, and handed back after the encoder backward,
  *   its last use. Every unit is therefore gathered once for forward and once for backward in
@@ -187,6 +190,18 @@ struct gpt2_model {
      * (wpe with rotary positions, lnfb with RMSNorm, lm_head when tied, absent biases; wte and
      * lm_head when tiled: their tiles' are in emb_tiles, head_tiles) */
     int p_wte, p_wpe, p_lnfw, p_lnfb, p_head, *p_block;
+    /* The MLP in column blocks of mlp_bw (gpt2_mlp_block_cols; 0: one product each, as GPT-2),
+     * as nmt tiles a block (gpt2_mlp_tiles): mlp[l · nmt + t]. Untiled, tile 0 is the block's
+     * own fcw (gate rows, then up rows I·C on) and fcprojw; a tile of its own unit holds gate
+     * (cols × C), up (cols × C) and down (C × cols) for the columns [c0, c0 + cols). */
+    int mlp_bw, nmt;
+    float *mlp_stage; /* mlp_stage_floats: down's block and its gradient, dense */
+    struct mlp_tile {
+        int unit, p_gate, p_up, p_down;
+        size_t gate_off, up_off; /* where the tile's first gate and up rows start */
+        int ld_down;             /* down's row length: I untiled, cols tiled */
+        int c0, cols;
+    } * mlp;
     float *arena;
     size_t arena_floats;
     float *rope_cos, *rope_sin; /* (T, hd/2) each, at the arena's end; NULL with wpe */
@@ -245,6 +260,14 @@ static void top_sizes(const gpt2_config *c, int B, int T, int64_t out[N_TOP], bo
                   BTV = zc_mul_i64(BT, c->padded_vocab_size, ovf);
     const int64_t sz[N_TOP] = {BTC, BTC, BT, BT, BTV, BT, BTC, BTC, BTC};
     memcpy(out, sz, sizeof sz);
+}
+
+/* Floats of the dense copies of one column block of the MLP's down and of its gradient (C ×
+ * GPT2_MLP_BLOCK each; 0 unblocked), at the arena's end with the rotary tables. */
+static int64_t mlp_stage_floats(const gpt2_config *c, bool *ovf)
+{
+    const int bw = gpt2_mlp_block_cols(c);
+    return bw ? zc_mul_i64(2 * (int64_t)bw, c->channels, ovf) : 0;
 }
 
 /* Floats of the rotary tables (cos and sin, T × hd/2 each); 0 with learned positions. */
@@ -307,17 +330,51 @@ int gpt2_vocab_tiles(const gpt2_config *c, int *rows)
     return (int)((Vp + *rows - 1) / *rows);
 }
 
-/* The units of the base model: the embeddings (or tiles), the blocks, ln_f, the untied head's
- * tiles. */
+int gpt2_mlp_block_cols(const gpt2_config *c)
+{
+    return c->mlp == GPT2_MLP_SWIGLU && c->bias != GPT2_BIAS_ALL &&
+                   gpt2_hidden(c) >= 4 * GPT2_MLP_BLOCK
+               ? GPT2_MLP_BLOCK
+               : 0;
+}
+
+int gpt2_mlp_tiles(const gpt2_config *c, int *cols)
+{
+    const int I = gpt2_hidden(c), bw = gpt2_mlp_block_cols(c);
+    *cols = I;
+    if (!bw || c->channels < 1)
+        return 1;
+    int64_t per = c->mlp_tile_cols;
+    if (per <= 0) { /* from the bound, when the block passes it */
+        bool ovf = false;
+        int64_t emb, block, lnf;
+        unit_sizes(c, &emb, &block, &lnf, &ovf);
+        if (c->tile_params <= 0 || ovf || block <= c->tile_params)
+            return 1;
+        per = c->tile_params / (3 * (int64_t)c->channels) / bw * bw; /* whole column blocks */
+        if (per < bw)
+            per = bw;
+    }
+    if (per >= I)
+        return 1;
+    *cols = (int)per;
+    return (int)((I + per - 1) / per);
+}
+
+/* The units of the base model: the embeddings (or tiles), the blocks (each followed by its MLP's
+ * tiles), ln_f, the untied head's tiles; INT_MAX past an int. */
 static int base_units(const gpt2_config *c)
 {
-    int rows, nt = gpt2_vocab_tiles(c, &rows);
-    return nt == 1 ? c->num_layers + 2 : c->num_layers + 1 + (c->untied ? 2 : 1) * nt;
+    int rows, nt = gpt2_vocab_tiles(c, &rows), cols, nmt = gpt2_mlp_tiles(c, &cols);
+    const int64_t blocks = (int64_t)c->num_layers * (nmt > 1 ? 1 + nmt : 1);
+    const int64_t n = blocks + (nt == 1 ? 2 : 1 + (c->untied ? 2 : 1) * (int64_t)nt);
+    return n > INT_MAX ? INT_MAX : (int)n;
 }
 
 int gpt2_num_units(const gpt2_config *c)
 {
-    return base_units(c) + (c->lora.r > 0 ? c->num_layers : 0);
+    const int64_t n = (int64_t)base_units(c) + (c->lora.r > 0 ? c->num_layers : 0);
+    return n > INT_MAX ? INT_MAX : (int)n;
 }
 
 void gpt2_unit_frozen(const gpt2_config *c, bool *frozen)
@@ -338,8 +395,13 @@ int gpt2_unit_numel(const gpt2_config *c, size_t *numel)
         numel[k++] = (size_t)((t == nt - 1 ? Vp - (int64_t)t * rows : rows) * C);
     if (nt == 1)
         numel[k++] = (size_t)emb;
-    for (int l = 0; l < c->num_layers; l++)
-        numel[k++] = (size_t)block;
+    int cols, nmt = gpt2_mlp_tiles(c, &cols);
+    const int64_t I = gpt2_hidden(c);
+    for (int l = 0; l < c->num_layers; l++) {
+        numel[k++] = (size_t)(nmt > 1 ? block - 3 * I * C : block); /* gate, up, down: tiles */
+        for (int t = 0; nmt > 1 && t < nmt; t++)
+            numel[k++] = (size_t)(3 * C * (t == nmt - 1 ? I - (int64_t)t * cols : cols));
+    }
     numel[k++] = (size_t)(nt == 1 || !c->untied ? lnf : lnf - Vp * C);
     for (int t = 0; nt > 1 && c->untied && t < nt; t++)
         numel[k++] = (size_t)((t == nt - 1 ? Vp - (int64_t)t * rows : rows) * C);
@@ -371,8 +433,13 @@ void gpt2_unit_work(const gpt2_config *c, zc_gemm_type compute, size_t *vec_nume
     const uint8_t tile = c->untied ? mats : emb | ZC_USE_FORWARD_TWICE;
     for (int t = 0; t < nt; t++, k++) /* the embeddings, or their tiles */
         vec_numel[k] = 0, use[k] = nt == 1 ? emb : tile;
-    for (int l = 0; l < c->num_layers; l++, k++)
-        vec_numel[k] = block, use[k] = mats;
+    int cols;
+    const int nmt = gpt2_mlp_tiles(c, &cols);
+    for (int l = 0; l < c->num_layers; l++) {
+        vec_numel[k] = block, use[k++] = mats;
+        for (int t = 0; nmt > 1 && t < nmt; t++, k++) /* the MLP's tiles: matrices only */
+            vec_numel[k] = 0, use[k] = mats;
+    }
     vec_numel[k] = norm, use[k++] = mats; /* ln_f (with the untiled head) */
     for (int t = 0; nt > 1 && c->untied && t < nt; t++, k++)
         vec_numel[k] = 0, use[k] = mats;
@@ -453,6 +520,7 @@ static int64_t activation_bytes(const gpt2_config *c, int B, int T, bool activat
     for (int i = 0; i < N_TOP; i++)
         total = zc_add_i64(total, top[i], ovf);
     total = zc_add_i64(total, rope_floats(c, T, ovf), ovf);
+    total = zc_add_i64(total, mlp_stage_floats(c, ovf), ovf);
     total = zc_add_i64(total, lora_floats(c, B, T, activation_checkpointing, ovf), ovf);
     return zc_add_i64(zc_mul_i64(total, sizeof(float), ovf), gemm_workspace(c, B, T, compute, ovf),
                       ovf);
@@ -563,13 +631,23 @@ zc_status gpt2_check(const gpt2_config *c, int B, int T, bool activation_checkpo
                           "%s: %d blocks with LoRA make %d units (a unit of adapters per block); "
                           "zeroc holds at most %d",
                           family_name(c), c->num_layers, gpt2_num_units(c), ZC_MAX_UNITS);
-    if (c->tile_params > 0 && gpt2_num_units(c) > ZC_MAX_UNITS) {
+    int mlp_cols;
+    const int nmt = gpt2_mlp_tiles(c, &mlp_cols);
+    if ((c->tile_params > 0 || nmt > 1) && gpt2_num_units(c) > ZC_MAX_UNITS) {
         int rows, nt = gpt2_vocab_tiles(c, &rows);
         return zc_err_set(err, ZC_EINVAL,
                           "%s: --tile-params %lld splits the vocabulary into %d tiles of %d rows "
-                          "each way; zeroc holds at most %d units: raise it",
-                          family_name(c), (long long)c->tile_params, nt, rows, ZC_MAX_UNITS);
+                          "each way and each of the %d blocks' MLP into %d tiles of %d columns; "
+                          "zeroc holds at most %d units: raise it",
+                          family_name(c), (long long)c->tile_params, nt, rows, c->num_layers, nmt,
+                          mlp_cols, ZC_MAX_UNITS);
     }
+    if (nmt > 1 && c->lora.r > 0)
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s: LoRA with the MLP split into tiles (--tile-params %lld is below a "
+                          "block's size): the adapters need each block's MLP in one unit; use "
+                          "--tile-params 0",
+                          family_name(c), (long long)c->tile_params);
     bool ovf = false;
     int64_t numel = total_numel(c, &ovf);
     if ((ovf || numel > ZC_MAX_NUMEL) && c->family[0])
@@ -699,10 +777,18 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
                   wres = plain ? (zc_init){ZC_INIT_NORMAL, (float)(0.02 / sqrt(2.0 * L))} : w02;
     /* Tiled, each parameter draws the initial values it would have untiled: its number there
      * (lp, counted as the untiled model registers them), a tile from its first row's element. */
-    int tile_rows, lp = 0;
-    const int nt = gpt2_vocab_tiles(cfg, &tile_rows);
+    int tile_rows, lp = 0, mlp_cols;
+    const int nt = gpt2_vocab_tiles(cfg, &tile_rows), nmt = gpt2_mlp_tiles(cfg, &mlp_cols);
 #define AS(param, first)                                                                           \
-    ((void)(nt > 1 && (param) >= 0 && zc_engine_param_init_as(e, (param), lp, (first))))
+    ((void)((nt > 1 || nmt > 1) && (param) >= 0 &&                                                 \
+            zc_engine_param_init_as(e, (param), lp, (first))))
+    m->mlp_bw = gpt2_mlp_block_cols(cfg);
+    m->nmt = nmt;
+    m->mlp = m->mlp_bw ? calloc((size_t)L * (size_t)nmt, sizeof *m->mlp) : NULL;
+    if (m->mlp_bw && !m->mlp) {
+        gpt2_destroy(m);
+        return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory");
+    }
     m->ntiles = nt;
     m->emb_tiles = calloc((size_t)nt, sizeof *m->emb_tiles);
     m->head_tiles = calloc((size_t)nt, sizeof *m->head_tiles);
@@ -747,16 +833,54 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
                              {1, d.W, 0, zero}, {2, C, d.QD, wres}, {1, C, 0, zero},
                              {1, C, 0, one},    {1, C, 0, zero},    {2, d.F, C, w02},
                              {1, d.F, 0, zero}, {2, C, d.I, wres},  {1, C, 0, zero}};
+        int lp_fc = -1, lp_fcproj = -1; /* their numbers untiled */
         for (int k = 0; k < P_NBLOCK; k++) {
             m->p_block[l * P_NBLOCK + k] = -1;
             if (!has_block_param(cfg, k))
                 continue;
+            if (nmt > 1 && (k == P_FCW || k == P_FCPROJW)) { /* in the MLP's tiles, below */
+                *(k == P_FCW ? &lp_fc : &lp_fcproj) = lp++;
+                continue;
+            }
             snprintf(name, sizeof name, "h.%d.%s", l, BLOCK_PARAM[k]);
             m->p_block[l * P_NBLOCK + k] =
                 zc_engine_add_param(e, m->u_block[l], name, shape[k].ndim,
                                     (int64_t[]){shape[k].d0, shape[k].d1}, shape[k].init);
             AS(m->p_block[l * P_NBLOCK + k], 0);
             lp++;
+        }
+        const int64_t I = d.I;
+        for (int t = 0; m->mlp && t < nmt; t++) {
+            struct mlp_tile *mt = &m->mlp[(size_t)l * nmt + t];
+            if (nmt == 1) { /* the block's own matrices */
+                const int fc = m->p_block[l * P_NBLOCK + P_FCW];
+                *mt = (struct mlp_tile){m->u_block[l],
+                                        fc,
+                                        fc,
+                                        m->p_block[l * P_NBLOCK + P_FCPROJW],
+                                        0,
+                                        (size_t)(I * C),
+                                        (int)I,
+                                        0,
+                                        (int)I};
+                break;
+            }
+            const int c0 = t * mlp_cols, cols = t == nmt - 1 ? (int)I - c0 : mlp_cols;
+            snprintf(name, sizeof name, "h.%d.mlp.%d", l, t);
+            *mt = (struct mlp_tile){zc_engine_add_unit(e, name), -1, -1, -1, 0, 0, cols, c0, cols};
+            snprintf(name, sizeof name, "h.%d.gate.%d", l, t);
+            mt->p_gate = zc_engine_add_param(e, mt->unit, name, 2, (int64_t[]){cols, C}, w02);
+            snprintf(name, sizeof name, "h.%d.up.%d", l, t);
+            mt->p_up = zc_engine_add_param(e, mt->unit, name, 2, (int64_t[]){cols, C}, w02);
+            snprintf(name, sizeof name, "h.%d.down.%d", l, t);
+            mt->p_down = zc_engine_add_param(e, mt->unit, name, 2, (int64_t[]){C, cols}, wres);
+            /* the values the whole would have: gate's and up's rows of fcw, down's columns */
+            if (mt->p_gate >= 0)
+                zc_engine_param_init_as(e, mt->p_gate, lp_fc, (int64_t)c0 * C);
+            if (mt->p_up >= 0)
+                zc_engine_param_init_as(e, mt->p_up, lp_fc, (I + c0) * C);
+            if (mt->p_down >= 0)
+                zc_engine_param_init_as_cols(e, mt->p_down, lp_fcproj, c0, cols, I);
         }
     }
     m->u_lnf = zc_engine_add_unit(e, "ln_f");
@@ -857,6 +981,8 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
         p += rope_floats(cfg, T, &ovf);
         rope_tables(cfg, T, m->rope_cos, m->rope_sin);
     }
+    m->mlp_stage = p;
+    p += mlp_stage_floats(cfg, &ovf);
     ZC_ASSERT(p == m->arena + total);
     *out = m;
     return ZC_OK;
@@ -867,6 +993,7 @@ void gpt2_destroy(gpt2_model *m)
     if (!m)
         return;
     zc_mem_free(m->mem, ZC_MEM_ACTIVATIONS, m->arena, m->arena_floats * sizeof(float));
+    free(m->mlp);
     free(m->u_block);
     free(m->p_block);
     free(m->act);
@@ -1004,6 +1131,127 @@ static zc_status lora_block_backward(gpt2_model *m, int l, lora_product p, const
     return ZC_OK;
 }
 
+/* Part of a weight from element off on, as the products take it (mat32 / mat16). */
+static gpt2_weight weight_part(gpt2_model *m, int param, size_t off)
+{
+    const float *w = mat32(m, param);
+    const uint16_t *w16 = mat16(m, param);
+    return (gpt2_weight){w ? w + off : NULL, w16 ? w16 + off : NULL};
+}
+
+/* Down's columns [b, b + w) of tile mt, copied dense (C × w) into the staging: its products then
+ * take the same operands tiled or not (oneDNN's kernels differ with a matrix's row length). */
+static gpt2_weight down_dense(gpt2_model *m, const struct mlp_tile *mt, int b, int w)
+{
+    const int C = m->cfg.channels;
+    const gpt2_weight src = weight_part(m, mt->p_down, (size_t)b);
+    float *dst = src.w ? m->mlp_stage : NULL;
+    uint16_t *dst16 = src.w16 ? (uint16_t *)(void *)m->mlp_stage : NULL;
+    for (int r = 0; r < C; r++) {
+        const size_t from = (size_t)r * mt->ld_down, to = (size_t)r * w;
+        if (dst)
+            memcpy(dst + to, src.w + from, (size_t)w * sizeof *dst);
+        if (dst16)
+            memcpy(dst16 + to, src.w16 + from, (size_t)w * sizeof *dst16);
+    }
+    return (gpt2_weight){dst, dst16};
+}
+
+/* The MLP's tile t of block l (its unit acquired) over N rows of x (N × C), block of columns by
+ * block: with gate_up, the gate and up products into fch's columns (N × F); with act, their
+ * SwiGLU into h's (N × I); with down, also the output product into y (N × C), written by the
+ * MLP's first column block and added to by each block after it — the same products in the same
+ * order tiled or not. */
+static void mlp_tile_forward(gpt2_model *m, int l, int t, const float *x, float *fch, float *h,
+                             float *y, int N, bool gate_up, bool act, bool down, const gpt2_gemm *g)
+{
+    const struct mlp_tile *mt = &m->mlp[(size_t)l * m->nmt + t];
+    const int C = m->cfg.channels, I = (int)m->d.I, F = (int)m->d.F, bw = m->mlp_bw;
+    for (int b = 0; gate_up && b < mt->cols; b += bw) {
+        const int w = mt->cols - b < bw ? mt->cols - b : bw, c = mt->c0 + b;
+        const gpt2_weight wg = weight_part(m, mt->p_gate, mt->gate_off + (size_t)b * C),
+                          wu = weight_part(m, mt->p_up, mt->up_off + (size_t)b * C);
+        gpt2_matmul_forward_strided(fch + c, F, x, C, wg.w, wg.w16, C, N, C, w, false, g);
+        gpt2_matmul_forward_strided(fch + I + c, F, x, C, wu.w, wu.w16, C, N, C, w, false, g);
+    }
+    for (int b = 0; act && b < mt->cols; b += bw) {
+        const int w = mt->cols - b < bw ? mt->cols - b : bw, c = mt->c0 + b;
+        gpt2_swiglu_forward_cols(h + c, I, fch + c, F, I, N, w);
+        if (!down)
+            continue;
+        const gpt2_weight wd = down_dense(m, mt, b, w);
+        gpt2_matmul_forward_strided(y, C, h + c, I, wd.w, wd.w16, w, N, w, C, c > 0, g);
+    }
+}
+
+/* A matrix's gradient buffer as G hands it out: *g16 (bf16, written by the product) or *g
+ * (fp32, *fresh: to be overwritten); both NULL when frozen (LoRA). false: out of memory. */
+static bool matrix_grad(gpt2_model *m, int param, float **g, uint16_t **g16, bool *fresh)
+{
+    *fresh = false;
+    *g16 = NULL;
+    *g = NULL;
+    if (param < 0 || m->cfg.lora.r > 0) /* not in this architecture, or frozen */
+        return true;
+    if (m->gemm.type == ZC_GEMM_BF16 && mat16(m, param) && (*g16 = zc_engine_grad16(m->e, param)))
+        return true;
+    return (*g = zc_engine_grad_fresh(m->e, param, fresh)) != NULL;
+}
+
+/* The backward of mlp_tile_forward (blocks last to first): with down, the output product's
+ * (the gradient of h's columns and of down); with rest, the SwiGLU's and the gate and up
+ * products' (their gradients, and the second norm's output's, added to block after block). */
+static zc_status mlp_tile_backward(gpt2_model *m, int l, int t, bool down, bool rest, zc_err *err)
+{
+    const struct mlp_tile *mt = &m->mlp[(size_t)l * m->nmt + t];
+    const int BT = m->B * m->T, C = m->cfg.channels, I = (int)m->d.I, F = (int)m->d.F;
+    const int bw = m->mlp_bw, nb = (mt->cols + bw - 1) / bw;
+    float *gg, *gu, *gd;
+    uint16_t *gg16, *gu16, *gd16;
+    bool fg, fu, fd;
+    if (!matrix_grad(m, mt->p_gate, &gg, &gg16, &fg) ||
+        !matrix_grad(m, mt->p_down, &gd, &gd16, &fd))
+        return zc_err_set(err, ZC_ENOMEM, "%s: out of memory for the gradients of h.%d's MLP",
+                          family_name(&m->cfg), l);
+    if (mt->p_up == mt->p_gate) /* untiled: fcw, gate rows then up rows */
+        gu = gg, gu16 = gg16, fu = fg;
+    else if (!matrix_grad(m, mt->p_up, &gu, &gu16, &fu))
+        return zc_err_set(err, ZC_ENOMEM, "%s: out of memory for the gradients of h.%d's MLP",
+                          family_name(&m->cfg), l);
+    float **d = m->dact;
+    const float *x = A(m, l, A_LN2), *fch = A(m, l, A_FCH), *h = A(m, l, A_FCH_GELU);
+    for (int j = nb - 1; down && j >= 0; j--) { /* down's block and gradient dense, as above */
+        const int b = j * bw, w = mt->cols - b < bw ? mt->cols - b : bw, c = mt->c0 + b;
+        const gpt2_weight wd = down_dense(m, mt, b, w);
+        float *sg = m->mlp_stage + (size_t)C * bw; /* the gradient's dense block */
+        uint16_t *sg16 = (uint16_t *)(void *)sg;
+        const size_t ld = (size_t)mt->ld_down, wb = (size_t)w;
+        for (int r = 0; gd && !fd && r < C; r++) /* added to: its values first */
+            memcpy(sg + r * wb, gd + r * ld + b, wb * sizeof *sg);
+        gpt2_matmul_backward_strided(d[D_FCH_GELU] + c, I, gd ? sg : NULL, gd16 ? sg16 : NULL,
+                                     d[D_FCPROJ], C, h + c, I, wd.w, wd.w16, w, BT, w, C, fd,
+                                     &m->gemm);
+        for (int r = 0; (gd || gd16) && r < C; r++)
+            if (gd)
+                memcpy(gd + r * ld + b, sg + r * wb, wb * sizeof *sg);
+            else
+                memcpy(gd16 + r * ld + b, sg16 + r * wb, wb * sizeof *sg16);
+    }
+    for (int j = nb - 1; rest && j >= 0; j--) {
+        const int b = j * bw, w = mt->cols - b < bw ? mt->cols - b : bw, c = mt->c0 + b;
+        const size_t og = mt->gate_off + (size_t)b * C, ou = mt->up_off + (size_t)b * C;
+        const gpt2_weight wg = weight_part(m, mt->p_gate, og), wu = weight_part(m, mt->p_up, ou);
+        gpt2_swiglu_backward_cols(d[D_FCH] + c, fch + c, F, I, d[D_FCH_GELU] + c, I, BT, w);
+        gpt2_matmul_backward_strided(d[D_LN2], C, gg ? gg + og : NULL, gg16 ? gg16 + og : NULL,
+                                     d[D_FCH] + c, F, x, C, wg.w, wg.w16, C, BT, C, w, fg,
+                                     &m->gemm);
+        gpt2_matmul_backward_strided(d[D_LN2], C, gu ? gu + ou : NULL, gu16 ? gu16 + ou : NULL,
+                                     d[D_FCH] + I + c, F, x, C, wu.w, wu.w16, C, BT, C, w, fu,
+                                     &m->gemm);
+    }
+    return ZC_OK;
+}
+
 /* Block l's forward from its input; the unit must be acquired. A recompute (checkpointing's, in
  * the backward) stops before the MLP's output product: the backward reads that product's input
  * and the block's kept output, never the product itself, so a third of the MLP's work is not
@@ -1029,6 +1277,18 @@ static void block_forward(gpt2_model *m, int l, bool recompute)
     gpt2_residual_forward(A(m, l, A_RES2), res, A(m, l, A_ATTPROJ), (size_t)BT * C);
     norm_forward(m, A(m, l, A_LN2), A(m, l, A_LN2_MEAN), A(m, l, A_LN2_RSTD), A(m, l, A_RES2),
                  W(m, l, P_LN2W), W(m, l, P_LN2B), BT);
+    if (m->nmt > 1) /* the MLP's tiles follow, each in its own unit (mlp_tiles_forward) */
+        return;
+    if (m->mlp_bw) { /* in column blocks; the adapters after the products, as below */
+        float *fch = A(m, l, A_FCH), *h = A(m, l, A_FCH_GELU), *y = A(m, l, A_FCPROJ);
+        mlp_tile_forward(m, l, 0, A(m, l, A_LN2), fch, h, y, BT, true, false, false, &m->gemm);
+        lora_block_forward(m, l, LORA_FC, A(m, l, A_LN2), fch, F);
+        mlp_tile_forward(m, l, 0, A(m, l, A_LN2), fch, h, y, BT, false, true, !recompute, &m->gemm);
+        lora_block_forward(m, l, LORA_FCPROJ, h, recompute ? NULL : y, C);
+        if (!recompute)
+            gpt2_residual_forward(A(m, l, A_RES3), A(m, l, A_RES2), y, (size_t)BT * C);
+        return;
+    }
     gpt2_matmul_forward(A(m, l, A_FCH), A(m, l, A_LN2), BMAT(m, l, P_FCW), W(m, l, P_FCB), BT, C, F,
                         &m->gemm);
     lora_block_forward(m, l, LORA_FC, A(m, l, A_LN2), A(m, l, A_FCH), F);
@@ -1123,6 +1383,26 @@ static zc_status head_backward(gpt2_model *m, int k, zc_err *err)
     return ZC_OK;
 }
 
+/* A tiled MLP's forward after its block's (which ends at the second norm): tile by tile, each
+ * gathered alone, then the residual. */
+static zc_status mlp_tiles_forward(gpt2_model *m, int l, zc_err *err)
+{
+    const int BT = m->B * m->T;
+    float *y = A(m, l, A_FCPROJ);
+    for (int t = 0; t < m->nmt; t++) {
+        const int u = m->mlp[(size_t)l * m->nmt + t].unit;
+        zc_status st = zc_engine_acquire(m->e, u, err);
+        if (st)
+            return st;
+        mlp_tile_forward(m, l, t, A(m, l, A_LN2), A(m, l, A_FCH), A(m, l, A_FCH_GELU), y, BT, true,
+                         true, true, &m->gemm);
+        if ((st = zc_engine_release(m->e, u, err)))
+            return st;
+    }
+    gpt2_residual_forward(A(m, l, A_RES3), A(m, l, A_RES2), y, (size_t)BT * m->cfg.channels);
+    return ZC_OK;
+}
+
 static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, double *loss,
                          zc_err *err)
 {
@@ -1156,7 +1436,8 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
             return st;
         block_forward(m, l, false);
         if ((m->u_lora && (st = zc_engine_release(m->e, m->u_lora[l], err))) ||
-            (st = zc_engine_release(m->e, m->u_block[l], err)))
+            (st = zc_engine_release(m->e, m->u_block[l], err)) ||
+            (m->nmt > 1 && (st = mlp_tiles_forward(m, l, err))))
             return st;
     }
     if ((st = zc_engine_acquire(m->e, m->u_lnf, err)))
@@ -1216,7 +1497,18 @@ int gpt2_unit(const gpt2_model *m, int l)
 
 static gpt2_weight weight_of(gpt2_model *m, int param)
 {
-    return (gpt2_weight){mat32(m, param), mat16(m, param)};
+    return param < 0 ? (gpt2_weight){NULL, NULL} : (gpt2_weight){mat32(m, param), mat16(m, param)};
+}
+
+int gpt2_mlp_tile_unit(const gpt2_model *m, int l, int t)
+{
+    return m->mlp[(size_t)l * m->nmt + t].unit;
+}
+
+void gpt2_mlp_tile_forward(gpt2_model *m, int l, int t, const float *x, float *fch, float *h,
+                           float *y, int M, const gpt2_gemm *g)
+{
+    mlp_tile_forward(m, l, t, x, fch, h, y, M, true, true, true, g);
 }
 
 void gpt2_vocab_tile(const gpt2_model *m, bool head, int k, int *unit, int *row0, int *rows)
@@ -1296,8 +1588,10 @@ zc_mem *gpt2_mem(const gpt2_model *m)
 }
 void *gpt2_activation_scratch(gpt2_model *m, size_t *bytes)
 {
-    bool ovf = false; /* the rotary tables at the arena's end are kept */
-    *bytes = (m->arena_floats - (size_t)rope_floats(&m->cfg, m->T, &ovf)) * sizeof(float);
+    bool ovf = false; /* the rotary tables and the MLP's staging at the arena's end are kept */
+    *bytes = (m->arena_floats - (size_t)rope_floats(&m->cfg, m->T, &ovf) -
+              (size_t)mlp_stage_floats(&m->cfg, &ovf)) *
+             sizeof(float);
     return m->arena;
 }
 
@@ -1310,16 +1604,14 @@ void *gpt2_activation_scratch(gpt2_model *m, size_t *bytes)
 static bool G(gpt2_model *m, int l, int k, float **g, uint16_t **g16, bool *fresh)
 {
     const int param = m->p_block[l * P_NBLOCK + k];
+    if (k == P_QKVW || k == P_ATTPROJW || k == P_FCW || k == P_FCPROJW)
+        return matrix_grad(m, param, g, g16, fresh);
     *fresh = false;
     *g16 = NULL;
     *g = NULL;
     if (param < 0 || m->cfg.lora.r > 0) /* not in this architecture, or frozen */
         return true;
-    if (k != P_QKVW && k != P_ATTPROJW && k != P_FCW && k != P_FCPROJW)
-        return (*g = zc_engine_grad(m->e, param)) != NULL;
-    if (m->gemm.type == ZC_GEMM_BF16 && mat16(m, param) && (*g16 = zc_engine_grad16(m->e, param)))
-        return true;
-    return (*g = zc_engine_grad_fresh(m->e, param, fresh)) != NULL;
+    return (*g = zc_engine_grad(m->e, param)) != NULL;
 }
 
 /* Hands back a base unit's gradients: none when the base is frozen (LoRA). */
@@ -1356,19 +1648,44 @@ static zc_status embedding_backward(gpt2_model *m, int param, int row0, int rows
     return ZC_OK;
 }
 
+/* A tiled MLP's backward, tile by tile from the last, each gathered alone (and, recompute,
+ * its products redone first), its gradients handed back as it ends. */
+static zc_status mlp_tiles_backward(gpt2_model *m, int l, bool recompute, zc_err *err)
+{
+    const int BT = m->B * m->T;
+    for (int t = m->nmt - 1; t >= 0; t--) {
+        const int u = m->mlp[(size_t)l * m->nmt + t].unit;
+        zc_status st = zc_engine_acquire(m->e, u, err);
+        if (st)
+            return st;
+        if (recompute)
+            mlp_tile_forward(m, l, t, A(m, l, A_LN2), A(m, l, A_FCH), A(m, l, A_FCH_GELU), NULL, BT,
+                             true, true, false, &m->gemm);
+        if ((st = mlp_tile_backward(m, l, t, true, true, err)) ||
+            (st = base_grads_ready(m, u, err)) || (st = zc_engine_release(m->e, u, err)))
+            return st;
+    }
+    return ZC_OK;
+}
+
 /* Block l's backward: dres_out is ∂loss/∂(block output); accumulates ∂loss/∂(block input)
- * into dres_in (zeroed by the caller) and the block's parameter gradients into the engine. */
+ * into dres_in (zeroed by the caller) and the block's parameter gradients into the engine (a
+ * tiled MLP's through its tiles; recompute: theirs are redone there). */
 static zc_status block_backward(gpt2_model *m, int l, const float *dres_out, float *dres_in,
-                                zc_err *err)
+                                bool recompute, zc_err *err)
 {
     const int B = m->B, T = m->T, C = m->cfg.channels, NH = m->cfg.num_heads;
     const int BT = B * T;
     float *g[P_NBLOCK];
     uint16_t *g16[P_NBLOCK];
     bool fresh[P_NBLOCK];
-    for (int k = 0; k < P_NBLOCK; k++)
+    for (int k = 0; k < P_NBLOCK; k++) {
+        g[k] = NULL, g16[k] = NULL, fresh[k] = false;
+        if (m->mlp_bw && (k == P_FCW || k == P_FCPROJW)) /* mlp_tile_backward asks for them */
+            continue;
         if (!G(m, l, k, &g[k], &g16[k], &fresh[k]))
             return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the gradients of h.%d", l);
+    }
     for (int k = 0; k < D_NBLOCK; k++) /* the attention backward overwrites its own scratch */
         if (k != D_PREATT && k != D_ATT)
             memset(m->dact[k], 0, block_grad_size(m, k) * sizeof(float));
@@ -1377,21 +1694,36 @@ static zc_status block_backward(gpt2_model *m, int l, const float *dres_out, flo
     const int KV = (int)m->d.KV, hd = (int)m->d.hd, QD = (int)m->d.QD, Wd = (int)m->d.W;
     const int I = (int)m->d.I, F = (int)m->d.F;
     gpt2_residual_backward(d[D_RES2], d[D_FCPROJ], dres_out, (size_t)BT * C);
-    gpt2_matmul_backward(d[D_FCH_GELU], g[P_FCPROJW], g16[P_FCPROJW], g[P_FCPROJB], d[D_FCPROJ],
-                         A(m, l, A_FCH_GELU), BMAT(m, l, P_FCPROJW), BT, I, C, fresh[P_FCPROJW],
-                         &m->gemm);
-    zc_status st = lora_block_backward(m, l, LORA_FCPROJ, A(m, l, A_FCH_GELU), d[D_FCPROJ], C,
-                                       d[D_FCH_GELU], err);
-    if (st)
-        return st;
-    if (m->cfg.mlp == GPT2_MLP_SWIGLU)
-        gpt2_swiglu_backward(d[D_FCH], A(m, l, A_FCH), d[D_FCH_GELU], BT, I);
-    else
-        gpt2_gelu_backward(d[D_FCH], A(m, l, A_FCH), d[D_FCH_GELU], (size_t)BT * I);
-    gpt2_matmul_backward(d[D_LN2], g[P_FCW], g16[P_FCW], g[P_FCB], d[D_FCH], A(m, l, A_LN2),
-                         BMAT(m, l, P_FCW), BT, C, F, fresh[P_FCW], &m->gemm);
-    if ((st = lora_block_backward(m, l, LORA_FC, A(m, l, A_LN2), d[D_FCH], F, d[D_LN2], err)))
-        return st;
+    zc_status st;
+    if (m->nmt > 1) { /* the tiles (no adapters: gpt2_check) */
+        if ((st = mlp_tiles_backward(m, l, recompute, err)))
+            return st;
+    } else if (m->mlp_bw && !m->u_lora) { /* in column blocks */
+        if ((st = mlp_tile_backward(m, l, 0, true, true, err)))
+            return st;
+    } else if (m->mlp_bw) { /* the adapters after the products, as below (the base frozen) */
+        if ((st = mlp_tile_backward(m, l, 0, true, false, err)) ||
+            (st = lora_block_backward(m, l, LORA_FCPROJ, A(m, l, A_FCH_GELU), d[D_FCPROJ], C,
+                                      d[D_FCH_GELU], err)) ||
+            (st = mlp_tile_backward(m, l, 0, false, true, err)) ||
+            (st = lora_block_backward(m, l, LORA_FC, A(m, l, A_LN2), d[D_FCH], F, d[D_LN2], err)))
+            return st;
+    } else {
+        gpt2_matmul_backward(d[D_FCH_GELU], g[P_FCPROJW], g16[P_FCPROJW], g[P_FCPROJB], d[D_FCPROJ],
+                             A(m, l, A_FCH_GELU), BMAT(m, l, P_FCPROJW), BT, I, C, fresh[P_FCPROJW],
+                             &m->gemm);
+        if ((st = lora_block_backward(m, l, LORA_FCPROJ, A(m, l, A_FCH_GELU), d[D_FCPROJ], C,
+                                      d[D_FCH_GELU], err)))
+            return st;
+        if (m->cfg.mlp == GPT2_MLP_SWIGLU)
+            gpt2_swiglu_backward(d[D_FCH], A(m, l, A_FCH), d[D_FCH_GELU], BT, I);
+        else
+            gpt2_gelu_backward(d[D_FCH], A(m, l, A_FCH), d[D_FCH_GELU], (size_t)BT * I);
+        gpt2_matmul_backward(d[D_LN2], g[P_FCW], g16[P_FCW], g[P_FCB], d[D_FCH], A(m, l, A_LN2),
+                             BMAT(m, l, P_FCW), BT, C, F, fresh[P_FCW], &m->gemm);
+        if ((st = lora_block_backward(m, l, LORA_FC, A(m, l, A_LN2), d[D_FCH], F, d[D_LN2], err)))
+            return st;
+    }
     norm_backward(m, d[D_RES2], g[P_LN2W], g[P_LN2B], d[D_LN2], A(m, l, A_RES2), W(m, l, P_LN2W),
                   A(m, l, A_LN2_MEAN), A(m, l, A_LN2_RSTD), BT);
     gpt2_residual_backward(dres_in, d[D_ATTPROJ], d[D_RES2], (size_t)BT * C);
@@ -1501,9 +1833,10 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
             return st;
         /* recompute from the kept input; the last block's activations are still those of the
          * forward this backward follows (the pass is open: nothing ran between) */
-        if (m->checkpointing && l != L - 1)
+        const bool recompute = m->checkpointing && l != L - 1;
+        if (recompute)
             block_forward(m, l, true);
-        if ((st = block_backward(m, l, dres, dres_in, err)) ||
+        if ((st = block_backward(m, l, dres, dres_in, recompute, err)) ||
             (st = base_grads_ready(m, m->u_block[l], err)) ||
             (m->u_lora && ((st = zc_engine_grads_ready(m->e, m->u_lora[l], err)) ||
                            (st = zc_engine_release(m->e, m->u_lora[l], err)))) ||

@@ -6,8 +6,9 @@
  * Units: "embeddings" (wte, wpe), "h.<l>" per block, "ln_f" (with an untied "lm_head"); with
  * rotary positions a vocabulary matrix larger than a block is split into tiles: units
  * "embeddings.<k>" (wte.<k>) and, untied, "lm_head.<k>" (lm_head.<k>), rows of the same matrix
- * (gpt2_config.tile_params); a tied head reads the embedding's tiles. Parameter names
- * and tensor layouts
+ * (gpt2_config.tile_params); a tied head reads the embedding's tiles; below a block's size, a
+ * wide MLP is split too: units "h.<l>.mlp.<t>" (h.<l>.gate.<t>, h.<l>.up.<t>, h.<l>.down.<t>).
+ * Parameter names and tensor layouts
  * follow llm.c (weights [out, in] row-major): wte, wpe, h.<l>.ln1w, h.<l>.ln1b, h.<l>.qkvw,
  * h.<l>.qkvb, h.<l>.attprojw, h.<l>.attprojb, h.<l>.ln2w, h.<l>.ln2b, h.<l>.fcw, h.<l>.fcb,
  * h.<l>.fcprojw, h.<l>.fcprojb, lnfw, lnfb. The tied wte is acquired again for the head; its
@@ -59,8 +60,15 @@ typedef struct {
      * positions larger than this many parameters is registered as several units ("tiles" of
      * whole 1024-row blocks, ZeRO-Infinity's memory-centric tiling), so a gather, its working
      * memory and its disk reads are bounded by a tile, not the vocabulary. 0: the size of one
-     * block unit (h.<l>), so no unit is larger than a block; −1: never. */
+     * block unit (h.<l>), so no unit is larger than a block; −1: never. A bound below a block's
+     * size also splits each block's MLP across its width where it runs in column blocks
+     * (gpt2_mlp_tiles): units "h.<l>.mlp.<t>" after h.<l>, each the gate, up and down of
+     * whole blocks of columns (h.<l>.gate.<t>, h.<l>.up.<t>: rows of gate_proj and up_proj;
+     * h.<l>.down.<t>: columns of down_proj), tile by tile, bitwise-equal to the untiled run. */
     int64_t tile_params;
+    /* The MLP tiles' columns as a checkpoint records them (≥ the MLP's width: untiled); 0: from
+     * tile_params. */
+    int mlp_tile_cols;
     /* LoRA (lora.r > 0): adapters on the products lora.targets names; every unit above is
      * frozen (zc_engine_freeze_unit) and one unit "h.<l>.lora" per block, registered after all
      * of them, holds block l's adapters ("h.<l>.lora.<module>.A" r × in, ".B" out × r) */
@@ -78,6 +86,17 @@ int gpt2_head_block_rows(const gpt2_config *cfg);
 /* How many tiles each vocabulary matrix is split into (1: one unit), and the rows of each but
  * the last (*rows; the padded vocabulary when 1). */
 int gpt2_vocab_tiles(const gpt2_config *cfg, int *rows);
+/* The Llama family's MLP (SwiGLU, no biases) at least 4 blocks wide runs in blocks of this many
+ * columns of its width (GPT2_MLP_BLOCK; 0: one product each, as GPT-2's and narrower ones):
+ * gate, up and their SwiGLU per block, the output product summed block after block, the
+ * backward last block first — whatever the tiling, so tiles of whole blocks end on the bits of
+ * the untiled run. */
+#define GPT2_MLP_BLOCK 1024
+int gpt2_mlp_block_cols(const gpt2_config *cfg);
+/* How many tiles each block's MLP is split into (1: none; tiled only where it runs in blocks and
+ * the block passes tile_params, or a checkpoint's mlp_tile_cols says so), and the columns of
+ * each but the last (*cols; the MLP's width when 1). */
+int gpt2_mlp_tiles(const gpt2_config *cfg, int *cols);
 /* Whether the head's product runs block by block over the vocabulary (1024 rows, as tiles need
  * it): every model but GPT-2's tied one with learned positions, whose one product stays as llm.c
  * computes it. A tied head's tiles are the embedding's, gathered again for the head. */
@@ -187,6 +206,14 @@ void gpt2_vocab_tile(const gpt2_model *m, bool head, int k, int *unit, int *row0
 void gpt2_get_vocab_tile(gpt2_model *m, bool head, int k, gpt2_weight *w);
 /* Block l's parameters; its unit must be acquired. */
 void gpt2_get_block_weights(gpt2_model *m, int l, gpt2_block_weights *out);
+/* Tile t (0 ≤ t < gpt2_mlp_tiles) of block l's tiled MLP: its unit; and, that unit acquired,
+ * its part of the MLP over M rows as the forward computes it (with g's products and
+ * workspace): x (M × C, the second norm's output) → the gate and up columns of fch (M × 2I),
+ * their SwiGLU in h's (M × I), and the output y (M × C), written by tile 0 and added to by each
+ * tile after it. Untiled, block l's weights hold the whole MLP (fcw, fcprojw). */
+int gpt2_mlp_tile_unit(const gpt2_model *m, int l, int t);
+void gpt2_mlp_tile_forward(gpt2_model *m, int l, int t, const float *x, float *fch, float *h,
+                           float *y, int M, const gpt2_gemm *g);
 /* LoRA: block l's adapters' unit (−1 without LoRA), acquired with the block's; and the adapters
  * of product p added to its output y (ld_y columns) from its input x over M rows, as an
  * evaluation forward does them (no dropout), u scratch of M · lora.r floats. */

@@ -205,7 +205,8 @@ static void norm(const gpt2_decoder *d, float *out, float *mean, float *rstd, co
         gpt2_layernorm_forward(out, mean, rstd, x, w, b, M, d->cfg.channels);
 }
 
-/* Block l over positions p0 … p0+M−1 from the residual stream x into y; its unit is acquired. */
+/* Block l over positions p0 … p0+M−1 from the residual stream x into y; its unit is acquired.
+ * A tiled MLP is left to mlp_tiles (S_LN holds its input, S_RES2 the residual). */
 static void block(gpt2_decoder *d, int l, const float *x, float *y, int p0, int M)
 {
     const gpt2_config *c = &d->cfg;
@@ -240,6 +241,14 @@ static void block(gpt2_decoder *d, int l, const float *x, float *y, int p0, int 
     gpt2_lora_forward(d->m, l, LORA_ATTPROJ, atty, F(d, S_ATTPROJ), C, M, u);
     gpt2_residual_forward(res2, x, F(d, S_ATTPROJ), (size_t)M * C);
     norm(d, ln, mean, rstd, res2, w.ln2w, w.ln2b, M);
+    int cols;
+    if (gpt2_mlp_tiles(c, &cols) > 1)
+        return;
+    if (gpt2_mlp_block_cols(c) && gpt2_lora_unit(d->m, l) < 0) { /* the forward's column blocks */
+        gpt2_mlp_tile_forward(d->m, l, 0, ln, F(d, S_FCH), F(d, S_GELU), F(d, S_FCPROJ), M, &d->g);
+        gpt2_residual_forward(y, res2, F(d, S_FCPROJ), (size_t)M * C);
+        return;
+    }
     gpt2_matmul_forward(F(d, S_FCH), ln, w.fcw.w, w.fcw.w16, w.fcb, M, C, FW, &d->g);
     gpt2_lora_forward(d->m, l, LORA_FC, ln, F(d, S_FCH), FW, M, u);
     if (c->mlp == GPT2_MLP_SWIGLU)
@@ -252,6 +261,24 @@ static void block(gpt2_decoder *d, int l, const float *x, float *y, int p0, int 
     gpt2_residual_forward(y, res2, F(d, S_FCPROJ), (size_t)M * C);
 }
 
+/* Block l's tiled MLP after block(): tile by tile, each gathered alone, then the residual. */
+static zc_status mlp_tiles(gpt2_decoder *d, int l, float *y, int M, int nmt, zc_err *err)
+{
+    zc_engine *e = gpt2_engine(d->m);
+    for (int t = 0; t < nmt; t++) {
+        const int u = gpt2_mlp_tile_unit(d->m, l, t);
+        zc_status st = zc_engine_acquire(e, u, err);
+        if (st)
+            return st;
+        gpt2_mlp_tile_forward(d->m, l, t, F(d, S_LN), F(d, S_FCH), F(d, S_GELU), F(d, S_FCPROJ), M,
+                              &d->g);
+        if ((st = zc_engine_release(e, u, err)))
+            return st;
+    }
+    gpt2_residual_forward(y, F(d, S_RES2), F(d, S_FCPROJ), (size_t)M * d->cfg.channels);
+    return ZC_OK;
+}
+
 /* One pass over tokens tok[0..M) at positions p0 … p0+M−1 (the cache holding positions below
  * p0 of the same context): the cache gets their keys and values, S_LOGITS the logits after the
  * last of them. Acquires the units in gpt2_forward's order and ends the pass. */
@@ -261,7 +288,7 @@ static zc_status run(gpt2_decoder *d, const int *tok, int p0, int M, zc_err *err
     zc_engine *e = gpt2_engine(m);
     const int C = d->cfg.channels, L = d->cfg.num_layers, Vp = d->cfg.padded_vocab_size;
     const bool untied = d->cfg.untied;
-    int rows, nt = gpt2_vocab_tiles(&d->cfg, &rows);
+    int rows, nt = gpt2_vocab_tiles(&d->cfg, &rows), cols, nmt = gpt2_mlp_tiles(&d->cfg, &cols);
     float *x = F(d, S_X0), *y = F(d, S_X1);
     zc_status st = ZC_OK;
     if (nt > 1) /* the embedding's tiles, one at a time */
@@ -292,11 +319,12 @@ static zc_status run(gpt2_decoder *d, const int *tok, int p0, int M, zc_err *err
             (ul >= 0 && (st = zc_engine_acquire(e, ul, err))))
             return st;
         block(d, l, x, y, p0, M);
+        if ((ul >= 0 && (st = zc_engine_release(e, ul, err))) ||
+            (st = zc_engine_release(e, gpt2_unit(m, l), err)) ||
+            (nmt > 1 && (st = mlp_tiles(d, l, y, M, nmt, err))))
+            return st;
         float *t = x;
         x = y, y = t;
-        if ((ul >= 0 && (st = zc_engine_release(e, ul, err))) ||
-            (st = zc_engine_release(e, gpt2_unit(m, l), err)))
-            return st;
     }
     if ((st = zc_engine_acquire(e, gpt2_unit(m, L), err)))
         return st;

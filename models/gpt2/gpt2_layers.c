@@ -324,13 +324,31 @@ void gpt2_matmul_forward_ld(float *restrict out, int ldo, const float *restrict 
                             const float *restrict weight, const uint16_t *weight16, int N, int C,
                             int OC, const gpt2_gemm *g)
 {
-    product(g, false, true, N, OC, C, inp, C, weight, weight16, C, 0.0f, out, ldo);
+    gpt2_matmul_forward_strided(out, ldo, inp, C, weight, weight16, C, N, C, OC, false, g);
+}
+
+void gpt2_matmul_forward_strided(float *restrict out, int ldo, const float *restrict inp, int ldi,
+                                 const float *restrict weight, const uint16_t *weight16, int ldw,
+                                 int N, int C, int OC, bool accumulate, const gpt2_gemm *g)
+{
+    product(g, false, true, N, OC, C, inp, ldi, weight, weight16, ldw, accumulate ? 1.0f : 0.0f,
+            out, ldo);
 }
 
 void gpt2_matmul_backward_ld(float *restrict dinp, float *restrict dweight, uint16_t *dweight16,
                              const float *restrict dout, int ldd, const float *restrict inp,
                              const float *restrict weight, const uint16_t *weight16, int N, int C,
                              int OC, bool dweight_fresh, const gpt2_gemm *g)
+{
+    gpt2_matmul_backward_strided(dinp, C, dweight, dweight16, dout, ldd, inp, C, weight, weight16,
+                                 C, N, C, OC, dweight_fresh, g);
+}
+
+void gpt2_matmul_backward_strided(float *restrict dinp, int lddi, float *restrict dweight,
+                                  uint16_t *dweight16, const float *restrict dout, int ldd,
+                                  const float *restrict inp, int ldi, const float *restrict weight,
+                                  const uint16_t *weight16, int ldw, int N, int C, int OC,
+                                  bool dweight_fresh, const gpt2_gemm *g)
 {
     const float dw_beta = dweight_fresh ? 0.0f : 1.0f;
     if (weight16) {
@@ -339,31 +357,37 @@ void gpt2_matmul_backward_ld(float *restrict dinp, float *restrict dweight, uint
         uint16_t *dout16 = g->ws, *inp16 = dout16 + align64((size_t)N * (size_t)OC * 2) / 2;
         void *ws = (char *)g->ws + staged_bytes(N, C, OC);
         size_t ws_bytes = g->ws_bytes - staged_bytes(N, C, OC);
-        if (ldd == OC) /* dout feeds both products and is rounded once, inp with it */
+        /* dout feeds both products and is rounded once (row by row: the same bits), inp with
+         * it */
+        if (ldd == OC)
             zc_f32_to_bf16(dout, dout16, (size_t)N * (size_t)OC);
         else
             for (int n = 0; n < N; n++)
                 zc_f32_to_bf16(dout + (size_t)n * ldd, dout16 + (size_t)n * OC, (size_t)OC);
-        zc_gemm_bf16_ab16(false, false, N, C, OC, 1.0f, dout16, OC, weight16, C, 1.0f, dinp, C, ws,
-                          ws_bytes);
+        zc_gemm_bf16_ab16(false, false, N, C, OC, 1.0f, dout16, OC, weight16, ldw, 1.0f, dinp, lddi,
+                          ws, ws_bytes);
         if (!dweight && !dweight16) /* a frozen weight (LoRA's base): no gradient */
             return;
-        zc_f32_to_bf16(inp, inp16, (size_t)N * (size_t)C);
+        if (ldi == C)
+            zc_f32_to_bf16(inp, inp16, (size_t)N * (size_t)C);
+        else
+            for (int n = 0; n < N; n++)
+                zc_f32_to_bf16(inp + (size_t)n * ldi, inp16 + (size_t)n * C, (size_t)C);
         if (dweight16)
-            zc_gemm_bf16_ab16_c16(true, false, OC, C, N, 1.0f, dout16, OC, inp16, C, dweight16, C,
+            zc_gemm_bf16_ab16_c16(true, false, OC, C, N, 1.0f, dout16, OC, inp16, C, dweight16, ldw,
                                   ws, ws_bytes);
         else
             zc_gemm_bf16_ab16(true, false, OC, C, N, 1.0f, dout16, OC, inp16, C, dw_beta, dweight,
-                              C, ws, ws_bytes);
+                              ldw, ws, ws_bytes);
         return;
     }
     ZC_ASSERT(!dweight16);
     /* dinp (N,C) += dout (N,OC) · weight (OC,C) */
-    product(g, false, false, N, C, OC, dout, ldd, weight, NULL, C, 1.0f, dinp, C);
+    product(g, false, false, N, C, OC, dout, ldd, weight, NULL, ldw, 1.0f, dinp, lddi);
     if (!dweight) /* frozen */
         return;
     /* dweight (OC,C) (+)= doutᵀ (OC,N) · inp (N,C) */
-    product(g, true, false, OC, C, N, dout, ldd, inp, NULL, C, dw_beta, dweight, C);
+    product(g, true, false, OC, C, N, dout, ldd, inp, NULL, ldi, dw_beta, dweight, ldw);
 }
 
 void gpt2_matmul_backward(float *restrict dinp, float *restrict dweight, uint16_t *dweight16,
@@ -619,13 +643,26 @@ void gpt2_rmsnorm_backward(float *restrict dinp, float *restrict dweight,
 
 void gpt2_swiglu_forward(float *restrict out, const float *restrict inp, int N, int I)
 {
-    ZC_SIMD_DISPATCH(swiglu_forward, out, inp, N, I);
+    ZC_SIMD_DISPATCH(swiglu_forward, out, I, inp, inp + I, 2 * I, N, I);
 }
 
 void gpt2_swiglu_backward(float *restrict dinp, const float *restrict inp,
                           const float *restrict dout, int N, int I)
 {
-    ZC_SIMD_DISPATCH(swiglu_backward, dinp, inp, dout, N, I);
+    ZC_SIMD_DISPATCH(swiglu_backward, dinp, dinp + I, inp, inp + I, 2 * I, dout, I, N, I);
+}
+
+void gpt2_swiglu_forward_cols(float *out, int ldo, const float *inp, int ldi, int hidden, int N,
+                              int width)
+{
+    ZC_SIMD_DISPATCH(swiglu_forward, out, ldo, inp, inp + hidden, ldi, N, width);
+}
+
+void gpt2_swiglu_backward_cols(float *dinp, const float *inp, int ldi, int hidden,
+                               const float *dout, int ldo, int N, int width)
+{
+    ZC_SIMD_DISPATCH(swiglu_backward, dinp, dinp + hidden, inp, inp + hidden, ldi, dout, ldo, N,
+                     width);
 }
 
 void gpt2_rope_forward(float *restrict x, const float *restrict cosv, const float *restrict sinv,

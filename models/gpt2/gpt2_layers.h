@@ -135,6 +135,20 @@ void gpt2_matmul_backward_ld(float *restrict dinp, float *restrict dweight, uint
                              const float *restrict weight, const uint16_t *weight16, int N, int C,
                              int OC, bool dweight_fresh, const gpt2_gemm *g);
 
+/* The same products with every operand strided (a column block of a wider matrix, as the
+ * Llama family's MLP runs in blocks of its hidden width): out (N,OC; ldo) = inp (N,C; ldi) ·
+ * weight (OC,C; ldw)ᵀ, added to out when accumulate (no bias); and the backward, dinp (N,C;
+ * lddi) += dout (N,OC; ldd) · weight, dweight / dweight16 (OC,C; ldw) written as
+ * gpt2_matmul_backward does. The same bits as the whole matrices' products of these shapes. */
+void gpt2_matmul_forward_strided(float *restrict out, int ldo, const float *restrict inp, int ldi,
+                                 const float *restrict weight, const uint16_t *weight16, int ldw,
+                                 int N, int C, int OC, bool accumulate, const gpt2_gemm *g);
+void gpt2_matmul_backward_strided(float *restrict dinp, int lddi, float *restrict dweight,
+                                  uint16_t *dweight16, const float *restrict dout, int ldd,
+                                  const float *restrict inp, int ldi, const float *restrict weight,
+                                  const uint16_t *weight16, int ldw, int N, int C, int OC,
+                                  bool dweight_fresh, const gpt2_gemm *g);
+
 /* dweight is accumulated into, or overwritten when dweight_fresh (its buffer then need not hold
  * anything: zc_engine_grad_fresh); dweight and dweight16 both NULL: a frozen weight, whose
  * gradient is not computed. In bf16 (weight16 given) the gradient may instead be written
@@ -240,6 +254,15 @@ void gpt2_swiglu_backward(float *restrict dinp,       // (N,2·width) accumulate
                           const float *restrict inp,  // (N,2·width)
                           const float *restrict dout, // (N,width)
                           int N, int width);
+
+/* The same over columns [c0, c0 + width) of a wider SwiGLU (the Llama family's MLP block by
+ * block): inp points at the block's first gate column of rows ldi floats apart, whose up column
+ * is I floats on; out (and dout) at the block's first column of rows ldo apart. The same bits
+ * as the whole's columns. */
+void gpt2_swiglu_forward_cols(float *out, int ldo, const float *inp, int ldi, int hidden, int N,
+                              int width);
+void gpt2_swiglu_backward_cols(float *dinp, const float *inp, int ldi, int hidden,
+                               const float *dout, int ldo, int N, int width);
 
 /* Rotary positions in place (transformers' rotate-half layout): in each of the first `heads`
  * heads (hd wide) of row (b,t) (rows W floats apart), x[i] and x[i + hd/2] turn by the angle

@@ -340,19 +340,42 @@ static const hf_st_file *set_find(const st_set *s, const char *name)
 /* ---------- names: zeroc's parameters as transformers' tensors ---------- */
 
 /* A zeroc parameter is up to three transformers tensors stacked by rows — or, for a tile of the
- * vocabulary (wte.<k>, lm_head.<k>: gpt2_config.tile_params), rows [row0, row0 + rows[0]) of one
- * tensor of `total` rows (no piece at all for a tile of padding rows only). */
+ * vocabulary (wte.<k>, lm_head.<k>: gpt2_config.tile_params) or of the MLP's gate and up
+ * (h.<l>.gate.<t>, h.<l>.up.<t>), rows [row0, row0 + rows[0]) of one tensor of `total` rows (no
+ * piece at all for a tile of padding rows only); for a tile of the MLP's down (h.<l>.down.<t>),
+ * columns [col0, col0 + cols) of one tensor of `tcols` columns. */
 typedef struct {
     int n;
     char name[3][HF_NAME_CAP];
     int64_t rows[3], cols; /* cols 0: a 1-D tensor */
     int64_t row0, total;   /* total 0: not a tile (piece k is the whole tensor, rows[k] rows) */
+    int64_t col0, tcols;   /* tcols 0: not a tile of columns */
 } pieces;
 
-/* The tensor rows piece k of p has in its file. */
+/* The tensor rows piece k of p has in its file, and its columns. */
 static int64_t tensor_rows(const pieces *p, int k)
 {
     return p->total ? p->total : p->rows[k];
+}
+static int64_t tensor_cols(const pieces *p)
+{
+    return p->tcols ? p->tcols : p->cols;
+}
+
+/* Tile t of block l's MLP (gpt2_mlp_tiles): gate's or up's rows, or down's columns. */
+static bool mlp_tile(const gpt2_config *g, int l, const char *what, int t, pieces *p)
+{
+    int cols, nmt = gpt2_mlp_tiles(g, &cols);
+    if (t < 0 || t >= nmt || nmt == 1 || l < 0 || l >= g->num_layers)
+        return false;
+    const int64_t I = gpt2_hidden(g), c0 = (int64_t)t * cols, w = t == nmt - 1 ? I - c0 : cols;
+    const bool down = !strcmp(what, "down");
+    snprintf(p->name[0], HF_NAME_CAP, "model.layers.%d.mlp.%s_proj.weight", l, what);
+    if (down)
+        p->rows[0] = g->channels, p->cols = w, p->col0 = c0, p->tcols = I;
+    else
+        p->rows[0] = w, p->row0 = c0, p->total = I;
+    return true;
 }
 
 /* Tile t of a vocabulary matrix named `hf`: its rows of the vocabulary V. */
@@ -397,6 +420,10 @@ static bool pieces_of(const gpt2_config *g, const char *zc, pieces *p)
     }
     if (sscanf(zc, "h.%d.%95s", &l, rest) != 2)
         return false;
+    char what[8];
+    if (sscanf(rest, "%4[a-z].%d%c", what, &t, &end) == 2 &&
+        (!strcmp(what, "gate") || !strcmp(what, "up") || !strcmp(what, "down")))
+        return mlp_tile(g, l, what, t, p);
     const char *pre = "model.layers";
     if (!strcmp(rest, "ln1w") || !strcmp(rest, "ln2w")) {
         snprintf(p->name[0], HF_NAME_CAP, "%s.%d.%s.weight", pre, l,
@@ -511,8 +538,22 @@ static zc_status read_param(const st_set *s, const gpt2_config *g, const zc_para
     hf_st_tensor t[3];
     zc_status st = ZC_OK;
     for (int k = 0; k < p.n && !st; k++)
-        st = tensor_of(s, p.name[k], tensor_rows(&p, k), p.cols, &f[k], &t[k], err);
+        st = tensor_of(s, p.name[k], tensor_rows(&p, k), tensor_cols(&p), &f[k], &t[k], err);
     if (st || n == 0)
+        return st;
+    for (size_t e = first; p.tcols && !st && e < first + n;) { /* columns: row by row */
+        const size_t r = e / (size_t)p.cols, c = e % (size_t)p.cols;
+        const size_t len = (size_t)p.cols - c < first + n - e ? (size_t)p.cols - c : first + n - e;
+        st = hf_st_read(f[0], p.name[0], &t[0], r * (size_t)p.tcols + (size_t)p.col0 + c, len,
+                        buf + (e - first), err);
+        e += len;
+    }
+    for (size_t i = 0; p.tcols && !st && i < n; i++)
+        if (!isfinite(buf[i]))
+            st = zc_err_set(err, ZC_EINVAL,
+                            "%s: tensor '%s' holds %g: initial weights must be finite", f[0]->path,
+                            p.name[0], (double)buf[i]);
+    if (p.tcols)
         return st;
     const size_t cols = (size_t)(p.cols ? p.cols : 1);
     size_t at = 0;                     /* the first element of piece k in the parameter */
@@ -653,8 +694,21 @@ typedef struct {
     int p;
     int64_t row0, rows, cols; /* cols 0: 1-D */
     uint64_t bytes;
-    bool cont; /* the next rows of the tensor before it (a vocabulary tile after the first) */
+    bool cont;     /* the next rows of the tensor before it (a vocabulary tile after the first) —
+                    * or, with tcols, its next columns (an MLP tile of down after the first) */
+    int64_t tcols; /* a tile of columns: the tensor's columns (0: rows, as above) */
 } out_tensor;
+
+/* The parameter named h.<l>.<what>.<t> in the checkpoint, or −1. */
+static int param_named(zc_ckpt_reader *r, int l, const char *what, int t)
+{
+    char name[ZC_MAX_NAME];
+    snprintf(name, sizeof name, "h.%d.%s.%d", l, what, t);
+    for (int p = 0; p < zc_ckpt_reader_num_params(r); p++)
+        if (!strcmp(zc_ckpt_reader_param(r, p)->name, name))
+            return p;
+    return -1;
+}
 
 /* The export's tensors in the checkpoint's parameter order (q, k, v and gate, up split out of
  * their fused rows; the embedding's and head's padded rows left out). */
@@ -665,12 +719,47 @@ static zc_status plan_tensors(zc_ckpt_reader *r, const gpt2_config *g, out_tenso
     out_tensor *t = calloc((size_t)np * 3, sizeof *t);
     if (!t)
         return zc_err_set(err, ZC_ENOMEM, "out of memory");
-    int k = 0;
+    int k = 0, cols, nmt = gpt2_mlp_tiles(g, &cols), l, tile;
+    const int ntiles = np * 3; /* an MLP's tiles are each one piece */
     for (int p = 0; p < np; p++) {
         pieces ps;
         const zc_param_info *pi = zc_ckpt_reader_param(r, p);
         if (lora_is_param(pi->name)) /* LoRA's adapters: merged into their weights */
             continue;
+        char what[8], end;
+        if (nmt > 1 && sscanf(pi->name, "h.%d.%4[a-z].%d%c", &l, what, &tile, &end) == 3) {
+            /* the MLP's tiles: at the first, gate's, up's and down's, each tensor whole */
+            if (tile || strcmp(what, "gate")) /* at gate.0, all three tensors */
+                continue;
+            static const char *const parts[3] = {"gate", "up", "down"};
+            for (int q = 0; q < 3; q++)
+                for (int j = 0; j < nmt && k < ntiles; j++, k++) {
+                    const int pj = param_named(r, l, parts[q], j);
+                    if (pj < 0 || !pieces_of(g, zc_ckpt_reader_param(r, pj)->name, &ps)) {
+                        free(t);
+                        return zc_err_set(err, ZC_EINVAL,
+                                          "the checkpoint has no parameter h.%d.%s.%d of the "
+                                          "%s's %d MLP tiles",
+                                          l, parts[q], j, g->family, nmt);
+                    }
+                    const zc_param_info *pq = zc_ckpt_reader_param(r, pj);
+                    if (pq->ndim != 2 || pq->shape[0] != ps.rows[0] || pq->shape[1] != ps.cols) {
+                        free(t);
+                        return zc_err_set(err, ZC_EINVAL,
+                                          "parameter '%s' has %lld rows of %lld, but the "
+                                          "checkpoint's record of the %s's architecture makes "
+                                          "%lld rows of %lld",
+                                          pq->name, (long long)pq->shape[0],
+                                          (long long)pq->shape[1], g->family, (long long)ps.rows[0],
+                                          (long long)ps.cols);
+                    }
+                    snprintf(t[k].name, sizeof t[k].name, "%s", ps.name[0]);
+                    t[k].p = pj, t[k].row0 = 0, t[k].rows = ps.rows[0], t[k].cols = ps.cols;
+                    t[k].bytes = 4 * (uint64_t)ps.rows[0] * (uint64_t)ps.cols;
+                    t[k].cont = j > 0, t[k].tcols = ps.tcols;
+                }
+            continue;
+        }
         if (!pieces_of(g, pi->name, &ps)) {
             free(t);
             return zc_err_set(err, ZC_EINVAL, "parameter '%s' is not part of a %s", pi->name,
@@ -716,13 +805,14 @@ static char *shard_header(const out_tensor *t, int a, int b, uint64_t *hlen)
         int64_t rows = t[i].rows;
         uint64_t bytes = t[i].bytes;
         for (int j = i + 1; j < b && t[j].cont; j++)
-            rows += t[j].rows, bytes += t[j].bytes;
+            rows += t[i].tcols ? 0 : t[j].rows, bytes += t[j].bytes;
         cJSON *o = cJSON_AddObjectToObject(h, t[i].name);
         cJSON_AddStringToObject(o, "dtype", "F32");
         cJSON *s = cJSON_AddArrayToObject(o, "shape");
         cJSON_AddItemToArray(s, cJSON_CreateNumber((double)rows));
         if (t[i].cols)
-            cJSON_AddItemToArray(s, cJSON_CreateNumber((double)t[i].cols));
+            cJSON_AddItemToArray(s,
+                                 cJSON_CreateNumber((double)(t[i].tcols ? t[i].tcols : t[i].cols)));
         cJSON *d = cJSON_AddArrayToObject(o, "data_offsets");
         cJSON_AddItemToArray(d, cJSON_CreateNumber((double)off));
         cJSON_AddItemToArray(d, cJSON_CreateNumber((double)(off + bytes)));
@@ -748,6 +838,24 @@ static zc_status write_shard(zc_ckpt_reader *r, const gpt2_config *g, const out_
     if (!st && !buf)
         st = zc_err_set(err, ZC_ENOMEM, "out of memory writing %s", path);
     for (int i = a; !st && i < b; i++) {
+        if (t[i].tcols) { /* tiles of columns: row by row, each tile's part of the row */
+            if (t[i].cont)
+                continue;
+            int e = i + 1;
+            while (e < b && t[e].cont)
+                e++;
+            for (int64_t row = 0; !st && row < t[i].rows; row++)
+                for (int j = i; !st && j < e; j++) {
+                    const size_t c = (size_t)t[j].cols;
+                    for (size_t at = 0; !st && at < c; at += CAP) {
+                        const size_t k = c - at < CAP ? c - at : CAP;
+                        if (!(st = lora_merged_read(r, g, t[j].p, (size_t)row * c + at, k, buf,
+                                                    err)))
+                            st = zc_durable_write(f, buf, k * sizeof(float), err);
+                    }
+                }
+            continue;
+        }
         const size_t cols = (size_t)(t[i].cols ? t[i].cols : 1), n = (size_t)t[i].rows * cols;
         const size_t first = (size_t)t[i].row0 * cols;
         for (size_t at = 0; !st && at < n; at += CAP) {

@@ -75,14 +75,17 @@ typedef struct {
     zc_init init;
     int init_as;       /* the parameter number whose random values it takes (−1: its own) */
     size_t init_first; /* from that parameter's element */
-    bool widened;      /* mixed: its fp32 values are filled (while acquired) */
-    size_t vec_off;    /* mixed, 1-D: where its fp32 values lie in the unit's view_vec */
-    bool grad_given;   /* its part of the unit's grad_work was handed to the model (zeroed, or for
-                          it to overwrite) this micro-batch */
-    bool grad16;       /* its part of grad_full (stages 2–3: grad_w16) was handed to the model to
-                          overwrite in the stored 16-bit type this micro-batch (zc_engine_grad16) */
-    bool vec_given; /* stages 2–3 in bf16, 1-D: its fp32 gradient is in the unit's grad_vec this
-                       micro-batch (zeroed, or for it to overwrite) */
+    /* a block of columns (zc_engine_param_init_as_cols): rows of init_row floats, each
+     * init_stride elements after the last in the whole; 0: one run of elements */
+    size_t init_row, init_stride;
+    bool widened;    /* mixed: its fp32 values are filled (while acquired) */
+    size_t vec_off;  /* mixed, 1-D: where its fp32 values lie in the unit's view_vec */
+    bool grad_given; /* its part of the unit's grad_work was handed to the model (zeroed, or for
+                        it to overwrite) this micro-batch */
+    bool grad16;     /* its part of grad_full (stages 2–3: grad_w16) was handed to the model to
+                        overwrite in the stored 16-bit type this micro-batch (zc_engine_grad16) */
+    bool vec_given;  /* stages 2–3 in bf16, 1-D: its fp32 gradient is in the unit's grad_vec this
+                        micro-batch (zeroed, or for it to overwrite) */
 } param_t;
 
 typedef struct {
@@ -934,6 +937,7 @@ int zc_engine_add_param(zc_engine *e, int unit, const char *name, int ndim, cons
     p->init = init;
     p->init_as = -1;
     p->init_first = 0;
+    p->init_row = p->init_stride = 0;
     if (ndim == 1) { /* its fp32 values in the unit's view_vec (mixed precision) */
         p->vec_off = e->units[unit].vec_n;
         e->units[unit].vec_n += (size_t)numel;
@@ -956,6 +960,23 @@ int zc_engine_param_init_as(zc_engine *e, int param, int as, int64_t first)
                                    param, as, (long long)first, (long long)ZC_MAX_NUMEL);
     e->params[param].init_as = as;
     e->params[param].init_first = (size_t)first;
+    e->params[param].init_row = e->params[param].init_stride = 0;
+    return 0;
+}
+
+int zc_engine_param_init_as_cols(zc_engine *e, int param, int as, int64_t first, int64_t row,
+                                 int64_t stride)
+{
+    if (zc_engine_param_init_as(e, param, as, first))
+        return -1;
+    if (row < 1 || stride < row || stride > ZC_MAX_NUMEL)
+        return refuse_registration(e, ZC_EINVAL,
+                                   "zc_engine_param_init_as_cols(%d, row %lld, stride %lld): "
+                                   "expected 1 <= row <= stride <= %lld",
+                                   param, (long long)row, (long long)stride,
+                                   (long long)ZC_MAX_NUMEL);
+    e->params[param].init_row = (size_t)row;
+    e->params[param].init_stride = (size_t)stride;
     return 0;
 }
 
@@ -1386,9 +1407,17 @@ static void init_values(const zc_engine *e, int i, size_t lo, size_t n, float *d
         const param_t *p = &e->params[pi];
         size_t a = p->info.offset, b = a + p->info.numel;
         size_t from = a > lo ? a : lo, to = b < hi ? b : hi;
-        if (from < to)
-            zc_init_fill(dst + (from - lo), p->init_first + (from - a), to - from, e->cfg.seed,
-                         p->init_as >= 0 ? p->init_as : pi, p->init);
+        const int as = p->init_as >= 0 ? p->init_as : pi;
+        if (from < to && !p->init_row)
+            zc_init_fill(dst + (from - lo), p->init_first + (from - a), to - from, e->cfg.seed, as,
+                         p->init);
+        for (size_t at = from; from < to && p->init_row && at < to;) { /* row by row */
+            const size_t r = (at - a) / p->init_row, c = (at - a) % p->init_row;
+            const size_t len = p->init_row - c < to - at ? p->init_row - c : to - at;
+            zc_init_fill(dst + (at - lo), p->init_first + r * p->init_stride + c, len, e->cfg.seed,
+                         as, p->init);
+            at += len;
+        }
     }
 }
 
