@@ -321,6 +321,19 @@ def test_export_hf_round_trip():
                   f"{case}: the export does not load back to the same weights")
 
 
+def check_tiled_samples(init, tiles, units):
+    """A run of `init` with --tile-params `tiles` registers `units` units, and samples (decoding
+    tile by tile) the untiled run's text."""
+    samples = []
+    for tp in (-1, tiles):
+        p = H_.run(2, "train", "--init", init, *run_args(2), "--tile-params", tp,
+                   "--sample-every", 5, "--sample-length", 12)
+        samples.append(p.stdout[p.stdout.find("---- sample"):p.stdout.find("\n----\n")])
+    check(f"{units} units" in p.stdout, f"{tiles} parameters per tile: {p.stdout[:600]}")
+    check(samples[0] == samples[1] and len(samples[0]) > 30,
+          f"samples: untiled {samples[0]!r}, tiled {samples[1]!r}")
+
+
 def test_vocab_tiles():
     """--tile-params splits an untied vocabulary matrix into units of whole 128-row blocks (1024
     from 8192 rows on) — ZeRO-Infinity's memory-centric tiling, here of llama_tiny's 384 padded
@@ -350,14 +363,7 @@ def test_vocab_tiles():
                 check(rep[key] == base[dtype][key],
                       f"{dtype} {name}: {key} {rep[key]} != untiled {base[dtype][key]}")
     # the units: 3 tiles each way; the samples (generation, tile by tile) the untiled run's
-    samples = []
-    for tiles in (-1, 4096):
-        p = H_.run(2, "train", "--init", init, *run_args(2), "--tile-params", tiles,
-                   "--sample-every", 5, "--sample-length", 12)
-        samples.append(p.stdout[p.stdout.find("---- sample"):p.stdout.find("\n----\n")])
-    check("9 units" in p.stdout, f"4096 parameters per tile: {p.stdout[:600]}")
-    check(samples[0] == samples[1] and len(samples[0]) > 30,
-          f"samples: untiled {samples[0]!r}, tiled {samples[1]!r}")
+    check_tiled_samples(init, 4096, 9)
     # accumulating, saved at step 3 tiled and resumed tiled: the uninterrupted untiled weights
     acc = ["--grad-accum", 2, "--dtype", "bf16"]
     want = train(init, "tiles-acc-untiled", 2, 3, *acc, "--tile-params", -1)["weights_sha256"]
@@ -552,14 +558,7 @@ def test_mlp_tiles():
                       f"{dtype}: working peak tiled {rep['memory']['ranks'][0]['working_peak']} >= "
                       f"untiled {base[0]['memory']['ranks'][0]['working_peak']}")
     # the units, and the samples (decoding tile by tile) the untiled run's
-    samples = []
-    for tp in (-1, tiles):
-        p = H_.run(2, "train", "--init", init, *run_args(2), "--tile-params", tp,
-                   "--sample-every", 5, "--sample-length", 12)
-        samples.append(p.stdout[p.stdout.find("---- sample"):p.stdout.find("\n----\n")])
-    check("10 units" in p.stdout, f"{tiles} parameters per tile: {p.stdout[:600]}")
-    check(samples[0] == samples[1] and len(samples[0]) > 30,
-          f"samples: untiled {samples[0]!r}, tiled {samples[1]!r}")
+    check_tiled_samples(init, tiles, 10)
     # accumulating, saved at step 3 tiled and resumed tiled: the uninterrupted run's export
     acc = ["--grad-accum", 2, "--dtype", "bf16"]
     ck0, ck = H_.path("mlp-tiles-acc-ck0"), H_.path("mlp-tiles-acc-ck")
