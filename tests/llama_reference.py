@@ -13,7 +13,10 @@ that writes the fixtures tests/test_llama.py holds `zeroc train` to:
   tests/fixtures/qwen2_tiny/         config.json + model-0000{1,2}-of-00002.safetensors +
                                      model.safetensors.index.json (F32): a Qwen2 shape — q/k/v
                                      biases, tied embeddings, default RoPE, GQA, sharded
-  tests/fixtures/llama_tokens.bin    an llm.c token file (uint16) both train on
+  tests/fixtures/llama_wide/         config.json + model.safetensors (F32): llama_tiny's shape with
+                                     one layer and an MLP 4608 wide (zeroc runs it in column
+                                     blocks, and tiles it)
+  tests/fixtures/llama_tokens.bin    an llm.c token file (uint16) they all train on
   tests/fixtures/llama_reference.json  the float64 losses (and gradient norms) of 5 AdamW steps of
                                      each model on that file, with the flags that reproduce them
   tests/fixtures/llama_reference.md  what the files hold and the semantics behind the numbers
@@ -156,7 +159,11 @@ QWEN2 = {
 
 # name -> (config, weight seed, shard split: None = one model.safetensors, else the layer index
 # the second shard starts at)
-CASES = {"llama_tiny": (LLAMA, 31, None), "qwen2_tiny": (QWEN2, 32, 1)}
+# llama_wide: llama_tiny with one layer and an MLP 4608 wide, which zeroc computes in blocks of
+# 1024 columns of its width (and one of 512) — what its MLP tiles rest on
+LLAMA_WIDE = dict(LLAMA, intermediate_size=4608, num_hidden_layers=1)
+CASES = {"llama_tiny": (LLAMA, 31, None), "qwen2_tiny": (QWEN2, 32, 1),
+         "llama_wide": (LLAMA_WIDE, 33, None)}
 
 # ----------------------------------------------------------------------------------------------
 # the shape a config.json says
@@ -593,28 +600,38 @@ def readme_text(shapes, results, sizes):
     w("")
     w("## Shapes")
     w("")
-    w("| | llama_tiny | qwen2_tiny |")
-    w("|---|---|---|")
-    a, b = shapes["llama_tiny"], shapes["qwen2_tiny"]
-    rows = [("architecture", a.cfg["architectures"][0], b.cfg["architectures"][0]),
-            ("vocab_size", a.V, b.V), ("hidden_size", a.C, b.C),
-            ("intermediate_size", a.I, b.I), ("layers", a.L, b.L),
-            ("heads / key-value heads", "%d / %d" % (a.nh, a.nkv), "%d / %d" % (b.nh, b.nkv)),
-            ("head_dim", "%d (explicit; hidden/heads = %d)" % (a.hd, a.C // a.nh),
-             "%d (hidden/heads)" % b.hd),
-            ("rms_norm_eps", a.eps, b.eps), ("rope_theta", a.theta, b.theta),
-            ("rope_scaling", "llama3: factor %g, low %g, high %g, original %d; inv_freq bands "
-                             "high/middle/low = %d/%d/%d" % (
-                                 a.scaling["factor"], a.scaling["low_freq_factor"],
-                                 a.scaling["high_freq_factor"],
-                                 a.scaling["original_max_position_embeddings"], *rope_bands(a)),
-             "none"),
-            ("biases", "none", "q/k/v"),
-            ("lm_head", "untied (lm_head.weight)", "tied (no lm_head.weight)"),
-            ("files", "model.safetensors", "2 shards + model.safetensors.index.json"),
-            ("parameters", a.numel(), b.numel())]
-    for r in rows:
-        w("| %s | %s | %s |" % r)
+    names = list(shapes)
+    w("| | " + " | ".join(names) + " |")
+    w("|---|" + "---|" * len(names))
+
+    def row(label, f):
+        w("| %s | %s |" % (label, " | ".join(str(f(shapes[n], n)) for n in names)))
+
+    def scaling(a):
+        if not a.scaling:
+            return "none"
+        return ("llama3: factor %g, low %g, high %g, original %d; inv_freq bands high/middle/low "
+                "= %d/%d/%d" % (a.scaling["factor"], a.scaling["low_freq_factor"],
+                                a.scaling["high_freq_factor"],
+                                a.scaling["original_max_position_embeddings"], *rope_bands(a)))
+
+    row("architecture", lambda a, n: a.cfg["architectures"][0])
+    row("vocab_size", lambda a, n: a.V)
+    row("hidden_size", lambda a, n: a.C)
+    row("intermediate_size", lambda a, n: a.I)
+    row("layers", lambda a, n: a.L)
+    row("heads / key-value heads", lambda a, n: "%d / %d" % (a.nh, a.nkv))
+    row("head_dim", lambda a, n: "%d (explicit; hidden/heads = %d)" % (a.hd, a.C // a.nh)
+        if a.cfg.get("head_dim") else "%d (hidden/heads)" % a.hd)
+    row("rms_norm_eps", lambda a, n: a.eps)
+    row("rope_theta", lambda a, n: a.theta)
+    row("rope_scaling", lambda a, n: scaling(a))
+    row("biases", lambda a, n: "q/k/v" if a.qkv_bias else "none")
+    row("lm_head", lambda a, n: "tied (no lm_head.weight)" if a.tied
+        else "untied (lm_head.weight)")
+    row("files", lambda a, n: "model.safetensors" if CASES[n][2] is None
+        else "2 shards + model.safetensors.index.json")
+    row("parameters", lambda a, n: a.numel())
     w("")
     w("Weights N(0, 0.5) for the embedding, N(0, 0.25) for q/k projections, N(0, 0.1) for the")
     w("other matrices and the biases, 1 + N(0, 0.1) for RMSNorm weights; F32 in the files; the")
@@ -631,11 +648,10 @@ def readme_text(shapes, results, sizes):
     w("at ZeRO stage 0 or 3, fp32 (the default dtype): no `--model` (config.json says it).")
     w("The expected per-step losses (float64; `loss[i]` is the loss before step i's update):")
     w("")
-    w("| step | llama_tiny | qwen2_tiny |")
-    w("|---:|---:|---:|")
+    w("| step | " + " | ".join(names) + " |")
+    w("|---:|" + "---:|" * len(names))
     for i in range(NSTEPS):
-        w("| %d | %.12f | %.12f |" % (i + 1, results["llama_tiny"]["loss"][i],
-                                      results["qwen2_tiny"]["loss"][i]))
+        w("| %d | %s |" % (i + 1, " | ".join("%.12f" % results[n]["loss"][i] for n in names)))
     w("")
     w("Semantics the numbers assume (`zeroc train` as of this writing):")
     w("")

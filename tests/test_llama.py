@@ -9,6 +9,7 @@ The fixtures and the expected numbers come from tests/llama_reference.py, a from
 PyTorch decoder (no zeroc code, no transformers): tests/fixtures/llama_tiny (a Llama 3 shape:
 grouped-query attention, head_dim != hidden/heads, llama3 RoPE scaling, untied head),
 tests/fixtures/qwen2_tiny (a Qwen2 shape: q/k/v biases, tied embeddings, two shards + index),
+tests/fixtures/llama_wide (one layer of an MLP 4608 wide, which zeroc computes in column blocks),
 tests/fixtures/llama_tokens.bin and tests/fixtures/llama_reference.json (the 5 AdamW steps' losses
 and the flags that give them; tests/fixtures/llama_reference.md says what they assume). No
 --model: the architecture is config.json's. Every step's loss must be within the reference's
@@ -101,6 +102,12 @@ def test_llama_matches_reference():
 def test_qwen2_matches_reference():
     """qwen2_tiny: q/k/v biases, tied embeddings, default RoPE, two shards and their index."""
     matches_reference("qwen2_tiny")
+
+
+def test_wide_mlp_matches_reference():
+    """llama_wide: an MLP 4608 wide, which zeroc computes in blocks of 1024 columns (and one of
+    512) — gate, up and SwiGLU per block, the output product summed block after block."""
+    matches_reference("llama_wide")
 
 
 def variant(case, name, **over):
@@ -463,52 +470,6 @@ def test_tied_vocab_tiles():
               f"{tiled['comm']['bytes_per_step']['total']}")
 
 
-def wide_mlp_fixture(name, hidden):
-    """llama_tiny's shape with an MLP `hidden` wide (4608: four blocks of 1024 columns and one of
-    512, so it runs in column blocks and tiles), its weights drawn here: N(0, 0.02) matrices from
-    a fixed seed, norms of ones, written as one safetensors file."""
-    import array
-    import random
-    with open(os.path.join(FIXTURES, "llama_tiny", "config.json")) as f:
-        cfg = json.load(f)
-    cfg["intermediate_size"] = hidden
-    C, V, L = cfg["hidden_size"], cfg["vocab_size"], cfg["num_hidden_layers"]
-    H, KV, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
-    shapes = {"model.embed_tokens.weight": [V, C], "model.norm.weight": [C],
-              "lm_head.weight": [V, C]}
-    for l in range(L):
-        pre = f"model.layers.{l}."
-        shapes.update({pre + "input_layernorm.weight": [C],
-                       pre + "post_attention_layernorm.weight": [C],
-                       pre + "self_attn.q_proj.weight": [H * hd, C],
-                       pre + "self_attn.k_proj.weight": [KV * hd, C],
-                       pre + "self_attn.v_proj.weight": [KV * hd, C],
-                       pre + "self_attn.o_proj.weight": [C, H * hd],
-                       pre + "mlp.gate_proj.weight": [hidden, C],
-                       pre + "mlp.up_proj.weight": [hidden, C],
-                       pre + "mlp.down_proj.weight": [C, hidden]})
-    rng = random.Random(1234)
-    header, blobs, off = {}, [], 0
-    for k in sorted(shapes):
-        n = 1
-        for x in shapes[k]:
-            n *= x
-        vals = [1.0] * n if len(shapes[k]) == 1 else [rng.gauss(0.0, 0.02) for _ in range(n)]
-        b = array.array("f", vals).tobytes()
-        header[k] = {"dtype": "F32", "shape": shapes[k], "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    d = H_.path(name)
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, "model.safetensors"), "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-    with open(os.path.join(d, "config.json"), "w") as f:
-        json.dump(cfg, f, indent=2)
-    return d
-
-
 def export_bytes(ck, name):
     """The transformers export of checkpoint ck: {file: bytes}."""
     out = H_.path(name)
@@ -518,16 +479,16 @@ def export_bytes(ck, name):
 
 def test_mlp_tiles():
     """A block past --tile-params has its MLP split across its width (ZeRO-Infinity's tiling of
-    the wide products): a 4608-wide MLP (blocks of 1024 columns and one of 512) at 196608
-    parameters a tile makes 3 tiles of 2048, 2048 and 512 columns (units h.<l>.mlp.<t>: rows of
-    gate and up, columns of down; 10 units for 4), each gathered alone. It changes no bit: the
+    the wide products): llama_wide's 4608-wide MLP (blocks of 1024 columns and one of 512) at
+    196608 parameters a tile makes 3 tiles of 2048, 2048 and 512 columns (units h.0.mlp.<t>:
+    rows of gate and up, columns of down; 6 units for 3), each gathered alone. It changes no bit: the
     products run over the same column blocks tiled or not, so the transformers export is the
     untiled run's byte for byte, and so are the losses, in fp32 and bf16, at stages 0 and 3,
     with both offloads and with activation checkpointing (each tile redoes its products in the
     backward); the working peak is smaller; the samples (decoding tile by tile) are the untiled
     run's; a tiled checkpoint resumes tiled to the uninterrupted weights and is refused untiled
     naming --tile-params; LoRA on a tiled MLP is refused by name."""
-    init = wide_mlp_fixture("wide-mlp", 4608)
+    init = os.path.join(FIXTURES, "llama_wide")
     nvme = H_.path("mlp-tiles-nvme")
     os.makedirs(nvme, exist_ok=True)
     offload = ["--offload-optimizer", "nvme", "--offload-param", "nvme", "--nvme-path", nvme]
@@ -558,7 +519,7 @@ def test_mlp_tiles():
                       f"{dtype}: working peak tiled {rep['memory']['ranks'][0]['working_peak']} >= "
                       f"untiled {base[0]['memory']['ranks'][0]['working_peak']}")
     # the units, and the samples (decoding tile by tile) the untiled run's
-    check_tiled_samples(init, tiles, 10)
+    check_tiled_samples(init, tiles, 6)
     # accumulating, saved at step 3 tiled and resumed tiled: the uninterrupted run's export
     acc = ["--grad-accum", 2, "--dtype", "bf16"]
     ck0, ck = H_.path("mlp-tiles-acc-ck0"), H_.path("mlp-tiles-acc-ck")
@@ -577,17 +538,23 @@ def test_mlp_tiles():
     p = train(init, "mlp-tiles-lora", 1, 3, "--tile-params", tiles, "--lora-r", 4, ok=False)
     check(p.returncode != 0 and "LoRA" in p.stderr and "--tile-params 196608" in p.stderr,
           f"LoRA on tiles: {p.returncode} {p.stderr[-400:]}")
-    # untiled, the blocked MLP takes adapters on gate, up and down between its products
+    # untiled, the blocked MLP takes adapters on gate, up and down between its products: they
+    # start at zero (the reference's first loss) and train (the later losses move off the
+    # frozen base's path, which the full fine-tune's are not)
     lo = train(init, "mlp-blocks-lora", 1, 3, "--lora-r", 4, "--lora-targets",
-               "gate_proj,up_proj,down_proj")
-    check(all(x == x for x in lo["loss"]) and lo["loss"][-1] < lo["loss"][0],
-          f"LoRA on the blocked MLP: losses {lo['loss']}")
+               "gate_proj,up_proj,down_proj")["loss"]
+    want = REF["cases"]["llama_wide"]["loss"]
+    check(len(lo) == len(want) and abs(lo[0] - want[0]) <= TOL * abs(want[0]) and
+          all(abs(x) < 100 for x in lo) and any(abs(a - b) > TOL * abs(b)
+                                                for a, b in zip(lo[1:], want[1:])),
+          f"LoRA on the blocked MLP: losses {lo}, full fine-tune's {want}")
 
 
 TESTS = [test_llama_matches_reference, test_qwen2_matches_reference, test_rope_spellings,
          test_model_flag_refused, test_save_final_refused_first, test_unsupported_config_refused,
          test_engine_features_bitwise, test_export_hf_round_trip, test_rotary_buffers_ignored,
-         test_vocab_tiles, test_tied_vocab_tiles, test_mlp_tiles]
+         test_vocab_tiles, test_tied_vocab_tiles, test_mlp_tiles,
+         test_wide_mlp_matches_reference]
 
 if __name__ == "__main__":
     H_.main(TESTS, sys.argv[3:])
