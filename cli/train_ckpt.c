@@ -139,6 +139,21 @@ zc_status train_ckpt_same_model(const char *dir, const char *client, const train
     return st;
 }
 
+bool train_ckpt_mlp_untiled(const char *resume)
+{
+    char dir[4096], *manifest = NULL;
+    zc_err err = {0};
+    if (zc_ckpt_resolve(resume, dir, sizeof dir, &err) ||
+        zc_ckpt_manifest_json(dir, &manifest, &err))
+        return false;
+    cJSON *root = cJSON_Parse(manifest);
+    free(manifest);
+    const cJSON *client = item(root, "client");
+    const bool untiled = client && !item(client, "mlp_tile_cols");
+    cJSON_Delete(root);
+    return untiled;
+}
+
 zc_status train_ckpt_explain_model(const char *dir, const train_opts *o, const train_model *m,
                                    zc_err *err)
 {

@@ -39,6 +39,11 @@ zc_status train_ckpt_explain_model(const char *dir, const train_opts *o, const t
 zc_status train_ckpt_same_model(const char *dir, const char *client, const train_opts *o,
                                 const train_model *m, zc_err *err);
 
+/* Whether the checkpoint `resume` names records no MLP tiles (client.mlp_tile_cols: written
+ * before they existed), so its MLP is one unit whatever --tile-params says now; false when it
+ * cannot tell (the resume itself then says why). */
+bool train_ckpt_mlp_untiled(const char *resume);
+
 /* The trainer's record in the manifest of the checkpoint in dir (its JSON text) range-checked
  * against itself, by `ckpt verify` and `ckpt inspect` and before a resume uses it: optimizer_steps
  * = step - loss_scaler.skipped; steps_planned from step to 2^31 - 1; a finite next_lr >= 0;

@@ -21,6 +21,7 @@
 
 #include "cli/byte_text.h"
 #include "cli/fail.h"
+#include "cli/train_ckpt.h"
 #include "cli/train_model.h"
 #include "models/gpt2/ckpt_shape.h"
 #include "models/gpt2/gpt2.h"
@@ -533,6 +534,8 @@ zc_status train_model_gpt2(train_model *m, const train_opts *o, zc_engine *e, zc
         goto fail;
     }
     gc.tile_params = o->tile_params;
+    if (o->resume && train_ckpt_mlp_untiled(o->resume)) /* written before MLP tiles */
+        gc.mlp_tile_cols = gpt2_hidden(&gc);
     if (o->lora_init) { /* a PEFT adapter's settings; its weights at load */
         if (cfg->lora_r || cfg->lora_target_modules[0] || cfg->lora_alpha != 8.0 ||
             cfg->lora_dropout != 0.0) {

@@ -914,6 +914,110 @@ static const float *forward_logits(gpt2_model *m, const int *seq, int t, int *ba
  * - work: a cached generation within T runs each position through the blocks once and the head
  *   once per generated token: the products' FLOPs are at most P·(24·C²·L + 4·T·C·L) +
  *   n·2·C·Vp for P positions and n tokens (the previous algorithm: B·T rows every token, ~20×). */
+/* Parameter `name` of a finalized engine: its values, gathered with its unit (malloc'd). */
+static float *param_values(zc_engine *e, const char *name)
+{
+    for (int p = 0; p < zc_engine_num_params(e); p++) {
+        const zc_param_info *pi = zc_engine_param_info(e, p);
+        if (strcmp(pi->name, name))
+            continue;
+        float *unit = falloc(zc_engine_unit_info(e, pi->unit)->padded), *out = falloc(pi->numel);
+        zc_err err = {0};
+        CHECK(!zc_engine_gather_unit(e, pi->unit, unit, &err), "%s", err.msg);
+        memcpy(out, unit + pi->offset, pi->numel * sizeof *out);
+        free(unit);
+        return out;
+    }
+    CHECK(0, "no parameter %s", name);
+    return falloc(1);
+}
+
+/* A Llama-family block whose MLP (4096 wide: 4 column blocks) passes --tile-params registers
+ * it as 2 tiles of 2048 columns: drawn from the whole's random values (gate's and up's rows of
+ * fcw, down's columns of fcprojw, every other parameter as untiled), and its forward gives the
+ * untiled logits, bit for bit. */
+static void test_mlp_tiles_model(void)
+{
+    if (verbose)
+        printf("MLP tiles: initial values and forward\n");
+    enum { TC = 16, TI = 4096, TV = 64, TT = 8, TB = 2, COLS = 2048 };
+    gpt2_config gc = {.max_seq_len = TT,
+                      .vocab_size = TV,
+                      .padded_vocab_size = gpt2_pad_vocab(TV),
+                      .num_layers = 1,
+                      .num_heads = 2,
+                      .channels = TC,
+                      .hidden = TI,
+                      .norm = GPT2_NORM_RMSNORM,
+                      .norm_eps = 1e-5,
+                      .mlp = GPT2_MLP_SWIGLU,
+                      .bias = GPT2_BIAS_NONE,
+                      .untied = true,
+                      .pos = GPT2_POS_ROPE,
+                      .rope_theta = 10000.0,
+                      .family = "llama"};
+    int tok[TB * TT];
+    for (int i = 0; i < TB * TT; i++)
+        tok[i] = irand(TV);
+    zc_engine *e[2];
+    gpt2_model *m[2];
+    zc_mem *mem[2];
+    double loss[2];
+    for (int k = 0; k < 2; k++) {
+        zc_err err = {0};
+        zc_config cfg;
+        zc_config_defaults(&cfg);
+        gc.tile_params = k ? 3 * TC * COLS : -1;
+        mem[k] = zc_mem_create();
+        CHECK(!zc_engine_create(&e[k], &cfg, g_comm, mem[k], &err), "%s", err.msg);
+        CHECK(!gpt2_create(&m[k], e[k], mem[k], &gc, TB, TT, false, &err), "%s", err.msg);
+        CHECK(!zc_engine_finalize(e[k], &err), "%s", err.msg);
+        CHECK(!gpt2_forward(m[k], tok, tok, &loss[k], &err), "%s", err.msg);
+    }
+    int cols;
+    CHECK(gpt2_mlp_tiles(&gc, &cols) == 2 && cols == COLS, "tiles of %d columns", cols);
+    CHECK(zc_engine_num_units(e[0]) == 3 && zc_engine_num_units(e[1]) == 5, "units %d, %d",
+          zc_engine_num_units(e[0]), zc_engine_num_units(e[1]));
+    CHECK(!memcmp(gpt2_logits(m[0]), gpt2_logits(m[1]),
+                  sizeof(float) * TB * TT * (size_t)gc.padded_vocab_size) &&
+              loss[0] == loss[1],
+          "tiled logits differ (loss %.9g, untiled %.9g)", loss[1], loss[0]);
+    static const char *const same[] = {"wte",      "h.0.ln1w", "h.0.qkvw", "h.0.attprojw",
+                                       "h.0.ln2w", "lnfw",     "lm_head"};
+    for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
+        float *a = param_values(e[0], same[i]), *b = param_values(e[1], same[i]);
+        const zc_param_info *pi = NULL;
+        for (int p = 0; p < zc_engine_num_params(e[0]); p++)
+            if (!strcmp(zc_engine_param_info(e[0], p)->name, same[i]))
+                pi = zc_engine_param_info(e[0], p);
+        CHECK(pi && !memcmp(a, b, pi->numel * sizeof *a), "%s: tiled values differ", same[i]);
+        free(a), free(b);
+    }
+    float *fc = param_values(e[0], "h.0.fcw"), *proj = param_values(e[0], "h.0.fcprojw");
+    int bad = 0;
+    for (int t = 0; t < 2; t++) {
+        char name[3][32];
+        snprintf(name[0], sizeof name[0], "h.0.gate.%d", t);
+        snprintf(name[1], sizeof name[1], "h.0.up.%d", t);
+        snprintf(name[2], sizeof name[2], "h.0.down.%d", t);
+        float *g = param_values(e[1], name[0]), *u = param_values(e[1], name[1]),
+              *d = param_values(e[1], name[2]);
+        bad += memcmp(g, fc + (size_t)t * COLS * TC, sizeof(float) * COLS * TC) != 0;
+        bad += memcmp(u, fc + ((size_t)TI + (size_t)t * COLS) * TC, sizeof(float) * COLS * TC) != 0;
+        for (int r = 0; r < TC; r++)
+            bad += memcmp(d + (size_t)r * COLS, proj + (size_t)r * TI + (size_t)t * COLS,
+                          sizeof(float) * COLS) != 0;
+        free(g), free(u), free(d);
+    }
+    CHECK(!bad, "%d of the tiles' gate, up and down (rows) differ from the whole's", bad);
+    free(fc), free(proj);
+    for (int k = 0; k < 2; k++) {
+        gpt2_destroy(m[k]);
+        zc_engine_destroy(e[k]);
+        zc_mem_destroy(mem[k]);
+    }
+}
+
 static void test_decode_model(void)
 {
     if (verbose)
@@ -1705,6 +1809,7 @@ int main(int argc, char **argv)
     test_crossentropy();
     test_attention_cached();
     test_decode_model();
+    test_mlp_tiles_model();
     zc_comm_finalize(g_comm);
     return check_summary();
 }

@@ -18,6 +18,7 @@ stages must end on the same weights, bit for bit, on the same number of ranks. W
 compute differently from transformers (a sliding window in use, another RoPE scaling, another
 activation, experts, biases the family does not have, another architecture) is refused naming
 the config.json key, before a step."""
+import hashlib
 import json
 import os
 import shutil
@@ -487,7 +488,8 @@ def test_mlp_tiles():
     with both offloads and with activation checkpointing (each tile redoes its products in the
     backward); the working peak is smaller; the samples (decoding tile by tile) are the untiled
     run's; a tiled checkpoint resumes tiled to the uninterrupted weights and is refused untiled
-    naming --tile-params; LoRA on a tiled MLP is refused by name."""
+    naming --tile-params, and one from before MLP tiles resumes with its MLP untiled; with LoRA
+    the MLP stays one unit."""
     init = os.path.join(FIXTURES, "llama_wide")
     nvme = H_.path("mlp-tiles-nvme")
     os.makedirs(nvme, exist_ok=True)
@@ -531,13 +533,34 @@ def test_mlp_tiles():
     want = export_bytes(os.path.join(ck0, "step-000005"), "mlp-tiles-acc-hf0")
     got = export_bytes(os.path.join(ck, "step-000005"), "mlp-tiles-acc-hf")
     check(got == want, "resumed tiled: the export differs from the uninterrupted run's")
+    # a checkpoint from before MLP tiles (no client.mlp_tile_cols; its MLP one unit) resumes
+    # under a bound that tiles the MLP now, untiled: the uninterrupted run's export again
+    ck1 = H_.path("mlp-tiles-old-ck")
+    train(init, "mlp-tiles-old", 2, 3, *acc, "--tile-params", -1, "--save-dir", ck1,
+          "--save-every", 3)
+    mpath = os.path.join(ck1, "step-000003", "manifest.json")
+    with open(mpath) as f:
+        m = json.load(f)
+    del m["client"]["mlp_tile_cols"]
+    with open(mpath, "w") as f:
+        json.dump(m, f)
+    with open(mpath, "rb") as f:  # the checksum recomputed, as a format-aware editor would
+        digest = hashlib.sha256(f.read()).hexdigest()
+    with open(os.path.join(ck1, "step-000003", "manifest.sha256"), "w") as f:
+        f.write(f"{digest}  manifest.json\n")
+    train(init, "mlp-tiles-old-resumed", 2, 3, *acc, "--tile-params", tiles, "--resume",
+          os.path.join(ck1, "step-000003"), "--save-dir", ck1)
+    got = export_bytes(os.path.join(ck1, "step-000005"), "mlp-tiles-old-hf")
+    check(got == want, "resumed from before MLP tiles: the export differs")
     p = train(init, "mlp-tiles-other", 2, 3, *acc, "--resume", os.path.join(ck, "step-000003"),
               ok=False)
     check(p.returncode != 0 and "mlp_tile_cols 2048, this run has 4608" in p.stderr and
           "--tile-params" in p.stderr, f"resumed untiled: {p.returncode} {p.stderr[-400:]}")
+    # LoRA keeps the MLP one unit (its adapters take the whole product's input): 4 units, the
+    # adapters' among them
     p = train(init, "mlp-tiles-lora", 1, 3, "--tile-params", tiles, "--lora-r", 4, ok=False)
-    check(p.returncode != 0 and "LoRA" in p.stderr and "--tile-params 196608" in p.stderr,
-          f"LoRA on tiles: {p.returncode} {p.stderr[-400:]}")
+    check(p.returncode == 0 and "4 units" in p.stdout,
+          f"LoRA with --tile-params {tiles}: {p.returncode} {p.stdout[:600]} {p.stderr[-400:]}")
     # untiled, the blocked MLP takes adapters on gate, up and down between its products: they
     # start at zero (the reference's first loss) and train (the later losses move off the
     # frozen base's path, which the full fine-tune's are not)

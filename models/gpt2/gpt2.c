@@ -342,7 +342,7 @@ int gpt2_mlp_tiles(const gpt2_config *c, int *cols)
 {
     const int I = gpt2_hidden(c), bw = gpt2_mlp_block_cols(c);
     *cols = I;
-    if (!bw || c->channels < 1)
+    if (!bw || c->channels < 1 || c->lora.r > 0) /* LoRA's adapters take the whole MLP's input */
         return 1;
     int64_t per = c->mlp_tile_cols;
     if (per <= 0) { /* from the bound, when the block passes it */
@@ -642,12 +642,6 @@ zc_status gpt2_check(const gpt2_config *c, int B, int T, bool activation_checkpo
                           family_name(c), (long long)c->tile_params, nt, rows, c->num_layers, nmt,
                           mlp_cols, ZC_MAX_UNITS);
     }
-    if (nmt > 1 && c->lora.r > 0)
-        return zc_err_set(err, ZC_EINVAL,
-                          "%s: LoRA with the MLP split into tiles (--tile-params %lld is below a "
-                          "block's size): the adapters need each block's MLP in one unit; use "
-                          "--tile-params 0",
-                          family_name(c), (long long)c->tile_params);
     bool ovf = false;
     int64_t numel = total_numel(c, &ovf);
     if ((ovf || numel > ZC_MAX_NUMEL) && c->family[0])
@@ -807,6 +801,7 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
                        ? zc_engine_add_param(e, m->u_emb, "wpe", 2, (int64_t[]){maxT, C}, w02)
                        : -1;
         m->emb_tiles[0].unit = m->u_emb, m->emb_tiles[0].param = m->p_wte;
+        lp += 1 + (m->p_wpe >= 0);
     } else { /* rotary positions: no wpe */
         m->p_wte = m->p_wpe = -1;
         for (int t = 0; t < nt; t++) {
@@ -895,6 +890,7 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
     m->p_head = cfg->untied && nt == 1
                     ? zc_engine_add_param(e, m->u_lnf, "lm_head", 2, (int64_t[]){Vp, C}, w02)
                     : -1;
+    AS(m->p_head, 0);
     if (nt == 1) /* untied, in ln_f's unit; a blocked tied head, the embeddings' */
         m->head_tiles[0] = cfg->untied ? (struct vocab_tile){m->u_lnf, m->p_head, 0, (int)Vp, NULL}
                                        : m->emb_tiles[0];

@@ -94,8 +94,9 @@ int gpt2_vocab_tiles(const gpt2_config *cfg, int *rows);
 #define GPT2_MLP_BLOCK 1024
 int gpt2_mlp_block_cols(const gpt2_config *cfg);
 /* How many tiles each block's MLP is split into (1: none; tiled only where it runs in blocks and
- * the block passes tile_params, or a checkpoint's mlp_tile_cols says so), and the columns of
- * each but the last (*cols; the MLP's width when 1). */
+ * the block passes tile_params, or a checkpoint's mlp_tile_cols says so, and never with LoRA,
+ * whose adapters are added after the whole MLP's products), and the columns of each but the
+ * last (*cols; the MLP's width when 1). */
 int gpt2_mlp_tiles(const gpt2_config *cfg, int *cols);
 /* Whether the head's product runs block by block over the vocabulary (1024 rows, as tiles need
  * it): every model but GPT-2's tied one with learned positions, whose one product stays as llm.c

@@ -244,7 +244,9 @@ static void block(gpt2_decoder *d, int l, const float *x, float *y, int p0, int 
     int cols;
     if (gpt2_mlp_tiles(c, &cols) > 1)
         return;
-    if (gpt2_mlp_block_cols(c) && gpt2_lora_unit(d->m, l) < 0) { /* the forward's column blocks */
+    /* the forward's column blocks; with LoRA the one product below (the adapters add to its
+     * whole output): the same math in another summation order than the forward's */
+    if (gpt2_mlp_block_cols(c) && gpt2_lora_unit(d->m, l) < 0) {
         gpt2_mlp_tile_forward(d->m, l, 0, ln, F(d, S_FCH), F(d, S_GELU), F(d, S_FCPROJ), M, &d->g);
         gpt2_residual_forward(y, res2, F(d, S_FCPROJ), (size_t)M * C);
         return;
