@@ -1242,6 +1242,45 @@ static void test_decode_model(void)
     }
 }
 
+/* What each block adds to the activations: without checkpointing its kept set — the norms'
+ * outputs and statistics, qkv, the attention's output and probabilities, the residual sum
+ * between, the MLP's input products (GELU: 4C; SwiGLU: gate and up), the block's output — and
+ * nothing of what is one buffer for all blocks (the raw scores, the output products, the MLP's
+ * activation, which the backward redoes); with checkpointing its output alone. */
+static void test_activation_bytes_per_block(void)
+{
+    enum { B = 2, T = 16, C = 32, NH = 4 };
+    for (int swiglu = 0; swiglu < 2; swiglu++) {
+        gpt2_config gc = {.max_seq_len = T,
+                          .vocab_size = 300,
+                          .padded_vocab_size = gpt2_pad_vocab(300),
+                          .num_layers = 1,
+                          .num_heads = NH,
+                          .channels = C};
+        if (swiglu) {
+            gc.mlp = GPT2_MLP_SWIGLU;
+            gc.norm = GPT2_NORM_RMSNORM;
+            gc.pos = GPT2_POS_ROPE;
+            gc.bias = GPT2_BIAS_NONE;
+            gc.hidden = 3 * C;
+        }
+        const int64_t BT = B * T, width = swiglu ? 3 * C : 4 * C;
+        const int64_t stats = 4; /* two norms' mean and rstd slots (RMSNorm leaves mean unused) */
+        const int64_t fch = swiglu ? 2 * width : width;
+        const int64_t kept = BT * (C + 3 * C + C + C + C + C + fch) + NH * BT * T + BT * stats;
+        for (int ck = 0; ck < 2; ck++) {
+            size_t one = gpt2_activation_bytes(&gc, B, T, ck, ZC_GEMM_F32);
+            gc.num_layers = 3;
+            size_t three = gpt2_activation_bytes(&gc, B, T, ck, ZC_GEMM_F32);
+            gc.num_layers = 1;
+            const int64_t want = 2 * 4 * (ck ? BT * C : kept);
+            CHECK((int64_t)(three - one) == want,
+                  "%s, checkpointing %d: two more blocks add %zu activation bytes, expected %lld",
+                  swiglu ? "SwiGLU" : "GELU", ck, three - one, (long long)want);
+        }
+    }
+}
+
 /* ---- wide shapes: the threaded, column-chunked reductions ------------------------------- */
 
 /* The small tests above stay under the kernels' threading threshold and within one 64-column
@@ -1810,6 +1849,7 @@ int main(int argc, char **argv)
     test_attention_cached();
     test_decode_model();
     test_mlp_tiles_model();
+    test_activation_bytes_per_block();
     zc_comm_finalize(g_comm);
     return check_summary();
 }

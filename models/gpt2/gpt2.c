@@ -11,6 +11,11 @@
  *   (the MLP's output product), and the forward's last block is not recomputed at all: the
  *   shared set still holds it when its backward comes (gpt2_backward follows its own forward,
  *   the pass open between them).
+ * - What no backward reads (the attention's raw scores, the two output products: only their
+ *   residual sums are read) is one buffer for all blocks either way, and so is the MLP's
+ *   activation, which each block's backward redoes from its kept input (mlp_act_forward: an
+ *   elementwise pass, the forward's own calls, the same bits): per token, 6 of a GPT-2 block's
+ *   20 C-wide rows and the raw scores' heads·T (at GPT-2 124M, T = 1024, B = 4: 9.0 → 6.1 GiB).
  * - Gradients of activations need only one block at a time: one scratch set, zeroed per block.
  * - The Llama family's wide MLP runs in column blocks, and with a bound below a block's size its
  *   tiles are units of their own, gathered one at a time after the block's attention
@@ -73,6 +78,14 @@ enum {
     A_RES3,
     A_NBLOCK
 };
+/* Activations no backward reads, or reads only after redoing them (mlp_act_forward): one buffer
+ * for all blocks, with or without checkpointing — the attention's scores before the softmax, the
+ * two output products (only their residual sums are read), the MLP's activation (redone from its
+ * kept input, elementwise: the same bits). */
+static bool act_shared(int k)
+{
+    return k == A_PREATT || k == A_ATTPROJ || k == A_FCPROJ || k == A_FCH_GELU;
+}
 /* Gradients of per-block activations (one scratch set). */
 enum {
     D_LN1,
@@ -513,7 +526,12 @@ static int64_t activation_bytes(const gpt2_config *c, int B, int T, bool activat
     int64_t total = 0, top[N_TOP];
     for (int k = 0; k < A_NBLOCK; k++)
         total = zc_add_i64(total,
-                           zc_mul_i64(act_size(c, B, T, k, ovf), k == A_RES3 ? L : sets, ovf), ovf);
+                           zc_mul_i64(act_size(c, B, T, k, ovf),
+                                      k == A_RES3     ? L
+                                      : act_shared(k) ? 1
+                                                      : sets,
+                                      ovf),
+                           ovf);
     for (int k = 0; k < D_NBLOCK; k++)
         total = zc_add_i64(total, grad_size(c, B, T, k, ovf), ovf);
     top_sizes(c, B, T, top, ovf);
@@ -943,7 +961,7 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
     float *p = m->arena;
     for (int k = 0; k < A_NBLOCK; k++)
         for (int l = 0; l < L; l++) {
-            bool own = k == A_RES3 || !activation_checkpointing || l == 0;
+            bool own = k == A_RES3 || (!activation_checkpointing && !act_shared(k)) || l == 0;
             m->act[l * A_NBLOCK + k] = own ? p : m->act[k];
             if (own)
                 p += block_act_size(m, k);
@@ -1178,6 +1196,22 @@ static void mlp_tile_forward(gpt2_model *m, int l, int t, const float *x, float 
         const gpt2_weight wd = down_dense(m, mt, b, w);
         gpt2_matmul_forward_strided(y, C, h + c, I, wd.w, wd.w16, w, N, w, C, c > 0, g);
     }
+}
+
+/* Block l's MLP activation h (A_FCH_GELU, one buffer for all blocks: act_shared) from its kept
+ * input fch, by the forward's own calls (in column blocks where the forward takes them): the
+ * same bits for the backward's products. */
+static void mlp_act_forward(gpt2_model *m, int l)
+{
+    const int BT = m->B * m->T;
+    float *fch = A(m, l, A_FCH), *h = A(m, l, A_FCH_GELU);
+    if (m->mlp_bw)
+        for (int t = 0; t < m->nmt; t++)
+            mlp_tile_forward(m, l, t, NULL, fch, h, NULL, BT, false, true, false, &m->gemm);
+    else if (m->cfg.mlp == GPT2_MLP_SWIGLU)
+        gpt2_swiglu_forward(h, fch, BT, (int)m->d.I);
+    else
+        gpt2_gelu_forward(h, fch, (size_t)BT * m->d.I);
 }
 
 /* A matrix's gradient buffer as G hands it out: *g16 (bf16, written by the product) or *g
@@ -1832,6 +1866,8 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
         const bool recompute = m->checkpointing && l != L - 1;
         if (recompute)
             block_forward(m, l, true);
+        else if (l != L - 1) /* the shared MLP activation holds a later block's */
+            mlp_act_forward(m, l);
         if ((st = block_backward(m, l, dres, dres_in, recompute, err)) ||
             (st = base_grads_ready(m, m->u_block[l], err)) ||
             (m->u_lora && ((st = zc_engine_grads_ready(m->e, m->u_lora[l], err)) ||
