@@ -98,16 +98,21 @@ static zc_status export_llmc(const char *dir, const char *base, const char *out,
         const zc_param_info *pi = zc_ckpt_reader_param(r, p);
         if (lora_is_param(pi->name)) /* LoRA's adapters: merged into their weights */
             continue;
-        int tensor = -1, layer = 0;
-        char name[ZC_MAX_NAME];
-        if (sscanf(pi->name, "h.%d.%95s", &layer, name) != 2)
+        int tensor = -1, layer = 0, row0 = 0, rows;
+        char name[ZC_MAX_NAME], mat[8];
+        const bool tile = gpt2_vocab_tile_of(&gc, pi->name, mat, &row0, &rows); /* of wte */
+        if (tile)
+            snprintf(name, sizeof name, "%s", mat);
+        else if (sscanf(pi->name, "h.%d.%95s", &layer, name) != 2)
             snprintf(name, sizeof name, "%s", pi->name);
         for (int t = 0; t < LLMC_NTENSORS; t++)
             if (!strcmp(llmc_tensor_name(t), name))
                 tensor = t;
         int layers = tensor >= 2 && tensor <= 13 ? h.num_layers : 1;
+        const size_t start = tile ? (size_t)row0 * (size_t)gc.channels : 0;
         if (tensor < 0 || layer < 0 || layer >= layers ||
-            pi->numel * (size_t)layers != sizes[tensor]) {
+            (tile ? start + pi->numel > sizes[tensor]
+                  : pi->numel * (size_t)layers != sizes[tensor])) {
             st = zc_err_set(err, ZC_EINVAL,
                             "%s: parameter '%s' is not part of a GPT-2 of this "
                             "shape",
@@ -117,7 +122,8 @@ static zc_status export_llmc(const char *dir, const char *base, const char *out,
         for (size_t at = 0; !st && at < pi->numel; at += CHUNK) {
             size_t k = pi->numel - at < CHUNK ? pi->numel - at : CHUNK;
             if (!(st = lora_merged_read(r, &gc, p, at, k, buf, err)))
-                st = llmc_ckpt_write(&w, tensor, (size_t)layer * pi->numel + at, k, buf, err);
+                st = llmc_ckpt_write(&w, tensor, start + (size_t)layer * pi->numel + at, k, buf,
+                                     err);
         }
     }
     if (open) {

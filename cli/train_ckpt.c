@@ -115,11 +115,14 @@ zc_status train_ckpt_same_model(const char *dir, const char *client, const train
     cJSON *have = client ? cJSON_Parse(client) : NULL, *want = model_record(o, m);
     zc_status st = want ? ZC_OK : zc_err_set(err, ZC_ENOMEM, "out of memory");
     for (const cJSON *w = want ? want->child : NULL; w && !st; w = w->next) {
-        const cJSON *h = item(have, w->string), *hidden = item(want, "hidden");
+        const cJSON *h = item(have, w->string), *hidden = item(want, "hidden"),
+                    *vp = item(want, "padded_vocab_size");
         const bool tiles = !strcmp(w->string, "vocab_tile_rows"),
                    mlp_tiles = !strcmp(w->string, "mlp_tile_cols");
         if (!h && mlp_tiles && hidden && cJSON_IsNumber(w) && w->valuedouble == hidden->valuedouble)
             continue; /* untiled, from before MLP tiles were recorded */
+        if (!h && tiles && vp && cJSON_IsNumber(w) && w->valuedouble == vp->valuedouble)
+            continue; /* untiled, from before GPT-2's tiles were recorded */
         char *hs = h ? cJSON_PrintUnformatted(h) : NULL, *ws = cJSON_PrintUnformatted(w);
         if (!h || !hs || !ws || strcmp(hs, ws))
             st = zc_err_set(err, ZC_EINVAL,

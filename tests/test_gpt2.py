@@ -591,7 +591,100 @@ def test_gpt2_shards():
     check(not os.path.exists(H_.path("big_train.bin")), "prepare wrote a split of 2.4 GB")
 
 
-TESTS = [test_gpt2_stages_bitwise_memory_comm, test_gpt2_124m_checkpoint, test_gpt2_bad_files,
+def test_gpt2_vocab_tiles():
+    """GPT-2's tied table in tiles (--tile-params, positive: ZeRO-Infinity's tiling of the
+    vocabulary): at V = 1000 (1024 padded rows in head blocks of 128) × 32 channels, 12288
+    parameters a tile make 3 tiles of 384, 384 and 256 rows (units embeddings.0-2, the learned
+    positions in the last; 3 + 2 blocks + ln_f = 6 units), gathered tile by tile for the embedding
+    and again for the head. It changes no bit: the head runs in the same 128-row blocks tiled or
+    not, so the initial weights, the losses and the final weights are the untiled run's, in fp32
+    and bf16, at stages 0 and 3, with both offloads, activation checkpointing and gradient
+    accumulation; the exports (transformers', llm.c's, --save-final) are the same bytes and load
+    back into tiles; the samples are the untiled run's; the largest gathered unit shrinks. The
+    tokens are drawn over the whole vocabulary, so every tile has rows in use."""
+    import random
+    rng = random.Random(5)
+    data = H_.path("vt-tokens.bin")
+    toks = [rng.randrange(1000) for _ in range(4096)]
+    with open(data, "wb") as f:  # llm.c's token file: 256 int32 of header, then uint16 ids
+        f.write(struct.pack("<256i", 20240520, 1, len(toks), *([0] * 253)))
+        f.write(struct.pack(f"<{len(toks)}H", *toks))
+    nvme = H_.path("vt-nvme")
+    os.makedirs(nvme, exist_ok=True)
+    offload = ["--offload-optimizer", "nvme", "--offload-param", "nvme", "--nvme-path", nvme]
+    shape = ["--layers", 2, "--channels", 32, "--heads", 2, "--seq-len", 16, "--micro-batch", 2,
+             "--vocab", 1000]
+    tiles = 3 * 128 * 32
+    runs = [("fp32", "untiled", -1, 3, []), ("fp32", "tiled", tiles, 3, []),
+            ("fp32", "tiled-s0", tiles, 0, []), ("bf16", "untiled", -1, 3, []),
+            ("bf16", "tiled", tiles, 3, []),
+            ("bf16", "tiled-offload-ckpt-acc", tiles, 3,
+             offload + ["--activation-checkpointing", "--grad-accum", 2]),
+            ("bf16", "untiled-offload-ckpt-acc", -1, 3,
+             offload + ["--activation-checkpointing", "--grad-accum", 2])]
+    runs = [r for r in runs if r[0] == "bf16" or not H_.sanitized]
+    reps = {}
+    for dtype, name, t, stage, extra in runs:
+        tag = f"vt-{dtype}-{name}"
+        save = ["--save-dir", H_.path(tag + "-ck"), "--save-final", H_.path(tag + ".bin")]
+        p = H_.run(2, "train", "--model", "gpt2", "--data", data, "--steps", 4, "--report",
+                   H_.path(tag + ".json"), "--dtype", dtype, "--stage", stage, "--tile-params", t,
+                   *shape, *extra, *save)
+        reps[(dtype, name)] = rep = H_.report(tag + ".json")
+        units = 6 if t > 0 else 4
+        check(f"{units} units" in p.stdout, f"{tag}: {units} units? {p.stdout[:300]!r}")
+    for (dtype, name), rep in reps.items():
+        base = "untiled-offload-ckpt-acc" if "acc" in name else "untiled"
+        if name == base:
+            continue
+        other = reps[(dtype, base)]
+        for key in ("initial_weights_sha256", "weights_sha256", "loss"):
+            check(rep[key] == other[key],
+                  f"gpt2 tiles {dtype} {name}: {key} {rep[key]} != {base}'s {other[key]}")
+        a = open(H_.path(f"vt-{dtype}-{name}.bin"), "rb").read()
+        b = open(H_.path(f"vt-{dtype}-{base}.bin"), "rb").read()
+        check(a == b, f"gpt2 tiles {dtype} {name}: --save-final differs from {base}'s")
+        if name not in ("tiled", "tiled-offload-ckpt-acc"):
+            continue
+        for fmt in ("hf", "llmc"):
+            outs = []
+            for n in (name, base):
+                out = H_.path(f"vt-{dtype}-{n}-{fmt}")
+                H_.run(1, "ckpt", "export", H_.path(f"vt-{dtype}-{n}-ck"), "--format", fmt,
+                       "--out", out + (".bin" if fmt == "llmc" else ""))
+                if fmt == "llmc":
+                    outs.append(open(out + ".bin", "rb").read())
+                else:
+                    outs.append({f: open(os.path.join(out, f), "rb").read()
+                                 for f in sorted(os.listdir(out))})
+            check(outs[0] == outs[1], f"gpt2 tiles {dtype} {name}: the {fmt} export differs")
+    # the exports load back into tiles: the untiled run's initial weights from either file
+    for init in (H_.path("vt-bf16-untiled.bin"), H_.path("vt-bf16-untiled-hf")):
+        if not os.path.exists(init):
+            continue
+        shas = []
+        for t in (-1, tiles):
+            tag = f"vt-init-{t}-{os.path.basename(init)}"
+            H_.run(2, "train", "--model", "gpt2", "--data", data, "--steps", 1, "--init", init,
+                   "--report", H_.path(tag + ".json"), "--tile-params", t, *shape[:-2])
+            shas.append(H_.report(tag + ".json")["initial_weights_sha256"])
+        check(shas[0] == shas[1], f"gpt2 tiles: --init {init} into tiles: {shas}")
+    # the largest gathered unit shrinks: the working peak at stage 3
+    if ("bf16", "tiled") in reps:
+        w = [reps[("bf16", n)]["memory"]["ranks"][0]["working_peak"] for n in ("tiled", "untiled")]
+        check(w[0] < w[1], f"gpt2 tiles: working peak {w[0]} not below untiled {w[1]}")
+    # generation reads the tiles for the embedding (the positions with the last) and the head
+    if not H_.sanitized:
+        samples = []
+        for t in (-1, tiles):
+            p = H_.run(2, "train", "--model", "gpt2", "--data", data, "--steps", 5,
+                       "--tile-params", t, *shape, "--sample-every", 5, "--sample-length", 12)
+            samples.append(p.stdout[p.stdout.find("---- sample"):p.stdout.find("\n----\n")])
+        check(samples[0] == samples[1] and len(samples[0]) > 30,
+              f"gpt2 tiles samples: untiled {samples[0]!r}, tiled {samples[1]!r}")
+
+
+TESTS = [test_gpt2_stages_bitwise_memory_comm, test_gpt2_vocab_tiles, test_gpt2_124m_checkpoint, test_gpt2_bad_files,
          test_prepare_train_sample, test_validation_reads_each_window_once,
          test_shuffle_permutes_windows, test_prepare_many_files, test_bpe_sample_ids,
          test_sample_zeroc_outputs, test_gpt2_shards]

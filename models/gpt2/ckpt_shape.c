@@ -8,6 +8,25 @@
 
 static void describe_arch(const gpt2_config *c, char *out, size_t cap);
 
+/* The vocabulary's tiles (gpt2_config.tile_params) as the run registered them: absent in
+ * checkpoints from before tiling, which are untiled. */
+static zc_status vocab_tiles_shape(zc_ckpt_reader *r, const char *dir, gpt2_config *gc, zc_err *err)
+{
+    int64_t rows;
+    gc->tile_params = -1;
+    if (zc_ckpt_reader_client_int(r, "vocab_tile_rows", &rows))
+        return ZC_OK;
+    const int blk = gpt2_head_block_rows(gc), Vp = gc->padded_vocab_size;
+    if (rows < 1 || rows > Vp || (rows < Vp && rows % blk))
+        return zc_err_set(err, ZC_EINVAL,
+                          "%s/manifest.json: client.vocab_tile_rows is %lld, expected the padded "
+                          "vocabulary %d or a multiple of %d below it",
+                          dir, (long long)rows, Vp, blk);
+    if (rows < Vp)
+        gc->tile_params = rows * (int64_t)gc->channels;
+    return ZC_OK;
+}
+
 static zc_status base_shape(zc_ckpt_reader *r, const char *dir, gpt2_config *gc, zc_err *err)
 {
     *gc = (gpt2_config){0}; /* GPT-2 unless the record says otherwise */
@@ -40,7 +59,7 @@ static zc_status base_shape(zc_ckpt_reader *r, const char *dir, gpt2_config *gc,
     if (zc_ckpt_reader_client_string(r, "family", fam, sizeof fam)) {
         if (zc_ckpt_reader_client_int(r, "kv_heads", &unused) && /* GPT-2: no record beyond */
             zc_ckpt_reader_client_number(r, "rope_theta", &unused_d))
-            return ZC_OK;
+            return vocab_tiles_shape(r, dir, gc, err);
         return zc_err_set(err, ZC_EINVAL,
                           "%s/manifest.json: client.family must be llama, qwen2 or mistral "
                           "beside the architecture's fields",
@@ -90,11 +109,8 @@ static zc_status base_shape(zc_ckpt_reader *r, const char *dir, gpt2_config *gc,
         return zc_err_set(err, ZC_EINVAL, "%s/manifest.json: client.untied must be 0 or 1", dir);
     gc->norm_eps = eps;
     gc->untied = untied;
-    /* the vocabulary's tiles (gpt2_config.tile_params) as the run registered them: absent in
-     * checkpoints from before tiling, which are untiled */
-    int64_t rows, cols;
-    gc->tile_params = -1;
-    /* the MLP's tiles likewise (absent: untiled) */
+    int64_t cols;
+    /* the MLP's tiles as the run registered them (absent: untiled) */
     gc->mlp_tile_cols = gpt2_hidden(gc);
     if (!zc_ckpt_reader_client_int(r, "mlp_tile_cols", &cols)) {
         const int I = gpt2_hidden(gc), bw = gpt2_mlp_block_cols(gc);
@@ -105,17 +121,7 @@ static zc_status base_shape(zc_ckpt_reader *r, const char *dir, gpt2_config *gc,
                               dir, (long long)cols, I, bw ? bw : I);
         gc->mlp_tile_cols = (int)cols;
     }
-    if (zc_ckpt_reader_client_int(r, "vocab_tile_rows", &rows))
-        return ZC_OK;
-    const int blk = gpt2_head_block_rows(gc), Vp = gc->padded_vocab_size;
-    if (rows < 1 || rows > Vp || (rows < Vp && rows % blk))
-        return zc_err_set(err, ZC_EINVAL,
-                          "%s/manifest.json: client.vocab_tile_rows is %lld, expected the padded "
-                          "vocabulary %d or a multiple of %d below it",
-                          dir, (long long)rows, Vp, blk);
-    if (rows < Vp)
-        gc->tile_params = rows * (int64_t)gc->channels;
-    return ZC_OK;
+    return vocab_tiles_shape(r, dir, gc, err);
 }
 
 /* LoRA's settings, when the run had adapters (client.lora_r absent: none). */
@@ -168,10 +174,12 @@ static void describe_arch(const gpt2_config *c, char *out, size_t cap)
                      "\"num_layers\": %d, \"num_heads\": %d, \"channels\": %d",
                      c->max_seq_len, c->vocab_size, c->padded_vocab_size, c->num_layers,
                      c->num_heads, c->channels);
-    if (!c->family[0] || n < 0 || (size_t)n >= cap)
-        return;
     int rows, cols;
     gpt2_vocab_tiles(c, &rows);
+    if (!c->family[0] && n >= 0 && (size_t)n < cap) /* GPT-2: its vocabulary's tiles */
+        snprintf(out + n, cap - (size_t)n, ", \"vocab_tile_rows\": %d", rows);
+    if (!c->family[0] || n < 0 || (size_t)n >= cap)
+        return;
     gpt2_mlp_tiles(c, &cols);
     snprintf(out + n, cap - (size_t)n,
              ", \"family\": \"%s\", \"kv_heads\": %d, \"head_dim\": %d, \"hidden\": %d, "

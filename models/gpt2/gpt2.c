@@ -317,16 +317,12 @@ int gpt2_head_block_rows(const gpt2_config *c)
     return c->padded_vocab_size < 8192 ? 128 : 1024;
 }
 
-bool gpt2_head_blocked(const gpt2_config *c)
-{
-    return c->untied || c->pos == GPT2_POS_ROPE;
-}
-
 int gpt2_vocab_tiles(const gpt2_config *c, int *rows)
 {
     const int64_t Vp = c->padded_vocab_size, blk = gpt2_head_block_rows(c);
     *rows = (int)Vp;
-    if (c->pos != GPT2_POS_ROPE || c->tile_params < 0 || Vp < 1 || c->channels < 1)
+    if (c->tile_params < 0 || Vp < 1 || c->channels < 1 ||
+        (c->pos == GPT2_POS_LEARNED && c->tile_params == 0))
         return 1;
     int64_t bound = c->tile_params;
     if (!bound) { /* the size of one block unit */
@@ -341,6 +337,23 @@ int gpt2_vocab_tiles(const gpt2_config *c, int *rows)
         return 1;
     *rows = (int)(per < blk ? blk : per);
     return (int)((Vp + *rows - 1) / *rows);
+}
+
+bool gpt2_vocab_tile_of(const gpt2_config *c, const char *name, char whole[8], int *row0, int *rows)
+{
+    int t, per, nt = gpt2_vocab_tiles(c, &per);
+    char end;
+    if (sscanf(name, "wte.%d%c", &t, &end) == 1)
+        snprintf(whole, 8, "wte");
+    else if (sscanf(name, "lm_head.%d%c", &t, &end) == 1)
+        snprintf(whole, 8, "lm_head");
+    else
+        return false;
+    if (nt == 1 || t < 0 || t >= nt)
+        return false;
+    *row0 = t * per;
+    *rows = t == nt - 1 ? c->padded_vocab_size - *row0 : per;
+    return true;
 }
 
 int gpt2_mlp_block_cols(const gpt2_config *c)
@@ -404,8 +417,8 @@ int gpt2_unit_numel(const gpt2_config *c, size_t *numel)
     unit_sizes(c, &emb, &block, &lnf, &ovf);
     int rows, nt = gpt2_vocab_tiles(c, &rows), k = 0;
     const int64_t Vp = c->padded_vocab_size, C = c->channels;
-    for (int t = 0; nt > 1 && t < nt; t++)
-        numel[k++] = (size_t)((t == nt - 1 ? Vp - (int64_t)t * rows : rows) * C);
+    for (int t = 0; nt > 1 && t < nt; t++) /* the last with the learned positions, if any */
+        numel[k++] = (size_t)(t == nt - 1 ? emb - (int64_t)t * rows * C : rows * C);
     if (nt == 1)
         numel[k++] = (size_t)emb;
     int cols, nmt = gpt2_mlp_tiles(c, &cols);
@@ -820,8 +833,8 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
                        : -1;
         m->emb_tiles[0].unit = m->u_emb, m->emb_tiles[0].param = m->p_wte;
         lp += 1 + (m->p_wpe >= 0);
-    } else { /* rotary positions: no wpe */
-        m->p_wte = m->p_wpe = -1;
+    } else { /* learned positions in the last tile's unit, after its rows */
+        m->p_wte = -1;
         for (int t = 0; t < nt; t++) {
             struct vocab_tile *v = &m->emb_tiles[t];
             char name[ZC_MAX_NAME];
@@ -833,6 +846,12 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
         }
         m->u_emb = m->emb_tiles[0].unit;
         lp++;
+        m->p_wpe = cfg->pos == GPT2_POS_LEARNED
+                       ? zc_engine_add_param(e, m->emb_tiles[nt - 1].unit, "wpe", 2,
+                                             (int64_t[]){maxT, C}, w02)
+                       : -1;
+        AS(m->p_wpe, 0);
+        lp += m->p_wpe >= 0;
     }
     for (int l = 0; l < L; l++) {
         char name[ZC_MAX_NAME];
@@ -1443,13 +1462,16 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
         st = check_tokens(m, targets, "target", err);
     if (st)
         return st;
-    if (m->ntiles > 1) /* tile by tile (a tied head gathers them again at the end) */
+    if (m->ntiles > 1) /* tile by tile (a tied head gathers them again at the end), the
+                        * learned positions added with the last */
         for (int k = 0; k < m->ntiles; k++) {
             const struct vocab_tile *v = &m->emb_tiles[k];
             if ((st = zc_engine_acquire(m->e, v->unit, err)))
                 return st;
             gpt2_encoder_forward_rows(m->encoded, inputs, v->row0, v->rows, MAT(m, v->param), BT,
                                       C);
+            if (k == m->ntiles - 1 && m->p_wpe >= 0)
+                gpt2_encoder_forward_pos(m->encoded, POS(m, m->p_wpe), B, T, C);
             if ((st = zc_engine_release(m->e, v->unit, err)))
                 return st;
         }
@@ -1474,28 +1496,21 @@ static zc_status forward(gpt2_model *m, const int *inputs, const int *targets, d
         return st;
     norm_forward(m, m->lnf, m->lnf_mean, m->lnf_rstd, A(m, L - 1, A_RES3), P(m, m->p_lnfw),
                  P(m, m->p_lnfb), BT);
-    if (gpt2_head_blocked(&m->cfg)) { /* ln_f's unit's lm_head, the held wte, or the tiles */
-        if (m->ntiles == 1 && m->cfg.untied)
-            head_forward(m, 0);
-        if ((st = zc_engine_release(m->e, m->u_lnf, err)))
-            return st;
-        if (m->ntiles == 1 && !m->cfg.untied) {
-            head_forward(m, 0);
-            if ((st = zc_engine_release(m->e, m->u_emb, err)))
-                return st;
-        }
-        for (int k = 0; m->ntiles > 1 && k < m->ntiles; k++) {
-            if ((st = zc_engine_acquire(m->e, m->head_tiles[k].unit, err)))
-                return st;
-            head_forward(m, k);
-            if ((st = zc_engine_release(m->e, m->head_tiles[k].unit, err)))
-                return st;
-        }
-    } else {
-        if ((st = zc_engine_release(m->e, m->u_lnf, err)))
-            return st;
-        gpt2_matmul_forward(m->logits, m->lnf, MAT(m, m->p_wte), NULL, BT, C, Vp, &m->gemm);
+    /* the head: ln_f's unit's lm_head, the held wte, or the tiles */
+    if (m->ntiles == 1 && m->cfg.untied)
+        head_forward(m, 0);
+    if ((st = zc_engine_release(m->e, m->u_lnf, err)))
+        return st;
+    if (m->ntiles == 1 && !m->cfg.untied) {
+        head_forward(m, 0);
         if ((st = zc_engine_release(m->e, m->u_emb, err)))
+            return st;
+    }
+    for (int k = 0; m->ntiles > 1 && k < m->ntiles; k++) {
+        if ((st = zc_engine_acquire(m->e, m->head_tiles[k].unit, err)))
+            return st;
+        head_forward(m, k);
+        if ((st = zc_engine_release(m->e, m->head_tiles[k].unit, err)))
             return st;
     }
     if (targets && loss) {
@@ -1678,6 +1693,23 @@ static zc_status embedding_backward(gpt2_model *m, int param, int row0, int rows
     return ZC_OK;
 }
 
+/* The learned positions' gradient (none: nothing) from dres: in bf16 beside a tied table's bf16
+ * gradient (bf16), else added into its fp32 buffer — the adds gpt2_encoder_backward gives it. */
+static zc_status positions_backward(gpt2_model *m, bool bf16, const float *dres, zc_err *err)
+{
+    if (m->p_wpe < 0)
+        return ZC_OK;
+    uint16_t *g16 = bf16 ? zc_engine_grad16(m->e, m->p_wpe) : NULL;
+    float *g = bf16 ? NULL : zc_engine_grad(m->e, m->p_wpe);
+    if (!g16 && !g)
+        return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the embedding gradients");
+    if (g16)
+        gpt2_encoder_backward_pos16(g16, dres, m->B, m->T, m->cfg.channels);
+    else
+        gpt2_encoder_backward_pos(g, dres, m->B, m->T, m->cfg.channels);
+    return ZC_OK;
+}
+
 /* A tiled MLP's backward, tile by tile from the last, each gathered alone (and, recompute,
  * its products redone first), its gradients handed back as it ends. */
 static zc_status mlp_tiles_backward(gpt2_model *m, int l, bool recompute, zc_err *err)
@@ -1804,30 +1836,9 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
         m->losses[i] = targets[i] == GPT2_IGNORE_INDEX ? 0.0f : 1.0f / (float)n;
     gpt2_softmax_crossentropy_backward_inplace(dlogits, m->losses, targets, BT, V, Vp);
     memset(m->dlnf, 0, (size_t)BT * C * sizeof(float));
-    float *dwte = NULL, *dwpe = NULL;
     const bool frozen = m->cfg.lora.r > 0; /* LoRA: the base takes no gradient */
-    if (!gpt2_head_blocked(&m->cfg)) { /* the tied head: the product writes all of dwte first, the
-                                        * encoder adds later — in bf16 where the engine takes the
-                                        * gradient so (stages 2–3: no fp32 buffer of the unit) */
-        if ((st = zc_engine_acquire(m->e, m->u_emb, err)))
-            return st;
-        bool dwte_fresh = false;
-        uint16_t *dwte16 =
-            !frozen && m->gemm.type == ZC_GEMM_BF16 && mat16(m, m->p_wte) && tied16_sortable(m)
-                ? zc_engine_grad16(m->e, m->p_wte)
-                : NULL;
-        m->emb_tiles[0].tied16 = dwte16;
-        dwte = frozen || dwte16 ? NULL : zc_engine_grad_fresh(m->e, m->p_wte, &dwte_fresh);
-        dwpe = m->p_wpe < 0 || frozen || dwte16 ? NULL : zc_engine_grad(m->e, m->p_wpe);
-        if (!frozen && !dwte16 && (!dwte || (m->p_wpe >= 0 && !dwpe)))
-            return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the embedding gradients");
-        gpt2_matmul_backward(m->dlnf, dwte, dwte16, NULL, dlogits, m->lnf, MAT(m, m->p_wte), BT, C,
-                             Vp, dwte_fresh, &m->gemm);
-        if ((st = zc_engine_release(m->e, m->u_emb, err)))
-            return st;
-    }
-    /* A blocked tied head untiled: the held wte's gradient written first, the encoder adds. */
-    if (gpt2_head_blocked(&m->cfg) && !m->cfg.untied && m->ntiles == 1 &&
+    /* A tied head untiled: the held wte's gradient written first, the encoder adds. */
+    if (!m->cfg.untied && m->ntiles == 1 &&
         ((st = zc_engine_acquire(m->e, m->u_emb, err)) || (st = head_backward(m, 0, err)) ||
          (st = zc_engine_release(m->e, m->u_emb, err))))
         return st;
@@ -1886,72 +1897,48 @@ zc_status gpt2_backward(gpt2_model *m, const int *inputs, const int *targets, zc
                 return st;
         return ZC_OK;
     }
+    if (m->cfg.untied && m->p_wpe >= 0 && m->ntiles == 1) { /* both tables' fp32 gradients */
+        if ((st = zc_engine_acquire(m->e, m->u_emb, err)))
+            return st;
+        float *dwte = zc_engine_grad(m->e, m->p_wte), *dwpe = zc_engine_grad(m->e, m->p_wpe);
+        if (!dwte || !dwpe)
+            return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the embedding gradients");
+        gpt2_encoder_backward(dwte, dwpe, dres, inputs, B, T, C);
+        if ((st = zc_engine_grads_ready(m->e, m->u_emb, err)))
+            return st;
+        return zc_engine_release(m->e, m->u_emb, err);
+    }
     /* untied tiles are gathered for their backward; tied ones were for the head's, and the rows'
-     * gradients need no values */
+     * gradients need no values; learned positions, in the last tile's unit, with it */
     const bool gather = m->cfg.untied;
-    for (int k = m->ntiles - 1; m->ntiles > 1 && k >= 0; k--) {
+    for (int k = m->ntiles - 1; k >= 0; k--) {
         struct vocab_tile *v = &m->emb_tiles[k];
         if (gather && (st = zc_engine_acquire(m->e, v->unit, err)))
             return st;
         uint16_t *tied16 = v->tied16;
         v->tied16 = NULL;
         if ((st = embedding_backward(m, v->param, v->row0, v->rows, tied16, dres, inputs, err)) ||
+            (k == m->ntiles - 1 && (st = positions_backward(m, tied16 != NULL, dres, err))) ||
             (st = zc_engine_grads_ready(m->e, v->unit, err)) ||
             (gather && (st = zc_engine_release(m->e, v->unit, err))))
             return st;
     }
-    if (m->ntiles > 1)
-        return ZC_OK;
-    uint16_t *tied16 = m->emb_tiles[0].tied16; /* the head's bf16 gradient of a tied table */
-    m->emb_tiles[0].tied16 = NULL;
-    if (!m->cfg.untied && m->p_wpe < 0) /* a blocked tied head: the rows added to its gradient */
-        return (st = embedding_backward(m, m->p_wte, 0, (int)m->cfg.padded_vocab_size, tied16, dres,
-                                        inputs, err))
-                   ? st
-                   : zc_engine_grads_ready(m->e, m->u_emb, err);
-    if (tied16) { /* GPT-2's tied head in bf16: the rows added to its gradient, wpe's in bf16 */
-        uint16_t *dwpe16 = m->p_wpe < 0 ? NULL : zc_engine_grad16(m->e, m->p_wpe);
-        if (m->p_wpe >= 0 && !dwpe16)
-            return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the embedding gradients");
-        if ((st = embedding_backward(m, m->p_wte, 0, (int)m->cfg.padded_vocab_size, tied16, dres,
-                                     inputs, err)))
-            return st;
-        if (dwpe16)
-            gpt2_encoder_backward_pos16(dwpe16, dres, B, T, C);
-        return zc_engine_grads_ready(m->e, m->u_emb, err);
-    }
-    if (m->cfg.untied && m->p_wpe < 0) { /* rotary positions: the table's rows alone */
-        if ((st = zc_engine_acquire(m->e, m->u_emb, err)) ||
-            (st = embedding_backward(m, m->p_wte, 0, (int)m->cfg.padded_vocab_size, NULL, dres,
-                                     inputs, err)) ||
-            (st = zc_engine_grads_ready(m->e, m->u_emb, err)))
-            return st;
-        return zc_engine_release(m->e, m->u_emb, err);
-    }
-    if (m->cfg.untied) {
-        if ((st = zc_engine_acquire(m->e, m->u_emb, err)))
-            return st;
-        dwte = zc_engine_grad(m->e, m->p_wte);
-        dwpe = m->p_wpe < 0 ? NULL : zc_engine_grad(m->e, m->p_wpe);
-        if (!dwte || (m->p_wpe >= 0 && !dwpe))
-            return zc_err_set(err, ZC_ENOMEM, "gpt2: out of memory for the embedding gradients");
-    }
-    gpt2_encoder_backward(dwte, dwpe, dres, inputs, B, T, C);
-    if ((st = zc_engine_grads_ready(m->e, m->u_emb, err)))
-        return st;
-    return m->cfg.untied ? zc_engine_release(m->e, m->u_emb, err) : ZC_OK;
+    return ZC_OK;
 }
 
 /* ---------- llm.c checkpoints ---------- */
 
-/* Which checkpoint tensor (0..15) and which layer slab a parameter is. */
-static void llmc_place(const gpt2_model *m, int param, int *tensor, int *layer)
+/* Which checkpoint tensor (0..15) a parameter is, and where in it the parameter starts (in
+ * elements: its layer's slab, or a vocabulary tile's first row). */
+static void llmc_place(const gpt2_model *m, int param, int *tensor, size_t *first)
 {
-    *layer = 0;
-    if (param == m->p_wte) {
-        *tensor = 0;
-        return;
-    }
+    *first = 0;
+    for (int k = 0; k < m->ntiles; k++)
+        if (param == m->emb_tiles[k].param) { /* the table, or its tile */
+            *tensor = 0;
+            *first = (size_t)m->emb_tiles[k].row0 * (size_t)m->cfg.channels;
+            return;
+        }
     if (param == m->p_wpe) {
         *tensor = 1;
         return;
@@ -1968,7 +1955,7 @@ static void llmc_place(const gpt2_model *m, int param, int *tensor, int *layer)
         for (int k = 0; k < P_NBLOCK; k++)
             if (m->p_block[l * P_NBLOCK + k] == param) {
                 *tensor = 2 + k;
-                *layer = l;
+                *first = (size_t)l * zc_engine_param_info(m->e, param)->numel;
                 return;
             }
     ZC_ASSERT(!"parameter not in the model");
@@ -2011,14 +1998,13 @@ zc_status gpt2_load_llmc(gpt2_model *m, const char *path, zc_err *err)
     for (int p = 0; p < zc_engine_num_params(m->e) && !st; p++) {
         if (lora_is_param(zc_engine_param_info(m->e, p)->name)) /* adapters: as initialised */
             continue;
-        int tensor, layer;
-        llmc_place(m, p, &tensor, &layer);
-        size_t first, n, numel = zc_engine_param_info(m->e, p)->numel;
+        int tensor;
+        size_t at, first, n;
+        llmc_place(m, p, &tensor, &at);
         zc_engine_param_owned(m->e, p, &first, &n);
         for (size_t done = 0; done < n && !st; done += chunk) {
             size_t k = n - done < chunk ? n - done : chunk;
-            st =
-                llmc_ckpt_read(path, &h, tensor, (size_t)layer * numel + first + done, k, buf, err);
+            st = llmc_ckpt_read(path, &h, tensor, at + first + done, k, buf, err);
             for (size_t i = 0; i < k && !st; i++) /* a NaN would train on, unseen */
                 if (!isfinite(buf[i]))
                     st = zc_err_set(err, ZC_EINVAL,
@@ -2065,10 +2051,10 @@ zc_status gpt2_save_llmc(gpt2_model *m, const char *path, zc_err *err)
         const zc_unit_info *ui = zc_engine_unit_info(m->e, u);
         for (int p = ui->first_param; p < ui->first_param + ui->nparams && !wst; p++) {
             const zc_param_info *pi = zc_engine_param_info(m->e, p);
-            int tensor, layer;
-            llmc_place(m, p, &tensor, &layer);
-            wst = llmc_ckpt_write(&w, tensor, (size_t)layer * pi->numel, pi->numel,
-                                  buf + pi->offset, err);
+            int tensor;
+            size_t at;
+            llmc_place(m, p, &tensor, &at);
+            wst = llmc_ckpt_write(&w, tensor, at, pi->numel, buf + pi->offset, err);
         }
     }
     free(buf);

@@ -56,12 +56,13 @@ typedef struct {
     double rope_factor, rope_low_freq, rope_high_freq;
     int rope_orig_max;
     char family[16]; /* config.json's model_type ("llama", "qwen2", "mistral"); "" is GPT-2 */
-    /* Not architecture but layout: a vocabulary matrix (wte, an untied lm_head) with rotary
-     * positions larger than this many parameters is registered as several units ("tiles" of
-     * whole 1024-row blocks, ZeRO-Infinity's memory-centric tiling), so a gather, its working
-     * memory and its disk reads are bounded by a tile, not the vocabulary. 0: the size of one
-     * block unit (h.<l>), so no unit is larger than a block; −1: never. A bound below a block's
-     * size also splits each block's MLP across its width where it runs in column blocks
+    /* Not architecture but layout: a vocabulary matrix (wte, an untied lm_head) larger than
+     * this many parameters is registered as several units ("tiles" of whole 1024-row blocks,
+     * ZeRO-Infinity's memory-centric tiling), so a gather, its working memory and its disk reads
+     * are bounded by a tile, not the vocabulary. 0: the size of one block unit (h.<l>), so no
+     * unit is larger than a block, with rotary positions (GPT-2's learned positions stay one unit
+     * unless the bound is positive: its checkpoints keep their layout); −1: never. A bound below a
+     * block's size also splits each block's MLP across its width where it runs in column blocks
      * (gpt2_mlp_tiles): units "h.<l>.mlp.<t>" after h.<l>, each the gate, up and down of
      * whole blocks of columns (h.<l>.gate.<t>, h.<l>.up.<t>: rows of gate_proj and up_proj;
      * h.<l>.down.<t>: columns of down_proj), tile by tile, bitwise-equal to the untiled run. */
@@ -84,8 +85,15 @@ int gpt2_hidden(const gpt2_config *cfg);
  * on the same values, so they end on the same bits. */
 int gpt2_head_block_rows(const gpt2_config *cfg);
 /* How many tiles each vocabulary matrix is split into (1: one unit), and the rows of each but
- * the last (*rows; the padded vocabulary when 1). */
+ * the last (*rows; the padded vocabulary when 1). Learned positions (GPT-2) tile only under a
+ * positive tile_params, and sit in the last embedding tile's unit; a tied head's tiles are the
+ * embedding's, gathered again for the head. */
 int gpt2_vocab_tiles(const gpt2_config *cfg, int *rows);
+/* A vocabulary tile's parameter ("wte.<t>", "lm_head.<t>" as gpt2_create names them): the whole
+ * matrix's name ("wte", "lm_head") into whole, and the tile's rows [*row0, *row0 + *rows) of the
+ * padded vocabulary under cfg's tiling; false for any other name, or a t cfg has no tile for. */
+bool gpt2_vocab_tile_of(const gpt2_config *cfg, const char *name, char whole[8], int *row0,
+                        int *rows);
 /* The Llama family's MLP (SwiGLU, no biases) at least 4 blocks wide runs in blocks of this many
  * columns of its width (GPT2_MLP_BLOCK; 0: one product each, as GPT-2's and narrower ones):
  * gate, up and their SwiGLU per block, the output product summed block after block, the
@@ -98,10 +106,6 @@ int gpt2_mlp_block_cols(const gpt2_config *cfg);
  * whose adapters are added after the whole MLP's products), and the columns of each but the
  * last (*cols; the MLP's width when 1). */
 int gpt2_mlp_tiles(const gpt2_config *cfg, int *cols);
-/* Whether the head's product runs block by block over the vocabulary (1024 rows, as tiles need
- * it): every model but GPT-2's tied one with learned positions, whose one product stays as llm.c
- * computes it. A tied head's tiles are the embedding's, gathered again for the head. */
-bool gpt2_head_blocked(const gpt2_config *cfg);
 /* The units gpt2_create registers: the embeddings (or their tiles), the blocks, ln_f, the head's
  * tiles. */
 int gpt2_num_units(const gpt2_config *cfg);

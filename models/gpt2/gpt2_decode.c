@@ -302,6 +302,11 @@ static zc_status run(gpt2_decoder *d, const int *tok, int p0, int M, zc_err *err
                 return st;
             gpt2_get_vocab_tile(m, false, k, &w);
             gpt2_encoder_forward_rows(x, tok, r0, rows, w.w, w.w16, M, C);
+            gpt2_weight wte, wpe; /* learned positions: in the last tile's unit */
+            gpt2_get_embeddings(m, &wte, &wpe);
+            if (k == nt - 1 && (wpe.w || wpe.w16))
+                gpt2_encoder_forward_pos(x, wpe.w ? wpe.w + (size_t)p0 * C : NULL,
+                                         wpe.w16 ? wpe.w16 + (size_t)p0 * C : NULL, 1, M, C);
             if ((st = zc_engine_release(e, u, err)))
                 return st;
         }
@@ -333,16 +338,6 @@ static zc_status run(gpt2_decoder *d, const int *tok, int p0, int M, zc_err *err
     const float *lnfw, *lnfb;
     gpt2_get_lnf(m, &lnfw, &lnfb);
     norm(d, F(d, S_LNF), F(d, S_MEAN), F(d, S_RSTD), x + (size_t)(M - 1) * C, lnfw, lnfb, 1);
-    if (!gpt2_head_blocked(&d->cfg)) { /* GPT-2's tied head: wte's transpose, one product */
-        if ((st = zc_engine_release(e, gpt2_unit(m, L), err)))
-            return st;
-        gpt2_weight wte, wpe;
-        gpt2_get_embeddings(m, &wte, &wpe);
-        gpt2_matmul_forward(F(d, S_LOGITS), F(d, S_LNF), wte.w, wte.w16, NULL, 1, C, Vp, &d->g);
-        if ((st = zc_engine_release(e, gpt2_unit(m, -1), err)))
-            return st;
-        return zc_engine_end_pass(e, err);
-    }
     /* the head block by block as the forward: untiled, lm_head in ln_f's unit or the held tied
      * wte; tiled, its tiles (a tied head's: the embedding's, gathered again) */
     if ((nt > 1 || !untied) && (st = zc_engine_release(e, gpt2_unit(m, L), err)))

@@ -170,6 +170,36 @@ void gpt2_encoder_backward_rows(float *restrict dwte, const float *restrict dout
     ZC_SIMD_DISPATCH(encoder_backward_rows, dwte, dout, inp, row0, rows, BT, C);
 }
 
+void gpt2_encoder_forward_pos(float *restrict out, const float *restrict wpe,
+                              const uint16_t *restrict wpe16, int B, int T, int C)
+{
+    const int BT = B * T;
+#pragma omp parallel for schedule(static) if ((size_t)BT * (size_t)C >= PAR_MIN)
+    for (int bt = 0; bt < BT; bt++) {
+        float *o = out + (size_t)bt * C;
+        const size_t t = (size_t)(bt % T) * C;
+        if (wpe16)
+            for (int c = 0; c < C; c++)
+                o[c] += bf16_value(wpe16[t + c]);
+        else
+            for (int c = 0; c < C; c++)
+                o[c] += wpe[t + c];
+    }
+}
+
+void gpt2_encoder_backward_pos(float *restrict dwpe, const float *restrict dout, int B, int T,
+                               int C)
+{
+#pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PAR_MIN)
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < B; b++) {
+            const float *d = dout + ((size_t)b * T + (size_t)t) * C;
+            float *w = dwpe + (size_t)t * C;
+            for (int c = 0; c < C; c++)
+                w[c] += d[c];
+        }
+}
+
 static int cmp_row_pos(const void *a, const void *b)
 {
     const gpt2_row_pos *x = a, *y = b;

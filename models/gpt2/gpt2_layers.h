@@ -55,6 +55,15 @@ void gpt2_encoder_backward(float *restrict dwte,       // (Vp,C) accumulated
 void gpt2_encoder_forward_rows(float *restrict out, const int *restrict inp, int row0, int rows,
                                const float *restrict wte, const uint16_t *restrict wte16, int BT,
                                int C);
+/* Learned positions added to what gpt2_encoder_forward_rows wrote: out[b,t,:] += wpe[t,:] (wpe
+ * as fp32, or wpe16 as bf16 bits) — with the rows, the bits of gpt2_encoder_forward (one fp32
+ * add of the two). */
+void gpt2_encoder_forward_pos(float *restrict out, const float *restrict wpe,
+                              const uint16_t *restrict wpe16, int B, int T, int C);
+/* Their gradient added into dwpe (T × C, fp32): for each position the batch's dout in batch
+ * order — the adds gpt2_encoder_backward gives dwpe. */
+void gpt2_encoder_backward_pos(float *restrict dwpe, const float *restrict dout, int B, int T,
+                               int C);
 /* The tile's scatter-add: the rows of dwte (rows × C) named by the tokens in its range, positions
  * in order — each row receives exactly the adds gpt2_encoder_backward gives it. */
 void gpt2_encoder_backward_rows(float *restrict dwte, const float *restrict dout,

@@ -45,6 +45,12 @@ static const struct {
 static bool hf_name(const char *name, char *out, size_t cap, bool *transposed)
 {
     *transposed = false;
+    int t;
+    char end;
+    if (sscanf(name, "wte.%d%c", &t, &end) == 1 && t >= 0) { /* a tile of it (--tile-params) */
+        snprintf(out, cap, "wte.weight");
+        return true;
+    }
     for (size_t i = 0; i < sizeof TOP / sizeof *TOP; i++)
         if (!strcmp(name, TOP[i].zc)) {
             snprintf(out, cap, "%s", TOP[i].hf);
@@ -62,12 +68,13 @@ static bool hf_name(const char *name, char *out, size_t cap, bool *transposed)
     return false;
 }
 
-/* The shape transformers stores zeroc's parameter in (V: the real vocabulary). */
+/* The shape transformers stores zeroc's parameter in (V: the real vocabulary; a tile's: the
+ * whole table's). */
 static void hf_shape(const zc_param_info *pi, bool transposed, int vocab, int64_t shape[2])
 {
     shape[0] = pi->shape[0];
     shape[1] = pi->ndim > 1 ? pi->shape[1] : 0;
-    if (!strcmp(pi->name, "wte"))
+    if (!strncmp(pi->name, "wte", 3))
         shape[0] = vocab;
     if (transposed) {
         shape[0] = pi->shape[1];
@@ -370,7 +377,7 @@ zc_status hf_read_config(const char *path, gpt2_config *cfg, zc_err *err)
 /* ---------- loading ---------- */
 
 /* Every tensor of the file must be one the model reads, lm_head.weight or a mask buffer. */
-static zc_status check_names(const hf_st_file *f, zc_engine *e, zc_err *err)
+static zc_status check_names(const hf_st_file *f, zc_engine *e, int blocks, zc_err *err)
 {
     const size_t pl = strlen(f->prefix);
     for (const cJSON *t = f->h->child; t; t = t->next) {
@@ -393,7 +400,7 @@ static zc_status check_names(const hf_st_file *f, zc_engine *e, zc_err *err)
             return zc_err_set(err, ZC_EINVAL,
                               "%s: tensor '%s' is not part of this GPT-2 (%d "
                               "blocks; transformers' GPT2LMHeadModel names)",
-                              f->path, name, (zc_engine_num_params(e) - 4) / 12);
+                              f->path, name, blocks);
     }
     return ZC_OK;
 }
@@ -435,14 +442,21 @@ static zc_status check_tied(const hf_st_file *f, zc_err *err)
 }
 
 /* Elements [first, first + n) of parameter pi (zeroc's layout) from its transformers tensor. */
-static zc_status read_param(const hf_st_file *f, const zc_param_info *pi, size_t first, size_t n,
-                            int vocab, float *buf, zc_err *err)
+static zc_status read_param(const hf_st_file *f, const gpt2_config *gc, const zc_param_info *pi,
+                            size_t first, size_t n, float *buf, zc_err *err)
 {
-    char bare[NAME_CAP], name[NAME_CAP + 16];
+    const int vocab = gc->vocab_size;
+    char bare[NAME_CAP], name[NAME_CAP + 16], mat[8];
     bool tr;
     if (!hf_name(pi->name, bare, sizeof bare, &tr))
         return zc_err_set(err, ZC_EINVAL, "parameter '%s' is not a GPT-2's", pi->name);
-    const bool wte = !strcmp(pi->name, "wte");
+    int row0 = 0, rows;
+    const bool tile = gpt2_vocab_tile_of(gc, pi->name, mat, &row0, &rows);
+    if (!tile && strcmp(pi->name, "wte") && !strncmp(pi->name, "wte.", 4))
+        return zc_err_set(err, ZC_EINVAL, "parameter '%s' is not a tile of this GPT-2's wte",
+                          pi->name);
+    first += (size_t)row0 * (size_t)gc->channels; /* a tile: its elements of the whole */
+    const bool wte = tile || !strcmp(pi->name, "wte");
     snprintf(name, sizeof name, "%s%s", wte ? "" : f->prefix, wte ? f->wte : bare);
     hf_st_tensor t;
     int64_t want[2];
@@ -490,14 +504,15 @@ static zc_status read_param(const hf_st_file *f, const zc_param_info *pi, size_t
 }
 
 /* Parameter p's elements this rank holds, from its transformers tensor. */
-static zc_status load_param(const hf_st_file *f, zc_engine *e, int p, int vocab, zc_err *err)
+static zc_status load_param(const hf_st_file *f, zc_engine *e, int p, const gpt2_config *gc,
+                            zc_err *err)
 {
     size_t first, n;
     zc_engine_param_owned(e, p, &first, &n);
     float *buf = malloc(n * sizeof(float) + 1);
     if (!buf)
         return zc_err_set(err, ZC_ENOMEM, "out of memory reading %s", f->path);
-    zc_status st = read_param(f, zc_engine_param_info(e, p), first, n, vocab, buf, err);
+    zc_status st = read_param(f, gc, zc_engine_param_info(e, p), first, n, buf, err);
     if (!st && n)
         st = zc_engine_set_param_values(e, p, first, n, buf, err);
     free(buf);
@@ -516,11 +531,12 @@ zc_status hf_load(zc_engine *e, const char *path, const gpt2_config *cfg, zc_err
     }
     if (st || (st = st_open(&f, p.st, err)))
         return st;
-    if (!(st = check_names(&f, e, err)) && !(st = zc_safetensors_check_layout(f.path, err)))
+    if (!(st = check_names(&f, e, cfg->num_layers, err)) &&
+        !(st = zc_safetensors_check_layout(f.path, err)))
         st = check_tied(&f, err);
     for (int q = 0; !st && q < zc_engine_num_params(e); q++) /* adapters: as initialised */
         if (!lora_is_param(zc_engine_param_info(e, q)->name))
-            st = load_param(&f, e, q, cfg->vocab_size, err);
+            st = load_param(&f, e, q, cfg, err);
     hf_st_close(&f);
     return st;
 }
@@ -541,7 +557,7 @@ static zc_status hf_base_read(void *ctx, int p, size_t first, size_t n, float *d
     const hf_base *b = ctx;
     const zc_param_info *pi = zc_ckpt_reader_param(b->r, p);
     return b->decoder ? hf_decoder_base_read(b->decoder, b->gc, pi, first, n, dst, err)
-                      : read_param(&b->f, pi, first, n, b->gc->vocab_size, dst, err);
+                      : read_param(&b->f, b->gc, pi, first, n, dst, err);
 }
 
 void hf_base_close(hf_base *b)
@@ -622,17 +638,21 @@ static zc_status write_config(const char *path, const gpt2_config *gc, zc_err *e
 
 /* The safetensors header: every parameter under its transformers name, in the checkpoint's
  * order, F32; padded with spaces to a multiple of 8. */
-static char *export_header(zc_ckpt_reader *r, int vocab, uint64_t *hlen, zc_err *err)
+static char *export_header(zc_ckpt_reader *r, const gpt2_config *gc, uint64_t *hlen, zc_err *err)
 {
+    const int vocab = gc->vocab_size;
     cJSON *h = cJSON_CreateObject();
     uint64_t off = 0;
     for (int p = 0; h && p < zc_ckpt_reader_num_params(r); p++) {
         const zc_param_info *pi = zc_ckpt_reader_param(r, p);
-        char name[NAME_CAP];
+        char name[NAME_CAP], mat[8];
         bool tr;
         int64_t shape[2];
+        int row0, rows;
         if (lora_is_param(pi->name)) /* LoRA's adapters: merged into their weights */
             continue;
+        if (gpt2_vocab_tile_of(gc, pi->name, mat, &row0, &rows) && row0 > 0)
+            continue; /* the table is its first tile's entry; the tiles follow it, in order */
         if (!hf_name(pi->name, name, sizeof name, &tr)) {
             cJSON_Delete(h);
             zc_err_set(err, ZC_EINVAL, "parameter '%s' is not part of a GPT-2", pi->name);
@@ -667,7 +687,13 @@ static zc_status export_param(zc_ckpt_reader *r, const gpt2_config *gc, int p, z
     int64_t shape[2];
     hf_name(pi->name, name, sizeof name, &tr);
     hf_shape(pi, tr, vocab, shape);
-    const size_t n = (size_t)shape[0] * (size_t)(pi->ndim > 1 ? shape[1] : 1);
+    size_t n = (size_t)shape[0] * (size_t)(pi->ndim > 1 ? shape[1] : 1);
+    char mat[8];
+    int row0, rows;
+    if (gpt2_vocab_tile_of(gc, pi->name, mat, &row0, &rows)) { /* its rows of the real table */
+        const int end = row0 + rows < vocab ? row0 + rows : vocab;
+        n = end > row0 ? (size_t)(end - row0) * (size_t)gc->channels : 0;
+    }
     zc_status st = ZC_OK;
     if (!tr) {
         for (size_t at = 0; !st && at < n; at += cap) {
@@ -712,7 +738,7 @@ zc_status hf_export_checkpoint(const char *ckdir, const char *base, const char *
     if (!st && (size_t)snprintf(path, sizeof path, "%s/model.safetensors", outdir) >= sizeof path)
         st = zc_err_set(err, ZC_EINVAL, "%s: path too long", outdir);
     uint64_t hlen = 0;
-    char *header = st ? NULL : export_header(r, gc.vocab_size, &hlen, err);
+    char *header = st ? NULL : export_header(r, &gc, &hlen, err);
     if (!st && !header)
         st = err->code;
     zc_durable *f = NULL;
