@@ -939,7 +939,8 @@ int cmd_estimate(int argc, char **argv)
         {"--activation-checkpointing", ARG_BOOL, &f.ckpt, NULL, "gpt2: recompute blocks", NULL},
         {"--tile-params", ARG_I64, &f.tile_params, NULL,
          "gpt2, the Llama family: embedding, head and (below a block's size) MLP tiles of at "
-         "most N parameters, as train (default 0: a block's size; -1: never)",
+         "most N parameters, as train (default 0: a block's size, GPT-2's learned positions "
+         "only under a positive N; -1: never)",
          NULL},
         {"--lora-r", ARG_STR, &f.lora_r, NULL,
          "gpt2: LoRA of rank R as train --lora-r: the base frozen (no gradients, no optimizer "

@@ -497,12 +497,12 @@ zc_status train_args_read(zc_comm *comm, int argc, char **argv, train_opts *o, z
         {"--activation-checkpointing", ARG_BOOL, &o->activation_checkpointing, NULL,
          "gpt2: keep only block inputs, recompute blocks in backward", NULL},
         {"--tile-params", ARG_I64, &o->tile_params, NULL,
-         "gpt2 (a vocabulary with rotary positions: the Llama family): register the embedding "
-         "and the head as tiles of at most N parameters (whole blocks of 1024 rows), and with N "
-         "below a block's size each block's MLP as tiles of its width (whole blocks of 1024 "
-         "columns of gate, up and down; MLPs 4096 wide or more, without LoRA), so a gather, its "
-         "working memory and its disk reads stay near N; the same bits as untiled (default 0: "
-         "the size of one transformer block; -1: never)",
+         "gpt2: register the embedding and the head as tiles of at most N parameters (whole "
+         "blocks of 1024 rows), and with N below a block's size each block's MLP as tiles of its "
+         "width (whole blocks of 1024 columns of gate, up and down; MLPs 4096 wide or more, "
+         "without LoRA), so a gather, its working memory and its disk reads stay near N; the "
+         "same bits as untiled (default 0: the size of one transformer block, for the Llama "
+         "family; GPT-2's learned positions tile only under a positive N; -1: never)",
          NULL},
         {"--lora-r", ARG_CONFIG, NULL, "lora.r",
          "gpt2: fine-tune with LoRA adapters of rank R on the linear layers --lora-targets names; "

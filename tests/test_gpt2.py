@@ -7,6 +7,7 @@ Usage: test_gpt2.py ZEROC_BINARY MPIRUN_SH [test-name ...]
 Expected values are computed here from first principles: the ZeRO paper's formulas (docs/ARCHITECTURE.md) over the unit
 sizes GPT-2 registers, SHA-256 of weights laid out by hand from an llm.c file, byte counts."""
 import hashlib
+import json
 import os
 import shutil
 import struct
@@ -658,6 +659,35 @@ def test_gpt2_vocab_tiles():
                     outs.append({f: open(os.path.join(out, f), "rb").read()
                                  for f in sorted(os.listdir(out))})
             check(outs[0] == outs[1], f"gpt2 tiles {dtype} {name}: the {fmt} export differs")
+    # resumes: a tiled checkpoint tiled (the uninterrupted weights), and refused untiled naming
+    # --tile-params; one from before GPT-2 recorded its tiles (no client.vocab_tile_rows) untiled
+    if ("bf16", "tiled") in reps:
+        want = reps[("bf16", "untiled")]["weights_sha256"]
+        common = ["--model", "gpt2", "--data", data, "--dtype", "bf16", "--stage", 3, *shape]
+        for t, old in ((tiles, False), (-1, True)):
+            ck = H_.path(f"vt-resume-{t}")
+            H_.run(2, "train", *common, "--steps", 2, "--tile-params", t, "--save-dir", ck)
+            step2 = os.path.join(ck, "step-000002")
+            if old:
+                mpath = os.path.join(step2, "manifest.json")
+                with open(mpath) as f:
+                    m = json.load(f)
+                del m["client"]["vocab_tile_rows"]
+                with open(mpath, "w") as f:
+                    json.dump(m, f)
+                with open(mpath, "rb") as f:  # the checksum recomputed, as an editor would
+                    digest = hashlib.sha256(f.read()).hexdigest()
+                with open(os.path.join(step2, "manifest.sha256"), "w") as f:
+                    f.write(f"{digest}  manifest.json\n")
+            tag = f"vt-resumed-{t}"
+            H_.run(2, "train", *common, "--steps", 4, "--tile-params", t, "--resume", step2,
+                   "--report", H_.path(tag + ".json"))
+            got = H_.report(tag + ".json")["weights_sha256"]
+            check(got == want, f"gpt2 tiles: resumed ({'old' if old else 'tiled'}) {got} != {want}")
+        p = H_.run(2, "train", *common, "--steps", 4, "--resume",
+                   os.path.join(H_.path(f"vt-resume-{tiles}"), "step-000002"), ok=False)
+        check(p.returncode != 0 and "vocab_tile_rows 384, this run has 1024" in p.stderr and
+              "--tile-params" in p.stderr, f"gpt2 tiles resumed untiled: {p.stderr[-400:]}")
     # the exports load back into tiles: the untiled run's initial weights from either file
     for init in (H_.path("vt-bf16-untiled.bin"), H_.path("vt-bf16-untiled-hf")):
         if not os.path.exists(init):
