@@ -601,7 +601,8 @@ def test_gpt2_vocab_tiles():
     not, so the initial weights, the losses and the final weights are the untiled run's, in fp32
     and bf16, at stages 0 and 3, with both offloads, activation checkpointing and gradient
     accumulation; the exports (transformers', llm.c's, --save-final) are the same bytes and load
-    back into tiles; the samples are the untiled run's; the largest gathered unit shrinks. The
+    back into tiles; the samples are the untiled run's; the largest gathered unit shrinks; the
+    traffic is the estimate's. The
     tokens are drawn over the whole vocabulary, so every tile has rows in use."""
     import random
     rng = random.Random(5)
@@ -699,10 +700,17 @@ def test_gpt2_vocab_tiles():
                    "--report", H_.path(tag + ".json"), "--tile-params", t, *shape[:-2])
             shas.append(H_.report(tag + ".json")["initial_weights_sha256"])
         check(shas[0] == shas[1], f"gpt2 tiles: --init {init} into tiles: {shas}")
-    # the largest gathered unit shrinks: the working peak at stage 3
+    # the largest gathered unit shrinks: the working peak at stage 3; the traffic (the tiles'
+    # third gather) is the estimate's to the byte
     if ("bf16", "tiled") in reps:
         w = [reps[("bf16", n)]["memory"]["ranks"][0]["working_peak"] for n in ("tiled", "untiled")]
         check(w[0] < w[1], f"gpt2 tiles: working peak {w[0]} not below untiled {w[1]}")
+        est = H_.estimate("--model", "gpt2", *shape, "--ranks", 2, "--dtype", "bf16",
+                          "--tile-params", tiles)
+        row = [r for r in est["rows"] if r["stage"] == 3 and r["offload"] == "none"][0]
+        got = reps[("bf16", "tiled")]["comm"]["bytes_per_step"]["total"]
+        check(row["comm_bytes_per_step"] == got,
+              f"gpt2 tiles: estimate {row['comm_bytes_per_step']} != measured {got}")
     # generation reads the tiles for the embedding (the positions with the last) and the head
     if not H_.sanitized:
         samples = []
