@@ -20,6 +20,9 @@
  * - The Llama family's wide MLP runs in column blocks, and with a bound below a block's size its
  *   tiles are units of their own, gathered one at a time after the block's attention
  *   (mlp_tiles_forward / mlp_tiles_backward); the same products either way.
+ * - The head runs over blocks of vocabulary rows for every model, so a vocabulary past
+ *   tile_params (GPT-2's too, its learned positions in the last tile) is units of whole blocks,
+ *   gathered tile by tile, with the untiled run's bits.
  * - The tied wte: the "embeddings" unit is acquired once for the whole forward (encoder ...
  *   head), acquired again for the head's backward, and handed back after the encoder backward,
  *   its last use. Every unit is therefore gathered once for forward and once for backward in
@@ -928,7 +931,7 @@ zc_status gpt2_create(gpt2_model **out, zc_engine *e, zc_mem *mem, const gpt2_co
                     ? zc_engine_add_param(e, m->u_lnf, "lm_head", 2, (int64_t[]){Vp, C}, w02)
                     : -1;
     AS(m->p_head, 0);
-    if (nt == 1) /* untied, in ln_f's unit; a blocked tied head, the embeddings' */
+    if (nt == 1) /* untied, in ln_f's unit; tied, the embeddings' */
         m->head_tiles[0] = cfg->untied ? (struct vocab_tile){m->u_lnf, m->p_head, 0, (int)Vp, NULL}
                                        : m->emb_tiles[0];
     for (int t = 0; nt > 1 && !cfg->untied && t < nt; t++) /* tied: the embedding's tiles */
@@ -1384,8 +1387,9 @@ static bool tied16_sortable(const gpt2_model *m)
     return m->cfg.channels >= 2;
 }
 
-/* The untied head's tile k: its logits' columns, 1024-row block by block (gpt2_head_block_rows),
- * so that tiled and untiled runs do the same products. Its unit must be acquired. */
+/* The head's tile k (untiled: the whole): its logits' columns, 1024-row block by block
+ * (gpt2_head_block_rows), so that tiled and untiled runs do the same products. Its unit must be
+ * acquired. */
 static void head_forward(gpt2_model *m, int k)
 {
     const struct vocab_tile *v = &m->head_tiles[k];
