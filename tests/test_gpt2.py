@@ -602,7 +602,7 @@ def test_gpt2_vocab_tiles():
     and bf16, at stages 0 and 3, with both offloads, activation checkpointing and gradient
     accumulation; the exports (transformers', llm.c's, --save-final) are the same bytes and load
     back into tiles; the samples are the untiled run's; the largest gathered unit shrinks; the
-    traffic is the estimate's. The
+    traffic is the estimate's, and the working peak within its bound. The
     tokens are drawn over the whole vocabulary, so every tile has rows in use."""
     import random
     rng = random.Random(5)
@@ -711,6 +711,17 @@ def test_gpt2_vocab_tiles():
         got = reps[("bf16", "tiled")]["comm"]["bytes_per_step"]["total"]
         check(row["comm_bytes_per_step"] == got,
               f"gpt2 tiles: estimate {row['comm_bytes_per_step']} != measured {got}")
+        # every tile's gradient is kept from the head's backward to the embedding's: the
+        # working bound counts them all (with one, the memory check admitted runs past it)
+        for stage in (2, 3):
+            tag = f"vt-bf16-tiled-bound-s{stage}"
+            H_.run(2, "train", "--model", "gpt2", "--data", data, "--steps", 2, "--report",
+                   H_.path(tag + ".json"), "--dtype", "bf16", "--stage", stage, "--tile-params",
+                   tiles, *shape)
+            peak = max(r["working_peak"] for r in H_.report(tag + ".json")["memory"]["ranks"])
+            row = [r for r in est["rows"] if r["stage"] == stage and r["offload"] == "none"][0]
+            check(peak <= row["working_bound"],
+                  f"gpt2 tiles stage {stage}: working peak {peak} > bound {row['working_bound']}")
     # generation reads the tiles for the embedding (the positions with the last) and the head
     if not H_.sanitized:
         samples = []

@@ -460,8 +460,12 @@ void gpt2_unit_work(const gpt2_config *c, zc_gemm_type compute, size_t *vec_nume
     const uint8_t emb = grad32 ? mats | ZC_USE_GRAD32 : mats;
     /* a tied head's tiles: gathered for the embedding, again for the head */
     const uint8_t tile = c->untied ? mats : emb | ZC_USE_FORWARD_TWICE;
-    for (int t = 0; t < nt; t++, k++) /* the embeddings, or their tiles */
-        vec_numel[k] = 0, use[k] = nt == 1 ? emb : tile;
+    for (int t = 0; t < nt; t++, k++) /* the embeddings, or their tiles (an untied table's last
+                                       * with learned positions: their fp32 gradient) */
+        vec_numel[k] = 0, use[k] = nt == 1 ? emb
+                                   : t == nt - 1 && c->untied && c->pos == GPT2_POS_LEARNED
+                                       ? tile | ZC_USE_GRAD32
+                                       : tile;
     int cols;
     const int nmt = gpt2_mlp_tiles(c, &cols);
     for (int l = 0; l < c->num_layers; l++) {

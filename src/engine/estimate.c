@@ -479,20 +479,25 @@ static int64_t working_bound(const zc_estimate_in *in, bool *ovf)
 {
     const int64_t P = or4(in->param_bytes);
     int64_t unit = mul(max_shard(in, ovf), in->nranks, ovf);
-    int64_t view = 0, grad = 0;
+    int64_t view = 0, grad = 0, tied = 0;
     for (int u = 0; u < in->nunits; u++) {
         int64_t v, g;
         unit_work(in, u, ovf, &v, &g);
         view = v > view ? v : view;
         grad = g > grad ? g : grad;
+        /* a tied table's tiles: each one's gradient, written by the head's backward at its
+         * start, is kept until the embedding's backward at its end — all of them at once */
+        if (in->unit_use && in->unit_use[u] & ZC_USE_FORWARD_TWICE)
+            tied = add(tied, g, ovf);
     }
     /* fp32 views of the acquired units (a tied unit held across a pass, the current one, and
      * one more while a model hands over between them) */
     int64_t views = mul(3, view, ovf);
     /* the gradients being produced + a tied unit's kept across backward, or the last unit's
      * still being reduced — and both where the gradients are reduced from where they lie
-     * (sends_in_place16: the last unit's stays until its reduce-scatter lands) */
-    int64_t grads = mul(sends_in_place16(in, ovf) ? 3 : 2, grad, ovf);
+     * (sends_in_place16: the last unit's stays until its reduce-scatter lands); a tied table's
+     * tiles' kept gradients besides */
+    int64_t grads = add(mul(sends_in_place16(in, ovf) ? 3 : 2, grad, ovf), tied, ovf);
     /* after the last step the weight digest (and the exports) gather one unit at a time in fp32,
      * in place of all of the above */
     const int64_t end_of_run = mul(4, unit, ovf);
