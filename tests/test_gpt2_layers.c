@@ -1018,6 +1018,63 @@ static void test_mlp_tiles_model(void)
     }
 }
 
+/* The MLP activation each block's backward redoes (one buffer for all blocks) is the forward's:
+ * a 2-block Llama-family model with an MLP 4096 wide (4 column blocks), untiled and in 2 MLP
+ * tiles, takes the same step without activation checkpointing (block 0's backward redoes its
+ * activation block by block, mlp_act_forward) as with it (the whole block recomputed by the
+ * forward's own code). */
+static void test_mlp_act_redone(void)
+{
+    if (verbose)
+        printf("MLP activation redone in the backward\n");
+    enum { TC = 16, TI = 4096, TV = 64, TT = 8, TB = 2, COLS = 2048 };
+    gpt2_config gc = {.max_seq_len = TT,
+                      .vocab_size = TV,
+                      .padded_vocab_size = gpt2_pad_vocab(TV),
+                      .num_layers = 2,
+                      .num_heads = 2,
+                      .channels = TC,
+                      .hidden = TI,
+                      .norm = GPT2_NORM_RMSNORM,
+                      .norm_eps = 1e-5,
+                      .mlp = GPT2_MLP_SWIGLU,
+                      .bias = GPT2_BIAS_NONE,
+                      .untied = true,
+                      .pos = GPT2_POS_ROPE,
+                      .rope_theta = 10000.0,
+                      .family = "llama"};
+    int tok[TB * TT], tgt[TB * TT];
+    for (int i = 0; i < TB * TT; i++)
+        tok[i] = irand(TV), tgt[i] = irand(TV);
+    for (int tiled = 0; tiled < 2; tiled++) {
+        char sha[2][65];
+        gc.tile_params = tiled ? 3 * TC * COLS : -1;
+        for (int ck = 0; ck < 2; ck++) {
+            zc_err err = {0};
+            zc_config cfg;
+            zc_config_defaults(&cfg);
+            zc_mem *mem = zc_mem_create();
+            zc_engine *e = NULL;
+            gpt2_model *m = NULL;
+            double loss;
+            zc_step_info info;
+            CHECK(!zc_engine_create(&e, &cfg, g_comm, mem, &err), "%s", err.msg);
+            CHECK(!gpt2_create(&m, e, mem, &gc, TB, TT, ck, &err), "%s", err.msg);
+            CHECK(!zc_engine_finalize(e, &err), "%s", err.msg);
+            CHECK(!gpt2_forward_backward(m, tok, tgt, &loss, &err), "%s", err.msg);
+            CHECK(!zc_engine_step(e, &info, &err), "%s", err.msg);
+            CHECK(!zc_engine_weights_sha256(e, sha[ck], &err), "%s", err.msg);
+            gpt2_destroy(m);
+            zc_engine_destroy(e);
+            zc_mem_destroy(mem);
+        }
+        CHECK(!strcmp(sha[0], sha[1]),
+              "%s MLP: the step without checkpointing (%.12s) differs from the step with it "
+              "(%.12s)",
+              tiled ? "tiled" : "untiled", sha[0], sha[1]);
+    }
+}
+
 static void test_decode_model(void)
 {
     if (verbose)
@@ -1849,6 +1906,7 @@ int main(int argc, char **argv)
     test_attention_cached();
     test_decode_model();
     test_mlp_tiles_model();
+    test_mlp_act_redone();
     test_activation_bytes_per_block();
     zc_comm_finalize(g_comm);
     return check_summary();
