@@ -936,26 +936,34 @@ static float *param_values(zc_engine *e, const char *name)
  * it as 2 tiles of 2048 columns: drawn from the whole's random values (gate's and up's rows of
  * fcw, down's columns of fcprojw, every other parameter as untiled), and its forward gives the
  * untiled logits, bit for bit. */
+/* A Llama-family shape whose MLP runs in column blocks (4096 wide: 4 blocks of 1024), small
+ * otherwise, of `layers` blocks. */
+enum { WIDE_C = 16, WIDE_I = 4096, WIDE_V = 64, WIDE_T = 8 };
+static gpt2_config wide_llama(int layers)
+{
+    return (gpt2_config){.max_seq_len = WIDE_T,
+                         .vocab_size = WIDE_V,
+                         .padded_vocab_size = gpt2_pad_vocab(WIDE_V),
+                         .num_layers = layers,
+                         .num_heads = 2,
+                         .channels = WIDE_C,
+                         .hidden = WIDE_I,
+                         .norm = GPT2_NORM_RMSNORM,
+                         .norm_eps = 1e-5,
+                         .mlp = GPT2_MLP_SWIGLU,
+                         .bias = GPT2_BIAS_NONE,
+                         .untied = true,
+                         .pos = GPT2_POS_ROPE,
+                         .rope_theta = 10000.0,
+                         .family = "llama"};
+}
+
 static void test_mlp_tiles_model(void)
 {
     if (verbose)
         printf("MLP tiles: initial values and forward\n");
-    enum { TC = 16, TI = 4096, TV = 64, TT = 8, TB = 2, COLS = 2048 };
-    gpt2_config gc = {.max_seq_len = TT,
-                      .vocab_size = TV,
-                      .padded_vocab_size = gpt2_pad_vocab(TV),
-                      .num_layers = 1,
-                      .num_heads = 2,
-                      .channels = TC,
-                      .hidden = TI,
-                      .norm = GPT2_NORM_RMSNORM,
-                      .norm_eps = 1e-5,
-                      .mlp = GPT2_MLP_SWIGLU,
-                      .bias = GPT2_BIAS_NONE,
-                      .untied = true,
-                      .pos = GPT2_POS_ROPE,
-                      .rope_theta = 10000.0,
-                      .family = "llama"};
+    enum { TC = WIDE_C, TI = WIDE_I, TV = WIDE_V, TT = WIDE_T, TB = 2, COLS = 2048 };
+    gpt2_config gc = wide_llama(1);
     int tok[TB * TT];
     for (int i = 0; i < TB * TT; i++)
         tok[i] = irand(TV);
@@ -1027,22 +1035,8 @@ static void test_mlp_act_redone(void)
 {
     if (verbose)
         printf("MLP activation redone in the backward\n");
-    enum { TC = 16, TI = 4096, TV = 64, TT = 8, TB = 2, COLS = 2048 };
-    gpt2_config gc = {.max_seq_len = TT,
-                      .vocab_size = TV,
-                      .padded_vocab_size = gpt2_pad_vocab(TV),
-                      .num_layers = 2,
-                      .num_heads = 2,
-                      .channels = TC,
-                      .hidden = TI,
-                      .norm = GPT2_NORM_RMSNORM,
-                      .norm_eps = 1e-5,
-                      .mlp = GPT2_MLP_SWIGLU,
-                      .bias = GPT2_BIAS_NONE,
-                      .untied = true,
-                      .pos = GPT2_POS_ROPE,
-                      .rope_theta = 10000.0,
-                      .family = "llama"};
+    enum { TC = WIDE_C, TI = WIDE_I, TV = WIDE_V, TT = WIDE_T, TB = 2, COLS = 2048 };
+    gpt2_config gc = wide_llama(2);
     int tok[TB * TT], tgt[TB * TT];
     for (int i = 0; i < TB * TT; i++)
         tok[i] = irand(TV), tgt[i] = irand(TV);
