@@ -119,10 +119,11 @@ zc_status train_ckpt_same_model(const char *dir, const char *client, const train
                     *vp = item(want, "padded_vocab_size");
         const bool tiles = !strcmp(w->string, "vocab_tile_rows"),
                    mlp_tiles = !strcmp(w->string, "mlp_tile_cols");
-        if (!h && mlp_tiles && hidden && cJSON_IsNumber(w) && w->valuedouble == hidden->valuedouble)
-            continue; /* untiled, from before MLP tiles were recorded */
-        if (!h && tiles && vp && cJSON_IsNumber(w) && w->valuedouble == vp->valuedouble)
-            continue; /* untiled, from before GPT-2's tiles were recorded */
+        /* untiled (tiles as wide as the whole), from before these tiles were recorded: the
+         * MLP's, or GPT-2's vocabulary's */
+        const cJSON *whole = mlp_tiles ? hidden : tiles ? vp : NULL;
+        if (!h && whole && cJSON_IsNumber(w) && w->valuedouble == whole->valuedouble)
+            continue;
         char *hs = h ? cJSON_PrintUnformatted(h) : NULL, *ws = cJSON_PrintUnformatted(w);
         if (!h || !hs || !ws || strcmp(hs, ws))
             st = zc_err_set(err, ZC_EINVAL,

@@ -302,9 +302,10 @@ static zc_status run(gpt2_decoder *d, const int *tok, int p0, int M, zc_err *err
                 return st;
             gpt2_get_vocab_tile(m, false, k, &w);
             gpt2_encoder_forward_rows(x, tok, r0, rows, w.w, w.w16, M, C);
-            gpt2_weight wte, wpe; /* learned positions: in the last tile's unit */
-            gpt2_get_embeddings(m, &wte, &wpe);
-            if (k == nt - 1 && (wpe.w || wpe.w16))
+            gpt2_weight wte, wpe = {NULL, NULL}; /* learned positions: in the last tile's unit */
+            if (k == nt - 1)
+                gpt2_get_embeddings(m, &wte, &wpe);
+            if (wpe.w || wpe.w16)
                 gpt2_encoder_forward_pos(x, wpe.w ? wpe.w + (size_t)p0 * C : NULL,
                                          wpe.w16 ? wpe.w16 + (size_t)p0 * C : NULL, 1, M, C);
             if ((st = zc_engine_release(e, u, err)))
