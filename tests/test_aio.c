@@ -506,6 +506,34 @@ static void sync_model(zc_aio *a)
     memcpy(model + 4 * A, al, 2 * MIB);
     CHECK(!zc_swap_pread(s, got, (size_t)bytes, 0, &err) && !memcmp(got, model, (size_t)bytes),
           "the whole file after mixed writes: %s", err.msg);
+
+    /* views and stages: up to ZC_SWAP_VIEW_MAX bytes at any offset, in place in the swap's
+     * buffer; a stage not committed writes nothing */
+    bad = 0;
+    for (int k = 0; k < 60; k++) {
+        int64_t off = (int64_t)(lcg(&x) % (uint64_t)bytes);
+        int64_t len = k < 3 ? ZC_SWAP_VIEW_MAX : (int64_t)(lcg(&x) % (ZC_SWAP_VIEW_MAX + 1));
+        off = k == 0 ? 0 : k == 1 ? A - 1 : k == 2 ? bytes - len : off;
+        if (len > bytes - off)
+            len = bytes - off;
+        void *w = NULL;
+        bad += zc_swap_stage(s, (size_t)len, off, &w, &err) != ZC_OK;
+        for (int64_t i = 0; w && i < len; i++)
+            ((unsigned char *)w)[i] = pat(500 + (uint64_t)k, (uint64_t)i);
+        if (k % 4 != 3) { /* every fourth left uncommitted */
+            bad += zc_swap_commit(s, &err) != ZC_OK;
+            memcpy(model + off, w, (size_t)len);
+        }
+        int64_t r0 = (int64_t)(lcg(&x) % (uint64_t)bytes);
+        int64_t n = (int64_t)(lcg(&x) % (ZC_SWAP_VIEW_MAX + 1));
+        n = n < bytes - r0 ? n : bytes - r0;
+        const void *v = NULL;
+        bad += zc_swap_view(s, (size_t)n, r0, &v, &err) != ZC_OK;
+        bad += v && memcmp(v, model + r0, (size_t)n) != 0;
+    }
+    CHECK(!bad && !zc_swap_pread(s, got, (size_t)bytes, 0, &err) &&
+              !memcmp(got, model, (size_t)bytes),
+          "views and stages: %d mismatches (%s)", bad, err.msg);
     zc_swap_destroy(s);
     free(al);
     free(model);

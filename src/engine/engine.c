@@ -1499,27 +1499,36 @@ static void narrow_params(const zc_engine *e, const unit_t *u, const float *src,
 enum { INIT_CHUNK = 1 << 20 }; /* elements initialised at a time on their way to disk */
 
 /* What init_to_disk writes: the fp32 values (a master), the stored parameters, or a compact
- * master's remainders. */
+ * master's remainders; where: a swap file from a byte offset. */
 typedef enum { INIT_FP32, INIT_PARAMS, INIT_REM } init_as;
+typedef struct {
+    init_as as;
+    zc_swap *sw;
+    int64_t off;
+} init_target;
 
-/* Initial values of unit i's elements [lo, lo + n), as `as` says, into a swap file at off, a
- * chunk at a time through buf (INIT_CHUNK floats and as many 16-bit values), so nothing
- * model-sized is held in RAM. */
-static zc_status init_to_disk(zc_engine *e, int i, size_t lo, size_t n, init_as as, zc_swap *sw,
-                              int64_t off, float *buf, zc_err *err)
+/* Initial values of unit i's elements [lo, lo + n) into each of its nt targets (a master and the
+ * stored parameters of the same range: drawn once for both, the random draws being most of the
+ * set-up's time), a chunk at a time through buf (INIT_CHUNK floats and as many 16-bit values),
+ * so nothing model-sized is held in RAM. */
+static zc_status init_to_disk(zc_engine *e, int i, size_t lo, size_t n, const init_target *t,
+                              int nt, float *buf, zc_err *err)
 {
-    const bool fp32 = as == INIT_FP32 || (as == INIT_PARAMS && e->pdt == ZC_FP32);
-    size_t es = fp32 ? 4 : 2;
-    void *out = fp32 ? (void *)buf : (void *)(buf + INIT_CHUNK);
     zc_status st = ZC_OK;
     for (size_t o = 0; !st && o < n; o += INIT_CHUNK) {
         size_t k = n - o < INIT_CHUNK ? n - o : INIT_CHUNK;
         init_values(e, i, lo + o, k, buf);
-        if (as == INIT_REM)
-            zc_master_split(buf, k, NULL, out);
-        else if (!fp32)
-            narrow_params(e, &e->units[i], buf, out, k);
-        st = zc_swap_pwrite(sw, out, k * es, off + (int64_t)(o * es), err);
+        for (int x = 0; !st && x < nt; x++) {
+            const init_as as = t[x].as;
+            const bool fp32 = as == INIT_FP32 || (as == INIT_PARAMS && e->pdt == ZC_FP32);
+            const size_t es = fp32 ? 4 : 2;
+            void *out = fp32 ? (void *)buf : (void *)(buf + INIT_CHUNK);
+            if (as == INIT_REM)
+                zc_master_split(buf, k, NULL, out);
+            else if (!fp32)
+                narrow_params(e, &e->units[i], buf, out, k);
+            st = zc_swap_pwrite(t[x].sw, out, k * es, t[x].off + (int64_t)(o * es), err);
+        }
     }
     return st;
 }
@@ -1539,12 +1548,17 @@ static zc_status init_unit(zc_engine *e, int i, float *buf, zc_err *err)
     const bool sharded = sharded_params(e, u);
     size_t lo = sharded ? (size_t)e->rank * S : 0, hi = sharded ? lo + S : P;
     void *stored = sharded ? u->shard_p : u->full;
+    const init_target par = {INIT_PARAMS, e->swap_par, u->disk.params_off};
     if (e->mixed && !u->info.frozen) { /* a frozen unit has no master copy */
-        zc_status st = ZC_OK;
-        if (u->disk.optimizer)
-            st = init_to_disk(e, i, opt_lo(e, u), u->opt_n, e->compact ? INIT_REM : INIT_FP32,
-                              e->swap_opt, u->disk.master_off, buf, err);
-        else if (e->compact)
+        if (u->disk.optimizer) {
+            const init_target t[2] = {
+                {e->compact ? INIT_REM : INIT_FP32, e->swap_opt, u->disk.master_off}, par};
+            /* both on disk over the same range (stage 3's shard): one draw for the two */
+            const bool both = u->disk.params && lo == opt_lo(e, u) && S == u->opt_n;
+            zc_status st = init_to_disk(e, i, opt_lo(e, u), u->opt_n, t, both ? 2 : 1, buf, err);
+            if (st || both)
+                return st;
+        } else if (e->compact)
             for (size_t o = 0; o < u->opt_n; o += CHUNK) {
                 float chunk[CHUNK];
                 size_t k = u->opt_n - o < CHUNK ? u->opt_n - o : CHUNK;
@@ -1553,11 +1567,9 @@ static zc_status init_unit(zc_engine *e, int i, float *buf, zc_err *err)
             }
         else
             init_values(e, i, opt_lo(e, u), u->opt_n, u->master);
-        if (st)
-            return st;
     }
     if (u->disk.params)
-        return init_to_disk(e, i, lo, S, INIT_PARAMS, e->swap_par, u->disk.params_off, buf, err);
+        return init_to_disk(e, i, lo, S, &par, 1, buf, err);
     if (!e->mixed) {
         init_values(e, i, lo, hi - lo, stored);
         return ZC_OK;
@@ -3648,18 +3660,19 @@ static zc_status read_stored(zc_engine *e, const unit_t *u, size_t first, size_t
     }
     if (e->pdt == ZC_FP32)
         return zc_swap_pread(e->swap_par, dst, n * 4, param_file_off(e, u, first), err);
-    uint16_t h[CHUNK];
     zc_status st = ZC_OK;
-    for (size_t o = 0; !st && o < n; o += CHUNK) {
-        size_t k = n - o < CHUNK ? n - o : CHUNK;
-        if (!(st = zc_swap_pread(e->swap_par, h, k * e->ps, param_file_off(e, u, first + o), err)))
-            zc_dtype_widen(e->pdt, h, dst + o, k);
+    for (size_t o = 0, c; !st && o < n; o += c) { /* widened where they were read */
+        c = min_z(n - o, ZC_SWAP_VIEW_MAX / e->ps);
+        const void *h;
+        if (!(st = zc_swap_view(e->swap_par, c * e->ps, param_file_off(e, u, first + o), &h, err)))
+            zc_dtype_widen(e->pdt, h, dst + o, c);
     }
     return st;
 }
 
 /* Optimizer indices [k, k + n) of unit u's master into dst: its fp32 copy, or a compact master's
- * stored weights joined with their remainders, CHUNK at a time. */
+ * stored weights joined with their remainders where they lie (in RAM, or read from the two swap
+ * files a window at a time: whole-megabyte reads, not one per few kilobytes). */
 static zc_status master_read(zc_engine *e, const unit_t *u, size_t k, size_t n, float *dst,
                              zc_err *err)
 {
@@ -3667,16 +3680,17 @@ static zc_status master_read(zc_engine *e, const unit_t *u, size_t k, size_t n, 
         return array_read(u->master, e->swap_opt, u->disk.master_off, k, n, 4, dst, err);
     const void *w = owned_params(e, u); /* NULL: on disk */
     zc_status st = ZC_OK;
-    for (size_t o = 0; !st && o < n; o += CHUNK) {
-        const size_t c = n - o < CHUNK ? n - o : CHUNK;
-        uint16_t h[CHUNK], r[CHUNK];
-        if (w)
-            memcpy(h, at((void *)w, k + o, 2), c * 2);
-        else
-            st = zc_swap_pread(e->swap_par, h, c * 2, param_file_off(e, u, opt_lo(e, u) + k + o),
-                               err);
-        if (!st)
-            st = array_read(u->rem, e->swap_opt, u->disk.master_off, k + o, c, 2, r, err);
+    ZC_ASSERT(w || u->rem || e->swap_par != e->swap_opt); /* two views at once: two buffers */
+    for (size_t o = 0, c; !st && o < n; o += c) {
+        c = min_z(n - o, ZC_SWAP_VIEW_MAX / 2);
+        const void *h = w ? at((void *)w, k + o, 2) : NULL;
+        const void *r = u->rem ? at(u->rem, k + o, 2) : NULL;
+        if (!h)
+            st = zc_swap_view(e->swap_par, c * 2, param_file_off(e, u, opt_lo(e, u) + k + o), &h,
+                              err);
+        if (!st && !r)
+            st = zc_swap_view(e->swap_opt, c * 2, u->disk.master_off + (int64_t)((k + o) * 2), &r,
+                              err);
         if (!st)
             zc_master_join(h, r, c, dst + o);
     }
@@ -3690,12 +3704,19 @@ static zc_status master_write(zc_engine *e, unit_t *u, size_t k, size_t n, const
 {
     if (!e->compact)
         return array_write(u->master, e->swap_opt, u->disk.master_off, k, n, 4, src, err);
+    if (u->rem) {
+        zc_master_split(src, n, NULL, at(u->rem, k, 2));
+        return ZC_OK;
+    }
     zc_status st = ZC_OK;
-    for (size_t o = 0; !st && o < n; o += CHUNK) {
-        const size_t c = n - o < CHUNK ? n - o : CHUNK;
-        uint16_t r[CHUNK];
-        zc_master_split(src + o, c, NULL, r);
-        st = array_write(u->rem, e->swap_opt, u->disk.master_off, k + o, c, 2, r, err);
+    for (size_t o = 0, c; !st && o < n; o += c) { /* split where they are written from */
+        c = min_z(n - o, ZC_SWAP_VIEW_MAX / 2);
+        void *r;
+        if (!(st = zc_swap_stage(e->swap_opt, c * 2, u->disk.master_off + (int64_t)((k + o) * 2),
+                                 &r, err))) {
+            zc_master_split(src + o, c, NULL, r);
+            st = zc_swap_commit(e->swap_opt, err);
+        }
     }
     return st;
 }
@@ -3718,11 +3739,14 @@ static zc_status store_params(zc_engine *e, unit_t *u, size_t first, size_t n, c
         return st;
     if (e->pdt == ZC_FP32)
         return zc_swap_pwrite(e->swap_par, src, n * 4, param_file_off(e, u, first), err);
-    uint16_t h[CHUNK];
-    for (size_t o = 0; !st && o < n; o += CHUNK) {
-        size_t k = n - o < CHUNK ? n - o : CHUNK;
-        narrow_params(e, u, src + o, h, k);
-        st = zc_swap_pwrite(e->swap_par, h, k * e->ps, param_file_off(e, u, first + o), err);
+    for (size_t o = 0, c; !st && o < n; o += c) { /* narrowed where they are written from */
+        c = min_z(n - o, ZC_SWAP_VIEW_MAX / e->ps);
+        void *h;
+        if (!(st = zc_swap_stage(e->swap_par, c * e->ps, param_file_off(e, u, first + o), &h,
+                                 err))) {
+            narrow_params(e, u, src + o, h, c);
+            st = zc_swap_commit(e->swap_par, err);
+        }
     }
     return st;
 }

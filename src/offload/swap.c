@@ -36,7 +36,7 @@
 
 #include "offload/swap.h"
 
-enum { BOUNCE = 1 << 20 };
+enum { BOUNCE = ZC_SWAP_VIEW_MAX + ZC_AIO_ALIGN }; /* any ZC_SWAP_VIEW_MAX bytes fit */
 
 struct zc_swap {
     zc_aio *aio;
@@ -45,6 +45,8 @@ struct zc_swap {
     int64_t reads, writes;           /* asynchronous transfers started */
     int64_t fault_read, fault_write; /* ZEROC_FAULT_IO: the transfer that fails (0: none) */
     char *bounce;                    /* BOUNCE bytes, ZC_AIO_ALIGN-aligned */
+    int64_t staged_off,
+        staged_len; /* zc_swap_stage's blocks, until zc_swap_commit (off −1: none) */
     char path[PATH_MAX];
 };
 
@@ -221,6 +223,7 @@ zc_status zc_swap_create(zc_swap **out, const char *key, const char *dir, int ra
         goto fail;
     }
     s->bounce = b;
+    s->staged_off = -1;
     s->fault_read = fault_at("read", rank);
     s->fault_write = fault_at("write", rank);
     *out = s;
@@ -294,13 +297,6 @@ static int64_t align_up(int64_t x)
     return align_down(x + ZC_AIO_ALIGN - 1);
 }
 
-/* The window of the bounce buffer starting at off's block: [*a0, *a1). */
-static void window(int64_t off, int64_t end, int64_t *a0, int64_t *a1)
-{
-    *a0 = align_down(off);
-    *a1 = align_up(end) < *a0 + BOUNCE ? align_up(end) : *a0 + BOUNCE;
-}
-
 /* Bounce bytes [from, to) (file offsets, window starting at a0) from the file. */
 static zc_status fill(zc_swap *s, int64_t a0, int64_t from, int64_t to, zc_err *err)
 {
@@ -308,50 +304,78 @@ static zc_status fill(zc_swap *s, int64_t a0, int64_t from, int64_t to, zc_err *
     return e ? zc_aio_error(err, s->path, false, (size_t)(to - from), from, e) : ZC_OK;
 }
 
-zc_status zc_swap_pread(zc_swap *s, void *dst, size_t len, int64_t off, zc_err *err)
+zc_status zc_swap_view(zc_swap *s, size_t len, int64_t off, const void **out, zc_err *err)
 {
     check_range(s, len, off);
+    const int64_t a0 = align_down(off), a1 = align_up(off + (int64_t)len);
+    ZC_ASSERT(out != NULL && a1 - a0 <= BOUNCE); /* ZC_SWAP_VIEW_MAX bytes always fit */
+    zc_status st = a1 > a0 ? fill(s, a0, a0, a1, err) : ZC_OK;
+    *out = st ? NULL : s->bounce + (off - a0);
+    return st;
+}
+
+zc_status zc_swap_stage(zc_swap *s, size_t len, int64_t off, void **out, zc_err *err)
+{
+    check_range(s, len, off);
+    const int64_t end = off + (int64_t)len, a0 = align_down(off), a1 = align_up(end);
+    ZC_ASSERT(out != NULL && a1 - a0 <= BOUNCE); /* ZC_SWAP_VIEW_MAX bytes always fit */
+    const int64_t tail = a1 - ZC_AIO_ALIGN;
+    zc_status st = ZC_OK;
+    /* partial blocks at the edges keep the bytes around them */
+    if (off > a0)
+        st = fill(s, a0, a0, a0 + ZC_AIO_ALIGN, err);
+    if (!st && end < a1 && !(tail == a0 && off > a0))
+        st = fill(s, a0, tail, a1, err);
+    s->staged_off = st ? -1 : a0;
+    s->staged_len = st ? 0 : a1 - a0;
+    *out = st ? NULL : s->bounce + (off - a0);
+    return st;
+}
+
+zc_status zc_swap_commit(zc_swap *s, zc_err *err)
+{
+    ZC_ASSERT(s != NULL && s->staged_off >= 0);
+    const int64_t a0 = s->staged_off, n = s->staged_len;
+    s->staged_off = -1;
+    int e = n ? zc_aio_pio(s->fd, true, s->bounce, (size_t)n, a0) : 0;
+    return e ? zc_aio_error(err, s->path, true, (size_t)n, a0, e) : ZC_OK;
+}
+
+zc_status zc_swap_pread(zc_swap *s, void *dst, size_t len, int64_t off, zc_err *err)
+{
     ZC_ASSERT(dst != NULL || len == 0);
     char *d = dst;
-    const int64_t end = off + (int64_t)len;
-    while (off < end) {
-        int64_t a0, a1;
-        window(off, end, &a0, &a1);
-        zc_status st = fill(s, a0, a0, a1, err);
-        if (st)
-            return st;
-        const int64_t n = (end < a1 ? end : a1) - off;
-        memcpy(d, s->bounce + (off - a0), (size_t)n);
-        d += n, off += n;
+    zc_status st = ZC_OK;
+    for (size_t o = 0; !st && o < len;) {
+        /* up to the window's end: whole 1 MiB reads once off is aligned */
+        const int64_t at = off + (int64_t)o;
+        size_t n = (size_t)(align_down(at) + BOUNCE - at);
+        n = n < len - o ? n : len - o;
+        const void *p;
+        if (!(st = zc_swap_view(s, n, at, &p, err)))
+            memcpy(d + o, p, n);
+        o += n;
     }
-    return ZC_OK;
+    return st;
 }
 
 zc_status zc_swap_pwrite(zc_swap *s, const void *src, size_t len, int64_t off, zc_err *err)
 {
-    check_range(s, len, off);
     ZC_ASSERT(src != NULL || len == 0);
     const char *p = src;
-    const int64_t end = off + (int64_t)len;
-    while (off < end) {
-        int64_t a0, a1;
-        window(off, end, &a0, &a1);
-        const int64_t stop = end < a1 ? end : a1, tail = a1 - ZC_AIO_ALIGN;
-        zc_status st = ZC_OK;
-        /* partial blocks at the edges keep the bytes around them */
-        if (off > a0)
-            st = fill(s, a0, a0, a0 + ZC_AIO_ALIGN, err);
-        if (!st && stop < a1 && !(tail == a0 && off > a0))
-            st = fill(s, a0, tail, a1, err);
-        if (st)
-            return st;
-        memcpy(s->bounce + (off - a0), p, (size_t)(stop - off));
-        int e = zc_aio_pio(s->fd, true, s->bounce, (size_t)(a1 - a0), a0);
-        if (e)
-            return zc_aio_error(err, s->path, true, (size_t)(a1 - a0), a0, e);
-        p += stop - off, off = stop;
+    zc_status st = ZC_OK;
+    for (size_t o = 0; !st && o < len;) {
+        const int64_t at = off + (int64_t)o;
+        size_t n = (size_t)(align_down(at) + BOUNCE - at);
+        n = n < len - o ? n : len - o;
+        void *w;
+        if (!(st = zc_swap_stage(s, n, at, &w, err))) {
+            memcpy(w, p + o, n);
+            st = zc_swap_commit(s, err);
+        }
+        o += n;
     }
-    return ZC_OK;
+    return st;
 }
 
 zc_status zc_swap_check(zc_swap *s, zc_err *err)

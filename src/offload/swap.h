@@ -58,6 +58,17 @@ zc_status zc_swap_wait(zc_swap *s, zc_aio_op *op, zc_err *err);
 zc_status zc_swap_pread(zc_swap *s, void *dst, size_t len, int64_t off, zc_err *err);
 zc_status zc_swap_pwrite(zc_swap *s, const void *src, size_t len, int64_t off, zc_err *err);
 
+/* The same without a copy, for callers that convert on the way (a compact master joined from two
+ * files, bf16 widened to fp32): at most ZC_SWAP_VIEW_MAX bytes at any offset, in the bounce
+ * buffer, valid until the next call on s. zc_swap_view reads [off, off + len) and points *out at
+ * it. zc_swap_stage points *out at where [off, off + len) will be written from (the partial
+ * blocks at its edges read in, so the bytes around the range stay); the caller fills all len
+ * bytes, then zc_swap_commit writes them. A stage not committed writes nothing. */
+enum { ZC_SWAP_VIEW_MAX = (1 << 20) - ZC_AIO_ALIGN };
+zc_status zc_swap_view(zc_swap *s, size_t len, int64_t off, const void **out, zc_err *err);
+zc_status zc_swap_stage(zc_swap *s, size_t len, int64_t off, void **out, zc_err *err);
+zc_status zc_swap_commit(zc_swap *s, zc_err *err);
+
 /* ZC_EIO if the file no longer has its size (truncated by someone else). */
 zc_status zc_swap_check(zc_swap *s, zc_err *err);
 
