@@ -1345,6 +1345,27 @@ static zc_status q8_codes_io(zc_engine *e, const unit_t *u, bool is_signed, size
     return st;
 }
 
+/* Every code of m (is_signed) or v on disk set to `code`, a record's codes written from the
+ * swap's buffer in whole-megabyte pieces. */
+static zc_status q8_codes_fill(zc_engine *e, const unit_t *u, bool is_signed, uint8_t code,
+                               zc_err *err)
+{
+    const size_t sg = (size_t)e->plan.sub_group;
+    const int64_t R = zc_estimate_q8_record((int64_t)sg);
+    const int64_t base = is_signed ? u->disk.m_off : u->disk.v_off;
+    zc_status st = ZC_OK;
+    for (size_t a = 0, c; !st && a < u->opt_n; a += c) {
+        const size_t j = a / sg, in = a % sg;
+        c = min_z(min_z(sg - in, u->opt_n - a), ZC_SWAP_VIEW_MAX);
+        void *w;
+        if (!(st = zc_swap_stage(e->swap_opt, c, base + (int64_t)j * R + (int64_t)in, &w, err))) {
+            memset(w, code, c);
+            st = zc_swap_commit(e->swap_opt, err);
+        }
+    }
+    return st;
+}
+
 /* The same for scales [b, b + n) of the unit's scale array (shard s's blocks from s · its
  * scales): on disk each sub-group's after its codes, padded to whole blocks. */
 static zc_status q8_scales_io(zc_engine *e, const unit_t *u, bool is_signed, size_t b, size_t n,
@@ -1450,14 +1471,10 @@ static zc_status alloc_unit(zc_engine *e, int i, zc_err *err)
         !(u->master = alloc_f(e, ZC_MEM_OPTIMIZER, u->opt_n)))
         return oom(e, err, "fp32 master parameters", i, u->opt_n * sizeof(float));
     if (q8_moments(e) && d->optimizer) { /* records on disk: scales 0, the zero codes */
-        uint8_t zero[4096];
         zc_status st = ZC_OK;
-        for (int k = 0; k < 2; k++) {
-            memset(zero, zc_q8_zero_code(k == 0), sizeof zero);
-            for (size_t o = 0; !st && zero[0] && o < u->opt_n; o += sizeof zero)
-                st =
-                    q8_codes_io(e, u, k == 0, o, min_z(sizeof zero, u->opt_n - o), zero, true, err);
-        }
+        for (int k = 0; !st && k < 2; k++)
+            if (zc_q8_zero_code(k == 0)) /* a fresh swap region reads zeros already */
+                st = q8_codes_fill(e, u, k == 0, zc_q8_zero_code(k == 0), err);
         return st;
     }
     if (q8_moments(e)) { /* codes of zero, scales 0 */
