@@ -47,8 +47,9 @@ int main(void)
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
         size_t at = 0;
         size_t bad = mismatches(runs[r].seed, runs[r].param, runs[r].a, (size_t)r * N, N, got, &at);
-        CHECK(!bad, "seed %llu, parameter %d: %zu of %d draws differ from zc_rng_normal's (the "
-                    "first: element %zu)",
+        CHECK(!bad,
+              "seed %llu, parameter %d: %zu of %d draws differ from zc_rng_normal's (the "
+              "first: element %zu)",
               (unsigned long long)runs[r].seed, runs[r].param, bad, N, at);
     }
     /* slices: any first element, any length, across the lanes' blocks */

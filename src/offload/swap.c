@@ -45,8 +45,8 @@ struct zc_swap {
     int64_t reads, writes;           /* asynchronous transfers started */
     int64_t fault_read, fault_write; /* ZEROC_FAULT_IO: the transfer that fails (0: none) */
     char *bounce;                    /* BOUNCE bytes, ZC_AIO_ALIGN-aligned */
-    int64_t staged_off,
-        staged_len; /* zc_swap_stage's blocks, until zc_swap_commit (off −1: none) */
+    /* zc_swap_stage's blocks, until zc_swap_commit (staged_off −1: none) */
+    int64_t staged_off, staged_len;
     char path[PATH_MAX];
 };
 
