@@ -521,8 +521,9 @@ static void sync_model(zc_aio *a)
         for (int64_t i = 0; w && i < len; i++)
             ((unsigned char *)w)[i] = pat(500 + (uint64_t)k, (uint64_t)i);
         if (k % 4 != 3) { /* every fourth left uncommitted */
+            if (w)
+                memcpy(model + off, w, (size_t)len); /* before the commit: then w may go */
             bad += zc_swap_commit(s, &err) != ZC_OK;
-            memcpy(model + off, w, (size_t)len);
         }
         int64_t r0 = (int64_t)(lcg(&x) % (uint64_t)bytes);
         int64_t n = (int64_t)(lcg(&x) % (ZC_SWAP_VIEW_MAX + 1));

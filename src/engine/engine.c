@@ -1346,7 +1346,7 @@ static zc_status q8_codes_io(zc_engine *e, const unit_t *u, bool is_signed, size
 }
 
 /* Every code of m (is_signed) or v on disk set to `code`, a record's codes written from the
- * swap's buffer in whole-megabyte pieces. */
+ * swap's buffer in pieces of up to ZC_SWAP_VIEW_MAX bytes. */
 static zc_status q8_codes_fill(zc_engine *e, const unit_t *u, bool is_signed, uint8_t code,
                                zc_err *err)
 {
@@ -3689,7 +3689,7 @@ static zc_status read_stored(zc_engine *e, const unit_t *u, size_t first, size_t
 
 /* Optimizer indices [k, k + n) of unit u's master into dst: its fp32 copy, or a compact master's
  * stored weights joined with their remainders where they lie (in RAM, or read from the two swap
- * files a window at a time: whole-megabyte reads, not one per few kilobytes). */
+ * files a window of up to ZC_SWAP_VIEW_MAX bytes at a time, not a few kilobytes). */
 static zc_status master_read(zc_engine *e, const unit_t *u, size_t k, size_t n, float *dst,
                              zc_err *err)
 {

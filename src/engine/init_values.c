@@ -7,13 +7,13 @@
  * every OpenMP thread.
  *
  * zc_rng_normal defines the values: libm's log and cos in double, the product rounded to float.
- * Those two calls were most of a run's set-up (GPT-2 2.2 B: 60 ns an element, a minute a rank on
- * one thread), so zc_init_fill draws in vector lanes with its own log and cos (fast_normal:
- * polynomials accurate to a few double ulps) and keeps a lane's float only where the double
- * product lies so far from a float rounding boundary (thousands of double ulps: far beyond both
- * routes' errors) that libm's product rounds to the same float; the rest (about 1 in 60,000) are
- * drawn again by the scalar route. The values are bit for bit zc_rng_normal's (test_init_values
- * compares hundreds of millions). */
+ * Those two calls were most of a run's set-up (34 ns an element on one thread; GPT-2 2.2 B with
+ * both offloads drew each element twice, 75 s a rank), so zc_init_fill draws in vector lanes
+ * with its own log and cos (fast_normal: polynomials accurate to a few double ulps) and keeps a
+ * lane's float only where the double product lies so far from a float rounding boundary (thousands
+ * of double ulps: far beyond both routes' errors) that libm's product rounds to the same float; the
+ * rest (about 1 in 60,000) are drawn again by the scalar route. The values are bit for bit
+ * zc_rng_normal's (test_init_values compares 33 M). */
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
@@ -153,9 +153,9 @@ ZC_SIMD_INLINE float fast_normal(uint64_t x, bool *bad)
 
 enum { NORMAL_BLOCK = 256 };
 
-/* The lanes pay where AVX-512 has them: 14 ns an element against libm's 33–39 (AMD EPYC Zen 5,
+/* The lanes pay where AVX-512 has them: 13.9 ns an element against libm's 33.9 (AMD EPYC Zen 5,
  * one thread). With AVX2's four lanes (64-bit multiplies and conversions emulated) or none they
- * were slower than the scalar route (42–50 ns), which those levels therefore take. */
+ * were slower than the scalar route (38–43 ns), which those levels therefore take. */
 #if ZC_SIMD_MULTI
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v4,prefer-vector-width=512")
