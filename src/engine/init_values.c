@@ -74,6 +74,15 @@ ZC_SIMD_INLINE double u53(uint64_t q)
     return (dbits(0x4330000000000000ULL | (q >> 1)) - 0x1.0p52) * 2.0 + (double)(int)(q & 1);
 }
 
+/* c[0] z^(n−1) + … + c[n−1], by Horner. */
+ZC_SIMD_INLINE double horner(double z, const double *c, int n)
+{
+    double p = c[0];
+    for (int i = 1; i < n; i++)
+        p = p * z + c[i];
+    return p;
+}
+
 /* log(x) for x in (0, 1]: x = 2^e · m with m in [√½, √2), log m = 2 atanh(f / (2 + f)) with
  * f = m − 1 (exact), the series to s^23 (|s| ≤ 0.172: terms past it below 2^-58); e · ln 2 in
  * two parts (the high one's 32 bits times e exact). A few ulps. */
@@ -86,17 +95,9 @@ ZC_SIMD_INLINE double fast_log(double x)
     mant = big ? mant - 0x0010000000000000ULL : mant;
     e += big;
     const double f = dbits(mant) - 1.0, s = f / (2.0 + f), z = s * s;
-    double p = 1.0 / 23;
-    p = p * z + 1.0 / 21;
-    p = p * z + 1.0 / 19;
-    p = p * z + 1.0 / 17;
-    p = p * z + 1.0 / 15;
-    p = p * z + 1.0 / 13;
-    p = p * z + 1.0 / 11;
-    p = p * z + 1.0 / 9;
-    p = p * z + 1.0 / 7;
-    p = p * z + 1.0 / 5;
-    p = p * z + 1.0 / 3;
+    static const double atanh_c[] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
+                                     1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3};
+    const double p = horner(z, atanh_c, 11);
     const double de = (double)(int)e; /* from 32 bits: AVX2 converts no 64-bit integers */
     return de * 6.93147180369123816490e-01 +
            (de * 1.90821492927058770002e-10 + 2.0 * s * (1.0 + z * p));
@@ -112,24 +113,24 @@ ZC_SIMD_INLINE double fast_cos(double x, bool *tiny)
     const double r = (x - j * 1.57079632673412561417e+00) - j * 6.07710050650619224932e-11;
     *tiny = fabs(r) < 0x1.0p-20;
     const double z = r * r;
-    double c = 1.0 / 20922789888000.0; /* 1/16! */
-    c = c * z - 1.0 / 87178291200.0;
-    c = c * z + 1.0 / 479001600.0;
-    c = c * z - 1.0 / 3628800.0;
-    c = c * z + 1.0 / 40320.0;
-    c = c * z - 1.0 / 720.0;
-    c = c * z + 1.0 / 24.0;
-    c = c * z - 0.5;
-    c = c * z + 1.0;
-    double sn = 1.0 / 355687428096000.0; /* 1/17! */
-    sn = sn * z - 1.0 / 1307674368000.0;
-    sn = sn * z + 1.0 / 6227020800.0;
-    sn = sn * z - 1.0 / 39916800.0;
-    sn = sn * z + 1.0 / 362880.0;
-    sn = sn * z - 1.0 / 5040.0;
-    sn = sn * z + 1.0 / 120.0;
-    sn = sn * z - 1.0 / 6.0;
-    sn = r + r * z * sn;
+    static const double cos_c[] = {1.0 / 20922789888000.0,
+                                   -1.0 / 87178291200.0, /* 1/16!, … */
+                                   1.0 / 479001600.0,
+                                   -1.0 / 3628800.0,
+                                   1.0 / 40320.0,
+                                   -1.0 / 720.0,
+                                   1.0 / 24.0,
+                                   -0.5,
+                                   1.0};
+    static const double sin_c[] = {1.0 / 355687428096000.0,
+                                   -1.0 / 1307674368000.0, /* 1/17!, … */
+                                   1.0 / 6227020800.0,
+                                   -1.0 / 39916800.0,
+                                   1.0 / 362880.0,
+                                   -1.0 / 5040.0,
+                                   1.0 / 120.0,
+                                   -1.0 / 6.0};
+    const double c = horner(z, cos_c, 9), sn = r + r * z * horner(z, sin_c, 8);
     const int q = (int)j & 3; /* cos(r + qπ/2): c, −sn, −c, sn (selects, no branches: lanes) */
     const double v = (q & 1) ? sn : c;
     return ((q + 1) & 2) ? -v : v;
