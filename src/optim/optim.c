@@ -22,6 +22,10 @@
 
 #include "bf16_bits.h"
 
+#if ZC_SIMD_MULTI
+#include <immintrin.h> /* the AVX-512 copy's gathers (optim_kernels.inc) */
+#endif
+
 typedef struct {
     float decay, b1, one_minus_b1, b2, one_minus_b2, bc2_sqrt, eps, step_size, l2;
 } adam_consts;
@@ -120,10 +124,30 @@ static pthread_once_t q8_once = PTHREAD_ONCE_INIT;
  * the midpoint (65536: none). q8_code then reads one entry and compares two integers: no search
  * (an 8-step binary search was 4.4x the offloaded update's time at 2.2 B parameters), and no
  * second lookup of the midpoint that depends on the first (the previous form: 1.15x this
- * update's time per element, measured). 32-bit entries (256 KiB a table, within a core's L2): the
- * compiler gathers them a vector at a time, where byte entries left the quantizer scalar (measured:
- * 60% of its time). */
-static int32_t q8_sbucket[65536], q8_ubucket[65536];
+ * update's time per element, measured).
+ *
+ * Only the buckets of Q8_ROWS exponents up to 2 in magnitude are kept, per sign (24 KiB a table,
+ * within a core's L1 cache; all 65,536 buckets made 256 KiB, gathered from L2): a smaller
+ * magnitude is read from the least kept exponent's first bucket, which q8_build checks holds the
+ * same entry as every bucket below it (all of them 0's code, no split: these maps' least nonzero
+ * midpoint is above 2^-22), and a larger one from the greatest kept bucket, which holds the
+ * greatest finite value's code with no split, as every bucket above it (±inf among them) does;
+ * a NaN gets code 0 whatever its entry. */
+enum {
+    Q8_ROWS = 24,                       /* exponents 104..127: magnitudes in [2^-23, 2) */
+    Q8_LO = (128 - Q8_ROWS) << 7,       /* the least kept bucket's exponent and mantissa bits */
+    Q8_HI = Q8_LO + (Q8_ROWS << 7) - 1, /* the greatest */
+    Q8_SIGN = Q8_ROWS << 7,             /* where the negative buckets start */
+};
+static int32_t q8_sbucket[2 * Q8_SIGN], q8_ubucket[2 * Q8_SIGN];
+
+/* The kept bucket of value bits u (a float's bits), as an index into the tables. */
+ZC_SIMD_INLINE uint32_t q8_index(uint32_t u)
+{
+    uint32_t em = (u >> 16) & 0x7FFF;
+    em = em < Q8_LO ? Q8_LO : em > Q8_HI ? Q8_HI : em;
+    return (u >> 31) * Q8_SIGN + em - Q8_LO;
+}
 
 static int q8_cmp(const void *a, const void *b)
 {
@@ -140,6 +164,28 @@ static float q8_bucket_value(uint32_t b, uint32_t a)
     float f;
     memcpy(&f, &bits, sizeof f);
     return f;
+}
+
+/* Bucket b's entry (see q8_sbucket). */
+static int32_t q8_entry(const float *thr, uint32_t b)
+{
+    /* the bucket's values in ascending order: low bits up for a positive bucket, down for a
+     * negative one */
+    const float lo = q8_bucket_value(b, 0), hi = q8_bucket_value(b, 0xFFFF);
+    if (lo != lo || hi != hi) /* NaNs (q8_code gives them code 0) and ±inf */
+        return (lo == -INFINITY || lo != lo ? 0 : q8_code_ref(thr, lo)) | 65536 << 8;
+    const int32_t code = q8_code_ref(thr, lo);
+    ZC_ASSERT(q8_code_ref(thr, hi) - code <= 1);
+    /* the split: the least ascending index whose value lies above the midpoint */
+    uint32_t first = 0, past = 65536;
+    while (first < past) {
+        const uint32_t mid = (first + past) / 2;
+        if (q8_bucket_value(b, mid) > thr[code])
+            past = mid;
+        else
+            first = mid + 1;
+    }
+    return code | (int32_t)first << 8;
 }
 
 static void q8_build(void)
@@ -175,26 +221,18 @@ static void q8_build(void)
     for (int k = 0; k < 2; k++) {
         const float *thr = k ? q8_uthr : q8_sthr;
         int32_t *bucket = k ? q8_ubucket : q8_sbucket;
-        for (uint32_t b = 0; b < 65536; b++) {
-            /* the bucket's values in ascending order: low bits up for a positive bucket, down
-             * for a negative one */
-            const float lo = q8_bucket_value(b, 0), hi = q8_bucket_value(b, 0xFFFF);
-            if (lo != lo || hi != hi) { /* NaNs (q8_code gives them code 0) and ±inf */
-                bucket[b] = (lo == -INFINITY || lo != lo ? 0 : q8_code_ref(thr, lo)) | 65536 << 8;
-                continue;
-            }
-            const int32_t code = q8_code_ref(thr, lo);
-            ZC_ASSERT(q8_code_ref(thr, hi) - code <= 1);
-            /* the split: the least ascending index whose value lies above the midpoint */
-            uint32_t first = 0, past = 65536;
-            while (first < past) {
-                const uint32_t mid = (first + past) / 2;
-                if (q8_bucket_value(b, mid) > thr[code])
-                    past = mid;
-                else
-                    first = mid + 1;
-            }
-            bucket[b] = code | (int32_t)first << 8;
+        for (uint32_t sign = 0; sign < 2; sign++) {
+            for (uint32_t em = Q8_LO; em <= Q8_HI; em++)
+                bucket[sign * Q8_SIGN + em - Q8_LO] = q8_entry(thr, sign << 15 | em);
+            /* the buckets not kept read the nearest kept one: it must hold their entry (NaNs
+             * aside, and ±inf, whose entries are the greatest finite bucket's: code 255 / 0) */
+            const int32_t least = bucket[sign * Q8_SIGN],
+                          most = bucket[sign * Q8_SIGN + Q8_HI - Q8_LO];
+            for (uint32_t em = 0; em < Q8_LO; em++)
+                ZC_ASSERT(q8_entry(thr, sign << 15 | em) == least);
+            for (uint32_t em = Q8_HI + 1; em < 0x7F80; em++)
+                ZC_ASSERT(q8_entry(thr, sign << 15 | em) == most);
+            ZC_ASSERT((most & 0xFF) == (sign ? 0 : 255) && most >> 8 == 65536);
         }
     }
 }
@@ -211,7 +249,7 @@ ZC_SIMD_INLINE int32_t q8_code(const int32_t *bucket, float r)
 {
     int32_t bits;
     memcpy(&bits, &r, sizeof bits);
-    const int32_t e = bucket[(uint32_t)bits >> 16];
+    const int32_t e = bucket[q8_index((uint32_t)bits)];
     const int32_t up = (bits ^ (bits >> 31)) & 0xFFFF; /* a negative value's low bits reversed */
     return ((e & 0xFF) + (up >= e >> 8)) * (int32_t)(r == r); /* arithmetic: no branch */
 }
@@ -418,27 +456,23 @@ static int64_t adam8_run(float *restrict p, uint16_t *restrict rem, uint16_t *re
     const adam_consts k = adam_prepare(h);
     long nblocks = (long)((n + BLOCK - 1) / BLOCK);
     int64_t bad = 0;
-    int64_t (*const qblock)(float *, const float *, uint8_t *, float *, uint8_t *, float *, size_t,
-                            float, const adam_consts *) = ZC_SIMD_SELECT(adam8_block);
+    int64_t (*const qblock)(float *, uint16_t *, uint16_t *, const float *, uint8_t *, float *,
+                            uint8_t *, float *, size_t, float, const adam_consts *) =
+        ZC_SIMD_SELECT(adam8_block);
 #pragma omp parallel for schedule(static) reduction(+ : bad) if (nblocks > 1)
     for (long b = 0; b < nblocks; b++) {
         size_t lo = (size_t)b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
-        float buf[BLOCK], joined[BLOCK];
+        float buf[BLOCK];
         const float *gb = grad_block(g, gt, lo, hi, buf) - lo;
-        float *w = p ? p + lo : joined; /* the block's fp32 weights */
-        if (!p)
-            zc_master_join(p16 + lo, rem + lo, hi - lo, joined);
         int64_t nb = 0;
         for (size_t q = lo; q < hi; q += ZC_Q8_BLOCK) {
             size_t len = hi - q < ZC_Q8_BLOCK ? hi - q : ZC_Q8_BLOCK;
-            nb += qblock(w + (q - lo), gb + q, mq + q, ms + q / ZC_Q8_BLOCK, vq + q,
-                         vs + q / ZC_Q8_BLOCK, len, gscale, &k);
+            nb += qblock(p ? p + q : NULL, p ? NULL : p16 + q, p ? NULL : rem + q, gb + q, mq + q,
+                         ms + q / ZC_Q8_BLOCK, vq + q, vs + q / ZC_Q8_BLOCK, len, gscale, &k);
         }
         if (p)
             narrow_block(p, ot, out, lo, hi);
-        else
-            zc_master_split(joined, hi - lo, p16 + lo, rem + lo);
-        bad += p ? block_nonfinite(nb, ot, out, lo, hi) : nonfinite_16(ZC_BF16, p16, lo, hi);
+        bad += p ? block_nonfinite(nb, ot, out, lo, hi) : nb;
     }
     return bad;
 }
