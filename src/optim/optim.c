@@ -61,6 +61,19 @@ ZC_SIMD_INLINE void adam_element(float *p, float g, float *m, float *v, const ad
     *p = w - k->step_size * (mi / denom);
 }
 
+/* The same step on a compact master's element (zc_master_split): weight and remainder joined into
+ * fp32, stepped, split back. Returns whether the new bf16 weight is not finite (as
+ * nonfinite_16: the weights the model uses). Adam's and AdamW8bit's block loops inline it. */
+ZC_SIMD_INLINE int adam_element_split(uint16_t *p16, uint16_t *rem, float g, float *m, float *v,
+                                      const adam_consts *k)
+{
+    float w = master_join_one(*p16, *rem);
+    adam_element(&w, g, m, v, k);
+    *p16 = bf16_half_away(w);
+    *rem = (uint16_t)bits(w);
+    return (*p16 & 0x7f80u) == 0x7f80u;
+}
+
 /* Elements [lo, hi) of the gradient g (of type gt) as fp32: g itself when it is fp32, else
  * widened (exactly) into buf. */
 static const float *grad_block(const void *g, zc_dtype gt, size_t lo, size_t hi, float *buf)
