@@ -17,6 +17,12 @@
 # ZEROC=/path/to/zeroc overrides "$root/build/zeroc"; BENCH_PEAK=/path/to/bench_peak overrides
 # bench_peak beside it. SHAPES="name L C H V T B;..." replaces the two shapes (e.g.
 # SHAPES="tiny 2 64 4 50304 32 2" to try the script in seconds).
+# On another host (the AMX machine, where zeroc runs from a relocatable archive and there is no
+# mpirun): PROCS="1x2 1x8" picks the process shapes (1xN: one process of N threads; 2x1: two
+# processes of one, needs mpirun; default "1x2 2x1"), CPUS=0-7 pins every program (zeroc, the
+# peer, bench_peak) with taskset, PYTHON=python3 names the peer's interpreter (default
+# /usr/bin/python3, Debian's torch, installed here when missing; another is used as it is).
+# DTYPES="bf16" runs one precision (default "fp32 bf16").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 steps=${1:-8}
@@ -27,6 +33,21 @@ fi
 zeroc=${ZEROC:-$root/build/zeroc}
 peak=${BENCH_PEAK:-$(dirname "$zeroc")/bench_peak}
 shapes=${SHAPES:-"a 4 256 4 50304 128 4;b 12 768 12 50257 64 4"}
+procs_list=${PROCS:-"1x2 2x1"}
+dtypes=${DTYPES:-"fp32 bf16"}
+for dtype in $dtypes; do
+  [[ $dtype == fp32 || $dtype == bf16 ]] ||
+    { echo "gpt2_vs_pytorch.sh: DTYPES entry '$dtype' is not fp32 or bf16" >&2; exit 2; }
+done
+python=${PYTHON:-/usr/bin/python3}
+pin=()
+[[ -n ${CPUS:-} ]] && pin=(taskset -c "$CPUS")
+for procs in $procs_list; do
+  if ! [[ $procs =~ ^(1x[1-9][0-9]*|2x1)$ ]]; then
+    echo "gpt2_vs_pytorch.sh: PROCS entry '$procs' is not 1xN (one process of N threads) or 2x1" >&2
+    exit 2
+  fi
+done
 IFS=';' read -r -a shape_list <<< "$shapes"
 for sh in "${shape_list[@]}"; do
   if ! [[ $sh =~ ^\ *[A-Za-z0-9_]+(\ +[1-9][0-9]*){6}\ *$ ]]; then
@@ -36,10 +57,10 @@ for sh in "${shape_list[@]}"; do
 done
 [[ -f $zeroc && -x $zeroc ]] || { echo "gpt2_vs_pytorch.sh: no zeroc at $zeroc (build it, or set ZEROC)" >&2; exit 2; }
 [[ -f $peak && -x $peak ]] || { echo "gpt2_vs_pytorch.sh: no bench_peak at $peak (built with zeroc; or set BENCH_PEAK)" >&2; exit 2; }
-"$root/scripts/deps.sh" python3-torch python3-numpy
-if ! /usr/bin/python3 -c 'import torch, numpy' 2> /dev/null; then
-  echo "gpt2_vs_pytorch.sh: /usr/bin/python3 cannot import torch and numpy, which the PyTorch peer" \
-    "needs: install Debian's python3-torch and python3-numpy (apt-get install python3-torch python3-numpy)" >&2
+[[ -z ${PYTHON:-} ]] && "$root/scripts/deps.sh" python3-torch
+if ! "$python" -c 'import torch' 2> /dev/null; then
+  echo "gpt2_vs_pytorch.sh: $python cannot import torch, which the PyTorch peer needs: install" \
+    "Debian's python3-torch (apt-get install python3-torch)" >&2
   exit 2
 fi
 tmp=$(mktemp -d)
@@ -55,10 +76,17 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # 256 x 50304 tensor: 92 ms, 17 ms with this). glibc's transparent huge pages for malloc (glibc
 # >= 2.35) is the peer's counterpart of zeroc's MADV_HUGEPAGE blocks and buffer reuse.
 torch_env=(GLIBC_TUNABLES=glibc.malloc.hugetlb=1)
-/usr/bin/python3 "$root/bench/random_tokens.py" "$tmp/tok.bin"
-"$peak" > "$tmp/peak.txt"
-echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-); peaks (GFLOP/s, 2 threads):" \
-  "$(awk '$3 == 2 {printf "%s %s  ", $2, $4}' "$tmp/peak.txt")"
+"$python" "$root/bench/random_tokens.py" "$tmp/tok.bin"
+"${pin[@]}" "$peak" > "$tmp/peak.txt"
+# bench_peak measures 1 thread and every core it may use; a thread count of PROCS between the two
+# is measured on its own, on that many cores (the first n)
+for procs in $procs_list; do
+  n=${procs#1x}; [[ $procs == 2x1 ]] && n=2
+  awk -v n="$n" '$3 == n {f = 1} END {exit !f}' "$tmp/peak.txt" ||
+    taskset -c "0-$((n - 1))" "$peak" | awk -v n="$n" '$3 == n' >> "$tmp/peak.txt"
+done
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-); peaks (GFLOP/s, threads):" \
+  "$(awk '$3 > 1 {printf "%s@%s %s  ", $2, $3, $4}' "$tmp/peak.txt")"
 printf '%-5s %-5s %-5s | %9s %9s %7s | %22s | %8s | %-33s | %s\n' shape procs dtype "zeroc ms" \
   "torch ms" "speed" "zeroc GFLOP/s (% peak)" "no-GEMM" "loss first→last zeroc / torch" \
   "|first loss zeroc - torch|"
@@ -71,14 +99,15 @@ run() { # name L C H V T B procs dtype
   local pargs=("$tmp/tok.bin" "$L" "$C" "$H" "$V" "$T" "$B" "$steps" --init "$tmp/$name-init.safetensors")
   local penv=("${torch_env[@]}" "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}")
   [[ $dtype == bf16 ]] && pargs+=(--autocast) && penv=("${torch_env[@]}")
-  if [[ $procs == 1x2 ]]; then
-    env OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 "$zeroc" "${zargs[@]}" > "$tmp/z.log"
-    pl=$(env "${penv[@]}" OMP_NUM_THREADS=2 /usr/bin/python3 "$root/bench/pytorch_gpt2.py" \
+  if [[ $procs == 1x* ]]; then
+    local n=${procs#1x}
+    "${pin[@]}" env OMP_NUM_THREADS="$n" OPENBLAS_NUM_THREADS="$n" "$zeroc" "${zargs[@]}" > "$tmp/z.log"
+    pl=$("${pin[@]}" env "${penv[@]}" OMP_NUM_THREADS="$n" "$python" "$root/bench/pytorch_gpt2.py" \
       "${pargs[@]}")
   else
     mpirun --oversubscribe --bind-to none -np 2 ${OMP_WAIT_POLICY:+-x OMP_WAIT_POLICY} "$zeroc" "${zargs[@]}" \
       > "$tmp/z.log"
-    pl=$(env "${penv[@]}" /usr/bin/python3 "$root/bench/pytorch_gpt2.py" "${pargs[@]}" \
+    pl=$(env "${penv[@]}" "$python" "$root/bench/pytorch_gpt2.py" "${pargs[@]}" \
       --ranks 2)
   fi
   python3 - "$tmp" "$name" "$procs" "$dtype" "$L" "$C" "$V" "$T" "$B" "$pl" <<'PY'
@@ -93,7 +122,9 @@ Vp = (V + 127) // 128 * 128
 params = Vp * C + T * C + L * (12 * C * C + 13 * C) + 2 * C
 ranks = r["world_size"]
 flops = ranks * (6 * params * B * T + L * 6 * 2 * B * T * T * C)  # all ranks, fwd + bwd
-peaks = {l.split()[1]: float(l.split()[3]) for l in open(f"{tmp}/peak.txt") if l.split()[2] == "2"}
+threads = 2 if procs == "2x1" else int(procs[2:])
+peaks = {l.split()[1]: float(l.split()[3]) for l in open(f"{tmp}/peak.txt")
+         if int(l.split()[2]) == threads}
 unit = next(k for k in (["bf16_amx_tiles", "bf16_dot_avx512"] if dtype == "bf16" else [])
             + ["fp32_fma_avx512", "fp32_fma_avx2"] if k in peaks)
 g = flops / zms / 1e6
@@ -108,7 +139,7 @@ PY
 init() { # name L C H V T B: zeroc's initial weights, as every run below draws them (a step at
   # learning rate 0 changes no weight; the seed, not the ranks or the dtype, sets them)
   local name=$1 L=$2 C=$3 H=$4 V=$5 T=$6 B=$7
-  if ! env OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 "$zeroc" train --model gpt2 --data "$tmp/tok.bin" \
+  if ! "${pin[@]}" env OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 "$zeroc" train --model gpt2 --data "$tmp/tok.bin" \
       --layers "$L" --channels "$C" --heads "$H" --vocab "$V" --seq-len "$T" --micro-batch "$B" \
       --steps 1 --lr 0 --save-weights "$tmp/$name-init.safetensors" > "$tmp/init.log" 2>&1; then
     echo "gpt2_vs_pytorch.sh: zeroc could not write the initial weights of shape $name; its output:" >&2
@@ -120,8 +151,8 @@ init() { # name L C H V T B: zeroc's initial weights, as every run below draws t
 for shape in "${shape_list[@]}"; do
   read -r -a sh <<< "$shape"
   init "${sh[@]}"
-  for procs in 1x2 2x1; do
-    for dtype in fp32 bf16; do
+  for procs in $procs_list; do
+    for dtype in $dtypes; do
       run "${sh[@]}" "$procs" "$dtype"
     done
   done

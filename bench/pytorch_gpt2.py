@@ -27,7 +27,6 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -186,8 +185,10 @@ def index_zeroc(file):
 def load_zeroc(file, model):
     state = {}
     for name, (offset, shape) in index_zeroc(file).items():
-        data = np.fromfile(file, dtype="<f4", count=math.prod(shape), offset=offset)
-        state[name] = torch.from_numpy(data.astype(np.float32).reshape(shape))
+        with open(file, "rb") as f:  # little-endian F32, as the host (x86-64) reads it
+            f.seek(offset)
+            data = bytearray(f.read(4 * math.prod(shape)))
+        state[name] = torch.frombuffer(data, dtype=torch.float32).reshape(shape).clone()
     model.load_state_dict(state)
 
 
@@ -198,7 +199,9 @@ def train(rank, init_file):
         dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank,
                                 world_size=RANKS)
     torch.manual_seed(0)
-    tok = np.frombuffer(open(path, "rb").read()[1024:], dtype=np.uint16).astype(np.int64)
+    # uint16 tokens (torch 1.13 has no uint16: read as int16, widened, the sign bit masked off)
+    tok = torch.frombuffer(bytearray(open(path, "rb").read()[1024:]), dtype=torch.int16) \
+        .to(torch.int64) & 0xFFFF
     model = GPT()
     if INIT:
         load_zeroc(INIT, model)
@@ -207,7 +210,7 @@ def train(rank, init_file):
     times, losses = [], []
     for s in range(steps):
         p = (s * RANKS + rank) * B * T % (len(tok) - B * T - 1)
-        w = torch.tensor(tok[p:p + B * T + 1])
+        w = tok[p:p + B * T + 1].clone()
         t0 = time.perf_counter()
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=AUTOCAST):
             loss = run(w[:-1].view(B, T), w[1:].view(B, T))
