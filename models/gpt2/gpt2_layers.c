@@ -27,6 +27,8 @@
 #include "zeroc/simd.h"
 #include "zeroc/status.h"
 
+#include "src/util/asan_range.h"
+
 /* Loops with less work than this (in elements) run on one thread: an OpenMP fork costs a few
  * microseconds, more than the loop. */
 #define PAR_MIN 32768
@@ -141,6 +143,28 @@ ZC_SIMD_INLINE float bf16_value(uint16_t h)
 #define ZC_SIMD_KERNELS "models/gpt2/gpt2_kernels.inc"
 #include "zeroc/simd_expand.h"
 
+/* The ranges the vector kernels touch, for the whole-range checks of a sanitizer build
+ * (util/asan_range.h). rows_out: N rows of C written; strided_bytes: N rows of width floats,
+ * ld apart (the last row ends at its width); rope_ranges: the heads of every row, and the
+ * tables' T rows of hd/2. */
+static void rows_out(const float *out, size_t N, int C)
+{
+    zc_asan_write(out, 4 * N * (size_t)C);
+}
+
+static size_t strided_bytes(int N, int ld, int width)
+{
+    return N > 0 && width > 0 ? 4 * ((size_t)(N - 1) * (size_t)ld + (size_t)width) : 0;
+}
+
+static void rope_ranges(const float *x, const float *cosv, const float *sinv, int B, int T, int W,
+                        int heads, int hd)
+{
+    zc_asan_write(x, strided_bytes(B * T, W, heads * hd));
+    zc_asan_read(cosv, 4 * (size_t)T * (size_t)(hd / 2));
+    zc_asan_read(sinv, 4 * (size_t)T * (size_t)(hd / 2));
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* encoder: token + position embedding                                                        */
 
@@ -148,12 +172,19 @@ void gpt2_encoder_forward(float *restrict out, const int *restrict inp, const fl
                           const uint16_t *restrict wte16, const float *restrict wpe,
                           const uint16_t *restrict wpe16, int B, int T, int C)
 {
+    rows_out(out, (size_t)B * T, C);
+    zc_asan_read(inp, sizeof *inp * B * T);
+    zc_asan_read(wpe, wpe ? 4 * (size_t)T * C : 0);
+    zc_asan_read(wpe16, wpe16 ? 2 * (size_t)T * C : 0);
     ZC_SIMD_DISPATCH(encoder_forward, out, inp, wte, wte16, wpe, wpe16, B, T, C);
 }
 
 void gpt2_encoder_backward(float *restrict dwte, float *restrict dwpe, const float *restrict dout,
                            const int *restrict inp, int B, int T, int C)
 {
+    zc_asan_read(dout, 4 * (size_t)B * T * C);
+    zc_asan_read(inp, sizeof *inp * B * T);
+    zc_asan_write(dwpe, dwpe ? 4 * (size_t)T * C : 0);
     ZC_SIMD_DISPATCH(encoder_backward, dwte, dwpe, dout, inp, B, T, C);
 }
 
@@ -161,12 +192,18 @@ void gpt2_encoder_forward_rows(float *restrict out, const int *restrict inp, int
                                const float *restrict wte, const uint16_t *restrict wte16, int BT,
                                int C)
 {
+    zc_asan_read(inp, sizeof *inp * BT);
+    zc_asan_read(wte, wte16 ? 0 : 4 * (size_t)rows * C);
+    zc_asan_read(wte16, 2 * (size_t)rows * C);
     ZC_SIMD_DISPATCH(encoder_forward_rows, out, inp, row0, rows, wte, wte16, BT, C);
 }
 
 void gpt2_encoder_backward_rows(float *restrict dwte, const float *restrict dout,
                                 const int *restrict inp, int row0, int rows, int BT, int C)
 {
+    zc_asan_write(dwte, 4 * (size_t)rows * C);
+    zc_asan_read(dout, 4 * (size_t)BT * C);
+    zc_asan_read(inp, sizeof *inp * BT);
     ZC_SIMD_DISPATCH(encoder_backward_rows, dwte, dout, inp, row0, rows, BT, C);
 }
 
@@ -287,6 +324,12 @@ void gpt2_layernorm_forward(float *restrict out, float *restrict mean, float *re
                             const float *restrict inp, const float *restrict weight,
                             const float *restrict bias, int N, int C)
 {
+    rows_out(out, (size_t)N, C);
+    zc_asan_read(inp, 4 * (size_t)N * C);
+    zc_asan_write(mean, 4 * (size_t)N);
+    zc_asan_write(rstd, 4 * (size_t)N);
+    zc_asan_read(weight, 4 * (size_t)C);
+    zc_asan_read(bias, 4 * (size_t)C);
     ZC_SIMD_DISPATCH(layernorm_forward, out, mean, rstd, inp, weight, bias, N, C);
 }
 
@@ -295,6 +338,14 @@ void gpt2_layernorm_backward(float *restrict dinp, float *restrict dweight, floa
                              const float *restrict weight, const float *restrict mean,
                              const float *restrict rstd, int N, int C)
 {
+    zc_asan_write(dinp, 4 * (size_t)N * C);
+    zc_asan_write(dweight, 4 * (size_t)C);
+    zc_asan_write(dbias, 4 * (size_t)C);
+    zc_asan_read(dout, 4 * (size_t)N * C);
+    zc_asan_read(inp, 4 * (size_t)N * C);
+    zc_asan_read(weight, 4 * (size_t)C);
+    zc_asan_read(mean, 4 * (size_t)N);
+    zc_asan_read(rstd, 4 * (size_t)N);
     ZC_SIMD_DISPATCH(layernorm_backward, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 
@@ -428,8 +479,11 @@ void gpt2_matmul_backward(float *restrict dinp, float *restrict dweight, uint16_
 {
     gpt2_matmul_backward_ld(dinp, dweight, dweight16, dout, OC, inp, weight, weight16, N, C, OC,
                             dweight_fresh, g);
-    if (dbias)
+    if (dbias) {
+        zc_asan_write(dbias, 4 * (size_t)OC);
+        zc_asan_read(dout, 4 * (size_t)N * OC);
         ZC_SIMD_DISPATCH(bias_backward, dbias, dout, N, OC);
+    }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -511,6 +565,8 @@ void gpt2_attention_gqa_forward(float *restrict out, float *restrict preatt, flo
         zc_gemm_batch(t, B, KV, false, true, T, T, hd, 1.0f / sqrtf((float)hd), at(x, j * hd, t), W,
                       TW, (int64_t)G * hd, at(x, QD, t), W, TW, hd, 0.0f, preatt + j * TT, T,
                       NH * TT, G * TT, w.ws, w.ws_bytes);
+    zc_asan_write(preatt, 4 * (size_t)B * NH * T * T);
+    zc_asan_write(att, 4 * (size_t)B * NH * T * T);
     ZC_SIMD_DISPATCH(attention_softmax_forward, preatt, att, (size_t)B * NH * T, T);
     if (t == ZC_GEMM_BF16)
         zc_f32_to_bf16(att, w.att, (size_t)B * NH * TT);
@@ -559,6 +615,9 @@ void gpt2_attention_gqa_backward(float *restrict dqkv, float *restrict dpreatt,
         zc_gemm_batch(t, B, KV, true, false, T, hd, T, 1.0f, at(a, j * TT, t), T, NH * TT, GT,
                       at(dy, j * hd, t), QD, TQ, Gh, 1.0f, dqkv + vo, W, TW, hd, w.ws, w.ws_bytes);
     }
+    zc_asan_write(dpreatt, 4 * (size_t)B * NH * T * T);
+    zc_asan_write(datt, 4 * (size_t)B * NH * T * T);
+    zc_asan_read(att, 4 * (size_t)B * NH * T * T);
     ZC_SIMD_DISPATCH(attention_softmax_backward, dpreatt, datt, att, (size_t)B * NH * T, T);
     if (t == ZC_GEMM_BF16)
         zc_f32_to_bf16(dpreatt, w.att, (size_t)B * NH * TT);
@@ -661,6 +720,10 @@ void gpt2_attention_cached(float *restrict out, float *restrict att, uint16_t *r
 void gpt2_rmsnorm_forward(float *restrict out, float *restrict rstd, const float *restrict inp,
                           const float *restrict weight, int N, int C, float eps)
 {
+    rows_out(out, (size_t)N, C);
+    zc_asan_write(rstd, 4 * (size_t)N);
+    zc_asan_read(inp, 4 * (size_t)N * C);
+    zc_asan_read(weight, 4 * (size_t)C);
     ZC_SIMD_DISPATCH(rmsnorm_forward, out, rstd, inp, weight, N, C, eps);
 }
 
@@ -668,29 +731,48 @@ void gpt2_rmsnorm_backward(float *restrict dinp, float *restrict dweight,
                            const float *restrict dout, const float *restrict inp,
                            const float *restrict weight, const float *restrict rstd, int N, int C)
 {
+    zc_asan_write(dinp, 4 * (size_t)N * C);
+    zc_asan_write(dweight, 4 * (size_t)C);
+    zc_asan_read(dout, 4 * (size_t)N * C);
+    zc_asan_read(inp, 4 * (size_t)N * C);
+    zc_asan_read(weight, 4 * (size_t)C);
+    zc_asan_read(rstd, 4 * (size_t)N);
     ZC_SIMD_DISPATCH(rmsnorm_backward, dinp, dweight, dout, inp, weight, rstd, N, C);
 }
 
 void gpt2_swiglu_forward(float *restrict out, const float *restrict inp, int N, int I)
 {
+    zc_asan_write(out, 4 * (size_t)N * I);
+    zc_asan_read(inp, 4 * (size_t)N * 2 * I);
     ZC_SIMD_DISPATCH(swiglu_forward, out, I, inp, inp + I, 2 * I, N, I);
 }
 
 void gpt2_swiglu_backward(float *restrict dinp, const float *restrict inp,
                           const float *restrict dout, int N, int I)
 {
+    zc_asan_write(dinp, 4 * (size_t)N * 2 * I);
+    zc_asan_read(inp, 4 * (size_t)N * 2 * I);
+    zc_asan_read(dout, 4 * (size_t)N * I);
     ZC_SIMD_DISPATCH(swiglu_backward, dinp, dinp + I, inp, inp + I, 2 * I, dout, I, N, I);
 }
 
 void gpt2_swiglu_forward_cols(float *out, int ldo, const float *inp, int ldi, int hidden, int N,
                               int width)
 {
+    zc_asan_write(out, strided_bytes(N, ldo, width));
+    zc_asan_read(inp, strided_bytes(N, ldi, width));
+    zc_asan_read(inp + hidden, strided_bytes(N, ldi, width));
     ZC_SIMD_DISPATCH(swiglu_forward, out, ldo, inp, inp + hidden, ldi, N, width);
 }
 
 void gpt2_swiglu_backward_cols(float *dinp, const float *inp, int ldi, int hidden,
                                const float *dout, int ldo, int N, int width)
 {
+    zc_asan_write(dinp, strided_bytes(N, ldi, width));
+    zc_asan_write(dinp + hidden, strided_bytes(N, ldi, width));
+    zc_asan_read(inp, strided_bytes(N, ldi, width));
+    zc_asan_read(inp + hidden, strided_bytes(N, ldi, width));
+    zc_asan_read(dout, strided_bytes(N, ldo, width));
     ZC_SIMD_DISPATCH(swiglu_backward, dinp, dinp + hidden, inp, inp + hidden, ldi, dout, ldo, N,
                      width);
 }
@@ -698,12 +780,14 @@ void gpt2_swiglu_backward_cols(float *dinp, const float *inp, int ldi, int hidde
 void gpt2_rope_forward(float *restrict x, const float *restrict cosv, const float *restrict sinv,
                        int B, int T, int W, int heads, int hd)
 {
+    rope_ranges(x, cosv, sinv, B, T, W, heads, hd);
     ZC_SIMD_DISPATCH(rope_apply, x, cosv, sinv, B, T, W, heads, hd, 1.0f);
 }
 
 void gpt2_rope_backward(float *restrict dx, const float *restrict cosv, const float *restrict sinv,
                         int B, int T, int W, int heads, int hd)
 {
+    rope_ranges(dx, cosv, sinv, B, T, W, heads, hd);
     ZC_SIMD_DISPATCH(rope_apply, dx, cosv, sinv, B, T, W, heads, hd, -1.0f);
 }
 
@@ -712,12 +796,17 @@ void gpt2_rope_backward(float *restrict dx, const float *restrict cosv, const fl
 
 void gpt2_gelu_forward(float *restrict out, const float *restrict inp, size_t N)
 {
+    zc_asan_write(out, 4 * N);
+    zc_asan_read(inp, 4 * N);
     ZC_SIMD_DISPATCH(gelu_forward, out, inp, N);
 }
 
 void gpt2_gelu_backward(float *restrict dinp, const float *restrict inp, const float *restrict dout,
                         size_t N)
 {
+    zc_asan_write(dinp, 4 * N);
+    zc_asan_read(inp, 4 * N);
+    zc_asan_read(dout, 4 * N);
     ZC_SIMD_DISPATCH(gelu_backward, dinp, inp, dout, N);
 }
 
@@ -727,12 +816,18 @@ void gpt2_gelu_backward(float *restrict dinp, const float *restrict inp, const f
 void gpt2_residual_forward(float *restrict out, const float *restrict inp1,
                            const float *restrict inp2, size_t N)
 {
+    zc_asan_write(out, 4 * N);
+    zc_asan_read(inp1, 4 * N);
+    zc_asan_read(inp2, 4 * N);
     ZC_SIMD_DISPATCH(residual_forward, out, inp1, inp2, N);
 }
 
 void gpt2_residual_backward(float *restrict dinp1, float *restrict dinp2,
                             const float *restrict dout, size_t N)
 {
+    zc_asan_write(dinp1, 4 * N);
+    zc_asan_write(dinp2, 4 * N);
+    zc_asan_read(dout, 4 * N);
     ZC_SIMD_DISPATCH(residual_backward, dinp1, dinp2, dout, N);
 }
 
@@ -743,6 +838,10 @@ void gpt2_softmax_crossentropy_forward(float *restrict losses, float *restrict p
                                        const float *restrict logits, const int *restrict targets,
                                        int BT, int V, int Vp)
 {
+    zc_asan_write(losses, 4 * (size_t)BT);
+    zc_asan_write(probs, 4 * (size_t)BT * Vp);
+    zc_asan_read(logits, 4 * (size_t)BT * Vp);
+    zc_asan_read(targets, sizeof *targets * BT);
     ZC_SIMD_DISPATCH(softmax_crossentropy_forward, losses, probs, logits, targets, BT, V, Vp);
 }
 
@@ -750,17 +849,27 @@ void gpt2_softmax_crossentropy_backward(float *restrict dlogits, const float *re
                                         const float *restrict probs, const int *restrict targets,
                                         int BT, int V, int Vp)
 {
+    zc_asan_write(dlogits, 4 * (size_t)BT * Vp);
+    zc_asan_read(dlosses, 4 * (size_t)BT);
+    zc_asan_read(probs, 4 * (size_t)BT * Vp);
+    zc_asan_read(targets, sizeof *targets * BT);
     ZC_SIMD_DISPATCH(softmax_crossentropy_backward, dlogits, dlosses, probs, targets, BT, V, Vp);
 }
 
 void gpt2_softmax_crossentropy_forward_inplace(float *restrict losses, float *x,
                                                const int *restrict targets, int BT, int V, int Vp)
 {
+    zc_asan_write(losses, 4 * (size_t)BT);
+    zc_asan_write(x, 4 * (size_t)BT * Vp);
+    zc_asan_read(targets, sizeof *targets * BT);
     ZC_SIMD_DISPATCH(softmax_crossentropy_forward_inplace, losses, x, targets, BT, V, Vp);
 }
 
 void gpt2_softmax_crossentropy_backward_inplace(float *x, const float *restrict dlosses,
                                                 const int *restrict targets, int BT, int V, int Vp)
 {
+    zc_asan_write(x, 4 * (size_t)BT * Vp);
+    zc_asan_read(dlosses, 4 * (size_t)BT);
+    zc_asan_read(targets, sizeof *targets * BT);
     ZC_SIMD_DISPATCH(softmax_crossentropy_backward_inplace, x, dlosses, targets, BT, V, Vp);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/quantize.h"
+#include "util/asan_range.h"
 #include "zeroc/simd.h"
 
 int64_t zc_qwz_segment_bytes(int64_t shard)
@@ -41,6 +42,7 @@ void zc_qwz_quantize(const void *src, zc_dtype t, size_t S, void *segment)
     float *scales = segment;
     int8_t *q = (int8_t *)(scales + nb);
     const size_t es = (size_t)zc_dtype_size(t);
+    zc_asan_write(segment, 4 * (size_t)nb + S);
     const quantize_fn quantize_block = ZC_SIMD_SELECT(quantize_block);
 #pragma omp parallel for schedule(static) if (nb > 16)
     for (long b = 0; b < nb; b++) {
@@ -57,6 +59,7 @@ void zc_qwz_requantize_sum(const void *const *segs, int nsegs, size_t S, void *o
     const long nb = (long)nblocks(S);
     float *scales = out;
     int8_t *q = (int8_t *)(scales + nb);
+    zc_asan_write(out, 4 * (size_t)nb + S);
     const quantize_fn quantize_block = ZC_SIMD_SELECT(quantize_block);
 #pragma omp parallel for schedule(static) if (nb > 16)
     for (long b = 0; b < nb; b++) {
@@ -77,6 +80,8 @@ void zc_qwz_dequantize_range(const void *segment, size_t S, size_t lo, size_t n,
 {
     const float *scales = segment;
     const int8_t *q = (const int8_t *)(scales + nblocks(S));
+    zc_asan_read(q + lo, n);
+    zc_asan_write(dst, 4 * n);
     const dequantize_fn dequantize_block = ZC_SIMD_SELECT(dequantize_block);
     for (size_t i = 0; i < n;) { /* a block at a time: one scale each */
         const size_t b = (lo + i) / ZC_QWZ_BLOCK, end = (b + 1) * ZC_QWZ_BLOCK - lo;

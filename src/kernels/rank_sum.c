@@ -7,6 +7,7 @@
 
 #include "kernels/rank_sum.h"
 #include "optim/bf16_bits.h"
+#include "util/asan_range.h"
 #include "zeroc/simd.h"
 
 enum { SUM_CHUNK = 1024 }; /* elements summed at a time in a stack buffer (4 KiB) */
@@ -19,6 +20,14 @@ bool zc_rank_sum(zc_dtype in, const void *recv, const void *self, int self_j, in
 {
     if (in != out_t || n < 1)
         return false;
+    if (in == ZC_FP32 || in == ZC_BF16) { /* the blocks the kernel reads, whole */
+        const size_t bytes = len * (size_t)zc_dtype_size(in);
+        for (int j = 0; j < n; j++)
+            zc_asan_read(j == self_j ? self
+                                     : (const char *)recv + zc_rank_sum_slot(j, self_j) * bytes,
+                         bytes);
+        zc_asan_write(out, bytes);
+    }
     if (in == ZC_FP32) {
         ZC_SIMD_DISPATCH(sum_f32, recv, self, self_j, n, len, accumulate, out);
         return true;

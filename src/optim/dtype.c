@@ -12,6 +12,7 @@
 #include "zeroc/simd.h"
 
 #include "bf16_bits.h"
+#include "util/asan_range.h"
 
 ZC_SIMD_INLINE uint16_t f16_one(float f)
 {
@@ -64,18 +65,26 @@ static void blocked(block_fn f, const void *src, void *dst, size_t n)
 
 void zc_f32_to_bf16(const float *src, uint16_t *dst, size_t n)
 {
+    zc_asan_read(src, 4 * n);
+    zc_asan_write(dst, 2 * n);
     blocked(ZC_SIMD_SELECT(to_bf16), src, dst, n);
 }
 void zc_bf16_to_f32(const uint16_t *src, float *dst, size_t n)
 {
+    zc_asan_read(src, 2 * n);
+    zc_asan_write(dst, 4 * n);
     blocked(ZC_SIMD_SELECT(from_bf16), src, dst, n);
 }
 void zc_f32_to_f16(const float *src, uint16_t *dst, size_t n)
 {
+    zc_asan_read(src, 4 * n);
+    zc_asan_write(dst, 2 * n);
     blocked(ZC_SIMD_SELECT(to_f16), src, dst, n);
 }
 void zc_f16_to_f32(const uint16_t *src, float *dst, size_t n)
 {
+    zc_asan_read(src, 2 * n);
+    zc_asan_write(dst, 4 * n);
     blocked(ZC_SIMD_SELECT(from_f16), src, dst, n);
 }
 

@@ -21,6 +21,7 @@
 #include "zeroc/status.h"
 
 #include "bf16_bits.h"
+#include "util/asan_range.h"
 
 #if ZC_SIMD_MULTI
 #include <immintrin.h> /* the AVX-512 copy's gathers (optim_kernels.inc) */
@@ -82,6 +83,18 @@ static const float *grad_block(const void *g, zc_dtype gt, size_t lo, size_t hi,
         return (const float *)g + lo;
     zc_dtype_widen(gt, (const char *)g + lo * (size_t)zc_dtype_size(gt), buf, hi - lo);
     return buf;
+}
+
+/* The ranges an update's kernels touch, checked whole in a sanitizer build (util/asan_range.h):
+ * the fp32 weights p, or the compact master rem + p16; the gradient g; the model copy out. */
+static void step_ranges(const float *p, const uint16_t *rem, const uint16_t *p16, const void *g,
+                        zc_dtype gt, size_t n, zc_dtype ot, const void *out)
+{
+    zc_asan_write(p, 4 * n);
+    zc_asan_write(rem, p ? 0 : 2 * n);
+    zc_asan_write(p16, p ? 0 : 2 * n);
+    zc_asan_read(g, n * (size_t)zc_dtype_size(gt));
+    zc_asan_write(out, out ? n * (size_t)zc_dtype_size(ot) : 0);
 }
 
 /* Elements [lo, hi) of the updated weights p rounded into out (of type ot), if there is one. */
@@ -298,6 +311,9 @@ static int64_t adam_run(float *restrict p, uint16_t *restrict rem, uint16_t *res
     const adam_consts k = adam_prepare(h);
     long nblocks = (long)((n + BLOCK - 1) / BLOCK);
     int64_t bad = 0;
+    step_ranges(p, rem, p16, g, gt, n, ot, out);
+    zc_asan_write(m, 4 * n);
+    zc_asan_write(v, 4 * n);
     int64_t (*const block)(float *, const float *, float *, float *, size_t, size_t, float,
                            const adam_consts *) = ZC_SIMD_SELECT(adam_block);
     int64_t (*const fused)(float *, const uint16_t *, float *, float *, uint16_t *, size_t, size_t,
@@ -362,6 +378,8 @@ int64_t zc_sgd_update(float *restrict p, const void *restrict g, zc_dtype gt, fl
     const sgd_consts k = {(float)h->lr, (float)h->momentum, (float)h->weight_decay};
     if (h->momentum == 0.0)
         buf = NULL;
+    step_ranges(p, NULL, NULL, g, gt, n, ot, out);
+    zc_asan_write(buf, buf ? 4 * n : 0);
     int64_t (*const block)(float *, const float *, float *, size_t, size_t, float,
                            const sgd_consts *) = ZC_SIMD_SELECT(sgd_block);
     long nblocks = (long)((n + BLOCK - 1) / BLOCK);
@@ -392,6 +410,7 @@ void zc_sgd_update_ref(float *p, const float *g, float *buf, size_t n, float gsc
 double zc_sum_squares(const float *g, size_t n)
 {
     double r;
+    zc_asan_read(g, 4 * n);
     ZC_SIMD_DISPATCH_RET(r, sum_squares, g, n);
     return r;
 }
@@ -469,6 +488,11 @@ static int64_t adam8_run(float *restrict p, uint16_t *restrict rem, uint16_t *re
     const adam_consts k = adam_prepare(h);
     long nblocks = (long)((n + BLOCK - 1) / BLOCK);
     int64_t bad = 0;
+    step_ranges(p, rem, p16, g, gt, n, ot, out);
+    zc_asan_write(mq, n);
+    zc_asan_write(vq, n);
+    zc_asan_write(ms, 4 * ((n + ZC_Q8_BLOCK - 1) / ZC_Q8_BLOCK));
+    zc_asan_write(vs, 4 * ((n + ZC_Q8_BLOCK - 1) / ZC_Q8_BLOCK));
     int64_t (*const qblock)(float *, uint16_t *, uint16_t *, const float *, uint8_t *, float *,
                             uint8_t *, float *, size_t, float, const adam_consts *) =
         ZC_SIMD_SELECT(adam8_block);
