@@ -2232,9 +2232,13 @@ static zc_status grad_staging(zc_engine *e, int i, zc_err *err)
 static zc_status progress(zc_engine *e, zc_err *err)
 {
     bool done;
-    if (e->rs_req)
-        return zc_comm_test(e->comm, e->rs_req, &done, err);
-    return ZC_OK;
+    zc_status st = ZC_OK;
+    /* a folded update's slots refilled as their writes land */
+    if (e->stream && (e->upd_open || e->bwd_open))
+        st = zc_stream_poll(e->stream, err);
+    if (!st && e->rs_req)
+        st = zc_comm_test(e->comm, e->rs_req, &done, err);
+    return st;
 }
 
 /* What the model's fp32 gradients are multiplied by before they are rounded: fp16's loss scale

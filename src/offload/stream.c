@@ -3,8 +3,12 @@
  * State per slot: the job it holds (or −1), one read and one write transfer per array. The
  * only rule that orders anything: a slot is refilled (reads of job j) only after the writes of
  * the job it held before (j − B) have landed, since they come from the same buffers. Reads of a
- * job are started in job order, by done() (ahead) or next() (on demand), so the disk sees one
- * sequential pass over each array region per step. */
+ * job are started in job order, so the disk sees one sequential pass over each array region per
+ * step. Reading ahead never waits: done(), next() and poll() refill the slots whose writes have
+ * already landed, in job order, and stop at the first that has not; only next() waits, and only
+ * for the job it hands out (the update cannot go on without it). A refill that waited in done()
+ * for the previous job's writes held the caller — in a folded update, the compute thread between
+ * two blocks' products — for a write that needed no waiting for yet. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,11 +69,31 @@ static zc_status start_reads(zc_stream *s, int j, zc_err *err)
     return ZC_OK;
 }
 
-/* Starts reads for jobs up to `last` whose slots are free or only wait for old writes. */
+/* Starts reads for jobs up to `last`, waiting for their slots' old writes where needed. */
 static zc_status read_ahead(zc_stream *s, int last, zc_err *err)
 {
     zc_status st = ZC_OK;
     while (!st && s->next_read <= last && s->next_read < s->njobs)
+        st = start_reads(s, s->next_read, err);
+    return st;
+}
+
+/* Whether the slot's writes have all landed (or it has none in flight); never waits for I/O. */
+static bool writes_landed(zc_stream *s, const slot_t *sl)
+{
+    for (int a = 0; sl->writing && a < ZC_NSTREAMS; a++)
+        if (!zc_aio_done(s->aio, &sl->wr[a]))
+            return false;
+    return true;
+}
+
+/* Starts reads, in job order, for jobs up to `last` whose slots are free: stops at the first slot
+ * whose writes are still in flight. (start_reads' wait then only collects their status.) */
+static zc_status refill_landed(zc_stream *s, int last, zc_err *err)
+{
+    zc_status st = ZC_OK;
+    while (!st && s->next_read <= last && s->next_read < s->njobs &&
+           writes_landed(s, &s->slots[s->next_read % s->nslots]))
         st = start_reads(s, s->next_read, err);
     return st;
 }
@@ -154,6 +178,8 @@ zc_status zc_stream_next(zc_stream *s, void *a[ZC_NSTREAMS], zc_err *err)
     ZC_ASSERT(s->cur < s->njobs);
     int j = s->cur;
     zc_status st = s->next_read <= j ? read_ahead(s, j, err) : ZC_OK;
+    if (!st && s->read_ahead) /* the jobs after it, as far as their slots are free */
+        st = refill_landed(s, j + s->nslots - 1, err);
     slot_t *sl = &s->slots[j % s->nslots];
     for (int k = 0; k < ZC_NSTREAMS; k++) {
         const zc_stream_ref *r = &s->jobs[j].a[k];
@@ -177,10 +203,19 @@ zc_status zc_stream_done(zc_stream *s, zc_err *err)
         }
     }
     zc_status st = s->write_behind ? ZC_OK : wait_writes(s, sl, err);
-    /* the slot of job j + B − 1 held job j − 1, whose writes have had a whole update to land */
+    /* the slot of job j + B − 1 held job j − 1: refilled now if its writes have landed, else by a
+     * later poll() or next() */
     if (!st && s->read_ahead)
-        st = read_ahead(s, j + s->nslots - 1, err);
+        st = refill_landed(s, j + s->nslots - 1, err);
     return st;
+}
+
+zc_status zc_stream_poll(zc_stream *s, zc_err *err)
+{
+    if (!s->jobs || !s->read_ahead || s->cur >= s->njobs)
+        return ZC_OK;
+    /* job cur + B − 1's slot held job cur − 1, done (the job being updated, cur, keeps its own) */
+    return refill_landed(s, s->cur + s->nslots - 1, err);
 }
 
 zc_status zc_stream_landed(zc_stream *s, int j, zc_err *err)

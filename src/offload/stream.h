@@ -8,9 +8,10 @@
  * up, so the streamer can read ahead: with B slots, job j uses slot j mod B, and its reads start
  * as soon as job j − B has been written back — while job j − B + 1 … j − 1 are updated. In the
  * steady state that is "read k + 1 and write k − 1 while updating k" (B = 3), deeper with more
- * slots. read_ahead = false starts a job's reads only when it is asked for; write_behind = false
- * waits for a job's writes before the next job starts (DeepSpeed's pipeline_read/pipeline_write
- * switched off): the same bytes, no overlap.
+ * slots; a slot is refilled once its writes have landed, never by waiting for them. read_ahead =
+ * false starts a job's reads only when it is asked for; write_behind = false waits for a job's
+ * writes before the next job starts (DeepSpeed's pipeline_read/pipeline_write switched off): the
+ * same bytes, no overlap.
  *
  *     zc_stream_begin(s, jobs, njobs, &err);
  *     for (int j = 0; j < njobs; j++) {
@@ -62,6 +63,9 @@ zc_status zc_stream_begin(zc_stream *s, const zc_stream_job *jobs, int njobs, zc
 zc_status zc_stream_next(zc_stream *s, void *a[ZC_NSTREAMS], zc_err *err);
 /* The current job's update is done: its outputs start on their way to disk. */
 zc_status zc_stream_done(zc_stream *s, zc_err *err);
+/* Between jobs (the caller's other work): starts the reads of the slots whose writes have
+ * landed since. Never waits for I/O. */
+zc_status zc_stream_poll(zc_stream *s, zc_err *err);
 /* Waits until job j's writes have landed (j done: its outputs may be read back from disk). */
 zc_status zc_stream_landed(zc_stream *s, int j, zc_err *err);
 /* Waits until every write of the pass has landed. */
