@@ -141,6 +141,9 @@ typedef struct {
      * backward's) read it — the old bf16 weights, half the master — kept for the unit's update,
      * which then reads no parameter shard (an IO_READ buffer, counted with the reads out) */
     void *oldw;
+    /* fold_bwd, compact: none was kept when the update's sub-groups started their reads, so the
+     * stream reads the old weights ahead instead (a later gather then keeps none) */
+    bool old_in_stream;
     zc_aio_op pread;
     void *gwrite_buf; /* grads on disk: the reduced shard on its way to disk */
     zc_aio_op gwrite;
@@ -286,6 +289,7 @@ struct zc_engine {
      * micro-batch. bwd_open: that micro-batch's updates have started (bwd_updated of them run). */
     bool fold_bwd, bwd_open;
     zc_stream_job *bjobs;
+    int *bjob_unit; /* the unit of each of bjobs */
     /* fold_bwd, compact: each unit's last position in the recorded acquires (−1: its shard is not
      * kept), and how many acquires were recorded when its gradients were handed back */
     int *last_use, *ready_pos;
@@ -1688,23 +1692,43 @@ static zc_status build_jobs(zc_engine *e, zc_err *err)
     return ZC_OK;
 }
 
+/* The stream asks, as an update sub-group's reads start (fold_bwd, compact): read the old
+ * weights now unless the unit's backward gather kept them; if it did not yet, the stream reads
+ * them and the gather keeps none — so each is read once, ahead of the update, either way. */
+static bool old_weights_wanted(void *ctx, int job, int array)
+{
+    zc_engine *e = ctx;
+    unit_t *u = &e->units[e->bjob_unit[job]];
+    ZC_ASSERT(array == ZC_STREAM_PARAMS);
+    if (u->oldw)
+        return false;
+    u->old_in_stream = true;
+    return true;
+}
+
 /* The update in the backward (fold_bwd): the same sub-groups, units in reverse registration
  * order (the order their reduced gradients land in), each gradient taken from the RAM it was
  * reduced into (unit_update) instead of a swap region. */
 static zc_status build_bjobs(zc_engine *e, zc_err *err)
 {
-    if (!(e->bjobs = calloc((size_t)e->njobs, sizeof *e->bjobs)))
+    if (!(e->bjobs = calloc((size_t)e->njobs, sizeof *e->bjobs)) ||
+        !(e->bjob_unit = calloc((size_t)e->njobs, sizeof *e->bjob_unit)))
         return zc_err_set(err, ZC_ENOMEM, "out of memory planning the offloaded step");
     int k = 0;
     for (int i = e->nunits - 1; i >= 0; i--) {
         e->units[i].first_bjob = k;
         for (int j = 0; j < e->units[i].njobs; j++, k++) {
             e->bjobs[k] = e->jobs[e->units[i].first_job + j];
+            e->bjob_unit[k] = i;
             e->bjobs[k].a[ZC_STREAM_GRADS] = (zc_stream_ref){0};
-            /* a compact master's old weights: kept from the backward's gather (oldw) */
+            /* a compact master's old weights: kept from the backward's gather (oldw), or else
+             * read ahead by the stream (old_weights_wanted) */
             e->bjobs[k].a[ZC_STREAM_PARAMS].in = false;
+            e->bjobs[k].a[ZC_STREAM_PARAMS].ask = e->compact;
         }
     }
+    if (e->compact)
+        zc_stream_set_ask(e->stream, old_weights_wanted, e);
     return ZC_OK;
 }
 
@@ -1976,6 +2000,7 @@ void zc_engine_destroy(zc_engine *e)
     zc_aio_destroy(e->aio);
     free(e->jobs);
     free(e->bjobs);
+    free(e->bjob_unit);
     free(e->last_use);
     free(e->ready_pos);
     free_b(e, ZC_MEM_COMM, &e->rs_send, e->rs_bytes, 1); /* NULL: nothing freed */
@@ -2503,7 +2528,7 @@ static bool keep_old(const zc_engine *e, int i, int pos)
     const int count = e->cfg.param_buffer_count, most = count > 2 ? count - 1 : 1;
     const bool read = u->pread_buf != NULL; /* else the gather starts it: one more */
     return e->last_use && pos >= 0 && e->last_use[i] == pos && at_boundary(e) && u->disk.params &&
-           !u->info.frozen && sharded_params(e, u) && e->nold < most &&
+           !u->info.frozen && sharded_params(e, u) && !u->old_in_stream && e->nold < most &&
            reads_fit(e, e->reads_out + !read,
                      e->read_elems_out + (read ? 0 : (int64_t)u->info.shard));
 }
@@ -3150,6 +3175,8 @@ static zc_status unit_update(zc_engine *e, unit_t *u, void *capture, zc_err *err
         if (pr && e->compact && pr->swap) { /* the old weights (bjobs reads none) */
             if (u->oldw) {
                 memcpy(a[ZC_STREAM_PARAMS], at(u->oldw, (size_t)j * sg, e->ps), k * e->ps);
+            } else if (zc_stream_read_in(e->stream, ZC_STREAM_PARAMS)) {
+                e->update_read += pr->bytes; /* read ahead by the stream (old_weights_wanted) */
             } else { /* not kept (off the recorded order, or the kept ones at their bound) */
                 zc_aio_op op = {0};
                 zc_swap_read(pr->swap, &op, a[ZC_STREAM_PARAMS], (size_t)pr->bytes, pr->off);
@@ -3216,6 +3243,7 @@ static zc_status drop_prefetches(zc_engine *e, zc_err *err)
     for (int i = 0; i < e->nunits; i++) { /* shards read ahead (stale once the step updates) */
         zc_status st2 = param_read_finish(e, i, NULL, err);
         oldw_free(e, &e->units[i]); /* (an update takes each; none is left after a step) */
+        e->units[i].old_in_stream = false;
         if (!st)
             st = st2;
     }
@@ -3444,6 +3472,7 @@ static zc_status bwd_update(zc_engine *e, int i, zc_err *err)
     u->sumsq = unit_sum_squares(e, u);
     zc_status st = unit_update(e, u, NULL, err);
     oldw_free(e, u);
+    u->old_in_stream = false;
     for (int j = u->first_bjob; j < u->first_bjob + u->njobs; j++)
         for (int a = 0; a < ZC_NSTREAMS; a++) { /* (old weights read back: unit_update counts) */
             const zc_stream_ref *r = &e->bjobs[j].a[a];

@@ -19,8 +19,9 @@
 typedef struct {
     void *buf[ZC_NSTREAMS];
     zc_aio_op rd[ZC_NSTREAMS], wr[ZC_NSTREAMS];
-    int job;      /* job whose data the slot holds or is receiving; −1: none */
-    bool writing; /* wr[] may be in flight */
+    int job;                /* job whose data the slot holds or is receiving; −1: none */
+    bool writing;           /* wr[] may be in flight */
+    bool read[ZC_NSTREAMS]; /* the job's array was read into buf[] */
 } slot_t;
 
 struct zc_stream {
@@ -29,6 +30,8 @@ struct zc_stream {
     int nslots;
     int64_t slot_bytes[ZC_NSTREAMS];
     bool read_ahead, write_behind, pin;
+    zc_stream_ask_fn ask;
+    void *ask_ctx;
     slot_t *slots;
     const zc_stream_job *jobs;
     int njobs;
@@ -60,7 +63,8 @@ static zc_status start_reads(zc_stream *s, int j, zc_err *err)
     sl->job = j;
     for (int a = 0; a < ZC_NSTREAMS; a++) {
         const zc_stream_ref *r = &s->jobs[j].a[a];
-        if (r->swap && r->in) {
+        sl->read[a] = r->swap && (r->in || (r->ask && s->ask && s->ask(s->ask_ctx, j, a)));
+        if (sl->read[a]) {
             ZC_ASSERT(r->bytes <= s->slot_bytes[a]);
             zc_swap_read(r->swap, &sl->rd[a], sl->buf[a], (size_t)r->bytes, r->off);
         }
@@ -162,6 +166,19 @@ void zc_stream_destroy(zc_stream *s)
     }
     free(s->slots);
     free(s);
+}
+
+void zc_stream_set_ask(zc_stream *s, zc_stream_ask_fn fn, void *ctx)
+{
+    s->ask = fn;
+    s->ask_ctx = ctx;
+}
+
+bool zc_stream_read_in(const zc_stream *s, int a)
+{
+    ZC_ASSERT(s->cur < s->njobs && a >= 0 && a < ZC_NSTREAMS);
+    const slot_t *sl = &s->slots[s->cur % s->nslots];
+    return sl->job == s->cur && sl->read[a];
 }
 
 zc_status zc_stream_begin(zc_stream *s, const zc_stream_job *jobs, int njobs, zc_err *err)

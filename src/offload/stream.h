@@ -40,7 +40,13 @@ typedef struct {
     int64_t off;
     int64_t bytes;
     bool in, out; /* read before the update / written after it */
+    bool ask;     /* (in false) read before the update if the pass's ask function says so when
+                   * the job's reads start (zc_stream_set_ask): the caller's own copy may exist */
 } zc_stream_ref;
+
+/* Whether the stream should read array a of job j now (a ref marked ask): called as the job's
+ * reads start, in job order, on the thread that called into the stream. */
+typedef bool (*zc_stream_ask_fn)(void *ctx, int job, int array);
 
 typedef struct {
     zc_stream_ref a[ZC_NSTREAMS];
@@ -56,11 +62,17 @@ zc_status zc_stream_create(zc_stream **out, zc_mem *mem, zc_aio *aio, int nslots
 /* Waits for whatever is still in flight, then frees the slots. NULL is a no-op. */
 void zc_stream_destroy(zc_stream *s);
 
+/* The function the refs marked ask consult (none set: they are not read). */
+void zc_stream_set_ask(zc_stream *s, zc_stream_ask_fn fn, void *ctx);
+
 /* Starts a pass over jobs (which must outlive it), reading ahead as far as the slots allow. */
 zc_status zc_stream_begin(zc_stream *s, const zc_stream_job *jobs, int njobs, zc_err *err);
 /* The next job's arrays in RAM: a[k] is the slot buffer (its reads landed) or the job's RAM
  * pointer; NULL for an array the job does not have. */
 zc_status zc_stream_next(zc_stream *s, void *a[ZC_NSTREAMS], zc_err *err);
+/* Whether array a of the job next() handed out was read from disk into its slot (in, or ask
+ * answered yes). */
+bool zc_stream_read_in(const zc_stream *s, int a);
 /* The current job's update is done: its outputs start on their way to disk. */
 zc_status zc_stream_done(zc_stream *s, zc_err *err);
 /* Between jobs (the caller's other work): starts the reads of the slots whose writes have
