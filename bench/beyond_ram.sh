@@ -27,7 +27,8 @@
 # buffer_size (the elements they may hold past the first). COMPACT=1 (AdamW or
 # AdamW8bit) keeps the fp32 master as the bf16 weights plus 16-bit remainders
 # (optimizer.params.compact_master). CLIP sets --clip (default 1.0; CLIP=0 trains without
-# gradient clipping, which folds the update into the backward where fold_update is on).
+# gradient clipping, which folds the update into the backward where fold_update is on). AIO sets
+# the config's "aio" keys (e.g. AIO='"queue_depth": 32, "block_size": 4194304').
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 zeroc=${ZEROC:-$root/build/zeroc}
@@ -55,6 +56,8 @@ case $compact in
 esac
 torch=${TORCH:-1}
 clip=${CLIP:-1.0}
+aio_key=''
+[[ -n ${AIO:-} ]] && aio_key=", \"aio\": {$AIO}"
 [[ $clip =~ ^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] || { echo "beyond_ram.sh: CLIP must be a number >= 0, got '$clip'" >&2; exit 2; }
 ranks=${RANKS:-2}
 [[ $ranks == 1 || $ranks == 2 ]] || { echo "beyond_ram.sh: RANKS must be 1 or 2, got '$ranks'" >&2; exit 2; }
@@ -108,7 +111,7 @@ cat > "$dir/ds.json" <<EOF
 {$optimizer_key "zero_optimization": {"stage": 3, $knobs
    "offload_optimizer": {"device": "nvme", "nvme_path": "$dir", "ratio": $ratio$fold_key$opt_slots},
    "offload_param": {"device": "nvme", "nvme_path": "$dir", "max_in_cpu": $max_in_cpu$par_slots}},
- "bf16": {"enabled": true}, "steps_per_print": 1}
+ "bf16": {"enabled": true}, "steps_per_print": 1$aio_key}
 EOF
 # the plan of the run below: its optimizer and its config (buffers, compact master, ...)
 est=$("$zeroc" estimate "${shape[@]}" --micro-batch 1 --ranks "$ranks" --dtype bf16 \
