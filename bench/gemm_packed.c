@@ -135,12 +135,10 @@ int main(void)
     const struct {
         const char *name;
         int M, N, K, tb;
-    } shapes[] = {{"attn.qkv forward", 256, 2304, 768, 1},
-                  {"attn.proj forward", 256, 768, 768, 1},
-                  {"mlp.fc forward", 256, 3072, 768, 1},
-                  {"mlp.proj forward", 256, 768, 3072, 1},
-                  {"mlp.fc backward dx", 256, 768, 3072, 0},
-                  {"mlp.proj backward dx", 256, 3072, 768, 0}};
+    } shapes[] = {
+        {"attn.qkv forward", 256, 2304, 768, 1},   {"attn.proj forward", 256, 768, 768, 1},
+        {"mlp.fc forward", 256, 3072, 768, 1},     {"mlp.proj forward", 256, 768, 3072, 1},
+        {"mlp.fc backward dx", 256, 768, 3072, 0}, {"mlp.proj backward dx", 256, 3072, 768, 0}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         for (int packed = 0; packed < 2; packed++)
             run(shapes[s].name, shapes[s].M, shapes[s].N, shapes[s].K, shapes[s].tb, shapes[s].N,
