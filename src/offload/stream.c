@@ -73,15 +73,6 @@ static zc_status start_reads(zc_stream *s, int j, zc_err *err)
     return ZC_OK;
 }
 
-/* Starts reads for jobs up to `last`, waiting for their slots' old writes where needed. */
-static zc_status read_ahead(zc_stream *s, int last, zc_err *err)
-{
-    zc_status st = ZC_OK;
-    while (!st && s->next_read <= last && s->next_read < s->njobs)
-        st = start_reads(s, s->next_read, err);
-    return st;
-}
-
 /* Whether the slot's writes have all landed (or it has none in flight); never waits for I/O. */
 static bool writes_landed(zc_stream *s, const slot_t *sl)
 {
@@ -91,13 +82,14 @@ static bool writes_landed(zc_stream *s, const slot_t *sl)
     return true;
 }
 
-/* Starts reads, in job order, for jobs up to `last` whose slots are free: stops at the first slot
- * whose writes are still in flight. (start_reads' wait then only collects their status.) */
-static zc_status refill_landed(zc_stream *s, int last, zc_err *err)
+/* Starts reads, in job order, for jobs up to `last`. A slot whose old writes are still in flight
+ * is waited for (wait) or ends the pass there (start_reads' wait then only collects the landed
+ * writes' status). */
+static zc_status read_ahead(zc_stream *s, int last, bool wait, zc_err *err)
 {
     zc_status st = ZC_OK;
     while (!st && s->next_read <= last && s->next_read < s->njobs &&
-           writes_landed(s, &s->slots[s->next_read % s->nslots]))
+           (wait || writes_landed(s, &s->slots[s->next_read % s->nslots])))
         st = start_reads(s, s->next_read, err);
     return st;
 }
@@ -187,16 +179,16 @@ zc_status zc_stream_begin(zc_stream *s, const zc_stream_job *jobs, int njobs, zc
     s->njobs = njobs;
     s->cur = 0;
     s->next_read = 0;
-    return s->read_ahead ? read_ahead(s, s->nslots - 1, err) : ZC_OK;
+    return s->read_ahead ? read_ahead(s, s->nslots - 1, true, err) : ZC_OK;
 }
 
 zc_status zc_stream_next(zc_stream *s, void *a[ZC_NSTREAMS], zc_err *err)
 {
     ZC_ASSERT(s->cur < s->njobs);
     int j = s->cur;
-    zc_status st = s->next_read <= j ? read_ahead(s, j, err) : ZC_OK;
+    zc_status st = s->next_read <= j ? read_ahead(s, j, true, err) : ZC_OK;
     if (!st && s->read_ahead) /* the jobs after it, as far as their slots are free */
-        st = refill_landed(s, j + s->nslots - 1, err);
+        st = read_ahead(s, j + s->nslots - 1, false, err);
     slot_t *sl = &s->slots[j % s->nslots];
     for (int k = 0; k < ZC_NSTREAMS; k++) {
         const zc_stream_ref *r = &s->jobs[j].a[k];
@@ -223,7 +215,7 @@ zc_status zc_stream_done(zc_stream *s, zc_err *err)
     /* the slot of job j + B − 1 held job j − 1: refilled now if its writes have landed, else by a
      * later poll() or next() */
     if (!st && s->read_ahead)
-        st = refill_landed(s, j + s->nslots - 1, err);
+        st = read_ahead(s, j + s->nslots - 1, false, err);
     return st;
 }
 
@@ -232,7 +224,7 @@ zc_status zc_stream_poll(zc_stream *s, zc_err *err)
     if (!s->jobs || !s->read_ahead || s->cur >= s->njobs)
         return ZC_OK;
     /* job cur + B − 1's slot held job cur − 1, done (the job being updated, cur, keeps its own) */
-    return refill_landed(s, s->cur + s->nslots - 1, err);
+    return read_ahead(s, s->cur + s->nslots - 1, false, err);
 }
 
 zc_status zc_stream_landed(zc_stream *s, int j, zc_err *err)
