@@ -164,7 +164,9 @@ print(f"rank 0 disk: read {rd:.0f} MB/s, write {wr:.0f} MB/s, blocked on disk "
        f"{statistics.median(o['shards_from_update'][2:]):.0f}" if "param_read_bytes" in o else
        "(not reported by this build)")
       + (f", units updated in the backward {statistics.median(o['updates_in_backward'][2:]):.0f}"
-         if "updates_in_backward" in o else ""))
+         if "updates_in_backward" in o else "")
+      + (f", shards read in place {statistics.median(o['shards_read_in_place'][2:]):.0f}"
+         if "shards_read_in_place" in o else ""))
 print("s/step: " + ", ".join(f"{x / 1e3:.1f}" for x in ms) + "; update phase: "
       + ", ".join(f"{x / 1e3:.1f}" for x in o["update_ms"]) + f"; weights {r['weights_sha256'][:16]}")
 # The disk's floor for these bytes: dd with O_DIRECT in the swap files' directory, as the run

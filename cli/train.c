@@ -545,7 +545,8 @@ static double record_step(train_run *r, int s, const zc_step_info *info, double 
         .buffers_mapped = (double)(d1.io_buffers_mapped - d0->io_buffers_mapped),
         .param_read = (double)(d1.param_bytes_read - d0->param_bytes_read),
         .shards_from_update = (double)(d1.shards_from_update - d0->shards_from_update),
-        .updates_in_backward = (double)(d1.updates_in_backward - d0->updates_in_backward)};
+        .updates_in_backward = (double)(d1.updates_in_backward - d0->updates_in_backward),
+        .shards_read_in_place = (double)(d1.shards_read_in_place - d0->shards_read_in_place)};
     r->ph.disk_wait_ms = ser->disk[s].wait_ms;
     const zc_comm_counters *c = zc_comm_get_counters(r->comm);
     double bytes = 0;

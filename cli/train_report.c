@@ -109,7 +109,8 @@ zc_status train_report_write(const train_report *r, const char *path, zc_err *er
                       {"buffers_mapped", offsetof(disk_step, buffers_mapped)},
                       {"param_read_bytes", offsetof(disk_step, param_read)},
                       {"shards_from_update", offsetof(disk_step, shards_from_update)},
-                      {"updates_in_backward", offsetof(disk_step, updates_in_backward)}};
+                      {"updates_in_backward", offsetof(disk_step, updates_in_backward)},
+                      {"shards_read_in_place", offsetof(disk_step, shards_read_in_place)}};
         for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) {
             for (size_t k = 0; k < n; k++)
                 memcpy(&col[k], (const char *)&r->disk[k] + fields[f].off, sizeof(double));

@@ -19,8 +19,9 @@ typedef struct {
     double read, written, wait_ms, update_ms, update_read, update_written;
     double buffers_mapped; /* parameter-read and gradient-staging buffers mapped in the step */
     double param_read;     /* stage-3 parameter shards read from disk (reads started in the step) */
-    double shards_from_update;  /* folded update: gathers fed by the update, not a disk read */
-    double updates_in_backward; /* folded into the backward: units updated there */
+    double shards_from_update;   /* folded update: gathers fed by the update, not a disk read */
+    double updates_in_backward;  /* folded into the backward: units updated there */
+    double shards_read_in_place; /* gathers that read their shard straight into their buffer */
 } disk_step;
 
 typedef struct {

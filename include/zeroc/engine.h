@@ -337,14 +337,17 @@ typedef struct {
     double wait_seconds;               /* the training thread blocked on disk I/O, since finalize */
     double update_seconds;             /* in the steps' updates (streaming the optimizer state) */
     int64_t update_bytes_read, update_bytes_written; /* the updates' share of the traffic */
-    int64_t io_buffers_mapped;   /* parameter-read and gradient-staging buffers mapped since
-                                  * finalize: freed ones are kept for reuse within the offload
-                                  * plan's bounds, so with units of one size this stops growing
-                                  * after the first step */
-    int64_t param_bytes_read;    /* stage 3: parameter shards read from disk (started reads) */
-    int64_t shards_from_update;  /* folded update: stage-3 gathers fed by the update, not a read */
-    int64_t updates_in_backward; /* folded update without clipping: units updated in the
-                                  * backward, as their gradients landed */
+    int64_t io_buffers_mapped;    /* parameter-read and gradient-staging buffers mapped since
+                                   * finalize: freed ones are kept for reuse within the offload
+                                   * plan's bounds, so with units of one size this stops growing
+                                   * after the first step */
+    int64_t param_bytes_read;     /* stage 3: parameter shards read from disk (started reads) */
+    int64_t shards_from_update;   /* folded update: stage-3 gathers fed by the update, not a read */
+    int64_t updates_in_backward;  /* folded update without clipping: units updated in the
+                                   * backward, as their gradients landed */
+    int64_t shards_read_in_place; /* stage 3: shards a gather read from disk itself, straight
+                                   * into its place in the gathered buffer (no read ahead of
+                                   * it; that place and the shard whole 4 KiB blocks) */
 } zc_offload_stats;
 ZC_API void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out);
 

@@ -39,6 +39,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -300,11 +301,12 @@ struct zc_engine {
     int upd_next;
     float upd_gscale;
     double upd_lr;
-    int64_t upd_step;           /* the optimizer step taken (Adam's bias correction) */
-    long long upd_label;        /* its number in messages */
-    zc_comm_req *upd_gather;    /* a persistent unit's all-gather after its update */
-    int64_t shards_from_update; /* stage-3 gathers fed by the update, not by a disk read */
-    int64_t param_bytes_read;   /* stage-3 shard reads started (param_read_start) */
+    int64_t upd_step;             /* the optimizer step taken (Adam's bias correction) */
+    long long upd_label;          /* its number in messages */
+    zc_comm_req *upd_gather;      /* a persistent unit's all-gather after its update */
+    int64_t shards_from_update;   /* stage-3 gathers fed by the update, not by a disk read */
+    int64_t shards_read_in_place; /* stage-3 shards read straight into the gathered buffer */
+    int64_t param_bytes_read;     /* stage-3 shard reads started (param_read_start) */
     char label[192];
 };
 
@@ -2080,6 +2082,7 @@ void zc_engine_offload_stats(const zc_engine *e, zc_offload_stats *out)
     out->update_bytes_written = e->update_written;
     out->io_buffers_mapped = e->io_mapped;
     out->shards_from_update = e->shards_from_update;
+    out->shards_read_in_place = e->shards_read_in_place;
     out->updates_in_backward = e->updates_in_backward;
     out->param_bytes_read = e->param_bytes_read;
 }
@@ -2447,16 +2450,22 @@ static zc_status rs_pump(zc_engine *e, zc_err *err)
 
 /* ---------- acquire / release ---------- */
 
+/* Folded: what the update wrote of unit u's shard must have landed before it is read back. */
+static zc_status shard_landed(zc_engine *e, const unit_t *u, zc_err *err)
+{
+    zc_status st = ZC_OK;
+    for (int j = u->first_job; e->upd_open && !st && j < u->first_job + u->njobs; j++)
+        st = zc_stream_landed(e->stream, j, err);
+    return st;
+}
+
 /* Stage 3, unit i's parameter shard lives on disk: start reading it into a buffer of its own. */
 static zc_status param_read_start(zc_engine *e, int i, zc_err *err)
 {
     unit_t *u = &e->units[i];
     size_t bytes = blocks(u->info.shard, e->ps);
     ZC_ASSERT(!update_pending(e, i));
-    zc_status st = ZC_OK;
-    /* folded: what the update wrote of the shard must have landed before it is read back */
-    for (int j = u->first_job; e->upd_open && !st && j < u->first_job + u->njobs; j++)
-        st = zc_stream_landed(e->stream, j, err);
+    zc_status st = shard_landed(e, u, err);
     if (!st)
         st = io_alloc(e, IO_READ, &u->pread_buf, bytes, "a parameter shard's read buffer", i, err);
     if (st)
@@ -2505,6 +2514,31 @@ static zc_status param_read_end(zc_engine *e, int i, void *dst, bool keep, zc_er
 static zc_status param_read_finish(zc_engine *e, int i, void *dst, zc_err *err)
 {
     return param_read_end(e, i, dst, false, err);
+}
+
+/* Whether unit i's shard can be read from disk straight into its place in the gathered buffer
+ * (O_DIRECT): that place starts on a 4 KiB boundary and the shard is whole 4 KiB blocks, so the
+ * read neither starts off a boundary nor runs into the next rank's place (Llama-family blocks on
+ * a power-of-two number of ranks; GPT-2's biases make most of its shards odd sizes). */
+static bool read_in_place(const zc_engine *e, int i, const void *dst)
+{
+    const size_t bytes = e->units[i].info.shard * e->ps;
+    return (uintptr_t)dst % ZC_AIO_ALIGN == 0 && bytes % ZC_AIO_ALIGN == 0;
+}
+
+/* A gather that found no read ahead of it: reads unit i's shard straight into dst, its place in
+ * the gathered buffer (read_in_place), with no buffer between and no copy, and waits for it. */
+static zc_status param_read_into(zc_engine *e, int i, void *dst, zc_err *err)
+{
+    unit_t *u = &e->units[i];
+    const size_t bytes = u->info.shard * e->ps;
+    zc_status st = shard_landed(e, u, err);
+    if (st)
+        return st;
+    zc_swap_read(e->swap_par, &u->pread, dst, bytes, u->disk.params_off);
+    e->param_bytes_read += (int64_t)bytes;
+    e->shards_read_in_place++;
+    return zc_swap_wait(e->swap_par, &u->pread, err);
 }
 
 /* Whether `reads` shard reads of `elems` elements in all, outstanding at once, are within what
@@ -2586,6 +2620,8 @@ static zc_status gather_start(zc_engine *e, int i, bool keep, zc_err *err)
     }
     if (!st && !updated && !u->disk.params)
         memcpy(mine, u->shard_p, S * e->ps);
+    else if (!st && !updated && !u->pread_buf && !keep && read_in_place(e, i, mine))
+        st = param_read_into(e, i, mine, err);
     else if (!st && !updated && !(st = u->pread_buf ? ZC_OK : param_read_start(e, i, err)))
         st = param_read_end(e, i, mine, keep, err);
     const size_t seg = e->qwz ? (size_t)zc_qwz_segment_bytes((int64_t)S) : 0;
