@@ -11,6 +11,7 @@
 # standard deviation per optimizer, and the relative difference of the means. DTYPE=bf16 trains
 # every run in bf16 (default fp32); COMPACT=1 (bf16 only) adds a third optimizer, AdamW8bit with
 # optimizer.params.compact_master (its fp32 master as the bf16 weights plus 16-bit remainders).
+# SEEDS=N runs seeds 1-N instead (at least 2: the spread needs two).
 # Usage: bench/adam8bit_accuracy.sh [BUILD_DIR] [STEPS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +21,8 @@ out="$build/adam8bench"
 mkdir -p "$out"
 [[ -f $out/licenses_train.bin ]] ||
   "$build/zeroc" prepare --text /usr/share/common-licenses/* --out "$out/licenses" >/dev/null
+seeds=${SEEDS:-3}
+[[ $seeds =~ ^[0-9]+$ ]] && ((seeds >= 2)) || { echo "adam8bit_accuracy.sh: SEEDS must be an integer >= 2, got '$seeds'" >&2; exit 2; }
 dtype=${DTYPE:-fp32}
 [[ $dtype == fp32 || $dtype == bf16 ]] || { echo "adam8bit_accuracy.sh: DTYPE must be fp32 or bf16, got '$dtype'" >&2; exit 2; }
 opts=(AdamW AdamW8bit)
@@ -37,7 +40,7 @@ llama=(--init "$root/tests/fixtures/llama_tiny")
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 for model in gpt2 llama; do
   for opt in "${opts[@]}"; do
-    for seed in 1 2 3; do
+    for ((seed = 1; seed <= seeds; seed++)); do
       m="${model}[@]"
       flags=(--optimizer "${opt%-compact}")
       [[ $opt == *-compact ]] && flags+=(--config "$out/compact.json")
@@ -47,9 +50,9 @@ for model in gpt2 llama; do
     done
   done
 done
-python3 - "$out" "${opts[@]}" <<'PY'
+python3 - "$out" "$seeds" "${opts[@]}" <<'PY'
 import json, statistics, sys
-out, opts = sys.argv[1], sys.argv[2:]
+out, seeds, opts = sys.argv[1], range(1, int(sys.argv[2]) + 1), sys.argv[3:]
 def report(model, opt, seed):
     return json.load(open(f"{out}/{model}-{opt}-{seed}.json"))
 def val(r):
@@ -60,9 +63,9 @@ for model in ("gpt2", "llama"):
     for what, f in (("validation loss", val), ("train loss (last 20)", train)):
         means = {}
         for opt in opts:
-            x = [f(report(model, opt, s)) for s in (1, 2, 3)]
+            x = [f(report(model, opt, s)) for s in seeds]
             means[opt] = statistics.mean(x)
-            print(f"{model:6s} {what:21s} {opt:10s} seeds 1-3: {' '.join(f'{v:.4f}' for v in x)}"
+            print(f"{model:6s} {what:21s} {opt:10s} seeds 1-{len(seeds)}: {' '.join(f'{v:.4f}' for v in x)}"
                   f"  mean {means[opt]:.4f} ± {statistics.stdev(x):.4f} (sample sd)"
                   f"  spread {max(x) - min(x):.4f}")
         for opt in opts[1:]:
