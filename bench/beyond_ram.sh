@@ -20,7 +20,8 @@
 # rather than speed (sub_group_size 1e6, two optimizer slots, one shard read ahead, no unit
 # gathered ahead, reduce_bucket_size 2e7); SMALL=2 only the update's (sub_group_size 1e6, two
 # optimizer slots), keeping the reads and gathers ahead; EXTRA adds train flags (e.g.
-# EXTRA=--activation-checkpointing). RANKS=1 runs the other process shape: 1 process with 2
+# EXTRA=--activation-checkpointing; the plan printed first follows its --tile-params and
+# --activation-checkpointing). RANKS=1 runs the other process shape: 1 process with 2
 # threads instead of 2 ranks with 1 thread each. OPT_SLOTS=N sets offload_optimizer.buffer_count
 # (the update's slots: how many sub-groups are read ahead), over SMALL's; PAR_SLOTS=N
 # offload_param.buffer_count (how many parameter shards are read ahead or kept), PAR_SIZE=N its
@@ -113,9 +114,17 @@ cat > "$dir/ds.json" <<EOF
    "offload_param": {"device": "nvme", "nvme_path": "$dir", "max_in_cpu": $max_in_cpu$par_slots}},
  "bf16": {"enabled": true}, "steps_per_print": 1$aio_key}
 EOF
-# the plan of the run below: its optimizer and its config (buffers, compact master, ...)
+# the plan of the run below: its optimizer, its config (buffers, compact master, ...) and the
+# flags of EXTRA that change what a rank holds (tiles, activation checkpointing)
+est_extra=()
+for ((k = 0; k < ${#extra[@]}; k++)); do
+  case ${extra[k]} in
+    --activation-checkpointing) est_extra+=("${extra[k]}") ;;
+    --tile-params) est_extra+=("${extra[k]}" "${extra[k + 1]:-}") && ((k += 1)) ;;
+  esac
+done
 est=$("$zeroc" estimate "${shape[@]}" --micro-batch 1 --ranks "$ranks" --dtype bf16 \
-  --optimizer "$optim" --config "$dir/ds.json" --json)
+  --optimizer "$optim" ${est_extra[@]+"${est_extra[@]}"} --config "$dir/ds.json" --json)
 python3 - "$est" "$dir" "$ranks" <<'PY'
 import json, os, sys
 e, ranks = json.loads(sys.argv[1]), int(sys.argv[3])
